@@ -42,7 +42,7 @@ seckill_services_main() (
 	done
 	if ((${#missing[@]} > 0)); then
 		log "installing missing packages: ${missing[*]}"
-		export DEBIAN_FRONTEND=noninteractive
+		export DEBIAN_FRONTEND=noninteractive NEEDRESTART_MODE=a
 		apt-get update -qq
 		apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 	else
