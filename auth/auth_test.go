@@ -1,0 +1,72 @@
+package auth
+
+import (
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/golang-jwt/jwt/v5"
+)
+
+func TestIssueParse(t *testing.T) {
+	tok := NewTokens("s3cret", time.Hour)
+	s, err := tok.Issue(42, "admin")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := tok.Parse(s)
+	if err != nil {
+		t.Fatalf("Parse: %v", err)
+	}
+	if c.UserID != 42 || c.Role != "admin" {
+		t.Fatalf("got uid %d role %q, want 42 admin", c.UserID, c.Role)
+	}
+}
+
+func TestParseRejects(t *testing.T) {
+	tok := NewTokens("s3cret", time.Hour)
+	good, err := tok.Issue(7, "user")
+	if err != nil {
+		t.Fatal(err)
+	}
+	other := NewTokens("other", time.Hour)
+	wrongKey, _ := other.Issue(7, "user")
+	expiredIssuer := NewTokens("s3cret", time.Hour)
+	expiredIssuer.now = func() time.Time { return time.Now().Add(-2 * time.Hour) }
+	expired, _ := expiredIssuer.Issue(7, "user")
+
+	claims := Claims{UserID: 7, Role: "admin", RegisteredClaims: jwt.RegisteredClaims{
+		Issuer: Issuer, ExpiresAt: jwt.NewNumericDate(time.Now().Add(time.Hour)),
+	}}
+	none, err := jwt.NewWithClaims(jwt.SigningMethodNone, claims).SignedString(jwt.UnsafeAllowNoneSignatureType)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hs512, _ := jwt.NewWithClaims(jwt.SigningMethodHS512, claims).SignedString([]byte("s3cret"))
+	noExp, _ := jwt.NewWithClaims(jwt.SigningMethodHS256, Claims{UserID: 7, RegisteredClaims: jwt.RegisteredClaims{Issuer: Issuer}}).SignedString([]byte("s3cret"))
+	noUser, _ := jwt.NewWithClaims(jwt.SigningMethodHS256, Claims{RegisteredClaims: jwt.RegisteredClaims{Issuer: Issuer, ExpiresAt: jwt.NewNumericDate(time.Now().Add(time.Hour))}}).SignedString([]byte("s3cret"))
+	parts := strings.Split(good, ".")
+	tampered := parts[0] + "." + strings.TrimRight(parts[1], "=") + "x." + parts[2]
+
+	tests := []struct {
+		name, token string
+	}{
+		{"empty", ""},
+		{"garbage", "not.a.token"},
+		{"wrong key", wrongKey},
+		{"expired", expired},
+		{"alg none", none},
+		{"alg HS512", hs512},
+		{"no expiry", noExp},
+		{"no user", noUser},
+		{"tampered payload", tampered},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if _, err := tok.Parse(tt.token); !errors.Is(err, ErrInvalidToken) {
+				t.Fatalf("got %v, want ErrInvalidToken", err)
+			}
+		})
+	}
+}

@@ -1,0 +1,241 @@
+// Package config reads the typed configuration of the seckill service: the
+// defaults below, then the environment (SECKILL_*), then validation.
+package config
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/go-sql-driver/mysql"
+)
+
+// DevJWTSecret is the development secret used when SECKILL_JWT_SECRET is empty
+// outside production. It is public: never use it for real users.
+const DevJWTSecret = "seckill-development-secret-do-not-use-in-production"
+
+// Lock modes accepted by SECKILL_LOCK_MODE.
+var LockModes = []string{"none", "local", "simple", "owner", "lua", "reentrant", "redsync", "multi", "mysql", "zookeeper"}
+
+// Config is the whole configuration of one process.
+type Config struct {
+	HTTPAddr     string        // SECKILL_HTTP_ADDR, default ":8080"
+	MySQLDSN     string        // SECKILL_MYSQL_DSN, empty = embedded database
+	DataDir      string        // SECKILL_DATA_DIR, default "./data" (embedded database)
+	RedisAddr    string        // SECKILL_REDIS_ADDR, empty = embedded Redis
+	LockMode     string        // SECKILL_LOCK_MODE, default "lua"
+	LockTTL      time.Duration // SECKILL_LOCK_TTL, lease of the per-user lock, default 10s
+	RedlockAddrs []string      // SECKILL_REDLOCK_ADDRS, default: the one Redis
+	ZKAddrs      []string      // SECKILL_ZK_ADDRS
+	OrderMode    string        // SECKILL_ORDER_MODE, "sync" or "async", default "sync"
+	Fencing      bool          // SECKILL_FENCING, "on" or "off", default off
+	JWTSecret    string        // SECKILL_JWT_SECRET
+	JWTTTL       time.Duration // SECKILL_JWT_TTL, default 24h
+	Env          string        // SECKILL_ENV, "development" or "production"
+	// RequestTimeout bounds every request (SECKILL_REQUEST_TIMEOUT, default 3s):
+	// a dependency that hangs turns into 503 UNAVAILABLE, never a hang.
+	RequestTimeout time.Duration
+	// CriticalDelay is a development-only pause inside the critical section,
+	// after the lock is taken and before the order transaction
+	// (SECKILL_DEV_CRITICAL_DELAY, default 0). Load tests set it longer than
+	// the lock lease to show which lock designs break.
+	CriticalDelay time.Duration
+}
+
+// Default returns the configuration with every default filled in.
+func Default() Config {
+	return Config{
+		HTTPAddr:       ":8080",
+		DataDir:        "./data",
+		LockMode:       "lua",
+		LockTTL:        10 * time.Second,
+		OrderMode:      "sync",
+		JWTTTL:         24 * time.Hour,
+		Env:            "development",
+		RequestTimeout: 3 * time.Second,
+	}
+}
+
+// Load returns Default overridden by the environment, validated. Errors name
+// the variable at fault.
+func Load(getenv func(string) string) (Config, error) {
+	c := Default()
+	str := func(name string, dst *string) {
+		if v := strings.TrimSpace(getenv(name)); v != "" {
+			*dst = v
+		}
+	}
+	var errs []error
+	dur := func(name string, dst *time.Duration) {
+		v := strings.TrimSpace(getenv(name))
+		if v == "" {
+			return
+		}
+		d, err := time.ParseDuration(v)
+		if err != nil || d < 0 {
+			errs = append(errs, fmt.Errorf("%s: %q is not a duration like 10s", name, v))
+			return
+		}
+		*dst = d
+	}
+	str("SECKILL_HTTP_ADDR", &c.HTTPAddr)
+	str("SECKILL_MYSQL_DSN", &c.MySQLDSN)
+	str("SECKILL_DATA_DIR", &c.DataDir)
+	str("SECKILL_REDIS_ADDR", &c.RedisAddr)
+	str("SECKILL_LOCK_MODE", &c.LockMode)
+	str("SECKILL_ORDER_MODE", &c.OrderMode)
+	str("SECKILL_JWT_SECRET", &c.JWTSecret)
+	str("SECKILL_ENV", &c.Env)
+	dur("SECKILL_LOCK_TTL", &c.LockTTL)
+	dur("SECKILL_JWT_TTL", &c.JWTTTL)
+	dur("SECKILL_REQUEST_TIMEOUT", &c.RequestTimeout)
+	dur("SECKILL_DEV_CRITICAL_DELAY", &c.CriticalDelay)
+	c.RedlockAddrs = list(getenv("SECKILL_REDLOCK_ADDRS"))
+	c.ZKAddrs = list(getenv("SECKILL_ZK_ADDRS"))
+	switch v := strings.ToLower(strings.TrimSpace(getenv("SECKILL_FENCING"))); v {
+	case "", "off":
+	case "on":
+		c.Fencing = true
+	default:
+		errs = append(errs, fmt.Errorf("SECKILL_FENCING: %q is not on or off", v))
+	}
+	if len(errs) > 0 {
+		return c, errors.Join(errs...)
+	}
+	return c, c.Validate()
+}
+
+// Validate checks the configuration; each error names its variable.
+func (c *Config) Validate() error {
+	var errs []error
+	if _, _, err := net.SplitHostPort(c.HTTPAddr); err != nil {
+		errs = append(errs, fmt.Errorf("SECKILL_HTTP_ADDR: %q is not host:port", c.HTTPAddr))
+	}
+	if c.MySQLDSN != "" {
+		if _, err := mysql.ParseDSN(c.MySQLDSN); err != nil {
+			errs = append(errs, fmt.Errorf("SECKILL_MYSQL_DSN: malformed: %v", err))
+		}
+	}
+	if c.RedisAddr != "" && !validHostPort(c.RedisAddr) {
+		errs = append(errs, fmt.Errorf("SECKILL_REDIS_ADDR: %q is not host:port", c.RedisAddr))
+	}
+	for _, a := range c.RedlockAddrs {
+		if !validHostPort(a) {
+			errs = append(errs, fmt.Errorf("SECKILL_REDLOCK_ADDRS: %q is not host:port", a))
+		}
+	}
+	for _, a := range c.ZKAddrs {
+		if !validHostPort(a) {
+			errs = append(errs, fmt.Errorf("SECKILL_ZK_ADDRS: %q is not host:port", a))
+		}
+	}
+	if !contains(LockModes, c.LockMode) {
+		errs = append(errs, fmt.Errorf("SECKILL_LOCK_MODE: unknown mode %q (one of %s)", c.LockMode, strings.Join(LockModes, ", ")))
+	}
+	if c.LockMode == "zookeeper" && len(c.ZKAddrs) == 0 {
+		errs = append(errs, errors.New("SECKILL_ZK_ADDRS: required with SECKILL_LOCK_MODE=zookeeper"))
+	}
+	if c.LockMode == "mysql" && c.MySQLDSN == "" {
+		errs = append(errs, errors.New("SECKILL_MYSQL_DSN: required with SECKILL_LOCK_MODE=mysql (the embedded database has no GET_LOCK)"))
+	}
+	if c.OrderMode != "sync" && c.OrderMode != "async" {
+		errs = append(errs, fmt.Errorf("SECKILL_ORDER_MODE: unknown mode %q (sync or async)", c.OrderMode))
+	}
+	if c.Env != "development" && c.Env != "production" {
+		errs = append(errs, fmt.Errorf("SECKILL_ENV: %q is not development or production", c.Env))
+	}
+	if c.Env == "production" {
+		if c.JWTSecret == "" {
+			errs = append(errs, errors.New("SECKILL_JWT_SECRET: required when SECKILL_ENV=production"))
+		}
+		if c.CriticalDelay > 0 {
+			errs = append(errs, errors.New("SECKILL_DEV_CRITICAL_DELAY: development only, not allowed when SECKILL_ENV=production"))
+		}
+	}
+	if c.LockTTL <= 0 {
+		errs = append(errs, errors.New("SECKILL_LOCK_TTL: must be positive"))
+	}
+	if c.JWTTTL <= 0 {
+		errs = append(errs, errors.New("SECKILL_JWT_TTL: must be positive"))
+	}
+	if c.RequestTimeout <= 0 {
+		errs = append(errs, errors.New("SECKILL_REQUEST_TIMEOUT: must be positive"))
+	}
+	return errors.Join(errs...)
+}
+
+// Secret returns the JWT secret and whether it is the public development one.
+func (c *Config) Secret() (secret string, isDev bool) {
+	if c.JWTSecret == "" {
+		return DevJWTSecret, true
+	}
+	return c.JWTSecret, false
+}
+
+// LogValue masks secrets for the startup log line.
+func (c Config) LogValue() slog.Value {
+	dsn := c.MySQLDSN
+	if cfg, err := mysql.ParseDSN(dsn); err == nil && dsn != "" {
+		if cfg.Passwd != "" {
+			cfg.Passwd = "***"
+		}
+		dsn = cfg.FormatDSN()
+	}
+	secret := "(development default)"
+	if c.JWTSecret != "" {
+		secret = "***"
+	}
+	return slog.GroupValue(
+		slog.String("http_addr", c.HTTPAddr),
+		slog.String("mysql_dsn", orEmbedded(dsn)),
+		slog.String("redis_addr", orEmbedded(c.RedisAddr)),
+		slog.String("lock_mode", c.LockMode),
+		slog.Duration("lock_ttl", c.LockTTL),
+		slog.Any("redlock_addrs", c.RedlockAddrs),
+		slog.Any("zk_addrs", c.ZKAddrs),
+		slog.String("order_mode", c.OrderMode),
+		slog.Bool("fencing", c.Fencing),
+		slog.String("jwt_secret", secret),
+		slog.String("env", c.Env),
+		slog.Duration("request_timeout", c.RequestTimeout),
+		slog.Duration("dev_critical_delay", c.CriticalDelay),
+	)
+}
+
+func orEmbedded(s string) string {
+	if s == "" {
+		return "(embedded)"
+	}
+	return s
+}
+
+func list(v string) []string {
+	var out []string
+	for _, p := range strings.Split(v, ",") {
+		if p = strings.TrimSpace(p); p != "" {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+func validHostPort(a string) bool {
+	host, port, err := net.SplitHostPort(a)
+	return err == nil && host != "" && port != ""
+}
+
+func contains(list []string, s string) bool {
+	for _, v := range list {
+		if v == s {
+			return true
+		}
+	}
+	return false
+}
+
+// Getenv adapts os.Getenv for Load.
+func Getenv(name string) string { return os.Getenv(name) }

@@ -1,0 +1,55 @@
+package model
+
+import (
+	"errors"
+	"fmt"
+)
+
+// Domain errors. Every layer returns these (wrapped with %w) and the handler
+// maps them to HTTP status and code in one place.
+var (
+	ErrVoucherNotFound   = errors.New("voucher not found")
+	ErrOrderNotFound     = errors.New("order not found")
+	ErrUserNotFound      = errors.New("user not found")
+	ErrSeckillNotStarted = errors.New("seckill not started")
+	ErrSeckillEnded      = errors.New("seckill ended")
+	ErrSoldOut           = errors.New("sold out")
+	ErrDuplicateOrder    = errors.New("duplicate order")
+	// ErrStaleFence means a lock holder presented a fencing token older than
+	// one already used for the same lock: its lease expired and another
+	// holder wrote since. It is a duplicate order attempt.
+	ErrStaleFence   = errors.New("stale fencing token")
+	ErrUnauthorized = errors.New("unauthorized")
+	ErrForbidden    = errors.New("forbidden")
+	ErrRateLimited  = errors.New("rate limited")
+	// ErrUnavailable means Redis or the database could not be reached in time.
+	ErrUnavailable = errors.New("dependency unavailable")
+)
+
+// InvalidArgumentError is a bad input naming the field at fault.
+type InvalidArgumentError struct {
+	Field  string
+	Reason string
+}
+
+func (e *InvalidArgumentError) Error() string {
+	return fmt.Sprintf("invalid %s: %s", e.Field, e.Reason)
+}
+
+// InvalidArgument returns an *InvalidArgumentError for field.
+func InvalidArgument(field, reason string) error {
+	return &InvalidArgumentError{Field: field, Reason: reason}
+}
+
+// Unavailable wraps err as ErrUnavailable, keeping err for the log.
+func Unavailable(err error) error {
+	if err == nil || errors.Is(err, ErrUnavailable) {
+		return err
+	}
+	return fmt.Errorf("%w: %w", ErrUnavailable, err)
+}
+
+// ErrUniqueKey marks a duplicate order that only the database's unique key
+// (user_id, voucher_id) stopped: the per-user lock did not do its job. It is
+// always returned together with ErrDuplicateOrder.
+var ErrUniqueKey = errors.New("unique key violation")

@@ -1,0 +1,136 @@
+// Package model holds the domain types of the seckill service and the domain
+// errors every layer speaks. It imports nothing of the project.
+package model
+
+import "time"
+
+// Roles stored with a user and carried in its token.
+const (
+	RoleUser  = "user"
+	RoleAdmin = "admin"
+)
+
+// User is a row of tb_user.
+type User struct {
+	ID         int64     `gorm:"column:id;primaryKey;autoIncrement"`
+	Phone      string    `gorm:"column:phone"`
+	Password   string    `gorm:"column:password"`
+	NickName   string    `gorm:"column:nick_name"`
+	Icon       string    `gorm:"column:icon"`
+	Role       string    `gorm:"column:role"`
+	CreateTime time.Time `gorm:"column:create_time"`
+	UpdateTime time.Time `gorm:"column:update_time"`
+}
+
+// TableName is the Heima table name.
+func (User) TableName() string { return "tb_user" }
+
+// Voucher is a row of tb_voucher.
+type Voucher struct {
+	ID          int64     `gorm:"column:id;primaryKey;autoIncrement"`
+	ShopID      int64     `gorm:"column:shop_id"`
+	Title       string    `gorm:"column:title"`
+	SubTitle    string    `gorm:"column:sub_title"`
+	Rules       string    `gorm:"column:rules"`
+	PayValue    int64     `gorm:"column:pay_value"`
+	ActualValue int64     `gorm:"column:actual_value"`
+	Type        int       `gorm:"column:type"`
+	Status      int       `gorm:"column:status"`
+	CreateTime  time.Time `gorm:"column:create_time"`
+	UpdateTime  time.Time `gorm:"column:update_time"`
+}
+
+// TableName is the Heima table name.
+func (Voucher) TableName() string { return "tb_voucher" }
+
+// VoucherTypeSeckill is the voucher type of seckill vouchers.
+const VoucherTypeSeckill = 1
+
+// SeckillVoucher is a row of tb_seckill_voucher: the stock and the sale window.
+type SeckillVoucher struct {
+	VoucherID    int64     `gorm:"column:voucher_id;primaryKey;autoIncrement:false"`
+	Stock        int       `gorm:"column:stock"`
+	InitialStock int       `gorm:"column:initial_stock"`
+	BeginTime    time.Time `gorm:"column:begin_time"`
+	EndTime      time.Time `gorm:"column:end_time"`
+	CreateTime   time.Time `gorm:"column:create_time"`
+	UpdateTime   time.Time `gorm:"column:update_time"`
+}
+
+// TableName is the Heima table name.
+func (SeckillVoucher) TableName() string { return "tb_seckill_voucher" }
+
+// SeckillVoucherInfo is a voucher together with its seckill fields.
+type SeckillVoucherInfo struct {
+	Voucher
+	Stock        int
+	InitialStock int
+	BeginTime    time.Time
+	EndTime      time.Time
+}
+
+// Order statuses of tb_voucher_order.status. Heima uses 1 for "unpaid"; the
+// order exists and holds its unit of stock.
+const (
+	OrderStatusPending = 0 // async mode: admitted in Redis, not yet written
+	OrderStatusCreated = 1 // written to the database (Heima: unpaid)
+	OrderStatusFailed  = 9 // async mode: given up, stock returned
+)
+
+// OrderStatusName names a status for API responses.
+func OrderStatusName(s int) string {
+	switch s {
+	case OrderStatusPending:
+		return "pending"
+	case OrderStatusCreated:
+		return "created"
+	case OrderStatusFailed:
+		return "failed"
+	default:
+		return "unknown"
+	}
+}
+
+// VoucherOrder is a row of tb_voucher_order.
+type VoucherOrder struct {
+	ID         int64     `gorm:"column:id;primaryKey;autoIncrement:false"`
+	UserID     int64     `gorm:"column:user_id"`
+	VoucherID  int64     `gorm:"column:voucher_id"`
+	PayType    int       `gorm:"column:pay_type"`
+	Status     int       `gorm:"column:status"`
+	FenceToken *int64    `gorm:"column:fence_token"`
+	CreateTime time.Time `gorm:"column:create_time"`
+	UpdateTime time.Time `gorm:"column:update_time"`
+}
+
+// TableName is the Heima table name.
+func (VoucherOrder) TableName() string { return "tb_voucher_order" }
+
+// Fence is the fencing token a lock holder presents with its write: the write
+// is refused when a newer token was already used for the same lock key.
+type Fence struct {
+	Key   string
+	Token int64
+}
+
+// Audit is the state of one voucher against the invariants of DESIGN.md.
+type Audit struct {
+	VoucherID           int64  `json:"voucherId"`
+	InitialStock        int    `json:"initialStock"`
+	Stock               int    `json:"stock"`
+	Orders              int64  `json:"orders"`
+	DistinctUsers       int64  `json:"distinctUsers"`
+	DuplicateRejections int64  `json:"duplicateRejections"`
+	Oversold            bool   `json:"oversold"`
+	Consistent          bool   `json:"consistent"`
+	RedisStock          *int64 `json:"redisStock,omitempty"`
+	Pending             *int64 `json:"pending,omitempty"`
+}
+
+// Check fills Oversold and Consistent from the counts (invariants 1 to 3).
+func (a *Audit) Check() {
+	a.Oversold = a.Orders > int64(a.InitialStock)
+	a.Consistent = !a.Oversold &&
+		a.Orders == int64(a.InitialStock-a.Stock) &&
+		a.DistinctUsers == a.Orders
+}

@@ -1,0 +1,162 @@
+// Package repository implements the service's stores: GORM over MySQL/MariaDB
+// (or the embedded SQLite file) and go-redis. Driver errors are translated
+// into model errors here and never escape.
+package repository
+
+import (
+	"context"
+	"database/sql/driver"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/glebarez/sqlite"
+	"github.com/go-sql-driver/mysql"
+	"gorm.io/gorm"
+	gormlogger "gorm.io/gorm/logger"
+	gormmysql "gorm.io/driver/mysql"
+
+	"seckill/model"
+	schema "seckill/sql"
+)
+
+// DB is the database handle and its dialect.
+type DB struct {
+	Gorm     *gorm.DB
+	Embedded bool // the SQLite file under the data dir
+}
+
+// OpenMySQL opens MySQL/MariaDB with dsn and checks that it answers.
+func OpenMySQL(ctx context.Context, dsn string) (*DB, error) {
+	cfg, err := mysql.ParseDSN(dsn)
+	if err != nil {
+		return nil, fmt.Errorf("SECKILL_MYSQL_DSN: %w", err)
+	}
+	cfg.ParseTime = true
+	if cfg.Timeout == 0 {
+		cfg.Timeout = 3 * time.Second
+	}
+	if cfg.ReadTimeout == 0 {
+		cfg.ReadTimeout = 10 * time.Second
+	}
+	if cfg.WriteTimeout == 0 {
+		cfg.WriteTimeout = 10 * time.Second
+	}
+	g, err := gorm.Open(gormmysql.New(gormmysql.Config{DSNConfig: cfg}), &gorm.Config{
+		Logger:                 gormlogger.Discard,
+		SkipDefaultTransaction: true,
+		PrepareStmt:            true,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("SECKILL_MYSQL_DSN: open: %w", err)
+	}
+	sqlDB, err := g.DB()
+	if err != nil {
+		return nil, err
+	}
+	sqlDB.SetMaxOpenConns(64)
+	sqlDB.SetMaxIdleConns(64)
+	sqlDB.SetConnMaxLifetime(30 * time.Minute)
+	pctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	if err := sqlDB.PingContext(pctx); err != nil {
+		sqlDB.Close()
+		return nil, fmt.Errorf("SECKILL_MYSQL_DSN: %s unreachable: %w", cfg.Addr, err)
+	}
+	return &DB{Gorm: g}, nil
+}
+
+// OpenEmbedded opens (creating) the SQLite file seckill.db under dir. WAL, a
+// long busy timeout, immediate transactions and one connection per process
+// let `serve`, `tokens` and `migrate` share the file.
+func OpenEmbedded(ctx context.Context, dir string) (*DB, error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("SECKILL_DATA_DIR: %w", err)
+	}
+	path := filepath.Join(dir, "seckill.db")
+	dsn := "file:" + path + "?_pragma=journal_mode(WAL)&_pragma=busy_timeout(20000)&_pragma=foreign_keys(1)&_txlock=immediate&_time_format=sqlite"
+	g, err := gorm.Open(sqlite.Open(dsn), &gorm.Config{Logger: gormlogger.Discard, SkipDefaultTransaction: true})
+	if err != nil {
+		return nil, fmt.Errorf("embedded database %s: %w", path, err)
+	}
+	sqlDB, err := g.DB()
+	if err != nil {
+		return nil, err
+	}
+	sqlDB.SetMaxOpenConns(1)
+	if err := sqlDB.PingContext(ctx); err != nil {
+		return nil, fmt.Errorf("embedded database %s: %w", path, err)
+	}
+	return &DB{Gorm: g, Embedded: true}, nil
+}
+
+// Migrate applies the schema idempotently.
+func (d *DB) Migrate(ctx context.Context) error {
+	stmts := schema.MySQL()
+	if d.Embedded {
+		stmts = schema.SQLite()
+	}
+	for _, s := range stmts {
+		if err := d.Gorm.WithContext(ctx).Exec(s).Error; err != nil {
+			return fmt.Errorf("apply schema: %w", translate(err))
+		}
+	}
+	return nil
+}
+
+// Ping checks that the database answers.
+func (d *DB) Ping(ctx context.Context) error {
+	sqlDB, err := d.Gorm.DB()
+	if err != nil {
+		return err
+	}
+	if err := sqlDB.PingContext(ctx); err != nil {
+		return model.Unavailable(err)
+	}
+	return nil
+}
+
+// Close closes the pool.
+func (d *DB) Close() error {
+	sqlDB, err := d.Gorm.DB()
+	if err != nil {
+		return err
+	}
+	return sqlDB.Close()
+}
+
+// isUniqueViolation reports a duplicate-key error of MySQL (1062) or SQLite.
+func isUniqueViolation(err error) bool {
+	var me *mysql.MySQLError
+	if errors.As(err, &me) {
+		return me.Number == 1062
+	}
+	return errors.Is(err, gorm.ErrDuplicatedKey) || strings.Contains(err.Error(), "UNIQUE constraint failed")
+}
+
+// translate maps driver errors to model errors: unreachable or timed-out
+// dependencies become model.ErrUnavailable; the rest are wrapped as they are
+// (the handler turns them into INTERNAL without leaking their text).
+func translate(err error) error {
+	if err == nil {
+		return nil
+	}
+	var netErr net.Error
+	var me *mysql.MySQLError
+	switch {
+	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled),
+		errors.Is(err, driver.ErrBadConn), errors.Is(err, mysql.ErrInvalidConn),
+		errors.As(err, &netErr):
+		return model.Unavailable(err)
+	case errors.As(err, &me) && (me.Number == 1040 || me.Number == 1205 || me.Number == 1213 || me.Number == 2006 || me.Number == 2013):
+		// too many connections, lock wait timeout, deadlock, gone away, lost
+		return model.Unavailable(err)
+	case strings.Contains(err.Error(), "database is locked"), strings.Contains(err.Error(), "connection refused"):
+		return model.Unavailable(err)
+	}
+	return fmt.Errorf("database: %w", err)
+}

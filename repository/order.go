@@ -1,0 +1,109 @@
+package repository
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"gorm.io/gorm"
+
+	"seckill/model"
+)
+
+// Orders stores orders in tb_voucher_order.
+type Orders struct{ db *gorm.DB }
+
+// NewOrders returns the order store.
+func NewOrders(db *DB) *Orders { return &Orders{db: db.Gorm} }
+
+// CreateOrder runs the order transaction of the seckill flow. Every statement
+// runs on the transaction handle; the stock update's RowsAffected decides
+// sold out; a unique-key violation is a duplicate that the lock let through.
+func (r *Orders) CreateOrder(ctx context.Context, o *model.VoucherOrder, fence *model.Fence) error {
+	err := r.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+		if fence != nil {
+			if err := checkFence(tx, fence); err != nil {
+				return err
+			}
+		}
+		var n int64
+		if err := tx.Model(&model.VoucherOrder{}).
+			Where("user_id = ? AND voucher_id = ?", o.UserID, o.VoucherID).
+			Limit(1).Count(&n).Error; err != nil {
+			return err
+		}
+		if n > 0 {
+			return model.ErrDuplicateOrder
+		}
+		res := tx.Model(&model.SeckillVoucher{}).
+			Where("voucher_id = ? AND stock > 0", o.VoucherID).
+			Update("stock", gorm.Expr("stock - 1"))
+		if res.Error != nil {
+			return res.Error
+		}
+		if res.RowsAffected == 0 {
+			return model.ErrSoldOut
+		}
+		if err := tx.Create(o).Error; err != nil {
+			if isUniqueViolation(err) {
+				return fmt.Errorf("%w: %w", model.ErrDuplicateOrder, model.ErrUniqueKey)
+			}
+			return err
+		}
+		return nil
+	})
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, model.ErrDuplicateOrder), errors.Is(err, model.ErrSoldOut), errors.Is(err, model.ErrStaleFence):
+		return err
+	}
+	return translate(err)
+}
+
+// checkFence records fence.Token as the newest token used for fence.Key, or
+// returns model.ErrStaleFence when a token at least as new was used already.
+// It is portable SQL: a conditional UPDATE, else an INSERT whose unique-key
+// violation means someone newer (or equal) got there first.
+func checkFence(tx *gorm.DB, fence *model.Fence) error {
+	res := tx.Exec("UPDATE tb_lock_fence SET token = ? WHERE lock_key = ? AND token < ?", fence.Token, fence.Key, fence.Token)
+	if res.Error != nil {
+		return res.Error
+	}
+	if res.RowsAffected == 1 {
+		return nil
+	}
+	err := tx.Exec("INSERT INTO tb_lock_fence (lock_key, token) VALUES (?, ?)", fence.Key, fence.Token).Error
+	if err != nil && isUniqueViolation(err) {
+		return model.ErrStaleFence
+	}
+	return err
+}
+
+// GetOrder returns the order or model.ErrOrderNotFound.
+func (r *Orders) GetOrder(ctx context.Context, id int64) (*model.VoucherOrder, error) {
+	var o model.VoucherOrder
+	err := r.db.WithContext(ctx).Where("id = ?", id).Take(&o).Error
+	if errors.Is(err, gorm.ErrRecordNotFound) {
+		return nil, model.ErrOrderNotFound
+	}
+	if err != nil {
+		return nil, translate(err)
+	}
+	return &o, nil
+}
+
+// CountOrders returns the number of orders and distinct buyers of a voucher.
+func (r *Orders) CountOrders(ctx context.Context, voucherID int64) (orders, distinctUsers int64, err error) {
+	var row struct {
+		Orders   int64
+		Distinct int64
+	}
+	err = r.db.WithContext(ctx).Model(&model.VoucherOrder{}).
+		Select("COUNT(*) AS orders, COUNT(DISTINCT user_id) AS `distinct`").
+		Where("voucher_id = ?", voucherID).Scan(&row).Error
+	if err != nil {
+		return 0, 0, translate(err)
+	}
+	return row.Orders, row.Distinct, nil
+}

@@ -1,0 +1,96 @@
+package repository
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"strconv"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"seckill/model"
+)
+
+// NewRedisClient returns a go-redis client for addr with timeouts short
+// enough that a dead Redis turns into 503 within the request deadline.
+func NewRedisClient(addr string) *redis.Client {
+	return redis.NewClient(&redis.Options{
+		Addr:         addr,
+		DialTimeout:  time.Second,
+		ReadTimeout:  time.Second,
+		WriteTimeout: time.Second,
+		PoolSize:     128,
+		MinIdleConns: 8,
+		MaxRetries:   1,
+	})
+}
+
+// PingRedis checks that the client answers; the error names the address.
+func PingRedis(ctx context.Context, c redis.UniversalClient) error {
+	ctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+	defer cancel()
+	if err := c.Ping(ctx).Err(); err != nil {
+		return model.Unavailable(err)
+	}
+	return nil
+}
+
+// redisErr maps go-redis errors: redis.Nil is not an error of this layer;
+// connection problems are model.ErrUnavailable.
+func redisErr(err error) error {
+	if err == nil {
+		return nil
+	}
+	var netErr net.Error
+	if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) ||
+		errors.Is(err, redis.ErrClosed) || errors.As(err, &netErr) || errors.Is(err, redis.ErrPoolTimeout) {
+		return model.Unavailable(err)
+	}
+	return fmt.Errorf("redis: %w", err)
+}
+
+// Codes keeps login codes in Redis under login:code:<phone>.
+type Codes struct{ rdb redis.UniversalClient }
+
+// NewCodes returns the code store.
+func NewCodes(rdb redis.UniversalClient) *Codes { return &Codes{rdb: rdb} }
+
+// SaveCode stores code for phone for ttl.
+func (c *Codes) SaveCode(ctx context.Context, phone, code string, ttl time.Duration) error {
+	return redisErr(c.rdb.Set(ctx, "login:code:"+phone, code, ttl).Err())
+}
+
+// TakeCode returns and deletes the code of phone ("" when none), so a code
+// logs in once.
+func (c *Codes) TakeCode(ctx context.Context, phone string) (string, error) {
+	v, err := c.rdb.GetDel(ctx, "login:code:"+phone).Result()
+	if errors.Is(err, redis.Nil) {
+		return "", nil
+	}
+	return v, redisErr(err)
+}
+
+// Rejections counts unique-key rejections per voucher in Redis
+// (seckill:duprej:<voucherId>), shared by every instance.
+type Rejections struct{ rdb redis.UniversalClient }
+
+// NewRejections returns the counter.
+func NewRejections(rdb redis.UniversalClient) *Rejections { return &Rejections{rdb: rdb} }
+
+func duprejKey(voucherID int64) string { return "seckill:duprej:" + strconv.FormatInt(voucherID, 10) }
+
+// IncrDuplicateRejections adds one rejection.
+func (r *Rejections) IncrDuplicateRejections(ctx context.Context, voucherID int64) error {
+	return redisErr(r.rdb.Incr(ctx, duprejKey(voucherID)).Err())
+}
+
+// DuplicateRejections returns the count (0 when none).
+func (r *Rejections) DuplicateRejections(ctx context.Context, voucherID int64) (int64, error) {
+	n, err := r.rdb.Get(ctx, duprejKey(voucherID)).Int64()
+	if errors.Is(err, redis.Nil) {
+		return 0, nil
+	}
+	return n, redisErr(err)
+}

@@ -1,0 +1,78 @@
+package service
+
+import (
+	"context"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"seckill/model"
+)
+
+// voucherCache keeps each voucher's sale window (immutable once published)
+// and a sold-out flag, so that the refusals of a flash sale (not started,
+// ended, sold out) cost no database read. Concurrent misses of one voucher
+// share a single load.
+type voucherCache struct {
+	store VoucherStore
+	ttl   time.Duration
+	now   func() time.Time
+
+	mu      sync.Mutex
+	entries map[int64]*cachedVoucher
+}
+
+type cachedVoucher struct {
+	ready   chan struct{} // closed when loaded
+	err     error
+	sv      model.SeckillVoucher
+	loaded  time.Time
+	soldOut atomic.Bool
+}
+
+func newVoucherCache(store VoucherStore, ttl time.Duration, now func() time.Time) *voucherCache {
+	return &voucherCache{store: store, ttl: ttl, now: now, entries: make(map[int64]*cachedVoucher)}
+}
+
+// get returns the cached voucher, loading it on a miss or after the TTL.
+// Load errors are not cached.
+func (c *voucherCache) get(ctx context.Context, id int64) (*cachedVoucher, error) {
+	c.mu.Lock()
+	e, ok := c.entries[id]
+	if ok {
+		select {
+		case <-e.ready:
+			if e.err != nil || c.now().Sub(e.loaded) > c.ttl {
+				ok = false
+			}
+		default:
+		}
+	}
+	if !ok {
+		e = &cachedVoucher{ready: make(chan struct{})}
+		c.entries[id] = e
+		c.mu.Unlock()
+		sv, err := c.store.GetSeckill(ctx, id)
+		if err == nil {
+			e.sv = *sv
+			e.soldOut.Store(sv.Stock <= 0)
+		}
+		e.err, e.loaded = err, c.now()
+		close(e.ready)
+		if err != nil {
+			c.mu.Lock()
+			if c.entries[id] == e {
+				delete(c.entries, id)
+			}
+			c.mu.Unlock()
+		}
+		return e, err
+	}
+	c.mu.Unlock()
+	select {
+	case <-e.ready:
+		return e, e.err
+	case <-ctx.Done():
+		return nil, model.Unavailable(ctx.Err())
+	}
+}

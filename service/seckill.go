@@ -1,0 +1,214 @@
+package service
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strconv"
+	"time"
+
+	"seckill/lock"
+	"seckill/model"
+)
+
+// LockKeyPrefix is the prefix of the per-user lock key lock:order:<userId>.
+const LockKeyPrefix = "lock:order:"
+
+// releaseTimeout bounds the lock release after commit; it runs on a context
+// detached from the request so a cancelled request still releases.
+const releaseTimeout = 2 * time.Second
+
+// SeckillConfig configures the seckill service.
+type SeckillConfig struct {
+	// Fencing makes the order transaction reject stale fencing tokens.
+	Fencing bool
+	// CriticalDelay is a development-only pause after the lock is taken and
+	// before the order transaction, to make lease expiry visible.
+	CriticalDelay time.Duration
+	// VoucherCacheTTL is how long a voucher's window stays cached. Default 1m.
+	VoucherCacheTTL time.Duration
+}
+
+// Seckill runs the flash sale in sync mode and reads its results.
+type Seckill struct {
+	vouchers VoucherStore
+	orders   OrderStore
+	ids      IDGenerator
+	locker   lock.Locker
+	rejects  RejectionCounter
+	obs      Observer
+	cfg      SeckillConfig
+	now      func() time.Time
+	log      *slog.Logger
+	cache    *voucherCache
+}
+
+// SeckillDeps are the collaborators of the seckill service.
+type SeckillDeps struct {
+	Vouchers VoucherStore
+	Orders   OrderStore
+	IDs      IDGenerator
+	Locker   lock.Locker
+	Rejects  RejectionCounter
+	Observer Observer // optional
+	Now      func() time.Time
+	Log      *slog.Logger
+}
+
+// NewSeckill returns the seckill service.
+func NewSeckill(d SeckillDeps, cfg SeckillConfig) *Seckill {
+	if d.Observer == nil {
+		d.Observer = nopObserver{}
+	}
+	if d.Now == nil {
+		d.Now = time.Now
+	}
+	if cfg.VoucherCacheTTL <= 0 {
+		cfg.VoucherCacheTTL = time.Minute
+	}
+	return &Seckill{
+		vouchers: d.Vouchers, orders: d.Orders, ids: d.IDs, locker: d.Locker,
+		rejects: d.Rejects, obs: d.Observer, cfg: cfg, now: d.Now, log: d.Log,
+		cache: newVoucherCache(d.Vouchers, cfg.VoucherCacheTTL, d.Now),
+	}
+}
+
+// checkWindow applies steps 1 and 2 of the flow: the window and a known
+// sold-out state, without any lock.
+func (s *Seckill) checkWindow(ctx context.Context, voucherID int64) (*cachedVoucher, error) {
+	v, err := s.cache.get(ctx, voucherID)
+	if err != nil {
+		return nil, err
+	}
+	now := s.now()
+	switch {
+	case now.Before(v.sv.BeginTime):
+		return nil, model.ErrSeckillNotStarted
+	case !now.Before(v.sv.EndTime):
+		return nil, model.ErrSeckillEnded
+	case v.soldOut.Load():
+		return nil, model.ErrSoldOut
+	}
+	return v, nil
+}
+
+// Buy runs the seckill flow of DESIGN.md for one request and returns the new
+// order's id.
+func (s *Seckill) Buy(ctx context.Context, userID, voucherID int64) (int64, error) {
+	if voucherID <= 0 {
+		return 0, model.InvalidArgument("id", "must be a positive number")
+	}
+	v, err := s.checkWindow(ctx, voucherID)
+	if err != nil {
+		return 0, err
+	}
+	orderID, err := s.ids.NextID(ctx)
+	if err != nil {
+		return 0, err
+	}
+
+	key := LockKeyPrefix + strconv.FormatInt(userID, 10)
+	lk, err := s.locker.Obtain(ctx, key)
+	if errors.Is(err, lock.ErrNotObtained) {
+		s.obs.LockNotObtained()
+		return 0, model.ErrDuplicateOrder
+	}
+	if err != nil {
+		return 0, model.Unavailable(fmt.Errorf("obtain %s: %w", key, err))
+	}
+	defer s.release(ctx, lk)
+
+	if s.cfg.CriticalDelay > 0 {
+		t := time.NewTimer(s.cfg.CriticalDelay)
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			t.Stop()
+			return 0, model.Unavailable(ctx.Err())
+		}
+	}
+
+	now := s.now()
+	o := &model.VoucherOrder{
+		ID: orderID, UserID: userID, VoucherID: voucherID, PayType: 1,
+		Status: model.OrderStatusCreated, CreateTime: now, UpdateTime: now,
+	}
+	var fence *model.Fence
+	if s.cfg.Fencing {
+		if tok, ok := lk.Token(); ok {
+			fence = &model.Fence{Key: key, Token: tok}
+			o.FenceToken = &tok
+		}
+	}
+	err = s.orders.CreateOrder(ctx, o, fence)
+	switch {
+	case err == nil:
+		s.log.DebugContext(ctx, "order created", "order_id", orderID, "voucher_id", voucherID, "user_id", userID)
+		return orderID, nil
+	case errors.Is(err, model.ErrSoldOut):
+		v.soldOut.Store(true)
+	case errors.Is(err, model.ErrUniqueKey):
+		s.obs.UniqueKeyRejected()
+		s.log.WarnContext(ctx, "duplicate order stopped by unique key", "voucher_id", voucherID, "user_id", userID, "lock_mode", s.locker.Name())
+		if cerr := s.rejects.IncrDuplicateRejections(context.WithoutCancel(ctx), voucherID); cerr != nil {
+			s.log.ErrorContext(ctx, "count duplicate rejection", "voucher_id", voucherID, "err", cerr)
+		}
+	case errors.Is(err, model.ErrStaleFence):
+		s.obs.StaleFenceRejected()
+		s.log.WarnContext(ctx, "stale fencing token refused", "voucher_id", voucherID, "user_id", userID, "token", fence.Token)
+	}
+	return 0, err
+}
+
+// release gives the lock back after the transaction has ended, on a context
+// that survives the request's cancellation.
+func (s *Seckill) release(ctx context.Context, lk lock.Lock) {
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), releaseTimeout)
+	defer cancel()
+	if err := lk.Release(rctx); err != nil {
+		// ErrNotHeld: the lease expired while we worked (slow business).
+		s.log.WarnContext(ctx, "lock release failed", "key", lk.Key(), "lock_mode", s.locker.Name(), "err", err)
+	}
+}
+
+// Order returns the order with id if it belongs to userID; another user's
+// order is model.ErrOrderNotFound, like a missing one.
+func (s *Seckill) Order(ctx context.Context, userID, orderID int64) (*model.VoucherOrder, error) {
+	if orderID <= 0 {
+		return nil, model.InvalidArgument("orderId", "must be a positive number")
+	}
+	o, err := s.orders.GetOrder(ctx, orderID)
+	if err != nil {
+		return nil, err
+	}
+	if o.UserID != userID {
+		return nil, model.ErrOrderNotFound
+	}
+	return o, nil
+}
+
+// Audit reads the voucher's state against the invariants, from the database.
+func (s *Seckill) Audit(ctx context.Context, voucherID int64) (*model.Audit, error) {
+	if voucherID <= 0 {
+		return nil, model.InvalidArgument("id", "must be a positive number")
+	}
+	sv, err := s.vouchers.GetSeckill(ctx, voucherID)
+	if err != nil {
+		return nil, err
+	}
+	orders, distinct, err := s.orders.CountOrders(ctx, voucherID)
+	if err != nil {
+		return nil, err
+	}
+	dups, err := s.rejects.DuplicateRejections(ctx, voucherID)
+	if err != nil {
+		return nil, err
+	}
+	a := &model.Audit{
+		VoucherID: voucherID, InitialStock: sv.InitialStock, Stock: sv.Stock,
+		Orders: orders, DistinctUsers: distinct, DuplicateRejections: dups,
+	}
+	a.Check()
+	return a, nil
+}

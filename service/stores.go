@@ -1,0 +1,85 @@
+// Package service holds the business rules of the seckill: login, voucher
+// publishing, the seckill flow and the audit. It declares the narrow stores it
+// needs; repository implements them. It never imports repository, gorm or gin.
+package service
+
+import (
+	"context"
+	"time"
+
+	"seckill/model"
+)
+
+// UserStore reads and writes users.
+type UserStore interface {
+	// FindByPhone returns model.ErrUserNotFound when no user has the phone.
+	FindByPhone(ctx context.Context, phone string) (*model.User, error)
+	// FindByID returns model.ErrUserNotFound when no user has the id.
+	FindByID(ctx context.Context, id int64) (*model.User, error)
+	// Create inserts u and sets its id. A user created concurrently with the
+	// same phone is returned instead of an error.
+	Create(ctx context.Context, u *model.User) error
+}
+
+// CodeStore keeps login codes (Redis login:code:<phone>).
+type CodeStore interface {
+	SaveCode(ctx context.Context, phone, code string, ttl time.Duration) error
+	// TakeCode returns the stored code and deletes it; "" when none.
+	TakeCode(ctx context.Context, phone string) (string, error)
+}
+
+// TokenIssuer signs login tokens.
+type TokenIssuer interface {
+	Issue(userID int64, role string) (string, error)
+}
+
+// VoucherStore reads and writes vouchers.
+type VoucherStore interface {
+	// CreateSeckill inserts the voucher and its seckill row in one
+	// transaction and sets v.ID.
+	CreateSeckill(ctx context.Context, v *model.Voucher, sv *model.SeckillVoucher) error
+	// ListByShop returns the shop's vouchers with their seckill fields.
+	ListByShop(ctx context.Context, shopID int64) ([]model.SeckillVoucherInfo, error)
+	// GetSeckill returns model.ErrVoucherNotFound for an unknown voucher.
+	GetSeckill(ctx context.Context, voucherID int64) (*model.SeckillVoucher, error)
+}
+
+// OrderStore writes and reads orders.
+type OrderStore interface {
+	// CreateOrder runs the order transaction: refuse a user's second order
+	// (model.ErrDuplicateOrder), decrement the stock if positive
+	// (model.ErrSoldOut otherwise), insert the order. With a non-nil fence it
+	// first records the token and refuses a stale one (model.ErrStaleFence).
+	// A unique-key violation returns model.ErrDuplicateOrder and
+	// model.ErrUniqueKey. Nothing is written unless everything is.
+	CreateOrder(ctx context.Context, o *model.VoucherOrder, fence *model.Fence) error
+	// GetOrder returns model.ErrOrderNotFound for an unknown order.
+	GetOrder(ctx context.Context, id int64) (*model.VoucherOrder, error)
+	// CountOrders returns the voucher's orders and distinct buyers.
+	CountOrders(ctx context.Context, voucherID int64) (orders, distinctUsers int64, err error)
+}
+
+// RejectionCounter counts, across instances, the order attempts that only the
+// unique key stopped (Redis seckill:duprej:<voucherId>).
+type RejectionCounter interface {
+	IncrDuplicateRejections(ctx context.Context, voucherID int64) error
+	DuplicateRejections(ctx context.Context, voucherID int64) (int64, error)
+}
+
+// IDGenerator returns globally unique, increasing order ids.
+type IDGenerator interface {
+	NextID(ctx context.Context) (int64, error)
+}
+
+// Observer receives the events the metrics count. A nil Observer is allowed.
+type Observer interface {
+	LockNotObtained()
+	UniqueKeyRejected()
+	StaleFenceRejected()
+}
+
+type nopObserver struct{}
+
+func (nopObserver) LockNotObtained()    {}
+func (nopObserver) UniqueKeyRejected()  {}
+func (nopObserver) StaleFenceRejected() {}

@@ -1,0 +1,112 @@
+package service
+
+import (
+	"context"
+	"strings"
+	"time"
+
+	"seckill/model"
+)
+
+// PublishInput is a seckill voucher to publish, already parsed.
+type PublishInput struct {
+	ShopID      int64
+	Title       string
+	SubTitle    string
+	Rules       string
+	PayValue    int64
+	ActualValue int64
+	Type        int
+	Stock       int
+	BeginTime   time.Time
+	EndTime     time.Time
+}
+
+// Vouchers publishes and lists vouchers.
+type Vouchers struct {
+	store VoucherStore
+	now   func() time.Time
+	// published is called after a voucher is written (async mode loads its
+	// stock into Redis there); nil in sync mode.
+	published func(ctx context.Context, sv *model.SeckillVoucher) error
+}
+
+// NewVouchers returns a Vouchers service. now is the clock (time.Now in
+// production).
+func NewVouchers(store VoucherStore, now func() time.Time) *Vouchers {
+	return &Vouchers{store: store, now: now}
+}
+
+// OnPublished sets a hook called after a voucher is stored.
+func (s *Vouchers) OnPublished(f func(ctx context.Context, sv *model.SeckillVoucher) error) {
+	s.published = f
+}
+
+// Validate checks in against the publishing rules; the error names the field.
+func (s *Vouchers) Validate(in PublishInput) error {
+	switch {
+	case in.ShopID <= 0:
+		return model.InvalidArgument("shopId", "must be a positive number")
+	case strings.TrimSpace(in.Title) == "":
+		return model.InvalidArgument("title", "required")
+	case len(in.Title) > 255:
+		return model.InvalidArgument("title", "at most 255 bytes")
+	case len(in.SubTitle) > 255:
+		return model.InvalidArgument("subTitle", "at most 255 bytes")
+	case len(in.Rules) > 1024:
+		return model.InvalidArgument("rules", "at most 1024 bytes")
+	case in.PayValue < 0:
+		return model.InvalidArgument("payValue", "must be ≥ 0")
+	case in.ActualValue <= 0:
+		return model.InvalidArgument("actualValue", "must be positive")
+	case in.Type != model.VoucherTypeSeckill:
+		return model.InvalidArgument("type", "must be 1 (seckill)")
+	case in.Stock < 1:
+		return model.InvalidArgument("stock", "must be ≥ 1")
+	case in.Stock > 100_000_000:
+		return model.InvalidArgument("stock", "must be ≤ 100000000")
+	case in.BeginTime.IsZero():
+		return model.InvalidArgument("beginTime", "required")
+	case in.EndTime.IsZero():
+		return model.InvalidArgument("endTime", "required")
+	case !in.EndTime.After(in.BeginTime):
+		return model.InvalidArgument("endTime", "must be after beginTime")
+	case !in.EndTime.After(s.now()):
+		return model.InvalidArgument("endTime", "must be in the future")
+	}
+	return nil
+}
+
+// Publish validates and stores a seckill voucher and returns its id.
+func (s *Vouchers) Publish(ctx context.Context, in PublishInput) (int64, error) {
+	if err := s.Validate(in); err != nil {
+		return 0, err
+	}
+	now := s.now()
+	v := &model.Voucher{
+		ShopID: in.ShopID, Title: in.Title, SubTitle: in.SubTitle, Rules: in.Rules,
+		PayValue: in.PayValue, ActualValue: in.ActualValue, Type: in.Type, Status: 1,
+		CreateTime: now, UpdateTime: now,
+	}
+	sv := &model.SeckillVoucher{
+		Stock: in.Stock, InitialStock: in.Stock, BeginTime: in.BeginTime, EndTime: in.EndTime,
+		CreateTime: now, UpdateTime: now,
+	}
+	if err := s.store.CreateSeckill(ctx, v, sv); err != nil {
+		return 0, err
+	}
+	if s.published != nil {
+		if err := s.published(ctx, sv); err != nil {
+			return 0, err
+		}
+	}
+	return v.ID, nil
+}
+
+// List returns the vouchers of a shop.
+func (s *Vouchers) List(ctx context.Context, shopID int64) ([]model.SeckillVoucherInfo, error) {
+	if shopID <= 0 {
+		return nil, model.InvalidArgument("shopId", "must be a positive number")
+	}
+	return s.store.ListByShop(ctx, shopID)
+}

@@ -1,0 +1,69 @@
+-- seckill schema for MySQL 8 / MariaDB 10.5+. Applied idempotently at start
+-- and by `seckill migrate`: every statement is CREATE ... IF NOT EXISTS.
+-- Statements are separated by a line ending in ";".
+
+CREATE TABLE IF NOT EXISTS tb_user (
+  id          BIGINT UNSIGNED NOT NULL AUTO_INCREMENT,
+  phone       VARCHAR(11)  NOT NULL,
+  password    VARCHAR(128) NOT NULL DEFAULT '',
+  nick_name   VARCHAR(32)  NOT NULL DEFAULT '',
+  icon        VARCHAR(255) NOT NULL DEFAULT '',
+  role        VARCHAR(16)  NOT NULL DEFAULT 'user',
+  create_time TIMESTAMP    NOT NULL DEFAULT CURRENT_TIMESTAMP,
+  update_time TIMESTAMP    NOT NULL DEFAULT CURRENT_TIMESTAMP ON UPDATE CURRENT_TIMESTAMP,
+  PRIMARY KEY (id),
+  UNIQUE KEY uniqe_key_phone (phone)
+) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4;
+
+CREATE TABLE IF NOT EXISTS tb_voucher (
+  id           BIGINT UNSIGNED NOT NULL AUTO_INCREMENT,
+  shop_id      BIGINT UNSIGNED NOT NULL,
+  title        VARCHAR(255) NOT NULL,
+  sub_title    VARCHAR(255) NOT NULL DEFAULT '',
+  rules        VARCHAR(1024) NOT NULL DEFAULT '',
+  pay_value    BIGINT UNSIGNED NOT NULL,
+  actual_value BIGINT NOT NULL,
+  type         TINYINT UNSIGNED NOT NULL DEFAULT 0,
+  status       TINYINT UNSIGNED NOT NULL DEFAULT 1,
+  create_time  TIMESTAMP NOT NULL DEFAULT CURRENT_TIMESTAMP,
+  update_time  TIMESTAMP NOT NULL DEFAULT CURRENT_TIMESTAMP ON UPDATE CURRENT_TIMESTAMP,
+  PRIMARY KEY (id),
+  KEY idx_shop (shop_id)
+) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4;
+
+CREATE TABLE IF NOT EXISTS tb_seckill_voucher (
+  voucher_id    BIGINT UNSIGNED NOT NULL,
+  stock         INT NOT NULL,
+  initial_stock INT NOT NULL,
+  create_time   TIMESTAMP NOT NULL DEFAULT CURRENT_TIMESTAMP,
+  begin_time    DATETIME NOT NULL,
+  end_time      DATETIME NOT NULL,
+  update_time   TIMESTAMP NOT NULL DEFAULT CURRENT_TIMESTAMP ON UPDATE CURRENT_TIMESTAMP,
+  PRIMARY KEY (voucher_id)
+) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4;
+
+CREATE TABLE IF NOT EXISTS tb_voucher_order (
+  id          BIGINT NOT NULL,
+  user_id     BIGINT UNSIGNED NOT NULL,
+  voucher_id  BIGINT UNSIGNED NOT NULL,
+  pay_type    TINYINT UNSIGNED NOT NULL DEFAULT 1,
+  status      TINYINT UNSIGNED NOT NULL DEFAULT 1,
+  fence_token BIGINT NULL,
+  create_time TIMESTAMP NOT NULL DEFAULT CURRENT_TIMESTAMP,
+  pay_time    TIMESTAMP NULL,
+  use_time    TIMESTAMP NULL,
+  refund_time TIMESTAMP NULL,
+  update_time TIMESTAMP NOT NULL DEFAULT CURRENT_TIMESTAMP ON UPDATE CURRENT_TIMESTAMP,
+  PRIMARY KEY (id),
+  KEY idx_voucher (voucher_id),
+  UNIQUE KEY uk_user_voucher (user_id, voucher_id)
+) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4;
+
+-- The newest fencing token used per lock key (SECKILL_FENCING=on): an order
+-- transaction carrying an older token is refused.
+CREATE TABLE IF NOT EXISTS tb_lock_fence (
+  lock_key    VARCHAR(128) NOT NULL,
+  token       BIGINT NOT NULL,
+  update_time TIMESTAMP NOT NULL DEFAULT CURRENT_TIMESTAMP ON UPDATE CURRENT_TIMESTAMP,
+  PRIMARY KEY (lock_key)
+) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4;

@@ -1,0 +1,62 @@
+-- seckill schema for the embedded database (SQLite dialect), the same tables
+-- and keys as schema.sql. Used only when SECKILL_MYSQL_DSN is empty.
+
+CREATE TABLE IF NOT EXISTS tb_user (
+  id          INTEGER PRIMARY KEY AUTOINCREMENT,
+  phone       TEXT NOT NULL UNIQUE,
+  password    TEXT NOT NULL DEFAULT '',
+  nick_name   TEXT NOT NULL DEFAULT '',
+  icon        TEXT NOT NULL DEFAULT '',
+  role        TEXT NOT NULL DEFAULT 'user',
+  create_time DATETIME NOT NULL DEFAULT CURRENT_TIMESTAMP,
+  update_time DATETIME NOT NULL DEFAULT CURRENT_TIMESTAMP
+);
+
+CREATE TABLE IF NOT EXISTS tb_voucher (
+  id           INTEGER PRIMARY KEY AUTOINCREMENT,
+  shop_id      INTEGER NOT NULL,
+  title        TEXT NOT NULL,
+  sub_title    TEXT NOT NULL DEFAULT '',
+  rules        TEXT NOT NULL DEFAULT '',
+  pay_value    INTEGER NOT NULL,
+  actual_value INTEGER NOT NULL,
+  type         INTEGER NOT NULL DEFAULT 0,
+  status       INTEGER NOT NULL DEFAULT 1,
+  create_time  DATETIME NOT NULL DEFAULT CURRENT_TIMESTAMP,
+  update_time  DATETIME NOT NULL DEFAULT CURRENT_TIMESTAMP
+);
+
+CREATE INDEX IF NOT EXISTS idx_voucher_shop ON tb_voucher (shop_id);
+
+CREATE TABLE IF NOT EXISTS tb_seckill_voucher (
+  voucher_id    INTEGER PRIMARY KEY,
+  stock         INTEGER NOT NULL,
+  initial_stock INTEGER NOT NULL,
+  create_time   DATETIME NOT NULL DEFAULT CURRENT_TIMESTAMP,
+  begin_time    DATETIME NOT NULL,
+  end_time      DATETIME NOT NULL,
+  update_time   DATETIME NOT NULL DEFAULT CURRENT_TIMESTAMP
+);
+
+CREATE TABLE IF NOT EXISTS tb_voucher_order (
+  id          INTEGER PRIMARY KEY,
+  user_id     INTEGER NOT NULL,
+  voucher_id  INTEGER NOT NULL,
+  pay_type    INTEGER NOT NULL DEFAULT 1,
+  status      INTEGER NOT NULL DEFAULT 1,
+  fence_token INTEGER NULL,
+  create_time DATETIME NOT NULL DEFAULT CURRENT_TIMESTAMP,
+  pay_time    DATETIME NULL,
+  use_time    DATETIME NULL,
+  refund_time DATETIME NULL,
+  update_time DATETIME NOT NULL DEFAULT CURRENT_TIMESTAMP,
+  UNIQUE (user_id, voucher_id)
+);
+
+CREATE INDEX IF NOT EXISTS idx_order_voucher ON tb_voucher_order (voucher_id);
+
+CREATE TABLE IF NOT EXISTS tb_lock_fence (
+  lock_key    TEXT PRIMARY KEY,
+  token       INTEGER NOT NULL,
+  update_time DATETIME NOT NULL DEFAULT CURRENT_TIMESTAMP
+);
