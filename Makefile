@@ -1,0 +1,26 @@
+# seckill: common commands. `make test` is what CI runs (after .ci/services.sh).
+GO ?= go
+
+.PHONY: build run test test-short vet fmt lint
+
+build:
+	$(GO) build -o bin/seckill .
+
+run:
+	$(GO) run .
+
+# The whole suite with the race detector. Integration tests need the env of
+# .ci/env.sh (MariaDB, Redis, Redlock nodes, ZooKeeper); without it they skip.
+test: vet
+	$(GO) test -race -count=1 -timeout 15m ./...
+
+# Unit tests only: integration tests skip without the env.
+test-short:
+	env -u SECKILL_MYSQL_DSN -u SECKILL_REDIS_ADDR -u SECKILL_REDLOCK_ADDRS -u SECKILL_ZK_ADDRS $(GO) test -count=1 ./...
+
+vet:
+	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { echo "gofmt needed:"; gofmt -l $$(git ls-files '*.go'); exit 1; }
+	$(GO) vet ./...
+
+fmt:
+	gofmt -w $$(git ls-files '*.go')
