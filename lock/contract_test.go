@@ -1,0 +1,331 @@
+package lock_test
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"seckill/lock"
+)
+
+// backend describes one Locker for the shared contract and the benchmark.
+// Each backend's _test file appends its entry to contractBackends in init().
+type backend struct {
+	// name is the mode, e.g. "lua"; subtests and benchmarks are named by it.
+	name string
+	// new builds a fresh Locker with opts applied over the test defaults.
+	// It skips tb (via needEnv) when its server is not configured. Lockers
+	// built by two calls must share the same lock space (same servers), so
+	// that two "processes" can contend.
+	new func(tb testing.TB, opts ...lock.Option) lock.Locker
+	// exclusive is false for "none" only: it grants everyone.
+	exclusive bool
+	// sharedAcrossLockers is false for "local", whose lockers are separate
+	// processes in effect: two lockers do not exclude each other.
+	sharedAcrossLockers bool
+	// lease means a lock abandoned without Release frees itself after its
+	// TTL (with the watchdog off), and Release after that returns ErrNotHeld.
+	lease bool
+	// kill, when set, simulates the holder's process dying (closing its
+	// session or connection); the lock must then become free within 10s.
+	kill func(tb testing.TB, l lock.Lock)
+	// tokens says the backend mints fencing tokens.
+	tokens bool
+}
+
+// contractBackends is filled by init() functions of the backends' test files.
+var contractBackends []backend
+
+// contractOpts are applied before each subtest's own options: fast retries so
+// that 100 goroutines queue up quickly.
+var contractOpts = []lock.Option{lock.WithBackoff(time.Millisecond, 20*time.Millisecond)}
+
+func TestContract(t *testing.T) {
+	if len(contractBackends) == 0 {
+		t.Fatal("no backend registered")
+	}
+	for _, b := range contractBackends {
+		t.Run(b.name, func(t *testing.T) { runContract(t, b) })
+	}
+}
+
+func (b backend) locker(tb testing.TB, opts ...lock.Option) lock.Locker {
+	tb.Helper()
+	return b.new(tb, append(append([]lock.Option{}, contractOpts...), opts...)...)
+}
+
+func mustRelease(tb testing.TB, l lock.Lock) {
+	tb.Helper()
+	if err := l.Release(bg(tb, 5*time.Second)); err != nil {
+		tb.Errorf("release %q: %v", l.Key(), err)
+	}
+}
+
+// runContract runs the contract every backend meets where its design allows.
+func runContract(t *testing.T, b backend) {
+	t.Run("Name", func(t *testing.T) {
+		if got := b.locker(t).Name(); got != b.name {
+			t.Errorf("Name() = %q, want %q", got, b.name)
+		}
+	})
+
+	t.Run("OneWinner", func(t *testing.T) {
+		// 100 goroutines try once at the same moment; the winner holds until
+		// all have tried. Exactly one may win (everyone, for "none").
+		const n = 120
+		lk := b.locker(t)
+		key := testKey(t)
+		ctx := bg(t, 30*time.Second)
+		var (
+			start   = make(chan struct{})
+			wg      sync.WaitGroup
+			mu      sync.Mutex
+			winners []lock.Lock
+		)
+		for range n {
+			wg.Go(func() {
+				<-start
+				l, err := lk.Obtain(ctx, key)
+				switch {
+				case err == nil:
+					mu.Lock()
+					winners = append(winners, l)
+					mu.Unlock()
+				case !errors.Is(err, lock.ErrNotObtained):
+					t.Errorf("Obtain: got %v, want nil or ErrNotObtained", err)
+				}
+			})
+		}
+		close(start)
+		wg.Wait()
+		want := 1
+		if !b.exclusive {
+			want = n
+		}
+		if len(winners) != want {
+			t.Errorf("winners: got %d, want %d", len(winners), want)
+		}
+		for _, l := range winners {
+			if l.Key() != key {
+				t.Errorf("Key() = %q, want %q", l.Key(), key)
+			}
+			mustRelease(t, l)
+		}
+	})
+
+	t.Run("MutualExclusion", func(t *testing.T) {
+		// 100 goroutines each wait for the lock and increment a shared
+		// counter inside the critical section: it must never exceed 1.
+		if !b.exclusive {
+			t.Skip("backend does not exclude")
+		}
+		const n = 120
+		lk := b.locker(t, lock.WithWait(60*time.Second))
+		key := testKey(t)
+		ctx := bg(t, 90*time.Second)
+		var inside, maxInside, entered atomic.Int64
+		var wg sync.WaitGroup
+		for range n {
+			wg.Go(func() {
+				l, err := lk.Obtain(ctx, key)
+				if err != nil {
+					t.Errorf("Obtain: %v", err)
+					return
+				}
+				c := inside.Add(1)
+				for {
+					m := maxInside.Load()
+					if c <= m || maxInside.CompareAndSwap(m, c) {
+						break
+					}
+				}
+				entered.Add(1)
+				time.Sleep(100 * time.Microsecond)
+				inside.Add(-1)
+				mustRelease(t, l)
+			})
+		}
+		wg.Wait()
+		if got := maxInside.Load(); got > 1 {
+			t.Errorf("holders at once: got %d, want at most 1", got)
+		}
+		if got := entered.Load(); got != n {
+			t.Errorf("critical sections entered: got %d, want %d", got, n)
+		}
+	})
+
+	t.Run("TwoLockersExclude", func(t *testing.T) {
+		// Two lockers stand for two processes sharing the servers.
+		if !b.exclusive {
+			t.Skip("backend does not exclude")
+		}
+		l1, l2 := b.locker(t), b.locker(t)
+		key := testKey(t)
+		ctx := bg(t, 10*time.Second)
+		a, err := l1.Obtain(ctx, key)
+		if err != nil {
+			t.Fatalf("first Obtain: %v", err)
+		}
+		defer mustRelease(t, a)
+		c, err := l2.Obtain(ctx, key)
+		if !b.sharedAcrossLockers {
+			if err != nil {
+				t.Fatalf("second locker: got %v, want a grant (lockers are independent)", err)
+			}
+			mustRelease(t, c)
+			return
+		}
+		if !errors.Is(err, lock.ErrNotObtained) {
+			t.Fatalf("second locker: got %v, want ErrNotObtained", err)
+		}
+	})
+
+	t.Run("HolderDeathFreesAfterTTL", func(t *testing.T) {
+		if !b.lease && b.kill == nil {
+			t.Skip("backend has no lease and no session: a dead holder's lock is never freed")
+		}
+		const ttl = 500 * time.Millisecond
+		lk := b.locker(t, lock.WithTTL(ttl), lock.WithWatchdog(false))
+		key := testKey(t)
+		ctx := bg(t, 20*time.Second)
+		dead, err := lk.Obtain(ctx, key)
+		if err != nil {
+			t.Fatalf("Obtain: %v", err)
+		}
+		if b.kill != nil {
+			b.kill(t, dead)
+		} else {
+			// The holder vanishes: it never calls Release.
+			if _, err := lk.Obtain(ctx, key); !errors.Is(err, lock.ErrNotObtained) {
+				t.Fatalf("Obtain while held: got %v, want ErrNotObtained", err)
+			}
+		}
+		waiter := b.locker(t, lock.WithTTL(ttl), lock.WithWatchdog(false), lock.WithWait(10*time.Second))
+		l, err := waiter.Obtain(ctx, key)
+		if err != nil {
+			t.Fatalf("Obtain after the holder died: %v", err)
+		}
+		mustRelease(t, l)
+	})
+
+	t.Run("ReleaseNotHeld", func(t *testing.T) {
+		if !b.exclusive {
+			t.Skip("backend holds nothing")
+		}
+		lk := b.locker(t, lock.WithTTL(300*time.Millisecond), lock.WithWatchdog(false))
+		key := testKey(t)
+		ctx := bg(t, 10*time.Second)
+		l, err := lk.Obtain(ctx, key)
+		if err != nil {
+			t.Fatalf("Obtain: %v", err)
+		}
+		if err := l.Release(ctx); err != nil {
+			t.Fatalf("first Release: %v", err)
+		}
+		if err := l.Release(ctx); !errors.Is(err, lock.ErrNotHeld) {
+			t.Errorf("second Release: got %v, want ErrNotHeld", err)
+		}
+		if !b.lease {
+			return
+		}
+		l, err = lk.Obtain(ctx, key)
+		if err != nil {
+			t.Fatalf("Obtain again: %v", err)
+		}
+		time.Sleep(600 * time.Millisecond) // the lease lapses
+		if err := l.Release(ctx); !errors.Is(err, lock.ErrNotHeld) {
+			t.Errorf("Release after the lease lapsed: got %v, want ErrNotHeld", err)
+		}
+	})
+
+	t.Run("WaitElapses", func(t *testing.T) {
+		if !b.exclusive {
+			t.Skip("backend does not exclude")
+		}
+		lk := b.locker(t, lock.WithWait(200*time.Millisecond))
+		key := testKey(t)
+		ctx := bg(t, 10*time.Second)
+		h, err := lk.Obtain(ctx, key)
+		if err != nil {
+			t.Fatalf("Obtain: %v", err)
+		}
+		defer mustRelease(t, h)
+		_, err = lk.Obtain(ctx, key)
+		if !errors.Is(err, lock.ErrNotObtained) || errors.Is(err, context.Canceled) {
+			t.Errorf("Obtain after the wait: got %v, want ErrNotObtained alone", err)
+		}
+	})
+
+	t.Run("CancelEndsWait", func(t *testing.T) {
+		// A waiter with a long wait returns promptly once its context is
+		// cancelled, with an error matching both ErrNotObtained and
+		// context.Canceled.
+		if !b.exclusive {
+			t.Skip("backend never waits")
+		}
+		lk := b.locker(t, lock.WithWait(30*time.Second))
+		key := testKey(t)
+		h, err := lk.Obtain(bg(t, 10*time.Second), key)
+		if err != nil {
+			t.Fatalf("Obtain: %v", err)
+		}
+		defer mustRelease(t, h)
+		ctx, cancel := context.WithCancel(context.Background())
+		timer := time.AfterFunc(50*time.Millisecond, cancel)
+		defer timer.Stop()
+		begin := time.Now()
+		l, err := lk.Obtain(ctx, key)
+		took := time.Since(begin)
+		if err == nil {
+			mustRelease(t, l)
+			t.Fatal("Obtain while held: got a lock, want an error")
+		}
+		if !errors.Is(err, context.Canceled) || !errors.Is(err, lock.ErrNotObtained) {
+			t.Errorf("Obtain cancelled: got %v, want ErrNotObtained wrapping context.Canceled", err)
+		}
+		if took > 2*time.Second {
+			t.Errorf("Obtain returned %v after start, want within 2s of a cancel at 50ms (wait was 30s)", took)
+		}
+	})
+
+	t.Run("CancelledBeforeObtain", func(t *testing.T) {
+		ctx, cancel := context.WithCancel(context.Background())
+		cancel()
+		l, err := b.locker(t).Obtain(ctx, testKey(t))
+		if err == nil {
+			mustRelease(t, l)
+			t.Fatal("Obtain with a cancelled context: got a lock, want an error")
+		}
+		if !errors.Is(err, context.Canceled) {
+			t.Errorf("Obtain with a cancelled context: got %v, want context.Canceled", err)
+		}
+	})
+
+	t.Run("Tokens", func(t *testing.T) {
+		lockers := []lock.Locker{b.locker(t), b.locker(t)}
+		key := testKey(t)
+		ctx := bg(t, 10*time.Second)
+		var prev int64
+		for i := range 6 {
+			l, err := lockers[i%2].Obtain(ctx, key)
+			if err != nil {
+				t.Fatalf("Obtain #%d: %v", i, err)
+			}
+			tok, ok := l.Token()
+			mustRelease(t, l)
+			if ok != b.tokens {
+				t.Fatalf("Token() ok = %v, want %v", ok, b.tokens)
+			}
+			if !ok {
+				return
+			}
+			if tok <= prev {
+				t.Fatalf("token #%d: got %d, want > %d", i, tok, prev)
+			}
+			prev = tok
+		}
+	})
+}

@@ -1,0 +1,58 @@
+package lock_test
+
+import (
+	"context"
+	"crypto/rand"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// needEnv returns the environment variable name, or skips the test when it
+// is empty (fails it when CI=true, where every service must be there).
+func needEnv(tb testing.TB, name string) string {
+	tb.Helper()
+	v := os.Getenv(name)
+	if v == "" {
+		if os.Getenv("CI") == "true" {
+			tb.Fatalf("%s is empty; CI=true requires it", name)
+		}
+		tb.Skipf("%s is empty; set it to run this test against a real server", name)
+	}
+	return v
+}
+
+// redisClient connects to SECKILL_REDIS_ADDR (skipping without it) and
+// closes the client when the test ends.
+func redisClient(tb testing.TB) *redis.Client {
+	tb.Helper()
+	addr := needEnv(tb, "SECKILL_REDIS_ADDR")
+	c := redis.NewClient(&redis.Options{Addr: addr, PoolSize: 64})
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+	defer cancel()
+	if err := c.Ping(ctx).Err(); err != nil {
+		tb.Fatalf("ping Redis at %s: %v", addr, err)
+	}
+	tb.Cleanup(func() {
+		if err := c.Close(); err != nil {
+			tb.Errorf("close Redis client: %v", err)
+		}
+	})
+	return c
+}
+
+// testKey returns a key no other test or run uses.
+func testKey(tb testing.TB) string {
+	name := strings.NewReplacer("/", ":", " ", "_").Replace(tb.Name())
+	return "locktest:" + name + ":" + rand.Text()[:10]
+}
+
+// bg returns a context bounded by d, cancelled when the test ends.
+func bg(tb testing.TB, d time.Duration) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), d)
+	tb.Cleanup(cancel)
+	return ctx
+}

@@ -1,0 +1,223 @@
+package lock
+
+import (
+	"context"
+	"crypto/sha256"
+	"database/sql"
+	"database/sql/driver"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"strconv"
+	"sync"
+
+	mysqldrv "github.com/go-sql-driver/mysql"
+)
+
+// MySQL is the database lock backend: MySQL/MariaDB named locks,
+// GET_LOCK/RELEASE_LOCK, each held by one connection pinned from the pool
+// for the life of the lock.
+//
+// Why named locks rather than a lock table with a unique key: a named lock
+// needs no table and no schema; the server frees it when the session that
+// holds it ends, so a dead holder (crashed process, killed connection,
+// network partition noticed by the server) never leaves a row behind that
+// someone must expire or clean up; waiting is done by the server
+// (GET_LOCK's timeout) instead of by polling a row; and IS_USED_LOCK tells
+// who holds it. A table would be needed only for a fencing counter or to
+// survive a reconnect, which this backend does not offer.
+//
+// Lease: there is no TTL. The lock lives exactly as long as the session:
+// "a holder that dies frees the lock" means the holder's connection dies
+// (process exit, KILL <id>, a TCP reset, or the server's wait_timeout
+// for an idle session, 8 hours by default). A holder that is alive but
+// stuck keeps the lock forever; Options.TTL and Options.Watchdog are
+// ignored.
+//
+// Fencing: none (Token returns false). GET_LOCK has no counter, and a
+// holder whose lock session died can still write through another
+// connection, so a token would be the only defence; minting one needs a
+// counter table incremented under the lock, which this backend leaves out.
+//
+// Costs: every held lock occupies one connection of db. Give the backend
+// its own *sql.DB (or a pool large enough for the concurrent holders plus
+// the application's queries) so that holders cannot starve the queries
+// they protect.
+//
+// Names: the server's lock namespace is global (across databases), and
+// MySQL 5.7+ limits a name to 64 characters. A key of at most 64
+// characters from [A-Za-z0-9:_.-] is used as is; any other key is replaced
+// by the hex SHA-256 of the key (64 characters). Names are therefore safe
+// to inline into the SQL text, which saves the prepare round trip:
+// Obtain and Release cost one round trip each (two for Obtain with a Wait).
+type MySQL struct {
+	db   *sql.DB
+	opts Options
+}
+
+var _ Locker = (*MySQL)(nil)
+
+// NewMySQL returns a named-lock backend on db. Options.Wait becomes
+// GET_LOCK's timeout (0: one attempt); TTL and Watchdog do not apply.
+// The db stays owned by the caller.
+func NewMySQL(db *sql.DB, opts ...Option) *MySQL {
+	return &MySQL{db: db, opts: NewOptions(opts...)}
+}
+
+// Name returns "mysql".
+func (m *MySQL) Name() string { return "mysql" }
+
+// Obtain pins a connection and runs GET_LOCK on it. The server waits up to
+// Options.Wait (fractions of a second allowed). When ctx ends during the
+// wait the driver closes the connection, and Obtain kills the session's
+// waiting statement from another connection so that the server does not
+// grant the lock to a session nobody listens to.
+func (m *MySQL) Obtain(ctx context.Context, key string) (Lock, error) {
+	name := mysqlLockName(key)
+	conn, err := m.db.Conn(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("lock: mysql obtain %q: pin connection: %w", key, err)
+	}
+	wait := m.opts.Wait
+	if wait < 0 {
+		wait = 0
+	}
+	var connID int64
+	if wait > 0 {
+		if err := conn.QueryRowContext(ctx, "SELECT CONNECTION_ID()").Scan(&connID); err != nil {
+			return nil, errors.Join(fmt.Errorf("lock: mysql obtain %q: connection id: %w", key, err), discardConn(conn))
+		}
+	}
+	q := "SELECT GET_LOCK('" + name + "', " + strconv.FormatFloat(wait.Seconds(), 'f', -1, 64) + ")"
+	var got sql.NullInt64
+	if err := conn.QueryRowContext(ctx, q).Scan(&got); err != nil {
+		if ctx.Err() != nil {
+			err = fmt.Errorf("lock: mysql obtain %q: %w: %w", key, ErrNotObtained, ctx.Err())
+			if connID != 0 {
+				err = errors.Join(err, m.kill(connID))
+			}
+			return nil, errors.Join(err, discardConn(conn))
+		}
+		return nil, errors.Join(fmt.Errorf("lock: mysql obtain %q: %w", key, err), discardConn(conn))
+	}
+	switch {
+	case !got.Valid:
+		// NULL: an error inside the server (out of memory, statement killed).
+		return nil, errors.Join(fmt.Errorf("lock: mysql obtain %q: GET_LOCK returned NULL", key), discardConn(conn))
+	case got.Int64 != 1:
+		if err := conn.Close(); err != nil {
+			return nil, fmt.Errorf("lock: mysql obtain %q: %w (return connection: %w)", key, ErrNotObtained, err)
+		}
+		return nil, fmt.Errorf("lock: mysql obtain %q: %w", key, ErrNotObtained)
+	}
+	return &mysqlLock{key: key, name: name, conn: conn}, nil
+}
+
+// HolderConnID returns the connection id of the session holding the lock
+// on key (IS_USED_LOCK), and false when nobody holds it. It is a
+// diagnostic: the answer may be stale by the time it returns.
+func (m *MySQL) HolderConnID(ctx context.Context, key string) (int64, bool, error) {
+	var id sql.NullInt64
+	if err := m.db.QueryRowContext(ctx, "SELECT IS_USED_LOCK('"+mysqlLockName(key)+"')").Scan(&id); err != nil {
+		return 0, false, fmt.Errorf("lock: mysql holder of %q: %w", key, err)
+	}
+	return id.Int64, id.Valid, nil
+}
+
+// kill ends the statement of session id from another connection, on a
+// context that survives the caller's cancellation.
+func (m *MySQL) kill(id int64) error {
+	ctx, cancel := context.WithTimeout(context.Background(), m.opts.ReleaseTimeout)
+	defer cancel()
+	// KILL takes no placeholders; id is an integer from the server.
+	if _, err := m.db.ExecContext(ctx, "KILL QUERY "+strconv.FormatInt(id, 10)); err != nil {
+		if mysqlUnknownThread(err) {
+			return nil // the server already noticed the disconnect
+		}
+		return fmt.Errorf("kill waiting session %d: %w", id, err)
+	}
+	return nil
+}
+
+// mysqlUnknownThread reports the server's "Unknown thread id" error
+// (1094): the session is already gone.
+func mysqlUnknownThread(err error) bool {
+	var me *mysqldrv.MySQLError
+	return errors.As(err, &me) && me.Number == 1094
+}
+
+// mysqlLockName maps key to a server lock name that is at most 64
+// characters and safe to inline in SQL.
+func mysqlLockName(key string) string {
+	if len(key) > 0 && len(key) <= 64 {
+		safe := true
+		for i := 0; i < len(key); i++ {
+			c := key[i]
+			if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == ':' || c == '_' || c == '.' || c == '-') {
+				safe = false
+				break
+			}
+		}
+		if safe {
+			return key
+		}
+	}
+	sum := sha256.Sum256([]byte(key))
+	return hex.EncodeToString(sum[:])
+}
+
+// discardConn closes conn and removes it from the pool, so that the server
+// ends its session (and frees any lock it holds).
+func discardConn(conn *sql.Conn) error {
+	err := conn.Raw(func(any) error { return driver.ErrBadConn })
+	if err != nil && !errors.Is(err, driver.ErrBadConn) && !errors.Is(err, sql.ErrConnDone) {
+		return fmt.Errorf("discard connection: %w", err)
+	}
+	return nil
+}
+
+// mysqlLock is one named lock held by its pinned connection.
+type mysqlLock struct {
+	key  string
+	name string
+
+	mu   sync.Mutex
+	conn *sql.Conn // nil once released
+}
+
+// Key returns the locked key.
+func (l *mysqlLock) Key() string { return l.key }
+
+// Token returns false: named locks have no counter (see MySQL).
+func (l *mysqlLock) Token() (int64, bool) { return 0, false }
+
+// Release runs RELEASE_LOCK on the pinned connection and always gives the
+// connection back. RELEASE_LOCK answering 0 (held by another session) or
+// NULL (no such lock), a second Release, or a connection that died (and
+// with it the lock) all return ErrNotHeld.
+func (l *mysqlLock) Release(ctx context.Context) error {
+	l.mu.Lock()
+	conn := l.conn
+	l.conn = nil
+	l.mu.Unlock()
+	if conn == nil {
+		return fmt.Errorf("lock: mysql release %q: %w (already released)", l.key, ErrNotHeld)
+	}
+	var got sql.NullInt64
+	if err := conn.QueryRowContext(ctx, "SELECT RELEASE_LOCK('"+l.name+"')").Scan(&got); err != nil {
+		// The session is unusable; dropping it makes the server free the lock
+		// if it still held it.
+		derr := discardConn(conn)
+		if ctx.Err() != nil {
+			return errors.Join(fmt.Errorf("lock: mysql release %q: %w", l.key, ctx.Err()), derr)
+		}
+		return errors.Join(fmt.Errorf("lock: mysql release %q: %w (session lost: %w)", l.key, ErrNotHeld, err), derr)
+	}
+	if err := conn.Close(); err != nil {
+		return fmt.Errorf("lock: mysql release %q: return connection: %w", l.key, err)
+	}
+	if !got.Valid || got.Int64 != 1 {
+		return fmt.Errorf("lock: mysql release %q: %w", l.key, ErrNotHeld)
+	}
+	return nil
+}

@@ -1,0 +1,54 @@
+// Package lua embeds the project's Redis Lua scripts. Each script opens with
+// a header listing its KEYS, ARGV and return values, and is wrapped once
+// with redis.NewScript, whose Run sends EVALSHA and falls back to EVAL when
+// the server does not have the script cached yet.
+package lua
+
+import (
+	_ "embed"
+
+	"github.com/redis/go-redis/v9"
+
+	"seckill/lock"
+)
+
+var (
+	//go:embed acquire.lua
+	acquireSrc string
+	//go:embed unlock.lua
+	unlockSrc string
+	//go:embed reentrant_lock.lua
+	reentrantLockSrc string
+	//go:embed reentrant_unlock.lua
+	reentrantUnlockSrc string
+	//go:embed reentrant_renew.lua
+	reentrantRenewSrc string
+)
+
+// The lock scripts. They are immutable once built and safe for concurrent
+// use.
+var (
+	// Acquire is acquire.lua: SET NX PX plus a fencing token INCR.
+	Acquire = redis.NewScript(acquireSrc)
+	// Unlock is unlock.lua: compare-and-delete.
+	Unlock = redis.NewScript(unlockSrc)
+	// ReentrantLock is reentrant_lock.lua: hash owner -> count acquire.
+	ReentrantLock = redis.NewScript(reentrantLockSrc)
+	// ReentrantUnlock is reentrant_unlock.lua: decrement, delete at zero,
+	// publish the release.
+	ReentrantUnlock = redis.NewScript(reentrantUnlockSrc)
+	// ReentrantRenew is reentrant_renew.lua: the watchdog's renewal.
+	ReentrantRenew = redis.NewScript(reentrantRenewSrc)
+)
+
+// LockScripts returns the scripts the Redis lock backends need, for
+// lock.Deps.Scripts or the backends' constructors.
+func LockScripts() lock.Scripts {
+	return lock.Scripts{
+		Acquire:         Acquire,
+		Unlock:          Unlock,
+		ReentrantLock:   ReentrantLock,
+		ReentrantUnlock: ReentrantUnlock,
+		ReentrantRenew:  ReentrantRenew,
+	}
+}
