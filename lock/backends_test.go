@@ -57,3 +57,13 @@ func must(tb testing.TB) func(lock.Locker, error) lock.Locker {
 		return l
 	}
 }
+
+func init() {
+	contractBackends = append(contractBackends, backend{
+		name: "reentrant",
+		new: func(tb testing.TB, opts ...lock.Option) lock.Locker {
+			return must(tb)(lock.NewReentrant(redisClient(tb), lua.LockScripts(), opts...))
+		},
+		exclusive: true, sharedAcrossLockers: true, lease: true, tokens: true,
+	})
+}

@@ -1,0 +1,235 @@
+package lock
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync/atomic"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// Reentrant is a Redisson-style re-entrant lock. The lock is a Redis hash
+// mapping the owner to a hold count (lua/reentrant_lock.lua); an Obtain by
+// the same owner on a held key nests and increments the count, each Release
+// decrements it, and the hash is deleted at zero. Go has no thread ids, so
+// the owner is the value set with WithOwner on the context, or a fresh
+// random id per Obtain when there is none (then nothing nests).
+//
+// With Options.Watchdog each Lock renews the lease every TTL/3 while held
+// (lua/reentrant_renew.lua), and stops on Release or when the context given
+// to Obtain ends; after that the lease runs out normally. A waiting Obtain
+// subscribes to the key's release channel, which the release script
+// publishes on, and retries when woken, with a fallback timer (the lock's
+// remaining lease, at most Options.WaitPoll) for a lost message or a lease
+// that lapsed unreleased; it does not poll blindly. The fencing token is
+// minted on the first grant and carried by the nested ones. Two round
+// trips per acquire and release, plus one per renewal.
+type Reentrant struct {
+	client  redis.UniversalClient
+	scripts Scripts
+	opts    Options
+
+	renewals atomic.Int64 // successful watchdog renewals, for tests
+}
+
+var _ Locker = (*Reentrant)(nil)
+
+// NewReentrant returns the re-entrant locker; scripts needs ReentrantLock,
+// ReentrantUnlock and ReentrantRenew.
+func NewReentrant(client redis.UniversalClient, scripts Scripts, opts ...Option) (*Reentrant, error) {
+	o := NewOptions(opts...)
+	if err := o.Validate(); err != nil {
+		return nil, err
+	}
+	if client == nil {
+		return nil, errors.New("lock: reentrant: nil Redis client")
+	}
+	if scripts.ReentrantLock == nil || scripts.ReentrantUnlock == nil || scripts.ReentrantRenew == nil {
+		return nil, errors.New("lock: reentrant: Scripts.ReentrantLock, ReentrantUnlock and ReentrantRenew are required")
+	}
+	return &Reentrant{client: client, scripts: scripts, opts: o}, nil
+}
+
+// Name returns "reentrant".
+func (*Reentrant) Name() string { return "reentrant" }
+
+// ReleaseChannel is the pub/sub channel on which the release of key is
+// announced.
+func ReleaseChannel(key string) string { return key + ":released" }
+
+// Obtain takes the lock for the context's owner (see WithOwner), nesting if
+// that owner holds it already. With a wait it sleeps until a release message
+// or the fallback timer, then tries again.
+func (r *Reentrant) Obtain(ctx context.Context, key string) (Lock, error) {
+	if ctx.Err() != nil {
+		return nil, waitErr(ctx)
+	}
+	owner, ok := OwnerFrom(ctx)
+	if !ok {
+		owner = newOwnerToken()
+	}
+	g, err := r.try(ctx, key, owner)
+	if err != nil {
+		return nil, err
+	}
+	if !g.granted && r.opts.Wait > 0 {
+		g, err = r.wait(ctx, key, owner)
+		if err != nil {
+			return nil, err
+		}
+	}
+	if !g.granted {
+		return nil, ErrNotObtained
+	}
+	return r.newLock(ctx, key, owner, g.token), nil
+}
+
+// grant is the outcome of one run of the acquire script.
+type grant struct {
+	granted bool
+	count   int64         // hold count after the grant
+	token   int64         // fencing token of the hold
+	pttl    time.Duration // remaining lease of the other owner when refused
+}
+
+func (r *Reentrant) try(ctx context.Context, key, owner string) (grant, error) {
+	res, err := r.scripts.ReentrantLock.Run(ctx, r.client, []string{key, FenceKey(key)},
+		owner, r.opts.TTL.Milliseconds()).Int64Slice()
+	if err != nil {
+		if ctx.Err() != nil {
+			return grant{}, waitErr(ctx)
+		}
+		return grant{}, fmt.Errorf("lock: reentrant: obtain %q: %w", key, err)
+	}
+	switch {
+	case len(res) == 3 && res[0] == 1:
+		return grant{granted: true, count: res[1], token: res[2]}, nil
+	case len(res) == 2 && res[0] == 0:
+		return grant{pttl: time.Duration(res[1]) * time.Millisecond}, nil
+	}
+	return grant{}, fmt.Errorf("lock: reentrant: obtain %q: unexpected script reply %v", key, res)
+}
+
+// wait subscribes to the key's release channel, then tries again on every
+// release message and on the fallback timer, until a grant, the end of the
+// wait, or the end of ctx. Subscribing before the next attempt means a
+// release that happens after that attempt is never missed.
+func (r *Reentrant) wait(ctx context.Context, key, owner string) (grant, error) {
+	deadline := time.Now().Add(r.opts.Wait)
+	sub := r.client.Subscribe(ctx, ReleaseChannel(key))
+	// Closing a subscription we drop can only fail on a broken connection,
+	// which the pool discards anyway: nothing to report.
+	defer sub.Close() //nolint:errcheck
+	if _, err := sub.Receive(ctx); err != nil {
+		if ctx.Err() != nil {
+			return grant{}, waitErr(ctx)
+		}
+		return grant{}, fmt.Errorf("lock: reentrant: subscribe %q: %w", ReleaseChannel(key), err)
+	}
+	released := sub.Channel()
+	timer := time.NewTimer(r.opts.WaitPoll)
+	defer timer.Stop()
+	for {
+		g, err := r.try(ctx, key, owner)
+		if err != nil || g.granted {
+			return g, err
+		}
+		left := time.Until(deadline)
+		if left <= 0 {
+			return g, nil
+		}
+		d := min(left, r.opts.WaitPoll)
+		if g.pttl > 0 {
+			// The lease runs out then even if nobody releases.
+			d = min(d, g.pttl)
+		} else {
+			// Released between the attempt and PTTL: retry at once.
+			d = min(d, time.Millisecond)
+		}
+		timer.Reset(d)
+		select {
+		case <-ctx.Done():
+			return grant{}, waitErr(ctx)
+		case <-released:
+		case <-timer.C:
+		}
+	}
+}
+
+func (r *Reentrant) newLock(ctx context.Context, key, owner string, token int64) *reentrantLock {
+	l := &reentrantLock{r: r, key: key, owner: owner, token: token}
+	if r.opts.Watchdog {
+		l.stop = make(chan struct{})
+		l.done = make(chan struct{})
+		go l.watchdog(ctx)
+	}
+	return l
+}
+
+type reentrantLock struct {
+	r     *Reentrant
+	key   string
+	owner string
+	token int64
+
+	released atomic.Bool
+	stop     chan struct{} // closed by Release; nil without a watchdog
+	done     chan struct{} // closed when the watchdog has returned
+}
+
+func (l *reentrantLock) Key() string          { return l.key }
+func (l *reentrantLock) Token() (int64, bool) { return l.token, true }
+
+// watchdog renews the lease every TTL/3 until Release, the end of the
+// holder's ctx, or a renewal that finds the lock gone. A failed renewal
+// (network) is retried at the next tick; if they keep failing the lease
+// lapses, as it must when the holder cannot reach Redis.
+func (l *reentrantLock) watchdog(holder context.Context) {
+	defer close(l.done)
+	ticker := time.NewTicker(max(l.r.opts.TTL/3, time.Millisecond))
+	defer ticker.Stop()
+	for {
+		select {
+		case <-l.stop:
+			return
+		case <-holder.Done():
+			return
+		case <-ticker.C:
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), min(l.r.opts.ReleaseTimeout, l.r.opts.TTL))
+		n, err := l.r.scripts.ReentrantRenew.Run(ctx, l.r.client, []string{l.key},
+			l.owner, l.r.opts.TTL.Milliseconds()).Int64()
+		cancel()
+		switch {
+		case err != nil:
+			continue
+		case n == 0:
+			return // released by a nested holder, or expired
+		}
+		l.r.renewals.Add(1)
+	}
+}
+
+// Release stops this hold's watchdog and decrements the owner's count,
+// deleting the lock and waking the waiters at zero. It returns ErrNotHeld
+// when this Lock was released before or the owner no longer holds the key.
+func (l *reentrantLock) Release(ctx context.Context) error {
+	if !l.released.CompareAndSwap(false, true) {
+		return ErrNotHeld
+	}
+	if l.stop != nil {
+		close(l.stop)
+		<-l.done
+	}
+	n, err := l.r.scripts.ReentrantUnlock.Run(ctx, l.r.client, []string{l.key},
+		l.owner, l.r.opts.TTL.Milliseconds(), ReleaseChannel(l.key)).Int64()
+	if err != nil {
+		return fmt.Errorf("lock: reentrant: release %q: %w", l.key, err)
+	}
+	if n < 0 {
+		return ErrNotHeld
+	}
+	return nil
+}
