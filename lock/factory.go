@@ -71,13 +71,27 @@ func New(mode string, deps Deps, opts ...Option) (Locker, error) {
 		return NewReentrant(deps.Redis, deps.Scripts, withWatchdogDefault(opts)...)
 	// Part B's backends: each case below is replaced by its constructor.
 	case "redsync":
-		return nil, fmt.Errorf("lock: mode %q: not built yet", mode) // part B: redsync
+		nodes, err := nodesOrRedis(deps)
+		if err != nil {
+			return nil, err
+		}
+		return NewRedsync(nodes, withWatchdogDefault(opts)...)
 	case "multi":
-		return nil, fmt.Errorf("lock: mode %q: not built yet", mode) // part B: multi
+		nodes, err := nodesOrRedis(deps)
+		if err != nil {
+			return nil, err
+		}
+		return NewMulti(nodes, deps.Scripts, withWatchdogDefault(opts)...)
 	case "mysql":
-		return nil, fmt.Errorf("lock: mode %q: not built yet", mode) // part B: mysql
+		if deps.DB == nil {
+			return nil, fmt.Errorf("lock: mode %q needs a database (*sql.DB)", mode)
+		}
+		return NewMySQL(deps.DB, opts...)
 	case "zookeeper":
-		return nil, fmt.Errorf("lock: mode %q: not built yet", mode) // part B: zookeeper
+		if len(deps.ZKServers) == 0 {
+			return nil, fmt.Errorf("lock: mode %q needs ZooKeeper servers", mode)
+		}
+		return dialZookeeperForNew(deps.ZKServers, opts...)
 	}
 	return nil, fmt.Errorf("lock: unknown mode %q (want one of %s)", mode, strings.Join(Modes, ", "))
 }

@@ -60,8 +60,15 @@ var _ Locker = (*MySQL)(nil)
 // NewMySQL returns a named-lock backend on db. Options.Wait becomes
 // GET_LOCK's timeout (0: one attempt); TTL and Watchdog do not apply.
 // The db stays owned by the caller.
-func NewMySQL(db *sql.DB, opts ...Option) *MySQL {
-	return &MySQL{db: db, opts: NewOptions(opts...)}
+func NewMySQL(db *sql.DB, opts ...Option) (*MySQL, error) {
+	o := NewOptions(opts...)
+	if err := o.Validate(); err != nil {
+		return nil, err
+	}
+	if db == nil {
+		return nil, errors.New("lock: mysql: nil *sql.DB")
+	}
+	return &MySQL{db: db, opts: o}, nil
 }
 
 // Name returns "mysql".
@@ -73,42 +80,42 @@ func (m *MySQL) Name() string { return "mysql" }
 // waiting statement from another connection so that the server does not
 // grant the lock to a session nobody listens to.
 func (m *MySQL) Obtain(ctx context.Context, key string) (Lock, error) {
+	if ctx.Err() != nil {
+		return nil, fmt.Errorf("lock: mysql: obtain %q: %w", key, waitErr(ctx))
+	}
 	name := mysqlLockName(key)
 	conn, err := m.db.Conn(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("lock: mysql obtain %q: pin connection: %w", key, err)
+		return nil, fmt.Errorf("lock: mysql: obtain %q: pin connection: %w", key, err)
 	}
 	wait := m.opts.Wait
-	if wait < 0 {
-		wait = 0
-	}
 	var connID int64
 	if wait > 0 {
 		if err := conn.QueryRowContext(ctx, "SELECT CONNECTION_ID()").Scan(&connID); err != nil {
-			return nil, errors.Join(fmt.Errorf("lock: mysql obtain %q: connection id: %w", key, err), discardConn(conn))
+			return nil, errors.Join(fmt.Errorf("lock: mysql: obtain %q: connection id: %w", key, err), discardConn(conn))
 		}
 	}
 	q := "SELECT GET_LOCK('" + name + "', " + strconv.FormatFloat(wait.Seconds(), 'f', -1, 64) + ")"
 	var got sql.NullInt64
 	if err := conn.QueryRowContext(ctx, q).Scan(&got); err != nil {
 		if ctx.Err() != nil {
-			err = fmt.Errorf("lock: mysql obtain %q: %w: %w", key, ErrNotObtained, ctx.Err())
+			err = fmt.Errorf("lock: mysql: obtain %q: %w", key, waitErr(ctx))
 			if connID != 0 {
 				err = errors.Join(err, m.kill(connID))
 			}
 			return nil, errors.Join(err, discardConn(conn))
 		}
-		return nil, errors.Join(fmt.Errorf("lock: mysql obtain %q: %w", key, err), discardConn(conn))
+		return nil, errors.Join(fmt.Errorf("lock: mysql: obtain %q: %w", key, err), discardConn(conn))
 	}
 	switch {
 	case !got.Valid:
 		// NULL: an error inside the server (out of memory, statement killed).
-		return nil, errors.Join(fmt.Errorf("lock: mysql obtain %q: GET_LOCK returned NULL", key), discardConn(conn))
+		return nil, errors.Join(fmt.Errorf("lock: mysql: obtain %q: GET_LOCK returned NULL", key), discardConn(conn))
 	case got.Int64 != 1:
 		if err := conn.Close(); err != nil {
-			return nil, fmt.Errorf("lock: mysql obtain %q: %w (return connection: %w)", key, ErrNotObtained, err)
+			return nil, fmt.Errorf("lock: mysql: obtain %q: %w (return connection: %w)", key, ErrNotObtained, err)
 		}
-		return nil, fmt.Errorf("lock: mysql obtain %q: %w", key, ErrNotObtained)
+		return nil, fmt.Errorf("lock: mysql: obtain %q: %w", key, ErrNotObtained)
 	}
 	return &mysqlLock{key: key, name: name, conn: conn}, nil
 }
@@ -119,18 +126,20 @@ func (m *MySQL) Obtain(ctx context.Context, key string) (Lock, error) {
 func (m *MySQL) HolderConnID(ctx context.Context, key string) (int64, bool, error) {
 	var id sql.NullInt64
 	if err := m.db.QueryRowContext(ctx, "SELECT IS_USED_LOCK('"+mysqlLockName(key)+"')").Scan(&id); err != nil {
-		return 0, false, fmt.Errorf("lock: mysql holder of %q: %w", key, err)
+		return 0, false, fmt.Errorf("lock: mysql: holder of %q: %w", key, err)
 	}
 	return id.Int64, id.Valid, nil
 }
 
-// kill ends the statement of session id from another connection, on a
-// context that survives the caller's cancellation.
+// kill ends session id from another connection, on a context that
+// survives the caller's cancellation. The driver has already closed its
+// side; without the KILL the server would go on waiting and might grant the
+// lock to a session nobody listens to, until it notices the disconnect.
 func (m *MySQL) kill(id int64) error {
 	ctx, cancel := context.WithTimeout(context.Background(), m.opts.ReleaseTimeout)
 	defer cancel()
 	// KILL takes no placeholders; id is an integer from the server.
-	if _, err := m.db.ExecContext(ctx, "KILL QUERY "+strconv.FormatInt(id, 10)); err != nil {
+	if _, err := m.db.ExecContext(ctx, "KILL "+strconv.FormatInt(id, 10)); err != nil {
 		if mysqlUnknownThread(err) {
 			return nil // the server already noticed the disconnect
 		}
@@ -201,7 +210,7 @@ func (l *mysqlLock) Release(ctx context.Context) error {
 	l.conn = nil
 	l.mu.Unlock()
 	if conn == nil {
-		return fmt.Errorf("lock: mysql release %q: %w (already released)", l.key, ErrNotHeld)
+		return fmt.Errorf("lock: mysql: release %q: %w (already released)", l.key, ErrNotHeld)
 	}
 	var got sql.NullInt64
 	if err := conn.QueryRowContext(ctx, "SELECT RELEASE_LOCK('"+l.name+"')").Scan(&got); err != nil {
@@ -209,15 +218,15 @@ func (l *mysqlLock) Release(ctx context.Context) error {
 		// if it still held it.
 		derr := discardConn(conn)
 		if ctx.Err() != nil {
-			return errors.Join(fmt.Errorf("lock: mysql release %q: %w", l.key, ctx.Err()), derr)
+			return errors.Join(fmt.Errorf("lock: mysql: release %q: %w", l.key, ctx.Err()), derr)
 		}
-		return errors.Join(fmt.Errorf("lock: mysql release %q: %w (session lost: %w)", l.key, ErrNotHeld, err), derr)
+		return errors.Join(fmt.Errorf("lock: mysql: release %q: %w (session lost: %w)", l.key, ErrNotHeld, err), derr)
 	}
 	if err := conn.Close(); err != nil {
-		return fmt.Errorf("lock: mysql release %q: return connection: %w", l.key, err)
+		return fmt.Errorf("lock: mysql: release %q: return connection: %w", l.key, err)
 	}
 	if !got.Valid || got.Int64 != 1 {
-		return fmt.Errorf("lock: mysql release %q: %w", l.key, ErrNotHeld)
+		return fmt.Errorf("lock: mysql: release %q: %w", l.key, ErrNotHeld)
 	}
 	return nil
 }

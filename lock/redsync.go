@@ -2,10 +2,8 @@ package lock
 
 import (
 	"context"
-	cryptorand "crypto/rand"
-	"encoding/hex"
+	"errors"
 	"fmt"
-	"math/rand/v2"
 	"sync"
 	"time"
 
@@ -15,13 +13,17 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// Redsync is the Redlock backend: the lock is granted when a majority
-// (N/2+1) of N independent Redis nodes accepted SET NX PX with one random
-// owner value within the lease, as implemented by go-redsync/redsync v4.
+// Redsync is the Redlock backend, built on go-redsync/redsync v4: the lock
+// is granted when a majority (N/2+1) of N independent Redis nodes accepted
+// SET NX PX with one random owner value, and the grant came back before
+// the lease (minus a clock drift allowance) ran out. Release deletes the
+// value by compare-and-delete on every node.
 //
-// It survives the loss of a minority of nodes (one of three) and refuses
-// when a majority is unreachable. It cannot mint a fencing token: see
-// redsyncLock.Token.
+// It keeps working with a minority of the nodes down (one of three) and
+// refuses with a majority down. It inherits Redlock's known limits: it
+// assumes bounded clock drift and process pauses shorter than the lease,
+// and it cannot mint a fencing token (see redsyncLock.Token). Each attempt
+// is one round trip to every node, in parallel; so is Release.
 type Redsync struct {
 	rs     *redsync.Redsync
 	nodes  int
@@ -32,97 +34,104 @@ type Redsync struct {
 var _ Locker = (*Redsync)(nil)
 
 // NewRedsync returns a Redlock backend over clients, one per independent
-// Redis node (not replicas of one another: Redlock's safety assumes the
-// nodes fail independently). The clients stay owned by the caller.
-func NewRedsync(clients []redis.UniversalClient, opts ...Option) *Redsync {
+// Redis node (not replicas of one another: Redlock's safety rests on nodes
+// that fail independently). The clients stay owned by the caller. Options:
+// TTL is the lease (redsync's expiry), Wait the time spent retrying with
+// backoff, Watchdog extends the lease every TTL/3 while held.
+func NewRedsync(clients []redis.UniversalClient, opts ...Option) (*Redsync, error) {
+	o := NewOptions(opts...)
+	if err := o.Validate(); err != nil {
+		return nil, err
+	}
+	if len(clients) == 0 {
+		return nil, errors.New("lock: redsync: no Redis nodes")
+	}
 	pools := make([]rsredis.Pool, 0, len(clients))
-	for _, c := range clients {
+	for i, c := range clients {
+		if c == nil {
+			return nil, fmt.Errorf("lock: redsync: Redis node %d is nil", i)
+		}
 		pools = append(pools, goredispool.NewPool(c))
 	}
 	return &Redsync{
 		rs:     redsync.New(pools...),
 		nodes:  len(clients),
 		quorum: len(clients)/2 + 1,
-		opts:   NewOptions(opts...),
-	}
+		opts:   o,
+	}, nil
 }
 
 // Name returns "redsync".
-func (r *Redsync) Name() string { return "redsync" }
+func (*Redsync) Name() string { return "redsync" }
 
 // Obtain takes the lock on a quorum of the nodes. With a zero Wait it makes
 // one attempt; otherwise it retries with exponential backoff and full
-// jitter until Wait elapses or ctx ends.
+// jitter until Wait elapses or ctx ends. With a majority of the nodes
+// unreachable it returns an I/O error (not ErrNotObtained) at once.
 //
-// The retry loop is ours rather than redsync's own (WithTries plus
-// WithRetryDelayFunc): redsync bounds its retries by a count, not a
-// duration, and it runs the rollback of a failed attempt on the caller's
-// context, which is already done when the wait ran out. Here the deadline
-// only decides whether to sleep again, and an attempt cut short by ctx is
-// rolled back on a detached context.
+// Each attempt is redsync's TryLockContext, and the waiting loop is ours
+// rather than redsync's own (WithTries with WithRetryDelayFunc), because
+// redsync bounds retries by a count, not by a duration, and rolls a failed
+// attempt back on the caller's context: once that context is cancelled the
+// rollback cannot run, and the partial grants would sit on the nodes for a
+// whole lease. Here an attempt cut short by ctx is rolled back on a
+// detached context.
 func (r *Redsync) Obtain(ctx context.Context, key string) (Lock, error) {
-	if r.nodes == 0 {
-		return nil, fmt.Errorf("lock: redsync obtain %q: no redis nodes configured", key)
-	}
-	value, err := distOwnerID()
-	if err != nil {
-		return nil, fmt.Errorf("lock: redsync obtain %q: %w", key, err)
-	}
+	value := newOwnerToken()
 	m := r.rs.NewMutex(key,
 		redsync.WithExpiry(r.opts.TTL),
 		redsync.WithTries(1),
 		redsync.WithGenValueFunc(func() (string, error) { return value, nil }),
 	)
-	deadline := time.Now().Add(r.opts.Wait)
-	for attempt := 0; ; attempt++ {
-		err = m.TryLockContext(ctx)
-		if err == nil {
-			return r.held(ctx, key, m), nil
+	err := retry(ctx, r.opts, func(ctx context.Context) (bool, error) {
+		err := m.TryLockContext(ctx)
+		switch {
+		case err == nil:
+			return true, nil
+		case ctx.Err() != nil:
+			// Some nodes may have granted before ctx ended, and redsync's
+			// rollback ran on the dead ctx: repeat it.
+			return false, errors.Join(err, r.rollback(key, value))
+		case r.unreachable(err):
+			return false, fmt.Errorf("lock: redsync: obtain %q: fewer than %d of %d nodes reachable: %w", key, r.quorum, r.nodes, err)
 		}
-		if ctx.Err() != nil {
-			// The attempt may have been cut mid-way with some nodes granted;
-			// redsync's own rollback ran on the dead ctx, so repeat it.
-			r.rollback(key, value)
-			return nil, fmt.Errorf("lock: redsync obtain %q: %w: %w", key, ErrNotObtained, ctx.Err())
+		return false, nil // taken on enough nodes to deny a quorum
+	})
+	if err != nil {
+		if errors.Is(err, ErrNotObtained) {
+			return nil, fmt.Errorf("lock: redsync: obtain %q: %w", key, err)
 		}
-		if r.unreachable(err) {
-			return nil, fmt.Errorf("lock: redsync obtain %q: fewer than %d of %d nodes reachable: %w", key, r.quorum, r.nodes, err)
-		}
-		delay := distBackoff(r.opts, attempt)
-		if r.opts.Wait <= 0 || time.Now().Add(delay).After(deadline) {
-			return nil, fmt.Errorf("lock: redsync obtain %q: %w (%w)", key, ErrNotObtained, err)
-		}
-		if err := distSleep(ctx, delay); err != nil {
-			return nil, fmt.Errorf("lock: redsync obtain %q: %w: %w", key, ErrNotObtained, err)
-		}
+		return nil, err
 	}
-}
-
-// held wraps an obtained mutex and starts its watchdog when configured.
-func (r *Redsync) held(ctx context.Context, key string, m *redsync.Mutex) *redsyncLock {
 	l := &redsyncLock{key: key, m: m, r: r}
 	if r.opts.Watchdog {
-		l.dog = startDistWatchdog(ctx, r.opts.TTL/3, func(ctx context.Context) (bool, error) {
-			return m.ExtendContext(ctx)
+		l.keep = startKeepAlive(ctx, r.opts.TTL/3, r.opts.ReleaseTimeout, func(ctx context.Context) (bool, error) {
+			ok, err := m.ExtendContext(ctx)
+			if !ok && !r.unreachable(err) {
+				return false, nil // a quorum answered "not yours": the lease is lost
+			}
+			return ok, err
 		})
 	}
-	return l
+	return l, nil
 }
 
 // rollback deletes value from every node where it is still the owner, on a
-// context that survives the caller's cancellation.
-func (r *Redsync) rollback(key, value string) {
+// context that survives the caller's cancellation. Whatever it cannot
+// delete expires with the lease.
+func (r *Redsync) rollback(key, value string) error {
 	ctx, cancel := context.WithTimeout(context.Background(), r.opts.ReleaseTimeout)
 	defer cancel()
-	// Best effort by design: whatever is left expires with the lease.
-	if _, err := r.rs.NewMutex(key, redsync.WithValue(value)).UnlockContext(ctx); err != nil {
-		return
+	ok, err := r.rs.NewMutex(key, redsync.WithValue(value)).UnlockContext(ctx)
+	if ok || !r.unreachable(err) {
+		return nil // released, or nothing of ours was left on a quorum
 	}
+	return fmt.Errorf("lock: redsync: roll back %q: %w", key, err)
 }
 
 // unreachable reports whether err says that too many nodes failed with I/O
 // errors for a quorum to be possible at all: that is an outage, not
-// contention, and callers should see it as such.
+// contention, and the caller should see it as such.
 func (r *Redsync) unreachable(err error) bool {
 	return countRedisErrors(err) > r.nodes-r.quorum
 }
@@ -148,60 +157,60 @@ func countRedisErrors(err error) int {
 
 // redsyncLock is one lock held on a quorum of nodes.
 type redsyncLock struct {
-	key string
-	m   *redsync.Mutex
-	r   *Redsync
-	dog *distWatchdog
+	key  string
+	m    *redsync.Mutex
+	r    *Redsync
+	keep *keepAlive
 }
 
 // Key returns the locked key.
 func (l *redsyncLock) Key() string { return l.key }
 
 // Token returns false: Redlock cannot mint a fencing token. A token must
-// come from one linearizable counter incremented in the same atomic step as
-// the grant, and Redlock has no such thing: its N nodes are independent by
-// design, each grant is a majority of separate SET NX calls, and a counter
-// on each node would disagree across nodes (a node that was down, or
-// restarted without persistence, lags behind).
-func (l *redsyncLock) Token() (int64, bool) { return 0, false }
+// come from one linearizable counter bumped in the same atomic step as the
+// grant, and Redlock has no such thing: its N nodes are independent by
+// design, a grant is a majority of separate SET NX calls, and counters kept
+// on each node would disagree (a node that was down, or restarted without
+// persistence, lags behind), so no token could be "strictly greater than
+// every token before" for sure.
+func (*redsyncLock) Token() (int64, bool) { return 0, false }
 
 // Release stops the watchdog, then deletes the owner value from every node
 // where it is still the owner. It returns ErrNotHeld when fewer than a
-// quorum still held it (the lease expired, or it was released already).
+// quorum still held it (the lease expired, or it was released already),
+// and an I/O error when a majority of the nodes cannot be reached.
 func (l *redsyncLock) Release(ctx context.Context) error {
-	if l.dog != nil {
-		l.dog.stop()
-	}
+	l.keep.stop()
 	ok, err := l.m.UnlockContext(ctx)
-	if ok {
+	switch {
+	case ok:
 		return nil
+	case l.r.unreachable(err):
+		return fmt.Errorf("lock: redsync: release %q: fewer than %d of %d nodes reachable: %w", l.key, l.r.quorum, l.r.nodes, err)
 	}
-	if l.r.unreachable(err) {
-		return fmt.Errorf("lock: redsync release %q: fewer than %d of %d nodes reachable: %w", l.key, l.r.quorum, l.r.nodes, err)
-	}
-	return fmt.Errorf("lock: redsync release %q: %w (%w)", l.key, ErrNotHeld, err)
+	return fmt.Errorf("lock: redsync: release %q: %w (%w)", l.key, ErrNotHeld, err)
 }
 
-// distWatchdog renews a lease periodically in its own goroutine until stopped
-// or until the holder's context ends.
-type distWatchdog struct {
+// keepAlive is the watchdog of redsync and multi: it renews a lease
+// periodically in its own goroutine until stopped, until the holder's
+// context ends, or until the renewal says the lock is lost.
+type keepAlive struct {
 	cancel context.CancelFunc
 	done   chan struct{}
 	once   sync.Once
 }
 
-// startDistWatchdog calls renew every interval on a context derived from the
-// holder's ctx (so it ends with the holder) and stops when renew reports
-// the lock lost (false with no error). I/O errors are retried at the next
-// tick: a lease outlives a few failed renewals.
-func startDistWatchdog(ctx context.Context, interval time.Duration, renew func(context.Context) (bool, error)) *distWatchdog {
-	if interval <= 0 {
-		interval = time.Millisecond
-	}
+// startKeepAlive calls renew every interval, each call bounded by timeout,
+// on a context derived from the holder's ctx, so the renewals end with the
+// holder. renew returning (false, nil) means the lock is lost: it stops.
+// An I/O error is retried at the next tick: the lease outlives a couple of
+// failed renewals.
+func startKeepAlive(ctx context.Context, interval, timeout time.Duration, renew func(context.Context) (bool, error)) *keepAlive {
+	interval = max(interval, time.Millisecond)
 	ctx, cancel := context.WithCancel(ctx)
-	w := &distWatchdog{cancel: cancel, done: make(chan struct{})}
+	k := &keepAlive{cancel: cancel, done: make(chan struct{})}
 	go func() {
-		defer close(w.done)
+		defer close(k.done)
 		t := time.NewTicker(interval)
 		defer t.Stop()
 		for {
@@ -210,7 +219,7 @@ func startDistWatchdog(ctx context.Context, interval time.Duration, renew func(c
 				return
 			case <-t.C:
 			}
-			rctx, rcancel := context.WithTimeout(ctx, interval)
+			rctx, rcancel := context.WithTimeout(ctx, min(timeout, interval))
 			ok, err := renew(rctx)
 			rcancel()
 			if !ok && err == nil {
@@ -218,50 +227,16 @@ func startDistWatchdog(ctx context.Context, interval time.Duration, renew func(c
 			}
 		}
 	}()
-	return w
+	return k
 }
 
-// stop ends the watchdog and waits for its goroutine to exit, so that no
-// renewal races the release that follows.
-func (w *distWatchdog) stop() {
-	w.once.Do(w.cancel)
-	<-w.done
-}
-
-// distBackoff is the delay before retry number attempt (0-based): full
-// jitter over BackoffMin doubled attempt times, capped at BackoffMax.
-func distBackoff(o Options, attempt int) time.Duration {
-	ceil := o.BackoffMin
-	for i := 0; i < attempt && ceil < o.BackoffMax; i++ {
-		ceil *= 2
+// stop ends the watchdog and waits for its goroutine, so that no renewal
+// races the release that follows. It is safe on a nil *keepAlive and when
+// called more than once.
+func (k *keepAlive) stop() {
+	if k == nil {
+		return
 	}
-	if ceil > o.BackoffMax {
-		ceil = o.BackoffMax
-	}
-	if ceil <= 0 {
-		return 0
-	}
-	return rand.N(ceil) + 1
-}
-
-// distOwnerID returns a random owner value (128 bits from crypto/rand).
-func distOwnerID() (string, error) {
-	b := make([]byte, 16)
-	if _, err := cryptorand.Read(b); err != nil {
-		return "", fmt.Errorf("owner id: %w", err)
-	}
-	return hex.EncodeToString(b), nil
-}
-
-// distSleep sleeps for d or until ctx ends, returning ctx.Err() in the
-// latter case.
-func distSleep(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
-	}
+	k.once.Do(k.cancel)
+	<-k.done
 }

@@ -57,8 +57,15 @@ var _ Locker = (*Zookeeper)(nil)
 // NewZookeeper returns a backend on an existing ZooKeeper connection, which
 // stays owned by the caller. Options.TTL does not apply: the session
 // timeout was chosen when conn was made.
-func NewZookeeper(conn *zk.Conn, opts ...Option) *Zookeeper {
-	return &Zookeeper{conn: conn, opts: NewOptions(opts...), acl: zk.WorldACL(zk.PermAll)}
+func NewZookeeper(conn *zk.Conn, opts ...Option) (*Zookeeper, error) {
+	o := NewOptions(opts...)
+	if err := o.Validate(); err != nil {
+		return nil, err
+	}
+	if conn == nil {
+		return nil, errors.New("lock: zookeeper: nil connection")
+	}
+	return &Zookeeper{conn: conn, opts: o, acl: zk.WorldACL(zk.PermAll)}, nil
 }
 
 // DialZookeeper connects to the ZooKeeper servers addrs with a session
@@ -68,18 +75,24 @@ func NewZookeeper(conn *zk.Conn, opts ...Option) *Zookeeper {
 // discards them.
 func DialZookeeper(ctx context.Context, addrs []string, log *slog.Logger, opts ...Option) (*Zookeeper, error) {
 	o := NewOptions(opts...)
+	if err := o.Validate(); err != nil {
+		return nil, err
+	}
+	if len(addrs) == 0 {
+		return nil, errors.New("lock: zookeeper: no servers")
+	}
 	conn, events, err := zk.Connect(addrs, o.TTL, zk.WithLogger(zkLogger{log: log}), zk.WithLogInfo(log != nil))
 	if err != nil {
-		return nil, fmt.Errorf("lock: zookeeper connect %v: %w", addrs, err)
+		return nil, fmt.Errorf("lock: zookeeper: connect %v: %w", addrs, err)
 	}
 	for {
 		select {
 		case <-ctx.Done():
 			conn.Close()
-			return nil, fmt.Errorf("lock: zookeeper connect %v: no session: %w", addrs, ctx.Err())
+			return nil, fmt.Errorf("lock: zookeeper: connect %v: no session: %w", addrs, ctx.Err())
 		case ev, ok := <-events:
 			if !ok {
-				return nil, fmt.Errorf("lock: zookeeper connect %v: connection closed", addrs)
+				return nil, fmt.Errorf("lock: zookeeper: connect %v: connection closed", addrs)
 			}
 			if ev.State == zk.StateHasSession {
 				// The event channel may stay unread from here on: the
@@ -88,19 +101,33 @@ func DialZookeeper(ctx context.Context, addrs []string, log *slog.Logger, opts .
 			}
 			if ev.State == zk.StateAuthFailed {
 				conn.Close()
-				return nil, fmt.Errorf("lock: zookeeper connect %v: authentication failed", addrs)
+				return nil, fmt.Errorf("lock: zookeeper: connect %v: authentication failed", addrs)
 			}
 		}
 	}
 }
 
+// zookeeperDialTimeout bounds how long New waits for a ZooKeeper session.
+const zookeeperDialTimeout = 10 * time.Second
+
+// dialZookeeperForNew is DialZookeeper for the factory New, which has no
+// context and no logger: it waits up to zookeeperDialTimeout and discards
+// the client library's log.
+func dialZookeeperForNew(addrs []string, opts ...Option) (*Zookeeper, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), zookeeperDialTimeout)
+	defer cancel()
+	return DialZookeeper(ctx, addrs, nil, opts...)
+}
+
 // Close ends the session when the backend made the connection itself
-// (DialZookeeper), which deletes its ephemeral nodes and so frees every
-// lock it held. It does nothing for a connection passed to NewZookeeper.
-func (z *Zookeeper) Close() {
+// (DialZookeeper, or New), which deletes its ephemeral nodes and so frees
+// every lock it held. It does nothing for a connection passed to
+// NewZookeeper. It implements io.Closer and always returns nil.
+func (z *Zookeeper) Close() error {
 	if z.owned {
 		z.conn.Close()
 	}
+	return nil
 }
 
 // Name returns "zookeeper".
@@ -121,17 +148,17 @@ func (z *Zookeeper) QueuePath(key string) string {
 // queue was empty) or until ctx ends. On giving up it deletes its own node,
 // so the waiters behind it move up.
 func (z *Zookeeper) Obtain(ctx context.Context, key string) (Lock, error) {
-	if err := ctx.Err(); err != nil {
-		return nil, fmt.Errorf("lock: zookeeper obtain %q: %w: %w", key, ErrNotObtained, err)
+	if ctx.Err() != nil {
+		return nil, fmt.Errorf("lock: zookeeper: obtain %q: %w", key, waitErr(ctx))
 	}
 	dir := z.QueuePath(key)
 	own, err := z.enqueue(dir)
 	if err != nil {
-		return nil, fmt.Errorf("lock: zookeeper obtain %q: enqueue: %w", key, err)
+		return nil, fmt.Errorf("lock: zookeeper: obtain %q: enqueue: %w", key, err)
 	}
 	seq, err := zkSeq(path.Base(own))
 	if err != nil {
-		return nil, errors.Join(fmt.Errorf("lock: zookeeper obtain %q: %w", key, err), z.remove(own))
+		return nil, errors.Join(fmt.Errorf("lock: zookeeper: obtain %q: %w", key, err), z.remove(own))
 	}
 	var deadline <-chan time.Time
 	if z.opts.Wait > 0 {
@@ -142,40 +169,40 @@ func (z *Zookeeper) Obtain(ctx context.Context, key string) (Lock, error) {
 	for {
 		children, _, err := z.conn.Children(dir)
 		if err != nil {
-			return nil, errors.Join(fmt.Errorf("lock: zookeeper obtain %q: list queue: %w", key, err), z.remove(own))
+			return nil, errors.Join(fmt.Errorf("lock: zookeeper: obtain %q: list queue: %w", key, err), z.remove(own))
 		}
 		pred, present := zkPredecessor(children, path.Base(own), seq)
 		if !present {
 			// Our ephemeral node is gone: the session expired while we queued.
-			return nil, fmt.Errorf("lock: zookeeper obtain %q: session lost while queued", key)
+			return nil, fmt.Errorf("lock: zookeeper: obtain %q: session lost while queued", key)
 		}
 		if pred == "" {
 			exists, stat, err := z.conn.Exists(own)
 			if err != nil {
-				return nil, errors.Join(fmt.Errorf("lock: zookeeper obtain %q: stat own node: %w", key, err), z.remove(own))
+				return nil, errors.Join(fmt.Errorf("lock: zookeeper: obtain %q: stat own node: %w", key, err), z.remove(own))
 			}
 			if !exists {
-				return nil, fmt.Errorf("lock: zookeeper obtain %q: session lost while queued", key)
+				return nil, fmt.Errorf("lock: zookeeper: obtain %q: session lost while queued", key)
 			}
 			return &zkLock{key: key, path: own, token: stat.Czxid, z: z}, nil
 		}
 		if z.opts.Wait <= 0 {
-			return nil, errors.Join(fmt.Errorf("lock: zookeeper obtain %q: %w", key, ErrNotObtained), z.remove(own))
+			return nil, errors.Join(fmt.Errorf("lock: zookeeper: obtain %q: %w", key, ErrNotObtained), z.remove(own))
 		}
 		_, _, ch, err := z.conn.GetW(dir + "/" + pred)
 		if errors.Is(err, zk.ErrNoNode) {
 			continue // the predecessor left between the listing and the watch
 		}
 		if err != nil {
-			return nil, errors.Join(fmt.Errorf("lock: zookeeper obtain %q: watch predecessor: %w", key, err), z.remove(own))
+			return nil, errors.Join(fmt.Errorf("lock: zookeeper: obtain %q: watch predecessor: %w", key, err), z.remove(own))
 		}
 		select {
 		case <-ch:
 			// Deleted (or the session changed): look at the queue again.
 		case <-deadline:
-			return nil, errors.Join(fmt.Errorf("lock: zookeeper obtain %q: %w (waited %v)", key, ErrNotObtained, z.opts.Wait), z.remove(own))
+			return nil, errors.Join(fmt.Errorf("lock: zookeeper: obtain %q: %w (waited %v)", key, ErrNotObtained, z.opts.Wait), z.remove(own))
 		case <-ctx.Done():
-			return nil, errors.Join(fmt.Errorf("lock: zookeeper obtain %q: %w: %w", key, ErrNotObtained, ctx.Err()), z.remove(own))
+			return nil, errors.Join(fmt.Errorf("lock: zookeeper: obtain %q: %w", key, waitErr(ctx)), z.remove(own))
 		}
 	}
 }
@@ -243,6 +270,7 @@ func (z *Zookeeper) remove(node string) error {
 // A node missing after a failed attempt counts as deleted (the failed
 // attempt's reply may have been lost after the server applied it).
 func (z *Zookeeper) deleteNode(ctx context.Context, node string) (gone bool, err error) {
+	b := backoff{min: z.opts.BackoffMin, max: z.opts.BackoffMax}
 	for attempt := 0; ; attempt++ {
 		err := z.conn.Delete(node, -1)
 		switch {
@@ -253,8 +281,12 @@ func (z *Zookeeper) deleteNode(ctx context.Context, node string) (gone bool, err
 		case errors.Is(err, zk.ErrClosing):
 			return false, fmt.Errorf("delete %s: %w", node, err)
 		}
-		if serr := distSleep(ctx, distBackoff(z.opts, attempt)); serr != nil {
-			return false, fmt.Errorf("delete %s: %w (gave up: %w)", node, err, serr)
+		t := time.NewTimer(b.next())
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return false, fmt.Errorf("delete %s: %w (gave up: %w)", node, err, ctx.Err())
+		case <-t.C:
 		}
 	}
 }
@@ -317,15 +349,15 @@ func (l *zkLock) Release(ctx context.Context) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.released {
-		return fmt.Errorf("lock: zookeeper release %q: %w (already released)", l.key, ErrNotHeld)
+		return fmt.Errorf("lock: zookeeper: release %q: %w (already released)", l.key, ErrNotHeld)
 	}
 	gone, err := l.z.deleteNode(ctx, l.path)
 	switch {
 	case err != nil:
-		return fmt.Errorf("lock: zookeeper release %q: %w", l.key, err)
+		return fmt.Errorf("lock: zookeeper: release %q: %w", l.key, err)
 	case gone:
 		l.released = true
-		return fmt.Errorf("lock: zookeeper release %q: %w (node gone: session expired?)", l.key, ErrNotHeld)
+		return fmt.Errorf("lock: zookeeper: release %q: %w (node gone: session expired?)", l.key, ErrNotHeld)
 	}
 	l.released = true
 	return nil

@@ -1,0 +1,253 @@
+package lock
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// Multi is the MultiLock backend (Redisson's RedissonMultiLock over
+// independent nodes): the lock is held only when every node granted it.
+// Each attempt runs lua/acquire.lua (SET NX PX with one random owner token,
+// plus a per-node fencing counter) on all nodes in parallel; if any node
+// refuses, errs or answers too late, the nodes that did grant are rolled
+// back at once by compare-and-delete (lua/unlock.lua), on a detached
+// context, so a failed attempt leaves nothing behind.
+//
+// Compared with Redlock it trades availability for safety: a single node
+// down refuses every lock (an I/O error, not ErrNotObtained), but as long as
+// one node keeps its key (one restart without persistence is not enough to
+// break it) nobody else can get in.
+//
+// Fencing: Token is the largest of the per-node counters the grant bumped.
+// It grows strictly from holder to holder: a later holder's SET NX on each
+// node can only succeed after the earlier holder's key there is gone (a
+// grant is counted only when it completed within the lease, so its keys
+// were all alive together), so each node's counter moved forward for it,
+// and so did their maximum. It would go back only if every node that had
+// the largest counter lost its data.
+//
+// Cost: one round trip to every node in parallel to obtain and to
+// release; a refused attempt costs one more for the rollback.
+type Multi struct {
+	clients []redis.UniversalClient
+	scripts Scripts
+	opts    Options
+}
+
+var _ Locker = (*Multi)(nil)
+
+// NewMulti returns a MultiLock over clients, one per independent Redis
+// node; the clients stay owned by the caller. scripts needs Acquire and
+// Unlock. Options: TTL is the lease on every node, Wait the time spent
+// retrying with backoff, Watchdog extends the lease on every node every
+// TTL/3 while held.
+func NewMulti(clients []redis.UniversalClient, scripts Scripts, opts ...Option) (*Multi, error) {
+	o := NewOptions(opts...)
+	if err := o.Validate(); err != nil {
+		return nil, err
+	}
+	if len(clients) == 0 {
+		return nil, errors.New("lock: multi: no Redis nodes")
+	}
+	for i, c := range clients {
+		if c == nil {
+			return nil, fmt.Errorf("lock: multi: Redis node %d is nil", i)
+		}
+	}
+	if scripts.Acquire == nil || scripts.Unlock == nil {
+		return nil, errors.New("lock: multi: Scripts.Acquire and Scripts.Unlock are required")
+	}
+	return &Multi{clients: clients, scripts: scripts, opts: o}, nil
+}
+
+// Name returns "multi".
+func (*Multi) Name() string { return "multi" }
+
+// nodeResult is one node's answer to an acquire, release or renewal.
+type nodeResult struct {
+	ok  bool  // granted / deleted / renewed
+	n   int64 // acquire: the node's fencing token
+	err error // I/O error
+}
+
+// onAll runs f against every node in parallel and returns the results in
+// node order.
+func (m *Multi) onAll(ctx context.Context, f func(context.Context, redis.UniversalClient) nodeResult) []nodeResult {
+	res := make([]nodeResult, len(m.clients))
+	var wg sync.WaitGroup
+	for i, c := range m.clients {
+		wg.Go(func() { res[i] = f(ctx, c) })
+	}
+	wg.Wait()
+	return res
+}
+
+// Obtain takes the lock on every node. With a zero Wait it makes one
+// attempt; otherwise it retries with exponential backoff and full jitter
+// until Wait elapses or ctx ends. Any node unreachable ends it at once
+// with an I/O error.
+func (m *Multi) Obtain(ctx context.Context, key string) (Lock, error) {
+	owner := newOwnerToken()
+	var token int64
+	err := retry(ctx, m.opts, func(ctx context.Context) (bool, error) {
+		start := time.Now()
+		res := m.onAll(ctx, func(ctx context.Context, c redis.UniversalClient) nodeResult {
+			n, err := m.scripts.Acquire.Run(ctx, c, []string{key, FenceKey(key)}, owner, m.opts.TTL.Milliseconds()).Int64()
+			return nodeResult{ok: err == nil && n > 0, n: n, err: err}
+		})
+		var errs []error
+		granted, highest := 0, int64(0)
+		for i, r := range res {
+			if r.err != nil {
+				errs = append(errs, fmt.Errorf("node %d: %w", i, r.err))
+			}
+			if r.ok {
+				granted++
+				highest = max(highest, r.n)
+			}
+		}
+		// A grant that took longer than the lease is no grant: the first
+		// node's key may already have expired.
+		if granted == len(res) && time.Since(start) < m.opts.TTL {
+			token = highest
+			return true, nil
+		}
+		if granted > 0 || len(errs) > 0 {
+			// An errored node may have applied the SET all the same.
+			if err := m.rollback(key, owner); err != nil {
+				errs = append(errs, err)
+			}
+		}
+		if len(errs) > 0 {
+			return false, fmt.Errorf("lock: multi: obtain %q: %w", key, errors.Join(errs...))
+		}
+		return false, nil // some node is held by someone else
+	})
+	if err != nil {
+		if errors.Is(err, ErrNotObtained) {
+			return nil, fmt.Errorf("lock: multi: obtain %q: %w", key, err)
+		}
+		return nil, err
+	}
+	l := &multiLock{m: m, key: key, owner: owner, token: token}
+	if m.opts.Watchdog {
+		l.keep = startKeepAlive(ctx, m.opts.TTL/3, m.opts.ReleaseTimeout, l.renew)
+	}
+	return l, nil
+}
+
+// rollback deletes owner's key from every node that still has it, on a
+// context that survives the caller's cancellation.
+func (m *Multi) rollback(key, owner string) error {
+	ctx, cancel := context.WithTimeout(context.Background(), m.opts.ReleaseTimeout)
+	defer cancel()
+	var errs []error
+	for i, r := range m.unlockAll(ctx, key, owner) {
+		if r.err != nil {
+			errs = append(errs, fmt.Errorf("node %d: %w", i, r.err))
+		}
+	}
+	if len(errs) > 0 {
+		return fmt.Errorf("roll back partial grant (the rest expires with the lease): %w", errors.Join(errs...))
+	}
+	return nil
+}
+
+// unlockAll runs compare-and-delete on every node.
+func (m *Multi) unlockAll(ctx context.Context, key, owner string) []nodeResult {
+	return m.onAll(ctx, func(ctx context.Context, c redis.UniversalClient) nodeResult {
+		n, err := m.scripts.Unlock.Run(ctx, c, []string{key}, owner).Int64()
+		return nodeResult{ok: err == nil && n == 1, err: err}
+	})
+}
+
+// multiLock is one lock held on every node.
+type multiLock struct {
+	m     *Multi
+	key   string
+	owner string
+	token int64
+	keep  *keepAlive
+}
+
+// Key returns the locked key.
+func (l *multiLock) Key() string { return l.key }
+
+// Token returns the largest per-node fencing counter of the grant (see
+// Multi).
+func (l *multiLock) Token() (int64, bool) { return l.token, true }
+
+// errLost is a renewal's verdict that a node no longer holds our token.
+var errLost = errors.New("lock lost")
+
+// renew resets the lease on every node where the key still holds this
+// owner's token: an optimistic transaction per node (WATCH, GET, then
+// MULTI/PEXPIRE/EXEC), so that a key that changed hands in between is not
+// touched. It reports (false, nil) when some node no longer holds it.
+func (l *multiLock) renew(ctx context.Context) (bool, error) {
+	ttl := l.m.opts.TTL
+	res := l.m.onAll(ctx, func(ctx context.Context, c redis.UniversalClient) nodeResult {
+		err := c.Watch(ctx, func(tx *redis.Tx) error {
+			v, err := tx.Get(ctx, l.key).Result()
+			if errors.Is(err, redis.Nil) || err == nil && v != l.owner {
+				return errLost
+			}
+			if err != nil {
+				return err
+			}
+			_, err = tx.TxPipelined(ctx, func(p redis.Pipeliner) error {
+				p.PExpire(ctx, l.key, ttl)
+				return nil
+			})
+			return err
+		}, l.key)
+		if errors.Is(err, errLost) || errors.Is(err, redis.TxFailedErr) {
+			return nodeResult{}
+		}
+		return nodeResult{ok: err == nil, err: err}
+	})
+	var errs []error
+	for i, r := range res {
+		switch {
+		case r.err != nil:
+			errs = append(errs, fmt.Errorf("node %d: %w", i, r.err))
+		case !r.ok:
+			return false, nil
+		}
+	}
+	if len(errs) > 0 {
+		return false, fmt.Errorf("lock: multi: renew %q: %w", l.key, errors.Join(errs...))
+	}
+	return true, nil
+}
+
+// Release stops the watchdog and deletes the key on every node where it
+// still holds this owner's token. It returns ErrNotHeld when some node no
+// longer held it (the lease expired there, or it was released already),
+// and an I/O error when a node cannot be reached (the key left there
+// expires with the lease).
+func (l *multiLock) Release(ctx context.Context) error {
+	l.keep.stop()
+	var errs []error
+	missing := 0
+	for i, r := range l.m.unlockAll(ctx, l.key, l.owner) {
+		switch {
+		case r.err != nil:
+			errs = append(errs, fmt.Errorf("node %d: %w", i, r.err))
+		case !r.ok:
+			missing++
+		}
+	}
+	switch {
+	case len(errs) > 0:
+		return fmt.Errorf("lock: multi: release %q: %w", l.key, errors.Join(errs...))
+	case missing > 0:
+		return fmt.Errorf("lock: multi: release %q: %w (gone from %d of %d nodes)", l.key, ErrNotHeld, missing, len(l.m.clients))
+	}
+	return nil
+}
