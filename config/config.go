@@ -194,15 +194,15 @@ func (c Config) LogValue() slog.Value {
 		slog.String("mysql_dsn", orEmbedded(dsn)),
 		slog.String("redis_addr", orEmbedded(c.RedisAddr)),
 		slog.String("lock_mode", c.LockMode),
-		slog.Duration("lock_ttl", c.LockTTL),
+		slog.String("lock_ttl", c.LockTTL.String()),
 		slog.Any("redlock_addrs", c.RedlockAddrs),
 		slog.Any("zk_addrs", c.ZKAddrs),
 		slog.String("order_mode", c.OrderMode),
 		slog.Bool("fencing", c.Fencing),
 		slog.String("jwt_secret", secret),
 		slog.String("env", c.Env),
-		slog.Duration("request_timeout", c.RequestTimeout),
-		slog.Duration("dev_critical_delay", c.CriticalDelay),
+		slog.String("request_timeout", c.RequestTimeout.String()),
+		slog.String("dev_critical_delay", c.CriticalDelay.String()),
 	)
 }
 

@@ -1,0 +1,390 @@
+package handler
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/pprof"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/gin-gonic/gin"
+
+	"seckill/auth"
+	"seckill/metrics"
+	"seckill/middleware"
+	"seckill/model"
+	"seckill/service"
+)
+
+// Deps are what the routes need.
+type Deps struct {
+	Users    *service.Users
+	Vouchers *service.Vouchers
+	Seckill  Seckiller
+	Tokens   *auth.Tokens
+	Metrics  *metrics.Metrics
+	Log      *slog.Logger
+	// Ready checks the database and Redis for /readyz.
+	Ready func(ctx context.Context) error
+	// Development exposes the login code in /user/code responses, pprof and
+	// the /debug/noop benchmark endpoint.
+	Development    bool
+	RequestTimeout time.Duration
+	// Location reads zone-less times of the voucher body (time.Local).
+	Location *time.Location
+}
+
+// Seckiller is the seckill service as the routes see it (sync or async).
+type Seckiller interface {
+	Buy(ctx context.Context, userID, voucherID int64) (int64, error)
+	Order(ctx context.Context, userID, orderID int64) (*model.VoucherOrder, error)
+	Audit(ctx context.Context, voucherID int64) (*model.Audit, error)
+}
+
+type api struct {
+	Deps
+	fail func(c *gin.Context, err error)
+}
+
+// New returns the HTTP handler with every route.
+func New(d Deps) http.Handler {
+	gin.SetMode(gin.ReleaseMode)
+	if d.Location == nil {
+		d.Location = time.Local
+	}
+	a := &api{Deps: d, fail: Fail(d.Log)}
+	r := gin.New()
+	r.HandleMethodNotAllowed = true
+	r.Use(middleware.Recover(d.Log, a.fail), middleware.Metrics(d.Metrics), middleware.Debug(d.Log), middleware.Deadline(d.RequestTimeout))
+	r.NoRoute(func(c *gin.Context) {
+		c.AbortWithStatusJSON(http.StatusNotFound, Envelope{Code: CodeNotFound, ErrorMsg: "no such route"})
+	})
+	r.NoMethod(func(c *gin.Context) {
+		c.AbortWithStatusJSON(http.StatusMethodNotAllowed, Envelope{Code: CodeInvalidArgument, ErrorMsg: "method not allowed"})
+	})
+
+	authed := middleware.Auth(d.Tokens, a.fail)
+	admin := middleware.Admin(a.fail)
+
+	r.GET("/healthz", func(c *gin.Context) { ok(c, "ok") })
+	r.GET("/readyz", a.readyz)
+	r.GET("/metrics", gin.WrapH(d.Metrics.Handler()))
+
+	r.POST("/user/code", a.sendCode)
+	r.POST("/user/login", a.login)
+	r.GET("/user/me", authed, a.me)
+
+	r.POST("/voucher/seckill", authed, admin, a.publish)
+	r.GET("/voucher/list/:shopId", a.listVouchers)
+
+	r.POST("/voucher-order/seckill/:id", authed, a.seckill)
+	r.GET("/voucher-order/:orderId", authed, a.order)
+
+	r.GET("/admin/vouchers/:id/audit", authed, admin, a.audit)
+
+	if d.Development {
+		r.GET("/debug/noop", authed, func(c *gin.Context) { ok(c, nil) })
+		r.GET("/debug/pprof/*name", gin.WrapF(func(w http.ResponseWriter, req *http.Request) {
+			name := strings.TrimPrefix(req.URL.Path, "/debug/pprof/")
+			switch name {
+			case "cmdline":
+				pprof.Cmdline(w, req)
+			case "profile":
+				pprof.Profile(w, req)
+			case "symbol":
+				pprof.Symbol(w, req)
+			case "trace":
+				pprof.Trace(w, req)
+			case "":
+				pprof.Index(w, req)
+			default:
+				pprof.Handler(name).ServeHTTP(w, req)
+			}
+		}))
+	}
+	return r
+}
+
+func (a *api) readyz(c *gin.Context) {
+	if err := a.Ready(c.Request.Context()); err != nil {
+		a.Log.WarnContext(c.Request.Context(), "not ready", "err", err)
+		a.fail(c, model.Unavailable(err))
+		return
+	}
+	ok(c, "ready")
+}
+
+func (a *api) sendCode(c *gin.Context) {
+	phone := c.Query("phone")
+	if phone == "" {
+		phone = c.PostForm("phone")
+	}
+	code, err := a.Users.SendCode(c.Request.Context(), phone)
+	if err != nil {
+		a.fail(c, err)
+		return
+	}
+	if a.Development {
+		ok(c, code)
+		return
+	}
+	ok(c, nil)
+}
+
+type loginRequest struct {
+	Phone string `json:"phone"`
+	Code  string `json:"code"`
+}
+
+func (a *api) login(c *gin.Context) {
+	var req loginRequest
+	if err := decodeJSON(c, &req); err != nil {
+		a.fail(c, err)
+		return
+	}
+	token, err := a.Users.Login(c.Request.Context(), req.Phone, req.Code)
+	if err != nil {
+		a.fail(c, err)
+		return
+	}
+	ok(c, token)
+}
+
+type userResponse struct {
+	ID       int64  `json:"id"`
+	NickName string `json:"nickName"`
+	Icon     string `json:"icon"`
+}
+
+func (a *api) me(c *gin.Context) {
+	u, _ := middleware.UserFrom(c.Request.Context())
+	user, err := a.Users.Me(c.Request.Context(), u.ID)
+	if err != nil {
+		a.fail(c, err)
+		return
+	}
+	ok(c, userResponse{ID: user.ID, NickName: user.NickName, Icon: user.Icon})
+}
+
+// publishRequest is the body of POST /voucher/seckill. Pointers tell a
+// missing field from a zero one.
+type publishRequest struct {
+	ShopID      *int64  `json:"shopId"`
+	Title       *string `json:"title"`
+	SubTitle    string  `json:"subTitle"`
+	Rules       string  `json:"rules"`
+	PayValue    *int64  `json:"payValue"`
+	ActualValue *int64  `json:"actualValue"`
+	Type        *int    `json:"type"`
+	Stock       *int    `json:"stock"`
+	BeginTime   *string `json:"beginTime"`
+	EndTime     *string `json:"endTime"`
+}
+
+func (a *api) publish(c *gin.Context) {
+	var req publishRequest
+	if err := decodeJSON(c, &req); err != nil {
+		a.fail(c, err)
+		return
+	}
+	in, err := req.input(a.Location)
+	if err != nil {
+		a.fail(c, err)
+		return
+	}
+	id, err := a.Vouchers.Publish(c.Request.Context(), in)
+	if err != nil {
+		a.fail(c, err)
+		return
+	}
+	ok(c, id)
+}
+
+func (r *publishRequest) input(loc *time.Location) (service.PublishInput, error) {
+	required := []struct {
+		name    string
+		missing bool
+	}{
+		{"shopId", r.ShopID == nil}, {"title", r.Title == nil}, {"payValue", r.PayValue == nil},
+		{"actualValue", r.ActualValue == nil}, {"type", r.Type == nil}, {"stock", r.Stock == nil},
+		{"beginTime", r.BeginTime == nil}, {"endTime", r.EndTime == nil},
+	}
+	for _, f := range required {
+		if f.missing {
+			return service.PublishInput{}, model.InvalidArgument(f.name, "required")
+		}
+	}
+	begin, err := parseTime(*r.BeginTime, loc)
+	if err != nil {
+		return service.PublishInput{}, model.InvalidArgument("beginTime", err.Error())
+	}
+	end, err := parseTime(*r.EndTime, loc)
+	if err != nil {
+		return service.PublishInput{}, model.InvalidArgument("endTime", err.Error())
+	}
+	return service.PublishInput{
+		ShopID: *r.ShopID, Title: *r.Title, SubTitle: r.SubTitle, Rules: r.Rules,
+		PayValue: *r.PayValue, ActualValue: *r.ActualValue, Type: *r.Type, Stock: *r.Stock,
+		BeginTime: begin, EndTime: end,
+	}, nil
+}
+
+// parseTime reads RFC 3339, or the zone-less forms "2006-01-02T15:04:05" and
+// "2006-01-02 15:04:05" in loc.
+func parseTime(s string, loc *time.Location) (time.Time, error) {
+	if t, err := time.Parse(time.RFC3339Nano, s); err == nil {
+		return t, nil
+	}
+	for _, layout := range []string{"2006-01-02T15:04:05", "2006-01-02 15:04:05"} {
+		if t, err := time.ParseInLocation(layout, s, loc); err == nil {
+			return t, nil
+		}
+	}
+	return time.Time{}, errors.New("must be RFC 3339 (2006-01-02T15:04:05Z07:00) or 2006-01-02T15:04:05")
+}
+
+type voucherResponse struct {
+	ID           int64     `json:"id"`
+	ShopID       int64     `json:"shopId"`
+	Title        string    `json:"title"`
+	SubTitle     string    `json:"subTitle"`
+	Rules        string    `json:"rules"`
+	PayValue     int64     `json:"payValue"`
+	ActualValue  int64     `json:"actualValue"`
+	Type         int       `json:"type"`
+	Status       int       `json:"status"`
+	Stock        int       `json:"stock"`
+	InitialStock int       `json:"initialStock"`
+	BeginTime    time.Time `json:"beginTime"`
+	EndTime      time.Time `json:"endTime"`
+}
+
+func (a *api) listVouchers(c *gin.Context) {
+	shopID, err := pathID(c, "shopId")
+	if err != nil {
+		a.fail(c, err)
+		return
+	}
+	list, err := a.Vouchers.List(c.Request.Context(), shopID)
+	if err != nil {
+		a.fail(c, err)
+		return
+	}
+	out := make([]voucherResponse, len(list))
+	for i, v := range list {
+		out[i] = voucherResponse{
+			ID: v.ID, ShopID: v.ShopID, Title: v.Title, SubTitle: v.SubTitle, Rules: v.Rules,
+			PayValue: v.PayValue, ActualValue: v.ActualValue, Type: v.Type, Status: v.Status,
+			Stock: v.Stock, InitialStock: v.InitialStock, BeginTime: v.BeginTime, EndTime: v.EndTime,
+		}
+	}
+	okList(c, out, int64(len(out)))
+}
+
+func (a *api) seckill(c *gin.Context) {
+	voucherID, err := pathID(c, "id")
+	if err != nil {
+		a.outcome(CodeInvalidArgument)
+		a.fail(c, err)
+		return
+	}
+	u, _ := middleware.UserFrom(c.Request.Context())
+	orderID, err := a.Seckill.Buy(c.Request.Context(), u.ID, voucherID)
+	if err != nil {
+		_, code, _ := Classify(err)
+		a.outcome(code)
+		a.fail(c, err)
+		return
+	}
+	a.outcome("OK")
+	ok(c, strconv.FormatInt(orderID, 10))
+}
+
+func (a *api) outcome(code string) { a.Metrics.Outcomes.WithLabelValues(code).Inc() }
+
+type orderResponse struct {
+	ID         string    `json:"id"`
+	UserID     int64     `json:"userId"`
+	VoucherID  int64     `json:"voucherId"`
+	Status     string    `json:"status"`
+	PayType    int       `json:"payType"`
+	CreateTime time.Time `json:"createTime"`
+}
+
+func (a *api) order(c *gin.Context) {
+	orderID, err := pathID(c, "orderId")
+	if err != nil {
+		a.fail(c, err)
+		return
+	}
+	u, _ := middleware.UserFrom(c.Request.Context())
+	o, err := a.Seckill.Order(c.Request.Context(), u.ID, orderID)
+	if err != nil {
+		a.fail(c, err)
+		return
+	}
+	ok(c, orderResponse{
+		ID: strconv.FormatInt(o.ID, 10), UserID: o.UserID, VoucherID: o.VoucherID,
+		Status: model.OrderStatusName(o.Status), PayType: o.PayType, CreateTime: o.CreateTime,
+	})
+}
+
+func (a *api) audit(c *gin.Context) {
+	id, err := pathID(c, "id")
+	if err != nil {
+		a.fail(c, err)
+		return
+	}
+	res, err := a.Seckill.Audit(c.Request.Context(), id)
+	if err != nil {
+		a.fail(c, err)
+		return
+	}
+	ok(c, res)
+}
+
+// pathID parses a positive 64-bit id from the path parameter name.
+func pathID(c *gin.Context, name string) (int64, error) {
+	s := c.Param(name)
+	id, err := strconv.ParseInt(s, 10, 64)
+	var ne *strconv.NumError
+	switch {
+	case errors.As(err, &ne) && errors.Is(ne.Err, strconv.ErrRange):
+		return 0, model.InvalidArgument(name, "overflows a 64-bit id")
+	case err != nil:
+		return 0, model.InvalidArgument(name, "must be a number")
+	case id <= 0:
+		return 0, model.InvalidArgument(name, "must be positive")
+	}
+	return id, nil
+}
+
+// maxBody bounds request bodies.
+const maxBody = 64 << 10
+
+// decodeJSON reads one JSON object into dst; errors name the field at fault.
+func decodeJSON(c *gin.Context, dst any) error {
+	dec := json.NewDecoder(http.MaxBytesReader(c.Writer, c.Request.Body, maxBody))
+	if err := dec.Decode(dst); err != nil {
+		var te *json.UnmarshalTypeError
+		var mbe *http.MaxBytesError
+		switch {
+		case errors.As(err, &te) && te.Field != "":
+			return model.InvalidArgument(te.Field, "wrong type, want "+te.Type.String())
+		case errors.As(err, &mbe):
+			return model.InvalidArgument("body", "larger than 64 KiB")
+		case errors.Is(err, io.EOF):
+			return model.InvalidArgument("body", "required: a JSON object")
+		}
+		return model.InvalidArgument("body", "malformed JSON")
+	}
+	if dec.More() {
+		return model.InvalidArgument("body", "one JSON object expected")
+	}
+	return nil
+}

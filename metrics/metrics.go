@@ -1,0 +1,65 @@
+// Package metrics holds the Prometheus metrics of one process, in a registry
+// of its own (no global state).
+package metrics
+
+import (
+	"net/http"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+)
+
+// Metrics are the service's counters and histograms.
+type Metrics struct {
+	Registry    *prometheus.Registry
+	Requests    *prometheus.CounterVec   // by route, method, status
+	Latency     *prometheus.HistogramVec // by route
+	Outcomes    *prometheus.CounterVec   // seckill outcomes by code ("OK" on success)
+	LockRefused prometheus.Counter
+	UniqueKey   prometheus.Counter
+	StaleFence  prometheus.Counter
+}
+
+// New registers the metrics in a fresh registry.
+func New() *Metrics {
+	m := &Metrics{
+		Registry: prometheus.NewRegistry(),
+		Requests: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "seckill_http_requests_total", Help: "HTTP requests by route, method and status.",
+		}, []string{"route", "method", "status"}),
+		Latency: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name: "seckill_http_request_duration_seconds", Help: "HTTP request latency by route.",
+			Buckets: []float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5},
+		}, []string{"route"}),
+		Outcomes: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "seckill_seckill_outcomes_total", Help: "Seckill requests by outcome code (OK on success).",
+		}, []string{"code"}),
+		LockRefused: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "seckill_lock_not_obtained_total", Help: "Per-user lock attempts refused because the lock was held.",
+		}),
+		UniqueKey: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "seckill_unique_key_rejections_total", Help: "Duplicate orders that only the database unique key stopped (the lock failed).",
+		}),
+		StaleFence: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "seckill_stale_fence_rejections_total", Help: "Order writes refused for a stale fencing token.",
+		}),
+	}
+	m.Registry.MustRegister(m.Requests, m.Latency, m.Outcomes, m.LockRefused, m.UniqueKey, m.StaleFence,
+		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	return m
+}
+
+// Handler serves the registry in the Prometheus text format.
+func (m *Metrics) Handler() http.Handler {
+	return promhttp.HandlerFor(m.Registry, promhttp.HandlerOpts{})
+}
+
+// LockNotObtained counts a refused lock (service.Observer).
+func (m *Metrics) LockNotObtained() { m.LockRefused.Inc() }
+
+// UniqueKeyRejected counts a duplicate stopped by the unique key.
+func (m *Metrics) UniqueKeyRejected() { m.UniqueKey.Inc() }
+
+// StaleFenceRejected counts a write refused for a stale fencing token.
+func (m *Metrics) StaleFenceRejected() { m.StaleFence.Inc() }
