@@ -127,65 +127,99 @@ func tokens(ctx context.Context, cfg config.Config, log *slog.Logger, args []str
 	return nil
 }
 
-func serve(ctx context.Context, cfg config.Config, log *slog.Logger) error {
-	log.InfoContext(ctx, "starting", "config", cfg)
+// app is a wired serving process: its HTTP handler and what to close.
+type app struct {
+	Handler http.Handler
+	Locker  lock.Locker
+	Metrics *metrics.Metrics
+	deps    *deps
+	closers []io.Closer
+}
+
+// newApp opens the dependencies, applies the schema and wires repositories
+// and the configured locker into the services and routes.
+func newApp(ctx context.Context, cfg config.Config, log *slog.Logger) (_ *app, err error) {
 	secret, devSecret := cfg.Secret()
 	if devSecret {
 		log.WarnContext(ctx, "SECKILL_JWT_SECRET is empty: using the public development secret")
 	}
-
-	deps, err := openDeps(ctx, cfg, log)
+	d, err := openDeps(ctx, cfg, log)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	defer deps.Close(log)
-	if err := deps.DB.Migrate(ctx); err != nil {
-		return err
+	a := &app{deps: d}
+	defer func() {
+		if err != nil {
+			a.Close(log)
+		}
+	}()
+	if err := d.DB.Migrate(ctx); err != nil {
+		return nil, err
 	}
 
-	lockDeps := lock.Deps{Redis: deps.Redis, Nodes: deps.Nodes, ZKServers: cfg.ZKAddrs, Scripts: lua.LockScripts()}
-	if !deps.DB.Embedded {
-		sqlDB, err := deps.DB.Gorm.DB()
+	lockDeps := lock.Deps{Redis: d.Redis, Nodes: d.Nodes, ZKServers: cfg.ZKAddrs, Scripts: lua.LockScripts()}
+	if !d.DB.Embedded {
+		sqlDB, err := d.DB.Gorm.DB()
 		if err != nil {
-			return err
+			return nil, err
 		}
 		lockDeps.DB = sqlDB
 	}
-	lockOpts := []lock.Option{lock.WithTTL(cfg.LockTTL)}
-	locker, err := lock.New(cfg.LockMode, lockDeps, lockOpts...)
+	locker, err := lock.New(cfg.LockMode, lockDeps, lock.WithTTL(cfg.LockTTL))
 	if err != nil {
-		return fmt.Errorf("SECKILL_LOCK_MODE=%s: %w", cfg.LockMode, err)
+		return nil, fmt.Errorf("SECKILL_LOCK_MODE=%s: %w", cfg.LockMode, err)
 	}
 	if c, ok := locker.(io.Closer); ok {
-		defer c.Close()
+		a.closers = append(a.closers, c)
 	}
 
 	m := metrics.New()
 	tok := auth.NewTokens(secret, cfg.JWTTTL)
-	users := repository.NewUsers(deps.DB)
-	vouchers := repository.NewVouchers(deps.DB)
-	orders := repository.NewOrders(deps.DB)
+	users := repository.NewUsers(d.DB)
+	vouchers := repository.NewVouchers(d.DB)
+	orders := repository.NewOrders(d.DB)
 	seckill := service.NewSeckill(service.SeckillDeps{
 		Vouchers: vouchers, Orders: orders,
-		IDs:    repository.NewIDWorker(deps.Redis, 1, time.Now),
-		Locker: locker, Rejects: repository.NewRejections(deps.Redis),
+		IDs:    repository.NewIDWorker(d.Redis, 1, time.Now),
+		Locker: locker, Rejects: repository.NewRejections(d.Redis),
 		Observer: m, Now: time.Now, Log: log,
 	}, service.SeckillConfig{Fencing: cfg.Fencing, CriticalDelay: cfg.CriticalDelay})
 
-	h := handler.New(handler.Deps{
-		Users:          service.NewUsers(users, repository.NewCodes(deps.Redis), tok, log),
+	a.Locker, a.Metrics = locker, m
+	a.Handler = handler.New(handler.Deps{
+		Users:          service.NewUsers(users, repository.NewCodes(d.Redis), tok, log),
 		Vouchers:       service.NewVouchers(vouchers, time.Now),
 		Seckill:        seckill,
 		Tokens:         tok,
 		Metrics:        m,
 		Log:            log,
-		Ready:          deps.Ready,
+		Ready:          d.Ready,
 		Development:    cfg.Env == "development",
 		RequestTimeout: cfg.RequestTimeout,
 	})
+	return a, nil
+}
+
+// Close stops the locker, then closes Redis and the database.
+func (a *app) Close(log *slog.Logger) {
+	for _, c := range a.closers {
+		if err := c.Close(); err != nil {
+			log.Warn("close", "err", err)
+		}
+	}
+	a.deps.Close(log)
+}
+
+func serve(ctx context.Context, cfg config.Config, log *slog.Logger) error {
+	log.InfoContext(ctx, "starting", "config", cfg)
+	a, err := newApp(ctx, cfg, log)
+	if err != nil {
+		return err
+	}
+	defer a.Close(log)
 	srv := &http.Server{
 		Addr:              cfg.HTTPAddr,
-		Handler:           h,
+		Handler:           a.Handler,
 		ReadHeaderTimeout: 5 * time.Second,
 		ReadTimeout:       10 * time.Second,
 		WriteTimeout:      cfg.RequestTimeout + 30*time.Second,
@@ -194,8 +228,8 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger) error {
 	}
 	errc := make(chan error, 1)
 	go func() { errc <- srv.ListenAndServe() }()
-	log.InfoContext(ctx, "serving", "addr", cfg.HTTPAddr, "lock_mode", locker.Name(), "order_mode", cfg.OrderMode,
-		"embedded_db", deps.DB.Embedded, "embedded_redis", deps.EmbeddedRedis)
+	log.InfoContext(ctx, "serving", "addr", cfg.HTTPAddr, "lock_mode", a.Locker.Name(), "order_mode", cfg.OrderMode,
+		"embedded_db", a.deps.DB.Embedded, "embedded_redis", a.deps.EmbeddedRedis)
 
 	select {
 	case err := <-errc:
