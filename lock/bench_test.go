@@ -1,0 +1,39 @@
+package lock_test
+
+import (
+	"slices"
+	"testing"
+	"time"
+)
+
+// BenchmarkAcquireRelease measures one uncontended Obtain plus Release per
+// backend, on the servers the contract uses. Besides ns/op it reports the
+// median and 99th percentile of the pair as p50-ns and p99-ns:
+//
+//	go test -run '^$' -bench AcquireRelease -benchtime 2000x ./lock/
+func BenchmarkAcquireRelease(b *testing.B) {
+	for _, be := range contractBackends {
+		b.Run(be.name, func(b *testing.B) {
+			lk := be.new(b)
+			key := testKey(b)
+			ctx := bg(b, 10*time.Minute)
+			took := make([]time.Duration, 0, 4096)
+			for b.Loop() {
+				start := time.Now()
+				l, err := lk.Obtain(ctx, key)
+				if err != nil {
+					b.Fatalf("Obtain: %v", err)
+				}
+				if err := l.Release(ctx); err != nil {
+					b.Fatalf("Release: %v", err)
+				}
+				took = append(took, time.Since(start))
+			}
+			slices.Sort(took)
+			if n := len(took); n > 0 {
+				b.ReportMetric(float64(took[n/2].Nanoseconds()), "p50-ns")
+				b.ReportMetric(float64(took[min(n-1, n*99/100)].Nanoseconds()), "p99-ns")
+			}
+		})
+	}
+}

@@ -1,0 +1,75 @@
+package lock_test
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/alicebob/miniredis/v2"
+	"github.com/redis/go-redis/v9"
+
+	"seckill/lock"
+	"seckill/lua"
+)
+
+func TestNewBuildsEveryRedisFreeAndRedisMode(t *testing.T) {
+	srv := miniredis.RunT(t)
+	c := redis.NewClient(&redis.Options{Addr: srv.Addr()})
+	t.Cleanup(func() {
+		if err := c.Close(); err != nil {
+			t.Errorf("close: %v", err)
+		}
+	})
+	deps := lock.Deps{Redis: c, Scripts: lua.LockScripts()}
+	for _, mode := range []string{"none", "local", "simple", "owner", "lua", "reentrant"} {
+		l, err := lock.New(mode, deps)
+		if err != nil {
+			t.Errorf("New(%q): %v", mode, err)
+			continue
+		}
+		if l.Name() != mode {
+			t.Errorf("New(%q).Name() = %q", mode, l.Name())
+		}
+	}
+}
+
+func TestNewRejects(t *testing.T) {
+	tests := []struct {
+		name, mode string
+		deps       lock.Deps
+		want       string // in the error
+	}{
+		{"unknown mode", "spinlock", lock.Deps{}, `"spinlock"`},
+		{"empty mode", "", lock.Deps{}, `unknown mode ""`},
+		{"lua without Redis", "lua", lock.Deps{Scripts: lua.LockScripts()}, "Redis"},
+		{"lua without scripts", "lua", lock.Deps{Redis: redis.NewClient(&redis.Options{})}, "Scripts"},
+		{"reentrant without scripts", "reentrant", lock.Deps{Redis: redis.NewClient(&redis.Options{})}, "Scripts"},
+		{"simple without Redis", "simple", lock.Deps{}, "Redis"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			l, err := lock.New(tt.mode, tt.deps)
+			if err == nil {
+				t.Fatalf("New(%q): got %s, want an error", tt.mode, l.Name())
+			}
+			if !strings.Contains(err.Error(), tt.want) {
+				t.Errorf("New(%q): got %q, want it to mention %s", tt.mode, err, tt.want)
+			}
+		})
+	}
+}
+
+func TestNewRejectsBadOptions(t *testing.T) {
+	if _, err := lock.New("local", lock.Deps{}, lock.WithTTL(0)); err == nil {
+		t.Error("New with a zero TTL: got nil, want an error")
+	}
+	if _, err := lock.New("local", lock.Deps{}, lock.WithBackoff(0, 0)); err == nil {
+		t.Error("New with a zero backoff: got nil, want an error")
+	}
+}
+
+func TestModesListsTen(t *testing.T) {
+	want := "none local simple owner lua reentrant redsync multi mysql zookeeper"
+	if got := strings.Join(lock.Modes, " "); got != want {
+		t.Errorf("Modes = %q, want %q", got, want)
+	}
+}
