@@ -85,7 +85,6 @@ func Fail(log *slog.Logger) func(c *gin.Context, err error) {
 	}
 }
 
-
 func ok(c *gin.Context, data any) {
 	c.JSON(http.StatusOK, Envelope{Success: true, Data: data})
 }

@@ -16,9 +16,9 @@ import (
 
 	"github.com/glebarez/sqlite"
 	"github.com/go-sql-driver/mysql"
+	gormmysql "gorm.io/driver/mysql"
 	"gorm.io/gorm"
 	gormlogger "gorm.io/gorm/logger"
-	gormmysql "gorm.io/driver/mysql"
 
 	"seckill/model"
 	schema "seckill/sql"
