@@ -1,0 +1,474 @@
+package service
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"seckill/lock"
+	"seckill/model"
+)
+
+// Hand-written fakes of the store interfaces of stores.go and of lock.Locker.
+// Each records what the service did to it so that tests can assert the flow.
+
+// events records the order of calls across fakes ("obtain", "create",
+// "release").
+type events struct {
+	mu   sync.Mutex
+	list []string
+}
+
+func (e *events) add(s string) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.list = append(e.list, s)
+}
+
+func (e *events) all() []string {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return append([]string(nil), e.list...)
+}
+
+func discardLog() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
+
+// fakeVouchers is a VoucherStore over a map.
+type fakeVouchers struct {
+	mu       sync.Mutex
+	seckill  map[int64]model.SeckillVoucher
+	vouchers map[int64]model.Voucher
+	nextID   int64
+	// getErrs are returned, in turn, by the next GetSeckill calls.
+	getErrs   []error
+	getCalls  atomic.Int64
+	entered   chan struct{} // if set, GetSeckill sends on it when called
+	gate      chan struct{} // if set, GetSeckill waits until it is closed
+	createErr error
+	listErr   error
+}
+
+func newFakeVouchers() *fakeVouchers {
+	return &fakeVouchers{seckill: map[int64]model.SeckillVoucher{}, vouchers: map[int64]model.Voucher{}, nextID: 100}
+}
+
+func (f *fakeVouchers) put(sv model.SeckillVoucher) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.seckill[sv.VoucherID] = sv
+}
+
+func (f *fakeVouchers) CreateSeckill(_ context.Context, v *model.Voucher, sv *model.SeckillVoucher) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.createErr != nil {
+		return f.createErr
+	}
+	f.nextID++
+	v.ID = f.nextID
+	sv.VoucherID = v.ID
+	f.vouchers[v.ID] = *v
+	f.seckill[v.ID] = *sv
+	return nil
+}
+
+func (f *fakeVouchers) ListByShop(_ context.Context, shopID int64) ([]model.SeckillVoucherInfo, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.listErr != nil {
+		return nil, f.listErr
+	}
+	var out []model.SeckillVoucherInfo
+	for id, v := range f.vouchers {
+		if v.ShopID == shopID {
+			sv := f.seckill[id]
+			out = append(out, model.SeckillVoucherInfo{Voucher: v, Stock: sv.Stock, InitialStock: sv.InitialStock, BeginTime: sv.BeginTime, EndTime: sv.EndTime})
+		}
+	}
+	return out, nil
+}
+
+func (f *fakeVouchers) GetSeckill(ctx context.Context, id int64) (*model.SeckillVoucher, error) {
+	f.getCalls.Add(1)
+	if f.entered != nil {
+		f.entered <- struct{}{}
+	}
+	if f.gate != nil {
+		select {
+		case <-f.gate:
+		case <-ctx.Done():
+			return nil, model.Unavailable(ctx.Err())
+		}
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if len(f.getErrs) > 0 {
+		err := f.getErrs[0]
+		f.getErrs = f.getErrs[1:]
+		if err != nil {
+			return nil, err
+		}
+	}
+	sv, ok := f.seckill[id]
+	if !ok {
+		return nil, model.ErrVoucherNotFound
+	}
+	return &sv, nil
+}
+
+// createCall is one CreateOrder call as the store saw it.
+type createCall struct {
+	order  model.VoucherOrder
+	fence  *model.Fence
+	ctxErr error
+}
+
+// fakeOrders is an OrderStore. CreateOrder returns createErr when set, else
+// it applies the rules of the real transaction on maps: one order per user
+// and voucher, stock decremented if positive.
+type fakeOrders struct {
+	mu        sync.Mutex
+	ev        *events
+	vouchers  *fakeVouchers
+	createErr error
+	// during runs inside CreateOrder, before it returns (e.g. to cancel the
+	// request context while the transaction runs).
+	during  func()
+	calls   []createCall
+	orders  map[int64]model.VoucherOrder
+	getErr  error
+	counts  [2]int64
+	countEr error
+}
+
+func newFakeOrders(ev *events, v *fakeVouchers) *fakeOrders {
+	return &fakeOrders{ev: ev, vouchers: v, orders: map[int64]model.VoucherOrder{}}
+}
+
+func (f *fakeOrders) CreateOrder(ctx context.Context, o *model.VoucherOrder, fence *model.Fence) error {
+	if f.ev != nil {
+		f.ev.add("create")
+	}
+	if f.during != nil {
+		f.during()
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var fc *model.Fence
+	if fence != nil {
+		cp := *fence
+		fc = &cp
+	}
+	f.calls = append(f.calls, createCall{order: *o, fence: fc, ctxErr: ctx.Err()})
+	if f.createErr != nil {
+		return f.createErr
+	}
+	for _, x := range f.orders {
+		if x.UserID == o.UserID && x.VoucherID == o.VoucherID {
+			return model.ErrDuplicateOrder
+		}
+	}
+	if f.vouchers != nil {
+		f.vouchers.mu.Lock()
+		sv, ok := f.vouchers.seckill[o.VoucherID]
+		if !ok || sv.Stock <= 0 {
+			f.vouchers.mu.Unlock()
+			return model.ErrSoldOut
+		}
+		sv.Stock--
+		f.vouchers.seckill[o.VoucherID] = sv
+		f.vouchers.mu.Unlock()
+	}
+	f.orders[o.ID] = *o
+	return nil
+}
+
+func (f *fakeOrders) createCalls() []createCall {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]createCall(nil), f.calls...)
+}
+
+func (f *fakeOrders) GetOrder(_ context.Context, id int64) (*model.VoucherOrder, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.getErr != nil {
+		return nil, f.getErr
+	}
+	o, ok := f.orders[id]
+	if !ok {
+		return nil, model.ErrOrderNotFound
+	}
+	return &o, nil
+}
+
+func (f *fakeOrders) CountOrders(context.Context, int64) (int64, int64, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.counts[0], f.counts[1], f.countEr
+}
+
+// fakeRejects is a RejectionCounter.
+type fakeRejects struct {
+	mu      sync.Mutex
+	counts  map[int64]int64
+	ctxErrs []error
+	incrErr error
+	readErr error
+}
+
+func newFakeRejects() *fakeRejects { return &fakeRejects{counts: map[int64]int64{}} }
+
+func (f *fakeRejects) IncrDuplicateRejections(ctx context.Context, voucherID int64) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.ctxErrs = append(f.ctxErrs, ctx.Err())
+	if f.incrErr != nil {
+		return f.incrErr
+	}
+	f.counts[voucherID]++
+	return nil
+}
+
+func (f *fakeRejects) DuplicateRejections(_ context.Context, voucherID int64) (int64, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.readErr != nil {
+		return 0, f.readErr
+	}
+	return f.counts[voucherID], nil
+}
+
+func (f *fakeRejects) count(voucherID int64) int64 {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.counts[voucherID]
+}
+
+// fakeIDs is an IDGenerator counting up from base.
+type fakeIDs struct {
+	n   atomic.Int64
+	err error
+}
+
+func (f *fakeIDs) NextID(context.Context) (int64, error) {
+	if f.err != nil {
+		return 0, f.err
+	}
+	return 1<<40 + f.n.Add(1), nil
+}
+
+// fakeObserver counts the observed events.
+type fakeObserver struct {
+	lockNotObtained, uniqueKey, staleFence atomic.Int64
+}
+
+func (o *fakeObserver) LockNotObtained()    { o.lockNotObtained.Add(1) }
+func (o *fakeObserver) UniqueKeyRejected()  { o.uniqueKey.Add(1) }
+func (o *fakeObserver) StaleFenceRejected() { o.staleFence.Add(1) }
+
+// releaseCall is one Release call as the lock saw it.
+type releaseCall struct {
+	key         string
+	ctxErr      error
+	hasDeadline bool
+}
+
+// fakeLocker is a lock.Locker. With obtainErr set Obtain fails with it;
+// otherwise it grants every request (it is not a real lock) and records it.
+type fakeLocker struct {
+	ev        *events
+	obtainErr error
+	token     int64
+	hasToken  bool
+
+	obtains atomic.Int64
+	mu      sync.Mutex
+	keys    []string
+	held    map[string]int
+	rels    []releaseCall
+}
+
+func newFakeLocker(ev *events) *fakeLocker { return &fakeLocker{ev: ev, held: map[string]int{}} }
+
+func (l *fakeLocker) Name() string { return "fake" }
+
+func (l *fakeLocker) Obtain(_ context.Context, key string) (lock.Lock, error) {
+	l.obtains.Add(1)
+	if l.ev != nil {
+		l.ev.add("obtain")
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.keys = append(l.keys, key)
+	if l.obtainErr != nil {
+		return nil, l.obtainErr
+	}
+	l.held[key]++
+	return &fakeLock{l: l, key: key}, nil
+}
+
+// heldCount is the number of locks obtained and not released.
+func (l *fakeLocker) heldCount() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	n := 0
+	for _, c := range l.held {
+		n += c
+	}
+	return n
+}
+
+func (l *fakeLocker) releases() []releaseCall {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return append([]releaseCall(nil), l.rels...)
+}
+
+type fakeLock struct {
+	l        *fakeLocker
+	key      string
+	released bool
+}
+
+func (k *fakeLock) Key() string { return k.key }
+
+func (k *fakeLock) Token() (int64, bool) { return k.l.token, k.l.hasToken }
+
+func (k *fakeLock) Release(ctx context.Context) error {
+	if k.l.ev != nil {
+		k.l.ev.add("release")
+	}
+	_, dl := ctx.Deadline()
+	k.l.mu.Lock()
+	defer k.l.mu.Unlock()
+	k.l.rels = append(k.l.rels, releaseCall{key: k.key, ctxErr: ctx.Err(), hasDeadline: dl})
+	if k.released {
+		return lock.ErrNotHeld
+	}
+	k.released = true
+	k.l.held[k.key]--
+	return nil
+}
+
+// fakeClock is a settable clock.
+type fakeClock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func (c *fakeClock) now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.t
+}
+
+func (c *fakeClock) set(t time.Time) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.t = t
+}
+
+// fakeUsers is a UserStore.
+type fakeUsers struct {
+	mu      sync.Mutex
+	byID    map[int64]model.User
+	nextID  int64
+	created int
+	findErr error
+}
+
+func newFakeUsers() *fakeUsers { return &fakeUsers{byID: map[int64]model.User{}, nextID: 500} }
+
+func (f *fakeUsers) FindByPhone(_ context.Context, phone string) (*model.User, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.findErr != nil {
+		return nil, f.findErr
+	}
+	for _, u := range f.byID {
+		if u.Phone == phone {
+			return &u, nil
+		}
+	}
+	return nil, model.ErrUserNotFound
+}
+
+func (f *fakeUsers) FindByID(_ context.Context, id int64) (*model.User, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	u, ok := f.byID[id]
+	if !ok {
+		return nil, model.ErrUserNotFound
+	}
+	return &u, nil
+}
+
+func (f *fakeUsers) Create(_ context.Context, u *model.User) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.nextID++
+	f.created++
+	u.ID = f.nextID
+	f.byID[u.ID] = *u
+	return nil
+}
+
+// fakeCodes is a CodeStore; TakeCode deletes like the real one.
+type fakeCodes struct {
+	mu      sync.Mutex
+	codes   map[string]string
+	ttls    map[string]time.Duration
+	saveErr error
+	takeErr error
+}
+
+func newFakeCodes() *fakeCodes {
+	return &fakeCodes{codes: map[string]string{}, ttls: map[string]time.Duration{}}
+}
+
+func (f *fakeCodes) SaveCode(_ context.Context, phone, code string, ttl time.Duration) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.saveErr != nil {
+		return f.saveErr
+	}
+	f.codes[phone], f.ttls[phone] = code, ttl
+	return nil
+}
+
+func (f *fakeCodes) TakeCode(_ context.Context, phone string) (string, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.takeErr != nil {
+		return "", f.takeErr
+	}
+	c := f.codes[phone]
+	delete(f.codes, phone)
+	return c, nil
+}
+
+// expire drops the code as the TTL would.
+func (f *fakeCodes) expire(phone string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	delete(f.codes, phone)
+}
+
+// fakeIssuer is a TokenIssuer producing readable tokens.
+type fakeIssuer struct{ err error }
+
+func (f fakeIssuer) Issue(userID int64, role string) (string, error) {
+	if f.err != nil {
+		return "", f.err
+	}
+	return fmt.Sprintf("tok-%d-%s", userID, role), nil
+}
+
+// errIO stands for a driver error the repository translated.
+var errIO = errors.New("dial tcp 10.0.0.9:3306: connect: connection refused")

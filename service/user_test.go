@@ -1,0 +1,233 @@
+package service
+
+import (
+	"context"
+	"errors"
+	"regexp"
+	"testing"
+
+	"seckill/model"
+)
+
+func newTestUsers() (*Users, *fakeUsers, *fakeCodes) {
+	us, cs := newFakeUsers(), newFakeCodes()
+	return NewUsers(us, cs, fakeIssuer{}, discardLog()), us, cs
+}
+
+func TestValidPhone(t *testing.T) {
+	tests := []struct {
+		phone string
+		want  bool
+	}{
+		{"13812345678", true},
+		{"19912345678", true},
+		{"", false},
+		{"1381234567", false},   // 10 digits
+		{"138123456789", false}, // 12 digits
+		{"12812345678", false},  // second digit 2
+		{"23812345678", false},
+		{"1381234567a", false},
+		{" 13812345678", false},
+		{"13812345678\n", false},
+		{"+8613812345678", false},
+	}
+	for _, tt := range tests {
+		if got := ValidPhone(tt.phone); got != tt.want {
+			t.Errorf("ValidPhone(%q): got %v, want %v", tt.phone, got, tt.want)
+		}
+	}
+}
+
+func TestSendCode(t *testing.T) {
+	tests := []struct {
+		name      string
+		phone     string
+		saveErr   error
+		wantField string
+		wantErr   error
+	}{
+		{name: "valid", phone: "13812345678"},
+		{name: "empty", phone: "", wantField: "phone"},
+		{name: "short", phone: "138", wantField: "phone"},
+		{name: "letters", phone: "1381234567x", wantField: "phone"},
+		{name: "redis down", phone: "13812345678", saveErr: model.Unavailable(errIO), wantErr: model.ErrUnavailable},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			svc, _, codes := newTestUsers()
+			codes.saveErr = tt.saveErr
+			code, err := svc.SendCode(context.Background(), tt.phone)
+			switch {
+			case tt.wantField != "":
+				var ia *model.InvalidArgumentError
+				if !errors.As(err, &ia) || ia.Field != tt.wantField {
+					t.Fatalf("got %v, want InvalidArgumentError on %q", err, tt.wantField)
+				}
+				if len(codes.codes) != 0 {
+					t.Errorf("codes saved: got %d, want 0", len(codes.codes))
+				}
+				return
+			case tt.wantErr != nil:
+				if !errors.Is(err, tt.wantErr) {
+					t.Fatalf("got %v, want %v", err, tt.wantErr)
+				}
+				return
+			case err != nil:
+				t.Fatalf("got %v, want nil", err)
+			}
+			if !regexp.MustCompile(`^\d{6}$`).MatchString(code) {
+				t.Errorf("code: got %q, want 6 digits", code)
+			}
+			if got := codes.codes[tt.phone]; got != code {
+				t.Errorf("stored code: got %q, want %q", got, code)
+			}
+			if got := codes.ttls[tt.phone]; got != CodeTTL {
+				t.Errorf("code TTL: got %v, want %v", got, CodeTTL)
+			}
+		})
+	}
+}
+
+func TestLogin(t *testing.T) {
+	const phone = "13812345678"
+	tests := []struct {
+		name      string
+		phone     string
+		code      string // "SENT" means the code that was sent
+		expire    bool
+		takeErr   error
+		wantField string
+		wantErr   error
+	}{
+		{name: "right code", phone: phone, code: "SENT"},
+		{name: "wrong code", phone: phone, code: "000000x", wantField: "code"},
+		{name: "empty code", phone: phone, code: "", wantField: "code"},
+		{name: "expired code", phone: phone, code: "SENT", expire: true, wantField: "code"},
+		{name: "bad phone", phone: "12", code: "SENT", wantField: "phone"},
+		{name: "code for another phone", phone: "13900000000", code: "SENT", wantField: "code"},
+		{name: "redis down", phone: phone, code: "SENT", takeErr: model.Unavailable(errIO), wantErr: model.ErrUnavailable},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			svc, users, codes := newTestUsers()
+			sent, err := svc.SendCode(context.Background(), phone)
+			if err != nil {
+				t.Fatalf("SendCode: %v", err)
+			}
+			if tt.expire {
+				codes.expire(phone)
+			}
+			codes.takeErr = tt.takeErr
+			code := tt.code
+			if code == "SENT" {
+				code = sent
+			}
+			tok, err := svc.Login(context.Background(), tt.phone, code)
+			switch {
+			case tt.wantField != "":
+				var ia *model.InvalidArgumentError
+				if !errors.As(err, &ia) || ia.Field != tt.wantField {
+					t.Fatalf("got %v, want InvalidArgumentError on %q", err, tt.wantField)
+				}
+			case tt.wantErr != nil:
+				if !errors.Is(err, tt.wantErr) {
+					t.Fatalf("got %v, want %v", err, tt.wantErr)
+				}
+			case err != nil:
+				t.Fatalf("got %v, want nil", err)
+			default:
+				if want := "tok-501-user"; tok != want {
+					t.Errorf("token: got %q, want %q", tok, want)
+				}
+			}
+			if tt.wantField != "" || tt.wantErr != nil {
+				if tok != "" {
+					t.Errorf("token on failure: got %q, want empty", tok)
+				}
+				if users.created != 0 {
+					t.Errorf("users created on failure: got %d, want 0", users.created)
+				}
+			}
+		})
+	}
+}
+
+func TestLoginCodeUsableOnce(t *testing.T) {
+	svc, _, _ := newTestUsers()
+	ctx := context.Background()
+	const phone = "13812345678"
+	code, err := svc.SendCode(ctx, phone)
+	if err != nil {
+		t.Fatalf("SendCode: %v", err)
+	}
+	if _, err := svc.Login(ctx, phone, code); err != nil {
+		t.Fatalf("first login: got %v, want nil", err)
+	}
+	_, err = svc.Login(ctx, phone, code)
+	var ia *model.InvalidArgumentError
+	if !errors.As(err, &ia) || ia.Field != "code" {
+		t.Fatalf("second login with the same code: got %v, want InvalidArgumentError on code", err)
+	}
+}
+
+func TestLoginCreatesUserOnce(t *testing.T) {
+	svc, users, _ := newTestUsers()
+	ctx := context.Background()
+	const phone = "13812345678"
+	var tokens []string
+	for range 2 {
+		code, err := svc.SendCode(ctx, phone)
+		if err != nil {
+			t.Fatalf("SendCode: %v", err)
+		}
+		tok, err := svc.Login(ctx, phone, code)
+		if err != nil {
+			t.Fatalf("Login: %v", err)
+		}
+		tokens = append(tokens, tok)
+	}
+	if users.created != 1 {
+		t.Fatalf("users created: got %d, want 1", users.created)
+	}
+	if tokens[0] != tokens[1] {
+		t.Errorf("second login token: got %q, want the same user as %q", tokens[1], tokens[0])
+	}
+	u, err := users.FindByPhone(ctx, phone)
+	if err != nil {
+		t.Fatalf("FindByPhone: %v", err)
+	}
+	if u.Role != model.RoleUser {
+		t.Errorf("role: got %q, want %q", u.Role, model.RoleUser)
+	}
+	if u.NickName == "" {
+		t.Errorf("nick name: got empty, want a generated one")
+	}
+	me, err := svc.Me(ctx, u.ID)
+	if err != nil || me.Phone != phone {
+		t.Errorf("Me: got %v, %v, want the user with phone %s", me, err, phone)
+	}
+	if _, err := svc.Me(ctx, 99999); !errors.Is(err, model.ErrUserNotFound) {
+		t.Errorf("Me unknown: got %v, want %v", err, model.ErrUserNotFound)
+	}
+}
+
+func TestLoginKeepsExistingRole(t *testing.T) {
+	svc, users, _ := newTestUsers()
+	ctx := context.Background()
+	const phone = "19900000001"
+	admin := &model.User{Phone: phone, NickName: "admin_1", Role: model.RoleAdmin}
+	if err := users.Create(ctx, admin); err != nil {
+		t.Fatalf("Create: %v", err)
+	}
+	code, err := svc.SendCode(ctx, phone)
+	if err != nil {
+		t.Fatalf("SendCode: %v", err)
+	}
+	tok, err := svc.Login(ctx, phone, code)
+	if err != nil {
+		t.Fatalf("Login: %v", err)
+	}
+	if want := "tok-501-admin"; tok != want {
+		t.Errorf("token: got %q, want %q", tok, want)
+	}
+}
