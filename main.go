@@ -20,6 +20,9 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/go-sql-driver/mysql"
+	"github.com/redis/go-redis/v9"
+
 	"seckill/auth"
 	"seckill/config"
 	"seckill/handler"
@@ -53,6 +56,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		return err
 	}
 	log := newLogger(stderr, getenv("SECKILL_LOG_LEVEL"))
+	quietLibraries(log)
 	switch cmd {
 	case "serve":
 		return serve(ctx, cfg, log)
@@ -71,6 +75,22 @@ func newLogger(w io.Writer, level string) *slog.Logger {
 		l = slog.LevelInfo
 	}
 	return slog.New(slog.NewJSONHandler(w, &slog.HandlerOptions{Level: l}))
+}
+
+// quietLibraries routes the go-redis and MySQL drivers' own loggers (one
+// line per failed dial during an outage) to slog at debug level; the
+// service reports outages itself, once per request, as 503.
+func quietLibraries(log *slog.Logger) {
+	redis.SetLogger(redisLogger{log})
+	if err := mysql.SetLogger(slog.NewLogLogger(log.Handler(), slog.LevelDebug)); err != nil {
+		log.Warn("mysql logger", "err", err)
+	}
+}
+
+type redisLogger struct{ log *slog.Logger }
+
+func (l redisLogger) Printf(ctx context.Context, format string, v ...any) {
+	l.log.DebugContext(ctx, fmt.Sprintf(format, v...), "source", "go-redis")
 }
 
 func migrate(ctx context.Context, cfg config.Config, log *slog.Logger) error {
