@@ -1,0 +1,343 @@
+package handler_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"seckill/auth"
+	"seckill/handler"
+	"seckill/metrics"
+	"seckill/model"
+	"seckill/service"
+)
+
+// In-memory stores behind the real service structs, and a fake Seckiller.
+
+type memUsers struct {
+	mu   sync.Mutex
+	byID map[int64]model.User
+	next int64
+}
+
+func (m *memUsers) FindByPhone(_ context.Context, phone string) (*model.User, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for _, u := range m.byID {
+		if u.Phone == phone {
+			return &u, nil
+		}
+	}
+	return nil, model.ErrUserNotFound
+}
+
+func (m *memUsers) FindByID(_ context.Context, id int64) (*model.User, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	u, ok := m.byID[id]
+	if !ok {
+		return nil, model.ErrUserNotFound
+	}
+	return &u, nil
+}
+
+func (m *memUsers) Create(_ context.Context, u *model.User) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.next++
+	u.ID = m.next
+	m.byID[u.ID] = *u
+	return nil
+}
+
+type memCodes struct {
+	mu    sync.Mutex
+	codes map[string]string
+}
+
+func (m *memCodes) SaveCode(_ context.Context, phone, code string, _ time.Duration) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.codes[phone] = code
+	return nil
+}
+
+func (m *memCodes) TakeCode(_ context.Context, phone string) (string, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	c := m.codes[phone]
+	delete(m.codes, phone)
+	return c, nil
+}
+
+// memVouchers is a VoucherStore.
+type memVouchers struct {
+	mu       sync.Mutex
+	vouchers map[int64]model.Voucher
+	seckill  map[int64]model.SeckillVoucher
+	next     int64
+	err      error // returned by every call when set
+}
+
+func newMemVouchers() *memVouchers {
+	return &memVouchers{vouchers: map[int64]model.Voucher{}, seckill: map[int64]model.SeckillVoucher{}, next: 100}
+}
+
+func (m *memVouchers) CreateSeckill(_ context.Context, v *model.Voucher, sv *model.SeckillVoucher) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.err != nil {
+		return m.err
+	}
+	m.next++
+	v.ID, sv.VoucherID = m.next, m.next
+	m.vouchers[v.ID], m.seckill[v.ID] = *v, *sv
+	return nil
+}
+
+func (m *memVouchers) ListByShop(_ context.Context, shopID int64) ([]model.SeckillVoucherInfo, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.err != nil {
+		return nil, m.err
+	}
+	var out []model.SeckillVoucherInfo
+	for id, v := range m.vouchers {
+		if v.ShopID == shopID {
+			sv := m.seckill[id]
+			out = append(out, model.SeckillVoucherInfo{Voucher: v, Stock: sv.Stock, InitialStock: sv.InitialStock, BeginTime: sv.BeginTime, EndTime: sv.EndTime})
+		}
+	}
+	return out, nil
+}
+
+func (m *memVouchers) GetSeckill(_ context.Context, id int64) (*model.SeckillVoucher, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.err != nil {
+		return nil, m.err
+	}
+	sv, ok := m.seckill[id]
+	if !ok {
+		return nil, model.ErrVoucherNotFound
+	}
+	return &sv, nil
+}
+
+func (m *memVouchers) count() int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return len(m.seckill)
+}
+
+// buyCall is one Buy call as the fake Seckiller saw it.
+type buyCall struct {
+	userID, voucherID int64
+	hasDeadline       bool
+}
+
+// fakeSeckiller answers with the functions set on it and records Buy calls.
+type fakeSeckiller struct {
+	mu    sync.Mutex
+	calls []buyCall
+	buy   func(ctx context.Context, userID, voucherID int64) (int64, error)
+	order func(ctx context.Context, userID, orderID int64) (*model.VoucherOrder, error)
+	audit func(ctx context.Context, voucherID int64) (*model.Audit, error)
+}
+
+func (f *fakeSeckiller) Buy(ctx context.Context, userID, voucherID int64) (int64, error) {
+	_, dl := ctx.Deadline()
+	f.mu.Lock()
+	f.calls = append(f.calls, buyCall{userID: userID, voucherID: voucherID, hasDeadline: dl})
+	buy := f.buy
+	f.mu.Unlock()
+	if buy == nil {
+		return 1, nil
+	}
+	return buy(ctx, userID, voucherID)
+}
+
+func (f *fakeSeckiller) Order(ctx context.Context, userID, orderID int64) (*model.VoucherOrder, error) {
+	if f.order == nil {
+		return nil, model.ErrOrderNotFound
+	}
+	return f.order(ctx, userID, orderID)
+}
+
+func (f *fakeSeckiller) Audit(ctx context.Context, voucherID int64) (*model.Audit, error) {
+	if f.audit == nil {
+		return nil, model.ErrVoucherNotFound
+	}
+	return f.audit(ctx, voucherID)
+}
+
+func (f *fakeSeckiller) buyCalls() []buyCall {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]buyCall(nil), f.calls...)
+}
+
+// syncBuffer is a log sink safe for concurrent writes.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+const testSecret = "handler-test-secret"
+
+// testNow is the clock of the voucher service; testZone reads zone-less times.
+var (
+	testNow  = time.Date(2029, 12, 31, 0, 0, 0, 0, time.UTC)
+	testZone = time.FixedZone("UTC+8", 8*3600)
+)
+
+// env is a handler over real services and fake stores.
+type env struct {
+	t        *testing.T
+	h        http.Handler
+	tokens   *auth.Tokens
+	seck     *fakeSeckiller
+	users    *memUsers
+	vouchers *memVouchers
+	log      *syncBuffer
+	ready    error
+
+	userTok, adminTok string
+}
+
+type envOption func(*handler.Deps)
+
+func production(d *handler.Deps) { d.Development = false }
+
+func newEnv(t *testing.T, opts ...envOption) *env {
+	t.Helper()
+	e := &env{
+		t: t, tokens: auth.NewTokens(testSecret, time.Hour), seck: &fakeSeckiller{},
+		users: &memUsers{byID: map[int64]model.User{}}, vouchers: newMemVouchers(), log: &syncBuffer{},
+	}
+	log := slog.New(slog.NewJSONHandler(e.log, nil))
+	e.users.byID[7] = model.User{ID: 7, Phone: "13800000007", NickName: "seven", Icon: "/i/7.png", Role: model.RoleUser}
+	e.users.byID[9] = model.User{ID: 9, Phone: "19900000009", NickName: "boss", Role: model.RoleAdmin}
+	e.users.next = 100
+	d := handler.Deps{
+		Users:          service.NewUsers(e.users, &memCodes{codes: map[string]string{}}, e.tokens, log),
+		Vouchers:       service.NewVouchers(e.vouchers, func() time.Time { return testNow }),
+		Seckill:        e.seck,
+		Tokens:         e.tokens,
+		Metrics:        metrics.New(),
+		Log:            log,
+		Ready:          func(context.Context) error { return e.ready },
+		Development:    true,
+		RequestTimeout: 5 * time.Second,
+		Location:       testZone,
+	}
+	for _, o := range opts {
+		o(&d)
+	}
+	e.h = handler.New(d)
+	var err error
+	if e.userTok, err = e.tokens.Issue(7, model.RoleUser); err != nil {
+		t.Fatalf("Issue: %v", err)
+	}
+	if e.adminTok, err = e.tokens.Issue(9, model.RoleAdmin); err != nil {
+		t.Fatalf("Issue: %v", err)
+	}
+	return e
+}
+
+// response is a decoded reply: the status, the raw body and the envelope's
+// fields, raw.
+type response struct {
+	status int
+	body   string
+	fields map[string]json.RawMessage
+}
+
+func (r response) str(field string) string {
+	var s string
+	if err := json.Unmarshal(r.fields[field], &s); err != nil {
+		return "<not a string: " + string(r.fields[field]) + ">"
+	}
+	return s
+}
+
+// do sends a request; authorization is the raw header value ("" = none).
+func (e *env) do(method, path, body, authorization string) response {
+	e.t.Helper()
+	var rd io.Reader
+	if body != "" {
+		rd = strings.NewReader(body)
+	}
+	req := httptest.NewRequest(method, path, rd)
+	if authorization != "" {
+		req.Header.Set("authorization", authorization)
+	}
+	if body != "" {
+		req.Header.Set("content-type", "application/json")
+	}
+	rec := httptest.NewRecorder()
+	e.h.ServeHTTP(rec, req)
+	r := response{status: rec.Code, body: rec.Body.String()}
+	if err := json.Unmarshal(rec.Body.Bytes(), &r.fields); err != nil {
+		e.t.Fatalf("%s %s: body %q is not a JSON object: %v", method, path, r.body, err)
+	}
+	return r
+}
+
+// assertError checks the error envelope: exactly success:false, code and
+// errorMsg.
+func assertError(t *testing.T, r response, status int, code string) {
+	t.Helper()
+	if r.status != status {
+		t.Errorf("status: got %d, want %d (body %s)", r.status, status, r.body)
+	}
+	if got := string(r.fields["success"]); got != "false" {
+		t.Errorf("success: got %s, want false (body %s)", got, r.body)
+	}
+	if got := r.str("code"); got != code {
+		t.Errorf("code: got %q, want %q (body %s)", got, code, r.body)
+	}
+	if r.str("errorMsg") == "" {
+		t.Errorf("errorMsg: got empty, want a message (body %s)", r.body)
+	}
+	if len(r.fields) != 3 {
+		t.Errorf("envelope fields: got %d in %s, want exactly success, code, errorMsg", len(r.fields), r.body)
+	}
+}
+
+// assertOK checks a success envelope and returns its raw data.
+func assertOK(t *testing.T, r response) json.RawMessage {
+	t.Helper()
+	if r.status != http.StatusOK {
+		t.Fatalf("status: got %d, want 200 (body %s)", r.status, r.body)
+	}
+	if got := string(r.fields["success"]); got != "true" {
+		t.Errorf("success: got %s, want true (body %s)", got, r.body)
+	}
+	for _, k := range []string{"code", "errorMsg"} {
+		if _, ok := r.fields[k]; ok {
+			t.Errorf("success envelope has %q: %s", k, r.body)
+		}
+	}
+	return r.fields["data"]
+}
