@@ -1,8 +1,10 @@
 package lock_test
 
 import (
+	"errors"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/alicebob/miniredis/v2"
 	"github.com/redis/go-redis/v9"
@@ -71,5 +73,40 @@ func TestModesListsTen(t *testing.T) {
 	want := "none local simple owner lua reentrant redsync multi mysql zookeeper"
 	if got := strings.Join(lock.Modes, " "); got != want {
 		t.Errorf("Modes = %q, want %q", got, want)
+	}
+}
+
+// TestNewTurnsWatchdogOnForReentrant: from the factory, a reentrant lock
+// outlives several leases while held, unless the caller turns the watchdog
+// off.
+func TestNewTurnsWatchdogOnForReentrant(t *testing.T) {
+	c := redisClient(t)
+	deps := lock.Deps{Redis: c, Scripts: lua.LockScripts()}
+	const ttl = 200 * time.Millisecond
+	tests := []struct {
+		name string
+		opts []lock.Option
+		held bool
+	}{
+		{"default", []lock.Option{lock.WithTTL(ttl)}, true},
+		{"turned off", []lock.Option{lock.WithTTL(ttl), lock.WithWatchdog(false)}, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			lk, err := lock.New("reentrant", deps, tt.opts...)
+			if err != nil {
+				t.Fatalf("New: %v", err)
+			}
+			ctx := bg(t, 10*time.Second)
+			l := obtain(t, lk, ctx, testKey(t))
+			time.Sleep(4 * ttl)
+			err = l.Release(ctx)
+			if tt.held && err != nil {
+				t.Errorf("Release after 4 leases: got %v, want nil (renewed)", err)
+			}
+			if !tt.held && !errors.Is(err, lock.ErrNotHeld) {
+				t.Errorf("Release after 4 leases: got %v, want ErrNotHeld (lapsed)", err)
+			}
+		})
 	}
 }

@@ -187,7 +187,7 @@ func newOwnerToken() string { return rand.Text() }
 // waitErr is the error of an Obtain whose context ended while waiting: it
 // matches both ErrNotObtained and ctx.Err().
 func waitErr(ctx context.Context) error {
-	return fmt.Errorf("%w: %w", ErrNotObtained, context.Cause(ctx))
+	return fmt.Errorf("%w: %w", ErrNotObtained, ctx.Err())
 }
 
 // backoff yields exponentially growing delays with full jitter: the n-th

@@ -43,7 +43,9 @@ func NewLua(client redis.UniversalClient, scripts Scripts, opts ...Option) (*Lua
 // Name returns "lua".
 func (*Lua) Name() string { return "lua" }
 
-// FenceKey is the companion counter whose INCR mints key's fencing tokens.
+// FenceKey is the companion counter whose INCR mints key's fencing tokens
+// (lua and reentrant). The scripts touch both keys, so on Redis Cluster the
+// lock key needs a hash tag, e.g. lock:order:{42}, to keep them in one slot.
 func FenceKey(key string) string { return key + ":fence" }
 
 // Obtain runs lua/acquire.lua, retrying with backoff within the wait.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -141,13 +142,16 @@ func (r *Reentrant) wait(ctx context.Context, key, owner string) (grant, error) 
 			return g, nil
 		}
 		d := min(left, r.opts.WaitPoll)
-		if g.pttl > 0 {
+		switch {
+		case g.pttl > 0:
 			// The lease runs out then even if nobody releases.
 			d = min(d, g.pttl)
-		} else {
-			// Released between the attempt and PTTL: retry at once.
+		case g.pttl == 0:
+			// Less than a millisecond of lease left.
 			d = min(d, time.Millisecond)
 		}
+		// A negative pttl (a hash without expiry, which these scripts never
+		// leave) falls back to WaitPoll.
 		timer.Reset(d)
 		select {
 		case <-ctx.Done():
@@ -175,6 +179,7 @@ type reentrantLock struct {
 	token int64
 
 	released atomic.Bool
+	stopOnce sync.Once
 	stop     chan struct{} // closed by Release; nil without a watchdog
 	done     chan struct{} // closed when the watchdog has returned
 }
@@ -215,17 +220,20 @@ func (l *reentrantLock) watchdog(holder context.Context) {
 // Release stops this hold's watchdog and decrements the owner's count,
 // deleting the lock and waking the waiters at zero. It returns ErrNotHeld
 // when this Lock was released before or the owner no longer holds the key.
+// After an I/O error the Lock may be released again; its watchdog stays
+// stopped, so the lease runs out if no later Release gets through.
 func (l *reentrantLock) Release(ctx context.Context) error {
 	if !l.released.CompareAndSwap(false, true) {
 		return ErrNotHeld
 	}
 	if l.stop != nil {
-		close(l.stop)
+		l.stopOnce.Do(func() { close(l.stop) })
 		<-l.done
 	}
 	n, err := l.r.scripts.ReentrantUnlock.Run(ctx, l.r.client, []string{l.key},
 		l.owner, l.r.opts.TTL.Milliseconds(), ReleaseChannel(l.key)).Int64()
 	if err != nil {
+		l.released.Store(false)
 		return fmt.Errorf("lock: reentrant: release %q: %w", l.key, err)
 	}
 	if n < 0 {
