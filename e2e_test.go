@@ -334,3 +334,23 @@ func counterValue(t *testing.T, a *app, name string) float64 {
 	t.Fatalf("metric %s not found", name)
 	return 0
 }
+
+// TestEveryLockModeServes switches the service between all ten lock modes:
+// each one serves a small storm (30 users, 3 requests each, stock 20) with
+// every invariant holding.
+func TestEveryLockModeServes(t *testing.T) {
+	for _, mode := range config.LockModes {
+		t.Run(mode, func(t *testing.T) {
+			a := testApp(t, map[string]string{"SECKILL_LOCK_MODE": mode})
+			if got := a.Locker.Name(); got != mode {
+				t.Fatalf("locker: got %q, want %q", got, mode)
+			}
+			db := openTestDB(t)
+			vid := publishVoucher(t, a.Handler, 20)
+			seen := storm(t, []http.Handler{a.Handler}, vid, randomBase(), 30, 3)
+			if orders := checkInvariants(t, db, vid, seen); orders != 20 {
+				t.Errorf("got %d orders, want 20 (stock sold out to 30 buyers)", orders)
+			}
+		})
+	}
+}
