@@ -13,10 +13,11 @@ import (
 // Multi is the MultiLock backend (Redisson's RedissonMultiLock over
 // independent nodes): the lock is held only when every node granted it.
 // Each attempt runs lua/acquire.lua (SET NX PX with one random owner token,
-// plus a per-node fencing counter) on all nodes in parallel; if any node
-// refuses, errs or answers too late, the nodes that did grant are rolled
-// back at once by compare-and-delete (lua/unlock.lua), on a detached
-// context, so a failed attempt leaves nothing behind.
+// plus a per-node fencing counter) on the first node, then on all the
+// others in parallel (see Obtain); if any node refuses, errs or answers
+// too late, the nodes that did grant are rolled back at once by
+// compare-and-delete (lua/unlock.lua), on a detached context, so a failed
+// attempt leaves nothing behind.
 //
 // Compared with Redlock it trades availability for safety: a single node
 // down refuses every lock (an I/O error, not ErrNotObtained), but as long as
@@ -31,8 +32,10 @@ import (
 // and so did their maximum. It would go back only if every node that had
 // the largest counter lost its data.
 //
-// Cost: one round trip to every node in parallel to obtain and to
-// release; a refused attempt costs one more for the rollback.
+// Cost: two round trips to obtain (the first node, then the others in
+// parallel), one (all nodes in parallel) to release; an attempt refused
+// at the first node costs one, one refused further on costs one more for
+// the rollback.
 type Multi struct {
 	clients []redis.UniversalClient
 	scripts Scripts
@@ -75,12 +78,12 @@ type nodeResult struct {
 	err error // I/O error
 }
 
-// onAll runs f against every node in parallel and returns the results in
-// node order.
-func (m *Multi) onAll(ctx context.Context, f func(context.Context, redis.UniversalClient) nodeResult) []nodeResult {
-	res := make([]nodeResult, len(m.clients))
+// onNodes runs f against every client of nodes in parallel and returns
+// the results in order.
+func onNodes(ctx context.Context, nodes []redis.UniversalClient, f func(context.Context, redis.UniversalClient) nodeResult) []nodeResult {
+	res := make([]nodeResult, len(nodes))
 	var wg sync.WaitGroup
-	for i, c := range m.clients {
+	for i, c := range nodes {
 		wg.Go(func() { res[i] = f(ctx, c) })
 	}
 	wg.Wait()
@@ -91,15 +94,27 @@ func (m *Multi) onAll(ctx context.Context, f func(context.Context, redis.Univers
 // attempt; otherwise it retries with exponential backoff and full jitter
 // until Wait elapses or ctx ends. Any node unreachable ends it at once
 // with an I/O error.
+//
+// An attempt asks the first node alone, then all the others in parallel.
+// The first node is the gate: contenders that arrive together are ordered
+// by it (one wins it, the others are refused there in one round trip and
+// touch nothing else), so they cannot each win a different node and all
+// fail, which is what asking every node at once leads to (Redisson's
+// MultiLock avoids it the same way, by locking its locks in list order).
+// Two round trips for a grant, one for a refusal at the gate.
 func (m *Multi) Obtain(ctx context.Context, key string) (Lock, error) {
 	owner := newOwnerToken()
 	var token int64
+	acquire := func(ctx context.Context, c redis.UniversalClient) nodeResult {
+		n, err := m.scripts.Acquire.Run(ctx, c, []string{key, FenceKey(key)}, owner, m.opts.TTL.Milliseconds()).Int64()
+		return nodeResult{ok: err == nil && n > 0, n: n, err: err}
+	}
 	err := retry(ctx, m.opts, func(ctx context.Context) (bool, error) {
 		start := time.Now()
-		res := m.onAll(ctx, func(ctx context.Context, c redis.UniversalClient) nodeResult {
-			n, err := m.scripts.Acquire.Run(ctx, c, []string{key, FenceKey(key)}, owner, m.opts.TTL.Milliseconds()).Int64()
-			return nodeResult{ok: err == nil && n > 0, n: n, err: err}
-		})
+		res := []nodeResult{acquire(ctx, m.clients[0])}
+		if res[0].ok {
+			res = append(res, onNodes(ctx, m.clients[1:], acquire)...)
+		}
 		var errs []error
 		granted, highest := 0, int64(0)
 		for i, r := range res {
@@ -113,7 +128,7 @@ func (m *Multi) Obtain(ctx context.Context, key string) (Lock, error) {
 		}
 		// A grant that took longer than the lease is no grant: the first
 		// node's key may already have expired.
-		if granted == len(res) && time.Since(start) < m.opts.TTL {
+		if granted == len(m.clients) && time.Since(start) < m.opts.TTL {
 			token = highest
 			return true, nil
 		}
@@ -160,7 +175,7 @@ func (m *Multi) rollback(key, owner string) error {
 
 // unlockAll runs compare-and-delete on every node.
 func (m *Multi) unlockAll(ctx context.Context, key, owner string) []nodeResult {
-	return m.onAll(ctx, func(ctx context.Context, c redis.UniversalClient) nodeResult {
+	return onNodes(ctx, m.clients, func(ctx context.Context, c redis.UniversalClient) nodeResult {
 		n, err := m.scripts.Unlock.Run(ctx, c, []string{key}, owner).Int64()
 		return nodeResult{ok: err == nil && n == 1, err: err}
 	})
@@ -191,7 +206,7 @@ var errLost = errors.New("lock lost")
 // touched. It reports (false, nil) when some node no longer holds it.
 func (l *multiLock) renew(ctx context.Context) (bool, error) {
 	ttl := l.m.opts.TTL
-	res := l.m.onAll(ctx, func(ctx context.Context, c redis.UniversalClient) nodeResult {
+	res := onNodes(ctx, l.m.clients, func(ctx context.Context, c redis.UniversalClient) nodeResult {
 		err := c.Watch(ctx, func(tx *redis.Tx) error {
 			v, err := tx.Get(ctx, l.key).Result()
 			if errors.Is(err, redis.Nil) || err == nil && v != l.owner {

@@ -29,6 +29,9 @@ type Redsync struct {
 	nodes  int
 	quorum int
 	opts   Options
+	// gate lets one goroutine per key at a time run an attempt (not hold
+	// the lock): see Obtain.
+	gate *Local
 }
 
 var _ Locker = (*Redsync)(nil)
@@ -53,11 +56,16 @@ func NewRedsync(clients []redis.UniversalClient, opts ...Option) (*Redsync, erro
 		}
 		pools = append(pools, goredispool.NewPool(c))
 	}
+	gate, err := NewLocal(WithWait(24 * time.Hour)) // bounded per call by a context deadline
+	if err != nil {
+		return nil, fmt.Errorf("lock: redsync: attempt gate: %w", err)
+	}
 	return &Redsync{
 		rs:     redsync.New(pools...),
 		nodes:  len(clients),
 		quorum: len(clients)/2 + 1,
 		opts:   o,
+		gate:   gate,
 	}, nil
 }
 
@@ -76,15 +84,43 @@ func (*Redsync) Name() string { return "redsync" }
 // rollback cannot run, and the partial grants would sit on the nodes for a
 // whole lease. Here an attempt cut short by ctx is rolled back on a
 // detached context.
+//
+// Split votes: contenders that arrive together can each win some nodes,
+// none a majority, and all fail (that is Redlock's design: the write-up
+// tells them to retry after a random delay). Goroutines of one process
+// need not fight that way, so a Redsync runs at most one attempt per key
+// at a time: the others wait for it (not for the lock) and then try in
+// turn; with a zero Wait a goroutine waits for the gate at most one
+// attempt's time (redsync's node timeout) and is refused otherwise.
+// Contenders in different processes can still split the vote
+// (TestRedsyncSplitVote).
 func (r *Redsync) Obtain(ctx context.Context, key string) (Lock, error) {
 	value := newOwnerToken()
+	factor := redsyncTimeoutFactor(r.opts.TTL)
 	m := r.rs.NewMutex(key,
 		redsync.WithExpiry(r.opts.TTL),
+		redsync.WithTimeoutFactor(factor),
 		redsync.WithTries(1),
 		redsync.WithGenValueFunc(func() (string, error) { return value, nil }),
 	)
-	err := retry(ctx, r.opts, func(ctx context.Context) (bool, error) {
-		err := m.TryLockContext(ctx)
+	attemptTime := time.Duration(float64(r.opts.TTL) * factor)
+	waitUntil := time.Now().Add(r.opts.Wait)
+	err := retry(ctx, r.opts, func(ctx context.Context) (ok bool, err error) {
+		gctx, cancel := context.WithDeadline(ctx, later(waitUntil, time.Now().Add(attemptTime)))
+		g, gerr := r.gate.Obtain(gctx, key)
+		cancel()
+		if gerr != nil {
+			if ctx.Err() != nil {
+				return false, gerr
+			}
+			return false, nil // our other attempts on key took our whole wait
+		}
+		defer func() {
+			if rerr := g.Release(context.Background()); rerr != nil {
+				err = errors.Join(err, fmt.Errorf("lock: redsync: attempt gate: %w", rerr))
+			}
+		}()
+		err = m.TryLockContext(ctx)
 		switch {
 		case err == nil:
 			return true, nil
@@ -114,6 +150,27 @@ func (r *Redsync) Obtain(ctx context.Context, key string) (Lock, error) {
 		})
 	}
 	return l, nil
+}
+
+// later returns the later of a and b.
+func later(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
+}
+
+// redsyncTimeoutFactor is the share of the lease one node may take to
+// answer an attempt: redsync's 5%, raised for short leases so that a node
+// gets at least 100ms (and at most half the lease) before it counts as
+// down. A 300ms lease would otherwise give each node 15ms.
+func redsyncTimeoutFactor(ttl time.Duration) float64 {
+	const floor = 100 * time.Millisecond
+	f := 0.05
+	if ttl > 0 && time.Duration(float64(ttl)*f) < floor {
+		f = min(0.5, float64(floor)/float64(ttl))
+	}
+	return f
 }
 
 // rollback deletes value from every node where it is still the owner, on a
