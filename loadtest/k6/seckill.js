@@ -1,0 +1,351 @@
+// seckill.js: the flash-sale experiment for k6 (v1.x).
+//
+// Many users buy one seckill voucher at once, each several times, across one
+// or more instances; afterwards the audit endpoint must show that nothing was
+// oversold and nobody bought twice.
+//
+//   setup()    publishes a fresh voucher through the admin API (or uses
+//              VOUCHER_ID) and returns its id;
+//   default    one purchase per iteration by a random user against a random
+//              base URL (SCENARIO=random);
+//   burst      one user per iteration firing DUPS purchases, spaced SPACING_MS
+//              apart and spread round-robin over the base URLs
+//              (SCENARIO=burst): the schedule that shows broken locks;
+//   teardown() reads GET /admin/vouchers/:id/audit and records every broken
+//              invariant in the `invariant_violations` counter, whose
+//              threshold (count==0) fails the run.
+//
+// Outcomes are counted by response code (`code_OK`, `code_SOLD_OUT`,
+// `code_DUPLICATE_ORDER`, ...). 409 refusals are expected responses; anything
+// but 200 and 409 counts as failed (`http_req_failed`). With LOG_ORDERS=1 (the
+// default) each 200 logs one line `ORDER <orderId> <userId> <baseUrl>`, so that
+// a runner can check every announced order against the database
+// (k6 run --console-output=FILE).
+//
+// Environment (all optional but the token files):
+//   BASE_URLS          comma list of instance URLs          http://127.0.0.1:8080
+//   TOKENS_FILE        `seckill tokens` output (userId,token) tokens.csv
+//   ADMIN_TOKENS_FILE  `seckill tokens --admin` output       (or ADMIN_TOKEN)
+//   ADMIN_TOKEN        an admin token
+//   VOUCHER_ID         buy this existing voucher instead of publishing one
+//   USERS              how many users of TOKENS_FILE take part   all
+//   STOCK              stock of the published voucher            100
+//   DUPS               purchases per user                        3
+//   SCENARIO           random | burst                            random
+//   ITERATIONS         random: total purchases                   USERS*DUPS
+//   DURATION           random: run for this long instead (e.g. 30s)
+//   RATE               random: arrivals per second (with DURATION)
+//   VUS                concurrent virtual users                  50
+//   SPACING_MS         burst: gap between one user's purchases   0
+//   MAX_DURATION       hard stop of the scenario                 5m
+//   REQUEST_TIMEOUT    client timeout of one purchase            30s
+//   SUMMARY_FILE       also write the summary as KEY=VALUE lines (for scripts)
+//   LOG_ORDERS         1 to log every 200 (ORDER lines)          1
+//   FAIL_ON_DUPREJ     1: unique-key rejections in the audit count as violations  0
+
+import http from 'k6/http';
+import exec from 'k6/execution';
+import { SharedArray } from 'k6/data';
+import { Counter, Trend } from 'k6/metrics';
+
+function env(name, def) {
+  const v = __ENV[name];
+  return v === undefined || v === '' ? def : v;
+}
+
+function intEnv(name, def) {
+  const raw = env(name, String(def));
+  const n = Number(raw);
+  if (!Number.isInteger(n) || n < 0) {
+    throw new Error(`${name}: "${raw}" is not a non-negative integer`);
+  }
+  return n;
+}
+
+function readLines(path) {
+  return open(path)
+    .split('\n')
+    .map((l) => l.trim())
+    .filter((l) => l !== '')
+    .map((l) => {
+      const i = l.indexOf(',');
+      if (i <= 0) {
+        throw new Error(`${path}: line "${l.slice(0, 40)}" is not userId,token`);
+      }
+      return [l.slice(0, i), l.slice(i + 1)];
+    });
+}
+
+const BASE_URLS = env('BASE_URLS', 'http://127.0.0.1:8080')
+  .split(',')
+  .map((s) => s.trim().replace(/\/+$/, ''))
+  .filter((s) => s !== '');
+const TOKENS_FILE = env('TOKENS_FILE', 'tokens.csv');
+const SCENARIO = env('SCENARIO', 'random');
+const DUPS = intEnv('DUPS', 3);
+const STOCK = intEnv('STOCK', 100);
+const VUS_WANTED = intEnv('VUS', 50);
+const SPACING_MS = intEnv('SPACING_MS', 0);
+const LOG_ORDERS = env('LOG_ORDERS', '1') === '1';
+const FAIL_ON_DUPREJ = env('FAIL_ON_DUPREJ', '0') === '1';
+const REQUEST_TIMEOUT = env('REQUEST_TIMEOUT', '30s');
+const SUMMARY_FILE = env('SUMMARY_FILE', '');
+
+const users = new SharedArray('users', () => {
+  const all = readLines(TOKENS_FILE);
+  const n = intEnv('USERS', all.length);
+  if (n < 1 || n > all.length) {
+    throw new Error(`USERS=${n}: ${TOKENS_FILE} holds ${all.length} users`);
+  }
+  return all.slice(0, n);
+});
+
+const ADMIN_TOKEN = (() => {
+  const file = env('ADMIN_TOKENS_FILE', '');
+  return file !== '' ? readLines(file)[0][1] : env('ADMIN_TOKEN', '');
+})();
+
+// Outcome counters, one per response code of DESIGN.md plus OTHER (an
+// unexpected body) and TRANSPORT (no HTTP response at all).
+const CODES = [
+  'OK', 'SOLD_OUT', 'DUPLICATE_ORDER', 'SECKILL_NOT_STARTED', 'SECKILL_ENDED',
+  'VOUCHER_NOT_FOUND', 'INVALID_ARGUMENT', 'UNAUTHORIZED', 'FORBIDDEN',
+  'RATE_LIMITED', 'UNAVAILABLE', 'INTERNAL', 'OTHER', 'TRANSPORT',
+];
+const outcome = {};
+for (const c of CODES) {
+  outcome[c] = new Counter(`code_${c}`);
+}
+const purchases = new Counter('purchases');
+const purchaseLatency = new Trend('purchase_duration', true);
+const violations = new Counter('invariant_violations');
+
+function scenarios() {
+  if (SCENARIO === 'burst') {
+    return {
+      burst: {
+        executor: 'shared-iterations',
+        exec: 'burst',
+        iterations: users.length,
+        vus: Math.max(1, Math.min(VUS_WANTED, users.length)),
+        maxDuration: env('MAX_DURATION', '5m'),
+      },
+    };
+  }
+  if (SCENARIO !== 'random') {
+    throw new Error(`SCENARIO: "${SCENARIO}" is not random or burst`);
+  }
+  const duration = env('DURATION', '');
+  const rate = intEnv('RATE', 0);
+  if (duration !== '' && rate > 0) {
+    return {
+      random: {
+        executor: 'constant-arrival-rate',
+        rate,
+        timeUnit: '1s',
+        duration,
+        preAllocatedVUs: Math.max(1, VUS_WANTED),
+        maxVUs: Math.max(1, VUS_WANTED) * 4,
+      },
+    };
+  }
+  if (duration !== '') {
+    return { random: { executor: 'constant-vus', vus: Math.max(1, VUS_WANTED), duration } };
+  }
+  const iterations = intEnv('ITERATIONS', users.length * DUPS);
+  return {
+    random: {
+      executor: 'shared-iterations',
+      iterations: Math.max(1, iterations),
+      vus: Math.max(1, Math.min(VUS_WANTED, iterations)),
+      maxDuration: env('MAX_DURATION', '5m'),
+    },
+  };
+}
+
+export const options = {
+  scenarios: scenarios(),
+  // 409 refusals are the business working, not errors.
+  thresholds: {
+    invariant_violations: ['count==0'],
+    purchases: ['count>0'],
+  },
+  summaryTrendStats: ['avg', 'min', 'med', 'p(95)', 'p(99)', 'max'],
+  setupTimeout: '60s',
+  teardownTimeout: '60s',
+  discardResponseBodies: false,
+};
+
+http.setResponseCallback(http.expectedStatuses(200, 409));
+
+function adminParams() {
+  if (ADMIN_TOKEN === '') {
+    throw new Error('ADMIN_TOKENS_FILE or ADMIN_TOKEN is required');
+  }
+  return {
+    headers: { authorization: ADMIN_TOKEN, 'content-type': 'application/json' },
+    tags: { name: 'admin' },
+    responseCallback: http.expectedStatuses(200),
+  };
+}
+
+function envelope(res) {
+  try {
+    return JSON.parse(res.body);
+  } catch (e) {
+    return null;
+  }
+}
+
+export function setup() {
+  if (BASE_URLS.length === 0) {
+    throw new Error('BASE_URLS is empty');
+  }
+  const given = env('VOUCHER_ID', '');
+  if (given !== '') {
+    return { voucherId: given };
+  }
+  const now = Date.now();
+  const body = {
+    shopId: 1,
+    title: `k6 seckill ${new Date(now).toISOString()}`,
+    subTitle: 'load test',
+    rules: 'one per user',
+    payValue: 8000,
+    actualValue: 10000,
+    type: 1,
+    stock: STOCK,
+    beginTime: new Date(now - 60 * 1000).toISOString(),
+    endTime: new Date(now + 24 * 3600 * 1000).toISOString(),
+  };
+  const res = http.post(`${BASE_URLS[0]}/voucher/seckill`, JSON.stringify(body), adminParams());
+  const env_ = envelope(res);
+  if (res.status !== 200 || !env_ || !env_.success) {
+    throw new Error(`publish voucher: status ${res.status}: ${String(res.body).slice(0, 200)}`);
+  }
+  console.log(`VOUCHER ${env_.data} stock=${STOCK}`);
+  return { voucherId: String(env_.data) };
+}
+
+function params(token) {
+  return {
+    headers: { authorization: token },
+    tags: { name: 'POST /voucher-order/seckill/:id' },
+    timeout: REQUEST_TIMEOUT,
+  };
+}
+
+// record counts one purchase response and logs its order id on success.
+function record(res, user, base) {
+  purchases.add(1);
+  if (res.status === 0) {
+    outcome.TRANSPORT.add(1);
+    return;
+  }
+  purchaseLatency.add(res.timings.duration);
+  const body = envelope(res);
+  if (res.status === 200 && body && body.success === true && typeof body.data === 'string') {
+    outcome.OK.add(1);
+    if (LOG_ORDERS) {
+      console.log(`ORDER ${body.data} ${user[0]} ${base}`);
+    }
+    return;
+  }
+  const code = body && typeof body.code === 'string' ? body.code : '';
+  if (code !== '' && code !== 'OK' && outcome[code] !== undefined) {
+    outcome[code].add(1);
+    return;
+  }
+  outcome.OTHER.add(1);
+  console.warn(`unexpected response: status ${res.status}: ${String(res.body).slice(0, 200)}`);
+}
+
+// default: one purchase by a random user on a random instance.
+export default function (data) {
+  const user = users[Math.floor(Math.random() * users.length)];
+  const base = BASE_URLS[Math.floor(Math.random() * BASE_URLS.length)];
+  const res = http.post(`${base}/voucher-order/seckill/${data.voucherId}`, null, params(user[1]));
+  record(res, user, base);
+}
+
+function pause(ms) {
+  return new Promise((resolve) => setTimeout(resolve, ms));
+}
+
+// burst: user number iterationInTest fires DUPS purchases, SPACING_MS apart,
+// round-robin over the instances, without waiting for the answers in between.
+export async function burst(data) {
+  const user = users[exec.scenario.iterationInTest % users.length];
+  const pending = [];
+  for (let i = 0; i < DUPS; i++) {
+    if (i > 0 && SPACING_MS > 0) {
+      await pause(SPACING_MS);
+    }
+    const base = BASE_URLS[i % BASE_URLS.length];
+    pending.push(
+      http
+        .asyncRequest('POST', `${base}/voucher-order/seckill/${data.voucherId}`, null, params(user[1]))
+        .then((res) => record(res, user, base)),
+    );
+  }
+  await Promise.all(pending);
+}
+
+// teardown reads the audit and counts every broken invariant.
+export function teardown(data) {
+  const res = http.get(`${BASE_URLS[0]}/admin/vouchers/${data.voucherId}/audit`, adminParams());
+  const body = envelope(res);
+  if (res.status !== 200 || !body || !body.success) {
+    violations.add(1, { invariant: 'audit' });
+    console.error(`audit: status ${res.status}: ${String(res.body).slice(0, 200)}`);
+    return;
+  }
+  const a = body.data;
+  const failed = [];
+  if (a.orders > a.initialStock) failed.push(`1: orders ${a.orders} > initial stock ${a.initialStock}`);
+  if (a.orders !== a.initialStock - a.stock) failed.push(`2: orders ${a.orders} != initial ${a.initialStock} - stock ${a.stock}`);
+  if (a.distinctUsers !== a.orders) failed.push(`3: ${a.orders} orders for ${a.distinctUsers} users`);
+  if (a.oversold) failed.push('oversold flag set');
+  if (!a.consistent) failed.push('consistent flag false');
+  if (a.pending !== undefined && a.redisStock !== undefined && a.redisStock + a.orders + a.pending !== a.initialStock) {
+    failed.push(`5: redis stock ${a.redisStock} + orders ${a.orders} + pending ${a.pending} != ${a.initialStock}`);
+  }
+  if (FAIL_ON_DUPREJ && a.duplicateRejections > 0) {
+    failed.push(`lock: ${a.duplicateRejections} duplicates stopped only by the unique key`);
+  }
+  console.log(`AUDIT ${JSON.stringify(a)}`);
+  for (const f of failed) {
+    violations.add(1, { invariant: f.split(':')[0] });
+    console.error(`invariant violated: ${f}`);
+  }
+}
+
+function metricValue(data, name, field) {
+  const m = data.metrics[name];
+  return m && m.values && m.values[field] !== undefined ? m.values[field] : 0;
+}
+
+// handleSummary prints a short report and, with SUMMARY_FILE, KEY=VALUE lines.
+export function handleSummary(data) {
+  const seconds = data.state.testRunDurationMs / 1000;
+  const n = metricValue(data, 'purchases', 'count');
+  const lines = [
+    `purchases=${n}`,
+    `seconds=${seconds.toFixed(3)}`,
+    `rps=${seconds > 0 ? (n / seconds).toFixed(1) : '0'}`,
+    `p50_ms=${metricValue(data, 'purchase_duration', 'med').toFixed(1)}`,
+    `p95_ms=${metricValue(data, 'purchase_duration', 'p(95)').toFixed(1)}`,
+    `p99_ms=${metricValue(data, 'purchase_duration', 'p(99)').toFixed(1)}`,
+    `k6_violations=${metricValue(data, 'invariant_violations', 'count')}`,
+  ];
+  for (const c of CODES) {
+    lines.push(`code_${c}=${metricValue(data, `code_${c}`, 'count')}`);
+  }
+  const text = `\nk6 seckill summary (${SCENARIO}, ${BASE_URLS.length} base URL(s))\n  ${lines.join('\n  ')}\n`;
+  const out = { stdout: text };
+  if (SUMMARY_FILE !== '') {
+    out[SUMMARY_FILE] = `${lines.join('\n')}\n`;
+  }
+  return out;
+}
+
