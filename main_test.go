@@ -1,0 +1,159 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"net"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"seckill/auth"
+	"seckill/config"
+)
+
+func envOf(vars map[string]string) func(string) string {
+	return func(k string) string { return vars[k] }
+}
+
+// TestRunRefusesBadConfig: a bad setting stops the process at start with an
+// error naming the variable.
+func TestRunRefusesBadConfig(t *testing.T) {
+	closed := func() string {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		addr := ln.Addr().String()
+		ln.Close()
+		return addr
+	}()
+	tests := []struct {
+		name string
+		vars map[string]string
+		want string
+	}{
+		{"unknown lock mode", map[string]string{"SECKILL_LOCK_MODE": "bogus"}, "SECKILL_LOCK_MODE"},
+		{"unknown order mode", map[string]string{"SECKILL_ORDER_MODE": "later"}, "SECKILL_ORDER_MODE"},
+		{"malformed DSN", map[string]string{"SECKILL_MYSQL_DSN": "not a dsn"}, "SECKILL_MYSQL_DSN"},
+		{"malformed redis addr", map[string]string{"SECKILL_REDIS_ADDR": "nohostport"}, "SECKILL_REDIS_ADDR"},
+		{"unreachable redis", map[string]string{"SECKILL_REDIS_ADDR": closed, "SECKILL_DATA_DIR": t.TempDir()}, "SECKILL_REDIS_ADDR"},
+		{"unreachable mysql", map[string]string{"SECKILL_MYSQL_DSN": "u:p@tcp(" + closed + ")/x"}, "SECKILL_MYSQL_DSN"},
+		{"production without secret", map[string]string{"SECKILL_ENV": "production"}, "SECKILL_JWT_SECRET"},
+		{"zookeeper without servers", map[string]string{"SECKILL_LOCK_MODE": "zookeeper"}, "SECKILL_ZK_ADDRS"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var stderr bytes.Buffer
+			err := run(context.Background(), []string{"serve"}, envOf(tt.vars), io.Discard, &stderr)
+			if err == nil {
+				t.Fatal("got nil error, want a refusal")
+			}
+			if !strings.Contains(err.Error(), tt.want) {
+				t.Errorf("got %q, want it to name %s", err, tt.want)
+			}
+			if strings.Contains(err.Error(), "\n") && !strings.Contains(tt.name, "production") {
+				t.Errorf("got a multi-line error %q, want one line", err)
+			}
+		})
+	}
+}
+
+// TestTokensCommand: tokens creates the missing users once and prints
+// userId,token lines whose tokens verify with the right role.
+func TestTokensCommand(t *testing.T) {
+	vars := map[string]string{"SECKILL_DATA_DIR": t.TempDir()}
+	for _, admin := range []bool{false, true} {
+		args := []string{"tokens", "--count", "5"}
+		role := "user"
+		if admin {
+			args = append(args, "--admin")
+			role = "admin"
+		}
+		var out1, out2 bytes.Buffer
+		if err := run(context.Background(), args, envOf(vars), &out1, io.Discard); err != nil {
+			t.Fatal(err)
+		}
+		if err := run(context.Background(), args, envOf(vars), &out2, io.Discard); err != nil {
+			t.Fatal(err)
+		}
+		lines := strings.Split(strings.TrimSpace(out1.String()), "\n")
+		if len(lines) != 5 {
+			t.Fatalf("got %d lines, want 5", len(lines))
+		}
+		ids1, ids2 := idsOf(out1.String()), idsOf(out2.String())
+		if strings.Join(ids1, ",") != strings.Join(ids2, ",") {
+			t.Errorf("second run: got users %v, want the same users %v", ids2, ids1)
+		}
+		tok := auth.NewTokens(config.DevJWTSecret, time.Hour)
+		for _, l := range lines {
+			id, token, ok := strings.Cut(l, ",")
+			if !ok {
+				t.Fatalf("line %q is not userId,token", l)
+			}
+			c, err := tok.Parse(token)
+			if err != nil {
+				t.Fatalf("token of %s: %v", id, err)
+			}
+			if c.Role != role || c.Subject != id {
+				t.Errorf("got role %q subject %q, want %q %q", c.Role, c.Subject, role, id)
+			}
+		}
+	}
+	if err := run(context.Background(), []string{"tokens", "--count", "0"}, envOf(vars), io.Discard, io.Discard); err == nil {
+		t.Error("--count 0: got nil error, want a refusal")
+	}
+	if err := run(context.Background(), []string{"migrate"}, envOf(vars), io.Discard, io.Discard); err != nil {
+		t.Errorf("migrate after tokens: %v", err)
+	}
+}
+
+func idsOf(s string) []string {
+	var ids []string
+	for _, l := range strings.Split(strings.TrimSpace(s), "\n") {
+		id, _, _ := strings.Cut(l, ",")
+		ids = append(ids, id)
+	}
+	return ids
+}
+
+// TestServeStopsGracefully: serve on embedded backends answers, and returns
+// nil soon after its context ends.
+func TestServeStopsGracefully(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	vars := map[string]string{"SECKILL_DATA_DIR": t.TempDir(), "SECKILL_HTTP_ADDR": addr}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- run(ctx, nil, envOf(vars), io.Discard, io.Discard) }()
+	var up bool
+	for i := 0; i < 100 && !up; i++ {
+		resp, err := http.Get("http://" + addr + "/readyz")
+		if err == nil {
+			up = resp.StatusCode == http.StatusOK
+			resp.Body.Close()
+		}
+		if !up {
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
+	if !up {
+		cancel()
+		t.Fatalf("server never became ready: %v", <-done)
+	}
+	cancel()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Errorf("serve returned %v, want nil after a graceful stop", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("serve did not stop within 10s")
+	}
+}
