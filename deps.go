@@ -2,9 +2,9 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
+	"time"
 
 	"github.com/alicebob/miniredis/v2"
 	"github.com/redis/go-redis/v9"
@@ -51,9 +51,11 @@ func openDeps(ctx context.Context, cfg config.Config, log *slog.Logger) (*deps, 
 		addr, d.EmbeddedRedis = d.mini.Addr(), true
 	}
 	d.Redis = repository.NewRedisClient(addr)
-	if err := repository.PingRedis(ctx, d.Redis); err != nil {
+	pctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+	defer cancel()
+	if err := d.Redis.Ping(pctx).Err(); err != nil {
 		d.Close(log)
-		return nil, fmt.Errorf("SECKILL_REDIS_ADDR: %s unreachable: %w", addr, errors.Unwrap(err))
+		return nil, fmt.Errorf("SECKILL_REDIS_ADDR: %s unreachable: %w", addr, err)
 	}
 	for _, a := range cfg.RedlockAddrs {
 		c := repository.NewRedisClient(a)

@@ -104,7 +104,7 @@ func Load(getenv func(string) string) (Config, error) {
 		errs = append(errs, fmt.Errorf("SECKILL_FENCING: %q is not on or off", v))
 	}
 	if len(errs) > 0 {
-		return c, errors.Join(errs...)
+		return c, oneLine(errs)
 	}
 	return c, c.Validate()
 }
@@ -165,7 +165,20 @@ func (c *Config) Validate() error {
 	if c.RequestTimeout <= 0 {
 		errs = append(errs, errors.New("SECKILL_REQUEST_TIMEOUT: must be positive"))
 	}
-	return errors.Join(errs...)
+	return oneLine(errs)
+}
+
+// oneLine joins errors into one error of one line ("; " between them), so a
+// refused start prints a single line.
+func oneLine(errs []error) error {
+	if len(errs) == 0 {
+		return nil
+	}
+	msgs := make([]string, len(errs))
+	for i, e := range errs {
+		msgs[i] = e.Error()
+	}
+	return errors.New(strings.Join(msgs, "; "))
 }
 
 // Secret returns the JWT secret and whether it is the public development one.
