@@ -219,4 +219,3 @@ func withAddr(t *testing.T, dsn, addr string) string {
 	cfg.ReadTimeout, cfg.WriteTimeout, cfg.Timeout = 2*time.Second, 2*time.Second, time.Second
 	return cfg.FormatDSN()
 }
-

@@ -34,7 +34,9 @@ func TestFencingRefusesStaleHolder(t *testing.T) {
 			tok, _ := devTokens().Issue(randomBase(), "user")
 
 			done := make(chan apiResult, 1)
-			go func() { done <- call(t, a1.Handler, http.MethodPost, fmt.Sprintf("/voucher-order/seckill/%d", v1), tok, nil) }()
+			go func() {
+				done <- call(t, a1.Handler, http.MethodPost, fmt.Sprintf("/voucher-order/seckill/%d", v1), tok, nil)
+			}()
 			time.Sleep(500 * time.Millisecond) // A holds the lock, its 300ms lease has lapsed
 			rb := call(t, a2.Handler, http.MethodPost, fmt.Sprintf("/voucher-order/seckill/%d", v2), tok, nil)
 			if rb.Status != http.StatusOK {
