@@ -201,4 +201,3 @@ func TestEnsureUsers(t *testing.T) {
 		})
 	}
 }
-
