@@ -89,7 +89,9 @@
 //     TestWatchdogStopsAfterRelease, TestWatchdogStopsOnContextEnd,
 //     TestReentrantWaiterWokenByPubSub.
 //   - redsync: TestRedsyncGrantsWithOneOfThreeDown,
-//     TestRedsyncRefusesWithTwoOfThreeDown.
+//     TestRedsyncRefusesWithTwoOfThreeDown, TestRedsyncSplitVote.
+//   - multi: TestMultiRefusesWithAnyNodeDown, TestMultiLeavesNoPartialGrant.
+//   - mysql: TestMySQLReleasedOnDisconnect.
 //
 // TestContract runs the shared contract (one winner among 120, mutual
 // exclusion under 120 waiters, a dead holder freed after its lease, ErrNotHeld,
