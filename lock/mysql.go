@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"strconv"
 	"sync"
+	"time"
 
 	mysqldrv "github.com/go-sql-driver/mysql"
 )
@@ -132,20 +133,36 @@ func (m *MySQL) HolderConnID(ctx context.Context, key string) (int64, bool, erro
 }
 
 // kill ends session id from another connection, on a context that
-// survives the caller's cancellation. The driver has already closed its
-// side; without the KILL the server would go on waiting and might grant the
-// lock to a session nobody listens to, until it notices the disconnect.
+// survives the caller's cancellation, and waits until the session is gone.
+// The driver has already closed its side; without the KILL the server
+// would go on waiting and might grant the lock to a session nobody listens
+// to, until it noticed the disconnect. KILL only flags the session, so
+// kill then watches the process list until the session has ended (and its
+// locks with it).
 func (m *MySQL) kill(id int64) error {
 	ctx, cancel := context.WithTimeout(context.Background(), m.opts.ReleaseTimeout)
 	defer cancel()
 	// KILL takes no placeholders; id is an integer from the server.
-	if _, err := m.db.ExecContext(ctx, "KILL "+strconv.FormatInt(id, 10)); err != nil {
-		if mysqlUnknownThread(err) {
-			return nil // the server already noticed the disconnect
-		}
+	if _, err := m.db.ExecContext(ctx, "KILL "+strconv.FormatInt(id, 10)); err != nil && !mysqlUnknownThread(err) {
 		return fmt.Errorf("kill waiting session %d: %w", id, err)
 	}
-	return nil
+	b := backoff{min: m.opts.BackoffMin, max: m.opts.BackoffMax}
+	for {
+		var n int
+		if err := m.db.QueryRowContext(ctx, "SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE ID = ?", id).Scan(&n); err != nil {
+			return fmt.Errorf("wait for killed session %d to end: %w", id, err)
+		}
+		if n == 0 {
+			return nil
+		}
+		t := time.NewTimer(b.next())
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return fmt.Errorf("wait for killed session %d to end: %w", id, ctx.Err())
+		case <-t.C:
+		}
+	}
 }
 
 // mysqlUnknownThread reports the server's "Unknown thread id" error
