@@ -110,6 +110,10 @@ func (s *Seckill) Buy(ctx context.Context, userID, voucherID int64) (int64, erro
 
 	key := LockKeyPrefix + strconv.FormatInt(userID, 10)
 	lk, err := s.locker.Obtain(ctx, key)
+	if err != nil && ctx.Err() != nil {
+		// The request's deadline ended the attempt: not a duplicate.
+		return 0, model.Unavailable(fmt.Errorf("obtain %s: %w", key, err))
+	}
 	if errors.Is(err, lock.ErrNotObtained) {
 		s.obs.LockNotObtained()
 		return 0, model.ErrDuplicateOrder
