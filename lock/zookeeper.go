@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/go-zookeeper/zk"
@@ -46,10 +47,11 @@ const ZookeeperRoot = "/seckill/locks"
 // take no context: each is bounded by the session's receive timeout, and
 // only the waits between them honour ctx.
 type Zookeeper struct {
-	conn  *zk.Conn
-	owned bool
-	opts  Options
-	acl   []zk.ACL
+	conn   *zk.Conn
+	owned  bool
+	closed atomic.Bool // Close was called on an owned connection
+	opts   Options
+	acl    []zk.ACL
 }
 
 var _ Locker = (*Zookeeper)(nil)
@@ -124,11 +126,15 @@ func dialZookeeperForNew(addrs []string, opts ...Option) (*Zookeeper, error) {
 // every lock it held. It does nothing for a connection passed to
 // NewZookeeper. It implements io.Closer and always returns nil.
 func (z *Zookeeper) Close() error {
-	if z.owned {
+	if z.owned && z.closed.CompareAndSwap(false, true) {
 		z.conn.Close()
 	}
 	return nil
 }
+
+// errSessionClosed means this backend's own session was closed: its
+// ephemeral nodes, and so its locks, are gone.
+var errSessionClosed = errors.New("session closed")
 
 // Name returns "zookeeper".
 func (z *Zookeeper) Name() string { return "zookeeper" }
@@ -278,8 +284,8 @@ func (z *Zookeeper) deleteNode(ctx context.Context, node string) (gone bool, err
 			return false, nil
 		case errors.Is(err, zk.ErrNoNode):
 			return attempt == 0, nil
-		case errors.Is(err, zk.ErrClosing):
-			return false, fmt.Errorf("delete %s: %w", node, err)
+		case errors.Is(err, zk.ErrClosing) || z.closed.Load():
+			return false, fmt.Errorf("delete %s: %w: %w", node, errSessionClosed, err)
 		}
 		t := time.NewTimer(b.next())
 		select {
@@ -342,9 +348,11 @@ func (l *zkLock) Key() string { return l.key }
 // Token returns the czxid of the holder's node (see Zookeeper).
 func (l *zkLock) Token() (int64, bool) { return l.token, true }
 
-// Release deletes the holder's node, which wakes the next waiter. It
-// returns ErrNotHeld when the node is already gone (released before, or
-// deleted with an expired session).
+// Release deletes the holder's node, which wakes the next waiter,
+// retrying a lost connection until ctx ends (the session, and so the
+// node, survive a reconnect within the session timeout). It returns
+// ErrNotHeld when the node is already gone (released before, or deleted
+// with an expired session) or when this backend's session was closed.
 func (l *zkLock) Release(ctx context.Context) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -353,6 +361,9 @@ func (l *zkLock) Release(ctx context.Context) error {
 	}
 	gone, err := l.z.deleteNode(ctx, l.path)
 	switch {
+	case errors.Is(err, errSessionClosed):
+		l.released = true
+		return fmt.Errorf("lock: zookeeper: release %q: %w (%w)", l.key, ErrNotHeld, err)
 	case err != nil:
 		return fmt.Errorf("lock: zookeeper: release %q: %w", l.key, err)
 	case gone:
