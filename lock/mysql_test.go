@@ -157,3 +157,31 @@ func TestMySQLLockNames(t *testing.T) {
 		mustRelease(t, l)
 	}
 }
+
+// TestNewBuildsMySQL: the factory needs Deps.DB for mysql and builds the
+// backend without touching the server (sql.Open connects lazily).
+func TestNewBuildsMySQL(t *testing.T) {
+	if _, err := lock.New("mysql", lock.Deps{}); err == nil || !strings.Contains(err.Error(), "database") {
+		t.Errorf("New(mysql) without a DB: got %v, want an error naming the database", err)
+	}
+	db, err := sql.Open("mysql", "nobody:secret@tcp(127.0.0.1:1)/none")
+	if err != nil {
+		t.Fatalf("sql.Open: %v", err)
+	}
+	t.Cleanup(func() {
+		if err := db.Close(); err != nil {
+			t.Errorf("close: %v", err)
+		}
+	})
+	lk, err := lock.New("mysql", lock.Deps{DB: db})
+	if err != nil {
+		t.Fatalf("New(mysql): %v", err)
+	}
+	if lk.Name() != "mysql" {
+		t.Errorf("Name() = %q, want mysql", lk.Name())
+	}
+	// The server is unreachable: an I/O error, not a refusal.
+	if _, err := lk.Obtain(bg(t, 5*time.Second), testKey(t)); err == nil || errors.Is(err, lock.ErrNotObtained) {
+		t.Errorf("Obtain with the server down: got %v, want an I/O error", err)
+	}
+}

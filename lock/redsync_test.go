@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log"
 	"net"
 	"os"
 	"os/exec"
@@ -12,10 +13,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/alicebob/miniredis/v2"
 	"github.com/go-redsync/redsync/v4"
 	"github.com/redis/go-redis/v9"
 
 	"seckill/lock"
+	"seckill/lua"
 )
 
 func init() {
@@ -383,4 +386,83 @@ func TestRedsyncSplitVote(t *testing.T) {
 			mustRelease(t, l)
 		}
 	}
+}
+
+// miniNodes starts n in-process Redis servers, for tests of wiring that
+// need no real server.
+func miniNodes(tb testing.TB, n int) []redis.UniversalClient {
+	tb.Helper()
+	nodes := make([]redis.UniversalClient, n)
+	for i := range nodes {
+		nodes[i] = nodeClient(tb, miniredis.RunT(tb).Addr())
+	}
+	return nodes
+}
+
+// TestNewBuildsRedlockModes: the factory builds redsync and multi over
+// Deps.Nodes, falls back to Deps.Redis alone, and names what is missing.
+func TestNewBuildsRedlockModes(t *testing.T) {
+	nodes := miniNodes(t, 3)
+	ctx := bg(t, 10*time.Second)
+	tests := []struct {
+		mode string
+		deps lock.Deps
+	}{
+		{"redsync", lock.Deps{Nodes: nodes}},
+		{"redsync", lock.Deps{Redis: nodes[0]}},
+		{"multi", lock.Deps{Nodes: nodes, Scripts: lua.LockScripts()}},
+		{"multi", lock.Deps{Redis: nodes[0], Scripts: lua.LockScripts()}},
+	}
+	for _, tt := range tests {
+		lk, err := lock.New(tt.mode, tt.deps)
+		if err != nil {
+			t.Fatalf("New(%q, %d nodes): %v", tt.mode, len(tt.deps.Nodes), err)
+		}
+		if lk.Name() != tt.mode {
+			t.Errorf("New(%q).Name() = %q", tt.mode, lk.Name())
+		}
+		mustRelease(t, obtain(t, lk, ctx, testKey(t)))
+	}
+	for _, mode := range []string{"redsync", "multi"} {
+		if _, err := lock.New(mode, lock.Deps{Scripts: lua.LockScripts()}); err == nil || !strings.Contains(err.Error(), "Redis") {
+			t.Errorf("New(%q) without Redis: got %v, want an error naming Redis", mode, err)
+		}
+	}
+	if _, err := lock.New("multi", lock.Deps{Nodes: nodes}); err == nil || !strings.Contains(err.Error(), "Scripts") {
+		t.Errorf("New(multi) without scripts: got %v, want an error naming Scripts", err)
+	}
+}
+
+// Redlock over three independent nodes: a quorum of two grants, and no
+// fencing token exists.
+func ExampleNewRedsync() {
+	var nodes []redis.UniversalClient
+	for range 3 {
+		c, stop := exampleRedis()
+		defer stop()
+		nodes = append(nodes, c)
+	}
+	locker, err := lock.NewRedsync(nodes, lock.WithTTL(5*time.Second))
+	if err != nil {
+		log.Fatal(err)
+	}
+	ctx := context.Background()
+
+	l, err := locker.Obtain(ctx, "lock:order:42")
+	if err != nil {
+		log.Fatal(err)
+	}
+	_, ok := l.Token()
+	fmt.Println("held; fencing token available:", ok)
+
+	_, err = locker.Obtain(ctx, "lock:order:42")
+	fmt.Println("second caller refused:", errors.Is(err, lock.ErrNotObtained))
+
+	fmt.Println("release:", l.Release(ctx))
+	fmt.Println("release again is ErrNotHeld:", errors.Is(l.Release(ctx), lock.ErrNotHeld))
+	// Output:
+	// held; fencing token available: false
+	// second caller refused: true
+	// release: <nil>
+	// release again is ErrNotHeld: true
 }

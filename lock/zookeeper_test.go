@@ -239,3 +239,36 @@ func TestZookeeperSessionDeathFrees(t *testing.T) {
 		t.Errorf("Release on the closed session: got %v, want ErrNotHeld", err)
 	}
 }
+
+// TestNewBuildsZookeeper: the factory needs Deps.ZKServers, and dialing
+// an address where nothing listens gives up when the context ends instead
+// of retrying forever.
+func TestNewBuildsZookeeper(t *testing.T) {
+	if _, err := lock.New("zookeeper", lock.Deps{}); err == nil || !strings.Contains(err.Error(), "ZooKeeper") {
+		t.Errorf("New(zookeeper) without servers: got %v, want an error naming ZooKeeper", err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer cancel()
+	if z, err := lock.DialZookeeper(ctx, []string{freeAddr(t)}, nil); err == nil {
+		if cerr := z.Close(); cerr != nil {
+			t.Errorf("close: %v", cerr)
+		}
+		t.Fatal("DialZookeeper to a closed port: got a session, want an error")
+	} else if !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("DialZookeeper to a closed port: got %v, want DeadlineExceeded", err)
+	}
+
+	lk, err := lock.New("zookeeper", lock.Deps{ZKServers: zkAddrs(t)})
+	if err != nil {
+		t.Fatalf("New(zookeeper): %v", err)
+	}
+	t.Cleanup(func() {
+		if c, ok := lk.(interface{ Close() error }); !ok {
+			t.Error("the zookeeper locker has no Close")
+		} else if err := c.Close(); err != nil {
+			t.Errorf("close: %v", err)
+		}
+	})
+	ctx = bg(t, 10*time.Second)
+	mustRelease(t, obtain(t, lk, ctx, testKey(t)))
+}
