@@ -143,10 +143,10 @@ func (r *Redsync) Obtain(ctx context.Context, key string) (Lock, error) {
 	if r.opts.Watchdog {
 		l.keep = startKeepAlive(ctx, r.opts.TTL/3, r.opts.ReleaseTimeout, func(ctx context.Context) (bool, error) {
 			ok, err := m.ExtendContext(ctx)
-			if !ok && !r.unreachable(err) {
+			if !ok && !r.unreachable(err) && !errors.Is(err, redsync.ErrExtendFailed) {
 				return false, nil // a quorum answered "not yours": the lease is lost
 			}
-			return ok, err
+			return ok, err // ErrExtendFailed: extended, but too slowly to count; retry
 		})
 	}
 	return l, nil
