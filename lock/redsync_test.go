@@ -279,13 +279,13 @@ func TestRedsyncWatchdog(t *testing.T) {
 	})
 }
 
-// checkWatchdog holds a lock with a 300ms lease for 1.2s under the
+// checkWatchdog holds a lock with a 500ms lease for 2s under the
 // watchdog, checks that a rival is still refused, then ends the holder's
 // context without releasing and checks that the lock frees within a lease
 // or two.
 func checkWatchdog(t *testing.T, mk func(opts ...lock.Option) lock.Locker) {
 	t.Helper()
-	const ttl = 300 * time.Millisecond
+	const ttl = 500 * time.Millisecond // renewals every ~167ms: slack for a loaded -race run
 	holder := mk(lock.WithTTL(ttl), lock.WithWatchdog(true))
 	rival := mk(lock.WithTTL(ttl))
 	key := testKey(t)
