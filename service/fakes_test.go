@@ -286,6 +286,9 @@ type fakeLocker struct {
 	obtainErr error
 	token     int64
 	hasToken  bool
+	// during runs inside Obtain (e.g. to end the request context while the
+	// lock is being taken).
+	during func()
 
 	obtains atomic.Int64
 	mu      sync.Mutex
@@ -302,6 +305,9 @@ func (l *fakeLocker) Obtain(_ context.Context, key string) (lock.Lock, error) {
 	l.obtains.Add(1)
 	if l.ev != nil {
 		l.ev.add("obtain")
+	}
+	if l.during != nil {
+		l.during()
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()

@@ -186,19 +186,27 @@ func TestBuyLockRefused(t *testing.T) {
 	tests := []struct {
 		name         string
 		obtainErr    error
+		endRequest   bool // the request's context ends while Obtain runs
 		wantErr      error
 		notErr       error
 		wantObserved int64
 	}{
-		{"held by another request", lock.ErrNotObtained, model.ErrDuplicateOrder, model.ErrUnavailable, 1},
-		{"wait ended by context", fmt.Errorf("%w: %w", lock.ErrNotObtained, context.DeadlineExceeded), model.ErrDuplicateOrder, nil, 1},
-		{"backend unreachable", fmt.Errorf("lua: %w", errIO), model.ErrUnavailable, model.ErrDuplicateOrder, 0},
+		{name: "held by another request", obtainErr: lock.ErrNotObtained, wantErr: model.ErrDuplicateOrder, notErr: model.ErrUnavailable, wantObserved: 1},
+		{name: "held, wrapped", obtainErr: fmt.Errorf("lua: %w", lock.ErrNotObtained), wantErr: model.ErrDuplicateOrder, notErr: model.ErrUnavailable, wantObserved: 1},
+		{name: "request deadline ended the wait", obtainErr: fmt.Errorf("%w: %w", lock.ErrNotObtained, context.DeadlineExceeded), endRequest: true, wantErr: model.ErrUnavailable, notErr: model.ErrDuplicateOrder},
+		{name: "request deadline ended the I/O", obtainErr: fmt.Errorf("lua: %w", context.DeadlineExceeded), endRequest: true, wantErr: model.ErrUnavailable, notErr: model.ErrDuplicateOrder},
+		{name: "backend unreachable", obtainErr: fmt.Errorf("lua: %w", errIO), wantErr: model.ErrUnavailable, notErr: model.ErrDuplicateOrder},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			r := newRig(t, SeckillConfig{})
 			r.locker.obtainErr = tt.obtainErr
-			id, err := r.svc.Buy(context.Background(), 7, voucherOpen)
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			if tt.endRequest {
+				r.locker.during = cancel
+			}
+			id, err := r.svc.Buy(ctx, 7, voucherOpen)
 			if !errors.Is(err, tt.wantErr) {
 				t.Fatalf("got %v, want %v", err, tt.wantErr)
 			}
@@ -497,22 +505,39 @@ func TestVoucherCacheConcurrentFirstRequestsLoadOnce(t *testing.T) {
 }
 
 func TestVoucherCacheHitAndTTL(t *testing.T) {
-	r := newRig(t, SeckillConfig{VoucherCacheTTL: time.Minute})
-	ctx := context.Background()
-	for user := int64(1); user <= 5; user++ {
-		if _, err := r.svc.Buy(ctx, user, voucherOpen); err != nil {
-			t.Fatalf("buyer %d: got %v, want nil", user, err)
-		}
+	tests := []struct {
+		name    string
+		ttl     time.Duration
+		wantTTL time.Duration
+	}{
+		{"default one minute", 0, time.Minute},
+		{"configured", 10 * time.Second, 10 * time.Second},
 	}
-	if got := r.vouchers.getCalls.Load(); got != 1 {
-		t.Fatalf("GetSeckill calls within the TTL: got %d, want 1", got)
-	}
-	r.clock.set(r.clock.now().Add(2 * time.Minute))
-	if _, err := r.svc.Buy(ctx, 6, voucherOpen); err != nil {
-		t.Fatalf("buyer 6: got %v, want nil", err)
-	}
-	if got := r.vouchers.getCalls.Load(); got != 2 {
-		t.Errorf("GetSeckill calls after the TTL: got %d, want 2", got)
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := newRig(t, SeckillConfig{VoucherCacheTTL: tt.ttl})
+			ctx := context.Background()
+			start := r.clock.now()
+			buy := func(user int64) {
+				t.Helper()
+				if _, err := r.svc.Buy(ctx, user, voucherOpen); err != nil {
+					t.Fatalf("buyer %d: got %v, want nil", user, err)
+				}
+			}
+			for user := int64(1); user <= 3; user++ {
+				buy(user)
+			}
+			r.clock.set(start.Add(tt.wantTTL - time.Millisecond))
+			buy(4)
+			if got := r.vouchers.getCalls.Load(); got != 1 {
+				t.Fatalf("GetSeckill calls within the TTL: got %d, want 1", got)
+			}
+			r.clock.set(start.Add(tt.wantTTL + time.Millisecond))
+			buy(5)
+			if got := r.vouchers.getCalls.Load(); got != 2 {
+				t.Errorf("GetSeckill calls after the TTL: got %d, want 2", got)
+			}
+		})
 	}
 }
 
@@ -553,10 +578,27 @@ func TestVoucherCacheWaiterHonoursContext(t *testing.T) {
 		first <- err
 	}()
 	<-r.vouchers.entered
+	defer func() {
+		select {
+		case <-gate:
+		default:
+			close(gate)
+		}
+	}()
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	if _, err := r.svc.Buy(ctx, 2, voucherOpen); !errors.Is(err, model.ErrUnavailable) {
-		t.Errorf("waiter with a cancelled context: got %v, want %v", err, model.ErrUnavailable)
+	waiter := make(chan error, 1)
+	go func() {
+		_, err := r.svc.Buy(ctx, 2, voucherOpen)
+		waiter <- err
+	}()
+	select {
+	case err := <-waiter:
+		if !errors.Is(err, model.ErrUnavailable) {
+			t.Errorf("waiter with a cancelled context: got %v, want %v", err, model.ErrUnavailable)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("waiter with a cancelled context: still blocked on another request's load")
 	}
 	close(gate)
 	if err := <-first; err != nil {

@@ -1,0 +1,256 @@
+package config
+
+import (
+	"bytes"
+	"log/slog"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+)
+
+// env returns a getenv over m.
+func env(m map[string]string) func(string) string {
+	return func(k string) string { return m[k] }
+}
+
+func TestDefaults(t *testing.T) {
+	c, err := Load(env(nil))
+	if err != nil {
+		t.Fatalf("Load with no environment: got %v, want nil", err)
+	}
+	want := Config{
+		HTTPAddr: ":8080", DataDir: "./data", LockMode: "lua", LockTTL: 10 * time.Second,
+		OrderMode: "sync", JWTTTL: 24 * time.Hour, Env: "development", RequestTimeout: 3 * time.Second,
+	}
+	if !reflect.DeepEqual(c, want) {
+		t.Errorf("got %+v, want %+v", c, want)
+	}
+	if c.MySQLDSN != "" || c.RedisAddr != "" {
+		t.Errorf("backends: got DSN %q, Redis %q, want both empty (embedded)", c.MySQLDSN, c.RedisAddr)
+	}
+	secret, dev := c.Secret()
+	if secret != DevJWTSecret || !dev {
+		t.Errorf("Secret: got %q, %v, want the development secret, true", secret, dev)
+	}
+}
+
+func TestEnvOverrides(t *testing.T) {
+	c, err := Load(env(map[string]string{
+		"SECKILL_HTTP_ADDR":          "127.0.0.1:9090",
+		"SECKILL_MYSQL_DSN":          "seckill:seckill@tcp(127.0.0.1:3306)/seckill?parseTime=true&loc=Local",
+		"SECKILL_DATA_DIR":           "/tmp/seckill-data",
+		"SECKILL_REDIS_ADDR":         "127.0.0.1:6379",
+		"SECKILL_LOCK_MODE":          "zookeeper",
+		"SECKILL_LOCK_TTL":           "1500ms",
+		"SECKILL_REDLOCK_ADDRS":      " 127.0.0.1:6380, 127.0.0.1:6381 ,,127.0.0.1:6382",
+		"SECKILL_ZK_ADDRS":           "127.0.0.1:2181",
+		"SECKILL_ORDER_MODE":         "async",
+		"SECKILL_FENCING":            "ON",
+		"SECKILL_JWT_SECRET":         "s3cret",
+		"SECKILL_JWT_TTL":            "2h",
+		"SECKILL_ENV":                "production",
+		"SECKILL_REQUEST_TIMEOUT":    "750ms",
+		"SECKILL_DEV_CRITICAL_DELAY": "",
+	}))
+	if err != nil {
+		t.Fatalf("got %v, want nil", err)
+	}
+	want := Config{
+		HTTPAddr:       "127.0.0.1:9090",
+		MySQLDSN:       "seckill:seckill@tcp(127.0.0.1:3306)/seckill?parseTime=true&loc=Local",
+		DataDir:        "/tmp/seckill-data",
+		RedisAddr:      "127.0.0.1:6379",
+		LockMode:       "zookeeper",
+		LockTTL:        1500 * time.Millisecond,
+		RedlockAddrs:   []string{"127.0.0.1:6380", "127.0.0.1:6381", "127.0.0.1:6382"},
+		ZKAddrs:        []string{"127.0.0.1:2181"},
+		OrderMode:      "async",
+		Fencing:        true,
+		JWTSecret:      "s3cret",
+		JWTTTL:         2 * time.Hour,
+		Env:            "production",
+		RequestTimeout: 750 * time.Millisecond,
+	}
+	if !reflect.DeepEqual(c, want) {
+		t.Errorf("got %+v, want %+v", c, want)
+	}
+	if secret, dev := c.Secret(); secret != "s3cret" || dev {
+		t.Errorf("Secret: got %q, %v, want s3cret, false", secret, dev)
+	}
+}
+
+func TestEveryLockModeAccepted(t *testing.T) {
+	for _, mode := range LockModes {
+		m := map[string]string{"SECKILL_LOCK_MODE": mode}
+		switch mode {
+		case "zookeeper":
+			m["SECKILL_ZK_ADDRS"] = "127.0.0.1:2181"
+		case "mysql":
+			m["SECKILL_MYSQL_DSN"] = "root:@tcp(127.0.0.1:3306)/seckill"
+		}
+		c, err := Load(env(m))
+		if err != nil {
+			t.Errorf("mode %s: got %v, want nil", mode, err)
+			continue
+		}
+		if c.LockMode != mode {
+			t.Errorf("mode: got %q, want %q", c.LockMode, mode)
+		}
+	}
+}
+
+func TestFencingValues(t *testing.T) {
+	tests := []struct {
+		v    string
+		want bool
+	}{
+		{"", false}, {"off", false}, {"OFF", false}, {"on", true}, {" On ", true},
+	}
+	for _, tt := range tests {
+		c, err := Load(env(map[string]string{"SECKILL_FENCING": tt.v}))
+		if err != nil {
+			t.Errorf("SECKILL_FENCING=%q: got %v, want nil", tt.v, err)
+			continue
+		}
+		if c.Fencing != tt.want {
+			t.Errorf("SECKILL_FENCING=%q: got %v, want %v", tt.v, c.Fencing, tt.want)
+		}
+	}
+}
+
+func TestInvalid(t *testing.T) {
+	tests := []struct {
+		name    string
+		env     map[string]string
+		wantVar string
+	}{
+		{"unknown lock mode", map[string]string{"SECKILL_LOCK_MODE": "redis"}, "SECKILL_LOCK_MODE"},
+		{"lock mode case", map[string]string{"SECKILL_LOCK_MODE": "LUA"}, "SECKILL_LOCK_MODE"},
+		{"DSN without slash", map[string]string{"SECKILL_MYSQL_DSN": "not a dsn"}, "SECKILL_MYSQL_DSN"},
+		{"DSN without protocol", map[string]string{"SECKILL_MYSQL_DSN": "root@127.0.0.1:3306/seckill"}, "SECKILL_MYSQL_DSN"},
+		{"DSN bad parameter", map[string]string{"SECKILL_MYSQL_DSN": "root@tcp(127.0.0.1:3306)/seckill?parseTime=maybe"}, "SECKILL_MYSQL_DSN"},
+		{"DSN unclosed address", map[string]string{"SECKILL_MYSQL_DSN": "root@tcp(127.0.0.1:3306/seckill"}, "SECKILL_MYSQL_DSN"},
+		{"Redis without port", map[string]string{"SECKILL_REDIS_ADDR": "localhost"}, "SECKILL_REDIS_ADDR"},
+		{"Redis empty port", map[string]string{"SECKILL_REDIS_ADDR": "localhost:"}, "SECKILL_REDIS_ADDR"},
+		{"Redis without host", map[string]string{"SECKILL_REDIS_ADDR": ":6379"}, "SECKILL_REDIS_ADDR"},
+		{"Redis URL", map[string]string{"SECKILL_REDIS_ADDR": "redis://localhost:6379/0"}, "SECKILL_REDIS_ADDR"},
+		{"Redlock bad node", map[string]string{"SECKILL_REDLOCK_ADDRS": "127.0.0.1:6380,bad"}, "SECKILL_REDLOCK_ADDRS"},
+		{"ZooKeeper bad node", map[string]string{"SECKILL_ZK_ADDRS": "zk"}, "SECKILL_ZK_ADDRS"},
+		{"zookeeper mode without servers", map[string]string{"SECKILL_LOCK_MODE": "zookeeper"}, "SECKILL_ZK_ADDRS"},
+		{"mysql mode on embedded database", map[string]string{"SECKILL_LOCK_MODE": "mysql"}, "SECKILL_MYSQL_DSN"},
+		{"HTTP address without port", map[string]string{"SECKILL_HTTP_ADDR": "8080"}, "SECKILL_HTTP_ADDR"},
+		{"unknown order mode", map[string]string{"SECKILL_ORDER_MODE": "batch"}, "SECKILL_ORDER_MODE"},
+		{"fencing yes", map[string]string{"SECKILL_FENCING": "yes"}, "SECKILL_FENCING"},
+		{"unknown env", map[string]string{"SECKILL_ENV": "prod"}, "SECKILL_ENV"},
+		{"production without secret", map[string]string{"SECKILL_ENV": "production"}, "SECKILL_JWT_SECRET"},
+		{"dev delay in production", map[string]string{"SECKILL_ENV": "production", "SECKILL_JWT_SECRET": "x", "SECKILL_DEV_CRITICAL_DELAY": "1s"}, "SECKILL_DEV_CRITICAL_DELAY"},
+		{"lock TTL without unit", map[string]string{"SECKILL_LOCK_TTL": "10"}, "SECKILL_LOCK_TTL"},
+		{"lock TTL negative", map[string]string{"SECKILL_LOCK_TTL": "-1s"}, "SECKILL_LOCK_TTL"},
+		{"lock TTL zero", map[string]string{"SECKILL_LOCK_TTL": "0s"}, "SECKILL_LOCK_TTL"},
+		{"JWT TTL zero", map[string]string{"SECKILL_JWT_TTL": "0s"}, "SECKILL_JWT_TTL"},
+		{"JWT TTL garbage", map[string]string{"SECKILL_JWT_TTL": "a day"}, "SECKILL_JWT_TTL"},
+		{"request timeout garbage", map[string]string{"SECKILL_REQUEST_TIMEOUT": "abc"}, "SECKILL_REQUEST_TIMEOUT"},
+		{"request timeout zero", map[string]string{"SECKILL_REQUEST_TIMEOUT": "0"}, "SECKILL_REQUEST_TIMEOUT"},
+		{"critical delay garbage", map[string]string{"SECKILL_DEV_CRITICAL_DELAY": "soon"}, "SECKILL_DEV_CRITICAL_DELAY"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := Load(env(tt.env))
+			if err == nil {
+				t.Fatalf("got nil, want an error naming %s", tt.wantVar)
+			}
+			msg := err.Error()
+			if !strings.HasPrefix(msg, tt.wantVar+":") {
+				t.Errorf("got %q, want one line starting with %q", msg, tt.wantVar+":")
+			}
+			if strings.Contains(msg, "\n") {
+				t.Errorf("got %q, want one line", msg)
+			}
+		})
+	}
+}
+
+func TestInvalidReportsEveryVariable(t *testing.T) {
+	_, err := Load(env(map[string]string{
+		"SECKILL_LOCK_MODE":  "bogus",
+		"SECKILL_ORDER_MODE": "bogus",
+		"SECKILL_REDIS_ADDR": "bogus",
+	}))
+	if err == nil {
+		t.Fatal("got nil, want an error")
+	}
+	for _, v := range []string{"SECKILL_LOCK_MODE", "SECKILL_ORDER_MODE", "SECKILL_REDIS_ADDR"} {
+		if !strings.Contains(err.Error(), v) {
+			t.Errorf("got %q, want it to name %s", err, v)
+		}
+	}
+}
+
+func TestDSNErrorHidesPassword(t *testing.T) {
+	_, err := Load(env(map[string]string{"SECKILL_MYSQL_DSN": "root:hunter2@tcp(127.0.0.1:3306)/seckill?parseTime=maybe"}))
+	if err == nil {
+		t.Fatal("got nil, want an error")
+	}
+	if strings.Contains(err.Error(), "hunter2") {
+		t.Errorf("got %q, want no password in the error", err)
+	}
+}
+
+func logLine(t *testing.T, c Config) string {
+	t.Helper()
+	var buf bytes.Buffer
+	slog.New(slog.NewJSONHandler(&buf, nil)).Info("starting", "config", c)
+	return buf.String()
+}
+
+func TestLogValueMasksSecrets(t *testing.T) {
+	tests := []struct {
+		name    string
+		env     map[string]string
+		wantIn  []string
+		wantNot []string
+	}{
+		{
+			name: "password and secret",
+			env: map[string]string{
+				"SECKILL_MYSQL_DSN":  "seckill:hunter2@tcp(127.0.0.1:3306)/seckill?parseTime=true",
+				"SECKILL_JWT_SECRET": "jwt-very-secret",
+				"SECKILL_REDIS_ADDR": "127.0.0.1:6379",
+			},
+			wantIn:  []string{`seckill:***@tcp(127.0.0.1:3306)/seckill`, `"jwt_secret":"***"`, `"redis_addr":"127.0.0.1:6379"`, `"lock_mode":"lua"`},
+			wantNot: []string{"hunter2", "jwt-very-secret"},
+		},
+		{
+			name:    "embedded and development secret",
+			env:     nil,
+			wantIn:  []string{`"mysql_dsn":"(embedded)"`, `"redis_addr":"(embedded)"`, `"jwt_secret":"(development default)"`},
+			wantNot: []string{DevJWTSecret},
+		},
+		{
+			name:    "DSN without password",
+			env:     map[string]string{"SECKILL_MYSQL_DSN": "root@tcp(db:3306)/seckill"},
+			wantIn:  []string{`root@tcp(db:3306)/seckill`},
+			wantNot: []string{"***@"},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c, err := Load(env(tt.env))
+			if err != nil {
+				t.Fatalf("Load: %v", err)
+			}
+			line := logLine(t, c)
+			for _, s := range tt.wantIn {
+				if !strings.Contains(line, s) {
+					t.Errorf("log line %s: want %q in it", line, s)
+				}
+			}
+			for _, s := range tt.wantNot {
+				if strings.Contains(line, s) {
+					t.Errorf("log line %s: leaks %q", line, s)
+				}
+			}
+		})
+	}
+}
