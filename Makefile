@@ -24,3 +24,27 @@ vet:
 
 fmt:
 	gofmt -w $$(git ls-files '*.go')
+
+# ---- load tests (loadtest/; variables as in loadtest/run.sh, e.g.
+# `make loadtest MODE=redsync INSTANCES=2 SLOW=1 DRIVER=jmeter`). They need
+# the MariaDB and Redis of .ci/env.sh (.ci/services.sh starts them).
+.PHONY: loadtest loadtest-matrix loadtest-ci
+
+loadtest:
+	bash loadtest/run.sh
+
+loadtest-matrix:
+	bash loadtest/matrix.sh
+
+loadtest-ci:
+	bash loadtest/ci.sh
+
+# ---- benchmark (bench/): the machine's limits and the seckill in every lock
+# mode, measured in one run; writes bench/RESULTS.md. Settings are the BENCH_*
+# variables of bench/run.sh, e.g. `make bench BENCH_DURATION=5
+# BENCH_LOCK_MODES="lua redsync" BENCH_PROFILE=sync-lua`. Needs the MariaDB and
+# Redis of .ci/env.sh, wrk, redis-tools and mariadb-client.
+.PHONY: bench
+
+bench:
+	bash bench/run.sh

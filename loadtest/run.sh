@@ -7,9 +7,10 @@
 #    admin token (seckill tokens);
 # 2. starts INSTANCES processes on 127.0.0.1:BASE_PORT.. on the real MariaDB
 #    and Redis of .ci/env.sh, with lock mode MODE;
-# 3. runs the scenario with k6 (loadtest/k6/seckill.js) or, with
-#    DRIVER=jmeter, JMeter (loadtest/jmeter/seckill.jmx); the driver
-#    publishes the voucher and buys it;
+# 3. runs the scenario with k6 (loadtest/k6/seckill.js), JMeter
+#    (DRIVER=jmeter: loadtest/jmeter/seckill.jmx) or the Go driver
+#    (DRIVER=go: loadtest/driver, the same scenario with nothing to install);
+#    the driver publishes the voucher and buys it;
 # 4. audits the voucher by reading the database directly (mariadb client):
 #    the five invariants of DESIGN.md, the fourth against the order ids of
 #    the 200 responses the driver recorded; reads the unique-key rejections
@@ -19,7 +20,9 @@
 #    always stopped.
 #
 # Settings (environment or make variables), defaults in brackets:
-#   MODE [lua]  INSTANCES [2]  DRIVER [k6|jmeter]  BASE_PORT [18081]
+#   MODE [lua]  INSTANCES [2]  BASE_PORT [18081]
+#   DRIVER [k6]: k6 | jmeter | go | auto (k6 when k6 v1.8.1 is installed
+#       already, else go: building k6 takes minutes on a cold machine)
 #   USERS [300]  STOCK [200]  DUPS [4]  VUS [40]
 #   SCENARIO [burst]: burst = each user fires DUPS purchases SPACING_MS apart,
 #       round-robin over the instances; random = DUPS*USERS purchases by
@@ -90,7 +93,7 @@ for v in INSTANCES USERS DUPS VUS BASE_PORT SPACING_MS STOCK; do
 done
 ((INSTANCES >= 1 && INSTANCES <= 16)) || die "INSTANCES=$INSTANCES: 1 to 16"
 ((USERS >= 1 && DUPS >= 1 && STOCK >= 1)) || die "USERS, DUPS and STOCK must be at least 1"
-case "$DRIVER" in k6 | jmeter) ;; *) die "DRIVER=$DRIVER: k6 or jmeter" ;; esac
+case "$DRIVER" in k6 | jmeter | go | auto) ;; *) die "DRIVER=$DRIVER: k6, jmeter, go or auto" ;; esac
 case "$SCENARIO" in burst | random) ;; *) die "SCENARIO=$SCENARIO: burst or random" ;; esac
 [[ -n "${SECKILL_MYSQL_DSN:-}" ]] || die "SECKILL_MYSQL_DSN is empty: the load test needs the real MariaDB (see .ci/env.sh)"
 [[ -n "${SECKILL_REDIS_ADDR:-}" ]] || die "SECKILL_REDIS_ADDR is empty: the load test needs the real Redis (see .ci/env.sh)"
@@ -110,21 +113,23 @@ sql 'SELECT 1' >/dev/null || die "cannot reach MariaDB at $db_host:$db_port as $
 
 # ------------------------------------------------------------------ tools
 K6="${K6:-}"
-ensure_k6() {
-	local want=v1.8.1
+K6_VERSION=v1.8.1
+find_k6() {
 	if [[ -z "$K6" ]]; then
-		if command -v k6 >/dev/null && k6 version 2>/dev/null | grep -q "k6 $want"; then
+		if command -v k6 >/dev/null && k6 version 2>/dev/null | grep -q "k6 $K6_VERSION"; then
 			K6="$(command -v k6)"
 		else
 			K6="$(go env GOPATH)/bin/k6"
 		fi
 	fi
-	if [[ -x "$K6" ]] && "$K6" version 2>/dev/null | grep -q "k6 $want"; then
-		return
-	fi
-	log "installing k6 $want (go install go.k6.io/k6@$want: ~90 s cold on 2 cores, cached afterwards)"
+	[[ -x "$K6" ]] && "$K6" version 2>/dev/null | grep -q "k6 $K6_VERSION"
+}
+ensure_k6() {
+	local want=$K6_VERSION
+	find_k6 && return
+	log "installing k6 $want (go install go.k6.io/k6@$want: 1.5 to 5 min cold on 2 cores, cached afterwards)"
 	local t0=$SECONDS
-	GOFLAGS=-mod=mod go install "go.k6.io/k6@$want" || die "go install go.k6.io/k6@$want failed"
+	(cd / && go install "go.k6.io/k6@$want") || die "go install go.k6.io/k6@$want failed"
 	K6="$(go env GOPATH)/bin/k6"
 	log "k6 installed in $((SECONDS - t0)) s: $K6"
 }
@@ -141,9 +146,17 @@ ensure_jmeter() {
 if [[ "$DRIVER" == jmeter && ( "$SLOW" == 1 || "$SPACING_MS" != 0 ) ]]; then
 	die "DRIVER=jmeter plays a list of requests without spacing: the slow-business schedule (SLOW=1, SPACING_MS) needs k6"
 fi
+if [[ "$DRIVER" == auto ]]; then
+	if find_k6; then DRIVER=k6; else DRIVER=go; fi
+	log "DRIVER=auto: using $DRIVER"
+fi
 case "$DRIVER" in
 k6) ensure_k6 ;;
 jmeter) ensure_jmeter ;;
+go)
+	log "building bin/seckill-load (loadtest/driver)"
+	go build -o bin/seckill-load ./loadtest/driver
+	;;
 esac
 
 if [[ "$SKIP_BUILD" != 1 || ! -x bin/seckill ]]; then
@@ -240,6 +253,15 @@ run_k6() {
 	sed -n 's/.*msg="ORDER \([0-9]*\) .*/\1/p' "$OUT/k6-console.log" >"$OUT/ok-orders"
 }
 
+run_go() {
+	"$root/bin/seckill-load" \
+		-base-urls "$base_urls" -tokens "$OUT/tokens.csv" -admin-tokens "$OUT/admin.csv" \
+		-users "$USERS" -stock "$STOCK" -dups "$DUPS" -vus "$VUS" \
+		-scenario "$SCENARIO" -spacing "${SPACING_MS}ms" -request-timeout 60s \
+		-summary-file "$OUT/summary.env" -orders-file "$OUT/ok-orders" -voucher-file "$OUT/voucher" \
+		>"$OUT/go.log" 2>&1 || driver_rc=$?
+}
+
 run_jmeter() {
 	bash "$here/jmeter/run-jmeter.sh" "$OUT" "$base_urls" "$STOCK" "$DUPS" "$VUS" "$SCENARIO" || driver_rc=$?
 }
@@ -248,6 +270,7 @@ t0=$(date +%s.%N)
 case "$DRIVER" in
 k6) run_k6 ;;
 jmeter) run_jmeter ;;
+go) run_go ;;
 esac
 t1=$(date +%s.%N)
 

@@ -105,7 +105,7 @@ awk -F, -v out="$out" '
 		for (k in all) known[all[k]] = 1
 		for (c in codes) if (!(c in known)) codes["OTHER"] += codes[c]
 		for (k = 1; k in all; k++) printf "code_%s=%d\n", all[k], codes[all[k]] + 0 > s
-		printf "k6_violations=%d\n", (audit == "true" ? 0 : 1) > s
+		printf "driver_violations=%d\n", (audit == "true" ? 0 : 1) > s
 		print (audit == "true" ? "ok" : "failed") > (out "/audit-sample")
 	}' "$jtl"
 touch "$out/ok-orders" "$out/elapsed"

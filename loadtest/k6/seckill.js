@@ -336,7 +336,7 @@ export function handleSummary(data) {
     `p50_ms=${metricValue(data, 'purchase_duration', 'med').toFixed(1)}`,
     `p95_ms=${metricValue(data, 'purchase_duration', 'p(95)').toFixed(1)}`,
     `p99_ms=${metricValue(data, 'purchase_duration', 'p(99)').toFixed(1)}`,
-    `k6_violations=${metricValue(data, 'invariant_violations', 'count')}`,
+    `driver_violations=${metricValue(data, 'invariant_violations', 'count')}`,
   ];
   for (const c of CODES) {
     lines.push(`code_${c}=${metricValue(data, `code_${c}`, 'count')}`);

@@ -1,0 +1,215 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// user is one line of a `seckill tokens` file.
+type user struct {
+	id    string
+	token string
+}
+
+// readTokens reads userId,token lines; blank lines are skipped.
+func readTokens(path string) ([]user, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("read tokens: %w", err)
+	}
+	defer f.Close()
+	var users []user
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 64*1024), 1024*1024)
+	for n := 1; sc.Scan(); n++ {
+		line := strings.TrimSpace(sc.Text())
+		if line == "" {
+			continue
+		}
+		id, token, ok := strings.Cut(line, ",")
+		if !ok || id == "" || token == "" {
+			return nil, fmt.Errorf("read tokens: %s:%d: not userId,token", path, n)
+		}
+		users = append(users, user{id: id, token: token})
+	}
+	if err := sc.Err(); err != nil {
+		return nil, fmt.Errorf("read tokens %s: %w", path, err)
+	}
+	if len(users) == 0 {
+		return nil, fmt.Errorf("read tokens: %s holds no user", path)
+	}
+	return users, nil
+}
+
+// client talks to the seckill API.
+type client struct{ http *http.Client }
+
+func newClient(conns int, timeout time.Duration) *client {
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	tr.MaxIdleConns = conns + 16
+	tr.MaxIdleConnsPerHost = conns + 16
+	return &client{http: &http.Client{Transport: tr, Timeout: timeout}}
+}
+
+// envelope is the Heima response body.
+type envelope struct {
+	Success  bool            `json:"success"`
+	Code     string          `json:"code"`
+	ErrorMsg string          `json:"errorMsg"`
+	Data     json.RawMessage `json:"data"`
+}
+
+func (c *client) do(ctx context.Context, method, url, token string, body []byte) (int, *envelope, []byte, error) {
+	var rd io.Reader
+	if body != nil {
+		rd = bytes.NewReader(body)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, url, rd)
+	if err != nil {
+		return 0, nil, nil, fmt.Errorf("%s %s: %w", method, url, err)
+	}
+	req.Header.Set("authorization", token)
+	if body != nil {
+		req.Header.Set("content-type", "application/json")
+	}
+	resp, err := c.http.Do(req)
+	if err != nil {
+		return 0, nil, nil, fmt.Errorf("%s %s: %w", method, url, err)
+	}
+	defer resp.Body.Close()
+	raw, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return resp.StatusCode, nil, nil, fmt.Errorf("%s %s: read body: %w", method, url, err)
+	}
+	var env envelope
+	if err := json.Unmarshal(raw, &env); err != nil {
+		return resp.StatusCode, nil, raw, nil
+	}
+	return resp.StatusCode, &env, raw, nil
+}
+
+// publish creates a seckill voucher with stock through the admin API and
+// returns its id.
+func (c *client) publish(ctx context.Context, base, adminToken string, stock int, now time.Time) (string, error) {
+	body, err := json.Marshal(map[string]any{
+		"shopId": 1, "title": "go driver seckill " + now.UTC().Format(time.RFC3339),
+		"subTitle": "load test", "rules": "one per user", "payValue": 8000, "actualValue": 10000,
+		"type": 1, "stock": stock,
+		"beginTime": now.Add(-time.Minute).Format(time.RFC3339),
+		"endTime":   now.Add(24 * time.Hour).Format(time.RFC3339),
+	})
+	if err != nil {
+		return "", fmt.Errorf("publish voucher: %w", err)
+	}
+	status, env, raw, err := c.do(ctx, http.MethodPost, base+"/voucher/seckill", adminToken, body)
+	if err != nil {
+		return "", fmt.Errorf("publish voucher: %w", err)
+	}
+	if status != http.StatusOK || env == nil || !env.Success {
+		return "", fmt.Errorf("publish voucher: status %d: %.200s", status, raw)
+	}
+	var id int64
+	if err := json.Unmarshal(env.Data, &id); err != nil || id <= 0 {
+		return "", fmt.Errorf("publish voucher: data %s is not a voucher id", env.Data)
+	}
+	return strconv.FormatInt(id, 10), nil
+}
+
+// outcome is one purchase's result.
+type outcome struct {
+	code    string // OK, a refusal code, OTHER or TRANSPORT
+	orderID string // with OK
+	status  int
+	elapsed time.Duration
+}
+
+// buy sends one purchase and classifies the answer like the k6 script.
+func (c *client) buy(ctx context.Context, base, voucherID, token string) outcome {
+	start := time.Now()
+	status, env, _, err := c.do(ctx, http.MethodPost, base+"/voucher-order/seckill/"+voucherID, token, nil)
+	o := outcome{status: status, elapsed: time.Since(start)}
+	switch {
+	case err != nil && status == 0:
+		o.code = "TRANSPORT"
+	case env == nil:
+		o.code = "OTHER"
+	case status == http.StatusOK && env.Success:
+		var id string
+		if json.Unmarshal(env.Data, &id) == nil && id != "" {
+			o.code, o.orderID = "OK", id
+		} else {
+			o.code = "OTHER"
+		}
+	case env.Code != "":
+		o.code = env.Code
+	default:
+		o.code = "OTHER"
+	}
+	return o
+}
+
+// audit is GET /admin/vouchers/:id/audit's data.
+type audit struct {
+	VoucherID           int64  `json:"voucherId"`
+	InitialStock        int64  `json:"initialStock"`
+	Stock               int64  `json:"stock"`
+	Orders              int64  `json:"orders"`
+	DistinctUsers       int64  `json:"distinctUsers"`
+	DuplicateRejections int64  `json:"duplicateRejections"`
+	Oversold            bool   `json:"oversold"`
+	Consistent          bool   `json:"consistent"`
+	RedisStock          *int64 `json:"redisStock,omitempty"`
+	Pending             *int64 `json:"pending,omitempty"`
+}
+
+func (c *client) audit(ctx context.Context, base, adminToken, voucherID string) (*audit, error) {
+	status, env, raw, err := c.do(ctx, http.MethodGet, base+"/admin/vouchers/"+voucherID+"/audit", adminToken, nil)
+	if err != nil {
+		return nil, err
+	}
+	if status != http.StatusOK || env == nil || !env.Success {
+		return nil, fmt.Errorf("status %d: %.200s", status, raw)
+	}
+	var a audit
+	if err := json.Unmarshal(env.Data, &a); err != nil {
+		return nil, fmt.Errorf("decode audit: %w", err)
+	}
+	if a.VoucherID == 0 {
+		return nil, errors.New("audit without voucherId")
+	}
+	return &a, nil
+}
+
+// violations lists the invariants of DESIGN.md the audit shows broken.
+func (a audit) violations() []string {
+	var v []string
+	if a.Orders > a.InitialStock {
+		v = append(v, fmt.Sprintf("1: orders %d > initial stock %d", a.Orders, a.InitialStock))
+	}
+	if a.Orders != a.InitialStock-a.Stock {
+		v = append(v, fmt.Sprintf("2: orders %d != initial %d - stock %d", a.Orders, a.InitialStock, a.Stock))
+	}
+	if a.DistinctUsers != a.Orders {
+		v = append(v, fmt.Sprintf("3: %d orders for %d users", a.Orders, a.DistinctUsers))
+	}
+	if a.Oversold {
+		v = append(v, "oversold flag set")
+	}
+	if !a.Consistent {
+		v = append(v, "consistent flag false")
+	}
+	if a.RedisStock != nil && a.Pending != nil && *a.RedisStock+a.Orders+*a.Pending != a.InitialStock {
+		v = append(v, fmt.Sprintf("5: redis stock %d + orders %d + pending %d != %d", *a.RedisStock, a.Orders, *a.Pending, a.InitialStock))
+	}
+	return v
+}
