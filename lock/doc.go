@@ -31,8 +31,10 @@
 //	           pub/sub wake-up of waiters       the watchdog off, or cut off from Redis  renewal
 //	redsync    a majority of N independent      clock drift, pauses past the lease       2 to N nodes  no
 //	           nodes                            (Kleppmann's critique); no token         in parallel
-//	multi      all N nodes                      any node down refuses every lock         2 to N nodes  yes
-//	                                                                                     in parallel
+//	multi      all N nodes                      any node down refuses every lock         3: node 0,    yes
+//	                                                                                     then the rest
+//	                                                                                     in parallel;
+//	                                                                                     release to all
 //	mysql      one holder per server session    a live but stuck holder keeps it         2             no
 //	                                            forever; a connection per held lock
 //	zookeeper  one holder, FIFO waiters         session expiry while the holder          4             yes
@@ -91,7 +93,10 @@
 //   - redsync: TestRedsyncGrantsWithOneOfThreeDown,
 //     TestRedsyncRefusesWithTwoOfThreeDown, TestRedsyncSplitVote.
 //   - multi: TestMultiRefusesWithAnyNodeDown, TestMultiLeavesNoPartialGrant.
-//   - mysql: TestMySQLReleasedOnDisconnect.
+//   - mysql: TestMySQLReleasedOnDisconnect,
+//     TestMySQLCancelledWaiterLeavesNoGhost.
+//   - zookeeper: TestZookeeperWaitersFIFO, TestZookeeperGiveUpLeavesQueue,
+//     TestZookeeperSessionDeathFrees.
 //
 // TestContract runs the shared contract (one winner among 120, mutual
 // exclusion under 120 waiters, a dead holder freed after its lease, ErrNotHeld,
