@@ -60,7 +60,7 @@ func New(d Deps) http.Handler {
 	a := &api{Deps: d, fail: Fail(d.Log)}
 	r := gin.New()
 	r.HandleMethodNotAllowed = true
-	r.Use(middleware.Recover(d.Log, a.fail), middleware.Metrics(d.Metrics), middleware.Debug(d.Log), middleware.Deadline(d.RequestTimeout))
+	r.Use(middleware.Metrics(d.Metrics), middleware.Recover(d.Log, a.fail), middleware.Debug(d.Log), middleware.Deadline(d.RequestTimeout))
 	r.NoRoute(func(c *gin.Context) {
 		c.AbortWithStatusJSON(http.StatusNotFound, Envelope{Code: CodeNotFound, ErrorMsg: "no such route"})
 	})
