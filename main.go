@@ -4,6 +4,7 @@
 //	seckill [serve]                               run the HTTP server
 //	seckill migrate                               apply sql/schema.sql and exit
 //	seckill tokens --count N [--admin] [--out F]  print userId,token lines
+//	seckill rebuild --voucher N                   async mode: rebuild a voucher's Redis state
 package main
 
 import (
@@ -64,8 +65,10 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		return migrate(ctx, cfg, log)
 	case "tokens":
 		return tokens(ctx, cfg, log, args, stdout)
+	case "rebuild":
+		return rebuild(ctx, cfg, log, args, stdout)
 	default:
-		return fmt.Errorf("unknown command %q (serve, migrate, tokens)", cmd)
+		return fmt.Errorf("unknown command %q (serve, migrate, tokens, rebuild)", cmd)
 	}
 }
 
@@ -152,8 +155,12 @@ type app struct {
 	Handler http.Handler
 	Locker  lock.Locker
 	Metrics *metrics.Metrics
-	deps    *deps
-	closers []io.Closer
+	// Async is the async seckill (nil in sync mode); its consumers run
+	// until Close.
+	Async     *service.AsyncSeckill
+	consumers *service.Consumers
+	deps      *deps
+	closers   []io.Closer
 }
 
 // newApp opens the dependencies, applies the schema and wires repositories
@@ -198,17 +205,34 @@ func newApp(ctx context.Context, cfg config.Config, log *slog.Logger) (_ *app, e
 	users := repository.NewUsers(d.DB)
 	vouchers := repository.NewVouchers(d.DB)
 	orders := repository.NewOrders(d.DB)
-	seckill := service.NewSeckill(service.SeckillDeps{
-		Vouchers: vouchers, Orders: orders,
-		IDs:    repository.NewIDWorker(d.Redis, 1, time.Now),
-		Locker: locker, Rejects: repository.NewRejections(d.Redis),
-		Observer: m, Now: time.Now, Log: log,
-	}, service.SeckillConfig{Fencing: cfg.Fencing, CriticalDelay: cfg.CriticalDelay})
+	voucherSvc := service.NewVouchers(vouchers, time.Now)
+	var seckill handler.Seckiller
+	if cfg.OrderMode == "async" {
+		as, err := newAsync(d, cfg, log, locker, m)
+		if err != nil {
+			return nil, err
+		}
+		voucherSvc.OnPublished(as.Published)
+		if err := as.Reconcile(ctx); err != nil {
+			return nil, fmt.Errorf("async start-up reconciliation: %w", err)
+		}
+		if a.consumers, err = as.StartConsumers(ctx); err != nil {
+			return nil, err
+		}
+		a.Async, seckill = as, as
+	} else {
+		seckill = service.NewSeckill(service.SeckillDeps{
+			Vouchers: vouchers, Orders: orders,
+			IDs:    repository.NewIDWorker(d.Redis, 1, time.Now),
+			Locker: locker, Rejects: repository.NewRejections(d.Redis),
+			Observer: m, Now: time.Now, Log: log,
+		}, service.SeckillConfig{Fencing: cfg.Fencing, CriticalDelay: cfg.CriticalDelay})
+	}
 
 	a.Locker, a.Metrics = locker, m
 	a.Handler = handler.New(handler.Deps{
 		Users:          service.NewUsers(users, repository.NewCodes(d.Redis), tok, log),
-		Vouchers:       service.NewVouchers(vouchers, time.Now),
+		Vouchers:       voucherSvc,
 		Seckill:        seckill,
 		Tokens:         tok,
 		Metrics:        m,
@@ -220,8 +244,63 @@ func newApp(ctx context.Context, cfg config.Config, log *slog.Logger) (_ *app, e
 	return a, nil
 }
 
-// Close stops the locker, then closes Redis and the database.
+// asyncIDBlock is how many order ids the ID worker leases per INCRBY in
+// async mode, so that the hot path costs one round trip (the script).
+const asyncIDBlock = 1000
+
+// newAsync wires the async seckill (SECKILL_ORDER_MODE=async) without
+// starting anything.
+func newAsync(d *deps, cfg config.Config, log *slog.Logger, locker lock.Locker, m *metrics.Metrics) (*service.AsyncSeckill, error) {
+	// Reconcilers (starting processes, `seckill rebuild`) take turns.
+	reconcileLock, err := lock.NewLua(d.Redis, lua.LockScripts(), lock.WithTTL(2*time.Minute), lock.WithWait(3*time.Minute))
+	if err != nil {
+		return nil, err
+	}
+	acfg := service.AsyncConfig{
+		Consumers:     cfg.ConsumerCount(),
+		ClaimIdle:     cfg.ClaimIdleOrDefault(),
+		ConsumerDelay: cfg.ConsumerDelay,
+		TrustFacts:    d.EmbeddedRedis,
+	}
+	if cfg.LockMode == "mysql" {
+		// Each held named lock pins a pooled connection: keep a batch's
+		// locks well below the pool (64) so the transaction gets one.
+		acfg.Batch = max(1, 32/acfg.Consumers)
+	}
+	var obs service.Observer
+	var cobs service.ConsumerObserver
+	if m != nil {
+		obs, cobs = m, m
+	}
+	return service.NewAsyncSeckill(service.AsyncDeps{
+		Vouchers: repository.NewVouchers(d.DB), Orders: repository.NewOrders(d.DB),
+		IDs:      repository.NewIDWorker(d.Redis, asyncIDBlock, time.Now),
+		Sequence: repository.NewIDSequence(d.Redis, d.DB, time.Now),
+		Redis:    repository.NewAdmission(d.Redis), Queue: repository.NewOrderStream(d.Redis),
+		Meta:   repository.NewMeta(d.DB),
+		Locker: locker, ReconcileLock: reconcileLock,
+		Rejects:  repository.NewRejections(d.Redis),
+		Observer: obs, Consumer: cobs, Now: time.Now, Log: log,
+	}, acfg), nil
+}
+
+// stopWorkers asks the async consumers to finish their batch and waits
+// for them (bounded).
+func (a *app) stopWorkers(log *slog.Logger) {
+	if a.consumers == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 9*time.Second)
+	defer cancel()
+	if err := a.consumers.Stop(ctx); err != nil {
+		log.Error("stop consumers", "err", err)
+	}
+}
+
+// Close stops the async consumers (finishing their batch), then the
+// locker, then closes Redis and the database.
 func (a *app) Close(log *slog.Logger) {
+	a.stopWorkers(log)
 	for _, c := range a.closers {
 		if err := c.Close(); err != nil {
 			log.Warn("close", "err", err)
@@ -262,6 +341,44 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger) error {
 	if err := srv.Shutdown(sctx); err != nil {
 		return fmt.Errorf("shutdown: %w", err)
 	}
+	a.stopWorkers(log)
 	log.Info("stopped")
+	return nil
+}
+
+// rebuild is `seckill rebuild --voucher N`: it rebuilds the voucher's Redis
+// state of async mode from the database's facts and sets it ok, the only
+// way to clear an unsafe voucher.
+func rebuild(ctx context.Context, cfg config.Config, log *slog.Logger, args []string, stdout io.Writer) error {
+	fs := flag.NewFlagSet("rebuild", flag.ContinueOnError)
+	voucher := fs.Int64("voucher", 0, "voucher id (required)")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if *voucher <= 0 {
+		return errors.New("rebuild: --voucher must be a positive voucher id")
+	}
+	if cfg.RedisAddr == "" {
+		return errors.New("rebuild: SECKILL_REDIS_ADDR is empty: the embedded Redis lives inside `serve`, which rebuilds every voucher at start")
+	}
+	d, err := openDeps(ctx, cfg, log)
+	if err != nil {
+		return err
+	}
+	defer d.Close(log)
+	if err := d.DB.Migrate(ctx); err != nil {
+		return err
+	}
+	as, err := newAsync(d, cfg, log, lock.NewNone(), nil)
+	if err != nil {
+		return err
+	}
+	rv, err := as.Rebuild(ctx, *voucher)
+	if err != nil {
+		return fmt.Errorf("rebuild voucher %d: %w", *voucher, err)
+	}
+	fmt.Fprintf(stdout, "voucher %d rebuilt from the database and the stream: state %s, redis stock %d, buyers %d\n",
+		*voucher, rv.State, rv.Stock, rv.Buyers)
+	fmt.Fprintln(stdout, "WARNING: admissions that Redis lost are not honoured: orders announced (200) whose stream entries were lost will never be written; their buyers may buy again.")
 	return nil
 }

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net"
 	"os"
+	"strconv"
 	"strings"
 	"time"
 
@@ -44,6 +45,41 @@ type Config struct {
 	// (SECKILL_DEV_CRITICAL_DELAY, default 0). Load tests set it longer than
 	// the lock lease to show which lock designs break.
 	CriticalDelay time.Duration
+	// Consumers is the number of stream consumers per process in async mode
+	// (SECKILL_CONSUMERS, default 1; 0 here means the default).
+	Consumers int
+	// ClaimIdle is how long an order may stay pending with a consumer
+	// before another consumer claims it, presuming the first dead
+	// (SECKILL_CLAIM_IDLE, default 30s; 0 here means the default). Keep it
+	// longer than a batch takes (at most 8s).
+	ClaimIdle time.Duration
+	// ConsumerDelay is a development-only pause of each consumer batch after
+	// it is read and before it is written, so that orders stay pending
+	// (SECKILL_DEV_CONSUMER_DELAY, default 0): the crash test kills an
+	// instance holding them.
+	ConsumerDelay time.Duration
+}
+
+// Defaults of async mode that the zero values of Config stand for.
+const (
+	DefaultConsumers = 1
+	DefaultClaimIdle = 30 * time.Second
+)
+
+// ConsumerCount returns Consumers, or its default when unset.
+func (c *Config) ConsumerCount() int {
+	if c.Consumers <= 0 {
+		return DefaultConsumers
+	}
+	return c.Consumers
+}
+
+// ClaimIdleOrDefault returns ClaimIdle, or its default when unset.
+func (c *Config) ClaimIdleOrDefault() time.Duration {
+	if c.ClaimIdle <= 0 {
+		return DefaultClaimIdle
+	}
+	return c.ClaimIdle
 }
 
 // Default returns the configuration with every default filled in.
@@ -94,6 +130,16 @@ func Load(getenv func(string) string) (Config, error) {
 	dur("SECKILL_JWT_TTL", &c.JWTTTL)
 	dur("SECKILL_REQUEST_TIMEOUT", &c.RequestTimeout)
 	dur("SECKILL_DEV_CRITICAL_DELAY", &c.CriticalDelay)
+	dur("SECKILL_CLAIM_IDLE", &c.ClaimIdle)
+	dur("SECKILL_DEV_CONSUMER_DELAY", &c.ConsumerDelay)
+	if v := strings.TrimSpace(getenv("SECKILL_CONSUMERS")); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || n > 64 {
+			errs = append(errs, fmt.Errorf("SECKILL_CONSUMERS: %q is not a number from 1 to 64", v))
+		} else {
+			c.Consumers = n
+		}
+	}
 	c.RedlockAddrs = list(getenv("SECKILL_REDLOCK_ADDRS"))
 	c.ZKAddrs = list(getenv("SECKILL_ZK_ADDRS"))
 	switch v := strings.ToLower(strings.TrimSpace(getenv("SECKILL_FENCING"))); v {
@@ -155,12 +201,21 @@ func (c *Config) Validate() error {
 		if c.CriticalDelay > 0 {
 			errs = append(errs, errors.New("SECKILL_DEV_CRITICAL_DELAY: development only, not allowed when SECKILL_ENV=production"))
 		}
+		if c.ConsumerDelay > 0 {
+			errs = append(errs, errors.New("SECKILL_DEV_CONSUMER_DELAY: development only, not allowed when SECKILL_ENV=production"))
+		}
 	}
 	if c.LockTTL <= 0 {
 		errs = append(errs, errors.New("SECKILL_LOCK_TTL: must be positive"))
 	}
 	if c.JWTTTL <= 0 {
 		errs = append(errs, errors.New("SECKILL_JWT_TTL: must be positive"))
+	}
+	if c.Consumers < 0 || c.Consumers > 64 {
+		errs = append(errs, errors.New("SECKILL_CONSUMERS: must be from 1 to 64"))
+	}
+	if c.ClaimIdle < 0 || (c.ClaimIdle > 0 && c.ClaimIdle < 100*time.Millisecond) {
+		errs = append(errs, errors.New("SECKILL_CLAIM_IDLE: must be at least 100ms"))
 	}
 	if c.RequestTimeout <= 0 {
 		errs = append(errs, errors.New("SECKILL_REQUEST_TIMEOUT: must be positive"))
@@ -216,6 +271,9 @@ func (c Config) LogValue() slog.Value {
 		slog.String("env", c.Env),
 		slog.String("request_timeout", c.RequestTimeout.String()),
 		slog.String("dev_critical_delay", c.CriticalDelay.String()),
+		slog.Int("consumers", c.ConsumerCount()),
+		slog.String("claim_idle", c.ClaimIdleOrDefault().String()),
+		slog.String("dev_consumer_delay", c.ConsumerDelay.String()),
 	)
 }
 

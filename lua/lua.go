@@ -23,6 +23,10 @@ var (
 	reentrantUnlockSrc string
 	//go:embed reentrant_renew.lua
 	reentrantRenewSrc string
+	//go:embed seckill.lua
+	seckillSrc string
+	//go:embed deadletter.lua
+	deadLetterSrc string
 )
 
 // The lock scripts. They are immutable once built and safe for concurrent
@@ -39,6 +43,16 @@ var (
 	ReentrantUnlock = redis.NewScript(reentrantUnlockSrc)
 	// ReentrantRenew is reentrant_renew.lua: the watchdog's renewal.
 	ReentrantRenew = redis.NewScript(reentrantRenewSrc)
+)
+
+// The async seckill scripts (SECKILL_ORDER_MODE=async).
+var (
+	// Seckill is seckill.lua: the admission of one order (window, buyer,
+	// stock, stream append) in one atomic step; it returns a code 0..6.
+	Seckill = redis.NewScript(seckillSrc)
+	// DeadLetter is deadletter.lua: move a pending order to the dead-letter
+	// stream and give its stock and buyer mark back, exactly once.
+	DeadLetter = redis.NewScript(deadLetterSrc)
 )
 
 // LockScripts returns the scripts the Redis lock backends need, for

@@ -19,6 +19,11 @@ type Metrics struct {
 	LockRefused prometheus.Counter
 	UniqueKey   prometheus.Counter
 	StaleFence  prometheus.Counter
+	// Async mode: the stream consumers.
+	AsyncWritten     prometheus.Counter
+	AsyncDeadLetters *prometheus.CounterVec // by reason
+	AsyncBatch       prometheus.Histogram
+	AsyncClaimed     prometheus.Counter
 }
 
 // New registers the metrics in a fresh registry.
@@ -44,8 +49,22 @@ func New() *Metrics {
 		StaleFence: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "seckill_stale_fence_rejections_total", Help: "Order writes refused for a stale fencing token.",
 		}),
+		AsyncWritten: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "seckill_async_orders_written_total", Help: "Orders the stream consumers wrote to the database.",
+		}),
+		AsyncDeadLetters: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "seckill_async_dead_letters_total", Help: "Orders given up and moved to stream.orders.dlq, by reason.",
+		}, []string{"reason"}),
+		AsyncBatch: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name: "seckill_async_batch_size", Help: "Stream entries handled per consumer batch.",
+			Buckets: []float64{1, 2, 5, 10, 20, 50, 100, 200, 500},
+		}),
+		AsyncClaimed: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "seckill_async_claimed_total", Help: "Pending entries claimed from idle (presumed dead) consumers.",
+		}),
 	}
 	m.Registry.MustRegister(m.Requests, m.Latency, m.Outcomes, m.LockRefused, m.UniqueKey, m.StaleFence,
+		m.AsyncWritten, m.AsyncDeadLetters, m.AsyncBatch, m.AsyncClaimed,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }
@@ -63,3 +82,15 @@ func (m *Metrics) UniqueKeyRejected() { m.UniqueKey.Inc() }
 
 // StaleFenceRejected counts a write refused for a stale fencing token.
 func (m *Metrics) StaleFenceRejected() { m.StaleFence.Inc() }
+
+// BatchRead observes the size of a consumer batch (service.ConsumerObserver).
+func (m *Metrics) BatchRead(size int) { m.AsyncBatch.Observe(float64(size)) }
+
+// OrdersWritten counts orders written by the consumers.
+func (m *Metrics) OrdersWritten(n int) { m.AsyncWritten.Add(float64(n)) }
+
+// DeadLettered counts an order given up, by reason.
+func (m *Metrics) DeadLettered(reason string) { m.AsyncDeadLetters.WithLabelValues(reason).Inc() }
+
+// Claimed counts entries claimed from idle consumers.
+func (m *Metrics) Claimed(n int) { m.AsyncClaimed.Add(float64(n)) }

@@ -2,6 +2,7 @@ package repository
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -57,4 +58,48 @@ func (w *IDWorker) NextID(ctx context.Context) (int64, error) {
 	}
 	secs := now.Unix() - IDEpoch.Unix()
 	return secs<<32 | seq, nil
+}
+
+// resyncMargin is how far past the database's highest sequence Resync
+// moves the counter: room for ids leased by running processes or announced
+// but lost with Redis, none of which the database shows.
+const resyncMargin = 1 << 20
+
+// IDSequence repairs the ID worker's daily sequence after Redis lost it.
+type IDSequence struct {
+	rdb redis.UniversalClient
+	db  *DB
+	now func() time.Time
+}
+
+// NewIDSequence returns the repair of the sequence icr:order:<day>.
+func NewIDSequence(rdb redis.UniversalClient, db *DB, now func() time.Time) *IDSequence {
+	return &IDSequence{rdb: rdb, db: db, now: now}
+}
+
+// Resync makes today's sequence exceed, by a margin, the sequence of every
+// order of today in the database. After Redis lost its data the counter
+// starts again from zero, and the ids it would hand out (second, sequence)
+// could equal ids already used.
+func (s *IDSequence) Resync(ctx context.Context) error {
+	now := s.now().UTC()
+	dayStart := time.Date(now.Year(), now.Month(), now.Day(), 0, 0, 0, 0, time.UTC)
+	var maxSeq int64
+	err := s.db.Gorm.WithContext(ctx).Raw(
+		"SELECT COALESCE(MAX(id & 4294967295), 0) FROM tb_voucher_order WHERE id >= ?",
+		(dayStart.Unix()-IDEpoch.Unix())<<32).Scan(&maxSeq).Error
+	if err != nil {
+		return fmt.Errorf("id sequence: %w", translate(err))
+	}
+	key := "icr:order:" + now.Format("2006:01:02")
+	want := maxSeq + resyncMargin
+	cur, err := s.rdb.Get(ctx, key).Int64()
+	if err != nil && !errors.Is(err, redis.Nil) {
+		return redisErr(err)
+	}
+	if cur >= want {
+		return nil
+	}
+	// Concurrent INCRBYs only move it further.
+	return redisErr(s.rdb.IncrBy(ctx, key, want-cur).Err())
 }

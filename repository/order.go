@@ -11,47 +11,27 @@ import (
 )
 
 // Orders stores orders in tb_voucher_order.
-type Orders struct{ db *gorm.DB }
+type Orders struct {
+	db    *gorm.DB
+	plain *gorm.DB // no statement cache: batch statements (order_async.go)
+}
 
 // NewOrders returns the order store.
-func NewOrders(db *DB) *Orders { return &Orders{db: db.Gorm} }
+func NewOrders(db *DB) *Orders { return &Orders{db: db.Gorm, plain: db.unprepared()} }
 
 // CreateOrder runs the order transaction of the seckill flow. Every statement
 // runs on the transaction handle; the stock update's RowsAffected decides
 // sold out; a unique-key violation is a duplicate that the lock let through.
 func (r *Orders) CreateOrder(ctx context.Context, o *model.VoucherOrder, fence *model.Fence) error {
 	err := r.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
-		if fence != nil {
-			if err := checkFence(tx, fence); err != nil {
-				return err
-			}
-		}
-		var n int64
-		if err := tx.Model(&model.VoucherOrder{}).
-			Where("user_id = ? AND voucher_id = ?", o.UserID, o.VoucherID).
-			Limit(1).Count(&n).Error; err != nil {
-			return err
-		}
-		if n > 0 {
-			return model.ErrDuplicateOrder
-		}
-		res := tx.Model(&model.SeckillVoucher{}).
-			Where("voucher_id = ? AND stock > 0", o.VoucherID).
-			Update("stock", gorm.Expr("stock - 1"))
-		if res.Error != nil {
-			return res.Error
-		}
-		if res.RowsAffected == 0 {
-			return model.ErrSoldOut
-		}
-		if err := tx.Create(o).Error; err != nil {
-			if isUniqueViolation(err) {
-				return fmt.Errorf("%w: %w", model.ErrDuplicateOrder, model.ErrUniqueKey)
-			}
-			return err
-		}
-		return nil
+		return createOrder(tx, o, fence)
 	})
+	return orderErr(err)
+}
+
+// orderErr passes the business errors of the order transaction through
+// and translates the rest.
+func orderErr(err error) error {
 	switch {
 	case err == nil:
 		return nil
@@ -59,6 +39,40 @@ func (r *Orders) CreateOrder(ctx context.Context, o *model.VoucherOrder, fence *
 		return err
 	}
 	return translate(err)
+}
+
+// createOrder is the body of the order transaction, every statement on tx.
+func createOrder(tx *gorm.DB, o *model.VoucherOrder, fence *model.Fence) error {
+	if fence != nil {
+		if err := checkFence(tx, fence); err != nil {
+			return err
+		}
+	}
+	var n int64
+	if err := tx.Model(&model.VoucherOrder{}).
+		Where("user_id = ? AND voucher_id = ?", o.UserID, o.VoucherID).
+		Limit(1).Count(&n).Error; err != nil {
+		return err
+	}
+	if n > 0 {
+		return model.ErrDuplicateOrder
+	}
+	res := tx.Model(&model.SeckillVoucher{}).
+		Where("voucher_id = ? AND stock > 0", o.VoucherID).
+		Update("stock", gorm.Expr("stock - 1"))
+	if res.Error != nil {
+		return res.Error
+	}
+	if res.RowsAffected == 0 {
+		return model.ErrSoldOut
+	}
+	if err := tx.Create(o).Error; err != nil {
+		if isUniqueViolation(err) {
+			return fmt.Errorf("%w: %w", model.ErrDuplicateOrder, model.ErrUniqueKey)
+		}
+		return err
+	}
+	return nil
 }
 
 // checkFence records fence.Token as the newest token used for fence.Key, or

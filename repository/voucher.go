@@ -3,6 +3,7 @@ package repository
 import (
 	"context"
 	"errors"
+	"time"
 
 	"gorm.io/gorm"
 
@@ -70,4 +71,13 @@ func (r *Vouchers) GetSeckill(ctx context.Context, voucherID int64) (*model.Seck
 		return nil, translate(err)
 	}
 	return &sv, nil
+}
+
+// ListLive returns the seckill rows whose sale has not ended at now.
+func (r *Vouchers) ListLive(ctx context.Context, now time.Time) ([]model.SeckillVoucher, error) {
+	var svs []model.SeckillVoucher
+	if err := r.db.WithContext(ctx).Where("end_time > ?", now).Order("voucher_id").Find(&svs).Error; err != nil {
+		return nil, translate(err)
+	}
+	return svs, nil
 }

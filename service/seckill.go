@@ -77,11 +77,17 @@ func NewSeckill(d SeckillDeps, cfg SeckillConfig) *Seckill {
 // checkWindow applies steps 1 and 2 of the flow: the window and a known
 // sold-out state, without any lock.
 func (s *Seckill) checkWindow(ctx context.Context, voucherID int64) (*cachedVoucher, error) {
-	v, err := s.cache.get(ctx, voucherID)
+	return checkWindow(ctx, s.cache, s.now, voucherID)
+}
+
+// checkWindow refuses, from the cache, a voucher outside its window or
+// known to be sold out (both modes).
+func checkWindow(ctx context.Context, cache *voucherCache, clock func() time.Time, voucherID int64) (*cachedVoucher, error) {
+	v, err := cache.get(ctx, voucherID)
 	if err != nil {
 		return nil, err
 	}
-	now := s.now()
+	now := clock()
 	switch {
 	case now.Before(v.sv.BeginTime):
 		return nil, model.ErrSeckillNotStarted

@@ -67,3 +67,13 @@ CREATE TABLE IF NOT EXISTS tb_lock_fence (
   update_time TIMESTAMP NOT NULL DEFAULT CURRENT_TIMESTAMP ON UPDATE CURRENT_TIMESTAMP,
   PRIMARY KEY (lock_key)
 ) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4;
+
+-- Named values of the service. Async mode keeps its epoch here (name
+-- 'async_epoch'), also stored in Redis as seckill:epoch: equal values mean
+-- Redis still holds the state the service put there.
+CREATE TABLE IF NOT EXISTS tb_seckill_meta (
+  name        VARCHAR(64)  NOT NULL,
+  value       VARCHAR(255) NOT NULL,
+  update_time TIMESTAMP NOT NULL DEFAULT CURRENT_TIMESTAMP ON UPDATE CURRENT_TIMESTAMP,
+  PRIMARY KEY (name)
+) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4;

@@ -60,3 +60,9 @@ CREATE TABLE IF NOT EXISTS tb_lock_fence (
   token       INTEGER NOT NULL,
   update_time DATETIME NOT NULL DEFAULT CURRENT_TIMESTAMP
 );
+
+CREATE TABLE IF NOT EXISTS tb_seckill_meta (
+  name        TEXT PRIMARY KEY,
+  value       TEXT NOT NULL,
+  update_time DATETIME NOT NULL DEFAULT CURRENT_TIMESTAMP
+);

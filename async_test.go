@@ -1,0 +1,313 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/alicebob/miniredis/v2"
+	"github.com/redis/go-redis/v9"
+
+	"seckill/model"
+	"seckill/repository"
+)
+
+// Integration tests of async mode (SECKILL_ORDER_MODE=async) on the real
+// MariaDB and Redis; the Redis-loss test uses an in-process miniredis so
+// that flushing it touches nobody else's keys.
+
+// auditResult is the audit endpoint's data.
+type auditResult struct {
+	InitialStock int    `json:"initialStock"`
+	Stock        int    `json:"stock"`
+	Orders       int64  `json:"orders"`
+	Distinct     int64  `json:"distinctUsers"`
+	DupRejs      int64  `json:"duplicateRejections"`
+	Oversold     bool   `json:"oversold"`
+	Consistent   bool   `json:"consistent"`
+	RedisStock   *int64 `json:"redisStock"`
+	Pending      *int64 `json:"pending"`
+}
+
+func audit(t *testing.T, h http.Handler, vid int64) auditResult {
+	t.Helper()
+	admin, err := devTokens().Issue(1, "admin")
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := call(t, h, http.MethodGet, fmt.Sprintf("/admin/vouchers/%d/audit", vid), admin, nil)
+	if r.Status != http.StatusOK {
+		t.Fatalf("audit: got %d %s, want 200", r.Status, r.Body.Code)
+	}
+	var a auditResult
+	if err := json.Unmarshal(r.Body.Data, &a); err != nil {
+		t.Fatalf("audit: %v (%s)", err, r.Body.Data)
+	}
+	if a.RedisStock == nil || a.Pending == nil {
+		t.Fatalf("audit in async mode: got %s, want redisStock and pending", r.Body.Data)
+	}
+	return a
+}
+
+// waitDrained polls the audit until no order of the voucher is pending and
+// the database holds want orders, and returns the drained audit and how
+// long it took.
+func waitDrained(t *testing.T, h http.Handler, vid int64, want int64) (auditResult, time.Duration) {
+	t.Helper()
+	start := time.Now()
+	deadline := start.Add(60 * time.Second)
+	for {
+		a := audit(t, h, vid)
+		if *a.Pending == 0 && a.Orders == want {
+			return a, time.Since(start)
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("not drained after 60s: %+v, pending %d, want %d orders", a, *a.Pending, want)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// checkInvariant5 asserts invariant 5 from a drained audit and the buyers
+// set.
+func checkInvariant5(t *testing.T, rdb redis.UniversalClient, vid int64, a auditResult) {
+	t.Helper()
+	if got := *a.RedisStock + a.Orders + *a.Pending; got != int64(a.InitialStock) {
+		t.Errorf("invariant 5: redis stock %d + orders %d + pending %d = %d, want initial %d",
+			*a.RedisStock, a.Orders, *a.Pending, got, a.InitialStock)
+	}
+	buyers, err := rdb.SCard(context.Background(), repository.BuyersKey(vid)).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if buyers != a.Orders+*a.Pending {
+		t.Errorf("invariant 5: buyers set has %d members, want orders %d + pending %d", buyers, a.Orders, *a.Pending)
+	}
+}
+
+func testRedis(t *testing.T, addr string) *redis.Client {
+	t.Helper()
+	c := repository.NewRedisClient(addr)
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
+// TestAsyncConcurrentSeckill is the concurrency test in async mode: 250
+// users, 4 requests each at once, 100 units; after the stream drains all
+// five invariants hold.
+func TestAsyncConcurrentSeckill(t *testing.T) {
+	a := testApp(t, map[string]string{"SECKILL_LOCK_MODE": "lua", "SECKILL_ORDER_MODE": "async", "SECKILL_CONSUMERS": "2"})
+	_, redisAddr := integrationEnv(t)
+	db := openTestDB(t)
+	const users, dup, stock = 250, 4, 100
+	vid := publishVoucher(t, a.Handler, stock)
+	start := time.Now()
+	seen := storm(t, []http.Handler{a.Handler}, vid, randomBase(), users, dup)
+	stormTook := time.Since(start)
+	if got := seen.byCode["OK"]; got != stock {
+		t.Errorf("got %d admissions, want the whole stock %d (250 distinct buyers): %v", got, stock, seen.byCode)
+	}
+	au, drain := waitDrained(t, a.Handler, vid, int64(len(seen.orderIDs)))
+	t.Logf("requests %d in %v, outcomes %v; drained %d orders %v after the storm", users*dup, stormTook.Round(time.Millisecond), seen.byCode, au.Orders, drain.Round(time.Millisecond))
+	orders := checkInvariants(t, db, vid, seen)
+	if orders != stock {
+		t.Errorf("got %d orders, want %d", orders, stock)
+	}
+	checkInvariant5(t, testRedis(t, redisAddr), vid, au)
+	if !au.Consistent || au.Oversold || au.DupRejs != 0 {
+		t.Errorf("audit: got %+v, want consistent, not oversold, no duplicate rejections", au)
+	}
+	if w := counterValue(t, a, "seckill_async_orders_written_total"); w < float64(stock) {
+		t.Errorf("metric written: got %v, want ≥ %d", w, stock)
+	}
+
+	// Order status: created for the owner, not found for another user.
+	for id, user := range seen.orderIDs {
+		tok, _ := devTokens().Issue(user, "user")
+		r := call(t, a.Handler, http.MethodGet, fmt.Sprintf("/voucher-order/%d", id), tok, nil)
+		var o struct {
+			Status string `json:"status"`
+		}
+		if err := json.Unmarshal(r.Body.Data, &o); err != nil || r.Status != http.StatusOK || o.Status != "created" {
+			t.Errorf("order %d: got %d %s, want 200 created", id, r.Status, r.Body.Data)
+		}
+		other, _ := devTokens().Issue(user+1_000_000_000, "user")
+		if r := call(t, a.Handler, http.MethodGet, fmt.Sprintf("/voucher-order/%d", id), other, nil); r.Status != http.StatusNotFound {
+			t.Errorf("order %d for another user: got %d, want 404", id, r.Status)
+		}
+		break
+	}
+}
+
+// TestAsyncPoisonMessage: an order whose database write fails for good
+// (the database has no stock for it) reaches stream.orders.dlq, its stock
+// and buyer mark go back to Redis, its status reads failed, and invariant 5
+// holds. An entry that cannot be parsed is dead-lettered too.
+func TestAsyncPoisonMessage(t *testing.T) {
+	a := testApp(t, map[string]string{"SECKILL_LOCK_MODE": "lua", "SECKILL_ORDER_MODE": "async"})
+	_, redisAddr := integrationEnv(t)
+	rdb := testRedis(t, redisAddr)
+	db := openTestDB(t)
+	ctx := context.Background()
+	const stock = 5
+	vid := publishVoucher(t, a.Handler, stock)
+
+	// The database loses its stock behind Redis's back; the admission
+	// (the script itself, so that the test does not race the consumers)
+	// succeeds in Redis.
+	if _, err := db.Exec("UPDATE tb_seckill_voucher SET stock = 0 WHERE voucher_id = ?", vid); err != nil {
+		t.Fatal(err)
+	}
+	user := randomBase()
+	orderID, err := repository.NewIDWorker(rdb, 1, time.Now).NextID(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := repository.NewAdmission(rdb).Admit(ctx, orderID, user, vid, time.Now()); err != nil {
+		t.Fatalf("admit: %v", err)
+	}
+	tok, _ := devTokens().Issue(user, "user")
+	var status string
+	for deadline := time.Now().Add(30 * time.Second); status != "failed"; {
+		r := call(t, a.Handler, http.MethodGet, fmt.Sprintf("/voucher-order/%d", orderID), tok, nil)
+		var o struct {
+			Status string `json:"status"`
+		}
+		if r.Status == http.StatusOK {
+			if err := json.Unmarshal(r.Body.Data, &o); err != nil {
+				t.Fatal(err)
+			}
+			status = o.Status
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("order %d: got status %q (http %d), want failed within 30s", orderID, status, r.Status)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	dlq := findDeadLetter(t, rdb, "orderId", strconv.FormatInt(orderID, 10))
+	if dlq == nil || dlq["reason"] != "sold_out" {
+		t.Errorf("dead letter of order %d: got %v, want reason sold_out", orderID, dlq)
+	}
+	au := audit(t, a.Handler, vid)
+	if *au.RedisStock != stock || au.Orders != 0 || *au.Pending != 0 {
+		t.Errorf("after dead-lettering: got redis stock %d, orders %d, pending %d, want %d, 0, 0 (stock given back)", *au.RedisStock, au.Orders, *au.Pending, stock)
+	}
+	checkInvariant5(t, rdb, vid, au)
+	if member, err := rdb.SIsMember(ctx, repository.BuyersKey(vid), user).Result(); err != nil || member {
+		t.Errorf("buyer mark: got member %v (%v), want removed", member, err)
+	}
+	if n := counterValue(t, a, "seckill_async_dead_letters_total"); n < 1 {
+		// Another process's consumer may have handled it; the outcome
+		// above is what matters.
+		t.Logf("dead letters counted here: %v", n)
+	}
+
+	// An entry nobody can parse.
+	id, err := rdb.XAdd(ctx, &redis.XAddArgs{Stream: repository.StreamKey, Values: []any{"orderId", "x", "note", "poison"}}).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(30 * time.Second); ; {
+		if findDeadLetter(t, rdb, "msgId", id) != nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("malformed entry %s: not dead-lettered within 30s", id)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if left, err := rdb.XRange(ctx, repository.StreamKey, id, id).Result(); err != nil || len(left) != 0 {
+		t.Errorf("malformed entry %s: got %v (%v) left in the stream, want it gone", id, left, err)
+	}
+}
+
+// findDeadLetter returns the fields of the newest dead letter whose field
+// equals value (nil when none among the last 1000).
+func findDeadLetter(t *testing.T, rdb redis.UniversalClient, field, value string) map[string]any {
+	t.Helper()
+	msgs, err := rdb.XRevRangeN(context.Background(), repository.DeadLetterKey, "+", "-", 1000).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range msgs {
+		if fmt.Sprint(m.Values[field]) == value {
+			return m.Values
+		}
+	}
+	return nil
+}
+
+// TestAsyncRedisDataLost: Redis loses its data (FLUSHALL). A buy is refused
+// (503, not loaded); a process starting on that Redis marks the live
+// voucher unsafe (503); `seckill rebuild --voucher N` makes it sell again,
+// from the facts, without overselling.
+func TestAsyncRedisDataLost(t *testing.T) {
+	dsn, _ := integrationEnv(t)
+	m := miniredis.NewMiniRedis()
+	m.ClockTTL(true)
+	if err := m.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(m.Close)
+	rdb := testRedis(t, m.Addr())
+	env := map[string]string{"SECKILL_LOCK_MODE": "lua", "SECKILL_ORDER_MODE": "async", "SECKILL_REDIS_ADDR": m.Addr(), "SECKILL_REDLOCK_ADDRS": ""}
+	a1 := testApp(t, env)
+	db := openTestDB(t)
+	const stock = 10
+	vid := publishVoucher(t, a1.Handler, stock)
+	base := randomBase()
+	first := storm(t, []http.Handler{a1.Handler}, vid, base, 3, 1)
+	if first.byCode["OK"] != 3 {
+		t.Fatalf("before the loss: got %v, want 3 admissions", first.byCode)
+	}
+	waitDrained(t, a1.Handler, vid, 3)
+
+	m.FlushAll()
+	path := fmt.Sprintf("/voucher-order/seckill/%d", vid)
+	tok, _ := devTokens().Issue(base+100, "user")
+	if r := call(t, a1.Handler, http.MethodPost, path, tok, nil); r.Status != http.StatusServiceUnavailable || r.Body.Code != "UNAVAILABLE" {
+		t.Errorf("after FLUSHALL: got %d %s, want 503 UNAVAILABLE (not loaded)", r.Status, r.Body.Code)
+	}
+
+	a2 := testApp(t, env)
+	state, err := rdb.HGet(context.Background(), repository.VoucherKey(vid), "state").Result()
+	if err != nil || state != model.VoucherStateUnsafe {
+		t.Errorf("after a start on the emptied redis: got state %q (%v), want unsafe", state, err)
+	}
+	for _, h := range []http.Handler{a1.Handler, a2.Handler} {
+		if r := call(t, h, http.MethodPost, path, tok, nil); r.Status != http.StatusServiceUnavailable {
+			t.Errorf("unsafe voucher: got %d %s, want 503", r.Status, r.Body.Code)
+		}
+	}
+
+	var out bytes.Buffer
+	vars := map[string]string{"SECKILL_MYSQL_DSN": dsn, "SECKILL_REDIS_ADDR": m.Addr(), "SECKILL_ORDER_MODE": "async", "SECKILL_LOG_LEVEL": "error"}
+	if err := run(context.Background(), []string{"rebuild", "--voucher", strconv.FormatInt(vid, 10)},
+		func(k string) string { return vars[k] }, &out, &bytes.Buffer{}); err != nil {
+		t.Fatalf("rebuild: %v", err)
+	}
+	if !strings.Contains(out.String(), "WARNING") || !strings.Contains(out.String(), "redis stock 7") {
+		t.Errorf("rebuild output: got %q, want the stock 7 and the warning", out.String())
+	}
+
+	// The earlier buyers are buyers again; 7 units are left for the rest.
+	second := storm(t, []http.Handler{a2.Handler}, vid, base, 20, 1)
+	if second.byCode["OK"] != 7 || second.byCode["DUPLICATE_ORDER"] != 3 || second.byCode["SOLD_OUT"] != 10 {
+		t.Errorf("after rebuild: got %v, want 7 OK, 3 DUPLICATE_ORDER, 10 SOLD_OUT", second.byCode)
+	}
+	au, _ := waitDrained(t, a2.Handler, vid, stock)
+	for id, u := range first.orderIDs {
+		second.orderIDs[id] = u
+	}
+	checkInvariants(t, db, vid, second)
+	checkInvariant5(t, rdb, vid, au)
+	if !au.Consistent {
+		t.Errorf("audit: got %+v, want consistent", au)
+	}
+}

@@ -1,0 +1,50 @@
+-- seckill.lua: async-mode admission, the whole hot path in one atomic step.
+--
+-- KEYS[1]  seckill:stock:<voucherId>    integer stock left in Redis
+-- KEYS[2]  seckill:order:<voucherId>    set of buyer user ids
+-- KEYS[3]  seckill:voucher:<voucherId>  hash {begin, end (unix ms), initial, state}
+-- KEYS[4]  stream.orders                the order stream (group g1)
+-- KEYS[5]  seckill:orderinfo:<orderId>  "<userId>:<voucherId>:<status>"
+-- ARGV[1]  user id
+-- ARGV[2]  voucher id
+-- ARGV[3]  order id (from the ID worker)
+-- ARGV[4]  now, unix milliseconds
+-- ARGV[5]  TTL of the order-info key, seconds
+--
+-- Returns an integer code:
+--   0 admitted: stock decremented, buyer added, order appended to the stream,
+--     order info set to pending
+--   1 sold out            2 duplicate (the user already bought)
+--   3 not started         4 ended
+--   5 not loaded (the voucher hash or the stock key is missing)
+--   6 unsafe (state is not "ok": Redis lost data, or a reconciler is at work)
+-- Nothing changes unless the code is 0.
+local h = redis.call('HMGET', KEYS[3], 'state', 'begin', 'end')
+if not h[1] then
+  return 5
+end
+if h[1] ~= 'ok' then
+  return 6
+end
+local stock = redis.call('GET', KEYS[1])
+if not stock then
+  return 5
+end
+local now = tonumber(ARGV[4])
+if now < tonumber(h[2]) then
+  return 3
+end
+if now >= tonumber(h[3]) then
+  return 4
+end
+if redis.call('SISMEMBER', KEYS[2], ARGV[1]) == 1 then
+  return 2
+end
+if tonumber(stock) <= 0 then
+  return 1
+end
+redis.call('DECR', KEYS[1])
+redis.call('SADD', KEYS[2], ARGV[1])
+redis.call('XADD', KEYS[4], '*', 'orderId', ARGV[3], 'userId', ARGV[1], 'voucherId', ARGV[2])
+redis.call('SET', KEYS[5], ARGV[1] .. ':' .. ARGV[2] .. ':pending', 'EX', ARGV[5])
+return 0

@@ -1,0 +1,78 @@
+package model
+
+import "errors"
+
+// Async mode (SECKILL_ORDER_MODE=async): admission happens in Redis, orders
+// reach the database through the stream.orders consumer group.
+
+// States of a voucher in Redis (field "state" of seckill:voucher:<id>). The
+// admission script admits only in state ok.
+const (
+	// VoucherStateOK: the Redis stock and buyers were built from the
+	// database's facts and are maintained by the admission script.
+	VoucherStateOK = "ok"
+	// VoucherStateFrozen: a reconciler is checking or rebuilding the voucher;
+	// admissions wait (503) for the few milliseconds this takes.
+	VoucherStateFrozen = "frozen"
+	// VoucherStateUnsafe: Redis lost data the service had put there, so
+	// admissions it accepted may be lost; only the operator's
+	// `seckill rebuild --voucher N` clears it.
+	VoucherStateUnsafe = "unsafe"
+)
+
+// Errors of the async admission. Both come wrapped with ErrUnavailable
+// (503): the voucher cannot be sold safely right now.
+var (
+	// ErrVoucherNotLoaded means the voucher's Redis state (stock key or
+	// voucher hash) is missing.
+	ErrVoucherNotLoaded = errors.New("voucher not loaded in redis")
+	// ErrVoucherUnsafe means the voucher's Redis state is not trusted
+	// (unsafe, or frozen while a reconciler works on it).
+	ErrVoucherUnsafe = errors.New("voucher state in redis not trusted")
+	// ErrOrderIDTaken means an order's id belongs to another order in the
+	// database (the ID sequence restarted after Redis lost its data): the
+	// order can never be written under the id it was announced with.
+	ErrOrderIDTaken = errors.New("order id taken by another order")
+)
+
+// QueuedOrder is one entry of stream.orders: an order admitted in Redis and
+// not yet written to the database.
+type QueuedOrder struct {
+	MsgID     string // stream entry id
+	OrderID   int64
+	UserID    int64
+	VoucherID int64
+	// Deliveries is how many times the group delivered the entry (XPENDING),
+	// known for claimed entries; 0 when unknown.
+	Deliveries int64
+	// Malformed says why the entry could not be parsed ("" when it could);
+	// Raw then holds its fields for the dead-letter stream.
+	Malformed string
+	Raw       map[string]string
+	// Deleted marks a pending entry whose stream entry is gone (someone
+	// settled it already): it only needs an acknowledgement.
+	Deleted bool
+}
+
+// RedisVoucher is the state of one voucher in Redis.
+type RedisVoucher struct {
+	Exists      bool   // the voucher hash exists
+	State       string // VoucherState*
+	StockExists bool
+	Stock       int64
+	Buyers      int64 // size of the buyers set
+}
+
+// CheckAsync fills Oversold and Consistent from the counts, with invariant 5
+// (RedisStock and Pending must be set): Redis stock + orders + pending =
+// initial stock, and the buyers set size = orders + pending.
+func (a *Audit) CheckAsync(buyers int64) {
+	a.Check()
+	if a.RedisStock == nil || a.Pending == nil {
+		a.Consistent = false
+		return
+	}
+	a.Consistent = a.Consistent &&
+		*a.RedisStock+a.Orders+*a.Pending == int64(a.InitialStock) &&
+		buyers == a.Orders+*a.Pending
+}

@@ -1,0 +1,193 @@
+package repository
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+
+	"gorm.io/gorm"
+
+	"seckill/model"
+)
+
+// The database side of async mode: the consumers' batch writes and the
+// facts that start-up reconciliation and the audit read.
+
+// WriteBatch writes orders in one transaction, every statement on the
+// transaction handle: orders already in the database (same id, user and
+// voucher) are skipped and returned in existing (idempotence: a redelivered
+// entry is not written twice); for the others, each voucher's stock drops
+// by its number of orders if it has that many (RowsAffected checked,
+// vouchers in id order so that concurrent batches cannot deadlock on them),
+// then one multi-row INSERT. When a voucher lacks the stock the batch fails
+// with model.ErrSoldOut; a unique-key violation fails it with
+// model.ErrDuplicateOrder and model.ErrUniqueKey; an id held by another
+// order with model.ErrOrderIDTaken; nothing is written then.
+func (r *Orders) WriteBatch(ctx context.Context, orders []model.VoucherOrder) (existing []int64, err error) {
+	if len(orders) == 0 {
+		return nil, nil
+	}
+	err = r.plain.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+		existing = existing[:0]
+		ids := make([]int64, len(orders))
+		for i, o := range orders {
+			ids[i] = o.ID
+		}
+		var rows []orderKey
+		if err := tx.Model(&model.VoucherOrder{}).Select("id, user_id, voucher_id").Where("id IN ?", ids).Find(&rows).Error; err != nil {
+			return err
+		}
+		have := make(map[int64]orderKey, len(rows))
+		for _, k := range rows {
+			have[k.ID] = k
+		}
+		todo := make([]model.VoucherOrder, 0, len(orders))
+		perVoucher := map[int64]int{}
+		for _, o := range orders {
+			k, ok := have[o.ID]
+			switch {
+			case !ok:
+				todo = append(todo, o)
+				perVoucher[o.VoucherID]++
+			case k.UserID == o.UserID && k.VoucherID == o.VoucherID:
+				existing = append(existing, o.ID)
+			default:
+				return fmt.Errorf("order %d: %w", o.ID, model.ErrOrderIDTaken)
+			}
+		}
+		if len(todo) == 0 {
+			return nil
+		}
+		vouchers := make([]int64, 0, len(perVoucher))
+		for v := range perVoucher {
+			vouchers = append(vouchers, v)
+		}
+		slices.Sort(vouchers)
+		for _, v := range vouchers {
+			k := perVoucher[v]
+			res := tx.Model(&model.SeckillVoucher{}).
+				Where("voucher_id = ? AND stock >= ?", v, k).
+				Update("stock", gorm.Expr("stock - ?", k))
+			if res.Error != nil {
+				return res.Error
+			}
+			if res.RowsAffected == 0 {
+				return fmt.Errorf("voucher %d: %d orders: %w", v, k, model.ErrSoldOut)
+			}
+		}
+		if err := tx.Create(&todo).Error; err != nil {
+			if isUniqueViolation(err) {
+				return fmt.Errorf("%w: %w", model.ErrDuplicateOrder, model.ErrUniqueKey)
+			}
+			return err
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, asyncOrderErr(err)
+	}
+	return existing, nil
+}
+
+// orderKey is what identifies an order beyond its id.
+type orderKey struct {
+	ID        int64 `gorm:"column:id"`
+	UserID    int64 `gorm:"column:user_id"`
+	VoucherID int64 `gorm:"column:voucher_id"`
+}
+
+func asyncOrderErr(err error) error {
+	if errors.Is(err, model.ErrOrderIDTaken) {
+		return err
+	}
+	return orderErr(err)
+}
+
+// WriteOne writes one order in its own transaction (the sync path's order
+// transaction, without fencing), unless it is in the database already (same
+// id, user and voucher): then it reports existed. An id held by another
+// order is model.ErrOrderIDTaken. An order written concurrently under the
+// same id (a unique-key violation) counts as existing.
+func (r *Orders) WriteOne(ctx context.Context, o *model.VoucherOrder) (existed bool, err error) {
+	err = r.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+		var err error
+		existed, err = sameOrder(tx, o)
+		if err != nil || existed {
+			return err
+		}
+		return createOrder(tx, o, nil)
+	})
+	if errors.Is(err, model.ErrDuplicateOrder) {
+		again, cerr := sameOrder(r.db.WithContext(ctx), o)
+		if cerr != nil {
+			return false, translate(cerr)
+		}
+		if again {
+			return true, nil
+		}
+	}
+	return existed, asyncOrderErr(err)
+}
+
+// sameOrder reports whether o is in the database; an id held by another
+// order is model.ErrOrderIDTaken.
+func sameOrder(db *gorm.DB, o *model.VoucherOrder) (bool, error) {
+	var rows []orderKey
+	if err := db.Model(&model.VoucherOrder{}).Select("id, user_id, voucher_id").Where("id = ?", o.ID).Limit(1).Find(&rows).Error; err != nil {
+		return false, err
+	}
+	if len(rows) == 0 {
+		return false, nil
+	}
+	if rows[0].UserID != o.UserID || rows[0].VoucherID != o.VoucherID {
+		return false, fmt.Errorf("order %d: %w", o.ID, model.ErrOrderIDTaken)
+	}
+	return true, nil
+}
+
+// Buyers returns the users holding an order for the voucher (one order per
+// user: their number is the number of orders).
+func (r *Orders) Buyers(ctx context.Context, voucherID int64) ([]int64, error) {
+	var users []int64
+	err := r.db.WithContext(ctx).Model(&model.VoucherOrder{}).Where("voucher_id = ?", voucherID).Pluck("user_id", &users).Error
+	return users, translate(err)
+}
+
+// writtenChunk bounds the IN list of Written.
+const writtenChunk = 500
+
+// Written returns the order ids of entries whose order is in the database
+// (same id, user and voucher).
+func (r *Orders) Written(ctx context.Context, entries []model.QueuedOrder) (map[int64]bool, error) {
+	out := make(map[int64]bool)
+	for start := 0; start < len(entries); start += writtenChunk {
+		chunk := entries[start:min(start+writtenChunk, len(entries))]
+		ids := make([]int64, len(chunk))
+		for i, e := range chunk {
+			ids[i] = e.OrderID
+		}
+		var rows []orderKey
+		if err := r.plain.WithContext(ctx).Model(&model.VoucherOrder{}).Select("id, user_id, voucher_id").Where("id IN ?", ids).Find(&rows).Error; err != nil {
+			return nil, translate(err)
+		}
+		have := make(map[int64]orderKey, len(rows))
+		for _, k := range rows {
+			have[k.ID] = k
+		}
+		for _, e := range chunk {
+			if k, ok := have[e.OrderID]; ok && k.UserID == e.UserID && k.VoucherID == e.VoucherID {
+				out[e.OrderID] = true
+			}
+		}
+	}
+	return out, nil
+}
+
+// HasOrder reports whether the user has an order for the voucher.
+func (r *Orders) HasOrder(ctx context.Context, userID, voucherID int64) (bool, error) {
+	var n int64
+	err := r.db.WithContext(ctx).Model(&model.VoucherOrder{}).
+		Where("user_id = ? AND voucher_id = ?", userID, voucherID).Limit(1).Count(&n).Error
+	return n > 0, translate(err)
+}

@@ -1,0 +1,135 @@
+package service
+
+import (
+	"context"
+	"time"
+
+	"seckill/model"
+)
+
+// The stores of async mode (SECKILL_ORDER_MODE=async). repository
+// implements them: Admission (Redis state and the admission script),
+// OrderStream (stream.orders), Orders, Vouchers and Meta.
+
+// Admitter is the Redis side of async mode: the admission script and each
+// voucher's Redis state (stock, buyers, voucher hash), and the epoch.
+type Admitter interface {
+	// Admit runs the admission script for one order: nil when admitted
+	// (queued, status pending); otherwise model.ErrSoldOut,
+	// model.ErrDuplicateOrder, model.ErrSeckillNotStarted,
+	// model.ErrSeckillEnded, or model.ErrUnavailable wrapping
+	// model.ErrVoucherNotLoaded or model.ErrVoucherUnsafe.
+	Admit(ctx context.Context, orderID, userID, voucherID int64, now time.Time) error
+	// OrderInfo returns the pending or failed record of an order not (yet)
+	// in the database; model.ErrOrderNotFound when there is none.
+	OrderInfo(ctx context.Context, orderID int64) (*model.VoucherOrder, error)
+	// Voucher returns the voucher's Redis state, read atomically.
+	Voucher(ctx context.Context, voucherID int64) (model.RedisVoucher, error)
+	// SetState sets the voucher's state (model.VoucherState*).
+	SetState(ctx context.Context, voucherID int64, state string) error
+	// Load replaces the voucher's Redis state atomically: stock, buyers,
+	// and the voucher hash with state ok.
+	Load(ctx context.Context, sv *model.SeckillVoucher, stock int64, buyers []int64) error
+	// LoadNew loads a voucher just published unless its Redis state exists
+	// (a reconciler owns it then); it reports whether it loaded.
+	LoadNew(ctx context.Context, sv *model.SeckillVoucher) (bool, error)
+	// Epoch returns the epoch stored in Redis ("" when none).
+	Epoch(ctx context.Context) (string, error)
+	// SetEpoch stores the epoch in Redis.
+	SetEpoch(ctx context.Context, epoch string) error
+}
+
+// OrderQueue is the order stream read by a consumer group. Written orders
+// are acknowledged and deleted, so the stream holds exactly the orders not
+// yet written.
+type OrderQueue interface {
+	// EnsureGroup creates the consumer group (and the stream) if missing.
+	EnsureGroup(ctx context.Context) error
+	// ReadNew returns up to count never-delivered entries, waiting up to
+	// block for the first (block < 0: no wait).
+	ReadNew(ctx context.Context, consumer string, count int, block time.Duration) ([]model.QueuedOrder, error)
+	// ReadOwn returns up to count of consumer's pending entries.
+	ReadOwn(ctx context.Context, consumer string, count int) ([]model.QueuedOrder, error)
+	// Claim takes over up to count entries idle for minIdle from any
+	// consumer, scanning from start ("0-0"); it returns them with their
+	// delivery counts and the cursor of the next scan ("0-0" when done).
+	Claim(ctx context.Context, consumer string, minIdle time.Duration, start string, count int) ([]model.QueuedOrder, string, error)
+	// Ack settles written orders (acknowledge, delete, drop order info).
+	Ack(ctx context.Context, msgs []model.QueuedOrder) error
+	// DeadLetter moves m to the dead-letter stream, gives its stock back,
+	// and with removeBuyer its buyer mark, and marks the order failed, all
+	// exactly once: false when someone else settled m first. When the
+	// voucher's Redis state is not ok it changes nothing and returns
+	// model.ErrUnavailable (retry after the state is rebuilt).
+	DeadLetter(ctx context.Context, m model.QueuedOrder, reason string, attempts int, removeBuyer bool) (bool, error)
+	// DeadLetterMalformed moves an unparseable entry to the dead-letter
+	// stream and settles it.
+	DeadLetterMalformed(ctx context.Context, m model.QueuedOrder, reason string) error
+	// Entries returns every entry of the stream (a full scan).
+	Entries(ctx context.Context) ([]model.QueuedOrder, error)
+	// RemoveConsumer drops consumer from the group if it has nothing
+	// pending.
+	RemoveConsumer(ctx context.Context, consumer string) error
+}
+
+// AsyncOrderStore is the database side of async mode.
+type AsyncOrderStore interface {
+	OrderStore
+	// WriteBatch writes orders in one transaction, skipping (and
+	// returning) those already written; on model.ErrSoldOut,
+	// model.ErrDuplicateOrder or model.ErrOrderIDTaken nothing is written.
+	WriteBatch(ctx context.Context, orders []model.VoucherOrder) (existing []int64, err error)
+	// WriteOne writes one order in its own transaction, or reports that it
+	// is written already; model.ErrOrderIDTaken when its id belongs to
+	// another order.
+	WriteOne(ctx context.Context, o *model.VoucherOrder) (existed bool, err error)
+	// Buyers returns the users with an order for the voucher.
+	Buyers(ctx context.Context, voucherID int64) ([]int64, error)
+	// Written returns the order ids of entries whose order is in the
+	// database (same id, user and voucher).
+	Written(ctx context.Context, entries []model.QueuedOrder) (map[int64]bool, error)
+	// HasOrder reports whether the user has an order for the voucher.
+	HasOrder(ctx context.Context, userID, voucherID int64) (bool, error)
+}
+
+// AsyncVoucherStore adds the listing of live vouchers to VoucherStore.
+type AsyncVoucherStore interface {
+	VoucherStore
+	// ListLive returns the seckill rows whose sale has not ended at now.
+	ListLive(ctx context.Context, now time.Time) ([]model.SeckillVoucher, error)
+}
+
+// MetaStore keeps named values in the database (the epoch).
+type MetaStore interface {
+	// Get returns the value of name ("" when none).
+	Get(ctx context.Context, name string) (string, error)
+	// InsertIfAbsent stores value unless name has one already.
+	InsertIfAbsent(ctx context.Context, name, value string) error
+}
+
+// IDSequence repairs the order-id sequence after Redis lost it.
+type IDSequence interface {
+	// Resync moves the sequence past every id the database holds.
+	Resync(ctx context.Context) error
+}
+
+// ConsumerObserver receives the events of the stream consumers that the
+// metrics count. A nil ConsumerObserver is allowed.
+type ConsumerObserver interface {
+	// BatchRead is called with the size of each batch a consumer handles.
+	BatchRead(size int)
+	// OrdersWritten is called with the number of orders a batch wrote.
+	OrdersWritten(n int)
+	// DeadLettered is called once per order given up, with the reason.
+	DeadLettered(reason string)
+	// Claimed is called with the number of entries claimed from other
+	// consumers.
+	Claimed(n int)
+}
+
+type nopConsumerObserver struct{}
+
+func (nopConsumerObserver) BatchRead(int)       {}
+func (nopConsumerObserver) OrdersWritten(int)   {}
+func (nopConsumerObserver) DeadLettered(string) {}
+func (nopConsumerObserver) Claimed(int)         {}

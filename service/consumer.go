@@ -1,0 +1,443 @@
+package service
+
+import (
+	"context"
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"strconv"
+	"sync"
+	"time"
+
+	"seckill/lock"
+	"seckill/model"
+)
+
+// Dead-letter reasons (stream.orders.dlq field reason, metric label).
+const (
+	ReasonSoldOut    = "sold_out"   // the database has no stock left for it
+	ReasonDuplicate  = "duplicate"  // the user has another order for the voucher
+	ReasonMalformed  = "malformed"  // the entry cannot be parsed
+	ReasonDeliveries = "deliveries" // consumers kept dying with it
+	ReasonFailures   = "failures"   // its write kept failing for an unknown cause
+	ReasonIDTaken    = "id_taken"   // its id belongs to another order
+)
+
+// Consumers are the stream consumers of one process. Stop them before
+// closing Redis and the database.
+type Consumers struct {
+	stop chan struct{}
+	wg   sync.WaitGroup
+	once sync.Once
+}
+
+// StartConsumers creates the consumer group if needed and starts the
+// configured number of consumers, each named <prefix>-<random>.
+func (s *AsyncSeckill) StartConsumers(ctx context.Context) (*Consumers, error) {
+	if err := s.d.Queue.EnsureGroup(ctx); err != nil {
+		return nil, fmt.Errorf("create consumer group: %w", err)
+	}
+	prefix := s.cfg.ConsumerPrefix
+	if prefix == "" {
+		host, err := os.Hostname()
+		if err != nil {
+			host = "host"
+		}
+		prefix = host + "-" + strconv.Itoa(os.Getpid())
+	}
+	p := &Consumers{stop: make(chan struct{})}
+	for range s.cfg.Consumers {
+		c := &consumer{
+			s: s, stop: p.stop, name: prefix + "-" + rand.Text()[:8],
+			failures: map[string]int{}, cursor: "0-0",
+		}
+		p.wg.Add(1)
+		go func() {
+			defer p.wg.Done()
+			c.run()
+		}()
+	}
+	s.d.Log.InfoContext(ctx, "consumers started", "count", s.cfg.Consumers, "prefix", prefix,
+		"claim_idle", s.cfg.ClaimIdle.String(), "batch", s.cfg.Batch)
+	return p, nil
+}
+
+// Stop asks the consumers to finish the batch in hand (written and
+// acknowledged) and waits for them until ctx ends.
+func (p *Consumers) Stop(ctx context.Context) error {
+	p.once.Do(func() { close(p.stop) })
+	done := make(chan struct{})
+	go func() {
+		p.wg.Wait()
+		close(done)
+	}()
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("consumers did not stop: %w", ctx.Err())
+	}
+}
+
+// consumer is one goroutine reading the stream.
+type consumer struct {
+	s    *AsyncSeckill
+	stop <-chan struct{}
+	name string
+	// failures counts this consumer's failed writes of unknown cause per
+	// entry.
+	failures  map[string]int
+	cursor    string // XAUTOCLAIM scan position
+	nextClaim time.Time
+}
+
+func (c *consumer) stopping() bool {
+	select {
+	case <-c.stop:
+		return true
+	default:
+		return false
+	}
+}
+
+// sleep waits d or until stop; it reports whether it slept the whole d.
+func (c *consumer) sleep(d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-c.stop:
+		return false
+	}
+}
+
+// claimEvery is how often a consumer looks for entries of dead consumers.
+func (c *consumer) claimEvery() time.Duration {
+	return min(max(c.s.cfg.ClaimIdle/2, 500*time.Millisecond), 5*time.Second)
+}
+
+// run reads until stop: entries of dead consumers (XAUTOCLAIM) every few
+// seconds, its own pending entries when a batch left some, else new
+// entries (XREADGROUP > COUNT BLOCK). Reads use a context that stop does
+// not cancel, so an entry is never delivered to a read nobody sees.
+func (c *consumer) run() {
+	log := c.s.d.Log.With("consumer", c.name)
+	defer func() {
+		ctx, cancel := context.WithTimeout(context.Background(), releaseTimeout)
+		defer cancel()
+		if err := c.s.d.Queue.RemoveConsumer(ctx, c.name); err != nil {
+			log.WarnContext(ctx, "remove consumer", "err", err)
+		}
+		log.InfoContext(ctx, "consumer stopped")
+	}()
+	ctx := context.Background()
+	var backoff time.Duration
+	ownDue := false
+	for !c.stopping() {
+		if !time.Now().Before(c.nextClaim) {
+			c.nextClaim = time.Now().Add(c.claimEvery())
+			if c.claim(ctx) > 0 {
+				ownDue = true
+			}
+		}
+		var msgs []model.QueuedOrder
+		var err error
+		if ownDue {
+			msgs, err = c.s.d.Queue.ReadOwn(ctx, c.name, c.s.cfg.Batch)
+			ownDue = err == nil && len(msgs) > 0
+		}
+		if err == nil && len(msgs) == 0 {
+			msgs, err = c.s.d.Queue.ReadNew(ctx, c.name, c.s.cfg.Batch, c.s.cfg.Block)
+		}
+		if err != nil {
+			backoff = nextBackoff(backoff)
+			log.WarnContext(ctx, "read stream", "err", err, "retry_in", backoff.String())
+			// The group may be gone with Redis's data: recreate it.
+			if gerr := c.s.d.Queue.EnsureGroup(ctx); gerr != nil {
+				log.DebugContext(ctx, "create consumer group", "err", gerr)
+			}
+			c.sleep(backoff)
+			continue
+		}
+		if len(msgs) == 0 {
+			continue
+		}
+		if left := c.process(msgs); left > 0 {
+			ownDue = true
+			backoff = nextBackoff(backoff)
+			c.sleep(backoff)
+		} else {
+			backoff = 0
+		}
+	}
+}
+
+// nextBackoff doubles from 50ms up to 2s.
+func nextBackoff(d time.Duration) time.Duration {
+	if d <= 0 {
+		return 50 * time.Millisecond
+	}
+	return min(2*d, 2*time.Second)
+}
+
+// claim takes over and processes the entries idle for ClaimIdle; it
+// returns how many were left pending.
+func (c *consumer) claim(ctx context.Context) int {
+	left := 0
+	for page := 0; page < 10 && !c.stopping(); page++ {
+		msgs, next, err := c.s.d.Queue.Claim(ctx, c.name, c.s.cfg.ClaimIdle, c.cursor, c.s.cfg.Batch)
+		if err != nil {
+			c.s.d.Log.WarnContext(ctx, "claim pending entries", "consumer", c.name, "err", err)
+			return left
+		}
+		c.cursor = next
+		if len(msgs) > 0 {
+			c.s.d.Consumer.Claimed(len(msgs))
+			c.s.d.Log.InfoContext(ctx, "claimed entries of an idle consumer", "consumer", c.name, "count", len(msgs))
+			left += c.process(msgs)
+		}
+		if next == "0-0" || len(msgs) < c.s.cfg.Batch {
+			break
+		}
+	}
+	return left
+}
+
+// process writes a batch and settles each entry: acknowledged when its
+// order is in the database, dead-lettered when it never can be, left
+// pending (retried) otherwise. It runs on a context that stop does not
+// cancel, bounded by BatchTimeout, and returns how many entries it left
+// pending.
+func (c *consumer) process(msgs []model.QueuedOrder) int {
+	ctx, cancel := context.WithTimeout(context.Background(), c.s.cfg.BatchTimeout)
+	defer cancel()
+	c.s.d.Consumer.BatchRead(len(msgs))
+	b := &batch{c: c, ctx: ctx}
+	var work []model.QueuedOrder
+	for _, m := range msgs {
+		switch {
+		case m.Deleted:
+			b.ack = append(b.ack, m)
+		case m.Malformed != "":
+			b.malformed(m)
+		case m.Deliveries-1 >= int64(c.s.cfg.MaxAttempts):
+			b.deadLetter(m, ReasonDeliveries, int(m.Deliveries))
+		default:
+			work = append(work, m)
+		}
+	}
+	if d := c.s.cfg.ConsumerDelay; d > 0 && len(work) > 0 {
+		c.sleep(d) // development only: hold the entries pending
+	}
+	locked, release := b.lockUsers(work)
+	defer release()
+	b.write(locked)
+	if err := c.s.d.Queue.Ack(ctx, b.ack); err != nil {
+		// The orders are written; redelivery finds them and acknowledges.
+		c.s.d.Log.WarnContext(ctx, "acknowledge written orders", "consumer", c.name, "count", len(b.ack), "err", err)
+		b.left += len(b.ack)
+	}
+	return b.left
+}
+
+// batch is the state of one process call.
+type batch struct {
+	c    *consumer
+	ctx  context.Context
+	ack  []model.QueuedOrder
+	left int
+}
+
+// lockUsers takes lock:order:<userId> for the users of work, in parallel,
+// and returns the entries whose user is locked; the others stay pending.
+// The returned function releases the locks (after the batch committed and
+// was acknowledged).
+func (b *batch) lockUsers(work []model.QueuedOrder) ([]model.QueuedOrder, func()) {
+	c := b.c
+	if len(work) == 0 {
+		return nil, func() {}
+	}
+	// The watchdog of renewing backends stops when lockCtx ends.
+	lockCtx, cancelLocks := context.WithCancel(b.ctx)
+	var users []int64
+	seen := map[int64]bool{}
+	for _, m := range work {
+		if !seen[m.UserID] {
+			seen[m.UserID] = true
+			users = append(users, m.UserID)
+		}
+	}
+	held := make([]lock.Lock, len(users))
+	var wg sync.WaitGroup
+	for i, u := range users {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			lk, err := c.s.d.Locker.Obtain(lockCtx, LockKeyPrefix+strconv.FormatInt(u, 10))
+			if err != nil {
+				if errors.Is(err, lock.ErrNotObtained) {
+					c.s.d.Observer.LockNotObtained()
+				} else {
+					c.s.d.Log.WarnContext(b.ctx, "consumer lock", "user_id", u, "err", err)
+				}
+				return
+			}
+			held[i] = lk
+		}()
+	}
+	wg.Wait()
+	locks := make(map[int64]lock.Lock, len(users))
+	for i, u := range users {
+		if held[i] != nil {
+			locks[u] = held[i]
+		}
+	}
+	var locked []model.QueuedOrder
+	for _, m := range work {
+		if locks[m.UserID] != nil {
+			locked = append(locked, m)
+		} else {
+			b.left++
+		}
+	}
+	return locked, func() {
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(b.ctx), releaseTimeout)
+		defer cancel()
+		for _, lk := range locks {
+			if err := lk.Release(rctx); err != nil {
+				c.s.d.Log.WarnContext(b.ctx, "consumer lock release failed", "key", lk.Key(), "err", err)
+			}
+		}
+		cancelLocks()
+	}
+}
+
+func (b *batch) order(m model.QueuedOrder) model.VoucherOrder {
+	now := b.c.s.d.Now()
+	return model.VoucherOrder{
+		ID: m.OrderID, UserID: m.UserID, VoucherID: m.VoucherID, PayType: 1,
+		Status: model.OrderStatusCreated, CreateTime: now, UpdateTime: now,
+	}
+}
+
+// write writes the locked entries in one transaction, falling back to one
+// transaction per entry when the batch fails for a business reason, to find
+// the culprit.
+func (b *batch) write(msgs []model.QueuedOrder) {
+	if len(msgs) == 0 {
+		return
+	}
+	c := b.c
+	orders := make([]model.VoucherOrder, len(msgs))
+	for i, m := range msgs {
+		orders[i] = b.order(m)
+	}
+	existing, err := c.s.d.Orders.WriteBatch(b.ctx, orders)
+	switch {
+	case err == nil:
+		b.ack = append(b.ack, msgs...)
+		c.s.d.Consumer.OrdersWritten(len(msgs) - len(existing))
+		for _, m := range msgs {
+			delete(c.failures, m.MsgID)
+		}
+		return
+	case errors.Is(err, model.ErrUnavailable):
+		c.s.d.Log.WarnContext(b.ctx, "order batch not written: database unavailable", "consumer", c.name, "count", len(msgs), "err", err)
+		b.left += len(msgs)
+		return
+	}
+	c.s.d.Log.InfoContext(b.ctx, "order batch refused, writing one by one", "consumer", c.name, "count", len(msgs), "err", err)
+	for _, m := range msgs {
+		b.writeOne(m)
+	}
+}
+
+func (b *batch) writeOne(m model.QueuedOrder) {
+	c := b.c
+	o := b.order(m)
+	existed, err := c.s.d.Orders.WriteOne(b.ctx, &o)
+	switch {
+	case err == nil:
+		b.ack = append(b.ack, m)
+		delete(c.failures, m.MsgID)
+		if !existed {
+			c.s.d.Consumer.OrdersWritten(1)
+		}
+	case errors.Is(err, model.ErrSoldOut):
+		b.deadLetter(m, ReasonSoldOut, 1)
+	case errors.Is(err, model.ErrDuplicateOrder):
+		if errors.Is(err, model.ErrUniqueKey) {
+			c.s.d.Observer.UniqueKeyRejected()
+			if cerr := c.s.d.Rejects.IncrDuplicateRejections(b.ctx, m.VoucherID); cerr != nil {
+				c.s.d.Log.ErrorContext(b.ctx, "count duplicate rejection", "voucher_id", m.VoucherID, "err", cerr)
+			}
+		}
+		b.deadLetter(m, ReasonDuplicate, 1)
+	case errors.Is(err, model.ErrOrderIDTaken):
+		c.s.d.Log.ErrorContext(b.ctx, "order id already used by another order (the id sequence restarted)", orderAttrs(m)...)
+		b.deadLetter(m, ReasonIDTaken, 1)
+	case errors.Is(err, model.ErrUnavailable):
+		b.left++
+	default:
+		c.failures[m.MsgID]++
+		attempts := c.failures[m.MsgID] + int(max(m.Deliveries-1, 0))
+		c.s.d.Log.ErrorContext(b.ctx, "order write failed", append(orderAttrs(m), "attempts", attempts, "err", err)...)
+		if attempts >= c.s.cfg.MaxAttempts {
+			b.deadLetter(m, ReasonFailures, attempts)
+		} else {
+			b.left++
+		}
+	}
+}
+
+// deadLetter gives up on m: its stock goes back to Redis, and its buyer
+// mark too unless the user has an order for the voucher in the database.
+// An entry whose order turns out to be written is acknowledged instead.
+func (b *batch) deadLetter(m model.QueuedOrder, reason string, attempts int) {
+	c := b.c
+	written, err := c.s.d.Orders.Written(b.ctx, []model.QueuedOrder{m})
+	if err != nil {
+		b.left++
+		return
+	}
+	if written[m.OrderID] {
+		b.ack = append(b.ack, m)
+		return
+	}
+	has, err := c.s.d.Orders.HasOrder(b.ctx, m.UserID, m.VoucherID)
+	if err != nil {
+		b.left++
+		return
+	}
+	done, err := c.s.d.Queue.DeadLetter(b.ctx, m, reason, attempts, !has)
+	if err != nil {
+		c.s.d.Log.WarnContext(b.ctx, "dead-letter deferred", append(orderAttrs(m), "reason", reason, "err", err)...)
+		b.left++
+		return
+	}
+	delete(c.failures, m.MsgID)
+	if done {
+		c.s.d.Consumer.DeadLettered(reason)
+		c.s.d.Log.WarnContext(b.ctx, "order dead-lettered, stock given back", append(orderAttrs(m), "reason", reason, "attempts", attempts, "buyer_kept", has)...)
+	}
+}
+
+func (b *batch) malformed(m model.QueuedOrder) {
+	c := b.c
+	if err := c.s.d.Queue.DeadLetterMalformed(b.ctx, m, ReasonMalformed+": "+m.Malformed); err != nil {
+		c.s.d.Log.WarnContext(b.ctx, "dead-letter malformed entry", "msg_id", m.MsgID, "err", err)
+		b.left++
+		return
+	}
+	c.s.d.Consumer.DeadLettered(ReasonMalformed)
+	c.s.d.Log.ErrorContext(b.ctx, "malformed stream entry dead-lettered, nothing given back", "msg_id", m.MsgID, "why", m.Malformed, "fields", m.Raw)
+}
+
+// orderAttrs are the log attributes of an entry.
+func orderAttrs(m model.QueuedOrder) []any {
+	return []any{slog.String("msg_id", m.MsgID), slog.Int64("order_id", m.OrderID),
+		slog.Int64("user_id", m.UserID), slog.Int64("voucher_id", m.VoucherID)}
+}

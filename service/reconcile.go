@@ -1,0 +1,263 @@
+package service
+
+import (
+	"context"
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"slices"
+
+	"seckill/lock"
+	"seckill/model"
+)
+
+// EpochName is the name of the async epoch in the meta store.
+const EpochName = "async_epoch"
+
+// ReconcileLockKey serializes reconcilers and rebuilds across processes.
+const ReconcileLockKey = "lock:seckill:reconcile"
+
+// Reconcile checks, before the process serves in async mode, that Redis
+// holds what the service put there, and rebuilds each live voucher's Redis
+// state only from facts:
+//
+//   - no epoch in the database: the first async start. A new epoch goes to
+//     the database, then to Redis, and every live voucher is rebuilt.
+//   - Redis holds the database's epoch: Redis is intact. A live voucher
+//     missing from Redis is rebuilt; one in state ok is checked against
+//     invariant 5 and rebuilt when it does not hold; an unsafe one stays
+//     unsafe.
+//   - Redis holds no epoch or another one (it lost its data, or it is
+//     another Redis): admissions it accepted may be lost, and no fact tells
+//     which. Every live voucher is marked unsafe (refused with 503) until
+//     the operator runs `seckill rebuild --voucher N`.
+//
+// Facts are the initial stock and the orders in the database and the
+// orders pending in the stream (entries whose order is not in the
+// database): stock = initial − orders − pending, buyers = database buyers ∪
+// pending buyers. Each rebuild first freezes the voucher (state frozen: no
+// admissions, no give-backs) so that the facts cannot move under it.
+func (s *AsyncSeckill) Reconcile(ctx context.Context) error {
+	return s.withReconcileLock(ctx, s.reconcile)
+}
+
+// Rebuild is the operator's `seckill rebuild --voucher N`: it reconciles
+// like a starting process, then rebuilds the voucher from the facts and
+// sets it ok, whatever its state. Admissions that Redis lost are not
+// honoured: their orders were announced but will never be written.
+func (s *AsyncSeckill) Rebuild(ctx context.Context, voucherID int64) (model.RedisVoucher, error) {
+	var rv model.RedisVoucher
+	err := s.withReconcileLock(ctx, func(ctx context.Context) error {
+		sv, err := s.d.Vouchers.GetSeckill(ctx, voucherID)
+		if err != nil {
+			return err
+		}
+		if err := s.reconcile(ctx); err != nil {
+			return err
+		}
+		if err := s.rebuild(ctx, sv, "operator rebuild"); err != nil {
+			return err
+		}
+		rv, err = s.d.Redis.Voucher(ctx, voucherID)
+		return err
+	})
+	return rv, err
+}
+
+func (s *AsyncSeckill) withReconcileLock(ctx context.Context, f func(context.Context) error) error {
+	lk, err := s.d.ReconcileLock.Obtain(ctx, ReconcileLockKey)
+	if err != nil {
+		return fmt.Errorf("reconcile: obtain %s: %w", ReconcileLockKey, model.Unavailable(err))
+	}
+	defer func() {
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), releaseTimeout)
+		defer cancel()
+		if err := lk.Release(rctx); err != nil && !errors.Is(err, lock.ErrNotHeld) {
+			s.d.Log.WarnContext(ctx, "reconcile lock release failed", "err", err)
+		}
+	}()
+	return f(ctx)
+}
+
+func (s *AsyncSeckill) reconcile(ctx context.Context) error {
+	dbEpoch, err := s.d.Meta.Get(ctx, EpochName)
+	if err != nil {
+		return fmt.Errorf("reconcile: read epoch: %w", err)
+	}
+	first := false
+	if dbEpoch == "" {
+		candidate := rand.Text()
+		if err := s.d.Meta.InsertIfAbsent(ctx, EpochName, candidate); err != nil {
+			return fmt.Errorf("reconcile: write epoch: %w", err)
+		}
+		if dbEpoch, err = s.d.Meta.Get(ctx, EpochName); err != nil {
+			return fmt.Errorf("reconcile: read epoch: %w", err)
+		}
+		first = dbEpoch == candidate
+	}
+	redisEpoch, err := s.d.Redis.Epoch(ctx)
+	if err != nil {
+		return fmt.Errorf("reconcile: read redis epoch: %w", err)
+	}
+	live, err := s.d.Vouchers.ListLive(ctx, s.d.Now())
+	if err != nil {
+		return fmt.Errorf("reconcile: list live vouchers: %w", err)
+	}
+	log := s.d.Log.With("epoch", dbEpoch)
+	switch {
+	case first || s.cfg.TrustFacts:
+		why := "first async start"
+		if !first {
+			why = "embedded redis starts empty"
+		}
+		log.InfoContext(ctx, "rebuilding every live voucher from facts", "reason", why, "vouchers", len(live))
+		if !first {
+			if err := s.resyncIDs(ctx); err != nil {
+				return err
+			}
+		}
+		if err := s.d.Redis.SetEpoch(ctx, dbEpoch); err != nil {
+			return err
+		}
+		for i := range live {
+			if err := s.rebuild(ctx, &live[i], why); err != nil {
+				return err
+			}
+		}
+	case redisEpoch == dbEpoch:
+		entries, err := s.d.Queue.Entries(ctx)
+		if err != nil {
+			return fmt.Errorf("reconcile: read stream: %w", err)
+		}
+		counts := map[string]int{}
+		for i := range live {
+			outcome, err := s.check(ctx, &live[i], entries)
+			if err != nil {
+				return err
+			}
+			counts[outcome]++
+		}
+		log.InfoContext(ctx, "redis state checked", "vouchers", len(live), "outcomes", counts)
+	default:
+		if err := s.resyncIDs(ctx); err != nil {
+			return err
+		}
+		log.ErrorContext(ctx, "redis epoch differs from the database's: redis lost its data or is another redis; live vouchers are refused until rebuilt",
+			"redis_epoch", redisEpoch, "vouchers", len(live))
+		for _, sv := range live {
+			if err := s.d.Redis.SetState(ctx, sv.VoucherID, model.VoucherStateUnsafe); err != nil {
+				return err
+			}
+			log.ErrorContext(ctx, "voucher marked unsafe: admissions lost with redis cannot be known; run `seckill rebuild --voucher N`",
+				"voucher_id", sv.VoucherID)
+		}
+		if err := s.d.Redis.SetEpoch(ctx, dbEpoch); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// resyncIDs moves the id sequence past the database's ids: Redis lost its
+// counter with the rest.
+func (s *AsyncSeckill) resyncIDs(ctx context.Context) error {
+	if s.d.Sequence == nil {
+		return nil
+	}
+	if err := s.d.Sequence.Resync(ctx); err != nil {
+		return fmt.Errorf("reconcile: %w", err)
+	}
+	return nil
+}
+
+// check verifies one live voucher of an intact Redis and rebuilds it when
+// needed; it returns what it found.
+func (s *AsyncSeckill) check(ctx context.Context, sv *model.SeckillVoucher, entries []model.QueuedOrder) (string, error) {
+	rv, err := s.d.Redis.Voucher(ctx, sv.VoucherID)
+	if err != nil {
+		return "", err
+	}
+	switch {
+	case !rv.Exists:
+		return "rebuilt", s.rebuild(ctx, sv, "not loaded")
+	case rv.State == model.VoucherStateUnsafe:
+		s.d.Log.ErrorContext(ctx, "voucher stays unsafe until rebuilt: run `seckill rebuild --voucher N`", "voucher_id", sv.VoucherID)
+		return "unsafe", nil
+	case rv.State != model.VoucherStateOK:
+		// Frozen by a reconciler that died: the state is intact but
+		// unchecked, and frozen, so the facts are stable.
+		return "rebuilt", s.rebuild(ctx, sv, "left "+rv.State)
+	}
+	f, err := s.facts(ctx, sv, entries)
+	if err != nil {
+		return "", err
+	}
+	if rv.StockExists && rv.Stock == f.stock && rv.Buyers == int64(len(f.buyers)) {
+		return "ok", nil
+	}
+	// Without a freeze the reads race with live admissions; a rebuild
+	// under freeze reads the facts again and is right either way.
+	s.d.Log.WarnContext(ctx, "voucher redis state does not match the facts",
+		"voucher_id", sv.VoucherID, "initial", sv.InitialStock, "redis_stock", rv.Stock, "redis_buyers", rv.Buyers,
+		"db_orders", f.orders, "pending", f.pending, "want_stock", f.stock, "want_buyers", len(f.buyers))
+	return "rebuilt", s.rebuild(ctx, sv, "mismatch")
+}
+
+// facts are what the database and the stream say about one voucher.
+type facts struct {
+	orders, pending int
+	stock           int64
+	buyers          []int64
+}
+
+// facts reads the orders written and the orders pending in entries; read
+// the stream before calling (an order written in between is then counted
+// once, as written).
+func (s *AsyncSeckill) facts(ctx context.Context, sv *model.SeckillVoucher, entries []model.QueuedOrder) (facts, error) {
+	pending, err := s.pendingOf(ctx, sv.VoucherID, entries)
+	if err != nil {
+		return facts{}, err
+	}
+	dbBuyers, err := s.d.Orders.Buyers(ctx, sv.VoucherID)
+	if err != nil {
+		return facts{}, err
+	}
+	buyers := slices.Clone(dbBuyers)
+	for _, p := range pending {
+		buyers = append(buyers, p.UserID)
+	}
+	slices.Sort(buyers)
+	buyers = slices.Compact(buyers)
+	f := facts{
+		orders: len(dbBuyers), pending: len(pending), buyers: buyers,
+		stock: int64(sv.InitialStock - len(dbBuyers) - len(pending)),
+	}
+	if f.stock < 0 {
+		s.d.Log.ErrorContext(ctx, "orders and pending exceed the initial stock",
+			"voucher_id", sv.VoucherID, "initial", sv.InitialStock, "db_orders", f.orders, "pending", f.pending)
+		f.stock = 0
+	}
+	return f, nil
+}
+
+// rebuild freezes the voucher, reads the facts and replaces its Redis state
+// (state ok).
+func (s *AsyncSeckill) rebuild(ctx context.Context, sv *model.SeckillVoucher, why string) error {
+	if err := s.d.Redis.SetState(ctx, sv.VoucherID, model.VoucherStateFrozen); err != nil {
+		return err
+	}
+	entries, err := s.d.Queue.Entries(ctx)
+	if err != nil {
+		return err
+	}
+	f, err := s.facts(ctx, sv, entries)
+	if err != nil {
+		return err
+	}
+	if err := s.d.Redis.Load(ctx, sv, f.stock, f.buyers); err != nil {
+		return err
+	}
+	s.d.Log.InfoContext(ctx, "voucher rebuilt from facts", "voucher_id", sv.VoucherID, "reason", why,
+		"initial", sv.InitialStock, "db_orders", f.orders, "pending", f.pending, "stock", f.stock, "buyers", len(f.buyers))
+	return nil
+}
