@@ -1,0 +1,152 @@
+package repository
+
+import (
+	"context"
+	"errors"
+	"math/rand/v2"
+	"testing"
+
+	"seckill/model"
+)
+
+func stockAndOrders(t *testing.T, db *DB, vid int64) (stock int, orders int64) {
+	t.Helper()
+	sv, err := NewVouchers(db).GetSeckill(context.Background(), vid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	orders, _, err = NewOrders(db).CountOrders(context.Background(), vid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return sv.Stock, orders
+}
+
+// TestWriteBatch: the consumers' batch transaction writes every order or
+// none, decrements each voucher's stock by its count, and skips orders
+// already written (idempotence) but not an id held by another order.
+func TestWriteBatch(t *testing.T) {
+	ctx := context.Background()
+	for name, db := range databases(t) {
+		t.Run(name, func(t *testing.T) {
+			r := NewOrders(db)
+			a, b := newVoucher(t, db, 3), newVoucher(t, db, 1)
+			u := 1_000_000 + rand.Int64N(1<<40)
+			batch := []model.VoucherOrder{*order(a, u+1), *order(a, u+2), *order(b, u+1)}
+			existing, err := r.WriteBatch(ctx, batch)
+			if err != nil || len(existing) != 0 {
+				t.Fatalf("first write: got %v, %v, want none existing, nil", existing, err)
+			}
+			if s, n := stockAndOrders(t, db, a); s != 1 || n != 2 {
+				t.Errorf("voucher a: got stock %d, %d orders, want 1, 2", s, n)
+			}
+			if s, n := stockAndOrders(t, db, b); s != 0 || n != 1 {
+				t.Errorf("voucher b: got stock %d, %d orders, want 0, 1", s, n)
+			}
+
+			existing, err = r.WriteBatch(ctx, batch)
+			if err != nil || len(existing) != 3 {
+				t.Fatalf("redelivered batch: got %v, %v, want all 3 existing, nil", existing, err)
+			}
+			if s, n := stockAndOrders(t, db, a); s != 1 || n != 2 {
+				t.Errorf("redelivered batch changed voucher a: stock %d, %d orders, want 1, 2", s, n)
+			}
+
+			tests := []struct {
+				name  string
+				batch []model.VoucherOrder
+				want  error
+			}{
+				{"stock short", []model.VoucherOrder{*order(a, u+3), *order(a, u+4)}, model.ErrSoldOut},
+				{"duplicate user", []model.VoucherOrder{*order(a, u+1)}, model.ErrUniqueKey},
+				{"id of another order", []model.VoucherOrder{*order(a, u+6), {ID: batch[0].ID, UserID: u + 7, VoucherID: a}}, model.ErrOrderIDTaken},
+			}
+			for _, tt := range tests {
+				if _, err := r.WriteBatch(ctx, tt.batch); !errors.Is(err, tt.want) {
+					t.Errorf("%s: got %v, want %v", tt.name, err, tt.want)
+				}
+				if s, n := stockAndOrders(t, db, a); s != 1 || n != 2 {
+					t.Errorf("%s: got stock %d, %d orders, want 1, 2 (nothing written)", tt.name, s, n)
+				}
+			}
+		})
+	}
+}
+
+// TestWriteOneAndWritten: the per-order fallback reports an order already
+// written, refuses an id held by another order, and Written matches whole
+// orders, not ids.
+func TestWriteOneAndWritten(t *testing.T) {
+	ctx := context.Background()
+	for name, db := range databases(t) {
+		t.Run(name, func(t *testing.T) {
+			r := NewOrders(db)
+			vid := newVoucher(t, db, 1)
+			u := 1_000_000 + rand.Int64N(1<<40)
+			o := order(vid, u)
+			if existed, err := r.WriteOne(ctx, o); err != nil || existed {
+				t.Fatalf("write: got %v, %v, want false, nil", existed, err)
+			}
+			if existed, err := r.WriteOne(ctx, o); err != nil || !existed {
+				t.Errorf("rewrite: got %v, %v, want true, nil", existed, err)
+			}
+			other := &model.VoucherOrder{ID: o.ID, UserID: u + 1, VoucherID: vid, CreateTime: o.CreateTime, UpdateTime: o.UpdateTime}
+			if _, err := r.WriteOne(ctx, other); !errors.Is(err, model.ErrOrderIDTaken) {
+				t.Errorf("id of another order: got %v, want ErrOrderIDTaken", err)
+			}
+			if _, err := r.WriteOne(ctx, order(vid, u+2)); !errors.Is(err, model.ErrSoldOut) {
+				t.Errorf("no stock: got %v, want ErrSoldOut", err)
+			}
+			written, err := r.Written(ctx, []model.QueuedOrder{
+				{OrderID: o.ID, UserID: u, VoucherID: vid},
+				{OrderID: o.ID + 1, UserID: u, VoucherID: vid},
+			})
+			if err != nil || len(written) != 1 || !written[o.ID] {
+				t.Errorf("Written: got %v, %v, want only %d", written, err, o.ID)
+			}
+			if written, err := r.Written(ctx, []model.QueuedOrder{{OrderID: o.ID, UserID: u + 1, VoucherID: vid}}); err != nil || len(written) != 0 {
+				t.Errorf("Written with another user: got %v, %v, want none", written, err)
+			}
+			has, err := r.HasOrder(ctx, u, vid)
+			if err != nil || !has {
+				t.Errorf("HasOrder: got %v, %v, want true", has, err)
+			}
+			buyers, err := r.Buyers(ctx, vid)
+			if err != nil || len(buyers) != 1 || buyers[0] != u {
+				t.Errorf("Buyers: got %v, %v, want [%d]", buyers, err, u)
+			}
+		})
+	}
+}
+
+// TestMeta: the first value written under a name stays.
+func TestMeta(t *testing.T) {
+	ctx := context.Background()
+	for name, db := range databases(t) {
+		t.Run(name, func(t *testing.T) {
+			m := NewMeta(db)
+			key := "test_" + name + "_" + randomSuffix()
+			if v, err := m.Get(ctx, key); err != nil || v != "" {
+				t.Fatalf("missing: got %q, %v, want empty", v, err)
+			}
+			if err := m.InsertIfAbsent(ctx, key, "one"); err != nil {
+				t.Fatal(err)
+			}
+			if err := m.InsertIfAbsent(ctx, key, "two"); err != nil {
+				t.Fatalf("second insert: got %v, want nil", err)
+			}
+			if v, err := m.Get(ctx, key); err != nil || v != "one" {
+				t.Errorf("got %q, %v, want one (first writer wins)", v, err)
+			}
+		})
+	}
+}
+
+func randomSuffix() string {
+	const letters = "abcdefghijklmnopqrstuvwxyz0123456789"
+	b := make([]byte, 12)
+	for i := range b {
+		b[i] = letters[rand.IntN(len(letters))]
+	}
+	return string(b)
+}
