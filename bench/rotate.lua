@@ -1,0 +1,115 @@
+-- rotate.lua: the wrk script of `make bench`. Every request carries the next
+-- user token of the tokens file written by `seckill tokens` (userId,token
+-- lines), so that each request is a different user.
+--
+-- Environment (read in every wrk thread):
+--   BENCH_TOKENS  the tokens file (required)
+--   BENCH_METHOD  GET or POST (default GET)
+--   BENCH_ONCE    1: each token is used once; a thread whose share of the
+--                 tokens is spent wraps around and counts the reuse as
+--                 "wrapped" (the run then had too few tokens). 0: cycle freely.
+--
+-- Threads take disjoint shares of the file (line i goes to thread i mod n).
+-- response() tallies status codes and the envelope's "code"; done() prints
+-- one line per figure, "BENCH <name> <value>", that bench/run.sh reads:
+-- requests sent, responses received, 2xx, per-status and per-code counts,
+-- wrk's own error counters and latency percentiles in microseconds.
+
+local threads = {}
+local counter = 0
+
+function setup(thread)
+   thread:set("id", counter)
+   table.insert(threads, thread)
+   counter = counter + 1
+end
+
+function init(args)
+   local path = os.getenv("BENCH_TOKENS")
+   if path == nil or path == "" then
+      error("rotate.lua: BENCH_TOKENS is not set")
+   end
+   local nthreads = tonumber(os.getenv("BENCH_THREADS") or "1")
+   local method = os.getenv("BENCH_METHOD") or "GET"
+   once = os.getenv("BENCH_ONCE") == "1"
+   tokens = {}
+   local i = 0
+   local f = assert(io.open(path, "r"))
+   for line in f:lines() do
+      local tok = line:match("^%d+,(%S+)")
+      if tok ~= nil then
+         if i % nthreads == id then
+            table.insert(tokens, tok)
+         end
+         i = i + 1
+      end
+   end
+   f:close()
+   if #tokens == 0 then
+      error("rotate.lua: no tokens for thread " .. id .. " in " .. path)
+   end
+   ntokens = #tokens
+   wrk.method = method
+   wrk.headers["Content-Type"] = "application/json"
+   if method == "POST" then
+      wrk.body = ""
+   end
+   idx = 0
+   sent, received, wrapped = 0, 0, 0
+   statuses, codes = {}, {}
+end
+
+function request()
+   idx = idx + 1
+   if idx > #tokens then
+      idx = 1
+   end
+   sent = sent + 1
+   if once and sent > #tokens then
+      wrapped = wrapped + 1
+   end
+   wrk.headers["authorization"] = tokens[idx]
+   return wrk.format()
+end
+
+function response(status, headers, body)
+   received = received + 1
+   local s = tostring(status)
+   statuses[s] = (statuses[s] or 0) + 1
+   if status >= 300 then
+      local code = body:match('"code"%s*:%s*"([%u_]+)"') or "NONE"
+      codes[code] = (codes[code] or 0) + 1
+   end
+end
+
+function done(summary, latency, requests)
+   local total = { sent = 0, received = 0, wrapped = 0, tokens = 0 }
+   local st, cd = {}, {}
+   for _, t in ipairs(threads) do
+      total.sent = total.sent + t:get("sent")
+      total.received = total.received + t:get("received")
+      total.wrapped = total.wrapped + t:get("wrapped")
+      total.tokens = total.tokens + t:get("ntokens")
+      for k, v in pairs(t:get("statuses")) do st[k] = (st[k] or 0) + v end
+      for k, v in pairs(t:get("codes")) do cd[k] = (cd[k] or 0) + v end
+   end
+   local out = function(k, v) io.write(string.format("BENCH %s %s\n", k, tostring(v))) end
+   out("requests", summary.requests)
+   out("duration_us", summary.duration)
+   out("rps", string.format("%.1f", summary.requests / (summary.duration / 1e6)))
+   out("non2xx3xx", summary.errors.status)
+   out("err_connect", summary.errors.connect)
+   out("err_read", summary.errors.read)
+   out("err_write", summary.errors.write)
+   out("err_timeout", summary.errors.timeout)
+   out("sent", total.sent)
+   out("received", total.received)
+   out("wrapped", total.wrapped)
+   out("tokens", total.tokens)
+   for k, v in pairs(st) do out("status_" .. k, v) end
+   for k, v in pairs(cd) do out("code_" .. k, v) end
+   for _, p in ipairs({ 50, 90, 99 }) do
+      out("p" .. p .. "_us", latency:percentile(p))
+   end
+   out("max_us", latency.max)
+end
