@@ -285,12 +285,12 @@ func newAsync(d *deps, cfg config.Config, log *slog.Logger, locker lock.Locker, 
 }
 
 // stopWorkers asks the async consumers to finish their batch and waits
-// for them (bounded).
-func (a *app) stopWorkers(log *slog.Logger) {
+// for them until deadline.
+func (a *app) stopWorkers(log *slog.Logger, deadline time.Time) {
 	if a.consumers == nil {
 		return
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 9*time.Second)
+	ctx, cancel := context.WithDeadline(context.Background(), deadline)
 	defer cancel()
 	if err := a.consumers.Stop(ctx); err != nil {
 		log.Error("stop consumers", "err", err)
@@ -300,7 +300,7 @@ func (a *app) stopWorkers(log *slog.Logger) {
 // Close stops the async consumers (finishing their batch), then the
 // locker, then closes Redis and the database.
 func (a *app) Close(log *slog.Logger) {
-	a.stopWorkers(log)
+	a.stopWorkers(log, time.Now().Add(9*time.Second))
 	for _, c := range a.closers {
 		if err := c.Close(); err != nil {
 			log.Warn("close", "err", err)
@@ -336,12 +336,15 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger) error {
 	case <-ctx.Done():
 	}
 	log.Info("shutting down")
+	// Everything stops within the 10 seconds of the contract: the HTTP
+	// server first, then the consumers finish their batch.
+	deadline := time.Now().Add(9500 * time.Millisecond)
 	sctx, cancel := context.WithTimeout(context.Background(), 8*time.Second)
 	defer cancel()
 	if err := srv.Shutdown(sctx); err != nil {
 		return fmt.Errorf("shutdown: %w", err)
 	}
-	a.stopWorkers(log)
+	a.stopWorkers(log, deadline)
 	log.Info("stopped")
 	return nil
 }
