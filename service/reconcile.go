@@ -119,23 +119,36 @@ func (s *AsyncSeckill) reconcile(ctx context.Context) error {
 		if err := s.d.Redis.SetEpoch(ctx, dbEpoch); err != nil {
 			return err
 		}
-		for i := range live {
-			if err := s.rebuild(ctx, &live[i], why); err != nil {
-				return err
-			}
+		reasons := make([]string, len(live))
+		for i := range reasons {
+			reasons[i] = why
+		}
+		if err := s.rebuildAll(ctx, live, reasons); err != nil {
+			return err
 		}
 	case redisEpoch == dbEpoch:
 		entries, err := s.d.Queue.Entries(ctx)
 		if err != nil {
 			return fmt.Errorf("reconcile: read stream: %w", err)
 		}
+		byVoucher := groupByVoucher(entries)
 		counts := map[string]int{}
+		var stale []model.SeckillVoucher
+		var reasons []string
 		for i := range live {
-			outcome, err := s.check(ctx, &live[i], entries)
+			outcome, err := s.check(ctx, &live[i], byVoucher[live[i].VoucherID])
 			if err != nil {
 				return err
 			}
-			counts[outcome]++
+			if outcome == "ok" || outcome == model.VoucherStateUnsafe {
+				counts[outcome]++
+				continue
+			}
+			counts["rebuilt"]++
+			stale, reasons = append(stale, live[i]), append(reasons, outcome)
+		}
+		if err := s.rebuildAll(ctx, stale, reasons); err != nil {
+			return err
 		}
 		log.InfoContext(ctx, "redis state checked", "vouchers", len(live), "outcomes", counts)
 	default:
@@ -170,8 +183,8 @@ func (s *AsyncSeckill) resyncIDs(ctx context.Context) error {
 	return nil
 }
 
-// check verifies one live voucher of an intact Redis and rebuilds it when
-// needed; it returns what it found.
+// check verifies one live voucher of an intact Redis: "ok", "unsafe"
+// (left so), or the reason why it needs a rebuild.
 func (s *AsyncSeckill) check(ctx context.Context, sv *model.SeckillVoucher, entries []model.QueuedOrder) (string, error) {
 	rv, err := s.d.Redis.Voucher(ctx, sv.VoucherID)
 	if err != nil {
@@ -179,14 +192,14 @@ func (s *AsyncSeckill) check(ctx context.Context, sv *model.SeckillVoucher, entr
 	}
 	switch {
 	case !rv.Exists:
-		return "rebuilt", s.rebuild(ctx, sv, "not loaded")
+		return "not loaded", nil
 	case rv.State == model.VoucherStateUnsafe:
 		s.d.Log.ErrorContext(ctx, "voucher stays unsafe until rebuilt: run `seckill rebuild --voucher N`", "voucher_id", sv.VoucherID)
-		return "unsafe", nil
+		return model.VoucherStateUnsafe, nil
 	case rv.State != model.VoucherStateOK:
 		// Frozen by a reconciler that died: the state is intact but
 		// unchecked, and frozen, so the facts are stable.
-		return "rebuilt", s.rebuild(ctx, sv, "left "+rv.State)
+		return "left " + rv.State, nil
 	}
 	f, err := s.facts(ctx, sv, entries)
 	if err != nil {
@@ -200,7 +213,16 @@ func (s *AsyncSeckill) check(ctx context.Context, sv *model.SeckillVoucher, entr
 	s.d.Log.WarnContext(ctx, "voucher redis state does not match the facts",
 		"voucher_id", sv.VoucherID, "initial", sv.InitialStock, "redis_stock", rv.Stock, "redis_buyers", rv.Buyers,
 		"db_orders", f.orders, "pending", f.pending, "want_stock", f.stock, "want_buyers", len(f.buyers))
-	return "rebuilt", s.rebuild(ctx, sv, "mismatch")
+	return "mismatch", nil
+}
+
+// groupByVoucher splits stream entries by voucher.
+func groupByVoucher(entries []model.QueuedOrder) map[int64][]model.QueuedOrder {
+	out := make(map[int64][]model.QueuedOrder)
+	for _, e := range entries {
+		out[e.VoucherID] = append(out[e.VoucherID], e)
+	}
+	return out
 }
 
 // facts are what the database and the stream say about one voucher.
@@ -243,21 +265,38 @@ func (s *AsyncSeckill) facts(ctx context.Context, sv *model.SeckillVoucher, entr
 // rebuild freezes the voucher, reads the facts and replaces its Redis state
 // (state ok).
 func (s *AsyncSeckill) rebuild(ctx context.Context, sv *model.SeckillVoucher, why string) error {
-	if err := s.d.Redis.SetState(ctx, sv.VoucherID, model.VoucherStateFrozen); err != nil {
-		return err
+	return s.rebuildAll(ctx, []model.SeckillVoucher{*sv}, []string{why})
+}
+
+// rebuildAll freezes the vouchers (no admissions, no give-backs: their
+// facts stop moving, except orders going from the stream to the database),
+// reads the stream once, then the database, and replaces each voucher's
+// Redis state (state ok).
+func (s *AsyncSeckill) rebuildAll(ctx context.Context, vouchers []model.SeckillVoucher, reasons []string) error {
+	if len(vouchers) == 0 {
+		return nil
+	}
+	for _, sv := range vouchers {
+		if err := s.d.Redis.SetState(ctx, sv.VoucherID, model.VoucherStateFrozen); err != nil {
+			return err
+		}
 	}
 	entries, err := s.d.Queue.Entries(ctx)
 	if err != nil {
 		return err
 	}
-	f, err := s.facts(ctx, sv, entries)
-	if err != nil {
-		return err
+	byVoucher := groupByVoucher(entries)
+	for i := range vouchers {
+		sv := &vouchers[i]
+		f, err := s.facts(ctx, sv, byVoucher[sv.VoucherID])
+		if err != nil {
+			return err
+		}
+		if err := s.d.Redis.Load(ctx, sv, f.stock, f.buyers); err != nil {
+			return err
+		}
+		s.d.Log.InfoContext(ctx, "voucher rebuilt from facts", "voucher_id", sv.VoucherID, "reason", reasons[i],
+			"initial", sv.InitialStock, "db_orders", f.orders, "pending", f.pending, "stock", f.stock, "buyers", len(f.buyers))
 	}
-	if err := s.d.Redis.Load(ctx, sv, f.stock, f.buyers); err != nil {
-		return err
-	}
-	s.d.Log.InfoContext(ctx, "voucher rebuilt from facts", "voucher_id", sv.VoucherID, "reason", why,
-		"initial", sv.InitialStock, "db_orders", f.orders, "pending", f.pending, "stock", f.stock, "buyers", len(f.buyers))
 	return nil
 }
