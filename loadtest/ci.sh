@@ -16,7 +16,7 @@ set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 root="$(cd "$here/.." && pwd)"
 cd "$root"
-# shellcheck source=../.ci/env.sh
+# shellcheck source=.ci/env.sh
 [[ -n "${SECKILL_MYSQL_DSN:-}" && -n "${SECKILL_REDIS_ADDR:-}" ]] || source "$root/.ci/env.sh"
 export PATH="/usr/local/go/bin:${PATH}"
 

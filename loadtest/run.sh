@@ -44,9 +44,10 @@ here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 root="$(cd "$here/.." && pwd)"
 cd "$root"
 
-# shellcheck source=../.ci/env.sh
+# shellcheck source=.ci/env.sh
 [[ -n "${SECKILL_MYSQL_DSN:-}" && -n "${SECKILL_REDIS_ADDR:-}" ]] || source "$root/.ci/env.sh"
 export PATH="/usr/local/go/bin:${PATH}"
+export LC_ALL=C
 
 # ------------------------------------------------------------------ settings
 MODE="${MODE:-lua}"
@@ -138,8 +139,9 @@ ensure_jmeter() {
 	if ! command -v jmeter >/dev/null || ! command -v javac >/dev/null; then
 		log "installing Debian's jmeter and a JDK"
 		export DEBIAN_FRONTEND=noninteractive NEEDRESTART_MODE=a
-		apt-get update -qq && apt-get install -y -qq --no-install-recommends jmeter default-jdk-headless >/dev/null ||
+		if ! { apt-get update -qq && apt-get install -y -qq --no-install-recommends jmeter default-jdk-headless >/dev/null; }; then
 			die "apt-get install jmeter failed"
+		fi
 	fi
 }
 
@@ -342,8 +344,24 @@ if [[ "$ORDER_MODE" == async ]]; then
 fi
 
 # ------------------------------------------------------------------ report
-# shellcheck disable=SC1091
-source "$OUT/summary.env"
+# kv FILE KEY: the value of KEY in a KEY=VALUE file ("" when absent).
+kv() { awk -v k="$2" 'index($0, k "=") == 1 { v = substr($0, length(k) + 2) } END { print v }' "$1"; }
+num() { # num FILE KEY: a number, 0 when absent
+	local v
+	v="$(kv "$1" "$2")"
+	[[ "$v" =~ ^[0-9]+(\.[0-9]+)?$ ]] && echo "$v" || echo 0
+}
+purchases="$(num "$OUT/summary.env" purchases)"
+rps="$(num "$OUT/summary.env" rps)"
+p50_ms="$(num "$OUT/summary.env" p50_ms)"
+p95_ms="$(num "$OUT/summary.env" p95_ms)"
+p99_ms="$(num "$OUT/summary.env" p99_ms)"
+declare -A code=()
+all_codes=(OK SOLD_OUT DUPLICATE_ORDER SECKILL_NOT_STARTED SECKILL_ENDED VOUCHER_NOT_FOUND INVALID_ARGUMENT
+	UNAUTHORIZED FORBIDDEN RATE_LIMITED UNAVAILABLE INTERNAL OTHER TRANSPORT)
+for c in "${all_codes[@]}"; do
+	code[$c]="$(num "$OUT/summary.env" "code_$c")"
+done
 uk="$(metric seckill_unique_key_rejections_total)"
 refused="$(metric seckill_lock_not_obtained_total)"
 dup_server="$(metric seckill_seckill_outcomes_total 'code="DUPLICATE_ORDER"')"
@@ -360,11 +378,15 @@ oversold=no
 ((orders > initial || stock < 0)) && oversold=yes
 consistent=yes
 ((${#violations[@]} == 0)) || consistent=no
-unexpected=$((code_OTHER + code_TRANSPORT + code_UNAVAILABLE + code_INTERNAL + code_UNAUTHORIZED + code_FORBIDDEN + code_INVALID_ARGUMENT + code_VOUCHER_NOT_FOUND + code_RATE_LIMITED + code_SECKILL_NOT_STARTED + code_SECKILL_ENDED))
+# Anything but 200 and the 409s SOLD_OUT / DUPLICATE_ORDER is unexpected here.
+unexpected=0
 other_codes=""
-for c in SECKILL_NOT_STARTED SECKILL_ENDED VOUCHER_NOT_FOUND INVALID_ARGUMENT UNAUTHORIZED FORBIDDEN RATE_LIMITED UNAVAILABLE INTERNAL OTHER TRANSPORT; do
-	v="code_$c"
-	((${!v} > 0)) && other_codes+="$c=${!v} "
+for c in "${all_codes[@]}"; do
+	case "$c" in OK | SOLD_OUT | DUPLICATE_ORDER) continue ;; esac
+	if ((code[$c] > 0)); then
+		unexpected=$((unexpected + code[$c]))
+		other_codes+="$c=${code[$c]} "
+	fi
 done
 
 {
@@ -374,9 +396,9 @@ done
 		"voucher" "$voucher (initial stock $initial)" \
 		"users x purchases each" "$USERS x $DUPS (spacing ${SPACING_MS} ms)" \
 		"requests" "$purchases" \
-		"200 OK" "$code_OK" \
-		"409 SOLD_OUT" "$code_SOLD_OUT" \
-		"409 DUPLICATE_ORDER" "$code_DUPLICATE_ORDER" \
+		"200 OK" "${code[OK]}" \
+		"409 SOLD_OUT" "${code[SOLD_OUT]}" \
+		"409 DUPLICATE_ORDER" "${code[DUPLICATE_ORDER]}" \
 		"  of which lock refused" "$refused" \
 		"  of which past lock, tx check" "$past_lock" \
 		"  of which unique key (DB)" "$uk (audit counter: $duprej_redis)" \
@@ -389,7 +411,7 @@ done
 		"req/s" "$rps" \
 		"latency p50 / p95 / p99 (ms)" "$p50_ms / $p95_ms / $p99_ms" \
 		"lock breaches" "$breaches" \
-		"server OK count / driver 200s" "$ok_server / $code_OK"
+		"server OK count / driver 200s" "$ok_server / ${code[OK]}"
 	for v in "${violations[@]}"; do
 		printf '  VIOLATION invariant %s\n' "$v"
 	done
@@ -403,13 +425,13 @@ instances=$INSTANCES
 setting=$setting
 driver=$DRIVER
 requests=$purchases
-ok=$code_OK
-sold_out=$code_SOLD_OUT
-duplicate=$code_DUPLICATE_ORDER
+ok=${code[OK]}
+sold_out=${code[SOLD_OUT]}
+duplicate=${code[DUPLICATE_ORDER]}
 lock_refused=$refused
 past_lock=$past_lock
 unique_key=$uk
-other_codes="${other_codes% }"
+other_codes=${other_codes% }
 orders=$orders
 initial=$initial
 oversold=$oversold
