@@ -58,7 +58,7 @@ func openDeps(ctx context.Context, cfg config.Config, log *slog.Logger) (*deps, 
 		return nil, fmt.Errorf("SECKILL_REDIS_ADDR: %s unreachable: %w", addr, err)
 	}
 	for _, a := range cfg.RedlockAddrs {
-		c := repository.NewRedisClient(a)
+		c := repository.NewRedlockNodeClient(a)
 		d.owned = append(d.owned, c)
 		if err := repository.PingRedis(ctx, c); err != nil {
 			log.WarnContext(ctx, "redlock node unreachable at start", "addr", a, "err", err)

@@ -185,12 +185,13 @@ func newApp(ctx context.Context, cfg config.Config, log *slog.Logger) (_ *app, e
 	}
 
 	lockDeps := lock.Deps{Redis: d.Redis, Nodes: d.Nodes, ZKServers: cfg.ZKAddrs, Scripts: lua.LockScripts()}
-	if !d.DB.Embedded {
-		sqlDB, err := d.DB.Gorm.DB()
+	if cfg.LockMode == "mysql" {
+		lockDB, err := repository.OpenLockDB(ctx, cfg.MySQLDSN)
 		if err != nil {
 			return nil, err
 		}
-		lockDeps.DB = sqlDB
+		a.closers = append(a.closers, lockDB)
+		lockDeps.DB = lockDB
 	}
 	locker, err := lock.New(cfg.LockMode, lockDeps, lock.WithTTL(cfg.LockTTL))
 	if err != nil {

@@ -158,7 +158,7 @@ func Load(getenv func(string) string) (Config, error) {
 // Validate checks the configuration; each error names its variable.
 func (c *Config) Validate() error {
 	var errs []error
-	if _, _, err := net.SplitHostPort(c.HTTPAddr); err != nil {
+	if _, port, err := net.SplitHostPort(c.HTTPAddr); err != nil || (port != "0" && !validPort(port)) {
 		errs = append(errs, fmt.Errorf("SECKILL_HTTP_ADDR: %q is not host:port", c.HTTPAddr))
 	}
 	if c.MySQLDSN != "" {
@@ -247,11 +247,15 @@ func (c *Config) Secret() (secret string, isDev bool) {
 // LogValue masks secrets for the startup log line.
 func (c Config) LogValue() slog.Value {
 	dsn := c.MySQLDSN
-	if cfg, err := mysql.ParseDSN(dsn); err == nil && dsn != "" {
-		if cfg.Passwd != "" {
+	if dsn != "" {
+		cfg, err := mysql.ParseDSN(dsn)
+		switch {
+		case err != nil:
+			dsn = "(unparseable)"
+		case cfg.Passwd != "":
 			cfg.Passwd = "***"
+			dsn = cfg.FormatDSN()
 		}
-		dsn = cfg.FormatDSN()
 	}
 	secret := "(development default)"
 	if c.JWTSecret != "" {
@@ -296,7 +300,12 @@ func list(v string) []string {
 
 func validHostPort(a string) bool {
 	host, port, err := net.SplitHostPort(a)
-	return err == nil && host != "" && port != ""
+	return err == nil && host != "" && validPort(port)
+}
+
+func validPort(p string) bool {
+	n, err := strconv.Atoi(p)
+	return err == nil && n >= 1 && n <= 65535
 }
 
 func contains(list []string, s string) bool {

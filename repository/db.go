@@ -5,6 +5,7 @@ package repository
 
 import (
 	"context"
+	"database/sql"
 	"database/sql/driver"
 	"errors"
 	"fmt"
@@ -88,6 +89,26 @@ func OpenMySQL(ctx context.Context, dsn string) (*DB, error) {
 		return nil, fmt.Errorf("SECKILL_MYSQL_DSN: open: %w", err)
 	}
 	return &DB{Gorm: g, plain: plain}, nil
+}
+
+// OpenLockDB opens a pool of its own for the mysql lock backend: every held
+// GET_LOCK pins a connection, so sharing the order transactions' pool could
+// starve them (each request holding a lock connection while waiting for a
+// transaction connection).
+func OpenLockDB(ctx context.Context, dsn string) (*sql.DB, error) {
+	db, err := sql.Open("mysql", dsn)
+	if err != nil {
+		return nil, fmt.Errorf("SECKILL_MYSQL_DSN: %w", err)
+	}
+	db.SetMaxOpenConns(256)
+	db.SetMaxIdleConns(64)
+	pctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	if err := db.PingContext(pctx); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("SECKILL_MYSQL_DSN: lock pool: %w", err)
+	}
+	return db, nil
 }
 
 // OpenEmbedded opens (creating) the SQLite file seckill.db under dir. WAL, a

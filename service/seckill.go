@@ -166,7 +166,7 @@ func (s *Seckill) Buy(ctx context.Context, userID, voucherID int64) (int64, erro
 		}
 	case errors.Is(err, model.ErrStaleFence):
 		s.obs.StaleFenceRejected()
-		s.log.WarnContext(ctx, "stale fencing token refused", "voucher_id", voucherID, "user_id", userID, "token", fence.Token)
+		s.log.WarnContext(ctx, "stale fencing token refused", "voucher_id", voucherID, "user_id", userID, "fence", fence)
 	}
 	return 0, err
 }
