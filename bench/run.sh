@@ -449,7 +449,8 @@ slap_bench() {
 	MYSQL_PWD="$db_pass" "$SLAP" "${args[@]}" --query="$q" >"$OUT/$name.txt" 2>&1 || die "mariadb-slap failed: $(tail -3 "$OUT/$name.txt")"
 	m1="$(cpu_ticks "${mariadb_pid:-0}")"
 	q1="$(db_counters)"
-	put "$name" cmd "MYSQL_PWD=... $(basename "$SLAP") ${args[*]} --query=\"$q\""
+	local shown="${args[*]}"
+	put "$name" cmd "MYSQL_PWD=... $(basename "$SLAP") ${shown/--delimiter=;/--delimiter=\';\'} --query=\"$q\""
 	secs="$(awk -F': ' '/Average number of seconds/{print $2+0}' "$OUT/$name.txt")"
 	read -r _ _ orders distinct < <(db_state "$slap_voucher")
 	txns=$((SLAP_TXNS * CONNS))
@@ -694,6 +695,8 @@ with SECKILL_MYSQL_DSN, SECKILL_REDIS_ADDR, SECKILL_REDLOCK_ADDRS and
 SECKILL_ZK_ADDRS of .ci/env.sh, one fresh process per row.
 EOF
 } >"$RESULTS.tmp"
+# Paths relative to the repository, as a reader would type them.
+sed -i "s|$root/||g" "$RESULTS.tmp"
 
 [[ -f "$here/NOTES.md" ]] && {
 	printf '\n' >>"$RESULTS.tmp"
