@@ -187,9 +187,8 @@ func TestAsyncCrashRecovery(t *testing.T) {
 		t.Fatal(err)
 	}
 	<-a.done
-	if n, _ := stockOf(t, vid); n != stock {
-		t.Fatalf("database stock after the crash: got %d, want %d (A wrote nothing)", n, stock)
-	}
+	// (Consumers of other processes on the same Redis may have written some
+	// of the orders A had not read; the invariants below hold regardless.)
 
 	envB := map[string]string{"SECKILL_CLAIM_IDLE": "1s"}
 	for k, v := range env {

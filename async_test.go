@@ -5,15 +5,18 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/alicebob/miniredis/v2"
 	"github.com/redis/go-redis/v9"
 
+	"seckill/config"
 	"seckill/model"
 	"seckill/repository"
 )
@@ -91,6 +94,55 @@ func checkInvariant5(t *testing.T, rdb redis.UniversalClient, vid int64, a audit
 	}
 }
 
+// asyncApp is testApp in async mode with the app's log kept and shown when
+// the test fails.
+func asyncApp(t *testing.T, env map[string]string) *app {
+	t.Helper()
+	dsn, redisAddr := integrationEnv(t)
+	vars := map[string]string{
+		"SECKILL_MYSQL_DSN": dsn, "SECKILL_REDIS_ADDR": redisAddr, "SECKILL_HTTP_ADDR": "127.0.0.1:0",
+		"SECKILL_ORDER_MODE": "async", "SECKILL_LOCK_MODE": "lua",
+	}
+	for k, v := range env {
+		vars[k] = v
+	}
+	cfg, err := config.Load(func(k string) string { return vars[k] })
+	if err != nil {
+		t.Fatalf("config: %v", err)
+	}
+	buf := &syncBuffer{}
+	log := slog.New(slog.NewTextHandler(buf, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	a, err := newApp(context.Background(), cfg, log)
+	if err != nil {
+		t.Fatalf("newApp: %v", err)
+	}
+	t.Cleanup(func() {
+		a.Close(log)
+		if t.Failed() {
+			t.Logf("app log (last 8 KiB):\n%s", tail(buf.Bytes(), 8192))
+		}
+	})
+	return a
+}
+
+// syncBuffer is a bytes.Buffer safe for concurrent writers.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) Bytes() []byte {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return bytes.Clone(s.b.Bytes())
+}
+
 func testRedis(t *testing.T, addr string) *redis.Client {
 	t.Helper()
 	c := repository.NewRedisClient(addr)
@@ -102,7 +154,7 @@ func testRedis(t *testing.T, addr string) *redis.Client {
 // users, 4 requests each at once, 100 units; after the stream drains all
 // five invariants hold.
 func TestAsyncConcurrentSeckill(t *testing.T) {
-	a := testApp(t, map[string]string{"SECKILL_LOCK_MODE": "lua", "SECKILL_ORDER_MODE": "async", "SECKILL_CONSUMERS": "2"})
+	a := asyncApp(t, map[string]string{"SECKILL_CONSUMERS": "2"})
 	_, redisAddr := integrationEnv(t)
 	db := openTestDB(t)
 	const users, dup, stock = 250, 4, 100
@@ -150,7 +202,7 @@ func TestAsyncConcurrentSeckill(t *testing.T) {
 // and buyer mark go back to Redis, its status reads failed, and invariant 5
 // holds. An entry that cannot be parsed is dead-lettered too.
 func TestAsyncPoisonMessage(t *testing.T) {
-	a := testApp(t, map[string]string{"SECKILL_LOCK_MODE": "lua", "SECKILL_ORDER_MODE": "async"})
+	a := asyncApp(t, nil)
 	_, redisAddr := integrationEnv(t)
 	rdb := testRedis(t, redisAddr)
 	db := openTestDB(t)
@@ -256,8 +308,8 @@ func TestAsyncRedisDataLost(t *testing.T) {
 	}
 	t.Cleanup(m.Close)
 	rdb := testRedis(t, m.Addr())
-	env := map[string]string{"SECKILL_LOCK_MODE": "lua", "SECKILL_ORDER_MODE": "async", "SECKILL_REDIS_ADDR": m.Addr(), "SECKILL_REDLOCK_ADDRS": ""}
-	a1 := testApp(t, env)
+	env := map[string]string{"SECKILL_REDIS_ADDR": m.Addr()}
+	a1 := asyncApp(t, env)
 	db := openTestDB(t)
 	const stock = 10
 	vid := publishVoucher(t, a1.Handler, stock)
@@ -275,7 +327,7 @@ func TestAsyncRedisDataLost(t *testing.T) {
 		t.Errorf("after FLUSHALL: got %d %s, want 503 UNAVAILABLE (not loaded)", r.Status, r.Body.Code)
 	}
 
-	a2 := testApp(t, env)
+	a2 := asyncApp(t, env)
 	state, err := rdb.HGet(context.Background(), repository.VoucherKey(vid), "state").Result()
 	if err != nil || state != model.VoucherStateUnsafe {
 		t.Errorf("after a start on the emptied redis: got state %q (%v), want unsafe", state, err)

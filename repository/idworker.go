@@ -65,6 +65,9 @@ func (w *IDWorker) NextID(ctx context.Context) (int64, error) {
 // but lost with Redis, none of which the database shows.
 const resyncMargin = 1 << 20
 
+// resyncCap bounds what Resync sets the counter to.
+const resyncCap = 1 << 31
+
 // IDSequence repairs the ID worker's daily sequence after Redis lost it.
 type IDSequence struct {
 	rdb redis.UniversalClient
@@ -85,14 +88,17 @@ func (s *IDSequence) Resync(ctx context.Context) error {
 	now := s.now().UTC()
 	dayStart := time.Date(now.Year(), now.Month(), now.Day(), 0, 0, 0, 0, time.UTC)
 	var maxSeq int64
+	first := (dayStart.Unix() - IDEpoch.Unix()) << 32
 	err := s.db.Gorm.WithContext(ctx).Raw(
-		"SELECT COALESCE(MAX(id & 4294967295), 0) FROM tb_voucher_order WHERE id >= ?",
-		(dayStart.Unix()-IDEpoch.Unix())<<32).Scan(&maxSeq).Error
+		"SELECT COALESCE(MAX(id & 4294967295), 0) FROM tb_voucher_order WHERE id >= ? AND id < ?",
+		first, first+(86400<<32)).Scan(&maxSeq).Error
 	if err != nil {
 		return fmt.Errorf("id sequence: %w", translate(err))
 	}
 	key := "icr:order:" + now.Format("2006:01:02")
-	want := maxSeq + resyncMargin
+	// Half the 32-bit space at most: an id that did not come from the
+	// worker (a row written by hand) must not exhaust the day.
+	want := min(maxSeq+resyncMargin, resyncCap)
 	cur, err := s.rdb.Get(ctx, key).Int64()
 	if err != nil && !errors.Is(err, redis.Nil) {
 		return redisErr(err)

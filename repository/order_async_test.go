@@ -111,6 +111,13 @@ func TestWriteOneAndWritten(t *testing.T) {
 			if err != nil || !has {
 				t.Errorf("HasOrder: got %v, %v, want true", has, err)
 			}
+			stock, initial, orders, distinct, err := r.Tally(ctx, vid)
+			if err != nil || stock != 0 || initial != 1 || orders != 1 || distinct != 1 {
+				t.Errorf("Tally: got %d, %d, %d, %d, %v, want 0, 1, 1, 1, nil", stock, initial, orders, distinct, err)
+			}
+			if _, _, _, _, err := r.Tally(ctx, -1); !errors.Is(err, model.ErrVoucherNotFound) {
+				t.Errorf("Tally of an unknown voucher: got %v, want ErrVoucherNotFound", err)
+			}
 			buyers, err := r.Buyers(ctx, vid)
 			if err != nil || len(buyers) != 1 || buyers[0] != u {
 				t.Errorf("Buyers: got %v, %v, want [%d]", buyers, err, u)

@@ -175,10 +175,11 @@ func (s *AsyncSeckill) Audit(ctx context.Context, voucherID int64) (*model.Audit
 	if voucherID <= 0 {
 		return nil, model.InvalidArgument("id", "must be a positive number")
 	}
-	sv, err := s.d.Vouchers.GetSeckill(ctx, voucherID)
-	if err != nil {
+	if _, err := s.d.Vouchers.GetSeckill(ctx, voucherID); err != nil {
 		return nil, err
 	}
+	// Redis, then the stream, then the database: an order written
+	// meanwhile moves from pending to written and is counted once.
 	rv, err := s.d.Redis.Voucher(ctx, voucherID)
 	if err != nil {
 		return nil, err
@@ -191,7 +192,7 @@ func (s *AsyncSeckill) Audit(ctx context.Context, voucherID int64) (*model.Audit
 	if err != nil {
 		return nil, err
 	}
-	orders, distinct, err := s.d.Orders.CountOrders(ctx, voucherID)
+	stock, initial, orders, distinct, err := s.d.Orders.Tally(ctx, voucherID)
 	if err != nil {
 		return nil, err
 	}
@@ -201,7 +202,7 @@ func (s *AsyncSeckill) Audit(ctx context.Context, voucherID int64) (*model.Audit
 	}
 	n := int64(len(pending))
 	a := &model.Audit{
-		VoucherID: voucherID, InitialStock: sv.InitialStock, Stock: sv.Stock,
+		VoucherID: voucherID, InitialStock: initial, Stock: stock,
 		Orders: orders, DistinctUsers: distinct, DuplicateRejections: dups, Pending: &n,
 	}
 	if rv.StockExists {

@@ -90,6 +90,10 @@ type AsyncOrderStore interface {
 	Written(ctx context.Context, entries []model.QueuedOrder) (map[int64]bool, error)
 	// HasOrder reports whether the user has an order for the voucher.
 	HasOrder(ctx context.Context, userID, voucherID int64) (bool, error)
+	// Tally returns the voucher's stock, initial stock, orders and
+	// distinct buyers from one consistent read;
+	// model.ErrVoucherNotFound for an unknown voucher.
+	Tally(ctx context.Context, voucherID int64) (stock, initial int, orders, distinctUsers int64, err error)
 }
 
 // AsyncVoucherStore adds the listing of live vouchers to VoucherStore.
