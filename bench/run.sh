@@ -231,7 +231,8 @@ stop_server() {
 	server_pid=""
 }
 
-# publish STOCK: creates a seckill voucher through the admin API, prints its id.
+# publish STOCK: creates a seckill voucher through the admin API; its id goes
+# to $published and to the vouchers cleaned up at exit (so: no subshell).
 publish() {
 	local begin end body id
 	begin="$(date -u -d '-1 min' +%Y-%m-%dT%H:%M:%SZ)"
@@ -240,7 +241,7 @@ publish() {
 	id="$(curl -fsS -X POST -H "authorization: $ADMIN" -H 'content-type: application/json' \
 		-d "$body" "$BASE/voucher/seckill" | jq -er '.data')" || die "publishing a voucher failed"
 	vouchers+=("$id")
-	printf '%s' "$id"
+	published="$id"
 }
 
 # wrk_run NAME METHOD PATH ONCE: one wrk run with bench/rotate.lua; its BENCH
@@ -418,7 +419,8 @@ wrk_run noop GET /debug/noop 0
 check_wrk noop
 [[ "$(get noop non2xx3xx)" == 0 ]] || violate noop "$(get noop non2xx3xx) non-2xx responses from the no-op endpoint"
 
-SOLD_V="$(publish 1)"
+publish 1
+SOLD_V="$published"
 first="$(curl -sS -X POST -H "authorization: $FIRST_USER" "$BASE/voucher-order/seckill/$SOLD_V")"
 [[ "$(jq -r '.success' <<<"$first")" == true ]] || die "buying the only voucher of $SOLD_V failed: $first"
 wrk_run soldout POST "/voucher-order/seckill/$SOLD_V" 0
@@ -479,7 +481,8 @@ seckill_run() {
 	local name=$1 v n200 inflight orders
 	log "seckill $name"
 	start_server "$2" "$3" "$name"
-	v="$(publish 10000000)"
+	publish 10000000
+	v="$published"
 	wrk_run "$name" POST "/voucher-order/seckill/$v" 1
 	check_wrk "$name"
 	audit "$name" "$v"
