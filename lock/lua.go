@@ -62,9 +62,24 @@ func (s *Lua) Obtain(ctx context.Context, key string) (Lock, error) {
 		return n > 0, nil
 	})
 	if err != nil {
+		// The script may have run even though its answer was lost (the
+		// context ended or the connection broke in flight): give back
+		// whatever this owner may hold instead of leaving it for the lease.
+		s.abandon(ctx, key, owner)
 		return nil, err
 	}
 	return &luaLock{s: s, key: key, owner: owner, token: token}, nil
+}
+
+// abandon runs the compare-and-delete for owner on a detached context; it
+// deletes nothing unless owner holds key.
+func (s *Lua) abandon(ctx context.Context, key, owner string) {
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.opts.ReleaseTimeout)
+	defer cancel()
+	// Best effort: on failure the lease still frees the key.
+	if err := s.scripts.Unlock.Run(rctx, s.client, []string{key}, owner).Err(); err != nil {
+		return
+	}
 }
 
 type luaLock struct {

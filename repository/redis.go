@@ -25,6 +25,8 @@ func NewRedisClient(addr string) *redis.Client {
 		MinIdleConns:  8,
 		MaxRetries:    1,
 		DialerRetries: 2,
+		// The request deadline bounds Redis calls too, not only ReadTimeout.
+		ContextTimeoutEnabled: true,
 	})
 }
 
@@ -33,13 +35,14 @@ func NewRedisClient(addr string) *redis.Client {
 // one refused dial, not half a second of redials, on every lock attempt.
 func NewRedlockNodeClient(addr string) *redis.Client {
 	return redis.NewClient(&redis.Options{
-		Addr:          addr,
-		DialTimeout:   500 * time.Millisecond,
-		ReadTimeout:   time.Second,
-		WriteTimeout:  time.Second,
-		PoolSize:      128,
-		MaxRetries:    -1,
-		DialerRetries: 1,
+		Addr:                  addr,
+		DialTimeout:           500 * time.Millisecond,
+		ReadTimeout:           time.Second,
+		WriteTimeout:          time.Second,
+		PoolSize:              128,
+		MaxRetries:            -1,
+		DialerRetries:         1,
+		ContextTimeoutEnabled: true,
 	})
 }
 
