@@ -87,6 +87,10 @@ func Deadline(d time.Duration) gin.HandlerFunc {
 		return func(c *gin.Context) { c.Next() }
 	}
 	return func(c *gin.Context) {
+		if strings.HasPrefix(c.Request.URL.Path, "/debug/pprof/") {
+			c.Next() // profiles run for as long as they were asked to
+			return
+		}
 		ctx, cancel := context.WithTimeout(c.Request.Context(), d)
 		defer cancel()
 		c.Request = c.Request.WithContext(ctx)

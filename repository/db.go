@@ -50,6 +50,9 @@ func OpenMySQL(ctx context.Context, dsn string) (*DB, error) {
 		return nil, fmt.Errorf("SECKILL_MYSQL_DSN: %w", err)
 	}
 	cfg.ParseTime = true
+	// Client-side interpolation: one round trip per statement, no
+	// PREPARE/CLOSE pair per statement per transaction.
+	cfg.InterpolateParams = true
 	if cfg.Timeout == 0 {
 		cfg.Timeout = 3 * time.Second
 	}
@@ -62,7 +65,6 @@ func OpenMySQL(ctx context.Context, dsn string) (*DB, error) {
 	g, err := gorm.Open(gormmysql.New(gormmysql.Config{DSNConfig: cfg}), &gorm.Config{
 		Logger:                 gormlogger.Discard,
 		SkipDefaultTransaction: true,
-		PrepareStmt:            true,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("SECKILL_MYSQL_DSN: open: %w", err)

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/go-sql-driver/mysql"
 	"gorm.io/gorm"
 
 	"seckill/model"
@@ -23,10 +24,28 @@ func NewOrders(db *DB) *Orders { return &Orders{db: db.Gorm, plain: db.unprepare
 // runs on the transaction handle; the stock update's RowsAffected decides
 // sold out; a unique-key violation is a duplicate that the lock let through.
 func (r *Orders) CreateOrder(ctx context.Context, o *model.VoucherOrder, fence *model.Fence) error {
-	err := r.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
-		return createOrder(tx, o, fence)
-	})
+	var err error
+	for attempt := 0; attempt < deadlockRetries; attempt++ {
+		err = r.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+			return createOrder(tx, o, fence)
+		})
+		if !isDeadlock(err) {
+			break
+		}
+	}
 	return orderErr(err)
+}
+
+// deadlockRetries bounds the attempts of an order transaction that InnoDB
+// chose as a deadlock victim. Deadlocks need concurrent inserts of one
+// (user, voucher), which only a lock that failed lets through: the retry
+// then finds the other order and answers DUPLICATE_ORDER.
+const deadlockRetries = 3
+
+// isDeadlock reports MySQL's ER_LOCK_DEADLOCK (1213).
+func isDeadlock(err error) bool {
+	var me *mysql.MySQLError
+	return errors.As(err, &me) && me.Number == 1213
 }
 
 // orderErr passes the business errors of the order transaction through
@@ -57,6 +76,15 @@ func createOrder(tx *gorm.DB, o *model.VoucherOrder, fence *model.Fence) error {
 	if n > 0 {
 		return model.ErrDuplicateOrder
 	}
+	// The insert comes before the stock update so that the hot stock row
+	// stays locked for one round trip (the commit), not two; the outcome is
+	// the same, since a failed update rolls the insert back.
+	if err := tx.Create(o).Error; err != nil {
+		if isUniqueViolation(err) {
+			return fmt.Errorf("%w: %w", model.ErrDuplicateOrder, model.ErrUniqueKey)
+		}
+		return err
+	}
 	res := tx.Model(&model.SeckillVoucher{}).
 		Where("voucher_id = ? AND stock > 0", o.VoucherID).
 		Update("stock", gorm.Expr("stock - 1"))
@@ -65,12 +93,6 @@ func createOrder(tx *gorm.DB, o *model.VoucherOrder, fence *model.Fence) error {
 	}
 	if res.RowsAffected == 0 {
 		return model.ErrSoldOut
-	}
-	if err := tx.Create(o).Error; err != nil {
-		if isUniqueViolation(err) {
-			return fmt.Errorf("%w: %w", model.ErrDuplicateOrder, model.ErrUniqueKey)
-		}
-		return err
 	}
 	return nil
 }
