@@ -354,3 +354,33 @@ func TestEveryLockModeServes(t *testing.T) {
 		})
 	}
 }
+
+// TestRateLimit: with SECKILL_RATE_LIMIT=2 one user's burst of 10 requests
+// gets at most 4 past the limiter (the burst spans at most two one-second
+// windows) and the rest 429 RATE_LIMITED; without it nothing is limited.
+func TestRateLimit(t *testing.T) {
+	for _, limit := range []string{"2", ""} {
+		t.Run("limit="+limit, func(t *testing.T) {
+			a := testApp(t, map[string]string{"SECKILL_LOCK_MODE": "lua", "SECKILL_RATE_LIMIT": limit})
+			vid := publishVoucher(t, a.Handler, 5)
+			tok, _ := devTokens().Issue(randomBase(), "user")
+			limited := 0
+			for i := 0; i < 10; i++ {
+				r := call(t, a.Handler, http.MethodPost, fmt.Sprintf("/voucher-order/seckill/%d", vid), tok, nil)
+				switch {
+				case r.Status == http.StatusTooManyRequests && r.Body.Code == "RATE_LIMITED":
+					limited++
+				case r.Status == http.StatusOK || r.Status == http.StatusConflict:
+				default:
+					t.Errorf("got %d %s, want 200, 409 or 429 RATE_LIMITED", r.Status, r.Body.Code)
+				}
+			}
+			if limit != "" && limited < 6 {
+				t.Errorf("got %d rate-limited of 10, want ≥ 6", limited)
+			}
+			if limit == "" && limited != 0 {
+				t.Errorf("no limit configured: got %d rate-limited, want 0", limited)
+			}
+		})
+	}
+}

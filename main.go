@@ -241,6 +241,7 @@ func newApp(ctx context.Context, cfg config.Config, log *slog.Logger) (_ *app, e
 		Ready:          d.Ready,
 		Development:    cfg.Env == "development",
 		RequestTimeout: cfg.RequestTimeout,
+		RateLimit:      cfg.RateLimit,
 	})
 	return a, nil
 }

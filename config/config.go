@@ -45,6 +45,10 @@ type Config struct {
 	// (SECKILL_DEV_CRITICAL_DELAY, default 0). Load tests set it longer than
 	// the lock lease to show which lock designs break.
 	CriticalDelay time.Duration
+	// RateLimit is how many seckill requests one user may send per second
+	// to one instance (SECKILL_RATE_LIMIT, default 0 = no limit); the rest
+	// get 429 RATE_LIMITED.
+	RateLimit int
 	// Consumers is the number of stream consumers per process in async mode
 	// (SECKILL_CONSUMERS, default 1; 0 here means the default).
 	Consumers int
@@ -130,6 +134,13 @@ func Load(getenv func(string) string) (Config, error) {
 	dur("SECKILL_JWT_TTL", &c.JWTTTL)
 	dur("SECKILL_REQUEST_TIMEOUT", &c.RequestTimeout)
 	dur("SECKILL_DEV_CRITICAL_DELAY", &c.CriticalDelay)
+	if v := strings.TrimSpace(getenv("SECKILL_RATE_LIMIT")); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 0 {
+			errs = append(errs, fmt.Errorf("SECKILL_RATE_LIMIT: %q is not a whole number ≥ 0", v))
+		}
+		c.RateLimit = n
+	}
 	dur("SECKILL_CLAIM_IDLE", &c.ClaimIdle)
 	dur("SECKILL_DEV_CONSUMER_DELAY", &c.ConsumerDelay)
 	if v := strings.TrimSpace(getenv("SECKILL_CONSUMERS")); v != "" {
@@ -275,6 +286,7 @@ func (c Config) LogValue() slog.Value {
 		slog.String("env", c.Env),
 		slog.String("request_timeout", c.RequestTimeout.String()),
 		slog.String("dev_critical_delay", c.CriticalDelay.String()),
+		slog.Int("rate_limit", c.RateLimit),
 		slog.Int("consumers", c.ConsumerCount()),
 		slog.String("claim_idle", c.ClaimIdleOrDefault().String()),
 		slog.String("dev_consumer_delay", c.ConsumerDelay.String()),

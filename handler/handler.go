@@ -35,6 +35,9 @@ type Deps struct {
 	// the /debug/noop benchmark endpoint.
 	Development    bool
 	RequestTimeout time.Duration
+	// RateLimit is the per-user limit of seckill requests per second in
+	// this instance; 0 means none.
+	RateLimit int
 	// Location reads zone-less times of the voucher body (time.Local).
 	Location *time.Location
 }
@@ -82,7 +85,8 @@ func New(d Deps) http.Handler {
 	r.POST("/voucher/seckill", authed, admin, a.publish)
 	r.GET("/voucher/list/:shopId", a.listVouchers)
 
-	r.POST("/voucher-order/seckill/:id", authed, a.seckill)
+	limit := middleware.NewRateLimiter(d.RateLimit, time.Now).Handler(a.fail)
+	r.POST("/voucher-order/seckill/:id", authed, limit, a.seckill)
 	r.GET("/voucher-order/:orderId", authed, a.order)
 
 	r.GET("/admin/vouchers/:id/audit", authed, admin, a.audit)
