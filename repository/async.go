@@ -215,7 +215,17 @@ func loadVoucher(ctx context.Context, p redis.Pipeliner, sv *model.SeckillVouche
 	p.HSet(ctx, VoucherKey(id),
 		"begin", sv.BeginTime.UnixMilli(), "end", sv.EndTime.UnixMilli(),
 		"initial", sv.InitialStock, "state", model.VoucherStateOK)
+	// The state outlives the sale by a week, time for late entries to be
+	// written or dead-lettered; then Redis forgets it.
+	expire := sv.EndTime.Add(VoucherStateGrace)
+	for _, k := range []string{StockKey(id), BuyersKey(id), VoucherKey(id)} {
+		p.ExpireAt(ctx, k, expire)
+	}
 }
+
+// VoucherStateGrace is how long after its end a voucher's Redis state
+// (stock, buyers, voucher hash) is kept.
+const VoucherStateGrace = 7 * 24 * time.Hour
 
 // Epoch returns the epoch stored in Redis ("" when none).
 func (a *Admission) Epoch(ctx context.Context) (string, error) {

@@ -17,16 +17,21 @@ import (
 // OrderStream is stream.orders read through consumer group g1. After an
 // order is written the entry is acknowledged AND deleted, so the stream
 // holds only orders not yet written (never delivered, or pending).
-type OrderStream struct{ rdb redis.UniversalClient }
+type OrderStream struct {
+	rdb         redis.UniversalClient
+	stream, dlq string // StreamKey and DeadLetterKey (tests use their own)
+}
 
 // NewOrderStream returns the order stream.
-func NewOrderStream(rdb redis.UniversalClient) *OrderStream { return &OrderStream{rdb: rdb} }
+func NewOrderStream(rdb redis.UniversalClient) *OrderStream {
+	return &OrderStream{rdb: rdb, stream: StreamKey, dlq: DeadLetterKey}
+}
 
 // EnsureGroup creates group g1 (and the stream) when missing. The group
 // starts at the beginning of the stream: every entry in it is an order not
 // yet written, so none may be skipped.
 func (s *OrderStream) EnsureGroup(ctx context.Context) error {
-	err := s.rdb.XGroupCreateMkStream(ctx, StreamKey, GroupName, "0").Err()
+	err := s.rdb.XGroupCreateMkStream(ctx, s.stream, GroupName, "0").Err()
 	if err != nil && strings.HasPrefix(err.Error(), "BUSYGROUP") {
 		return nil
 	}
@@ -50,7 +55,7 @@ func (s *OrderStream) ReadOwn(ctx context.Context, consumer string, count int) (
 
 func (s *OrderStream) read(ctx context.Context, consumer, id string, count int, block time.Duration) ([]model.QueuedOrder, error) {
 	res, err := s.rdb.XReadGroup(ctx, &redis.XReadGroupArgs{
-		Group: GroupName, Consumer: consumer, Streams: []string{StreamKey, id},
+		Group: GroupName, Consumer: consumer, Streams: []string{s.stream, id},
 		Count: int64(count), Block: block,
 	}).Result()
 	if errors.Is(err, redis.Nil) {
@@ -74,7 +79,7 @@ func (s *OrderStream) read(ctx context.Context, consumer, id string, count int, 
 // for the next call ("0-0" when the scan is complete).
 func (s *OrderStream) Claim(ctx context.Context, consumer string, minIdle time.Duration, start string, count int) ([]model.QueuedOrder, string, error) {
 	msgs, next, err := s.rdb.XAutoClaim(ctx, &redis.XAutoClaimArgs{
-		Stream: StreamKey, Group: GroupName, Consumer: consumer,
+		Stream: s.stream, Group: GroupName, Consumer: consumer,
 		MinIdle: minIdle, Start: start, Count: int64(count),
 	}).Result()
 	if err != nil && !errors.Is(err, redis.Nil) {
@@ -89,7 +94,7 @@ func (s *OrderStream) Claim(ctx context.Context, consumer string, minIdle time.D
 	}
 	// The delivery counts: how often the group handed each entry out.
 	pend, err := s.rdb.XPendingExt(ctx, &redis.XPendingExtArgs{
-		Stream: StreamKey, Group: GroupName, Consumer: consumer,
+		Stream: s.stream, Group: GroupName, Consumer: consumer,
 		Start: msgs[0].ID, End: msgs[len(msgs)-1].ID, Count: int64(len(msgs)),
 	}).Result()
 	if err != nil {
@@ -147,8 +152,8 @@ func (s *OrderStream) Ack(ctx context.Context, msgs []model.QueuedOrder) error {
 		}
 	}
 	_, err := s.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
-		p.XAck(ctx, StreamKey, GroupName, ids...)
-		p.XDel(ctx, StreamKey, ids...)
+		p.XAck(ctx, s.stream, GroupName, ids...)
+		p.XDel(ctx, s.stream, ids...)
 		if len(info) > 0 {
 			p.Del(ctx, info...)
 		}
@@ -171,7 +176,7 @@ func (s *OrderStream) DeadLetter(ctx context.Context, m model.QueuedOrder, reaso
 	}
 	v := m.VoucherID
 	code, err := lua.DeadLetter.Run(ctx, s.rdb,
-		[]string{StreamKey, DeadLetterKey, StockKey(v), BuyersKey(v), VoucherKey(v), OrderInfoKey(m.OrderID)},
+		[]string{s.stream, s.dlq, StockKey(v), BuyersKey(v), VoucherKey(v), OrderInfoKey(m.OrderID)},
 		GroupName, m.MsgID, m.OrderID, m.UserID, v, reason, attempts, rb, int64(OrderInfoTTL/time.Second)).Int()
 	if err != nil {
 		return false, redisErr(err)
@@ -194,9 +199,9 @@ func (s *OrderStream) DeadLetterMalformed(ctx context.Context, m model.QueuedOrd
 		fields = append(fields, "raw."+k, v)
 	}
 	_, err := s.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
-		p.XAdd(ctx, &redis.XAddArgs{Stream: DeadLetterKey, Values: fields})
-		p.XAck(ctx, StreamKey, GroupName, m.MsgID)
-		p.XDel(ctx, StreamKey, m.MsgID)
+		p.XAdd(ctx, &redis.XAddArgs{Stream: s.dlq, Values: fields})
+		p.XAck(ctx, s.stream, GroupName, m.MsgID)
+		p.XDel(ctx, s.stream, m.MsgID)
 		return nil
 	})
 	return redisErr(err)
@@ -212,7 +217,7 @@ func (s *OrderStream) Entries(ctx context.Context) ([]model.QueuedOrder, error) 
 	var out []model.QueuedOrder
 	start := "-"
 	for {
-		msgs, err := s.rdb.XRangeN(ctx, StreamKey, start, "+", rangePage).Result()
+		msgs, err := s.rdb.XRangeN(ctx, s.stream, start, "+", rangePage).Result()
 		if err != nil {
 			return nil, redisErr(err)
 		}
@@ -231,7 +236,7 @@ func (s *OrderStream) Entries(ctx context.Context) ([]model.QueuedOrder, error) 
 // some is left for XAUTOCLAIM).
 func (s *OrderStream) RemoveConsumer(ctx context.Context, consumer string) error {
 	pend, err := s.rdb.XPendingExt(ctx, &redis.XPendingExtArgs{
-		Stream: StreamKey, Group: GroupName, Consumer: consumer, Start: "-", End: "+", Count: 1,
+		Stream: s.stream, Group: GroupName, Consumer: consumer, Start: "-", End: "+", Count: 1,
 	}).Result()
 	if err != nil {
 		return redisErr(err)
@@ -239,5 +244,28 @@ func (s *OrderStream) RemoveConsumer(ctx context.Context, consumer string) error
 	if len(pend) > 0 {
 		return nil
 	}
-	return redisErr(s.rdb.XGroupDelConsumer(ctx, StreamKey, GroupName, consumer).Err())
+	return redisErr(s.rdb.XGroupDelConsumer(ctx, s.stream, GroupName, consumer).Err())
+}
+
+// PruneConsumers deletes the consumers that have nothing pending and were
+// idle for longer than idle: those of processes killed without a graceful
+// stop (their pending entries, if any, are claimed first). A live consumer
+// deleted by mistake is recreated by its next read. It returns how many it
+// deleted.
+func (s *OrderStream) PruneConsumers(ctx context.Context, idle time.Duration) (int, error) {
+	consumers, err := s.rdb.XInfoConsumers(ctx, s.stream, GroupName).Result()
+	if err != nil {
+		return 0, redisErr(err)
+	}
+	n := 0
+	for _, c := range consumers {
+		if c.Pending > 0 || c.Idle < idle {
+			continue
+		}
+		if err := s.rdb.XGroupDelConsumer(ctx, s.stream, GroupName, c.Name).Err(); err != nil {
+			return n, redisErr(err)
+		}
+		n++
+	}
+	return n, nil
 }

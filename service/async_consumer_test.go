@@ -39,14 +39,14 @@ func (q *consQueue) EnsureGroup(context.Context) error { return nil }
 func (q *consQueue) ReadNew(context.Context, string, int, time.Duration) ([]model.QueuedOrder, error) {
 	return nil, nil
 }
-func (q *consQueue) ReadOwn(context.Context, string, int) ([]model.QueuedOrder, error) {
-	return nil, nil
-}
 func (q *consQueue) Claim(context.Context, string, time.Duration, string, int) ([]model.QueuedOrder, string, error) {
 	return nil, "0-0", nil
 }
 func (q *consQueue) Entries(context.Context) ([]model.QueuedOrder, error) { return nil, nil }
 func (q *consQueue) RemoveConsumer(context.Context, string) error         { return nil }
+func (q *consQueue) PruneConsumers(context.Context, time.Duration) (int, error) {
+	return 0, nil
+}
 
 func (q *consQueue) Ack(_ context.Context, msgs []model.QueuedOrder) error {
 	q.mu.Lock()
@@ -331,7 +331,7 @@ func TestConsumerProcess(t *testing.T) {
 			if tt.setup != nil {
 				tt.setup(r)
 			}
-			left := r.c.process(tt.msgs)
+			left := len(r.c.process(tt.msgs))
 			if left != tt.wantLeft {
 				t.Errorf("left pending: got %d, want %d", left, tt.wantLeft)
 			}
@@ -368,11 +368,11 @@ func TestConsumerUnknownErrorBounded(t *testing.T) {
 	r.orders.oneErr[101] = errors.New("strange")
 	msgs := entries(1)
 	for i := 1; i < r.c.s.cfg.MaxAttempts; i++ {
-		if left := r.c.process(msgs); left != 1 || len(r.q.dead) != 0 {
+		if left := len(r.c.process(msgs)); left != 1 || len(r.q.dead) != 0 {
 			t.Fatalf("attempt %d: got %d left, dead %v, want 1 left, none dead", i, left, r.q.dead)
 		}
 	}
-	if left := r.c.process(msgs); left != 0 {
+	if left := len(r.c.process(msgs)); left != 0 {
 		t.Errorf("attempt %d: got %d left, want 0", r.c.s.cfg.MaxAttempts, left)
 	}
 	want := consDead{ReasonFailures, r.c.s.cfg.MaxAttempts, true}

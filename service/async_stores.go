@@ -48,8 +48,6 @@ type OrderQueue interface {
 	// ReadNew returns up to count never-delivered entries, waiting up to
 	// block for the first (block < 0: no wait).
 	ReadNew(ctx context.Context, consumer string, count int, block time.Duration) ([]model.QueuedOrder, error)
-	// ReadOwn returns up to count of consumer's pending entries.
-	ReadOwn(ctx context.Context, consumer string, count int) ([]model.QueuedOrder, error)
 	// Claim takes over up to count entries idle for minIdle from any
 	// consumer, scanning from start ("0-0"); it returns them with their
 	// delivery counts and the cursor of the next scan ("0-0" when done).
@@ -70,6 +68,9 @@ type OrderQueue interface {
 	// RemoveConsumer drops consumer from the group if it has nothing
 	// pending.
 	RemoveConsumer(ctx context.Context, consumer string) error
+	// PruneConsumers drops the consumers with nothing pending that were
+	// idle for longer than idle (processes that died); it returns how many.
+	PruneConsumers(ctx context.Context, idle time.Duration) (int, error)
 }
 
 // AsyncOrderStore is the database side of async mode.

@@ -91,7 +91,16 @@ type consumer struct {
 	failures  map[string]int
 	cursor    string // XAUTOCLAIM scan position
 	nextClaim time.Time
+	nextPrune time.Time
 }
+
+// pruneIdle is how long a consumer with nothing pending must have been idle
+// before it is taken for dead and deleted from the group; pruneEvery is how
+// often a consumer looks for such.
+const (
+	pruneIdle  = time.Hour
+	pruneEvery = 10 * time.Minute
+)
 
 func (c *consumer) stopping() bool {
 	select {
@@ -120,9 +129,12 @@ func (c *consumer) claimEvery() time.Duration {
 }
 
 // run reads until stop: entries of dead consumers (XAUTOCLAIM) every few
-// seconds, its own pending entries when a batch left some, else new
-// entries (XREADGROUP > COUNT BLOCK). Reads use a context that stop does
-// not cancel, so an entry is never delivered to a read nobody sees.
+// seconds, and new entries (XREADGROUP > COUNT BLOCK) together with the
+// entries the last batch left pending, which it retries from memory after
+// a backoff (reading its own pending entries again would count as
+// deliveries, and deliveries count consumers that died with an entry).
+// Reads use a context that stop does not cancel, so an entry is never
+// delivered to a read nobody sees.
 func (c *consumer) run() {
 	log := c.s.d.Log.With("consumer", c.name)
 	defer func() {
@@ -135,39 +147,46 @@ func (c *consumer) run() {
 	}()
 	ctx := context.Background()
 	var backoff time.Duration
-	ownDue := false
+	var retry []model.QueuedOrder
 	for !c.stopping() {
 		if !time.Now().Before(c.nextClaim) {
 			c.nextClaim = time.Now().Add(c.claimEvery())
-			if c.claim(ctx) > 0 {
-				ownDue = true
+			retry = append(retry, c.claim(ctx)...)
+		}
+		if !time.Now().Before(c.nextPrune) {
+			c.nextPrune = time.Now().Add(pruneEvery)
+			if n, err := c.s.d.Queue.PruneConsumers(ctx, pruneIdle); err != nil {
+				log.DebugContext(ctx, "prune consumers", "err", err)
+			} else if n > 0 {
+				log.InfoContext(ctx, "deleted dead consumers with nothing pending", "count", n)
 			}
 		}
-		var msgs []model.QueuedOrder
-		var err error
-		if ownDue {
-			msgs, err = c.s.d.Queue.ReadOwn(ctx, c.name, c.s.cfg.Batch)
-			ownDue = err == nil && len(msgs) > 0
-		}
-		if err == nil && len(msgs) == 0 {
-			msgs, err = c.s.d.Queue.ReadNew(ctx, c.name, c.s.cfg.Batch, c.s.cfg.Block)
-		}
-		if err != nil {
-			backoff = nextBackoff(backoff)
-			log.WarnContext(ctx, "read stream", "err", err, "retry_in", backoff.String())
-			// The group may be gone with Redis's data: recreate it.
-			if gerr := c.s.d.Queue.EnsureGroup(ctx); gerr != nil {
-				log.DebugContext(ctx, "create consumer group", "err", gerr)
+		msgs := retry
+		retry = nil
+		if room := c.s.cfg.Batch - len(msgs); room > 0 {
+			block := c.s.cfg.Block
+			if len(msgs) > 0 {
+				block = -1 // retries are due: do not wait for new entries
 			}
-			c.sleep(backoff)
-			continue
+			fresh, err := c.s.d.Queue.ReadNew(ctx, c.name, room, block)
+			if err != nil {
+				backoff = c.nextBackoff(backoff)
+				log.WarnContext(ctx, "read stream", "err", err, "retry_in", backoff.String())
+				// The group may be gone with Redis's data: recreate it.
+				if gerr := c.s.d.Queue.EnsureGroup(ctx); gerr != nil {
+					log.DebugContext(ctx, "create consumer group", "err", gerr)
+				}
+				retry = msgs
+				c.sleep(backoff)
+				continue
+			}
+			msgs = append(msgs, fresh...)
 		}
 		if len(msgs) == 0 {
 			continue
 		}
-		if left := c.process(msgs); left > 0 {
-			ownDue = true
-			backoff = nextBackoff(backoff)
+		if retry = c.process(msgs); len(retry) > 0 {
+			backoff = c.nextBackoff(backoff)
 			c.sleep(backoff)
 		} else {
 			backoff = 0
@@ -175,18 +194,19 @@ func (c *consumer) run() {
 	}
 }
 
-// nextBackoff doubles from 50ms up to 2s.
-func nextBackoff(d time.Duration) time.Duration {
+// nextBackoff doubles from 50ms up to 2s, and stays under half the claim
+// idle time so that retried entries are not taken for a dead consumer's.
+func (c *consumer) nextBackoff(d time.Duration) time.Duration {
 	if d <= 0 {
-		return 50 * time.Millisecond
+		d = 25 * time.Millisecond
 	}
-	return min(2*d, 2*time.Second)
+	return max(min(2*d, 2*time.Second, c.s.cfg.ClaimIdle/2), time.Millisecond)
 }
 
 // claim takes over and processes the entries idle for ClaimIdle; it
-// returns how many were left pending.
-func (c *consumer) claim(ctx context.Context) int {
-	left := 0
+// returns those left pending.
+func (c *consumer) claim(ctx context.Context) []model.QueuedOrder {
+	var left []model.QueuedOrder
 	for page := 0; page < 10 && !c.stopping(); page++ {
 		msgs, next, err := c.s.d.Queue.Claim(ctx, c.name, c.s.cfg.ClaimIdle, c.cursor, c.s.cfg.Batch)
 		if err != nil {
@@ -197,7 +217,7 @@ func (c *consumer) claim(ctx context.Context) int {
 		if len(msgs) > 0 {
 			c.s.d.Consumer.Claimed(len(msgs))
 			c.s.d.Log.InfoContext(ctx, "claimed entries of an idle consumer", "consumer", c.name, "count", len(msgs))
-			left += c.process(msgs)
+			left = append(left, c.process(msgs)...)
 		}
 		if next == "0-0" || len(msgs) < c.s.cfg.Batch {
 			break
@@ -209,9 +229,9 @@ func (c *consumer) claim(ctx context.Context) int {
 // process writes a batch and settles each entry: acknowledged when its
 // order is in the database, dead-lettered when it never can be, left
 // pending (retried) otherwise. It runs on a context that stop does not
-// cancel, bounded by BatchTimeout, and returns how many entries it left
+// cancel, bounded by BatchTimeout, and returns the entries it left
 // pending.
-func (c *consumer) process(msgs []model.QueuedOrder) int {
+func (c *consumer) process(msgs []model.QueuedOrder) []model.QueuedOrder {
 	ctx, cancel := context.WithTimeout(context.Background(), c.s.cfg.BatchTimeout)
 	defer cancel()
 	c.s.d.Consumer.BatchRead(len(msgs))
@@ -238,7 +258,7 @@ func (c *consumer) process(msgs []model.QueuedOrder) int {
 	if err := c.s.d.Queue.Ack(ctx, b.ack); err != nil {
 		// The orders are written; redelivery finds them and acknowledges.
 		c.s.d.Log.WarnContext(ctx, "acknowledge written orders", "consumer", c.name, "count", len(b.ack), "err", err)
-		b.left += len(b.ack)
+		b.keep(b.ack...)
 	}
 	return b.left
 }
@@ -248,8 +268,11 @@ type batch struct {
 	c    *consumer
 	ctx  context.Context
 	ack  []model.QueuedOrder
-	left int
+	left []model.QueuedOrder
 }
+
+// keep leaves entries pending, to be retried.
+func (b *batch) keep(msgs ...model.QueuedOrder) { b.left = append(b.left, msgs...) }
 
 // lockUsers takes lock:order:<userId> for the users of work, in parallel,
 // and returns the entries whose user is locked; the others stay pending.
@@ -300,7 +323,7 @@ func (b *batch) lockUsers(work []model.QueuedOrder) ([]model.QueuedOrder, func()
 		if locks[m.UserID] != nil {
 			locked = append(locked, m)
 		} else {
-			b.left++
+			b.keep(m)
 		}
 	}
 	return locked, func() {
@@ -346,7 +369,7 @@ func (b *batch) write(msgs []model.QueuedOrder) {
 		return
 	case errors.Is(err, model.ErrUnavailable):
 		c.s.d.Log.WarnContext(b.ctx, "order batch not written: database unavailable", "consumer", c.name, "count", len(msgs), "err", err)
-		b.left += len(msgs)
+		b.keep(msgs...)
 		return
 	}
 	c.s.d.Log.InfoContext(b.ctx, "order batch refused, writing one by one", "consumer", c.name, "count", len(msgs), "err", err)
@@ -380,7 +403,7 @@ func (b *batch) writeOne(m model.QueuedOrder) {
 		c.s.d.Log.ErrorContext(b.ctx, "order id already used by another order (the id sequence restarted)", orderAttrs(m)...)
 		b.deadLetter(m, ReasonIDTaken, 1)
 	case errors.Is(err, model.ErrUnavailable):
-		b.left++
+		b.keep(m)
 	default:
 		c.failures[m.MsgID]++
 		attempts := c.failures[m.MsgID] + int(max(m.Deliveries-1, 0))
@@ -388,7 +411,7 @@ func (b *batch) writeOne(m model.QueuedOrder) {
 		if attempts >= c.s.cfg.MaxAttempts {
 			b.deadLetter(m, ReasonFailures, attempts)
 		} else {
-			b.left++
+			b.keep(m)
 		}
 	}
 }
@@ -400,7 +423,7 @@ func (b *batch) deadLetter(m model.QueuedOrder, reason string, attempts int) {
 	c := b.c
 	written, err := c.s.d.Orders.Written(b.ctx, []model.QueuedOrder{m})
 	if err != nil {
-		b.left++
+		b.keep(m)
 		return
 	}
 	if written[m.OrderID] {
@@ -409,13 +432,13 @@ func (b *batch) deadLetter(m model.QueuedOrder, reason string, attempts int) {
 	}
 	has, err := c.s.d.Orders.HasOrder(b.ctx, m.UserID, m.VoucherID)
 	if err != nil {
-		b.left++
+		b.keep(m)
 		return
 	}
 	done, err := c.s.d.Queue.DeadLetter(b.ctx, m, reason, attempts, !has)
 	if err != nil {
 		c.s.d.Log.WarnContext(b.ctx, "dead-letter deferred", append(orderAttrs(m), "reason", reason, "err", err)...)
-		b.left++
+		b.keep(m)
 		return
 	}
 	delete(c.failures, m.MsgID)
@@ -429,7 +452,7 @@ func (b *batch) malformed(m model.QueuedOrder) {
 	c := b.c
 	if err := c.s.d.Queue.DeadLetterMalformed(b.ctx, m, ReasonMalformed+": "+m.Malformed); err != nil {
 		c.s.d.Log.WarnContext(b.ctx, "dead-letter malformed entry", "msg_id", m.MsgID, "err", err)
-		b.left++
+		b.keep(m)
 		return
 	}
 	c.s.d.Consumer.DeadLettered(ReasonMalformed)

@@ -1,0 +1,155 @@
+package repository
+
+import (
+	"context"
+	"crypto/rand"
+	mrand "math/rand/v2"
+	"os"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/alicebob/miniredis/v2"
+	"github.com/redis/go-redis/v9"
+)
+
+// streamBackends returns miniredis (always) and the real Redis (when
+// SECKILL_REDIS_ADDR is set), each with an OrderStream on keys of its own.
+func streamBackends(t *testing.T) map[string]*OrderStream {
+	t.Helper()
+	m := miniredis.RunT(t)
+	clients := map[string]*redis.Client{"miniredis": redis.NewClient(&redis.Options{Addr: m.Addr()})}
+	if addr := os.Getenv("SECKILL_REDIS_ADDR"); addr != "" {
+		clients["redis"] = NewRedisClient(addr)
+	}
+	out := map[string]*OrderStream{}
+	for name, c := range clients {
+		s := &OrderStream{rdb: c, stream: "test:stream:" + rand.Text()[:10], dlq: "test:dlq:" + rand.Text()[:10]}
+		t.Cleanup(func() {
+			c.Del(context.Background(), s.stream, s.dlq)
+			c.Close()
+		})
+		out[name] = s
+	}
+	return out
+}
+
+// TestOrderStream runs the stream operations on miniredis: group creation
+// (twice), reading new and own entries, parsing, acknowledging (entry and
+// order info gone), claiming with delivery counts, consumer removal.
+func TestOrderStream(t *testing.T) {
+	for name, s := range streamBackends(t) {
+		t.Run(name, func(t *testing.T) { testOrderStream(t, s) })
+	}
+}
+
+func testOrderStream(t *testing.T, s *OrderStream) {
+	ctx := context.Background()
+	rdb := s.rdb
+	for i := 0; i < 2; i++ {
+		if err := s.EnsureGroup(ctx); err != nil {
+			t.Fatalf("EnsureGroup #%d: %v", i+1, err)
+		}
+	}
+	add := func(vals ...any) string {
+		t.Helper()
+		id, err := rdb.XAdd(ctx, &redis.XAddArgs{Stream: s.stream, Values: vals}).Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return id
+	}
+	oid := 1_000_000 + mrand.Int64N(1<<40)
+	good := add("orderId", strconv.FormatInt(oid, 10), "userId", "2", "voucherId", "3")
+	bad := add("orderId", "x", "userId", "2")
+	rdb.Set(ctx, OrderInfoKey(oid), "2:3:pending", time.Hour)
+
+	got, err := s.ReadNew(ctx, "c1", 10, -1)
+	if err != nil || len(got) != 2 {
+		t.Fatalf("ReadNew: got %v, %v, want 2 entries", got, err)
+	}
+	if q := got[0]; q.MsgID != good || q.OrderID != oid || q.UserID != 2 || q.VoucherID != 3 || q.Malformed != "" {
+		t.Errorf("parsed: got %+v", q)
+	}
+	if q := got[1]; q.MsgID != bad || q.Malformed != "malformed orderId, voucherId" {
+		t.Errorf("malformed: got %+v, want malformed orderId, voucherId", q)
+	}
+	if again, err := s.ReadNew(ctx, "c1", 10, -1); err != nil || len(again) != 0 {
+		t.Errorf("ReadNew again: got %v, %v, want nothing new", again, err)
+	}
+	own, err := s.ReadOwn(ctx, "c1", 10)
+	if err != nil || len(own) != 2 {
+		t.Fatalf("ReadOwn: got %v, %v, want the 2 pending", own, err)
+	}
+	// (Reading its own pending entries counts as a delivery: 2 so far.)
+
+	if err := s.Ack(ctx, got[:1]); err != nil {
+		t.Fatal(err)
+	}
+	if n, _ := rdb.Exists(ctx, OrderInfoKey(oid)).Result(); n != 0 {
+		t.Error("Ack left the order info")
+	}
+	entries, err := s.Entries(ctx)
+	if err != nil || len(entries) != 1 || entries[0].MsgID != bad {
+		t.Errorf("Entries after ack: got %v, %v, want only %s", entries, err, bad)
+	}
+
+	claimed, next, err := s.Claim(ctx, "c2", 0, "0-0", 10)
+	if err != nil || len(claimed) != 1 || claimed[0].MsgID != bad || claimed[0].Deliveries != 3 {
+		t.Errorf("Claim: got %+v, next %s, %v, want %s delivered 3 times", claimed, next, err, bad)
+	}
+	if err := s.DeadLetterMalformed(ctx, claimed[0], "malformed"); err != nil {
+		t.Fatal(err)
+	}
+	if n, _ := rdb.XLen(ctx, s.dlq).Result(); n != 1 {
+		t.Errorf("dead letters: got %d, want 1", n)
+	}
+	if n, _ := rdb.XLen(ctx, s.stream).Result(); n != 0 {
+		t.Errorf("stream: got %d entries, want 0", n)
+	}
+	for _, c := range []string{"c1", "c2"} {
+		if err := s.RemoveConsumer(ctx, c); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if cs, err := rdb.XInfoConsumers(ctx, s.stream, GroupName).Result(); err != nil || len(cs) != 0 {
+		t.Errorf("consumers after removal: got %v, %v, want none", cs, err)
+	}
+}
+
+// TestPruneConsumers: consumers with nothing pending go, one with a
+// pending entry stays.
+func TestPruneConsumers(t *testing.T) {
+	s, ok := streamBackends(t)["redis"]
+	if !ok {
+		t.Skip("SECKILL_REDIS_ADDR not set (miniredis does not track consumer idle times)")
+	}
+	ctx := context.Background()
+	rdb := s.rdb
+	if err := s.EnsureGroup(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 3; i++ {
+		rdb.XAdd(ctx, &redis.XAddArgs{Stream: s.stream, Values: []any{"orderId", "1", "userId", "1", "voucherId", "1"}})
+	}
+	for _, c := range []string{"busy", "idle1", "idle2"} {
+		got, err := s.ReadNew(ctx, c, 1, -1)
+		if err != nil || len(got) != 1 {
+			t.Fatalf("%s: read %v, %v", c, got, err)
+		}
+		if c != "busy" {
+			if err := s.Ack(ctx, got); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	time.Sleep(20 * time.Millisecond)
+	n, err := s.PruneConsumers(ctx, 10*time.Millisecond)
+	if err != nil || n != 2 {
+		t.Fatalf("PruneConsumers: got %d, %v, want 2", n, err)
+	}
+	cs, err := rdb.XInfoConsumers(ctx, s.stream, GroupName).Result()
+	if err != nil || len(cs) != 1 || cs[0].Name != "busy" {
+		t.Errorf("left: got %v, %v, want only busy", cs, err)
+	}
+}
