@@ -110,6 +110,26 @@ func (s *OrderStream) Claim(ctx context.Context, consumer string, minIdle time.D
 	return out, next, nil
 }
 
+// Touch resets the idle time of entries consumer keeps pending to retry
+// (XCLAIM JUSTID, which leaves the delivery count alone), so that other
+// consumers do not take them for a dead consumer's.
+func (s *OrderStream) Touch(ctx context.Context, consumer string, msgs []model.QueuedOrder) error {
+	if len(msgs) == 0 {
+		return nil
+	}
+	ids := make([]string, len(msgs))
+	for i, m := range msgs {
+		ids[i] = m.MsgID
+	}
+	err := s.rdb.XClaimJustID(ctx, &redis.XClaimArgs{
+		Stream: s.stream, Group: GroupName, Consumer: consumer, MinIdle: 0, Messages: ids,
+	}).Err()
+	if errors.Is(err, redis.Nil) {
+		return nil
+	}
+	return redisErr(err)
+}
+
 // parseEntry reads orderId, userId and voucherId; an entry without fields
 // was deleted after delivery.
 func parseEntry(m redis.XMessage) model.QueuedOrder {

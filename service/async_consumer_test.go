@@ -42,8 +42,9 @@ func (q *consQueue) ReadNew(context.Context, string, int, time.Duration) ([]mode
 func (q *consQueue) Claim(context.Context, string, time.Duration, string, int) ([]model.QueuedOrder, string, error) {
 	return nil, "0-0", nil
 }
-func (q *consQueue) Entries(context.Context) ([]model.QueuedOrder, error) { return nil, nil }
-func (q *consQueue) RemoveConsumer(context.Context, string) error         { return nil }
+func (q *consQueue) Entries(context.Context) ([]model.QueuedOrder, error)     { return nil, nil }
+func (q *consQueue) RemoveConsumer(context.Context, string) error             { return nil }
+func (q *consQueue) Touch(context.Context, string, []model.QueuedOrder) error { return nil }
 func (q *consQueue) PruneConsumers(context.Context, time.Duration) (int, error) {
 	return 0, nil
 }

@@ -52,6 +52,9 @@ type OrderQueue interface {
 	// consumer, scanning from start ("0-0"); it returns them with their
 	// delivery counts and the cursor of the next scan ("0-0" when done).
 	Claim(ctx context.Context, consumer string, minIdle time.Duration, start string, count int) ([]model.QueuedOrder, string, error)
+	// Touch resets the idle time of entries the consumer keeps pending to
+	// retry, without counting a delivery.
+	Touch(ctx context.Context, consumer string, msgs []model.QueuedOrder) error
 	// Ack settles written orders (acknowledge, delete, drop order info).
 	Ack(ctx context.Context, msgs []model.QueuedOrder) error
 	// DeadLetter moves m to the dead-letter stream, gives its stock back,

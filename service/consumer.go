@@ -186,6 +186,9 @@ func (c *consumer) run() {
 			continue
 		}
 		if retry = c.process(msgs); len(retry) > 0 {
+			if err := c.s.d.Queue.Touch(ctx, c.name, retry); err != nil {
+				log.DebugContext(ctx, "touch pending entries", "err", err)
+			}
 			backoff = c.nextBackoff(backoff)
 			c.sleep(backoff)
 		} else {
