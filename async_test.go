@@ -254,11 +254,8 @@ func TestAsyncPoisonMessage(t *testing.T) {
 	if member, err := rdb.SIsMember(ctx, repository.BuyersKey(vid), user).Result(); err != nil || member {
 		t.Errorf("buyer mark: got member %v (%v), want removed", member, err)
 	}
-	if n := counterValue(t, a, "seckill_async_dead_letters_total"); n < 1 {
-		// Another process's consumer may have handled it; the outcome
-		// above is what matters.
-		t.Logf("dead letters counted here: %v", n)
-	}
+	// (The dead-letter metric is not checked: a consumer of another process
+	// on the same Redis may be the one that handled the entry.)
 
 	// An entry nobody can parse.
 	id, err := rdb.XAdd(ctx, &redis.XAddArgs{Stream: repository.StreamKey, Values: []any{"orderId", "x", "note", "poison"}}).Result()
