@@ -133,27 +133,56 @@ func IDTime(orderID int64) time.Time {
 
 // Voucher returns the voucher's Redis state, read in one MULTI.
 func (a *Admission) Voucher(ctx context.Context, voucherID int64) (model.RedisVoucher, error) {
-	var state *redis.StringCmd
-	var stock *redis.StringCmd
-	var buyers *redis.IntCmd
+	m, err := a.Vouchers(ctx, []int64{voucherID})
+	return m[voucherID], err
+}
+
+// vouchersChunk is how many vouchers one MULTI of Vouchers reads.
+const vouchersChunk = 100
+
+// Vouchers returns the Redis state of each voucher, each read atomically
+// (one MULTI per chunk of vouchers).
+func (a *Admission) Vouchers(ctx context.Context, voucherIDs []int64) (map[int64]model.RedisVoucher, error) {
+	out := make(map[int64]model.RedisVoucher, len(voucherIDs))
+	for start := 0; start < len(voucherIDs); start += vouchersChunk {
+		if err := a.vouchers(ctx, voucherIDs[start:min(start+vouchersChunk, len(voucherIDs))], out); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+func (a *Admission) vouchers(ctx context.Context, voucherIDs []int64, out map[int64]model.RedisVoucher) error {
+	type cmds struct {
+		state, stock *redis.StringCmd
+		buyers       *redis.IntCmd
+	}
+	all := make([]cmds, len(voucherIDs))
 	_, err := a.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
-		state = p.HGet(ctx, VoucherKey(voucherID), "state")
-		stock = p.Get(ctx, StockKey(voucherID))
-		buyers = p.SCard(ctx, BuyersKey(voucherID))
+		for i, id := range voucherIDs {
+			all[i] = cmds{
+				state:  p.HGet(ctx, VoucherKey(id), "state"),
+				stock:  p.Get(ctx, StockKey(id)),
+				buyers: p.SCard(ctx, BuyersKey(id)),
+			}
+		}
 		return nil
 	})
 	if err != nil && !errors.Is(err, redis.Nil) {
-		return model.RedisVoucher{}, redisErr(err)
+		return redisErr(err)
 	}
-	var rv model.RedisVoucher
-	if s, err := state.Result(); err == nil {
-		rv.Exists, rv.State = true, s
+	for i, id := range voucherIDs {
+		var rv model.RedisVoucher
+		if s, err := all[i].state.Result(); err == nil {
+			rv.Exists, rv.State = true, s
+		}
+		if s, err := all[i].stock.Int64(); err == nil {
+			rv.StockExists, rv.Stock = true, s
+		}
+		rv.Buyers = all[i].buyers.Val()
+		out[id] = rv
 	}
-	if s, err := stock.Int64(); err == nil {
-		rv.StockExists, rv.Stock = true, s
-	}
-	rv.Buyers = buyers.Val()
-	return rv, nil
+	return nil
 }
 
 // SetState sets the voucher hash's state field (creating a hash holding

@@ -184,6 +184,29 @@ func (r *Orders) Written(ctx context.Context, entries []model.QueuedOrder) (map[
 	return out, nil
 }
 
+// CountByVoucher returns the number of orders of each voucher that has
+// some.
+func (r *Orders) CountByVoucher(ctx context.Context, voucherIDs []int64) (map[int64]int64, error) {
+	out := make(map[int64]int64)
+	for start := 0; start < len(voucherIDs); start += writtenChunk {
+		chunk := voucherIDs[start:min(start+writtenChunk, len(voucherIDs))]
+		var rows []struct {
+			VoucherID int64
+			N         int64
+		}
+		err := r.plain.WithContext(ctx).Model(&model.VoucherOrder{}).
+			Select("voucher_id, COUNT(*) AS n").Where("voucher_id IN ?", chunk).
+			Group("voucher_id").Scan(&rows).Error
+		if err != nil {
+			return nil, translate(err)
+		}
+		for _, row := range rows {
+			out[row.VoucherID] = row.N
+		}
+	}
+	return out, nil
+}
+
 // HasOrder reports whether the user has an order for the voucher.
 func (r *Orders) HasOrder(ctx context.Context, userID, voucherID int64) (bool, error) {
 	var n int64

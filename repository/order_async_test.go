@@ -118,6 +118,11 @@ func TestWriteOneAndWritten(t *testing.T) {
 			if _, _, _, _, err := r.Tally(ctx, -1); !errors.Is(err, model.ErrVoucherNotFound) {
 				t.Errorf("Tally of an unknown voucher: got %v, want ErrVoucherNotFound", err)
 			}
+			empty := newVoucher(t, db, 1)
+			counts, err := r.CountByVoucher(ctx, []int64{vid, empty})
+			if err != nil || counts[vid] != 1 || counts[empty] != 0 {
+				t.Errorf("CountByVoucher: got %v, %v, want %d:1 and none for %d", counts, err, vid, empty)
+			}
 			buyers, err := r.Buyers(ctx, vid)
 			if err != nil || len(buyers) != 1 || buyers[0] != u {
 				t.Errorf("Buyers: got %v, %v, want [%d]", buyers, err, u)

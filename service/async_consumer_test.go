@@ -133,6 +133,9 @@ func (o *consOrders) Written(_ context.Context, entries []model.QueuedOrder) (ma
 
 func (o *consOrders) HasOrder(context.Context, int64, int64) (bool, error) { return o.hasOrder, nil }
 func (o *consOrders) Buyers(context.Context, int64) ([]int64, error)       { return nil, nil }
+func (o *consOrders) CountByVoucher(context.Context, []int64) (map[int64]int64, error) {
+	return nil, nil
+}
 func (o *consOrders) Tally(context.Context, int64) (int, int, int64, int64, error) {
 	return 0, 0, 0, 0, nil
 }

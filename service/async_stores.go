@@ -25,6 +25,8 @@ type Admitter interface {
 	OrderInfo(ctx context.Context, orderID int64) (*model.VoucherOrder, error)
 	// Voucher returns the voucher's Redis state, read atomically.
 	Voucher(ctx context.Context, voucherID int64) (model.RedisVoucher, error)
+	// Vouchers returns the Redis state of each voucher, read atomically.
+	Vouchers(ctx context.Context, voucherIDs []int64) (map[int64]model.RedisVoucher, error)
 	// SetState sets the voucher's state (model.VoucherState*).
 	SetState(ctx context.Context, voucherID int64, state string) error
 	// Load replaces the voucher's Redis state atomically: stock, buyers,
@@ -94,6 +96,9 @@ type AsyncOrderStore interface {
 	Written(ctx context.Context, entries []model.QueuedOrder) (map[int64]bool, error)
 	// HasOrder reports whether the user has an order for the voucher.
 	HasOrder(ctx context.Context, userID, voucherID int64) (bool, error)
+	// CountByVoucher returns the number of orders of each voucher (absent:
+	// none).
+	CountByVoucher(ctx context.Context, voucherIDs []int64) (map[int64]int64, error)
 	// Tally returns the voucher's stock, initial stock, orders and
 	// distinct buyers from one consistent read;
 	// model.ErrVoucherNotFound for an unknown voucher.

@@ -127,19 +127,14 @@ func (s *AsyncSeckill) reconcile(ctx context.Context) error {
 			return err
 		}
 	case redisEpoch == dbEpoch:
-		entries, err := s.d.Queue.Entries(ctx)
+		outcomes, err := s.checkAll(ctx, live)
 		if err != nil {
-			return fmt.Errorf("reconcile: read stream: %w", err)
+			return err
 		}
-		byVoucher := groupByVoucher(entries)
 		counts := map[string]int{}
 		var stale []model.SeckillVoucher
 		var reasons []string
-		for i := range live {
-			outcome, err := s.check(ctx, &live[i], byVoucher[live[i].VoucherID])
-			if err != nil {
-				return err
-			}
+		for i, outcome := range outcomes {
 			if outcome == "ok" || outcome == model.VoucherStateUnsafe {
 				counts[outcome]++
 				continue
@@ -183,43 +178,69 @@ func (s *AsyncSeckill) resyncIDs(ctx context.Context) error {
 	return nil
 }
 
-// check verifies one live voucher of an intact Redis: "ok", "unsafe"
-// (left so), or the reason why it needs a rebuild.
-func (s *AsyncSeckill) check(ctx context.Context, sv *model.SeckillVoucher, entries []model.QueuedOrder) (string, error) {
-	rv, err := s.d.Redis.Voucher(ctx, sv.VoucherID)
+// checkAll verifies the live vouchers of an intact Redis against
+// invariant 5, from counts (buyer lists are read only to rebuild), with a
+// few batched reads: every voucher's Redis state in one MULTI, the stream,
+// which of its orders are written, the orders per voucher. For each voucher
+// it returns "ok", "unsafe" (left so) or why it needs a rebuild. The reads
+// race with live admissions, so a mismatch may be a false alarm; the
+// rebuild, under freeze, is right either way.
+func (s *AsyncSeckill) checkAll(ctx context.Context, live []model.SeckillVoucher) ([]string, error) {
+	ids := make([]int64, len(live))
+	for i, sv := range live {
+		ids[i] = sv.VoucherID
+	}
+	states, err := s.d.Redis.Vouchers(ctx, ids)
 	if err != nil {
-		return "", err
+		return nil, fmt.Errorf("reconcile: read redis state: %w", err)
 	}
-	switch {
-	case !rv.Exists:
-		return "not loaded", nil
-	case rv.State == model.VoucherStateUnsafe:
-		s.d.Log.ErrorContext(ctx, "voucher stays unsafe until rebuilt: run `seckill rebuild --voucher N`", "voucher_id", sv.VoucherID)
-		return model.VoucherStateUnsafe, nil
-	case rv.State != model.VoucherStateOK:
-		// Frozen by a reconciler that died: the state is intact but
-		// unchecked, and frozen, so the facts are stable.
-		return "left " + rv.State, nil
-	}
-	// Invariant 5, from counts (the buyer lists are read only to rebuild).
-	pending, err := s.pendingOf(ctx, sv.VoucherID, entries)
+	entries, err := s.d.Queue.Entries(ctx)
 	if err != nil {
-		return "", err
+		return nil, fmt.Errorf("reconcile: read stream: %w", err)
 	}
-	_, initial, orders, _, err := s.d.Orders.Tally(ctx, sv.VoucherID)
+	var parsed []model.QueuedOrder
+	for _, e := range entries {
+		if e.Malformed == "" && !e.Deleted {
+			parsed = append(parsed, e)
+		}
+	}
+	written, err := s.d.Orders.Written(ctx, parsed)
 	if err != nil {
-		return "", err
+		return nil, fmt.Errorf("reconcile: %w", err)
 	}
-	p := int64(len(pending))
-	if rv.StockExists && rv.Stock+orders+p == int64(initial) && rv.Buyers == orders+p {
-		return "ok", nil
+	pending := map[int64]int64{}
+	for _, e := range parsed {
+		if !written[e.OrderID] {
+			pending[e.VoucherID]++
+		}
 	}
-	// Without a freeze the reads race with live admissions; a rebuild
-	// under freeze reads the facts again and is right either way.
-	s.d.Log.WarnContext(ctx, "voucher redis state does not match the facts",
-		"voucher_id", sv.VoucherID, "initial", initial, "redis_stock", rv.Stock, "redis_buyers", rv.Buyers,
-		"db_orders", orders, "pending", p)
-	return "mismatch", nil
+	orders, err := s.d.Orders.CountByVoucher(ctx, ids)
+	if err != nil {
+		return nil, fmt.Errorf("reconcile: %w", err)
+	}
+	out := make([]string, len(live))
+	for i, sv := range live {
+		rv, o, p := states[sv.VoucherID], orders[sv.VoucherID], pending[sv.VoucherID]
+		switch {
+		case !rv.Exists:
+			out[i] = "not loaded"
+		case rv.State == model.VoucherStateUnsafe:
+			s.d.Log.ErrorContext(ctx, "voucher stays unsafe until rebuilt: run `seckill rebuild --voucher N`", "voucher_id", sv.VoucherID)
+			out[i] = model.VoucherStateUnsafe
+		case rv.State != model.VoucherStateOK:
+			// Frozen by a reconciler that died: the state is intact but
+			// unchecked, and frozen, so the facts are stable.
+			out[i] = "left " + rv.State
+		case rv.StockExists && rv.Stock+o+p == int64(sv.InitialStock) && rv.Buyers == o+p:
+			out[i] = "ok"
+		default:
+			s.d.Log.WarnContext(ctx, "voucher redis state does not match the facts",
+				"voucher_id", sv.VoucherID, "initial", sv.InitialStock, "redis_stock", rv.Stock, "redis_buyers", rv.Buyers,
+				"db_orders", o, "pending", p)
+			out[i] = "mismatch"
+		}
+	}
+	return out, nil
 }
 
 // groupByVoucher splits stream entries by voucher.
