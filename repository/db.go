@@ -29,18 +29,6 @@ import (
 type DB struct {
 	Gorm     *gorm.DB
 	Embedded bool // the SQLite file under the data dir
-	// plain shares Gorm's pool without prepared-statement caching, for
-	// statements whose text varies with the batch size (IN lists, multi-row
-	// inserts): caching those would pile up server-side statements.
-	plain *gorm.DB
-}
-
-// unprepared returns the handle for statements of varying text.
-func (d *DB) unprepared() *gorm.DB {
-	if d.plain != nil {
-		return d.plain
-	}
-	return d.Gorm
 }
 
 // OpenMySQL opens MySQL/MariaDB with dsn and checks that it answers.
@@ -82,15 +70,7 @@ func OpenMySQL(ctx context.Context, dsn string) (*DB, error) {
 		sqlDB.Close()
 		return nil, fmt.Errorf("SECKILL_MYSQL_DSN: %s unreachable: %w", cfg.Addr, err)
 	}
-	plain, err := gorm.Open(gormmysql.New(gormmysql.Config{Conn: sqlDB}), &gorm.Config{
-		Logger:                 gormlogger.Discard,
-		SkipDefaultTransaction: true,
-	})
-	if err != nil {
-		sqlDB.Close()
-		return nil, fmt.Errorf("SECKILL_MYSQL_DSN: open: %w", err)
-	}
-	return &DB{Gorm: g, plain: plain}, nil
+	return &DB{Gorm: g}, nil
 }
 
 // OpenLockDB opens a pool of its own for the mysql lock backend: every held

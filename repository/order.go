@@ -12,13 +12,10 @@ import (
 )
 
 // Orders stores orders in tb_voucher_order.
-type Orders struct {
-	db    *gorm.DB
-	plain *gorm.DB // no statement cache: batch statements (order_async.go)
-}
+type Orders struct{ db *gorm.DB }
 
 // NewOrders returns the order store.
-func NewOrders(db *DB) *Orders { return &Orders{db: db.Gorm, plain: db.unprepared()} }
+func NewOrders(db *DB) *Orders { return &Orders{db: db.Gorm} }
 
 // CreateOrder runs the order transaction of the seckill flow. Every statement
 // runs on the transaction handle; the stock update's RowsAffected decides

@@ -17,10 +17,10 @@ import (
 // WriteBatch writes orders in one transaction, every statement on the
 // transaction handle: orders already in the database (same id, user and
 // voucher) are skipped and returned in existing (idempotence: a redelivered
-// entry is not written twice); for the others, each voucher's stock drops
-// by its number of orders if it has that many (RowsAffected checked,
-// vouchers in id order so that concurrent batches cannot deadlock on them),
-// then one multi-row INSERT. When a voucher lacks the stock the batch fails
+// entry is not written twice); the others go in one multi-row INSERT, then
+// each voucher's stock drops by its number of orders if it has that many
+// (RowsAffected checked, vouchers in id order so that concurrent batches
+// cannot deadlock on them). When a voucher lacks the stock the batch fails
 // with model.ErrSoldOut; a unique-key violation fails it with
 // model.ErrDuplicateOrder and model.ErrUniqueKey; an id held by another
 // order with model.ErrOrderIDTaken; nothing is written then.
@@ -28,7 +28,7 @@ func (r *Orders) WriteBatch(ctx context.Context, orders []model.VoucherOrder) (e
 	if len(orders) == 0 {
 		return nil, nil
 	}
-	err = r.plain.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+	err = r.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
 		existing = existing[:0]
 		ids := make([]int64, len(orders))
 		for i, o := range orders {
@@ -59,6 +59,14 @@ func (r *Orders) WriteBatch(ctx context.Context, orders []model.VoucherOrder) (e
 		if len(todo) == 0 {
 			return nil
 		}
+		// The insert comes first, so that the hot stock rows stay locked
+		// only until the commit; a failed update rolls it back.
+		if err := tx.Create(&todo).Error; err != nil {
+			if isUniqueViolation(err) {
+				return fmt.Errorf("%w: %w", model.ErrDuplicateOrder, model.ErrUniqueKey)
+			}
+			return err
+		}
 		vouchers := make([]int64, 0, len(perVoucher))
 		for v := range perVoucher {
 			vouchers = append(vouchers, v)
@@ -75,12 +83,6 @@ func (r *Orders) WriteBatch(ctx context.Context, orders []model.VoucherOrder) (e
 			if res.RowsAffected == 0 {
 				return fmt.Errorf("voucher %d: %d orders: %w", v, k, model.ErrSoldOut)
 			}
-		}
-		if err := tx.Create(&todo).Error; err != nil {
-			if isUniqueViolation(err) {
-				return fmt.Errorf("%w: %w", model.ErrDuplicateOrder, model.ErrUniqueKey)
-			}
-			return err
 		}
 		return nil
 	})
@@ -168,7 +170,7 @@ func (r *Orders) Written(ctx context.Context, entries []model.QueuedOrder) (map[
 			ids[i] = e.OrderID
 		}
 		var rows []orderKey
-		if err := r.plain.WithContext(ctx).Model(&model.VoucherOrder{}).Select("id, user_id, voucher_id").Where("id IN ?", ids).Find(&rows).Error; err != nil {
+		if err := r.db.WithContext(ctx).Model(&model.VoucherOrder{}).Select("id, user_id, voucher_id").Where("id IN ?", ids).Find(&rows).Error; err != nil {
 			return nil, translate(err)
 		}
 		have := make(map[int64]orderKey, len(rows))
@@ -194,7 +196,7 @@ func (r *Orders) CountByVoucher(ctx context.Context, voucherIDs []int64) (map[in
 			VoucherID int64
 			N         int64
 		}
-		err := r.plain.WithContext(ctx).Model(&model.VoucherOrder{}).
+		err := r.db.WithContext(ctx).Model(&model.VoucherOrder{}).
 			Select("voucher_id, COUNT(*) AS n").Where("voucher_id IN ?", chunk).
 			Group("voucher_id").Scan(&rows).Error
 		if err != nil {
