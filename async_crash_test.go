@@ -11,7 +11,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strconv"
 	"strings"
 	"syscall"
@@ -28,7 +27,7 @@ func buildBinary(t *testing.T) string {
 	t.Helper()
 	gobin, err := exec.LookPath("go")
 	if err != nil {
-		gobin = filepath.Join(runtime.GOROOT(), "bin", "go")
+		t.Fatalf("go not on PATH: %v", err)
 	}
 	bin := filepath.Join(t.TempDir(), "seckill")
 	out, err := exec.Command(gobin, "build", "-o", bin, ".").CombinedOutput()
