@@ -1,0 +1,127 @@
+package main
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/alicebob/miniredis/v2"
+	"github.com/go-sql-driver/mysql"
+
+	"seckill/repository"
+)
+
+// TestAsyncStartupChecks: an instance starting on an intact Redis (same
+// epoch) rebuilds a voucher whose Redis state is stale and quiet, but trusts
+// a voucher on sale, whose counts move while it checks: buyers of that
+// voucher get no 503 while the instance starts, and every invariant holds
+// after the drain. Redis is an in-process miniredis and the database a
+// fresh one, so that no other test's vouchers or consumers take part.
+func TestAsyncStartupChecks(t *testing.T) {
+	m := miniredis.NewMiniRedis()
+	m.ClockTTL(true)
+	if err := m.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(m.Close)
+	rdb := testRedis(t, m.Addr())
+	dsn, db := freshDatabase(t)
+	env := map[string]string{"SECKILL_REDIS_ADDR": m.Addr(), "SECKILL_MYSQL_DSN": dsn}
+	a1 := asyncApp(t, env)
+	ctx := context.Background()
+
+	stale := publishVoucher(t, a1.Handler, 10)
+	// A stale Redis stock (as after sync-mode sales since it was loaded):
+	// three units fewer than the facts say.
+	if err := rdb.Set(ctx, repository.StockKey(stale), 7, 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+
+	const stock = 100000
+	onSale := publishVoucher(t, a1.Handler, stock)
+	var (
+		wg       sync.WaitGroup
+		stop     atomic.Bool
+		mu       sync.Mutex
+		byStatus = map[int]int{}
+		seen     = stormResult{byCode: map[string]int{}, orderIDs: map[int64]int64{}}
+	)
+	base := randomBase()
+	tok := devTokens()
+	for w := 0; w < 3; w++ {
+		wg.Add(1)
+		go func(w int) {
+			defer wg.Done()
+			for i := 0; !stop.Load(); i++ {
+				user := base + int64(w*1_000_000+i)
+				s, _ := tok.Issue(user, "user")
+				r := call(t, a1.Handler, http.MethodPost, fmt.Sprintf("/voucher-order/seckill/%d", onSale), s, nil)
+				mu.Lock()
+				byStatus[r.Status]++
+				if r.Status == http.StatusOK {
+					var id string
+					if err := jsonString(r.Body.Data, &id); err == nil {
+						var n int64
+						fmt.Sscan(id, &n) //nolint:errcheck // checked by the invariants below
+						seen.orderIDs[n] = user
+					}
+				}
+				mu.Unlock()
+				time.Sleep(2 * time.Millisecond) // a steady sale, not a flood of the in-process Redis
+			}
+		}(w)
+	}
+	time.Sleep(300 * time.Millisecond) // the sale is under way
+	asyncApp(t, env)                   // a second instance starts during the sale
+	time.Sleep(200 * time.Millisecond)
+	stop.Store(true)
+	wg.Wait()
+
+	if byStatus[http.StatusServiceUnavailable] != 0 || byStatus[http.StatusOK] == 0 {
+		t.Errorf("buyers during the start: got statuses %v, want only 200s, no 503", byStatus)
+	}
+	got, err := rdb.Get(ctx, repository.StockKey(stale)).Int64()
+	if err != nil || got != 10 {
+		t.Errorf("stale voucher after the start: got redis stock %d (%v), want 10 rebuilt from the facts", got, err)
+	}
+	a, _ := waitDrained(t, a1.Handler, onSale, int64(len(seen.orderIDs)))
+	checkInvariant5(t, rdb, onSale, a)
+	checkInvariants(t, db, onSale, seen)
+}
+
+func jsonString(raw []byte, dst *string) error { return json.Unmarshal(raw, dst) }
+
+// freshDatabase creates an empty database next to the one of
+// SECKILL_MYSQL_DSN, dropped when the test ends, and returns its DSN and a
+// handle.
+func freshDatabase(t *testing.T) (string, *sql.DB) {
+	t.Helper()
+	dsn, _ := integrationEnv(t)
+	cfg, err := mysql.ParseDSN(dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	admin := openTestDB(t)
+	name := fmt.Sprintf("seckill_t%d", randomBase())
+	if _, err := admin.Exec("CREATE DATABASE " + name); err != nil {
+		t.Fatalf("create database: %v", err)
+	}
+	cfg.DBName = name
+	db, err := sql.Open("mysql", cfg.FormatDSN())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		db.Close()
+		if _, err := admin.Exec("DROP DATABASE " + name); err != nil {
+			t.Errorf("drop database %s: %v", name, err)
+		}
+	})
+	return cfg.FormatDSN(), db
+}
