@@ -330,13 +330,21 @@ func (b *batch) lockUsers(work []model.QueuedOrder) ([]model.QueuedOrder, func()
 		}
 	}
 	return locked, func() {
+		// In parallel, like the obtains: one round trip of latency for the
+		// batch instead of one per user.
 		rctx, cancel := context.WithTimeout(context.WithoutCancel(b.ctx), releaseTimeout)
 		defer cancel()
+		var wg sync.WaitGroup
 		for _, lk := range locks {
-			if err := lk.Release(rctx); err != nil {
-				c.s.d.Log.WarnContext(b.ctx, "consumer lock release failed", "key", lk.Key(), "err", err)
-			}
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				if err := lk.Release(rctx); err != nil {
+					c.s.d.Log.WarnContext(b.ctx, "consumer lock release failed", "key", lk.Key(), "err", err)
+				}
+			}()
 		}
+		wg.Wait()
 		cancelLocks()
 	}
 }
