@@ -66,7 +66,7 @@ type Config struct {
 
 // Defaults of async mode that the zero values of Config stand for.
 const (
-	DefaultConsumers = 2
+	DefaultConsumers = 1
 	DefaultClaimIdle = 30 * time.Second
 )
 
