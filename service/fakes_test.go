@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"sync"
 	"sync/atomic"
+	"testing"
 	"time"
 
 	"seckill/lock"
@@ -478,3 +479,26 @@ func (f fakeIssuer) Issue(userID int64, role string) (string, error) {
 
 // errIO stands for a driver error the repository translated.
 var errIO = errors.New("dial tcp 10.0.0.9:3306: connect: connection refused")
+
+// checkErr fails the test unless err is what the case wants: an
+// InvalidArgumentError on wantField, an error matching wantErr, or nil when
+// both are empty. It reports whether an error was wanted.
+func checkErr(t *testing.T, err error, wantField string, wantErr error) bool {
+	t.Helper()
+	switch {
+	case wantField != "":
+		var ia *model.InvalidArgumentError
+		if !errors.As(err, &ia) || ia.Field != wantField {
+			t.Fatalf("got %v, want InvalidArgumentError on %q", err, wantField)
+		}
+		return true
+	case wantErr != nil:
+		if !errors.Is(err, wantErr) {
+			t.Fatalf("got %v, want %v", err, wantErr)
+		}
+		return true
+	case err != nil:
+		t.Fatalf("got %v, want nil", err)
+	}
+	return false
+}

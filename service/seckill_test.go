@@ -635,26 +635,14 @@ func TestOrder(t *testing.T) {
 			r.orders.getErr = tt.getErr
 			r.orders.mu.Unlock()
 			o, err := r.svc.Order(context.Background(), tt.userID, tt.orderID)
-			switch {
-			case tt.wantField != "":
-				var ia *model.InvalidArgumentError
-				if !errors.As(err, &ia) || ia.Field != tt.wantField {
-					t.Fatalf("got %v, want InvalidArgumentError on %q", err, tt.wantField)
-				}
-			case tt.wantErr != nil:
-				if !errors.Is(err, tt.wantErr) {
-					t.Fatalf("got %v, want %v", err, tt.wantErr)
-				}
-				if o != nil {
+			if checkErr(t, err, tt.wantField, tt.wantErr) {
+				if tt.wantErr != nil && o != nil {
 					t.Errorf("order: got %+v, want nil", *o)
 				}
-			default:
-				if err != nil {
-					t.Fatalf("got %v, want nil", err)
-				}
-				if o.ID != id || o.UserID != tt.userID {
-					t.Errorf("order: got id %d user %d, want %d %d", o.ID, o.UserID, id, tt.userID)
-				}
+				return
+			}
+			if o.ID != id || o.UserID != tt.userID {
+				t.Errorf("order: got id %d user %d, want %d %d", o.ID, o.UserID, id, tt.userID)
 			}
 		})
 	}
@@ -689,20 +677,8 @@ func TestAudit(t *testing.T) {
 			r.rejects.counts[5] = tt.dups
 			r.rejects.readErr = tt.readErr
 			a, err := r.svc.Audit(context.Background(), tt.voucherID)
-			switch {
-			case tt.wantField != "":
-				var ia *model.InvalidArgumentError
-				if !errors.As(err, &ia) || ia.Field != tt.wantField {
-					t.Fatalf("got %v, want InvalidArgumentError on %q", err, tt.wantField)
-				}
+			if checkErr(t, err, tt.wantField, tt.wantErr) {
 				return
-			case tt.wantErr != nil:
-				if !errors.Is(err, tt.wantErr) {
-					t.Fatalf("got %v, want %v", err, tt.wantErr)
-				}
-				return
-			case err != nil:
-				t.Fatalf("got %v, want nil", err)
 			}
 			want := model.Audit{
 				VoucherID: 5, InitialStock: tt.initial, Stock: tt.stock, Orders: tt.orders,

@@ -110,19 +110,7 @@ func TestPublish(t *testing.T) {
 			in := validInput()
 			tt.edit(&in)
 			id, err := svc.Publish(context.Background(), in)
-			switch {
-			case tt.wantField != "":
-				var ia *model.InvalidArgumentError
-				if !errors.As(err, &ia) || ia.Field != tt.wantField {
-					t.Fatalf("got %v, want InvalidArgumentError on %q", err, tt.wantField)
-				}
-			case tt.wantErr != nil:
-				if !errors.Is(err, tt.wantErr) {
-					t.Fatalf("got %v, want %v", err, tt.wantErr)
-				}
-			case err != nil:
-				t.Fatalf("got %v, want nil", err)
-			}
+			checkErr(t, err, tt.wantField, tt.wantErr)
 			if got := len(store.seckill) == 1; got != tt.wantStore {
 				t.Fatalf("stored: got %v, want %v", got, tt.wantStore)
 			}
