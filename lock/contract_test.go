@@ -84,28 +84,11 @@ func runContract(t *testing.T, b backend) {
 		lk := b.locker(t)
 		key := testKey(t)
 		ctx := bg(t, 30*time.Second)
-		var (
-			start   = make(chan struct{})
-			wg      sync.WaitGroup
-			mu      sync.Mutex
-			winners []lock.Lock
-		)
-		for range n {
-			wg.Go(func() {
-				<-start
-				l, err := lk.Obtain(ctx, key)
-				switch {
-				case err == nil:
-					mu.Lock()
-					winners = append(winners, l)
-					mu.Unlock()
-				case !errors.Is(err, lock.ErrNotObtained):
-					t.Errorf("Obtain: got %v, want nil or ErrNotObtained", err)
-				}
-			})
+		contenders := make([]lock.Locker, n)
+		for i := range contenders {
+			contenders[i] = lk
 		}
-		close(start)
-		wg.Wait()
+		winners := simultaneous(t, ctx, key, contenders)
 		switch {
 		case !b.exclusive && len(winners) != n:
 			t.Errorf("winners: got %d, want all %d", len(winners), n)

@@ -3,12 +3,16 @@ package lock_test
 import (
 	"context"
 	"crypto/rand"
+	"errors"
 	"os"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"seckill/lock"
 )
 
 // needEnv returns the environment variable name, or skips the test when it
@@ -55,4 +59,33 @@ func bg(tb testing.TB, d time.Duration) context.Context {
 	ctx, cancel := context.WithTimeout(context.Background(), d)
 	tb.Cleanup(cancel)
 	return ctx
+}
+
+// simultaneous has every contender try key once at the same moment and
+// returns the locks obtained; any error but ErrNotObtained fails the test.
+func simultaneous(t *testing.T, ctx context.Context, key string, contenders []lock.Locker) []lock.Lock {
+	t.Helper()
+	var (
+		start   = make(chan struct{})
+		wg      sync.WaitGroup
+		mu      sync.Mutex
+		winners []lock.Lock
+	)
+	for _, lk := range contenders {
+		wg.Go(func() {
+			<-start
+			l, err := lk.Obtain(ctx, key)
+			switch {
+			case err == nil:
+				mu.Lock()
+				winners = append(winners, l)
+				mu.Unlock()
+			case !errors.Is(err, lock.ErrNotObtained):
+				t.Errorf("Obtain: got %v, want nil or ErrNotObtained", err)
+			}
+		})
+	}
+	close(start)
+	wg.Wait()
+	return winners
 }

@@ -9,7 +9,6 @@ import (
 	"os"
 	"os/exec"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -356,28 +355,7 @@ func TestRedsyncSplitVote(t *testing.T) {
 	}
 	for round := range 5 {
 		key := testKey(t)
-		var (
-			start   = make(chan struct{})
-			mu      sync.Mutex
-			winners []lock.Lock
-			wg      sync.WaitGroup
-		)
-		for _, lk := range lockers {
-			wg.Go(func() {
-				<-start
-				l, err := lk.Obtain(ctx, key)
-				switch {
-				case err == nil:
-					mu.Lock()
-					winners = append(winners, l)
-					mu.Unlock()
-				case !errors.Is(err, lock.ErrNotObtained):
-					t.Errorf("Obtain: got %v, want nil or ErrNotObtained", err)
-				}
-			})
-		}
-		close(start)
-		wg.Wait()
+		winners := simultaneous(t, ctx, key, lockers)
 		if len(winners) > 1 {
 			t.Errorf("round %d: %d winners, want at most 1", round, len(winners))
 		}
