@@ -41,6 +41,9 @@ func OpenMySQL(ctx context.Context, dsn string) (*DB, error) {
 	// Client-side interpolation: one round trip per statement, no
 	// PREPARE/CLOSE pair per statement per transaction.
 	cfg.InterpolateParams = true
+	// Rows affected must mean rows changed: the fence upsert reads 0 as
+	// "stale token" (clientFoundRows=true would report the matched row).
+	cfg.ClientFoundRows = false
 	if cfg.Timeout == 0 {
 		cfg.Timeout = 3 * time.Second
 	}

@@ -96,21 +96,28 @@ func createOrder(tx *gorm.DB, o *model.VoucherOrder, fence *model.Fence) error {
 
 // checkFence records fence.Token as the newest token used for fence.Key, or
 // returns model.ErrStaleFence when a token at least as new was used already.
-// It is portable SQL: a conditional UPDATE, else an INSERT whose unique-key
-// violation means someone newer (or equal) got there first.
+// It is one upsert, which takes no gap lock before its insert: a conditional
+// UPDATE of a missing key followed by an INSERT (the earlier design) locked
+// the gap under REPEATABLE READ, and concurrent first-time users then
+// deadlocked on their inserts. The upsert changes a row only when the token
+// is newer, so 0 rows affected means stale (1 inserted; MySQL says 2 for an
+// update; go-sql-driver does not ask for found rows).
 func checkFence(tx *gorm.DB, fence *model.Fence) error {
-	res := tx.Exec("UPDATE tb_lock_fence SET token = ? WHERE lock_key = ? AND token < ?", fence.Token, fence.Key, fence.Token)
+	q := "INSERT INTO tb_lock_fence (lock_key, token) VALUES (?, ?) " +
+		"ON DUPLICATE KEY UPDATE token = IF(VALUES(token) > token, VALUES(token), token)"
+	if tx.Dialector.Name() == "sqlite" {
+		q = "INSERT INTO tb_lock_fence (lock_key, token) VALUES (?, ?) " +
+			"ON CONFLICT (lock_key) DO UPDATE SET token = excluded.token, update_time = CURRENT_TIMESTAMP " +
+			"WHERE excluded.token > tb_lock_fence.token"
+	}
+	res := tx.Exec(q, fence.Key, fence.Token)
 	if res.Error != nil {
 		return res.Error
 	}
-	if res.RowsAffected == 1 {
-		return nil
-	}
-	err := tx.Exec("INSERT INTO tb_lock_fence (lock_key, token) VALUES (?, ?)", fence.Key, fence.Token).Error
-	if err != nil && isUniqueViolation(err) {
+	if res.RowsAffected == 0 {
 		return model.ErrStaleFence
 	}
-	return err
+	return nil
 }
 
 // GetOrder returns the order or model.ErrOrderNotFound.

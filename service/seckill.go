@@ -147,7 +147,7 @@ func (s *Seckill) Buy(ctx context.Context, userID, voucherID int64) (int64, erro
 	var fence *model.Fence
 	if s.cfg.Fencing {
 		if tok, ok := lk.Token(); ok {
-			fence = &model.Fence{Key: key, Token: tok}
+			fence = &model.Fence{Key: fenceKey(s.locker.Name(), key), Token: tok}
 			o.FenceToken = &tok
 		}
 	}
@@ -170,6 +170,14 @@ func (s *Seckill) Buy(ctx context.Context, userID, voucherID int64) (int64, erro
 	}
 	return 0, err
 }
+
+// fenceKey names the fence row of a lock key in one token space. Each lock
+// mode mints its tokens in its own space (a Redis counter, the largest of
+// several nodes' counters, a ZooKeeper czxid), and tokens of two spaces
+// say nothing about each other: compared, a czxid would refuse a returning
+// user's Redis tokens forever after a switch of mode. So the mode is part
+// of the row's key.
+func fenceKey(mode, key string) string { return mode + "|" + key }
 
 // release gives the lock back after the transaction has ended, on a context
 // that survives the request's cancellation.
