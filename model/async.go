@@ -76,3 +76,18 @@ func (a *Audit) CheckAsync(buyers int64) {
 		*a.RedisStock+a.Orders+*a.Pending == int64(a.InitialStock) &&
 		buyers == a.Orders+*a.Pending
 }
+
+// OrderFacts is what the database says about some vouchers' orders and some
+// stream entries, read in one transaction (one consistent snapshot), so that
+// an order committed while they are read is counted once: either written
+// (in Orders and Written) or not yet (pending).
+type OrderFacts struct {
+	// Orders is the number of orders of each voucher that has some.
+	Orders map[int64]int64
+	// Written holds the order ids of the entries whose order is in the
+	// database (same id, user and voucher).
+	Written map[int64]bool
+	// Buyers lists the users holding an order, per voucher (only when
+	// asked for).
+	Buyers map[int64][]int64
+}

@@ -153,35 +153,15 @@ func (a *Admission) Vouchers(ctx context.Context, voucherIDs []int64) (map[int64
 }
 
 func (a *Admission) vouchers(ctx context.Context, voucherIDs []int64, out map[int64]model.RedisVoucher) error {
-	type cmds struct {
-		state, stock *redis.StringCmd
-		buyers       *redis.IntCmd
-	}
-	all := make([]cmds, len(voucherIDs))
+	var read func(map[int64]model.RedisVoucher)
 	_, err := a.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
-		for i, id := range voucherIDs {
-			all[i] = cmds{
-				state:  p.HGet(ctx, VoucherKey(id), "state"),
-				stock:  p.Get(ctx, StockKey(id)),
-				buyers: p.SCard(ctx, BuyersKey(id)),
-			}
-		}
+		read = queueVoucherReads(ctx, p, voucherIDs)
 		return nil
 	})
 	if err != nil && !errors.Is(err, redis.Nil) {
 		return redisErr(err)
 	}
-	for i, id := range voucherIDs {
-		var rv model.RedisVoucher
-		if s, err := all[i].state.Result(); err == nil {
-			rv.Exists, rv.State = true, s
-		}
-		if s, err := all[i].stock.Int64(); err == nil {
-			rv.StockExists, rv.Stock = true, s
-		}
-		rv.Buyers = all[i].buyers.Val()
-		out[id] = rv
-	}
+	read(out)
 	return nil
 }
 

@@ -163,6 +163,16 @@ const writtenChunk = 500
 // (same id, user and voucher).
 func (r *Orders) Written(ctx context.Context, entries []model.QueuedOrder) (map[int64]bool, error) {
 	out := make(map[int64]bool)
+	if err := written(r.db.WithContext(ctx), entries, out); err != nil {
+		return nil, translate(err)
+	}
+	return out, nil
+}
+
+// written marks in out the order ids of entries whose order is in the
+// database (same id, user and voucher), reading through db (a transaction
+// handle, or the pool).
+func written(db *gorm.DB, entries []model.QueuedOrder, out map[int64]bool) error {
 	for start := 0; start < len(entries); start += writtenChunk {
 		chunk := entries[start:min(start+writtenChunk, len(entries))]
 		ids := make([]int64, len(chunk))
@@ -170,8 +180,8 @@ func (r *Orders) Written(ctx context.Context, entries []model.QueuedOrder) (map[
 			ids[i] = e.OrderID
 		}
 		var rows []orderKey
-		if err := r.db.WithContext(ctx).Model(&model.VoucherOrder{}).Select("id, user_id, voucher_id").Where("id IN ?", ids).Find(&rows).Error; err != nil {
-			return nil, translate(err)
+		if err := db.Model(&model.VoucherOrder{}).Select("id, user_id, voucher_id").Where("id IN ?", ids).Find(&rows).Error; err != nil {
+			return err
 		}
 		have := make(map[int64]orderKey, len(rows))
 		for _, k := range rows {
@@ -183,7 +193,7 @@ func (r *Orders) Written(ctx context.Context, entries []model.QueuedOrder) (map[
 			}
 		}
 	}
-	return out, nil
+	return nil
 }
 
 // CountByVoucher returns the number of orders of each voucher that has
