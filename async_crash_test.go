@@ -147,6 +147,7 @@ func TestAsyncCrashRecovery(t *testing.T) {
 	env := map[string]string{
 		"SECKILL_MYSQL_DSN": dsn, "SECKILL_REDIS_ADDR": redisAddr,
 		"SECKILL_ORDER_MODE": "async", "SECKILL_LOCK_MODE": "lua",
+		"SECKILL_ENV": "development", // real backends default to production
 	}
 	envA := map[string]string{"SECKILL_DEV_CONSUMER_DELAY": "1h"}
 	for k, v := range env {

@@ -102,6 +102,7 @@ func asyncApp(t *testing.T, env map[string]string) *app {
 	vars := map[string]string{
 		"SECKILL_MYSQL_DSN": dsn, "SECKILL_REDIS_ADDR": redisAddr, "SECKILL_HTTP_ADDR": "127.0.0.1:0",
 		"SECKILL_ORDER_MODE": "async", "SECKILL_LOCK_MODE": "lua",
+		"SECKILL_ENV": "development", // real backends default to production
 	}
 	for k, v := range env {
 		vars[k] = v
@@ -335,7 +336,7 @@ func TestAsyncRedisDataLost(t *testing.T) {
 	}
 
 	var out bytes.Buffer
-	vars := map[string]string{"SECKILL_MYSQL_DSN": dsn, "SECKILL_REDIS_ADDR": m.Addr(), "SECKILL_ORDER_MODE": "async", "SECKILL_LOG_LEVEL": "error"}
+	vars := map[string]string{"SECKILL_MYSQL_DSN": dsn, "SECKILL_REDIS_ADDR": m.Addr(), "SECKILL_ORDER_MODE": "async", "SECKILL_LOG_LEVEL": "error", "SECKILL_ENV": "development"}
 	if err := run(context.Background(), []string{"rebuild", "--voucher", strconv.FormatInt(vid, 10)},
 		func(k string) string { return vars[k] }, &out, &bytes.Buffer{}); err != nil {
 		t.Fatalf("rebuild: %v", err)

@@ -47,6 +47,9 @@ func testApp(t *testing.T, env map[string]string) *app {
 		"SECKILL_REDLOCK_ADDRS": os.Getenv("SECKILL_REDLOCK_ADDRS"),
 		"SECKILL_ZK_ADDRS":      os.Getenv("SECKILL_ZK_ADDRS"),
 		"SECKILL_HTTP_ADDR":     "127.0.0.1:0",
+		// Real backends default to production: the tests sign with the
+		// public development secret and use the development delays.
+		"SECKILL_ENV": "development",
 	}
 	for k, v := range env {
 		vars[k] = v
@@ -67,9 +70,10 @@ func testApp(t *testing.T, env map[string]string) *app {
 type apiResult struct {
 	Status int
 	Body   struct {
-		Success bool            `json:"success"`
-		Code    string          `json:"code"`
-		Data    json.RawMessage `json:"data"`
+		Success  bool            `json:"success"`
+		Code     string          `json:"code"`
+		ErrorMsg string          `json:"errorMsg"`
+		Data     json.RawMessage `json:"data"`
 	}
 }
 

@@ -39,9 +39,10 @@ func TestRunRefusesBadConfig(t *testing.T) {
 		{"unknown order mode", map[string]string{"SECKILL_ORDER_MODE": "later"}, "SECKILL_ORDER_MODE"},
 		{"malformed DSN", map[string]string{"SECKILL_MYSQL_DSN": "not a dsn"}, "SECKILL_MYSQL_DSN"},
 		{"malformed redis addr", map[string]string{"SECKILL_REDIS_ADDR": "nohostport"}, "SECKILL_REDIS_ADDR"},
-		{"unreachable redis", map[string]string{"SECKILL_REDIS_ADDR": closed, "SECKILL_DATA_DIR": t.TempDir()}, "SECKILL_REDIS_ADDR"},
-		{"unreachable mysql", map[string]string{"SECKILL_MYSQL_DSN": "u:p@tcp(" + closed + ")/x"}, "SECKILL_MYSQL_DSN"},
+		{"unreachable redis", map[string]string{"SECKILL_REDIS_ADDR": closed, "SECKILL_DATA_DIR": t.TempDir(), "SECKILL_JWT_SECRET": "s"}, "SECKILL_REDIS_ADDR"},
+		{"unreachable mysql", map[string]string{"SECKILL_MYSQL_DSN": "u:p@tcp(" + closed + ")/x", "SECKILL_JWT_SECRET": "s"}, "SECKILL_MYSQL_DSN"},
 		{"production without secret", map[string]string{"SECKILL_ENV": "production"}, "SECKILL_JWT_SECRET"},
+		{"real backends without secret", map[string]string{"SECKILL_MYSQL_DSN": "u:p@tcp(" + closed + ")/x", "SECKILL_REDIS_ADDR": closed}, "SECKILL_JWT_SECRET"},
 		{"zookeeper without servers", map[string]string{"SECKILL_LOCK_MODE": "zookeeper"}, "SECKILL_ZK_ADDRS"},
 	}
 	for _, tt := range tests {

@@ -76,6 +76,10 @@ cd "$root"
 # shellcheck source-path=SCRIPTDIR source=../.ci/env.sh
 [[ -n "${SECKILL_MYSQL_DSN:-}" && -n "${SECKILL_REDIS_ADDR:-}" ]] || source "$root/.ci/env.sh"
 export PATH="/usr/local/go/bin:${PATH}"
+# Real MariaDB and Redis mean production unless development is asked for:
+# the bench needs it (/debug/noop, pprof, and tokens signed with the public
+# development secret that the server also uses).
+export SECKILL_ENV=development
 
 DURATION="${BENCH_DURATION:-10}"
 THREADS="${BENCH_THREADS:-2}"

@@ -36,7 +36,12 @@ type Config struct {
 	Fencing      bool          // SECKILL_FENCING, "on" or "off", default off
 	JWTSecret    string        // SECKILL_JWT_SECRET
 	JWTTTL       time.Duration // SECKILL_JWT_TTL, default 24h
-	Env          string        // SECKILL_ENV, "development" or "production"
+	// Env is SECKILL_ENV, "development" or "production". Unset, it is
+	// development only when both backends are embedded (no SECKILL_MYSQL_DSN
+	// and no SECKILL_REDIS_ADDR: trying the product on one machine) and
+	// production otherwise. Development means the public JWT secret, login
+	// codes in responses, pprof, /debug/noop and the SECKILL_DEV_* delays.
+	Env string
 	// RequestTimeout bounds every request (SECKILL_REQUEST_TIMEOUT, default 3s):
 	// a dependency that hangs turns into 503 UNAVAILABLE, never a hang.
 	RequestTimeout time.Duration
@@ -86,7 +91,14 @@ func (c *Config) ClaimIdleOrDefault() time.Duration {
 	return c.ClaimIdle
 }
 
-// Default returns the configuration with every default filled in.
+// Environments accepted by SECKILL_ENV.
+const (
+	EnvDevelopment = "development"
+	EnvProduction  = "production"
+)
+
+// Default returns the configuration with every default filled in (both
+// backends embedded, hence development).
 func Default() Config {
 	return Config{
 		HTTPAddr:       ":8080",
@@ -95,10 +107,22 @@ func Default() Config {
 		LockTTL:        10 * time.Second,
 		OrderMode:      "sync",
 		JWTTTL:         24 * time.Hour,
-		Env:            "development",
+		Env:            EnvDevelopment,
 		RequestTimeout: 3 * time.Second,
 	}
 }
+
+// DefaultEnv is the environment when SECKILL_ENV is unset: development only
+// when both backends are embedded, production as soon as either is real.
+func DefaultEnv(mysqlDSN, redisAddr string) string {
+	if mysqlDSN == "" && redisAddr == "" {
+		return EnvDevelopment
+	}
+	return EnvProduction
+}
+
+// Development reports whether development behaviour is on.
+func (c *Config) Development() bool { return c.Env == EnvDevelopment }
 
 // Load returns Default overridden by the environment, validated. Errors name
 // the variable at fault.
@@ -129,6 +153,7 @@ func Load(getenv func(string) string) (Config, error) {
 	str("SECKILL_LOCK_MODE", &c.LockMode)
 	str("SECKILL_ORDER_MODE", &c.OrderMode)
 	str("SECKILL_JWT_SECRET", &c.JWTSecret)
+	c.Env = DefaultEnv(c.MySQLDSN, c.RedisAddr)
 	str("SECKILL_ENV", &c.Env)
 	dur("SECKILL_LOCK_TTL", &c.LockTTL)
 	dur("SECKILL_JWT_TTL", &c.JWTTTL)
@@ -202,12 +227,12 @@ func (c *Config) Validate() error {
 	if c.OrderMode != "sync" && c.OrderMode != "async" {
 		errs = append(errs, fmt.Errorf("SECKILL_ORDER_MODE: unknown mode %q (sync or async)", c.OrderMode))
 	}
-	if c.Env != "development" && c.Env != "production" {
+	if c.Env != EnvDevelopment && c.Env != EnvProduction {
 		errs = append(errs, fmt.Errorf("SECKILL_ENV: %q is not development or production", c.Env))
 	}
-	if c.Env == "production" {
+	if c.Env == EnvProduction {
 		if c.JWTSecret == "" {
-			errs = append(errs, errors.New("SECKILL_JWT_SECRET: required when SECKILL_ENV=production"))
+			errs = append(errs, errors.New("SECKILL_JWT_SECRET: required in production (the default with a real SECKILL_MYSQL_DSN or SECKILL_REDIS_ADDR; SECKILL_ENV=development allows the public development secret)"))
 		}
 		if c.CriticalDelay > 0 {
 			errs = append(errs, errors.New("SECKILL_DEV_CRITICAL_DELAY: development only, not allowed when SECKILL_ENV=production"))

@@ -88,6 +88,7 @@ func TestEveryLockModeAccepted(t *testing.T) {
 			m["SECKILL_ZK_ADDRS"] = "127.0.0.1:2181"
 		case "mysql":
 			m["SECKILL_MYSQL_DSN"] = "root:@tcp(127.0.0.1:3306)/seckill"
+			m["SECKILL_JWT_SECRET"] = "s" // a real database: production
 		}
 		c, err := Load(env(m))
 		if err != nil {
@@ -229,7 +230,7 @@ func TestLogValueMasksSecrets(t *testing.T) {
 		},
 		{
 			name:    "DSN without password",
-			env:     map[string]string{"SECKILL_MYSQL_DSN": "root@tcp(db:3306)/seckill"},
+			env:     map[string]string{"SECKILL_MYSQL_DSN": "root@tcp(db:3306)/seckill", "SECKILL_ENV": "development"},
 			wantIn:  []string{`root@tcp(db:3306)/seckill`},
 			wantNot: []string{"***@"},
 		},
@@ -252,5 +253,60 @@ func TestLogValueMasksSecrets(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestEnvDefault: with no SECKILL_ENV the service runs in development only
+// when both backends are embedded (`go run .` on one machine); with a real
+// MySQL or Redis it runs in production unless development is asked for.
+func TestEnvDefault(t *testing.T) {
+	const dsn, redis = "seckill:seckill@tcp(127.0.0.1:3306)/seckill", "127.0.0.1:6379"
+	tests := []struct {
+		name string
+		env  map[string]string
+		want string
+	}{
+		{"both embedded", nil, "development"},
+		{"real MySQL", map[string]string{"SECKILL_MYSQL_DSN": dsn, "SECKILL_JWT_SECRET": "s"}, "production"},
+		{"real Redis", map[string]string{"SECKILL_REDIS_ADDR": redis, "SECKILL_JWT_SECRET": "s"}, "production"},
+		{"both real", map[string]string{"SECKILL_MYSQL_DSN": dsn, "SECKILL_REDIS_ADDR": redis, "SECKILL_JWT_SECRET": "s"}, "production"},
+		{"both real, development asked for", map[string]string{"SECKILL_MYSQL_DSN": dsn, "SECKILL_REDIS_ADDR": redis, "SECKILL_ENV": "development"}, "development"},
+		{"embedded, production asked for", map[string]string{"SECKILL_ENV": "production", "SECKILL_JWT_SECRET": "s"}, "production"},
+		{"blank SECKILL_ENV", map[string]string{"SECKILL_REDIS_ADDR": redis, "SECKILL_ENV": "  ", "SECKILL_JWT_SECRET": "s"}, "production"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c, err := Load(env(tt.env))
+			if err != nil {
+				t.Fatalf("Load: got %v, want nil", err)
+			}
+			if c.Env != tt.want {
+				t.Errorf("Env: got %q, want %q", c.Env, tt.want)
+			}
+		})
+	}
+}
+
+// TestRealBackendsNeedSecret: real backends without SECKILL_ENV and without
+// a secret refuse to start with one line naming SECKILL_JWT_SECRET, never
+// falling back to the public development secret.
+func TestRealBackendsNeedSecret(t *testing.T) {
+	for _, m := range []map[string]string{
+		{"SECKILL_MYSQL_DSN": "seckill:seckill@tcp(127.0.0.1:3306)/seckill"},
+		{"SECKILL_REDIS_ADDR": "127.0.0.1:6379"},
+		{"SECKILL_REDIS_ADDR": "127.0.0.1:6379", "SECKILL_DEV_CRITICAL_DELAY": "1s", "SECKILL_JWT_SECRET": "s"},
+		{"SECKILL_REDIS_ADDR": "127.0.0.1:6379", "SECKILL_DEV_CONSUMER_DELAY": "1s", "SECKILL_JWT_SECRET": "s"},
+	} {
+		_, err := Load(env(m))
+		if err == nil {
+			t.Errorf("%v: got nil, want a refusal", m)
+			continue
+		}
+		if strings.Contains(err.Error(), "\n") || !strings.HasPrefix(err.Error(), "SECKILL_") {
+			t.Errorf("%v: got %q, want one line naming the variable", m, err)
+		}
+		if _, ok := m["SECKILL_JWT_SECRET"]; !ok && !strings.HasPrefix(err.Error(), "SECKILL_JWT_SECRET:") {
+			t.Errorf("%v: got %q, want it to name SECKILL_JWT_SECRET", m, err)
+		}
 	}
 }

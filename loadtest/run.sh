@@ -48,6 +48,10 @@ cd "$root"
 [[ -n "${SECKILL_MYSQL_DSN:-}" && -n "${SECKILL_REDIS_ADDR:-}" ]] || source "$root/.ci/env.sh"
 export PATH="/usr/local/go/bin:${PATH}"
 export LC_ALL=C
+# Real MariaDB and Redis mean production unless development is asked for:
+# the load test needs it (the development delays of SLOW=1, and migrate,
+# tokens and the instances sharing the public development secret).
+export SECKILL_ENV=development
 
 # ------------------------------------------------------------------ settings
 MODE="${MODE:-lua}"

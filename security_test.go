@@ -1,0 +1,146 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"seckill/auth"
+	"seckill/config"
+)
+
+// realEnv is the environment of the real backends, with no SECKILL_ENV.
+func realEnv(t *testing.T, extra map[string]string) map[string]string {
+	t.Helper()
+	dsn, redisAddr := integrationEnv(t)
+	vars := map[string]string{
+		"SECKILL_MYSQL_DSN": dsn, "SECKILL_REDIS_ADDR": redisAddr,
+		"SECKILL_HTTP_ADDR": "127.0.0.1:0", "SECKILL_LOG_LEVEL": "error",
+	}
+	for k, v := range extra {
+		vars[k] = v
+	}
+	return vars
+}
+
+// TestRealBackendsRefuseWithoutSecret: on the real MariaDB and Redis with no
+// SECKILL_ENV, the process is in production, and without
+// SECKILL_JWT_SECRET it stops at start with one line naming the variable,
+// never serving with the public development secret.
+func TestRealBackendsRefuseWithoutSecret(t *testing.T) {
+	vars := realEnv(t, nil)
+	for _, cmd := range []string{"migrate", "tokens"} {
+		args := []string{cmd}
+		if cmd == "tokens" {
+			args = append(args, "--count", "1", "--admin")
+		}
+		err := run(context.Background(), args, envOf(vars), io.Discard, io.Discard)
+		if err == nil || !strings.HasPrefix(err.Error(), "SECKILL_JWT_SECRET:") || strings.Contains(err.Error(), "\n") {
+			t.Errorf("%s on real backends without SECKILL_ENV and secret: got %v, want one line naming SECKILL_JWT_SECRET", cmd, err)
+		}
+	}
+}
+
+// TestProductionByDefaultOnRealBackends: with a secret and no SECKILL_ENV
+// the real backends mean production: no login code in the response, no
+// pprof, no /debug/noop, the public development secret refused; and an
+// admin (made by `seckill tokens --admin`, phone 19000000001) gets no code
+// and cannot log in through the code flow.
+func TestProductionByDefaultOnRealBackends(t *testing.T) {
+	const secret = "security-test-secret"
+	vars := realEnv(t, map[string]string{"SECKILL_JWT_SECRET": secret})
+	cfg, err := config.Load(envOf(vars))
+	if err != nil {
+		t.Fatalf("config: %v", err)
+	}
+	if cfg.Env != config.EnvProduction {
+		t.Fatalf("Env: got %q, want production on real backends", cfg.Env)
+	}
+	var out bytes.Buffer
+	if err := run(context.Background(), []string{"tokens", "--count", "1", "--admin"}, envOf(vars), &out, io.Discard); err != nil {
+		t.Fatalf("tokens --admin: %v", err)
+	}
+	adminLine := strings.TrimSpace(out.String())
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	a, err := newApp(context.Background(), cfg, log)
+	if err != nil {
+		t.Fatalf("newApp: %v", err)
+	}
+	t.Cleanup(func() { a.Close(log) })
+	h := a.Handler
+
+	// The admin token of the offline command works.
+	_, adminTok, _ := strings.Cut(adminLine, ",")
+	if r := call(t, h, http.MethodGet, "/user/me", adminTok, nil); r.Status != http.StatusOK {
+		t.Errorf("admin token from seckill tokens --admin: got %d %s, want 200", r.Status, r.Body.Code)
+	}
+
+	// An ordinary phone: a code is stored, none is returned.
+	phone := fmt.Sprintf("13%09d", time.Now().UnixNano()%1_000_000_000)
+	if r := call(t, h, http.MethodPost, "/user/code?phone="+phone, "", nil); r.Status != http.StatusOK || len(r.Body.Data) != 0 {
+		t.Errorf("/user/code in production: got %d data %s, want 200 and no data", r.Status, r.Body.Data)
+	}
+	rdb := testRedis(t, vars["SECKILL_REDIS_ADDR"])
+	if n, err := rdb.Exists(context.Background(), "login:code:"+phone).Result(); err != nil || n != 1 {
+		t.Errorf("code of an ordinary phone: got %d keys (%v), want it stored", n, err)
+	}
+
+	// The admin's phone: no code stored, login refused like a wrong code.
+	const adminPhone = "19000000001"
+	rdb.Del(context.Background(), "login:code:"+adminPhone)
+	if r := call(t, h, http.MethodPost, "/user/code?phone="+adminPhone, "", nil); r.Status != http.StatusOK || len(r.Body.Data) != 0 {
+		t.Errorf("/user/code of the admin phone: got %d data %s, want 200 and no data (like any phone)", r.Status, r.Body.Data)
+	}
+	if n, err := rdb.Exists(context.Background(), "login:code:"+adminPhone).Result(); err != nil || n != 0 {
+		t.Errorf("code of the admin phone: got %d keys (%v), want none stored", n, err)
+	}
+	r := call(t, h, http.MethodPost, "/user/login", "", map[string]string{"phone": adminPhone, "code": "123456"})
+	if r.Status != http.StatusBadRequest || r.Body.Code != "INVALID_ARGUMENT" {
+		t.Errorf("login of the admin phone: got %d %s, want 400 INVALID_ARGUMENT (wrong code)", r.Status, r.Body.Code)
+	}
+
+	// Development-only routes are absent and the public secret is refused.
+	devTok, err := auth.NewTokens(config.DevJWTSecret, time.Hour).Issue(1, "admin")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, path := range []string{"/debug/noop", "/debug/pprof/", "/debug/pprof/heap"} {
+		if r := call(t, h, http.MethodGet, path, adminTok, nil); r.Status != http.StatusNotFound {
+			t.Errorf("GET %s in production: got %d, want 404", path, r.Status)
+		}
+	}
+	if r := call(t, h, http.MethodGet, "/user/me", devTok, nil); r.Status != http.StatusUnauthorized {
+		t.Errorf("token signed with the public development secret: got %d, want 401", r.Status)
+	}
+}
+
+// TestDevelopmentOnRealBackendsWhenAsked: SECKILL_ENV=development on the
+// real backends still gives the development behaviour (the tests and load
+// tests rely on it), but never an admin through the code flow.
+func TestDevelopmentOnRealBackendsWhenAsked(t *testing.T) {
+	a := testApp(t, nil) // SECKILL_ENV=development
+	h := a.Handler
+	r := call(t, h, http.MethodPost, "/user/code?phone=13800000001", "", nil)
+	if r.Status != http.StatusOK || len(r.Body.Data) == 0 {
+		t.Errorf("/user/code in development: got %d data %s, want the code", r.Status, r.Body.Data)
+	}
+	tok, _ := devTokens().Issue(1, "user")
+	if r := call(t, h, http.MethodGet, "/debug/noop", tok, nil); r.Status != http.StatusOK {
+		t.Errorf("/debug/noop in development: got %d, want 200", r.Status)
+	}
+	var out bytes.Buffer
+	vars := realEnv(t, map[string]string{"SECKILL_ENV": "development"})
+	if err := run(context.Background(), []string{"tokens", "--count", "1", "--admin"}, envOf(vars), &out, io.Discard); err != nil {
+		t.Fatalf("tokens --admin: %v", err)
+	}
+	r = call(t, h, http.MethodPost, "/user/code?phone=19000000001", "", nil)
+	if r.Status != http.StatusOK || len(r.Body.Data) != 0 {
+		t.Errorf("/user/code of the admin phone in development: got %d data %s, want 200 and no code", r.Status, r.Body.Data)
+	}
+}
