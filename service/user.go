@@ -3,6 +3,7 @@ package service
 import (
 	"context"
 	"crypto/rand"
+	"crypto/subtle"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -34,12 +35,28 @@ func NewUsers(users UserStore, codes CodeStore, tokens TokenIssuer, log *slog.Lo
 	return &Users{users: users, codes: codes, tokens: tokens, log: log}
 }
 
+// errWrongCode is the refusal of a wrong or expired code, and of any login
+// of an admin's phone, which must not be told apart from it.
+var errWrongCode = model.InvalidArgument("code", "wrong or expired")
+
 // SendCode stores a fresh 6-digit code for phone and returns it. Delivery is
 // a log line (there is no SMS gateway); the handler returns the code to the
-// client in development only.
+// client in development only. An admin's phone gets no code at all (none
+// stored, logged or returned: code ""), with no error, so the answer does not
+// tell admins' phones apart: admins are never reachable through the public
+// code flow, only through `seckill tokens --admin`.
 func (s *Users) SendCode(ctx context.Context, phone string) (string, error) {
 	if !ValidPhone(phone) {
 		return "", model.InvalidArgument("phone", "must be an 11-digit mobile number")
+	}
+	u, err := s.users.FindByPhone(ctx, phone)
+	switch {
+	case errors.Is(err, model.ErrUserNotFound):
+	case err != nil:
+		return "", err
+	case u.Role != model.RoleUser:
+		s.log.WarnContext(ctx, "login code refused: the phone is not an ordinary user's", "phone", phone)
+		return "", nil
 	}
 	n, err := rand.Int(rand.Reader, big.NewInt(1_000_000))
 	if err != nil {
@@ -66,16 +83,23 @@ func (s *Users) Login(ctx context.Context, phone, code string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	if want == "" || want != code {
-		return "", model.InvalidArgument("code", "wrong or expired")
+	if want == "" || subtle.ConstantTimeCompare([]byte(want), []byte(code)) != 1 {
+		return "", errWrongCode
 	}
 	u, err := s.users.FindByPhone(ctx, phone)
 	if errors.Is(err, model.ErrUserNotFound) {
 		u = &model.User{Phone: phone, NickName: "user_" + randomSuffix(), Role: model.RoleUser}
+		// A user created concurrently with the phone is returned instead.
 		err = s.users.Create(ctx, u)
 	}
 	if err != nil {
 		return "", err
+	}
+	if u.Role != model.RoleUser {
+		// An admin's phone (a code sent before it became one, or an admin
+		// created concurrently): refused like a wrong code.
+		s.log.WarnContext(ctx, "login refused: the phone is not an ordinary user's", "phone", phone, "user", u.ID)
+		return "", errWrongCode
 	}
 	return s.tokens.Issue(u.ID, u.Role)
 }

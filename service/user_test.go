@@ -187,23 +187,69 @@ func TestLoginCreatesUserOnce(t *testing.T) {
 	}
 }
 
-func TestLoginKeepsExistingRole(t *testing.T) {
-	svc, users, _ := newTestUsers()
+// TestLoginRefusesAdmin: an admin is never reachable through the public
+// code flow. SendCode stores, logs and returns no code for an admin's phone
+// (it answers like for any phone), and Login of an admin's phone is refused
+// exactly like a wrong code, even with a code stored before the phone became
+// an admin's or an admin created concurrently with the login.
+func TestLoginRefusesAdmin(t *testing.T) {
 	ctx := context.Background()
-	const phone = "19900000001"
-	admin := &model.User{Phone: phone, NickName: "admin_1", Role: model.RoleAdmin}
-	if err := users.Create(ctx, admin); err != nil {
-		t.Fatalf("Create: %v", err)
+	wrongCode := func(t *testing.T, tok string, err error) {
+		t.Helper()
+		var ia *model.InvalidArgumentError
+		if !errors.As(err, &ia) || ia.Error() != "invalid code: wrong or expired" {
+			t.Errorf("Login: got %q, %v, want the wrong-code error", tok, err)
+		}
 	}
-	code, err := svc.SendCode(ctx, phone)
-	if err != nil {
-		t.Fatalf("SendCode: %v", err)
-	}
-	tok, err := svc.Login(ctx, phone, code)
-	if err != nil {
-		t.Fatalf("Login: %v", err)
-	}
-	if want := "tok-501-admin"; tok != want {
-		t.Errorf("token: got %q, want %q", tok, want)
-	}
+	t.Run("existing admin", func(t *testing.T) {
+		svc, users, codes := newTestUsers()
+		const phone = "19000000001"
+		if err := users.Create(ctx, &model.User{Phone: phone, NickName: "admin_1", Role: model.RoleAdmin}); err != nil {
+			t.Fatal(err)
+		}
+		code, err := svc.SendCode(ctx, phone)
+		if err != nil || code != "" {
+			t.Errorf("SendCode: got %q, %v, want no code and no error", code, err)
+		}
+		if n := len(codes.codes); n != 0 {
+			t.Errorf("codes stored: got %d, want 0", n)
+		}
+		for _, c := range []string{"000000", "123456"} {
+			tok, err := svc.Login(ctx, phone, c)
+			wrongCode(t, tok, err)
+		}
+	})
+	t.Run("code sent before the phone became an admin's", func(t *testing.T) {
+		svc, users, _ := newTestUsers()
+		const phone = "19000000002"
+		code, err := svc.SendCode(ctx, phone)
+		if err != nil || code == "" {
+			t.Fatalf("SendCode: got %q, %v, want a code", code, err)
+		}
+		if err := users.Create(ctx, &model.User{Phone: phone, NickName: "admin_2", Role: model.RoleAdmin}); err != nil {
+			t.Fatal(err)
+		}
+		tok, err := svc.Login(ctx, phone, code)
+		wrongCode(t, tok, err)
+	})
+	t.Run("admin created concurrently", func(t *testing.T) {
+		users := &adminOnCreate{fakeUsers: newFakeUsers()}
+		svc := NewUsers(users, newFakeCodes(), fakeIssuer{}, discardLog())
+		const phone = "19000000003"
+		code, err := svc.SendCode(ctx, phone)
+		if err != nil {
+			t.Fatal(err)
+		}
+		tok, err := svc.Login(ctx, phone, code)
+		wrongCode(t, tok, err)
+	})
+}
+
+// adminOnCreate is a UserStore whose Create finds that an admin with the
+// phone was created concurrently and returns it (as the real one does).
+type adminOnCreate struct{ *fakeUsers }
+
+func (a *adminOnCreate) Create(ctx context.Context, u *model.User) error {
+	u.Role = model.RoleAdmin
+	return a.fakeUsers.Create(ctx, u)
 }
