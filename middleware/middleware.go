@@ -7,6 +7,7 @@ import (
 	"context"
 	"io"
 	"log/slog"
+	"net/http"
 	"strconv"
 	"strings"
 	"time"
@@ -99,6 +100,10 @@ func Deadline(d time.Duration) gin.HandlerFunc {
 }
 
 // Metrics counts requests by route, method and status and times them.
+// Every label takes a bounded set of values whatever the client sends: the
+// route is a registered route pattern or "unmatched" (never the path), the
+// method a standard one or "OTHER", the status a three-digit code or
+// "other".
 func Metrics(m *metrics.Metrics) gin.HandlerFunc {
 	return func(c *gin.Context) {
 		start := time.Now()
@@ -107,9 +112,29 @@ func Metrics(m *metrics.Metrics) gin.HandlerFunc {
 		if route == "" {
 			route = "unmatched"
 		}
-		m.Requests.WithLabelValues(route, c.Request.Method, strconv.Itoa(c.Writer.Status())).Inc()
+		m.Requests.WithLabelValues(route, MethodLabel(c.Request.Method), StatusLabel(c.Writer.Status())).Inc()
 		m.Latency.WithLabelValues(route).Observe(time.Since(start).Seconds())
 	}
+}
+
+// MethodLabel is the metric label of an HTTP method: the method itself when
+// it is one of the nine of RFC 9110 and RFC 5789, "OTHER" otherwise.
+func MethodLabel(method string) string {
+	switch method {
+	case http.MethodGet, http.MethodHead, http.MethodPost, http.MethodPut, http.MethodPatch,
+		http.MethodDelete, http.MethodOptions, http.MethodConnect, http.MethodTrace:
+		return method
+	}
+	return "OTHER"
+}
+
+// StatusLabel is the metric label of a status code: the code from 100 to
+// 599, "other" otherwise.
+func StatusLabel(status int) string {
+	if status < 100 || status > 599 {
+		return "other"
+	}
+	return strconv.Itoa(status)
 }
 
 // Recover turns a panic into a 500 INTERNAL envelope, logged once with the
