@@ -266,6 +266,9 @@ func TestPublishBadBody(t *testing.T) {
 		{"blank title", publishBody(map[string]any{"title": "  "}), "title"},
 		{"shopId 0", publishBody(map[string]any{"shopId": 0}), "shopId"},
 		{"actualValue 0", publishBody(map[string]any{"actualValue": 0}), "actualValue"},
+		{"endTime past year 9999 in UTC", publishBody(map[string]any{"endTime": "9999-12-31T23:59:59-01:00"}), "endTime"},
+		{"beginTime before year 1 in UTC", publishBody(map[string]any{"beginTime": "0001-01-01T00:00:00+01:00"}), "beginTime"},
+		{"beginTime before 2000", publishBody(map[string]any{"beginTime": "1999-06-01T00:00:00Z"}), "beginTime"},
 	}
 	e := newEnv(t)
 	for _, tt := range tests {

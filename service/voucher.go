@@ -69,12 +69,39 @@ func (s *Vouchers) Validate(in PublishInput) error {
 		return model.InvalidArgument("beginTime", "required")
 	case in.EndTime.IsZero():
 		return model.InvalidArgument("endTime", "required")
+	case !storable(in.BeginTime):
+		return model.InvalidArgument("beginTime", timeRange)
+	case !storable(in.EndTime):
+		return model.InvalidArgument("endTime", timeRange)
 	case !in.EndTime.After(in.BeginTime):
 		return model.InvalidArgument("endTime", "must be after beginTime")
 	case !in.EndTime.After(s.now()):
 		return model.InvalidArgument("endTime", "must be in the future")
 	}
 	return nil
+}
+
+// Voucher times must lie in years MinYear to MaxYear both in UTC and in the
+// server's local zone. A MySQL DATETIME stores years 1000 to 9999 with no
+// zone, and the driver first converts a time to the zone of its DSN (loc,
+// UTC by default or Local): a bound on both keeps every time storable
+// whatever that zone, and the JSON of a listed voucher encodable.
+const (
+	MinYear = 2000
+	MaxYear = 9999
+)
+
+const timeRange = "must be in years 2000 to 9999 (in UTC and in the server's zone)"
+
+// storable reports whether t is within the years of MinYear to MaxYear in
+// UTC and in the local zone.
+func storable(t time.Time) bool {
+	for _, y := range []int{t.UTC().Year(), t.In(time.Local).Year()} {
+		if y < MinYear || y > MaxYear {
+			return false
+		}
+	}
+	return true
 }
 
 // Publish validates and stores a seckill voucher and returns its id.

@@ -55,6 +55,15 @@ func TestValidate(t *testing.T) {
 		{"end now", func(in *PublishInput) {
 			in.BeginTime, in.EndTime = voucherNow.Add(-2*time.Hour), voucherNow
 		}, "endTime"},
+		// Times a DATETIME cannot hold once the driver converts them (the
+		// driver refuses years outside 1 to 9999: a 500 before the bound).
+		{"end past 9999 in UTC", func(in *PublishInput) { in.EndTime = mustRFC3339(t, "9999-12-31T23:59:59-01:00") }, "endTime"},
+		{"begin in year 0 in UTC", func(in *PublishInput) { in.BeginTime = mustRFC3339(t, "0001-01-01T00:00:00+01:00") }, "beginTime"},
+		{"begin before 2000", func(in *PublishInput) { in.BeginTime = mustRFC3339(t, "1999-12-31T23:59:59Z") }, "beginTime"},
+		{"begin in year 1000", func(in *PublishInput) { in.BeginTime = mustRFC3339(t, "1000-01-01T00:00:00Z") }, "beginTime"},
+		{"end far in the zone", func(in *PublishInput) { in.EndTime = mustRFC3339(t, "9999-12-31T12:00:00-23:59") }, "endTime"},
+		{"begin early in 2000", func(in *PublishInput) { in.BeginTime = mustRFC3339(t, "2000-01-01T14:00:00Z") }, ""},
+		{"end late in 9999", func(in *PublishInput) { in.EndTime = mustRFC3339(t, "9999-12-30T00:00:00Z") }, ""},
 	}
 	svc := NewVouchers(newFakeVouchers(), func() time.Time { return voucherNow })
 	for _, tt := range tests {
@@ -186,4 +195,13 @@ func TestList(t *testing.T) {
 			}
 		})
 	}
+}
+
+func mustRFC3339(t *testing.T, s string) time.Time {
+	t.Helper()
+	v, err := time.Parse(time.RFC3339, s)
+	if err != nil {
+		t.Fatalf("parse %q: %v", s, err)
+	}
+	return v
 }
