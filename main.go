@@ -170,6 +170,9 @@ func newApp(ctx context.Context, cfg config.Config, log *slog.Logger) (_ *app, e
 	if devSecret {
 		log.WarnContext(ctx, "SECKILL_JWT_SECRET is empty: using the public development secret")
 	}
+	if cfg.Development() && (cfg.MySQLDSN != "" || cfg.RedisAddr != "") {
+		log.WarnContext(ctx, "SECKILL_ENV=development on a real database or Redis: login codes in responses, pprof and /debug/noop are on")
+	}
 	d, err := openDeps(ctx, cfg, log)
 	if err != nil {
 		return nil, err
@@ -239,7 +242,7 @@ func newApp(ctx context.Context, cfg config.Config, log *slog.Logger) (_ *app, e
 		Metrics:        m,
 		Log:            log,
 		Ready:          d.Ready,
-		Development:    cfg.Env == "development",
+		Development:    cfg.Development(),
 		RequestTimeout: cfg.RequestTimeout,
 		RateLimit:      cfg.RateLimit,
 	})
