@@ -27,6 +27,12 @@ func NewOrderStream(rdb redis.UniversalClient) *OrderStream {
 	return &OrderStream{rdb: rdb, stream: StreamKey, dlq: DeadLetterKey}
 }
 
+// NewOrderStreamOn returns an order stream on other keys than StreamKey and
+// DeadLetterKey (tests and tools that must not touch the live stream).
+func NewOrderStreamOn(rdb redis.UniversalClient, stream, dlq string) *OrderStream {
+	return &OrderStream{rdb: rdb, stream: stream, dlq: dlq}
+}
+
 // EnsureGroup creates group g1 (and the stream) when missing. The group
 // starts at the beginning of the stream: every entry in it is an order not
 // yet written, so none may be skipped.

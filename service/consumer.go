@@ -186,7 +186,7 @@ func (c *consumer) run() {
 			continue
 		}
 		if retry = c.process(msgs); len(retry) > 0 {
-			if err := c.s.d.Queue.Touch(ctx, c.name, retry); err != nil {
+			if _, err := c.touch(ctx, retry); err != nil {
 				log.DebugContext(ctx, "touch pending entries", "err", err)
 			}
 			backoff = c.nextBackoff(backoff)
@@ -195,6 +195,16 @@ func (c *consumer) run() {
 			backoff = 0
 		}
 	}
+}
+
+// touch resets the idle time of the entries kept for a retry, so that
+// other consumers do not take them for a dead consumer's; it returns the
+// entries to retry.
+func (c *consumer) touch(ctx context.Context, msgs []model.QueuedOrder) ([]model.QueuedOrder, error) {
+	if err := c.s.d.Queue.Touch(ctx, c.name, msgs); err != nil {
+		return msgs, err
+	}
+	return msgs, nil
 }
 
 // nextBackoff doubles from 50ms up to 2s, and stays under half the claim
