@@ -257,11 +257,23 @@ const syncIDBlock = 100
 // async mode, so that the hot path costs one round trip (the script).
 const asyncIDBlock = 1000
 
+// reconcileLease is the lease of the reconcile lock, renewed by its
+// watchdog every third of it while a reconciliation runs.
+const reconcileLease = 30 * time.Second
+
+// newReconcileLock returns the lock that makes reconcilers (starting
+// processes, `seckill rebuild`) take turns, waiting up to wait for it. Its
+// watchdog renews the lease for as long as the holder works, however long
+// the scan takes: a fixed lease would let a second reconciler in while the
+// first still rebuilds, and a dead holder frees it after one lease.
+func newReconcileLock(rdb redis.UniversalClient, lease, wait time.Duration) (lock.Locker, error) {
+	return lock.NewReentrant(rdb, lua.LockScripts(), lock.WithTTL(lease), lock.WithWait(wait), lock.WithWatchdog(true))
+}
+
 // newAsync wires the async seckill (SECKILL_ORDER_MODE=async) without
 // starting anything.
 func newAsync(d *deps, cfg config.Config, log *slog.Logger, locker lock.Locker, m *metrics.Metrics) (*service.AsyncSeckill, error) {
-	// Reconcilers (starting processes, `seckill rebuild`) take turns.
-	reconcileLock, err := lock.NewLua(d.Redis, lua.LockScripts(), lock.WithTTL(2*time.Minute), lock.WithWait(3*time.Minute))
+	reconcileLock, err := newReconcileLock(d.Redis, reconcileLease, 3*time.Minute)
 	if err != nil {
 		return nil, err
 	}

@@ -148,14 +148,6 @@ func sameOrder(db *gorm.DB, o *model.VoucherOrder) (bool, error) {
 	return true, nil
 }
 
-// Buyers returns the users holding an order for the voucher (one order per
-// user: their number is the number of orders).
-func (r *Orders) Buyers(ctx context.Context, voucherID int64) ([]int64, error) {
-	var users []int64
-	err := r.db.WithContext(ctx).Model(&model.VoucherOrder{}).Where("voucher_id = ?", voucherID).Pluck("user_id", &users).Error
-	return users, translate(err)
-}
-
 // writtenChunk bounds the IN list of Written.
 const writtenChunk = 500
 
@@ -194,29 +186,6 @@ func written(db *gorm.DB, entries []model.QueuedOrder, out map[int64]bool) error
 		}
 	}
 	return nil
-}
-
-// CountByVoucher returns the number of orders of each voucher that has
-// some.
-func (r *Orders) CountByVoucher(ctx context.Context, voucherIDs []int64) (map[int64]int64, error) {
-	out := make(map[int64]int64)
-	for start := 0; start < len(voucherIDs); start += writtenChunk {
-		chunk := voucherIDs[start:min(start+writtenChunk, len(voucherIDs))]
-		var rows []struct {
-			VoucherID int64
-			N         int64
-		}
-		err := r.db.WithContext(ctx).Model(&model.VoucherOrder{}).
-			Select("voucher_id, COUNT(*) AS n").Where("voucher_id IN ?", chunk).
-			Group("voucher_id").Scan(&rows).Error
-		if err != nil {
-			return nil, translate(err)
-		}
-		for _, row := range rows {
-			out[row.VoucherID] = row.N
-		}
-	}
-	return out, nil
 }
 
 // HasOrder reports whether the user has an order for the voucher.

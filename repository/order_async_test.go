@@ -119,13 +119,17 @@ func TestWriteOneAndWritten(t *testing.T) {
 				t.Errorf("Tally of an unknown voucher: got %v, want ErrVoucherNotFound", err)
 			}
 			empty := newVoucher(t, db, 1)
-			counts, err := r.CountByVoucher(ctx, []int64{vid, empty})
-			if err != nil || counts[vid] != 1 || counts[empty] != 0 {
-				t.Errorf("CountByVoucher: got %v, %v, want %d:1 and none for %d", counts, err, vid, empty)
-			}
-			buyers, err := r.Buyers(ctx, vid)
-			if err != nil || len(buyers) != 1 || buyers[0] != u {
-				t.Errorf("Buyers: got %v, %v, want [%d]", buyers, err, u)
+			for _, withBuyers := range []bool{false, true} {
+				f, err := r.OrderFacts(ctx, []int64{vid, empty}, []model.QueuedOrder{
+					{OrderID: o.ID, UserID: u, VoucherID: vid},
+					{OrderID: o.ID + 1, UserID: u, VoucherID: vid},
+				}, withBuyers)
+				if err != nil || f.Orders[vid] != 1 || f.Orders[empty] != 0 || len(f.Written) != 1 || !f.Written[o.ID] {
+					t.Errorf("OrderFacts(buyers %v): got %+v, %v, want %d:1 orders, none for %d, only %d written", withBuyers, f, err, vid, empty, o.ID)
+				}
+				if withBuyers && (len(f.Buyers[vid]) != 1 || f.Buyers[vid][0] != u || len(f.Buyers[empty]) != 0) {
+					t.Errorf("OrderFacts buyers: got %v, want %d: [%d]", f.Buyers, vid, u)
+				}
 			}
 		})
 	}

@@ -42,7 +42,10 @@ func (q *consQueue) ReadNew(context.Context, string, int, time.Duration) ([]mode
 func (q *consQueue) Claim(context.Context, string, time.Duration, string, int) ([]model.QueuedOrder, string, error) {
 	return nil, "0-0", nil
 }
-func (q *consQueue) Entries(context.Context) ([]model.QueuedOrder, error)     { return nil, nil }
+func (q *consQueue) Entries(context.Context) ([]model.QueuedOrder, error) { return nil, nil }
+func (q *consQueue) Snapshot(context.Context, []int64) (map[int64]model.RedisVoucher, []model.QueuedOrder, error) {
+	return nil, nil, nil
+}
 func (q *consQueue) RemoveConsumer(context.Context, string) error             { return nil }
 func (q *consQueue) Touch(context.Context, string, []model.QueuedOrder) error { return nil }
 func (q *consQueue) PruneConsumers(context.Context, time.Duration) (int, error) {
@@ -132,9 +135,8 @@ func (o *consOrders) Written(_ context.Context, entries []model.QueuedOrder) (ma
 }
 
 func (o *consOrders) HasOrder(context.Context, int64, int64) (bool, error) { return o.hasOrder, nil }
-func (o *consOrders) Buyers(context.Context, int64) ([]int64, error)       { return nil, nil }
-func (o *consOrders) CountByVoucher(context.Context, []int64) (map[int64]int64, error) {
-	return nil, nil
+func (o *consOrders) OrderFacts(context.Context, []int64, []model.QueuedOrder, bool) (model.OrderFacts, error) {
+	return model.OrderFacts{}, nil
 }
 func (o *consOrders) Tally(context.Context, int64) (int, int, int64, int64, error) {
 	return 0, 0, 0, 0, nil

@@ -45,6 +45,9 @@ type Admitter interface {
 // are acknowledged and deleted, so the stream holds exactly the orders not
 // yet written.
 type OrderQueue interface {
+	// Snapshot returns the Redis state of each voucher and every entry of
+	// the stream, read atomically (one MULTI).
+	Snapshot(ctx context.Context, voucherIDs []int64) (map[int64]model.RedisVoucher, []model.QueuedOrder, error)
 	// EnsureGroup creates the consumer group (and the stream) if missing.
 	EnsureGroup(ctx context.Context) error
 	// ReadNew returns up to count never-delivered entries, waiting up to
@@ -89,16 +92,15 @@ type AsyncOrderStore interface {
 	// is written already; model.ErrOrderIDTaken when its id belongs to
 	// another order.
 	WriteOne(ctx context.Context, o *model.VoucherOrder) (existed bool, err error)
-	// Buyers returns the users with an order for the voucher.
-	Buyers(ctx context.Context, voucherID int64) ([]int64, error)
 	// Written returns the order ids of entries whose order is in the
 	// database (same id, user and voucher).
 	Written(ctx context.Context, entries []model.QueuedOrder) (map[int64]bool, error)
 	// HasOrder reports whether the user has an order for the voucher.
 	HasOrder(ctx context.Context, userID, voucherID int64) (bool, error)
-	// CountByVoucher returns the number of orders of each voucher (absent:
-	// none).
-	CountByVoucher(ctx context.Context, voucherIDs []int64) (map[int64]int64, error)
+	// OrderFacts reads in one consistent snapshot the number of orders of
+	// each voucher, which entries' orders are written and, with buyers,
+	// the users holding an order per voucher.
+	OrderFacts(ctx context.Context, voucherIDs []int64, entries []model.QueuedOrder, buyers bool) (model.OrderFacts, error)
 	// Tally returns the voucher's stock, initial stock, orders and
 	// distinct buyers from one consistent read;
 	// model.ErrVoucherNotFound for an unknown voucher.

@@ -179,36 +179,50 @@ func (s *AsyncSeckill) resyncIDs(ctx context.Context) error {
 	return nil
 }
 
-// settleChecks and settleGap bound checkSettled: a mismatch must be seen
-// this many times, this far apart, with counts that did not move.
+// settleChecks, settleMaxChecks and settleGap bound checkSettled: a
+// mismatch is confirmed when the same residual is seen settleChecks times
+// in a row, settleGap apart, within settleMaxChecks checks.
 const (
-	settleChecks = 3
-	settleGap    = 250 * time.Millisecond
+	settleChecks    = 3
+	settleMaxChecks = 10
+	settleGap       = 250 * time.Millisecond
 )
 
-// checkSettled runs checkAll and re-checks the mismatches: the counts are
-// read in several steps while instances may be admitting and consumers
-// writing, so a voucher on sale can look inconsistent for an instant. Only
-// a mismatch that persists with counts that do not move (nothing is selling
-// or being written: the state is really stale, e.g. sync-mode sales since
-// it was loaded) is rebuilt, which freezes the voucher; a voucher whose
-// counts move between checks is on sale through an intact Redis and is
-// trusted, so starting an instance during a sale refuses nobody.
+// residual is how far a voucher's Redis state is from the facts:
+// stock + orders + pending − initial, and buyers − orders − pending. Both
+// are zero when invariant 5 holds, and admissions, drained orders and
+// dead letters keep them constant: only a state that is really stale (sales
+// Redis never saw, lost admissions) moves them.
+type residual struct{ stock, buyers int64 }
+
+func (r residual) zero() bool { return r == residual{} }
+
+// checkSettled runs checkAll and re-checks the mismatches. Each check reads
+// Redis atomically and the database in one snapshot, but the two are not
+// one snapshot together: an order admitted after the Redis read and
+// written before the database read shows for an instant as a residual of
+// one. A voucher is ok as soon as a check finds its residual zero; it is
+// rebuilt (which freezes it for a moment) when the same non-zero residual
+// comes back settleChecks times in a row, or when the residual never
+// settles within settleMaxChecks. Whether the sale is moving does not
+// matter: a voucher on sale through an intact Redis has a zero residual,
+// and a stale one keeps its residual however many orders go through it.
 func (s *AsyncSeckill) checkSettled(ctx context.Context, live []model.SeckillVoucher) ([]string, error) {
-	outcomes, counts, err := s.checkAll(ctx, live)
+	outcomes, res, counts, err := s.checkAll(ctx, live)
 	if err != nil {
 		return nil, err
 	}
-	for round := 1; round < settleChecks; round++ {
+	streak := make([]int, len(live))
+	for round := 1; round < settleMaxChecks; round++ {
 		var idx []int
 		var again []model.SeckillVoucher
 		for i, o := range outcomes {
-			if o == "mismatch" {
+			if o == "mismatch" && streak[i]+1 < settleChecks {
 				idx, again = append(idx, i), append(again, live[i])
 			}
 		}
 		if len(again) == 0 {
-			return outcomes, nil
+			break
 		}
 		t := time.NewTimer(settleGap)
 		select {
@@ -217,92 +231,99 @@ func (s *AsyncSeckill) checkSettled(ctx context.Context, live []model.SeckillVou
 			return nil, ctx.Err()
 		case <-t.C:
 		}
-		o2, c2, err := s.checkAll(ctx, again)
+		o2, r2, c2, err := s.checkAll(ctx, again)
 		if err != nil {
 			return nil, err
 		}
 		for j, i := range idx {
 			switch {
 			case o2[j] != "mismatch":
+				if o2[j] == "ok" {
+					s.d.Log.InfoContext(ctx, "voucher on sale: a passing mismatch of in-flight orders, redis state trusted",
+						"voucher_id", live[i].VoucherID, "counts_before", counts[i], "counts_after", c2[j])
+				}
 				outcomes[i] = o2[j]
-			case c2[j] != counts[i]:
-				s.d.Log.InfoContext(ctx, "voucher on sale: a passing mismatch of in-flight orders, redis state trusted",
-					"voucher_id", live[i].VoucherID, "counts_before", counts[i], "counts_after", c2[j])
-				outcomes[i] = "ok"
+			case r2[j] == res[i]:
+				streak[i]++
+			default:
+				res[i], streak[i] = r2[j], 0
 			}
+			counts[i] = c2[j]
 		}
 	}
 	for i, o := range outcomes {
-		if o == "mismatch" {
-			s.d.Log.WarnContext(ctx, "voucher redis state does not match the facts (stock/buyers/db orders/pending)",
-				"voucher_id", live[i].VoucherID, "initial", live[i].InitialStock, "counts", counts[i])
+		if o != "mismatch" {
+			continue
 		}
+		if streak[i]+1 < settleChecks {
+			outcomes[i] = "mismatch (residual not settled)"
+		}
+		s.d.Log.WarnContext(ctx, "voucher redis state does not match the facts (stock/buyers/db orders/pending)",
+			"voucher_id", live[i].VoucherID, "initial", live[i].InitialStock, "counts", counts[i],
+			"stock_residual", res[i].stock, "buyers_residual", res[i].buyers, "outcome", outcomes[i])
 	}
 	return outcomes, nil
 }
 
 // checkAll verifies the live vouchers of an intact Redis against
-// invariant 5, from counts (buyer lists are read only to rebuild), with a
-// few batched reads: every voucher's Redis state in one MULTI, the stream,
-// which of its orders are written, the orders per voucher. For each voucher
-// it returns "ok", "unsafe" (left so) or why it needs a rebuild, and the
-// counts it compared. The reads race with live admissions, so a mismatch
-// may be a false alarm: see checkSettled.
-func (s *AsyncSeckill) checkAll(ctx context.Context, live []model.SeckillVoucher) (outcomes, counts []string, err error) {
+// invariant 5, from counts (buyer lists are read only to rebuild), with two
+// reads: every voucher's Redis state and the stream in one MULTI, then the
+// orders per voucher and which entries are written in one database
+// transaction. For each voucher it returns "ok", "unsafe" (left so) or why
+// it needs a rebuild, its residual, and the counts it compared.
+func (s *AsyncSeckill) checkAll(ctx context.Context, live []model.SeckillVoucher) (outcomes []string, res []residual, counts []string, err error) {
 	ids := make([]int64, len(live))
+	isLive := make(map[int64]bool, len(live))
 	for i, sv := range live {
 		ids[i] = sv.VoucherID
+		isLive[sv.VoucherID] = true
 	}
-	states, err := s.d.Redis.Vouchers(ctx, ids)
+	states, entries, err := s.d.Queue.Snapshot(ctx, ids)
 	if err != nil {
-		return nil, nil, fmt.Errorf("reconcile: read redis state: %w", err)
-	}
-	entries, err := s.d.Queue.Entries(ctx)
-	if err != nil {
-		return nil, nil, fmt.Errorf("reconcile: read stream: %w", err)
+		return nil, nil, nil, fmt.Errorf("reconcile: read redis state: %w", err)
 	}
 	var parsed []model.QueuedOrder
 	for _, e := range entries {
-		if e.Malformed == "" && !e.Deleted {
+		if e.Malformed == "" && !e.Deleted && isLive[e.VoucherID] {
 			parsed = append(parsed, e)
 		}
 	}
-	written, err := s.d.Orders.Written(ctx, parsed)
+	f, err := s.d.Orders.OrderFacts(ctx, ids, parsed, false)
 	if err != nil {
-		return nil, nil, fmt.Errorf("reconcile: %w", err)
+		return nil, nil, nil, fmt.Errorf("reconcile: %w", err)
 	}
 	pending := map[int64]int64{}
 	for _, e := range parsed {
-		if !written[e.OrderID] {
+		if !f.Written[e.OrderID] {
 			pending[e.VoucherID]++
 		}
 	}
-	orders, err := s.d.Orders.CountByVoucher(ctx, ids)
-	if err != nil {
-		return nil, nil, fmt.Errorf("reconcile: %w", err)
-	}
-	out := make([]string, len(live))
+	outcomes = make([]string, len(live))
+	res = make([]residual, len(live))
 	counts = make([]string, len(live))
 	for i, sv := range live {
-		rv, o, p := states[sv.VoucherID], orders[sv.VoucherID], pending[sv.VoucherID]
+		rv, o, p := states[sv.VoucherID], f.Orders[sv.VoucherID], pending[sv.VoucherID]
 		counts[i] = fmt.Sprintf("%d/%d/%d/%d", rv.Stock, rv.Buyers, o, p)
+		res[i] = residual{stock: rv.Stock + o + p - int64(sv.InitialStock), buyers: rv.Buyers - o - p}
 		switch {
 		case !rv.Exists:
-			out[i] = "not loaded"
+			outcomes[i] = "not loaded"
 		case rv.State == model.VoucherStateUnsafe:
 			s.d.Log.ErrorContext(ctx, "voucher stays unsafe until rebuilt: run `seckill rebuild --voucher N`", "voucher_id", sv.VoucherID)
-			out[i] = model.VoucherStateUnsafe
+			outcomes[i] = model.VoucherStateUnsafe
 		case rv.State != model.VoucherStateOK:
 			// Frozen by a reconciler that died: the state is intact but
 			// unchecked, and frozen, so the facts are stable.
-			out[i] = "left " + rv.State
-		case rv.StockExists && rv.Stock+o+p == int64(sv.InitialStock) && rv.Buyers == o+p:
-			out[i] = "ok"
+			outcomes[i] = "left " + rv.State
+		case !rv.StockExists:
+			outcomes[i] = "stock missing"
+		case res[i].zero():
+			outcomes[i] = "ok"
 		default:
-			out[i] = "mismatch"
+			outcomes[i] = "mismatch"
 		}
 	}
-	return out, counts, nil
+	return outcomes, res, counts, nil
 }
 
 // groupByVoucher splits stream entries by voucher.
@@ -321,34 +342,31 @@ type facts struct {
 	buyers          []int64
 }
 
-// facts reads the orders written and the orders pending in entries; read
-// the stream before calling (an order written in between is then counted
-// once, as written).
-func (s *AsyncSeckill) facts(ctx context.Context, sv *model.SeckillVoucher, entries []model.QueuedOrder) (facts, error) {
-	pending, err := s.pendingOf(ctx, sv.VoucherID, entries)
-	if err != nil {
-		return facts{}, err
-	}
-	dbBuyers, err := s.d.Orders.Buyers(ctx, sv.VoucherID)
-	if err != nil {
-		return facts{}, err
-	}
+// factsOf derives a voucher's facts from the database's snapshot f and the
+// voucher's stream entries: an entry is pending unless f has its order
+// written, so an order committed while the facts are read is counted once.
+func (s *AsyncSeckill) factsOf(ctx context.Context, sv *model.SeckillVoucher, f model.OrderFacts, entries []model.QueuedOrder) facts {
+	dbBuyers := f.Buyers[sv.VoucherID]
 	buyers := slices.Clone(dbBuyers)
-	for _, p := range pending {
-		buyers = append(buyers, p.UserID)
+	pending := 0
+	for _, e := range entries {
+		if e.Malformed == "" && !e.Deleted && !f.Written[e.OrderID] {
+			pending++
+			buyers = append(buyers, e.UserID)
+		}
 	}
 	slices.Sort(buyers)
 	buyers = slices.Compact(buyers)
-	f := facts{
-		orders: len(dbBuyers), pending: len(pending), buyers: buyers,
-		stock: int64(sv.InitialStock - len(dbBuyers) - len(pending)),
+	out := facts{
+		orders: len(dbBuyers), pending: pending, buyers: buyers,
+		stock: int64(sv.InitialStock - len(dbBuyers) - pending),
 	}
-	if f.stock < 0 {
+	if out.stock < 0 {
 		s.d.Log.ErrorContext(ctx, "orders and pending exceed the initial stock",
-			"voucher_id", sv.VoucherID, "initial", sv.InitialStock, "db_orders", f.orders, "pending", f.pending)
-		f.stock = 0
+			"voucher_id", sv.VoucherID, "initial", sv.InitialStock, "db_orders", out.orders, "pending", out.pending)
+		out.stock = 0
 	}
-	return f, nil
+	return out
 }
 
 // rebuild freezes the voucher, reads the facts and replaces its Redis state
@@ -375,12 +393,19 @@ func (s *AsyncSeckill) rebuildAll(ctx context.Context, vouchers []model.SeckillV
 		return err
 	}
 	byVoucher := groupByVoucher(entries)
+	ids := make([]int64, len(vouchers))
+	var mine []model.QueuedOrder
+	for i, sv := range vouchers {
+		ids[i] = sv.VoucherID
+		mine = append(mine, byVoucher[sv.VoucherID]...)
+	}
+	db, err := s.d.Orders.OrderFacts(ctx, ids, mine, true)
+	if err != nil {
+		return err
+	}
 	for i := range vouchers {
 		sv := &vouchers[i]
-		f, err := s.facts(ctx, sv, byVoucher[sv.VoucherID])
-		if err != nil {
-			return err
-		}
+		f := s.factsOf(ctx, sv, db, byVoucher[sv.VoucherID])
 		if err := s.d.Redis.Load(ctx, sv, f.stock, f.buyers); err != nil {
 			return err
 		}
