@@ -48,10 +48,15 @@ func OrderInfoKey(orderID int64) string {
 
 // Admission runs the async admission script and keeps each voucher's Redis
 // state (stock, buyers, voucher hash) and the epoch.
-type Admission struct{ rdb redis.UniversalClient }
+type Admission struct {
+	rdb    redis.UniversalClient
+	stream string // StreamKey; tests use a stream of their own
+}
 
 // NewAdmission returns the Redis side of async mode.
-func NewAdmission(rdb redis.UniversalClient) *Admission { return &Admission{rdb: rdb} }
+func NewAdmission(rdb redis.UniversalClient) *Admission {
+	return &Admission{rdb: rdb, stream: StreamKey}
+}
 
 // Codes returned by lua/seckill.lua.
 const (
@@ -71,7 +76,7 @@ const (
 // model.ErrVoucherUnsafe.
 func (a *Admission) Admit(ctx context.Context, orderID, userID, voucherID int64, now time.Time) error {
 	code, err := lua.Seckill.Run(ctx, a.rdb,
-		[]string{StockKey(voucherID), BuyersKey(voucherID), VoucherKey(voucherID), StreamKey, OrderInfoKey(orderID)},
+		[]string{StockKey(voucherID), BuyersKey(voucherID), VoucherKey(voucherID), a.stream, OrderInfoKey(orderID)},
 		userID, voucherID, orderID, now.UnixMilli(), int64(OrderInfoTTL/time.Second)).Int()
 	if err != nil {
 		return redisErr(err)

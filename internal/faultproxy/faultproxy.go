@@ -1,0 +1,209 @@
+// Package faultproxy is a TCP proxy for tests that puts one deterministic
+// fault between a Redis client and its server: the reply to one chosen
+// command is lost after the server ran the command (the client sees the
+// connection drop and go-redis retries the same command on a new
+// connection), or the command itself is lost before it reaches the server.
+// It is test support only: nothing in the product imports it.
+package faultproxy
+
+import (
+	"bytes"
+	"net"
+	"strings"
+	"sync"
+)
+
+// Proxy forwards every connection it accepts to one target address.
+type Proxy struct {
+	ln     net.Listener
+	target string
+
+	mu    sync.Mutex
+	conns []net.Conn
+	arm   *fault         // the next matching command meets this fault
+	seen  map[string]int // commands forwarded to the server, by lower-case name
+}
+
+type fault struct {
+	cmd       string // lower-case command name, e.g. "evalsha"
+	loseReply bool   // forward the command, lose its reply; else lose the command
+	onLost    func() // runs after the reply was swallowed, before the drop
+}
+
+// Start listens on a free local port and forwards to target.
+func Start(target string) (*Proxy, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, err
+	}
+	p := &Proxy{ln: ln, target: target, seen: map[string]int{}}
+	go p.serve()
+	return p, nil
+}
+
+// Addr is the proxy's host:port, for the client under test.
+func (p *Proxy) Addr() string { return p.ln.Addr().String() }
+
+// Close stops listening and closes every connection.
+func (p *Proxy) Close() {
+	p.ln.Close()
+	p.mu.Lock()
+	conns := p.conns
+	p.conns = nil
+	p.mu.Unlock()
+	for _, c := range conns {
+		c.Close()
+	}
+}
+
+// LoseReply arms the proxy once: the next command named cmd (any case,
+// e.g. "evalsha") is forwarded to the server and runs there, but its reply
+// is swallowed; onLost (if not nil) runs, then both sides of that
+// connection are closed. A -NOSCRIPT reply is forwarded and keeps the
+// proxy armed, since the command did not run.
+func (p *Proxy) LoseReply(cmd string, onLost func()) {
+	p.mu.Lock()
+	p.arm = &fault{cmd: strings.ToLower(cmd), loseReply: true, onLost: onLost}
+	p.mu.Unlock()
+}
+
+// LoseCommand arms the proxy once: the next command named cmd never
+// reaches the server, and the client's connection is closed.
+func (p *Proxy) LoseCommand(cmd string) {
+	p.mu.Lock()
+	p.arm = &fault{cmd: strings.ToLower(cmd)}
+	p.mu.Unlock()
+}
+
+// Seen reports how many commands named cmd were forwarded to the server.
+func (p *Proxy) Seen(cmd string) int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.seen[strings.ToLower(cmd)]
+}
+
+func (p *Proxy) serve() {
+	for {
+		c, err := p.ln.Accept()
+		if err != nil {
+			return
+		}
+		up, err := net.Dial("tcp", p.target)
+		if err != nil {
+			c.Close()
+			continue
+		}
+		p.mu.Lock()
+		p.conns = append(p.conns, c, up)
+		p.mu.Unlock()
+		var pending sync.Mutex // guards reply
+		var reply *fault       // the fault waiting for this connection's next reply
+		drop := func() { c.Close(); up.Close() }
+		go func() { // client -> server
+			buf := make([]byte, 64<<10)
+			for {
+				n, err := c.Read(buf)
+				if n > 0 {
+					chunk := buf[:n]
+					f := p.match(chunk)
+					if f != nil && !f.loseReply {
+						drop()
+						return
+					}
+					if f != nil {
+						pending.Lock()
+						reply = f
+						pending.Unlock()
+					}
+					if _, werr := up.Write(chunk); werr != nil {
+						drop()
+						return
+					}
+				}
+				if err != nil {
+					drop()
+					return
+				}
+			}
+		}()
+		go func() { // server -> client
+			buf := make([]byte, 64<<10)
+			for {
+				n, err := up.Read(buf)
+				if n > 0 {
+					pending.Lock()
+					f := reply
+					reply = nil
+					pending.Unlock()
+					if f != nil && bytes.HasPrefix(buf[:n], []byte("-NOSCRIPT")) {
+						p.mu.Lock()
+						p.arm = f // the command did not run: stay armed
+						p.mu.Unlock()
+						f = nil
+					}
+					if f != nil {
+						if f.onLost != nil {
+							f.onLost()
+						}
+						drop()
+						return
+					}
+					if _, werr := c.Write(buf[:n]); werr != nil {
+						drop()
+						return
+					}
+				}
+				if err != nil {
+					drop()
+					return
+				}
+			}
+		}()
+	}
+}
+
+// match counts the commands of chunk and returns the armed fault (disarming
+// it) when chunk carries its command.
+func (p *Proxy) match(chunk []byte) *fault {
+	names := commandNames(chunk)
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	var hit *fault
+	for _, name := range names {
+		if p.arm != nil && p.arm.cmd == name {
+			hit, p.arm = p.arm, nil
+			if !hit.loseReply {
+				continue // never reaches the server: not seen
+			}
+		}
+		p.seen[name]++
+	}
+	return hit
+}
+
+// commandNames returns the lower-case names of the RESP commands in chunk
+// (each "*<n>\r\n$<len>\r\n<name>\r\n").
+func commandNames(chunk []byte) []string {
+	var out []string
+	for rest := chunk; ; {
+		i := bytes.Index(rest, []byte("*"))
+		if i < 0 {
+			return out
+		}
+		rest = rest[i+1:]
+		lines := bytes.SplitN(rest, []byte("\r\n"), 4)
+		if len(lines) < 3 || !digits(lines[0]) || len(lines[1]) < 2 || lines[1][0] != '$' {
+			continue // a '*' inside an argument, not an array header
+		}
+		out = append(out, strings.ToLower(string(lines[2])))
+	}
+}
+
+func digits(b []byte) bool {
+	for _, c := range b {
+		if c < '0' || c > '9' {
+			return false
+		}
+	}
+	return len(b) > 0
+}
