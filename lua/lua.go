@@ -27,6 +27,8 @@ var (
 	seckillSrc string
 	//go:embed deadletter.lua
 	deadLetterSrc string
+	//go:embed touch.lua
+	touchSrc string
 )
 
 // The lock scripts. They are immutable once built and safe for concurrent
@@ -53,6 +55,10 @@ var (
 	// DeadLetter is deadletter.lua: move a pending order to the dead-letter
 	// stream and give its stock and buyer mark back, exactly once.
 	DeadLetter = redis.NewScript(deadLetterSrc)
+	// Touch is touch.lua: reset the idle time of the pending entries a
+	// consumer keeps for a retry, only those still pending with it; it
+	// returns their ids.
+	Touch = redis.NewScript(touchSrc)
 )
 
 // LockScripts returns the scripts the Redis lock backends need, for

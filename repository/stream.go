@@ -116,24 +116,39 @@ func (s *OrderStream) Claim(ctx context.Context, consumer string, minIdle time.D
 	return out, next, nil
 }
 
-// Touch resets the idle time of entries consumer keeps pending to retry
-// (XCLAIM JUSTID, which leaves the delivery count alone), so that other
-// consumers do not take them for a dead consumer's.
-func (s *OrderStream) Touch(ctx context.Context, consumer string, msgs []model.QueuedOrder) error {
-	if len(msgs) == 0 {
-		return nil
+// touchChunk bounds the ids of one touch.lua call.
+const touchChunk = 100
+
+// Touch runs lua/touch.lua: of msgs, the entries a consumer keeps for a
+// retry, it returns those still pending with consumer, their idle time
+// reset (XCLAIM JUSTID, which counts no delivery) so that other consumers
+// do not take them for a dead consumer's. An entry claimed by another
+// consumer is left with it, and one no longer pending is not returned:
+// the consumer must drop both, never write them.
+func (s *OrderStream) Touch(ctx context.Context, consumer string, msgs []model.QueuedOrder) ([]model.QueuedOrder, error) {
+	owned := make(map[string]bool, len(msgs))
+	for start := 0; start < len(msgs); start += touchChunk {
+		chunk := msgs[start:min(start+touchChunk, len(msgs))]
+		args := make([]any, 0, 2+len(chunk))
+		args = append(args, GroupName, consumer)
+		for _, m := range chunk {
+			args = append(args, m.MsgID)
+		}
+		ids, err := lua.Touch.Run(ctx, s.rdb, []string{s.stream}, args...).StringSlice()
+		if err != nil && !errors.Is(err, redis.Nil) {
+			return nil, redisErr(err)
+		}
+		for _, id := range ids {
+			owned[id] = true
+		}
 	}
-	ids := make([]string, len(msgs))
-	for i, m := range msgs {
-		ids[i] = m.MsgID
+	var out []model.QueuedOrder
+	for _, m := range msgs {
+		if owned[m.MsgID] {
+			out = append(out, m)
+		}
 	}
-	err := s.rdb.XClaimJustID(ctx, &redis.XClaimArgs{
-		Stream: s.stream, Group: GroupName, Consumer: consumer, MinIdle: 0, Messages: ids,
-	}).Err()
-	if errors.Is(err, redis.Nil) {
-		return nil
-	}
-	return redisErr(err)
+	return out, nil
 }
 
 // parseEntry reads orderId, userId and voucherId; an entry without fields

@@ -17,7 +17,8 @@ type AsyncConfig struct {
 	// Default 1.
 	Consumers int
 	// ClaimIdle is how long an entry stays pending with a consumer before
-	// another claims it. Default 30s.
+	// another claims it; at least BatchTimeout (StartConsumers refuses a
+	// shorter one). Default 30s.
 	ClaimIdle time.Duration
 	// ConsumerDelay is a development-only pause of each batch between read
 	// and write. Default 0.

@@ -27,6 +27,8 @@ type consQueue struct {
 	malformed []string
 	// deadErr is returned by DeadLetter when set.
 	deadErr error
+	// lost holds the entries another consumer took over (Touch drops them).
+	lost map[string]bool
 }
 
 type consDead struct {
@@ -46,8 +48,20 @@ func (q *consQueue) Entries(context.Context) ([]model.QueuedOrder, error) { retu
 func (q *consQueue) Snapshot(context.Context, []int64) (map[int64]model.RedisVoucher, []model.QueuedOrder, error) {
 	return nil, nil, nil
 }
-func (q *consQueue) RemoveConsumer(context.Context, string) error             { return nil }
-func (q *consQueue) Touch(context.Context, string, []model.QueuedOrder) error { return nil }
+func (q *consQueue) RemoveConsumer(context.Context, string) error { return nil }
+
+// Touch reports every entry owned but those in lost.
+func (q *consQueue) Touch(_ context.Context, _ string, msgs []model.QueuedOrder) ([]model.QueuedOrder, error) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	var out []model.QueuedOrder
+	for _, m := range msgs {
+		if !q.lost[m.MsgID] {
+			out = append(out, m)
+		}
+	}
+	return out, nil
+}
 func (q *consQueue) PruneConsumers(context.Context, time.Duration) (int, error) {
 	return 0, nil
 }
@@ -403,5 +417,49 @@ func TestConsumersStop(t *testing.T) {
 	}
 	if err := p.Stop(ctx); err != nil {
 		t.Fatalf("second stop: %v", err)
+	}
+}
+
+// TestConsumerTouchDropsLostEntries: of the entries kept for a retry, the
+// consumer keeps those it still owns and forgets the others (and their
+// failure counts).
+func TestConsumerTouchDropsLostEntries(t *testing.T) {
+	r := newConsRig(t)
+	r.q.lost = map[string]bool{"m2": true}
+	r.c.failures["m2"] = 2
+	kept, err := r.c.touch(context.Background(), entries(3))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ids []string
+	for _, m := range kept {
+		ids = append(ids, m.MsgID)
+	}
+	if !slices.Equal(ids, []string{"m1", "m3"}) {
+		t.Errorf("kept %v, want [m1 m3]", ids)
+	}
+	if _, ok := r.c.failures["m2"]; ok {
+		t.Errorf("failure count of the lost entry kept: %v", r.c.failures)
+	}
+}
+
+// TestStartConsumersRejectsShortClaimIdle: an entry must not become
+// claimable while its batch may still run.
+func TestStartConsumersRejectsShortClaimIdle(t *testing.T) {
+	r := newConsRig(t)
+	r.c.s.cfg.ClaimIdle = r.c.s.cfg.BatchTimeout - time.Millisecond
+	if p, err := r.c.s.StartConsumers(context.Background()); err == nil {
+		p.Stop(context.Background())
+		t.Fatalf("claim idle %v < batch timeout %v: got no error", r.c.s.cfg.ClaimIdle, r.c.s.cfg.BatchTimeout)
+	}
+	r.c.s.cfg.ClaimIdle = r.c.s.cfg.BatchTimeout
+	p, err := r.c.s.StartConsumers(context.Background())
+	if err != nil {
+		t.Fatalf("claim idle = batch timeout: %v", err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := p.Stop(ctx); err != nil {
+		t.Fatal(err)
 	}
 }

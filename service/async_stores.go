@@ -58,8 +58,11 @@ type OrderQueue interface {
 	// delivery counts and the cursor of the next scan ("0-0" when done).
 	Claim(ctx context.Context, consumer string, minIdle time.Duration, start string, count int) ([]model.QueuedOrder, string, error)
 	// Touch resets the idle time of entries the consumer keeps pending to
-	// retry, without counting a delivery.
-	Touch(ctx context.Context, consumer string, msgs []model.QueuedOrder) error
+	// retry, without counting a delivery, and returns them, but only those
+	// still pending with the consumer (atomically checked): an entry
+	// another consumer claimed stays with it, one settled is not returned.
+	// The consumer must drop the entries not returned, never write them.
+	Touch(ctx context.Context, consumer string, msgs []model.QueuedOrder) ([]model.QueuedOrder, error)
 	// Ack settles written orders (acknowledge, delete, drop order info).
 	Ack(ctx context.Context, msgs []model.QueuedOrder) error
 	// DeadLetter moves m to the dead-letter stream, gives its stock back,

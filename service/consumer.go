@@ -34,8 +34,14 @@ type Consumers struct {
 }
 
 // StartConsumers creates the consumer group if needed and starts the
-// configured number of consumers, each named <prefix>-<random>.
+// configured number of consumers, each named <prefix>-<random>. It refuses
+// a ClaimIdle shorter than BatchTimeout.
 func (s *AsyncSeckill) StartConsumers(ctx context.Context) (*Consumers, error) {
+	if s.cfg.ClaimIdle < s.cfg.BatchTimeout {
+		// An entry could be claimed by another consumer while its batch
+		// still runs.
+		return nil, fmt.Errorf("claim idle time %v is shorter than the batch timeout %v", s.cfg.ClaimIdle, s.cfg.BatchTimeout)
+	}
 	if err := s.d.Queue.EnsureGroup(ctx); err != nil {
 		return nil, fmt.Errorf("create consumer group: %w", err)
 	}
@@ -161,7 +167,22 @@ func (c *consumer) run() {
 				log.InfoContext(ctx, "deleted dead consumers with nothing pending", "count", n)
 			}
 		}
-		msgs := retry
+		// The entries kept from earlier batches (and those the claim just
+		// left): only those still pending with this consumer, their idle
+		// time reset, so that no other consumer claims them while this
+		// batch runs (BatchTimeout <= ClaimIdle). Unchecked, none is
+		// written.
+		var msgs []model.QueuedOrder
+		if len(retry) > 0 {
+			owned, err := c.touch(ctx, retry)
+			if err != nil {
+				backoff = c.nextBackoff(backoff)
+				log.WarnContext(ctx, "check kept entries", "count", len(retry), "err", err, "retry_in", backoff.String())
+				c.sleep(backoff)
+				continue
+			}
+			msgs = owned
+		}
 		retry = nil
 		if room := c.s.cfg.Batch - len(msgs); room > 0 {
 			block := c.s.cfg.Block
@@ -186,8 +207,12 @@ func (c *consumer) run() {
 			continue
 		}
 		if retry = c.process(msgs); len(retry) > 0 {
-			if _, err := c.touch(ctx, retry); err != nil {
+			// Touched now too, so that they are not claimed while this
+			// consumer backs off.
+			if owned, err := c.touch(ctx, retry); err != nil {
 				log.DebugContext(ctx, "touch pending entries", "err", err)
+			} else {
+				retry = owned
 			}
 			backoff = c.nextBackoff(backoff)
 			c.sleep(backoff)
@@ -198,13 +223,29 @@ func (c *consumer) run() {
 }
 
 // touch resets the idle time of the entries kept for a retry, so that
-// other consumers do not take them for a dead consumer's; it returns the
-// entries to retry.
+// other consumers do not take them for a dead consumer's, and returns those
+// this consumer still owns: an entry another consumer claimed meanwhile
+// (this one was slow, or paused) or that was settled is dropped, never
+// written. On error it returns msgs unchecked, with the error.
 func (c *consumer) touch(ctx context.Context, msgs []model.QueuedOrder) ([]model.QueuedOrder, error) {
-	if err := c.s.d.Queue.Touch(ctx, c.name, msgs); err != nil {
+	owned, err := c.s.d.Queue.Touch(ctx, c.name, msgs)
+	if err != nil {
 		return msgs, err
 	}
-	return msgs, nil
+	if len(owned) < len(msgs) {
+		keep := make(map[string]bool, len(owned))
+		for _, m := range owned {
+			keep[m.MsgID] = true
+		}
+		for _, m := range msgs {
+			if !keep[m.MsgID] {
+				delete(c.failures, m.MsgID)
+			}
+		}
+		c.s.d.Log.InfoContext(ctx, "dropped kept entries another consumer took over or settled",
+			"consumer", c.name, "count", len(msgs)-len(owned))
+	}
+	return owned, nil
 }
 
 // nextBackoff doubles from 50ms up to 2s, and stays under half the claim
