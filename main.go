@@ -225,9 +225,15 @@ func newApp(ctx context.Context, cfg config.Config, log *slog.Logger) (_ *app, e
 		}
 		a.Async, seckill = as, as
 	} else {
+		ids := repository.NewIDWorker(d.Redis, syncIDBlock, time.Now)
+		seq := repository.NewIDSequence(d.Redis, d.DB, time.Now, ids)
+		// Redis may have lost the sequence while no instance ran: start
+		// past the database's ids rather than meet them order by order.
+		if err := seq.Resync(ctx); err != nil {
+			return nil, fmt.Errorf("order id sequence: %w", err)
+		}
 		seckill = service.NewSeckill(service.SeckillDeps{
-			Vouchers: vouchers, Orders: orders,
-			IDs:    repository.NewIDWorker(d.Redis, syncIDBlock, time.Now),
+			Vouchers: vouchers, Orders: orders, IDs: ids, Sequence: seq,
 			Locker: locker, Rejects: repository.NewRejections(d.Redis),
 			Observer: m, Now: time.Now, Log: log,
 		}, service.SeckillConfig{Fencing: cfg.Fencing, CriticalDelay: cfg.CriticalDelay})
@@ -288,6 +294,7 @@ func newAsync(d *deps, cfg config.Config, log *slog.Logger, locker lock.Locker, 
 		// locks well below the pool (64) so the transaction gets one.
 		acfg.Batch = max(1, 32/acfg.Consumers)
 	}
+	ids := repository.NewIDWorker(d.Redis, asyncIDBlock, time.Now)
 	var obs service.Observer
 	var cobs service.ConsumerObserver
 	if m != nil {
@@ -295,9 +302,8 @@ func newAsync(d *deps, cfg config.Config, log *slog.Logger, locker lock.Locker, 
 	}
 	return service.NewAsyncSeckill(service.AsyncDeps{
 		Vouchers: repository.NewVouchers(d.DB), Orders: repository.NewOrders(d.DB),
-		IDs:      repository.NewIDWorker(d.Redis, asyncIDBlock, time.Now),
-		Sequence: repository.NewIDSequence(d.Redis, d.DB, time.Now),
-		Redis:    repository.NewAdmission(d.Redis), Queue: repository.NewOrderStream(d.Redis),
+		IDs: ids, Sequence: repository.NewIDSequence(d.Redis, d.DB, time.Now, ids),
+		Redis: repository.NewAdmission(d.Redis), Queue: repository.NewOrderStream(d.Redis),
 		Meta:   repository.NewMeta(d.DB),
 		Locker: locker, ReconcileLock: reconcileLock,
 		Rejects:  repository.NewRejections(d.Redis),

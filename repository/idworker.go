@@ -68,16 +68,26 @@ const resyncMargin = 1 << 20
 // resyncCap bounds what Resync sets the counter to.
 const resyncCap = 1 << 31
 
-// IDSequence repairs the ID worker's daily sequence after Redis lost it.
-type IDSequence struct {
-	rdb redis.UniversalClient
-	db  *DB
-	now func() time.Time
+// Discard forgets the leased block, so that the next id leases a new one
+// (after the sequence was moved past ids the block may hold).
+func (w *IDWorker) Discard() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.day, w.next, w.end = "", 0, 0
 }
 
-// NewIDSequence returns the repair of the sequence icr:order:<day>.
-func NewIDSequence(rdb redis.UniversalClient, db *DB, now func() time.Time) *IDSequence {
-	return &IDSequence{rdb: rdb, db: db, now: now}
+// IDSequence repairs the ID worker's daily sequence after Redis lost it.
+type IDSequence struct {
+	rdb     redis.UniversalClient
+	db      *DB
+	now     func() time.Time
+	workers []*IDWorker
+}
+
+// NewIDSequence returns the repair of the sequence icr:order:<day>; each
+// Resync also makes workers discard the blocks they leased.
+func NewIDSequence(rdb redis.UniversalClient, db *DB, now func() time.Time, workers ...*IDWorker) *IDSequence {
+	return &IDSequence{rdb: rdb, db: db, now: now, workers: workers}
 }
 
 // Resync makes today's sequence exceed, by a margin, the sequence of every
@@ -103,9 +113,14 @@ func (s *IDSequence) Resync(ctx context.Context) error {
 	if err != nil && !errors.Is(err, redis.Nil) {
 		return redisErr(err)
 	}
-	if cur >= want {
-		return nil
+	if cur < want {
+		// Concurrent INCRBYs only move it further.
+		if err := s.rdb.IncrBy(ctx, key, want-cur).Err(); err != nil {
+			return redisErr(err)
+		}
 	}
-	// Concurrent INCRBYs only move it further.
-	return redisErr(s.rdb.IncrBy(ctx, key, want-cur).Err())
+	for _, w := range s.workers {
+		w.Discard()
+	}
+	return nil
 }

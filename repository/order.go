@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/go-sql-driver/mysql"
 	"gorm.io/gorm"
@@ -51,7 +52,8 @@ func orderErr(err error) error {
 	switch {
 	case err == nil:
 		return nil
-	case errors.Is(err, model.ErrDuplicateOrder), errors.Is(err, model.ErrSoldOut), errors.Is(err, model.ErrStaleFence):
+	case errors.Is(err, model.ErrDuplicateOrder), errors.Is(err, model.ErrSoldOut), errors.Is(err, model.ErrStaleFence),
+		errors.Is(err, model.ErrOrderIDTaken):
 		return err
 	}
 	return translate(err)
@@ -77,10 +79,7 @@ func createOrder(tx *gorm.DB, o *model.VoucherOrder, fence *model.Fence) error {
 	// stays locked for one round trip (the commit), not two; the outcome is
 	// the same, since a failed update rolls the insert back.
 	if err := tx.Create(o).Error; err != nil {
-		if isUniqueViolation(err) {
-			return fmt.Errorf("%w: %w", model.ErrDuplicateOrder, model.ErrUniqueKey)
-		}
-		return err
+		return insertErr(err, o.ID)
 	}
 	res := tx.Model(&model.SeckillVoucher{}).
 		Where("voucher_id = ? AND stock > 0", o.VoucherID).
@@ -92,6 +91,31 @@ func createOrder(tx *gorm.DB, o *model.VoucherOrder, fence *model.Fence) error {
 		return model.ErrSoldOut
 	}
 	return nil
+}
+
+// insertErr maps the failed insert of an order: a primary-key violation
+// means its id belongs to another order (model.ErrOrderIDTaken: the id
+// sequence restarted, nothing a lock could prevent); a violation of the
+// unique key (user_id, voucher_id) is a duplicate order that the lock let
+// through (model.ErrDuplicateOrder with model.ErrUniqueKey).
+func insertErr(err error, id int64) error {
+	switch {
+	case !isUniqueViolation(err):
+		return err
+	case isPrimaryViolation(err):
+		return fmt.Errorf("order %d: %w", id, model.ErrOrderIDTaken)
+	}
+	return fmt.Errorf("%w: %w", model.ErrDuplicateOrder, model.ErrUniqueKey)
+}
+
+// isPrimaryViolation reports a duplicate-key error on tb_voucher_order's
+// primary key: MySQL/MariaDB name the key PRIMARY, SQLite the column id.
+func isPrimaryViolation(err error) bool {
+	var me *mysql.MySQLError
+	if errors.As(err, &me) {
+		return strings.Contains(me.Message, "'PRIMARY'") || strings.Contains(me.Message, ".PRIMARY'")
+	}
+	return strings.Contains(err.Error(), "tb_voucher_order.id")
 }
 
 // checkFence records fence.Token as the newest token used for fence.Key, or

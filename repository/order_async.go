@@ -23,7 +23,11 @@ import (
 // cannot deadlock on them). When a voucher lacks the stock the batch fails
 // with model.ErrSoldOut; a unique-key violation fails it with
 // model.ErrDuplicateOrder and model.ErrUniqueKey; an id held by another
-// order with model.ErrOrderIDTaken; nothing is written then.
+// order with model.ErrOrderIDTaken; nothing is written then. The outcome
+// 'written' of the orders it writes is recorded in the same transaction
+// (tb_order_outcome, before the orders): when an order of the batch was
+// dead-lettered meanwhile the batch fails with model.ErrOrderDeadLettered,
+// and with another error when one was written concurrently.
 func (r *Orders) WriteBatch(ctx context.Context, orders []model.VoucherOrder) (existing []int64, err error) {
 	if len(orders) == 0 {
 		return nil, nil
@@ -59,6 +63,11 @@ func (r *Orders) WriteBatch(ctx context.Context, orders []model.VoucherOrder) (e
 		if len(todo) == 0 {
 			return nil
 		}
+		// The outcome first: an order given up meanwhile stops the batch
+		// before anything is written, and one given up later finds it.
+		if err := recordWritten(tx, todo); err != nil {
+			return err
+		}
 		// The insert comes first, so that the hot stock rows stay locked
 		// only until the commit; a failed update rolls it back.
 		if err := tx.Create(&todo).Error; err != nil {
@@ -86,6 +95,20 @@ func (r *Orders) WriteBatch(ctx context.Context, orders []model.VoucherOrder) (e
 		}
 		return nil
 	})
+	if errors.Is(err, errOutcomeTaken) {
+		ids := make([]int64, len(orders))
+		for i, o := range orders {
+			ids[i] = o.ID
+		}
+		dead, derr := r.deadOf(ctx, ids)
+		if derr != nil {
+			return nil, derr
+		}
+		if len(dead) > 0 {
+			return nil, fmt.Errorf("orders %v: %w", dead, model.ErrOrderDeadLettered)
+		}
+		return nil, fmt.Errorf("database: an order of the batch was written concurrently: %w", err)
+	}
 	if err != nil {
 		return nil, asyncOrderErr(err)
 	}
@@ -100,7 +123,7 @@ type orderKey struct {
 }
 
 func asyncOrderErr(err error) error {
-	if errors.Is(err, model.ErrOrderIDTaken) {
+	if errors.Is(err, model.ErrOrderIDTaken) || errors.Is(err, model.ErrOrderDeadLettered) {
 		return err
 	}
 	return orderErr(err)
@@ -110,7 +133,9 @@ func asyncOrderErr(err error) error {
 // transaction, without fencing), unless it is in the database already (same
 // id, user and voucher): then it reports existed. An id held by another
 // order is model.ErrOrderIDTaken. An order written concurrently under the
-// same id (a unique-key violation) counts as existing.
+// same id (a unique-key violation) counts as existing. Its outcome
+// 'written' is recorded in the same transaction; an order dead-lettered
+// meanwhile (outcome 'dead') is model.ErrOrderDeadLettered, never written.
 func (r *Orders) WriteOne(ctx context.Context, o *model.VoucherOrder) (existed bool, err error) {
 	err = r.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
 		var err error
@@ -118,9 +143,22 @@ func (r *Orders) WriteOne(ctx context.Context, o *model.VoucherOrder) (existed b
 		if err != nil || existed {
 			return err
 		}
+		if err := recordWritten(tx, []model.VoucherOrder{*o}); err != nil {
+			return err
+		}
 		return createOrder(tx, o, nil)
 	})
-	if errors.Is(err, model.ErrDuplicateOrder) {
+	if errors.Is(err, errOutcomeTaken) {
+		out, oerr := r.recordedOutcome(ctx, o)
+		if oerr != nil {
+			return false, oerr
+		}
+		if out.Written {
+			return true, nil
+		}
+		return false, fmt.Errorf("order %d: %w", o.ID, model.ErrOrderDeadLettered)
+	}
+	if errors.Is(err, model.ErrDuplicateOrder) || errors.Is(err, model.ErrOrderIDTaken) {
 		again, cerr := sameOrder(r.db.WithContext(ctx), o)
 		if cerr != nil {
 			return false, translate(cerr)

@@ -110,6 +110,8 @@ func TestCreateOrder(t *testing.T) {
 // TestUniqueKeyRollsBack: an insert stopped by a unique key after the
 // existence check passed (the race the per-user lock should prevent) is
 // ErrDuplicateOrder + ErrUniqueKey and leaves the stock untouched.
+// TestUniqueKeyRollsBack: an insert refused by a key of tb_voucher_order
+// rolls the transaction back (the stock decrement with it).
 func TestUniqueKeyRollsBack(t *testing.T) {
 	ctx := context.Background()
 	for name, db := range databases(t) {
@@ -125,8 +127,8 @@ func TestUniqueKeyRollsBack(t *testing.T) {
 			again := *o
 			again.UserID = user + 1 // passes the per-user check, collides on the primary key
 			err := NewOrders(db).CreateOrder(ctx, &again, nil)
-			if !errors.Is(err, model.ErrDuplicateOrder) || !errors.Is(err, model.ErrUniqueKey) {
-				t.Fatalf("got %v, want ErrDuplicateOrder and ErrUniqueKey", err)
+			if !errors.Is(err, model.ErrOrderIDTaken) {
+				t.Fatalf("got %v, want ErrOrderIDTaken", err)
 			}
 			sv, err := NewVouchers(db).GetSeckill(ctx, vid)
 			if err != nil {
@@ -197,6 +199,32 @@ func TestEnsureUsers(t *testing.T) {
 			}
 			if _, err := users.EnsureUsers(ctx, phones[:1], model.RoleAdmin, nick); err == nil {
 				t.Error("ensuring an existing user with another role: got nil error, want a refusal")
+			}
+		})
+	}
+}
+
+// TestCreateOrderIDTaken: an order whose id belongs to another order (the
+// id sequence restarted after Redis lost it) is model.ErrOrderIDTaken, not
+// a duplicate order that the lock let through.
+func TestCreateOrderIDTaken(t *testing.T) {
+	ctx := context.Background()
+	for name, db := range databases(t) {
+		t.Run(name, func(t *testing.T) {
+			orders := NewOrders(db)
+			vid := newVoucher(t, db, 10)
+			first := order(vid, rand.Int64N(1<<40))
+			if err := orders.CreateOrder(ctx, first, nil); err != nil {
+				t.Fatal(err)
+			}
+			second := order(vid, first.UserID+1)
+			second.ID = first.ID
+			err := orders.CreateOrder(ctx, second, nil)
+			if !errors.Is(err, model.ErrOrderIDTaken) || errors.Is(err, model.ErrDuplicateOrder) || errors.Is(err, model.ErrUniqueKey) {
+				t.Errorf("id of another order: got %v, want ErrOrderIDTaken alone", err)
+			}
+			if n, _, _ := orders.CountOrders(ctx, vid); n != 1 {
+				t.Errorf("got %d orders, want 1", n)
 			}
 		})
 	}

@@ -35,6 +35,7 @@ type Seckill struct {
 	vouchers VoucherStore
 	orders   OrderStore
 	ids      IDGenerator
+	seq      IDSequence
 	locker   lock.Locker
 	rejects  RejectionCounter
 	obs      Observer
@@ -49,6 +50,9 @@ type SeckillDeps struct {
 	Vouchers VoucherStore
 	Orders   OrderStore
 	IDs      IDGenerator
+	// Sequence moves the id sequence past the database's ids when an id
+	// turns out to be taken (optional).
+	Sequence IDSequence
 	Locker   lock.Locker
 	Rejects  RejectionCounter
 	Observer Observer // optional
@@ -68,7 +72,7 @@ func NewSeckill(d SeckillDeps, cfg SeckillConfig) *Seckill {
 		cfg.VoucherCacheTTL = time.Minute
 	}
 	return &Seckill{
-		vouchers: d.Vouchers, orders: d.Orders, ids: d.IDs, locker: d.Locker,
+		vouchers: d.Vouchers, orders: d.Orders, ids: d.IDs, seq: d.Sequence, locker: d.Locker,
 		rejects: d.Rejects, obs: d.Observer, cfg: cfg, now: d.Now, log: d.Log,
 		cache: newVoucherCache(d.Vouchers, cfg.VoucherCacheTTL, d.Now),
 	}
@@ -152,6 +156,16 @@ func (s *Seckill) Buy(ctx context.Context, userID, voucherID int64) (int64, erro
 		}
 	}
 	err = s.orders.CreateOrder(ctx, o, fence)
+	if errors.Is(err, model.ErrOrderIDTaken) {
+		// Not a duplicate: the id sequence restarted (Redis lost it) and
+		// handed out an id in use. Move it past the database's ids and
+		// write the order once more under a fresh id.
+		s.log.ErrorContext(ctx, "order id already used by another order: resyncing the id sequence", "order_id", orderID, "user_id", userID)
+		if orderID, err = s.freshID(ctx); err == nil {
+			o.ID = orderID
+			err = s.orders.CreateOrder(ctx, o, fence)
+		}
+	}
 	switch {
 	case err == nil:
 		s.log.DebugContext(ctx, "order created", "order_id", orderID, "voucher_id", voucherID, "user_id", userID)
@@ -167,8 +181,21 @@ func (s *Seckill) Buy(ctx context.Context, userID, voucherID int64) (int64, erro
 	case errors.Is(err, model.ErrStaleFence):
 		s.obs.StaleFenceRejected()
 		s.log.WarnContext(ctx, "stale fencing token refused", "voucher_id", voucherID, "user_id", userID, "fence", fence)
+	case errors.Is(err, model.ErrOrderIDTaken):
+		return 0, model.Unavailable(err)
 	}
 	return 0, err
+}
+
+// freshID resyncs the id sequence past the database's ids (when the
+// service has a Sequence) and returns a new id.
+func (s *Seckill) freshID(ctx context.Context) (int64, error) {
+	if s.seq != nil {
+		if err := s.seq.Resync(ctx); err != nil {
+			return 0, model.Unavailable(err)
+		}
+	}
+	return s.ids.NextID(ctx)
 }
 
 // fenceKey names the fence row of a lock key in one token space. Each lock
