@@ -136,7 +136,7 @@ func (s *AsyncSeckill) Buy(ctx context.Context, userID, voucherID int64) (int64,
 	}
 	err = s.d.Redis.Admit(ctx, orderID, userID, voucherID, s.d.Now())
 	if errors.Is(err, model.ErrSoldOut) {
-		v.soldOut.Store(true)
+		v.markSoldOut(s.d.Now())
 	}
 	if err != nil {
 		return 0, err

@@ -23,11 +23,29 @@ type voucherCache struct {
 }
 
 type cachedVoucher struct {
-	ready   chan struct{} // closed when loaded
-	err     error
-	sv      model.SeckillVoucher
-	loaded  time.Time
-	soldOut atomic.Bool
+	ready  chan struct{} // closed when loaded
+	err    error
+	sv     model.SeckillVoucher
+	loaded time.Time
+	// soldOutAt is when the voucher was last seen sold out (unix
+	// nanoseconds; 0: not seen).
+	soldOutAt atomic.Int64
+}
+
+// soldOutTTL is how long a voucher seen sold out is refused without asking
+// the store: stock can come back (an async dead letter gives its unit
+// back), so the flag must not outlive a second; then one request goes
+// through and sets it again if the voucher is still sold out.
+const soldOutTTL = time.Second
+
+// markSoldOut records that the voucher was seen sold out at now.
+func (v *cachedVoucher) markSoldOut(now time.Time) { v.soldOutAt.Store(now.UnixNano()) }
+
+// soldOut reports whether the voucher was seen sold out within soldOutTTL
+// of now.
+func (v *cachedVoucher) soldOut(now time.Time) bool {
+	at := v.soldOutAt.Load()
+	return at != 0 && now.UnixNano()-at < int64(soldOutTTL)
 }
 
 func newVoucherCache(store VoucherStore, ttl time.Duration, now func() time.Time) *voucherCache {
@@ -55,7 +73,9 @@ func (c *voucherCache) get(ctx context.Context, id int64) (*cachedVoucher, error
 		sv, err := c.store.GetSeckill(ctx, id)
 		if err == nil {
 			e.sv = *sv
-			e.soldOut.Store(sv.Stock <= 0)
+			if sv.Stock <= 0 {
+				e.markSoldOut(c.now())
+			}
 		}
 		e.err, e.loaded = err, c.now()
 		close(e.ready)

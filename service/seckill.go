@@ -97,7 +97,7 @@ func checkWindow(ctx context.Context, cache *voucherCache, clock func() time.Tim
 		return nil, model.ErrSeckillNotStarted
 	case !now.Before(v.sv.EndTime):
 		return nil, model.ErrSeckillEnded
-	case v.soldOut.Load():
+	case v.soldOut(now):
 		return nil, model.ErrSoldOut
 	}
 	return v, nil
@@ -171,7 +171,7 @@ func (s *Seckill) Buy(ctx context.Context, userID, voucherID int64) (int64, erro
 		s.log.DebugContext(ctx, "order created", "order_id", orderID, "voucher_id", voucherID, "user_id", userID)
 		return orderID, nil
 	case errors.Is(err, model.ErrSoldOut):
-		v.soldOut.Store(true)
+		v.markSoldOut(s.now())
 	case errors.Is(err, model.ErrUniqueKey):
 		s.obs.UniqueKeyRejected()
 		s.log.WarnContext(ctx, "duplicate order stopped by unique key", "voucher_id", voucherID, "user_id", userID, "lock_mode", s.locker.Name())

@@ -329,7 +329,7 @@ func TestBuyFencing(t *testing.T) {
 		{name: "off, lock has token", fencing: false, hasToken: true},
 		{name: "off, no token", fencing: false, hasToken: false},
 		{name: "on, no token", fencing: true, hasToken: false},
-		{name: "on, token", fencing: true, hasToken: true, wantFence: &model.Fence{Key: "lock:order:7", Token: 99}},
+		{name: "on, token", fencing: true, hasToken: true, wantFence: &model.Fence{Key: "fake|lock:order:7", Token: 99}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -689,5 +689,26 @@ func TestAudit(t *testing.T) {
 				t.Errorf("got %+v, want %+v", *a, want)
 			}
 		})
+	}
+}
+
+// TestSoldOutFlagExpires: the sold-out flag that spares the store a round
+// trip lasts a second, not the voucher cache's minute: a unit given back
+// (an async dead letter returns stock) sells again within a second.
+func TestSoldOutFlagExpires(t *testing.T) {
+	r := newRig(t, SeckillConfig{})
+	r.vouchers.put(model.SeckillVoucher{VoucherID: voucherOpen, Stock: 1, InitialStock: 1, BeginTime: testBegin, EndTime: testEnd})
+	ctx := context.Background()
+	if _, err := r.svc.Buy(ctx, 1, voucherOpen); err != nil {
+		t.Fatalf("first buyer: got %v, want an order", err)
+	}
+	if _, err := r.svc.Buy(ctx, 2, voucherOpen); !errors.Is(err, model.ErrSoldOut) {
+		t.Fatalf("second buyer: got %v, want ErrSoldOut", err)
+	}
+	// The unit comes back (a dead letter gave it back).
+	r.vouchers.put(model.SeckillVoucher{VoucherID: voucherOpen, Stock: 1, InitialStock: 1, BeginTime: testBegin, EndTime: testEnd})
+	r.clock.set(r.clock.now().Add(2 * time.Second))
+	if _, err := r.svc.Buy(ctx, 3, voucherOpen); err != nil {
+		t.Errorf("third buyer two seconds after the give-back: got %v, want an order", err)
 	}
 }
