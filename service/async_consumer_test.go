@@ -96,14 +96,18 @@ func (q *consQueue) DeadLetterMalformed(_ context.Context, m model.QueuedOrder, 
 }
 
 // consOrders is the database: batchErr fails WriteBatch, oneErr[orderID]
-// fails WriteOne; written holds the orders written.
+// fails WriteOne; written holds the orders written (their outcome
+// 'written'), dead the outcomes 'dead' recorded; recordErr fails
+// RecordDeadLetter.
 type consOrders struct {
 	OrderStore
-	mu       sync.Mutex
-	written  map[int64]model.VoucherOrder
-	batchErr error
-	oneErr   map[int64]error
-	hasOrder bool // HasOrder's answer
+	mu        sync.Mutex
+	written   map[int64]model.VoucherOrder
+	dead      map[int64]model.Outcome
+	batchErr  error
+	oneErr    map[int64]error
+	recordErr error
+	hasOrder  bool // HasOrder's answer
 }
 
 func (o *consOrders) WriteBatch(_ context.Context, orders []model.VoucherOrder) ([]int64, error) {
@@ -111,6 +115,11 @@ func (o *consOrders) WriteBatch(_ context.Context, orders []model.VoucherOrder) 
 	defer o.mu.Unlock()
 	if o.batchErr != nil {
 		return nil, o.batchErr
+	}
+	for _, v := range orders {
+		if _, ok := o.dead[v.ID]; ok {
+			return nil, model.ErrOrderDeadLettered
+		}
 	}
 	var existing []int64
 	for _, v := range orders {
@@ -132,8 +141,30 @@ func (o *consOrders) WriteOne(_ context.Context, v *model.VoucherOrder) (bool, e
 	if _, ok := o.written[v.ID]; ok {
 		return true, nil
 	}
+	if _, ok := o.dead[v.ID]; ok {
+		return false, model.ErrOrderDeadLettered
+	}
 	o.written[v.ID] = *v
 	return false, nil
+}
+
+func (o *consOrders) RecordDeadLetter(_ context.Context, m model.QueuedOrder, reason string, attempts int) (model.Outcome, error) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	switch {
+	case o.recordErr != nil:
+		return model.Outcome{}, o.recordErr
+	case errors.Is(o.oneErr[m.OrderID], model.ErrOrderIDTaken):
+		return model.Outcome{}, o.oneErr[m.OrderID]
+	}
+	if _, ok := o.written[m.OrderID]; ok {
+		return model.Outcome{Written: true}, nil
+	}
+	if d, ok := o.dead[m.OrderID]; ok {
+		return d, nil
+	}
+	o.dead[m.OrderID] = model.Outcome{Reason: reason, Attempts: attempts}
+	return o.dead[m.OrderID], nil
 }
 
 func (o *consOrders) Written(_ context.Context, entries []model.QueuedOrder) (map[int64]bool, error) {
@@ -199,7 +230,7 @@ func newConsRig(t *testing.T) *consRig {
 	}
 	r := &consRig{
 		q:      &consQueue{dead: map[string]consDead{}},
-		orders: &consOrders{written: map[int64]model.VoucherOrder{}, oneErr: map[int64]error{}},
+		orders: &consOrders{written: map[int64]model.VoucherOrder{}, dead: map[int64]model.Outcome{}, oneErr: map[int64]error{}},
 		counts: &consCounts{dead: map[string]int{}},
 		locker: locker,
 	}
@@ -332,6 +363,28 @@ func TestConsumerProcess(t *testing.T) {
 				r.orders.batchErr = model.ErrSoldOut
 				r.orders.oneErr[101] = model.ErrSoldOut
 				r.q.deadErr = model.Unavailable(model.ErrVoucherUnsafe)
+			},
+			wantLeft: 1,
+		},
+		{
+			name: "given up by another consumer: not written, its dead letter finished with the reason recorded", msgs: entries(2),
+			setup: func(r *consRig) {
+				r.orders.dead[101] = model.Outcome{Reason: ReasonSoldOut, Attempts: 3}
+			},
+			wantAcked: []string{"m2"},
+			wantDead:  map[string]consDead{"m1": {ReasonSoldOut, 3, true}},
+			check: func(t *testing.T, r *consRig) {
+				if _, ok := r.orders.written[101]; ok || len(r.orders.written) != 1 {
+					t.Errorf("written: got %v, want only order 102", r.orders.written)
+				}
+			},
+		},
+		{
+			name: "database down while giving up: the dead letter waits", msgs: entries(1),
+			setup: func(r *consRig) {
+				r.orders.batchErr = model.ErrSoldOut
+				r.orders.oneErr[101] = model.ErrSoldOut
+				r.orders.recordErr = unavailable
 			},
 			wantLeft: 1,
 		},

@@ -88,13 +88,25 @@ type OrderQueue interface {
 type AsyncOrderStore interface {
 	OrderStore
 	// WriteBatch writes orders in one transaction, skipping (and
-	// returning) those already written; on model.ErrSoldOut,
-	// model.ErrDuplicateOrder or model.ErrOrderIDTaken nothing is written.
+	// returning) those already written, and records their outcome
+	// 'written' in it; on model.ErrSoldOut, model.ErrDuplicateOrder,
+	// model.ErrOrderIDTaken, model.ErrOrderDeadLettered (an order's
+	// outcome is 'dead') or any other error nothing is written.
 	WriteBatch(ctx context.Context, orders []model.VoucherOrder) (existing []int64, err error)
-	// WriteOne writes one order in its own transaction, or reports that it
-	// is written already; model.ErrOrderIDTaken when its id belongs to
-	// another order.
+	// WriteOne writes one order in its own transaction with its outcome
+	// 'written', or reports that it is written already;
+	// model.ErrOrderIDTaken when its id belongs to another order,
+	// model.ErrOrderDeadLettered when its outcome is 'dead' (it must never
+	// be written; its dead letter is to be finished).
 	WriteOne(ctx context.Context, o *model.VoucherOrder) (existed bool, err error)
+	// RecordDeadLetter records the outcome 'dead' of the entry's order
+	// before its dead letter, unless an outcome is recorded already: the
+	// database lets one outcome per order win. It returns the outcome
+	// that holds: Written (acknowledge the entry, give nothing back), or
+	// the dead letter recorded first (finish it, with its reason);
+	// model.ErrOrderIDTaken when the id is another order's (the entry can
+	// never be written).
+	RecordDeadLetter(ctx context.Context, m model.QueuedOrder, reason string, attempts int) (model.Outcome, error)
 	// Written returns the order ids of entries whose order is in the
 	// database (same id, user and voucher).
 	Written(ctx context.Context, entries []model.QueuedOrder) (map[int64]bool, error)

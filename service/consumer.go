@@ -464,6 +464,11 @@ func (b *batch) writeOne(m model.QueuedOrder) {
 	case errors.Is(err, model.ErrOrderIDTaken):
 		c.s.d.Log.ErrorContext(b.ctx, "order id already used by another order (the id sequence restarted)", orderAttrs(m)...)
 		b.deadLetter(m, ReasonIDTaken, 1)
+	case errors.Is(err, model.ErrOrderDeadLettered):
+		// Another consumer gave it up (and may have died before giving
+		// the stock back): finish its dead letter, with the reason it
+		// recorded (the arguments here are not used).
+		b.deadLetter(m, ReasonFailures, 1)
 	case errors.Is(err, model.ErrUnavailable):
 		b.keep(m)
 	default:
@@ -480,17 +485,26 @@ func (b *batch) writeOne(m model.QueuedOrder) {
 
 // deadLetter gives up on m: its stock goes back to Redis, and its buyer
 // mark too unless the user has an order for the voucher in the database.
-// An entry whose order turns out to be written is acknowledged instead.
+// The database decides first, atomically, between written and given up:
+// an entry whose order is written is acknowledged instead, and one given
+// up already (by another consumer that may have died before finishing)
+// is finished with the reason recorded then; the dead-letter script is
+// idempotent.
 func (b *batch) deadLetter(m model.QueuedOrder, reason string, attempts int) {
 	c := b.c
-	written, err := c.s.d.Orders.Written(b.ctx, []model.QueuedOrder{m})
-	if err != nil {
+	out, err := c.s.d.Orders.RecordDeadLetter(b.ctx, m, reason, attempts)
+	switch {
+	case errors.Is(err, model.ErrOrderIDTaken):
+		// Its id is another order's: nobody can ever write this entry.
+	case err != nil:
+		c.s.d.Log.WarnContext(b.ctx, "dead-letter deferred", append(orderAttrs(m), "reason", reason, "err", err)...)
 		b.keep(m)
 		return
-	}
-	if written[m.OrderID] {
+	case out.Written:
 		b.ack = append(b.ack, m)
 		return
+	default:
+		reason, attempts = out.Reason, out.Attempts
 	}
 	has, err := c.s.d.Orders.HasOrder(b.ctx, m.UserID, m.VoucherID)
 	if err != nil {

@@ -77,3 +77,18 @@ CREATE TABLE IF NOT EXISTS tb_seckill_meta (
   update_time TIMESTAMP NOT NULL DEFAULT CURRENT_TIMESTAMP ON UPDATE CURRENT_TIMESTAMP,
   PRIMARY KEY (name)
 ) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4;
+
+-- The outcome of each order of async mode (SECKILL_ORDER_MODE=async), the
+-- one arbiter between writing an order and giving it up: a consumer inserts
+-- 'written' in the transaction that writes the order, and 'dead' (with the
+-- reason) on its own before the dead-letter script gives the stock back.
+-- The primary key lets exactly one outcome win; the loser acknowledges the
+-- entry (written) or finishes the dead letter (dead), never both.
+CREATE TABLE IF NOT EXISTS tb_order_outcome (
+  order_id    BIGINT NOT NULL,
+  outcome     VARCHAR(8)  NOT NULL,
+  reason      VARCHAR(64) NOT NULL DEFAULT '',
+  attempts    INT NOT NULL DEFAULT 0,
+  create_time TIMESTAMP NOT NULL DEFAULT CURRENT_TIMESTAMP,
+  PRIMARY KEY (order_id)
+) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4;

@@ -66,3 +66,11 @@ CREATE TABLE IF NOT EXISTS tb_seckill_meta (
   value       TEXT NOT NULL,
   update_time DATETIME NOT NULL DEFAULT CURRENT_TIMESTAMP
 );
+
+CREATE TABLE IF NOT EXISTS tb_order_outcome (
+  order_id    INTEGER PRIMARY KEY,
+  outcome     TEXT NOT NULL,
+  reason      TEXT NOT NULL DEFAULT '',
+  attempts    INTEGER NOT NULL DEFAULT 0,
+  create_time DATETIME NOT NULL DEFAULT CURRENT_TIMESTAMP
+);
