@@ -14,9 +14,11 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"os"
 	"os/signal"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -52,6 +54,13 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
 		cmd, args = args[0], args[1:]
 	}
+	if cmd == "help" || slices.ContainsFunc(args, isHelpFlag) {
+		_, err := io.WriteString(stdout, usage)
+		return err
+	}
+	if cmd == "serve" && len(args) > 0 {
+		return fmt.Errorf("serve takes no arguments, got %q (see seckill --help)", args)
+	}
 	cfg, err := config.Load(getenv)
 	if err != nil {
 		return err
@@ -71,6 +80,21 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		return fmt.Errorf("unknown command %q (serve, migrate, tokens, rebuild)", cmd)
 	}
 }
+
+// usage is what --help prints.
+const usage = `Usage:
+  seckill [serve]                               run the HTTP server (SECKILL_HTTP_ADDR, default :8080)
+  seckill migrate                               apply sql/schema.sql and exit
+  seckill tokens --count N [--admin] [--out F]  make sure N users exist; print userId,token lines
+  seckill rebuild --voucher N                   async mode: rebuild a voucher's Redis state from the database
+  seckill help | --help | -h                    print this
+
+Configuration comes from SECKILL_* environment variables (see README.md).
+With no SECKILL_MYSQL_DSN and no SECKILL_REDIS_ADDR the server runs on
+embedded backends under ./data in development mode.
+`
+
+func isHelpFlag(a string) bool { return a == "-h" || a == "-help" || a == "--help" }
 
 func newLogger(w io.Writer, level string) *slog.Logger {
 	var l slog.Level
@@ -352,9 +376,15 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger) error {
 		IdleTimeout:       120 * time.Second,
 		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
 	}
+	// Bind before saying so: a port taken is an error, not a "serving"
+	// line followed by one.
+	ln, err := net.Listen("tcp", cfg.HTTPAddr)
+	if err != nil {
+		return fmt.Errorf("SECKILL_HTTP_ADDR: %w", err)
+	}
 	errc := make(chan error, 1)
-	go func() { errc <- srv.ListenAndServe() }()
-	log.InfoContext(ctx, "serving", "addr", cfg.HTTPAddr, "lock_mode", a.Locker.Name(), "order_mode", cfg.OrderMode,
+	go func() { errc <- srv.Serve(ln) }()
+	log.InfoContext(ctx, "serving", "addr", ln.Addr().String(), "lock_mode", a.Locker.Name(), "order_mode", cfg.OrderMode,
 		"embedded_db", a.deps.DB.Embedded, "embedded_redis", a.deps.EmbeddedRedis)
 
 	select {

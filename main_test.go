@@ -158,3 +158,49 @@ func TestServeStopsGracefully(t *testing.T) {
 		t.Fatal("serve did not stop within 10s")
 	}
 }
+
+// TestHelpPrintsUsage: --help (and -h, help) prints the usage and exits;
+// it does not start the server.
+func TestHelpPrintsUsage(t *testing.T) {
+	for _, arg := range []string{"--help", "-h", "help"} {
+		t.Run(arg, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			var stdout, stderr bytes.Buffer
+			vars := map[string]string{"SECKILL_HTTP_ADDR": "127.0.0.1:0", "SECKILL_DATA_DIR": t.TempDir()}
+			start := time.Now()
+			err := run(ctx, []string{arg}, envOf(vars), &stdout, &stderr)
+			if err != nil {
+				t.Fatalf("got %v, want nil", err)
+			}
+			if !strings.Contains(stdout.String(), "Usage:") || !strings.Contains(stdout.String(), "seckill tokens") {
+				t.Errorf("stdout: got %q, want the usage", stdout.String())
+			}
+			if strings.Contains(stderr.String(), `"msg":"serving"`) || time.Since(start) > 4*time.Second {
+				t.Errorf("%s started the server (log: %s)", arg, stderr.String())
+			}
+		})
+	}
+}
+
+// TestServingLoggedOnceBound: "serving" is logged once the port is bound;
+// a port taken by another process is a one-line error naming
+// SECKILL_HTTP_ADDR and nothing claims to serve.
+func TestServingLoggedOnceBound(t *testing.T) {
+	taken, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer taken.Close()
+	var stderr bytes.Buffer
+	vars := map[string]string{"SECKILL_HTTP_ADDR": taken.Addr().String(), "SECKILL_DATA_DIR": t.TempDir()}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	err = run(ctx, []string{"serve"}, envOf(vars), io.Discard, &stderr)
+	if err == nil || !strings.Contains(err.Error(), "SECKILL_HTTP_ADDR") {
+		t.Errorf("port taken: got %v, want an error naming SECKILL_HTTP_ADDR", err)
+	}
+	if strings.Contains(stderr.String(), `"msg":"serving"`) {
+		t.Errorf("logged serving on a port it could not bind: %s", stderr.String())
+	}
+}
