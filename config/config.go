@@ -250,8 +250,10 @@ func (c *Config) Validate() error {
 	if c.Consumers < 0 || c.Consumers > 64 {
 		errs = append(errs, errors.New("SECKILL_CONSUMERS: must be from 1 to 64"))
 	}
-	if c.ClaimIdle < 0 || (c.ClaimIdle > 0 && c.ClaimIdle < 100*time.Millisecond) {
-		errs = append(errs, errors.New("SECKILL_CLAIM_IDLE: must be at least 100ms"))
+	if c.ClaimIdle < 0 || (c.ClaimIdle > 0 && c.ClaimIdle < 8*time.Second) {
+		// 8s is the consumers' batch timeout: an entry claimed while its
+		// batch still runs would be handled by two consumers at once.
+		errs = append(errs, errors.New("SECKILL_CLAIM_IDLE: must be at least 8s (the consumers' batch timeout)"))
 	}
 	if c.RequestTimeout <= 0 {
 		errs = append(errs, errors.New("SECKILL_REQUEST_TIMEOUT: must be positive"))

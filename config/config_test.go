@@ -154,6 +154,7 @@ func TestInvalid(t *testing.T) {
 		{"request timeout garbage", map[string]string{"SECKILL_REQUEST_TIMEOUT": "abc"}, "SECKILL_REQUEST_TIMEOUT"},
 		{"request timeout zero", map[string]string{"SECKILL_REQUEST_TIMEOUT": "0"}, "SECKILL_REQUEST_TIMEOUT"},
 		{"critical delay garbage", map[string]string{"SECKILL_DEV_CRITICAL_DELAY": "soon"}, "SECKILL_DEV_CRITICAL_DELAY"},
+		{"claim idle shorter than a batch", map[string]string{"SECKILL_CLAIM_IDLE": "7999ms"}, "SECKILL_CLAIM_IDLE"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -308,5 +309,14 @@ func TestRealBackendsNeedSecret(t *testing.T) {
 		if _, ok := m["SECKILL_JWT_SECRET"]; !ok && !strings.HasPrefix(err.Error(), "SECKILL_JWT_SECRET:") {
 			t.Errorf("%v: got %q, want it to name SECKILL_JWT_SECRET", m, err)
 		}
+	}
+}
+
+// TestClaimIdleBatchTimeout: a claim idle time as long as the consumers'
+// batch timeout (8s) is accepted.
+func TestClaimIdleBatchTimeout(t *testing.T) {
+	c, err := Load(env(map[string]string{"SECKILL_CLAIM_IDLE": "8s"}))
+	if err != nil || c.ClaimIdle != 8*time.Second {
+		t.Fatalf("got %v, %v, want 8s, nil", c.ClaimIdle, err)
 	}
 }
