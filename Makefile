@@ -25,6 +25,23 @@ vet:
 fmt:
 	gofmt -w $$(git ls-files '*.go')
 
+# ---- fuzz tests: each target for FUZZTIME (-fuzz takes one target at a
+# time). The seeds alone run in `make test`. A failing input is written to
+# the package's testdata/fuzz/<Target>/ and replayed by `go test` from then on.
+FUZZTIME ?= 10s
+FUZZFLAGS ?=
+.PHONY: fuzz
+
+fuzz:
+	$(GO) test -run '^$$' -fuzz '^FuzzPathID$$' -fuzztime $(FUZZTIME) $(FUZZFLAGS) ./handler/
+	$(GO) test -run '^$$' -fuzz '^FuzzUserCode$$' -fuzztime $(FUZZTIME) $(FUZZFLAGS) ./handler/
+	$(GO) test -run '^$$' -fuzz '^FuzzLogin$$' -fuzztime $(FUZZTIME) $(FUZZFLAGS) ./handler/
+	$(GO) test -run '^$$' -fuzz '^FuzzPublish$$' -fuzztime $(FUZZTIME) $(FUZZFLAGS) ./handler/
+	$(GO) test -run '^$$' -fuzz '^FuzzPublishTimes$$' -fuzztime $(FUZZTIME) $(FUZZFLAGS) ./handler/
+	$(GO) test -run '^$$' -fuzz '^FuzzAuthorization$$' -fuzztime $(FUZZTIME) $(FUZZFLAGS) ./handler/
+	$(GO) test -run '^$$' -fuzz '^FuzzAnyRequest$$' -fuzztime $(FUZZTIME) $(FUZZFLAGS) ./handler/
+	$(GO) test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME) $(FUZZFLAGS) ./auth/
+
 # ---- load tests (loadtest/; variables as in loadtest/run.sh, e.g.
 # `make loadtest MODE=redsync INSTANCES=2 SLOW=1 DRIVER=jmeter`). They need
 # the MariaDB and Redis of .ci/env.sh (.ci/services.sh starts them).

@@ -213,7 +213,7 @@ var (
 
 // env is a handler over real services and fake stores.
 type env struct {
-	t        *testing.T
+	t        testing.TB
 	h        http.Handler
 	tokens   *auth.Tokens
 	seck     *fakeSeckiller
@@ -229,7 +229,7 @@ type envOption func(*handler.Deps)
 
 func production(d *handler.Deps) { d.Development = false }
 
-func newEnv(t *testing.T, opts ...envOption) *env {
+func newEnv(t testing.TB, opts ...envOption) *env {
 	t.Helper()
 	e := &env{
 		t: t, tokens: auth.NewTokens(testSecret, time.Hour), seck: &fakeSeckiller{},

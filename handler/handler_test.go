@@ -26,7 +26,7 @@ import (
 )
 
 // signed returns a token over claims signed with method and key.
-func signed(t *testing.T, method jwt.SigningMethod, key any, claims auth.Claims) string {
+func signed(t testing.TB, method jwt.SigningMethod, key any, claims auth.Claims) string {
 	t.Helper()
 	s, err := jwt.NewWithClaims(method, claims).SignedString(key)
 	if err != nil {
