@@ -139,12 +139,31 @@ ensure_k6() {
 	log "k6 installed in $((SECONDS - t0)) s: $K6"
 }
 
+# The plan's samplers and config elements come from JMeter's core,
+# components and http jars; Debian ships the http one in jmeter-http, which
+# jmeter only recommends (so --no-install-recommends leaves it out and the
+# plan fails with ClassNotFoundException: ...HTTPResultConverter). Check for
+# the jars the plan loads, not for the jmeter command.
+JMETER_HOME="${JMETER_HOME:-/usr/share/jmeter}"
+jmeter_jars=(bin/ApacheJMeter.jar lib/ext/ApacheJMeter_core.jar lib/ext/ApacheJMeter_components.jar lib/ext/ApacheJMeter_http.jar)
+jmeter_missing() {
+	local j
+	for j in "${jmeter_jars[@]}"; do
+		[[ -f "$JMETER_HOME/$j" ]] || { printf '%s\n' "$j"; return 0; }
+	done
+	command -v javac >/dev/null || { echo javac; return 0; }
+	return 1
+}
 ensure_jmeter() {
-	if ! command -v jmeter >/dev/null || ! command -v javac >/dev/null; then
-		log "installing Debian's jmeter and a JDK"
+	local missing
+	if missing=$(jmeter_missing); then
+		log "JMeter incomplete ($missing missing): installing Debian's jmeter, jmeter-http and a JDK"
 		export DEBIAN_FRONTEND=noninteractive NEEDRESTART_MODE=a
-		if ! { apt-get update -qq && apt-get install -y -qq --no-install-recommends jmeter default-jdk-headless >/dev/null; }; then
-			die "apt-get install jmeter failed"
+		if ! { apt-get update -qq && apt-get install -y -qq --no-install-recommends jmeter jmeter-http default-jdk-headless >/dev/null; }; then
+			die "apt-get install jmeter jmeter-http failed"
+		fi
+		if missing=$(jmeter_missing); then
+			die "JMeter still lacks $JMETER_HOME/$missing after the install"
 		fi
 	fi
 }
