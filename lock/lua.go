@@ -16,7 +16,10 @@ import (
 // grant always carries a larger token. What it cannot prevent is the lease
 // expiring while the holder still works (then two holders exist; the token
 // lets the protected resource refuse the stale one). Two round trips per
-// acquire and release.
+// acquire and release. An acquire sent again after its reply was lost
+// (go-redis retries a command whose connection dropped) finds the key
+// holding its own owner token and gets the same grant and token back,
+// instead of a refusal.
 type Lua struct {
 	client  redis.UniversalClient
 	scripts Scripts

@@ -27,6 +27,15 @@ import (
 // that lapsed unreleased; it does not poll blindly. The fencing token is
 // minted on the first grant and carried by the nested ones. Two round
 // trips per acquire and release, plus one per renewal.
+//
+// Each Obtain, and each Lock's release, carries a random request id that
+// the scripts record as the last one applied to the hash: a script run
+// again after its reply was lost (go-redis retries a command whose
+// connection dropped) finds its own request id and changes nothing, so a
+// retried acquire does not count a second hold and a retried release does
+// not drop a second one. Only the last request is remembered, which covers
+// an owner's calls made one after another (nesting); one owner's calls
+// from several goroutines at once may still count twice on a retry.
 type Reentrant struct {
 	client  redis.UniversalClient
 	scripts Scripts
@@ -67,24 +76,41 @@ func (r *Reentrant) Obtain(ctx context.Context, key string) (Lock, error) {
 	if ctx.Err() != nil {
 		return nil, waitErr(ctx)
 	}
-	owner, ok := OwnerFrom(ctx)
-	if !ok {
+	owner, shared := OwnerFrom(ctx)
+	if !shared {
 		owner = newOwnerToken()
 	}
-	g, err := r.try(ctx, key, owner)
-	if err != nil {
-		return nil, err
+	req := newOwnerToken()
+	g, err := r.try(ctx, key, owner, req)
+	if err == nil && !g.granted && r.opts.Wait > 0 {
+		g, err = r.wait(ctx, key, owner, req)
 	}
-	if !g.granted && r.opts.Wait > 0 {
-		g, err = r.wait(ctx, key, owner)
-		if err != nil {
-			return nil, err
+	if err != nil {
+		if !shared {
+			// The script may have granted the lock even though its answer
+			// was lost: give back what this one-off owner may hold instead
+			// of leaving it for the lease. (An owner set with WithOwner may
+			// hold outer counts that are not ours to give back.)
+			r.abandon(ctx, key, owner)
 		}
+		return nil, err
 	}
 	if !g.granted {
 		return nil, ErrNotObtained
 	}
 	return r.newLock(ctx, key, owner, g.token), nil
+}
+
+// abandon releases owner's hold on key on a detached context; it changes
+// nothing unless owner holds key.
+func (r *Reentrant) abandon(ctx context.Context, key, owner string) {
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), r.opts.ReleaseTimeout)
+	defer cancel()
+	// Best effort: on failure the lease still frees the key.
+	if err := r.scripts.ReentrantUnlock.Run(rctx, r.client, []string{key},
+		owner, r.opts.TTL.Milliseconds(), ReleaseChannel(key), newOwnerToken()).Err(); err != nil {
+		return
+	}
 }
 
 // grant is the outcome of one run of the acquire script.
@@ -95,9 +121,10 @@ type grant struct {
 	pttl    time.Duration // remaining lease of the other owner when refused
 }
 
-func (r *Reentrant) try(ctx context.Context, key, owner string) (grant, error) {
+// try runs the acquire script once for request req of owner.
+func (r *Reentrant) try(ctx context.Context, key, owner, req string) (grant, error) {
 	res, err := r.scripts.ReentrantLock.Run(ctx, r.client, []string{key, FenceKey(key)},
-		owner, r.opts.TTL.Milliseconds()).Int64Slice()
+		owner, r.opts.TTL.Milliseconds(), req).Int64Slice()
 	if err != nil {
 		if ctx.Err() != nil {
 			return grant{}, waitErr(ctx)
@@ -117,7 +144,7 @@ func (r *Reentrant) try(ctx context.Context, key, owner string) (grant, error) {
 // release message and on the fallback timer, until a grant, the end of the
 // wait, or the end of ctx. Subscribing before the next attempt means a
 // release that happens after that attempt is never missed.
-func (r *Reentrant) wait(ctx context.Context, key, owner string) (grant, error) {
+func (r *Reentrant) wait(ctx context.Context, key, owner, req string) (grant, error) {
 	deadline := time.Now().Add(r.opts.Wait)
 	sub := r.client.Subscribe(ctx, ReleaseChannel(key))
 	// Closing a subscription we drop can only fail on a broken connection,
@@ -133,7 +160,7 @@ func (r *Reentrant) wait(ctx context.Context, key, owner string) (grant, error) 
 	timer := time.NewTimer(r.opts.WaitPoll)
 	defer timer.Stop()
 	for {
-		g, err := r.try(ctx, key, owner)
+		g, err := r.try(ctx, key, owner, req)
 		if err != nil || g.granted {
 			return g, err
 		}
@@ -163,7 +190,7 @@ func (r *Reentrant) wait(ctx context.Context, key, owner string) (grant, error) 
 }
 
 func (r *Reentrant) newLock(ctx context.Context, key, owner string, token int64) *reentrantLock {
-	l := &reentrantLock{r: r, key: key, owner: owner, token: token}
+	l := &reentrantLock{r: r, key: key, owner: owner, token: token, release: newOwnerToken()}
 	if r.opts.Watchdog {
 		l.stop = make(chan struct{})
 		l.done = make(chan struct{})
@@ -173,10 +200,11 @@ func (r *Reentrant) newLock(ctx context.Context, key, owner string, token int64)
 }
 
 type reentrantLock struct {
-	r     *Reentrant
-	key   string
-	owner string
-	token int64
+	r       *Reentrant
+	key     string
+	owner   string
+	token   int64
+	release string // request id of the release, shared by its retries
 
 	released atomic.Bool
 	stopOnce sync.Once
@@ -231,7 +259,7 @@ func (l *reentrantLock) Release(ctx context.Context) error {
 		<-l.done
 	}
 	n, err := l.r.scripts.ReentrantUnlock.Run(ctx, l.r.client, []string{l.key},
-		l.owner, l.r.opts.TTL.Milliseconds(), ReleaseChannel(l.key)).Int64()
+		l.owner, l.r.opts.TTL.Milliseconds(), ReleaseChannel(l.key), l.release).Int64()
 	if err != nil {
 		l.released.Store(false)
 		return fmt.Errorf("lock: reentrant: release %q: %w", l.key, err)

@@ -1,0 +1,190 @@
+package lock_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"seckill/internal/faultproxy"
+	"seckill/lock"
+	"seckill/lua"
+)
+
+// The tests of this file lose the reply of one script call on its way back
+// from Redis: the script ran, the client sees its connection drop, and
+// go-redis runs the same EVALSHA again on a new connection. A lock script
+// must answer that retry as the grant (or release) it already made, not
+// apply it a second time.
+
+// lossyClient returns a client that reaches addr through a fault proxy,
+// with go-redis's default command retries; the lock scripts are loaded on
+// the server first, so the first EVALSHA is the one that runs.
+func lossyClient(tb testing.TB, addr string) (*faultproxy.Proxy, *redis.Client) {
+	tb.Helper()
+	p, err := faultproxy.Start(addr)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(p.Close)
+	direct := redis.NewClient(&redis.Options{Addr: addr})
+	defer direct.Close()
+	s := lua.LockScripts()
+	for _, sc := range []*redis.Script{s.Acquire, s.Unlock, s.ReentrantLock, s.ReentrantUnlock, s.ReentrantRenew} {
+		if err := sc.Load(context.Background(), direct).Err(); err != nil {
+			tb.Fatalf("SCRIPT LOAD: %v", err)
+		}
+	}
+	c := redis.NewClient(&redis.Options{Addr: p.Addr()})
+	tb.Cleanup(func() { c.Close() })
+	return p, c
+}
+
+// retried checks that the lost reply made go-redis send the script again:
+// at least want EVALSHAs went through the proxy.
+func retried(tb testing.TB, p *faultproxy.Proxy, want int) {
+	tb.Helper()
+	if got := p.Seen("evalsha"); got < want {
+		tb.Fatalf("EVALSHA sent %d times, want %d (with the retry): the fault did not happen as planned", got, want)
+	}
+}
+
+func fence(tb testing.TB, c redis.UniversalClient, key string) int64 {
+	tb.Helper()
+	n, err := c.Get(context.Background(), lock.FenceKey(key)).Int64()
+	if err != nil && !errors.Is(err, redis.Nil) {
+		tb.Fatalf("GET %s: %v", lock.FenceKey(key), err)
+	}
+	return n
+}
+
+// TestLuaObtainReplyLost: the retried acquire finds the key holding its
+// own owner token and answers the grant it made, with the token it minted:
+// obtained, fencing counter advanced once, and Release (compare-and-delete
+// with this holder's token) frees the key.
+func TestLuaObtainReplyLost(t *testing.T) {
+	c := redisClient(t)
+	p, pc := lossyClient(t, c.Options().Addr)
+	lk := must(t)(lock.NewLua(pc, lua.LockScripts()))
+	key := testKey(t)
+	ctx := bg(t, 10*time.Second)
+	t.Cleanup(func() { c.Del(context.Background(), key, lock.FenceKey(key)) })
+
+	p.LoseReply("evalsha", nil)
+	l, err := lk.Obtain(ctx, key)
+	retried(t, p, 2)
+	if err != nil {
+		t.Fatalf("Obtain whose reply was lost: got %v, want the lock (the script granted it)", err)
+	}
+	tok, _ := l.Token()
+	if f := fence(t, c, key); f != 1 || tok != 1 {
+		t.Errorf("fencing: counter %d, token %d; want 1 and 1 (one grant, one INCR)", f, tok)
+	}
+	if err := l.Release(ctx); err != nil {
+		t.Fatalf("Release: %v (the key does not hold this holder's token)", err)
+	}
+	if n := c.Exists(ctx, key).Val(); n != 0 {
+		t.Errorf("key still exists after Release")
+	}
+}
+
+// TestReentrantObtainReplyLost: a retried first acquire counts once, so
+// one Release frees the lock; before, the retry counted a second hold and
+// the key stayed held for a lease after the holder released it.
+func TestReentrantObtainReplyLost(t *testing.T) {
+	c := redisClient(t)
+	p, pc := lossyClient(t, c.Options().Addr)
+	r := newReentrant(t, pc)
+	key := testKey(t)
+	owner := "owner-" + key
+	ctx := lock.WithOwner(bg(t, 10*time.Second), owner)
+	t.Cleanup(func() { c.Del(context.Background(), key, lock.FenceKey(key)) })
+
+	p.LoseReply("evalsha", nil)
+	l, err := r.Obtain(ctx, key)
+	retried(t, p, 2)
+	if err != nil {
+		t.Fatalf("Obtain whose reply was lost: got %v, want the lock", err)
+	}
+	if got := holdCount(t, c, key, owner); got != 1 {
+		t.Errorf("hold count after the retried first acquire: got %d, want 1", got)
+	}
+	tok, _ := l.Token()
+	if f := fence(t, c, key); f != 1 || tok != 1 {
+		t.Errorf("fencing: counter %d, token %d; want 1 and 1", f, tok)
+	}
+	if err := l.Release(ctx); err != nil {
+		t.Fatalf("Release: %v", err)
+	}
+	if c.Exists(ctx, key).Val() != 0 {
+		t.Errorf("after the one Release the key is still held (count %d) for %v more", holdCount(t, c, key, owner), c.PTTL(ctx, key).Val())
+	}
+}
+
+// TestReentrantReleaseReplyLost: a retried release of a nested hold
+// decrements once. Before, the retry decremented the outer hold too and
+// deleted the lock under its holder.
+func TestReentrantReleaseReplyLost(t *testing.T) {
+	c := redisClient(t)
+	p, pc := lossyClient(t, c.Options().Addr)
+	r := newReentrant(t, pc)
+	key := testKey(t)
+	owner := "owner-" + key
+	ctx := lock.WithOwner(bg(t, 10*time.Second), owner)
+	t.Cleanup(func() { c.Del(context.Background(), key, lock.FenceKey(key)) })
+
+	outer := obtain(t, r, ctx, key)
+	inner := obtain(t, r, ctx, key)
+	p.LoseReply("evalsha", nil)
+	err := inner.Release(ctx)
+	retried(t, p, 4)
+	if err != nil {
+		t.Errorf("inner Release whose reply was lost: %v", err)
+	}
+	if got := holdCount(t, c, key, owner); got != 1 {
+		t.Fatalf("hold count after the retried inner release: got %d, want 1 (the outer hold)", got)
+	}
+	if err := outer.Release(ctx); err != nil {
+		t.Fatalf("outer Release: %v", err)
+	}
+	if n := c.Exists(ctx, key).Val(); n != 0 {
+		t.Errorf("key still exists after the outer Release")
+	}
+}
+
+// TestMultiObtainReplyLost: MultiLock runs acquire.lua on each node; a
+// node client that retries (the product's node clients do not) gets the
+// grant it made back instead of a refusal that rolls the whole attempt
+// back.
+func TestMultiObtainReplyLost(t *testing.T) {
+	addrs := strings.Split(needEnv(t, "SECKILL_REDLOCK_ADDRS"), ",")
+	p, first := lossyClient(t, strings.TrimSpace(addrs[0]))
+	clients := append([]redis.UniversalClient{first}, redlockClients(t)[1:]...)
+	lk := must(t)(lock.NewMulti(clients, lua.LockScripts()))
+	key := testKey(t)
+	ctx := bg(t, 10*time.Second)
+	t.Cleanup(func() {
+		for _, c := range clients {
+			c.Del(context.Background(), key, lock.FenceKey(key))
+		}
+	})
+
+	p.LoseReply("evalsha", nil)
+	l, err := lk.Obtain(ctx, key)
+	retried(t, p, 2)
+	if err != nil {
+		t.Fatalf("Obtain whose node-0 reply was lost: got %v, want the lock", err)
+	}
+	if tok, _ := l.Token(); tok != 1 {
+		t.Errorf("token: got %d, want 1 (one INCR per node)", tok)
+	}
+	for i, c := range clients {
+		if f := fence(t, c, key); f != 1 {
+			t.Errorf("node %d: fencing counter %d, want 1", i, f)
+		}
+	}
+	mustRelease(t, l)
+}
