@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"os"
+	"strconv"
 	"testing"
 	"time"
 
@@ -46,10 +47,13 @@ func newAsyncKeys(t *testing.T, c redis.UniversalClient) asyncKeys {
 	return k
 }
 
+// infoOf is the order-info key of one order (it expires within a minute).
+func (k asyncKeys) infoOf(order int64) string { return k.info + ":" + strconv.FormatInt(order, 10) }
+
 func (k asyncKeys) admit(t *testing.T, c redis.UniversalClient, user, voucher, order int64, now time.Time) int64 {
 	t.Helper()
 	code, err := lua.Seckill.Run(context.Background(), c,
-		[]string{k.stock, k.buyers, k.voucher, k.stream, k.info}, user, voucher, order, now.UnixMilli(), 60).Int64()
+		[]string{k.stock, k.buyers, k.voucher, k.stream, k.infoOf(order)}, user, voucher, order, now.UnixMilli(), 60).Int64()
 	if err != nil {
 		t.Fatalf("seckill.lua: %v", err)
 	}
@@ -113,8 +117,8 @@ func TestSeckillScript(t *testing.T) {
 			if v := entries[0].Values; v["orderId"] != "100" || v["userId"] != "1" || v["voucherId"] != "7" {
 				t.Errorf("entry: got %v, want orderId 100, userId 1, voucherId 7", v)
 			}
-			info, _ := c.Get(ctx, k.info).Result()
-			ttl, _ := c.TTL(ctx, k.info).Result()
+			info, _ := c.Get(ctx, k.infoOf(102)).Result()
+			ttl, _ := c.TTL(ctx, k.infoOf(102)).Result()
 			if info != "2:7:pending" || ttl <= 0 {
 				t.Errorf("order info: got %q with TTL %v, want 2:7:pending with a TTL", info, ttl)
 			}
@@ -145,7 +149,7 @@ func TestDeadLetterScript(t *testing.T) {
 			id := res[0].Messages[0].ID
 			dead := func(removeBuyer string) int64 {
 				t.Helper()
-				code, err := lua.DeadLetter.Run(ctx, c, []string{k.stream, k.dlq, k.stock, k.buyers, k.voucher, k.info},
+				code, err := lua.DeadLetter.Run(ctx, c, []string{k.stream, k.dlq, k.stock, k.buyers, k.voucher, k.infoOf(200)},
 					"g1", id, 200, 5, 7, "sold_out", 1, removeBuyer, 60).Int64()
 				if err != nil {
 					t.Fatalf("deadletter.lua: %v", err)
@@ -170,7 +174,7 @@ func TestDeadLetterScript(t *testing.T) {
 			member, _ := c.SIsMember(ctx, k.buyers, 5).Result()
 			left, _ := c.XLen(ctx, k.stream).Result()
 			dlq, _ := c.XRange(ctx, k.dlq, "-", "+").Result()
-			info, _ := c.Get(ctx, k.info).Result()
+			info, _ := c.Get(ctx, k.infoOf(200)).Result()
 			if stock != 1 || member || left != 0 || len(dlq) != 1 || info != "5:7:failed" {
 				t.Errorf("got stock %d, buyer %v, %d left, %d dead letters, info %q; want 1, false, 0, 1, 5:7:failed", stock, member, left, len(dlq), info)
 			}

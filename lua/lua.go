@@ -27,6 +27,8 @@ var (
 	seckillSrc string
 	//go:embed deadletter.lua
 	deadLetterSrc string
+	//go:embed seckill_settle.lua
+	seckillSettleSrc string
 	//go:embed touch.lua
 	touchSrc string
 )
@@ -50,8 +52,13 @@ var (
 // The async seckill scripts (SECKILL_ORDER_MODE=async).
 var (
 	// Seckill is seckill.lua: the admission of one order (window, buyer,
-	// stock, stream append) in one atomic step; it returns a code 0..6.
+	// stock, stream append) in one atomic step; it returns a code 0..7. It
+	// recognises its own order, so a second run admits nothing more.
 	Seckill = redis.NewScript(seckillSrc)
+	// SeckillSettle is seckill_settle.lua: after an admission whose answer
+	// was lost, report it admitted or void the order id so that it never
+	// is.
+	SeckillSettle = redis.NewScript(seckillSettleSrc)
 	// DeadLetter is deadletter.lua: move a pending order to the dead-letter
 	// stream and give its stock and buyer mark back, exactly once.
 	DeadLetter = redis.NewScript(deadLetterSrc)

@@ -4,7 +4,8 @@
 -- KEYS[2]  seckill:order:<voucherId>    set of buyer user ids
 -- KEYS[3]  seckill:voucher:<voucherId>  hash {begin, end (unix ms), initial, state}
 -- KEYS[4]  stream.orders                the order stream (group g1)
--- KEYS[5]  seckill:orderinfo:<orderId>  "<userId>:<voucherId>:<status>"
+-- KEYS[5]  seckill:orderinfo:<orderId>  "<userId>:<voucherId>:<status>", or
+--          "void" (seckill_settle.lua gave the order id up)
 -- ARGV[1]  user id
 -- ARGV[2]  voucher id
 -- ARGV[3]  order id (from the ID worker)
@@ -13,12 +14,25 @@
 --
 -- Returns an integer code:
 --   0 admitted: stock decremented, buyer added, order appended to the stream,
---     order info set to pending
+--     order info set to pending; or admitted already: the order-info key
+--     names this user and voucher (pending, or failed since), so this run is
+--     a retry of the one that admitted the order (its reply was lost), and
+--     nothing changes
 --   1 sold out            2 duplicate (the user already bought)
 --   3 not started         4 ended
 --   5 not loaded (the voucher hash or the stock key is missing)
 --   6 unsafe (state is not "ok": Redis lost data, or a reconciler is at work)
+--   7 void (the order-info key is "void", or names another order: the order
+--     id was given up after an admission whose answer was lost)
 -- Nothing changes unless the code is 0.
+local info = redis.call('GET', KEYS[5])
+if info then
+  local mine = ARGV[1] .. ':' .. ARGV[2] .. ':'
+  if string.sub(info, 1, #mine) == mine then
+    return 0
+  end
+  return 7
+end
 local h = redis.call('HMGET', KEYS[3], 'state', 'begin', 'end')
 if not h[1] then
   return 5

@@ -67,19 +67,54 @@ const (
 	admitEnded
 	admitNotLoaded
 	admitUnsafe
+	admitVoid
 )
+
+// Verdicts of lua/seckill_settle.lua.
+const (
+	settleAdmitted = 0
+	settleVoid     = 1
+)
+
+// orderVoid is the order-info value of an order id given up by
+// seckill_settle.lua.
+const orderVoid = "void"
+
+// VoidTTL is how long a void order id stays refused: far longer than an
+// admission can be in flight.
+const VoidTTL = time.Hour
+
+// settleTimeout bounds the settlement of an admission whose answer was
+// lost. It runs on a context detached from the request's, whose end may be
+// what cut the admission short.
+const settleTimeout = time.Second
 
 // Admit runs lua/seckill.lua for one order: nil when admitted (queued in
 // stream.orders, status pending); otherwise model.ErrSoldOut,
 // model.ErrDuplicateOrder, model.ErrSeckillNotStarted, model.ErrSeckillEnded,
 // or model.ErrUnavailable wrapping model.ErrVoucherNotLoaded or
 // model.ErrVoucherUnsafe.
+//
+// The script is sent once: go-redis does not repeat it after a lost reply
+// (a repeat after a consumer wrote the order would find the user among the
+// buyers and answer DUPLICATE_ORDER for an admitted order). When no answer
+// comes (a timeout, a dropped connection, the context's end: the script may
+// or may not have run, or may still run), Admit settles the order id with
+// lua/seckill_settle.lua: nil when the order was admitted; otherwise the id
+// is void in Redis (a late admission is refused) and the error is
+// model.ErrUnavailable. The order may then have been admitted and written
+// to the database already (its Redis record dropped): the caller reads the
+// database before answering.
 func (a *Admission) Admit(ctx context.Context, orderID, userID, voucherID int64, now time.Time) error {
-	code, err := lua.Seckill.Run(ctx, a.rdb,
+	code, err := evalOnce(ctx, a.rdb, lua.Seckill,
 		[]string{StockKey(voucherID), BuyersKey(voucherID), VoucherKey(voucherID), a.stream, OrderInfoKey(orderID)},
 		userID, voucherID, orderID, now.UnixMilli(), int64(OrderInfoTTL/time.Second)).Int()
-	if err != nil {
-		return redisErr(err)
+	var reply redis.Error
+	switch {
+	case err != nil && errors.As(err, &reply):
+		return redisErr(err) // Redis answered: the script did not admit
+	case err != nil:
+		return a.settle(ctx, orderID, userID, voucherID, err)
 	}
 	switch code {
 	case admitOK:
@@ -96,8 +131,65 @@ func (a *Admission) Admit(ctx context.Context, orderID, userID, voucherID int64,
 		return fmt.Errorf("%w: voucher %d: %w", model.ErrUnavailable, voucherID, model.ErrVoucherNotLoaded)
 	case admitUnsafe:
 		return fmt.Errorf("%w: voucher %d: %w", model.ErrUnavailable, voucherID, model.ErrVoucherUnsafe)
+	case admitVoid:
+		return fmt.Errorf("%w: order id %d is void", model.ErrUnavailable, orderID)
 	}
 	return fmt.Errorf("seckill.lua: unexpected code %d", code)
+}
+
+// settle decides an admission whose answer was lost (cause): nil when it
+// admitted the order, else model.ErrUnavailable with the order id void in
+// Redis, or not settled at all when Redis cannot be reached.
+func (a *Admission) settle(ctx context.Context, orderID, userID, voucherID int64, cause error) error {
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), settleTimeout)
+	defer cancel()
+	// Safe to repeat: a second run finds what the first one left.
+	v, err := lua.SeckillSettle.Run(sctx, a.rdb, []string{OrderInfoKey(orderID)},
+		userID, voucherID, int64(VoidTTL/time.Second)).Int()
+	switch {
+	case err != nil:
+		return fmt.Errorf("%w: admission of order %d unknown (%w); settling it: %w",
+			model.ErrUnavailable, orderID, cause, err)
+	case v == settleAdmitted:
+		return nil
+	case v == settleVoid:
+		return fmt.Errorf("%w: admission of order %d unknown (%w): order id void",
+			model.ErrUnavailable, orderID, cause)
+	}
+	return fmt.Errorf("seckill_settle.lua: unexpected verdict %d", v)
+}
+
+// onceCmd is a command go-redis sends at most once: after a failure once
+// it was written (a lost reply, a timeout) it returns the error instead of
+// sending the command again on another connection.
+type onceCmd struct{ *redis.Cmd }
+
+// NoRetry tells go-redis not to send the command a second time.
+func (onceCmd) NoRetry() bool { return true }
+
+// evalOnce runs script by EVALSHA, sent at most once; when the server does
+// not have the script (NOSCRIPT: it did not run), it loads it and sends
+// EVALSHA once more.
+func evalOnce(ctx context.Context, c redis.UniversalClient, script *redis.Script, keys []string, args ...any) *redis.Cmd {
+	send := func() *redis.Cmd {
+		cmdArgs := make([]any, 0, 3+len(keys)+len(args))
+		cmdArgs = append(cmdArgs, "evalsha", script.Hash(), len(keys))
+		for _, k := range keys {
+			cmdArgs = append(cmdArgs, k)
+		}
+		cmd := redis.NewCmd(ctx, append(cmdArgs, args...)...)
+		_ = c.Process(ctx, onceCmd{cmd}) // the error is the command's
+		return cmd
+	}
+	cmd := send()
+	if err := cmd.Err(); err != nil && redis.HasErrorPrefix(err, "NOSCRIPT") {
+		if err := script.Load(ctx, c).Err(); err != nil {
+			cmd.SetErr(err)
+			return cmd
+		}
+		cmd = send()
+	}
+	return cmd
 }
 
 // OrderInfo returns what Redis knows of an order not (yet) in the database:
@@ -110,6 +202,9 @@ func (a *Admission) OrderInfo(ctx context.Context, orderID int64) (*model.Vouche
 	}
 	if err != nil {
 		return nil, redisErr(err)
+	}
+	if v == orderVoid {
+		return nil, model.ErrOrderNotFound // given up: never admitted
 	}
 	parts := strings.Split(v, ":")
 	if len(parts) != 3 {

@@ -118,10 +118,21 @@ func NewAsyncSeckill(d AsyncDeps, cfg AsyncConfig) *AsyncSeckill {
 	return &AsyncSeckill{d: d, cfg: cfg, cache: newVoucherCache(d.Vouchers, cfg.VoucherCacheTTL, d.Now)}
 }
 
+// writtenCheckTimeout bounds Buy's database read after an admission whose
+// outcome Redis could not tell.
+const writtenCheckTimeout = time.Second
+
 // Buy admits one order: the window and a known sold-out state from the
 // cache (no round trip), an order id from the ID worker (leased blocks: no
 // round trip per id), then one EVALSHA of the admission script. The order
 // id is returned at once; the order is pending until a consumer writes it.
+//
+// When the admission's answer was lost, Admit settles it in Redis: nil if
+// the order was admitted, else ErrUnavailable with the order id void there
+// (never admitted later). A consumer may have written and acknowledged the
+// order in between, which drops its Redis record, so Buy reads the order
+// from the database (on a context detached from the request's) before it
+// answers 503.
 func (s *AsyncSeckill) Buy(ctx context.Context, userID, voucherID int64) (int64, error) {
 	if voucherID <= 0 {
 		return 0, model.InvalidArgument("id", "must be a positive number")
@@ -137,6 +148,15 @@ func (s *AsyncSeckill) Buy(ctx context.Context, userID, voucherID int64) (int64,
 	err = s.d.Redis.Admit(ctx, orderID, userID, voucherID, s.d.Now())
 	if errors.Is(err, model.ErrSoldOut) {
 		v.markSoldOut(s.d.Now())
+	}
+	if errors.Is(err, model.ErrUnavailable) && !errors.Is(err, model.ErrVoucherNotLoaded) &&
+		!errors.Is(err, model.ErrVoucherUnsafe) {
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), writtenCheckTimeout)
+		o, gerr := s.d.Orders.GetOrder(rctx, orderID)
+		cancel()
+		if gerr == nil && o.UserID == userID && o.VoucherID == voucherID {
+			return orderID, nil // admitted, and written already
+		}
 	}
 	if err != nil {
 		return 0, err

@@ -1,0 +1,227 @@
+package lua_test
+
+import (
+	"context"
+	"crypto/rand"
+	"fmt"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"seckill/internal/faultproxy"
+	"seckill/lua"
+)
+
+// TestSeckillScriptReplyLost: the reply of an admission is lost after the
+// script ran and go-redis runs the same EVALSHA again on a new connection.
+// The script recognises its own order (the order-info key names this user
+// and voucher) and answers 0 again, changing nothing.
+func TestSeckillScriptReplyLost(t *testing.T) {
+	addr := os.Getenv("SECKILL_REDIS_ADDR")
+	if addr == "" {
+		t.Skip("SECKILL_REDIS_ADDR is empty; set it to run this test against a real Redis")
+	}
+	ctx := context.Background()
+	direct := redis.NewClient(&redis.Options{Addr: addr})
+	t.Cleanup(func() { direct.Close() })
+	if err := lua.Seckill.Load(ctx, direct).Err(); err != nil {
+		t.Fatal(err)
+	}
+	p, err := faultproxy.Start(addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(p.Close)
+	c := redis.NewClient(&redis.Options{Addr: p.Addr()}) // go-redis retries: 3
+	t.Cleanup(func() { c.Close() })
+
+	k := newAsyncKeys(t, direct)
+	now := time.Now()
+	direct.HSet(ctx, k.voucher, "begin", now.Add(-time.Minute).UnixMilli(), "end", now.Add(time.Minute).UnixMilli(), "initial", 2, "state", "ok")
+	direct.Set(ctx, k.stock, 2, 0)
+
+	p.LoseReply("evalsha", nil)
+	got := k.admit(t, c, 1, 7, 100, now)
+	if p.Seen("evalsha") != 2 {
+		t.Fatalf("EVALSHA sent %d times, want 2 (the call and go-redis's retry)", p.Seen("evalsha"))
+	}
+	if got != 0 {
+		t.Errorf("retried admission: got %d, want 0 (admitted: the first run admitted this order)", got)
+	}
+	checkAdmissions(t, direct, k, 1)
+}
+
+// checkAdmissions checks stock (initial 2), stream entries and buyers.
+func checkAdmissions(t *testing.T, c redis.UniversalClient, k asyncKeys, want int64) {
+	t.Helper()
+	ctx := context.Background()
+	stock, _ := c.Get(ctx, k.stock).Int64()
+	entries := c.XLen(ctx, k.stream).Val()
+	buyers := c.SCard(ctx, k.buyers).Val()
+	if stock != 2-want || entries != want || buyers != want {
+		t.Errorf("got stock %d, %d stream entries, %d buyers; want %d, %d, %d", stock, entries, buyers, 2-want, want, want)
+	}
+}
+
+// TestSeckillScriptSameOrder: seckill.lua run twice with one order id
+// admits once; an order id whose order-info key is void (or names another
+// order) is refused with 7 and nothing changes.
+func TestSeckillScriptSameOrder(t *testing.T) {
+	for name, c := range asyncBackends(t) {
+		t.Run(name, func(t *testing.T) {
+			ctx := context.Background()
+			k := newAsyncKeys(t, c)
+			now := time.Now()
+			c.HSet(ctx, k.voucher, "begin", now.Add(-time.Minute).UnixMilli(), "end", now.Add(time.Minute).UnixMilli(), "initial", 2, "state", "ok")
+			c.Set(ctx, k.stock, 2, 0)
+			if got := k.admit(t, c, 1, 7, 100, now); got != 0 {
+				t.Fatalf("admission: got %d, want 0", got)
+			}
+			if got := k.admit(t, c, 1, 7, 100, now); got != 0 {
+				t.Errorf("the same order again: got %d, want 0 (already admitted)", got)
+			}
+			checkAdmissions(t, c, k, 1)
+			c.Set(ctx, k.infoOf(100), "1:7:failed", time.Minute)
+			if got := k.admit(t, c, 1, 7, 100, now); got != 0 {
+				t.Errorf("the same order, dead-lettered since: got %d, want 0 (it was admitted)", got)
+			}
+			for _, info := range []string{"void", "2:7:pending", "1:8:pending"} {
+				c.Set(ctx, k.infoOf(100), info, time.Minute)
+				if got := k.admit(t, c, 1, 7, 100, now); got != 7 {
+					t.Errorf("order info %q: got %d, want 7 (the order id is void or not this order)", info, got)
+				}
+			}
+			checkAdmissions(t, c, k, 1)
+		})
+	}
+}
+
+// TestSeckillSettleScript: every verdict of seckill_settle.lua, and that a
+// voided order id is refused by seckill.lua afterwards.
+func TestSeckillSettleScript(t *testing.T) {
+	for name, c := range asyncBackends(t) {
+		t.Run(name, func(t *testing.T) {
+			ctx := context.Background()
+			k := newAsyncKeys(t, c)
+			now := time.Now()
+			c.HSet(ctx, k.voucher, "begin", now.Add(-time.Minute).UnixMilli(), "end", now.Add(time.Minute).UnixMilli(), "initial", 2, "state", "ok")
+			c.Set(ctx, k.stock, 2, 0)
+			settle := func(order, user int64) int64 {
+				t.Helper()
+				v, err := lua.SeckillSettle.Run(ctx, c, []string{k.infoOf(order)}, user, 7, 60).Int64()
+				if err != nil {
+					t.Fatalf("seckill_settle.lua: %v", err)
+				}
+				return v
+			}
+			if got := k.admit(t, c, 1, 7, 100, now); got != 0 {
+				t.Fatalf("admission: got %d, want 0", got)
+			}
+			if got := settle(100, 1); got != 0 {
+				t.Errorf("admitted order: got %d, want 0 (admitted)", got)
+			}
+			c.Set(ctx, k.infoOf(100), "1:7:failed", time.Minute)
+			if got := settle(100, 1); got != 0 {
+				t.Errorf("admitted, dead-lettered since: got %d, want 0 (admitted)", got)
+			}
+			if got := settle(100, 2); got != 1 {
+				t.Errorf("another user's order under the id: got %d, want 1 (void)", got)
+			}
+			if v := c.Get(ctx, k.infoOf(100)).Val(); v != "1:7:failed" {
+				t.Errorf("another order's record: got %q, want it untouched", v)
+			}
+			if got := settle(101, 2); got != 1 {
+				t.Errorf("unknown order: got %d, want 1 (void)", got)
+			}
+			if v, ttl := c.Get(ctx, k.infoOf(101)).Val(), c.TTL(ctx, k.infoOf(101)).Val(); v != "void" || ttl <= 0 {
+				t.Errorf("voided order info: got %q with TTL %v, want void with a TTL", v, ttl)
+			}
+			if got := settle(101, 2); got != 1 {
+				t.Errorf("settled again: got %d, want 1 (void)", got)
+			}
+			if got := k.admit(t, c, 2, 7, 101, now); got != 7 {
+				t.Errorf("late admission of the void order: got %d, want 7", got)
+			}
+			checkAdmissions(t, c, k, 1)
+		})
+	}
+}
+
+// TestLockScriptsRepeated: a lock script sent twice with the same owner
+// token or request id (a retry after a lost reply) applies once.
+func TestLockScriptsRepeated(t *testing.T) {
+	for name, c := range asyncBackends(t) {
+		t.Run(name, func(t *testing.T) {
+			ctx := context.Background()
+			key := "test:lock:" + rand.Text()[:10]
+			fence := key + ":fence"
+			t.Cleanup(func() { c.Del(context.Background(), key, fence) })
+			keys := []string{key, fence}
+
+			// acquire.lua: the same owner token gets its grant back.
+			for i, want := range []int64{1, 1} {
+				if got, err := lua.Acquire.Run(ctx, c, keys, "a", 10000).Int64(); err != nil || got != want {
+					t.Errorf("acquire #%d by a: got %d, %v; want token %d", i+1, got, err, want)
+				}
+			}
+			if got, _ := lua.Acquire.Run(ctx, c, keys, "b", 10000).Int64(); got != 0 {
+				t.Errorf("acquire by b: got %d, want 0 (held)", got)
+			}
+			if f, _ := c.Get(ctx, fence).Int64(); f != 1 {
+				t.Errorf("fencing counter: got %d, want 1", f)
+			}
+			c.Del(ctx, key)
+
+			// reentrant_lock.lua / reentrant_unlock.lua: a repeated request
+			// id applies once.
+			acquire := func(req string) []int64 {
+				t.Helper()
+				res, err := lua.ReentrantLock.Run(ctx, c, keys, "o", 10000, req).Int64Slice()
+				if err != nil {
+					t.Fatalf("reentrant_lock.lua: %v", err)
+				}
+				return res
+			}
+			release := func(req string) int64 {
+				t.Helper()
+				n, err := lua.ReentrantUnlock.Run(ctx, c, []string{key}, "o", 10000, key+":released", req).Int64()
+				if err != nil {
+					t.Fatalf("reentrant_unlock.lua: %v", err)
+				}
+				return n
+			}
+			steps := []struct {
+				name string
+				run  func() any
+				want string
+			}{
+				{"first acquire", func() any { return acquire("r1") }, "[1 1 2]"},
+				{"first acquire again", func() any { return acquire("r1") }, "[1 1 2]"},
+				{"re-entry", func() any { return acquire("r2") }, "[1 2 2]"},
+				{"re-entry again", func() any { return acquire("r2") }, "[1 2 2]"},
+				{"inner release", func() any { return release("u2") }, "1"},
+				{"inner release again", func() any { return release("u2") }, "1"},
+				{"outer release", func() any { return release("u1") }, "0"},
+				{"outer release again", func() any { return release("u1") }, "-1"},
+			}
+			for _, s := range steps {
+				if got := fmt.Sprint(s.run()); got != s.want {
+					t.Errorf("%s: got %s, want %s", s.name, got, s.want)
+				}
+			}
+			if n := c.Exists(ctx, key).Val(); n != 0 {
+				t.Errorf("lock hash left after the outer release")
+			}
+			// A hash written before request ids ('' holds the token alone).
+			c.HSet(ctx, key, "o", 1, "", 9)
+			if got := fmt.Sprint(acquire("r3")); got != "[1 2 9]" {
+				t.Errorf("re-entry on an old hash: got %s, want [1 2 9]", got)
+			}
+			if got := release("u3"); got != 1 {
+				t.Errorf("release on an old hash: got %d, want 1", got)
+			}
+		})
+	}
+}
