@@ -91,7 +91,8 @@ const usage = `Usage:
 
 Configuration comes from SECKILL_* environment variables (see README.md).
 With no SECKILL_MYSQL_DSN and no SECKILL_REDIS_ADDR the server runs on
-embedded backends under ./data in development mode.
+embedded backends under ./data in development mode; with either one set it
+runs in production (SECKILL_JWT_SECRET required) unless SECKILL_ENV=development.
 `
 
 func isHelpFlag(a string) bool { return a == "-h" || a == "-help" || a == "--help" }
