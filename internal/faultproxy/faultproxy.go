@@ -22,6 +22,8 @@ type Proxy struct {
 	conns []net.Conn
 	arm   *fault         // the next matching command meets this fault
 	seen  map[string]int // commands forwarded to the server, by lower-case name
+	// seenArg counts them by lower-case name and first argument.
+	seenArg map[[2]string]int
 }
 
 type fault struct {
@@ -36,7 +38,7 @@ func Start(target string) (*Proxy, error) {
 	if err != nil {
 		return nil, err
 	}
-	p := &Proxy{ln: ln, target: target, seen: map[string]int{}}
+	p := &Proxy{ln: ln, target: target, seen: map[string]int{}, seenArg: map[[2]string]int{}}
 	go p.serve()
 	return p, nil
 }
@@ -80,6 +82,14 @@ func (p *Proxy) Seen(cmd string) int {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return p.seen[strings.ToLower(cmd)]
+}
+
+// SeenWith reports how many commands named cmd whose first argument is arg
+// (e.g. EVALSHA of one script's SHA) were forwarded to the server.
+func (p *Proxy) SeenWith(cmd, arg string) int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.seenArg[[2]string{strings.ToLower(cmd), arg}]
 }
 
 func (p *Proxy) serve() {
@@ -165,37 +175,42 @@ func (p *Proxy) serve() {
 // match counts the commands of chunk and returns the armed fault (disarming
 // it) when chunk carries its command.
 func (p *Proxy) match(chunk []byte) *fault {
-	names := commandNames(chunk)
+	cmds := commands(chunk)
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	var hit *fault
-	for _, name := range names {
-		if p.arm != nil && p.arm.cmd == name {
+	for _, c := range cmds {
+		if p.arm != nil && p.arm.cmd == c[0] {
 			hit, p.arm = p.arm, nil
 			if !hit.loseReply {
 				continue // never reaches the server: not seen
 			}
 		}
-		p.seen[name]++
+		p.seen[c[0]]++
+		p.seenArg[c]++
 	}
 	return hit
 }
 
-// commandNames returns the lower-case names of the RESP commands in chunk
-// (each "*<n>\r\n$<len>\r\n<name>\r\n").
-func commandNames(chunk []byte) []string {
-	var out []string
+// commands returns the lower-case name and the first argument ("" when
+// none) of each RESP command in chunk ("*<n>\r\n$<len>\r\n<name>\r\n...").
+func commands(chunk []byte) [][2]string {
+	var out [][2]string
 	for rest := chunk; ; {
 		i := bytes.Index(rest, []byte("*"))
 		if i < 0 {
 			return out
 		}
 		rest = rest[i+1:]
-		lines := bytes.SplitN(rest, []byte("\r\n"), 4)
+		lines := bytes.SplitN(rest, []byte("\r\n"), 6)
 		if len(lines) < 3 || !digits(lines[0]) || len(lines[1]) < 2 || lines[1][0] != '$' {
 			continue // a '*' inside an argument, not an array header
 		}
-		out = append(out, strings.ToLower(string(lines[2])))
+		c := [2]string{strings.ToLower(string(lines[2]))}
+		if len(lines) >= 5 && len(lines[3]) > 1 && lines[3][0] == '$' {
+			c[1] = string(lines[4])
+		}
+		out = append(out, c)
 	}
 }
 
