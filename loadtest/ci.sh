@@ -3,9 +3,10 @@
 # .ci/run's 240 s limit). Two instances; the default mode (lua) and the two
 # watchdog designs (reentrant, redsync) in the normal setting, reentrant in
 # the slow-business setting (work longer than the lease), and lua once more
-# with the JMeter plan, then lua and redsync in async mode: about 7,200
-# purchases. Fails on any invariant violation, on any duplicate that got past
-# a lock, and on any answer other than 200/409 (loadtest/run.sh decides).
+# with the JMeter plan, lua and reentrant with fencing on, then lua and
+# redsync in async mode: about 10,400 purchases. Fails on any invariant
+# violation, on any duplicate that got past a lock, and on any answer other
+# than 200/409 (loadtest/run.sh decides).
 #
 # Driver: DRIVER=auto by default, that is k6 when k6 v1.8.1 is installed
 # already (it is cached in $(go env GOPATH)/bin), else the Go driver
@@ -44,6 +45,10 @@ run lua-normal MODE=lua USERS=400 STOCK=250 DUPS=3 VUS=40
 run reentrant-normal MODE=reentrant USERS=400 STOCK=250 DUPS=3 VUS=40
 run redsync-normal MODE=redsync USERS=400 STOCK=250 DUPS=3 VUS=40
 run reentrant-slow MODE=reentrant SLOW=1 USERS=80 DUPS=4 VUS=40
+# Fencing on: the order transaction's fence upsert must not deadlock
+# first-time users (any 503 fails the run).
+run lua-fenced MODE=lua FENCING=on USERS=400 STOCK=250 DUPS=4 VUS=40
+run reentrant-fenced MODE=reentrant FENCING=on USERS=400 STOCK=250 DUPS=4 VUS=40
 # Async mode (Lua admission in Redis, orders through the stream): the run
 # waits for the stream to drain, then checks invariant 5 as well.
 run lua-async MODE=lua ORDER_MODE=async USERS=400 STOCK=250 DUPS=3 VUS=40
