@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"strconv"
 	"time"
@@ -57,14 +58,16 @@ func PingRedis(ctx context.Context, c redis.UniversalClient) error {
 }
 
 // redisErr maps go-redis errors: redis.Nil is not an error of this layer;
-// connection problems are model.ErrUnavailable.
+// connection problems (including a connection closed mid-reply: io.EOF)
+// are model.ErrUnavailable.
 func redisErr(err error) error {
 	if err == nil {
 		return nil
 	}
 	var netErr net.Error
 	if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) ||
-		errors.Is(err, redis.ErrClosed) || errors.As(err, &netErr) || errors.Is(err, redis.ErrPoolTimeout) {
+		errors.Is(err, redis.ErrClosed) || errors.As(err, &netErr) || errors.Is(err, redis.ErrPoolTimeout) ||
+		errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
 		return model.Unavailable(err)
 	}
 	return fmt.Errorf("redis: %w", err)
