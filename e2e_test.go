@@ -188,7 +188,7 @@ func storm(t *testing.T, handlers []http.Handler, voucherID int64, base int64, u
 }
 
 // checkInvariants reads the database and asserts invariants 1 to 4 of
-// DESIGN.md for the voucher, given what the clients saw.
+// docs/contract.md for the voucher, given what the clients saw.
 func checkInvariants(t *testing.T, db *sql.DB, voucherID int64, seen stormResult) (orders int) {
 	t.Helper()
 	var initial, stock int

@@ -13,7 +13,7 @@ import (
 	"seckill/model"
 )
 
-// Error codes of the API (DESIGN.md).
+// Error codes of the API (docs/contract.md).
 const (
 	CodeInvalidArgument   = "INVALID_ARGUMENT"
 	CodeUnauthorized      = "UNAUTHORIZED"

@@ -12,7 +12,7 @@
 #    (DRIVER=go: loadtest/driver, the same scenario with nothing to install);
 #    the driver publishes the voucher and buys it;
 # 4. audits the voucher by reading the database directly (mariadb client):
-#    the five invariants of DESIGN.md, the fourth against the order ids of
+#    the five invariants of docs/contract.md, the fourth against the order ids of
 #    the 200 responses the driver recorded; reads the unique-key rejections
 #    and lock refusals from every instance's /metrics;
 # 5. prints the table and exits non-zero on any violation, unless MATRIX=1

@@ -113,7 +113,7 @@ type Fence struct {
 	Token int64
 }
 
-// Audit is the state of one voucher against the invariants of DESIGN.md.
+// Audit is the state of one voucher against the invariants of docs/contract.md.
 type Audit struct {
 	VoucherID           int64  `json:"voucherId"`
 	InitialStock        int    `json:"initialStock"`

@@ -103,7 +103,7 @@ func checkWindow(ctx context.Context, cache *voucherCache, clock func() time.Tim
 	return v, nil
 }
 
-// Buy runs the seckill flow of DESIGN.md for one request and returns the new
+// Buy runs the seckill flow of docs/contract.md for one request and returns the new
 // order's id.
 func (s *Seckill) Buy(ctx context.Context, userID, voucherID int64) (int64, error) {
 	if voucherID <= 0 {

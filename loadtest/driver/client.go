@@ -190,7 +190,7 @@ func (c *client) audit(ctx context.Context, base, adminToken, voucherID string) 
 	return &a, nil
 }
 
-// violations lists the invariants of DESIGN.md the audit shows broken.
+// violations lists the invariants of docs/contract.md the audit shows broken.
 func (a audit) violations() []string {
 	var v []string
 	if a.Orders > a.InitialStock {

@@ -12,7 +12,7 @@ import (
 )
 
 // codes are the outcome codes counted, in the order of the summary: those of
-// DESIGN.md, OTHER (an unexpected body) and TRANSPORT (no HTTP answer).
+// docs/contract.md, OTHER (an unexpected body) and TRANSPORT (no HTTP answer).
 var codes = []string{
 	"OK", "SOLD_OUT", "DUPLICATE_ORDER", "SECKILL_NOT_STARTED", "SECKILL_ENDED",
 	"VOUCHER_NOT_FOUND", "INVALID_ARGUMENT", "UNAUTHORIZED", "FORBIDDEN",

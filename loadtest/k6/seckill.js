@@ -105,7 +105,7 @@ const ADMIN_TOKEN = (() => {
   return file !== '' ? readLines(file)[0][1] : env('ADMIN_TOKEN', '');
 })();
 
-// Outcome counters, one per response code of DESIGN.md plus OTHER (an
+// Outcome counters, one per response code of docs/contract.md plus OTHER (an
 // unexpected body) and TRANSPORT (no HTTP response at all).
 const CODES = [
   'OK', 'SOLD_OUT', 'DUPLICATE_ORDER', 'SECKILL_NOT_STARTED', 'SECKILL_ENDED',
