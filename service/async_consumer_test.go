@@ -29,6 +29,10 @@ type consQueue struct {
 	deadErr error
 	// lost holds the entries another consumer took over (Touch drops them).
 	lost map[string]bool
+	// claimPages are what successive Claim calls return; touches records
+	// the entries of each Touch call.
+	claimPages [][]model.QueuedOrder
+	touches    [][]string
 }
 
 type consDead struct {
@@ -42,7 +46,14 @@ func (q *consQueue) ReadNew(context.Context, string, int, time.Duration) ([]mode
 	return nil, nil
 }
 func (q *consQueue) Claim(context.Context, string, time.Duration, string, int) ([]model.QueuedOrder, string, error) {
-	return nil, "0-0", nil
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if len(q.claimPages) == 0 {
+		return nil, "0-0", nil
+	}
+	page := q.claimPages[0]
+	q.claimPages = q.claimPages[1:]
+	return page, "1-0", nil
 }
 func (q *consQueue) Entries(context.Context) ([]model.QueuedOrder, error) { return nil, nil }
 func (q *consQueue) Snapshot(context.Context, []int64) (map[int64]model.RedisVoucher, []model.QueuedOrder, error) {
@@ -54,6 +65,11 @@ func (q *consQueue) RemoveConsumer(context.Context, string) error { return nil }
 func (q *consQueue) Touch(_ context.Context, _ string, msgs []model.QueuedOrder) ([]model.QueuedOrder, error) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
+	var ids []string
+	for _, m := range msgs {
+		ids = append(ids, m.MsgID)
+	}
+	q.touches = append(q.touches, ids)
 	var out []model.QueuedOrder
 	for _, m := range msgs {
 		if !q.lost[m.MsgID] {
@@ -514,5 +530,29 @@ func TestStartConsumersRejectsShortClaimIdle(t *testing.T) {
 	defer cancel()
 	if err := p.Stop(ctx); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestClaimTouchesKeptEntriesBetweenPages: each claimed page may take up to
+// the batch timeout, so the entries kept for a retry (and those earlier
+// pages left) are touched before every later page; unattended through
+// slow pages they would go idle past ClaimIdle and be claimed by a peer,
+// each claim counting a delivery.
+func TestClaimTouchesKeptEntriesBetweenPages(t *testing.T) {
+	r := newConsRig(t)
+	r.c.s.cfg.Batch = 2
+	r.orders.batchErr = model.Unavailable(errors.New("database down"))
+	all := entries(5)
+	kept := all[:1]
+	r.q.claimPages = [][]model.QueuedOrder{all[1:3], all[3:5]}
+	left := r.c.claim(context.Background(), kept)
+	if len(left) != 5 {
+		t.Errorf("left pending: got %d entries, want 5 (the kept one and both pages)", len(left))
+	}
+	// Before the second page: the kept one and the first page's; before
+	// the third (which finds nothing): all five.
+	if len(r.q.touches) != 2 || !slices.Equal(r.q.touches[0], []string{"m1", "m2", "m3"}) ||
+		!slices.Equal(r.q.touches[1], []string{"m1", "m2", "m3", "m4", "m5"}) {
+		t.Errorf("touches: got %v, want [m1 m2 m3] before the second page and [m1 … m5] before the third", r.q.touches)
 	}
 }

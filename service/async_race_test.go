@@ -133,7 +133,7 @@ func (e *raceEnv) claimer(queue OrderQueue) *consumer {
 func claim(t *testing.T, b *consumer) {
 	t.Helper()
 	time.Sleep(5 * time.Millisecond)
-	if left := b.claim(context.Background()); len(left) != 0 {
+	if left := b.claim(context.Background(), nil); len(left) != 0 {
 		t.Fatalf("B left %d entries pending, want none", len(left))
 	}
 }

@@ -157,7 +157,7 @@ func (c *consumer) run() {
 	for !c.stopping() {
 		if !time.Now().Before(c.nextClaim) {
 			c.nextClaim = time.Now().Add(c.claimEvery())
-			retry = append(retry, c.claim(ctx)...)
+			retry = c.claim(ctx, retry)
 		}
 		if !time.Now().Before(c.nextPrune) {
 			c.nextPrune = time.Now().Add(pruneEvery)
@@ -257,11 +257,25 @@ func (c *consumer) nextBackoff(d time.Duration) time.Duration {
 	return max(min(2*d, 2*time.Second, c.s.cfg.ClaimIdle/2), time.Millisecond)
 }
 
-// claim takes over and processes the entries idle for ClaimIdle; it
-// returns those left pending.
-func (c *consumer) claim(ctx context.Context) []model.QueuedOrder {
-	var left []model.QueuedOrder
+// claim takes over and processes the entries idle for ClaimIdle, a page
+// at a time, and returns kept (the entries this consumer kept for a retry)
+// with those the pages left pending. Each page may take up to
+// BatchTimeout, so before every page after the first the kept entries are
+// touched: unattended through ten slow pages (a database brownout), they
+// would go idle past ClaimIdle, be claimed by a peer, and every such claim
+// counts as a delivery, until MaxAttempts dead-letters orders whose
+// consumers never died.
+func (c *consumer) claim(ctx context.Context, kept []model.QueuedOrder) []model.QueuedOrder {
+	left := kept
 	for page := 0; page < 10 && !c.stopping(); page++ {
+		if page > 0 && len(left) > 0 {
+			owned, err := c.touch(ctx, left)
+			if err != nil {
+				c.s.d.Log.WarnContext(ctx, "check kept entries", "consumer", c.name, "err", err)
+				return left
+			}
+			left = owned
+		}
 		msgs, next, err := c.s.d.Queue.Claim(ctx, c.name, c.s.cfg.ClaimIdle, c.cursor, c.s.cfg.Batch)
 		if err != nil {
 			c.s.d.Log.WarnContext(ctx, "claim pending entries", "consumer", c.name, "err", err)
