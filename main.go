@@ -363,6 +363,14 @@ func (a *app) Close(log *slog.Logger) {
 
 func serve(ctx context.Context, cfg config.Config, log *slog.Logger) error {
 	log.InfoContext(ctx, "starting", "config", cfg)
+	// Bind first: a port taken is one error line, before any migration,
+	// start-up reconciliation or consumer of a process that cannot serve;
+	// and "serving" is logged only once the port is ours.
+	ln, err := net.Listen("tcp", cfg.HTTPAddr)
+	if err != nil {
+		return fmt.Errorf("SECKILL_HTTP_ADDR: %w", err)
+	}
+	defer ln.Close()
 	a, err := newApp(ctx, cfg, log)
 	if err != nil {
 		return err
@@ -376,12 +384,6 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger) error {
 		WriteTimeout:      cfg.RequestTimeout + 30*time.Second,
 		IdleTimeout:       120 * time.Second,
 		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
-	}
-	// Bind before saying so: a port taken is an error, not a "serving"
-	// line followed by one.
-	ln, err := net.Listen("tcp", cfg.HTTPAddr)
-	if err != nil {
-		return fmt.Errorf("SECKILL_HTTP_ADDR: %w", err)
 	}
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()

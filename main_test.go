@@ -48,6 +48,9 @@ func TestRunRefusesBadConfig(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			var stderr bytes.Buffer
+			if _, ok := tt.vars["SECKILL_HTTP_ADDR"]; !ok {
+				tt.vars["SECKILL_HTTP_ADDR"] = "127.0.0.1:0" // serve binds first
+			}
 			err := run(context.Background(), []string{"serve"}, envOf(tt.vars), io.Discard, &stderr)
 			if err == nil {
 				t.Fatal("got nil error, want a refusal")
@@ -202,5 +205,8 @@ func TestServingLoggedOnceBound(t *testing.T) {
 	}
 	if strings.Contains(stderr.String(), `"msg":"serving"`) {
 		t.Errorf("logged serving on a port it could not bind: %s", stderr.String())
+	}
+	if strings.Contains(stderr.String(), "embedded backends in use") {
+		t.Errorf("opened the backends before binding the port: %s", stderr.String())
 	}
 }

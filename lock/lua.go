@@ -68,7 +68,11 @@ func (s *Lua) Obtain(ctx context.Context, key string) (Lock, error) {
 		// The script may have run even though its answer was lost (the
 		// context ended or the connection broke in flight): give back
 		// whatever this owner may hold instead of leaving it for the lease.
-		s.abandon(ctx, key, owner)
+		// A plain refusal is an answer: the owner holds nothing, and a
+		// storm of duplicates costs no second round trip each.
+		if !errors.Is(err, ErrNotObtained) {
+			s.abandon(ctx, key, owner)
+		}
 		return nil, err
 	}
 	return &luaLock{s: s, key: key, owner: owner, token: token}, nil

@@ -2,6 +2,7 @@ package repository
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 
 	"github.com/redis/go-redis/v9"
@@ -75,14 +76,21 @@ func queueVoucherReads(ctx context.Context, p redis.Pipeliner, voucherIDs []int6
 	}
 }
 
-// OrderFacts reads, in one read-only transaction (one snapshot under
-// REPEATABLE READ, and in SQLite), the number of orders of each voucher,
+// OrderFacts reads, in one read-only REPEATABLE READ transaction (one
+// snapshot; in SQLite any transaction is one), the number of orders of each voucher,
 // which entries' orders are written and, with buyers, each voucher's
 // buyers.
 func (r *Orders) OrderFacts(ctx context.Context, voucherIDs []int64, entries []model.QueuedOrder, buyers bool) (model.OrderFacts, error) {
 	f := model.OrderFacts{Orders: map[int64]int64{}, Written: map[int64]bool{}}
 	if buyers {
 		f.Buyers = map[int64][]int64{}
+	}
+	// One snapshot: REPEATABLE READ whatever the server's default (under
+	// READ COMMITTED each query would see its own). SQLite's transactions
+	// read one snapshot anyway.
+	var opts []*sql.TxOptions
+	if r.db.Dialector.Name() == "mysql" {
+		opts = append(opts, &sql.TxOptions{Isolation: sql.LevelRepeatableRead, ReadOnly: true})
 	}
 	err := r.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
 		for start := 0; start < len(voucherIDs); start += writtenChunk {
@@ -114,7 +122,7 @@ func (r *Orders) OrderFacts(ctx context.Context, voucherIDs []int64, entries []m
 			}
 		}
 		return written(tx, entries, f.Written)
-	})
+	}, opts...)
 	if err != nil {
 		return model.OrderFacts{}, translate(err)
 	}

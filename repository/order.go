@@ -97,7 +97,8 @@ func createOrder(tx *gorm.DB, o *model.VoucherOrder, fence *model.Fence) error {
 // means its id belongs to another order (model.ErrOrderIDTaken: the id
 // sequence restarted, nothing a lock could prevent); a violation of the
 // unique key (user_id, voucher_id) is a duplicate order that the lock let
-// through (model.ErrDuplicateOrder with model.ErrUniqueKey).
+// through (model.ErrDuplicateOrder with model.ErrUniqueKey). id names the
+// order in the error (for a multi-row insert, the first of them).
 func insertErr(err error, id int64) error {
 	switch {
 	case !isUniqueViolation(err):

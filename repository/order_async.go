@@ -71,10 +71,7 @@ func (r *Orders) WriteBatch(ctx context.Context, orders []model.VoucherOrder) (e
 		// The insert comes first, so that the hot stock rows stay locked
 		// only until the commit; a failed update rolls it back.
 		if err := tx.Create(&todo).Error; err != nil {
-			if isUniqueViolation(err) {
-				return fmt.Errorf("%w: %w", model.ErrDuplicateOrder, model.ErrUniqueKey)
-			}
-			return err
+			return insertErr(err, todo[0].ID)
 		}
 		vouchers := make([]int64, 0, len(perVoucher))
 		for v := range perVoucher {

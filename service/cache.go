@@ -45,7 +45,10 @@ func (v *cachedVoucher) markSoldOut(now time.Time) { v.soldOutAt.Store(now.UnixN
 // of now.
 func (v *cachedVoucher) soldOut(now time.Time) bool {
 	at := v.soldOutAt.Load()
-	return at != 0 && now.UnixNano()-at < int64(soldOutTTL)
+	d := now.UnixNano() - at
+	// A wall clock stepped back (d < 0) ends the flag rather than
+	// stretching it until the clock catches up.
+	return at != 0 && d >= 0 && d < int64(soldOutTTL)
 }
 
 func newVoucherCache(store VoucherStore, ttl time.Duration, now func() time.Time) *voucherCache {
