@@ -55,9 +55,11 @@ func FenceKey(key string) string { return key + ":fence" }
 func (s *Lua) Obtain(ctx context.Context, key string) (Lock, error) {
 	owner := newOwnerToken()
 	var token int64
+	unanswered := false // the last call got no answer
 	err := retry(ctx, s.opts, func(ctx context.Context) (bool, error) {
 		n, err := s.scripts.Acquire.Run(ctx, s.client, []string{key, FenceKey(key)},
 			owner, s.opts.TTL.Milliseconds()).Int64()
+		unanswered = err != nil
 		if err != nil {
 			return false, fmt.Errorf("lock: lua: obtain %q: %w", key, err)
 		}
@@ -68,9 +70,9 @@ func (s *Lua) Obtain(ctx context.Context, key string) (Lock, error) {
 		// The script may have run even though its answer was lost (the
 		// context ended or the connection broke in flight): give back
 		// whatever this owner may hold instead of leaving it for the lease.
-		// A plain refusal is an answer: the owner holds nothing, and a
-		// storm of duplicates costs no second round trip each.
-		if !errors.Is(err, ErrNotObtained) {
+		// A refusal is an answer: the owner holds nothing, and a storm of
+		// duplicates costs no second round trip each.
+		if unanswered {
 			s.abandon(ctx, key, owner)
 		}
 		return nil, err
