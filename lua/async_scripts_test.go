@@ -34,6 +34,13 @@ type asyncKeys struct {
 	stock, buyers, voucher, stream, dlq, info string
 }
 
+// openSale loads a voucher on sale from a minute ago to a minute from now,
+// state ok, with stock units in Redis.
+func (k asyncKeys) openSale(ctx context.Context, c redis.UniversalClient, now time.Time, stock int) {
+	c.HSet(ctx, k.voucher, "begin", now.Add(-time.Minute).UnixMilli(), "end", now.Add(time.Minute).UnixMilli(), "initial", stock, "state", "ok")
+	c.Set(ctx, k.stock, stock, 0)
+}
+
 func newAsyncKeys(t *testing.T, c redis.UniversalClient) asyncKeys {
 	t.Helper()
 	s := rand.Text()[:10]
@@ -134,8 +141,7 @@ func TestDeadLetterScript(t *testing.T) {
 			ctx := context.Background()
 			k := newAsyncKeys(t, c)
 			now := time.Now()
-			c.HSet(ctx, k.voucher, "begin", now.Add(-time.Minute).UnixMilli(), "end", now.Add(time.Minute).UnixMilli(), "initial", 1, "state", "ok")
-			c.Set(ctx, k.stock, 1, 0)
+			k.openSale(ctx, c, now, 1)
 			if err := c.XGroupCreateMkStream(ctx, k.stream, "g1", "0").Err(); err != nil {
 				t.Fatal(err)
 			}

@@ -74,8 +74,7 @@ func TestSeckillScriptSameOrder(t *testing.T) {
 			ctx := context.Background()
 			k := newAsyncKeys(t, c)
 			now := time.Now()
-			c.HSet(ctx, k.voucher, "begin", now.Add(-time.Minute).UnixMilli(), "end", now.Add(time.Minute).UnixMilli(), "initial", 2, "state", "ok")
-			c.Set(ctx, k.stock, 2, 0)
+			k.openSale(ctx, c, now, 2)
 			if got := k.admit(t, c, 1, 7, 100, now); got != 0 {
 				t.Fatalf("admission: got %d, want 0", got)
 			}
@@ -106,8 +105,7 @@ func TestSeckillSettleScript(t *testing.T) {
 			ctx := context.Background()
 			k := newAsyncKeys(t, c)
 			now := time.Now()
-			c.HSet(ctx, k.voucher, "begin", now.Add(-time.Minute).UnixMilli(), "end", now.Add(time.Minute).UnixMilli(), "initial", 2, "state", "ok")
-			c.Set(ctx, k.stock, 2, 0)
+			k.openSale(ctx, c, now, 2)
 			settle := func(order, user int64) int64 {
 				t.Helper()
 				v, err := lua.SeckillSettle.Run(ctx, c, []string{k.infoOf(order)}, user, 7, 60).Int64()
