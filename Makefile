@@ -65,3 +65,21 @@ loadtest-ci:
 
 bench:
 	bash bench/run.sh
+
+# ---- which code one request runs: one sync purchase, and one async order
+# from admission to commit (TestMeasurePath), measured as the project files
+# whose coverage counters grow between a run without the request and a run
+# with it (the async side also counts what the consumer's loop did
+# meanwhile).
+.PHONY: measure-path
+measure-path:
+	@rm -rf /tmp/seckill-path && mkdir -p /tmp/seckill-path
+	@for p in baseline request; do for m in sync async; do \
+		SECKILL_MEASURE_PATH=$$p $(GO) test -count=1 -covermode=count -coverpkg=./... \
+			-coverprofile=/tmp/seckill-path/$$m-$$p.out -run "^TestMeasurePath$$/^$$m$$" . >/dev/null || exit 1; \
+	done; done
+	@for m in sync async; do \
+		files=$$(awk 'FNR == 1 { next } FILENAME ~ /baseline/ { base[$$1] += $$3; next } $$3 > base[$$1] { split($$1, f, ":"); print f[1] }' \
+			/tmp/seckill-path/$$m-baseline.out /tmp/seckill-path/$$m-request.out | sort -u); \
+		echo "$$m: $$(echo "$$files" | grep -c .) files"; echo "$$files" | sed 's|^seckill/|  |'; \
+	done
