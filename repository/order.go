@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/go-sql-driver/mysql"
@@ -75,22 +76,71 @@ func createOrder(tx *gorm.DB, o *model.VoucherOrder, fence *model.Fence) error {
 	if n > 0 {
 		return model.ErrDuplicateOrder
 	}
-	// The insert comes before the stock update so that the hot stock row
-	// stays locked for one round trip (the commit), not two; the outcome is
+	return insertOrders(tx, []model.VoucherOrder{*o})
+}
+
+// insertOrders is the write both the order transaction and the consumers'
+// batch run on tx: the orders in one (multi-row) INSERT, then each
+// voucher's stock down by its number of orders if it has that many
+// (RowsAffected checked; vouchers in id order, so that concurrent batches
+// cannot deadlock on them). A failed insert is mapped by insertErr; a
+// voucher short of stock is model.ErrSoldOut. The caller's transaction
+// rolls everything back on an error.
+func insertOrders(tx *gorm.DB, orders []model.VoucherOrder) error {
+	// The insert comes before the stock update so that the hot stock rows
+	// stay locked for one round trip (the commit), not two; the outcome is
 	// the same, since a failed update rolls the insert back.
-	if err := tx.Create(o).Error; err != nil {
-		return insertErr(err, o.ID)
+	if err := tx.Create(&orders).Error; err != nil {
+		return insertErr(err, orders[0].ID)
 	}
-	res := tx.Model(&model.SeckillVoucher{}).
-		Where("voucher_id = ? AND stock > 0", o.VoucherID).
-		Update("stock", gorm.Expr("stock - 1"))
-	if res.Error != nil {
-		return res.Error
+	perVoucher := map[int64]int{}
+	for _, o := range orders {
+		perVoucher[o.VoucherID]++
 	}
-	if res.RowsAffected == 0 {
-		return model.ErrSoldOut
+	vouchers := make([]int64, 0, len(perVoucher))
+	for v := range perVoucher {
+		vouchers = append(vouchers, v)
+	}
+	slices.Sort(vouchers)
+	for _, v := range vouchers {
+		k := perVoucher[v]
+		res := tx.Model(&model.SeckillVoucher{}).
+			Where("voucher_id = ? AND stock >= ?", v, k).
+			Update("stock", gorm.Expr("stock - ?", k))
+		if res.Error != nil {
+			return res.Error
+		}
+		if res.RowsAffected == 0 {
+			return fmt.Errorf("voucher %d: %d orders: %w", v, k, model.ErrSoldOut)
+		}
 	}
 	return nil
+}
+
+// orderKey is what identifies an order beyond its id.
+type orderKey struct {
+	ID        int64 `gorm:"column:id"`
+	UserID    int64 `gorm:"column:user_id"`
+	VoucherID int64 `gorm:"column:voucher_id"`
+}
+
+// same reports whether k is the order of the user and voucher.
+func (k orderKey) same(userID, voucherID int64) bool {
+	return k.UserID == userID && k.VoucherID == voucherID
+}
+
+// orderKeys reads through db (a transaction handle, or the pool) the
+// orders among ids that exist, by id.
+func orderKeys(db *gorm.DB, ids []int64) (map[int64]orderKey, error) {
+	var rows []orderKey
+	if err := db.Model(&model.VoucherOrder{}).Select("id, user_id, voucher_id").Where("id IN ?", ids).Find(&rows).Error; err != nil {
+		return nil, err
+	}
+	have := make(map[int64]orderKey, len(rows))
+	for _, k := range rows {
+		have[k.ID] = k
+	}
+	return have, nil
 }
 
 // insertErr maps the failed insert of an order: a primary-key violation

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 
 	"gorm.io/gorm"
 
@@ -38,23 +37,17 @@ func (r *Orders) WriteBatch(ctx context.Context, orders []model.VoucherOrder) (e
 		for i, o := range orders {
 			ids[i] = o.ID
 		}
-		var rows []orderKey
-		if err := tx.Model(&model.VoucherOrder{}).Select("id, user_id, voucher_id").Where("id IN ?", ids).Find(&rows).Error; err != nil {
+		have, err := orderKeys(tx, ids)
+		if err != nil {
 			return err
 		}
-		have := make(map[int64]orderKey, len(rows))
-		for _, k := range rows {
-			have[k.ID] = k
-		}
 		todo := make([]model.VoucherOrder, 0, len(orders))
-		perVoucher := map[int64]int{}
 		for _, o := range orders {
 			k, ok := have[o.ID]
 			switch {
 			case !ok:
 				todo = append(todo, o)
-				perVoucher[o.VoucherID]++
-			case k.UserID == o.UserID && k.VoucherID == o.VoucherID:
+			case k.same(o.UserID, o.VoucherID):
 				existing = append(existing, o.ID)
 			default:
 				return fmt.Errorf("order %d: %w", o.ID, model.ErrOrderIDTaken)
@@ -68,29 +61,7 @@ func (r *Orders) WriteBatch(ctx context.Context, orders []model.VoucherOrder) (e
 		if err := recordWritten(tx, todo); err != nil {
 			return err
 		}
-		// The insert comes first, so that the hot stock rows stay locked
-		// only until the commit; a failed update rolls it back.
-		if err := tx.Create(&todo).Error; err != nil {
-			return insertErr(err, todo[0].ID)
-		}
-		vouchers := make([]int64, 0, len(perVoucher))
-		for v := range perVoucher {
-			vouchers = append(vouchers, v)
-		}
-		slices.Sort(vouchers)
-		for _, v := range vouchers {
-			k := perVoucher[v]
-			res := tx.Model(&model.SeckillVoucher{}).
-				Where("voucher_id = ? AND stock >= ?", v, k).
-				Update("stock", gorm.Expr("stock - ?", k))
-			if res.Error != nil {
-				return res.Error
-			}
-			if res.RowsAffected == 0 {
-				return fmt.Errorf("voucher %d: %d orders: %w", v, k, model.ErrSoldOut)
-			}
-		}
-		return nil
+		return insertOrders(tx, todo)
 	})
 	if errors.Is(err, errOutcomeTaken) {
 		ids := make([]int64, len(orders))
@@ -110,13 +81,6 @@ func (r *Orders) WriteBatch(ctx context.Context, orders []model.VoucherOrder) (e
 		return nil, asyncOrderErr(err)
 	}
 	return existing, nil
-}
-
-// orderKey is what identifies an order beyond its id.
-type orderKey struct {
-	ID        int64 `gorm:"column:id"`
-	UserID    int64 `gorm:"column:user_id"`
-	VoucherID int64 `gorm:"column:voucher_id"`
 }
 
 func asyncOrderErr(err error) error {
@@ -170,14 +134,15 @@ func (r *Orders) WriteOne(ctx context.Context, o *model.VoucherOrder) (existed b
 // sameOrder reports whether o is in the database; an id held by another
 // order is model.ErrOrderIDTaken.
 func sameOrder(db *gorm.DB, o *model.VoucherOrder) (bool, error) {
-	var rows []orderKey
-	if err := db.Model(&model.VoucherOrder{}).Select("id, user_id, voucher_id").Where("id = ?", o.ID).Limit(1).Find(&rows).Error; err != nil {
+	have, err := orderKeys(db, []int64{o.ID})
+	if err != nil {
 		return false, err
 	}
-	if len(rows) == 0 {
+	k, ok := have[o.ID]
+	if !ok {
 		return false, nil
 	}
-	if rows[0].UserID != o.UserID || rows[0].VoucherID != o.VoucherID {
+	if !k.same(o.UserID, o.VoucherID) {
 		return false, fmt.Errorf("order %d: %w", o.ID, model.ErrOrderIDTaken)
 	}
 	return true, nil
@@ -206,16 +171,12 @@ func written(db *gorm.DB, entries []model.QueuedOrder, out map[int64]bool) error
 		for i, e := range chunk {
 			ids[i] = e.OrderID
 		}
-		var rows []orderKey
-		if err := db.Model(&model.VoucherOrder{}).Select("id, user_id, voucher_id").Where("id IN ?", ids).Find(&rows).Error; err != nil {
+		have, err := orderKeys(db, ids)
+		if err != nil {
 			return err
 		}
-		have := make(map[int64]orderKey, len(rows))
-		for _, k := range rows {
-			have[k.ID] = k
-		}
 		for _, e := range chunk {
-			if k, ok := have[e.OrderID]; ok && k.UserID == e.UserID && k.VoucherID == e.VoucherID {
+			if k, ok := have[e.OrderID]; ok && k.same(e.UserID, e.VoucherID) {
 				out[e.OrderID] = true
 			}
 		}

@@ -5,19 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"strconv"
 	"time"
 
 	"seckill/lock"
 	"seckill/model"
 )
-
-// LockKeyPrefix is the prefix of the per-user lock key lock:order:<userId>.
-const LockKeyPrefix = "lock:order:"
-
-// releaseTimeout bounds the lock release after commit; it runs on a context
-// detached from the request so a cancelled request still releases.
-const releaseTimeout = 2 * time.Second
 
 // SeckillConfig configures the seckill service.
 type SeckillConfig struct {
@@ -38,6 +30,7 @@ type Seckill struct {
 	seq      IDSequence
 	locker   lock.Locker
 	rejects  RejectionCounter
+	dups     uniqueKeyRejections
 	obs      Observer
 	cfg      SeckillConfig
 	now      func() time.Time
@@ -74,6 +67,7 @@ func NewSeckill(d SeckillDeps, cfg SeckillConfig) *Seckill {
 	return &Seckill{
 		vouchers: d.Vouchers, orders: d.Orders, ids: d.IDs, seq: d.Sequence, locker: d.Locker,
 		rejects: d.Rejects, obs: d.Observer, cfg: cfg, now: d.Now, log: d.Log,
+		dups:  uniqueKeyRejections{obs: d.Observer, counter: d.Rejects, log: d.Log, locker: d.Locker},
 		cache: newVoucherCache(d.Vouchers, cfg.VoucherCacheTTL, d.Now),
 	}
 }
@@ -118,7 +112,7 @@ func (s *Seckill) Buy(ctx context.Context, userID, voucherID int64) (int64, erro
 		return 0, err
 	}
 
-	key := LockKeyPrefix + strconv.FormatInt(userID, 10)
+	key := lockKey(userID)
 	lk, err := s.locker.Obtain(ctx, key)
 	if err != nil && ctx.Err() != nil {
 		// The request's deadline ended the attempt: not a duplicate.
@@ -143,11 +137,8 @@ func (s *Seckill) Buy(ctx context.Context, userID, voucherID int64) (int64, erro
 		}
 	}
 
-	now := s.now()
-	o := &model.VoucherOrder{
-		ID: orderID, UserID: userID, VoucherID: voucherID, PayType: 1,
-		Status: model.OrderStatusCreated, CreateTime: now, UpdateTime: now,
-	}
+	order := model.NewOrder(orderID, userID, voucherID, s.now())
+	o := &order
 	var fence *model.Fence
 	if s.cfg.Fencing {
 		if tok, ok := lk.Token(); ok {
@@ -173,11 +164,7 @@ func (s *Seckill) Buy(ctx context.Context, userID, voucherID int64) (int64, erro
 	case errors.Is(err, model.ErrSoldOut):
 		v.markSoldOut(s.now())
 	case errors.Is(err, model.ErrUniqueKey):
-		s.obs.UniqueKeyRejected()
-		s.log.WarnContext(ctx, "duplicate order stopped by unique key", "voucher_id", voucherID, "user_id", userID, "lock_mode", s.locker.Name())
-		if cerr := s.rejects.IncrDuplicateRejections(context.WithoutCancel(ctx), voucherID); cerr != nil {
-			s.log.ErrorContext(ctx, "count duplicate rejection", "voucher_id", voucherID, "err", cerr)
-		}
+		s.dups.count(ctx, voucherID, userID)
 	case errors.Is(err, model.ErrStaleFence):
 		s.obs.StaleFenceRejected()
 		s.log.WarnContext(ctx, "stale fencing token refused", "voucher_id", voucherID, "user_id", userID, "fence", fence)
@@ -209,9 +196,7 @@ func fenceKey(mode, key string) string { return mode + "|" + key }
 // release gives the lock back after the transaction has ended, on a context
 // that survives the request's cancellation.
 func (s *Seckill) release(ctx context.Context, lk lock.Lock) {
-	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), releaseTimeout)
-	defer cancel()
-	if err := lk.Release(rctx); err != nil {
+	if err := releaseLock(ctx, lk); err != nil {
 		// ErrNotHeld: the lease expired while we worked (slow business).
 		s.log.WarnContext(ctx, "lock release failed", "key", lk.Key(), "lock_mode", s.locker.Name(), "err", err)
 	}

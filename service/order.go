@@ -1,0 +1,53 @@
+package service
+
+import (
+	"context"
+	"log/slog"
+	"strconv"
+	"time"
+
+	"seckill/lock"
+)
+
+// The rules every order write shares, sync Buy and the async consumer
+// alike: the order itself (model.NewOrder), the per-user lock's key, how
+// the lock is given back, and how a duplicate that only the database's
+// unique key stopped is counted.
+
+// LockKeyPrefix is the prefix of the per-user lock key lock:order:<userId>.
+const LockKeyPrefix = "lock:order:"
+
+// lockKey names the per-user lock lock:order:<userId>.
+func lockKey(userID int64) string { return LockKeyPrefix + strconv.FormatInt(userID, 10) }
+
+// releaseTimeout bounds a lock release after the work; it runs on a
+// context detached from the caller's so a cancelled request (or an expired
+// batch) still releases.
+const releaseTimeout = 2 * time.Second
+
+// releaseLock gives lk back on a context that survives ctx's cancellation,
+// bounded by releaseTimeout.
+func releaseLock(ctx context.Context, lk lock.Lock) error {
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), releaseTimeout)
+	defer cancel()
+	return lk.Release(rctx)
+}
+
+// uniqueKeyRejections counts the duplicate orders that only the database's
+// unique key stopped (the lock let them through): the metric, a warning,
+// and the voucher's cross-instance count (the audit's duplicateRejections).
+type uniqueKeyRejections struct {
+	obs     Observer
+	counter RejectionCounter
+	log     *slog.Logger
+	locker  lock.Locker // names the lock mode in the warning
+}
+
+// count records one such duplicate of userID for voucherID.
+func (r uniqueKeyRejections) count(ctx context.Context, voucherID, userID int64) {
+	r.obs.UniqueKeyRejected()
+	r.log.WarnContext(ctx, "duplicate order stopped by unique key", "voucher_id", voucherID, "user_id", userID, "lock_mode", r.locker.Name())
+	if err := r.counter.IncrDuplicateRejections(context.WithoutCancel(ctx), voucherID); err != nil {
+		r.log.ErrorContext(ctx, "count duplicate rejection", "voucher_id", voucherID, "err", err)
+	}
+}
