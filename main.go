@@ -28,7 +28,6 @@ import (
 	"seckill/config"
 	"seckill/handler"
 	"seckill/lock"
-	"seckill/lua"
 	"seckill/metrics"
 	"seckill/repository"
 	"seckill/service"
@@ -139,7 +138,7 @@ func newApp(ctx context.Context, cfg config.Config, log *slog.Logger) (_ *app, e
 		return nil, err
 	}
 
-	lockDeps := lock.Deps{Redis: d.Redis, Nodes: d.Nodes, ZKServers: cfg.ZKAddrs, Scripts: lua.LockScripts()}
+	lockDeps := lock.Deps{Redis: d.Redis, Nodes: d.Nodes, ZKServers: cfg.ZKAddrs}
 	if cfg.LockMode == "mysql" {
 		lockDB, err := repository.OpenLockDB(ctx, cfg.MySQLDSN)
 		if err != nil {
@@ -225,7 +224,7 @@ const reconcileLease = 30 * time.Second
 // the scan takes: a fixed lease would let a second reconciler in while the
 // first still rebuilds, and a dead holder frees it after one lease.
 func newReconcileLock(rdb redis.UniversalClient, lease, wait time.Duration) (lock.Locker, error) {
-	return lock.NewReentrant(rdb, lua.LockScripts(), lock.WithTTL(lease), lock.WithWait(wait), lock.WithWatchdog(true))
+	return lock.NewReentrant(rdb, lock.WithTTL(lease), lock.WithWait(wait), lock.WithWatchdog(true))
 }
 
 // newAsync wires the async seckill (SECKILL_ORDER_MODE=async) without

@@ -4,7 +4,6 @@ import (
 	"testing"
 
 	"seckill/lock"
-	"seckill/lua"
 )
 
 func init() {
@@ -40,7 +39,7 @@ func init() {
 		backend{
 			name: "lua",
 			new: func(tb testing.TB, opts ...lock.Option) lock.Locker {
-				return must(tb)(lock.NewLua(redisClient(tb), lua.LockScripts(), opts...))
+				return must(tb)(lock.NewLua(redisClient(tb), opts...))
 			},
 			exclusive: true, sharedAcrossLockers: true, lease: true, tokens: true,
 		},
@@ -62,7 +61,7 @@ func init() {
 	contractBackends = append(contractBackends, backend{
 		name: "reentrant",
 		new: func(tb testing.TB, opts ...lock.Option) lock.Locker {
-			return must(tb)(lock.NewReentrant(redisClient(tb), lua.LockScripts(), opts...))
+			return must(tb)(lock.NewReentrant(redisClient(tb), opts...))
 		},
 		exclusive: true, sharedAcrossLockers: true, lease: true, tokens: true,
 	})

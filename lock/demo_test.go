@@ -78,13 +78,13 @@ func TestSimpleDeletesAnotherHoldersLock(t *testing.T) {
 // A's release finds another owner's token and deletes nothing.
 func TestLuaKeepsAnotherHoldersLock(t *testing.T) {
 	c := redisClient(t)
-	lk := must(t)(lock.NewLua(c, lua.LockScripts(), lock.WithTTL(demoTTL)))
+	lk := must(t)(lock.NewLua(c, lock.WithTTL(demoTTL)))
 	ctx := bg(t, 10*time.Second)
 	key := testKey(t)
 
 	a := obtain(t, lk, ctx, key)
 	waitGone(t, c, key)
-	long := must(t)(lock.NewLua(c, lua.LockScripts(), lock.WithTTL(10*time.Second)))
+	long := must(t)(lock.NewLua(c, lock.WithTTL(10*time.Second)))
 	b := obtain(t, long, ctx, key)
 	if err := a.Release(ctx); !errors.Is(err, lock.ErrNotHeld) {
 		t.Fatalf("A's Release after its lease lapsed: got %v, want ErrNotHeld", err)
@@ -161,10 +161,10 @@ func TestFencingTokensIncreaseAcrossHolders(t *testing.T) {
 		new  func(tb testing.TB, c redis.UniversalClient, ttl time.Duration) lock.Locker
 	}{
 		{"lua", func(tb testing.TB, c redis.UniversalClient, ttl time.Duration) lock.Locker {
-			return must(tb)(lock.NewLua(c, lua.LockScripts(), lock.WithTTL(ttl)))
+			return must(tb)(lock.NewLua(c, lock.WithTTL(ttl)))
 		}},
 		{"reentrant", func(tb testing.TB, c redis.UniversalClient, ttl time.Duration) lock.Locker {
-			return must(tb)(lock.NewReentrant(c, lua.LockScripts(), lock.WithTTL(ttl)))
+			return must(tb)(lock.NewReentrant(c, lock.WithTTL(ttl)))
 		}},
 	}
 	for _, tt := range tests {
@@ -204,7 +204,7 @@ func TestLuaObtainCancelledLeavesNothing(t *testing.T) {
 	direct := redisClient(t)
 	slow := redis.NewClient(&redis.Options{Addr: slowReplyProxy(t, direct.Options().Addr, 200*time.Millisecond), MaxRetries: -1, ContextTimeoutEnabled: true})
 	t.Cleanup(func() { slow.Close() })
-	l, err := lock.NewLua(slow, lua.LockScripts(), lock.WithTTL(time.Minute))
+	l, err := lock.NewLua(slow, lock.WithTTL(time.Minute))
 	if err != nil {
 		t.Fatal(err)
 	}

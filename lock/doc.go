@@ -10,8 +10,8 @@
 // holder no longer owns the lock. Options (TTL, Wait, Watchdog, backoff) are
 // shared; their defaults sit in DefaultOptions. Waiting backends retry with
 // exponential backoff and full jitter and honour the context. Owner tokens
-// come from crypto/rand. The Lua scripts live in seckill/lua and are passed
-// in through Scripts, since this package imports nothing of the module.
+// come from crypto/rand. The Lua scripts live in seckill/lua, the only
+// package of the module this one imports.
 //
 // # The family
 //

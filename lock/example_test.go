@@ -10,7 +10,6 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"seckill/lock"
-	"seckill/lua"
 )
 
 // exampleRedis starts an in-process Redis so that the examples run anywhere.
@@ -33,7 +32,7 @@ func exampleRedis() (*redis.Client, func()) {
 func ExampleLua() {
 	client, stop := exampleRedis()
 	defer stop()
-	locker, err := lock.NewLua(client, lua.LockScripts())
+	locker, err := lock.NewLua(client)
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -75,7 +74,7 @@ func ExampleLua() {
 func ExampleReentrant() {
 	client, stop := exampleRedis()
 	defer stop()
-	locker, err := lock.NewReentrant(client, lua.LockScripts())
+	locker, err := lock.NewReentrant(client)
 	if err != nil {
 		log.Fatal(err)
 	}

@@ -29,9 +29,6 @@ type Deps struct {
 	DB *sql.DB
 	// ZKServers are the ZooKeeper servers (host:port) of zookeeper.
 	ZKServers []string
-	// Scripts are the Lua scripts (seckill/lua.LockScripts()) of lua and
-	// reentrant.
-	Scripts Scripts
 }
 
 // New returns the backend named mode. Reentrant, redsync and multi get the
@@ -63,12 +60,12 @@ func New(mode string, deps Deps, opts ...Option) (Locker, error) {
 		if err := needRedis(); err != nil {
 			return nil, err
 		}
-		return NewLua(deps.Redis, deps.Scripts, opts...)
+		return NewLua(deps.Redis, opts...)
 	case "reentrant":
 		if err := needRedis(); err != nil {
 			return nil, err
 		}
-		return NewReentrant(deps.Redis, deps.Scripts, withWatchdogDefault(opts)...)
+		return NewReentrant(deps.Redis, withWatchdogDefault(opts)...)
 	// Part B's backends: each case below is replaced by its constructor.
 	case "redsync":
 		nodes, err := nodesOrRedis(deps)
@@ -81,7 +78,7 @@ func New(mode string, deps Deps, opts ...Option) (Locker, error) {
 		if err != nil {
 			return nil, err
 		}
-		return NewMulti(nodes, deps.Scripts, withWatchdogDefault(opts)...)
+		return NewMulti(nodes, withWatchdogDefault(opts)...)
 	case "mysql":
 		if deps.DB == nil {
 			return nil, fmt.Errorf("lock: mode %q needs a database (*sql.DB)", mode)

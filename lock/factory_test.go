@@ -10,7 +10,6 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"seckill/lock"
-	"seckill/lua"
 )
 
 func TestNewBuildsEveryRedisFreeAndRedisMode(t *testing.T) {
@@ -21,7 +20,7 @@ func TestNewBuildsEveryRedisFreeAndRedisMode(t *testing.T) {
 			t.Errorf("close: %v", err)
 		}
 	})
-	deps := lock.Deps{Redis: c, Scripts: lua.LockScripts()}
+	deps := lock.Deps{Redis: c}
 	for _, mode := range []string{"none", "local", "simple", "owner", "lua", "reentrant"} {
 		l, err := lock.New(mode, deps)
 		if err != nil {
@@ -42,9 +41,7 @@ func TestNewRejects(t *testing.T) {
 	}{
 		{"unknown mode", "spinlock", lock.Deps{}, `"spinlock"`},
 		{"empty mode", "", lock.Deps{}, `unknown mode ""`},
-		{"lua without Redis", "lua", lock.Deps{Scripts: lua.LockScripts()}, "Redis"},
-		{"lua without scripts", "lua", lock.Deps{Redis: redis.NewClient(&redis.Options{})}, "Scripts"},
-		{"reentrant without scripts", "reentrant", lock.Deps{Redis: redis.NewClient(&redis.Options{})}, "Scripts"},
+		{"lua without Redis", "lua", lock.Deps{}, "Redis"},
 		{"simple without Redis", "simple", lock.Deps{}, "Redis"},
 	}
 	for _, tt := range tests {
@@ -81,7 +78,7 @@ func TestModesListsTen(t *testing.T) {
 // off.
 func TestNewTurnsWatchdogOnForReentrant(t *testing.T) {
 	c := redisClient(t)
-	deps := lock.Deps{Redis: c, Scripts: lua.LockScripts()}
+	deps := lock.Deps{Redis: c}
 	const ttl = 200 * time.Millisecond
 	tests := []struct {
 		name string

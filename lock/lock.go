@@ -7,8 +7,6 @@ import (
 	"fmt"
 	mrand "math/rand/v2"
 	"time"
-
-	"github.com/redis/go-redis/v9"
 )
 
 // Errors returned by every backend. Callers compare with errors.Is.
@@ -49,23 +47,6 @@ type Lock interface {
 	// no longer owns it. Pass a context that is not the (possibly cancelled)
 	// request context.
 	Release(ctx context.Context) error
-}
-
-// Scripts are the Lua scripts the Redis backends run. This package imports
-// nothing of the module, so the scripts are handed in by the caller; package
-// seckill/lua embeds them and its LockScripts function fills this struct.
-type Scripts struct {
-	// Acquire is lua/acquire.lua: SET NX PX plus a fencing token (lua).
-	Acquire *redis.Script
-	// Unlock is lua/unlock.lua: compare-and-delete (lua).
-	Unlock *redis.Script
-	// ReentrantLock is lua/reentrant_lock.lua (reentrant).
-	ReentrantLock *redis.Script
-	// ReentrantUnlock is lua/reentrant_unlock.lua (reentrant).
-	ReentrantUnlock *redis.Script
-	// ReentrantRenew is lua/reentrant_renew.lua, the watchdog's renewal
-	// (reentrant).
-	ReentrantRenew *redis.Script
 }
 
 // Options configure a backend. Every field's default is in DefaultOptions.

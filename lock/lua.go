@@ -6,6 +6,8 @@ import (
 	"fmt"
 
 	"github.com/redis/go-redis/v9"
+
+	"seckill/lua"
 )
 
 // Lua stores a random owner token (SET NX PX, inside lua/acquire.lua) and
@@ -21,15 +23,14 @@ import (
 // holding its own owner token and gets the same grant and token back,
 // instead of a refusal.
 type Lua struct {
-	client  redis.UniversalClient
-	scripts Scripts
-	opts    Options
+	client redis.UniversalClient
+	opts   Options
 }
 
 var _ Locker = (*Lua)(nil)
 
-// NewLua returns the Lua-script locker; scripts needs Acquire and Unlock.
-func NewLua(client redis.UniversalClient, scripts Scripts, opts ...Option) (*Lua, error) {
+// NewLua returns the Lua-script locker (lua/acquire.lua, lua/unlock.lua).
+func NewLua(client redis.UniversalClient, opts ...Option) (*Lua, error) {
 	o := NewOptions(opts...)
 	if err := o.Validate(); err != nil {
 		return nil, err
@@ -37,10 +38,7 @@ func NewLua(client redis.UniversalClient, scripts Scripts, opts ...Option) (*Lua
 	if client == nil {
 		return nil, errors.New("lock: lua: nil Redis client")
 	}
-	if scripts.Acquire == nil || scripts.Unlock == nil {
-		return nil, errors.New("lock: lua: Scripts.Acquire and Scripts.Unlock are required")
-	}
-	return &Lua{client: client, scripts: scripts, opts: o}, nil
+	return &Lua{client: client, opts: o}, nil
 }
 
 // Name returns "lua".
@@ -57,7 +55,7 @@ func (s *Lua) Obtain(ctx context.Context, key string) (Lock, error) {
 	var token int64
 	unanswered := false // the last call got no answer
 	err := retry(ctx, s.opts, func(ctx context.Context) (bool, error) {
-		n, err := s.scripts.Acquire.Run(ctx, s.client, []string{key, FenceKey(key)},
+		n, err := lua.Acquire.Run(ctx, s.client, []string{key, FenceKey(key)},
 			owner, s.opts.TTL.Milliseconds()).Int64()
 		unanswered = err != nil
 		if err != nil {
@@ -86,7 +84,7 @@ func (s *Lua) abandon(ctx context.Context, key, owner string) {
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.opts.ReleaseTimeout)
 	defer cancel()
 	// Best effort: on failure the lease still frees the key.
-	if err := s.scripts.Unlock.Run(rctx, s.client, []string{key}, owner).Err(); err != nil {
+	if err := lua.Unlock.Run(rctx, s.client, []string{key}, owner).Err(); err != nil {
 		return
 	}
 }
@@ -104,7 +102,7 @@ func (l *luaLock) Token() (int64, bool) { return l.token, true }
 // Release deletes the key only if it still holds this holder's token, in
 // one atomic script.
 func (l *luaLock) Release(ctx context.Context) error {
-	n, err := l.s.scripts.Unlock.Run(ctx, l.s.client, []string{l.key}, l.owner).Int64()
+	n, err := lua.Unlock.Run(ctx, l.s.client, []string{l.key}, l.owner).Int64()
 	if err != nil {
 		return fmt.Errorf("lock: lua: release %q: %w", l.key, err)
 	}

@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"seckill/lua"
 )
 
 // Multi is the MultiLock backend (Redisson's RedissonMultiLock over
@@ -38,18 +40,17 @@ import (
 // the rollback.
 type Multi struct {
 	clients []redis.UniversalClient
-	scripts Scripts
 	opts    Options
 }
 
 var _ Locker = (*Multi)(nil)
 
 // NewMulti returns a MultiLock over clients, one per independent Redis
-// node; the clients stay owned by the caller. scripts needs Acquire and
-// Unlock. Options: TTL is the lease on every node, Wait the time spent
+// node; the clients stay owned by the caller. It runs lua/acquire.lua and
+// lua/unlock.lua on every node. Options: TTL is the lease on every node, Wait the time spent
 // retrying with backoff, Watchdog extends the lease on every node every
 // TTL/3 while held.
-func NewMulti(clients []redis.UniversalClient, scripts Scripts, opts ...Option) (*Multi, error) {
+func NewMulti(clients []redis.UniversalClient, opts ...Option) (*Multi, error) {
 	o := NewOptions(opts...)
 	if err := o.Validate(); err != nil {
 		return nil, err
@@ -62,10 +63,7 @@ func NewMulti(clients []redis.UniversalClient, scripts Scripts, opts ...Option) 
 			return nil, fmt.Errorf("lock: multi: Redis node %d is nil", i)
 		}
 	}
-	if scripts.Acquire == nil || scripts.Unlock == nil {
-		return nil, errors.New("lock: multi: Scripts.Acquire and Scripts.Unlock are required")
-	}
-	return &Multi{clients: clients, scripts: scripts, opts: o}, nil
+	return &Multi{clients: clients, opts: o}, nil
 }
 
 // Name returns "multi".
@@ -106,7 +104,7 @@ func (m *Multi) Obtain(ctx context.Context, key string) (Lock, error) {
 	owner := newOwnerToken()
 	var token int64
 	acquire := func(ctx context.Context, c redis.UniversalClient) nodeResult {
-		n, err := m.scripts.Acquire.Run(ctx, c, []string{key, FenceKey(key)}, owner, m.opts.TTL.Milliseconds()).Int64()
+		n, err := lua.Acquire.Run(ctx, c, []string{key, FenceKey(key)}, owner, m.opts.TTL.Milliseconds()).Int64()
 		return nodeResult{ok: err == nil && n > 0, n: n, err: err}
 	}
 	err := retry(ctx, m.opts, func(ctx context.Context) (bool, error) {
@@ -176,7 +174,7 @@ func (m *Multi) rollback(key, owner string) error {
 // unlockAll runs compare-and-delete on every node.
 func (m *Multi) unlockAll(ctx context.Context, key, owner string) []nodeResult {
 	return onNodes(ctx, m.clients, func(ctx context.Context, c redis.UniversalClient) nodeResult {
-		n, err := m.scripts.Unlock.Run(ctx, c, []string{key}, owner).Int64()
+		n, err := lua.Unlock.Run(ctx, c, []string{key}, owner).Int64()
 		return nodeResult{ok: err == nil && n == 1, err: err}
 	})
 }

@@ -8,14 +8,13 @@ import (
 	"time"
 
 	"seckill/lock"
-	"seckill/lua"
 )
 
 func init() {
 	contractBackends = append(contractBackends, backend{
 		name: "multi",
 		new: func(tb testing.TB, opts ...lock.Option) lock.Locker {
-			return must(tb)(lock.NewMulti(redlockClients(tb), lua.LockScripts(), opts...))
+			return must(tb)(lock.NewMulti(redlockClients(tb), opts...))
 		},
 		exclusive: true, sharedAcrossLockers: true, lease: true, tokens: true,
 	})
@@ -28,7 +27,7 @@ func TestMultiRefusesWithAnyNodeDown(t *testing.T) {
 	for down := range 3 {
 		t.Run(fmt.Sprintf("node%d", down), func(t *testing.T) {
 			procs, clients := threeNodes(t)
-			lk := must(t)(lock.NewMulti(clients, lua.LockScripts(), lock.WithTTL(5*time.Second)))
+			lk := must(t)(lock.NewMulti(clients, lock.WithTTL(5*time.Second)))
 			ctx := bg(t, 20*time.Second)
 			key := testKey(t)
 
@@ -57,7 +56,7 @@ func TestMultiRefusesWithAnyNodeDown(t *testing.T) {
 func TestMultiLeavesNoPartialGrant(t *testing.T) {
 	t.Run("Contention", func(t *testing.T) {
 		clients := redlockClients(t)
-		lk := must(t)(lock.NewMulti(clients, lua.LockScripts(), lock.WithTTL(30*time.Second)))
+		lk := must(t)(lock.NewMulti(clients, lock.WithTTL(30*time.Second)))
 		ctx := bg(t, 10*time.Second)
 		key := testKey(t)
 		last := clients[len(clients)-1]
@@ -87,7 +86,7 @@ func TestMultiLeavesNoPartialGrant(t *testing.T) {
 	})
 	t.Run("NodeDown", func(t *testing.T) {
 		procs, clients := threeNodes(t)
-		lk := must(t)(lock.NewMulti(clients, lua.LockScripts(), lock.WithTTL(30*time.Second)))
+		lk := must(t)(lock.NewMulti(clients, lock.WithTTL(30*time.Second)))
 		ctx := bg(t, 10*time.Second)
 		key := testKey(t)
 
@@ -109,7 +108,7 @@ func TestMultiLeavesNoPartialGrant(t *testing.T) {
 // deletes it everywhere else and reports ErrNotHeld.
 func TestMultiReleaseAfterPartialExpiry(t *testing.T) {
 	clients := redlockClients(t)
-	lk := must(t)(lock.NewMulti(clients, lua.LockScripts(), lock.WithTTL(30*time.Second)))
+	lk := must(t)(lock.NewMulti(clients, lock.WithTTL(30*time.Second)))
 	ctx := bg(t, 10*time.Second)
 	key := testKey(t)
 	l := obtain(t, lk, ctx, key)
@@ -132,6 +131,6 @@ func TestMultiReleaseAfterPartialExpiry(t *testing.T) {
 func TestMultiWatchdog(t *testing.T) {
 	clients := redlockClients(t)
 	checkWatchdog(t, func(opts ...lock.Option) lock.Locker {
-		return must(t)(lock.NewMulti(clients, lua.LockScripts(), opts...))
+		return must(t)(lock.NewMulti(clients, opts...))
 	})
 }

@@ -17,7 +17,6 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"seckill/lock"
-	"seckill/lua"
 )
 
 func init() {
@@ -388,8 +387,8 @@ func TestNewBuildsRedlockModes(t *testing.T) {
 	}{
 		{"redsync", lock.Deps{Nodes: nodes}},
 		{"redsync", lock.Deps{Redis: nodes[0]}},
-		{"multi", lock.Deps{Nodes: nodes, Scripts: lua.LockScripts()}},
-		{"multi", lock.Deps{Redis: nodes[0], Scripts: lua.LockScripts()}},
+		{"multi", lock.Deps{Nodes: nodes}},
+		{"multi", lock.Deps{Redis: nodes[0]}},
 	}
 	for _, tt := range tests {
 		lk, err := lock.New(tt.mode, tt.deps)
@@ -402,12 +401,9 @@ func TestNewBuildsRedlockModes(t *testing.T) {
 		mustRelease(t, obtain(t, lk, ctx, testKey(t)))
 	}
 	for _, mode := range []string{"redsync", "multi"} {
-		if _, err := lock.New(mode, lock.Deps{Scripts: lua.LockScripts()}); err == nil || !strings.Contains(err.Error(), "Redis") {
+		if _, err := lock.New(mode, lock.Deps{}); err == nil || !strings.Contains(err.Error(), "Redis") {
 			t.Errorf("New(%q) without Redis: got %v, want an error naming Redis", mode, err)
 		}
-	}
-	if _, err := lock.New("multi", lock.Deps{Nodes: nodes}); err == nil || !strings.Contains(err.Error(), "Scripts") {
-		t.Errorf("New(multi) without scripts: got %v, want an error naming Scripts", err)
 	}
 }
 

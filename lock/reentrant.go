@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"seckill/lua"
 )
 
 // Reentrant is a Redisson-style re-entrant lock. The lock is a Redis hash
@@ -37,18 +39,17 @@ import (
 // an owner's calls made one after another (nesting); one owner's calls
 // from several goroutines at once may still count twice on a retry.
 type Reentrant struct {
-	client  redis.UniversalClient
-	scripts Scripts
-	opts    Options
+	client redis.UniversalClient
+	opts   Options
 
 	renewals atomic.Int64 // successful watchdog renewals, for tests
 }
 
 var _ Locker = (*Reentrant)(nil)
 
-// NewReentrant returns the re-entrant locker; scripts needs ReentrantLock,
-// ReentrantUnlock and ReentrantRenew.
-func NewReentrant(client redis.UniversalClient, scripts Scripts, opts ...Option) (*Reentrant, error) {
+// NewReentrant returns the re-entrant locker (lua/reentrant_lock.lua,
+// lua/reentrant_unlock.lua, lua/reentrant_renew.lua).
+func NewReentrant(client redis.UniversalClient, opts ...Option) (*Reentrant, error) {
 	o := NewOptions(opts...)
 	if err := o.Validate(); err != nil {
 		return nil, err
@@ -56,10 +57,7 @@ func NewReentrant(client redis.UniversalClient, scripts Scripts, opts ...Option)
 	if client == nil {
 		return nil, errors.New("lock: reentrant: nil Redis client")
 	}
-	if scripts.ReentrantLock == nil || scripts.ReentrantUnlock == nil || scripts.ReentrantRenew == nil {
-		return nil, errors.New("lock: reentrant: Scripts.ReentrantLock, ReentrantUnlock and ReentrantRenew are required")
-	}
-	return &Reentrant{client: client, scripts: scripts, opts: o}, nil
+	return &Reentrant{client: client, opts: o}, nil
 }
 
 // Name returns "reentrant".
@@ -107,7 +105,7 @@ func (r *Reentrant) abandon(ctx context.Context, key, owner string) {
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), r.opts.ReleaseTimeout)
 	defer cancel()
 	// Best effort: on failure the lease still frees the key.
-	if err := r.scripts.ReentrantUnlock.Run(rctx, r.client, []string{key},
+	if err := lua.ReentrantUnlock.Run(rctx, r.client, []string{key},
 		owner, r.opts.TTL.Milliseconds(), ReleaseChannel(key), newOwnerToken()).Err(); err != nil {
 		return
 	}
@@ -123,7 +121,7 @@ type grant struct {
 
 // try runs the acquire script once for request req of owner.
 func (r *Reentrant) try(ctx context.Context, key, owner, req string) (grant, error) {
-	res, err := r.scripts.ReentrantLock.Run(ctx, r.client, []string{key, FenceKey(key)},
+	res, err := lua.ReentrantLock.Run(ctx, r.client, []string{key, FenceKey(key)},
 		owner, r.opts.TTL.Milliseconds(), req).Int64Slice()
 	if err != nil {
 		if ctx.Err() != nil {
@@ -232,7 +230,7 @@ func (l *reentrantLock) watchdog(holder context.Context) {
 		case <-ticker.C:
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), min(l.r.opts.ReleaseTimeout, l.r.opts.TTL))
-		n, err := l.r.scripts.ReentrantRenew.Run(ctx, l.r.client, []string{l.key},
+		n, err := lua.ReentrantRenew.Run(ctx, l.r.client, []string{l.key},
 			l.owner, l.r.opts.TTL.Milliseconds()).Int64()
 		cancel()
 		switch {
@@ -258,7 +256,7 @@ func (l *reentrantLock) Release(ctx context.Context) error {
 		l.stopOnce.Do(func() { close(l.stop) })
 		<-l.done
 	}
-	n, err := l.r.scripts.ReentrantUnlock.Run(ctx, l.r.client, []string{l.key},
+	n, err := lua.ReentrantUnlock.Run(ctx, l.r.client, []string{l.key},
 		l.owner, l.r.opts.TTL.Milliseconds(), ReleaseChannel(l.key), l.release).Int64()
 	if err != nil {
 		l.released.Store(false)

@@ -9,12 +9,11 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"seckill/lock"
-	"seckill/lua"
 )
 
 func newReentrant(tb testing.TB, c redis.UniversalClient, opts ...lock.Option) *lock.Reentrant {
 	tb.Helper()
-	r, err := lock.NewReentrant(c, lua.LockScripts(), opts...)
+	r, err := lock.NewReentrant(c, opts...)
 	if err != nil {
 		tb.Fatalf("NewReentrant: %v", err)
 	}

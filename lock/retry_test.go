@@ -32,8 +32,7 @@ func lossyClient(tb testing.TB, addr string) (*faultproxy.Proxy, *redis.Client) 
 	tb.Cleanup(p.Close)
 	direct := redis.NewClient(&redis.Options{Addr: addr})
 	defer direct.Close()
-	s := lua.LockScripts()
-	for _, sc := range []*redis.Script{s.Acquire, s.Unlock, s.ReentrantLock, s.ReentrantUnlock, s.ReentrantRenew} {
+	for _, sc := range []*redis.Script{lua.Acquire, lua.Unlock, lua.ReentrantLock, lua.ReentrantUnlock, lua.ReentrantRenew} {
 		if err := sc.Load(context.Background(), direct).Err(); err != nil {
 			tb.Fatalf("SCRIPT LOAD: %v", err)
 		}
@@ -68,7 +67,7 @@ func fence(tb testing.TB, c redis.UniversalClient, key string) int64 {
 func TestLuaObtainReplyLost(t *testing.T) {
 	c := redisClient(t)
 	p, pc := lossyClient(t, c.Options().Addr)
-	lk := must(t)(lock.NewLua(pc, lua.LockScripts()))
+	lk := must(t)(lock.NewLua(pc))
 	key := testKey(t)
 	ctx := bg(t, 10*time.Second)
 	t.Cleanup(func() { c.Del(context.Background(), key, lock.FenceKey(key)) })
@@ -163,7 +162,7 @@ func TestMultiObtainReplyLost(t *testing.T) {
 	addrs := strings.Split(needEnv(t, "SECKILL_REDLOCK_ADDRS"), ",")
 	p, first := lossyClient(t, strings.TrimSpace(addrs[0]))
 	clients := append([]redis.UniversalClient{first}, redlockClients(t)[1:]...)
-	lk := must(t)(lock.NewMulti(clients, lua.LockScripts()))
+	lk := must(t)(lock.NewMulti(clients))
 	key := testKey(t)
 	ctx := bg(t, 10*time.Second)
 	t.Cleanup(func() {

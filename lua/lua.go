@@ -1,15 +1,17 @@
 // Package lua embeds the project's Redis Lua scripts. Each script opens with
 // a header listing its KEYS, ARGV and return values, and is wrapped once
 // with redis.NewScript, whose Run sends EVALSHA and falls back to EVAL when
-// the server does not have the script cached yet.
+// the server does not have the script cached yet. The values a script
+// returns that its callers interpret are named here, beside the script.
+//
+// The package is a leaf: it imports nothing of the project. Package lock
+// runs the lock scripts, package repository the async seckill scripts.
 package lua
 
 import (
 	_ "embed"
 
 	"github.com/redis/go-redis/v9"
-
-	"seckill/lock"
 )
 
 var (
@@ -67,15 +69,3 @@ var (
 	// returns their ids.
 	Touch = redis.NewScript(touchSrc)
 )
-
-// LockScripts returns the scripts the Redis lock backends need, for
-// lock.Deps.Scripts or the backends' constructors.
-func LockScripts() lock.Scripts {
-	return lock.Scripts{
-		Acquire:         Acquire,
-		Unlock:          Unlock,
-		ReentrantLock:   ReentrantLock,
-		ReentrantUnlock: ReentrantUnlock,
-		ReentrantRenew:  ReentrantRenew,
-	}
-}

@@ -45,9 +45,9 @@ func TestHeaders(t *testing.T) {
 	}
 }
 
-// TestLockScriptsLoad: every script compiles (SCRIPT LOAD) and LockScripts
-// fills every field.
-func TestLockScriptsLoad(t *testing.T) {
+// TestScriptsLoad: every script compiles (SCRIPT LOAD) under the hash its
+// redis.Script value sends.
+func TestScriptsLoad(t *testing.T) {
 	srv := miniredis.RunT(t)
 	c := redis.NewClient(&redis.Options{Addr: srv.Addr()})
 	defer func() {
@@ -55,14 +55,15 @@ func TestLockScriptsLoad(t *testing.T) {
 			t.Errorf("close: %v", err)
 		}
 	}()
-	s := lua.LockScripts()
 	scripts := map[string]*redis.Script{
-		"Acquire": s.Acquire, "Unlock": s.Unlock, "ReentrantLock": s.ReentrantLock,
-		"ReentrantUnlock": s.ReentrantUnlock, "ReentrantRenew": s.ReentrantRenew,
+		"Acquire": lua.Acquire, "Unlock": lua.Unlock, "ReentrantLock": lua.ReentrantLock,
+		"ReentrantUnlock": lua.ReentrantUnlock, "ReentrantRenew": lua.ReentrantRenew,
+		"Seckill": lua.Seckill, "SeckillSettle": lua.SeckillSettle,
+		"DeadLetter": lua.DeadLetter, "Touch": lua.Touch,
 	}
 	for name, sc := range scripts {
 		if sc == nil {
-			t.Errorf("LockScripts().%s is nil", name)
+			t.Errorf("lua.%s is nil", name)
 			continue
 		}
 		sha, err := sc.Load(context.Background(), c).Result()
