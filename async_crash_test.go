@@ -107,13 +107,6 @@ func startInstance(t *testing.T, bin, name string, env map[string]string) *insta
 	}
 }
 
-func tail(b []byte, n int) []byte {
-	if len(b) > n {
-		return b[len(b)-n:]
-	}
-	return b
-}
-
 // handler forwards the test helpers' requests to the process.
 func (in *instance) handler() http.Handler { return httputil.NewSingleHostReverseProxy(in.url) }
 

@@ -5,18 +5,15 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"log/slog"
 	"net/http"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/alicebob/miniredis/v2"
 	"github.com/redis/go-redis/v9"
 
-	"seckill/config"
 	"seckill/model"
 	"seckill/repository"
 )
@@ -24,132 +21,6 @@ import (
 // Integration tests of async mode (SECKILL_ORDER_MODE=async) on the real
 // MariaDB and Redis; the Redis-loss test uses an in-process miniredis so
 // that flushing it touches nobody else's keys.
-
-// auditResult is the audit endpoint's data.
-type auditResult struct {
-	InitialStock int    `json:"initialStock"`
-	Stock        int    `json:"stock"`
-	Orders       int64  `json:"orders"`
-	Distinct     int64  `json:"distinctUsers"`
-	DupRejs      int64  `json:"duplicateRejections"`
-	Oversold     bool   `json:"oversold"`
-	Consistent   bool   `json:"consistent"`
-	RedisStock   *int64 `json:"redisStock"`
-	Pending      *int64 `json:"pending"`
-}
-
-func audit(t *testing.T, h http.Handler, vid int64) auditResult {
-	t.Helper()
-	admin, err := devTokens().Issue(1, "admin")
-	if err != nil {
-		t.Fatal(err)
-	}
-	r := call(t, h, http.MethodGet, fmt.Sprintf("/admin/vouchers/%d/audit", vid), admin, nil)
-	if r.Status != http.StatusOK {
-		t.Fatalf("audit: got %d %s, want 200", r.Status, r.Body.Code)
-	}
-	var a auditResult
-	if err := json.Unmarshal(r.Body.Data, &a); err != nil {
-		t.Fatalf("audit: %v (%s)", err, r.Body.Data)
-	}
-	if a.RedisStock == nil || a.Pending == nil {
-		t.Fatalf("audit in async mode: got %s, want redisStock and pending", r.Body.Data)
-	}
-	return a
-}
-
-// waitDrained polls the audit until no order of the voucher is pending and
-// the database holds want orders, and returns the drained audit and how
-// long it took.
-func waitDrained(t *testing.T, h http.Handler, vid int64, want int64) (auditResult, time.Duration) {
-	t.Helper()
-	start := time.Now()
-	deadline := start.Add(60 * time.Second)
-	for {
-		a := audit(t, h, vid)
-		if *a.Pending == 0 && a.Orders == want {
-			return a, time.Since(start)
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("not drained after 60s: %+v, pending %d, want %d orders", a, *a.Pending, want)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-}
-
-// checkInvariant5 asserts invariant 5 from a drained audit and the buyers
-// set.
-func checkInvariant5(t *testing.T, rdb redis.UniversalClient, vid int64, a auditResult) {
-	t.Helper()
-	if got := *a.RedisStock + a.Orders + *a.Pending; got != int64(a.InitialStock) {
-		t.Errorf("invariant 5: redis stock %d + orders %d + pending %d = %d, want initial %d",
-			*a.RedisStock, a.Orders, *a.Pending, got, a.InitialStock)
-	}
-	buyers, err := rdb.SCard(context.Background(), repository.BuyersKey(vid)).Result()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if buyers != a.Orders+*a.Pending {
-		t.Errorf("invariant 5: buyers set has %d members, want orders %d + pending %d", buyers, a.Orders, *a.Pending)
-	}
-}
-
-// asyncApp is testApp in async mode with the app's log kept and shown when
-// the test fails.
-func asyncApp(t *testing.T, env map[string]string) *app {
-	t.Helper()
-	dsn, redisAddr := integrationEnv(t)
-	vars := map[string]string{
-		"SECKILL_MYSQL_DSN": dsn, "SECKILL_REDIS_ADDR": redisAddr, "SECKILL_HTTP_ADDR": "127.0.0.1:0",
-		"SECKILL_ORDER_MODE": "async", "SECKILL_LOCK_MODE": "lua",
-		"SECKILL_ENV": "development", // real backends default to production
-	}
-	for k, v := range env {
-		vars[k] = v
-	}
-	cfg, err := config.Load(func(k string) string { return vars[k] })
-	if err != nil {
-		t.Fatalf("config: %v", err)
-	}
-	buf := &syncBuffer{}
-	log := slog.New(slog.NewTextHandler(buf, &slog.HandlerOptions{Level: slog.LevelInfo}))
-	a, err := newApp(context.Background(), cfg, log)
-	if err != nil {
-		t.Fatalf("newApp: %v", err)
-	}
-	t.Cleanup(func() {
-		a.Close(log)
-		if t.Failed() {
-			t.Logf("app log (last 8 KiB):\n%s", tail(buf.Bytes(), 8192))
-		}
-	})
-	return a
-}
-
-// syncBuffer is a bytes.Buffer safe for concurrent writers.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) Bytes() []byte {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return bytes.Clone(s.b.Bytes())
-}
-
-func testRedis(t *testing.T, addr string) *redis.Client {
-	t.Helper()
-	c := repository.NewRedisClient(addr)
-	t.Cleanup(func() { c.Close() })
-	return c
-}
 
 // TestAsyncConcurrentSeckill is the concurrency test in async mode: 250
 // users, 4 requests each at once, 100 units; after the stream drains all

@@ -119,18 +119,6 @@ func (p *proxy) close() {
 	p.ln.Close()
 }
 
-func stockOf(t *testing.T, vid int64) (stock, orders int) {
-	t.Helper()
-	db := openTestDB(t)
-	if err := db.QueryRow("SELECT stock FROM tb_seckill_voucher WHERE voucher_id = ?", vid).Scan(&stock); err != nil {
-		t.Fatal(err)
-	}
-	if err := db.QueryRow("SELECT COUNT(*) FROM tb_voucher_order WHERE voucher_id = ?", vid).Scan(&orders); err != nil {
-		t.Fatal(err)
-	}
-	return stock, orders
-}
-
 // TestDependencyFailures: with Redis or the database gone or hung, a buy
 // gets 503 UNAVAILABLE within the request deadline, never a 500, and no
 // stock is taken without an order.

@@ -14,10 +14,6 @@ import (
 	"seckill/config"
 )
 
-func envOf(vars map[string]string) func(string) string {
-	return func(k string) string { return vars[k] }
-}
-
 // TestRunRefusesBadConfig: a bad setting stops the process at start with an
 // error naming the variable.
 func TestRunRefusesBadConfig(t *testing.T) {

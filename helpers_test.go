@@ -1,0 +1,427 @@
+package main
+
+// Helpers shared by the root package's end-to-end tests: the wired apps on
+// the real backends, requests through the API, storms of buyers and the
+// invariants of docs/contract.md.
+
+import (
+	"bytes"
+	"context"
+	"database/sql"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"math/rand/v2"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	_ "github.com/go-sql-driver/mysql"
+	"github.com/redis/go-redis/v9"
+
+	"seckill/auth"
+	"seckill/config"
+	"seckill/repository"
+)
+
+// integrationEnv returns the real MySQL DSN and Redis address, skipping the
+// test when they are not set (failing instead when CI=true).
+func integrationEnv(t *testing.T) (dsn, redisAddr string) {
+	t.Helper()
+	dsn, redisAddr = os.Getenv("SECKILL_MYSQL_DSN"), os.Getenv("SECKILL_REDIS_ADDR")
+	if dsn == "" || redisAddr == "" {
+		if os.Getenv("CI") == "true" {
+			t.Fatal("SECKILL_MYSQL_DSN and SECKILL_REDIS_ADDR must be set in CI")
+		}
+		t.Skip("SECKILL_MYSQL_DSN / SECKILL_REDIS_ADDR not set: source .ci/env.sh to run against real MariaDB and Redis")
+	}
+	return dsn, redisAddr
+}
+
+// testApp starts a wired app on the real backends with the given lock mode.
+func testApp(t *testing.T, env map[string]string) *app {
+	t.Helper()
+	dsn, redisAddr := integrationEnv(t)
+	vars := map[string]string{
+		"SECKILL_MYSQL_DSN":     dsn,
+		"SECKILL_REDIS_ADDR":    redisAddr,
+		"SECKILL_REDLOCK_ADDRS": os.Getenv("SECKILL_REDLOCK_ADDRS"),
+		"SECKILL_ZK_ADDRS":      os.Getenv("SECKILL_ZK_ADDRS"),
+		"SECKILL_HTTP_ADDR":     "127.0.0.1:0",
+		// Real backends default to production: the tests sign with the
+		// public development secret and use the development delays.
+		"SECKILL_ENV": "development",
+	}
+	for k, v := range env {
+		vars[k] = v
+	}
+	cfg, err := config.Load(func(k string) string { return vars[k] })
+	if err != nil {
+		t.Fatalf("config: %v", err)
+	}
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	a, err := newApp(context.Background(), cfg, log)
+	if err != nil {
+		t.Fatalf("newApp: %v", err)
+	}
+	t.Cleanup(func() { a.Close(log) })
+	return a
+}
+
+// asyncApp is testApp in async mode with the app's log kept and shown when
+// the test fails.
+func asyncApp(t *testing.T, env map[string]string) *app {
+	t.Helper()
+	dsn, redisAddr := integrationEnv(t)
+	vars := map[string]string{
+		"SECKILL_MYSQL_DSN": dsn, "SECKILL_REDIS_ADDR": redisAddr, "SECKILL_HTTP_ADDR": "127.0.0.1:0",
+		"SECKILL_ORDER_MODE": "async", "SECKILL_LOCK_MODE": "lua",
+		"SECKILL_ENV": "development", // real backends default to production
+	}
+	for k, v := range env {
+		vars[k] = v
+	}
+	cfg, err := config.Load(func(k string) string { return vars[k] })
+	if err != nil {
+		t.Fatalf("config: %v", err)
+	}
+	buf := &syncBuffer{}
+	log := slog.New(slog.NewTextHandler(buf, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	a, err := newApp(context.Background(), cfg, log)
+	if err != nil {
+		t.Fatalf("newApp: %v", err)
+	}
+	t.Cleanup(func() {
+		a.Close(log)
+		if t.Failed() {
+			t.Logf("app log (last 8 KiB):\n%s", tail(buf.Bytes(), 8192))
+		}
+	})
+	return a
+}
+
+// syncBuffer is a bytes.Buffer safe for concurrent writers.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) Bytes() []byte {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return bytes.Clone(s.b.Bytes())
+}
+
+func tail(b []byte, n int) []byte {
+	if len(b) > n {
+		return b[len(b)-n:]
+	}
+	return b
+}
+
+func envOf(vars map[string]string) func(string) string {
+	return func(k string) string { return vars[k] }
+}
+
+func testRedis(t *testing.T, addr string) *redis.Client {
+	t.Helper()
+	c := repository.NewRedisClient(addr)
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
+func openTestDB(t *testing.T) *sql.DB {
+	t.Helper()
+	dsn, _ := integrationEnv(t)
+	db, err := sql.Open("mysql", dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	return db
+}
+
+type apiResult struct {
+	Status int
+	Body   struct {
+		Success  bool            `json:"success"`
+		Code     string          `json:"code"`
+		ErrorMsg string          `json:"errorMsg"`
+		Data     json.RawMessage `json:"data"`
+	}
+}
+
+func call(t *testing.T, h http.Handler, method, path, token string, body any) apiResult {
+	t.Helper()
+	var rd io.Reader
+	if body != nil {
+		b, err := json.Marshal(body)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rd = bytes.NewReader(b)
+	}
+	req := httptest.NewRequest(method, path, rd)
+	if token != "" {
+		req.Header.Set("authorization", "Bearer "+token)
+	}
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, req)
+	var r apiResult
+	r.Status = rec.Code
+	if err := json.Unmarshal(rec.Body.Bytes(), &r.Body); err != nil {
+		t.Errorf("%s %s: body %q is not an envelope: %v", method, path, rec.Body.String(), err)
+	}
+	return r
+}
+
+func devTokens() *auth.Tokens { return auth.NewTokens(config.DevJWTSecret, time.Hour) }
+
+func publishVoucher(t *testing.T, h http.Handler, stock int) int64 {
+	t.Helper()
+	admin, err := devTokens().Issue(1, "admin")
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := call(t, h, http.MethodPost, "/voucher/seckill", admin, map[string]any{
+		"shopId": 1, "title": "e2e", "payValue": 100, "actualValue": 200, "type": 1, "stock": stock,
+		"beginTime": time.Now().Add(-time.Minute).Format(time.RFC3339),
+		"endTime":   time.Now().Add(time.Hour).Format(time.RFC3339),
+	})
+	if r.Status != http.StatusOK {
+		t.Fatalf("publish: got status %d code %s, want 200", r.Status, r.Body.Code)
+	}
+	id, err := strconv.ParseInt(string(r.Body.Data), 10, 64)
+	if err != nil {
+		t.Fatalf("publish: data %s is not a number", r.Body.Data)
+	}
+	return id
+}
+
+// auditResult is the audit endpoint's data.
+type auditResult struct {
+	InitialStock int    `json:"initialStock"`
+	Stock        int    `json:"stock"`
+	Orders       int64  `json:"orders"`
+	Distinct     int64  `json:"distinctUsers"`
+	DupRejs      int64  `json:"duplicateRejections"`
+	Oversold     bool   `json:"oversold"`
+	Consistent   bool   `json:"consistent"`
+	RedisStock   *int64 `json:"redisStock"`
+	Pending      *int64 `json:"pending"`
+}
+
+func audit(t *testing.T, h http.Handler, vid int64) auditResult {
+	t.Helper()
+	admin, err := devTokens().Issue(1, "admin")
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := call(t, h, http.MethodGet, fmt.Sprintf("/admin/vouchers/%d/audit", vid), admin, nil)
+	if r.Status != http.StatusOK {
+		t.Fatalf("audit: got %d %s, want 200", r.Status, r.Body.Code)
+	}
+	var a auditResult
+	if err := json.Unmarshal(r.Body.Data, &a); err != nil {
+		t.Fatalf("audit: %v (%s)", err, r.Body.Data)
+	}
+	if a.RedisStock == nil || a.Pending == nil {
+		t.Fatalf("audit in async mode: got %s, want redisStock and pending", r.Body.Data)
+	}
+	return a
+}
+
+// counterValue reads a counter from the app's /metrics.
+func counterValue(t *testing.T, a *app, name string) float64 {
+	t.Helper()
+	mfs, err := a.Metrics.Registry.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() == name {
+			var sum float64
+			for _, m := range mf.GetMetric() {
+				sum += m.GetCounter().GetValue()
+			}
+			return sum
+		}
+	}
+	t.Fatalf("metric %s not found", name)
+	return 0
+}
+
+func randomBase() int64 { return 1_000_000 + rand.Int64N(1<<40) }
+
+// stormResult is what the concurrent buyers saw.
+type stormResult struct {
+	byCode   map[string]int
+	orderIDs map[int64]int64 // order id -> user id, from 200 responses
+}
+
+// storm sends dup concurrent buy requests for each of users users (ids from
+// base+1), spreading them over the handlers (instances) round robin.
+func storm(t *testing.T, handlers []http.Handler, voucherID int64, base int64, users, dup int) stormResult {
+	t.Helper()
+	tok := devTokens()
+	tokens := make([]string, users)
+	for i := range tokens {
+		s, err := tok.Issue(base+int64(i)+1, "user")
+		if err != nil {
+			t.Fatal(err)
+		}
+		tokens[i] = s
+	}
+	res := stormResult{byCode: map[string]int{}, orderIDs: map[int64]int64{}}
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	start := make(chan struct{})
+	path := fmt.Sprintf("/voucher-order/seckill/%d", voucherID)
+	n := 0
+	for u := 0; u < users; u++ {
+		for d := 0; d < dup; d++ {
+			h := handlers[n%len(handlers)]
+			n++
+			wg.Add(1)
+			go func(u int) {
+				defer wg.Done()
+				<-start
+				r := call(t, h, http.MethodPost, path, tokens[u], nil)
+				mu.Lock()
+				defer mu.Unlock()
+				if r.Status == http.StatusOK {
+					var s string
+					if err := json.Unmarshal(r.Body.Data, &s); err != nil {
+						t.Errorf("order id %s is not a JSON string", r.Body.Data)
+						return
+					}
+					id, err := strconv.ParseInt(s, 10, 64)
+					if err != nil {
+						t.Errorf("order id %q is not a number", s)
+						return
+					}
+					res.byCode["OK"]++
+					res.orderIDs[id] = base + int64(u) + 1
+					return
+				}
+				if r.Status != http.StatusConflict {
+					t.Errorf("got status %d code %s, want 200 or 409", r.Status, r.Body.Code)
+				}
+				res.byCode[r.Body.Code]++
+			}(u)
+		}
+	}
+	close(start)
+	wg.Wait()
+	return res
+}
+
+// checkInvariants reads the database and asserts invariants 1 to 4 of
+// docs/contract.md for the voucher, given what the clients saw.
+func checkInvariants(t *testing.T, db *sql.DB, voucherID int64, seen stormResult) (orders int) {
+	t.Helper()
+	var initial, stock int
+	if err := db.QueryRow("SELECT initial_stock, stock FROM tb_seckill_voucher WHERE voucher_id = ?", voucherID).Scan(&initial, &stock); err != nil {
+		t.Fatal(err)
+	}
+	rows, err := db.Query("SELECT id, user_id FROM tb_voucher_order WHERE voucher_id = ?", voucherID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	inDB := map[int64]int64{}
+	perUser := map[int64]int{}
+	for rows.Next() {
+		var id, user int64
+		if err := rows.Scan(&id, &user); err != nil {
+			t.Fatal(err)
+		}
+		inDB[id] = user
+		perUser[user]++
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	orders = len(inDB)
+	if orders > initial {
+		t.Errorf("invariant 1: got %d orders, want ≤ initial stock %d (oversold)", orders, initial)
+	}
+	if orders != initial-stock {
+		t.Errorf("invariant 2: got %d orders, want initial−stock = %d−%d = %d", orders, initial, stock, initial-stock)
+	}
+	for u, n := range perUser {
+		if n > 1 {
+			t.Errorf("invariant 3: user %d has %d orders, want 1", u, n)
+		}
+	}
+	for id, u := range seen.orderIDs {
+		if got, ok := inDB[id]; !ok || got != u {
+			t.Errorf("invariant 4: 200 announced order %d of user %d, database has user %d (found %v)", id, u, got, ok)
+		}
+	}
+	for id := range inDB {
+		if _, ok := seen.orderIDs[id]; !ok {
+			t.Errorf("invariant 4: order %d in the database was never announced by a 200", id)
+		}
+	}
+	return orders
+}
+
+// waitDrained polls the audit until no order of the voucher is pending and
+// the database holds want orders, and returns the drained audit and how
+// long it took.
+func waitDrained(t *testing.T, h http.Handler, vid int64, want int64) (auditResult, time.Duration) {
+	t.Helper()
+	start := time.Now()
+	deadline := start.Add(60 * time.Second)
+	for {
+		a := audit(t, h, vid)
+		if *a.Pending == 0 && a.Orders == want {
+			return a, time.Since(start)
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("not drained after 60s: %+v, pending %d, want %d orders", a, *a.Pending, want)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// checkInvariant5 asserts invariant 5 from a drained audit and the buyers
+// set.
+func checkInvariant5(t *testing.T, rdb redis.UniversalClient, vid int64, a auditResult) {
+	t.Helper()
+	if got := *a.RedisStock + a.Orders + *a.Pending; got != int64(a.InitialStock) {
+		t.Errorf("invariant 5: redis stock %d + orders %d + pending %d = %d, want initial %d",
+			*a.RedisStock, a.Orders, *a.Pending, got, a.InitialStock)
+	}
+	buyers, err := rdb.SCard(context.Background(), repository.BuyersKey(vid)).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if buyers != a.Orders+*a.Pending {
+		t.Errorf("invariant 5: buyers set has %d members, want orders %d + pending %d", buyers, a.Orders, *a.Pending)
+	}
+}
+
+func stockOf(t *testing.T, vid int64) (stock, orders int) {
+	t.Helper()
+	db := openTestDB(t)
+	if err := db.QueryRow("SELECT stock FROM tb_seckill_voucher WHERE voucher_id = ?", vid).Scan(&stock); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.QueryRow("SELECT COUNT(*) FROM tb_voucher_order WHERE voucher_id = ?", vid).Scan(&orders); err != nil {
+		t.Fatal(err)
+	}
+	return stock, orders
+}
