@@ -54,18 +54,78 @@ var (
 // The async seckill scripts (SECKILL_ORDER_MODE=async).
 var (
 	// Seckill is seckill.lua: the admission of one order (window, buyer,
-	// stock, stream append) in one atomic step; it returns a code 0..7. It
-	// recognises its own order, so a second run admits nothing more.
+	// stock, stream append) in one atomic step; it returns one of the
+	// Seckill* codes below. It recognises its own order, so a second run
+	// admits nothing more.
 	Seckill = redis.NewScript(seckillSrc)
 	// SeckillSettle is seckill_settle.lua: after an admission whose answer
 	// was lost, report it admitted or void the order id so that it never
-	// is.
+	// is: SettleAdmitted or SettleVoid.
 	SeckillSettle = redis.NewScript(seckillSettleSrc)
 	// DeadLetter is deadletter.lua: move a pending order to the dead-letter
-	// stream and give its stock and buyer mark back, exactly once.
+	// stream and give its stock and buyer mark back, exactly once:
+	// DeadLettered, DeadLetterNotPending or DeadLetterUnsafe.
 	DeadLetter = redis.NewScript(deadLetterSrc)
 	// Touch is touch.lua: reset the idle time of the pending entries a
 	// consumer keeps for a retry, only those still pending with it; it
 	// returns their ids.
 	Touch = redis.NewScript(touchSrc)
+)
+
+// The integer codes Seckill (seckill.lua) returns. Nothing changes in Redis
+// unless the code is SeckillOK.
+const (
+	// SeckillOK: admitted (stock decremented, buyer added, order appended
+	// to the stream, order info pending), or admitted already by an
+	// earlier run whose reply was lost.
+	SeckillOK = 0
+	// SeckillSoldOut: no stock left.
+	SeckillSoldOut = 1
+	// SeckillDuplicate: the user already bought the voucher.
+	SeckillDuplicate = 2
+	// SeckillNotStarted: before the voucher's begin time.
+	SeckillNotStarted = 3
+	// SeckillEnded: at or after the voucher's end time.
+	SeckillEnded = 4
+	// SeckillNotLoaded: the voucher hash or the stock key is missing.
+	SeckillNotLoaded = 5
+	// SeckillUnsafe: the voucher's state is not "ok" (Redis lost data, or
+	// a reconciler is at work).
+	SeckillUnsafe = 6
+	// SeckillVoid: the order id was given up (its order-info key is
+	// OrderInfoVoid, or names another order).
+	SeckillVoid = 7
+)
+
+// The verdicts SeckillSettle (seckill_settle.lua) returns.
+const (
+	// SettleAdmitted: the order-info key names this user and voucher: the
+	// admission happened.
+	SettleAdmitted = 0
+	// SettleVoid: not admitted, or not known here; the order id is void
+	// (the key set to OrderInfoVoid when it was missing).
+	SettleVoid = 1
+)
+
+// The results DeadLetter (deadletter.lua) returns.
+const (
+	// DeadLettered: the entry moved to the dead-letter stream, its stock
+	// (and buyer mark, when asked) given back.
+	DeadLettered = 1
+	// DeadLetterNotPending: the entry was no longer pending (another
+	// consumer settled it); nothing changes.
+	DeadLetterNotPending = 0
+	// DeadLetterUnsafe: the voucher's Redis state is missing or not "ok";
+	// nothing changes.
+	DeadLetterUnsafe = -1
+)
+
+// The values of an order-info key (seckill:orderinfo:<orderId>) the
+// scripts write: "<userId>:<voucherId>:<status>" with status
+// OrderInfoPending (seckill.lua) or OrderInfoFailed (deadletter.lua), or
+// OrderInfoVoid alone (seckill_settle.lua).
+const (
+	OrderInfoPending = "pending"
+	OrderInfoFailed  = "failed"
+	OrderInfoVoid    = "void"
 )

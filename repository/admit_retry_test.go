@@ -145,10 +145,10 @@ func TestAdmitCommandLost(t *testing.T) {
 	if err != nil {
 		t.Fatalf("late seckill.lua: %v", err)
 	}
-	if code == admitOK {
+	if code == lua.SeckillOK {
 		t.Errorf("the late command admitted order %d, which Admit had answered with an error", oid)
-	} else if code != admitVoid {
-		t.Errorf("the late command: got code %d, want %d (void)", code, admitVoid)
+	} else if code != lua.SeckillVoid {
+		t.Errorf("the late command: got code %d, want %d (void)", code, lua.SeckillVoid)
 	}
 	if _, err := r.a.OrderInfo(ctx, oid); !errors.Is(err, model.ErrOrderNotFound) {
 		t.Errorf("OrderInfo of the void order: got %v, want ErrOrderNotFound", err)
@@ -180,8 +180,8 @@ func TestAdmitReplyLostAfterWrite(t *testing.T) {
 		t.Errorf("Admit: got %v, want ErrUnavailable (the service asks the database)", err)
 	}
 	r.admissions(t, 1)
-	if v := r.direct.Get(ctx, OrderInfoKey(oid)).Val(); v != orderVoid {
-		t.Errorf("order info: got %q, want %q", v, orderVoid)
+	if v := r.direct.Get(ctx, OrderInfoKey(oid)).Val(); v != lua.OrderInfoVoid {
+		t.Errorf("order info: got %q, want %q", v, lua.OrderInfoVoid)
 	}
 }
 

@@ -58,28 +58,6 @@ func NewAdmission(rdb redis.UniversalClient) *Admission {
 	return &Admission{rdb: rdb, stream: StreamKey}
 }
 
-// Codes returned by lua/seckill.lua.
-const (
-	admitOK = iota
-	admitSoldOut
-	admitDuplicate
-	admitNotStarted
-	admitEnded
-	admitNotLoaded
-	admitUnsafe
-	admitVoid
-)
-
-// Verdicts of lua/seckill_settle.lua.
-const (
-	settleAdmitted = 0
-	settleVoid     = 1
-)
-
-// orderVoid is the order-info value of an order id given up by
-// seckill_settle.lua.
-const orderVoid = "void"
-
 // VoidTTL is how long a void order id stays refused: far longer than an
 // admission can be in flight.
 const VoidTTL = time.Hour
@@ -117,21 +95,21 @@ func (a *Admission) Admit(ctx context.Context, orderID, userID, voucherID int64,
 		return a.settle(ctx, orderID, userID, voucherID, err)
 	}
 	switch code {
-	case admitOK:
+	case lua.SeckillOK:
 		return nil
-	case admitSoldOut:
+	case lua.SeckillSoldOut:
 		return model.ErrSoldOut
-	case admitDuplicate:
+	case lua.SeckillDuplicate:
 		return model.ErrDuplicateOrder
-	case admitNotStarted:
+	case lua.SeckillNotStarted:
 		return model.ErrSeckillNotStarted
-	case admitEnded:
+	case lua.SeckillEnded:
 		return model.ErrSeckillEnded
-	case admitNotLoaded:
+	case lua.SeckillNotLoaded:
 		return fmt.Errorf("%w: voucher %d: %w", model.ErrUnavailable, voucherID, model.ErrVoucherNotLoaded)
-	case admitUnsafe:
+	case lua.SeckillUnsafe:
 		return fmt.Errorf("%w: voucher %d: %w", model.ErrUnavailable, voucherID, model.ErrVoucherUnsafe)
-	case admitVoid:
+	case lua.SeckillVoid:
 		return fmt.Errorf("%w: order id %d is void", model.ErrUnavailable, orderID)
 	}
 	return fmt.Errorf("seckill.lua: unexpected code %d", code)
@@ -150,9 +128,9 @@ func (a *Admission) settle(ctx context.Context, orderID, userID, voucherID int64
 	case err != nil:
 		return fmt.Errorf("%w: admission of order %d unknown (%w); settling it: %w",
 			model.ErrUnavailable, orderID, cause, err)
-	case v == settleAdmitted:
+	case v == lua.SettleAdmitted:
 		return nil
-	case v == settleVoid:
+	case v == lua.SettleVoid:
 		return fmt.Errorf("%w: admission of order %d unknown (%w): order id void",
 			model.ErrUnavailable, orderID, cause)
 	}
@@ -203,7 +181,7 @@ func (a *Admission) OrderInfo(ctx context.Context, orderID int64) (*model.Vouche
 	if err != nil {
 		return nil, redisErr(err)
 	}
-	if v == orderVoid {
+	if v == lua.OrderInfoVoid {
 		return nil, model.ErrOrderNotFound // given up: never admitted
 	}
 	parts := strings.Split(v, ":")
@@ -216,7 +194,7 @@ func (a *Admission) OrderInfo(ctx context.Context, orderID int64) (*model.Vouche
 		return nil, fmt.Errorf("order info %d: malformed %q: %w", orderID, v, err)
 	}
 	status := model.OrderStatusPending
-	if parts[2] == "failed" {
+	if parts[2] == lua.OrderInfoFailed {
 		status = model.OrderStatusFailed
 	}
 	created := IDTime(orderID)

@@ -223,9 +223,9 @@ func (s *OrderStream) DeadLetter(ctx context.Context, m model.QueuedOrder, reaso
 		return false, redisErr(err)
 	}
 	switch code {
-	case 1:
+	case lua.DeadLettered:
 		return true, nil
-	case 0:
+	case lua.DeadLetterNotPending:
 		return false, nil
 	}
 	return false, fmt.Errorf("%w: dead-letter voucher %d: %w", model.ErrUnavailable, v, model.ErrVoucherUnsafe)
