@@ -14,40 +14,8 @@ import (
 	"seckill/model"
 )
 
-// Redis keys of async mode (README, "Redis keys").
-const (
-	// StreamKey is the order stream; GroupName its consumer group.
-	StreamKey = "stream.orders"
-	GroupName = "g1"
-	// DeadLetterKey is the dead-letter stream.
-	DeadLetterKey = "stream.orders.dlq"
-	// EpochKey holds the epoch also stored in tb_seckill_meta: equal values
-	// mean Redis still holds what the service put there.
-	EpochKey = "seckill:epoch"
-)
-
-// OrderInfoTTL is how long seckill:orderinfo:<orderId> lives.
-const OrderInfoTTL = 24 * time.Hour
-
-// StockKey is seckill:stock:<voucherId>.
-func StockKey(voucherID int64) string { return "seckill:stock:" + strconv.FormatInt(voucherID, 10) }
-
-// BuyersKey is seckill:order:<voucherId>, the set of buyers.
-func BuyersKey(voucherID int64) string { return "seckill:order:" + strconv.FormatInt(voucherID, 10) }
-
-// VoucherKey is seckill:voucher:<voucherId>, the hash {begin, end, initial,
-// state}.
-func VoucherKey(voucherID int64) string {
-	return "seckill:voucher:" + strconv.FormatInt(voucherID, 10)
-}
-
-// OrderInfoKey is seckill:orderinfo:<orderId>.
-func OrderInfoKey(orderID int64) string {
-	return "seckill:orderinfo:" + strconv.FormatInt(orderID, 10)
-}
-
 // Admission runs the async admission script and keeps each voucher's Redis
-// state (stock, buyers, voucher hash) and the epoch.
+// state (stock, buyers, voucher hash) and the epoch (keys.go names the keys).
 type Admission struct {
 	rdb    redis.UniversalClient
 	stream string // StreamKey; tests use a stream of their own
@@ -57,10 +25,6 @@ type Admission struct {
 func NewAdmission(rdb redis.UniversalClient) *Admission {
 	return &Admission{rdb: rdb, stream: StreamKey}
 }
-
-// VoidTTL is how long a void order id stays refused: far longer than an
-// admission can be in flight.
-const VoidTTL = time.Hour
 
 // settleTimeout bounds the settlement of an admission whose answer was
 // lost. It runs on a context detached from the request's, whose end may be
@@ -309,10 +273,6 @@ func loadVoucher(ctx context.Context, p redis.Pipeliner, sv *model.SeckillVouche
 		p.ExpireAt(ctx, k, expire)
 	}
 }
-
-// VoucherStateGrace is how long after its end a voucher's Redis state
-// (stock, buyers, voucher hash) is kept.
-const VoucherStateGrace = 7 * 24 * time.Hour
 
 // Epoch returns the epoch stored in Redis ("" when none).
 func (a *Admission) Epoch(ctx context.Context) (string, error) {

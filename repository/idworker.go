@@ -41,11 +41,11 @@ func NewIDWorker(rdb redis.UniversalClient, block int64, now func() time.Time) *
 // NextID returns a new order id.
 func (w *IDWorker) NextID(ctx context.Context) (int64, error) {
 	now := w.now().UTC()
-	day := now.Format("2006:01:02")
+	day := idDay(now)
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if day != w.day || w.next >= w.end {
-		end, err := w.rdb.IncrBy(ctx, "icr:order:"+day, w.block).Result()
+		end, err := w.rdb.IncrBy(ctx, idSequenceKey(day), w.block).Result()
 		if err != nil {
 			return 0, redisErr(err)
 		}
@@ -105,7 +105,7 @@ func (s *IDSequence) Resync(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("id sequence: %w", translate(err))
 	}
-	key := "icr:order:" + now.Format("2006:01:02")
+	key := idSequenceKey(idDay(now))
 	// Half the 32-bit space at most: an id that did not come from the
 	// worker (a row written by hand) must not exhaust the day.
 	want := min(maxSeq+resyncMargin, resyncCap)

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"net"
-	"strconv"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -81,13 +80,13 @@ func NewCodes(rdb redis.UniversalClient) *Codes { return &Codes{rdb: rdb} }
 
 // SaveCode stores code for phone for ttl.
 func (c *Codes) SaveCode(ctx context.Context, phone, code string, ttl time.Duration) error {
-	return redisErr(c.rdb.Set(ctx, "login:code:"+phone, code, ttl).Err())
+	return redisErr(c.rdb.Set(ctx, loginCodeKey(phone), code, ttl).Err())
 }
 
 // TakeCode returns and deletes the code of phone ("" when none), so a code
 // logs in once.
 func (c *Codes) TakeCode(ctx context.Context, phone string) (string, error) {
-	v, err := c.rdb.GetDel(ctx, "login:code:"+phone).Result()
+	v, err := c.rdb.GetDel(ctx, loginCodeKey(phone)).Result()
 	if errors.Is(err, redis.Nil) {
 		return "", nil
 	}
@@ -100,8 +99,6 @@ type Rejections struct{ rdb redis.UniversalClient }
 
 // NewRejections returns the counter.
 func NewRejections(rdb redis.UniversalClient) *Rejections { return &Rejections{rdb: rdb} }
-
-func duprejKey(voucherID int64) string { return "seckill:duprej:" + strconv.FormatInt(voucherID, 10) }
 
 // IncrDuplicateRejections adds one rejection.
 func (r *Rejections) IncrDuplicateRejections(ctx context.Context, voucherID int64) error {

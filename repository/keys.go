@@ -1,0 +1,71 @@
+package repository
+
+import (
+	"strconv"
+	"time"
+)
+
+// Every Redis key this package reads or writes, and every TTL it gives
+// them, in one place (README, "Redis keys"). The Lua scripts of seckill/lua
+// receive their keys from here as KEYS; the lock keys (lock:order:<userId>,
+// the reconciler's lock, their fencing counters) belong to package service
+// and package lock. Scripts outside Go (loadtest/run.sh, bench/run.sh)
+// spell some of these keys again.
+
+// The async-mode streams and the epoch.
+const (
+	// StreamKey is the order stream; GroupName its consumer group.
+	StreamKey = "stream.orders"
+	GroupName = "g1"
+	// DeadLetterKey is the dead-letter stream.
+	DeadLetterKey = "stream.orders.dlq"
+	// EpochKey holds the epoch also stored in tb_seckill_meta: equal values
+	// mean Redis still holds what the service put there.
+	EpochKey = "seckill:epoch"
+)
+
+// StockKey is seckill:stock:<voucherId>.
+func StockKey(voucherID int64) string { return "seckill:stock:" + strconv.FormatInt(voucherID, 10) }
+
+// BuyersKey is seckill:order:<voucherId>, the set of buyers.
+func BuyersKey(voucherID int64) string { return "seckill:order:" + strconv.FormatInt(voucherID, 10) }
+
+// VoucherKey is seckill:voucher:<voucherId>, the hash {begin, end, initial,
+// state}.
+func VoucherKey(voucherID int64) string {
+	return "seckill:voucher:" + strconv.FormatInt(voucherID, 10)
+}
+
+// OrderInfoKey is seckill:orderinfo:<orderId>.
+func OrderInfoKey(orderID int64) string {
+	return "seckill:orderinfo:" + strconv.FormatInt(orderID, 10)
+}
+
+// duprejKey is seckill:duprej:<voucherId>, the count of unique-key
+// rejections of the voucher.
+func duprejKey(voucherID int64) string { return "seckill:duprej:" + strconv.FormatInt(voucherID, 10) }
+
+// loginCodeKey is login:code:<phone>, the login code sent to phone.
+func loginCodeKey(phone string) string { return "login:code:" + phone }
+
+// idDay is the day of t (UTC) as the ID worker's sequence key spells it:
+// yyyy:MM:dd.
+func idDay(t time.Time) string { return t.UTC().Format("2006:01:02") }
+
+// idSequenceKey is icr:order:<yyyy:MM:dd>, the ID worker's sequence of day
+// (an idDay).
+func idSequenceKey(day string) string { return "icr:order:" + day }
+
+// The TTLs of the keys above. Keys not listed here never expire (stream,
+// dead-letter stream, epoch, duprej counters, ID sequences); the login
+// code's TTL is the caller's (SaveCode).
+const (
+	// OrderInfoTTL is how long seckill:orderinfo:<orderId> lives.
+	OrderInfoTTL = 24 * time.Hour
+	// VoidTTL is how long a void order id stays refused: far longer than
+	// an admission can be in flight.
+	VoidTTL = time.Hour
+	// VoucherStateGrace is how long after its end a voucher's Redis state
+	// (stock, buyers, voucher hash) is kept.
+	VoucherStateGrace = 7 * 24 * time.Hour
+)
