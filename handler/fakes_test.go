@@ -20,7 +20,9 @@ import (
 	"seckill/service"
 )
 
-// In-memory stores behind the real service structs, and a fake Seckiller.
+// In-memory stores behind the real user and voucher services (the routes'
+// Users and Vouchers), whose rules the tests assert through the routes, and
+// a fake Seckiller.
 
 type memUsers struct {
 	mu   sync.Mutex
@@ -84,7 +86,6 @@ type memVouchers struct {
 	vouchers map[int64]model.Voucher
 	seckill  map[int64]model.SeckillVoucher
 	next     int64
-	err      error // returned by every call when set
 }
 
 func newMemVouchers() *memVouchers {
@@ -94,9 +95,6 @@ func newMemVouchers() *memVouchers {
 func (m *memVouchers) CreateSeckill(_ context.Context, v *model.Voucher, sv *model.SeckillVoucher) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if m.err != nil {
-		return m.err
-	}
 	m.next++
 	v.ID, sv.VoucherID = m.next, m.next
 	m.vouchers[v.ID], m.seckill[v.ID] = *v, *sv
@@ -106,9 +104,6 @@ func (m *memVouchers) CreateSeckill(_ context.Context, v *model.Voucher, sv *mod
 func (m *memVouchers) ListByShop(_ context.Context, shopID int64) ([]model.SeckillVoucherInfo, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if m.err != nil {
-		return nil, m.err
-	}
 	var out []model.SeckillVoucherInfo
 	for id, v := range m.vouchers {
 		if v.ShopID == shopID {
@@ -122,9 +117,6 @@ func (m *memVouchers) ListByShop(_ context.Context, shopID int64) ([]model.Secki
 func (m *memVouchers) GetSeckill(_ context.Context, id int64) (*model.SeckillVoucher, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if m.err != nil {
-		return nil, m.err
-	}
 	sv, ok := m.seckill[id]
 	if !ok {
 		return nil, model.ErrVoucherNotFound

@@ -23,8 +23,8 @@ import (
 
 // Deps are what the routes need.
 type Deps struct {
-	Users    *service.Users
-	Vouchers *service.Vouchers
+	Users    Users
+	Vouchers Vouchers
 	Seckill  Seckiller
 	Tokens   *auth.Tokens
 	Metrics  *metrics.Metrics
@@ -40,6 +40,20 @@ type Deps struct {
 	RateLimit int
 	// Location reads zone-less times of the voucher body (time.Local).
 	Location *time.Location
+}
+
+// Users is the login flow as the routes see it (*service.Users).
+type Users interface {
+	// SendCode returns the code sent to phone, "" for one that gets none.
+	SendCode(ctx context.Context, phone string) (string, error)
+	Login(ctx context.Context, phone, code string) (token string, err error)
+	Me(ctx context.Context, userID int64) (*model.User, error)
+}
+
+// Vouchers is the voucher service as the routes see it (*service.Vouchers).
+type Vouchers interface {
+	Publish(ctx context.Context, in service.PublishInput) (int64, error)
+	List(ctx context.Context, shopID int64) ([]model.SeckillVoucherInfo, error)
 }
 
 // Seckiller is the seckill service as the routes see it (sync or async).
