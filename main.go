@@ -234,16 +234,15 @@ func newAsync(d *deps, cfg config.Config, log *slog.Logger, locker lock.Locker, 
 	if err != nil {
 		return nil, err
 	}
-	acfg := service.AsyncConfig{
+	ccfg := service.ConsumerConfig{
 		Consumers:     cfg.ConsumerCount(),
 		ClaimIdle:     cfg.ClaimIdleOrDefault(),
 		ConsumerDelay: cfg.ConsumerDelay,
-		TrustFacts:    d.EmbeddedRedis,
 	}
 	if cfg.LockMode == "mysql" {
 		// Each held named lock pins a pooled connection: keep a batch's
 		// locks well below the pool (64) so the transaction gets one.
-		acfg.Batch = max(1, 32/acfg.Consumers)
+		ccfg.Batch = max(1, 32/ccfg.Consumers)
 	}
 	ids := repository.NewIDWorker(d.Redis, asyncIDBlock, time.Now)
 	var obs service.Observer
@@ -251,15 +250,24 @@ func newAsync(d *deps, cfg config.Config, log *slog.Logger, locker lock.Locker, 
 	if m != nil {
 		obs, cobs = m, m
 	}
-	return service.NewAsyncSeckill(service.AsyncDeps{
-		Vouchers: repository.NewVouchers(d.DB), Orders: repository.NewOrders(d.DB),
-		IDs: ids, Sequence: repository.NewIDSequence(d.Redis, d.DB, time.Now, ids),
-		Redis: repository.NewAdmission(d.Redis), Queue: repository.NewOrderStream(d.Redis),
-		Meta:   repository.NewMeta(d.DB),
-		Locker: locker, ReconcileLock: reconcileLock,
-		Rejects:  repository.NewRejections(d.Redis),
-		Observer: obs, Consumer: cobs, Now: time.Now, Log: log,
-	}, acfg), nil
+	vouchers, orders := repository.NewVouchers(d.DB), repository.NewOrders(d.DB)
+	admission, queue := repository.NewAdmission(d.Redis), repository.NewOrderStream(d.Redis)
+	rejects := repository.NewRejections(d.Redis)
+	return &service.AsyncSeckill{
+		AsyncAdmission: service.NewAsyncAdmission(service.AdmissionDeps{
+			Vouchers: vouchers, Orders: orders, IDs: ids, Redis: admission, Queue: queue,
+			Rejects: rejects, Now: time.Now, Log: log,
+		}),
+		ConsumerGroup: service.NewConsumerGroup(service.ConsumerDeps{
+			Queue: queue, Orders: orders, Locker: locker, Rejects: rejects,
+			Observer: obs, Metrics: cobs, Now: time.Now, Log: log,
+		}, ccfg),
+		Reconciler: service.NewReconciler(service.ReconcilerDeps{
+			Vouchers: vouchers, Orders: orders, Redis: admission, Queue: queue,
+			Meta: repository.NewMeta(d.DB), Sequence: repository.NewIDSequence(d.Redis, d.DB, time.Now, ids),
+			Lock: reconcileLock, Now: time.Now, Log: log, TrustFacts: d.EmbeddedRedis,
+		}),
+	}, nil
 }
 
 // stopWorkers asks the async consumers to finish their batch and waits

@@ -7,115 +7,56 @@ import (
 	"log/slog"
 	"time"
 
-	"seckill/lock"
 	"seckill/model"
 )
 
-// AsyncConfig configures async mode. Zero values mean the defaults given.
-type AsyncConfig struct {
-	// Consumers is the number of stream consumers of this process.
-	// Default 1.
-	Consumers int
-	// ClaimIdle is how long an entry stays pending with a consumer before
-	// another claims it; at least BatchTimeout (StartConsumers refuses a
-	// shorter one). Default 30s.
-	ClaimIdle time.Duration
-	// ConsumerDelay is a development-only pause of each batch between read
-	// and write. Default 0.
-	ConsumerDelay time.Duration
-	// Batch is the most entries a consumer reads and writes at once.
-	// Default 100.
-	Batch int
-	// Block is how long a consumer's read waits for new entries. Default 2s.
-	Block time.Duration
-	// BatchTimeout bounds the handling of one batch (locks, transaction,
-	// acknowledgement); keep it below the lock lease and ClaimIdle.
-	// Default 8s.
-	BatchTimeout time.Duration
-	// MaxAttempts is how many deliveries (consumers that died with the
-	// entry) or failed writes of unknown cause an entry gets before it is
-	// dead-lettered. Default 5.
-	MaxAttempts int
-	// VoucherCacheTTL is how long a voucher's window stays cached. Default 1m.
-	VoucherCacheTTL time.Duration
-	// TrustFacts rebuilds every live voucher from the database's facts at
-	// start instead of checking the epoch: for an embedded Redis, which
-	// starts empty with each process. Default false.
-	TrustFacts bool
-	// ConsumerPrefix starts the consumer names (then -<random>). Default
-	// <hostname>-<pid>.
-	ConsumerPrefix string
+// Async mode (SECKILL_ORDER_MODE=async) in three parts, each with its own
+// collaborators: AsyncAdmission is the request path (one Redis script
+// admits each order and queues it in a stream), ConsumerGroup writes the
+// stream's orders to the database (consumer.go), and Reconciler checks and
+// rebuilds each voucher's Redis state from the facts (reconcile.go).
+
+// AsyncSeckill is async mode wired from its parts; it serves the same
+// Buy/Order/Audit as Seckill (AsyncAdmission), Published (AsyncAdmission),
+// StartConsumers (ConsumerGroup), and Reconcile and Rebuild (Reconciler).
+type AsyncSeckill struct {
+	*AsyncAdmission
+	*ConsumerGroup
+	*Reconciler
 }
 
-func (c *AsyncConfig) defaults() {
-	if c.Consumers <= 0 {
-		c.Consumers = 1
-	}
-	if c.ClaimIdle <= 0 {
-		c.ClaimIdle = 30 * time.Second
-	}
-	if c.Batch <= 0 {
-		c.Batch = 100
-	}
-	if c.Block <= 0 {
-		c.Block = 2 * time.Second
-	}
-	if c.BatchTimeout <= 0 {
-		c.BatchTimeout = 8 * time.Second
-	}
-	if c.MaxAttempts <= 0 {
-		c.MaxAttempts = 5
-	}
-	if c.VoucherCacheTTL <= 0 {
-		c.VoucherCacheTTL = time.Minute
-	}
-}
-
-// AsyncDeps are the collaborators of the async seckill.
-type AsyncDeps struct {
-	Vouchers AsyncVoucherStore
+// AdmissionDeps are the collaborators of the async request path.
+type AdmissionDeps struct {
+	Vouchers VoucherStore
 	Orders   AsyncOrderStore
 	IDs      IDGenerator
-	// Sequence repairs the id sequence when Redis lost its data (optional).
-	Sequence IDSequence
 	Redis    Admitter
 	Queue    OrderQueue
-	Meta     MetaStore
-	// Locker takes the per-user lock lock:order:<userId> around each
-	// consumer write: a second line of defence behind the buyers set.
-	Locker lock.Locker
-	// ReconcileLock serializes start-up reconciliation and rebuilds across
-	// processes; it must wait (lock.WithWait) and outlive a reconciliation.
-	ReconcileLock lock.Locker
-	Rejects       RejectionCounter
-	Observer      Observer         // optional
-	Consumer      ConsumerObserver // optional
-	Now           func() time.Time
-	Log           *slog.Logger
+	Rejects  RejectionCounter
+	Now      func() time.Time
+	Log      *slog.Logger
+	// VoucherCacheTTL is how long a voucher's window stays cached.
+	// Default 1m.
+	VoucherCacheTTL time.Duration
 }
 
-// AsyncSeckill runs the flash sale in async mode: one Redis script admits
-// each order and queues it in a stream; consumers write the orders to the
-// database behind it. It implements the same Buy/Order/Audit as Seckill.
-type AsyncSeckill struct {
-	d     AsyncDeps
-	cfg   AsyncConfig
+// AsyncAdmission is the request path of async mode: it admits orders in
+// Redis (Buy), reads them (Order), audits a voucher (Audit) and loads a
+// voucher just published (Published).
+type AsyncAdmission struct {
+	d     AdmissionDeps
 	cache *voucherCache
 }
 
-// NewAsyncSeckill returns the async seckill service.
-func NewAsyncSeckill(d AsyncDeps, cfg AsyncConfig) *AsyncSeckill {
-	cfg.defaults()
-	if d.Observer == nil {
-		d.Observer = nopObserver{}
-	}
-	if d.Consumer == nil {
-		d.Consumer = nopConsumerObserver{}
-	}
+// NewAsyncAdmission returns the request path of async mode.
+func NewAsyncAdmission(d AdmissionDeps) *AsyncAdmission {
 	if d.Now == nil {
 		d.Now = time.Now
 	}
-	return &AsyncSeckill{d: d, cfg: cfg, cache: newVoucherCache(d.Vouchers, cfg.VoucherCacheTTL, d.Now)}
+	if d.VoucherCacheTTL <= 0 {
+		d.VoucherCacheTTL = time.Minute
+	}
+	return &AsyncAdmission{d: d, cache: newVoucherCache(d.Vouchers, d.VoucherCacheTTL, d.Now)}
 }
 
 // writtenCheckTimeout bounds Buy's database read after an admission whose
@@ -133,7 +74,7 @@ const writtenCheckTimeout = time.Second
 // order in between, which drops its Redis record, so Buy reads the order
 // from the database (on a context detached from the request's) before it
 // answers 503.
-func (s *AsyncSeckill) Buy(ctx context.Context, userID, voucherID int64) (int64, error) {
+func (s *AsyncAdmission) Buy(ctx context.Context, userID, voucherID int64) (int64, error) {
 	if voucherID <= 0 {
 		return 0, model.InvalidArgument("id", "must be a positive number")
 	}
@@ -167,7 +108,7 @@ func (s *AsyncSeckill) Buy(ctx context.Context, userID, voucherID int64) (int64,
 // Order returns the order with id if it belongs to userID: from the
 // database (created) when it is there, else from Redis (pending or failed).
 // Another user's order is model.ErrOrderNotFound, like a missing one.
-func (s *AsyncSeckill) Order(ctx context.Context, userID, orderID int64) (*model.VoucherOrder, error) {
+func (s *AsyncAdmission) Order(ctx context.Context, userID, orderID int64) (*model.VoucherOrder, error) {
 	if orderID <= 0 {
 		return nil, model.InvalidArgument("orderId", "must be a positive number")
 	}
@@ -192,7 +133,7 @@ func (s *AsyncSeckill) Order(ctx context.Context, userID, orderID int64) (*model
 // Audit reads the voucher's state against invariants 1 to 3 and 5: the
 // database's counts, the Redis stock and buyers, and the orders pending in
 // the stream (entries not yet in the database; a full scan of the stream).
-func (s *AsyncSeckill) Audit(ctx context.Context, voucherID int64) (*model.Audit, error) {
+func (s *AsyncAdmission) Audit(ctx context.Context, voucherID int64) (*model.Audit, error) {
 	if voucherID <= 0 {
 		return nil, model.InvalidArgument("id", "must be a positive number")
 	}
@@ -235,7 +176,7 @@ func (s *AsyncSeckill) Audit(ctx context.Context, voucherID int64) (*model.Audit
 
 // pendingOf returns the stream entries of the voucher whose order is not in
 // the database.
-func (s *AsyncSeckill) pendingOf(ctx context.Context, voucherID int64, entries []model.QueuedOrder) ([]model.QueuedOrder, error) {
+func (s *AsyncAdmission) pendingOf(ctx context.Context, voucherID int64, entries []model.QueuedOrder) ([]model.QueuedOrder, error) {
 	var mine []model.QueuedOrder
 	for _, e := range entries {
 		if e.Malformed == "" && !e.Deleted && e.VoucherID == voucherID {
@@ -261,7 +202,7 @@ func (s *AsyncSeckill) pendingOf(ctx context.Context, voucherID int64, entries [
 // Published loads a voucher just published into Redis (stock, window,
 // empty buyers); wire it with Vouchers.OnPublished so that publishing
 // answers only once the voucher can be sold.
-func (s *AsyncSeckill) Published(ctx context.Context, sv *model.SeckillVoucher) error {
+func (s *AsyncAdmission) Published(ctx context.Context, sv *model.SeckillVoucher) error {
 	loaded, err := s.d.Redis.LoadNew(ctx, sv)
 	if err != nil {
 		return fmt.Errorf("load voucher %d into redis: %w", sv.VoucherID, err)

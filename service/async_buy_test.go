@@ -72,10 +72,10 @@ func TestAsyncBuyAmbiguousAdmission(t *testing.T) {
 			if tt.written {
 				orders.f.orders[wantID] = model.VoucherOrder{ID: wantID, UserID: user, VoucherID: 7, Status: model.OrderStatusCreated}
 			}
-			s := NewAsyncSeckill(AsyncDeps{
+			s := NewAsyncAdmission(AdmissionDeps{
 				Vouchers: ambigVouchers{v}, Orders: orders, IDs: ids,
 				Redis: &ambigAdmitter{err: tt.admitErr}, Log: discardLog(),
-			}, AsyncConfig{})
+			})
 			ctx, cancel := context.WithCancel(context.Background())
 			defer cancel()
 			id, err := s.Buy(ctx, user, 7)

@@ -250,12 +250,12 @@ func newConsRig(t *testing.T) *consRig {
 		counts: &consCounts{dead: map[string]int{}},
 		locker: locker,
 	}
-	s := NewAsyncSeckill(AsyncDeps{
+	g := NewConsumerGroup(ConsumerDeps{
 		Orders: r.orders, Queue: r.q, Locker: locker, Rejects: r.counts,
-		Observer: r.counts, Consumer: r.counts,
+		Observer: r.counts, Metrics: r.counts,
 		Log: slog.New(slog.NewTextHandler(io.Discard, nil)),
-	}, AsyncConfig{})
-	r.c = &consumer{s: s, stop: make(chan struct{}), name: "test", failures: map[string]int{}, cursor: "0-0"}
+	}, ConsumerConfig{})
+	r.c = g.newConsumer("test", make(chan struct{}))
 	return r
 }
 
@@ -456,15 +456,15 @@ func TestConsumerUnknownErrorBounded(t *testing.T) {
 	r.orders.batchErr = errors.New("strange")
 	r.orders.oneErr[101] = errors.New("strange")
 	msgs := entries(1)
-	for i := 1; i < r.c.s.cfg.MaxAttempts; i++ {
+	for i := 1; i < r.c.cfg.MaxAttempts; i++ {
 		if left := len(r.c.process(msgs)); left != 1 || len(r.q.dead) != 0 {
 			t.Fatalf("attempt %d: got %d left, dead %v, want 1 left, none dead", i, left, r.q.dead)
 		}
 	}
 	if left := len(r.c.process(msgs)); left != 0 {
-		t.Errorf("attempt %d: got %d left, want 0", r.c.s.cfg.MaxAttempts, left)
+		t.Errorf("attempt %d: got %d left, want 0", r.c.cfg.MaxAttempts, left)
 	}
-	want := consDead{ReasonFailures, r.c.s.cfg.MaxAttempts, true}
+	want := consDead{ReasonFailures, r.c.cfg.MaxAttempts, true}
 	if got := r.q.dead["m1"]; got != want {
 		t.Errorf("dead letter: got %+v, want %+v", got, want)
 	}
@@ -474,8 +474,8 @@ func TestConsumerUnknownErrorBounded(t *testing.T) {
 // (the blocking read returns empty here), and a second Stop is harmless.
 func TestConsumersStop(t *testing.T) {
 	r := newConsRig(t)
-	r.c.s.cfg.Consumers = 3
-	p, err := r.c.s.StartConsumers(context.Background())
+	r.c.cfg.Consumers = 3
+	p, err := r.c.StartConsumers(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -516,13 +516,13 @@ func TestConsumerTouchDropsLostEntries(t *testing.T) {
 // claimable while its batch may still run.
 func TestStartConsumersRejectsShortClaimIdle(t *testing.T) {
 	r := newConsRig(t)
-	r.c.s.cfg.ClaimIdle = r.c.s.cfg.BatchTimeout - time.Millisecond
-	if p, err := r.c.s.StartConsumers(context.Background()); err == nil {
+	r.c.cfg.ClaimIdle = r.c.cfg.BatchTimeout - time.Millisecond
+	if p, err := r.c.StartConsumers(context.Background()); err == nil {
 		p.Stop(context.Background())
-		t.Fatalf("claim idle %v < batch timeout %v: got no error", r.c.s.cfg.ClaimIdle, r.c.s.cfg.BatchTimeout)
+		t.Fatalf("claim idle %v < batch timeout %v: got no error", r.c.cfg.ClaimIdle, r.c.cfg.BatchTimeout)
 	}
-	r.c.s.cfg.ClaimIdle = r.c.s.cfg.BatchTimeout
-	p, err := r.c.s.StartConsumers(context.Background())
+	r.c.cfg.ClaimIdle = r.c.cfg.BatchTimeout
+	p, err := r.c.StartConsumers(context.Background())
 	if err != nil {
 		t.Fatalf("claim idle = batch timeout: %v", err)
 	}
@@ -540,7 +540,7 @@ func TestStartConsumersRejectsShortClaimIdle(t *testing.T) {
 // each claim counting a delivery.
 func TestClaimTouchesKeptEntriesBetweenPages(t *testing.T) {
 	r := newConsRig(t)
-	r.c.s.cfg.Batch = 2
+	r.c.cfg.Batch = 2
 	r.orders.batchErr = model.Unavailable(errors.New("database down"))
 	all := entries(5)
 	kept := all[:1]

@@ -108,23 +108,23 @@ func (e *raceEnv) admit(t *testing.T, vid int64) (user, orderID int64) {
 
 // consumer returns a consumer named name over the test's stores; queue
 // replaces the test's stream when set.
-func (e *raceEnv) consumer(name string, cfg AsyncConfig, queue OrderQueue) *consumer {
+func (e *raceEnv) consumer(name string, cfg ConsumerConfig, queue OrderQueue) *consumer {
 	if queue == nil {
 		queue = e.queue
 	}
 	counts := &consCounts{dead: map[string]int{}}
-	s := NewAsyncSeckill(AsyncDeps{
+	g := NewConsumerGroup(ConsumerDeps{
 		Orders: e.orders, Queue: queue, Locker: e.locker, Rejects: counts,
-		Observer: counts, Consumer: counts, Log: discardLog(),
+		Observer: counts, Metrics: counts, Log: discardLog(),
 	}, cfg)
-	return &consumer{s: s, stop: make(chan struct{}), name: name + "-" + rand.Text()[:6], failures: map[string]int{}, cursor: "0-0"}
+	return g.newConsumer(name+"-"+rand.Text()[:6], make(chan struct{}))
 }
 
 // claimer is consumer B: it claims what was idle for a millisecond and
 // dead-letters an entry delivered twice (MaxAttempts 1), the way entries of
 // a consumer taken for dead are given up after their deliveries.
 func (e *raceEnv) claimer(queue OrderQueue) *consumer {
-	return e.consumer("B", AsyncConfig{ClaimIdle: time.Millisecond, MaxAttempts: 1}, queue)
+	return e.consumer("B", ConsumerConfig{ClaimIdle: time.Millisecond, MaxAttempts: 1}, queue)
 }
 
 // claim has b claim and process what is idle. The entry read by the other
@@ -192,7 +192,7 @@ func TestConsumerDoesNotWriteEntryItLost(t *testing.T) {
 	const initial = 2
 	vid := e.voucher(t, initial)
 	user, orderID := e.admit(t, vid)
-	a, b := e.consumer("A", AsyncConfig{}, nil), e.claimer(nil)
+	a, b := e.consumer("A", ConsumerConfig{}, nil), e.claimer(nil)
 
 	msgs, err := e.queue.ReadNew(ctx, a.name, 10, -1)
 	if err != nil || len(msgs) != 1 || msgs[0].OrderID != orderID {
@@ -262,7 +262,7 @@ func TestDeadLetterRacesWrite(t *testing.T) {
 	const initial = 2
 	vid := e.voucher(t, initial)
 	_, orderID := e.admit(t, vid)
-	a := e.consumer("A", AsyncConfig{}, nil)
+	a := e.consumer("A", ConsumerConfig{}, nil)
 
 	msgs, err := e.queue.ReadNew(ctx, a.name, 10, -1)
 	if err != nil || len(msgs) != 1 || msgs[0].OrderID != orderID {

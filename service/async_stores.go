@@ -87,6 +87,19 @@ type OrderQueue interface {
 // AsyncOrderStore is the database side of async mode.
 type AsyncOrderStore interface {
 	OrderStore
+	OrderWriter
+	FactsReader
+	// Written returns the order ids of entries whose order is in the
+	// database (same id, user and voucher).
+	Written(ctx context.Context, entries []model.QueuedOrder) (map[int64]bool, error)
+	// Tally returns the voucher's stock, initial stock, orders and
+	// distinct buyers from one consistent read;
+	// model.ErrVoucherNotFound for an unknown voucher.
+	Tally(ctx context.Context, voucherID int64) (stock, initial int, orders, distinctUsers int64, err error)
+}
+
+// OrderWriter is the database side of the stream consumers.
+type OrderWriter interface {
 	// WriteBatch writes orders in one transaction, skipping (and
 	// returning) those already written, and records their outcome
 	// 'written' in it; on model.ErrSoldOut, model.ErrDuplicateOrder,
@@ -107,19 +120,16 @@ type AsyncOrderStore interface {
 	// model.ErrOrderIDTaken when the id is another order's (the entry can
 	// never be written).
 	RecordDeadLetter(ctx context.Context, m model.QueuedOrder, reason string, attempts int) (model.Outcome, error)
-	// Written returns the order ids of entries whose order is in the
-	// database (same id, user and voucher).
-	Written(ctx context.Context, entries []model.QueuedOrder) (map[int64]bool, error)
 	// HasOrder reports whether the user has an order for the voucher.
 	HasOrder(ctx context.Context, userID, voucherID int64) (bool, error)
+}
+
+// FactsReader reads the database's facts for the reconciler.
+type FactsReader interface {
 	// OrderFacts reads in one consistent snapshot the number of orders of
 	// each voucher, which entries' orders are written and, with buyers,
 	// the users holding an order per voucher.
 	OrderFacts(ctx context.Context, voucherIDs []int64, entries []model.QueuedOrder, buyers bool) (model.OrderFacts, error)
-	// Tally returns the voucher's stock, initial stock, orders and
-	// distinct buyers from one consistent read;
-	// model.ErrVoucherNotFound for an unknown voucher.
-	Tally(ctx context.Context, voucherID int64) (stock, initial int, orders, distinctUsers int64, err error)
 }
 
 // AsyncVoucherStore adds the listing of live vouchers to VoucherStore.

@@ -25,6 +25,98 @@ const (
 	ReasonIDTaken    = "id_taken"   // its id belongs to another order
 )
 
+// ConsumerConfig configures the stream consumers. Zero values mean the
+// defaults given.
+type ConsumerConfig struct {
+	// Consumers is the number of stream consumers of this process.
+	// Default 1.
+	Consumers int
+	// ClaimIdle is how long an entry stays pending with a consumer before
+	// another claims it; at least BatchTimeout (StartConsumers refuses a
+	// shorter one). Default 30s.
+	ClaimIdle time.Duration
+	// ConsumerDelay is a development-only pause of each batch between read
+	// and write. Default 0.
+	ConsumerDelay time.Duration
+	// Batch is the most entries a consumer reads and writes at once.
+	// Default 100.
+	Batch int
+	// Block is how long a consumer's read waits for new entries. Default 2s.
+	Block time.Duration
+	// BatchTimeout bounds the handling of one batch (locks, transaction,
+	// acknowledgement); keep it below the lock lease and ClaimIdle.
+	// Default 8s.
+	BatchTimeout time.Duration
+	// MaxAttempts is how many deliveries (consumers that died with the
+	// entry) or failed writes of unknown cause an entry gets before it is
+	// dead-lettered. Default 5.
+	MaxAttempts int
+	// ConsumerPrefix starts the consumer names (then -<random>). Default
+	// <hostname>-<pid>.
+	ConsumerPrefix string
+}
+
+func (c *ConsumerConfig) defaults() {
+	if c.Consumers <= 0 {
+		c.Consumers = 1
+	}
+	if c.ClaimIdle <= 0 {
+		c.ClaimIdle = 30 * time.Second
+	}
+	if c.Batch <= 0 {
+		c.Batch = 100
+	}
+	if c.Block <= 0 {
+		c.Block = 2 * time.Second
+	}
+	if c.BatchTimeout <= 0 {
+		c.BatchTimeout = 8 * time.Second
+	}
+	if c.MaxAttempts <= 0 {
+		c.MaxAttempts = 5
+	}
+}
+
+// ConsumerDeps are the collaborators of the stream consumers.
+type ConsumerDeps struct {
+	Queue  OrderQueue
+	Orders OrderWriter
+	// Locker takes the per-user lock lock:order:<userId> around each
+	// write: a second line of defence behind the buyers set.
+	Locker lock.Locker
+	// Rejects counts the duplicates only the unique key stopped.
+	Rejects  RejectionCounter
+	Observer Observer         // optional: lock refusals, unique-key rejections
+	Metrics  ConsumerObserver // optional: batches, writes, dead letters, claims
+	Now      func() time.Time
+	Log      *slog.Logger
+}
+
+// ConsumerGroup writes the orders of the stream to the database: each
+// process runs cfg.Consumers consumers of the group.
+type ConsumerGroup struct {
+	d    ConsumerDeps
+	cfg  ConsumerConfig
+	dups uniqueKeyRejections
+}
+
+// NewConsumerGroup returns the consumers' settings and collaborators;
+// StartConsumers starts them.
+func NewConsumerGroup(d ConsumerDeps, cfg ConsumerConfig) *ConsumerGroup {
+	cfg.defaults()
+	if d.Observer == nil {
+		d.Observer = nopObserver{}
+	}
+	if d.Metrics == nil {
+		d.Metrics = nopConsumerObserver{}
+	}
+	if d.Now == nil {
+		d.Now = time.Now
+	}
+	return &ConsumerGroup{d: d, cfg: cfg,
+		dups: uniqueKeyRejections{obs: d.Observer, counter: d.Rejects, log: d.Log, locker: d.Locker}}
+}
+
 // Consumers are the stream consumers of one process. Stop them before
 // closing Redis and the database.
 type Consumers struct {
@@ -36,16 +128,16 @@ type Consumers struct {
 // StartConsumers creates the consumer group if needed and starts the
 // configured number of consumers, each named <prefix>-<random>. It refuses
 // a ClaimIdle shorter than BatchTimeout.
-func (s *AsyncSeckill) StartConsumers(ctx context.Context) (*Consumers, error) {
-	if s.cfg.ClaimIdle < s.cfg.BatchTimeout {
+func (g *ConsumerGroup) StartConsumers(ctx context.Context) (*Consumers, error) {
+	if g.cfg.ClaimIdle < g.cfg.BatchTimeout {
 		// An entry could be claimed by another consumer while its batch
 		// still runs.
-		return nil, fmt.Errorf("claim idle time %v is shorter than the batch timeout %v", s.cfg.ClaimIdle, s.cfg.BatchTimeout)
+		return nil, fmt.Errorf("claim idle time %v is shorter than the batch timeout %v", g.cfg.ClaimIdle, g.cfg.BatchTimeout)
 	}
-	if err := s.d.Queue.EnsureGroup(ctx); err != nil {
+	if err := g.d.Queue.EnsureGroup(ctx); err != nil {
 		return nil, fmt.Errorf("create consumer group: %w", err)
 	}
-	prefix := s.cfg.ConsumerPrefix
+	prefix := g.cfg.ConsumerPrefix
 	if prefix == "" {
 		host, err := os.Hostname()
 		if err != nil {
@@ -54,19 +146,16 @@ func (s *AsyncSeckill) StartConsumers(ctx context.Context) (*Consumers, error) {
 		prefix = host + "-" + strconv.Itoa(os.Getpid())
 	}
 	p := &Consumers{stop: make(chan struct{})}
-	for range s.cfg.Consumers {
-		c := &consumer{
-			s: s, stop: p.stop, name: prefix + "-" + rand.Text()[:8],
-			failures: map[string]int{}, cursor: "0-0",
-		}
+	for range g.cfg.Consumers {
+		c := g.newConsumer(prefix+"-"+rand.Text()[:8], p.stop)
 		p.wg.Add(1)
 		go func() {
 			defer p.wg.Done()
 			c.run()
 		}()
 	}
-	s.d.Log.InfoContext(ctx, "consumers started", "count", s.cfg.Consumers, "prefix", prefix,
-		"claim_idle", s.cfg.ClaimIdle.String(), "batch", s.cfg.Batch)
+	g.d.Log.InfoContext(ctx, "consumers started", "count", g.cfg.Consumers, "prefix", prefix,
+		"claim_idle", g.cfg.ClaimIdle.String(), "batch", g.cfg.Batch)
 	return p, nil
 }
 
@@ -87,9 +176,16 @@ func (p *Consumers) Stop(ctx context.Context) error {
 	}
 }
 
-// consumer is one goroutine reading the stream.
+// newConsumer returns a consumer of the group named name that stops when
+// stop is closed.
+func (g *ConsumerGroup) newConsumer(name string, stop <-chan struct{}) *consumer {
+	return &consumer{ConsumerGroup: g, stop: stop, name: name, failures: map[string]int{}, cursor: "0-0"}
+}
+
+// consumer is one goroutine reading the stream, with the group's
+// collaborators (d) and settings (cfg).
 type consumer struct {
-	s    *AsyncSeckill
+	*ConsumerGroup
 	stop <-chan struct{}
 	name string
 	// failures counts this consumer's failed writes of unknown cause per
@@ -131,7 +227,7 @@ func (c *consumer) sleep(d time.Duration) bool {
 
 // claimEvery is how often a consumer looks for entries of dead consumers.
 func (c *consumer) claimEvery() time.Duration {
-	return min(max(c.s.cfg.ClaimIdle/2, 500*time.Millisecond), 5*time.Second)
+	return min(max(c.cfg.ClaimIdle/2, 500*time.Millisecond), 5*time.Second)
 }
 
 // run reads until stop: entries of dead consumers (XAUTOCLAIM) every few
@@ -142,11 +238,11 @@ func (c *consumer) claimEvery() time.Duration {
 // Reads use a context that stop does not cancel, so an entry is never
 // delivered to a read nobody sees.
 func (c *consumer) run() {
-	log := c.s.d.Log.With("consumer", c.name)
+	log := c.d.Log.With("consumer", c.name)
 	defer func() {
 		ctx, cancel := context.WithTimeout(context.Background(), releaseTimeout)
 		defer cancel()
-		if err := c.s.d.Queue.RemoveConsumer(ctx, c.name); err != nil {
+		if err := c.d.Queue.RemoveConsumer(ctx, c.name); err != nil {
 			log.WarnContext(ctx, "remove consumer", "err", err)
 		}
 		log.InfoContext(ctx, "consumer stopped")
@@ -161,7 +257,7 @@ func (c *consumer) run() {
 		}
 		if !time.Now().Before(c.nextPrune) {
 			c.nextPrune = time.Now().Add(pruneEvery)
-			if n, err := c.s.d.Queue.PruneConsumers(ctx, pruneIdle); err != nil {
+			if n, err := c.d.Queue.PruneConsumers(ctx, pruneIdle); err != nil {
 				log.DebugContext(ctx, "prune consumers", "err", err)
 			} else if n > 0 {
 				log.InfoContext(ctx, "deleted dead consumers with nothing pending", "count", n)
@@ -184,17 +280,17 @@ func (c *consumer) run() {
 			msgs = owned
 		}
 		retry = nil
-		if room := c.s.cfg.Batch - len(msgs); room > 0 {
-			block := c.s.cfg.Block
+		if room := c.cfg.Batch - len(msgs); room > 0 {
+			block := c.cfg.Block
 			if len(msgs) > 0 {
 				block = -1 // retries are due: do not wait for new entries
 			}
-			fresh, err := c.s.d.Queue.ReadNew(ctx, c.name, room, block)
+			fresh, err := c.d.Queue.ReadNew(ctx, c.name, room, block)
 			if err != nil {
 				backoff = c.nextBackoff(backoff)
 				log.WarnContext(ctx, "read stream", "err", err, "retry_in", backoff.String())
 				// The group may be gone with Redis's data: recreate it.
-				if gerr := c.s.d.Queue.EnsureGroup(ctx); gerr != nil {
+				if gerr := c.d.Queue.EnsureGroup(ctx); gerr != nil {
 					log.DebugContext(ctx, "create consumer group", "err", gerr)
 				}
 				retry = msgs
@@ -228,7 +324,7 @@ func (c *consumer) run() {
 // (this one was slow, or paused) or that was settled is dropped, never
 // written. On error it returns msgs unchecked, with the error.
 func (c *consumer) touch(ctx context.Context, msgs []model.QueuedOrder) ([]model.QueuedOrder, error) {
-	owned, err := c.s.d.Queue.Touch(ctx, c.name, msgs)
+	owned, err := c.d.Queue.Touch(ctx, c.name, msgs)
 	if err != nil {
 		return msgs, err
 	}
@@ -242,7 +338,7 @@ func (c *consumer) touch(ctx context.Context, msgs []model.QueuedOrder) ([]model
 				delete(c.failures, m.MsgID)
 			}
 		}
-		c.s.d.Log.InfoContext(ctx, "dropped kept entries another consumer took over or settled",
+		c.d.Log.InfoContext(ctx, "dropped kept entries another consumer took over or settled",
 			"consumer", c.name, "count", len(msgs)-len(owned))
 	}
 	return owned, nil
@@ -254,7 +350,7 @@ func (c *consumer) nextBackoff(d time.Duration) time.Duration {
 	if d <= 0 {
 		d = 25 * time.Millisecond
 	}
-	return max(min(2*d, 2*time.Second, c.s.cfg.ClaimIdle/2), time.Millisecond)
+	return max(min(2*d, 2*time.Second, c.cfg.ClaimIdle/2), time.Millisecond)
 }
 
 // claim takes over and processes the entries idle for ClaimIdle, a page
@@ -271,23 +367,23 @@ func (c *consumer) claim(ctx context.Context, kept []model.QueuedOrder) []model.
 		if page > 0 && len(left) > 0 {
 			owned, err := c.touch(ctx, left)
 			if err != nil {
-				c.s.d.Log.WarnContext(ctx, "check kept entries", "consumer", c.name, "err", err)
+				c.d.Log.WarnContext(ctx, "check kept entries", "consumer", c.name, "err", err)
 				return left
 			}
 			left = owned
 		}
-		msgs, next, err := c.s.d.Queue.Claim(ctx, c.name, c.s.cfg.ClaimIdle, c.cursor, c.s.cfg.Batch)
+		msgs, next, err := c.d.Queue.Claim(ctx, c.name, c.cfg.ClaimIdle, c.cursor, c.cfg.Batch)
 		if err != nil {
-			c.s.d.Log.WarnContext(ctx, "claim pending entries", "consumer", c.name, "err", err)
+			c.d.Log.WarnContext(ctx, "claim pending entries", "consumer", c.name, "err", err)
 			return left
 		}
 		c.cursor = next
 		if len(msgs) > 0 {
-			c.s.d.Consumer.Claimed(len(msgs))
-			c.s.d.Log.InfoContext(ctx, "claimed entries of an idle consumer", "consumer", c.name, "count", len(msgs))
+			c.d.Metrics.Claimed(len(msgs))
+			c.d.Log.InfoContext(ctx, "claimed entries of an idle consumer", "consumer", c.name, "count", len(msgs))
 			left = append(left, c.process(msgs)...)
 		}
-		if next == "0-0" || len(msgs) < c.s.cfg.Batch {
+		if next == "0-0" || len(msgs) < c.cfg.Batch {
 			break
 		}
 	}
@@ -300,9 +396,9 @@ func (c *consumer) claim(ctx context.Context, kept []model.QueuedOrder) []model.
 // cancel, bounded by BatchTimeout, and returns the entries it left
 // pending.
 func (c *consumer) process(msgs []model.QueuedOrder) []model.QueuedOrder {
-	ctx, cancel := context.WithTimeout(context.Background(), c.s.cfg.BatchTimeout)
+	ctx, cancel := context.WithTimeout(context.Background(), c.cfg.BatchTimeout)
 	defer cancel()
-	c.s.d.Consumer.BatchRead(len(msgs))
+	c.d.Metrics.BatchRead(len(msgs))
 	b := &batch{c: c, ctx: ctx}
 	var work []model.QueuedOrder
 	for _, m := range msgs {
@@ -311,21 +407,21 @@ func (c *consumer) process(msgs []model.QueuedOrder) []model.QueuedOrder {
 			b.ack = append(b.ack, m)
 		case m.Malformed != "":
 			b.malformed(m)
-		case m.Deliveries-1 >= int64(c.s.cfg.MaxAttempts):
+		case m.Deliveries-1 >= int64(c.cfg.MaxAttempts):
 			b.deadLetter(m, ReasonDeliveries, int(m.Deliveries))
 		default:
 			work = append(work, m)
 		}
 	}
-	if d := c.s.cfg.ConsumerDelay; d > 0 && len(work) > 0 {
+	if d := c.cfg.ConsumerDelay; d > 0 && len(work) > 0 {
 		c.sleep(d) // development only: hold the entries pending
 	}
 	locked, release := b.lockUsers(work)
 	defer release()
 	b.write(locked)
-	if err := c.s.d.Queue.Ack(ctx, b.ack); err != nil {
+	if err := c.d.Queue.Ack(ctx, b.ack); err != nil {
 		// The orders are written; redelivery finds them and acknowledges.
-		c.s.d.Log.WarnContext(ctx, "acknowledge written orders", "consumer", c.name, "count", len(b.ack), "err", err)
+		c.d.Log.WarnContext(ctx, "acknowledge written orders", "consumer", c.name, "count", len(b.ack), "err", err)
 		b.keep(b.ack...)
 	}
 	return b.left
@@ -367,12 +463,12 @@ func (b *batch) lockUsers(work []model.QueuedOrder) ([]model.QueuedOrder, func()
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			lk, err := c.s.d.Locker.Obtain(lockCtx, LockKeyPrefix+strconv.FormatInt(u, 10))
+			lk, err := c.d.Locker.Obtain(lockCtx, lockKey(u))
 			if err != nil {
 				if errors.Is(err, lock.ErrNotObtained) {
-					c.s.d.Observer.LockNotObtained()
+					c.d.Observer.LockNotObtained()
 				} else {
-					c.s.d.Log.WarnContext(b.ctx, "consumer lock", "user_id", u, "err", err)
+					c.d.Log.WarnContext(b.ctx, "consumer lock", "user_id", u, "err", err)
 				}
 				return
 			}
@@ -397,15 +493,13 @@ func (b *batch) lockUsers(work []model.QueuedOrder) ([]model.QueuedOrder, func()
 	return locked, func() {
 		// In parallel, like the obtains: one round trip of latency for the
 		// batch instead of one per user.
-		rctx, cancel := context.WithTimeout(context.WithoutCancel(b.ctx), releaseTimeout)
-		defer cancel()
 		var wg sync.WaitGroup
 		for _, lk := range locks {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				if err := lk.Release(rctx); err != nil {
-					c.s.d.Log.WarnContext(b.ctx, "consumer lock release failed", "key", lk.Key(), "err", err)
+				if err := releaseLock(b.ctx, lk); err != nil {
+					c.d.Log.WarnContext(b.ctx, "consumer lock release failed", "key", lk.Key(), "err", err)
 				}
 			}()
 		}
@@ -414,12 +508,9 @@ func (b *batch) lockUsers(work []model.QueuedOrder) ([]model.QueuedOrder, func()
 	}
 }
 
+// order is the order of entry m.
 func (b *batch) order(m model.QueuedOrder) model.VoucherOrder {
-	now := b.c.s.d.Now()
-	return model.VoucherOrder{
-		ID: m.OrderID, UserID: m.UserID, VoucherID: m.VoucherID, PayType: 1,
-		Status: model.OrderStatusCreated, CreateTime: now, UpdateTime: now,
-	}
+	return model.NewOrder(m.OrderID, m.UserID, m.VoucherID, b.c.d.Now())
 }
 
 // write writes the locked entries in one transaction, falling back to one
@@ -434,21 +525,21 @@ func (b *batch) write(msgs []model.QueuedOrder) {
 	for i, m := range msgs {
 		orders[i] = b.order(m)
 	}
-	existing, err := c.s.d.Orders.WriteBatch(b.ctx, orders)
+	existing, err := c.d.Orders.WriteBatch(b.ctx, orders)
 	switch {
 	case err == nil:
 		b.ack = append(b.ack, msgs...)
-		c.s.d.Consumer.OrdersWritten(len(msgs) - len(existing))
+		c.d.Metrics.OrdersWritten(len(msgs) - len(existing))
 		for _, m := range msgs {
 			delete(c.failures, m.MsgID)
 		}
 		return
 	case errors.Is(err, model.ErrUnavailable):
-		c.s.d.Log.WarnContext(b.ctx, "order batch not written: database unavailable", "consumer", c.name, "count", len(msgs), "err", err)
+		c.d.Log.WarnContext(b.ctx, "order batch not written: database unavailable", "consumer", c.name, "count", len(msgs), "err", err)
 		b.keep(msgs...)
 		return
 	}
-	c.s.d.Log.InfoContext(b.ctx, "order batch refused, writing one by one", "consumer", c.name, "count", len(msgs), "err", err)
+	c.d.Log.InfoContext(b.ctx, "order batch refused, writing one by one", "consumer", c.name, "count", len(msgs), "err", err)
 	for _, m := range msgs {
 		b.writeOne(m)
 	}
@@ -457,26 +548,23 @@ func (b *batch) write(msgs []model.QueuedOrder) {
 func (b *batch) writeOne(m model.QueuedOrder) {
 	c := b.c
 	o := b.order(m)
-	existed, err := c.s.d.Orders.WriteOne(b.ctx, &o)
+	existed, err := c.d.Orders.WriteOne(b.ctx, &o)
 	switch {
 	case err == nil:
 		b.ack = append(b.ack, m)
 		delete(c.failures, m.MsgID)
 		if !existed {
-			c.s.d.Consumer.OrdersWritten(1)
+			c.d.Metrics.OrdersWritten(1)
 		}
 	case errors.Is(err, model.ErrSoldOut):
 		b.deadLetter(m, ReasonSoldOut, 1)
 	case errors.Is(err, model.ErrDuplicateOrder):
 		if errors.Is(err, model.ErrUniqueKey) {
-			c.s.d.Observer.UniqueKeyRejected()
-			if cerr := c.s.d.Rejects.IncrDuplicateRejections(b.ctx, m.VoucherID); cerr != nil {
-				c.s.d.Log.ErrorContext(b.ctx, "count duplicate rejection", "voucher_id", m.VoucherID, "err", cerr)
-			}
+			c.dups.count(b.ctx, m.VoucherID, m.UserID)
 		}
 		b.deadLetter(m, ReasonDuplicate, 1)
 	case errors.Is(err, model.ErrOrderIDTaken):
-		c.s.d.Log.ErrorContext(b.ctx, "order id already used by another order (the id sequence restarted)", orderAttrs(m)...)
+		c.d.Log.ErrorContext(b.ctx, "order id already used by another order (the id sequence restarted)", orderAttrs(m)...)
 		b.deadLetter(m, ReasonIDTaken, 1)
 	case errors.Is(err, model.ErrOrderDeadLettered):
 		// Another consumer gave it up (and may have died before giving
@@ -488,8 +576,8 @@ func (b *batch) writeOne(m model.QueuedOrder) {
 	default:
 		c.failures[m.MsgID]++
 		attempts := c.failures[m.MsgID] + int(max(m.Deliveries-1, 0))
-		c.s.d.Log.ErrorContext(b.ctx, "order write failed", append(orderAttrs(m), "attempts", attempts, "err", err)...)
-		if attempts >= c.s.cfg.MaxAttempts {
+		c.d.Log.ErrorContext(b.ctx, "order write failed", append(orderAttrs(m), "attempts", attempts, "err", err)...)
+		if attempts >= c.cfg.MaxAttempts {
 			b.deadLetter(m, ReasonFailures, attempts)
 		} else {
 			b.keep(m)
@@ -506,12 +594,12 @@ func (b *batch) writeOne(m model.QueuedOrder) {
 // idempotent.
 func (b *batch) deadLetter(m model.QueuedOrder, reason string, attempts int) {
 	c := b.c
-	out, err := c.s.d.Orders.RecordDeadLetter(b.ctx, m, reason, attempts)
+	out, err := c.d.Orders.RecordDeadLetter(b.ctx, m, reason, attempts)
 	switch {
 	case errors.Is(err, model.ErrOrderIDTaken):
 		// Its id is another order's: nobody can ever write this entry.
 	case err != nil:
-		c.s.d.Log.WarnContext(b.ctx, "dead-letter deferred", append(orderAttrs(m), "reason", reason, "err", err)...)
+		c.d.Log.WarnContext(b.ctx, "dead-letter deferred", append(orderAttrs(m), "reason", reason, "err", err)...)
 		b.keep(m)
 		return
 	case out.Written:
@@ -520,33 +608,33 @@ func (b *batch) deadLetter(m model.QueuedOrder, reason string, attempts int) {
 	default:
 		reason, attempts = out.Reason, out.Attempts
 	}
-	has, err := c.s.d.Orders.HasOrder(b.ctx, m.UserID, m.VoucherID)
+	has, err := c.d.Orders.HasOrder(b.ctx, m.UserID, m.VoucherID)
 	if err != nil {
 		b.keep(m)
 		return
 	}
-	done, err := c.s.d.Queue.DeadLetter(b.ctx, m, reason, attempts, !has)
+	done, err := c.d.Queue.DeadLetter(b.ctx, m, reason, attempts, !has)
 	if err != nil {
-		c.s.d.Log.WarnContext(b.ctx, "dead-letter deferred", append(orderAttrs(m), "reason", reason, "err", err)...)
+		c.d.Log.WarnContext(b.ctx, "dead-letter deferred", append(orderAttrs(m), "reason", reason, "err", err)...)
 		b.keep(m)
 		return
 	}
 	delete(c.failures, m.MsgID)
 	if done {
-		c.s.d.Consumer.DeadLettered(reason)
-		c.s.d.Log.WarnContext(b.ctx, "order dead-lettered, stock given back", append(orderAttrs(m), "reason", reason, "attempts", attempts, "buyer_kept", has)...)
+		c.d.Metrics.DeadLettered(reason)
+		c.d.Log.WarnContext(b.ctx, "order dead-lettered, stock given back", append(orderAttrs(m), "reason", reason, "attempts", attempts, "buyer_kept", has)...)
 	}
 }
 
 func (b *batch) malformed(m model.QueuedOrder) {
 	c := b.c
-	if err := c.s.d.Queue.DeadLetterMalformed(b.ctx, m, ReasonMalformed+": "+m.Malformed); err != nil {
-		c.s.d.Log.WarnContext(b.ctx, "dead-letter malformed entry", "msg_id", m.MsgID, "err", err)
+	if err := c.d.Queue.DeadLetterMalformed(b.ctx, m, ReasonMalformed+": "+m.Malformed); err != nil {
+		c.d.Log.WarnContext(b.ctx, "dead-letter malformed entry", "msg_id", m.MsgID, "err", err)
 		b.keep(m)
 		return
 	}
-	c.s.d.Consumer.DeadLettered(ReasonMalformed)
-	c.s.d.Log.ErrorContext(b.ctx, "malformed stream entry dead-lettered, nothing given back", "msg_id", m.MsgID, "why", m.Malformed, "fields", m.Raw)
+	c.d.Metrics.DeadLettered(ReasonMalformed)
+	c.d.Log.ErrorContext(b.ctx, "malformed stream entry dead-lettered, nothing given back", "msg_id", m.MsgID, "why", m.Malformed, "fields", m.Raw)
 }
 
 // orderAttrs are the log attributes of an entry.

@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"errors"
 	"fmt"
+	"log/slog"
 	"slices"
 	"time"
 
@@ -17,6 +18,40 @@ const EpochName = "async_epoch"
 
 // ReconcileLockKey serializes reconcilers and rebuilds across processes.
 const ReconcileLockKey = "lock:seckill:reconcile"
+
+// ReconcilerDeps are the collaborators of the reconciler.
+type ReconcilerDeps struct {
+	Vouchers AsyncVoucherStore
+	Orders   FactsReader
+	Redis    Admitter
+	Queue    OrderQueue
+	Meta     MetaStore
+	// Sequence repairs the id sequence when Redis lost its data (optional).
+	Sequence IDSequence
+	// Lock serializes start-up reconciliation and rebuilds across
+	// processes; it must wait (lock.WithWait) and outlive a reconciliation.
+	Lock lock.Locker
+	Now  func() time.Time
+	Log  *slog.Logger
+	// TrustFacts rebuilds every live voucher from the database's facts at
+	// start instead of checking the epoch: for an embedded Redis, which
+	// starts empty with each process. Default false.
+	TrustFacts bool
+}
+
+// Reconciler keeps each live voucher's Redis state of async mode true to
+// the facts: at start (Reconcile) and on the operator's demand (Rebuild).
+type Reconciler struct {
+	d ReconcilerDeps
+}
+
+// NewReconciler returns the reconciler of async mode.
+func NewReconciler(d ReconcilerDeps) *Reconciler {
+	if d.Now == nil {
+		d.Now = time.Now
+	}
+	return &Reconciler{d: d}
+}
 
 // Reconcile checks, before the process serves in async mode, that Redis
 // holds what the service put there, and rebuilds each live voucher's Redis
@@ -38,7 +73,7 @@ const ReconcileLockKey = "lock:seckill:reconcile"
 // database): stock = initial − orders − pending, buyers = database buyers ∪
 // pending buyers. Each rebuild first freezes the voucher (state frozen: no
 // admissions, no give-backs) so that the facts cannot move under it.
-func (s *AsyncSeckill) Reconcile(ctx context.Context) error {
+func (s *Reconciler) Reconcile(ctx context.Context) error {
 	return s.withReconcileLock(ctx, s.reconcile)
 }
 
@@ -46,7 +81,7 @@ func (s *AsyncSeckill) Reconcile(ctx context.Context) error {
 // like a starting process, then rebuilds the voucher from the facts and
 // sets it ok, whatever its state. Admissions that Redis lost are not
 // honoured: their orders were announced but will never be written.
-func (s *AsyncSeckill) Rebuild(ctx context.Context, voucherID int64) (model.RedisVoucher, error) {
+func (s *Reconciler) Rebuild(ctx context.Context, voucherID int64) (model.RedisVoucher, error) {
 	var rv model.RedisVoucher
 	err := s.withReconcileLock(ctx, func(ctx context.Context) error {
 		sv, err := s.d.Vouchers.GetSeckill(ctx, voucherID)
@@ -65,22 +100,20 @@ func (s *AsyncSeckill) Rebuild(ctx context.Context, voucherID int64) (model.Redi
 	return rv, err
 }
 
-func (s *AsyncSeckill) withReconcileLock(ctx context.Context, f func(context.Context) error) error {
-	lk, err := s.d.ReconcileLock.Obtain(ctx, ReconcileLockKey)
+func (s *Reconciler) withReconcileLock(ctx context.Context, f func(context.Context) error) error {
+	lk, err := s.d.Lock.Obtain(ctx, ReconcileLockKey)
 	if err != nil {
 		return fmt.Errorf("reconcile: obtain %s: %w", ReconcileLockKey, model.Unavailable(err))
 	}
 	defer func() {
-		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), releaseTimeout)
-		defer cancel()
-		if err := lk.Release(rctx); err != nil && !errors.Is(err, lock.ErrNotHeld) {
+		if err := releaseLock(ctx, lk); err != nil && !errors.Is(err, lock.ErrNotHeld) {
 			s.d.Log.WarnContext(ctx, "reconcile lock release failed", "err", err)
 		}
 	}()
 	return f(ctx)
 }
 
-func (s *AsyncSeckill) reconcile(ctx context.Context) error {
+func (s *Reconciler) reconcile(ctx context.Context) error {
 	dbEpoch, err := s.d.Meta.Get(ctx, EpochName)
 	if err != nil {
 		return fmt.Errorf("reconcile: read epoch: %w", err)
@@ -106,7 +139,7 @@ func (s *AsyncSeckill) reconcile(ctx context.Context) error {
 	}
 	log := s.d.Log.With("epoch", dbEpoch)
 	switch {
-	case first || s.cfg.TrustFacts:
+	case first || s.d.TrustFacts:
 		why := "first async start"
 		if !first {
 			why = "embedded redis starts empty"
@@ -169,7 +202,7 @@ func (s *AsyncSeckill) reconcile(ctx context.Context) error {
 
 // resyncIDs moves the id sequence past the database's ids: Redis lost its
 // counter with the rest.
-func (s *AsyncSeckill) resyncIDs(ctx context.Context) error {
+func (s *Reconciler) resyncIDs(ctx context.Context) error {
 	if s.d.Sequence == nil {
 		return nil
 	}
@@ -207,7 +240,7 @@ func (r residual) zero() bool { return r == residual{} }
 // settles within settleMaxChecks. Whether the sale is moving does not
 // matter: a voucher on sale through an intact Redis has a zero residual,
 // and a stale one keeps its residual however many orders go through it.
-func (s *AsyncSeckill) checkSettled(ctx context.Context, live []model.SeckillVoucher) ([]string, error) {
+func (s *Reconciler) checkSettled(ctx context.Context, live []model.SeckillVoucher) ([]string, error) {
 	outcomes, res, counts, err := s.checkAll(ctx, live)
 	if err != nil {
 		return nil, err
@@ -271,7 +304,7 @@ func (s *AsyncSeckill) checkSettled(ctx context.Context, live []model.SeckillVou
 // orders per voucher and which entries are written in one database
 // transaction. For each voucher it returns "ok", "unsafe" (left so) or why
 // it needs a rebuild, its residual, and the counts it compared.
-func (s *AsyncSeckill) checkAll(ctx context.Context, live []model.SeckillVoucher) (outcomes []string, res []residual, counts []string, err error) {
+func (s *Reconciler) checkAll(ctx context.Context, live []model.SeckillVoucher) (outcomes []string, res []residual, counts []string, err error) {
 	ids := make([]int64, len(live))
 	isLive := make(map[int64]bool, len(live))
 	for i, sv := range live {
@@ -345,7 +378,7 @@ type facts struct {
 // factsOf derives a voucher's facts from the database's snapshot f and the
 // voucher's stream entries: an entry is pending unless f has its order
 // written, so an order committed while the facts are read is counted once.
-func (s *AsyncSeckill) factsOf(ctx context.Context, sv *model.SeckillVoucher, f model.OrderFacts, entries []model.QueuedOrder) facts {
+func (s *Reconciler) factsOf(ctx context.Context, sv *model.SeckillVoucher, f model.OrderFacts, entries []model.QueuedOrder) facts {
 	dbBuyers := f.Buyers[sv.VoucherID]
 	buyers := slices.Clone(dbBuyers)
 	pending := 0
@@ -371,7 +404,7 @@ func (s *AsyncSeckill) factsOf(ctx context.Context, sv *model.SeckillVoucher, f 
 
 // rebuild freezes the voucher, reads the facts and replaces its Redis state
 // (state ok).
-func (s *AsyncSeckill) rebuild(ctx context.Context, sv *model.SeckillVoucher, why string) error {
+func (s *Reconciler) rebuild(ctx context.Context, sv *model.SeckillVoucher, why string) error {
 	return s.rebuildAll(ctx, []model.SeckillVoucher{*sv}, []string{why})
 }
 
@@ -379,7 +412,7 @@ func (s *AsyncSeckill) rebuild(ctx context.Context, sv *model.SeckillVoucher, wh
 // facts stop moving, except orders going from the stream to the database),
 // reads the stream once, then the database, and replaces each voucher's
 // Redis state (state ok).
-func (s *AsyncSeckill) rebuildAll(ctx context.Context, vouchers []model.SeckillVoucher, reasons []string) error {
+func (s *Reconciler) rebuildAll(ctx context.Context, vouchers []model.SeckillVoucher, reasons []string) error {
 	if len(vouchers) == 0 {
 		return nil
 	}

@@ -319,17 +319,17 @@ func newReconWorld() *reconWorld {
 	return w
 }
 
-func newReconSeckill(t *testing.T, w *reconWorld) *AsyncSeckill {
+func newReconciler(t *testing.T, w *reconWorld) *Reconciler {
 	t.Helper()
 	rl, err := lock.NewLocal()
 	if err != nil {
 		t.Fatal(err)
 	}
-	return NewAsyncSeckill(AsyncDeps{
+	return NewReconciler(ReconcilerDeps{
 		Vouchers: &reconVouchers{w: w}, Orders: &reconOrders{w: w},
 		Redis: &reconRedis{w: w}, Queue: &reconQueue{w: w}, Meta: &reconMeta{w: w},
-		ReconcileLock: rl, Log: slog.New(slog.NewTextHandler(io.Discard, nil)),
-	}, AsyncConfig{})
+		Lock: rl, Log: slog.New(slog.NewTextHandler(io.Discard, nil)),
+	})
 }
 
 // TestRebuildCountsAnOrderCommittedDuringTheReadOnce: a pending order is
@@ -343,7 +343,7 @@ func TestRebuildCountsAnOrderCommittedDuringTheReadOnce(t *testing.T) {
 		// stream: it is acknowledged after the commit).
 		w.orders[104] = model.VoucherOrder{ID: 104, UserID: 4, VoucherID: reconVID}
 	}
-	s := newReconSeckill(t, w)
+	s := newReconciler(t, w)
 	rv, err := s.Rebuild(context.Background(), reconVID)
 	if err != nil {
 		t.Fatal(err)
@@ -371,7 +371,7 @@ func TestCheckRebuildsAStaleVoucherOnSale(t *testing.T) {
 		w.drain()
 		next++
 	}
-	s := newReconSeckill(t, w)
+	s := newReconciler(t, w)
 	if err := s.Reconcile(context.Background()); err != nil {
 		t.Fatal(err)
 	}
@@ -397,7 +397,7 @@ func TestCheckTrustsAVoucherOnSale(t *testing.T) {
 		w.stream = w.stream[:len(w.stream)-1]
 		w.orders[151] = model.VoucherOrder{ID: 151, UserID: 51, VoucherID: reconVID}
 	}
-	s := newReconSeckill(t, w)
+	s := newReconciler(t, w)
 	if err := s.Reconcile(context.Background()); err != nil {
 		t.Fatal(err)
 	}
