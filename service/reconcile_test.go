@@ -405,3 +405,140 @@ func TestCheckTrustsAVoucherOnSale(t *testing.T) {
 		t.Errorf("got %d rebuilds, want 0 (the voucher is consistent, only on sale)", w.loads[reconVID])
 	}
 }
+
+// reconSeq counts the resyncs of the order-id sequence (IDSequence).
+type reconSeq struct{ resyncs int }
+
+func (s *reconSeq) Resync(context.Context) error { s.resyncs++; return nil }
+
+// addVoucher makes voucher vid (initial stock initial) live with a
+// matching Redis state and no orders.
+func (w *reconWorld) addVoucher(vid int64, initial int) {
+	w.live = append(w.live, model.SeckillVoucher{VoucherID: vid, InitialStock: initial, Stock: initial})
+	w.states[vid] = &reconVoucher{state: model.VoucherStateOK, stock: int64(initial), buyers: map[int64]bool{}}
+}
+
+// TestReconcileEpochs: what a start does for each epoch case, over one
+// voucher whose Redis state matches the facts (stock 5: 10 − 3 written − 2
+// pending) and one without orders.
+func TestReconcileEpochs(t *testing.T) {
+	tests := []struct {
+		name               string
+		dbEpoch, redisEp   string
+		wantLoads          int // per voucher
+		wantState          string
+		wantResyncs        int
+		wantEpochInRedis   func(w *reconWorld) string
+		wantDBEpochCreated bool
+	}{
+		// Redis intact: each voucher checked, consistent, left alone.
+		{name: "equal", dbEpoch: "e1", redisEp: "e1", wantLoads: 0, wantState: model.VoucherStateOK},
+		// First async start: a new epoch in the database, then in Redis,
+		// and every live voucher rebuilt from the facts.
+		{name: "none in the database", dbEpoch: "", redisEp: "", wantLoads: 1, wantState: model.VoucherStateOK, wantDBEpochCreated: true},
+		{name: "none in the database, a stale one in redis", dbEpoch: "", redisEp: "old", wantLoads: 1, wantState: model.VoucherStateOK, wantDBEpochCreated: true},
+		// Redis lost its data (or is another Redis): every live voucher
+		// unsafe, nothing rebuilt, the id sequence moved past the
+		// database's ids.
+		{name: "another in redis", dbEpoch: "e1", redisEp: "e2", wantLoads: 0, wantState: model.VoucherStateUnsafe, wantResyncs: 1},
+		{name: "none in redis", dbEpoch: "e1", redisEp: "", wantLoads: 0, wantState: model.VoucherStateUnsafe, wantResyncs: 1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			w := newReconWorld()
+			w.addVoucher(8, 4)
+			w.dbEpoch, w.epoch = tt.dbEpoch, tt.redisEp
+			seq := &reconSeq{}
+			r := newReconciler(t, w)
+			r.d.Sequence = seq
+			if err := r.Reconcile(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+			if w.dbEpoch == "" || w.epoch != w.dbEpoch {
+				t.Errorf("epochs after: database %q, redis %q, want equal and set", w.dbEpoch, w.epoch)
+			}
+			if tt.wantDBEpochCreated == (w.dbEpoch == tt.dbEpoch) {
+				t.Errorf("database epoch: %q before, %q after; created: want %v", tt.dbEpoch, w.dbEpoch, tt.wantDBEpochCreated)
+			}
+			if seq.resyncs != tt.wantResyncs {
+				t.Errorf("id sequence resyncs: got %d, want %d", seq.resyncs, tt.wantResyncs)
+			}
+			for _, vid := range []int64{reconVID, 8} {
+				if w.loads[vid] != tt.wantLoads {
+					t.Errorf("voucher %d: got %d rebuilds, want %d", vid, w.loads[vid], tt.wantLoads)
+				}
+				if got := w.states[vid].state; got != tt.wantState {
+					t.Errorf("voucher %d: state %q, want %q", vid, got, tt.wantState)
+				}
+			}
+			// Rebuilt or kept, the counts are the facts' (a rebuild
+			// recomputes them: 10 − 3 written − 2 pending, and 4).
+			if got := w.redisVoucher(reconVID); got.Stock != 5 || got.Buyers != 5 {
+				t.Errorf("voucher %d: stock %d, buyers %d, want 5 and 5", reconVID, got.Stock, got.Buyers)
+			}
+			if got := w.redisVoucher(8); got.Stock != 4 || got.Buyers != 0 {
+				t.Errorf("voucher 8: stock %d, buyers %d, want 4 and 0", got.Stock, got.Buyers)
+			}
+		})
+	}
+}
+
+// TestReconcileVoucherStates: with the epochs equal, a voucher missing from
+// Redis, left frozen (by a reconciler that died mid-rebuild) or off the
+// facts by a settled residual is rebuilt from the facts; an unsafe one stays unsafe, whatever its counts, until
+// the operator's Rebuild.
+func TestReconcileVoucherStates(t *testing.T) {
+	t.Run("frozen", func(t *testing.T) {
+		w := newReconWorld()
+		w.states[reconVID].state = model.VoucherStateFrozen
+		w.states[reconVID].stock = 9 // whatever it holds: rebuilt from the facts
+		if err := newReconciler(t, w).Reconcile(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		if got := w.redisVoucher(reconVID); w.loads[reconVID] != 1 || got.State != model.VoucherStateOK || got.Stock != 5 || got.Buyers != 5 {
+			t.Errorf("got %d rebuilds, %+v; want 1 rebuild, state ok, stock 5, buyers 5", w.loads[reconVID], got)
+		}
+	})
+	t.Run("settled mismatch", func(t *testing.T) {
+		// No sale moves it: the same residual three checks in a row.
+		w := newReconWorld()
+		w.states[reconVID].stock = 7
+		if err := newReconciler(t, w).Reconcile(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		if got := w.redisVoucher(reconVID); w.loads[reconVID] != 1 || got.Stock != 5 {
+			t.Errorf("got %d rebuilds, stock %d; want 1 rebuild, stock 5", w.loads[reconVID], got.Stock)
+		}
+	})
+	t.Run("not loaded", func(t *testing.T) {
+		w := newReconWorld()
+		delete(w.states, reconVID)
+		if err := newReconciler(t, w).Reconcile(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		if got := w.redisVoucher(reconVID); w.loads[reconVID] != 1 || got.State != model.VoucherStateOK || got.Stock != 5 {
+			t.Errorf("got %d rebuilds, %+v; want 1 rebuild, state ok, stock 5", w.loads[reconVID], got)
+		}
+	})
+	t.Run("unsafe until rebuilt", func(t *testing.T) {
+		w := newReconWorld()
+		w.states[reconVID].state = model.VoucherStateUnsafe
+		w.states[reconVID].stock = 9 // stale counts do not matter: unsafe stays unsafe
+		r := newReconciler(t, w)
+		for range 2 {
+			if err := r.Reconcile(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+			if got := w.redisVoucher(reconVID); w.loads[reconVID] != 0 || got.State != model.VoucherStateUnsafe {
+				t.Fatalf("after a start: %d rebuilds, state %q; want 0, unsafe", w.loads[reconVID], got.State)
+			}
+		}
+		rv, err := r.Rebuild(context.Background(), reconVID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if w.loads[reconVID] != 1 || rv.State != model.VoucherStateOK || rv.Stock != 5 || rv.Buyers != 5 {
+			t.Errorf("after Rebuild: %d rebuilds, %+v; want 1, state ok, stock 5, buyers 5", w.loads[reconVID], rv)
+		}
+	})
+}
