@@ -641,9 +641,15 @@ func (m *memOrders) GetOrder(_ context.Context, id int64) (*model.VoucherOrder, 
 	return &o, nil
 }
 
-func (m *memOrders) CountOrders(_ context.Context, voucherID int64) (int64, int64, error) {
+func (m *memOrders) Tally(_ context.Context, voucherID int64, _ []model.QueuedOrder) (model.Tally, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	m.vouchers.mu.Lock()
+	sv, ok := m.vouchers.seckill[voucherID]
+	m.vouchers.mu.Unlock()
+	if !ok {
+		return model.Tally{}, model.ErrVoucherNotFound
+	}
 	users := map[int64]bool{}
 	var n int64
 	for _, o := range m.orders {
@@ -652,7 +658,7 @@ func (m *memOrders) CountOrders(_ context.Context, voucherID int64) (int64, int6
 			users[o.UserID] = true
 		}
 	}
-	return n, int64(len(users)), nil
+	return model.Tally{Stock: sv.Stock, InitialStock: sv.InitialStock, Orders: n, DistinctUsers: int64(len(users))}, nil
 }
 
 type memRejects struct{}

@@ -136,6 +136,16 @@ type Audit struct {
 	Pending             *int64 `json:"pending,omitempty"`
 }
 
+// Tally is what the database says about one voucher, read in one snapshot:
+// its stock and initial stock, its orders and distinct buyers and, when
+// asked about stream entries, which of their orders are written (same id,
+// user and voucher). Both audits read it.
+type Tally struct {
+	Stock, InitialStock   int
+	Orders, DistinctUsers int64
+	Written               map[int64]bool
+}
+
 // Check fills Oversold and Consistent from the counts (invariants 1 to 3).
 func (a *Audit) Check() {
 	a.Oversold = a.Orders > int64(a.InitialStock)

@@ -85,14 +85,7 @@ func (r *Orders) OrderFacts(ctx context.Context, voucherIDs []int64, entries []m
 	if buyers {
 		f.Buyers = map[int64][]int64{}
 	}
-	// One snapshot: REPEATABLE READ whatever the server's default (under
-	// READ COMMITTED each query would see its own). SQLite's transactions
-	// read one snapshot anyway.
-	var opts []*sql.TxOptions
-	if r.db.Dialector.Name() == "mysql" {
-		opts = append(opts, &sql.TxOptions{Isolation: sql.LevelRepeatableRead, ReadOnly: true})
-	}
-	err := r.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+	err := r.snapshot(ctx, func(tx *gorm.DB) error {
 		for start := 0; start < len(voucherIDs); start += writtenChunk {
 			chunk := voucherIDs[start:min(start+writtenChunk, len(voucherIDs))]
 			var rows []struct {
@@ -122,9 +115,21 @@ func (r *Orders) OrderFacts(ctx context.Context, voucherIDs []int64, entries []m
 			}
 		}
 		return written(tx, entries, f.Written)
-	}, opts...)
+	})
 	if err != nil {
 		return model.OrderFacts{}, translate(err)
 	}
 	return f, nil
+}
+
+// snapshot runs read in one read-only transaction that reads one
+// snapshot: REPEATABLE READ whatever the server's default (under READ
+// COMMITTED each query would see its own). SQLite's transactions read one
+// snapshot anyway.
+func (r *Orders) snapshot(ctx context.Context, read func(tx *gorm.DB) error) error {
+	var opts []*sql.TxOptions
+	if r.db.Dialector.Name() == "mysql" {
+		opts = append(opts, &sql.TxOptions{Isolation: sql.LevelRepeatableRead, ReadOnly: true})
+	}
+	return r.db.WithContext(ctx).Transaction(read, opts...)
 }

@@ -208,17 +208,49 @@ func (r *Orders) GetOrder(ctx context.Context, id int64) (*model.VoucherOrder, e
 	return &o, nil
 }
 
-// CountOrders returns the number of orders and distinct buyers of a voucher.
-func (r *Orders) CountOrders(ctx context.Context, voucherID int64) (orders, distinctUsers int64, err error) {
-	var row struct {
-		Orders   int64
-		Distinct int64
+// Tally reads the voucher's stock and initial stock with its orders and
+// distinct buyers in one statement and, given entries, which of their
+// orders are written, in the same snapshot (one read-only transaction; see
+// snapshot): the counts agree with the stock and with the entries even
+// while orders are being written. model.ErrVoucherNotFound for an unknown
+// voucher.
+func (r *Orders) Tally(ctx context.Context, voucherID int64, entries []model.QueuedOrder) (model.Tally, error) {
+	var t model.Tally
+	read := func(db *gorm.DB) error {
+		var rows []struct {
+			Stock         int
+			InitialStock  int
+			Orders        int64
+			DistinctUsers int64
+		}
+		err := db.Raw(`SELECT sv.stock AS stock, sv.initial_stock AS initial_stock,
+  (SELECT COUNT(*) FROM tb_voucher_order o WHERE o.voucher_id = sv.voucher_id) AS orders,
+  (SELECT COUNT(DISTINCT o.user_id) FROM tb_voucher_order o WHERE o.voucher_id = sv.voucher_id) AS distinct_users
+FROM tb_seckill_voucher sv WHERE sv.voucher_id = ?`, voucherID).Scan(&rows).Error
+		if err != nil {
+			return err
+		}
+		if len(rows) == 0 {
+			return model.ErrVoucherNotFound
+		}
+		t = model.Tally{Stock: rows[0].Stock, InitialStock: rows[0].InitialStock, Orders: rows[0].Orders, DistinctUsers: rows[0].DistinctUsers}
+		if len(entries) == 0 {
+			return nil
+		}
+		t.Written = map[int64]bool{}
+		return written(db, entries, t.Written)
 	}
-	err = r.db.WithContext(ctx).Model(&model.VoucherOrder{}).
-		Select("COUNT(*) AS orders, COUNT(DISTINCT user_id) AS `distinct`").
-		Where("voucher_id = ?", voucherID).Scan(&row).Error
-	if err != nil {
-		return 0, 0, translate(err)
+	var err error
+	if len(entries) == 0 {
+		err = read(r.db.WithContext(ctx)) // one statement: one snapshot
+	} else {
+		err = r.snapshot(ctx, read)
 	}
-	return row.Orders, row.Distinct, nil
+	switch {
+	case errors.Is(err, model.ErrVoucherNotFound):
+		return model.Tally{}, err
+	case err != nil:
+		return model.Tally{}, translate(err)
+	}
+	return t, nil
 }

@@ -191,28 +191,3 @@ func (r *Orders) HasOrder(ctx context.Context, userID, voucherID int64) (bool, e
 		Where("user_id = ? AND voucher_id = ?", userID, voucherID).Limit(1).Count(&n).Error
 	return n > 0, translate(err)
 }
-
-// Tally returns the voucher's stock and initial stock with its orders and
-// distinct buyers, read in one statement (one consistent snapshot, so the
-// counts agree with the stock even while orders are being written).
-// model.ErrVoucherNotFound for an unknown voucher.
-func (r *Orders) Tally(ctx context.Context, voucherID int64) (stock, initial int, orders, distinctUsers int64, err error) {
-	var rows []struct {
-		Stock         int
-		InitialStock  int
-		Orders        int64
-		DistinctUsers int64
-	}
-	err = r.db.WithContext(ctx).Raw(`SELECT sv.stock AS stock, sv.initial_stock AS initial_stock,
-  (SELECT COUNT(*) FROM tb_voucher_order o WHERE o.voucher_id = sv.voucher_id) AS orders,
-  (SELECT COUNT(DISTINCT o.user_id) FROM tb_voucher_order o WHERE o.voucher_id = sv.voucher_id) AS distinct_users
-FROM tb_seckill_voucher sv WHERE sv.voucher_id = ?`, voucherID).Scan(&rows).Error
-	if err != nil {
-		return 0, 0, 0, 0, translate(err)
-	}
-	if len(rows) == 0 {
-		return 0, 0, 0, 0, model.ErrVoucherNotFound
-	}
-	t := rows[0]
-	return t.Stock, t.InitialStock, t.Orders, t.DistinctUsers, nil
-}

@@ -11,15 +11,11 @@ import (
 
 func stockAndOrders(t *testing.T, db *DB, vid int64) (stock int, orders int64) {
 	t.Helper()
-	sv, err := NewVouchers(db).GetSeckill(context.Background(), vid)
+	tally, err := NewOrders(db).Tally(context.Background(), vid, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	orders, _, err = NewOrders(db).CountOrders(context.Background(), vid)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return sv.Stock, orders
+	return tally.Stock, tally.Orders
 }
 
 // TestWriteBatch: the consumers' batch transaction writes every order or
@@ -111,12 +107,25 @@ func TestWriteOneAndWritten(t *testing.T) {
 			if err != nil || !has {
 				t.Errorf("HasOrder: got %v, %v, want true", has, err)
 			}
-			stock, initial, orders, distinct, err := r.Tally(ctx, vid)
-			if err != nil || stock != 0 || initial != 1 || orders != 1 || distinct != 1 {
-				t.Errorf("Tally: got %d, %d, %d, %d, %v, want 0, 1, 1, 1, nil", stock, initial, orders, distinct, err)
+			tally, err := r.Tally(ctx, vid, nil)
+			if err != nil || tally.Stock != 0 || tally.InitialStock != 1 || tally.Orders != 1 || tally.DistinctUsers != 1 || tally.Written != nil {
+				t.Errorf("Tally: got %+v, %v, want stock 0, initial 1, 1 order, 1 buyer, no entries asked", tally, err)
 			}
-			if _, _, _, _, err := r.Tally(ctx, -1); !errors.Is(err, model.ErrVoucherNotFound) {
+			// With entries, which of their orders are written, in the same
+			// snapshot: the same id, user and voucher only.
+			tally, err = r.Tally(ctx, vid, []model.QueuedOrder{
+				{OrderID: o.ID, UserID: u, VoucherID: vid},
+				{OrderID: o.ID, UserID: u + 1, VoucherID: vid},
+				{OrderID: o.ID + 1, UserID: u, VoucherID: vid},
+			})
+			if err != nil || tally.Orders != 1 || len(tally.Written) != 1 || !tally.Written[o.ID] {
+				t.Errorf("Tally with entries: got %+v, %v, want 1 order and only order %d written", tally, err, o.ID)
+			}
+			if _, err := r.Tally(ctx, -1, nil); !errors.Is(err, model.ErrVoucherNotFound) {
 				t.Errorf("Tally of an unknown voucher: got %v, want ErrVoucherNotFound", err)
+			}
+			if _, err := r.Tally(ctx, -1, []model.QueuedOrder{{OrderID: o.ID, UserID: u, VoucherID: vid}}); !errors.Is(err, model.ErrVoucherNotFound) {
+				t.Errorf("Tally of an unknown voucher, with entries: got %v, want ErrVoucherNotFound", err)
 			}
 			empty := newVoucher(t, db, 1)
 			for _, withBuyers := range []bool{false, true} {

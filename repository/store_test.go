@@ -86,16 +86,12 @@ func TestCreateOrder(t *testing.T) {
 			if !errors.Is(err, model.ErrSoldOut) {
 				t.Fatalf("third user: got %v, want ErrSoldOut", err)
 			}
-			sv, err := vouchers.GetSeckill(ctx, vid)
+			tally, err := orders.Tally(ctx, vid, nil)
 			if err != nil {
 				t.Fatal(err)
 			}
-			n, distinct, err := orders.CountOrders(ctx, vid)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if sv.Stock != 0 || n != 2 || distinct != 2 {
-				t.Errorf("got stock %d, %d orders, %d buyers; want 0, 2, 2", sv.Stock, n, distinct)
+			if tally.Stock != 0 || tally.Orders != 2 || tally.DistinctUsers != 2 {
+				t.Errorf("got stock %d, %d orders, %d buyers; want 0, 2, 2", tally.Stock, tally.Orders, tally.DistinctUsers)
 			}
 			if _, err := vouchers.GetSeckill(ctx, 1<<50); !errors.Is(err, model.ErrVoucherNotFound) {
 				t.Errorf("unknown voucher: got %v, want ErrVoucherNotFound", err)
@@ -164,10 +160,11 @@ func TestFence(t *testing.T) {
 					t.Errorf("token %d: got %v, want %v", s.token, err, s.want)
 				}
 			}
-			n, _, err := orders.CountOrders(ctx, vid)
+			tally, err := orders.Tally(ctx, vid, nil)
 			if err != nil {
 				t.Fatal(err)
 			}
+			n := tally.Orders
 			if n != 2 {
 				t.Errorf("got %d orders, want 2 (tokens 5 and 7)", n)
 			}
@@ -223,8 +220,8 @@ func TestCreateOrderIDTaken(t *testing.T) {
 			if !errors.Is(err, model.ErrOrderIDTaken) || errors.Is(err, model.ErrDuplicateOrder) || errors.Is(err, model.ErrUniqueKey) {
 				t.Errorf("id of another order: got %v, want ErrOrderIDTaken alone", err)
 			}
-			if n, _, _ := orders.CountOrders(ctx, vid); n != 1 {
-				t.Errorf("got %d orders, want 1", n)
+			if tally, _ := orders.Tally(ctx, vid, nil); tally.Orders != 1 {
+				t.Errorf("got %d orders, want 1", tally.Orders)
 			}
 		})
 	}

@@ -131,30 +131,20 @@ func (s *AsyncAdmission) Order(ctx context.Context, userID, orderID int64) (*mod
 }
 
 // Audit reads the voucher's state against invariants 1 to 3 and 5: the
-// database's counts, the Redis stock and buyers, and the orders pending in
-// the stream (entries not yet in the database; a full scan of the stream).
+// Redis stock and buyers and the stream (a full scan) in one MULTI, then
+// the database's tally and which of the voucher's entries are written in
+// one snapshot. Redis first: an order written meanwhile moves from pending
+// to written and is counted once.
 func (s *AsyncAdmission) Audit(ctx context.Context, voucherID int64) (*model.Audit, error) {
 	if voucherID <= 0 {
 		return nil, model.InvalidArgument("id", "must be a positive number")
 	}
-	if _, err := s.d.Vouchers.GetSeckill(ctx, voucherID); err != nil {
-		return nil, err
-	}
-	// Redis, then the stream, then the database: an order written
-	// meanwhile moves from pending to written and is counted once.
-	rv, err := s.d.Redis.Voucher(ctx, voucherID)
+	states, entries, err := s.d.Queue.Snapshot(ctx, []int64{voucherID})
 	if err != nil {
 		return nil, err
 	}
-	entries, err := s.d.Queue.Entries(ctx)
-	if err != nil {
-		return nil, err
-	}
-	pending, err := s.pendingOf(ctx, voucherID, entries)
-	if err != nil {
-		return nil, err
-	}
-	stock, initial, orders, distinct, err := s.d.Orders.Tally(ctx, voucherID)
+	mine := queued(entries, func(v int64) bool { return v == voucherID })
+	t, err := s.d.Orders.Tally(ctx, voucherID, mine)
 	if err != nil {
 		return nil, err
 	}
@@ -162,41 +152,17 @@ func (s *AsyncAdmission) Audit(ctx context.Context, voucherID int64) (*model.Aud
 	if err != nil {
 		return nil, err
 	}
-	n := int64(len(pending))
+	rv := states[voucherID]
+	n := int64(len(pending(mine, t.Written)))
 	a := &model.Audit{
-		VoucherID: voucherID, InitialStock: initial, Stock: stock,
-		Orders: orders, DistinctUsers: distinct, DuplicateRejections: dups, Pending: &n,
+		VoucherID: voucherID, InitialStock: t.InitialStock, Stock: t.Stock,
+		Orders: t.Orders, DistinctUsers: t.DistinctUsers, DuplicateRejections: dups, Pending: &n,
 	}
 	if rv.StockExists {
 		a.RedisStock = &rv.Stock
 	}
 	a.CheckAsync(rv.Buyers)
 	return a, nil
-}
-
-// pendingOf returns the stream entries of the voucher whose order is not in
-// the database.
-func (s *AsyncAdmission) pendingOf(ctx context.Context, voucherID int64, entries []model.QueuedOrder) ([]model.QueuedOrder, error) {
-	var mine []model.QueuedOrder
-	for _, e := range entries {
-		if e.Malformed == "" && !e.Deleted && e.VoucherID == voucherID {
-			mine = append(mine, e)
-		}
-	}
-	if len(mine) == 0 {
-		return nil, nil
-	}
-	written, err := s.d.Orders.Written(ctx, mine)
-	if err != nil {
-		return nil, err
-	}
-	out := mine[:0]
-	for _, e := range mine {
-		if !written[e.OrderID] {
-			out = append(out, e)
-		}
-	}
-	return out, nil
 }
 
 // Published loads a voucher just published into Redis (stock, window,

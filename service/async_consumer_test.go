@@ -199,8 +199,8 @@ func (o *consOrders) HasOrder(context.Context, int64, int64) (bool, error) { ret
 func (o *consOrders) OrderFacts(context.Context, []int64, []model.QueuedOrder, bool) (model.OrderFacts, error) {
 	return model.OrderFacts{}, nil
 }
-func (o *consOrders) Tally(context.Context, int64) (int, int, int64, int64, error) {
-	return 0, 0, 0, 0, nil
+func (o *consOrders) Tally(context.Context, int64, []model.QueuedOrder) (model.Tally, error) {
+	return model.Tally{}, nil
 }
 
 // consCounts counts the observer's and the rejection counter's events.

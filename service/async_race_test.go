@@ -151,22 +151,16 @@ func (e *raceEnv) state(t *testing.T, vid int64) raceState {
 	if st.redisStock, err = e.rdb.Get(ctx, repository.StockKey(vid)).Int64(); err != nil {
 		t.Fatal(err)
 	}
-	if st.orders, _, err = e.orders.CountOrders(ctx, vid); err != nil {
-		t.Fatal(err)
-	}
 	entries, err := e.queue.Entries(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
-	written, err := e.orders.Written(ctx, entries)
+	mine := queued(entries, func(v int64) bool { return v == vid })
+	tally, err := e.orders.Tally(ctx, vid, mine)
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, en := range entries {
-		if en.VoucherID == vid && !written[en.OrderID] {
-			st.pending++
-		}
-	}
+	st.orders, st.pending = tally.Orders, int64(len(pending(mine, tally.Written)))
 	if st.dead, err = e.rdb.XLen(ctx, e.dlq).Result(); err != nil {
 		t.Fatal(err)
 	}

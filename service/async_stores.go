@@ -89,13 +89,6 @@ type AsyncOrderStore interface {
 	OrderStore
 	OrderWriter
 	FactsReader
-	// Written returns the order ids of entries whose order is in the
-	// database (same id, user and voucher).
-	Written(ctx context.Context, entries []model.QueuedOrder) (map[int64]bool, error)
-	// Tally returns the voucher's stock, initial stock, orders and
-	// distinct buyers from one consistent read;
-	// model.ErrVoucherNotFound for an unknown voucher.
-	Tally(ctx context.Context, voucherID int64) (stock, initial int, orders, distinctUsers int64, err error)
 }
 
 // OrderWriter is the database side of the stream consumers.

@@ -208,10 +208,15 @@ func (f *fakeOrders) GetOrder(_ context.Context, id int64) (*model.VoucherOrder,
 	return &o, nil
 }
 
-func (f *fakeOrders) CountOrders(context.Context, int64) (int64, int64, error) {
+// Tally reads the stock from the vouchers and the counts from counts.
+func (f *fakeOrders) Tally(ctx context.Context, voucherID int64, _ []model.QueuedOrder) (model.Tally, error) {
+	sv, err := f.vouchers.GetSeckill(ctx, voucherID)
+	if err != nil {
+		return model.Tally{}, err
+	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	return f.counts[0], f.counts[1], f.countEr
+	return model.Tally{Stock: sv.Stock, InitialStock: sv.InitialStock, Orders: f.counts[0], DistinctUsers: f.counts[1]}, f.countEr
 }
 
 // fakeRejects is a RejectionCounter.

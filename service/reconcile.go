@@ -315,27 +315,20 @@ func (s *Reconciler) checkAll(ctx context.Context, live []model.SeckillVoucher) 
 	if err != nil {
 		return nil, nil, nil, fmt.Errorf("reconcile: read redis state: %w", err)
 	}
-	var parsed []model.QueuedOrder
-	for _, e := range entries {
-		if e.Malformed == "" && !e.Deleted && isLive[e.VoucherID] {
-			parsed = append(parsed, e)
-		}
-	}
+	parsed := queued(entries, func(v int64) bool { return isLive[v] })
 	f, err := s.d.Orders.OrderFacts(ctx, ids, parsed, false)
 	if err != nil {
 		return nil, nil, nil, fmt.Errorf("reconcile: %w", err)
 	}
-	pending := map[int64]int64{}
-	for _, e := range parsed {
-		if !f.Written[e.OrderID] {
-			pending[e.VoucherID]++
-		}
+	pendingBy := map[int64]int64{}
+	for _, e := range pending(parsed, f.Written) {
+		pendingBy[e.VoucherID]++
 	}
 	outcomes = make([]string, len(live))
 	res = make([]residual, len(live))
 	counts = make([]string, len(live))
 	for i, sv := range live {
-		rv, o, p := states[sv.VoucherID], f.Orders[sv.VoucherID], pending[sv.VoucherID]
+		rv, o, p := states[sv.VoucherID], f.Orders[sv.VoucherID], pendingBy[sv.VoucherID]
 		counts[i] = fmt.Sprintf("%d/%d/%d/%d", rv.Stock, rv.Buyers, o, p)
 		res[i] = residual{stock: rv.Stock + o + p - int64(sv.InitialStock), buyers: rv.Buyers - o - p}
 		switch {
@@ -359,10 +352,10 @@ func (s *Reconciler) checkAll(ctx context.Context, live []model.SeckillVoucher) 
 	return outcomes, res, counts, nil
 }
 
-// groupByVoucher splits stream entries by voucher.
+// groupByVoucher splits the stream entries that name an order by voucher.
 func groupByVoucher(entries []model.QueuedOrder) map[int64][]model.QueuedOrder {
 	out := make(map[int64][]model.QueuedOrder)
-	for _, e := range entries {
+	for _, e := range queued(entries, nil) {
 		out[e.VoucherID] = append(out[e.VoucherID], e)
 	}
 	return out
@@ -381,18 +374,15 @@ type facts struct {
 func (s *Reconciler) factsOf(ctx context.Context, sv *model.SeckillVoucher, f model.OrderFacts, entries []model.QueuedOrder) facts {
 	dbBuyers := f.Buyers[sv.VoucherID]
 	buyers := slices.Clone(dbBuyers)
-	pending := 0
-	for _, e := range entries {
-		if e.Malformed == "" && !e.Deleted && !f.Written[e.OrderID] {
-			pending++
-			buyers = append(buyers, e.UserID)
-		}
+	waiting := pending(entries, f.Written)
+	for _, e := range waiting {
+		buyers = append(buyers, e.UserID)
 	}
 	slices.Sort(buyers)
 	buyers = slices.Compact(buyers)
 	out := facts{
-		orders: len(dbBuyers), pending: pending, buyers: buyers,
-		stock: int64(sv.InitialStock - len(dbBuyers) - pending),
+		orders: len(dbBuyers), pending: len(waiting), buyers: buyers,
+		stock: int64(sv.InitialStock - len(dbBuyers) - len(waiting)),
 	}
 	if out.stock < 0 {
 		s.d.Log.ErrorContext(ctx, "orders and pending exceed the initial stock",

@@ -223,11 +223,7 @@ func (s *Seckill) Audit(ctx context.Context, voucherID int64) (*model.Audit, err
 	if voucherID <= 0 {
 		return nil, model.InvalidArgument("id", "must be a positive number")
 	}
-	sv, err := s.vouchers.GetSeckill(ctx, voucherID)
-	if err != nil {
-		return nil, err
-	}
-	orders, distinct, err := s.orders.CountOrders(ctx, voucherID)
+	t, err := s.orders.Tally(ctx, voucherID, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -236,8 +232,8 @@ func (s *Seckill) Audit(ctx context.Context, voucherID int64) (*model.Audit, err
 		return nil, err
 	}
 	a := &model.Audit{
-		VoucherID: voucherID, InitialStock: sv.InitialStock, Stock: sv.Stock,
-		Orders: orders, DistinctUsers: distinct, DuplicateRejections: dups,
+		VoucherID: voucherID, InitialStock: t.InitialStock, Stock: t.Stock,
+		Orders: t.Orders, DistinctUsers: t.DistinctUsers, DuplicateRejections: dups,
 	}
 	a.Check()
 	return a, nil
