@@ -106,15 +106,6 @@ type VoucherOrder struct {
 // TableName is the Heima table name.
 func (VoucherOrder) TableName() string { return "tb_voucher_order" }
 
-// NewOrder is the order a purchase writes, in both modes: user's order id of
-// voucher, created (unpaid, Heima pay type 1) at now.
-func NewOrder(id, userID, voucherID int64, now time.Time) VoucherOrder {
-	return VoucherOrder{
-		ID: id, UserID: userID, VoucherID: voucherID, PayType: 1,
-		Status: OrderStatusCreated, CreateTime: now, UpdateTime: now,
-	}
-}
-
 // Fence is the fencing token a lock holder presents with its write: the write
 // is refused when a newer token was already used for the same lock key.
 type Fence struct {

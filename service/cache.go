@@ -99,3 +99,22 @@ func (c *voucherCache) get(ctx context.Context, id int64) (*cachedVoucher, error
 		return nil, model.Unavailable(ctx.Err())
 	}
 }
+
+// checkWindow refuses, from the cache, a voucher outside its window or
+// known to be sold out (both modes).
+func checkWindow(ctx context.Context, cache *voucherCache, clock func() time.Time, voucherID int64) (*cachedVoucher, error) {
+	v, err := cache.get(ctx, voucherID)
+	if err != nil {
+		return nil, err
+	}
+	now := clock()
+	switch {
+	case now.Before(v.sv.BeginTime):
+		return nil, model.ErrSeckillNotStarted
+	case !now.Before(v.sv.EndTime):
+		return nil, model.ErrSeckillEnded
+	case v.soldOut(now):
+		return nil, model.ErrSoldOut
+	}
+	return v, nil
+}

@@ -510,7 +510,7 @@ func (b *batch) lockUsers(work []model.QueuedOrder) ([]model.QueuedOrder, func()
 
 // order is the order of entry m.
 func (b *batch) order(m model.QueuedOrder) model.VoucherOrder {
-	return model.NewOrder(m.OrderID, m.UserID, m.VoucherID, b.c.d.Now())
+	return newOrder(m.OrderID, m.UserID, m.VoucherID, b.c.d.Now())
 }
 
 // write writes the locked entries in one transaction, falling back to one

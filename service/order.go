@@ -7,12 +7,22 @@ import (
 	"time"
 
 	"seckill/lock"
+	"seckill/model"
 )
 
 // The rules every order write shares, sync Buy and the async consumer
-// alike: the order itself (model.NewOrder), the per-user lock's key, how
-// the lock is given back, and how a duplicate that only the database's
-// unique key stopped is counted.
+// alike: the order itself, the per-user lock's key, how the lock is given
+// back, and how a duplicate that only the database's unique key stopped is
+// counted.
+
+// newOrder is the order a purchase writes, in both modes: the user's order
+// id of the voucher, created (unpaid, Heima pay type 1) at now.
+func newOrder(id, userID, voucherID int64, now time.Time) model.VoucherOrder {
+	return model.VoucherOrder{
+		ID: id, UserID: userID, VoucherID: voucherID, PayType: 1,
+		Status: model.OrderStatusCreated, CreateTime: now, UpdateTime: now,
+	}
+}
 
 // LockKeyPrefix is the prefix of the per-user lock key lock:order:<userId>.
 const LockKeyPrefix = "lock:order:"

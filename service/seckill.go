@@ -78,25 +78,6 @@ func (s *Seckill) checkWindow(ctx context.Context, voucherID int64) (*cachedVouc
 	return checkWindow(ctx, s.cache, s.now, voucherID)
 }
 
-// checkWindow refuses, from the cache, a voucher outside its window or
-// known to be sold out (both modes).
-func checkWindow(ctx context.Context, cache *voucherCache, clock func() time.Time, voucherID int64) (*cachedVoucher, error) {
-	v, err := cache.get(ctx, voucherID)
-	if err != nil {
-		return nil, err
-	}
-	now := clock()
-	switch {
-	case now.Before(v.sv.BeginTime):
-		return nil, model.ErrSeckillNotStarted
-	case !now.Before(v.sv.EndTime):
-		return nil, model.ErrSeckillEnded
-	case v.soldOut(now):
-		return nil, model.ErrSoldOut
-	}
-	return v, nil
-}
-
 // Buy runs the seckill flow of docs/contract.md for one request and returns the new
 // order's id.
 func (s *Seckill) Buy(ctx context.Context, userID, voucherID int64) (int64, error) {
@@ -137,7 +118,7 @@ func (s *Seckill) Buy(ctx context.Context, userID, voucherID int64) (int64, erro
 		}
 	}
 
-	order := model.NewOrder(orderID, userID, voucherID, s.now())
+	order := newOrder(orderID, userID, voucherID, s.now())
 	o := &order
 	var fence *model.Fence
 	if s.cfg.Fencing {
