@@ -67,14 +67,14 @@ type RedisVoucher struct {
 // (RedisStock and Pending must be set): Redis stock + orders + pending =
 // initial stock, and the buyers set size = orders + pending.
 func (a *Audit) CheckAsync(buyers int64) {
-	a.Check()
 	if a.RedisStock == nil || a.Pending == nil {
+		a.Check()
 		a.Consistent = false
 		return
 	}
-	a.Consistent = a.Consistent &&
-		*a.RedisStock+a.Orders+*a.Pending == int64(a.InitialStock) &&
-		buyers == a.Orders+*a.Pending
+	c := a.Counts()
+	c.Async = &AsyncCounts{RedisStock: *a.RedisStock, Pending: *a.Pending, Buyers: &buyers}
+	a.judge(c)
 }
 
 // OrderFacts is what the database says about some vouchers' orders and some

@@ -137,10 +137,18 @@ type Tally struct {
 	Written               map[int64]bool
 }
 
-// Check fills Oversold and Consistent from the counts (invariants 1 to 3).
-func (a *Audit) Check() {
-	a.Oversold = a.Orders > int64(a.InitialStock)
-	a.Consistent = !a.Oversold &&
-		a.Orders == int64(a.InitialStock-a.Stock) &&
-		a.DistinctUsers == a.Orders
+// Counts is the audit as the counts the invariants are judged on (no Redis
+// side: CheckAsync adds it).
+func (a *Audit) Counts() Counts {
+	return Counts{InitialStock: int64(a.InitialStock), Stock: int64(a.Stock),
+		Orders: a.Orders, DistinctUsers: a.DistinctUsers}
+}
+
+// Check fills Oversold and Consistent from the counts (invariants 1 to 3,
+// Counts.Violations).
+func (a *Audit) Check() { a.judge(a.Counts()) }
+
+func (a *Audit) judge(c Counts) {
+	a.Oversold = c.Oversold()
+	a.Consistent = len(c.Violations()) == 0
 }

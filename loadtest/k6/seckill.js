@@ -11,9 +11,9 @@
 //   burst      one user per iteration firing DUPS purchases, spaced SPACING_MS
 //              apart and spread round-robin over the base URLs
 //              (SCENARIO=burst): the schedule that shows broken locks;
-//   teardown() reads GET /admin/vouchers/:id/audit and records every broken
-//              invariant in the `invariant_violations` counter, whose
-//              threshold (count==0) fails the run.
+//   teardown() reads GET /admin/vouchers/:id/audit and records its verdict
+//              (oversold, not consistent) in the `invariant_violations`
+//              counter, whose threshold (count==0) fails the run.
 //
 // Outcomes are counted by response code (`code_OK`, `code_SOLD_OUT`,
 // `code_DUPLICATE_ORDER`, ...). 409 refusals are expected responses; anything
@@ -291,7 +291,7 @@ export async function burst(data) {
   await Promise.all(pending);
 }
 
-// teardown reads the audit and counts every broken invariant.
+// teardown reads the audit and records its verdict.
 export function teardown(data) {
   const res = http.get(`${BASE_URLS[0]}/admin/vouchers/${data.voucherId}/audit`, adminParams());
   const body = envelope(res);
@@ -300,15 +300,14 @@ export function teardown(data) {
     console.error(`audit: status ${res.status}: ${String(res.body).slice(0, 200)}`);
     return;
   }
+  // The server's audit judges the invariants (model.Counts, the same rules
+  // the tests and the harness use); the script only reads its verdict.
   const a = body.data;
   const failed = [];
-  if (a.orders > a.initialStock) failed.push(`1: orders ${a.orders} > initial stock ${a.initialStock}`);
-  if (a.orders !== a.initialStock - a.stock) failed.push(`2: orders ${a.orders} != initial ${a.initialStock} - stock ${a.stock}`);
-  if (a.distinctUsers !== a.orders) failed.push(`3: ${a.orders} orders for ${a.distinctUsers} users`);
-  if (a.oversold) failed.push('oversold flag set');
-  if (!a.consistent) failed.push('consistent flag false');
-  if (a.pending !== undefined && a.redisStock !== undefined && a.redisStock + a.orders + a.pending !== a.initialStock) {
-    failed.push(`5: redis stock ${a.redisStock} + orders ${a.orders} + pending ${a.pending} != ${a.initialStock}`);
+  if (a.oversold) failed.push(`1: oversold: orders ${a.orders} > initial stock ${a.initialStock}`);
+  if (!a.consistent) {
+    const redis = a.redisStock !== undefined ? `, redis stock ${a.redisStock}, pending ${a.pending}` : '';
+    failed.push(`audit: not consistent (orders ${a.orders}, distinct users ${a.distinctUsers}, initial ${a.initialStock}, stock ${a.stock}${redis})`);
   }
   if (FAIL_ON_DUPREJ && a.duplicateRejections > 0) {
     failed.push(`lock: ${a.duplicateRejections} duplicates stopped only by the unique key`);

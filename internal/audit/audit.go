@@ -1,0 +1,94 @@
+// Package audit reads the facts of one voucher that the invariants of
+// docs/contract.md are judged on (model.Facts, model.Violations) from the
+// database and from Redis. The end-to-end tests and the harness
+// (cmd/harness) use it; it imports model, database/sql and go-redis only
+// (not service, not repository), so that both can.
+package audit
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"strconv"
+
+	"github.com/redis/go-redis/v9"
+
+	"seckill/model"
+)
+
+// The Redis keys of docs/contract.md ("Redis keys"); repository/keys.go
+// defines them for the server.
+func stockKey(voucherID int64) string  { return "seckill:stock:" + strconv.FormatInt(voucherID, 10) }
+func buyersKey(voucherID int64) string { return "seckill:order:" + strconv.FormatInt(voucherID, 10) }
+func duprejKey(voucherID int64) string { return "seckill:duprej:" + strconv.FormatInt(voucherID, 10) }
+
+// ReadDB reads the voucher's initial stock, stock and orders (order id ->
+// user id). Announced and Async are left for the caller.
+func ReadDB(ctx context.Context, db *sql.DB, voucherID int64) (model.Facts, error) {
+	f := model.Facts{Orders: map[int64]int64{}}
+	err := db.QueryRowContext(ctx, "SELECT initial_stock, stock FROM tb_seckill_voucher WHERE voucher_id = ?", voucherID).
+		Scan(&f.InitialStock, &f.Stock)
+	if err != nil {
+		return f, fmt.Errorf("read voucher %d: %w", voucherID, err)
+	}
+	rows, err := db.QueryContext(ctx, "SELECT id, user_id FROM tb_voucher_order WHERE voucher_id = ?", voucherID)
+	if err != nil {
+		return f, fmt.Errorf("read orders of voucher %d: %w", voucherID, err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var id, user int64
+		if err := rows.Scan(&id, &user); err != nil {
+			return f, fmt.Errorf("read orders of voucher %d: %w", voucherID, err)
+		}
+		f.Orders[id] = user
+	}
+	if err := rows.Err(); err != nil {
+		return f, fmt.Errorf("read orders of voucher %d: %w", voucherID, err)
+	}
+	return f, nil
+}
+
+// ErrNoRedisStock says the voucher has no stock key in Redis.
+var ErrNoRedisStock = errors.New("no stock key in redis")
+
+// ReadRedis reads the Redis side of invariant 5: the voucher's Redis stock
+// and the size of its buyers set. Pending is left 0 (the caller knows it,
+// from the server's audit, or drained the queue).
+func ReadRedis(ctx context.Context, rdb redis.UniversalClient, voucherID int64) (*model.AsyncCounts, error) {
+	stock, err := rdb.Get(ctx, stockKey(voucherID)).Int64()
+	if errors.Is(err, redis.Nil) {
+		return nil, fmt.Errorf("voucher %d: %w", voucherID, ErrNoRedisStock)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read redis stock of voucher %d: %w", voucherID, err)
+	}
+	buyers, err := Buyers(ctx, rdb, voucherID)
+	if err != nil {
+		return nil, err
+	}
+	return &model.AsyncCounts{RedisStock: stock, Buyers: &buyers}, nil
+}
+
+// Buyers is the size of the voucher's buyers set.
+func Buyers(ctx context.Context, rdb redis.UniversalClient, voucherID int64) (int64, error) {
+	n, err := rdb.SCard(ctx, buyersKey(voucherID)).Result()
+	if err != nil {
+		return 0, fmt.Errorf("read buyers set of voucher %d: %w", voucherID, err)
+	}
+	return n, nil
+}
+
+// DuplicateRejections is the voucher's unique-key rejection counter (0 when
+// absent).
+func DuplicateRejections(ctx context.Context, rdb redis.UniversalClient, voucherID int64) (int64, error) {
+	n, err := rdb.Get(ctx, duprejKey(voucherID)).Int64()
+	if errors.Is(err, redis.Nil) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, fmt.Errorf("read duplicate rejections of voucher %d: %w", voucherID, err)
+	}
+	return n, nil
+}

@@ -1,0 +1,69 @@
+package audit
+
+import (
+	"context"
+	"errors"
+	"testing"
+
+	"github.com/alicebob/miniredis/v2"
+	"github.com/glebarez/sqlite"
+	"github.com/redis/go-redis/v9"
+	"gorm.io/gorm"
+)
+
+func TestReadDB(t *testing.T) {
+	g, err := gorm.Open(sqlite.Open(":memory:"), &gorm.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	db, err := g.DB()
+	if err != nil {
+		t.Fatal(err)
+	}
+	db.SetMaxOpenConns(1)
+	for _, q := range []string{
+		"CREATE TABLE tb_seckill_voucher (voucher_id INTEGER, initial_stock INTEGER, stock INTEGER)",
+		"CREATE TABLE tb_voucher_order (id INTEGER, user_id INTEGER, voucher_id INTEGER)",
+		"INSERT INTO tb_seckill_voucher VALUES (7, 5, 3), (8, 1, 1)",
+		"INSERT INTO tb_voucher_order VALUES (1, 10, 7), (2, 20, 7), (3, 30, 8)",
+	} {
+		if _, err := db.Exec(q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	f, err := ReadDB(context.Background(), db, 7)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f.InitialStock != 5 || f.Stock != 3 || len(f.Orders) != 2 || f.Orders[1] != 10 || f.Orders[2] != 20 {
+		t.Errorf("facts = %+v, want initial 5, stock 3, orders 1->10 2->20", f)
+	}
+	if _, err := ReadDB(context.Background(), db, 9); err == nil {
+		t.Error("ReadDB of a missing voucher: nil error")
+	}
+}
+
+func TestReadRedis(t *testing.T) {
+	mr := miniredis.RunT(t)
+	rdb := redis.NewClient(&redis.Options{Addr: mr.Addr()})
+	ctx := context.Background()
+	if _, err := ReadRedis(ctx, rdb, 7); !errors.Is(err, ErrNoRedisStock) {
+		t.Fatalf("ReadRedis without stock = %v, want ErrNoRedisStock", err)
+	}
+	mr.Set("seckill:stock:7", "3")
+	mr.SAdd("seckill:order:7", "10", "20")
+	mr.Set("seckill:duprej:7", "4")
+	a, err := ReadRedis(ctx, rdb, 7)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a.RedisStock != 3 || a.Buyers == nil || *a.Buyers != 2 || a.Pending != 0 {
+		t.Errorf("async = %+v, want redis stock 3, buyers 2", a)
+	}
+	if n, err := DuplicateRejections(ctx, rdb, 7); err != nil || n != 4 {
+		t.Errorf("DuplicateRejections = %d, %v, want 4", n, err)
+	}
+	if n, err := DuplicateRejections(ctx, rdb, 8); err != nil || n != 0 {
+		t.Errorf("DuplicateRejections of none = %d, %v, want 0", n, err)
+	}
+}
