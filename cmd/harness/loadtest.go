@@ -1,0 +1,591 @@
+package main
+
+// harness loadtest: one flash-sale experiment, end to end (make loadtest).
+//
+//  1. builds bin/seckill, applies the schema, makes USERS user tokens and one
+//     admin token (seckill tokens);
+//  2. starts INSTANCES processes on 127.0.0.1:BASE_PORT.. on the real MariaDB
+//     and Redis of .ci/env.sh, with lock mode MODE;
+//  3. runs the scenario with k6 (loadtest/k6/seckill.js), JMeter
+//     (DRIVER=jmeter: loadtest/jmeter/seckill.jmx) or the Go driver
+//     (DRIVER=go: loadtest/driver); the driver publishes the voucher and
+//     buys it;
+//  4. audits the voucher by reading the database and Redis directly
+//     (internal/audit) and judging the five invariants of docs/contract.md
+//     with model.Facts, the fourth against the order ids of the 200 responses
+//     the driver recorded; reads the unique-key rejections and lock refusals
+//     from every instance's /metrics;
+//  5. prints the table (OUT/report.txt), writes OUT/result.env and
+//     OUT/results.json, and exits 1 on any violation, unless MATRIX=1
+//     (designs that are expected to break report, not fail); 2 when the run
+//     could not be made. The instances are always stopped.
+//
+// Settings (environment), defaults in brackets: see loadtest/README.md.
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	auditdb "seckill/internal/audit"
+	"seckill/model"
+)
+
+// allCodes are the response codes the drivers count, in table order.
+var allCodes = []string{"OK", "SOLD_OUT", "DUPLICATE_ORDER", "SECKILL_NOT_STARTED", "SECKILL_ENDED",
+	"VOUCHER_NOT_FOUND", "INVALID_ARGUMENT", "UNAUTHORIZED", "FORBIDDEN", "RATE_LIMITED", "UNAVAILABLE",
+	"INTERNAL", "OTHER", "TRANSPORT"}
+
+// ltConfig is one experiment's settings.
+type ltConfig struct {
+	Root                                   string
+	Mode, Driver, Scenario, OrderMode      string
+	Fencing, Setting, Out                  string
+	LockTTL, CriticalDelay, RequestTimeout string
+	Instances, BasePort, Users, Dups, VUs  int
+	SpacingMS, Stock                       int
+	Slow, Matrix, AllowBreach, SkipBuild   bool
+	K6, JMeterHome, MySQLDSN, RedisAddr    string
+	stamp                                  string
+}
+
+// ltConfigFromEnv reads the settings as loadtest/run.sh did.
+func ltConfigFromEnv(getenv func(string) string, root string, now time.Time) (ltConfig, error) {
+	get := func(k, def string) string {
+		if v := getenv(k); v != "" {
+			return v
+		}
+		return def
+	}
+	c := ltConfig{Root: root,
+		Mode: get("MODE", "lua"), Driver: get("DRIVER", "k6"), Scenario: get("SCENARIO", "burst"),
+		OrderMode: get("ORDER_MODE", "sync"), Fencing: get("FENCING", "off"),
+		Slow: get("SLOW", "0") == "1", Matrix: get("MATRIX", "0") == "1", SkipBuild: get("SKIP_BUILD", "0") == "1",
+		K6: getenv("K6"), JMeterHome: get("JMETER_HOME", "/usr/share/jmeter"),
+		MySQLDSN: getenv("SECKILL_MYSQL_DSN"), RedisAddr: getenv("SECKILL_REDIS_ADDR"),
+	}
+	c.AllowBreach = get("ALLOW_BREACH", get("MATRIX", "0")) == "1"
+	users := get("USERS", "300")
+	var stock string
+	if c.Slow {
+		c.Setting = "slow"
+		c.LockTTL, c.CriticalDelay = get("LOCK_TTL", "1s"), get("CRITICAL_DELAY", "2500ms")
+		c.RequestTimeout, stock = get("REQUEST_TIMEOUT", "15s"), get("STOCK", users)
+	} else {
+		c.Setting = "normal"
+		c.LockTTL, c.CriticalDelay = get("LOCK_TTL", "10s"), get("CRITICAL_DELAY", "0s")
+		c.RequestTimeout, stock = get("REQUEST_TIMEOUT", "3s"), get("STOCK", "200")
+	}
+	spacing := get("SPACING_MS", map[bool]string{true: "600", false: "0"}[c.Slow])
+	nums := []struct {
+		name string
+		val  string
+		dst  *int
+	}{{"INSTANCES", get("INSTANCES", "2"), &c.Instances}, {"USERS", users, &c.Users}, {"DUPS", get("DUPS", "4"), &c.Dups},
+		{"VUS", get("VUS", "40"), &c.VUs}, {"BASE_PORT", get("BASE_PORT", "18081"), &c.BasePort},
+		{"SPACING_MS", spacing, &c.SpacingMS}, {"STOCK", stock, &c.Stock}}
+	digits := regexp.MustCompile(`^[0-9]+$`)
+	for _, n := range nums {
+		v, err := strconv.Atoi(n.val)
+		if !digits.MatchString(n.val) || err != nil {
+			return c, fmt.Errorf("%s=%s is not a number", n.name, n.val)
+		}
+		*n.dst = v
+	}
+	c.stamp = now.Format("20060102-150405")
+	c.Out = get("OUT", filepath.Join(root, "loadtest/out", fmt.Sprintf("%s-%s-%d-%s", c.stamp, c.Mode, c.Instances, c.Setting)))
+	switch {
+	case c.Instances < 1 || c.Instances > 16:
+		return c, fmt.Errorf("INSTANCES=%d: 1 to 16", c.Instances)
+	case c.Users < 1 || c.Dups < 1 || c.Stock < 1:
+		return c, errors.New("USERS, DUPS and STOCK must be at least 1")
+	case !oneOf(c.Driver, "k6", "jmeter", "go", "auto"):
+		return c, fmt.Errorf("DRIVER=%s: k6, jmeter, go or auto", c.Driver)
+	case !oneOf(c.Scenario, "burst", "random"):
+		return c, fmt.Errorf("SCENARIO=%s: burst or random", c.Scenario)
+	case c.MySQLDSN == "":
+		return c, errors.New("SECKILL_MYSQL_DSN is empty: the load test needs the real MariaDB (see .ci/env.sh)")
+	case c.RedisAddr == "":
+		return c, errors.New("SECKILL_REDIS_ADDR is empty: the load test needs the real Redis (see .ci/env.sh)")
+	case c.Driver == "jmeter" && (c.Slow || c.SpacingMS != 0):
+		return c, errors.New("DRIVER=jmeter plays a list of requests without spacing: the slow-business schedule (SLOW=1, SPACING_MS) needs k6")
+	}
+	return c, nil
+}
+
+func oneOf(s string, set ...string) bool {
+	for _, x := range set {
+		if s == x {
+			return true
+		}
+	}
+	return false
+}
+
+// number is a decimal as a driver printed it ("1234.5"): the table shows
+// it as is, results.json as a JSON number.
+type number string
+
+// toNumber keeps v when it is a plain decimal, "0" otherwise.
+func toNumber(v string) number {
+	if regexp.MustCompile(`^[0-9]+(\.[0-9]+)?$`).MatchString(v) {
+		return number(v)
+	}
+	return "0"
+}
+
+func (n number) MarshalJSON() ([]byte, error) { return []byte(toNumber(string(n))), nil }
+
+func (n *number) UnmarshalJSON(b []byte) error {
+	*n = toNumber(strings.Trim(string(b), `"`))
+	return nil
+}
+
+// ltResult is what one experiment found: the table, result.env and
+// results.json.
+type ltResult struct {
+	Mode          string            `json:"mode"`
+	Instances     int               `json:"instances"`
+	Setting       string            `json:"setting"`
+	LockTTL       string            `json:"lockTtl"`
+	CriticalDelay string            `json:"criticalDelay"`
+	Driver        string            `json:"driver"`
+	Scenario      string            `json:"scenario"`
+	OrderMode     string            `json:"orderMode"`
+	Fencing       string            `json:"fencing"`
+	Users         int               `json:"users"`
+	Dups          int               `json:"dups"`
+	SpacingMS     int               `json:"spacingMs"`
+	VUs           int               `json:"vus"`
+	VoucherID     int64             `json:"voucherId"`
+	InitialStock  int64             `json:"initialStock"`
+	StockLeft     int64             `json:"stockLeft"`
+	Requests      int64             `json:"requests"`
+	Codes         map[string]int64  `json:"codes"`
+	LockRefused   int64             `json:"lockRefused"`
+	PastLock      int64             `json:"pastLock"`
+	UniqueKey     int64             `json:"uniqueKey"`
+	DupRejAudit   int64             `json:"duplicateRejectionsAudit"`
+	ServerOK      int64             `json:"serverOk"`
+	ServerDup     int64             `json:"serverDuplicate"`
+	OtherCodes    string            `json:"otherCodes"`
+	Orders        int64             `json:"orders"`
+	DistinctUsers int64             `json:"distinctUsers"`
+	Oversold      bool              `json:"oversold"`
+	Consistent    bool              `json:"consistent"`
+	Invariant5    string            `json:"invariant5"`
+	Violations    []model.Violation `json:"violations"`
+	Breaches      int64             `json:"breaches"`
+	Unexpected    int64             `json:"unexpected"`
+	RPS           number            `json:"rps"`
+	P50ms         number            `json:"p50Ms"`
+	P95ms         number            `json:"p95Ms"`
+	P99ms         number            `json:"p99Ms"`
+	ElapsedS      float64           `json:"elapsedS"`
+	DriverExit    int               `json:"driverExit"`
+	Failures      []string          `json:"failures"` // why the exit status is 1 (empty: passed)
+	Status        int               `json:"status"`   // the exit status
+	Out           string            `json:"out"`
+}
+
+func yesNo(b bool) string {
+	if b {
+		return "yes"
+	}
+	return "no"
+}
+
+// renderTable is the printed report.
+func renderTable(r ltResult) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "\nseckill load test: mode=%s instances=%d setting=%s (lease %s, critical delay %s) driver=%s scenario=%s\n",
+		r.Mode, r.Instances, r.Setting, r.LockTTL, r.CriticalDelay, r.Driver, r.Scenario)
+	other := r.OtherCodes
+	if other == "" {
+		other = "none"
+	}
+	rows := [][2]string{
+		{"voucher", fmt.Sprintf("%d (initial stock %d)", r.VoucherID, r.InitialStock)},
+		{"users x purchases each", fmt.Sprintf("%d x %d (spacing %d ms)", r.Users, r.Dups, r.SpacingMS)},
+		{"requests", fmt.Sprint(r.Requests)},
+		{"200 OK", fmt.Sprint(r.Codes["OK"])},
+		{"409 SOLD_OUT", fmt.Sprint(r.Codes["SOLD_OUT"])},
+		{"409 DUPLICATE_ORDER", fmt.Sprint(r.Codes["DUPLICATE_ORDER"])},
+		{"  of which lock refused", fmt.Sprint(r.LockRefused)},
+		{"  of which past lock, tx check", fmt.Sprint(r.PastLock)},
+		{"  of which unique key (DB)", fmt.Sprintf("%d (audit counter: %d)", r.UniqueKey, r.DupRejAudit)},
+		{"other codes", other},
+		{"orders in DB / distinct users", fmt.Sprintf("%d / %d", r.Orders, r.DistinctUsers)},
+		{"stock left", fmt.Sprint(r.StockLeft)},
+		{"oversold", yesNo(r.Oversold)},
+		{"consistent (invariants 1-5)", yesNo(r.Consistent)},
+		{"invariant 5 (async)", r.Invariant5},
+		{"req/s", string(r.RPS)},
+		{"latency p50 / p95 / p99 (ms)", fmt.Sprintf("%s / %s / %s", r.P50ms, r.P95ms, r.P99ms)},
+		{"lock breaches", fmt.Sprint(r.Breaches)},
+		{"server OK count / driver 200s", fmt.Sprintf("%d / %d", r.ServerOK, r.Codes["OK"])},
+	}
+	for _, row := range rows {
+		fmt.Fprintf(&b, "  %-34s %s\n", row[0], row[1])
+	}
+	for _, v := range r.Violations {
+		fmt.Fprintf(&b, "  VIOLATION %s\n", v)
+	}
+	fmt.Fprintf(&b, "  output: %s\n", r.Out)
+	return b.String()
+}
+
+// resultEnv is OUT/result.env (KEY=VALUE lines).
+func resultEnv(r ltResult) string {
+	kv := [][2]string{
+		{"mode", r.Mode}, {"instances", fmt.Sprint(r.Instances)}, {"setting", r.Setting}, {"driver", r.Driver},
+		{"requests", fmt.Sprint(r.Requests)}, {"ok", fmt.Sprint(r.Codes["OK"])}, {"sold_out", fmt.Sprint(r.Codes["SOLD_OUT"])},
+		{"duplicate", fmt.Sprint(r.Codes["DUPLICATE_ORDER"])}, {"lock_refused", fmt.Sprint(r.LockRefused)},
+		{"past_lock", fmt.Sprint(r.PastLock)}, {"unique_key", fmt.Sprint(r.UniqueKey)}, {"other_codes", r.OtherCodes},
+		{"orders", fmt.Sprint(r.Orders)}, {"initial", fmt.Sprint(r.InitialStock)}, {"oversold", yesNo(r.Oversold)},
+		{"consistent", yesNo(r.Consistent)}, {"violations", fmt.Sprint(len(r.Violations))},
+		{"breaches", fmt.Sprint(r.Breaches)}, {"unexpected", fmt.Sprint(r.Unexpected)}, {"rps", string(r.RPS)},
+		{"p50_ms", string(r.P50ms)}, {"p95_ms", string(r.P95ms)}, {"p99_ms", string(r.P99ms)},
+		{"elapsed_s", fmt.Sprintf("%.1f", r.ElapsedS)},
+	}
+	var b strings.Builder
+	for _, p := range kv {
+		fmt.Fprintf(&b, "%s=%s\n", p[0], p[1])
+	}
+	return b.String()
+}
+
+// judge fills the derived figures (past lock, breaches, oversold,
+// consistent, unexpected answers), the failures and the exit status, as
+// loadtest/run.sh did, and returns the log lines to print after the table.
+func judge(r *ltResult, slow, allowBreach, matrix bool) (notes []string) {
+	// Duplicates that obtained the lock and were stopped by the
+	// transaction's "already bought" check: a later duplicate normally, a
+	// broken lock under the slow-business schedule.
+	r.PastLock = r.ServerDup - r.LockRefused - r.UniqueKey
+	r.Breaches = r.UniqueKey
+	if slow {
+		r.Breaches += r.PastLock
+	}
+	r.Oversold = r.Orders > r.InitialStock || r.StockLeft < 0
+	r.Consistent = len(r.Violations) == 0
+	var other []string
+	r.Unexpected = 0
+	for _, c := range allCodes {
+		if c == "OK" || c == "SOLD_OUT" || c == "DUPLICATE_ORDER" {
+			continue
+		}
+		if n := r.Codes[c]; n > 0 {
+			r.Unexpected += n
+			other = append(other, fmt.Sprintf("%s=%d", c, n))
+		}
+	}
+	r.OtherCodes = strings.Join(other, " ")
+	r.Failures = nil
+	if len(r.Violations) > 0 {
+		r.Failures = append(r.Failures, fmt.Sprintf("%d invariant violation(s)", len(r.Violations)))
+	}
+	if r.Breaches > 0 {
+		if allowBreach {
+			notes = append(notes, fmt.Sprintf("note: the %s lock let %d duplicate(s) through (reported, not failed)", r.Mode, r.Breaches))
+		} else {
+			r.Failures = append(r.Failures, fmt.Sprintf("the %s lock let %d duplicate(s) through", r.Mode, r.Breaches))
+		}
+	}
+	if r.Unexpected > 0 {
+		r.Failures = append(r.Failures, fmt.Sprintf("%d responses were neither 200 nor an expected 409 (%s)", r.Unexpected, r.OtherCodes))
+	}
+	if r.DriverExit != 0 && len(r.Failures) == 0 {
+		r.Failures = append(r.Failures, fmt.Sprintf("the driver exited %d (see %s/%s.log)", r.DriverExit, r.Out, r.Driver))
+	}
+	for _, f := range r.Failures {
+		notes = append(notes, "FAIL: "+f)
+	}
+	r.Status = 0
+	if len(r.Failures) > 0 {
+		r.Status = 1
+		if matrix {
+			notes = append(notes, "matrix mode: reported, not failed")
+			r.Status = 0
+		}
+	}
+	return notes
+}
+
+// loadtest is one experiment being run.
+type loadtest struct {
+	ltConfig
+	ctx  context.Context
+	ins  []*Instance
+	logw io.Writer
+}
+
+func (l *loadtest) logf(format string, a ...any) {
+	fmt.Fprintf(l.logw, "[loadtest] "+format+"\n", a...)
+}
+
+// ltDie is a run that could not be made (exit status 2).
+type ltDie struct{ msg string }
+
+func (e ltDie) Error() string { return e.msg }
+
+func runLoadtest(args []string) int {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	root, err := projectRoot()
+	if err == nil {
+		err = loadCIEnv(root)
+	}
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "[loadtest] ERROR: %v\n", err)
+		return 2
+	}
+	cfg, err := ltConfigFromEnv(os.Getenv, root, time.Now())
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "[loadtest] ERROR: %v\n", err)
+		return 2
+	}
+	l := &loadtest{ltConfig: cfg, ctx: ctx, logw: os.Stderr}
+	r, err := l.run()
+	StopInstances(l.ins)
+	if ctx.Err() != nil {
+		return 130
+	}
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "[loadtest] ERROR: %v\n", err)
+		return 2
+	}
+	return r.Status
+}
+
+// run makes the experiment; the caller stops the instances.
+func (l *loadtest) run() (ltResult, error) {
+	r := ltResult{Mode: l.Mode, Instances: l.Instances, Setting: l.Setting, LockTTL: l.LockTTL,
+		CriticalDelay: l.CriticalDelay, Scenario: l.Scenario, OrderMode: l.OrderMode, Fencing: l.Fencing,
+		Users: l.Users, Dups: l.Dups, SpacingMS: l.SpacingMS, VUs: l.VUs, Codes: map[string]int64{}}
+	os.Setenv("SECKILL_ENV", "development")
+	if err := os.MkdirAll(l.Out, 0o755); err != nil {
+		return r, err
+	}
+	out, err := filepath.Abs(l.Out)
+	if err != nil {
+		return r, err
+	}
+	l.Out, r.Out = out, out
+	db, err := openDB(l.ctx, l.MySQLDSN)
+	if err != nil {
+		return r, fmt.Errorf("cannot reach MariaDB (SECKILL_MYSQL_DSN): %v", err)
+	}
+	defer db.Close()
+	rdb := openRedis(l.RedisAddr)
+	defer rdb.Close()
+
+	// Tools.
+	if l.Driver == "auto" {
+		if l.findK6() {
+			l.Driver = "k6"
+		} else {
+			l.Driver = "go"
+		}
+		l.logf("DRIVER=auto: using %s", l.Driver)
+	}
+	r.Driver = l.Driver
+	switch l.Driver {
+	case "k6":
+		err = l.ensureK6()
+	case "jmeter":
+		err = l.ensureJMeter()
+	case "go":
+		l.logf("building bin/seckill-load (loadtest/driver)")
+		err = goBuild(l.ctx, l.Root, "bin/seckill-load", "./loadtest/driver")
+	}
+	if err != nil {
+		return r, err
+	}
+	bin := filepath.Join(l.Root, "bin/seckill")
+	if !l.SkipBuild || !isExe(bin) {
+		l.logf("building bin/seckill")
+		if err := goBuild(l.ctx, l.Root, "bin/seckill", "."); err != nil {
+			return r, err
+		}
+	}
+
+	// Schema, tokens, instances.
+	migrateLog := filepath.Join(out, "migrate.log")
+	if _, err := runTool(l.ctx, 2*time.Minute, migrateLog, []string{"SECKILL_ENV=development"}, bin, "migrate"); err != nil {
+		return r, fmt.Errorf("seckill migrate failed: %s", lastLines(migrateLog, 3))
+	}
+	tokensLog := filepath.Join(out, "tokens.log")
+	os.Remove(tokensLog)
+	if err := MakeTokens(l.ctx, bin, filepath.Join(out, "tokens.csv"), l.Users, false, tokensLog); err != nil {
+		return r, err
+	}
+	if err := MakeTokens(l.ctx, bin, filepath.Join(out, "admin.csv"), 1, true, tokensLog); err != nil {
+		return r, err
+	}
+	if n := countLines(filepath.Join(out, "tokens.csv")); n != l.Users {
+		return r, fmt.Errorf("tokens.csv does not hold %d lines", l.Users)
+	}
+	l.ins, err = StartInstances(l.ctx, InstanceSpec{Bin: bin, BasePort: l.BasePort, Count: l.Instances, LogDir: out,
+		Env: []string{"SECKILL_LOCK_MODE=" + l.Mode, "SECKILL_LOCK_TTL=" + l.LockTTL,
+			"SECKILL_DEV_CRITICAL_DELAY=" + l.CriticalDelay, "SECKILL_REQUEST_TIMEOUT=" + l.RequestTimeout,
+			"SECKILL_ORDER_MODE=" + l.OrderMode, "SECKILL_FENCING=" + l.Fencing}})
+	if err != nil {
+		return r, err
+	}
+	urls := URLs(l.ins)
+	baseURLs := strings.Join(urls, ",")
+	l.logf("mode=%s instances=%d (%s) setting=%s ttl=%s delay=%s driver=%s scenario=%s users=%d dups=%d stock=%d vus=%d out=%s",
+		l.Mode, l.Instances, baseURLs, l.Setting, l.LockTTL, l.CriticalDelay, l.Driver, l.Scenario, l.Users, l.Dups, l.Stock, l.VUs, out)
+
+	// The driver.
+	t0 := time.Now()
+	var d driverRun
+	switch l.Driver {
+	case "k6":
+		d = l.runK6(baseURLs)
+	case "jmeter":
+		d = l.runJMeter(urls)
+	case "go":
+		d = l.runGo(baseURLs)
+	}
+	r.ElapsedS = time.Since(t0).Seconds()
+	r.DriverExit = d.exit
+	if l.ctx.Err() != nil {
+		return r, l.ctx.Err()
+	}
+	if d.voucher <= 0 {
+		l.logf("driver output:")
+		fmt.Fprintln(l.logw, lastLinesN(filepath.Join(out, l.Driver+".log"), 20))
+		return r, fmt.Errorf("the driver did not publish a voucher (exit %d); see %s", d.exit, out)
+	}
+	summary, err := readKV(filepath.Join(out, "summary.env"))
+	if err != nil {
+		return r, fmt.Errorf("the driver wrote no summary (exit %d); see %s/%s.log", d.exit, out, l.Driver)
+	}
+	r.VoucherID = d.voucher
+
+	// Async orders are written by a consumer: wait until Redis stock and
+	// orders agree (the queue has drained), at most 60 s.
+	if l.OrderMode == "async" {
+		waitQueueDrained(l.ctx, db, rdb, d.voucher, 60*time.Second)
+	}
+	metrics, err := ScrapeMetrics(urls)
+	if err != nil {
+		return r, err
+	}
+	if err := os.WriteFile(filepath.Join(out, "metrics.txt"), []byte(metrics), 0o644); err != nil {
+		return r, err
+	}
+	StopInstances(l.ins)
+
+	// The audit: the shared invariant code over the database and Redis.
+	facts, err := auditdb.ReadDB(l.ctx, db, d.voucher)
+	if err != nil {
+		return r, err
+	}
+	facts.Announced, facts.CheckAnnounced = d.announced, true
+	r.Invariant5 = "n/a"
+	var redisErr error
+	if l.OrderMode == "async" {
+		// The queue has drained: nothing is pending.
+		facts.Async, redisErr = auditdb.ReadRedis(l.ctx, rdb, d.voucher)
+		if redisErr == nil {
+			r.Invariant5 = fmt.Sprintf("redis stock %d, buyers %d", facts.Async.RedisStock, *facts.Async.Buyers)
+		} else {
+			r.Invariant5 = "redis unreadable: " + redisErr.Error()
+		}
+	}
+	r.Violations = facts.Violations()
+	if redisErr != nil {
+		r.Violations = append(r.Violations, model.Violation{Invariant: 5, Msg: redisErr.Error()})
+	}
+	c := facts.Counts()
+	r.InitialStock, r.StockLeft, r.Orders, r.DistinctUsers = c.InitialStock, c.Stock, c.Orders, c.DistinctUsers
+	if r.DupRejAudit, err = auditdb.DuplicateRejections(l.ctx, rdb, d.voucher); err != nil {
+		r.DupRejAudit = 0
+	}
+
+	// The report.
+	r.Requests = int64(atofOr0(summary["purchases"]))
+	r.RPS, r.P50ms, r.P95ms, r.P99ms = toNumber(summary["rps"]), toNumber(summary["p50_ms"]), toNumber(summary["p95_ms"]), toNumber(summary["p99_ms"])
+	for _, code := range allCodes {
+		r.Codes[code] = int64(atofOr0(summary["code_"+code]))
+	}
+	r.UniqueKey = MetricSum(metrics, "seckill_unique_key_rejections_total", "")
+	r.LockRefused = MetricSum(metrics, "seckill_lock_not_obtained_total", "")
+	r.ServerOK = MetricSum(metrics, "seckill_seckill_outcomes_total", `code="OK"`)
+	r.ServerDup = MetricSum(metrics, "seckill_seckill_outcomes_total", `code="DUPLICATE_ORDER"`)
+	notes := judge(&r, l.Slow, l.AllowBreach, l.Matrix)
+	table := renderTable(r)
+	fmt.Print(table)
+	if err := os.WriteFile(filepath.Join(out, "report.txt"), []byte(table), 0o644); err != nil {
+		return r, err
+	}
+	if err := os.WriteFile(filepath.Join(out, "result.env"), []byte(resultEnv(r)), 0o644); err != nil {
+		return r, err
+	}
+	for _, n := range notes {
+		l.logf("%s", n)
+	}
+	if err := writeJSON(filepath.Join(out, "results.json"), r); err != nil {
+		return r, err
+	}
+	return r, nil
+}
+
+// waitQueueDrained polls until the voucher's Redis stock plus its orders
+// equal its initial stock (the async queue has drained) or the limit passes.
+func waitQueueDrained(ctx context.Context, db *sql.DB, rdb redis.UniversalClient, voucher int64, limit time.Duration) {
+	for deadline := time.Now().Add(limit); time.Now().Before(deadline) && ctx.Err() == nil; time.Sleep(100 * time.Millisecond) {
+		a, err := auditdb.ReadRedis(ctx, rdb, voucher)
+		if err != nil {
+			continue
+		}
+		var orders, initial int64
+		if db.QueryRowContext(ctx, "SELECT COUNT(*) FROM tb_voucher_order WHERE voucher_id = ?", voucher).Scan(&orders) != nil ||
+			db.QueryRowContext(ctx, "SELECT initial_stock FROM tb_seckill_voucher WHERE voucher_id = ?", voucher).Scan(&initial) != nil {
+			continue
+		}
+		if a.RedisStock+orders == initial {
+			return
+		}
+	}
+}
+
+func countLines(path string) int {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return -1
+	}
+	return strings.Count(string(b), "\n")
+}
+
+func lastLinesN(path string, n int) string {
+	return strings.ReplaceAll(lastLines(path, n), " | ", "\n")
+}
+
+func isExe(p string) bool {
+	st, err := os.Stat(p)
+	return err == nil && !st.IsDir() && st.Mode()&0o111 != 0
+}
+
+func atofOr0(s string) float64 {
+	f, err := strconv.ParseFloat(string(toNumber(s)), 64)
+	if err != nil {
+		return 0
+	}
+	return f
+}

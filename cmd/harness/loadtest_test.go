@@ -1,0 +1,253 @@
+package main
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+
+	"seckill/model"
+)
+
+func fixedResult() ltResult {
+	return ltResult{Mode: "lua", Instances: 2, Setting: "normal", LockTTL: "10s", CriticalDelay: "0s",
+		Driver: "k6", Scenario: "burst", Users: 300, Dups: 4, VUs: 40, VoucherID: 489, InitialStock: 200,
+		Requests: 1200, Codes: map[string]int64{"OK": 200, "SOLD_OUT": 358, "DUPLICATE_ORDER": 642},
+		LockRefused: 551, ServerDup: 642, ServerOK: 200, Orders: 200, DistinctUsers: 200, Invariant5: "n/a",
+		RPS: "3786.4", P50ms: "14.3", P95ms: "57.0", P99ms: "76.6", Out: "/tmp/out"}
+}
+
+const wantTable = `
+seckill load test: mode=lua instances=2 setting=normal (lease 10s, critical delay 0s) driver=k6 scenario=burst
+  voucher                            489 (initial stock 200)
+  users x purchases each             300 x 4 (spacing 0 ms)
+  requests                           1200
+  200 OK                             200
+  409 SOLD_OUT                       358
+  409 DUPLICATE_ORDER                642
+    of which lock refused            551
+    of which past lock, tx check     91
+    of which unique key (DB)         0 (audit counter: 0)
+  other codes                        none
+  orders in DB / distinct users      200 / 200
+  stock left                         0
+  oversold                           no
+  consistent (invariants 1-5)        yes
+  invariant 5 (async)                n/a
+  req/s                              3786.4
+  latency p50 / p95 / p99 (ms)       14.3 / 57.0 / 76.6
+  lock breaches                      0
+  server OK count / driver 200s      200 / 200
+  output: /tmp/out
+`
+
+func TestRenderTable(t *testing.T) {
+	r := fixedResult()
+	if notes := judge(&r, false, false, false); len(notes) != 0 || r.Status != 0 {
+		t.Fatalf("judge: notes %q, status %d, want none and 0", notes, r.Status)
+	}
+	if got := renderTable(r); got != wantTable {
+		t.Errorf("table:\n%s\nwant:\n%s", got, wantTable)
+	}
+	r.Violations = []model.Violation{{Invariant: 1, Msg: "201 orders > initial stock 200 (oversold)"}}
+	judge(&r, false, false, false)
+	got := renderTable(r)
+	if !strings.Contains(got, "  consistent (invariants 1-5)        no\n") ||
+		!strings.Contains(got, "  VIOLATION invariant 1: 201 orders > initial stock 200 (oversold)\n  output: /tmp/out\n") {
+		t.Errorf("table with a violation:\n%s", got)
+	}
+}
+
+func TestJudge(t *testing.T) {
+	tests := []struct {
+		name                     string
+		change                   func(*ltResult)
+		slow, allowBreach, matrx bool
+		status                   int
+		breaches                 int64
+		note                     string
+	}{
+		{"sound", func(*ltResult) {}, false, false, false, 0, 0, ""},
+		{"violation", func(r *ltResult) { r.Violations = []model.Violation{{Invariant: 2}} }, false, false, false, 1, 0, "FAIL: 1 invariant violation(s)"},
+		{"violation in the matrix", func(r *ltResult) { r.Violations = []model.Violation{{Invariant: 2}} }, false, false, true, 0, 0, "matrix mode"},
+		{"unique key breach", func(r *ltResult) { r.UniqueKey = 3 }, false, false, false, 1, 3, "FAIL: the lua lock let 3"},
+		{"breach allowed", func(r *ltResult) { r.UniqueKey = 3 }, false, true, false, 0, 3, "note: the lua lock let 3"},
+		{"past lock is a breach when slow", func(*ltResult) {}, true, false, false, 1, 91, "FAIL: the lua lock let 91"},
+		{"unexpected code", func(r *ltResult) { r.Codes["UNAVAILABLE"] = 2 }, false, false, false, 1, 0, "(UNAVAILABLE=2)"},
+		{"driver exit", func(r *ltResult) { r.DriverExit = 99 }, false, false, false, 1, 0, "the driver exited 99"},
+		{"oversold by stock", func(r *ltResult) { r.StockLeft = -1 }, false, false, false, 0, 0, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := fixedResult()
+			tt.change(&r)
+			notes := judge(&r, tt.slow, tt.allowBreach, tt.matrx)
+			if r.Status != tt.status || r.Breaches != tt.breaches {
+				t.Errorf("status %d breaches %d, want %d %d", r.Status, r.Breaches, tt.status, tt.breaches)
+			}
+			if all := strings.Join(notes, "\n"); tt.note == "" && all != "" || !strings.Contains(all, tt.note) {
+				t.Errorf("notes %q, want one containing %q", notes, tt.note)
+			}
+			if want := 642 - 551 - r.UniqueKey; r.PastLock != want {
+				t.Errorf("past lock %d, want 642-551-%d = %d", r.PastLock, r.UniqueKey, want)
+			}
+		})
+	}
+}
+
+func TestResultsJSONRoundTrip(t *testing.T) {
+	r := fixedResult()
+	judge(&r, false, false, false)
+	b, err := json.Marshal(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(b), `"rps":3786.4`) || !strings.Contains(string(b), `"p95Ms":57.0`) {
+		t.Errorf("numbers are not JSON numbers: %s", b)
+	}
+	var back ltResult
+	if err := json.Unmarshal(b, &back); err != nil {
+		t.Fatal(err)
+	}
+	if renderTable(back) != renderTable(r) {
+		t.Errorf("the table changed through results.json:\n%s", renderTable(back))
+	}
+}
+
+func TestResultEnv(t *testing.T) {
+	r := fixedResult()
+	judge(&r, false, false, false)
+	env := resultEnv(r)
+	for _, want := range []string{"mode=lua\n", "past_lock=91\n", "other_codes=\n", "consistent=yes\n", "violations=0\n", "rps=3786.4\n", "elapsed_s=0.0\n"} {
+		if !strings.Contains(env, want) {
+			t.Errorf("result.env lacks %q:\n%s", want, env)
+		}
+	}
+}
+
+func TestConfigFromEnv(t *testing.T) {
+	env := func(kv map[string]string) func(string) string {
+		base := map[string]string{"SECKILL_MYSQL_DSN": "dsn", "SECKILL_REDIS_ADDR": "addr"}
+		for k, v := range kv {
+			base[k] = v
+		}
+		return func(k string) string { return base[k] }
+	}
+	now := time.Date(2026, 11, 23, 5, 0, 0, 0, time.UTC)
+	c, err := ltConfigFromEnv(env(nil), "/r", now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Mode != "lua" || c.Instances != 2 || c.Stock != 200 || c.LockTTL != "10s" || c.SpacingMS != 0 ||
+		c.Out != "/r/loadtest/out/20261123-050000-lua-2-normal" || c.AllowBreach {
+		t.Errorf("defaults: %+v", c)
+	}
+	c, err = ltConfigFromEnv(env(map[string]string{"SLOW": "1", "USERS": "80", "MATRIX": "1"}), "/r", now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Stock != 80 || c.LockTTL != "1s" || c.CriticalDelay != "2500ms" || c.RequestTimeout != "15s" ||
+		c.SpacingMS != 600 || c.Setting != "slow" || !c.AllowBreach {
+		t.Errorf("slow: %+v", c)
+	}
+	for _, bad := range []map[string]string{
+		{"USERS": "x"}, {"INSTANCES": "17"}, {"DUPS": "0"}, {"DRIVER": "wrk"}, {"SCENARIO": "storm"},
+		{"DRIVER": "jmeter", "SLOW": "1"}, {"SECKILL_MYSQL_DSN": ""}, {"STOCK": "-1"},
+	} {
+		if _, err := ltConfigFromEnv(env(bad), "/r", now); err == nil {
+			t.Errorf("%v: no error", bad)
+		}
+	}
+}
+
+func TestMetricSum(t *testing.T) {
+	text := `# HELP x
+seckill_lock_not_obtained_total 3
+seckill_lock_not_obtained_total 4
+seckill_seckill_outcomes_total{code="OK"} 10
+seckill_seckill_outcomes_total{code="DUPLICATE_ORDER"} 5
+seckill_seckill_outcomes_total{code="OK"} 2
+`
+	if got := MetricSum(text, "seckill_lock_not_obtained_total", ""); got != 7 {
+		t.Errorf("lock refused = %d, want 7", got)
+	}
+	if got := MetricSum(text, "seckill_seckill_outcomes_total", `code="OK"`); got != 12 {
+		t.Errorf("OK = %d, want 12", got)
+	}
+	if got := MetricSum(text, "seckill_unique_key_rejections_total", ""); got != 0 {
+		t.Errorf("absent = %d, want 0", got)
+	}
+}
+
+func TestParseK6Console(t *testing.T) {
+	text := `time="2026-11-23T05:40:55Z" level=info msg="VOUCHER 489 stock=200" source=console
+time="2026-11-23T05:40:55Z" level=info msg="ORDER 1001 7 http://127.0.0.1:18081" source=console
+time="2026-11-23T05:40:55Z" level=info msg="ORDER 1002 8 http://127.0.0.1:18082" source=console
+`
+	v, a := parseK6Console(text)
+	if v != 489 || len(a) != 2 || a[0] != (model.Announced{OrderID: 1001, UserID: 7}) || a[1].UserID != 8 {
+		t.Errorf("voucher %d, announced %v", v, a)
+	}
+}
+
+func TestParseJTL(t *testing.T) {
+	jtl := `timeStamp,elapsed,label,responseCode,success,voucherId,orderId,code
+1000,5,publish voucher,200,true,77,,
+1010,10,buy,200,true,,501,
+1012,20,buy,409,true,,,SOLD_OUT
+1015,30,buy,409,true,,,WEIRD
+1020,40,buy,Non HTTP response code,false,,,
+2000,3,audit,200,true,,,
+`
+	r, err := parseJTL(strings.NewReader(jtl))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.voucher != 77 || !r.auditOK || len(r.announced) != 1 || r.announced[0].OrderID != 501 {
+		t.Errorf("jtl: %+v", r)
+	}
+	want := "purchases=4\nseconds=0.050\nrps=80.0\ncode_OK=1\ncode_SOLD_OUT=1\n"
+	if s := r.summary(); !strings.HasPrefix(s, want) || !strings.Contains(s, "code_OTHER=1\ncode_TRANSPORT=1\ndriver_violations=0\np50_ms=20.0\np95_ms=40.0\np99_ms=40.0\n") {
+		t.Errorf("summary:\n%s", s)
+	}
+}
+
+func TestMatrixVerdicts(t *testing.T) {
+	r := fixedResult()
+	judge(&r, false, true, true)
+	tests := []struct {
+		mode, setting string
+		change        func(*ltResult)
+		verdict       string
+		problem       bool
+	}{
+		{"lua", "normal", func(*ltResult) {}, "holds (as expected)", false},
+		{"none", "normal", func(r *ltResult) { r.Breaches = 5 }, "breaks (as expected)", false},
+		{"none", "normal", func(*ltResult) {}, "held this time (expected to break)", false},
+		{"redsync", "slow", func(r *ltResult) { r.Breaches = 1 }, "**breaks, expected to hold**", true},
+		{"lua", "normal", func(r *ltResult) { r.Violations = []model.Violation{{Invariant: 3}} }, "**VIOLATED INVARIANTS**", true},
+		{"lua", "normal", func(r *ltResult) { r.Unexpected, r.OtherCodes = 2, "INTERNAL=2" }, "holds, **2 unexpected answers**", true},
+	}
+	for _, tt := range tests {
+		res := r
+		tt.change(&res)
+		m := matrixRun{Mode: tt.mode, Instances: 2, Setting: tt.setting, Expected: expectation(tt.mode, 2, tt.setting), Result: &res}
+		judgeCell(&m)
+		if m.Verdict != tt.verdict || (m.Problem != "") != tt.problem {
+			t.Errorf("%s %s: verdict %q problem %q, want %q (problem %v)", tt.mode, tt.setting, m.Verdict, m.Problem, tt.verdict, tt.problem)
+		}
+	}
+	m := matrixRun{Mode: "lua", Instances: 2, Setting: "normal", Expected: "holds", Result: &r}
+	judgeCell(&m)
+	if got, want := m.tableRow(), "| lua | 2 | normal | 1200 | 200 | 358 | 642 | 551 | 91 | 0 | - | no | yes | 3786.4 | 14.3 / 57.0 / 76.6 | holds (as expected) |"; got != want {
+		t.Errorf("row\n%s\nwant\n%s", got, want)
+	}
+	failed := matrixRun{Mode: "zookeeper", Instances: 1, Setting: "slow", Log: "x.log"}
+	judgeCell(&failed)
+	if failed.tableRow() != "| zookeeper | 1 | slow | run failed | | | | | | | | | | | |" || failed.Problem == "" {
+		t.Errorf("failed run: %q %q", failed.tableRow(), failed.Problem)
+	}
+	if e := expectation("local", 1, "slow"); e != "holds" {
+		t.Errorf("local x 1 slow expected %s", e)
+	}
+}

@@ -1,0 +1,41 @@
+// Command harness runs the project's load tests and benchmark: it builds and
+// starts seckill instances, drives the external tools (k6, JMeter, the Go
+// driver, wrk, redis-benchmark, mariadb-slap), audits the vouchers with the
+// invariant code the tests use (model.Facts, internal/audit) and writes its
+// reports with a results.json beside them.
+//
+//	go run ./cmd/harness loadtest   one experiment (make loadtest; settings in the environment)
+//	go run ./cmd/harness matrix     every lock mode x 1, 2 instances x normal, slow (make loadtest-matrix)
+//	go run ./cmd/harness ci         the short load test of CI (make loadtest-ci)
+//
+// The settings are environment variables, as loadtest/README.md lists them.
+package main
+
+import (
+	"fmt"
+	"os"
+)
+
+func main() {
+	if len(os.Args) < 2 {
+		usage()
+		os.Exit(2)
+	}
+	var run func(args []string) int // returns the exit status
+	switch os.Args[1] {
+	case "loadtest":
+		run = runLoadtest
+	case "matrix":
+		run = runMatrix
+	case "ci":
+		run = runCI
+	default:
+		usage()
+		os.Exit(2)
+	}
+	os.Exit(run(os.Args[2:]))
+}
+
+func usage() {
+	fmt.Fprintln(os.Stderr, "usage: harness loadtest|matrix|ci|bench (settings in the environment, see loadtest/README.md)")
+}

@@ -1,0 +1,344 @@
+package main
+
+// harness matrix: every lock mode x 1 and 2 instances x {normal, slow
+// business}, each one `harness loadtest` run (MATRIX=1: a design that breaks
+// is reported, not failed), then loadtest/RESULTS.md with the machine, the
+// date, the command and the table, and loadtest/results.json beside it.
+//
+//   make loadtest-matrix                 (MODES="lua redsync" to narrow it)
+//
+// Settings:
+//   normal  USERS=300 STOCK=200 DUPS=4 SPACING_MS=0: each user fires 4
+//           purchases at once, 2 per instance with 2 instances; lease 10 s.
+//   slow    USERS=150 STOCK=150 DUPS=4 SPACING_MS=600, lease 1 s, critical
+//           delay 2.5 s: the first purchase holds the lock 2.5 s, the lease
+//           runs out after 1 s, and the duplicates arrive at 0.6, 1.2 and
+//           1.8 s, all while the first is still inside.
+//
+// Exit status: non-zero when a run could not be made, when any run broke an
+// invariant, or when a design expected to hold let a duplicate through or
+// answered anything but 200/409. Designs expected to break only report.
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"runtime"
+	"strings"
+	"time"
+)
+
+// expectation says whether a design is expected to hold or break.
+func expectation(mode string, instances int, setting string) string {
+	switch mode {
+	case "none":
+		return "breaks"
+	case "local":
+		if instances > 1 {
+			return "breaks"
+		}
+	case "simple", "owner", "lua":
+		if setting == "slow" {
+			return "breaks"
+		}
+	}
+	return "holds"
+}
+
+// matrixRun is one cell of the matrix.
+type matrixRun struct {
+	Mode      string    `json:"mode"`
+	Instances int       `json:"instances"`
+	Setting   string    `json:"setting"`
+	Expected  string    `json:"expected"` // holds | breaks
+	Verdict   string    `json:"verdict"`  // as in the table
+	Problem   string    `json:"problem,omitempty"`
+	Log       string    `json:"log"`
+	Result    *ltResult `json:"result"` // nil when the run failed
+}
+
+// judgeCell fills the verdict and the problem of a run, as matrix.sh did.
+func judgeCell(m *matrixRun) {
+	r := m.Result
+	if r == nil {
+		m.Verdict = "run failed"
+		m.Problem = fmt.Sprintf("%s x %d (%s): the run failed, see %s", m.Mode, m.Instances, m.Setting, m.Log)
+		return
+	}
+	got := "holds"
+	if r.Breaches > 0 {
+		got = "breaks"
+	}
+	cell := fmt.Sprintf("%s x %d (%s)", m.Mode, m.Instances, m.Setting)
+	switch {
+	case len(r.Violations) > 0:
+		m.Verdict = "**VIOLATED INVARIANTS**"
+		m.Problem = fmt.Sprintf("%s: %d invariant violation(s), see %s/report.txt", cell, len(r.Violations), r.Out)
+	case m.Expected == "holds" && got == "breaks":
+		m.Verdict = "**breaks, expected to hold**"
+		m.Problem = fmt.Sprintf("%s: %d duplicate(s) got past a lock expected to hold", cell, r.Breaches)
+	case m.Expected == "holds" && r.Unexpected > 0:
+		m.Verdict = fmt.Sprintf("holds, **%d unexpected answers**", r.Unexpected)
+		m.Problem = fmt.Sprintf("%s: %d answers neither 200 nor 409 (%s)", cell, r.Unexpected, r.OtherCodes)
+	case m.Expected == "breaks" && got == "holds":
+		m.Verdict = "held this time (expected to break)"
+	default:
+		m.Verdict = got + " (as expected)"
+	}
+}
+
+// tableRow is the run's row of RESULTS.md.
+func (m matrixRun) tableRow() string {
+	r := m.Result
+	if r == nil {
+		return fmt.Sprintf("| %s | %d | %s | run failed | | | | | | | | | | | |", m.Mode, m.Instances, m.Setting)
+	}
+	other := r.OtherCodes
+	if other == "" {
+		other = "-"
+	}
+	return fmt.Sprintf("| %s | %d | %s | %d | %d | %d | %d | %d | %d | %d | %s | %s | %s | %s | %s / %s / %s | %s |",
+		m.Mode, m.Instances, m.Setting, r.Requests, r.Codes["OK"], r.Codes["SOLD_OUT"], r.Codes["DUPLICATE_ORDER"],
+		r.LockRefused, r.PastLock, r.UniqueKey, other, yesNo(r.Oversold), yesNo(r.Consistent), r.RPS,
+		r.P50ms, r.P95ms, r.P99ms, m.Verdict)
+}
+
+// matrixReport is loadtest/results.json.
+type matrixReport struct {
+	Generated string            `json:"generated"`
+	ElapsedS  int               `json:"elapsedS"`
+	Machine   map[string]string `json:"machine"`
+	Runs      []matrixRun       `json:"runs"`
+	Problems  []string          `json:"problems"`
+}
+
+func runMatrix(args []string) int {
+	root, err := projectRoot()
+	if err == nil {
+		err = loadCIEnv(root)
+	}
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "[matrix] ERROR: %v\n", err)
+		return 2
+	}
+	logf := func(format string, a ...any) { fmt.Fprintf(os.Stderr, "[matrix] "+format+"\n", a...) }
+	modes := strings.Fields(envOr("MODES", "none local simple owner lua reentrant redsync multi mysql zookeeper"))
+	counts := strings.Fields(envOr("INSTANCE_COUNTS", "1 2"))
+	settings := strings.Fields(envOr("SETTINGS", "normal slow"))
+	results := envOr("RESULTS", filepath.Join(root, "loadtest/RESULTS.md"))
+	outdir := filepath.Join(root, "loadtest/out", "matrix-"+time.Now().Format("20060102-150405"))
+	if err := os.MkdirAll(outdir, 0o755); err != nil {
+		logf("ERROR: %v", err)
+		return 2
+	}
+	self, err := os.Executable()
+	if err != nil {
+		logf("ERROR: %v", err)
+		return 2
+	}
+	logf("building bin/seckill")
+	if err := goBuild(context.Background(), root, "bin/seckill", "."); err != nil {
+		logf("ERROR: %v", err)
+		return 2
+	}
+	started := time.Now()
+	loadStart := loadAvg()
+	rep := matrixReport{Problems: []string{}}
+	for _, setting := range settings {
+		for _, mode := range modes {
+			for _, n := range counts {
+				dir := filepath.Join(outdir, fmt.Sprintf("%s-%s-%s", mode, n, setting))
+				env := []string{"SLOW=0", "USERS=300", "STOCK=200", "DUPS=4"}
+				if setting == "slow" {
+					env = []string{"SLOW=1", "USERS=150", "STOCK=150", "DUPS=4"}
+				}
+				env = append(env, "MODE="+mode, "INSTANCES="+n, "MATRIX=1", "SKIP_BUILD=1", "OUT="+dir)
+				m := matrixRun{Mode: mode, Setting: setting, Log: dir + ".log"}
+				fmt.Sscan(n, &m.Instances)
+				m.Expected = expectation(mode, m.Instances, setting)
+				logf("%s x %s, %s", mode, n, setting)
+				if code, _ := runTool(context.Background(), 30*time.Minute, m.Log, env, self, "loadtest"); code == 0 {
+					var r ltResult
+					if b, err := os.ReadFile(filepath.Join(dir, "results.json")); err == nil && json.Unmarshal(b, &r) == nil {
+						m.Result = &r
+					}
+				}
+				judgeCell(&m)
+				if m.Problem != "" {
+					rep.Problems = append(rep.Problems, m.Problem)
+				}
+				if r := m.Result; r != nil {
+					logf("  -> %s (200: %d, past lock: %d, unique key: %d, oversold: %s, consistent: %s)",
+						m.Verdict, r.Codes["OK"], r.PastLock, r.UniqueKey, yesNo(r.Oversold), yesNo(r.Consistent))
+				}
+				rep.Runs = append(rep.Runs, m)
+			}
+		}
+	}
+	rep.ElapsedS = int(time.Since(started).Seconds())
+	rep.Generated = time.Now().UTC().Format("2006-01-02 15:04 UTC")
+	rep.Machine = machineFacts(root)
+	rep.Machine["loadStart"], rep.Machine["loadEnd"] = loadStart, loadAvg()
+	text := renderMatrix(rep)
+	if err := os.WriteFile(results, []byte(text), 0o644); err != nil {
+		logf("ERROR: %v", err)
+		return 2
+	}
+	if err := writeJSON(filepath.Join(filepath.Dir(results), "results.json"), rep); err != nil {
+		logf("ERROR: %v", err)
+		return 2
+	}
+	logf("wrote %s (%d s); runs under %s", results, rep.ElapsedS, outdir)
+	fmt.Print(text)
+	if len(rep.Problems) > 0 {
+		logf("FAIL: %d problem(s):", len(rep.Problems))
+		for _, p := range rep.Problems {
+			fmt.Fprintf(os.Stderr, "  %s\n", p)
+		}
+		return 1
+	}
+	return 0
+}
+
+func loadAvg() string {
+	b, _ := os.ReadFile("/proc/loadavg")
+	f := strings.Fields(string(b))
+	if len(f) == 0 {
+		return "?"
+	}
+	return f[0]
+}
+
+// machineFacts describes the machine and the software for RESULTS.md.
+func machineFacts(root string) map[string]string {
+	out := func(name string, args ...string) string {
+		b, _ := exec.Command(name, args...).Output()
+		return strings.TrimSpace(string(b))
+	}
+	m := map[string]string{"uname": out("uname", "-srm"), "cores": fmt.Sprint(runtime.NumCPU())}
+	if f := strings.Fields(out("go", "version")); len(f) >= 3 {
+		m["go"] = f[2]
+	}
+	gp := out("go", "env", "GOPATH")
+	if f := strings.Fields(out(filepath.Join(gp, "bin/k6"), "version")); len(f) >= 2 {
+		m["k6"] = f[0] + " " + f[1]
+	}
+	cpu, _ := os.ReadFile("/proc/cpuinfo")
+	if s := regexp.MustCompile(`(?m)^model name\s*: (.*)$`).FindSubmatch(cpu); s != nil {
+		m["cpu"] = string(s[1])
+	}
+	mem, _ := os.ReadFile("/proc/meminfo")
+	if s := regexp.MustCompile(`(?m)^MemTotal:\s*([0-9]+)`).FindSubmatch(mem); s != nil {
+		var kb float64
+		fmt.Sscan(string(s[1]), &kb)
+		m["memory"] = fmt.Sprintf("%.0f GiB", kb/1048576)
+	}
+	if s := regexp.MustCompile(`Distrib ([0-9.]*)-MariaDB`).FindStringSubmatch(out("mariadb", "--version")); s != nil {
+		m["mariadb"] = "MariaDB " + s[1]
+	} else if s := regexp.MustCompile(`from ([0-9.]*)-MariaDB`).FindStringSubmatch(out("mariadb", "--version")); s != nil {
+		m["mariadb"] = "MariaDB " + s[1]
+	}
+	if s := regexp.MustCompile(` v=([0-9.]*)`).FindStringSubmatch(out("redis-server", "--version")); s != nil {
+		m["redis"] = "Redis " + s[1]
+	}
+	if zk, _, _ := strings.Cut(os.Getenv("SECKILL_ZK_ADDRS"), ","); zk != "" {
+		if c, err := net.DialTimeout("tcp", zk, 2*time.Second); err == nil {
+			c.SetDeadline(time.Now().Add(2 * time.Second))
+			c.Write([]byte("srvr"))
+			buf := make([]byte, 256)
+			k, _ := c.Read(buf)
+			c.Close()
+			if s := regexp.MustCompile(`^Zookeeper version: ([0-9.]*)`).FindSubmatch(buf[:k]); s != nil {
+				m["zookeeper"] = "ZooKeeper " + string(s[1])
+			}
+		}
+	}
+	return m
+}
+
+func or(v, def string) string {
+	if v == "" {
+		return def
+	}
+	return v
+}
+
+// renderMatrix is loadtest/RESULTS.md.
+func renderMatrix(rep matrixReport) string {
+	m := rep.Machine
+	var b strings.Builder
+	fmt.Fprintf(&b, `# Load-test matrix
+
+Generated by `+"`make loadtest-matrix`"+` (go run ./cmd/harness matrix) on %s, in %d s.
+
+- Machine: %s, %s, %s cores, %s; everything (k6, the
+  instances, MariaDB, Redis x4, ZooKeeper) on this one machine.
+- Software: %s, %s, %s, %s, %s.
+- Load average of the machine (1 min) at the start and at the end: %s and %s
+  (other work on the machine shows in req/s and latencies, never in the counts).
+`, rep.Generated, rep.ElapsedS, m["uname"], or(m["cpu"], "unknown CPU"), m["cores"], m["memory"],
+		m["go"], or(m["k6"], "k6 ?"), or(m["mariadb"], "MariaDB ?"), or(m["redis"], "Redis ?"), or(m["zookeeper"], "ZooKeeper ?"),
+		m["loadStart"], m["loadEnd"])
+	b.WriteString(matrixPreamble)
+	for _, r := range rep.Runs {
+		b.WriteString(r.tableRow() + "\n")
+	}
+	b.WriteString(matrixReading)
+	if len(rep.Problems) > 0 {
+		b.WriteString("\n## Problems in this run\n\n")
+		for _, p := range rep.Problems {
+			fmt.Fprintf(&b, "- %s\n", p)
+		}
+	}
+	return b.String()
+}
+
+const matrixPreamble = "- Command: `make loadtest-matrix`, that is for every mode, 1 and 2 instances, and both settings:\n" +
+	"  `make loadtest MODE=<mode> INSTANCES=<n> [SLOW=1] MATRIX=1` (go run ./cmd/harness loadtest, driver k6,\n" +
+	"  scenario `burst`: each user fires DUPS=4 purchases round-robin over the instances).\n" +
+	`- **normal**: 300 users, stock 200, the 4 purchases of a user at the same instant, lease 10 s,
+  no delay.
+- **slow business**: 150 users, stock 150, lease ` + "`SECKILL_LOCK_TTL=1s`" + `, development delay
+  ` + "`SECKILL_DEV_CRITICAL_DELAY=2500ms`" + ` inside the critical section (after the lock, before the
+  order transaction), a user's purchases at 0, 0.6, 1.2 and 1.8 s: every duplicate arrives while
+  the first purchase is still inside, so a lock that holds refuses all of them.
+
+Columns: *requests* purchases sent; *200* orders announced; *SOLD_OUT* / *DUPLICATE* the 409
+codes; the DUPLICATE_ORDER answers split by where they were stopped, from the instances'
+` + "`/metrics`" + `: *lock refused* (` + "`seckill_lock_not_obtained_total`" + `), *past lock* (the duplicate
+obtained the lock and the order transaction's "already bought" check stopped it), *unique key*
+(` + "`seckill_unique_key_rejections_total`" + `: only the database's UNIQUE (user_id, voucher_id)
+stopped it); *oversold* and *consistent* from the audit of the database itself (internal/audit and
+model.Facts, the invariant code of the tests: orders <= initial stock, orders = initial - stock, no
+user with two orders, the order ids of the 200s = the orders in the database); *req/s* and the
+latency percentiles as k6 measured them (slow-business latencies include the 2.5 s delay).
+*Verdict*: a lock "breaks" when a duplicate got past it: unique-key rejections > 0, or in the slow
+setting any past-lock duplicate. The same figures, machine-readable: loadtest/results.json.
+
+| mode | inst | setting | requests | 200 | SOLD_OUT | DUPLICATE | lock refused | past lock | unique key | other codes | oversold | consistent | req/s | p50 / p95 / p99 ms | verdict |
+|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|
+`
+
+const matrixReading = "\n## Reading it\n\n" +
+	"- Nothing is ever oversold and every run stays consistent, whatever the lock: the stock UPDATE\n" +
+	"  is conditional (`stock > 0`, RowsAffected checked) and the order transaction checks \"already\n" +
+	"  bought\" before the UNIQUE (user_id, voucher_id) key. The lock's job is to keep a user's\n" +
+	"  duplicates away from the database; the matrix measures how many it let through.\n" +
+	"- `none` lets every duplicate through; with the 4 purchases of a user at the same instant, their\n" +
+	"  transactions overlap, and the unique key is what stops them.\n" +
+	"- `local` holds inside one process and breaks across two: each instance has its own mutex.\n" +
+	"- `simple`, `owner`, `lua` hold as long as the work fits in the lease. With the work longer than\n" +
+	"  the lease (slow business) the key expires while the first purchase is still inside, and the\n" +
+	"  next duplicate gets the lock: one breach per user. Because every holder waits the same\n" +
+	"  2.5 s before its transaction, the two transactions of a user run 1.2 s apart, never together,\n" +
+	"  so the transaction's own \"already bought\" check stops the second (*past lock*), not the unique\n" +
+	"  key. Under real slowness of varying length the two could overlap, and then only the unique key\n" +
+	"  would be left.\n" +
+	"- `reentrant`, `redsync`, `multi` renew the lease with a watchdog (every TTL/3) while the holder\n" +
+	"  works; `mysql` (GET_LOCK, held by the session) and `zookeeper` (ephemeral sequential node, held\n" +
+	"  by the session) have no lease to run out. All five refuse every duplicate in the slow setting.\n"
