@@ -42,19 +42,23 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzAnyRequest$$' -fuzztime $(FUZZTIME) $(FUZZFLAGS) ./handler/
 	$(GO) test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME) $(FUZZFLAGS) ./auth/
 
-# ---- load tests (loadtest/; variables as in loadtest/run.sh, e.g.
-# `make loadtest MODE=redsync INSTANCES=2 SLOW=1 DRIVER=jmeter`). They need
+# ---- load tests (cmd/harness; variables as in loadtest/README.md, e.g.
+# `make loadtest MODE=redsync INSTANCES=2 SLOW=1 DRIVER=k6`). They need
 # the MariaDB and Redis of .ci/env.sh (.ci/services.sh starts them).
 .PHONY: loadtest loadtest-matrix loadtest-ci
 
+# A built binary, not `go run`, which turns every exit status into 1 (the
+# harness exits 2 when a run could not be made).
+HARNESS = $(GO) build -o bin/harness ./cmd/harness && bin/harness
+
 loadtest:
-	bash loadtest/run.sh
+	$(HARNESS) loadtest
 
 loadtest-matrix:
-	bash loadtest/matrix.sh
+	$(HARNESS) matrix
 
 loadtest-ci:
-	bash loadtest/ci.sh
+	$(HARNESS) ci
 
 # ---- benchmark (bench/): the machine's limits and the seckill in every lock
 # mode, measured in one run; writes bench/RESULTS.md. Settings are the BENCH_*

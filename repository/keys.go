@@ -9,8 +9,8 @@ import (
 // them, in one place (README, "Redis keys"). The Lua scripts of seckill/lua
 // receive their keys from here as KEYS; the lock keys (lock:order:<userId>,
 // the reconciler's lock, their fencing counters) belong to package service
-// and package lock. Scripts outside Go (loadtest/run.sh, bench/run.sh)
-// spell some of these keys again.
+// and package lock. internal/audit (the harness and the root tests) and the
+// benchmark spell some of these keys again.
 
 // The async-mode streams and the epoch.
 const (

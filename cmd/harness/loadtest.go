@@ -61,7 +61,7 @@ type ltConfig struct {
 	stamp                                  string
 }
 
-// ltConfigFromEnv reads the settings as loadtest/run.sh did.
+// ltConfigFromEnv reads the settings (the former loadtest/run.sh's).
 func ltConfigFromEnv(getenv func(string) string, root string, now time.Time) (ltConfig, error) {
 	get := func(k, def string) string {
 		if v := getenv(k); v != "" {
@@ -269,7 +269,7 @@ func resultEnv(r ltResult) string {
 
 // judge fills the derived figures (past lock, breaches, oversold,
 // consistent, unexpected answers), the failures and the exit status, as
-// loadtest/run.sh did, and returns the log lines to print after the table.
+// the former loadtest/run.sh did, and returns the log lines to print after the table.
 func judge(r *ltResult, slow, allowBreach, matrix bool) (notes []string) {
 	// Duplicates that obtained the lock and were stopped by the
 	// transaction's "already bought" check: a later duplicate normally, a

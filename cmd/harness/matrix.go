@@ -62,7 +62,7 @@ type matrixRun struct {
 	Result    *ltResult `json:"result"` // nil when the run failed
 }
 
-// judgeCell fills the verdict and the problem of a run, as matrix.sh did.
+// judgeCell fills the verdict and the problem of a run (the former matrix.sh rules).
 func judgeCell(m *matrixRun) {
 	r := m.Result
 	if r == nil {

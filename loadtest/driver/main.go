@@ -1,11 +1,11 @@
 // Command driver is the load-test driver that needs nothing but Go: the
 // scenario of loadtest/k6/seckill.js (publish a voucher, buy it with many
 // users' tokens, duplicates per user, across several instances, then read the
-// audit) for machines where k6 is not built yet. loadtest/run.sh uses it with
+// audit) for machines where k6 is not built yet. The harness (cmd/harness) uses it with
 // DRIVER=go, and CI uses it when k6 is not installed, because building k6
 // takes minutes on a cold two-core machine.
 //
-// It leaves the files loadtest/run.sh reads: -voucher-file (the voucher id),
+// It leaves the files the harness reads: -voucher-file (the voucher id),
 // -orders-file (the order id of every 200, one per line) and -summary-file
 // (KEY=VALUE lines: purchases, seconds, rps, p50_ms, p95_ms, p99_ms,
 // driver_violations, code_<CODE>). It exits 1 when the audit shows a broken

@@ -71,7 +71,7 @@ func percentile(sorted []time.Duration, p float64) time.Duration {
 	return sorted[rank-1]
 }
 
-// summary renders the KEY=VALUE lines loadtest/run.sh reads.
+// summary renders the KEY=VALUE lines the harness reads.
 func (r *results) summary(elapsed time.Duration, violations int) string {
 	r.mu.Lock()
 	defer r.mu.Unlock()
