@@ -7,6 +7,7 @@
 //	go run ./cmd/harness loadtest   one experiment (make loadtest; settings in the environment)
 //	go run ./cmd/harness matrix     every lock mode x 1, 2 instances x normal, slow (make loadtest-matrix)
 //	go run ./cmd/harness ci         the short load test of CI (make loadtest-ci)
+//	go run ./cmd/harness bench      the machine's limits and the seckill in every mode (make bench; BENCH_* settings, see bench.go)
 //
 // The settings are environment variables, as loadtest/README.md lists them.
 package main
@@ -29,6 +30,8 @@ func main() {
 		run = runMatrix
 	case "ci":
 		run = runCI
+	case "bench":
+		run = runBench
 	default:
 		usage()
 		os.Exit(2)

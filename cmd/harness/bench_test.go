@@ -1,0 +1,241 @@
+package main
+
+import (
+	"encoding/json"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestBenchRatioAndVerdicts(t *testing.T) {
+	cases := []struct{ a, b, want string }{
+		{"1843.2", "4826.5", "0.38"},
+		{"52240", "52241", "1.00"},
+		{"", "10", "-"},
+		{"10", "", "-"},
+		{"10", "0", "-"},
+	}
+	for _, c := range cases {
+		if got := benchRatio(c.a, c.b); got != c.want {
+			t.Errorf("benchRatio(%q, %q) = %q, want %q", c.a, c.b, got, c.want)
+		}
+	}
+	if !atLeast("0.60", 0.6) || atLeast("0.59", 0.6) || atLeast("-", 0) || atLeast("", 0) {
+		t.Error("atLeast")
+	}
+	if !atMost("4.41", 5) || atMost("5.01", 5) || atMost("-", 5) {
+		t.Error("atMost")
+	}
+	if benchVerdict(true) != "yes" || benchVerdict(false) != "**no**" {
+		t.Error("benchVerdict")
+	}
+	if benchMS("16550") != "16.55" || benchMS("") != "-" || fmtRate("1843.6") != "1844" || fmtRate("") != "0" {
+		t.Error("benchMS / fmtRate")
+	}
+}
+
+// fixedBench is a bench holding the figures of a run of the shape of
+// bench/RESULTS.md of 2026-11-23 04:50 (rounded).
+func fixedBench() *bench {
+	b := &bench{root: "/repo", info: map[string]string{}, runs: map[string]benchFigures{}}
+	b.cfg = benchConfig{Duration: 10, Threads: 2, Conns: 32, RedisN: 150000, SlapTxns: 500, Port: 18181,
+		OrderModes: []string{"sync", "async"}, LockModes: []string{"lua"}, AsyncLockModes: []string{"lua"},
+		Out: "/repo/bench/out/x", Results: "/repo/bench/RESULTS.md"}
+	b.runs["noop"] = benchFigures{"rps": "52241.2", "p50_us": "510", "p99_us": "8040", "share": "63 / 28 / 0 / 0", "rest": "0", "cpu_server": "24"}
+	b.runs["slap"] = benchFigures{"rps": "4826.5", "txns": "16000", "secs": "3.315"}
+	b.runs["insert"] = benchFigures{"rps": "18380.2", "txns": "64000", "secs": "3.482"}
+	b.runs["admit"] = benchFigures{"rps": "71090.05"}
+	b.runs["soldout"] = benchFigures{"requests": "526005", "rps": "52240.1", "p50_us": "500", "p99_us": "11070",
+		"code_SOLD_OUT": "526005", "status_409": "526005", "orders": "1", "share": "62 / 29 / 1 / 0", "rest": "0",
+		"cpu_server": "23", "cpu_mariadb": "0", "cpu_redis": "0", "db_stmts": "0.0 / 0.0 / 0.0"}
+	b.runs["sync-lua"] = benchFigures{"requests": "18484", "rps": "1843.2", "p50_us": "16550", "p99_us": "49640",
+		"status_200": "18484", "orders": "18515", "inflight": "32", "share": "34 / 4 / 37 / 5", "rest": "14",
+		"cpu_server": "370", "cpu_mariadb": "393", "cpu_redis": "49", "db_stmts": "5.0 / 0.0 / 0.0"}
+	b.runs["async-lua"] = benchFigures{"requests": "157319", "rps": "15608.3", "status_200": "157319", "orders": "157335",
+		"drain_rate": "13677"}
+	b.runs["k6-async-lua"] = benchFigures{"rate": "921", "p99_us": "4410", "requests": "9211"}
+	b.runs["k6-async-lua-noop"] = benchFigures{"rate": "921", "p99_us": "1410", "requests": "9211"}
+	b.info["rel_space"] = "600000"
+	b.rows = []string{"sync-lua", "async-lua"}
+	b.k6Runs = []string{"k6-async-lua"}
+	return b
+}
+
+func TestBenchTargets(t *testing.T) {
+	b := fixedBench()
+	got := b.targets()
+	want := benchTargets{T1: "0.38", T2: "1.00", A1: "8.47", A2: "0.22", A3: "0.74", A4: "4.41",
+		AR: "async-lua", KR: "k6-async-lua", DrainR: "13677"}
+	if got != want {
+		t.Fatalf("targets = %+v\nwant %+v", got, want)
+	}
+	// Kept up: no drain rate, the rate during the load stands for it.
+	b.runs["async-lua"]["drain_rate"] = ""
+	got = b.targets()
+	if got.DrainR != "15734" || !got.DrainKeptUp || got.A3 != "0.86" {
+		t.Fatalf("kept up: %+v", got)
+	}
+}
+
+func TestBenchRender(t *testing.T) {
+	b := fixedBench()
+	b.violations = []string{"sync-lua: wrk err_read=3"}
+	md := b.render(b.targets(), func(string) string { return "" })
+	for _, want := range []string{
+		"| soldout | sync | lua | 526005 | 52240 | 0.50 | 11.07 |  | SOLD_OUT 526005 | 1 |  | ok | - | 1.00 | 62 / 29 / 1 / 0 / 0 | 23 / 0 / 0 | 0.0 / 0.0 / 0.0 |\n",
+		"| sync-lua | sync | lua | 18484 | 1843 | 16.55 | 49.64 | 18484 | 0 | 18515 | 32 | **1 violated** | 0.38 | 0.04 | 34 / 4 / 37 / 5 / 14 | 370 / 393 / 49 | 5.0 / 0.0 / 0.0 |\n",
+		"| 4 | sync `lua` req/s ÷ mariadb-slap txn/s | 0.38 | ≥ 0.6 | **no** |\n",
+		"| 4 | sold-out req/s ÷ no-op req/s | 1.00 | ≥ 0.5 | yes |\n",
+		"| 5 | async req/s ÷ sync `lua` req/s (async-lua: 15608 ÷ 1843) | 8.47 | ≥ 8 | yes |\n",
+		"| 5 | drain orders/s ÷ single-row INSERT rows/s (13677 ÷ 18380) | 0.74 | ≥ 1 | **no** |\n",
+		"| 5 | k6 p99 at 921 req/s (half the sync `lua` maximum), ms (the no-op endpoint at the same rate: 1.41) | 4.41 | ≤ 5 | yes |\n",
+		"| 4, 5 | invariant violations, all runs | 1 | 0 | **no** |\n",
+		"\nViolations:\n\n- sync-lua: wrk err_read=3\n",
+		"| order transaction (BEGIN; UPDATE stock; INSERT order; COMMIT) | mariadb-slap | 4826 txn/s | - | - | 16000 transactions in 3.315 s,",
+		"| k6-async-lua-noop | 921 |",
+		"keys bench:lock:000000000000 .. 000000599999 are set",
+	} {
+		if !strings.Contains(md, want) {
+			t.Errorf("RESULTS.md lacks %q", want)
+		}
+	}
+	for _, section := range []string{"# Benchmark results", "## Machine", "## Limits", "## The seckill", "## Async mode (issue 5)",
+		"### Drain", "### Latency", "## Targets, as ratios in this run", "## Commands"} {
+		if !strings.Contains(md, "\n"+section) && !strings.HasPrefix(md, section) {
+			t.Errorf("RESULTS.md lacks section %q", section)
+		}
+	}
+	if strings.Contains(md, "/repo/") {
+		t.Error("paths are not relative to the repository")
+	}
+	// results.json: targets with verdicts, runs with numbers.
+	j := b.resultsJSON(b.targets())
+	if len(j.Targets) != 7 || j.Targets[0].Met || !j.Targets[1].Met || *j.Targets[0].Measured != 0.38 || j.Targets[6].Met {
+		t.Errorf("targets: %+v", j.Targets)
+	}
+	if j.Runs[1].Name != "sync-lua" || j.Runs[1].Figures["rps"] != 1843.2 || j.Runs[1].OK {
+		t.Errorf("runs[1]: %+v", j.Runs[1])
+	}
+	if !reflect.DeepEqual(j.Runs[1].Figures["share_parts"], []float64{34, 4, 37, 5}) {
+		t.Errorf("share_parts: %v", j.Runs[1].Figures["share_parts"])
+	}
+	if _, err := json.Marshal(j); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestBenchProc(t *testing.T) {
+	stat := "1234 (seckill (x) y) S 1 1234 1234 0 -1 4194560 100 0 0 0 250 75 0 0 20 0 12 0 1000 0 0"
+	if n, ok := procTicks(stat); !ok || n != 325 {
+		t.Fatalf("procTicks = %d, %v", n, ok)
+	}
+	busy, total, ok := machineTicks("cpu  100 5 50 800 40 0 5 0 0 0\ncpu0 1 2 3 4 5 6 7 8 9 10\n")
+	if !ok || total != 1000 || busy != 160 {
+		t.Fatalf("machineTicks = %d, %d, %v", busy, total, ok)
+	}
+	a := cpuSample{Server: 1000, MariaDB: 500, Redis: 100, Client: 0, Busy: 10000, Total: 20000, DB: [3]float64{100, 0, 0}}
+	b := cpuSample{Server: 1680, MariaDB: 1240, Redis: 200, Client: 80, Busy: 11800, Total: 22000, DB: [3]float64{10100, 0, 0}}
+	f := meterFigures(a, b, 2000, 100)
+	want := benchFigures{"busy": "90", "rest": "10", "share": "34 / 4 / 37 / 5", "cpu_server": "3400",
+		"cpu_mariadb": "3700", "cpu_redis": "500", "db_stmts": "5.0 / 0.0 / 0.0"}
+	if !reflect.DeepEqual(f, want) {
+		t.Fatalf("meterFigures = %v\nwant %v", f, want)
+	}
+	// No responses, no time: zeros and empty cells, as run.sh's awk.
+	f = meterFigures(a, a, 0, 100)
+	if f["share"] != "" || f["cpu_server"] != "0" || f["db_stmts"] != "" || f["busy"] != "0" {
+		t.Fatalf("empty meter: %v", f)
+	}
+	// More accounted than busy (ticks sampled at different instants): rest 0.
+	b.Busy = a.Busy + 100
+	if f := meterFigures(a, b, 1, 100); f["rest"] != "0" {
+		t.Fatalf("rest = %s", f["rest"])
+	}
+}
+
+func TestBenchParsers(t *testing.T) {
+	rps, p50, p99, ok := redisBenchCSV(`"EVALSHA","107604.30","0.278","0.048","0.263","0.375","0.471","2.671"`)
+	if !ok || rps != "107604.30" || p50 != "263" || p99 != "471" {
+		t.Fatalf("redisBenchCSV = %s %s %s %v", rps, p50, p99, ok)
+	}
+	if _, _, _, ok := redisBenchCSV(`ERROR`); ok {
+		t.Fatal("redisBenchCSV accepted garbage")
+	}
+	if s := slapSeconds("Benchmark\n\tAverage number of seconds to run all queries: 3.315 seconds\n"); s != "3.315" {
+		t.Fatalf("slapSeconds = %q", s)
+	}
+	f := wrkFigures("Running 10s test\nBENCH requests 100\nBENCH status_200 99\nBENCH code_SOLD_OUT 1\n")
+	if f["requests"] != "100" || f["status_200"] != "99" || benchRefusals(f) != "SOLD_OUT 1" {
+		t.Fatalf("wrkFigures = %v", f)
+	}
+	f["status_409"], f["status_503"], f["non2xx3xx"] = "3", "2", "5"
+	if n := non2xxCounted(f); n != 5 {
+		t.Fatalf("non2xxCounted = %d", n)
+	}
+	if benchRefusals(benchFigures{}) != "0" {
+		t.Fatal("benchRefusals of none")
+	}
+	metrics := `seckill_http_request_duration_seconds_bucket{method="POST",route="/voucher-order/seckill/:id",status="200",le="0.0005"} 10
+seckill_http_request_duration_seconds_bucket{method="POST",route="/voucher-order/seckill/:id",status="200",le="0.001"} 900
+seckill_http_request_duration_seconds_bucket{method="POST",route="/voucher-order/seckill/:id",status="200",le="0.005"} 995
+seckill_http_request_duration_seconds_bucket{method="POST",route="/voucher-order/seckill/:id",status="200",le="+Inf"} 1000
+seckill_http_request_duration_seconds_bucket{method="GET",route="/debug/noop",status="200",le="+Inf"} 7
+seckill_async_batch_size_sum 15720
+seckill_async_batch_size_count 1576
+`
+	got := promHistogram(metrics, "/voucher-order/seckill/:id")
+	want := benchFigures{"srv_within5": "99.50", "srv_p99_le": "5", "batch_mean": "10.0", "batches": "1576"}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("promHistogram = %v, want %v", got, want)
+	}
+	sum := `{"metrics":{"iterations":{"values":{"count":9211}},"http_reqs":{"values":{"count":9211,"rate":921.04}},
+"http_req_duration":{"values":{"p(50)":0.5305,"p(90)":0.92,"p(95)":1.36,"p(99)":4.4149,"max":16.75}},
+"vus_max":{"values":{"max":128}},"status_200":{"values":{"count":9211}}}}`
+	kf, err := k6Figures([]byte(sum))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if kf["p50_us"] != "531" || kf["p99_us"] != "4415" || kf["rps"] != "921.04" || kf["dropped"] != "0" ||
+		kf["status_200"] != "9211" || kf["sent"] != "9211" || kf["code_other"] != "" {
+		t.Fatalf("k6Figures = %v", kf)
+	}
+}
+
+func TestBenchConfig(t *testing.T) {
+	env := map[string]string{}
+	getenv := func(k string) string { return env[k] }
+	now := time.Date(2026, 11, 23, 4, 50, 13, 0, time.UTC)
+	c, err := benchConfigFromEnv(getenv, "/repo", now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Duration != 10 || c.Conns != 32 || c.Users != 80000 || c.AsyncUsers != 400000 || c.SkipUsers != 5000 ||
+		len(c.LockModes) != 10 || c.Out != "/repo/bench/out/20261123-045013" || c.Results != "/repo/bench/RESULTS.md" || !c.wantAsync() {
+		t.Fatalf("defaults: %+v", c)
+	}
+	for k, v := range map[string]string{"BENCH_DURATION": "0", "BENCH_CONNS": "1", "BENCH_K6_RATE": "x", "BENCH_ORDER_MODES": "sync batch", "BENCH_PORT": "-1"} {
+		env = map[string]string{k: v}
+		if _, err := benchConfigFromEnv(getenv, "/repo", now); err == nil {
+			t.Errorf("%s=%s accepted", k, v)
+		}
+	}
+	env = map[string]string{"BENCH_SKIP_USERS": "0", "BENCH_ORDER_MODES": "sync"}
+	if c, err := benchConfigFromEnv(getenv, "/repo", now); err != nil || c.SkipUsers != 0 || c.wantAsync() {
+		t.Fatalf("BENCH_SKIP_USERS=0: %+v %v", c, err)
+	}
+}
+
+func TestBenchFactsViolations(t *testing.T) {
+	if v := factsViolations(voucherFacts{Initial: 10, Stock: 5, Orders: 5, Distinct: 5}); len(v) != 0 {
+		t.Fatalf("consistent facts: %v", v)
+	}
+	v := factsViolations(voucherFacts{Initial: 10, Stock: 5, Orders: 6, Distinct: 5})
+	if len(v) != 2 {
+		t.Fatalf("want invariants 2 and 3: %v", v)
+	}
+	v = factsViolations(voucherFacts{Initial: 10, Stock: 5, Orders: 5, Distinct: 5, Async: true, RedisStock: 4, Pending: 0, Buyers: 5})
+	if len(v) != 1 || !strings.HasPrefix(v[0], "invariant 5") {
+		t.Fatalf("want invariant 5: %v", v)
+	}
+}
