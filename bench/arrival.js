@@ -3,7 +3,7 @@
 // not slow the arrivals down, unlike wrk's closed loop), each one the
 // seckill of a new user on one voucher.
 //
-// Environment (set by bench/run.sh):
+// Environment (set by bench/run.sh and by `harness bench`, cmd/harness):
 //   BENCH_BASE      base URL, e.g. http://127.0.0.1:18181
 //   BENCH_VOUCHER   voucher id
 //   BENCH_PATH      instead of the seckill, GET this path (the no-op
@@ -17,7 +17,7 @@
 // Iteration i of the test uses token i: every request is a different user.
 // An iteration beyond the tokens wraps around and counts in `wrapped` (the
 // run then had too few tokens). Responses are counted by status and by the
-// envelope's code in the counters below; bench/run.sh reads them, and the
+// envelope's code in the counters below; the bench reads them, and the
 // latency percentiles, from the summary.
 
 import http from 'k6/http';

@@ -11,7 +11,7 @@
 --
 -- Threads take disjoint shares of the file (line i goes to thread i mod n).
 -- response() tallies status codes and the envelope's "code"; done() prints
--- one line per figure, "BENCH <name> <value>", that bench/run.sh reads:
+-- one line per figure, "BENCH <name> <value>", that the bench reads:
 -- requests sent, responses received, 2xx, per-status and per-code counts,
 -- wrk's own error counters and latency percentiles in microseconds.
 

@@ -211,7 +211,7 @@ func (b *bench) render(t benchTargets, profile func(string) string) string {
 	nproc := in["nproc"]
 	pf(`# Benchmark results
 
-Written by `+"`make bench`"+` (cmd/harness bench) on %s (finished %s).
+Written by `+"`harness bench`"+` (cmd/harness) on %s (finished %s).
 Every figure below comes from this one run: limits and service runs share the
 machine, its load and its database state.
 
@@ -395,9 +395,8 @@ and rebuilds it under freeze; the server answers 503 meanwhile.
 	pf(`
 ## Commands
 
-`+"`make bench`"+` runs `+"`go run ./cmd/harness bench`"+`; the exact commands it ran (the
-tokens-*.csv and admin.csv files are `+"`seckill tokens`"+` outputs in the out
-directory):
+The exact commands `+"`harness bench`"+` (cmd/harness) ran (the tokens-*.csv and
+admin.csv files are `+"`seckill tokens`"+` outputs in the out directory):
 
 `+"```"+`
 %s
