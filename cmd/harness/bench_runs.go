@@ -15,6 +15,7 @@ import (
 	"strings"
 	"time"
 
+	"seckill/internal/audit"
 	"seckill/model"
 )
 
@@ -496,9 +497,11 @@ func (b *bench) audit(name string, v int64) {
 		// consistent covers it; this does not trust the endpoint).
 		f.Async = true
 		f.Pending = *a.Data.Pending
-		id := strconv.FormatInt(v, 10)
-		f.RedisStock, _ = b.rdb.Get(b.ctx, "seckill:stock:"+id).Int64()
-		f.Buyers, _ = b.rdb.SCard(b.ctx, "seckill:order:"+id).Result()
+		rc, err := audit.ReadRedis(b.ctx, b.rdb, v)
+		if err != nil {
+			b.die("audit of voucher %d: %v", v, err)
+		}
+		f.RedisStock, f.Buyers = rc.RedisStock, *rc.Buyers
 		b.put(name, "pending", strconv.FormatInt(f.Pending, 10))
 		b.put(name, "redis_stock", strconv.FormatInt(f.RedisStock, 10))
 		b.put(name, "buyers", strconv.FormatInt(f.Buyers, 10))
@@ -663,13 +666,13 @@ func (b *bench) serverMetrics(name, route string) {
 	if route == "" {
 		route = "/voucher-order/seckill/:id"
 	}
-	status, body, err := b.call("GET", "/metrics", "", nil)
-	if err != nil || status != 200 {
+	text, err := ScrapeMetrics([]string{b.base})
+	if err != nil {
 		b.logf("no /metrics for %s", name)
 		return
 	}
-	os.WriteFile(filepath.Join(b.cfg.Out, "metrics-"+name+".txt"), body, 0o644)
-	b.putAll(name, promHistogram(string(body), route))
+	os.WriteFile(filepath.Join(b.cfg.Out, "metrics-"+name+".txt"), []byte(text), 0o644)
+	b.putAll(name, promHistogram(text, route))
 }
 
 // frozen: how many requests of the run the server refused because the
