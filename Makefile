@@ -61,14 +61,15 @@ loadtest-ci:
 	$(HARNESS) ci
 
 # ---- benchmark (bench/): the machine's limits and the seckill in every lock
-# mode, measured in one run; writes bench/RESULTS.md. Settings are the BENCH_*
-# variables of bench/run.sh, e.g. `make bench BENCH_DURATION=5
-# BENCH_LOCK_MODES="lua redsync" BENCH_PROFILE=sync-lua`. Needs the MariaDB and
-# Redis of .ci/env.sh, wrk, redis-tools and mariadb-client.
+# mode, measured in one run by `harness bench` (cmd/harness/bench.go); writes
+# bench/RESULTS.md and bench/results.json. Settings are the BENCH_*
+# variables documented in cmd/harness/bench.go, e.g. `make bench
+# BENCH_DURATION=5 BENCH_LOCK_MODES="lua redsync"`. Needs the MariaDB and
+# Redis of .ci/env.sh, wrk, redis-tools, mariadb-client and k6.
 .PHONY: bench
 
 bench:
-	bash bench/run.sh
+	$(HARNESS) bench
 
 # ---- which code one request runs: one sync purchase, and one async order
 # from admission to commit (TestMeasurePath), measured as the project files
