@@ -160,19 +160,8 @@ func (c *client) buy(ctx context.Context, base, voucherID, token string) outcome
 	return o
 }
 
-// audit is GET /admin/vouchers/:id/audit's data.
-type audit struct {
-	VoucherID           int64  `json:"voucherId"`
-	InitialStock        int64  `json:"initialStock"`
-	Stock               int64  `json:"stock"`
-	Orders              int64  `json:"orders"`
-	DistinctUsers       int64  `json:"distinctUsers"`
-	DuplicateRejections int64  `json:"duplicateRejections"`
-	Oversold            bool   `json:"oversold"`
-	Consistent          bool   `json:"consistent"`
-	RedisStock          *int64 `json:"redisStock,omitempty"`
-	Pending             *int64 `json:"pending,omitempty"`
-}
+// audit is GET /admin/vouchers/:id/audit's data: the server's model.Audit.
+type audit model.Audit
 
 func (c *client) audit(ctx context.Context, base, adminToken, voucherID string) (*audit, error) {
 	status, env, raw, err := c.do(ctx, http.MethodGet, base+"/admin/vouchers/"+voucherID+"/audit", adminToken, nil)
@@ -196,7 +185,7 @@ func (c *client) audit(ctx context.Context, base, adminToken, voucherID string) 
 // (the shared checker, model.Counts; the buyers set is not in the audit, so
 // invariant 5 is judged on the Redis stock only) and the audit's own verdict.
 func (a audit) violations() []string {
-	c := model.Counts{InitialStock: a.InitialStock, Stock: a.Stock, Orders: a.Orders, DistinctUsers: a.DistinctUsers}
+	c := model.Counts{InitialStock: int64(a.InitialStock), Stock: int64(a.Stock), Orders: a.Orders, DistinctUsers: a.DistinctUsers}
 	if a.RedisStock != nil && a.Pending != nil {
 		c.Async = &model.AsyncCounts{RedisStock: *a.RedisStock, Pending: *a.Pending}
 	}
