@@ -10,7 +10,7 @@ import (
 // receive their keys from here as KEYS; the lock keys (lock:order:<userId>,
 // the reconciler's lock, their fencing counters) belong to package service
 // and package lock. internal/audit (the harness and the root tests) and the
-// benchmark spell some of these keys again.
+// benchmark (cmd/harness) use these names too.
 
 // The async-mode streams and the epoch.
 const (
@@ -24,26 +24,33 @@ const (
 	EpochKey = "seckill:epoch"
 )
 
+// The prefixes of the per-voucher and per-order keys, for the builders
+// below and for tools that match or template them (the benchmark's
+// redis-benchmark command lines and clean-up patterns).
+const (
+	StockPrefix     = "seckill:stock:"
+	BuyersPrefix    = "seckill:order:"
+	VoucherPrefix   = "seckill:voucher:"
+	OrderInfoPrefix = "seckill:orderinfo:"
+	DuprejPrefix    = "seckill:duprej:"
+)
+
 // StockKey is seckill:stock:<voucherId>.
-func StockKey(voucherID int64) string { return "seckill:stock:" + strconv.FormatInt(voucherID, 10) }
+func StockKey(voucherID int64) string { return StockPrefix + strconv.FormatInt(voucherID, 10) }
 
 // BuyersKey is seckill:order:<voucherId>, the set of buyers.
-func BuyersKey(voucherID int64) string { return "seckill:order:" + strconv.FormatInt(voucherID, 10) }
+func BuyersKey(voucherID int64) string { return BuyersPrefix + strconv.FormatInt(voucherID, 10) }
 
 // VoucherKey is seckill:voucher:<voucherId>, the hash {begin, end, initial,
 // state}.
-func VoucherKey(voucherID int64) string {
-	return "seckill:voucher:" + strconv.FormatInt(voucherID, 10)
-}
+func VoucherKey(voucherID int64) string { return VoucherPrefix + strconv.FormatInt(voucherID, 10) }
 
 // OrderInfoKey is seckill:orderinfo:<orderId>.
-func OrderInfoKey(orderID int64) string {
-	return "seckill:orderinfo:" + strconv.FormatInt(orderID, 10)
-}
+func OrderInfoKey(orderID int64) string { return OrderInfoPrefix + strconv.FormatInt(orderID, 10) }
 
-// duprejKey is seckill:duprej:<voucherId>, the count of unique-key
+// DuprejKey is seckill:duprej:<voucherId>, the count of unique-key
 // rejections of the voucher.
-func duprejKey(voucherID int64) string { return "seckill:duprej:" + strconv.FormatInt(voucherID, 10) }
+func DuprejKey(voucherID int64) string { return DuprejPrefix + strconv.FormatInt(voucherID, 10) }
 
 // loginCodeKey is login:code:<phone>, the login code sent to phone.
 func loginCodeKey(phone string) string { return "login:code:" + phone }

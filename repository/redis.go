@@ -102,12 +102,12 @@ func NewRejections(rdb redis.UniversalClient) *Rejections { return &Rejections{r
 
 // IncrDuplicateRejections adds one rejection.
 func (r *Rejections) IncrDuplicateRejections(ctx context.Context, voucherID int64) error {
-	return redisErr(r.rdb.Incr(ctx, duprejKey(voucherID)).Err())
+	return redisErr(r.rdb.Incr(ctx, DuprejKey(voucherID)).Err())
 }
 
 // DuplicateRejections returns the count (0 when none).
 func (r *Rejections) DuplicateRejections(ctx context.Context, voucherID int64) (int64, error) {
-	n, err := r.rdb.Get(ctx, duprejKey(voucherID)).Int64()
+	n, err := r.rdb.Get(ctx, DuprejKey(voucherID)).Int64()
 	if errors.Is(err, redis.Nil) {
 		return 0, nil
 	}

@@ -17,6 +17,7 @@ import (
 
 	"seckill/internal/audit"
 	"seckill/model"
+	"seckill/repository"
 )
 
 // admitStream is the scratch stream of the admission limit (no consumer
@@ -298,16 +299,16 @@ func (b *bench) redisLimits() {
 	b.info["admit_v"] = v
 	nowMS := time.Now().UnixMilli()
 	b.admitLoaded = true
-	b.rdb.Set(b.ctx, "seckill:stock:"+v, 1000000000, 0)
-	b.rdb.HSet(b.ctx, "seckill:voucher:"+v, "begin", nowMS-60000, "end", nowMS+7200000, "initial", 1000000000, "state", "ok")
+	b.rdb.Set(b.ctx, repository.StockPrefix+v, 1000000000, 0)
+	b.rdb.HSet(b.ctx, repository.VoucherPrefix+v, "begin", nowMS-60000, "end", nowMS+7200000, "initial", 1000000000, "state", "ok")
 	b.noteCmd(fmt.Sprintf("redis-cli SET seckill:stock:%s 1000000000; redis-cli HSET seckill:voucher:%s begin <now-60s ms> end <now+2h ms> initial 1000000000 state ok", v, v))
-	b.redisBench("admit", "seckill.lua", "-r", "1000000000", "EVALSHA", "@SHA@", "5", "seckill:stock:"+v, "seckill:order:"+v,
-		"seckill:voucher:"+v, admitStream, "seckill:orderinfo:__rand_int__",
+	b.redisBench("admit", "seckill.lua", "-r", "1000000000", "EVALSHA", "@SHA@", "5", repository.StockPrefix+v, repository.BuyersPrefix+v,
+		repository.VoucherPrefix+v, admitStream, repository.OrderInfoPrefix+"__rand_int__",
 		"__rand_int__", v, "__rand_int__", strconv.FormatInt(nowMS, 10), "600")
-	stock, _ := b.rdb.Get(b.ctx, "seckill:stock:"+v).Int64()
+	stock, _ := b.rdb.Get(b.ctx, repository.StockPrefix+v).Int64()
 	admitted := 1000000000 - stock
 	xlen, _ := b.rdb.XLen(b.ctx, admitStream).Result()
-	buyers, _ := b.rdb.SCard(b.ctx, "seckill:order:"+v).Result()
+	buyers, _ := b.rdb.SCard(b.ctx, repository.BuyersPrefix+v).Result()
 	b.info["admitted"] = strconv.FormatInt(admitted, 10)
 	if !(admitted == xlen && admitted == buyers && admitted > int64(c.RedisN)*9/10) {
 		b.violate("admit", fmt.Sprintf("admission limit: %d admitted, stream %d entries, %d buyers of %d calls", admitted, xlen, buyers, c.RedisN))
@@ -611,7 +612,7 @@ func (b *bench) drain(name string, v int64) {
 		if err := b.db.QueryRowContext(b.ctx, "SELECT stock FROM tb_seckill_voucher WHERE voucher_id=?", v).Scan(&ds); err != nil {
 			b.die("reading voucher %d: %v", v, err)
 		}
-		rs, _ = b.rdb.Get(b.ctx, "seckill:stock:"+id).Int64()
+		rs, _ = b.rdb.Get(b.ctx, repository.StockPrefix+id).Int64()
 		t1 = time.Now()
 		if t0.IsZero() {
 			t0, n0 = t1, initial-ds
@@ -649,7 +650,7 @@ func (b *bench) drain(name string, v int64) {
 func (b *bench) otherConsumers(name string) {
 	host, _ := os.Hostname()
 	mine := fmt.Sprintf("%s-%d-", host, b.serverPID())
-	cs, _ := b.rdb.XInfoConsumers(b.ctx, "stream.orders", "g1").Result()
+	cs, _ := b.rdb.XInfoConsumers(b.ctx, repository.StreamKey, repository.GroupName).Result()
 	n := 0
 	for _, c := range cs {
 		if !strings.HasPrefix(c.Name, mine) && c.Idle < 5*time.Second {

@@ -14,6 +14,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"seckill/repository"
 	"strconv"
 	"strings"
 	"time"
@@ -235,9 +236,10 @@ func (b *bench) profileFinish(name string) {
 
 // ---------------------------------------------------------------- cleanup
 
-// purgeLua: XACK (group g1) and XDEL the entries of KEYS[1] whose voucherId
-// is one of ARGV, and delete their order-info keys; returns how many.
-const purgeLua = `
+// purgeLua: XACK (the consumer group) and XDEL the entries of KEYS[1] whose
+// voucherId is one of ARGV, and delete their order-info keys; returns how
+// many. The group and the key prefix are repository's.
+var purgeLua = strings.NewReplacer("{{group}}", repository.GroupName, "{{orderinfo}}", repository.OrderInfoPrefix).Replace(`
 local want = {}
 for _, v in ipairs(ARGV) do want[v] = true end
 local n, start = 0, "-"
@@ -249,16 +251,16 @@ while true do
       if f[i] == "voucherId" then voucher = f[i + 1] elseif f[i] == "orderId" then order = f[i + 1] end
     end
     if voucher and want[voucher] then
-      redis.pcall("XACK", KEYS[1], "g1", e[1])
+      redis.pcall("XACK", KEYS[1], "{{group}}", e[1])
       redis.call("XDEL", KEYS[1], e[1])
-      if order then redis.call("DEL", "seckill:orderinfo:" .. order) end
+      if order then redis.call("DEL", "{{orderinfo}}" .. order) end
       n = n + 1
     end
   end
   if #page < 1000 then break end
   start = "(" .. page[#page][1]
 end
-return n`
+return n`)
 
 // unlinkPattern removes the keys matching pattern (SCAN, UNLINK in batches).
 func (b *bench) unlinkPattern(pattern string) {
@@ -284,8 +286,8 @@ func (b *bench) deleteVoucher(v int64) {
 
 func (b *bench) admitKeysClean() {
 	v := strconv.FormatInt(b.admitV, 10)
-	b.rdb.Unlink(b.ctx, "seckill:stock:"+v, "seckill:order:"+v, "seckill:voucher:"+v, admitStream)
-	b.unlinkPattern("seckill:orderinfo:????????????")
+	b.rdb.Unlink(b.ctx, repository.StockPrefix+v, repository.BuyersPrefix+v, repository.VoucherPrefix+v, admitStream)
+	b.unlinkPattern(repository.OrderInfoPrefix + "????????????")
 }
 
 // cleanup stops the server and removes what the bench wrote (once).
@@ -317,7 +319,7 @@ func (b *bench) cleanup() {
 		for i, v := range b.vouchers {
 			args[i] = strconv.FormatInt(v, 10)
 		}
-		n, err := b.rdb.Eval(b.ctx, purgeLua, []string{"stream.orders"}, args...).Int64()
+		n, err := b.rdb.Eval(b.ctx, purgeLua, []string{repository.StreamKey}, args...).Int64()
 		if err != nil || n != 0 {
 			s := "?"
 			if err == nil {
@@ -328,7 +330,7 @@ func (b *bench) cleanup() {
 		for _, v := range b.vouchers {
 			b.deleteVoucher(v)
 			id := strconv.FormatInt(v, 10)
-			b.rdb.Del(b.ctx, "seckill:duprej:"+id, "seckill:stock:"+id, "seckill:order:"+id, "seckill:voucher:"+id)
+			b.rdb.Del(b.ctx, repository.DuprejPrefix+id, repository.StockPrefix+id, repository.BuyersPrefix+id, repository.VoucherPrefix+id)
 		}
 	}
 }

@@ -1,8 +1,8 @@
 // Package audit reads the facts of one voucher that the invariants of
 // docs/contract.md are judged on (model.Facts, model.Violations) from the
 // database and from Redis. The end-to-end tests and the harness
-// (cmd/harness) use it; it imports model, database/sql and go-redis only
-// (not service, not repository), so that both can.
+// (cmd/harness) use it; it imports model, database/sql, go-redis, and
+// repository for the Redis key names only (never service).
 package audit
 
 import (
@@ -10,18 +10,12 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"strconv"
 
 	"github.com/redis/go-redis/v9"
 
 	"seckill/model"
+	"seckill/repository"
 )
-
-// The Redis keys of docs/contract.md ("Redis keys"); repository/keys.go
-// defines them for the server.
-func stockKey(voucherID int64) string  { return "seckill:stock:" + strconv.FormatInt(voucherID, 10) }
-func buyersKey(voucherID int64) string { return "seckill:order:" + strconv.FormatInt(voucherID, 10) }
-func duprejKey(voucherID int64) string { return "seckill:duprej:" + strconv.FormatInt(voucherID, 10) }
 
 // ReadDB reads the voucher's initial stock, stock and orders (order id ->
 // user id). Announced and Async are left for the caller.
@@ -57,7 +51,7 @@ var ErrNoRedisStock = errors.New("no stock key in redis")
 // and the size of its buyers set. Pending is left 0 (the caller knows it,
 // from the server's audit, or drained the queue).
 func ReadRedis(ctx context.Context, rdb redis.UniversalClient, voucherID int64) (*model.AsyncCounts, error) {
-	stock, err := rdb.Get(ctx, stockKey(voucherID)).Int64()
+	stock, err := rdb.Get(ctx, repository.StockKey(voucherID)).Int64()
 	if errors.Is(err, redis.Nil) {
 		return nil, fmt.Errorf("voucher %d: %w", voucherID, ErrNoRedisStock)
 	}
@@ -73,7 +67,7 @@ func ReadRedis(ctx context.Context, rdb redis.UniversalClient, voucherID int64) 
 
 // Buyers is the size of the voucher's buyers set.
 func Buyers(ctx context.Context, rdb redis.UniversalClient, voucherID int64) (int64, error) {
-	n, err := rdb.SCard(ctx, buyersKey(voucherID)).Result()
+	n, err := rdb.SCard(ctx, repository.BuyersKey(voucherID)).Result()
 	if err != nil {
 		return 0, fmt.Errorf("read buyers set of voucher %d: %w", voucherID, err)
 	}
@@ -83,7 +77,7 @@ func Buyers(ctx context.Context, rdb redis.UniversalClient, voucherID int64) (in
 // DuplicateRejections is the voucher's unique-key rejection counter (0 when
 // absent).
 func DuplicateRejections(ctx context.Context, rdb redis.UniversalClient, voucherID int64) (int64, error) {
-	n, err := rdb.Get(ctx, duprejKey(voucherID)).Int64()
+	n, err := rdb.Get(ctx, repository.DuprejKey(voucherID)).Int64()
 	if errors.Is(err, redis.Nil) {
 		return 0, nil
 	}
