@@ -139,6 +139,11 @@ func (s *AsyncAdmission) Audit(ctx context.Context, voucherID int64) (*model.Aud
 	if voucherID <= 0 {
 		return nil, model.InvalidArgument("id", "must be a positive number")
 	}
+	// An unknown voucher is 404 before anything reads Redis (and scans
+	// the stream).
+	if _, err := s.d.Vouchers.GetSeckill(ctx, voucherID); err != nil {
+		return nil, err
+	}
 	states, entries, err := s.d.Queue.Snapshot(ctx, []int64{voucherID})
 	if err != nil {
 		return nil, err

@@ -57,7 +57,11 @@ type uniqueKeyRejections struct {
 func (r uniqueKeyRejections) count(ctx context.Context, voucherID, userID int64) {
 	r.obs.UniqueKeyRejected()
 	r.log.WarnContext(ctx, "duplicate order stopped by unique key", "voucher_id", voucherID, "user_id", userID, "lock_mode", r.locker.Name())
-	if err := r.counter.IncrDuplicateRejections(context.WithoutCancel(ctx), voucherID); err != nil {
+	// Detached from a cancelled request, but bounded: a stalled Redis must
+	// not hold a consumer's batch.
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), releaseTimeout)
+	defer cancel()
+	if err := r.counter.IncrDuplicateRejections(cctx, voucherID); err != nil {
 		r.log.ErrorContext(ctx, "count duplicate rejection", "voucher_id", voucherID, "err", err)
 	}
 }

@@ -37,8 +37,8 @@ func projectRoot() (string, error) {
 }
 
 // loadCIEnv sets the variables of .ci/env.sh (export NAME=VALUE lines, as
-// the shell would, without overriding what is set) unless the MySQL DSN and
-// the Redis address are set already.
+// the shell would, without overriding what is set: the SECKILL_ variables
+// and PATH) unless the MySQL DSN and the Redis address are set already.
 func loadCIEnv(root string) error {
 	if os.Getenv("SECKILL_MYSQL_DSN") != "" && os.Getenv("SECKILL_REDIS_ADDR") != "" {
 		return nil
@@ -48,7 +48,9 @@ func loadCIEnv(root string) error {
 		return fmt.Errorf("source .ci/env.sh: %w", err)
 	}
 	for _, kv := range strings.Split(string(out), "\x00") {
-		if k, v, ok := strings.Cut(kv, "="); ok && strings.HasPrefix(k, "SECKILL_") {
+		// PATH too: env.sh puts Go's bin directory on it, as the shell
+		// scripts this replaces had it.
+		if k, v, ok := strings.Cut(kv, "="); ok && (strings.HasPrefix(k, "SECKILL_") || k == "PATH") {
 			os.Setenv(k, v)
 		}
 	}
@@ -71,6 +73,9 @@ func runTool(ctx context.Context, limit time.Duration, logPath string, env []str
 	defer cancel()
 	cmd := exec.CommandContext(ctx, name, args...)
 	cmd.WaitDelay = 5 * time.Second
+	// A tool (a driver, or a child harness of the matrix) ends with the
+	// harness, so that none keeps sending traffic to the next run's ports.
+	cmd.SysProcAttr = childAttr()
 	if env != nil {
 		cmd.Env = append(os.Environ(), env...)
 	}
