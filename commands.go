@@ -29,9 +29,10 @@ const usage = `Usage:
   seckill help | --help | -h                    print this
 
 Configuration comes from SECKILL_* environment variables (see README.md).
-With no SECKILL_MYSQL_DSN and no SECKILL_REDIS_ADDR the server runs on
-embedded backends under ./data in development mode; with either one set it
-runs in production (SECKILL_JWT_SECRET required) unless SECKILL_ENV=development.
+With no SECKILL_MYSQL_DSN and no SECKILL_REDIS_ADDR (or SECKILL_REDIS_SENTINEL_ADDRS
+with SECKILL_REDIS_MASTER) the server runs on embedded backends under ./data in
+development mode; with either one set it runs in production (SECKILL_JWT_SECRET
+required) unless SECKILL_ENV=development.
 `
 
 func isHelpFlag(a string) bool { return a == "-h" || a == "-help" || a == "--help" }
@@ -102,8 +103,8 @@ func rebuild(ctx context.Context, cfg config.Config, log *slog.Logger, args []st
 	if *voucher <= 0 {
 		return errors.New("rebuild: --voucher must be a positive voucher id")
 	}
-	if cfg.RedisAddr == "" {
-		return errors.New("rebuild: SECKILL_REDIS_ADDR is empty: the embedded Redis lives inside `serve`, which rebuilds every voucher at start")
+	if !cfg.RealRedis() {
+		return errors.New("rebuild: SECKILL_REDIS_ADDR and SECKILL_REDIS_SENTINEL_ADDRS are empty: the embedded Redis lives inside `serve`, which rebuilds every voucher at start")
 	}
 	d, err := openDeps(ctx, cfg, log)
 	if err != nil {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"strings"
 	"time"
 
 	"github.com/alicebob/miniredis/v2"
@@ -39,24 +40,37 @@ func openDeps(ctx context.Context, cfg config.Config, log *slog.Logger) (*deps, 
 		return nil, err
 	}
 	d.DB = db
-	addr := cfg.RedisAddr
-	if addr == "" {
-		d.mini = miniredis.NewMiniRedis()
-		// Leases must follow the wall clock, or locks would never expire.
-		d.mini.ClockTTL(true)
-		if err := d.mini.Start(); err != nil {
-			d.Close(log)
-			return nil, fmt.Errorf("embedded redis: %w", err)
+	var target string // the variable and what it names, for a start-up error
+	if cfg.Sentinel() {
+		// go-redis's failover client: the master found through the
+		// Sentinels and followed across failovers. It is a *redis.Client
+		// like the plain one, so every user of d.Redis (locks, ID worker,
+		// admission, stream consumers, reconciliation) works through it.
+		d.Redis = repository.NewSentinelRedisClient(cfg.RedisMaster, cfg.RedisSentinelAddrs)
+		target = fmt.Sprintf("SECKILL_REDIS_SENTINEL_ADDRS: master %q through the Sentinels %s",
+			cfg.RedisMaster, strings.Join(cfg.RedisSentinelAddrs, ","))
+	} else {
+		addr := cfg.RedisAddr
+		if addr == "" {
+			d.mini = miniredis.NewMiniRedis()
+			// Leases must follow the wall clock, or locks would never expire.
+			d.mini.ClockTTL(true)
+			if err := d.mini.Start(); err != nil {
+				d.Close(log)
+				return nil, fmt.Errorf("embedded redis: %w", err)
+			}
+			addr, d.EmbeddedRedis = d.mini.Addr(), true
 		}
-		addr, d.EmbeddedRedis = d.mini.Addr(), true
+		d.Redis = repository.NewRedisClient(addr)
+		target = "SECKILL_REDIS_ADDR: " + addr
 	}
-	d.Redis = repository.NewRedisClient(addr)
 	pctx, cancel := context.WithTimeout(ctx, 3*time.Second)
 	defer cancel()
 	if err := d.Redis.Ping(pctx).Err(); err != nil {
 		d.Close(log)
-		return nil, fmt.Errorf("SECKILL_REDIS_ADDR: %s unreachable: %w", addr, err)
+		return nil, fmt.Errorf("%s unreachable: %w", target, err)
 	}
+	// The Redlock nodes stay independent plain clients, Sentinel or not.
 	for _, a := range cfg.RedlockAddrs {
 		c := repository.NewRedlockNodeClient(a)
 		d.owned = append(d.owned, c)

@@ -121,7 +121,7 @@ func newApp(ctx context.Context, cfg config.Config, log *slog.Logger) (_ *app, e
 	if devSecret {
 		log.WarnContext(ctx, "SECKILL_JWT_SECRET is empty: using the public development secret")
 	}
-	if cfg.Development() && (cfg.MySQLDSN != "" || cfg.RedisAddr != "") {
+	if cfg.Development() && (cfg.MySQLDSN != "" || cfg.RealRedis()) {
 		log.WarnContext(ctx, "SECKILL_ENV=development on a real database or Redis: login codes in responses, pprof and /debug/noop are on")
 	}
 	d, err := openDeps(ctx, cfg, log)

@@ -5,10 +5,18 @@
 #   MariaDB    127.0.0.1:3306  database `seckill`, user seckill/seckill (all privileges)
 #   Redis      127.0.0.1:6379
 #   Redis x3   127.0.0.1:6380, 6381, 6382 (independent Redlock nodes, no persistence)
+#   Sentinel   a Sentinel-managed Redis, master name `seckill` (no persistence):
+#              data nodes 127.0.0.1:6390 (first primary) and 6391 (first
+#              replica, --replicaof 127.0.0.1 6390); after a failover either
+#              may be the primary, the other its replica.
+#              Sentinels 127.0.0.1:26390, 26391, 26392 (quorum 2,
+#              down-after-milliseconds 1000, failover-timeout 5000), each
+#              with its own config file under $SECKILL_CI_STATE/sentinel-PORT/
+#              (Sentinel rewrites it)
 #   ZooKeeper  127.0.0.1:2181 (standalone, 4lw srvr/ruok/stat/mntr)
 #
 # Idempotent: a second run finds everything answering and only re-applies the
-# (cheap) MariaDB grants. Runs as root. Safe to execute (`bash .ci/services.sh`)
+# (cheap) MariaDB grants (and waits until the Sentinels agree on the master). Runs as root. Safe to execute (`bash .ci/services.sh`)
 # or to source: everything runs in a subshell so the caller's shell options and
 # variables are untouched; a failure makes it return/exit non-zero.
 #
@@ -33,7 +41,7 @@ seckill_services_main() (
 	}
 
 	# ---------------------------------------------------------------- packages
-	local wanted=(mariadb-server mariadb-client redis-server redis-tools zookeeperd docker-compose wrk)
+	local wanted=(mariadb-server mariadb-client redis-server redis-tools redis-sentinel zookeeperd docker-compose wrk)
 	local missing=() pkg
 	for pkg in "${wanted[@]}"; do
 		if ! dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q 'ok installed'; then
@@ -136,6 +144,114 @@ seckill_services_main() (
 		done
 		redis_answers "$port" || die "Redis on $port did not come up; see $logdir/redis-$port.log"
 	done
+
+	# ---------------------------------------------------------------- Sentinel
+	# A primary and a replica managed by three Sentinels (master name
+	# `seckill`). Which data node is the primary is whatever the Sentinels
+	# say (a failover test may have swapped them); a data node that is down
+	# is started as a replica of the current primary, or, when there is none,
+	# 6390 as the primary and 6391 as its replica.
+	local sentinel_master=seckill sentinel_ports=(26390 26391 26392) data_ports=(6390 6391)
+	# role PORT: the replication role of the Redis on PORT (empty when down).
+	role() {
+		{ redis-cli -h 127.0.0.1 -p "$1" info replication 2>/dev/null || true; } | tr -d '\r' | sed -n 's/^role://p'
+	}
+	# sentinel_master_port PORT: the primary's port per the Sentinel on PORT
+	# (empty when it does not answer or knows no primary).
+	sentinel_master_port() {
+		{ redis-cli -h 127.0.0.1 -p "$1" sentinel get-master-addr-by-name "$sentinel_master" 2>/dev/null || true; } | sed -n 2p
+	}
+	local primary="" p
+	for p in "${sentinel_ports[@]}"; do
+		local mp
+		mp=$(sentinel_master_port "$p")
+		if [[ -n "$mp" && "$(role "$mp")" == master ]]; then
+			primary=$mp
+			break
+		fi
+	done
+	if [[ -z "$primary" ]]; then
+		for p in "${data_ports[@]}"; do
+			if [[ "$(role "$p")" == master ]]; then
+				primary=$p
+				break
+			fi
+		done
+	fi
+	primary=${primary:-6390}
+	for p in "$primary" "${data_ports[@]}"; do
+		if redis_answers "$p"; then
+			continue
+		fi
+		tcp_open "$p" && die "port $p is taken by something that is not Redis"
+		local rdir="$state/redis-$p" replicaof=()
+		[[ "$p" != "$primary" ]] && replicaof=(--replicaof 127.0.0.1 "$primary")
+		mkdir -p "$rdir"
+		log "starting Redis on 127.0.0.1:$p ${replicaof[*]:-(primary)} (log: $logdir/redis-$p.log)"
+		setsid redis-server --bind 127.0.0.1 --port "$p" --protected-mode no \
+			--dir "$rdir" --save '' --appendonly no "${replicaof[@]}" \
+			--daemonize yes --pidfile "$rdir/redis.pid" \
+			--logfile "$logdir/redis-$p.log" </dev/null >/dev/null 2>&1
+		local i
+		for ((i = 0; i < 60; i++)); do
+			redis_answers "$p" && break
+			sleep 0.25
+		done
+		redis_answers "$p" || die "Redis on $p did not come up; see $logdir/redis-$p.log"
+	done
+	for p in "${sentinel_ports[@]}"; do
+		if redis_answers "$p"; then
+			log "Sentinel already answering on 127.0.0.1:$p"
+			continue
+		fi
+		tcp_open "$p" && die "port $p is taken by something that is not Redis Sentinel"
+		local sdir="$state/sentinel-$p"
+		mkdir -p "$sdir"
+		# A fresh file each start: a rewritten one may name a primary that
+		# no longer is; the others Sentinels' hello messages bring it up to
+		# date within seconds.
+		cat >"$sdir/sentinel.conf" <<-EOF
+			port $p
+			bind 127.0.0.1
+			protected-mode no
+			daemonize yes
+			pidfile $sdir/sentinel.pid
+			logfile $logdir/sentinel-$p.log
+			dir $sdir
+			sentinel monitor $sentinel_master 127.0.0.1 $primary 2
+			sentinel down-after-milliseconds $sentinel_master 1000
+			sentinel failover-timeout $sentinel_master 5000
+			sentinel parallel-syncs $sentinel_master 1
+		EOF
+		log "starting Sentinel on 127.0.0.1:$p monitoring $sentinel_master at 127.0.0.1:$primary (log: $logdir/sentinel-$p.log)"
+		setsid redis-sentinel "$sdir/sentinel.conf" </dev/null >/dev/null 2>&1
+	done
+	# sentinels_agree: every Sentinel answers, names the same answering
+	# primary, sees the two other Sentinels and a replica in sync with it.
+	sentinels_agree() {
+		local p mp="" m
+		for p in "${sentinel_ports[@]}"; do
+			m=$(sentinel_master_port "$p")
+			[[ -n "$m" ]] || return 1
+			[[ -z "$mp" || "$m" == "$mp" ]] || return 1
+			mp=$m
+			local info
+			info=$(redis-cli -h 127.0.0.1 -p "$p" sentinel master "$sentinel_master" 2>/dev/null | paste - -)
+			grep -qx $'flags\tmaster' <<<"$info" || return 1
+			grep -qx $'num-other-sentinels\t2' <<<"$info" || return 1
+			redis-cli -h 127.0.0.1 -p "$p" sentinel replicas "$sentinel_master" 2>/dev/null | paste - - |
+				grep -qx $'flags\tslave' || return 1
+		done
+		[[ "$(role "$mp")" == master ]] || return 1
+		redis-cli -h 127.0.0.1 -p "$mp" info replication 2>/dev/null | tr -d '\r' | grep -q '^slave0:.*state=online'
+	}
+	local i
+	for ((i = 0; i < 120; i++)); do
+		sentinels_agree && break
+		sleep 0.25
+	done
+	sentinels_agree || die "the Sentinels do not agree on a primary with a replica after 30s; see $logdir/sentinel-*.log"
+	log "Sentinel ready: master $sentinel_master at 127.0.0.1:$(sentinel_master_port "${sentinel_ports[0]}"), Sentinels on ${sentinel_ports[*]}"
 
 	# ---------------------------------------------------------------- ZooKeeper
 	# zk_srvr prints the reply to the srvr four-letter word (empty when down).

@@ -24,23 +24,26 @@ var LockModes = []string{"none", "local", "simple", "owner", "lua", "reentrant",
 
 // Config is the whole configuration of one process.
 type Config struct {
-	HTTPAddr     string        // SECKILL_HTTP_ADDR, default ":8080"
-	MySQLDSN     string        // SECKILL_MYSQL_DSN, empty = embedded database
-	DataDir      string        // SECKILL_DATA_DIR, default "./data" (embedded database)
-	RedisAddr    string        // SECKILL_REDIS_ADDR, empty = embedded Redis
-	LockMode     string        // SECKILL_LOCK_MODE, default "lua"
-	LockTTL      time.Duration // SECKILL_LOCK_TTL, lease of the per-user lock, default 10s
-	RedlockAddrs []string      // SECKILL_REDLOCK_ADDRS, default: the one Redis
-	ZKAddrs      []string      // SECKILL_ZK_ADDRS
-	OrderMode    string        // SECKILL_ORDER_MODE, "sync" or "async", default "sync"
-	Fencing      bool          // SECKILL_FENCING, "on" or "off", default off
-	JWTSecret    string        // SECKILL_JWT_SECRET
-	JWTTTL       time.Duration // SECKILL_JWT_TTL, default 24h
+	HTTPAddr           string        // SECKILL_HTTP_ADDR, default ":8080"
+	MySQLDSN           string        // SECKILL_MYSQL_DSN, empty = embedded database
+	DataDir            string        // SECKILL_DATA_DIR, default "./data" (embedded database)
+	RedisAddr          string        // SECKILL_REDIS_ADDR, empty = embedded Redis (unless Sentinel)
+	RedisSentinelAddrs []string      // SECKILL_REDIS_SENTINEL_ADDRS: Sentinels to ask for the master, instead of SECKILL_REDIS_ADDR
+	RedisMaster        string        // SECKILL_REDIS_MASTER: the master's name at the Sentinels
+	LockMode           string        // SECKILL_LOCK_MODE, default "lua"
+	LockTTL            time.Duration // SECKILL_LOCK_TTL, lease of the per-user lock, default 10s
+	RedlockAddrs       []string      // SECKILL_REDLOCK_ADDRS, default: the one Redis
+	ZKAddrs            []string      // SECKILL_ZK_ADDRS
+	OrderMode          string        // SECKILL_ORDER_MODE, "sync" or "async", default "sync"
+	Fencing            bool          // SECKILL_FENCING, "on" or "off", default off
+	JWTSecret          string        // SECKILL_JWT_SECRET
+	JWTTTL             time.Duration // SECKILL_JWT_TTL, default 24h
 	// Env is SECKILL_ENV, "development" or "production". Unset, it is
-	// development only when both backends are embedded (no SECKILL_MYSQL_DSN
-	// and no SECKILL_REDIS_ADDR: trying the product on one machine) and
-	// production otherwise. Development means the public JWT secret, login
-	// codes in responses, pprof, /debug/noop and the SECKILL_DEV_* delays.
+	// development only when both backends are embedded (no SECKILL_MYSQL_DSN,
+	// no SECKILL_REDIS_ADDR and no Sentinel: trying the product on one
+	// machine) and production otherwise. Development means the public JWT
+	// secret, login codes in responses, pprof, /debug/noop and the
+	// SECKILL_DEV_* delays.
 	Env string
 	// RequestTimeout bounds every request (SECKILL_REQUEST_TIMEOUT, default 3s):
 	// a dependency that hangs turns into 503 UNAVAILABLE, never a hang.
@@ -114,12 +117,21 @@ func Default() Config {
 
 // DefaultEnv is the environment when SECKILL_ENV is unset: development only
 // when both backends are embedded, production as soon as either is real.
+// redisAddr is any non-empty string for a real Redis (plain or Sentinel).
 func DefaultEnv(mysqlDSN, redisAddr string) string {
 	if mysqlDSN == "" && redisAddr == "" {
 		return EnvDevelopment
 	}
 	return EnvProduction
 }
+
+// RealRedis reports whether a real Redis is configured, plain
+// (SECKILL_REDIS_ADDR) or Sentinel-managed (SECKILL_REDIS_SENTINEL_ADDRS);
+// otherwise the process runs an embedded one.
+func (c *Config) RealRedis() bool { return c.RedisAddr != "" || len(c.RedisSentinelAddrs) > 0 }
+
+// Sentinel reports whether Redis is Sentinel-managed.
+func (c *Config) Sentinel() bool { return len(c.RedisSentinelAddrs) > 0 }
 
 // Development reports whether development behaviour is on.
 func (c *Config) Development() bool { return c.Env == EnvDevelopment }
@@ -150,10 +162,16 @@ func Load(getenv func(string) string) (Config, error) {
 	str("SECKILL_MYSQL_DSN", &c.MySQLDSN)
 	str("SECKILL_DATA_DIR", &c.DataDir)
 	str("SECKILL_REDIS_ADDR", &c.RedisAddr)
+	c.RedisSentinelAddrs = list(getenv("SECKILL_REDIS_SENTINEL_ADDRS"))
+	str("SECKILL_REDIS_MASTER", &c.RedisMaster)
 	str("SECKILL_LOCK_MODE", &c.LockMode)
 	str("SECKILL_ORDER_MODE", &c.OrderMode)
 	str("SECKILL_JWT_SECRET", &c.JWTSecret)
-	c.Env = DefaultEnv(c.MySQLDSN, c.RedisAddr)
+	redis := c.RedisAddr
+	if c.Sentinel() {
+		redis = strings.Join(c.RedisSentinelAddrs, ",")
+	}
+	c.Env = DefaultEnv(c.MySQLDSN, redis)
 	str("SECKILL_ENV", &c.Env)
 	dur("SECKILL_LOCK_TTL", &c.LockTTL)
 	dur("SECKILL_JWT_TTL", &c.JWTTTL)
@@ -205,6 +223,20 @@ func (c *Config) Validate() error {
 	if c.RedisAddr != "" && !validHostPort(c.RedisAddr) {
 		errs = append(errs, fmt.Errorf("SECKILL_REDIS_ADDR: %q is not host:port", c.RedisAddr))
 	}
+	if c.RedisAddr != "" && c.Sentinel() {
+		errs = append(errs, errors.New("SECKILL_REDIS_SENTINEL_ADDRS: set together with SECKILL_REDIS_ADDR; set only one of them (Sentinel-managed or a single Redis)"))
+	}
+	for _, a := range c.RedisSentinelAddrs {
+		if !validHostPort(a) {
+			errs = append(errs, fmt.Errorf("SECKILL_REDIS_SENTINEL_ADDRS: %q is not host:port", a))
+		}
+	}
+	if c.Sentinel() && c.RedisMaster == "" {
+		errs = append(errs, errors.New("SECKILL_REDIS_MASTER: required with SECKILL_REDIS_SENTINEL_ADDRS (the name the Sentinels monitor the master under)"))
+	}
+	if !c.Sentinel() && c.RedisMaster != "" {
+		errs = append(errs, errors.New("SECKILL_REDIS_SENTINEL_ADDRS: required with SECKILL_REDIS_MASTER (the Sentinels to ask for the master)"))
+	}
 	for _, a := range c.RedlockAddrs {
 		if !validHostPort(a) {
 			errs = append(errs, fmt.Errorf("SECKILL_REDLOCK_ADDRS: %q is not host:port", a))
@@ -232,7 +264,7 @@ func (c *Config) Validate() error {
 	}
 	if c.Env == EnvProduction {
 		if c.JWTSecret == "" {
-			errs = append(errs, errors.New("SECKILL_JWT_SECRET: required in production (the default with a real SECKILL_MYSQL_DSN or SECKILL_REDIS_ADDR; SECKILL_ENV=development allows the public development secret)"))
+			errs = append(errs, errors.New("SECKILL_JWT_SECRET: required in production (the default with a real SECKILL_MYSQL_DSN, SECKILL_REDIS_ADDR or SECKILL_REDIS_SENTINEL_ADDRS; SECKILL_ENV=development allows the public development secret)"))
 		}
 		if c.CriticalDelay > 0 {
 			errs = append(errs, errors.New("SECKILL_DEV_CRITICAL_DELAY: development only, not allowed when SECKILL_ENV=production"))
@@ -299,10 +331,16 @@ func (c Config) LogValue() slog.Value {
 	if c.JWTSecret != "" {
 		secret = "***"
 	}
+	redisAddr := orEmbedded(c.RedisAddr)
+	if c.Sentinel() {
+		redisAddr = "(sentinel)"
+	}
 	return slog.GroupValue(
 		slog.String("http_addr", c.HTTPAddr),
 		slog.String("mysql_dsn", orEmbedded(dsn)),
-		slog.String("redis_addr", orEmbedded(c.RedisAddr)),
+		slog.String("redis_addr", redisAddr),
+		slog.Any("redis_sentinel_addrs", c.RedisSentinelAddrs),
+		slog.String("redis_master", c.RedisMaster),
 		slog.String("lock_mode", c.LockMode),
 		slog.String("lock_ttl", c.LockTTL.String()),
 		slog.Any("redlock_addrs", c.RedlockAddrs),

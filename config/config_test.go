@@ -320,3 +320,88 @@ func TestClaimIdleBatchTimeout(t *testing.T) {
 		t.Fatalf("got %v, %v, want 8s, nil", c.ClaimIdle, err)
 	}
 }
+
+// TestSentinel: SECKILL_REDIS_SENTINEL_ADDRS with SECKILL_REDIS_MASTER select
+// a Sentinel-managed Redis, a real one (production by default), logged as
+// such.
+func TestSentinel(t *testing.T) {
+	c, err := Load(env(map[string]string{
+		"SECKILL_REDIS_SENTINEL_ADDRS": " 127.0.0.1:26390, 127.0.0.1:26391 ,,[::1]:26392",
+		"SECKILL_REDIS_MASTER":         " seckill ",
+		"SECKILL_JWT_SECRET":           "s",
+	}))
+	if err != nil {
+		t.Fatalf("Load: got %v, want nil", err)
+	}
+	if want := []string{"127.0.0.1:26390", "127.0.0.1:26391", "[::1]:26392"}; !reflect.DeepEqual(c.RedisSentinelAddrs, want) {
+		t.Errorf("RedisSentinelAddrs: got %q, want %q", c.RedisSentinelAddrs, want)
+	}
+	if c.RedisMaster != "seckill" || c.RedisAddr != "" {
+		t.Errorf("RedisMaster, RedisAddr: got %q, %q, want seckill and empty", c.RedisMaster, c.RedisAddr)
+	}
+	if !c.Sentinel() || !c.RealRedis() {
+		t.Errorf("Sentinel, RealRedis: got %v, %v, want true, true", c.Sentinel(), c.RealRedis())
+	}
+	if c.Env != EnvProduction {
+		t.Errorf("Env: got %q, want production (a real Redis)", c.Env)
+	}
+	line := logLine(t, c)
+	for _, s := range []string{`"redis_addr":"(sentinel)"`, `"redis_sentinel_addrs":["127.0.0.1:26390","127.0.0.1:26391","[::1]:26392"]`, `"redis_master":"seckill"`} {
+		if !strings.Contains(line, s) {
+			t.Errorf("log line %s: want %q in it", line, s)
+		}
+	}
+	if _, err := Load(env(map[string]string{"SECKILL_REDIS_SENTINEL_ADDRS": "127.0.0.1:26390", "SECKILL_REDIS_MASTER": "m"})); err == nil ||
+		!strings.HasPrefix(err.Error(), "SECKILL_JWT_SECRET:") {
+		t.Errorf("Sentinel without a secret: got %v, want a refusal naming SECKILL_JWT_SECRET", err)
+	}
+	plain, err := Load(env(nil))
+	if err != nil || plain.Sentinel() || plain.RealRedis() {
+		t.Errorf("no Redis configured: got Sentinel %v, RealRedis %v, err %v, want false, false, nil", plain.Sentinel(), plain.RealRedis(), err)
+	}
+}
+
+// TestSentinelInvalid: every wrong combination of the Sentinel variables is
+// one line naming the variable (both Redis kinds set: naming both).
+func TestSentinelInvalid(t *testing.T) {
+	const sentinels = "127.0.0.1:26390,127.0.0.1:26391"
+	tests := []struct {
+		name    string
+		env     map[string]string
+		wantVar string
+		wantIn  string
+	}{
+		{"both Redis kinds", map[string]string{"SECKILL_REDIS_ADDR": "127.0.0.1:6379", "SECKILL_REDIS_SENTINEL_ADDRS": sentinels, "SECKILL_REDIS_MASTER": "seckill"},
+			"SECKILL_REDIS_SENTINEL_ADDRS", "SECKILL_REDIS_ADDR"},
+		{"sentinels without master", map[string]string{"SECKILL_REDIS_SENTINEL_ADDRS": sentinels}, "SECKILL_REDIS_MASTER", "SECKILL_REDIS_SENTINEL_ADDRS"},
+		{"master without sentinels", map[string]string{"SECKILL_REDIS_MASTER": "seckill"}, "SECKILL_REDIS_SENTINEL_ADDRS", "SECKILL_REDIS_MASTER"},
+		{"sentinel without port", map[string]string{"SECKILL_REDIS_SENTINEL_ADDRS": "127.0.0.1:26390,sentinel", "SECKILL_REDIS_MASTER": "seckill"},
+			"SECKILL_REDIS_SENTINEL_ADDRS", `"sentinel"`},
+		{"sentinel bad port", map[string]string{"SECKILL_REDIS_SENTINEL_ADDRS": "127.0.0.1:263900", "SECKILL_REDIS_MASTER": "seckill"},
+			"SECKILL_REDIS_SENTINEL_ADDRS", `"127.0.0.1:263900"`},
+		{"sentinel without host", map[string]string{"SECKILL_REDIS_SENTINEL_ADDRS": ":26390", "SECKILL_REDIS_MASTER": "seckill"},
+			"SECKILL_REDIS_SENTINEL_ADDRS", `":26390"`},
+		{"sentinel URL", map[string]string{"SECKILL_REDIS_SENTINEL_ADDRS": "redis://127.0.0.1:26390", "SECKILL_REDIS_MASTER": "seckill"},
+			"SECKILL_REDIS_SENTINEL_ADDRS", "not host:port"},
+		{"blank master", map[string]string{"SECKILL_REDIS_SENTINEL_ADDRS": sentinels, "SECKILL_REDIS_MASTER": "  "}, "SECKILL_REDIS_MASTER", "required"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			m := map[string]string{"SECKILL_JWT_SECRET": "s"}
+			for k, v := range tt.env {
+				m[k] = v
+			}
+			_, err := Load(env(m))
+			if err == nil {
+				t.Fatalf("got nil, want an error naming %s", tt.wantVar)
+			}
+			msg := err.Error()
+			if !strings.HasPrefix(msg, tt.wantVar+":") || !strings.Contains(msg, tt.wantIn) {
+				t.Errorf("got %q, want one line starting with %q and naming %s", msg, tt.wantVar+":", tt.wantIn)
+			}
+			if strings.Contains(msg, "\n") {
+				t.Errorf("got %q, want one line", msg)
+			}
+		})
+	}
+}

@@ -13,18 +13,52 @@ import (
 	"seckill/model"
 )
 
+// The timeouts and pool of the service's Redis client, plain or
+// Sentinel-managed: short enough that a dead Redis turns into 503 within
+// the request deadline.
+const (
+	redisDialTimeout   = time.Second
+	redisIOTimeout     = time.Second
+	redisPoolSize      = 128
+	redisMinIdleConns  = 8
+	redisMaxRetries    = 1
+	redisDialerRetries = 2
+)
+
 // NewRedisClient returns a go-redis client for addr with timeouts short
 // enough that a dead Redis turns into 503 within the request deadline.
 func NewRedisClient(addr string) *redis.Client {
 	return redis.NewClient(&redis.Options{
 		Addr:          addr,
-		DialTimeout:   time.Second,
-		ReadTimeout:   time.Second,
-		WriteTimeout:  time.Second,
-		PoolSize:      128,
-		MinIdleConns:  8,
-		MaxRetries:    1,
-		DialerRetries: 2,
+		DialTimeout:   redisDialTimeout,
+		ReadTimeout:   redisIOTimeout,
+		WriteTimeout:  redisIOTimeout,
+		PoolSize:      redisPoolSize,
+		MinIdleConns:  redisMinIdleConns,
+		MaxRetries:    redisMaxRetries,
+		DialerRetries: redisDialerRetries,
+		// The request deadline bounds Redis calls too, not only ReadTimeout.
+		ContextTimeoutEnabled: true,
+	})
+}
+
+// NewSentinelRedisClient returns go-redis's failover client for the master
+// named master, found through the Sentinels at sentinelAddrs, with
+// NewRedisClient's timeouts and pool. It is a *redis.Client like the plain
+// one: it asks the Sentinels for the master's address when it dials, and on
+// a failover (+switch-master) it drops its connections to the old master,
+// so every user of the client follows the master without knowing.
+func NewSentinelRedisClient(master string, sentinelAddrs []string) *redis.Client {
+	return redis.NewFailoverClient(&redis.FailoverOptions{
+		MasterName:    master,
+		SentinelAddrs: sentinelAddrs,
+		DialTimeout:   redisDialTimeout,
+		ReadTimeout:   redisIOTimeout,
+		WriteTimeout:  redisIOTimeout,
+		PoolSize:      redisPoolSize,
+		MinIdleConns:  redisMinIdleConns,
+		MaxRetries:    redisMaxRetries,
+		DialerRetries: redisDialerRetries,
 		// The request deadline bounds Redis calls too, not only ReadTimeout.
 		ContextTimeoutEnabled: true,
 	})
