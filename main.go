@@ -147,7 +147,8 @@ func newApp(ctx context.Context, cfg config.Config, log *slog.Logger) (_ *app, e
 		a.closers = append(a.closers, lockDB)
 		lockDeps.DB = lockDB
 	}
-	locker, err := lock.New(cfg.LockMode, lockDeps, lock.WithTTL(cfg.LockTTL))
+	locker, err := lock.New(cfg.LockMode, lockDeps, lock.WithTTL(cfg.LockTTL),
+		lock.WithWaitReplicas(cfg.LockWaitReplicas, cfg.LockWaitTimeout))
 	if err != nil {
 		return nil, fmt.Errorf("SECKILL_LOCK_MODE=%s: %w", cfg.LockMode, err)
 	}

@@ -32,6 +32,8 @@ type Config struct {
 	RedisMaster        string        // SECKILL_REDIS_MASTER: the master's name at the Sentinels
 	LockMode           string        // SECKILL_LOCK_MODE, default "lua"
 	LockTTL            time.Duration // SECKILL_LOCK_TTL, lease of the per-user lock, default 10s
+	LockWaitReplicas   int           // SECKILL_LOCK_WAIT_REPLICAS, replicas that must acknowledge each grant (lua, reentrant), default 0 = off
+	LockWaitTimeout    time.Duration // SECKILL_LOCK_WAIT_TIMEOUT, bound of that WAIT, default 100ms
 	RedlockAddrs       []string      // SECKILL_REDLOCK_ADDRS, default: the one Redis
 	ZKAddrs            []string      // SECKILL_ZK_ADDRS
 	OrderMode          string        // SECKILL_ORDER_MODE, "sync" or "async", default "sync"
@@ -104,14 +106,15 @@ const (
 // backends embedded, hence development).
 func Default() Config {
 	return Config{
-		HTTPAddr:       ":8080",
-		DataDir:        "./data",
-		LockMode:       "lua",
-		LockTTL:        10 * time.Second,
-		OrderMode:      "sync",
-		JWTTTL:         24 * time.Hour,
-		Env:            EnvDevelopment,
-		RequestTimeout: 3 * time.Second,
+		HTTPAddr:        ":8080",
+		DataDir:         "./data",
+		LockMode:        "lua",
+		LockTTL:         10 * time.Second,
+		LockWaitTimeout: 100 * time.Millisecond,
+		OrderMode:       "sync",
+		JWTTTL:          24 * time.Hour,
+		Env:             EnvDevelopment,
+		RequestTimeout:  3 * time.Second,
 	}
 }
 
@@ -174,6 +177,14 @@ func Load(getenv func(string) string) (Config, error) {
 	c.Env = DefaultEnv(c.MySQLDSN, redis)
 	str("SECKILL_ENV", &c.Env)
 	dur("SECKILL_LOCK_TTL", &c.LockTTL)
+	dur("SECKILL_LOCK_WAIT_TIMEOUT", &c.LockWaitTimeout)
+	if v := strings.TrimSpace(getenv("SECKILL_LOCK_WAIT_REPLICAS")); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 0 {
+			errs = append(errs, fmt.Errorf("SECKILL_LOCK_WAIT_REPLICAS: %q is not a whole number ≥ 0", v))
+		}
+		c.LockWaitReplicas = n
+	}
 	dur("SECKILL_JWT_TTL", &c.JWTTTL)
 	dur("SECKILL_REQUEST_TIMEOUT", &c.RequestTimeout)
 	dur("SECKILL_DEV_CRITICAL_DELAY", &c.CriticalDelay)
@@ -276,6 +287,15 @@ func (c *Config) Validate() error {
 	if c.LockTTL <= 0 {
 		errs = append(errs, errors.New("SECKILL_LOCK_TTL: must be positive"))
 	}
+	if c.LockWaitReplicas < 0 {
+		errs = append(errs, errors.New("SECKILL_LOCK_WAIT_REPLICAS: must be 0 or more"))
+	}
+	if c.LockWaitReplicas > 0 && c.LockMode != "lua" && c.LockMode != "reentrant" {
+		errs = append(errs, fmt.Errorf("SECKILL_LOCK_WAIT_REPLICAS: only with SECKILL_LOCK_MODE=lua or reentrant, not %q", c.LockMode))
+	}
+	if c.LockWaitTimeout <= 0 {
+		errs = append(errs, errors.New("SECKILL_LOCK_WAIT_TIMEOUT: must be positive"))
+	}
 	if c.JWTTTL <= 0 {
 		errs = append(errs, errors.New("SECKILL_JWT_TTL: must be positive"))
 	}
@@ -343,6 +363,8 @@ func (c Config) LogValue() slog.Value {
 		slog.String("redis_master", c.RedisMaster),
 		slog.String("lock_mode", c.LockMode),
 		slog.String("lock_ttl", c.LockTTL.String()),
+		slog.Int("lock_wait_replicas", c.LockWaitReplicas),
+		slog.String("lock_wait_timeout", c.LockWaitTimeout.String()),
 		slog.Any("redlock_addrs", c.RedlockAddrs),
 		slog.Any("zk_addrs", c.ZKAddrs),
 		slog.String("order_mode", c.OrderMode),

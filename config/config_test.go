@@ -21,7 +21,8 @@ func TestDefaults(t *testing.T) {
 	}
 	want := Config{
 		HTTPAddr: ":8080", DataDir: "./data", LockMode: "lua", LockTTL: 10 * time.Second,
-		OrderMode: "sync", JWTTTL: 24 * time.Hour, Env: "development", RequestTimeout: 3 * time.Second,
+		LockWaitTimeout: 100 * time.Millisecond,
+		OrderMode:       "sync", JWTTTL: 24 * time.Hour, Env: "development", RequestTimeout: 3 * time.Second,
 	}
 	if !reflect.DeepEqual(c, want) {
 		t.Errorf("got %+v, want %+v", c, want)
@@ -57,12 +58,12 @@ func TestEnvOverrides(t *testing.T) {
 		t.Fatalf("got %v, want nil", err)
 	}
 	want := Config{
-		HTTPAddr:       "127.0.0.1:9090",
-		MySQLDSN:       "seckill:seckill@tcp(127.0.0.1:3306)/seckill?parseTime=true&loc=Local",
-		DataDir:        "/tmp/seckill-data",
-		RedisAddr:      "127.0.0.1:6379",
-		LockMode:       "zookeeper",
-		LockTTL:        1500 * time.Millisecond,
+		HTTPAddr:  "127.0.0.1:9090",
+		MySQLDSN:  "seckill:seckill@tcp(127.0.0.1:3306)/seckill?parseTime=true&loc=Local",
+		DataDir:   "/tmp/seckill-data",
+		RedisAddr: "127.0.0.1:6379",
+		LockMode:  "zookeeper",
+		LockTTL:   1500 * time.Millisecond, LockWaitTimeout: 100 * time.Millisecond,
 		RedlockAddrs:   []string{"127.0.0.1:6380", "127.0.0.1:6381", "127.0.0.1:6382"},
 		ZKAddrs:        []string{"127.0.0.1:2181"},
 		OrderMode:      "async",
@@ -127,6 +128,13 @@ func TestInvalid(t *testing.T) {
 		wantVar string
 	}{
 		{"unknown lock mode", map[string]string{"SECKILL_LOCK_MODE": "redis"}, "SECKILL_LOCK_MODE"},
+		{"wait replicas not a number", map[string]string{"SECKILL_LOCK_WAIT_REPLICAS": "one"}, "SECKILL_LOCK_WAIT_REPLICAS"},
+		{"wait replicas negative", map[string]string{"SECKILL_LOCK_WAIT_REPLICAS": "-1"}, "SECKILL_LOCK_WAIT_REPLICAS"},
+		{"wait replicas with redsync", map[string]string{"SECKILL_LOCK_WAIT_REPLICAS": "1", "SECKILL_LOCK_MODE": "redsync"}, "SECKILL_LOCK_WAIT_REPLICAS"},
+		{"wait replicas with simple", map[string]string{"SECKILL_LOCK_WAIT_REPLICAS": "2", "SECKILL_LOCK_MODE": "simple"}, "SECKILL_LOCK_WAIT_REPLICAS"},
+		{"wait timeout zero", map[string]string{"SECKILL_LOCK_WAIT_TIMEOUT": "0s"}, "SECKILL_LOCK_WAIT_TIMEOUT"},
+		{"wait timeout negative", map[string]string{"SECKILL_LOCK_WAIT_TIMEOUT": "-5ms"}, "SECKILL_LOCK_WAIT_TIMEOUT"},
+		{"wait timeout not a duration", map[string]string{"SECKILL_LOCK_WAIT_TIMEOUT": "100"}, "SECKILL_LOCK_WAIT_TIMEOUT"},
 		{"lock mode case", map[string]string{"SECKILL_LOCK_MODE": "LUA"}, "SECKILL_LOCK_MODE"},
 		{"DSN without slash", map[string]string{"SECKILL_MYSQL_DSN": "not a dsn"}, "SECKILL_MYSQL_DSN"},
 		{"DSN without protocol", map[string]string{"SECKILL_MYSQL_DSN": "root@127.0.0.1:3306/seckill"}, "SECKILL_MYSQL_DSN"},
@@ -403,5 +411,30 @@ func TestSentinelInvalid(t *testing.T) {
 				t.Errorf("got %q, want one line", msg)
 			}
 		})
+	}
+}
+
+// TestLockWaitReplicas: SECKILL_LOCK_WAIT_REPLICAS and
+// SECKILL_LOCK_WAIT_TIMEOUT are read for lua and reentrant; 0 is allowed
+// with every mode.
+func TestLockWaitReplicas(t *testing.T) {
+	for _, mode := range []string{"lua", "reentrant"} {
+		c, err := Load(env(map[string]string{"SECKILL_LOCK_MODE": mode,
+			"SECKILL_LOCK_WAIT_REPLICAS": " 2 ", "SECKILL_LOCK_WAIT_TIMEOUT": "250ms"}))
+		if err != nil || c.LockWaitReplicas != 2 || c.LockWaitTimeout != 250*time.Millisecond {
+			t.Errorf("%s: got %d, %v, %v, want 2, 250ms, nil", mode, c.LockWaitReplicas, c.LockWaitTimeout, err)
+		}
+	}
+	for _, mode := range LockModes {
+		if mode == "mysql" || mode == "zookeeper" {
+			continue // they need their servers configured
+		}
+		if _, err := Load(env(map[string]string{"SECKILL_LOCK_MODE": mode, "SECKILL_LOCK_WAIT_REPLICAS": "0"})); err != nil {
+			t.Errorf("%s with 0 replicas: %v", mode, err)
+		}
+	}
+	_, err := Load(env(map[string]string{"SECKILL_LOCK_MODE": "multi", "SECKILL_LOCK_WAIT_REPLICAS": "1"}))
+	if err == nil || strings.Contains(err.Error(), "\n") || !strings.HasPrefix(err.Error(), "SECKILL_LOCK_WAIT_REPLICAS:") {
+		t.Errorf("multi with 1 replica: got %v, want one line naming SECKILL_LOCK_WAIT_REPLICAS", err)
 	}
 }

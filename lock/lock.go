@@ -77,6 +77,19 @@ type Options struct {
 	// ReleaseTimeout bounds calls that run on a detached context (watchdog
 	// renewals, rollback of partial grants). Default 2s.
 	ReleaseTimeout time.Duration
+	// WaitReplicas, when positive, makes lua and reentrant follow every
+	// grant, and every watchdog renewal, with WAIT WaitReplicas
+	// WaitReplicasTimeout on the same connection (one pipeline): a grant
+	// that fewer replicas acknowledge is undone at once (this owner's
+	// compare-and-delete, or the release of this one hold) and Obtain
+	// reports ErrNotObtained; such a renewal makes the watchdog stop, as
+	// if the lock were lost. WAIT is not consensus: see README. Default 0:
+	// off. The other backends ignore it. It needs one primary (plain or
+	// Sentinel-managed), not Redis Cluster.
+	WaitReplicas int
+	// WaitReplicasTimeout bounds each WAIT; keep it below the Redis
+	// client's read timeout (go-redis: 3s). Default 100ms.
+	WaitReplicasTimeout time.Duration
 }
 
 // DefaultOptions returns the defaults of every option in one place.
@@ -89,6 +102,9 @@ func DefaultOptions() Options {
 		BackoffMax:     100 * time.Millisecond,
 		WaitPoll:       time.Second,
 		ReleaseTimeout: 2 * time.Second,
+
+		WaitReplicas:        0,
+		WaitReplicasTimeout: 100 * time.Millisecond,
 	}
 }
 
@@ -118,6 +134,13 @@ func WithReleaseTimeout(d time.Duration) Option {
 	return func(o *Options) { o.ReleaseTimeout = d }
 }
 
+// WithWaitReplicas makes lua and reentrant wait, after each grant and
+// renewal, until n replicas acknowledge it or timeout passes (default 0:
+// off, and 100ms); see Options.WaitReplicas.
+func WithWaitReplicas(n int, timeout time.Duration) Option {
+	return func(o *Options) { o.WaitReplicas, o.WaitReplicasTimeout = n, timeout }
+}
+
 // NewOptions applies opts over DefaultOptions.
 func NewOptions(opts ...Option) Options {
 	o := DefaultOptions()
@@ -140,6 +163,10 @@ func (o Options) Validate() error {
 		return fmt.Errorf("lock: wait poll %v must be positive", o.WaitPoll)
 	case o.ReleaseTimeout <= 0:
 		return fmt.Errorf("lock: release timeout %v must be positive", o.ReleaseTimeout)
+	case o.WaitReplicas < 0:
+		return fmt.Errorf("lock: negative replica count %d to wait for", o.WaitReplicas)
+	case o.WaitReplicas > 0 && o.WaitReplicasTimeout < time.Millisecond:
+		return fmt.Errorf("lock: replica wait timeout %v is below 1ms", o.WaitReplicasTimeout)
 	}
 	return nil
 }

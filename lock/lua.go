@@ -38,6 +38,9 @@ func NewLua(client redis.UniversalClient, opts ...Option) (*Lua, error) {
 	if client == nil {
 		return nil, errors.New("lock: lua: nil Redis client")
 	}
+	if err := checkWaitClient(o, client); err != nil {
+		return nil, err
+	}
 	return &Lua{client: client, opts: o}, nil
 }
 
@@ -55,11 +58,16 @@ func (s *Lua) Obtain(ctx context.Context, key string) (Lock, error) {
 	var token int64
 	unanswered := false // the last call got no answer
 	err := retry(ctx, s.opts, func(ctx context.Context) (bool, error) {
-		n, err := lua.Acquire.Run(ctx, s.client, []string{key, FenceKey(key)},
-			owner, s.opts.TTL.Milliseconds()).Int64()
+		n, acks, err := s.acquire(ctx, key, owner)
 		unanswered = err != nil
 		if err != nil {
 			return false, fmt.Errorf("lock: lua: obtain %q: %w", key, err)
+		}
+		if n > 0 && s.opts.WaitReplicas > 0 && acks < int64(s.opts.WaitReplicas) {
+			// Too few replicas have the grant: take it back, so that no
+			// half-granted lock is left behind, and refuse.
+			s.abandon(ctx, key, owner)
+			return false, fmt.Errorf("lock: lua: obtain %q: %w", key, errTooFewReplicas(s.opts, acks))
 		}
 		token = n
 		return n > 0, nil
@@ -76,6 +84,22 @@ func (s *Lua) Obtain(ctx context.Context, key string) (Lock, error) {
 		return nil, err
 	}
 	return &luaLock{s: s, key: key, owner: owner, token: token}, nil
+}
+
+// acquire runs lua/acquire.lua for owner, followed on the same connection
+// by WAIT when Options.WaitReplicas is set; acks is WAIT's answer (0 when
+// off). A WAIT without an answer is an error: the caller undoes the grant.
+func (s *Lua) acquire(ctx context.Context, key, owner string) (token, acks int64, err error) {
+	keys := []string{key, FenceKey(key)}
+	if s.opts.WaitReplicas <= 0 {
+		token, err = lua.Acquire.Run(ctx, s.client, keys, owner, s.opts.TTL.Milliseconds()).Int64()
+		return token, 0, err
+	}
+	cmd, acks, waitErr := runWaited(ctx, s.client, s.opts, lua.Acquire, keys, owner, s.opts.TTL.Milliseconds())
+	if token, err = cmd.Int64(); err != nil {
+		return 0, 0, err
+	}
+	return token, acks, waitErr
 }
 
 // abandon runs the compare-and-delete for owner on a detached context; it

@@ -57,6 +57,9 @@ func NewReentrant(client redis.UniversalClient, opts ...Option) (*Reentrant, err
 	if client == nil {
 		return nil, errors.New("lock: reentrant: nil Redis client")
 	}
+	if err := checkWaitClient(o, client); err != nil {
+		return nil, err
+	}
 	return &Reentrant{client: client, opts: o}, nil
 }
 
@@ -121,8 +124,22 @@ type grant struct {
 
 // try runs the acquire script once for request req of owner.
 func (r *Reentrant) try(ctx context.Context, key, owner, req string) (grant, error) {
-	res, err := lua.ReentrantLock.Run(ctx, r.client, []string{key, FenceKey(key)},
-		owner, r.opts.TTL.Milliseconds(), req).Int64Slice()
+	keys := []string{key, FenceKey(key)}
+	var (
+		res  []int64
+		err  error
+		acks int64
+		werr error
+	)
+	if r.opts.WaitReplicas > 0 {
+		var cmd *redis.Cmd
+		cmd, acks, werr = runWaited(ctx, r.client, r.opts, lua.ReentrantLock, keys,
+			owner, r.opts.TTL.Milliseconds(), req)
+		res, err = cmd.Int64Slice()
+	} else {
+		res, err = lua.ReentrantLock.Run(ctx, r.client, keys,
+			owner, r.opts.TTL.Milliseconds(), req).Int64Slice()
+	}
 	if err != nil {
 		if ctx.Err() != nil {
 			return grant{}, waitErr(ctx)
@@ -130,6 +147,19 @@ func (r *Reentrant) try(ctx context.Context, key, owner, req string) (grant, err
 		return grant{}, fmt.Errorf("lock: reentrant: obtain %q: %w", key, err)
 	}
 	switch {
+	case len(res) == 3 && res[0] == 1 && r.opts.WaitReplicas > 0 &&
+		(werr != nil || acks < int64(r.opts.WaitReplicas)):
+		// Too few replicas have this hold (or WAIT got no answer): give
+		// back this one hold, so that no half-granted lock is left behind,
+		// and refuse.
+		r.abandon(ctx, key, owner)
+		if werr != nil {
+			if ctx.Err() != nil {
+				return grant{}, waitErr(ctx)
+			}
+			return grant{}, fmt.Errorf("lock: reentrant: obtain %q: %w", key, werr)
+		}
+		return grant{}, fmt.Errorf("lock: reentrant: obtain %q: %w", key, errTooFewReplicas(r.opts, acks))
 	case len(res) == 3 && res[0] == 1:
 		return grant{granted: true, count: res[1], token: res[2]}, nil
 	case len(res) == 2 && res[0] == 0:
@@ -214,7 +244,11 @@ func (l *reentrantLock) Key() string          { return l.key }
 func (l *reentrantLock) Token() (int64, bool) { return l.token, true }
 
 // watchdog renews the lease every TTL/3 until Release, the end of the
-// holder's ctx, or a renewal that finds the lock gone. A failed renewal
+// holder's ctx, or a renewal that finds the lock gone. With
+// Options.WaitReplicas a renewal that fewer replicas acknowledge counts as
+// the lock lost too: the watchdog stops and the lease runs out. The holder
+// is not told at that moment (Lock has no lost signal); it sees the lock
+// expire after at most TTL, and a Release after that returns ErrNotHeld. A failed renewal
 // (network) is retried at the next tick; if they keep failing the lease
 // lapses, as it must when the holder cannot reach Redis.
 func (l *reentrantLock) watchdog(holder context.Context) {
@@ -230,17 +264,41 @@ func (l *reentrantLock) watchdog(holder context.Context) {
 		case <-ticker.C:
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), min(l.r.opts.ReleaseTimeout, l.r.opts.TTL))
-		n, err := lua.ReentrantRenew.Run(ctx, l.r.client, []string{l.key},
-			l.owner, l.r.opts.TTL.Milliseconds()).Int64()
+		n, acks, err := l.renew(ctx)
 		cancel()
 		switch {
 		case err != nil:
 			continue
 		case n == 0:
 			return // released by a nested holder, or expired
+		case l.r.opts.WaitReplicas > 0 && acks < int64(l.r.opts.WaitReplicas):
+			// Too few replicas have the renewed lease: a failover now could
+			// promote one on which the lock lapses sooner. Treat the lock
+			// as lost: stop renewing and let the lease run out.
+			return
 		}
 		l.r.renewals.Add(1)
 	}
+}
+
+// renew runs lua/reentrant_renew.lua, followed on the same connection by
+// WAIT when Options.WaitReplicas is set (acks is its answer, 0 when off).
+// A WAIT without an answer is an error, retried at the next tick.
+func (l *reentrantLock) renew(ctx context.Context) (n, acks int64, err error) {
+	keys := []string{l.key}
+	if l.r.opts.WaitReplicas <= 0 {
+		n, err = lua.ReentrantRenew.Run(ctx, l.r.client, keys, l.owner, l.r.opts.TTL.Milliseconds()).Int64()
+		return n, 0, err
+	}
+	cmd, acks, err := runWaited(ctx, l.r.client, l.r.opts, lua.ReentrantRenew, keys, l.owner, l.r.opts.TTL.Milliseconds())
+	n, cerr := cmd.Int64()
+	switch {
+	case cerr != nil:
+		return 0, 0, cerr
+	case err != nil:
+		return n, 0, err
+	}
+	return n, acks, nil
 }
 
 // Release stops this hold's watchdog and decrements the owner's count,

@@ -1,0 +1,246 @@
+package lock_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"seckill/lock"
+)
+
+// sentinelPair asks the Sentinels of SECKILL_TEST_SENTINEL_ADDRS for the
+// current primary and its replica (skipping without the env, failing with
+// CI=true), waits until the replica is in sync, and closes both clients
+// when the test ends.
+func sentinelPair(tb testing.TB) (primary, replica *redis.Client) {
+	tb.Helper()
+	addrs := strings.Split(needEnv(tb, "SECKILL_TEST_SENTINEL_ADDRS"), ",")
+	name := needEnv(tb, "SECKILL_TEST_SENTINEL_MASTER")
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	var lastErr error
+	for _, a := range addrs {
+		sc := redis.NewSentinelClient(&redis.Options{Addr: strings.TrimSpace(a)})
+		m, err := sc.GetMasterAddrByName(ctx, name).Result()
+		var reps []map[string]string
+		if err == nil {
+			reps, err = sc.Replicas(ctx, name).Result()
+		}
+		_ = sc.Close()
+		if err != nil {
+			lastErr = err
+			continue
+		}
+		for _, r := range reps {
+			if strings.Contains(r["flags"], "down") || strings.Contains(r["flags"], "disconnected") {
+				continue
+			}
+			primary = redis.NewClient(&redis.Options{Addr: m[0] + ":" + m[1]})
+			replica = redis.NewClient(&redis.Options{Addr: r["ip"] + ":" + r["port"]})
+			tb.Cleanup(func() { _ = primary.Close(); _ = replica.Close() })
+			waitInSync(tb, primary, replica)
+			return primary, replica
+		}
+		lastErr = errors.New("no healthy replica listed")
+	}
+	tb.Fatalf("Sentinels %v: %v", addrs, lastErr)
+	return nil, nil
+}
+
+// waitInSync polls (bounded, 15s) until a marker written on primary is
+// acknowledged by at least one replica and replica's link is up: the pair
+// is healthy and the replica has everything written before the call.
+func waitInSync(tb testing.TB, primary, replica *redis.Client) {
+	tb.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+	defer cancel()
+	marker := testKey(tb) + ":sync"
+	defer primary.Del(context.Background(), marker)
+	for {
+		pipe := primary.Pipeline()
+		pipe.Set(ctx, marker, "1", time.Minute)
+		wait := pipe.Do(ctx, "WAIT", 1, 200)
+		_, _ = pipe.Exec(ctx)
+		info, _ := replica.Info(ctx, "replication").Result()
+		if n, err := wait.Int64(); err == nil && n >= 1 && strings.Contains(info, "master_link_status:up") {
+			return
+		}
+		if ctx.Err() != nil {
+			tb.Fatalf("replica not back in sync after 15s (last WAIT: %v; replica: %q)", wait.Err(), info)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// stallReplica keeps replica's event loop busy for about d with a read-only
+// Lua loop, run on its own connection in a goroutine: the replica reads no
+// replication stream and sends no acknowledgement meanwhile, and then
+// catches up by itself (no role change, no Sentinel action as long as d stays
+// well below down-after-milliseconds). It returns once the loop runs and a
+// channel closed when it has finished.
+func stallReplica(tb testing.TB, replica *redis.Client, d time.Duration) <-chan struct{} {
+	tb.Helper()
+	const loop = "local x = 0 for i = 1, tonumber(ARGV[1]) do x = x + i end return 1"
+	ctx := context.Background()
+	// Calibrate: how long do 5M iterations take on this machine now?
+	start := time.Now()
+	if err := replica.Eval(ctx, loop, nil, 5_000_000).Err(); err != nil {
+		tb.Fatalf("calibrate replica loop: %v", err)
+	}
+	per := time.Since(start) / 5_000_000
+	n := int64(d / max(per, time.Nanosecond))
+	conn := replica.Conn()
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		defer conn.Close()
+		_ = conn.Eval(ctx, loop, nil, n).Err()
+	}()
+	time.Sleep(d / 8) // let the loop start
+	tb.Cleanup(func() { <-done })
+	return done
+}
+
+func waitLocker(tb testing.TB, mode string, c redis.UniversalClient, opts ...lock.Option) lock.Locker {
+	tb.Helper()
+	var (
+		l   lock.Locker
+		err error
+	)
+	switch mode {
+	case "lua":
+		l, err = lock.NewLua(c, opts...)
+	case "reentrant":
+		l, err = lock.NewReentrant(c, opts...)
+	}
+	if err != nil {
+		tb.Fatalf("new %s: %v", mode, err)
+	}
+	return l
+}
+
+// TestWaitReplicasHealthy: with WAIT 1 and the replica healthy the lock is
+// granted, and the replica has the key as soon as Obtain returns.
+func TestWaitReplicasHealthy(t *testing.T) {
+	primary, replica := sentinelPair(t)
+	for _, mode := range []string{"lua", "reentrant"} {
+		t.Run(mode, func(t *testing.T) {
+			lk := waitLocker(t, mode, primary, lock.WithWaitReplicas(1, time.Second))
+			key := testKey(t)
+			ctx := bg(t, 10*time.Second)
+			l, err := lk.Obtain(ctx, key)
+			if err != nil {
+				t.Fatalf("Obtain: %v", err)
+			}
+			if n, err := replica.Exists(ctx, key).Result(); err != nil || n != 1 {
+				t.Errorf("key on the replica right after Obtain: got %d, %v, want 1", n, err)
+			}
+			if _, ok := l.Token(); !ok {
+				t.Error("no fencing token")
+			}
+			mustRelease(t, l)
+		})
+	}
+}
+
+// TestWaitReplicasLagging: with the replica stalled past the WAIT timeout
+// the grant is undone: ErrNotObtained and no key left on the primary.
+func TestWaitReplicasLagging(t *testing.T) {
+	primary, replica := sentinelPair(t)
+	for _, mode := range []string{"lua", "reentrant"} {
+		t.Run(mode, func(t *testing.T) {
+			lk := waitLocker(t, mode, primary, lock.WithWaitReplicas(1, 50*time.Millisecond))
+			key := testKey(t)
+			ctx := bg(t, 10*time.Second)
+			stalled := stallReplica(t, replica, 400*time.Millisecond)
+			l, err := lk.Obtain(ctx, key)
+			select {
+			case <-stalled:
+				t.Fatal("the replica's stall ended before Obtain did: machine too slow for this test")
+			default:
+			}
+			if !errors.Is(err, lock.ErrNotObtained) {
+				t.Errorf("Obtain with the replica stalled: got %v, %v, want ErrNotObtained", l, err)
+			}
+			if n, err := primary.Exists(ctx, key).Result(); err != nil || n != 0 {
+				t.Errorf("key on the primary after the refusal: got %d, %v, want 0 (no half-granted lock)", n, err)
+			}
+			<-stalled
+			waitInSync(t, primary, replica)
+			if n, err := replica.Exists(ctx, key).Result(); err != nil || n != 0 {
+				t.Errorf("key on the replica after catching up: got %d, %v, want 0", n, err)
+			}
+		})
+	}
+}
+
+// TestWaitReplicasMoreThanExist: WAIT 2 with one replica never grants and
+// leaves nothing behind.
+func TestWaitReplicasMoreThanExist(t *testing.T) {
+	primary, _ := sentinelPair(t)
+	for _, mode := range []string{"lua", "reentrant"} {
+		t.Run(mode, func(t *testing.T) {
+			lk := waitLocker(t, mode, primary, lock.WithWaitReplicas(2, 30*time.Millisecond))
+			key := testKey(t)
+			ctx := bg(t, 10*time.Second)
+			for range 3 {
+				if l, err := lk.Obtain(ctx, key); !errors.Is(err, lock.ErrNotObtained) ||
+					!strings.Contains(err.Error(), "1 of 2 replicas") {
+					t.Fatalf("Obtain with WAIT 2: got %v, %v, want ErrNotObtained (1 of 2 replicas)", l, err)
+				}
+				if n, err := primary.Exists(ctx, key).Result(); err != nil || n != 0 {
+					t.Fatalf("key on the primary: got %d, %v, want 0", n, err)
+				}
+			}
+		})
+	}
+}
+
+// TestWaitReplicasWatchdogLost: a renewal the stalled replica does not
+// acknowledge stops the watchdog; the lease then runs out and Release
+// reports ErrNotHeld.
+func TestWaitReplicasWatchdogLost(t *testing.T) {
+	primary, replica := sentinelPair(t)
+	const ttl = 300 * time.Millisecond
+	r := newReentrant(t, primary, lock.WithTTL(ttl), lock.WithWatchdog(true),
+		lock.WithWaitReplicas(1, 50*time.Millisecond))
+	key := testKey(t)
+	ctx := bg(t, 10*time.Second)
+	l := obtain(t, r, ctx, key)
+	waitRenewals(t, r, 1)
+	stalled := stallReplica(t, replica, 400*time.Millisecond)
+	<-stalled
+	waitInSync(t, primary, replica)
+	renewed := lock.RenewalsForTest(r)
+	time.Sleep(2 * ttl)
+	if got := lock.RenewalsForTest(r); got != renewed {
+		t.Errorf("renewals after an unacknowledged one: got %d more, want 0", got-renewed)
+	}
+	if n, err := primary.Exists(ctx, key).Result(); err != nil || n != 0 {
+		t.Errorf("key after the lease: got %d, %v, want 0 (watchdog stopped)", n, err)
+	}
+	if err := l.Release(ctx); !errors.Is(err, lock.ErrNotHeld) {
+		t.Errorf("Release after the watchdog stopped: got %v, want ErrNotHeld", err)
+	}
+}
+
+func TestWaitReplicasOptions(t *testing.T) {
+	if err := lock.NewOptions(lock.WithWaitReplicas(-1, time.Second)).Validate(); err == nil {
+		t.Error("negative replica count accepted")
+	}
+	if err := lock.NewOptions(lock.WithWaitReplicas(1, 0)).Validate(); err == nil {
+		t.Error("zero WAIT timeout accepted")
+	}
+	o := lock.DefaultOptions()
+	if o.WaitReplicas != 0 || o.WaitReplicasTimeout != 100*time.Millisecond {
+		t.Errorf("defaults: got %d, %v, want 0, 100ms", o.WaitReplicas, o.WaitReplicasTimeout)
+	}
+	if _, err := lock.NewLua(redis.NewClusterClient(&redis.ClusterOptions{Addrs: []string{"127.0.0.1:1"}}),
+		lock.WithWaitReplicas(1, time.Second)); err == nil {
+		t.Error("WAIT on a cluster client accepted")
+	}
+}
