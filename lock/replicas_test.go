@@ -9,10 +9,11 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"seckill/internal/testpair"
 	"seckill/lock"
 )
 
-// sentinelPair asks the Sentinels of SECKILL_TEST_SENTINEL_ADDRS for the
+// sentinelPair holds the pair (testpair.Lock), asks the Sentinels of SECKILL_TEST_SENTINEL_ADDRS for the
 // current primary and its replica (skipping without the env, failing with
 // CI=true), waits until the replica is in sync, and closes both clients
 // when the test ends.
@@ -20,6 +21,8 @@ func sentinelPair(tb testing.TB) (primary, replica *redis.Client) {
 	tb.Helper()
 	addrs := strings.Split(needEnv(tb, "SECKILL_TEST_SENTINEL_ADDRS"), ",")
 	name := needEnv(tb, "SECKILL_TEST_SENTINEL_MASTER")
+	// No failover test of another package may move the roles meanwhile.
+	testpair.Lock(tb)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	var lastErr error
