@@ -25,11 +25,15 @@ const (
 	redisDialerRetries = 2
 )
 
-// NewRedisClient returns a go-redis client for addr with timeouts short
-// enough that a dead Redis turns into 503 within the request deadline.
-func NewRedisClient(addr string) *redis.Client {
-	return redis.NewClient(&redis.Options{
-		Addr:          addr,
+// serviceOptions are the settings of the service's Redis client, whichever
+// way it reaches Redis: timeouts short enough that a dead Redis turns into
+// 503 within the request deadline, and the request deadline bounding every
+// call. Simple() and Failover() turn them into the plain or the Sentinel
+// client's options, so that both clients are configured in one place.
+func serviceOptions(addrs []string, master string) *redis.UniversalOptions {
+	return &redis.UniversalOptions{
+		Addrs:         addrs,
+		MasterName:    master,
 		DialTimeout:   redisDialTimeout,
 		ReadTimeout:   redisIOTimeout,
 		WriteTimeout:  redisIOTimeout,
@@ -39,29 +43,23 @@ func NewRedisClient(addr string) *redis.Client {
 		DialerRetries: redisDialerRetries,
 		// The request deadline bounds Redis calls too, not only ReadTimeout.
 		ContextTimeoutEnabled: true,
-	})
+	}
+}
+
+// NewRedisClient returns a go-redis client for addr with the service's
+// settings (serviceOptions).
+func NewRedisClient(addr string) *redis.Client {
+	return redis.NewClient(serviceOptions([]string{addr}, "").Simple())
 }
 
 // NewSentinelRedisClient returns go-redis's failover client for the master
-// named master, found through the Sentinels at sentinelAddrs, with
-// NewRedisClient's timeouts and pool. It is a *redis.Client like the plain
-// one: it asks the Sentinels for the master's address when it dials, and on
-// a failover (+switch-master) it drops its connections to the old master,
-// so every user of the client follows the master without knowing.
+// named master, found through the Sentinels at sentinelAddrs, with the same
+// settings as NewRedisClient. It is a *redis.Client like the plain one: it
+// asks the Sentinels for the master's address when it dials, and on a
+// failover (+switch-master) it drops its connections to the old master, so
+// every user of the client follows the master without knowing.
 func NewSentinelRedisClient(master string, sentinelAddrs []string) *redis.Client {
-	return redis.NewFailoverClient(&redis.FailoverOptions{
-		MasterName:    master,
-		SentinelAddrs: sentinelAddrs,
-		DialTimeout:   redisDialTimeout,
-		ReadTimeout:   redisIOTimeout,
-		WriteTimeout:  redisIOTimeout,
-		PoolSize:      redisPoolSize,
-		MinIdleConns:  redisMinIdleConns,
-		MaxRetries:    redisMaxRetries,
-		DialerRetries: redisDialerRetries,
-		// The request deadline bounds Redis calls too, not only ReadTimeout.
-		ContextTimeoutEnabled: true,
-	})
+	return redis.NewFailoverClient(serviceOptions(sentinelAddrs, master).Failover())
 }
 
 // NewRedlockNodeClient returns a client for one independent Redlock/MultiLock
