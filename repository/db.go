@@ -178,11 +178,23 @@ func translate(err error) error {
 		errors.Is(err, driver.ErrBadConn), errors.Is(err, mysql.ErrInvalidConn),
 		errors.As(err, &netErr):
 		return model.Unavailable(err)
-	case errors.As(err, &me) && (me.Number == 1040 || me.Number == 1205 || me.Number == 1213 || me.Number == 2006 || me.Number == 2013):
-		// too many connections, lock wait timeout, deadlock, gone away, lost
+	case errors.As(err, &me) && (isTransient(me.Number)):
 		return model.Unavailable(err)
 	case strings.Contains(err.Error(), "database is locked"), strings.Contains(err.Error(), "connection refused"):
 		return model.Unavailable(err)
 	}
 	return fmt.Errorf("database: %w", err)
+}
+
+// isTransient reports the MySQL/MariaDB errors that say the server cannot
+// serve now, not that the request is wrong: too many connections (1040),
+// lock wait timeout (1205), deadlock (1213), server shutting down (1053),
+// query interrupted (1317), connection killed (1927), gone away (2006),
+// lost (2013), cannot connect (2002, 2003).
+func isTransient(n uint16) bool {
+	switch n {
+	case 1040, 1205, 1213, 1053, 1317, 1927, 2002, 2003, 2006, 2013:
+		return true
+	}
+	return false
 }

@@ -2,10 +2,14 @@ package repository
 
 import (
 	"context"
+	"database/sql/driver"
 	"errors"
 	"fmt"
+	"io"
+	"net"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/go-sql-driver/mysql"
 	"gorm.io/gorm"
@@ -32,7 +36,84 @@ func (r *Orders) CreateOrder(ctx context.Context, o *model.VoucherOrder, fence *
 			break
 		}
 	}
+	if err != nil && outcomeUnknown(err) {
+		// The connection broke during the transaction, perhaps at its
+		// commit: the order may be in the database although the commit
+		// reported an error. Answering a failure for a committed order
+		// would leave the buyer holding an order no 200 announced, so the
+		// order is read back by its id first.
+		written, rerr := r.readBack(ctx, o)
+		switch {
+		case rerr != nil:
+			return model.Unavailable(fmt.Errorf("order %d: the commit's outcome is unknown (%v) and reading it back failed: %w", o.ID, err, rerr))
+		case written:
+			return nil
+		}
+	}
 	return orderErr(err)
+}
+
+// readBackTimeout bounds the reads that resolve an order transaction whose
+// outcome is unknown: long enough for a database that restarts to come
+// back, short enough that the per-user lock (lease 10 s by default) is not
+// held much past a client's patience.
+const readBackTimeout = 8 * time.Second
+
+// outcomeUnknown reports an error after which an order transaction may
+// have committed or not: the connection broke (bad or invalid connection,
+// EOF, a network error, the server gone away or lost, killed or shutting
+// down) or the context ended while a statement ran. A MySQL error about a
+// statement (a duplicate key, a deadlock) says the transaction did not
+// commit.
+func outcomeUnknown(err error) bool {
+	var me *mysql.MySQLError
+	if errors.As(err, &me) {
+		switch me.Number {
+		case 1053, 1927, 2006, 2013: // shutdown in progress, connection killed, gone away, lost
+			return true
+		}
+		return false
+	}
+	if errors.Is(err, model.ErrDuplicateOrder) || errors.Is(err, model.ErrSoldOut) ||
+		errors.Is(err, model.ErrStaleFence) || errors.Is(err, model.ErrOrderIDTaken) {
+		return false
+	}
+	var netErr net.Error
+	return errors.Is(err, driver.ErrBadConn) || errors.Is(err, mysql.ErrInvalidConn) ||
+		errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.As(err, &netErr) ||
+		errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled)
+}
+
+// readBack tells whether order o is in the database, on a context detached
+// from the request's (which may be what ended) and bounded by
+// readBackTimeout, retrying while the database does not answer. On MySQL
+// the read is a locking read (LOCK IN SHARE MODE) on the primary key: if
+// the transaction that inserted the row is still running on the server
+// (its connection broke, not the server), the read waits until it has
+// committed or rolled back, so the answer is final either way.
+func (r *Orders) readBack(ctx context.Context, o *model.VoucherOrder) (bool, error) {
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), readBackTimeout)
+	defer cancel()
+	q := "SELECT id, user_id, voucher_id FROM tb_voucher_order WHERE id = ? LOCK IN SHARE MODE"
+	if r.db.Dialector.Name() == "sqlite" {
+		q = "SELECT id, user_id, voucher_id FROM tb_voucher_order WHERE id = ?"
+	}
+	wait := 50 * time.Millisecond
+	for {
+		var rows []orderKey
+		err := r.db.WithContext(rctx).Raw(q, o.ID).Scan(&rows).Error
+		if err == nil {
+			return len(rows) == 1 && rows[0].same(o.UserID, o.VoucherID), nil
+		}
+		t := time.NewTimer(wait)
+		select {
+		case <-rctx.Done():
+			t.Stop()
+			return false, err
+		case <-t.C:
+		}
+		wait = min(2*wait, time.Second)
+	}
 }
 
 // deadlockRetries bounds the attempts of an order transaction that InnoDB
