@@ -53,3 +53,10 @@ func Unavailable(err error) error {
 // (user_id, voucher_id) stopped: the per-user lock did not do its job. It is
 // always returned together with ErrDuplicateOrder.
 var ErrUniqueKey = errors.New("unique key violation")
+
+// ErrLockRefused marks a duplicate order that the per-user lock stopped: the
+// lock was held by another request of the same user. It is always returned
+// together with ErrDuplicateOrder, so that the live dashboard can tell the
+// duplicates the lock stopped from those the transaction's check or the
+// unique key stopped.
+var ErrLockRefused = errors.New("per-user lock held")

@@ -101,7 +101,7 @@ func (s *Seckill) Buy(ctx context.Context, userID, voucherID int64) (int64, erro
 	}
 	if errors.Is(err, lock.ErrNotObtained) {
 		s.obs.LockNotObtained()
-		return 0, model.ErrDuplicateOrder
+		return 0, fmt.Errorf("%w: %w", model.ErrDuplicateOrder, model.ErrLockRefused)
 	}
 	if err != nil {
 		return 0, model.Unavailable(fmt.Errorf("obtain %s: %w", key, err))

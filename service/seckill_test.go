@@ -213,6 +213,9 @@ func TestBuyLockRefused(t *testing.T) {
 			if tt.notErr != nil && errors.Is(err, tt.notErr) {
 				t.Errorf("got %v, must not match %v", err, tt.notErr)
 			}
+			if refused := tt.wantObserved > 0; errors.Is(err, model.ErrLockRefused) != refused {
+				t.Errorf("got %v: marked ErrLockRefused %v, want %v", err, !refused, refused)
+			}
 			if id != 0 {
 				t.Errorf("order id: got %d, want 0", id)
 			}
