@@ -110,6 +110,9 @@ type app struct {
 	// until Close.
 	Async     *service.AsyncSeckill
 	consumers *service.Consumers
+	// stopWatch ends the async Redis watch and waits for it (nil when none
+	// runs).
+	stopWatch func()
 	deps      *deps
 	closers   []io.Closer
 }
@@ -174,6 +177,17 @@ func newApp(ctx context.Context, cfg config.Config, log *slog.Logger) (_ *app, e
 		}
 		if a.consumers, err = as.StartConsumers(ctx); err != nil {
 			return nil, err
+		}
+		if !d.EmbeddedRedis {
+			// An embedded Redis lives and dies with this process: nothing
+			// to watch.
+			wctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+			done := make(chan struct{})
+			go func() {
+				defer close(done)
+				as.Watch(wctx, service.WatchConfig{RebuildAfter: cfg.AutoRebuildAfter})
+			}()
+			a.stopWatch = func() { cancel(); <-done }
 		}
 		a.Async, seckill = as, as
 	} else {
@@ -257,7 +271,8 @@ func newAsync(d *deps, cfg config.Config, log *slog.Logger, locker lock.Locker, 
 	return &service.AsyncSeckill{
 		AsyncAdmission: service.NewAsyncAdmission(service.AdmissionDeps{
 			Vouchers: vouchers, Orders: orders, IDs: ids, Redis: admission, Queue: queue,
-			Rejects: rejects, Now: time.Now, Log: log,
+			Rejects: rejects, Losses: repository.NewMeta(d.DB), OrderInfoTTL: repository.OrderInfoTTL,
+			Now: time.Now, Log: log,
 		}),
 		ConsumerGroup: service.NewConsumerGroup(service.ConsumerDeps{
 			Queue: queue, Orders: orders, Locker: locker, Rejects: rejects,
@@ -274,6 +289,10 @@ func newAsync(d *deps, cfg config.Config, log *slog.Logger, locker lock.Locker, 
 // stopWorkers asks the async consumers to finish their batch and waits
 // for them until deadline.
 func (a *app) stopWorkers(log *slog.Logger, deadline time.Time) {
+	if a.stopWatch != nil {
+		a.stopWatch()
+		a.stopWatch = nil
+	}
 	if a.consumers == nil {
 		return
 	}

@@ -22,6 +22,10 @@ const DevJWTSecret = "seckill-development-secret-do-not-use-in-production"
 // Lock modes accepted by SECKILL_LOCK_MODE.
 var LockModes = []string{"none", "local", "simple", "owner", "lua", "reentrant", "redsync", "multi", "mysql", "zookeeper"}
 
+// APIStyles are the values of SECKILL_API_STYLE: rest (refusals carry their
+// HTTP status) and heima (the course frontend's 200 with success:false).
+var APIStyles = []string{"rest", "heima"}
+
 // Config is the whole configuration of one process.
 type Config struct {
 	HTTPAddr           string        // SECKILL_HTTP_ADDR, default ":8080"
@@ -72,6 +76,17 @@ type Config struct {
 	// (SECKILL_DEV_CONSUMER_DELAY, default 0): the crash test kills an
 	// instance holding them.
 	ConsumerDelay time.Duration
+	// AutoRebuildAfter is how long a live voucher of async mode stays
+	// refused (unsafe) after Redis lost its data under the running service
+	// before the service rebuilds it from the facts by itself
+	// (SECKILL_AUTO_REBUILD_AFTER, default 10s; 0 = never: the operator
+	// runs `seckill rebuild`). At least the consumers' batch timeout (8s),
+	// so that no batch that read entries before the loss is still writing.
+	AutoRebuildAfter time.Duration
+	// APIStyle is how refusals reach the client (SECKILL_API_STYLE, "rest"
+	// or "heima", default "rest"): heima answers business refusals and
+	// input errors with HTTP 200 and success:false in the course's words.
+	APIStyle string
 }
 
 // Defaults of async mode that the zero values of Config stand for.
@@ -106,15 +121,17 @@ const (
 // backends embedded, hence development).
 func Default() Config {
 	return Config{
-		HTTPAddr:        ":8080",
-		DataDir:         "./data",
-		LockMode:        "lua",
-		LockTTL:         10 * time.Second,
-		LockWaitTimeout: 100 * time.Millisecond,
-		OrderMode:       "sync",
-		JWTTTL:          24 * time.Hour,
-		Env:             EnvDevelopment,
-		RequestTimeout:  3 * time.Second,
+		HTTPAddr:         ":8080",
+		DataDir:          "./data",
+		LockMode:         "lua",
+		LockTTL:          10 * time.Second,
+		LockWaitTimeout:  100 * time.Millisecond,
+		AutoRebuildAfter: 10 * time.Second,
+		OrderMode:        "sync",
+		JWTTTL:           24 * time.Hour,
+		Env:              EnvDevelopment,
+		RequestTimeout:   3 * time.Second,
+		APIStyle:         "rest",
 	}
 }
 
@@ -170,6 +187,7 @@ func Load(getenv func(string) string) (Config, error) {
 	str("SECKILL_LOCK_MODE", &c.LockMode)
 	str("SECKILL_ORDER_MODE", &c.OrderMode)
 	str("SECKILL_JWT_SECRET", &c.JWTSecret)
+	str("SECKILL_API_STYLE", &c.APIStyle)
 	redis := c.RedisAddr
 	if c.Sentinel() {
 		redis = strings.Join(c.RedisSentinelAddrs, ",")
@@ -197,6 +215,7 @@ func Load(getenv func(string) string) (Config, error) {
 	}
 	dur("SECKILL_CLAIM_IDLE", &c.ClaimIdle)
 	dur("SECKILL_DEV_CONSUMER_DELAY", &c.ConsumerDelay)
+	dur("SECKILL_AUTO_REBUILD_AFTER", &c.AutoRebuildAfter)
 	if v := strings.TrimSpace(getenv("SECKILL_CONSUMERS")); v != "" {
 		n, err := strconv.Atoi(v)
 		if err != nil || n < 1 || n > 64 {
@@ -267,6 +286,9 @@ func (c *Config) Validate() error {
 	if c.LockMode == "mysql" && c.MySQLDSN == "" {
 		errs = append(errs, errors.New("SECKILL_MYSQL_DSN: required with SECKILL_LOCK_MODE=mysql (the embedded database has no GET_LOCK)"))
 	}
+	if !contains(APIStyles, c.APIStyle) {
+		errs = append(errs, fmt.Errorf("SECKILL_API_STYLE: unknown style %q (rest or heima)", c.APIStyle))
+	}
 	if c.OrderMode != "sync" && c.OrderMode != "async" {
 		errs = append(errs, fmt.Errorf("SECKILL_ORDER_MODE: unknown mode %q (sync or async)", c.OrderMode))
 	}
@@ -306,6 +328,11 @@ func (c *Config) Validate() error {
 		// 8s is the consumers' batch timeout: an entry claimed while its
 		// batch still runs would be handled by two consumers at once.
 		errs = append(errs, errors.New("SECKILL_CLAIM_IDLE: must be at least 8s (the consumers' batch timeout)"))
+	}
+	if c.AutoRebuildAfter < 0 || (c.AutoRebuildAfter > 0 && c.AutoRebuildAfter < 8*time.Second) {
+		// A consumer batch that read entries before the loss may write
+		// for up to 8s: facts read earlier could miss its orders.
+		errs = append(errs, errors.New("SECKILL_AUTO_REBUILD_AFTER: 0 (off) or at least 8s (the consumers' batch timeout)"))
 	}
 	if c.RequestTimeout <= 0 {
 		errs = append(errs, errors.New("SECKILL_REQUEST_TIMEOUT: must be positive"))
@@ -377,6 +404,8 @@ func (c Config) LogValue() slog.Value {
 		slog.Int("consumers", c.ConsumerCount()),
 		slog.String("claim_idle", c.ClaimIdleOrDefault().String()),
 		slog.String("dev_consumer_delay", c.ConsumerDelay.String()),
+		slog.String("auto_rebuild_after", c.AutoRebuildAfter.String()),
+		slog.String("api_style", c.APIStyle),
 	)
 }
 

@@ -21,8 +21,10 @@ func TestDefaults(t *testing.T) {
 	}
 	want := Config{
 		HTTPAddr: ":8080", DataDir: "./data", LockMode: "lua", LockTTL: 10 * time.Second,
-		LockWaitTimeout: 100 * time.Millisecond,
-		OrderMode:       "sync", JWTTTL: 24 * time.Hour, Env: "development", RequestTimeout: 3 * time.Second,
+		LockWaitTimeout:  100 * time.Millisecond,
+		AutoRebuildAfter: 10 * time.Second,
+		OrderMode:        "sync", JWTTTL: 24 * time.Hour, Env: "development", RequestTimeout: 3 * time.Second,
+		APIStyle: "rest",
 	}
 	if !reflect.DeepEqual(c, want) {
 		t.Errorf("got %+v, want %+v", c, want)
@@ -53,6 +55,7 @@ func TestEnvOverrides(t *testing.T) {
 		"SECKILL_ENV":                "production",
 		"SECKILL_REQUEST_TIMEOUT":    "750ms",
 		"SECKILL_DEV_CRITICAL_DELAY": "",
+		"SECKILL_API_STYLE":          "heima",
 	}))
 	if err != nil {
 		t.Fatalf("got %v, want nil", err)
@@ -63,7 +66,7 @@ func TestEnvOverrides(t *testing.T) {
 		DataDir:   "/tmp/seckill-data",
 		RedisAddr: "127.0.0.1:6379",
 		LockMode:  "zookeeper",
-		LockTTL:   1500 * time.Millisecond, LockWaitTimeout: 100 * time.Millisecond,
+		LockTTL:   1500 * time.Millisecond, LockWaitTimeout: 100 * time.Millisecond, AutoRebuildAfter: 10 * time.Second,
 		RedlockAddrs:   []string{"127.0.0.1:6380", "127.0.0.1:6381", "127.0.0.1:6382"},
 		ZKAddrs:        []string{"127.0.0.1:2181"},
 		OrderMode:      "async",
@@ -72,6 +75,7 @@ func TestEnvOverrides(t *testing.T) {
 		JWTTTL:         2 * time.Hour,
 		Env:            "production",
 		RequestTimeout: 750 * time.Millisecond,
+		APIStyle:       "heima",
 	}
 	if !reflect.DeepEqual(c, want) {
 		t.Errorf("got %+v, want %+v", c, want)
@@ -163,6 +167,8 @@ func TestInvalid(t *testing.T) {
 		{"request timeout zero", map[string]string{"SECKILL_REQUEST_TIMEOUT": "0"}, "SECKILL_REQUEST_TIMEOUT"},
 		{"critical delay garbage", map[string]string{"SECKILL_DEV_CRITICAL_DELAY": "soon"}, "SECKILL_DEV_CRITICAL_DELAY"},
 		{"claim idle shorter than a batch", map[string]string{"SECKILL_CLAIM_IDLE": "7999ms"}, "SECKILL_CLAIM_IDLE"},
+		{"automatic rebuild sooner than a batch ends", map[string]string{"SECKILL_AUTO_REBUILD_AFTER": "5s"}, "SECKILL_AUTO_REBUILD_AFTER"},
+		{"automatic rebuild garbage", map[string]string{"SECKILL_AUTO_REBUILD_AFTER": "later"}, "SECKILL_AUTO_REBUILD_AFTER"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -436,5 +442,32 @@ func TestLockWaitReplicas(t *testing.T) {
 	_, err := Load(env(map[string]string{"SECKILL_LOCK_MODE": "multi", "SECKILL_LOCK_WAIT_REPLICAS": "1"}))
 	if err == nil || strings.Contains(err.Error(), "\n") || !strings.HasPrefix(err.Error(), "SECKILL_LOCK_WAIT_REPLICAS:") {
 		t.Errorf("multi with 1 replica: got %v, want one line naming SECKILL_LOCK_WAIT_REPLICAS", err)
+	}
+}
+
+// TestAutoRebuildAfter: 10s by default, 0 turns it off, 8s is the least.
+func TestAutoRebuildAfter(t *testing.T) {
+	for v, want := range map[string]time.Duration{"": 10 * time.Second, "0": 0, "8s": 8 * time.Second, "1m": time.Minute} {
+		c, err := Load(env(map[string]string{"SECKILL_AUTO_REBUILD_AFTER": v}))
+		if err != nil || c.AutoRebuildAfter != want {
+			t.Errorf("SECKILL_AUTO_REBUILD_AFTER=%q: got %v, %v, want %v", v, c.AutoRebuildAfter, err, want)
+		}
+	}
+}
+
+// TestAPIStyle: rest by default, heima on request, anything else refused
+// with one line naming the variable.
+func TestAPIStyle(t *testing.T) {
+	for v, want := range map[string]string{"": "rest", "rest": "rest", "heima": "heima", " heima ": "heima"} {
+		c, err := Load(env(map[string]string{"SECKILL_API_STYLE": v}))
+		if err != nil || c.APIStyle != want {
+			t.Errorf("SECKILL_API_STYLE=%q: got %q, %v, want %q", v, c.APIStyle, err, want)
+		}
+	}
+	for _, v := range []string{"vue", "HEIMA", "rest,heima"} {
+		_, err := Load(env(map[string]string{"SECKILL_API_STYLE": v}))
+		if err == nil || !strings.HasPrefix(err.Error(), "SECKILL_API_STYLE: ") || strings.Contains(err.Error(), "\n") {
+			t.Errorf("SECKILL_API_STYLE=%q: got %v, want one line naming SECKILL_API_STYLE", v, err)
+		}
 	}
 }

@@ -54,6 +54,11 @@ type QueuedOrder struct {
 	Deleted bool
 }
 
+// RedisIdentity says which Redis data a process talks to: the server's run
+// id (new at each start, different on each node) and the async epoch
+// stored in it.
+type RedisIdentity struct{ RunID, Epoch string }
+
 // RedisVoucher is the state of one voucher in Redis.
 type RedisVoucher struct {
 	Exists      bool   // the voucher hash exists

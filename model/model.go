@@ -4,6 +4,16 @@ package model
 
 import "time"
 
+// OrderIDEpoch is the start of order-id time (2022-01-01T00:00:00Z): an
+// order id is the seconds since it shifted left 32 bits, OR a 32-bit
+// sequence.
+var OrderIDEpoch = time.Date(2022, 1, 1, 0, 0, 0, 0, time.UTC)
+
+// OrderIDTime returns the second an order id was made (its upper 31 bits).
+func OrderIDTime(orderID int64) time.Time {
+	return OrderIDEpoch.Add(time.Duration(orderID>>32) * time.Second)
+}
+
 // Roles stored with a user and carried in its token.
 const (
 	RoleUser  = "user"

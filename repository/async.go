@@ -161,17 +161,13 @@ func (a *Admission) OrderInfo(ctx context.Context, orderID int64) (*model.Vouche
 	if parts[2] == lua.OrderInfoFailed {
 		status = model.OrderStatusFailed
 	}
-	created := IDTime(orderID)
+	created := model.OrderIDTime(orderID)
 	return &model.VoucherOrder{
 		ID: orderID, UserID: user, VoucherID: voucher, PayType: 1, Status: status,
 		CreateTime: created, UpdateTime: created,
 	}, nil
 }
 
-// IDTime returns the second an order id was made (its upper 31 bits).
-func IDTime(orderID int64) time.Time {
-	return IDEpoch.Add(time.Duration(orderID>>32) * time.Second)
-}
 
 // Voucher returns the voucher's Redis state, read in one MULTI.
 func (a *Admission) Voucher(ctx context.Context, voucherID int64) (model.RedisVoucher, error) {
@@ -272,6 +268,31 @@ func loadVoucher(ctx context.Context, p redis.Pipeliner, sv *model.SeckillVouche
 	for _, k := range []string{StockKey(id), BuyersKey(id), VoucherKey(id)} {
 		p.ExpireAt(ctx, k, expire)
 	}
+}
+
+// Identity returns the run id of the Redis server that answers (new at
+// each start of a server, different on every node, so it changes when
+// Redis restarts or a replica is promoted) and the epoch stored in it, in
+// one round trip.
+func (a *Admission) Identity(ctx context.Context) (model.RedisIdentity, error) {
+	pipe := a.rdb.Pipeline()
+	info := pipe.Info(ctx, "server")
+	epoch := pipe.Get(ctx, EpochKey)
+	_, err := pipe.Exec(ctx)
+	if err != nil && !errors.Is(err, redis.Nil) {
+		return model.RedisIdentity{}, redisErr(err)
+	}
+	var id model.RedisIdentity
+	for _, line := range strings.Split(info.Val(), "\n") {
+		if v, ok := strings.CutPrefix(strings.TrimSpace(line), "run_id:"); ok {
+			id.RunID = v
+		}
+	}
+	if id.RunID == "" {
+		return id, fmt.Errorf("redis INFO server names no run_id")
+	}
+	id.Epoch = epoch.Val()
+	return id, nil
 }
 
 // Epoch returns the epoch stored in Redis ("" when none).

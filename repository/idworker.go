@@ -8,10 +8,12 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"seckill/model"
 )
 
 // IDEpoch is the start of order-id time: 2022-01-01T00:00:00Z.
-var IDEpoch = time.Date(2022, 1, 1, 0, 0, 0, 0, time.UTC)
+var IDEpoch = model.OrderIDEpoch
 
 // IDWorker makes 64-bit order ids: the seconds since IDEpoch shifted left 32,
 // OR a 32-bit daily sequence from Redis (icr:order:<yyyy:MM:dd>). With a

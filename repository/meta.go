@@ -3,6 +3,8 @@ package repository
 import (
 	"context"
 	"errors"
+	"fmt"
+	"strings"
 
 	"gorm.io/gorm"
 )
@@ -42,4 +44,22 @@ func (m *Meta) InsertIfAbsent(ctx context.Context, name, value string) error {
 		return nil
 	}
 	return translate(err)
+}
+
+// List returns the names and values of the rows whose name starts with
+// prefix, which holds neither of LIKE's wildcards (% and _).
+func (m *Meta) List(ctx context.Context, prefix string) (map[string]string, error) {
+	if strings.ContainsAny(prefix, `%_\`) {
+		return nil, fmt.Errorf("meta: list: prefix %q holds a LIKE wildcard", prefix)
+	}
+	var rows []metaRow
+	err := m.db.WithContext(ctx).Where("name LIKE ?", prefix+"%").Find(&rows).Error
+	if err != nil {
+		return nil, translate(err)
+	}
+	out := make(map[string]string, len(rows))
+	for _, r := range rows {
+		out[r.Name] = r.Value
+	}
+	return out, nil
 }

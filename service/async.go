@@ -33,8 +33,15 @@ type AdmissionDeps struct {
 	Redis    Admitter
 	Queue    OrderQueue
 	Rejects  RejectionCounter
-	Now      func() time.Time
-	Log      *slog.Logger
+	// Losses holds the recorded losses of Redis data (optional): an order
+	// neither in the database nor in Redis that was made before one is
+	// reported failed to its owner.
+	Losses MetaStore
+	// OrderInfoTTL is how long Redis keeps an order's record: the reach
+	// back of a loss. Default 24h.
+	OrderInfoTTL time.Duration
+	Now          func() time.Time
+	Log          *slog.Logger
 	// VoucherCacheTTL is how long a voucher's window stays cached.
 	// Default 1m.
 	VoucherCacheTTL time.Duration
@@ -55,6 +62,9 @@ func NewAsyncAdmission(d AdmissionDeps) *AsyncAdmission {
 	}
 	if d.VoucherCacheTTL <= 0 {
 		d.VoucherCacheTTL = time.Minute
+	}
+	if d.OrderInfoTTL <= 0 {
+		d.OrderInfoTTL = 24 * time.Hour
 	}
 	return &AsyncAdmission{d: d, cache: newVoucherCache(d.Vouchers, d.VoucherCacheTTL, d.Now)}
 }
@@ -106,7 +116,9 @@ func (s *AsyncAdmission) Buy(ctx context.Context, userID, voucherID int64) (int6
 }
 
 // Order returns the order with id if it belongs to userID: from the
-// database (created) when it is there, else from Redis (pending or failed).
+// database (created) when it is there, else from Redis (pending or failed),
+// else failed when it was made before a recorded loss of Redis data (see
+// Watch).
 // Another user's order is model.ErrOrderNotFound, like a missing one.
 func (s *AsyncAdmission) Order(ctx context.Context, userID, orderID int64) (*model.VoucherOrder, error) {
 	if orderID <= 0 {
@@ -119,6 +131,20 @@ func (s *AsyncAdmission) Order(ctx context.Context, userID, orderID int64) (*mod
 			// A consumer may have written it (and dropped its Redis
 			// record) between the two reads.
 			o, err = s.d.Orders.GetOrder(ctx, orderID)
+		}
+	}
+	if errors.Is(err, model.ErrOrderNotFound) {
+		// Made before Redis lost its data, and found nowhere: if it was
+		// admitted, it was lost with Redis and will never be written. Who
+		// owned it is lost too, so any user asking is told the same.
+		lost, lerr := lostWith(ctx, s.d.Losses, orderID, s.d.OrderInfoTTL)
+		if lerr != nil {
+			return nil, lerr
+		}
+		if lost {
+			made := model.OrderIDTime(orderID)
+			return &model.VoucherOrder{ID: orderID, UserID: userID, PayType: 1, Status: model.OrderStatusFailed,
+				CreateTime: made, UpdateTime: made}, nil
 		}
 	}
 	if err != nil {

@@ -37,6 +37,9 @@ type Admitter interface {
 	LoadNew(ctx context.Context, sv *model.SeckillVoucher) (bool, error)
 	// Epoch returns the epoch stored in Redis ("" when none).
 	Epoch(ctx context.Context) (string, error)
+	// Identity returns the answering server's run id and the epoch in
+	// it, in one round trip.
+	Identity(ctx context.Context) (model.RedisIdentity, error)
 	// SetEpoch stores the epoch in Redis.
 	SetEpoch(ctx context.Context, epoch string) error
 }
@@ -138,6 +141,9 @@ type MetaStore interface {
 	Get(ctx context.Context, name string) (string, error)
 	// InsertIfAbsent stores value unless name has one already.
 	InsertIfAbsent(ctx context.Context, name, value string) error
+	// List returns the names and values of the rows whose name starts
+	// with prefix.
+	List(ctx context.Context, prefix string) (map[string]string, error)
 }
 
 // IDSequence repairs the order-id sequence after Redis lost it.

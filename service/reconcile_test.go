@@ -21,12 +21,14 @@ import (
 type reconWorld struct {
 	mu sync.Mutex
 	// Redis
+	runID  string
 	epoch  string
 	states map[int64]*reconVoucher
 	stream []model.QueuedOrder
 	loads  map[int64]int // Load calls per voucher
 	// database
 	dbEpoch string
+	meta    map[string]string // meta rows other than the epoch
 	orders  map[int64]model.VoucherOrder // by order id
 	live    []model.SeckillVoucher
 	// onRedisRead runs (under mu) before each read of the vouchers' Redis
@@ -284,9 +286,18 @@ func (m *reconMeta) Get(context.Context, string) (string, error) {
 	return m.w.dbEpoch, nil
 }
 
-func (m *reconMeta) InsertIfAbsent(_ context.Context, _, value string) error {
+func (m *reconMeta) InsertIfAbsent(_ context.Context, name, value string) error {
 	m.w.mu.Lock()
 	defer m.w.mu.Unlock()
+	if name != EpochName {
+		if m.w.meta == nil {
+			m.w.meta = map[string]string{}
+		}
+		if _, ok := m.w.meta[name]; !ok {
+			m.w.meta[name] = value
+		}
+		return nil
+	}
 	if m.w.dbEpoch == "" {
 		m.w.dbEpoch = value
 	}

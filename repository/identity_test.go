@@ -1,0 +1,66 @@
+package repository
+
+import (
+	"context"
+	"os"
+	"strings"
+	"testing"
+)
+
+// TestIdentity: the run id of the answering Redis (40 hex characters, the
+// same on a second read) and the epoch stored there.
+func TestIdentity(t *testing.T) {
+	addr := os.Getenv("SECKILL_REDIS_ADDR")
+	if addr == "" {
+		if os.Getenv("CI") == "true" {
+			t.Fatal("SECKILL_REDIS_ADDR must be set in CI")
+		}
+		t.Skip("SECKILL_REDIS_ADDR not set")
+	}
+	rdb := NewRedisClient(addr)
+	defer rdb.Close()
+	ctx := context.Background()
+	a := NewAdmission(rdb)
+	id, err := a.Identity(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(id.RunID) != 40 || strings.Trim(id.RunID, "0123456789abcdef") != "" {
+		t.Errorf("run id %q, want 40 hex characters", id.RunID)
+	}
+	epoch, err := a.Epoch(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	again, err := a.Identity(ctx)
+	if err != nil || again.RunID != id.RunID || again.Epoch != epoch {
+		t.Errorf("second read: got %+v, %v, want run id %s and epoch %q", again, err, id.RunID, epoch)
+	}
+}
+
+// TestMetaList: rows by name prefix; a prefix with a LIKE wildcard is
+// refused.
+func TestMetaList(t *testing.T) {
+	for name, db := range databases(t) {
+		t.Run(name, func(t *testing.T) {
+			ctx := context.Background()
+			m := NewMeta(db)
+			p := "testlist" + randomSuffix() + ":"
+			for _, n := range []string{p + "1", p + "2", "x" + p + "3"} {
+				if err := m.InsertIfAbsent(ctx, n, "v-"+n); err != nil {
+					t.Fatal(err)
+				}
+			}
+			got, err := m.List(ctx, p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(got) != 2 || got[p+"1"] != "v-"+p+"1" || got[p+"2"] != "v-"+p+"2" {
+				t.Errorf("List(%q) = %v, want the rows %s1 and %s2", p, got, p, p)
+			}
+			if _, err := m.List(ctx, "a_b"); err == nil {
+				t.Error("List with a LIKE wildcard in the prefix: got nil, want an error")
+			}
+		})
+	}
+}

@@ -1,0 +1,192 @@
+package service
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"seckill/model"
+)
+
+// Async mode keeps admitted orders in Redis until a consumer writes them.
+// When Redis restarts empty, or Sentinel promotes a replica that had not
+// received the last writes, what Redis held is gone while the processes
+// run. Watch notices it, without a person:
+//
+//   - it reads the answering server's run id and the epoch every second;
+//     a new run id or a missing epoch means another Redis answers now;
+//   - it records the loss in the database (a row redislost:<unix ms> of
+//     tb_seckill_meta): an order whose id was made before that moment, and
+//     which is neither in the database nor in Redis, was lost with Redis,
+//     and its owner is told so (status failed) rather than "not found";
+//   - it reconciles at once (Reconcile): an empty Redis gets its epoch back
+//     and every live voucher is marked unsafe (refused with 503); a
+//     promoted replica that kept the epoch is checked voucher by voucher
+//     against the facts (stock + orders + pending = initial), and a voucher
+//     whose state lags what the database already holds is rebuilt;
+//   - after RebuildAfter, it rebuilds each unsafe live voucher from the
+//     facts (the database's orders and what is left in the stream). The
+//     wait lets every consumer batch that read entries before the loss
+//     finish or time out (BatchTimeout), so that no order moves into the
+//     database after the facts are read; from then on the rebuilt stock is
+//     what the database says is left, so the voucher cannot be oversold,
+//     and the stock of lost admissions is on sale again.
+
+// LossPrefix starts the tb_seckill_meta rows that record a Redis that lost
+// data: redislost:<unix milliseconds of the detection>, valued with what
+// was seen.
+const LossPrefix = "redislost:"
+
+// WatchConfig configures Watch.
+type WatchConfig struct {
+	// Every is how often the Redis identity is read. Default 1s.
+	Every time.Duration
+	// RebuildAfter is how long a live voucher stays unsafe before Watch
+	// rebuilds it from the facts; 0 leaves it to the operator (`seckill
+	// rebuild`).
+	RebuildAfter time.Duration
+}
+
+// Watch follows the Redis identity until ctx ends (see above). Run it in
+// its own goroutine after Reconcile.
+func (s *Reconciler) Watch(ctx context.Context, cfg WatchConfig) {
+	if cfg.Every <= 0 {
+		cfg.Every = time.Second
+	}
+	log := s.d.Log.With("component", "redis-watch")
+	var last model.RedisIdentity
+	unsafeSince := map[int64]time.Time{}
+	scan := true // look for unsafe vouchers: at start and after a change
+	t := time.NewTicker(cfg.Every)
+	defer t.Stop()
+	for {
+		id, err := s.d.Redis.Identity(ctx)
+		switch {
+		case err != nil:
+			log.DebugContext(ctx, "read redis identity", "err", err)
+		case last.RunID == "" && id.Epoch != "":
+			last = id
+		case id != last:
+			log.WarnContext(ctx, "redis changed under the running service: restarted, replaced or failed over",
+				"run_id_before", last.RunID, "run_id", id.RunID, "epoch_before", last.Epoch, "epoch", id.Epoch)
+			if err := s.redisChanged(ctx, last, id); err != nil {
+				log.ErrorContext(ctx, "reconcile after redis changed (retried)", "err", err)
+				break
+			}
+			if id, err = s.d.Redis.Identity(ctx); err == nil {
+				last, scan = id, true
+			}
+		}
+		if scan && cfg.RebuildAfter > 0 && ctx.Err() == nil {
+			var err error
+			if scan, err = s.rebuildUnsafe(ctx, unsafeSince, cfg.RebuildAfter); err != nil {
+				log.WarnContext(ctx, "automatic rebuild (retried)", "err", err)
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// redisChanged records the loss and reconciles.
+func (s *Reconciler) redisChanged(ctx context.Context, before, now model.RedisIdentity) error {
+	at := s.d.Now()
+	what := fmt.Sprintf("run_id %s -> %s, epoch %q -> %q", before.RunID, now.RunID, before.Epoch, now.Epoch)
+	if err := s.d.Meta.InsertIfAbsent(ctx, LossPrefix+strconv.FormatInt(at.UnixMilli(), 10), what); err != nil {
+		return fmt.Errorf("record the loss: %w", err)
+	}
+	return s.Reconcile(ctx)
+}
+
+// rebuildUnsafe rebuilds each live voucher that has been unsafe for at
+// least after since this process first saw it so. It reports whether
+// unsafe vouchers remain to be watched.
+func (s *Reconciler) rebuildUnsafe(ctx context.Context, since map[int64]time.Time, after time.Duration) (bool, error) {
+	live, err := s.d.Vouchers.ListLive(ctx, s.d.Now())
+	if err != nil {
+		return true, err
+	}
+	ids := make([]int64, len(live))
+	for i, sv := range live {
+		ids[i] = sv.VoucherID
+	}
+	states, err := s.d.Redis.Vouchers(ctx, ids)
+	if err != nil {
+		return true, err
+	}
+	now := s.d.Now()
+	left := false
+	for _, sv := range live {
+		if states[sv.VoucherID].State != model.VoucherStateUnsafe {
+			delete(since, sv.VoucherID)
+			continue
+		}
+		first, seen := since[sv.VoucherID]
+		if !seen {
+			since[sv.VoucherID] = now
+			first = now
+		}
+		if now.Sub(first) < after {
+			left = true
+			continue
+		}
+		if _, err := s.rebuildIfUnsafe(ctx, sv.VoucherID); err != nil {
+			return true, fmt.Errorf("voucher %d: %w", sv.VoucherID, err)
+		}
+		delete(since, sv.VoucherID)
+		s.d.Log.WarnContext(ctx, "voucher rebuilt automatically: admissions lost with redis are reported failed to their owners",
+			"voucher_id", sv.VoucherID, "unsafe_for", now.Sub(first).Round(time.Millisecond).String())
+	}
+	return left, nil
+}
+
+// rebuildIfUnsafe rebuilds the voucher under the reconcile lock if it is
+// still unsafe then (another process may have rebuilt it meanwhile).
+func (s *Reconciler) rebuildIfUnsafe(ctx context.Context, voucherID int64) (bool, error) {
+	rebuilt := false
+	err := s.withReconcileLock(ctx, func(ctx context.Context) error {
+		rv, err := s.d.Redis.Voucher(ctx, voucherID)
+		if err != nil || rv.State != model.VoucherStateUnsafe {
+			return err
+		}
+		sv, err := s.d.Vouchers.GetSeckill(ctx, voucherID)
+		if err != nil {
+			return err
+		}
+		rebuilt = true
+		return s.rebuild(ctx, sv, "automatic: redis lost its data")
+	})
+	return rebuilt, err
+}
+
+// lostWith reports whether an order id that is neither in the database nor
+// in Redis was made before a recorded loss of Redis data, within the life
+// of an order-info record before it: such an order, if it was admitted,
+// was lost with Redis and will never be written.
+func lostWith(ctx context.Context, meta MetaStore, orderID int64, infoTTL time.Duration) (bool, error) {
+	if meta == nil {
+		return false, nil
+	}
+	rows, err := meta.List(ctx, LossPrefix)
+	if err != nil {
+		return false, err
+	}
+	made := model.OrderIDTime(orderID)
+	for name := range rows {
+		ms, err := strconv.ParseInt(strings.TrimPrefix(name, LossPrefix), 10, 64)
+		if err != nil {
+			continue
+		}
+		at := time.UnixMilli(ms)
+		// Ids carry whole seconds: the loss's second counts.
+		if !made.After(at) && made.After(at.Add(-infoTTL)) {
+			return true, nil
+		}
+	}
+	return false, nil
+}
