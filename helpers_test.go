@@ -197,7 +197,7 @@ func publishVoucher(t *testing.T, h http.Handler, stock int) int64 {
 		t.Fatal(err)
 	}
 	r := call(t, h, http.MethodPost, "/voucher/seckill", admin, map[string]any{
-		"shopId": 1, "title": "e2e", "payValue": 100, "actualValue": 200, "type": 1, "stock": stock,
+		"shopId": createShop(t, h), "title": "e2e", "payValue": 100, "actualValue": 200, "type": 1, "stock": stock,
 		"beginTime": time.Now().Add(-time.Minute).Format(time.RFC3339),
 		"endTime":   time.Now().Add(time.Hour).Format(time.RFC3339),
 	})
@@ -207,6 +207,27 @@ func publishVoucher(t *testing.T, h http.Handler, stock int) int64 {
 	id, err := strconv.ParseInt(string(r.Body.Data), 10, 64)
 	if err != nil {
 		t.Fatalf("publish: data %s is not a number", r.Body.Data)
+	}
+	return id
+}
+
+// createShop creates a shop through POST /shop (a voucher must name one)
+// and returns its id.
+func createShop(t *testing.T, h http.Handler) int64 {
+	t.Helper()
+	admin, err := devTokens().Issue(1, "admin")
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := call(t, h, http.MethodPost, "/shop", admin, map[string]any{
+		"name": "test shop", "typeId": 1, "address": "test street 1", "x": 120.15, "y": 30.28,
+	})
+	if r.Status != http.StatusOK {
+		t.Fatalf("create shop: got status %d code %s, want 200", r.Status, r.Body.Code)
+	}
+	id, err := strconv.ParseInt(string(r.Body.Data), 10, 64)
+	if err != nil || id <= 0 {
+		t.Fatalf("create shop: data %s is not an id", r.Body.Data)
 	}
 	return id
 }

@@ -164,7 +164,9 @@ func newApp(ctx context.Context, cfg config.Config, log *slog.Logger) (_ *app, e
 	users := repository.NewUsers(d.DB)
 	vouchers := repository.NewVouchers(d.DB)
 	orders := repository.NewOrders(d.DB)
-	voucherSvc := service.NewVouchers(vouchers, time.Now)
+	shops := repository.NewShops(d.DB)
+	voucherSvc := service.NewVouchers(vouchers, shops, time.Now)
+	shopSvc := service.NewShops(shops, time.Now)
 	var seckill handler.Seckiller
 	if cfg.OrderMode == "async" {
 		as, err := newAsync(d, cfg, log, locker, m)
@@ -209,6 +211,7 @@ func newApp(ctx context.Context, cfg config.Config, log *slog.Logger) (_ *app, e
 	a.Handler = handler.New(handler.Deps{
 		Users:          service.NewUsers(users, repository.NewCodes(d.Redis), tok, log),
 		Vouchers:       voucherSvc,
+		Shops:          shopSvc,
 		Seckill:        seckill,
 		Tokens:         tok,
 		Metrics:        m,
@@ -217,6 +220,7 @@ func newApp(ctx context.Context, cfg config.Config, log *slog.Logger) (_ *app, e
 		Development:    cfg.Development(),
 		RequestTimeout: cfg.RequestTimeout,
 		RateLimit:      cfg.RateLimit,
+		Style:          handler.Style(cfg.APIStyle),
 	})
 	return a, nil
 }

@@ -17,6 +17,7 @@ func TestPublishTimesOutOfRange(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	shop := createShop(t, a.Handler)
 	soon := time.Now().Add(time.Hour).Format(time.RFC3339)
 	tests := []struct {
 		name, begin, end, wantField string
@@ -30,7 +31,7 @@ func TestPublishTimesOutOfRange(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			r := call(t, a.Handler, http.MethodPost, "/voucher/seckill", admin, map[string]any{
-				"shopId": 1, "title": "range", "payValue": 100, "actualValue": 200, "type": 1, "stock": 1,
+				"shopId": shop, "title": "range", "payValue": 100, "actualValue": 200, "type": 1, "stock": 1,
 				"beginTime": tt.begin, "endTime": tt.end,
 			})
 			if r.Status != http.StatusBadRequest || r.Body.Code != "INVALID_ARGUMENT" {
@@ -43,7 +44,7 @@ func TestPublishTimesOutOfRange(t *testing.T) {
 	}
 	// The far end of the range is stored and listed back.
 	r := call(t, a.Handler, http.MethodPost, "/voucher/seckill", admin, map[string]any{
-		"shopId": 1, "title": "range", "payValue": 100, "actualValue": 200, "type": 1, "stock": 1,
+		"shopId": shop, "title": "range", "payValue": 100, "actualValue": 200, "type": 1, "stock": 1,
 		"beginTime": "2000-01-01T14:00:00Z", "endTime": "9999-12-30T00:00:00Z",
 	})
 	if r.Status != http.StatusOK {

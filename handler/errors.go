@@ -20,6 +20,7 @@ const (
 	CodeForbidden         = "FORBIDDEN"
 	CodeVoucherNotFound   = "VOUCHER_NOT_FOUND"
 	CodeOrderNotFound     = "ORDER_NOT_FOUND"
+	CodeShopNotFound      = "SHOP_NOT_FOUND"
 	CodeSeckillNotStarted = "SECKILL_NOT_STARTED"
 	CodeSeckillEnded      = "SECKILL_ENDED"
 	CodeSoldOut           = "SOLD_OUT"
@@ -39,45 +40,130 @@ type Envelope struct {
 	Total    *int64 `json:"total,omitempty"`
 }
 
-// Classify maps an error to its HTTP status, code and client message. It is
-// the only such mapping in the service; internal errors get a generic
-// message, never their text.
-func Classify(err error) (status int, code, msg string) {
+// Style is how a refusal reaches the client (SECKILL_API_STYLE).
+type Style string
+
+// API styles.
+const (
+	// StyleREST: every refusal carries its own HTTP status (400, 404, 409,
+	// ...) and an English message. The default.
+	StyleREST Style = "rest"
+	// StyleHeima: the course's frontend style. Business refusals and input
+	// errors (every 4xx but 401) are HTTP 200 with success:false and the
+	// course's Chinese message in errorMsg, the code kept; 401 stays 401
+	// (the frontend sends the user to its login page on it) and
+	// infrastructure failures stay 5xx.
+	StyleHeima Style = "heima"
+)
+
+// codeInfo is what one code means on the wire: its HTTP status in the REST
+// style and its message in each style.
+type codeInfo struct {
+	status int
+	rest   string // English message (a more precise one may replace it)
+	heima  string // the course's wording
+}
+
+// codes is the code -> status and messages table, the one place that says
+// how each refusal looks in either style.
+var codes = map[string]codeInfo{
+	CodeInvalidArgument:   {http.StatusBadRequest, "invalid argument", "参数错误"},
+	CodeUnauthorized:      {http.StatusUnauthorized, "missing, malformed, expired or invalid token", "请先登录"},
+	CodeForbidden:         {http.StatusForbidden, "admin only", "无权访问，仅限管理员"},
+	CodeVoucherNotFound:   {http.StatusNotFound, "voucher not found", "优惠券不存在"},
+	CodeOrderNotFound:     {http.StatusNotFound, "order not found", "订单不存在"},
+	CodeShopNotFound:      {http.StatusNotFound, "shop not found", "店铺不存在"},
+	CodeSeckillNotStarted: {http.StatusConflict, "seckill has not started", "秒杀尚未开始"},
+	CodeSeckillEnded:      {http.StatusConflict, "seckill has ended", "秒杀已经结束"},
+	CodeSoldOut:           {http.StatusConflict, "sold out", "库存不足"},
+	CodeDuplicateOrder:    {http.StatusConflict, "one order per user", "不允许重复下单"},
+	CodeRateLimited:       {http.StatusTooManyRequests, "too many requests", "请求过于频繁，请稍后再试"},
+	CodeUnavailable:       {http.StatusServiceUnavailable, "service temporarily unavailable, retry later", "服务繁忙，请稍后再试"},
+	CodeInternal:          {http.StatusInternalServerError, "internal error", "服务器异常"},
+}
+
+// heimaFieldMessages are the course's messages for input errors of
+// particular fields; other fields get "参数错误：" and the English detail.
+var heimaFieldMessages = map[string]string{
+	"phone": "手机号格式错误",
+	"code":  "验证码错误",
+}
+
+// classify names the code of err and, where the error says more than the
+// code's message, an English detail (never an internal error's text).
+func classify(err error) (code, detail string) {
 	var ia *model.InvalidArgumentError
 	switch {
 	case errors.As(err, &ia):
-		return http.StatusBadRequest, CodeInvalidArgument, ia.Error()
+		return CodeInvalidArgument, ia.Error()
 	case errors.Is(err, model.ErrUnauthorized):
-		return http.StatusUnauthorized, CodeUnauthorized, "missing, malformed, expired or invalid token"
+		return CodeUnauthorized, ""
 	case errors.Is(err, model.ErrForbidden):
-		return http.StatusForbidden, CodeForbidden, "admin only"
+		return CodeForbidden, ""
 	case errors.Is(err, model.ErrVoucherNotFound):
-		return http.StatusNotFound, CodeVoucherNotFound, "voucher not found"
+		return CodeVoucherNotFound, ""
 	case errors.Is(err, model.ErrOrderNotFound):
-		return http.StatusNotFound, CodeOrderNotFound, "order not found"
+		return CodeOrderNotFound, ""
+	case errors.Is(err, model.ErrShopNotFound):
+		return CodeShopNotFound, ""
 	case errors.Is(err, model.ErrUserNotFound):
-		return http.StatusUnauthorized, CodeUnauthorized, "user not found"
+		return CodeUnauthorized, "user not found"
 	case errors.Is(err, model.ErrSeckillNotStarted):
-		return http.StatusConflict, CodeSeckillNotStarted, "seckill has not started"
+		return CodeSeckillNotStarted, ""
 	case errors.Is(err, model.ErrSeckillEnded):
-		return http.StatusConflict, CodeSeckillEnded, "seckill has ended"
+		return CodeSeckillEnded, ""
 	case errors.Is(err, model.ErrSoldOut):
-		return http.StatusConflict, CodeSoldOut, "sold out"
+		return CodeSoldOut, ""
 	case errors.Is(err, model.ErrDuplicateOrder), errors.Is(err, model.ErrStaleFence):
-		return http.StatusConflict, CodeDuplicateOrder, "one order per user"
+		return CodeDuplicateOrder, ""
 	case errors.Is(err, model.ErrRateLimited):
-		return http.StatusTooManyRequests, CodeRateLimited, "too many requests"
+		return CodeRateLimited, ""
 	case errors.Is(err, model.ErrUnavailable), errors.Is(err, context.DeadlineExceeded):
-		return http.StatusServiceUnavailable, CodeUnavailable, "service temporarily unavailable, retry later"
+		return CodeUnavailable, ""
 	}
-	return http.StatusInternalServerError, CodeInternal, "internal error"
+	return CodeInternal, ""
 }
 
-// Fail writes err as an error envelope and aborts the chain. Server-side
-// failures (5xx) are logged once, with their text, here.
-func Fail(log *slog.Logger) func(c *gin.Context, err error) {
+// Classify maps an error to its HTTP status, code and client message in the
+// REST style. It is Style.Classify of StyleREST.
+func Classify(err error) (status int, code, msg string) { return StyleREST.Classify(err) }
+
+// Classify maps an error to the HTTP status, code and client message of
+// style s. It is the only such mapping in the service; internal errors get
+// a generic message, never their text.
+func (s Style) Classify(err error) (status int, code, msg string) {
+	code, detail := classify(err)
+	info := codes[code]
+	status, msg = info.status, info.rest
+	if detail != "" {
+		msg = detail
+	}
+	if s != StyleHeima {
+		return status, code, msg
+	}
+	msg = info.heima
+	var ia *model.InvalidArgumentError
+	if errors.As(err, &ia) {
+		switch m, ok := heimaFieldMessages[ia.Field]; {
+		case errors.Is(err, model.ErrShopNotFound):
+			msg = codes[CodeShopNotFound].heima
+		case ok:
+			msg = m
+		default:
+			msg = info.heima + "：" + ia.Error()
+		}
+	}
+	if status != http.StatusUnauthorized && status < 500 {
+		status = http.StatusOK
+	}
+	return status, code, msg
+}
+
+// Fail writes err as an error envelope in style and aborts the chain.
+// Server-side failures (5xx) are logged once, with their text, here.
+func Fail(log *slog.Logger, style Style) func(c *gin.Context, err error) {
 	return func(c *gin.Context, err error) {
-		status, code, msg := Classify(err)
+		status, code, msg := style.Classify(err)
 		if status >= 500 {
 			log.ErrorContext(c.Request.Context(), "request failed", "route", c.FullPath(), "code", code, "err", err)
 		}

@@ -211,6 +211,7 @@ type env struct {
 	seck     *fakeSeckiller
 	users    *memUsers
 	vouchers *memVouchers
+	shops    *memShops
 	log      *syncBuffer
 	ready    error
 
@@ -225,7 +226,7 @@ func newEnv(t testing.TB, opts ...envOption) *env {
 	t.Helper()
 	e := &env{
 		t: t, tokens: auth.NewTokens(testSecret, time.Hour), seck: &fakeSeckiller{},
-		users: &memUsers{byID: map[int64]model.User{}}, vouchers: newMemVouchers(), log: &syncBuffer{},
+		users: &memUsers{byID: map[int64]model.User{}}, vouchers: newMemVouchers(), shops: newMemShops(), log: &syncBuffer{},
 	}
 	log := slog.New(slog.NewJSONHandler(e.log, nil))
 	e.users.byID[7] = model.User{ID: 7, Phone: "13800000007", NickName: "seven", Icon: "/i/7.png", Role: model.RoleUser}
@@ -233,7 +234,8 @@ func newEnv(t testing.TB, opts ...envOption) *env {
 	e.users.next = 100
 	d := handler.Deps{
 		Users:          service.NewUsers(e.users, &memCodes{codes: map[string]string{}}, e.tokens, log),
-		Vouchers:       service.NewVouchers(e.vouchers, func() time.Time { return testNow }),
+		Vouchers:       service.NewVouchers(e.vouchers, e.shops, func() time.Time { return testNow }),
+		Shops:          service.NewShops(e.shops, func() time.Time { return testNow }),
 		Seckill:        e.seck,
 		Tokens:         e.tokens,
 		Metrics:        metrics.New(),

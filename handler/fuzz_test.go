@@ -69,6 +69,7 @@ var pathIDRoutes = []struct {
 	{http.MethodGet, "/voucher-order/", "", false, false},
 	{http.MethodGet, "/admin/vouchers/", "/audit", true, false},
 	{http.MethodGet, "/voucher/list/", "", false, true},
+	{http.MethodGet, "/shop/", "", false, true},
 }
 
 // FuzzPathID: any voucher id, order id, audit id or shop id in the path is a

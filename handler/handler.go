@@ -25,10 +25,12 @@ import (
 type Deps struct {
 	Users    Users
 	Vouchers Vouchers
-	Seckill  Seckiller
-	Tokens   *auth.Tokens
-	Metrics  *metrics.Metrics
-	Log      *slog.Logger
+	// Shops serves the course's shop routes; nil leaves them out.
+	Shops   Shops
+	Seckill Seckiller
+	Tokens  *auth.Tokens
+	Metrics *metrics.Metrics
+	Log     *slog.Logger
 	// Ready checks the database and Redis for /readyz.
 	Ready func(ctx context.Context) error
 	// Development exposes the login code in /user/code responses, pprof and
@@ -40,6 +42,9 @@ type Deps struct {
 	RateLimit int
 	// Location reads zone-less times of the voucher body (time.Local).
 	Location *time.Location
+	// Style is how refusals reach the client (SECKILL_API_STYLE); empty
+	// is StyleREST.
+	Style Style
 }
 
 // Users is the login flow as the routes see it (*service.Users).
@@ -74,7 +79,10 @@ func New(d Deps) http.Handler {
 	if d.Location == nil {
 		d.Location = time.Local
 	}
-	a := &api{Deps: d, fail: Fail(d.Log)}
+	if d.Style == "" {
+		d.Style = StyleREST
+	}
+	a := &api{Deps: d, fail: Fail(d.Log, d.Style)}
 	r := gin.New()
 	r.HandleMethodNotAllowed = true
 	r.Use(middleware.Metrics(d.Metrics), middleware.Recover(d.Log, a.fail), middleware.Debug(d.Log), middleware.Deadline(d.RequestTimeout))
@@ -95,6 +103,12 @@ func New(d Deps) http.Handler {
 	r.POST("/user/code", a.sendCode)
 	r.POST("/user/login", a.login)
 	r.GET("/user/me", authed, a.me)
+
+	if d.Shops != nil {
+		r.GET("/shop/:id", a.getShop)
+		r.POST("/shop", authed, admin, a.createShop)
+		r.PUT("/shop", authed, admin, a.updateShop)
+	}
 
 	r.POST("/voucher/seckill", authed, admin, a.publish)
 	r.GET("/voucher/list/:shopId", a.listVouchers)

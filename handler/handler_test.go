@@ -694,7 +694,7 @@ func TestSeckillFlowOverRealService(t *testing.T) {
 	}, service.SeckillConfig{})
 	e.h = handler.New(handler.Deps{
 		Users:    service.NewUsers(e.users, &memCodes{codes: map[string]string{}}, e.tokens, slog.New(slog.DiscardHandler)),
-		Vouchers: service.NewVouchers(e.vouchers, time.Now), Seckill: svc, Tokens: e.tokens,
+		Vouchers: service.NewVouchers(e.vouchers, e.shops, time.Now), Seckill: svc, Tokens: e.tokens,
 		Metrics: metrics.New(), Log: slog.New(slog.DiscardHandler), RequestTimeout: 5 * time.Second,
 		Ready: func(context.Context) error { return nil },
 	})

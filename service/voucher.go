@@ -2,6 +2,8 @@ package service
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"strings"
 	"time"
 
@@ -25,16 +27,17 @@ type PublishInput struct {
 // Vouchers publishes and lists vouchers.
 type Vouchers struct {
 	store VoucherStore
+	shops ShopFinder
 	now   func() time.Time
 	// published is called after a voucher is written (async mode loads its
 	// stock into Redis there); nil in sync mode.
 	published func(ctx context.Context, sv *model.SeckillVoucher) error
 }
 
-// NewVouchers returns a Vouchers service. now is the clock (time.Now in
-// production).
-func NewVouchers(store VoucherStore, now func() time.Time) *Vouchers {
-	return &Vouchers{store: store, now: now}
+// NewVouchers returns a Vouchers service. shops tells which shops exist (a
+// voucher must name one); now is the clock (time.Now in production).
+func NewVouchers(store VoucherStore, shops ShopFinder, now func() time.Time) *Vouchers {
+	return &Vouchers{store: store, shops: shops, now: now}
 }
 
 // OnPublished sets a hook called after a voucher is stored.
@@ -104,9 +107,18 @@ func storable(t time.Time) bool {
 	return true
 }
 
-// Publish validates and stores a seckill voucher and returns its id.
+// Publish validates and stores a seckill voucher and returns its id. A
+// shopId that names no shop is an input error of the field shopId that
+// also matches model.ErrShopNotFound. (Shops are never deleted, so the
+// check before the insert holds after it.)
 func (s *Vouchers) Publish(ctx context.Context, in PublishInput) (int64, error) {
 	if err := s.Validate(in); err != nil {
+		return 0, err
+	}
+	if _, err := s.shops.GetShop(ctx, in.ShopID); err != nil {
+		if errors.Is(err, model.ErrShopNotFound) {
+			return 0, fmt.Errorf("%w: %w", model.InvalidArgument("shopId", "no shop has this id"), model.ErrShopNotFound)
+		}
 		return 0, err
 	}
 	now := s.now()

@@ -65,7 +65,7 @@ func TestValidate(t *testing.T) {
 		{"begin early in 2000", func(in *PublishInput) { in.BeginTime = mustRFC3339(t, "2000-01-01T14:00:00Z") }, ""},
 		{"end late in 9999", func(in *PublishInput) { in.EndTime = mustRFC3339(t, "9999-12-30T00:00:00Z") }, ""},
 	}
-	svc := NewVouchers(newFakeVouchers(), func() time.Time { return voucherNow })
+	svc := NewVouchers(newFakeVouchers(), allShops{}, func() time.Time { return voucherNow })
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			in := validInput()
@@ -110,7 +110,7 @@ func TestPublish(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			store := newFakeVouchers()
 			store.createErr = tt.createErr
-			svc := NewVouchers(store, func() time.Time { return voucherNow })
+			svc := NewVouchers(store, allShops{}, func() time.Time { return voucherNow })
 			var hooked []model.SeckillVoucher
 			svc.OnPublished(func(_ context.Context, sv *model.SeckillVoucher) error {
 				hooked = append(hooked, *sv)
@@ -152,7 +152,7 @@ func TestPublish(t *testing.T) {
 
 func TestList(t *testing.T) {
 	store := newFakeVouchers()
-	svc := NewVouchers(store, func() time.Time { return voucherNow })
+	svc := NewVouchers(store, allShops{}, func() time.Time { return voucherNow })
 	ctx := context.Background()
 	for _, shop := range []int64{1, 1, 2} {
 		in := validInput()

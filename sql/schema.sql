@@ -92,3 +92,28 @@ CREATE TABLE IF NOT EXISTS tb_order_outcome (
   create_time TIMESTAMP NOT NULL DEFAULT CURRENT_TIMESTAMP,
   PRIMARY KEY (order_id)
 ) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4;
+
+-- The course's shop (GET /shop/:id, POST /shop, PUT /shop). images is a
+-- comma-separated list of image paths, as the course stores it; x and y
+-- are longitude and latitude; score is 1 to 5 points times ten. A
+-- voucher's shop_id must name a row here (checked by the service when a
+-- voucher is published; shops are never deleted).
+CREATE TABLE IF NOT EXISTS tb_shop (
+  id          BIGINT UNSIGNED NOT NULL AUTO_INCREMENT,
+  name        VARCHAR(128)  NOT NULL,
+  type_id     BIGINT UNSIGNED NOT NULL,
+  images      VARCHAR(1024) NOT NULL DEFAULT '',
+  area        VARCHAR(128)  NOT NULL DEFAULT '',
+  address     VARCHAR(255)  NOT NULL,
+  x           DOUBLE        NOT NULL,
+  y           DOUBLE        NOT NULL,
+  avg_price   BIGINT UNSIGNED NOT NULL DEFAULT 0,
+  sold        INT UNSIGNED  NOT NULL DEFAULT 0,
+  comments    INT UNSIGNED  NOT NULL DEFAULT 0,
+  score       TINYINT UNSIGNED NOT NULL DEFAULT 0,
+  open_hours  VARCHAR(32)   NOT NULL DEFAULT '',
+  create_time TIMESTAMP     NOT NULL DEFAULT CURRENT_TIMESTAMP,
+  update_time TIMESTAMP     NOT NULL DEFAULT CURRENT_TIMESTAMP ON UPDATE CURRENT_TIMESTAMP,
+  PRIMARY KEY (id),
+  KEY idx_type (type_id)
+) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4;

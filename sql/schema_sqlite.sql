@@ -74,3 +74,23 @@ CREATE TABLE IF NOT EXISTS tb_order_outcome (
   attempts    INTEGER NOT NULL DEFAULT 0,
   create_time DATETIME NOT NULL DEFAULT CURRENT_TIMESTAMP
 );
+
+CREATE TABLE IF NOT EXISTS tb_shop (
+  id          INTEGER PRIMARY KEY AUTOINCREMENT,
+  name        TEXT NOT NULL,
+  type_id     INTEGER NOT NULL,
+  images      TEXT NOT NULL DEFAULT '',
+  area        TEXT NOT NULL DEFAULT '',
+  address     TEXT NOT NULL,
+  x           REAL NOT NULL,
+  y           REAL NOT NULL,
+  avg_price   INTEGER NOT NULL DEFAULT 0,
+  sold        INTEGER NOT NULL DEFAULT 0,
+  comments    INTEGER NOT NULL DEFAULT 0,
+  score       INTEGER NOT NULL DEFAULT 0,
+  open_hours  TEXT NOT NULL DEFAULT '',
+  create_time DATETIME NOT NULL DEFAULT CURRENT_TIMESTAMP,
+  update_time DATETIME NOT NULL DEFAULT CURRENT_TIMESTAMP
+);
+
+CREATE INDEX IF NOT EXISTS idx_shop_type ON tb_shop (type_id);
