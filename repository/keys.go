@@ -52,6 +52,22 @@ func OrderInfoKey(orderID int64) string { return OrderInfoPrefix + strconv.Forma
 // rejections of the voucher.
 func DuprejKey(voucherID int64) string { return DuprejPrefix + strconv.FormatInt(voucherID, 10) }
 
+// The live dashboard's keys (package live): each instance adds its counts
+// to the voucher's hash and records itself in the instances hash about four
+// times a second; dashboards read both.
+const (
+	// LivePrefix is the prefix of seckill:live:<voucherId>.
+	LivePrefix = "seckill:live:"
+	// LiveInstancesKey is the hash of the instances publishing live
+	// counters: instance id -> JSON (model.LiveInstance).
+	LiveInstancesKey = "seckill:live:instances"
+)
+
+// LiveKey is seckill:live:<voucherId>, the hash of the voucher's live
+// counters (answers by code, duplicates by where they were stopped, latency
+// buckets) summed over every instance.
+func LiveKey(voucherID int64) string { return LivePrefix + strconv.FormatInt(voucherID, 10) }
+
 // loginCodeKey is login:code:<phone>, the login code sent to phone.
 func loginCodeKey(phone string) string { return "login:code:" + phone }
 
@@ -75,4 +91,13 @@ const (
 	// VoucherStateGrace is how long after its end a voucher's Redis state
 	// (stock, buyers, voucher hash) is kept.
 	VoucherStateGrace = 7 * 24 * time.Hour
+	// LiveCountsTTL is how long a voucher's live counters live after an
+	// instance last added to them.
+	LiveCountsTTL = 7 * 24 * time.Hour
+	// LiveInstancesTTL is how long the instances hash lives after any
+	// instance last published; an instance's own entry is dropped by
+	// readers once it is LiveInstanceForget old (a process that died
+	// without retiring).
+	LiveInstancesTTL   = time.Minute
+	LiveInstanceForget = time.Minute
 )

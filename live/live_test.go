@@ -1,0 +1,454 @@
+package live
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"seckill/model"
+)
+
+// memStore is a Store in memory, shared by several Publishers like Redis.
+type memStore struct {
+	mu        sync.Mutex
+	counts    map[int64]model.LiveCounts
+	instances map[string]model.LiveInstance
+	publishes int
+	fail      error // Publish and the reads fail with it when set
+}
+
+func newMemStore() *memStore {
+	return &memStore{counts: map[int64]model.LiveCounts{}, instances: map[string]model.LiveInstance{}}
+}
+
+func (m *memStore) Publish(_ context.Context, inst model.LiveInstance, deltas map[int64]model.LiveCounts) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.fail != nil {
+		return m.fail
+	}
+	m.publishes++
+	for id, d := range deltas {
+		if m.counts[id] == nil {
+			m.counts[id] = model.LiveCounts{}
+		}
+		for k, n := range d {
+			m.counts[id][k] += n
+		}
+	}
+	m.instances[inst.ID] = inst
+	return nil
+}
+
+func (m *memStore) Retire(_ context.Context, id string) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	delete(m.instances, id)
+	return nil
+}
+
+func (m *memStore) Instances(context.Context) ([]model.LiveInstance, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.fail != nil {
+		return nil, m.fail
+	}
+	var out []model.LiveInstance
+	for _, in := range m.instances {
+		out = append(out, in)
+	}
+	return out, nil
+}
+
+func (m *memStore) Counts(_ context.Context, id int64) (model.LiveCounts, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.fail != nil {
+		return nil, m.fail
+	}
+	out := model.LiveCounts{}
+	for k, n := range m.counts[id] {
+		out[k] = n
+	}
+	return out, nil
+}
+
+func (m *memStore) count(id int64, field string) int64 {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.counts[id][field]
+}
+
+func (m *memStore) setFail(err error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.fail = err
+}
+
+// clock is a settable clock safe for concurrent use.
+type clock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func newClock() *clock { return &clock{t: time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)} }
+
+func (c *clock) now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.t
+}
+
+func (c *clock) add(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.t = c.t.Add(d)
+}
+
+func discard() *slog.Logger { return slog.New(slog.DiscardHandler) }
+
+// TestPublisherDeltas: a publication adds what was observed since the last
+// one, by code, duplicate kind and latency bucket; nothing twice.
+func TestPublisherDeltas(t *testing.T) {
+	rec, st, clk := NewRecorder(), newMemStore(), newClock()
+	p := NewPublisher(rec, st, PublisherConfig{LockMode: "lua", OrderMode: "sync", Now: clk.now}, discard())
+	ctx := context.Background()
+	rec.Observe(7, "OK", DupNone, 100*time.Microsecond)
+	rec.Observe(7, "DUPLICATE_ORDER", DupLock, 3*time.Millisecond)
+	rec.Observe(7, "DUPLICATE_ORDER", DupUniqueKey, 3*time.Millisecond)
+	rec.Observe(7, "SOMETHING_NEW", DupNone, 10*time.Second)
+	rec.Observe(8, "SOLD_OUT", DupNone, time.Millisecond)
+	p.Flush(ctx)
+	p.Flush(ctx) // nothing new: nothing added twice
+	rec.Observe(7, "OK", DupNone, 100*time.Microsecond)
+	p.Flush(ctx)
+
+	tests := []struct {
+		voucher int64
+		field   string
+		want    int64
+	}{
+		{7, "code:OK", 2}, {7, "code:DUPLICATE_ORDER", 2}, {7, "code:OTHER", 1}, {7, "code:SOLD_OUT", 0},
+		{7, "dup:lock", 1}, {7, "dup:unique", 1}, {7, "dup:check", 0},
+		{7, "lat:0", 2}, {7, "lat:4", 2}, {7, fmt.Sprintf("lat:%d", nBuckets-1), 1},
+		{7, "lat:sum", 100 + 3000 + 3000 + 10_000_000 + 100},
+		{8, "code:SOLD_OUT", 1}, {8, "lat:2", 1},
+	}
+	for _, tt := range tests {
+		if got := st.count(tt.voucher, tt.field); got != tt.want {
+			t.Errorf("voucher %d %s: got %d, want %d", tt.voucher, tt.field, got, tt.want)
+		}
+	}
+	insts, _ := st.Instances(ctx)
+	if len(insts) != 1 || insts[0].Requests != 6 || insts[0].LockMode != "lua" || insts[0].OrderMode != "sync" || insts[0].ID != p.ID() {
+		t.Errorf("instance: got %+v, want one, lua/sync, 6 requests", insts)
+	}
+	if st.publishes != 3 {
+		t.Errorf("publications: got %d, want 3 (a heartbeat even with nothing new)", st.publishes)
+	}
+}
+
+// TestPublisherRetries: counts of a failed publication are added by the
+// next one that succeeds, once.
+func TestPublisherRetries(t *testing.T) {
+	rec, st, clk := NewRecorder(), newMemStore(), newClock()
+	p := NewPublisher(rec, st, PublisherConfig{Now: clk.now}, discard())
+	ctx := context.Background()
+	rec.Observe(1, "OK", DupNone, time.Millisecond)
+	st.setFail(errors.New("redis down"))
+	p.Flush(ctx)
+	rec.Observe(1, "OK", DupNone, time.Millisecond)
+	p.Flush(ctx)
+	st.setFail(nil)
+	p.Flush(ctx)
+	p.Flush(ctx)
+	if got := st.count(1, "code:OK"); got != 2 {
+		t.Errorf("OK after two failed publications and two good ones: got %d, want 2", got)
+	}
+}
+
+// TestPublisherForgetsIdleVouchers: a voucher idle for IdleAfter leaves the
+// Recorder (its place is free again); an answer counted on it meanwhile is
+// published once more; the instance's total keeps its answers.
+func TestPublisherForgetsIdleVouchers(t *testing.T) {
+	rec, st, clk := NewRecorder(), newMemStore(), newClock()
+	p := NewPublisher(rec, st, PublisherConfig{Now: clk.now}, discard())
+	ctx := context.Background()
+	rec.Observe(1, "OK", DupNone, time.Millisecond)
+	c := rec.counters(1)
+	p.Flush(ctx)
+	clk.add(IdleAfter)
+	p.Flush(ctx)
+	if n := rec.n.Load(); n != 0 {
+		t.Fatalf("vouchers counted after %v idle: got %d, want 0", IdleAfter, n)
+	}
+	c.codes[codeIndex("SOLD_OUT")].Add(1) // a request that held the counters while they were dropped
+	rec.Observe(1, "OK", DupNone, time.Millisecond)
+	p.Flush(ctx)
+	p.Flush(ctx)
+	if got := st.count(1, "code:OK"); got != 2 {
+		t.Errorf("OK: got %d, want 2", got)
+	}
+	if got := st.count(1, "code:SOLD_OUT"); got != 1 {
+		t.Errorf("SOLD_OUT counted on the dropped counters: got %d, want 1", got)
+	}
+	insts, _ := st.Instances(ctx)
+	if len(insts) != 1 || insts[0].Requests != 3 {
+		t.Errorf("instance total: got %+v, want 3 requests", insts)
+	}
+}
+
+// TestRecorderBounded: no more than MaxVouchers vouchers are counted; the
+// answers of others are dropped and counted as dropped.
+func TestRecorderBounded(t *testing.T) {
+	rec := NewRecorder()
+	for id := int64(1); id <= MaxVouchers+10; id++ {
+		rec.Observe(id, "OK", DupNone, time.Millisecond)
+	}
+	if n := rec.n.Load(); n != MaxVouchers {
+		t.Errorf("vouchers counted: got %d, want %d", n, MaxVouchers)
+	}
+	if got := rec.Dropped(); got != 10 {
+		t.Errorf("dropped: got %d, want 10", got)
+	}
+}
+
+// TestConcurrentObserveAndPublish: answers counted by many goroutines while
+// two instances publish all reach the shared counters, exactly.
+func TestConcurrentObserveAndPublish(t *testing.T) {
+	st := newMemStore()
+	ctx, cancel := context.WithCancel(context.Background())
+	var pubs sync.WaitGroup
+	var recs []*Recorder
+	for range 2 {
+		rec := NewRecorder()
+		recs = append(recs, rec)
+		p := NewPublisher(rec, st, PublisherConfig{Interval: time.Millisecond}, discard())
+		pubs.Add(1)
+		go func() {
+			defer pubs.Done()
+			p.Run(ctx)
+		}()
+	}
+	var wg sync.WaitGroup
+	for g := range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			rec := recs[g%2]
+			for i := range 1000 {
+				rec.Observe(int64(1+i%3), Codes[i%len(Codes)], Dup(i%nDups), time.Duration(i)*time.Microsecond)
+			}
+		}()
+	}
+	wg.Wait()
+	cancel()
+	pubs.Wait() // Run publishes once more when it stops
+	var total int64
+	for id := int64(1); id <= 3; id++ {
+		for _, c := range Codes {
+			total += st.count(id, codePrefix+c)
+		}
+	}
+	if total != 8000 {
+		t.Errorf("answers published: got %d, want 8000", total)
+	}
+	if insts, _ := st.Instances(context.Background()); len(insts) != 0 {
+		t.Errorf("instances after both stopped: got %d, want 0 (retired)", len(insts))
+	}
+}
+
+// stubAudit returns the audits a test sets, counting calls.
+type stubAudit struct {
+	mu    sync.Mutex
+	a     *model.Audit
+	err   error
+	delay chan struct{} // when set, each audit waits for it
+	calls atomic.Int64
+}
+
+func (s *stubAudit) audit(ctx context.Context, id int64) (*model.Audit, error) {
+	s.calls.Add(1)
+	s.mu.Lock()
+	a, err, delay := s.a, s.err, s.delay
+	s.mu.Unlock()
+	if delay != nil {
+		select {
+		case <-delay:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
+	return a, err
+}
+
+func (s *stubAudit) set(a *model.Audit, err error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.a, s.err = a, err
+}
+
+// TestViewRates: totals, duplicates, rates over the window and latency
+// quantiles from the shared counters; instances alive within InstanceTTL
+// with their own rates and their modes.
+func TestViewRates(t *testing.T) {
+	st, clk := newMemStore(), newClock()
+	au := &stubAudit{a: &model.Audit{VoucherID: 5, InitialStock: 10, Stock: 10, Consistent: true}}
+	b := NewBoard(st, au.audit, clk.now)
+	ctx := context.Background()
+	put := func(d model.LiveCounts, insts ...model.LiveInstance) {
+		for _, in := range insts {
+			if err := st.Publish(ctx, in, map[int64]model.LiveCounts{5: d}); err != nil {
+				t.Fatal(err)
+			}
+			d = nil
+		}
+	}
+	inst := func(id, lock string, seen time.Time, requests int64) model.LiveInstance {
+		return model.LiveInstance{ID: id, LockMode: lock, OrderMode: "sync", Seen: seen, Requests: requests}
+	}
+	put(model.LiveCounts{"code:OK": 10, "lat:2": 10}, inst("a", "lua", clk.now(), 10), inst("b", "lua", clk.now(), 0))
+	v := b.View(5)
+	defer v.Close()
+	s, err := v.Start(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Answers["OK"] != 10 || s.Requests != 10 || s.PerSecond != nil || s.Latency != nil || s.RequestsPerSecond != nil {
+		t.Errorf("first snapshot: got answers %v, requests %d, rates %v %v %v; want 10 OK and no rates yet", s.Answers, s.Requests, s.PerSecond, s.RequestsPerSecond, s.Latency)
+	}
+	if len(s.Instances) != 2 || len(s.LockModes) != 1 || s.LockModes[0] != "lua" || s.Audit == nil || !s.Audit.Consistent {
+		t.Errorf("first snapshot: got instances %+v, lock modes %v, audit %+v", s.Instances, s.LockModes, s.Audit)
+	}
+
+	// Two seconds later: 200 more answers (100 OK in bucket 2 = (0.5, 1] ms,
+	// 100 DUPLICATE_ORDER by the lock in bucket 6 = (10, 25] ms).
+	clk.add(2 * time.Second)
+	put(model.LiveCounts{"code:OK": 100, "code:DUPLICATE_ORDER": 100, "dup:lock": 100, "lat:2": 100, "lat:6": 100, "lat:sum": 1_000_000},
+		inst("a", "lua", clk.now(), 210), inst("b", "redsync", clk.now(), 0))
+	s = v.Next(ctx)
+	if s.RequestsPerSecond == nil || *s.RequestsPerSecond != 100 {
+		t.Errorf("requests per second: got %v, want 100", s.RequestsPerSecond)
+	}
+	if s.PerSecond["OK"] != 50 || s.PerSecond["DUPLICATE_ORDER"] != 50 || s.PerSecond["SOLD_OUT"] != 0 {
+		t.Errorf("per second: got %v, want OK 50, DUPLICATE_ORDER 50", s.PerSecond)
+	}
+	if s.Duplicates != (Duplicates{Lock: 100}) {
+		t.Errorf("duplicates: got %+v, want 100 by the lock", s.Duplicates)
+	}
+	if s.Latency == nil || s.Latency.Count != 200 || s.Latency.P50 != 1 || s.Latency.P95 != 23.5 || s.Latency.P99 != 24.7 || s.Latency.Mean != 5 {
+		t.Errorf("latency: got %+v, want count 200, p50 1, p95 23.5, p99 24.7, mean 5 ms", s.Latency)
+	}
+	if len(s.LockModes) != 2 {
+		t.Errorf("lock modes: got %v, want both lua and redsync shown", s.LockModes)
+	}
+	var rateA *float64
+	for _, in := range s.Instances {
+		if in.ID == "a" {
+			rateA = in.RequestsPerSecond
+		}
+	}
+	if rateA == nil || *rateA != 100 {
+		t.Errorf("instance a's rate: got %v, want 100", rateA)
+	}
+
+	// b stops publishing: gone after InstanceTTL.
+	clk.add(InstanceTTL / 2)
+	put(nil, inst("a", "lua", clk.now(), 210))
+	clk.add(InstanceTTL/2 + time.Millisecond)
+	s = v.Next(ctx)
+	if len(s.Instances) != 1 || s.Instances[0].ID != "a" {
+		t.Errorf("instances after b's silence: got %+v, want a only", s.Instances)
+	}
+	if s.Latency != nil {
+		t.Errorf("latency with no answer in the window: got %+v, want none", s.Latency)
+	}
+
+	// Redis unavailable: the last counters, an error, no rates.
+	st.setFail(fmt.Errorf("%w: dial", model.ErrUnavailable))
+	s = v.Next(ctx)
+	if s.Error == "" || s.Answers["OK"] != 110 || s.RequestsPerSecond != nil {
+		t.Errorf("with Redis down: got error %q, OK %d, rate %v; want an error, the last 110 OK, no rate", s.Error, s.Answers["OK"], s.RequestsPerSecond)
+	}
+}
+
+// TestViewAudits: the first audit's error stops the stream before it
+// starts; later audits run beside the snapshots (a slow one delays none),
+// at most once a second, and a failed one keeps the audit before it.
+func TestViewAudits(t *testing.T) {
+	st, clk := newMemStore(), newClock()
+	au := &stubAudit{err: model.ErrVoucherNotFound}
+	b := NewBoard(st, au.audit, clk.now)
+	ctx := context.Background()
+	if _, err := b.View(5).Start(ctx); !errors.Is(err, model.ErrVoucherNotFound) {
+		t.Fatalf("Start of an unknown voucher: got %v, want ErrVoucherNotFound", err)
+	}
+	au.set(&model.Audit{VoucherID: 5, Orders: 1, Consistent: true}, nil)
+	v := b.View(5)
+	defer v.Close()
+	if _, err := v.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	calls := au.calls.Load()
+	v.Next(ctx) // within a second of the first audit: none started
+	if got := au.calls.Load(); got != calls {
+		t.Errorf("audits within a second: got %d more, want 0", got-calls)
+	}
+
+	release := make(chan struct{})
+	au.mu.Lock()
+	au.delay = release
+	au.a = &model.Audit{VoucherID: 5, Orders: 2, Consistent: true}
+	au.mu.Unlock()
+	clk.add(time.Second)
+	done := make(chan Snapshot)
+	go func() { done <- v.Next(ctx) }()
+	select {
+	case s := <-done:
+		if s.Audit.Orders != 1 {
+			t.Errorf("while the audit runs: got orders %d, want the previous audit's 1", s.Audit.Orders)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("Next waited for a slow audit")
+	}
+	close(release)
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		s := v.Next(ctx)
+		if s.Audit.Orders == 2 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the finished audit never showed: orders %d", s.Audit.Orders)
+		}
+		time.Sleep(time.Millisecond)
+	}
+
+	au.mu.Lock()
+	au.delay, au.a, au.err = nil, nil, fmt.Errorf("%w: db", model.ErrUnavailable)
+	au.mu.Unlock()
+	clk.add(time.Hour)
+	v.Next(ctx) // starts the failing audit
+	deadline = time.Now().Add(5 * time.Second)
+	for {
+		s := v.Next(ctx)
+		if s.AuditError != "" {
+			if s.Audit == nil || s.Audit.Orders != 2 {
+				t.Errorf("after a failed audit: got %+v, want the previous audit kept", s.Audit)
+			}
+			if s.AuditError != "redis or the database unavailable" {
+				t.Errorf("audit error: got %q, want the kind only", s.AuditError)
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the failed audit never showed")
+		}
+		time.Sleep(time.Millisecond)
+	}
+}

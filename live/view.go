@@ -1,0 +1,368 @@
+package live
+
+import (
+	"context"
+	"errors"
+	"math"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"seckill/model"
+)
+
+// Reading defaults.
+const (
+	// Window is how far back the rates and latency quantiles of a Snapshot
+	// look: two seconds, so that each instance's four publications a
+	// second make them steady.
+	Window = 2 * time.Second
+	// readTimeout bounds a Snapshot's read of the counters.
+	readTimeout = 800 * time.Millisecond
+	// auditTimeout bounds one audit.
+	auditTimeout = 5 * time.Second
+	// auditDuty is the share of the time audits may take: an audit that
+	// took d is followed by the next one after max(1s, d/auditDuty), so
+	// that a slow database under a load test is not audited back to back.
+	auditDuty = 0.2
+)
+
+// AuditFunc audits a voucher (the route GET /admin/vouchers/:id/audit's
+// service call).
+type AuditFunc func(ctx context.Context, voucherID int64) (*model.Audit, error)
+
+// Board makes Views.
+type Board struct {
+	store Store
+	audit AuditFunc
+	now   func() time.Time
+}
+
+// NewBoard returns a Board reading store and auditing with audit; now is
+// the clock (nil: time.Now).
+func NewBoard(store Store, audit AuditFunc, now func() time.Time) *Board {
+	if now == nil {
+		now = time.Now
+	}
+	return &Board{store: store, audit: audit, now: now}
+}
+
+// Snapshot is what the dashboard shows of one voucher at one moment, over
+// every instance.
+type Snapshot struct {
+	VoucherID int64     `json:"voucherId"`
+	At        time.Time `json:"at"`
+	// Audit is the voucher's latest audit (stock, orders, pending in
+	// async mode, the verdict), taken at AuditAt; AuditError says why the
+	// latest attempt failed (the audit shown is then the one before).
+	Audit      *model.Audit `json:"audit"`
+	AuditAt    time.Time    `json:"auditAt"`
+	AuditError string       `json:"auditError,omitempty"`
+	// Instances are the live ones (published within InstanceTTL), with
+	// their modes (every instance should run the same).
+	Instances []InstanceView `json:"instances"`
+	LockModes []string       `json:"lockModes"`
+	// OrderModes are the distinct order modes of the instances.
+	OrderModes []string `json:"orderModes"`
+	// Answers counts the voucher's seckill answers by code over every
+	// instance since its first request; Requests is their sum.
+	Answers  map[string]int64 `json:"answers"`
+	Requests int64            `json:"requests"`
+	// Duplicates splits the DUPLICATE_ORDER answers by where they were
+	// stopped: lock, fence, check (sync: the transaction's check; async:
+	// the admission script's buyers set), uniqueKey (the database's unique
+	// key only: the lock failed).
+	Duplicates Duplicates `json:"duplicates"`
+	// PerSecond is the answers per second by code over the last
+	// WindowSeconds, RequestsPerSecond their sum, Latency the quantiles
+	// of those answers; all three are absent on a stream's first
+	// snapshot (no earlier reading to compare with).
+	PerSecond         map[string]float64 `json:"perSecond,omitempty"`
+	RequestsPerSecond *float64           `json:"requestsPerSecond,omitempty"`
+	Latency           *Latency           `json:"latency,omitempty"`
+	WindowSeconds     float64            `json:"windowSeconds"`
+	// Error says that the counters could not be read (Redis unavailable);
+	// the counters are then the last ones read.
+	Error string `json:"error,omitempty"`
+}
+
+// Duplicates are DUPLICATE_ORDER answers by where they were stopped.
+type Duplicates struct {
+	Lock      int64 `json:"lock"`
+	Fence     int64 `json:"fence"`
+	Check     int64 `json:"check"`
+	UniqueKey int64 `json:"uniqueKey"`
+}
+
+// Latency is the quantiles and mean of the answers' latencies in a window,
+// in milliseconds, estimated from buckets (linear within a bucket).
+type Latency struct {
+	P50  float64 `json:"p50"`
+	P95  float64 `json:"p95"`
+	P99  float64 `json:"p99"`
+	Mean float64 `json:"mean"`
+	// Count is the number of answers they are computed over.
+	Count int64 `json:"count"`
+}
+
+// InstanceView is one live instance on the dashboard.
+type InstanceView struct {
+	model.LiveInstance
+	// RequestsPerSecond is the instance's seckill answers per second
+	// (every voucher) since the stream's previous reading of it.
+	RequestsPerSecond *float64 `json:"requestsPerSecond,omitempty"`
+}
+
+// View is one dashboard stream's reader of one voucher. It keeps the
+// readings of the last seconds for the rates. Next and Start are for one
+// goroutine; Close waits for an audit still running.
+type View struct {
+	b         *Board
+	voucherID int64
+	history   []reading
+	instances map[string]instState
+	last      Snapshot
+
+	auditc    chan auditResult
+	running   bool
+	nextAudit time.Time
+	wg        sync.WaitGroup
+}
+
+type reading struct {
+	at     time.Time
+	counts [nFields]int64
+}
+
+type auditResult struct {
+	a    *model.Audit
+	err  error
+	at   time.Time
+	took time.Duration
+}
+
+// View returns a reader of voucherID.
+func (b *Board) View(voucherID int64) *View {
+	return &View{b: b, voucherID: voucherID, instances: map[string]instState{}, auditc: make(chan auditResult, 1)}
+}
+
+// Start audits the voucher once and reads the counters: the first
+// Snapshot. Its error is the audit's (model.ErrVoucherNotFound for an
+// unknown voucher, model.ErrUnavailable, ...): the stream should not start.
+func (v *View) Start(ctx context.Context) (Snapshot, error) {
+	started := v.b.now()
+	actx, cancel := context.WithTimeout(ctx, auditTimeout)
+	a, err := v.b.audit(actx, v.voucherID)
+	cancel()
+	if err != nil {
+		return Snapshot{}, err
+	}
+	now := v.b.now()
+	v.last.Audit, v.last.AuditAt = a, now
+	v.scheduleAudit(now, now.Sub(started))
+	return v.read(ctx), nil
+}
+
+// Next returns the next Snapshot: fresh counters, and the latest audit
+// (audits run beside the stream, so a slow audit never delays a snapshot).
+func (v *View) Next(ctx context.Context) Snapshot {
+	select {
+	case r := <-v.auditc:
+		v.running = false
+		if r.err != nil {
+			v.last.AuditError = errorText(r.err)
+		} else {
+			v.last.Audit, v.last.AuditAt, v.last.AuditError = r.a, r.at, ""
+		}
+		v.scheduleAudit(r.at, r.took)
+	default:
+	}
+	if !v.running && !v.b.now().Before(v.nextAudit) {
+		v.running = true
+		v.wg.Add(1)
+		go func() {
+			defer v.wg.Done()
+			started := v.b.now()
+			actx, cancel := context.WithTimeout(ctx, auditTimeout)
+			a, err := v.b.audit(actx, v.voucherID)
+			cancel()
+			at := v.b.now()
+			v.auditc <- auditResult{a: a, err: err, at: at, took: at.Sub(started)}
+		}()
+	}
+	return v.read(ctx)
+}
+
+// Close waits for an audit still running (its context is the stream's:
+// ending the stream ends it).
+func (v *View) Close() { v.wg.Wait() }
+
+func (v *View) scheduleAudit(at time.Time, took time.Duration) {
+	v.nextAudit = at.Add(max(time.Second, time.Duration(float64(took)/auditDuty)))
+}
+
+// errorText is what a snapshot says of a failed read: never the error's
+// own text (it may name hosts), only its kind.
+func errorText(err error) string {
+	switch {
+	case errors.Is(err, model.ErrVoucherNotFound):
+		return "voucher not found"
+	case errors.Is(err, model.ErrUnavailable), errors.Is(err, context.DeadlineExceeded):
+		return "redis or the database unavailable"
+	}
+	return "internal error (see the log)"
+}
+
+// read reads the counters and the instances and builds the snapshot.
+func (v *View) read(ctx context.Context) Snapshot {
+	rctx, cancel := context.WithTimeout(ctx, readTimeout)
+	defer cancel()
+	now := v.b.now()
+	s := v.last
+	s.VoucherID, s.At, s.WindowSeconds, s.Error = v.voucherID, now, Window.Seconds(), ""
+	counts, err := v.b.store.Counts(rctx, v.voucherID)
+	var insts []model.LiveInstance
+	if err == nil {
+		insts, err = v.b.store.Instances(rctx)
+	}
+	if err != nil {
+		s.Error = errorText(err)
+		s.PerSecond, s.RequestsPerSecond, s.Latency = nil, nil, nil
+		v.last = s
+		return s
+	}
+	cur := reading{at: now}
+	for i, name := range fieldNames {
+		cur.counts[i] = counts[name]
+	}
+	s.Answers = map[string]int64{}
+	for i, c := range Codes {
+		s.Answers[c] = cur.counts[i]
+	}
+	s.Requests = answers(cur.counts)
+	d := func(k Dup) int64 { return cur.counts[nCodes+int(k)] }
+	s.Duplicates = Duplicates{Lock: d(DupLock), Fence: d(DupFence), Check: d(DupCheck), UniqueKey: d(DupUniqueKey)}
+	s.PerSecond, s.RequestsPerSecond, s.Latency = nil, nil, nil
+	if base, ok := v.base(now); ok {
+		secs := now.Sub(base.at).Seconds()
+		s.PerSecond = map[string]float64{}
+		var delta [nFields]int64
+		for i := range delta {
+			delta[i] = max(0, cur.counts[i]-base.counts[i])
+		}
+		for i, c := range Codes {
+			s.PerSecond[c] = round(float64(delta[i])/secs, 1)
+		}
+		rps := round(float64(answers(delta))/secs, 1)
+		s.RequestsPerSecond = &rps
+		s.Latency = latency(delta)
+	}
+	v.history = append(v.history, cur)
+	if len(v.history) > 16 {
+		v.history = slices.Delete(v.history, 0, len(v.history)-16)
+	}
+	alive := insts[:0]
+	for _, in := range insts {
+		if now.Sub(in.Seen) <= InstanceTTL {
+			alive = append(alive, in)
+		}
+	}
+	s.Instances, s.LockModes, s.OrderModes = v.instanceViews(alive)
+	v.last = s
+	return s
+}
+
+// base returns the reading the rates are computed against: the latest one
+// at least Window old, else the oldest (a stream younger than Window).
+func (v *View) base(now time.Time) (reading, bool) {
+	for i := len(v.history) - 1; i >= 0; i-- {
+		if now.Sub(v.history[i].at) >= Window {
+			return v.history[i], true
+		}
+	}
+	if len(v.history) > 0 && now.Sub(v.history[0].at) > 0 {
+		return v.history[0], true
+	}
+	return reading{}, false
+}
+
+func (v *View) instanceViews(insts []model.LiveInstance) ([]InstanceView, []string, []string) {
+	out := make([]InstanceView, 0, len(insts))
+	var locks, orders []string
+	next := make(map[string]instState, len(insts))
+	for _, in := range insts {
+		st, ok := v.instances[in.ID]
+		switch {
+		case !ok:
+			st = instState{in: in}
+		case in.Seen.After(st.in.Seen):
+			// Requests and Seen come from the same publication: the
+			// instance's own rate, whatever the phase of its publications.
+			r := round(float64(max(0, in.Requests-st.in.Requests))/in.Seen.Sub(st.in.Seen).Seconds(), 1)
+			st = instState{in: in, rate: &r}
+		}
+		next[in.ID] = st
+		out = append(out, InstanceView{LiveInstance: in, RequestsPerSecond: st.rate})
+		if !slices.Contains(locks, in.LockMode) {
+			locks = append(locks, in.LockMode)
+		}
+		if !slices.Contains(orders, in.OrderMode) {
+			orders = append(orders, in.OrderMode)
+		}
+	}
+	v.instances = next
+	slices.SortFunc(out, func(a, b InstanceView) int { return strings.Compare(a.ID, b.ID) })
+	slices.Sort(locks)
+	slices.Sort(orders)
+	return out, locks, orders
+}
+
+// instState is the latest publication of an instance a View read and the
+// rate computed from it.
+type instState struct {
+	in   model.LiveInstance
+	rate *float64
+}
+
+// latency estimates the quantiles from the bucket counts of delta.
+func latency(delta [nFields]int64) *Latency {
+	b := delta[nCodes+nDups : nCodes+nDups+nBuckets]
+	var n int64
+	for _, c := range b {
+		n += c
+	}
+	if n == 0 {
+		return nil
+	}
+	q := func(p float64) float64 {
+		rank := p * float64(n)
+		var cum int64
+		for i, c := range b {
+			if c == 0 || float64(cum+c) < rank {
+				cum += c
+				continue
+			}
+			lo, hi := 0.0, 0.0
+			if i > 0 {
+				lo = ms(latencyBounds[i-1])
+			}
+			if i < len(latencyBounds) {
+				hi = ms(latencyBounds[i])
+			} else {
+				return lo // the open last bucket: its lower bound
+			}
+			return round(lo+(hi-lo)*(rank-float64(cum))/float64(c), 3)
+		}
+		return ms(latencyBounds[len(latencyBounds)-1])
+	}
+	sum := delta[nFields-1]
+	return &Latency{P50: q(0.5), P95: q(0.95), P99: q(0.99), Mean: round(float64(sum)/float64(n)/1000, 3), Count: n}
+}
+
+func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+
+func round(x float64, digits int) float64 {
+	p := math.Pow(10, float64(digits))
+	return math.Round(x*p) / p
+}

@@ -1,0 +1,23 @@
+package model
+
+import "time"
+
+// LiveInstance is what one serving process publishes about itself, about
+// once a second, for the live sale dashboard: its modes, when it started
+// and published last, and how many seckill requests it has answered.
+type LiveInstance struct {
+	ID        string    `json:"id"`
+	LockMode  string    `json:"lockMode"`
+	OrderMode string    `json:"orderMode"`
+	Started   time.Time `json:"started"`
+	// Seen is when the instance published last.
+	Seen time.Time `json:"seen"`
+	// Requests counts the seckill requests the instance answered since it
+	// started, over every voucher.
+	Requests int64 `json:"requests"`
+}
+
+// LiveCounts are a voucher's live counters by field name (the fields are
+// package live's: answers by code, duplicates by where they were stopped,
+// latency buckets).
+type LiveCounts map[string]int64
