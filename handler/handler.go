@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"io/fs"
 	"log/slog"
 	"net/http"
 	"net/http/pprof"
@@ -15,6 +16,7 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"seckill/auth"
+	"seckill/live"
 	"seckill/metrics"
 	"seckill/middleware"
 	"seckill/model"
@@ -45,6 +47,18 @@ type Deps struct {
 	// Style is how refusals reach the client (SECKILL_API_STYLE); empty
 	// is StyleREST.
 	Style Style
+	// History lists a user's orders (GET /user/orders); nil leaves the
+	// route out.
+	History History
+	// Live counts the seckill answers per voucher for the live dashboard
+	// (in memory); nil counts nothing.
+	Live *live.Recorder
+	// Board reads the live dashboard (GET /admin/vouchers/:id/live); nil
+	// leaves the route out.
+	Board *live.Board
+	// Web is the web app's files (index.html, assets/), served at / and
+	// /assets/; nil leaves them out.
+	Web fs.FS
 }
 
 // Users is the login flow as the routes see it (*service.Users).
@@ -71,6 +85,8 @@ type Seckiller interface {
 type api struct {
 	Deps
 	fail func(c *gin.Context, err error)
+	// streams holds one token per live dashboard stream being served.
+	streams chan struct{}
 }
 
 // New returns the HTTP handler with every route.
@@ -82,10 +98,10 @@ func New(d Deps) http.Handler {
 	if d.Style == "" {
 		d.Style = StyleREST
 	}
-	a := &api{Deps: d, fail: Fail(d.Log, d.Style)}
+	a := &api{Deps: d, fail: Fail(d.Log, d.Style), streams: make(chan struct{}, maxLiveStreams)}
 	r := gin.New()
 	r.HandleMethodNotAllowed = true
-	r.Use(middleware.Metrics(d.Metrics), middleware.Recover(d.Log, a.fail), middleware.Debug(d.Log), middleware.Deadline(d.RequestTimeout))
+	r.Use(middleware.Metrics(d.Metrics), middleware.Recover(d.Log, a.fail), middleware.Debug(d.Log), middleware.Deadline(d.RequestTimeout, LiveRoute))
 	r.NoRoute(func(c *gin.Context) {
 		c.AbortWithStatusJSON(http.StatusNotFound, Envelope{Code: CodeNotFound, ErrorMsg: "no such route"})
 	})
@@ -103,6 +119,9 @@ func New(d Deps) http.Handler {
 	r.POST("/user/code", a.sendCode)
 	r.POST("/user/login", a.login)
 	r.GET("/user/me", authed, a.me)
+	if d.History != nil {
+		r.GET("/user/orders", authed, a.myOrders)
+	}
 
 	if d.Shops != nil {
 		r.GET("/shop/:id", a.getShop)
@@ -116,12 +135,14 @@ func New(d Deps) http.Handler {
 	// The rate limiter is on the hot path only when a limit is configured.
 	buy := []gin.HandlerFunc{authed}
 	if d.RateLimit > 0 {
-		buy = append(buy, middleware.NewRateLimiter(d.RateLimit, time.Now).Handler(a.fail))
+		buy = append(buy, middleware.NewRateLimiter(d.RateLimit, time.Now).Handler(a.seckillFail))
 	}
 	r.POST("/voucher-order/seckill/:id", append(buy, a.seckill)...)
 	r.GET("/voucher-order/:orderId", authed, a.order)
 
 	r.GET("/admin/vouchers/:id/audit", authed, admin, a.audit)
+	a.liveRoutes(r, authed, admin)
+	a.webRoutes(r)
 
 	if d.Development {
 		r.GET("/debug/noop", authed, func(c *gin.Context) { ok(c, nil) })
@@ -324,6 +345,7 @@ func (a *api) listVouchers(c *gin.Context) {
 }
 
 func (a *api) seckill(c *gin.Context) {
+	start := time.Now()
 	voucherID, err := pathID(c, "id")
 	if err != nil {
 		a.outcome(CodeInvalidArgument)
@@ -335,10 +357,12 @@ func (a *api) seckill(c *gin.Context) {
 	if err != nil {
 		_, code, _ := Classify(err)
 		a.outcome(code)
+		a.observe(voucherID, code, err, start)
 		a.fail(c, err)
 		return
 	}
 	a.outcome("OK")
+	a.observe(voucherID, "OK", nil, start)
 	ok(c, strconv.FormatInt(orderID, 10))
 }
 

@@ -8,6 +8,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -83,13 +84,16 @@ func Admin(fail FailFunc) gin.HandlerFunc {
 
 // Deadline bounds every request: work still waiting on Redis or the database
 // when d elapses fails with UNAVAILABLE instead of hanging. d ≤ 0 sets none.
-func Deadline(d time.Duration) gin.HandlerFunc {
+// The routes named in streams (route patterns, as c.FullPath() spells
+// them) answer with a stream and bound their own reads and writes: they
+// get no deadline.
+func Deadline(d time.Duration, streams ...string) gin.HandlerFunc {
 	if d <= 0 {
 		return func(c *gin.Context) { c.Next() }
 	}
 	return func(c *gin.Context) {
-		if strings.HasPrefix(c.Request.URL.Path, "/debug/pprof/") {
-			c.Next() // profiles run for as long as they were asked to
+		if strings.HasPrefix(c.Request.URL.Path, "/debug/pprof/") || slices.Contains(streams, c.FullPath()) {
+			c.Next() // profiles and streams run for as long as they were asked to
 			return
 		}
 		ctx, cancel := context.WithTimeout(c.Request.Context(), d)

@@ -1,0 +1,160 @@
+package handler
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"time"
+
+	"github.com/gin-gonic/gin"
+
+	"seckill/live"
+	"seckill/model"
+)
+
+// The live sale dashboard: GET /admin/vouchers/:id/live streams one
+// snapshot of the voucher a second as Server-Sent Events
+// (text/event-stream, events "snapshot" and, when the stream's lifetime is
+// over, "end"). Every instance counts its seckill answers in memory
+// (observe) and publishes them to Redis; the stream reads Redis and the
+// database, so any instance shows the whole sale.
+//
+// Authentication is the ordinary authorization header of every admin
+// route: the web app reads the stream with fetch(), which can send
+// headers, not with EventSource, which cannot. So the token never travels
+// in a URL (URLs end up in access logs, browser history and Referer
+// headers), and no ticket store is needed.
+
+// LiveRoute is the route of the live dashboard stream.
+const LiveRoute = "/admin/vouchers/:id/live"
+
+// Limits of the live streams of one instance.
+const (
+	// liveInterval is how often a stream sends a snapshot.
+	liveInterval = time.Second
+	// liveLifetime ends a stream (the client reconnects, authenticating
+	// again: a token that expired or lost its role stops there).
+	liveLifetime = 10 * time.Minute
+	// maxLiveStreams bounds the streams one instance serves at a time;
+	// more are refused with 429.
+	maxLiveStreams = 32
+	// liveWriteTimeout bounds one write of a stream (a client that stops
+	// reading is dropped).
+	liveWriteTimeout = 10 * time.Second
+)
+
+func (a *api) liveRoutes(r *gin.Engine, authed, admin gin.HandlerFunc) {
+	if a.Board == nil {
+		return
+	}
+	r.GET(LiveRoute, authed, admin, a.liveStream)
+}
+
+func (a *api) liveStream(c *gin.Context) {
+	id, err := pathID(c, "id")
+	if err != nil {
+		a.fail(c, err)
+		return
+	}
+	select {
+	case a.streams <- struct{}{}:
+		defer func() { <-a.streams }()
+	default:
+		a.fail(c, model.ErrRateLimited)
+		return
+	}
+	// The route is exempt from the request deadline (Deadline): the
+	// stream ends when the client goes, at liveLifetime, or at shutdown.
+	ctx := c.Request.Context()
+	view := a.Board.View(id)
+	defer view.Close()
+	first, err := view.Start(ctx)
+	if err != nil {
+		a.fail(c, err) // 404 for an unknown voucher, 503, ...
+		return
+	}
+
+	w := c.Writer
+	rc := http.NewResponseController(w)
+	// The server's ReadTimeout would end the request's context (its
+	// background read times out) and its WriteTimeout the response: a
+	// stream sets its own write deadline per event and none for reads.
+	if err := rc.SetReadDeadline(time.Time{}); err != nil && !errors.Is(err, http.ErrNotSupported) {
+		a.Log.WarnContext(ctx, "live stream: clear read deadline", "err", err)
+	}
+	h := w.Header()
+	h.Set("Content-Type", "text/event-stream")
+	h.Set("Cache-Control", "no-store")
+	h.Set("X-Accel-Buffering", "no") // nginx: do not buffer the stream
+	w.WriteHeader(http.StatusOK)
+
+	send := func(event string, v any) bool {
+		b, err := json.Marshal(v)
+		if err != nil {
+			a.Log.ErrorContext(ctx, "live stream: encode", "err", err)
+			return false
+		}
+		if err := rc.SetWriteDeadline(time.Now().Add(liveWriteTimeout)); err != nil && !errors.Is(err, http.ErrNotSupported) {
+			return false
+		}
+		if _, err := fmt.Fprintf(w, "event: %s\ndata: %s\n\n", event, b); err != nil {
+			return false
+		}
+		return rc.Flush() == nil
+	}
+	if !send("snapshot", first) {
+		return
+	}
+	tick := time.NewTicker(liveInterval)
+	defer tick.Stop()
+	end := time.NewTimer(liveLifetime)
+	defer end.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-end.C:
+			send("end", map[string]string{"reason": "stream lifetime reached: reconnect"})
+			return
+		case <-tick.C:
+			if !send("snapshot", view.Next(ctx)) {
+				return
+			}
+		}
+	}
+}
+
+// observe counts one seckill answer for the live dashboard: code ("OK" on
+// success), where a duplicate was stopped (from err), and the time since
+// start. Answers that never reached a voucher (bad id, unknown voucher)
+// are not counted. It costs no I/O.
+func (a *api) observe(voucherID int64, code string, err error, start time.Time) {
+	if a.Live == nil || code == CodeInvalidArgument || code == CodeVoucherNotFound || code == CodeUnauthorized {
+		return
+	}
+	dup := live.DupNone
+	if code == CodeDuplicateOrder {
+		switch {
+		case errors.Is(err, model.ErrUniqueKey):
+			dup = live.DupUniqueKey
+		case errors.Is(err, model.ErrLockRefused):
+			dup = live.DupLock
+		case errors.Is(err, model.ErrStaleFence):
+			dup = live.DupFence
+		default:
+			dup = live.DupCheck
+		}
+	}
+	a.Live.Observe(voucherID, code, dup, time.Since(start))
+}
+
+// seckillFail is the failure writer of the seckill route's middleware (the
+// rate limiter): a refusal there is counted for the voucher too.
+func (a *api) seckillFail(c *gin.Context, err error) {
+	if id, perr := pathID(c, "id"); perr == nil {
+		_, code, _ := Classify(err)
+		a.observe(id, code, err, time.Now())
+	}
+	a.fail(c, err)
+}

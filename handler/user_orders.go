@@ -1,0 +1,38 @@
+package handler
+
+import (
+	"context"
+	"strconv"
+
+	"github.com/gin-gonic/gin"
+
+	"seckill/middleware"
+	"seckill/model"
+)
+
+// History lists a user's orders (*service.History).
+type History interface {
+	// Orders returns the user's newest orders in the database, newest
+	// first (at most service.MaxUserOrders).
+	Orders(ctx context.Context, userID int64) ([]model.VoucherOrder, error)
+}
+
+// myOrders is GET /user/orders: the caller's orders in the database,
+// newest first. In async mode an order admitted but not yet written is
+// read by its id (GET /voucher-order/:orderId, pending) until it is.
+func (a *api) myOrders(c *gin.Context) {
+	u, _ := middleware.UserFrom(c.Request.Context())
+	list, err := a.History.Orders(c.Request.Context(), u.ID)
+	if err != nil {
+		a.fail(c, err)
+		return
+	}
+	out := make([]orderResponse, len(list))
+	for i, o := range list {
+		out[i] = orderResponse{
+			ID: strconv.FormatInt(o.ID, 10), UserID: o.UserID, VoucherID: o.VoucherID,
+			Status: model.OrderStatusName(o.Status), PayType: o.PayType, CreateTime: o.CreateTime,
+		}
+	}
+	okList(c, out, int64(len(out)))
+}
