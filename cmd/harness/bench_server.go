@@ -86,13 +86,25 @@ func (b *bench) call(method, path, token string, body []byte) (int, []byte, erro
 	return resp.StatusCode, data, err
 }
 
-// publish creates a seckill voucher of stock through the admin API; its id
-// joins the vouchers cleaned up at exit.
+// publish creates a shop and a seckill voucher of it with stock through the
+// admin API; the voucher's id joins the vouchers cleaned up at exit.
 func (b *bench) publish(stock int) int64 {
+	status, data, err := b.call("POST", "/shop", b.adminToken,
+		[]byte(`{"name":"bench shop","typeId":1,"address":"loopback 1","x":120.15,"y":30.28}`))
+	var shop struct {
+		Data json.Number `json:"data"`
+	}
+	if err != nil || status >= 400 || json.Unmarshal(data, &shop) != nil {
+		b.die("creating a shop failed: %d %s %v", status, data, err)
+	}
+	shopID, err := shop.Data.Int64()
+	if err != nil || shopID <= 0 {
+		b.die("creating a shop failed: %s", data)
+	}
 	now := time.Now().UTC()
-	body := fmt.Sprintf(`{"shopId":1,"title":"bench","subTitle":"make bench","rules":"","payValue":100,"actualValue":100,"type":1,"stock":%d,"beginTime":"%s","endTime":"%s"}`,
-		stock, now.Add(-time.Minute).Format("2006-01-02T15:04:05Z"), now.Add(2*time.Hour).Format("2006-01-02T15:04:05Z"))
-	status, data, err := b.call("POST", "/voucher/seckill", b.adminToken, []byte(body))
+	body := fmt.Sprintf(`{"shopId":%d,"title":"bench","subTitle":"make bench","rules":"","payValue":100,"actualValue":100,"type":1,"stock":%d,"beginTime":"%s","endTime":"%s"}`,
+		shopID, stock, now.Add(-time.Minute).Format("2006-01-02T15:04:05Z"), now.Add(2*time.Hour).Format("2006-01-02T15:04:05Z"))
+	status, data, err = b.call("POST", "/voucher/seckill", b.adminToken, []byte(body))
 	var env struct {
 		Data json.Number `json:"data"`
 	}

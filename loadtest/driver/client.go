@@ -100,11 +100,38 @@ func (c *client) do(ctx context.Context, method, url, token string, body []byte)
 	return resp.StatusCode, &env, raw, nil
 }
 
-// publish creates a seckill voucher with stock through the admin API and
-// returns its id.
-func (c *client) publish(ctx context.Context, base, adminToken string, stock int, now time.Time) (string, error) {
+// createShop creates the shop the voucher belongs to (a voucher must name
+// one) through the admin API and returns its id.
+func (c *client) createShop(ctx context.Context, base, adminToken string) (int64, error) {
 	body, err := json.Marshal(map[string]any{
-		"shopId": 1, "title": "go driver seckill " + now.UTC().Format(time.RFC3339),
+		"name": "load test shop", "typeId": 1, "address": "loopback 1", "x": 120.15, "y": 30.28,
+	})
+	if err != nil {
+		return 0, fmt.Errorf("create shop: %w", err)
+	}
+	status, env, raw, err := c.do(ctx, http.MethodPost, base+"/shop", adminToken, body)
+	if err != nil {
+		return 0, fmt.Errorf("create shop: %w", err)
+	}
+	if status != http.StatusOK || env == nil || !env.Success {
+		return 0, fmt.Errorf("create shop: status %d: %.200s", status, raw)
+	}
+	var id int64
+	if err := json.Unmarshal(env.Data, &id); err != nil || id <= 0 {
+		return 0, fmt.Errorf("create shop: data %s is not a shop id", env.Data)
+	}
+	return id, nil
+}
+
+// publish creates a shop and a seckill voucher of it with stock through
+// the admin API and returns the voucher's id.
+func (c *client) publish(ctx context.Context, base, adminToken string, stock int, now time.Time) (string, error) {
+	shop, err := c.createShop(ctx, base, adminToken)
+	if err != nil {
+		return "", fmt.Errorf("publish voucher: %w", err)
+	}
+	body, err := json.Marshal(map[string]any{
+		"shopId": shop, "title": "go driver seckill " + now.UTC().Format(time.RFC3339),
 		"subTitle": "load test", "rules": "one per user", "payValue": 8000, "actualValue": 10000,
 		"type": 1, "stock": stock,
 		"beginTime": now.Add(-time.Minute).Format(time.RFC3339),

@@ -42,16 +42,31 @@ func (f *fakeShop) handler() http.Handler {
 	refuse := func(w http.ResponseWriter, status int, code string) {
 		write(w, status, map[string]any{"success": false, "code": code, "errorMsg": code})
 	}
+	mux.HandleFunc("POST /shop", func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("authorization") != "admin-token" {
+			refuse(w, http.StatusForbidden, "FORBIDDEN")
+			return
+		}
+		var body struct {
+			Name string `json:"name"`
+		}
+		if err := json.NewDecoder(r.Body).Decode(&body); err != nil || body.Name == "" {
+			refuse(w, http.StatusBadRequest, "INVALID_ARGUMENT")
+			return
+		}
+		write(w, http.StatusOK, map[string]any{"success": true, "data": 3})
+	})
 	mux.HandleFunc("POST /voucher/seckill", func(w http.ResponseWriter, r *http.Request) {
 		if r.Header.Get("authorization") != "admin-token" {
 			refuse(w, http.StatusForbidden, "FORBIDDEN")
 			return
 		}
 		var body struct {
+			ShopID    int64  `json:"shopId"`
 			Stock     int    `json:"stock"`
 			BeginTime string `json:"beginTime"`
 		}
-		if err := json.NewDecoder(r.Body).Decode(&body); err != nil || body.Stock < 1 {
+		if err := json.NewDecoder(r.Body).Decode(&body); err != nil || body.Stock < 1 || body.ShopID != 3 {
 			refuse(w, http.StatusBadRequest, "INVALID_ARGUMENT")
 			return
 		}

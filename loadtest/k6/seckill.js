@@ -4,8 +4,9 @@
 // or more instances; afterwards the audit endpoint must show that nothing was
 // oversold and nobody bought twice.
 //
-//   setup()    publishes a fresh voucher through the admin API (or uses
-//              VOUCHER_ID) and returns its id;
+//   setup()    creates a shop (or uses SHOP_ID) and publishes a fresh
+//              voucher of it through the admin API (or uses VOUCHER_ID)
+//              and returns its id;
 //   default    one purchase per iteration by a random user against a random
 //              base URL (SCENARIO=random);
 //   burst      one user per iteration firing DUPS purchases, spaced SPACING_MS
@@ -28,6 +29,7 @@
 //   ADMIN_TOKENS_FILE  `seckill tokens --admin` output       (or ADMIN_TOKEN)
 //   ADMIN_TOKEN        an admin token
 //   VOUCHER_ID         buy this existing voucher instead of publishing one
+//   SHOP_ID            publish the voucher for this existing shop   a new shop
 //   USERS              how many users of TOKENS_FILE take part   all
 //   STOCK              stock of the published voucher            100
 //   DUPS               purchases per user                        3
@@ -205,9 +207,21 @@ export function setup() {
   if (given !== '') {
     return { voucherId: given };
   }
+  let shopId = env('SHOP_ID', '');
+  if (shopId === '') {
+    const shop = {
+      name: 'k6 load test shop', typeId: 1, address: 'loopback 1', x: 120.15, y: 30.28,
+    };
+    const res = http.post(`${BASE_URLS[0]}/shop`, JSON.stringify(shop), adminParams());
+    const env_ = envelope(res);
+    if (res.status !== 200 || !env_ || !env_.success) {
+      throw new Error(`create shop: status ${res.status}: ${String(res.body).slice(0, 200)}`);
+    }
+    shopId = String(env_.data);
+  }
   const now = Date.now();
   const body = {
-    shopId: 1,
+    shopId: Number(shopId),
     title: `k6 seckill ${new Date(now).toISOString()}`,
     subTitle: 'load test',
     rules: 'one per user',
