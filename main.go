@@ -27,10 +27,12 @@ import (
 	"seckill/auth"
 	"seckill/config"
 	"seckill/handler"
+	"seckill/live"
 	"seckill/lock"
 	"seckill/metrics"
 	"seckill/repository"
 	"seckill/service"
+	"seckill/web"
 )
 
 func main() {
@@ -113,8 +115,11 @@ type app struct {
 	// stopWatch ends the async Redis watch and waits for it (nil when none
 	// runs).
 	stopWatch func()
-	deps      *deps
-	closers   []io.Closer
+	// stopLive stops the live dashboard's publisher after its last
+	// publication (nil when none runs).
+	stopLive func()
+	deps     *deps
+	closers  []io.Closer
 }
 
 // newApp opens the dependencies, applies the schema and wires repositories
@@ -208,6 +213,18 @@ func newApp(ctx context.Context, cfg config.Config, log *slog.Logger) (_ *app, e
 	}
 
 	a.Locker, a.Metrics = locker, m
+	// The live dashboard: this process's answers per voucher, published to
+	// Redis four times a second; any instance's stream reads them all.
+	liveStats := repository.NewLiveStats(d.Redis, time.Now)
+	recorder := live.NewRecorder()
+	pub := live.NewPublisher(recorder, liveStats, live.PublisherConfig{LockMode: locker.Name(), OrderMode: cfg.OrderMode}, log)
+	liveCtx, stopLive := context.WithCancel(context.WithoutCancel(ctx))
+	liveDone := make(chan struct{})
+	go func() {
+		defer close(liveDone)
+		pub.Run(liveCtx)
+	}()
+	a.stopLive = func() { stopLive(); <-liveDone }
 	a.Handler = handler.New(handler.Deps{
 		Users:          service.NewUsers(users, repository.NewCodes(d.Redis), tok, log),
 		Vouchers:       voucherSvc,
@@ -221,6 +238,10 @@ func newApp(ctx context.Context, cfg config.Config, log *slog.Logger) (_ *app, e
 		RequestTimeout: cfg.RequestTimeout,
 		RateLimit:      cfg.RateLimit,
 		Style:          handler.Style(cfg.APIStyle),
+		History:        service.NewHistory(orders),
+		Live:           recorder,
+		Board:          live.NewBoard(liveStats, seckill.Audit, time.Now),
+		Web:            web.Files(),
 	})
 	return a, nil
 }
@@ -307,10 +328,15 @@ func (a *app) stopWorkers(log *slog.Logger, deadline time.Time) {
 	}
 }
 
-// Close stops the async consumers (finishing their batch), then the
-// locker, then closes Redis and the database.
+// Close stops the async consumers (finishing their batch), then the live
+// dashboard's publisher (after its last publication), then the locker,
+// then closes Redis and the database.
 func (a *app) Close(log *slog.Logger) {
 	a.stopWorkers(log, time.Now().Add(9*time.Second))
+	if a.stopLive != nil {
+		a.stopLive() // its last publication needs Redis: before Redis closes
+		a.stopLive = nil
+	}
 	for _, c := range a.closers {
 		if err := c.Close(); err != nil {
 			log.Warn("close", "err", err)

@@ -1,0 +1,28 @@
+// Package web is the web app served by the binary at / (handler): plain
+// HTML, CSS and JavaScript modules, embedded at build time; no Node build.
+//
+//	static/index.html           the one page (hash routes: #/ buyer, #/admin, #/admin/live/<voucherId>)
+//	static/assets/app.js        entry: routing between the views
+//	static/assets/api.js        the API client (envelope, token header, clock offset)
+//	static/assets/buyer.js      log in by code, vouchers with countdown, stock and buy, my orders
+//	static/assets/admin.js      admin token, publish a voucher, list a shop's vouchers
+//	static/assets/dashboard.js  the live sale dashboard (the SSE stream read with fetch)
+//	static/assets/style.css
+package web
+
+import (
+	"embed"
+	"io/fs"
+)
+
+//go:embed static
+var static embed.FS
+
+// Files returns the app's files: index.html and assets/.
+func Files() fs.FS {
+	sub, err := fs.Sub(static, "static")
+	if err != nil {
+		panic("web: " + err.Error()) // "static" is embedded above
+	}
+	return sub
+}
