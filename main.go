@@ -115,6 +115,8 @@ type app struct {
 	// stopWatch ends the async Redis watch and waits for it (nil when none
 	// runs).
 	stopWatch func()
+	// demo seeds the development demo data (serve, development only).
+	demo service.Demo
 	// stopLive stops the live dashboard's publisher after its last
 	// publication (nil when none runs).
 	stopLive func()
@@ -213,6 +215,7 @@ func newApp(ctx context.Context, cfg config.Config, log *slog.Logger) (_ *app, e
 	}
 
 	a.Locker, a.Metrics = locker, m
+	a.demo = service.Demo{Shops: shopSvc, Vouchers: voucherSvc, Marks: repository.NewDemoMarks(d.DB), Now: time.Now}
 	// The live dashboard: this process's answers per voucher, published to
 	// Redis four times a second; any instance's stream reads them all.
 	liveStats := repository.NewLiveStats(d.Redis, time.Now)
@@ -360,6 +363,9 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger) error {
 		return err
 	}
 	defer a.Close(log)
+	if cfg.Development() {
+		a.seedDemo(ctx, log)
+	}
 	srv := &http.Server{
 		Addr:              cfg.HTTPAddr,
 		Handler:           a.Handler,
