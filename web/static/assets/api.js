@@ -1,0 +1,143 @@
+// The API client. Every answer is the envelope {success, data, total} or
+// {success: false, code, errorMsg}; refusals are read from the envelope,
+// not from the HTTP status, so the page works with SECKILL_API_STYLE=rest
+// (refusals carry their status) and =heima (refusals are 200).
+
+// ApiError is a refusal or a failure: status (0 when the server could not be
+// reached), code (INVALID_ARGUMENT, SOLD_OUT, ...) and the server's message.
+export class ApiError extends Error {
+  constructor(status, code, message) {
+    super(message);
+    this.status = status;
+    this.code = code;
+  }
+}
+
+// The server's clock, from the Date header of its answers: the server's time
+// lies in [date, date + 1 s) at some moment between sending and receiving,
+// which bounds the offset; countdowns use the middle of the bounds, so a
+// browser whose clock is wrong still counts down to the server's window.
+let offsetLo = -Infinity;
+let offsetHi = Infinity;
+
+function noteDate(res, sent, received) {
+  const t = Date.parse(res.headers.get('date') || '');
+  if (isNaN(t)) return;
+  const lo = t - received;
+  const hi = t + 1000 - sent;
+  if (Math.max(offsetLo, lo) > Math.min(offsetHi, hi)) {
+    offsetLo = lo; // the clock jumped: start over
+    offsetHi = hi;
+    return;
+  }
+  offsetLo = Math.max(offsetLo, lo);
+  offsetHi = Math.min(offsetHi, hi);
+}
+
+// serverNow is the server's time now, in milliseconds since the epoch.
+export function serverNow() {
+  if (!isFinite(offsetLo) || !isFinite(offsetHi)) return Date.now();
+  return Date.now() + (offsetLo + offsetHi) / 2;
+}
+
+// api calls the API and returns the envelope ({data, total}); it throws
+// ApiError for a refusal or a failure.
+export async function api(method, path, { token, body, signal } = {}) {
+  const headers = {};
+  if (token) headers.authorization = token;
+  if (body !== undefined) headers['content-type'] = 'application/json';
+  const sent = Date.now();
+  let res;
+  try {
+    res = await fetch(path, {
+      method, headers, signal, cache: 'no-store',
+      body: body === undefined ? undefined : JSON.stringify(body),
+    });
+  } catch (e) {
+    if (e.name === 'AbortError') throw e;
+    throw new ApiError(0, 'NETWORK', 'the server cannot be reached');
+  }
+  noteDate(res, sent, Date.now());
+  return envelope(res);
+}
+
+// envelope reads an answer's envelope; it throws ApiError unless success.
+export async function envelope(res) {
+  let env = null;
+  try {
+    env = await res.json();
+  } catch {
+    // not JSON: handled below
+  }
+  if (!env || typeof env !== 'object') {
+    throw new ApiError(res.status, 'HTTP_' + res.status, `HTTP ${res.status}`);
+  }
+  if (!env.success) {
+    throw new ApiError(res.status, env.code || 'HTTP_' + res.status, env.errorMsg || `HTTP ${res.status}`);
+  }
+  return env;
+}
+
+// stream reads a Server-Sent Events stream with fetch (which, unlike
+// EventSource, can send the authorization header, so the token never goes
+// into a URL) and calls onEvent(name, data) per event. It returns when the
+// server ends the stream and throws ApiError when the server refused it.
+export async function stream(path, { token, signal, onEvent }) {
+  let res;
+  try {
+    res = await fetch(path, {
+      headers: { authorization: token, accept: 'text/event-stream' }, signal, cache: 'no-store',
+    });
+  } catch (e) {
+    if (e.name === 'AbortError') throw e;
+    throw new ApiError(0, 'NETWORK', 'the server cannot be reached');
+  }
+  const ctype = res.headers.get('content-type') || '';
+  if (!res.ok || !ctype.startsWith('text/event-stream')) {
+    await envelope(res); // throws the refusal
+    throw new ApiError(res.status, 'HTTP_' + res.status, 'not an event stream');
+  }
+  const reader = res.body.pipeThrough(new TextDecoderStream()).getReader();
+  let buf = '';
+  for (;;) {
+    const { value, done } = await reader.read();
+    if (done) return;
+    buf += value.replace(/\r\n?/g, '\n');
+    let end;
+    while ((end = buf.indexOf('\n\n')) >= 0) {
+      const block = buf.slice(0, end);
+      buf = buf.slice(end + 2);
+      let name = 'message';
+      const data = [];
+      for (const line of block.split('\n')) {
+        if (line === '' || line.startsWith(':')) continue;
+        const colon = line.indexOf(':');
+        const key = colon < 0 ? line : line.slice(0, colon);
+        let val = colon < 0 ? '' : line.slice(colon + 1);
+        if (val.startsWith(' ')) val = val.slice(1);
+        if (key === 'event') name = val;
+        else if (key === 'data') data.push(val);
+      }
+      if (data.length) onEvent(name, data.join('\n'));
+    }
+  }
+}
+
+// Tokens live in sessionStorage: they go when the tab closes.
+export const tokens = {
+  user: () => sessionStorage.getItem('seckill.token') || '',
+  setUser: (t) => (t ? sessionStorage.setItem('seckill.token', t) : sessionStorage.removeItem('seckill.token')),
+  admin: () => sessionStorage.getItem('seckill.admin') || '',
+  setAdmin: (t) => (t ? sessionStorage.setItem('seckill.admin', t) : sessionStorage.removeItem('seckill.admin')),
+};
+
+// claims decodes a token's payload for display ({uid, role, exp}); the
+// server checks the token, this never does.
+export function claims(token) {
+  try {
+    const part = token.split('.')[1].replace(/-/g, '+').replace(/_/g, '/');
+    return JSON.parse(atob(part + '='.repeat((4 - (part.length % 4)) % 4)));
+  } catch {
+    return null;
+  }
+}

@@ -1,0 +1,183 @@
+// The live sale dashboard of one voucher: the server pushes a snapshot a
+// second (GET /admin/vouchers/:id/live, Server-Sent Events read with fetch so
+// that the admin token travels in the authorization header, never in a URL).
+// Every number is the whole sale's, over every instance: the server sums
+// what each instance published to Redis and adds the voucher's audit.
+import { stream, ApiError, tokens } from './api.js';
+import { h, setText, localTime } from './dom.js';
+
+const CODES = ['OK', 'SOLD_OUT', 'DUPLICATE_ORDER', 'SECKILL_NOT_STARTED', 'SECKILL_ENDED', 'RATE_LIMITED', 'UNAVAILABLE', 'INTERNAL', 'OTHER'];
+const HISTORY = 60; // seconds in the chart
+// Refusals that end the stream for good; anything else is retried.
+const FINAL = new Set(['UNAUTHORIZED', 'FORBIDDEN', 'VOUCHER_NOT_FOUND', 'INVALID_ARGUMENT', 'NOT_FOUND']);
+
+export function dashboard(root, voucherId) {
+  const token = tokens.admin();
+  if (!token) {
+    root.append(h('section', { class: 'card' }, h('h2', {}, `Voucher ${voucherId}: live`),
+      h('p', {}, 'The dashboard is for admins: ', h('a', { href: '#/admin' }, 'paste an admin token'), ' first.')));
+    return { unmount() {} };
+  }
+
+  const f = {}; // data-field -> element
+  const num = (name, cls) => (f[name] = h('span', { class: cls || 'num', 'data-field': name }, '–'));
+  const state = h('span', { id: 'live-state', class: 'state', 'data-state': 'connecting' }, 'connecting…');
+  const updated = num('at', 'muted');
+  const modes = h('p', { id: 'live-modes' });
+  const verdict = h('div', { id: 'verdict', class: 'verdict', 'data-consistent': '' }, '–');
+  const auditNote = h('p', { class: 'muted small', id: 'audit-note' });
+  const chart = h('canvas', { id: 'rate-chart', width: 600, height: 120 });
+  const codeRows = h('tbody', {});
+  for (const c of CODES) {
+    codeRows.append(h('tr', { 'data-code': c }, h('td', {}, h('code', {}, c)),
+      h('td', { class: 'r' }, num('perSecond.' + c)), h('td', { class: 'r' }, num('answers.' + c))));
+  }
+  const checkLabel = h('span', {}, 'the order check');
+  const instRows = h('tbody', { id: 'instances' });
+  const history = [];
+
+  root.append(
+    h('section', { class: 'card' },
+      h('h2', {}, `Voucher ${voucherId}: live `, state, ' ', h('small', {}, 'updated ', updated)),
+      modes,
+      h('div', { class: 'tiles' },
+        tile('Stock (database)', num('stock'), h('span', { class: 'muted' }, ' / ', num('initialStock', 'muted'))),
+        tile('Orders', num('orders')),
+        tile('Pending', num('pending'), h('div', { class: 'muted small' }, 'async: admitted, not yet written')),
+        tile('Redis stock', num('redisStock'), h('div', { class: 'muted small' }, 'async only')),
+        tile('Audit', verdict, auditNote))),
+    h('section', { class: 'card' },
+      h('h2', {}, 'Traffic'),
+      h('div', { class: 'tiles' },
+        tile('Requests / s', num('requestsPerSecond')),
+        tile('Requests', num('requests')),
+        tile('p50 ms', num('latency.p50')), tile('p95 ms', num('latency.p95')), tile('p99 ms', num('latency.p99')),
+        tile('mean ms', num('latency.mean'))),
+      chart,
+      h('p', { class: 'muted small' }, 'Requests per second (line) and orders per second (bars), last minute; rates and latencies over the last ', num('windowSeconds', 'muted'), ' s.')),
+    h('section', { class: 'card cols' },
+      h('div', {}, h('h2', {}, 'Answers by code'),
+        h('table', {}, h('thead', {}, h('tr', {}, h('th', {}, 'code'), h('th', { class: 'r' }, 'per second'), h('th', { class: 'r' }, 'total'))), codeRows)),
+      h('div', {}, h('h2', {}, 'Duplicates stopped'),
+        h('table', {}, h('tbody', {},
+          h('tr', {}, h('td', {}, 'by the per-user lock'), h('td', { class: 'r' }, num('duplicates.lock'))),
+          h('tr', {}, h('td', {}, 'by the fencing token'), h('td', { class: 'r' }, num('duplicates.fence'))),
+          h('tr', {}, h('td', {}, 'by ', checkLabel), h('td', { class: 'r' }, num('duplicates.check'))),
+          h('tr', { class: 'warn-row' }, h('td', {}, 'only by the unique key (the lock failed)'), h('td', { class: 'r' }, num('duplicates.uniqueKey'))),
+          h('tr', {}, h('td', {}, 'unique-key rejections, audit (requests and consumers)'), h('td', { class: 'r' }, num('duplicateRejections'))))),
+        h('p', { class: 'muted small' }, 'Each DUPLICATE_ORDER answer counted by where it was stopped. A lock that holds leaves the unique key nothing to do.'))),
+    h('section', { class: 'card' }, h('h2', {}, 'Instances'),
+      h('table', {}, h('thead', {}, h('tr', {}, ['instance', 'lock', 'order', 'requests / s', 'requests', 'published'].map((t) => h('th', {}, t)))), instRows)),
+    h('p', {}, h('a', { href: '#/admin' }, '← Admin')));
+
+  function show(s) {
+    const a = s.audit || {};
+    const set = (name, v) => setText(f[name], v === undefined || v === null ? '–' : v);
+    set('at', new Date(s.at).toLocaleTimeString());
+    set('stock', a.stock);
+    set('initialStock', a.initialStock);
+    set('orders', a.orders);
+    set('pending', a.pending);
+    set('redisStock', a.redisStock);
+    set('duplicateRejections', a.duplicateRejections);
+    if (s.audit) {
+      const okay = a.consistent && !a.oversold;
+      setText(verdict, okay ? 'consistent' : a.oversold ? 'OVERSOLD' : 'INCONSISTENT');
+      verdict.dataset.consistent = String(!!a.consistent);
+      verdict.dataset.oversold = String(!!a.oversold);
+      verdict.className = 'verdict ' + (okay ? 'good' : 'bad');
+    }
+    setText(auditNote, (s.auditError ? 'last audit failed: ' + s.auditError + '; shown: ' : 'audited ') + localTime(s.auditAt));
+    set('requests', s.requests);
+    set('requestsPerSecond', s.requestsPerSecond);
+    set('windowSeconds', s.windowSeconds);
+    for (const q of ['p50', 'p95', 'p99', 'mean']) set('latency.' + q, s.latency ? s.latency[q] : null);
+    for (const c of CODES) {
+      set('answers.' + c, (s.answers || {})[c]);
+      set('perSecond.' + c, s.perSecond ? s.perSecond[c] : null);
+    }
+    for (const k of ['lock', 'fence', 'check', 'uniqueKey']) set('duplicates.' + k, (s.duplicates || {})[k]);
+    f['duplicates.uniqueKey'].closest('tr').classList.toggle('bad', (s.duplicates || {}).uniqueKey > 0);
+
+    const orderModes = s.orderModes || [];
+    setText(checkLabel, orderModes.length === 1 && orderModes[0] === 'async'
+      ? 'the admission script (buyers set)' : orderModes.length === 1 ? "the transaction's check" : 'the order check');
+    const insts = s.instances || [];
+    modes.replaceChildren(
+      'Lock mode ', h('strong', { 'data-field': 'lockModes' }, (s.lockModes || []).join(', ') || '–'),
+      ' · order mode ', h('strong', { 'data-field': 'orderModes' }, orderModes.join(', ') || '–'),
+      ' · ', h('strong', { 'data-field': 'instances' }, String(insts.length)), insts.length === 1 ? ' instance' : ' instances',
+      (s.lockModes || []).length > 1 || orderModes.length > 1 ? h('span', { class: 'message refused' }, ' the instances run different modes') : '',
+      s.error ? h('span', { class: 'message error' }, ' counters: ' + s.error) : '');
+    instRows.replaceChildren(...insts.map((i) => h('tr', { 'data-instance': i.id },
+      h('td', {}, h('code', {}, i.id)), h('td', {}, i.lockMode), h('td', {}, i.orderMode),
+      h('td', { class: 'r' }, i.requestsPerSecond ?? '–'), h('td', { class: 'r' }, String(i.requests)),
+      h('td', {}, new Date(i.seen).toLocaleTimeString()))));
+
+    history.push({ rps: s.requestsPerSecond || 0, ok: s.perSecond ? s.perSecond.OK : 0 });
+    if (history.length > HISTORY) history.shift();
+    draw();
+  }
+
+  function draw() {
+    const ctx = chart.getContext('2d');
+    if (!ctx) return;
+    const w = chart.width;
+    const hgt = chart.height;
+    ctx.clearRect(0, 0, w, hgt);
+    const top = Math.max(1, ...history.map((p) => Math.max(p.rps, p.ok)));
+    const x = (i) => (w * i) / (HISTORY - 1);
+    const y = (v) => hgt - 4 - ((hgt - 8) * v) / top;
+    const css = getComputedStyle(chart);
+    ctx.fillStyle = css.getPropertyValue('--ok') || '#2a8';
+    history.forEach((p, i) => ctx.fillRect(x(i) - 3, y(p.ok), 6, hgt - 4 - y(p.ok)));
+    ctx.strokeStyle = css.getPropertyValue('--line') || '#36c';
+    ctx.lineWidth = 2;
+    ctx.beginPath();
+    history.forEach((p, i) => (i ? ctx.lineTo(x(i), y(p.rps)) : ctx.moveTo(x(i), y(p.rps))));
+    ctx.stroke();
+    ctx.fillStyle = css.getPropertyValue('--muted') || '#888';
+    ctx.fillText(String(top) + '/s', 4, 12);
+  }
+
+  function setState(name, text) {
+    state.dataset.state = name;
+    state.className = 'state ' + name;
+    setText(state, text);
+  }
+
+  // Connect, and reconnect (1 s, doubling to 10 s) unless the server refused
+  // the stream for good or the page left the dashboard.
+  const abort = new AbortController();
+  (async () => {
+    let wait = 1000;
+    while (!abort.signal.aborted) {
+      try {
+        await stream(`/admin/vouchers/${voucherId}/live`, {
+          token, signal: abort.signal,
+          onEvent(name, data) {
+            if (name !== 'snapshot') return;
+            setState('open', 'live');
+            wait = 1000;
+            show(JSON.parse(data));
+          },
+        });
+        setState('reconnecting', 'reconnecting…');
+      } catch (e) {
+        if (abort.signal.aborted) return;
+        if (e instanceof ApiError && FINAL.has(e.code)) {
+          setState('error', e.code + ': ' + e.message);
+          return;
+        }
+        setState('reconnecting', 'reconnecting… (' + (e.message || e) + ')');
+      }
+      await new Promise((r) => setTimeout(r, wait));
+      wait = Math.min(10000, wait * 2);
+    }
+  })();
+  return { unmount: () => abort.abort() };
+}
+
+function tile(label, ...content) {
+  return h('div', { class: 'tile' }, h('div', { class: 'label' }, label), h('div', { class: 'value' }, ...content));
+}

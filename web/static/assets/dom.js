@@ -1,0 +1,63 @@
+// Small DOM helpers. Text always goes in as text nodes (never innerHTML), so
+// a voucher title or a shop name can never become markup.
+
+// h builds an element: h('button', {class: 'buy', onclick: f}, 'Buy').
+// Attributes whose value is null, undefined or false are left out; true sets
+// an empty attribute; on<event> adds a listener.
+export function h(tag, attrs, ...children) {
+  const el = document.createElement(tag);
+  for (const [k, v] of Object.entries(attrs || {})) {
+    if (v === undefined || v === null || v === false) continue;
+    if (k.startsWith('on') && typeof v === 'function') el.addEventListener(k.slice(2), v);
+    else if (k === 'class') el.className = v;
+    else if (k === 'value') el.value = v;
+    else if (v === true) el.setAttribute(k, '');
+    else el.setAttribute(k, String(v));
+  }
+  for (const c of children.flat(Infinity)) {
+    if (c === null || c === undefined || c === false) continue;
+    el.append(c instanceof Node ? c : String(c));
+  }
+  return el;
+}
+
+// setText sets an element's text only when it changed (no needless layout).
+export function setText(el, text) {
+  const s = String(text);
+  if (el && el.textContent !== s) el.textContent = s;
+}
+
+// field returns the value of the named control of a form, trimmed.
+export function field(form, name) {
+  return String(form.elements.namedItem(name)?.value ?? '').trim();
+}
+
+// money formats an amount in cents (the course stores fen) as yuan.
+export function money(cents) {
+  return '¥' + (Number(cents) / 100).toFixed(2);
+}
+
+// duration formats milliseconds as [d ]hh:mm:ss.
+export function duration(ms) {
+  const s = Math.max(0, Math.floor(ms / 1000));
+  const d = Math.floor(s / 86400);
+  const hh = String(Math.floor((s % 86400) / 3600)).padStart(2, '0');
+  const mm = String(Math.floor((s % 3600) / 60)).padStart(2, '0');
+  const ss = String(s % 60).padStart(2, '0');
+  return (d > 0 ? d + 'd ' : '') + `${hh}:${mm}:${ss}`;
+}
+
+// localTime formats an RFC 3339 time in the browser's zone.
+export function localTime(rfc3339) {
+  const t = new Date(rfc3339);
+  return isNaN(t) ? String(rfc3339) : t.toLocaleString();
+}
+
+// message shows a result line: kind is 'ok', 'refused' or 'error'.
+export function message(el, kind, text, code) {
+  el.replaceChildren(code ? h('code', {}, code) : '', code ? ' ' : '', text);
+  el.className = 'message ' + kind;
+  el.dataset.status = kind;
+  if (code) el.dataset.code = code; else delete el.dataset.code;
+  el.hidden = false;
+}
