@@ -14,6 +14,8 @@
 #              with its own config file under $SECKILL_CI_STATE/sentinel-PORT/
 #              (Sentinel rewrites it)
 #   ZooKeeper  127.0.0.1:2181 (standalone, 4lw srvr/ruok/stat/mntr)
+#   Chromium   installed only (Debian's chromium, with fonts-wqy-microhei for
+#              Chinese text in screenshots); the browser tests start it
 #
 # Idempotent: a second run finds everything answering and only re-applies the
 # (cheap) MariaDB grants (and waits until the Sentinels agree on the master). Runs as root. Safe to execute (`bash .ci/services.sh`)
@@ -41,7 +43,9 @@ seckill_services_main() (
 	}
 
 	# ---------------------------------------------------------------- packages
-	local wanted=(mariadb-server mariadb-client redis-server redis-tools redis-sentinel zookeeperd docker-compose wrk)
+	# chromium (and a CJK font for its screenshots) only installs: the
+	# browser tests (internal/browsertest) start it themselves.
+	local wanted=(mariadb-server mariadb-client redis-server redis-tools redis-sentinel zookeeperd docker-compose wrk chromium fonts-wqy-microhei)
 	local missing=() pkg
 	for pkg in "${wanted[@]}"; do
 		if ! dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q 'ok installed'; then
