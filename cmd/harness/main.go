@@ -8,6 +8,7 @@
 //	go run ./cmd/harness matrix     every lock mode x 1, 2 instances x normal, slow (make loadtest-matrix)
 //	go run ./cmd/harness ci         the short load test of CI (make loadtest-ci)
 //	go run ./cmd/harness bench      the machine's limits and the seckill in every mode (make bench; BENCH_* settings, see bench.go)
+//	go run ./cmd/harness faults     the fault suite on private MariaDB/Redis/Sentinel processes (make faults; settings in faults/README.md)
 //
 // The settings are environment variables, as loadtest/README.md lists them.
 package main
@@ -32,6 +33,8 @@ func main() {
 		run = runCI
 	case "bench":
 		run = runBench
+	case "faults":
+		run = runFaults
 	default:
 		usage()
 		os.Exit(2)
@@ -40,5 +43,5 @@ func main() {
 }
 
 func usage() {
-	fmt.Fprintln(os.Stderr, "usage: harness loadtest|matrix|ci|bench (settings in the environment, see loadtest/README.md)")
+	fmt.Fprintln(os.Stderr, "usage: harness loadtest|matrix|ci|bench|faults (settings in the environment, see loadtest/README.md and faults/README.md)")
 }
