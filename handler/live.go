@@ -76,13 +76,9 @@ func (a *api) liveStream(c *gin.Context) {
 	}
 
 	w := c.Writer
+	// The server's WriteTimeout would cut the stream: it sets its own
+	// write deadline before each event instead.
 	rc := http.NewResponseController(w)
-	// The server's ReadTimeout would end the request's context (its
-	// background read times out) and its WriteTimeout the response: a
-	// stream sets its own write deadline per event and none for reads.
-	if err := rc.SetReadDeadline(time.Time{}); err != nil && !errors.Is(err, http.ErrNotSupported) {
-		a.Log.WarnContext(ctx, "live stream: clear read deadline", "err", err)
-	}
 	h := w.Header()
 	h.Set("Content-Type", "text/event-stream")
 	h.Set("Cache-Control", "no-store")

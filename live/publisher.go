@@ -103,11 +103,17 @@ func newInstanceID() string {
 // ID is the instance's id.
 func (p *Publisher) ID() string { return p.inst.ID }
 
-// Run publishes every interval until ctx ends, then publishes once more and
+// Run publishes at once and every interval until ctx ends, then once more and
 // retires the instance (on a context detached from ctx, bounded), so that
 // no count is lost at a graceful stop and dashboards drop the instance at
 // once.
 func (p *Publisher) Run(ctx context.Context) {
+	flush := func() {
+		fctx, cancel := context.WithTimeout(ctx, flushTimeout)
+		defer cancel()
+		p.Flush(fctx)
+	}
+	flush() // the instance shows at once
 	t := time.NewTicker(p.interval)
 	defer t.Stop()
 	for {
@@ -121,9 +127,7 @@ func (p *Publisher) Run(ctx context.Context) {
 			}
 			return
 		case <-t.C:
-			fctx, cancel := context.WithTimeout(ctx, flushTimeout)
-			p.Flush(fctx)
-			cancel()
+			flush()
 		}
 	}
 }

@@ -187,6 +187,22 @@ func TestDeadline(t *testing.T) {
 	}
 }
 
+// TestDeadlineExemptsStreams: a route named as a stream gets no deadline;
+// the others still do.
+func TestDeadlineExemptsStreams(t *testing.T) {
+	got := map[string]bool{}
+	r := gin.New()
+	r.Use(middleware.Deadline(time.Second, "/s/:id"))
+	note := func(c *gin.Context) { _, got[c.Request.URL.Path] = c.Request.Context().Deadline() }
+	r.GET("/s/:id", note)
+	r.GET("/x/:id", note)
+	serve(t, r, http.MethodGet, "/s/1", "")
+	serve(t, r, http.MethodGet, "/x/1", "")
+	if got["/s/1"] || !got["/x/1"] {
+		t.Errorf("deadlines: got %v, want none on the stream /s/1, one on /x/1", got)
+	}
+}
+
 func TestRecover(t *testing.T) {
 	var logs bytes.Buffer
 	log := slog.New(slog.NewJSONHandler(&logs, nil))

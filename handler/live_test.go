@@ -1,0 +1,410 @@
+package handler_test
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"seckill/handler"
+	"seckill/live"
+	"seckill/model"
+)
+
+// memLive is a live.Store in memory, shared like Redis.
+type memLive struct {
+	mu        sync.Mutex
+	counts    map[int64]model.LiveCounts
+	instances map[string]model.LiveInstance
+}
+
+func newMemLive() *memLive {
+	return &memLive{counts: map[int64]model.LiveCounts{}, instances: map[string]model.LiveInstance{}}
+}
+
+func (m *memLive) Publish(_ context.Context, inst model.LiveInstance, deltas map[int64]model.LiveCounts) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for id, d := range deltas {
+		if m.counts[id] == nil {
+			m.counts[id] = model.LiveCounts{}
+		}
+		for k, n := range d {
+			m.counts[id][k] += n
+		}
+	}
+	m.instances[inst.ID] = inst
+	return nil
+}
+
+func (m *memLive) Retire(_ context.Context, id string) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	delete(m.instances, id)
+	return nil
+}
+
+func (m *memLive) Instances(context.Context) ([]model.LiveInstance, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	var out []model.LiveInstance
+	for _, in := range m.instances {
+		out = append(out, in)
+	}
+	return out, nil
+}
+
+func (m *memLive) Counts(_ context.Context, id int64) (model.LiveCounts, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	out := model.LiveCounts{}
+	for k, n := range m.counts[id] {
+		out[k] = n
+	}
+	return out, nil
+}
+
+// liveEnv is an env with the live dashboard wired: a Recorder, a
+// Publisher (publishing every 10 ms until the test ends) and a Board over
+// the fake seckiller's audit.
+type liveEnv struct {
+	*env
+	store *memLive
+	rec   *live.Recorder
+	pub   *live.Publisher
+}
+
+func newLiveEnv(t *testing.T, opts ...envOption) *liveEnv {
+	t.Helper()
+	le := &liveEnv{store: newMemLive(), rec: live.NewRecorder()}
+	le.pub = live.NewPublisher(le.rec, le.store, live.PublisherConfig{LockMode: "lua", OrderMode: "sync", Interval: 10 * time.Millisecond}, slog.New(slog.DiscardHandler))
+	var seck *fakeSeckiller
+	opts = append([]envOption{func(d *handler.Deps) {
+		seck = d.Seckill.(*fakeSeckiller)
+		d.Live = le.rec
+		d.Board = live.NewBoard(le.store, seck.Audit, nil)
+	}}, opts...)
+	le.env = newEnv(t, opts...)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		le.pub.Run(ctx)
+	}()
+	t.Cleanup(func() { cancel(); <-done })
+	return le
+}
+
+// TestLiveStreamRefusals: the stream is for admins, of a known voucher,
+// with a valid id; each refusal is the ordinary envelope.
+func TestLiveStreamRefusals(t *testing.T) {
+	e := newLiveEnv(t)
+	tests := []struct {
+		name, path, token string
+		status            int
+		code              string
+	}{
+		{"no token", "/admin/vouchers/1/live", "", http.StatusUnauthorized, handler.CodeUnauthorized},
+		{"user", "/admin/vouchers/1/live", e.userTok, http.StatusForbidden, handler.CodeForbidden},
+		{"bad id", "/admin/vouchers/x/live", e.adminTok, http.StatusBadRequest, handler.CodeInvalidArgument},
+		{"zero id", "/admin/vouchers/0/live", e.adminTok, http.StatusBadRequest, handler.CodeInvalidArgument},
+		{"overflowing id", "/admin/vouchers/99999999999999999999/live", e.adminTok, http.StatusBadRequest, handler.CodeInvalidArgument},
+		{"unknown voucher", "/admin/vouchers/1/live", e.adminTok, http.StatusNotFound, handler.CodeVoucherNotFound},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			assertError(t, e.do(http.MethodGet, tt.path, "", tt.token), tt.status, tt.code)
+		})
+	}
+	e.seck.audit = func(context.Context, int64) (*model.Audit, error) {
+		return nil, fmt.Errorf("%w: dial tcp 10.0.0.7:3306", model.ErrUnavailable)
+	}
+	r := e.do(http.MethodGet, "/admin/vouchers/1/live", "", e.adminTok)
+	assertError(t, r, http.StatusServiceUnavailable, handler.CodeUnavailable)
+	if strings.Contains(r.body, "10.0.0.7") {
+		t.Errorf("the error's text reached the client: %s", r.body)
+	}
+}
+
+// sseEvent is one event of a stream.
+type sseEvent struct {
+	name string
+	data string
+}
+
+// readEvents reads events from an SSE body into a channel until it ends.
+func readEvents(body io.Reader) <-chan sseEvent {
+	ch := make(chan sseEvent, 64)
+	go func() {
+		defer close(ch)
+		sc := bufio.NewScanner(body)
+		var ev sseEvent
+		for sc.Scan() {
+			line := sc.Text()
+			switch {
+			case line == "":
+				if ev.data != "" {
+					ch <- ev
+				}
+				ev = sseEvent{}
+			case strings.HasPrefix(line, "event: "):
+				ev.name = strings.TrimPrefix(line, "event: ")
+			case strings.HasPrefix(line, "data: "):
+				ev.data += strings.TrimPrefix(line, "data: ")
+			}
+		}
+	}()
+	return ch
+}
+
+func nextSnapshot(t *testing.T, ch <-chan sseEvent, within time.Duration) live.Snapshot {
+	t.Helper()
+	select {
+	case ev, ok := <-ch:
+		if !ok {
+			t.Fatal("the stream ended")
+		}
+		if ev.name != "snapshot" {
+			t.Fatalf("event %q, want snapshot", ev.name)
+		}
+		var s live.Snapshot
+		if err := json.Unmarshal([]byte(ev.data), &s); err != nil {
+			t.Fatalf("snapshot %s: %v", ev.data, err)
+		}
+		return s
+	case <-time.After(within):
+		t.Fatalf("no snapshot within %v", within)
+	}
+	return live.Snapshot{}
+}
+
+// TestLiveStream: over a real server whose read and write timeouts and
+// request deadline are far shorter than the stream, snapshots come once a
+// second with the audit and the answers counted by the seckill route; the
+// stream outlives every timeout.
+func TestLiveStream(t *testing.T) {
+	e := newLiveEnv(t, func(d *handler.Deps) { d.RequestTimeout = 300 * time.Millisecond })
+	var orders int64
+	var mu sync.Mutex
+	e.seck.audit = func(_ context.Context, id int64) (*model.Audit, error) {
+		if id != 5 {
+			return nil, model.ErrVoucherNotFound
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		return &model.Audit{VoucherID: 5, InitialStock: 10, Stock: 10 - int(orders), Orders: orders, DistinctUsers: orders, Consistent: true}, nil
+	}
+	e.seck.buy = func(_ context.Context, userID, voucherID int64) (int64, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		if userID == 7 && orders > 0 {
+			return 0, fmt.Errorf("%w: %w", model.ErrDuplicateOrder, model.ErrLockRefused)
+		}
+		orders++
+		return 100 + orders, nil
+	}
+	srv := httptest.NewUnstartedServer(e.h)
+	srv.Config.ReadTimeout = 500 * time.Millisecond
+	srv.Config.WriteTimeout = 700 * time.Millisecond
+	srv.Start()
+	t.Cleanup(srv.Close)
+
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, srv.URL+"/admin/vouchers/5/live", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("authorization", e.adminTok)
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	if res.StatusCode != http.StatusOK || res.Header.Get("Content-Type") != "text/event-stream" {
+		t.Fatalf("got %d %q, want 200 text/event-stream", res.StatusCode, res.Header.Get("Content-Type"))
+	}
+	if cc := res.Header.Get("Cache-Control"); cc != "no-store" {
+		t.Errorf("Cache-Control: got %q, want no-store", cc)
+	}
+	events := readEvents(res.Body)
+	start := time.Now()
+	first := nextSnapshot(t, events, 2*time.Second)
+	if first.VoucherID != 5 || first.Audit == nil || first.Audit.Stock != 10 || first.Requests != 0 {
+		t.Errorf("first snapshot: got %+v, want voucher 5, stock 10, no request", first)
+	}
+	if len(first.Instances) != 1 || first.Instances[0].LockMode != "lua" || first.Instances[0].OrderMode != "sync" {
+		t.Errorf("first snapshot's instances: got %+v, want this one, lua/sync (%+v)", first.Instances, first)
+	}
+
+	assertOK(t, e.do(http.MethodPost, "/voucher-order/seckill/5", "", e.userTok))
+	for range 3 { // duplicates stopped by the lock
+		assertError(t, e.do(http.MethodPost, "/voucher-order/seckill/5", "", e.userTok), http.StatusConflict, handler.CodeDuplicateOrder)
+	}
+	var s live.Snapshot
+	for n := 0; ; n++ {
+		s = nextSnapshot(t, events, 2*time.Second)
+		if s.Answers["OK"] == 1 && s.Audit.Orders == 1 || n > 5 {
+			break
+		}
+	}
+	if s.Answers["OK"] != 1 || s.Answers["DUPLICATE_ORDER"] != 3 || s.Duplicates.Lock != 3 || s.Requests != 4 {
+		t.Errorf("answers: got %v, duplicates %+v, requests %d; want 1 OK, 3 DUPLICATE_ORDER by the lock, 4", s.Answers, s.Duplicates, s.Requests)
+	}
+	if s.Audit.Orders != 1 || s.Audit.Stock != 9 {
+		t.Errorf("audit: got %+v, want 1 order, stock 9", s.Audit)
+	}
+	if s.RequestsPerSecond == nil || s.Latency == nil || s.Latency.Count == 0 {
+		t.Errorf("rates: got %v, latency %+v; want both", s.RequestsPerSecond, s.Latency)
+	}
+	// Past every timeout of the server and the request deadline, the
+	// stream still sends, once a second.
+	for time.Since(start) < 2500*time.Millisecond {
+		nextSnapshot(t, events, 2*time.Second)
+	}
+	before := time.Now()
+	nextSnapshot(t, events, 2*time.Second)
+	if gap := time.Since(before); gap > 1500*time.Millisecond {
+		t.Errorf("gap between snapshots: got %v, want about a second", gap)
+	}
+}
+
+// TestLiveStreamLimit: an instance serves at most 32 streams at a time; one
+// more is refused with 429, and a place frees when a stream ends.
+func TestLiveStreamLimit(t *testing.T) {
+	e := newLiveEnv(t)
+	e.seck.audit = func(context.Context, int64) (*model.Audit, error) { return &model.Audit{VoucherID: 1}, nil }
+	srv := httptest.NewServer(e.h)
+	t.Cleanup(srv.Close)
+	open := func(ctx context.Context) (*http.Response, error) {
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, srv.URL+"/admin/vouchers/1/live", nil)
+		if err != nil {
+			return nil, err
+		}
+		req.Header.Set("authorization", e.adminTok)
+		return http.DefaultClient.Do(req)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var cancels []context.CancelFunc
+	for i := range 32 {
+		sctx, scancel := context.WithCancel(ctx)
+		cancels = append(cancels, scancel)
+		res, err := open(sctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.StatusCode != http.StatusOK {
+			t.Fatalf("stream %d: got %d, want 200", i, res.StatusCode)
+		}
+		defer res.Body.Close()
+	}
+	res, err := open(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(res.Body)
+	res.Body.Close()
+	if res.StatusCode != http.StatusTooManyRequests || !strings.Contains(string(body), handler.CodeRateLimited) {
+		t.Errorf("stream 33: got %d %s, want 429 RATE_LIMITED", res.StatusCode, body)
+	}
+	cancels[0]()
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		res, err := open(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res.Body.Close()
+		if res.StatusCode == http.StatusOK {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("after one stream ended: got %d, want a place free", res.StatusCode)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// TestSeckillAnswersCounted: every answer of the seckill route that
+// reached a voucher is counted for it, by code and by where a duplicate
+// was stopped; answers that reached no voucher are not.
+func TestSeckillAnswersCounted(t *testing.T) {
+	uniqueKey := fmt.Errorf("%w: %w", model.ErrDuplicateOrder, model.ErrUniqueKey)
+	lockRefused := fmt.Errorf("%w: %w", model.ErrDuplicateOrder, model.ErrLockRefused)
+	answers := map[int64]error{
+		1: nil, 2: model.ErrSoldOut, 3: lockRefused, 4: uniqueKey, 5: model.ErrDuplicateOrder,
+		6: model.ErrStaleFence, 7: model.ErrSeckillNotStarted, 8: model.ErrVoucherNotFound,
+		9: model.Unavailable(errors.New("down")), 10: errors.New("bug"),
+	}
+	e := newLiveEnv(t)
+	e.seck.buy = func(_ context.Context, _, voucherID int64) (int64, error) {
+		if err := answers[voucherID]; err != nil {
+			return 0, err
+		}
+		return 1, nil
+	}
+	for id := range answers {
+		e.do(http.MethodPost, fmt.Sprintf("/voucher-order/seckill/%d", id), "", e.userTok)
+	}
+	e.do(http.MethodPost, "/voucher-order/seckill/abc", "", e.userTok)
+	e.do(http.MethodPost, "/voucher-order/seckill/1", "", "") // no token
+
+	want := map[int64]model.LiveCounts{
+		1: {"code:OK": 1}, 2: {"code:SOLD_OUT": 1}, 3: {"code:DUPLICATE_ORDER": 1, "dup:lock": 1},
+		4: {"code:DUPLICATE_ORDER": 1, "dup:unique": 1}, 5: {"code:DUPLICATE_ORDER": 1, "dup:check": 1},
+		6: {"code:DUPLICATE_ORDER": 1, "dup:fence": 1}, 7: {"code:SECKILL_NOT_STARTED": 1},
+		8: nil, 9: {"code:UNAVAILABLE": 1}, 10: {"code:INTERNAL": 1},
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		var bad []string
+		for id, w := range want {
+			got, _ := e.store.Counts(context.Background(), id)
+			for k := range got {
+				if strings.HasPrefix(k, "lat:") {
+					delete(got, k)
+				}
+			}
+			if fmt.Sprint(got) != fmt.Sprint(map[string]int64(w)) && !(len(got) == 0 && len(w) == 0) {
+				bad = append(bad, fmt.Sprintf("voucher %d: got %v, want %v", id, got, w))
+			}
+		}
+		if len(bad) == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal(strings.Join(bad, "\n"))
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// TestRateLimitedAnswersCounted: a request the rate limiter refuses is
+// counted for its voucher as RATE_LIMITED.
+func TestRateLimitedAnswersCounted(t *testing.T) {
+	e := newLiveEnv(t, func(d *handler.Deps) { d.RateLimit = 1 })
+	for range 3 {
+		e.do(http.MethodPost, "/voucher-order/seckill/3", "", e.userTok)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		got, _ := e.store.Counts(context.Background(), 3)
+		if got["code:OK"] == 1 && got["code:RATE_LIMITED"] == 2 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("got %v, want 1 OK and 2 RATE_LIMITED", got)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
