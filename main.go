@@ -117,6 +117,9 @@ type app struct {
 	stopWatch func()
 	// demo seeds the development demo data (serve, development only).
 	demo service.Demo
+	// LiveInstance is the id under which the process publishes its live
+	// dashboard counters (seckill:live:instances).
+	LiveInstance string
 	// stopLive stops the live dashboard's publisher after its last
 	// publication (nil when none runs).
 	stopLive func()
@@ -228,6 +231,7 @@ func newApp(ctx context.Context, cfg config.Config, log *slog.Logger) (_ *app, e
 		pub.Run(liveCtx)
 	}()
 	a.stopLive = func() { stopLive(); <-liveDone }
+	a.LiveInstance = pub.ID()
 	a.Handler = handler.New(handler.Deps{
 		Users:          service.NewUsers(users, repository.NewCodes(d.Redis), tok, log),
 		Vouchers:       voucherSvc,
