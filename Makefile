@@ -60,6 +60,20 @@ loadtest-matrix:
 loadtest-ci:
 	$(HARNESS) ci
 
+# ---- fault suite (cmd/harness/faults*.go, faults/README.md): each case kills
+# or freezes a dependency mid-load (an instance, Redis, the Sentinel primary,
+# MariaDB, a Redlock node, a lock holder) and audits what every request got.
+# It runs on PRIVATE MariaDB/Redis/Sentinel processes of its own (ports from
+# FAULTS_BASE_PORT=27300), never on the shared services of .ci/services.sh;
+# needs mariadb-server, redis-server and redis-sentinel installed. Writes
+# faults/RESULTS.md and faults/results.json; `make faults CASE=mariadb-sync`
+# (or CASE=mariadb, a prefix) runs some cases and keeps their results in the
+# work directory it names.
+.PHONY: faults
+
+faults:
+	$(HARNESS) faults
+
 # ---- benchmark (bench/): the machine's limits and the seckill in every lock
 # mode, measured in one run by `harness bench` (cmd/harness/bench.go); writes
 # bench/RESULTS.md and bench/results.json. Settings are the BENCH_*
