@@ -1,0 +1,186 @@
+package main
+
+// The live sale dashboard across instances: two wired apps on the real
+// MariaDB and Redis, a storm of buyers spread over both, and each
+// instance's stream showing the whole sale (the sum of both instances'
+// answers, the audit's numbers).
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"seckill/live"
+)
+
+// liveStream opens GET /admin/vouchers/:id/live on srv as an admin and
+// returns its snapshots as they come; the stream closes with the test.
+func liveStream(t *testing.T, url string, voucherID int64) <-chan live.Snapshot {
+	t.Helper()
+	admin, err := devTokens().Issue(1, "admin")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, fmt.Sprintf("%s/admin/vouchers/%d/live", url, voucherID), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("authorization", admin)
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.StatusCode != http.StatusOK || res.Header.Get("Content-Type") != "text/event-stream" {
+		b, _ := io.ReadAll(res.Body)
+		t.Fatalf("live stream: got %d %q %s, want 200 text/event-stream", res.StatusCode, res.Header.Get("Content-Type"), b)
+	}
+	out := make(chan live.Snapshot, 16)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		defer close(out)
+		sc := bufio.NewScanner(res.Body)
+		sc.Buffer(make([]byte, 64<<10), 1<<20)
+		event := ""
+		for sc.Scan() {
+			line := sc.Text()
+			switch {
+			case strings.HasPrefix(line, "event: "):
+				event = strings.TrimPrefix(line, "event: ")
+			case strings.HasPrefix(line, "data: ") && event == "snapshot":
+				var s live.Snapshot
+				if err := json.Unmarshal([]byte(strings.TrimPrefix(line, "data: ")), &s); err != nil {
+					t.Errorf("snapshot %s: %v", line, err)
+					return
+				}
+				select {
+				case out <- s:
+				default: // the test reads the latest; drop when it lags
+				}
+			}
+		}
+	}()
+	t.Cleanup(func() {
+		cancel()
+		res.Body.Close()
+		<-done
+	})
+	return out
+}
+
+// settle waits for a snapshot for which ok holds and returns it (the last
+// one seen when none did within 15 s, failing).
+func settle(t *testing.T, name string, ch <-chan live.Snapshot, ok func(live.Snapshot) bool) live.Snapshot {
+	t.Helper()
+	deadline := time.After(15 * time.Second)
+	var last live.Snapshot
+	for {
+		select {
+		case s, open := <-ch:
+			if !open {
+				t.Fatalf("%s: the stream ended", name)
+			}
+			last = s
+			if ok(s) {
+				return s
+			}
+		case <-deadline:
+			t.Fatalf("%s: no snapshot settled within 15s; last: answers %v, requests %d, audit %+v", name, last.Answers, last.Requests, last.Audit)
+			return last
+		}
+	}
+}
+
+// TestLiveDashboardAcrossInstances: a storm over two instances; the stream
+// of either instance shows the sum of both instances' answers by code
+// (equal to what the clients received), the duplicates by where they were
+// stopped, both instances with their modes, and the audit's numbers (equal
+// to the database's). With lua the lock stops the duplicates; with none
+// the transaction's check and the unique key do, and the unique-key count
+// equals the audit's.
+func TestLiveDashboardAcrossInstances(t *testing.T) {
+	for _, mode := range []string{"lua", "none", "async"} {
+		t.Run(mode, func(t *testing.T) {
+			env := map[string]string{"SECKILL_LOCK_MODE": mode}
+			newApp := testApp
+			if mode == "async" {
+				env = map[string]string{}
+				newApp = asyncApp
+			}
+			a, b := newApp(t, env), newApp(t, env)
+			srvA, srvB := httptest.NewServer(a.Handler), httptest.NewServer(b.Handler)
+			t.Cleanup(srvA.Close)
+			t.Cleanup(srvB.Close)
+			const users, dup, stock = 120, 3, 80
+			vid := publishVoucher(t, a.Handler, stock)
+			fromA, fromB := liveStream(t, srvA.URL, vid), liveStream(t, srvB.URL, vid)
+
+			seen := storm(t, []http.Handler{a.Handler, b.Handler}, vid, randomBase(), users, dup)
+			sent := users * dup
+			if mode == "async" {
+				waitDrained(t, a.Handler, vid, int64(seen.byCode["OK"]))
+			}
+			for name, ch := range map[string]<-chan live.Snapshot{"instance a": fromA, "instance b": fromB} {
+				s := settle(t, name, ch, func(s live.Snapshot) bool {
+					return s.Requests == int64(sent) && s.Audit != nil && s.Audit.Orders == int64(seen.byCode["OK"])
+				})
+				for _, code := range []string{"OK", "SOLD_OUT", "DUPLICATE_ORDER"} {
+					if got, want := s.Answers[code], int64(seen.byCode[code]); got != want {
+						t.Errorf("%s: %s answers: got %d, want %d (what the clients received)", name, code, got, want)
+					}
+				}
+				d := s.Duplicates
+				if total := d.Lock + d.Fence + d.Check + d.UniqueKey; total != s.Answers["DUPLICATE_ORDER"] {
+					t.Errorf("%s: duplicates by where stopped %+v sum to %d, want the %d DUPLICATE_ORDER answers", name, d, total, s.Answers["DUPLICATE_ORDER"])
+				}
+				if d.UniqueKey != s.Audit.DuplicateRejections {
+					t.Errorf("%s: duplicates only the unique key stopped: got %d, want the audit's %d", name, d.UniqueKey, s.Audit.DuplicateRejections)
+				}
+				switch mode {
+				case "lua":
+					if d.UniqueKey != 0 {
+						t.Errorf("%s: lua: got %+v, want none stopped by the unique key", name, d)
+					}
+				case "none":
+					if d.Lock != 0 {
+						t.Errorf("%s: none: got %d stopped by a lock, want 0", name, d.Lock)
+					}
+				case "async":
+					if d.Check != s.Answers["DUPLICATE_ORDER"] {
+						t.Errorf("%s: async: got %+v, want every duplicate stopped by the admission script", name, d)
+					}
+					if s.Audit.Pending == nil || *s.Audit.Pending != 0 || s.Audit.RedisStock == nil {
+						t.Errorf("%s: async audit: got %+v, want redisStock and pending 0 after the drain", name, s.Audit)
+					}
+				}
+				if !s.Audit.Consistent || s.Audit.Oversold || s.Audit.Stock != stock-int(s.Audit.Orders) {
+					t.Errorf("%s: audit %+v, want consistent, stock = %d - orders", name, s.Audit, stock)
+				}
+				var ids []string
+				for _, in := range s.Instances {
+					ids = append(ids, in.ID)
+				}
+				if !slices.Contains(ids, a.LiveInstance) || !slices.Contains(ids, b.LiveInstance) {
+					t.Errorf("%s: instances %v, want both %s and %s", name, ids, a.LiveInstance, b.LiveInstance)
+				}
+				wantOrder := "sync"
+				if mode == "async" {
+					wantOrder = "async"
+				}
+				if !slices.Contains(s.OrderModes, wantOrder) {
+					t.Errorf("%s: order modes %v, want %s among them", name, s.OrderModes, wantOrder)
+				}
+			}
+			checkInvariants(t, openTestDB(t), vid, seen)
+		})
+	}
+}
