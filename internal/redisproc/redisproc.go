@@ -1,0 +1,417 @@
+// Package redisproc starts throwaway redis-server and redis-sentinel
+// processes on free loopback ports, for tests and tools that must kill and
+// restart Redis without touching shared servers: a server can be SIGKILLed
+// and restarted on its port, empty, as a primary or as the replica of
+// another; a Set is a primary, its replica and the Sentinels that watch
+// them.
+//
+// The servers keep nothing on disk that survives a restart (no RDB
+// snapshots, no AOF). Every process is started with a parent-death signal
+// on Linux, so that it dies with the process that started it even when
+// Close is never called; callers still Close (or Kill) what they start.
+//
+// Nothing here depends on package testing: every call takes a context that
+// bounds its waits and returns an error.
+package redisproc
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// DefaultWait bounds a wait (a start, a kill, a health check) whose context
+// has no deadline.
+const DefaultWait = 15 * time.Second
+
+// startAttempts is how many free ports Start tries: a port found free can
+// be taken by someone else before the server binds it.
+const startAttempts = 5
+
+// Available reports whether redis-server and redis-sentinel are on PATH.
+func Available() error {
+	var errs []error
+	for _, bin := range []string{"redis-server", "redis-sentinel"} {
+		if _, err := exec.LookPath(bin); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// Options configure one redis-server. Only Dir is required.
+type Options struct {
+	// Dir is the directory under which the server gets its own working
+	// directory (redis-<port>) with its log. Required.
+	Dir string
+	// Port is the 127.0.0.1 port to listen on. Default 0: a free port.
+	Port int
+	// ReplicaOf is the "host:port" of the primary to replicate. Default
+	// empty: a primary.
+	ReplicaOf string
+	// Args are further redis-server arguments, e.g. {"--maxmemory",
+	// "64mb"}; they come last, so they override the defaults. Default none.
+	Args []string
+	// Bin is the redis-server binary. Default "redis-server" on PATH.
+	Bin string
+	// Log receives one line per start, kill and restart. Default: discard.
+	Log *slog.Logger
+}
+
+// Server is one redis-server process that this package started. Its
+// methods are safe for concurrent use.
+type Server struct {
+	opts Options
+	p    *proc
+}
+
+// Start starts a redis-server and waits, within ctx (DefaultWait when ctx
+// has no deadline), until it answers PING. The server listens on 127.0.0.1,
+// keeps no snapshot or AOF, and starts a replica's full sync at once
+// (diskless, no delay).
+func Start(ctx context.Context, o Options) (*Server, error) {
+	if o.Dir == "" {
+		return nil, errors.New("redisproc: Options.Dir is required")
+	}
+	if o.Bin == "" {
+		o.Bin = "redis-server"
+	}
+	s := &Server{opts: o}
+	p, err := startProc(ctx, procSpec{
+		kind: "redis-server", bin: o.Bin, dir: o.Dir, port: o.Port, log: o.Log,
+		args: func(dir string, port int) ([]string, error) { return s.args(dir, port, o.ReplicaOf), nil },
+	})
+	if err != nil {
+		return nil, err
+	}
+	s.p = p
+	return s, nil
+}
+
+// args is the command line of the server on port, in dir.
+func (s *Server) args(dir string, port int, replicaOf string) []string {
+	a := []string{
+		"--port", strconv.Itoa(port), "--bind", "127.0.0.1", "--protected-mode", "no",
+		"--dir", dir, "--logfile", filepath.Join(dir, "redis.log"), "--daemonize", "no",
+		"--save", "", "--appendonly", "no",
+		"--repl-diskless-sync", "yes", "--repl-diskless-sync-delay", "0",
+	}
+	if replicaOf != "" {
+		host, port, _ := net.SplitHostPort(replicaOf)
+		a = append(a, "--replicaof", host, port)
+	}
+	return append(a, s.opts.Args...)
+}
+
+// Addr is the server's "127.0.0.1:port".
+func (s *Server) Addr() string { return s.p.addr() }
+
+// Port is the server's port.
+func (s *Server) Port() int { return s.p.port }
+
+// LogFile is the path of the server's log.
+func (s *Server) LogFile() string { return filepath.Join(s.p.dir, "redis.log") }
+
+// Pid is the process id of the running server, 0 when it is not running.
+func (s *Server) Pid() int { return s.p.pid() }
+
+// Running reports whether the server process is alive.
+func (s *Server) Running() bool { return s.p.running() }
+
+// Kill sends SIGKILL (a crash: nothing is flushed, clients see their
+// connections reset) and waits, within DefaultWait, until the process is
+// gone. Killing a server that is not running does nothing.
+func (s *Server) Kill() error { return s.p.kill() }
+
+// Restart starts the killed server again on the same port, empty (its
+// working directory's RDB files are removed first), as the replica of
+// replicaOf ("host:port") or, when replicaOf is empty, as a primary. It
+// waits within ctx until the server answers PING; a replica may still be
+// syncing then. Restarting a running server is an error.
+func (s *Server) Restart(ctx context.Context, replicaOf string) error {
+	if s.p.running() {
+		return fmt.Errorf("redisproc: restart %s: still running (Kill it first)", s.Addr())
+	}
+	rdbs, err := filepath.Glob(filepath.Join(s.p.dir, "*.rdb"))
+	if err != nil {
+		return err
+	}
+	for _, f := range rdbs {
+		if err := os.Remove(f); err != nil {
+			return fmt.Errorf("redisproc: restart %s empty: %w", s.Addr(), err)
+		}
+	}
+	return s.p.restart(ctx, s.args(s.p.dir, s.p.port, replicaOf))
+}
+
+// Close kills the server; see Kill.
+func (s *Server) Close() error { return s.Kill() }
+
+// procSpec says how to start one process.
+type procSpec struct {
+	kind string // redis-server or redis-sentinel, for messages
+	bin  string
+	dir  string // parent of the process's own directory
+	port int    // 0: a free one
+	log  *slog.Logger
+	// args returns the command line for the process in dir on port
+	// (writing whatever file it needs there).
+	args func(dir string, port int) ([]string, error)
+}
+
+// proc is one started process: the redis-server or redis-sentinel of a
+// Server or a Sentinel.
+type proc struct {
+	kind, bin string
+	dir       string // the process's own working directory
+	port      int
+	log       *slog.Logger
+
+	mu     sync.Mutex
+	cmd    *exec.Cmd
+	exited chan struct{} // closed when cmd has been waited for
+}
+
+// startProc starts spec's process on spec.port or, when it is 0, on a
+// free port (another one when the first is taken meanwhile), and waits
+// until it answers PING.
+func startProc(ctx context.Context, spec procSpec) (*proc, error) {
+	ctx, cancel := bounded(ctx)
+	defer cancel()
+	log := spec.log
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	attempts := 1
+	if spec.port == 0 {
+		attempts = startAttempts
+	}
+	var lastErr error
+	for range attempts {
+		port := spec.port
+		if port == 0 {
+			var err error
+			if port, err = freePort(); err != nil {
+				return nil, err
+			}
+		}
+		dir := filepath.Join(spec.dir, fmt.Sprintf("%s-%d", strings.TrimPrefix(spec.kind, "redis-"), port))
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return nil, err
+		}
+		args, err := spec.args(dir, port)
+		if err != nil {
+			return nil, err
+		}
+		p := &proc{kind: spec.kind, bin: spec.bin, dir: dir, port: port, log: log}
+		if lastErr = p.run(ctx, args); lastErr == nil {
+			return p, nil
+		}
+		if ctx.Err() != nil {
+			break
+		}
+	}
+	return nil, lastErr
+}
+
+// restart runs the process again with args on its port.
+func (p *proc) restart(ctx context.Context, args []string) error {
+	ctx, cancel := bounded(ctx)
+	defer cancel()
+	if err := p.run(ctx, args); err != nil {
+		return err
+	}
+	p.log.Info("redisproc: restarted", "kind", p.kind, "addr", p.addr())
+	return nil
+}
+
+// run starts the process with args and waits until it answers PING; on
+// failure the process is killed and the error quotes the end of its
+// output.
+func (p *proc) run(ctx context.Context, args []string) error {
+	out, err := os.OpenFile(filepath.Join(p.dir, "stdout.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return err
+	}
+	defer out.Close() // the child has its own descriptor
+	cmd := exec.Command(p.bin, args...)
+	cmd.Dir = p.dir
+	cmd.Stdout, cmd.Stderr = out, out
+	cmd.SysProcAttr = sysProcAttr()
+	if err := cmd.Start(); err != nil {
+		return fmt.Errorf("redisproc: start %s: %w", p.kind, err)
+	}
+	exited := make(chan struct{})
+	go func() {
+		defer close(exited)
+		// A killed process exits with an error status: expected. What
+		// matters is that it is gone and reaped.
+		_ = cmd.Wait() //nolint:errcheck
+	}()
+	p.mu.Lock()
+	p.cmd, p.exited = cmd, exited
+	p.mu.Unlock()
+	if err := p.waitReady(ctx); err != nil {
+		if kerr := p.kill(); kerr != nil {
+			err = errors.Join(err, kerr)
+		}
+		return fmt.Errorf("redisproc: %s on %s did not come up: %w (log tail: %s)", p.kind, p.addr(), err, p.tail())
+	}
+	p.log.Info("redisproc: started", "kind", p.kind, "addr", p.addr(), "pid", cmd.Process.Pid, "dir", p.dir)
+	return nil
+}
+
+// waitReady polls PING until the process answers, exits or ctx ends.
+func (p *proc) waitReady(ctx context.Context) error {
+	p.mu.Lock()
+	exited := p.exited
+	p.mu.Unlock()
+	for {
+		err := Ping(ctx, p.addr())
+		if err == nil {
+			return nil
+		}
+		select {
+		case <-exited:
+			return errors.New("the process exited")
+		case <-ctx.Done():
+			return fmt.Errorf("%w (last ping: %v)", ctx.Err(), err)
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+}
+
+func (p *proc) addr() string { return net.JoinHostPort("127.0.0.1", strconv.Itoa(p.port)) }
+
+func (p *proc) running() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.cmd == nil {
+		return false
+	}
+	select {
+	case <-p.exited:
+		return false
+	default:
+		return true
+	}
+}
+
+func (p *proc) pid() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.cmd == nil {
+		return 0
+	}
+	select {
+	case <-p.exited:
+		return 0
+	default:
+		return p.cmd.Process.Pid
+	}
+}
+
+// kill sends SIGKILL and waits until the process has been reaped.
+func (p *proc) kill() error {
+	p.mu.Lock()
+	cmd, exited := p.cmd, p.exited
+	p.mu.Unlock()
+	if cmd == nil {
+		return nil
+	}
+	select {
+	case <-exited:
+		return nil
+	default:
+	}
+	if err := cmd.Process.Signal(syscall.SIGKILL); err != nil && !errors.Is(err, os.ErrProcessDone) {
+		return fmt.Errorf("redisproc: kill %s on %s: %w", p.kind, p.addr(), err)
+	}
+	select {
+	case <-exited:
+	case <-time.After(DefaultWait):
+		return fmt.Errorf("redisproc: %s on %s (pid %d) still there %v after SIGKILL", p.kind, p.addr(), cmd.Process.Pid, DefaultWait)
+	}
+	p.log.Info("redisproc: killed", "kind", p.kind, "addr", p.addr(), "pid", cmd.Process.Pid)
+	return nil
+}
+
+// tail returns the last lines of the process's log and output, for errors.
+func (p *proc) tail() string {
+	var lines []string
+	for _, name := range []string{"stdout.log", "redis.log", "sentinel.log"} {
+		b, err := os.ReadFile(filepath.Join(p.dir, name))
+		if err != nil {
+			continue
+		}
+		all := strings.Split(strings.TrimSpace(string(b)), "\n")
+		lines = append(lines, all[max(0, len(all)-3):]...)
+	}
+	if len(lines) == 0 {
+		return "(empty)"
+	}
+	return strings.Join(lines, " | ")
+}
+
+// Ping sends PING to the Redis server or Sentinel at addr on a fresh
+// connection and returns nil when it answers PONG.
+func Ping(ctx context.Context, addr string) error {
+	ctx, cancel := context.WithTimeout(ctx, time.Second)
+	defer cancel()
+	var d net.Dialer
+	conn, err := d.DialContext(ctx, "tcp", addr)
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	if dl, ok := ctx.Deadline(); ok {
+		if err := conn.SetDeadline(dl); err != nil {
+			return err
+		}
+	}
+	if _, err := io.WriteString(conn, "PING\r\n"); err != nil {
+		return err
+	}
+	line, err := bufio.NewReader(conn).ReadString('\n')
+	if err != nil {
+		return err
+	}
+	if line = strings.TrimSpace(line); line != "+PONG" {
+		return fmt.Errorf("PING %s: %q", addr, line)
+	}
+	return nil
+}
+
+// freePort returns a 127.0.0.1 port nothing listens on now.
+func freePort() (int, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, fmt.Errorf("redisproc: find a free port: %w", err)
+	}
+	port := ln.Addr().(*net.TCPAddr).Port
+	if err := ln.Close(); err != nil {
+		return 0, err
+	}
+	return port, nil
+}
+
+// bounded returns ctx, or ctx bounded by DefaultWait when it has no
+// deadline.
+func bounded(ctx context.Context) (context.Context, context.CancelFunc) {
+	if _, ok := ctx.Deadline(); ok {
+		return context.WithCancel(ctx)
+	}
+	return context.WithTimeout(ctx, DefaultWait)
+}
