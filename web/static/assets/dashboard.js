@@ -67,7 +67,7 @@ export function dashboard(root, voucherId) {
           h('tr', {}, h('td', {}, 'unique-key rejections, audit (requests and consumers)'), h('td', { class: 'r' }, num('duplicateRejections'))))),
         h('p', { class: 'muted small' }, 'Each DUPLICATE_ORDER answer counted by where it was stopped. A lock that holds leaves the unique key nothing to do.'))),
     h('section', { class: 'card' }, h('h2', {}, 'Instances'),
-      h('table', {}, h('thead', {}, h('tr', {}, ['instance', 'lock', 'order', 'requests / s', 'requests', 'published'].map((t) => h('th', {}, t)))), instRows)),
+      h('table', {}, h('thead', {}, h('tr', {}, ['instance', 'lock', 'order', 'requests / s', 'requests', 'published'].map((t, i) => h('th', { class: i === 3 || i === 4 ? 'r' : '' }, t)))), instRows)),
     h('p', {}, h('a', { href: '#/admin' }, '← Admin')));
 
   function show(s) {
@@ -126,8 +126,9 @@ export function dashboard(root, voucherId) {
     const hgt = chart.height;
     ctx.clearRect(0, 0, w, hgt);
     const top = Math.max(1, ...history.map((p) => Math.max(p.rps, p.ok)));
-    const x = (i) => (w * i) / (HISTORY - 1);
-    const y = (v) => hgt - 4 - ((hgt - 8) * v) / top;
+    // The newest second at the right edge.
+    const x = (i) => w - 8 - ((w - 16) * (history.length - 1 - i)) / (HISTORY - 1);
+    const y = (v) => hgt - 4 - ((hgt - 20) * v) / top;
     const css = getComputedStyle(chart);
     ctx.fillStyle = css.getPropertyValue('--ok') || '#2a8';
     history.forEach((p, i) => ctx.fillRect(x(i) - 3, y(p.ok), 6, hgt - 4 - y(p.ok)));
@@ -137,7 +138,8 @@ export function dashboard(root, voucherId) {
     history.forEach((p, i) => (i ? ctx.lineTo(x(i), y(p.rps)) : ctx.moveTo(x(i), y(p.rps))));
     ctx.stroke();
     ctx.fillStyle = css.getPropertyValue('--muted') || '#888';
-    ctx.fillText(String(top) + '/s', 4, 12);
+    ctx.textBaseline = 'top';
+    ctx.fillText('max ' + top + '/s', 4, 2);
   }
 
   function setState(name, text) {
