@@ -221,9 +221,9 @@ func TestWebDashboardFlow(t *testing.T) {
 	checkInvariants(t, openTestDB(t), vid, seen)
 	au := call(t, a.Handler, http.MethodGet, fmt.Sprintf("/admin/vouchers/%d/audit", vid), admin, nil)
 	var want struct {
-		InitialStock, Stock int
+		InitialStock, Stock         int
 		Orders, DuplicateRejections int64
-		Consistent, Oversold         bool
+		Consistent, Oversold        bool
 	}
 	if err := json.Unmarshal(au.Body.Data, &want); err != nil || au.Status != http.StatusOK {
 		t.Fatalf("audit: %d %s (%v)", au.Status, au.Body.Data, err)
