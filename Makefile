@@ -38,6 +38,7 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzLogin$$' -fuzztime $(FUZZTIME) $(FUZZFLAGS) ./handler/
 	$(GO) test -run '^$$' -fuzz '^FuzzPublish$$' -fuzztime $(FUZZTIME) $(FUZZFLAGS) ./handler/
 	$(GO) test -run '^$$' -fuzz '^FuzzPublishTimes$$' -fuzztime $(FUZZTIME) $(FUZZFLAGS) ./handler/
+	$(GO) test -run '^$$' -fuzz '^FuzzShop$$' -fuzztime $(FUZZTIME) $(FUZZFLAGS) ./handler/
 	$(GO) test -run '^$$' -fuzz '^FuzzAuthorization$$' -fuzztime $(FUZZTIME) $(FUZZFLAGS) ./handler/
 	$(GO) test -run '^$$' -fuzz '^FuzzAnyRequest$$' -fuzztime $(FUZZTIME) $(FUZZFLAGS) ./handler/
 	$(GO) test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME) $(FUZZFLAGS) ./auth/
