@@ -11,6 +11,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"slices"
@@ -182,5 +183,101 @@ func TestLiveDashboardAcrossInstances(t *testing.T) {
 			}
 			checkInvariants(t, openTestDB(t), vid, seen)
 		})
+	}
+}
+
+// TestServeEndsLiveStreamsAtShutdown: a stopping server ends its live
+// streams (an "end" event) instead of waiting for them until its shutdown
+// deadline, and stops gracefully.
+func TestServeEndsLiveStreamsAtShutdown(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	vars := map[string]string{"SECKILL_DATA_DIR": t.TempDir(), "SECKILL_HTTP_ADDR": addr}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	done := make(chan error, 1)
+	go func() { done <- run(ctx, nil, envOf(vars), io.Discard, io.Discard) }()
+	base := "http://" + addr
+	for i := 0; ; i++ {
+		resp, err := http.Get(base + "/readyz")
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				break
+			}
+		}
+		if i == 200 {
+			cancel()
+			t.Fatalf("server never became ready: %v", <-done)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		// call() serves in process; this handler forwards to the server.
+		req, err := http.NewRequest(r.Method, base+r.URL.RequestURI(), r.Body)
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header = r.Header
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		w.WriteHeader(resp.StatusCode)
+		io.Copy(w, resp.Body)
+	})
+	vid := publishVoucher(t, h, 5)
+
+	admin, err := devTokens().Issue(1, "admin")
+	if err != nil {
+		t.Fatal(err)
+	}
+	req, err := http.NewRequest(http.MethodGet, fmt.Sprintf("%s/admin/vouchers/%d/live", base, vid), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("authorization", admin)
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	events := make(chan string, 64)
+	go func() {
+		defer close(events)
+		sc := bufio.NewScanner(res.Body)
+		for sc.Scan() {
+			if name, ok := strings.CutPrefix(sc.Text(), "event: "); ok {
+				events <- name
+			}
+		}
+	}()
+	if ev := <-events; ev != "snapshot" {
+		t.Fatalf("first event: got %q, want snapshot", ev)
+	}
+	start := time.Now()
+	cancel()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Errorf("serve returned %v, want nil after a graceful stop", err)
+		}
+		if took := time.Since(start); took > 5*time.Second {
+			t.Errorf("stop took %v with a stream open, want well within the shutdown deadline", took)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("serve did not stop within 10s with a live stream open")
+	}
+	var last string
+	for ev := range events {
+		last = ev
+	}
+	if last != "end" {
+		t.Errorf("last event of the stream: got %q, want end", last)
 	}
 }

@@ -120,6 +120,10 @@ type app struct {
 	// LiveInstance is the id under which the process publishes its live
 	// dashboard counters (seckill:live:instances).
 	LiveInstance string
+	// EndStreams ends the live dashboard streams being served: the server
+	// calls it when it shuts down (Shutdown does not wait for a stream to
+	// end by itself), Close too.
+	EndStreams func()
 	// stopLive stops the live dashboard's publisher after its last
 	// publication (nil when none runs).
 	stopLive func()
@@ -232,6 +236,8 @@ func newApp(ctx context.Context, cfg config.Config, log *slog.Logger) (_ *app, e
 	}()
 	a.stopLive = func() { stopLive(); <-liveDone }
 	a.LiveInstance = pub.ID()
+	streams, endStreams := context.WithCancel(context.Background())
+	a.EndStreams = endStreams
 	a.Handler = handler.New(handler.Deps{
 		Users:          service.NewUsers(users, repository.NewCodes(d.Redis), tok, log),
 		Vouchers:       voucherSvc,
@@ -249,6 +255,7 @@ func newApp(ctx context.Context, cfg config.Config, log *slog.Logger) (_ *app, e
 		Live:           recorder,
 		Board:          live.NewBoard(liveStats, seckill.Audit, time.Now),
 		Web:            web.Files(),
+		Streams:        streams,
 	})
 	return a, nil
 }
@@ -340,6 +347,9 @@ func (a *app) stopWorkers(log *slog.Logger, deadline time.Time) {
 // then closes Redis and the database.
 func (a *app) Close(log *slog.Logger) {
 	a.stopWorkers(log, time.Now().Add(9*time.Second))
+	if a.EndStreams != nil {
+		a.EndStreams()
+	}
 	if a.stopLive != nil {
 		a.stopLive() // its last publication needs Redis: before Redis closes
 		a.stopLive = nil
@@ -379,6 +389,7 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger) error {
 		IdleTimeout:       120 * time.Second,
 		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
 	}
+	srv.RegisterOnShutdown(a.EndStreams)
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
 	log.InfoContext(ctx, "serving", "addr", ln.Addr().String(), "lock_mode", a.Locker.Name(), "order_mode", cfg.OrderMode,

@@ -106,9 +106,16 @@ func (a *api) liveStream(c *gin.Context) {
 	defer tick.Stop()
 	end := time.NewTimer(liveLifetime)
 	defer end.Stop()
+	var shutdown <-chan struct{}
+	if a.Streams != nil {
+		shutdown = a.Streams.Done()
+	}
 	for {
 		select {
 		case <-ctx.Done():
+			return
+		case <-shutdown:
+			send("end", map[string]string{"reason": "server shutting down: reconnect"})
 			return
 		case <-end.C:
 			send("end", map[string]string{"reason": "stream lifetime reached: reconnect"})

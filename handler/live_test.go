@@ -408,3 +408,43 @@ func TestRateLimitedAnswersCounted(t *testing.T) {
 		time.Sleep(10 * time.Millisecond)
 	}
 }
+
+// TestLiveStreamEndsWithStreams: when Deps.Streams is done (the server
+// shuts down), a stream sends "end" and returns.
+func TestLiveStreamEndsWithStreams(t *testing.T) {
+	streams, endStreams := context.WithCancel(context.Background())
+	e := newLiveEnv(t, func(d *handler.Deps) { d.Streams = streams })
+	e.seck.audit = func(context.Context, int64) (*model.Audit, error) { return &model.Audit{VoucherID: 1}, nil }
+	srv := httptest.NewServer(e.h)
+	t.Cleanup(srv.Close)
+	req, err := http.NewRequest(http.MethodGet, srv.URL+"/admin/vouchers/1/live", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("authorization", e.adminTok)
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	events := readEvents(res.Body)
+	nextSnapshot(t, events, 2*time.Second)
+	endStreams()
+	timeout := time.After(3 * time.Second)
+	for {
+		select {
+		case ev, ok := <-events:
+			if !ok {
+				t.Fatal("the stream ended without an end event")
+			}
+			if ev.name == "end" {
+				if _, ok := <-events; ok {
+					t.Error("events after end")
+				}
+				return
+			}
+		case <-timeout:
+			t.Fatal("the stream went on after Streams was done")
+		}
+	}
+}
