@@ -168,7 +168,6 @@ func findDeadLetter(t *testing.T, rdb redis.UniversalClient, field, value string
 // voucher unsafe (503); `seckill rebuild --voucher N` makes it sell again,
 // from the facts, without overselling.
 func TestAsyncRedisDataLost(t *testing.T) {
-	dsn, _ := integrationEnv(t)
 	m := miniredis.NewMiniRedis()
 	m.ClockTTL(true)
 	if err := m.Start(); err != nil {
@@ -176,9 +175,10 @@ func TestAsyncRedisDataLost(t *testing.T) {
 	}
 	t.Cleanup(m.Close)
 	rdb := testRedis(t, m.Addr())
-	env := map[string]string{"SECKILL_REDIS_ADDR": m.Addr()}
+	dsn, db := privateDatabase(t)
+	// The operator's rebuild is the subject here: no automatic one.
+	env := map[string]string{"SECKILL_REDIS_ADDR": m.Addr(), "SECKILL_MYSQL_DSN": dsn, "SECKILL_AUTO_REBUILD_AFTER": "0"}
 	a1 := asyncApp(t, env)
-	db := openTestDB(t)
 	const stock = 10
 	vid := publishVoucher(t, a1.Handler, stock)
 	base := randomBase()

@@ -28,20 +28,28 @@ func NewOrders(db *DB) *Orders { return &Orders{db: db.Gorm} }
 // sold out; a unique-key violation is a duplicate that the lock let through.
 func (r *Orders) CreateOrder(ctx context.Context, o *model.VoucherOrder, fence *model.Fence) error {
 	var err error
+	var committing bool // every statement succeeded: the error is the commit's
 	for attempt := 0; attempt < deadlockRetries; attempt++ {
+		committing = false
 		err = r.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
-			return createOrder(tx, o, fence)
+			if err := createOrder(tx, o, fence); err != nil {
+				return err
+			}
+			committing = true
+			return nil
 		})
 		if !isDeadlock(err) {
 			break
 		}
 	}
-	if err != nil && outcomeUnknown(err) {
-		// The connection broke during the transaction, perhaps at its
-		// commit: the order may be in the database although the commit
-		// reported an error. Answering a failure for a committed order
-		// would leave the buyer holding an order no 200 announced, so the
-		// order is read back by its id first.
+	if err != nil && committing && outcomeUnknown(err) {
+		// The connection broke at the commit: the order may be in the
+		// database although the commit reported an error. Answering a
+		// failure for a committed order would leave the buyer holding an
+		// order no 200 announced, so the order is read back by its id
+		// first. (A statement that failed before the commit leaves
+		// nothing to resolve: the server rolls back a transaction whose
+		// connection broke.)
 		written, rerr := r.readBack(ctx, o)
 		switch {
 		case rerr != nil:

@@ -135,6 +135,11 @@ func (s *OrderStream) Touch(ctx context.Context, consumer string, msgs []model.Q
 			args = append(args, m.MsgID)
 		}
 		ids, err := lua.Touch.Run(ctx, s.rdb, []string{s.stream}, args...).StringSlice()
+		if err != nil && strings.Contains(err.Error(), "NOGROUP") {
+			// The group is gone (Redis lost its data): nothing is
+			// pending with anyone.
+			return nil, nil
+		}
 		if err != nil && !errors.Is(err, redis.Nil) {
 			return nil, redisErr(err)
 		}

@@ -59,6 +59,10 @@ func (s *Reconciler) Watch(ctx context.Context, cfg WatchConfig) {
 	var last model.RedisIdentity
 	unsafeSince := map[int64]time.Time{}
 	scan := true // look for unsafe vouchers: at start and after a change
+	// The scan reads every live voucher's state: a few times per
+	// RebuildAfter is enough.
+	scanEvery := max(cfg.Every, cfg.RebuildAfter/4)
+	var nextScan time.Time
 	t := time.NewTicker(cfg.Every)
 	defer t.Stop()
 	for {
@@ -66,9 +70,9 @@ func (s *Reconciler) Watch(ctx context.Context, cfg WatchConfig) {
 		switch {
 		case err != nil:
 			log.DebugContext(ctx, "read redis identity", "err", err)
-		case last.RunID == "" && id.Epoch != "":
+		case last == (model.RedisIdentity{}) && id.Epoch != "":
 			last = id
-		case id != last:
+		case id.Epoch != last.Epoch || id.RunID != last.RunID:
 			log.WarnContext(ctx, "redis changed under the running service: restarted, replaced or failed over",
 				"run_id_before", last.RunID, "run_id", id.RunID, "epoch_before", last.Epoch, "epoch", id.Epoch)
 			if err := s.redisChanged(ctx, last, id); err != nil {
@@ -76,10 +80,11 @@ func (s *Reconciler) Watch(ctx context.Context, cfg WatchConfig) {
 				break
 			}
 			if id, err = s.d.Redis.Identity(ctx); err == nil {
-				last, scan = id, true
+				last, scan, nextScan = id, true, time.Time{}
 			}
 		}
-		if scan && cfg.RebuildAfter > 0 && ctx.Err() == nil {
+		if scan && cfg.RebuildAfter > 0 && ctx.Err() == nil && !time.Now().Before(nextScan) {
+			nextScan = time.Now().Add(scanEvery)
 			var err error
 			if scan, err = s.rebuildUnsafe(ctx, unsafeSince, cfg.RebuildAfter); err != nil {
 				log.WarnContext(ctx, "automatic rebuild (retried)", "err", err)
@@ -103,24 +108,21 @@ func (s *Reconciler) redisChanged(ctx context.Context, before, now model.RedisId
 	return s.Reconcile(ctx)
 }
 
-// rebuildUnsafe rebuilds each live voucher that has been unsafe for at
-// least after since this process first saw it so. It reports whether
-// unsafe vouchers remain to be watched.
+// rebuildUnsafe rebuilds, in one rebuild, each live voucher that has been
+// unsafe for at least after since this process first saw it so. It
+// reports whether unsafe vouchers remain to be watched.
 func (s *Reconciler) rebuildUnsafe(ctx context.Context, since map[int64]time.Time, after time.Duration) (bool, error) {
 	live, err := s.d.Vouchers.ListLive(ctx, s.d.Now())
 	if err != nil {
 		return true, err
 	}
-	ids := make([]int64, len(live))
-	for i, sv := range live {
-		ids[i] = sv.VoucherID
-	}
-	states, err := s.d.Redis.Vouchers(ctx, ids)
+	states, err := s.d.Redis.Vouchers(ctx, voucherIDs(live))
 	if err != nil {
 		return true, err
 	}
 	now := s.d.Now()
 	left := false
+	var due []model.SeckillVoucher
 	for _, sv := range live {
 		if states[sv.VoucherID].State != model.VoucherStateUnsafe {
 			delete(since, sv.VoucherID)
@@ -128,40 +130,59 @@ func (s *Reconciler) rebuildUnsafe(ctx context.Context, since map[int64]time.Tim
 		}
 		first, seen := since[sv.VoucherID]
 		if !seen {
-			since[sv.VoucherID] = now
-			first = now
+			since[sv.VoucherID], first = now, now
 		}
 		if now.Sub(first) < after {
 			left = true
 			continue
 		}
-		if _, err := s.rebuildIfUnsafe(ctx, sv.VoucherID); err != nil {
-			return true, fmt.Errorf("voucher %d: %w", sv.VoucherID, err)
-		}
+		due = append(due, sv)
+	}
+	if len(due) == 0 {
+		return left, nil
+	}
+	n, err := s.rebuildIfUnsafe(ctx, due)
+	if err != nil {
+		return true, err
+	}
+	for _, sv := range due {
 		delete(since, sv.VoucherID)
-		s.d.Log.WarnContext(ctx, "voucher rebuilt automatically: admissions lost with redis are reported failed to their owners",
-			"voucher_id", sv.VoucherID, "unsafe_for", now.Sub(first).Round(time.Millisecond).String())
+	}
+	if n > 0 {
+		s.d.Log.WarnContext(ctx, "vouchers rebuilt automatically after redis lost its data: admissions lost with it are reported failed to their owners",
+			"vouchers", n, "unsafe_for_at_least", after.String())
 	}
 	return left, nil
 }
 
-// rebuildIfUnsafe rebuilds the voucher under the reconcile lock if it is
-// still unsafe then (another process may have rebuilt it meanwhile).
-func (s *Reconciler) rebuildIfUnsafe(ctx context.Context, voucherID int64) (bool, error) {
-	rebuilt := false
+// rebuildIfUnsafe rebuilds, under the reconcile lock, those of vouchers
+// that are still unsafe then (another process may have rebuilt them
+// meanwhile), and returns how many it rebuilt.
+func (s *Reconciler) rebuildIfUnsafe(ctx context.Context, vouchers []model.SeckillVoucher) (int, error) {
+	var todo []model.SeckillVoucher
 	err := s.withReconcileLock(ctx, func(ctx context.Context) error {
-		rv, err := s.d.Redis.Voucher(ctx, voucherID)
-		if err != nil || rv.State != model.VoucherStateUnsafe {
-			return err
-		}
-		sv, err := s.d.Vouchers.GetSeckill(ctx, voucherID)
+		states, err := s.d.Redis.Vouchers(ctx, voucherIDs(vouchers))
 		if err != nil {
 			return err
 		}
-		rebuilt = true
-		return s.rebuild(ctx, sv, "automatic: redis lost its data")
+		var reasons []string
+		for _, sv := range vouchers {
+			if states[sv.VoucherID].State == model.VoucherStateUnsafe {
+				todo, reasons = append(todo, sv), append(reasons, "automatic: redis lost its data")
+			}
+		}
+		return s.rebuildAll(ctx, todo, reasons)
 	})
-	return rebuilt, err
+	return len(todo), err
+}
+
+// voucherIDs lists the vouchers' ids.
+func voucherIDs(vs []model.SeckillVoucher) []int64 {
+	ids := make([]int64, len(vs))
+	for i, sv := range vs {
+		ids[i] = sv.VoucherID
+	}
+	return ids
 }
 
 // lostWith reports whether an order id that is neither in the database nor

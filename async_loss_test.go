@@ -1,0 +1,150 @@
+package main
+
+import (
+	"database/sql"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/alicebob/miniredis/v2"
+	"github.com/go-sql-driver/mysql"
+)
+
+// privateDatabase creates a database of its own for a test that pairs it
+// with a Redis of its own (a miniredis it empties): a process on it
+// reconciles and watches only the test's vouchers, not every live voucher
+// of the shared database. It returns the DSN and a connection; the
+// database is dropped when the test ends.
+func privateDatabase(t *testing.T) (string, *sql.DB) {
+	t.Helper()
+	dsn, _ := integrationEnv(t)
+	cfg, err := mysql.ParseDSN(dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	admin := openTestDB(t)
+	name := fmt.Sprintf("seckill_t%d", randomBase())
+	if _, err := admin.Exec("CREATE DATABASE " + name + " CHARACTER SET utf8mb4 COLLATE utf8mb4_unicode_ci"); err != nil {
+		t.Fatalf("create database %s: %v", name, err)
+	}
+	t.Cleanup(func() { admin.Exec("DROP DATABASE IF EXISTS " + name) })
+	cfg.DBName = name
+	dsn = cfg.FormatDSN()
+	db, err := sql.Open("mysql", dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	return dsn, db
+}
+
+// orderStatus reads GET /voucher-order/:id as user ("" when not 200).
+func orderStatus(t *testing.T, h http.Handler, orderID, user int64) (string, int) {
+	t.Helper()
+	tok, _ := devTokens().Issue(user, "user")
+	r := call(t, h, http.MethodGet, fmt.Sprintf("/voucher-order/%d", orderID), tok, nil)
+	if r.Status != http.StatusOK {
+		return "", r.Status
+	}
+	var o struct {
+		Status string `json:"status"`
+	}
+	if err := json.Unmarshal(r.Body.Data, &o); err != nil {
+		t.Fatal(err)
+	}
+	return o.Status, r.Status
+}
+
+// TestAsyncRedisDataLostRecoversItself: Redis loses its data (FLUSHALL)
+// under a running async instance whose three admissions are still pending
+// (its consumer holds them past the batch timeout, so none is written).
+// Without an operator: the voucher is refused (503) at once, comes back on
+// sale after SECKILL_AUTO_REBUILD_AFTER (8s here) with the stock the
+// database says is left (all 10: the lost admissions' units are on sale
+// again), the three lost orders are reported failed to their owners, and
+// those owners may buy again. Nothing is oversold. Before: every request
+// for the voucher was 503 until someone ran `seckill rebuild`, and the lost
+// orders were "not found".
+func TestAsyncRedisDataLostRecoversItself(t *testing.T) {
+	m := miniredis.NewMiniRedis()
+	m.ClockTTL(true)
+	if err := m.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(m.Close)
+	rdb := testRedis(t, m.Addr())
+	// a1's consumer sleeps past the 8s batch timeout with each batch in
+	// hand: nothing it reads is written.
+	dsn, db := privateDatabase(t)
+	a1 := asyncApp(t, map[string]string{"SECKILL_REDIS_ADDR": m.Addr(), "SECKILL_MYSQL_DSN": dsn,
+		"SECKILL_AUTO_REBUILD_AFTER": "8s", "SECKILL_DEV_CONSUMER_DELAY": "20s"})
+	const stock = 10
+	vid := publishVoucher(t, a1.Handler, stock)
+	base := randomBase()
+	first := storm(t, []http.Handler{a1.Handler}, vid, base, 3, 1)
+	if first.byCode["OK"] != 3 {
+		t.Fatalf("before the loss: got %v, want 3 admissions", first.byCode)
+	}
+
+	m.FlushAll()
+	lost := time.Now()
+	path := fmt.Sprintf("/voucher-order/seckill/%d", vid)
+	tok, _ := devTokens().Issue(base+100, "user")
+	if r := call(t, a1.Handler, http.MethodPost, path, tok, nil); r.Status != http.StatusServiceUnavailable {
+		t.Errorf("just after the loss: got %d %s, want 503", r.Status, r.Body.Code)
+	}
+	var back time.Duration
+	refused := 0
+	for deadline := lost.Add(40 * time.Second); back == 0; time.Sleep(100 * time.Millisecond) {
+		r := call(t, a1.Handler, http.MethodPost, path, tok, nil)
+		switch {
+		case r.Status == http.StatusOK:
+			back = time.Since(lost)
+		case r.Status != http.StatusServiceUnavailable:
+			t.Fatalf("while unsafe: got %d %s, want 503 or, once rebuilt, 200", r.Status, r.Body.Code)
+		default:
+			refused++
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the voucher is not on sale again 40s after the loss (%d refusals): no automatic rebuild", refused)
+		}
+	}
+	t.Logf("on sale again %v after the loss (%d requests refused meanwhile)", back.Round(100*time.Millisecond), refused)
+	if back < 8*time.Second {
+		t.Errorf("on sale again after %v, want SECKILL_AUTO_REBUILD_AFTER (8s) or more", back)
+	}
+	for id, u := range first.orderIDs {
+		if st, code := orderStatus(t, a1.Handler, id, u); st != "failed" {
+			t.Errorf("order %d lost with redis: got status %q (http %d), want failed", id, st, code)
+		}
+	}
+
+	// A second instance that writes at once; the first stops.
+	a2 := asyncApp(t, map[string]string{"SECKILL_REDIS_ADDR": m.Addr(), "SECKILL_MYSQL_DSN": dsn})
+	a1.stopWorkers(slog.New(slog.NewTextHandler(io.Discard, nil)), time.Now().Add(20*time.Second))
+	second := storm(t, []http.Handler{a2.Handler}, vid, base, 20, 1)
+	// 9 units left (one went to user base+100 above): the 3 whose orders
+	// were lost buy again.
+	if second.byCode["OK"] != 9 || second.byCode["SOLD_OUT"] != 11 {
+		t.Errorf("after the automatic rebuild: got %v, want 9 OK and 11 SOLD_OUT", second.byCode)
+	}
+	au, _ := waitDrained(t, a2.Handler, vid, stock)
+	checkInvariant5(t, rdb, vid, au)
+	if !au.Consistent || au.Oversold {
+		t.Errorf("audit: got %+v, want consistent, not oversold", au)
+	}
+	var orders int
+	if err := db.QueryRow("SELECT COUNT(*) FROM tb_voucher_order WHERE voucher_id = ?", vid).Scan(&orders); err != nil || orders != stock {
+		t.Errorf("database: %d orders (%v), want %d", orders, err, stock)
+	}
+	for id := range first.orderIDs {
+		var n int
+		if err := db.QueryRow("SELECT COUNT(*) FROM tb_voucher_order WHERE id = ?", id).Scan(&n); err != nil || n != 0 {
+			t.Errorf("order %d lost with redis is in the database (%d, %v)", id, n, err)
+		}
+	}
+}
