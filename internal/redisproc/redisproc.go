@@ -21,6 +21,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math/rand/v2"
 	"net"
 	"os"
 	"os/exec"
@@ -56,7 +57,8 @@ type Options struct {
 	// Dir is the directory under which the server gets its own working
 	// directory (redis-<port>) with its log. Required.
 	Dir string
-	// Port is the 127.0.0.1 port to listen on. Default 0: a free port.
+	// Port is the 127.0.0.1 port to listen on. Default 0: a free port
+	// between 20000 and 26999 (see portLow).
 	Port int
 	// ReplicaOf is the "host:port" of the primary to replicate. Default
 	// empty: a primary.
@@ -394,17 +396,42 @@ func Ping(ctx context.Context, addr string) error {
 	return nil
 }
 
-// freePort returns a 127.0.0.1 port nothing listens on now.
+// Ports are picked at random from [portLow, portHigh): below Linux's
+// default ephemeral range (32768-60999), so that neither the local end of
+// an outgoing connection nor a listener on port 0 can take a killed
+// server's port before its restart, and below the harness fault suite's
+// layout (27300 up). Each port is handed out once per process.
+const (
+	portLow  = 20000
+	portHigh = 27000
+)
+
+var (
+	portsMu sync.Mutex
+	handed  = map[int]bool{} // ports handed out by this process
+)
+
+// freePort returns a 127.0.0.1 port nothing listens on now and that this
+// process has not handed out before.
 func freePort() (int, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, fmt.Errorf("redisproc: find a free port: %w", err)
+	portsMu.Lock()
+	defer portsMu.Unlock()
+	for range 200 {
+		port := portLow + rand.IntN(portHigh-portLow)
+		if handed[port] {
+			continue
+		}
+		ln, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)))
+		if err != nil {
+			continue
+		}
+		if err := ln.Close(); err != nil {
+			return 0, err
+		}
+		handed[port] = true
+		return port, nil
 	}
-	port := ln.Addr().(*net.TCPAddr).Port
-	if err := ln.Close(); err != nil {
-		return 0, err
-	}
-	return port, nil
+	return 0, fmt.Errorf("redisproc: no free port in %d-%d", portLow, portHigh-1)
 }
 
 // bounded returns ctx, or ctx bounded by DefaultWait when it has no

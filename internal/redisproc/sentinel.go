@@ -18,7 +18,8 @@ type SentinelOptions struct {
 	// directory (sentinel-<port>) with its configuration file, which the
 	// Sentinel rewrites, and its log. Required.
 	Dir string
-	// Port is the 127.0.0.1 port to listen on. Default 0: a free port.
+	// Port is the 127.0.0.1 port to listen on. Default 0: a free port
+	// between 20000 and 26999 (see portLow).
 	Port int
 	// MasterName is the name the Sentinel monitors the primary under.
 	// Required.

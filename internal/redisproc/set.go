@@ -157,20 +157,12 @@ func (s *Set) healthy(ctx context.Context) error {
 	if pinfo["role"] != "master" {
 		return fmt.Errorf("%s: role %q, want master", primary.Addr(), pinfo["role"])
 	}
-	written, _ := strconv.ParseInt(pinfo["master_repl_offset"], 10, 64)
 	for _, srv := range s.Servers {
 		if srv == primary {
 			continue
 		}
-		if err := linkedTo(ctx, srv, primary); err != nil {
+		if err := inSync(ctx, srv, primary); err != nil {
 			return err
-		}
-		info, err := Info(ctx, srv.Addr(), "replication")
-		if err != nil {
-			return err
-		}
-		if applied, _ := strconv.ParseInt(info["master_repl_offset"], 10, 64); applied < written {
-			return fmt.Errorf("replica %s: applied offset %d, primary at %d", srv.Addr(), applied, written)
 		}
 	}
 	for _, st := range s.Sentinels {
@@ -258,6 +250,38 @@ func (s *Set) masterOf(ctx context.Context, st *Sentinel) (string, error) {
 		return "", fmt.Errorf("sentinel %s: get-master-addr-by-name: %w", st.Addr(), err)
 	}
 	return net.JoinHostPort(hp[0], hp[1]), nil
+}
+
+// WaitReplica polls, within ctx (DefaultWait when ctx has no deadline),
+// until replica reports primary as its primary with the link up and has
+// applied everything primary had written when the check began: a
+// restarted server is back as a replica in sync. It asks the two servers
+// only, not the Sentinels (WaitHealthy does).
+func WaitReplica(ctx context.Context, replica, primary *Server) error {
+	return poll(ctx, replica.Addr()+" to be in sync with "+primary.Addr(), func(ctx context.Context) error {
+		return inSync(ctx, replica, primary)
+	})
+}
+
+// inSync checks that replica is linked to primary and has applied what
+// primary has written so far.
+func inSync(ctx context.Context, replica, primary *Server) error {
+	pinfo, err := Info(ctx, primary.Addr(), "replication")
+	if err != nil {
+		return err
+	}
+	written, _ := strconv.ParseInt(pinfo["master_repl_offset"], 10, 64)
+	if err := linkedTo(ctx, replica, primary); err != nil {
+		return err
+	}
+	info, err := Info(ctx, replica.Addr(), "replication")
+	if err != nil {
+		return err
+	}
+	if applied, _ := strconv.ParseInt(info["master_repl_offset"], 10, 64); applied < written {
+		return fmt.Errorf("replica %s: applied offset %d, primary at %d", replica.Addr(), applied, written)
+	}
+	return nil
 }
 
 // linkedTo checks that replica reports primary as its primary, with the
