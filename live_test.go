@@ -177,8 +177,8 @@ func TestLiveDashboardAcrossInstances(t *testing.T) {
 				if mode == "async" {
 					wantOrder = "async"
 				}
-				if !slices.Contains(s.OrderModes, wantOrder) {
-					t.Errorf("%s: order modes %v, want %s among them", name, s.OrderModes, wantOrder)
+				if fmt.Sprint(s.OrderModes) != "["+wantOrder+"]" {
+					t.Errorf("%s: order modes of the instances serving the voucher: got %v, want [%s]", name, s.OrderModes, wantOrder)
 				}
 			}
 			checkInvariants(t, openTestDB(t), vid, seen)

@@ -183,7 +183,7 @@ const dashboardNumbers = `(() => {
 	for (const el of document.querySelectorAll("[data-field]")) out[el.dataset.field] = el.textContent;
 	out.verdict = document.getElementById("verdict").textContent;
 	out.state = document.getElementById("live-state").dataset.state;
-	out.instanceIds = [...document.querySelectorAll("[data-instance]")].map((e) => e.dataset.instance).join(",");
+	out.instanceIds = [...document.querySelectorAll("[data-instance][data-serving=true]")].map((e) => e.dataset.instance).join(",");
 	return JSON.stringify(out);
 })()`
 
@@ -271,8 +271,15 @@ func TestWebDashboardFlow(t *testing.T) {
 	}
 	for _, id := range []string{a.LiveInstance, bApp.LiveInstance} {
 		if !strings.Contains(got["instanceIds"], id) {
-			t.Errorf("dashboard instances %q: want %s among them", got["instanceIds"], id)
+			t.Errorf("dashboard instances serving the voucher %q: want %s among them", got["instanceIds"], id)
 		}
 	}
+
+	// Back on the admin page, the sale is listed among those going on (its
+	// last purchase was seconds ago), with a link to its dashboard.
+	browsertest.Eval[bool](b, `(location.hash = "#/admin", true)`)
+	b.WaitText("#live-sales", fmt.Sprintf("Voucher %d", vid))
+	b.Click(fmt.Sprintf(`#live-sales a[data-live="%d"]`, vid))
+	b.WaitText(`[data-field="orders"]`, strconv.FormatInt(want.Orders, 10))
 	noPageErrors(t, b)
 }

@@ -49,6 +49,18 @@ func (a *api) liveRoutes(r *gin.Engine, authed, admin gin.HandlerFunc) {
 		return
 	}
 	r.GET(LiveRoute, authed, admin, a.liveStream)
+	r.GET("/admin/live", authed, admin, a.liveSales)
+}
+
+// liveSales is GET /admin/live: the instances publishing live counters and
+// the vouchers they answered for in the last seconds (the sales to watch).
+func (a *api) liveSales(c *gin.Context) {
+	sales, err := a.Board.Sales(c.Request.Context())
+	if err != nil {
+		a.fail(c, err)
+		return
+	}
+	ok(c, sales)
 }
 
 func (a *api) liveStream(c *gin.Context) {

@@ -448,3 +448,26 @@ func TestLiveStreamEndsWithStreams(t *testing.T) {
 		}
 	}
 }
+
+// TestLiveSales: GET /admin/live (admin) lists the live instances and the
+// vouchers answered for in the last seconds.
+func TestLiveSales(t *testing.T) {
+	e := newLiveEnv(t)
+	assertError(t, e.do(http.MethodGet, "/admin/live", "", e.userTok), http.StatusForbidden, handler.CodeForbidden)
+	assertError(t, e.do(http.MethodGet, "/admin/live", "", ""), http.StatusUnauthorized, handler.CodeUnauthorized)
+	e.do(http.MethodPost, "/voucher-order/seckill/42", "", e.userTok)
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		var s live.Sales
+		if err := json.Unmarshal(assertOK(t, e.do(http.MethodGet, "/admin/live", "", e.adminTok)), &s); err != nil {
+			t.Fatal(err)
+		}
+		if len(s.Instances) == 1 && fmt.Sprint(s.Vouchers) == "[42]" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("sales: got %+v, want this instance and voucher 42", s)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}

@@ -452,3 +452,86 @@ func TestViewAudits(t *testing.T) {
 		time.Sleep(time.Millisecond)
 	}
 }
+
+// TestActiveVouchers: an instance lists the vouchers it answered for
+// within ActiveFor, the most recent first; Sales merges the live
+// instances' lists, newest voucher first, and leaves out instances gone
+// silent.
+func TestActiveVouchers(t *testing.T) {
+	st, clk := newMemStore(), newClock()
+	ctx := context.Background()
+	recA, recB := NewRecorder(), NewRecorder()
+	pa := NewPublisher(recA, st, PublisherConfig{Now: clk.now}, discard())
+	pb := NewPublisher(recB, st, PublisherConfig{Now: clk.now}, discard())
+	recA.Observe(1, "OK", DupNone, time.Millisecond)
+	pa.Flush(ctx)
+	clk.add(time.Second)
+	recA.Observe(2, "OK", DupNone, time.Millisecond)
+	recB.Observe(3, "SOLD_OUT", DupNone, time.Millisecond)
+	pa.Flush(ctx)
+	pb.Flush(ctx)
+	insts, _ := st.Instances(ctx)
+	for _, in := range insts {
+		if in.ID == pa.ID() && fmt.Sprint(in.Vouchers) != "[2 1]" {
+			t.Errorf("instance a's vouchers: got %v, want [2 1] (the most recent first)", in.Vouchers)
+		}
+	}
+	b := NewBoard(st, nil, clk.now)
+	s, err := b.Sales(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(s.Instances) != 2 || fmt.Sprint(s.Vouchers) != "[3 2 1]" {
+		t.Errorf("sales: got %d instances, vouchers %v; want 2, [3 2 1]", len(s.Instances), s.Vouchers)
+	}
+
+	// Voucher 1 falls out after ActiveFor; b goes silent.
+	clk.add(ActiveFor - time.Second)
+	recA.Observe(2, "OK", DupNone, time.Millisecond)
+	pa.Flush(ctx)
+	s, err = b.Sales(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(s.Instances) != 1 || fmt.Sprint(s.Vouchers) != "[2]" {
+		t.Errorf("sales later: got %d instances, vouchers %v; want a only, [2]", len(s.Instances), s.Vouchers)
+	}
+}
+
+// TestViewModesOfServingInstances: the modes shown are those of the
+// instances serving the voucher; another deployment's instance on the
+// same Redis is listed, not serving, and its modes are left out.
+func TestViewModesOfServingInstances(t *testing.T) {
+	st, clk := newMemStore(), newClock()
+	ctx := context.Background()
+	for _, in := range []model.LiveInstance{
+		{ID: "a", LockMode: "lua", OrderMode: "sync", Seen: clk.now(), Vouchers: []int64{9, 5}},
+		{ID: "b", LockMode: "lua", OrderMode: "sync", Seen: clk.now(), Vouchers: []int64{5}},
+		{ID: "c", LockMode: "redsync", OrderMode: "async", Seen: clk.now(), Vouchers: []int64{7}},
+	} {
+		if err := st.Publish(ctx, in, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	b := NewBoard(st, (&stubAudit{a: &model.Audit{VoucherID: 5}}).audit, clk.now)
+	v := b.View(5)
+	defer v.Close()
+	s, err := v.Start(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fmt.Sprint(s.LockModes, s.OrderModes) != "[lua] [sync]" {
+		t.Errorf("modes: got %v %v, want those of a and b only", s.LockModes, s.OrderModes)
+	}
+	serving := map[string]bool{}
+	for _, in := range s.Instances {
+		serving[in.ID] = in.Serving
+	}
+	if len(serving) != 3 || !serving["a"] || !serving["b"] || serving["c"] {
+		t.Errorf("serving: got %v, want a and b serving, c listed but not", serving)
+	}
+	s = b.View(8).read(ctx) // no instance serves 8: every mode shows
+	if fmt.Sprint(s.LockModes, s.OrderModes) != "[lua redsync] [async sync]" {
+		t.Errorf("modes of a voucher none serves: got %v %v, want all", s.LockModes, s.OrderModes)
+	}
+}

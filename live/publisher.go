@@ -1,11 +1,13 @@
 package live
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"log/slog"
 	"os"
+	"slices"
 	"time"
 
 	"seckill/model"
@@ -34,6 +36,11 @@ const (
 	// InstanceTTL is how long an instance counts as alive after it
 	// published last.
 	InstanceTTL = 3 * time.Second
+	// ActiveFor is how long after its last answer a voucher is listed
+	// among an instance's active ones (model.LiveInstance.Vouchers), and
+	// MaxActive how many are listed at most.
+	ActiveFor = 10 * time.Second
+	MaxActive = 16
 	// flushTimeout bounds one publication; retireTimeout the last one at
 	// stop.
 	flushTimeout  = time.Second
@@ -170,6 +177,7 @@ func (p *Publisher) Flush(ctx context.Context) {
 	}
 	inst := p.inst
 	inst.Seen, inst.Requests = now, total
+	inst.Vouchers = p.active(now, all)
 	if err := p.store.Publish(ctx, inst, all); err != nil {
 		if !p.failing {
 			p.log.WarnContext(ctx, "live stats: publish failed (retried every interval)", "instance", p.inst.ID, "err", err)
@@ -206,6 +214,36 @@ func (p *Publisher) Flush(ctx context.Context) {
 			delete(p.sent, id)
 		}
 	}
+}
+
+// active returns the vouchers answered for within ActiveFor (counted in
+// this publication, or changed in one of the last), the most recent first,
+// at most MaxActive.
+func (p *Publisher) active(now time.Time, deltas map[int64]model.LiveCounts) []int64 {
+	type seen struct {
+		id int64
+		at time.Time
+	}
+	var list []seen
+	for id, pub := range p.sent {
+		switch {
+		case deltas[id] != nil:
+			list = append(list, seen{id, now})
+		case now.Sub(pub.changed) < ActiveFor && pub.values != [nFields]int64{}:
+			list = append(list, seen{id, pub.changed})
+		}
+	}
+	slices.SortFunc(list, func(a, b seen) int {
+		if c := b.at.Compare(a.at); c != 0 {
+			return c
+		}
+		return cmp.Compare(b.id, a.id)
+	})
+	out := make([]int64, 0, min(len(list), MaxActive))
+	for _, s := range list[:min(len(list), MaxActive)] {
+		out = append(out, s.id)
+	}
+	return out
 }
 
 // answers sums the answer codes of a voucher's counters.

@@ -48,6 +48,41 @@ func NewBoard(store Store, audit AuditFunc, now func() time.Time) *Board {
 	return &Board{store: store, audit: audit, now: now}
 }
 
+// Sales is what goes on over every instance: the live instances and the
+// vouchers they answered for within ActiveFor (a sale going on), newest
+// voucher first.
+type Sales struct {
+	Instances []model.LiveInstance `json:"instances"`
+	Vouchers  []int64              `json:"vouchers"`
+}
+
+// Sales reads the live instances and their active vouchers.
+func (b *Board) Sales(ctx context.Context) (Sales, error) {
+	rctx, cancel := context.WithTimeout(ctx, readTimeout)
+	defer cancel()
+	insts, err := b.store.Instances(rctx)
+	if err != nil {
+		return Sales{}, err
+	}
+	now := b.now()
+	out := Sales{Instances: []model.LiveInstance{}, Vouchers: []int64{}}
+	for _, in := range insts {
+		if now.Sub(in.Seen) > InstanceTTL {
+			continue
+		}
+		out.Instances = append(out.Instances, in)
+		for _, id := range in.Vouchers {
+			if !slices.Contains(out.Vouchers, id) {
+				out.Vouchers = append(out.Vouchers, id)
+			}
+		}
+	}
+	slices.SortFunc(out.Instances, func(a, b model.LiveInstance) int { return strings.Compare(a.ID, b.ID) })
+	slices.Sort(out.Vouchers)
+	slices.Reverse(out.Vouchers)
+	return out, nil
+}
+
 // Snapshot is what the dashboard shows of one voucher at one moment, over
 // every instance.
 type Snapshot struct {
@@ -59,12 +94,13 @@ type Snapshot struct {
 	Audit      *model.Audit `json:"audit"`
 	AuditAt    time.Time    `json:"auditAt"`
 	AuditError string       `json:"auditError,omitempty"`
-	// Instances are the live ones (published within InstanceTTL), with
-	// their modes (every instance should run the same).
-	Instances []InstanceView `json:"instances"`
-	LockModes []string       `json:"lockModes"`
-	// OrderModes are the distinct order modes of the instances.
-	OrderModes []string `json:"orderModes"`
+	// Instances are the live ones (published within InstanceTTL).
+	// LockModes and OrderModes are the distinct modes of those serving the
+	// voucher (answered for it within ActiveFor), of all of them while
+	// none does: every instance should run the same.
+	Instances  []InstanceView `json:"instances"`
+	LockModes  []string       `json:"lockModes"`
+	OrderModes []string       `json:"orderModes"`
 	// Answers counts the voucher's seckill answers by code over every
 	// instance since its first request; Requests is their sum.
 	Answers  map[string]int64 `json:"answers"`
@@ -112,6 +148,8 @@ type InstanceView struct {
 	// RequestsPerSecond is the instance's seckill answers per second
 	// (every voucher) since the stream's previous reading of it.
 	RequestsPerSecond *float64 `json:"requestsPerSecond,omitempty"`
+	// Serving says that it answered for this voucher within ActiveFor.
+	Serving bool `json:"serving"`
 }
 
 // View is one dashboard stream's reader of one voucher. It keeps the
@@ -289,7 +327,6 @@ func (v *View) base(now time.Time) (reading, bool) {
 
 func (v *View) instanceViews(insts []model.LiveInstance) ([]InstanceView, []string, []string) {
 	out := make([]InstanceView, 0, len(insts))
-	var locks, orders []string
 	next := make(map[string]instState, len(insts))
 	for _, in := range insts {
 		st, ok := v.instances[in.ID]
@@ -303,16 +340,23 @@ func (v *View) instanceViews(insts []model.LiveInstance) ([]InstanceView, []stri
 			st = instState{in: in, rate: &r}
 		}
 		next[in.ID] = st
-		out = append(out, InstanceView{LiveInstance: in, RequestsPerSecond: st.rate})
-		if !slices.Contains(locks, in.LockMode) {
-			locks = append(locks, in.LockMode)
-		}
-		if !slices.Contains(orders, in.OrderMode) {
-			orders = append(orders, in.OrderMode)
-		}
+		out = append(out, InstanceView{LiveInstance: in, RequestsPerSecond: st.rate, Serving: slices.Contains(in.Vouchers, v.voucherID)})
 	}
 	v.instances = next
 	slices.SortFunc(out, func(a, b InstanceView) int { return strings.Compare(a.ID, b.ID) })
+	serving := slices.ContainsFunc(out, func(iv InstanceView) bool { return iv.Serving })
+	var locks, orders []string
+	for _, iv := range out {
+		if serving && !iv.Serving {
+			continue
+		}
+		if !slices.Contains(locks, iv.LockMode) {
+			locks = append(locks, iv.LockMode)
+		}
+		if !slices.Contains(orders, iv.OrderMode) {
+			orders = append(orders, iv.OrderMode)
+		}
+	}
 	slices.Sort(locks)
 	slices.Sort(orders)
 	return out, locks, orders

@@ -15,6 +15,9 @@ type LiveInstance struct {
 	// Requests counts the seckill requests the instance answered since it
 	// started, over every voucher.
 	Requests int64 `json:"requests"`
+	// Vouchers are the vouchers it answered for in the last seconds, the
+	// most recent first (a sale going on).
+	Vouchers []int64 `json:"vouchers,omitempty"`
 }
 
 // LiveCounts are a voucher's live counters by field name (the fields are

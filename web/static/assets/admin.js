@@ -35,8 +35,34 @@ export function admin(root) {
   }
 
   function renderWork() {
-    work.replaceChildren(shopCard(), publishCard(), listCard());
+    work.replaceChildren(salesCard(), shopCard(), publishCard(), listCard());
+    loadSales();
   }
+
+  // ---- the sales going on now, over every instance (GET /admin/live): a
+  // load test's voucher shows here within a second of its first request.
+  const salesBody = h('div', { id: 'live-sales' }, h('p', { class: 'muted' }, 'Looking…'));
+  function salesCard() {
+    return h('section', { class: 'card' }, h('h2', {}, 'Sales live now'), salesBody);
+  }
+  async function loadSales() {
+    const token = tokens.admin();
+    if (!token || document.hidden) return;
+    try {
+      const s = (await api('GET', '/admin/live', { token })).data;
+      const n = s.instances.length;
+      salesBody.replaceChildren(
+        h('p', { class: 'muted' }, `${n} instance${n === 1 ? '' : 's'} publishing live counters`,
+          n ? ' (' + [...new Set(s.instances.map((i) => i.lockMode + '/' + i.orderMode))].join(', ') + ')' : ''),
+        s.vouchers.length
+          ? h('ul', {}, s.vouchers.map((id) => h('li', {}, `Voucher ${id}: `,
+            h('a', { href: '#/admin/live/' + id, 'data-live': id }, 'live dashboard'))))
+          : h('p', { class: 'muted' }, 'No voucher had a purchase in the last 10 seconds.'));
+    } catch (e) {
+      salesBody.replaceChildren(h('p', { class: 'message error' }, e.code + ': ' + e.message));
+    }
+  }
+  const salesTimer = setInterval(loadSales, 2000);
 
   // ---- a shop (a voucher must name one)
   function shopCard() {
@@ -149,7 +175,7 @@ export function admin(root) {
 
   root.append(tokenCard, work);
   renderToken();
-  return { unmount() {} };
+  return { unmount: () => clearInterval(salesTimer) };
 }
 
 // localInput formats a Date for a datetime-local input, in local time.

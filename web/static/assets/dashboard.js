@@ -67,7 +67,7 @@ export function dashboard(root, voucherId) {
           h('tr', {}, h('td', {}, 'unique-key rejections, audit (requests and consumers)'), h('td', { class: 'r' }, num('duplicateRejections'))))),
         h('p', { class: 'muted small' }, 'Each DUPLICATE_ORDER answer counted by where it was stopped. A lock that holds leaves the unique key nothing to do.'))),
     h('section', { class: 'card' }, h('h2', {}, 'Instances'),
-      h('table', {}, h('thead', {}, h('tr', {}, ['instance', 'lock', 'order', 'requests / s', 'requests', 'published'].map((t, i) => h('th', { class: i === 3 || i === 4 ? 'r' : '' }, t)))), instRows)),
+      h('table', {}, h('thead', {}, h('tr', {}, ['instance', 'lock', 'order', 'this voucher', 'requests / s', 'requests', 'published'].map((t, i) => h('th', { class: i === 4 || i === 5 ? 'r' : '' }, t)))), instRows)),
     h('p', {}, h('a', { href: '#/admin' }, '← Admin')));
 
   function show(s) {
@@ -106,11 +106,13 @@ export function dashboard(root, voucherId) {
     modes.replaceChildren(
       'Lock mode ', h('strong', { 'data-field': 'lockModes' }, (s.lockModes || []).join(', ') || '–'),
       ' · order mode ', h('strong', { 'data-field': 'orderModes' }, orderModes.join(', ') || '–'),
-      ' · ', h('strong', { 'data-field': 'instances' }, String(insts.length)), insts.length === 1 ? ' instance' : ' instances',
+      ' · ', h('strong', { 'data-field': 'serving' }, String(insts.filter((i) => i.serving).length)), ' serving this voucher of ',
+      h('strong', { 'data-field': 'instances' }, String(insts.length)), insts.length === 1 ? ' instance' : ' instances',
       (s.lockModes || []).length > 1 || orderModes.length > 1 ? h('span', { class: 'message refused' }, ' the instances run different modes') : '',
       s.error ? h('span', { class: 'message error' }, ' counters: ' + s.error) : '');
-    instRows.replaceChildren(...insts.map((i) => h('tr', { 'data-instance': i.id },
+    instRows.replaceChildren(...insts.map((i) => h('tr', { 'data-instance': i.id, 'data-serving': String(!!i.serving) },
       h('td', {}, h('code', {}, i.id)), h('td', {}, i.lockMode), h('td', {}, i.orderMode),
+      h('td', {}, i.serving ? 'serving' : h('span', { class: 'muted' }, 'idle')),
       h('td', { class: 'r' }, i.requestsPerSecond ?? '–'), h('td', { class: 'r' }, String(i.requests)),
       h('td', {}, new Date(i.seen).toLocaleTimeString()))));
 
