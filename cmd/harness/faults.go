@@ -38,6 +38,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	auditdb "seckill/internal/audit"
+	"seckill/internal/redisproc"
 	"seckill/model"
 	"seckill/repository"
 )
@@ -62,7 +63,7 @@ type faultSettings struct {
 // faultDefaults are the settings' defaults, as faults/README.md lists them.
 var faultDefaults = map[string]string{
 	"FAULTS_USERS": "600", "FAULTS_DUPS": "3", "FAULTS_STOCK": "300", "FAULTS_DURATION": "9s",
-	"FAULTS_BASE_PORT": "27300", "FAULTS_REBUILD": "if-needed", "FAULTS_AUTO_WAIT": "4s",
+	"FAULTS_BASE_PORT": "27300", "FAULTS_REBUILD": "if-needed", "FAULTS_AUTO_WAIT": "20s",
 	"FAULTS_DRAIN_LIMIT": "30s", "FAULTS_SEED": "11",
 }
 
@@ -692,7 +693,7 @@ func (s *suite) run(ctx context.Context, cases []faultCase) ([]caseResult, error
 	t0 := time.Now()
 	db, err := startMariaDB(ctx, filepath.Join(s.work, "mariadb"), s.ports.MariaDB)
 	if db != nil {
-		s.procs.add(&db.proc)
+		s.procs.add(db.kill)
 	}
 	if err != nil {
 		return nil, err
@@ -808,9 +809,9 @@ func (s *suite) makeTokens(ctx context.Context, env []string) error {
 // clients of the private Redis.
 type caseEnv struct {
 	dir     string
-	redis   *privateRedis // the main Redis (nil with Sentinel)
-	redlock []*privateRedis
-	sent    *sentinelSet
+	redis   *redisproc.Server // the main Redis (nil with Sentinel)
+	redlock []*redisproc.Server
+	sent    *redisproc.Set
 	rdb     redis.UniversalClient // the harness's client of the main Redis
 	env     []string
 	ins     []*Instance
@@ -825,14 +826,14 @@ func (s *suite) instanceEnv(c faultCase, e *caseEnv) []string {
 	env := []string{"SECKILL_MYSQL_DSN=" + s.db.dsn(), "SECKILL_ZK_ADDRS=", "SECKILL_REDIS_CLUSTER_ADDRS=",
 		"SECKILL_JWT_SECRET=", "SECKILL_LOCK_MODE=" + c.LockMode, "SECKILL_ORDER_MODE=" + c.OrderMode}
 	if e.sent != nil {
-		env = append(env, "SECKILL_REDIS_ADDR=", "SECKILL_REDIS_SENTINEL_ADDRS="+strings.Join(e.sent.addrs(), ","),
-			"SECKILL_REDIS_MASTER="+sentinelMaster)
+		env = append(env, "SECKILL_REDIS_ADDR=", "SECKILL_REDIS_SENTINEL_ADDRS="+strings.Join(e.sent.SentinelAddrs(), ","),
+			"SECKILL_REDIS_MASTER="+e.sent.MasterName)
 	} else {
-		env = append(env, "SECKILL_REDIS_ADDR="+e.redis.addr(), "SECKILL_REDIS_SENTINEL_ADDRS=", "SECKILL_REDIS_MASTER=")
+		env = append(env, "SECKILL_REDIS_ADDR="+e.redis.Addr(), "SECKILL_REDIS_SENTINEL_ADDRS=", "SECKILL_REDIS_MASTER=")
 	}
 	var nodes []string
 	for _, r := range e.redlock {
-		nodes = append(nodes, r.addr())
+		nodes = append(nodes, r.Addr())
 	}
 	env = append(env, "SECKILL_REDLOCK_ADDRS="+strings.Join(nodes, ","))
 	return append(env, c.Env...)
@@ -918,34 +919,32 @@ func (s *suite) setupCase(ctx context.Context, c faultCase, e *caseEnv, procs *p
 		return err
 	}
 	if c.Sentinel {
-		set, err := startSentinels(ctx, e.dir, s.ports)
-		procs.add(set.procs()...)
+		// A primary, its replica, three Sentinels: quorum 2,
+		// down-after-milliseconds 1000, failover-timeout 5000.
+		set, err := redisproc.StartSet(ctx, redisproc.SetOptions{Dir: e.dir, MasterName: "faults"})
 		if err != nil {
-			return err
+			return fmt.Errorf("private Sentinel set: %w", err)
 		}
+		procs.add(func() { set.Close() })
 		e.sent = set
-		e.rdb = redis.NewFailoverClient(&redis.FailoverOptions{MasterName: sentinelMaster, SentinelAddrs: set.addrs(),
+		e.rdb = redis.NewFailoverClient(&redis.FailoverOptions{MasterName: set.MasterName, SentinelAddrs: set.SentinelAddrs(),
 			DialTimeout: time.Second, ReadTimeout: 2 * time.Second})
 	} else {
-		r, err := startRedis(ctx, e.dir, s.ports.Redis)
-		if r != nil {
-			procs.add(&r.proc)
-		}
+		r, err := redisproc.Start(ctx, redisproc.Options{Dir: e.dir})
 		if err != nil {
-			return err
+			return fmt.Errorf("private Redis: %w", err)
 		}
+		procs.add(func() { r.Close() })
 		e.redis = r
-		e.rdb = redis.NewClient(&redis.Options{Addr: r.addr(), DialTimeout: time.Second, ReadTimeout: 2 * time.Second})
+		e.rdb = redis.NewClient(&redis.Options{Addr: r.Addr(), DialTimeout: time.Second, ReadTimeout: 2 * time.Second})
 	}
 	if c.Redlock {
-		for _, port := range s.ports.Redlock {
-			r, err := startRedis(ctx, e.dir, port)
-			if r != nil {
-				procs.add(&r.proc)
-			}
+		for range 3 {
+			r, err := redisproc.Start(ctx, redisproc.Options{Dir: e.dir})
 			if err != nil {
-				return err
+				return fmt.Errorf("private Redlock node: %w", err)
 			}
+			procs.add(func() { r.Close() })
 			e.redlock = append(e.redlock, r)
 		}
 	}

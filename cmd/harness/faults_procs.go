@@ -1,21 +1,19 @@
 package main
 
-// The fault suite's private processes: a MariaDB, Redis servers and a
-// Sentinel setup that belong to the suite alone. They run on their own
-// loopback ports in the suite's temporary directory, never on the shared
-// services of .ci/services.sh (MariaDB 3306, Redis 6379-6382, Sentinel
-// 6390/6391/26390-26392, ZooKeeper 2181) that other people's tests use, so
-// the suite can kill and restart them at will. Every process is the
-// harness's child, in its own process group (a Ctrl-C in the terminal
-// reaches the harness, which stops them in order), and gets SIGKILL from
-// the kernel should the harness die.
+// The fault suite's private processes: a MariaDB of its own (here) and
+// Redis servers and Sentinels of its own (internal/redisproc, on free
+// loopback ports). They run in the suite's temporary directory, never on
+// the shared services of .ci/services.sh (MariaDB 3306, Redis 6379-6382,
+// Sentinel 6390/6391/26390-26392, ZooKeeper 2181) that other people's tests
+// use, so the suite can kill and restart them at will. Every process is
+// the harness's child and gets SIGKILL from the kernel should the harness
+// die; the MariaDB runs in its own process group (a Ctrl-C in the terminal
+// reaches the harness, which stops it).
 
 import (
 	"context"
 	"database/sql"
-	"errors"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -24,8 +22,6 @@ import (
 	"sync"
 	"syscall"
 	"time"
-
-	"github.com/redis/go-redis/v9"
 )
 
 // sharedPorts are the ports of .ci/services.sh: the suite refuses to use
@@ -33,35 +29,20 @@ import (
 var sharedPorts = map[int]bool{3306: true, 6379: true, 6380: true, 6381: true, 6382: true,
 	6390: true, 6391: true, 26390: true, 26391: true, 26392: true, 2181: true}
 
-// faultPorts are the suite's ports, all derived from one base.
+// faultPorts are the suite's fixed ports, derived from one base (the
+// Redis servers and Sentinels take free ports).
 type faultPorts struct {
-	App       [2]int // the two seckill instances
-	MariaDB   int
-	Redis     int    // the main Redis of every case but the Sentinel one
-	Redlock   [3]int // independent Redlock nodes
-	Data      [2]int // Sentinel-managed primary and replica
-	Sentinels [3]int
+	App     [2]int // the two seckill instances
+	MariaDB int
 }
 
-// portsFrom lays the ports out from base: app base+1, +2; MariaDB +6;
-// Redis +10; Redlock +11..+13; Sentinel data nodes +20, +21; Sentinels
-// +25..+27.
+// portsFrom lays the ports out from base: app base+1, +2; MariaDB +6.
 func portsFrom(base int) faultPorts {
-	return faultPorts{
-		App: [2]int{base + 1, base + 2}, MariaDB: base + 6, Redis: base + 10,
-		Redlock: [3]int{base + 11, base + 12, base + 13},
-		Data:    [2]int{base + 20, base + 21}, Sentinels: [3]int{base + 25, base + 26, base + 27},
-	}
+	return faultPorts{App: [2]int{base + 1, base + 2}, MariaDB: base + 6}
 }
 
 // all lists every port.
-func (p faultPorts) all() []int {
-	out := append([]int{}, p.App[:]...)
-	out = append(out, p.MariaDB, p.Redis)
-	out = append(out, p.Redlock[:]...)
-	out = append(out, p.Data[:]...)
-	return append(out, p.Sentinels[:]...)
-}
+func (p faultPorts) all() []int { return []int{p.App[0], p.App[1], p.MariaDB} }
 
 // check refuses a layout that touches a shared service's port or leaves
 // the unprivileged range.
@@ -132,16 +113,6 @@ func (p *proc) running() bool {
 	}
 }
 
-// signal sends sig to the process (nothing when it is not running).
-func (p *proc) signal(sig syscall.Signal) error {
-	if !p.running() {
-		return fmt.Errorf("%s is not running", p.name)
-	}
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return p.cmd.Process.Signal(sig)
-}
-
 // kill sends SIGKILL and waits until the process has exited (it is
 // resumed first, should it be stopped).
 func (p *proc) kill() {
@@ -154,33 +125,6 @@ func (p *proc) kill() {
 	cmd.Process.Signal(syscall.SIGKILL)
 	cmd.Process.Signal(syscall.SIGCONT)
 	<-done
-}
-
-// stop asks the process to end (SIGTERM), waits up to limit, then kills it.
-func (p *proc) stop(limit time.Duration) {
-	if !p.running() {
-		return
-	}
-	p.mu.Lock()
-	cmd, done := p.cmd, p.done
-	p.mu.Unlock()
-	cmd.Process.Signal(syscall.SIGCONT)
-	cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case <-done:
-	case <-time.After(limit):
-		p.kill()
-	}
-}
-
-// pid is the process id (0 when not running).
-func (p *proc) pid() int {
-	if !p.running() {
-		return 0
-	}
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return p.cmd.Process.Pid
 }
 
 // waitFor polls cond every step until it is true, the process exits
@@ -311,218 +255,27 @@ func (m *privateMariaDB) restart(ctx context.Context, limit time.Duration) error
 	return m.waitReady(ctx, strings.Split(m.dsn(), "?")[0], limit)
 }
 
-// ---------------------------------------------------------------- Redis
-
-// privateRedis is a redis-server (or redis-sentinel) of the suite's own,
-// without persistence (like .ci/services.sh), so a restart is empty.
-type privateRedis struct {
-	proc
-	port int
-}
-
-func (r *privateRedis) addr() string { return "127.0.0.1:" + strconv.Itoa(r.port) }
-
-// newRedis describes a Redis server on port with its files under dir;
-// extra are more configuration arguments (e.g. --replicaof).
-func newRedis(dir string, port int, extra ...string) (*privateRedis, error) {
-	rdir := filepath.Join(dir, "redis-"+strconv.Itoa(port))
-	if err := os.MkdirAll(rdir, 0o755); err != nil {
-		return nil, err
-	}
-	args := []string{"redis-server", "--port", strconv.Itoa(port), "--bind", "127.0.0.1", "--protected-mode", "no",
-		"--save", "", "--appendonly", "no", "--dir", rdir, "--daemonize", "no", "--maxclients", "2000"}
-	args = append(args, extra...)
-	return &privateRedis{proc: proc{name: "redis-server:" + strconv.Itoa(port), args: args, log: rdir + ".log"}, port: port}, nil
-}
-
-// startRedis starts a Redis server on port and waits for PING.
-func startRedis(ctx context.Context, dir string, port int, extra ...string) (*privateRedis, error) {
-	r, err := newRedis(dir, port, extra...)
-	if err != nil {
-		return nil, err
-	}
-	return r, r.restart(ctx)
-}
-
-// restart starts the (killed) server again, empty, and waits for PING.
-func (r *privateRedis) restart(ctx context.Context) error {
-	if err := waitFor(ctx, "Redis port "+strconv.Itoa(r.port)+" free", 10*time.Second, 20*time.Millisecond, nil,
-		func() bool { return freePort(r.port) }); err != nil {
-		return err
-	}
-	if err := r.start(); err != nil {
-		return err
-	}
-	c := redis.NewClient(&redis.Options{Addr: r.addr(), DialTimeout: time.Second, MaxRetries: -1})
-	defer c.Close()
-	return waitFor(ctx, r.name+" answers PING", 15*time.Second, 20*time.Millisecond, &r.proc, func() bool {
-		return c.Ping(ctx).Err() == nil
-	})
-}
-
-// ---------------------------------------------------------------- Sentinel
-
-// sentinelMaster is the master name of the suite's Sentinels.
-const sentinelMaster = "faults"
-
-// sentinelSet is a primary, its replica and three Sentinels (quorum 2,
-// down-after-milliseconds 1000, failover-timeout 5000, as
-// .ci/services.sh), all private.
-type sentinelSet struct {
-	data      [2]*privateRedis
-	sentinels [3]*privateRedis
-}
-
-// addrs are the Sentinels' addresses.
-func (s *sentinelSet) addrs() []string {
-	out := make([]string, len(s.sentinels))
-	for i, x := range s.sentinels {
-		out[i] = x.addr()
-	}
-	return out
-}
-
-// procs lists every process of the set.
-func (s *sentinelSet) procs() []*proc {
-	var out []*proc
-	for _, r := range append(s.data[:], s.sentinels[:]...) {
-		if r != nil {
-			out = append(out, &r.proc)
-		}
-	}
-	return out
-}
-
-// startSentinels starts the set and waits until every Sentinel names the
-// primary, sees the two others and the replica, and the replica is in
-// sync. On error what was started is left for the caller's clean-up
-// (procs).
-func startSentinels(ctx context.Context, dir string, p faultPorts) (*sentinelSet, error) {
-	s := &sentinelSet{}
-	var err error
-	if s.data[0], err = startRedis(ctx, dir, p.Data[0]); err != nil {
-		return s, err
-	}
-	if s.data[1], err = startRedis(ctx, dir, p.Data[1], "--replicaof", "127.0.0.1", strconv.Itoa(p.Data[0])); err != nil {
-		return s, err
-	}
-	for i, port := range p.Sentinels {
-		sdir := filepath.Join(dir, "sentinel-"+strconv.Itoa(port))
-		if err := os.MkdirAll(sdir, 0o755); err != nil {
-			return s, err
-		}
-		conf := filepath.Join(sdir, "sentinel.conf")
-		text := fmt.Sprintf("port %d\nbind 127.0.0.1\nprotected-mode no\ndaemonize no\ndir %s\n"+
-			"sentinel monitor %s 127.0.0.1 %d 2\nsentinel down-after-milliseconds %s 1000\n"+
-			"sentinel failover-timeout %s 5000\nsentinel parallel-syncs %s 1\n",
-			port, sdir, sentinelMaster, p.Data[0], sentinelMaster, sentinelMaster, sentinelMaster)
-		if err := os.WriteFile(conf, []byte(text), 0o644); err != nil {
-			return s, err
-		}
-		s.sentinels[i] = &privateRedis{proc: proc{name: "redis-sentinel:" + strconv.Itoa(port),
-			args: []string{"redis-sentinel", conf}, log: sdir + ".log"}, port: port}
-		if err := s.sentinels[i].start(); err != nil {
-			return s, err
-		}
-	}
-	return s, waitFor(ctx, "the private Sentinels agree on a primary with a replica", 45*time.Second, 100*time.Millisecond, nil,
-		func() bool { return s.healthy(ctx, p.Data[0]) == nil })
-}
-
-// masterPort is the primary's port as the Sentinel at addr names it.
-func masterPort(ctx context.Context, addr string) (int, error) {
-	c := redis.NewSentinelClient(&redis.Options{Addr: addr, DialTimeout: time.Second, MaxRetries: -1})
-	defer c.Close()
-	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
-	defer cancel()
-	a, err := c.GetMasterAddrByName(ctx, sentinelMaster).Result()
-	if err != nil {
-		return 0, err
-	}
-	if len(a) != 2 {
-		return 0, fmt.Errorf("sentinel %s: master address %v", addr, a)
-	}
-	return strconv.Atoi(a[1])
-}
-
-// role is the replication role of the Redis on port ("" when it does not
-// answer) and, for a primary, the number of replicas online.
-func role(ctx context.Context, port int) (string, int) {
-	c := redis.NewClient(&redis.Options{Addr: "127.0.0.1:" + strconv.Itoa(port), DialTimeout: time.Second, MaxRetries: -1})
-	defer c.Close()
-	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
-	defer cancel()
-	info, err := c.Info(ctx, "replication").Result()
-	if err != nil {
-		return "", 0
-	}
-	r, online := "", 0
-	for _, line := range strings.Split(info, "\r\n") {
-		if v, ok := strings.CutPrefix(line, "role:"); ok {
-			r = v
-		}
-		if strings.HasPrefix(line, "slave") && strings.Contains(line, "state=online") {
-			online++
-		}
-	}
-	return r, online
-}
-
-// healthy says why the set is not (nil when it is): every Sentinel names
-// primary, knows two other Sentinels and a replica, and the primary has
-// its replica online.
-func (s *sentinelSet) healthy(ctx context.Context, primary int) error {
-	for _, x := range s.sentinels {
-		c := redis.NewSentinelClient(&redis.Options{Addr: x.addr(), DialTimeout: time.Second, MaxRetries: -1})
-		m, err := c.Master(ctx, sentinelMaster).Result()
-		c.Close()
-		if err != nil {
-			return err
-		}
-		if m["port"] != strconv.Itoa(primary) || m["num-other-sentinels"] != "2" || m["num-slaves"] != "1" || m["flags"] != "master" {
-			return fmt.Errorf("sentinel %s: port %s, other sentinels %s, replicas %s, flags %s",
-				x.addr(), m["port"], m["num-other-sentinels"], m["num-slaves"], m["flags"])
-		}
-	}
-	if r, online := role(ctx, primary); r != "master" || online < 1 {
-		return fmt.Errorf("primary %d: role %q, %d replica(s) online", primary, r, online)
-	}
-	return nil
-}
-
-// procGroup stops every process it holds, in reverse order of adding.
+// procGroup stops what it holds, in reverse order of adding.
 type procGroup struct {
 	mu    sync.Mutex
-	procs []*proc
+	stops []func()
 }
 
-func (g *procGroup) add(ps ...*proc) {
+// add registers a stop function.
+func (g *procGroup) add(stop func()) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	g.procs = append(g.procs, ps...)
+	g.stops = append(g.stops, stop)
 }
 
-// killAll kills every process (SIGKILL: none holds anything worth a
-// graceful stop; MariaDB recovers its log at the next start, and there is
-// none) and forgets them.
+// killAll runs every stop function (the processes get SIGKILL: none holds
+// anything worth a graceful stop) and forgets them.
 func (g *procGroup) killAll() {
 	g.mu.Lock()
-	ps := g.procs
-	g.procs = nil
+	stops := g.stops
+	g.stops = nil
 	g.mu.Unlock()
-	for i := len(ps) - 1; i >= 0; i-- {
-		ps[i].kill()
+	for i := len(stops) - 1; i >= 0; i-- {
+		stops[i]()
 	}
-}
-
-// errNotRunning says a process the case needs is gone.
-var errNotRunning = errors.New("not running")
-
-// dialOK says a TCP connection to addr succeeds.
-func dialOK(addr string) bool {
-	c, err := net.DialTimeout("tcp", addr, 300*time.Millisecond)
-	if err == nil {
-		c.Close()
-	}
-	return err == nil
 }
