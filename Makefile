@@ -75,6 +75,21 @@ loadtest-ci:
 faults:
 	$(HARNESS) faults
 
+# ---- the failover demonstration (lock/failover_test.go, README "The lock
+# family"): TestFailoverTwoHolders on private redis-server and
+# redis-sentinel processes (internal/redisproc; the shared services are never
+# killed), then its table: who obtained lock:order:<userId> before and after
+# a Sentinel failover (or a Redlock node lost), per mode. The mysql and
+# zookeeper rows need the env of .ci/env.sh (`source .ci/env.sh && make
+# failover`); without it they are skipped. `make test` runs the same test.
+FAILOVER_TABLE ?= bin/failover.md
+.PHONY: failover
+
+failover:
+	@mkdir -p $(dir $(FAILOVER_TABLE)) && rm -f $(FAILOVER_TABLE)
+	@SECKILL_FAILOVER_TABLE=$(abspath $(FAILOVER_TABLE)) $(GO) test -count=1 -run '^TestFailoverTwoHolders$$' ./lock/; \
+		status=$$?; echo; if [ -f $(FAILOVER_TABLE) ]; then cat $(FAILOVER_TABLE); fi; exit $$status
+
 # ---- benchmark (bench/): the machine's limits and the seckill in every lock
 # mode, measured in one run by `harness bench` (cmd/harness/bench.go); writes
 # bench/RESULTS.md and bench/results.json. Settings are the BENCH_*
