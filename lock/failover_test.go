@@ -179,6 +179,25 @@ func TestFailoverTwoHolders(t *testing.T) {
 			}
 		}
 	})
+	// Every Sentinel set starts now, in the background, so that the
+	// Sentinels of all cases find each other at the same time rather than
+	// case after case.
+	pending := make([]*pendingSet, len(failoverCases))
+	for i, c := range failoverCases {
+		if !c.nodes && (c.needs == "" || os.Getenv(c.needs) != "") {
+			pending[i] = startSetAsync(t.TempDir())
+		}
+	}
+	t.Cleanup(func() {
+		for _, p := range pending {
+			if p == nil {
+				continue
+			}
+			if err := p.close(); err != nil {
+				t.Errorf("close a Sentinel set: %v", err)
+			}
+		}
+	})
 	for i, c := range failoverCases {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
@@ -207,7 +226,7 @@ func TestFailoverTwoHolders(t *testing.T) {
 			if c.nodes {
 				v = runNodeLoss(t, c, &row)
 			} else {
-				v = runSentinelFailover(t, c, &row)
+				v = runSentinelFailover(t, c, &row, pending[i])
 			}
 			mu.Lock()
 			version = v
@@ -222,22 +241,24 @@ func failoverKey() string { return "lock:order:" + strconv.Itoa(900_000_000+rand
 
 // runSentinelFailover runs c's scenario on a private Sentinel set and
 // returns the Redis version.
-func runSentinelFailover(t *testing.T, c failoverCase, row *failoverRow) string {
+func runSentinelFailover(t *testing.T, c failoverCase, row *failoverRow, p *pendingSet) string {
 	ctx := bg(t, 3*failoverWait)
-	dir := t.TempDir()
-	set, err := redisproc.StartSet(bounded(t, ctx), redisproc.SetOptions{Dir: dir, MasterName: "failover",
-		DownAfter: time.Second, FailoverTimeout: 5 * time.Second})
-	if err != nil {
-		t.Fatalf("start the Sentinel set: %v", err)
-	}
 	t.Cleanup(func() {
 		if t.Failed() {
-			logTails(t, dir)
+			logTails(t, p.dir)
 		}
-		if err := set.Close(); err != nil {
+		if err := p.close(); err != nil {
 			t.Errorf("close the Sentinel set: %v", err)
 		}
 	})
+	<-p.done
+	if p.err != nil {
+		t.Fatalf("start the Sentinel set: %v", p.err)
+	}
+	set := p.set
+	if err := set.WaitHealthy(bounded(t, ctx)); err != nil {
+		t.Fatal(err)
+	}
 	primary, replica := set.Servers[0], set.Servers[1]
 	pc, rc := plainClient(t, primary.Addr()), plainClient(t, replica.Addr())
 	key := failoverKey()
@@ -324,6 +345,38 @@ func runSentinelFailover(t *testing.T, c failoverCase, row *failoverRow) string 
 		releaseAll(t, a, b)
 	}
 	return redisVersion(t, ctx, rc)
+}
+
+// pendingSet is a Sentinel set (a primary, a replica, three Sentinels:
+// quorum 2, down after 1s, failover timeout 5s) starting in the
+// background.
+type pendingSet struct {
+	dir  string
+	done chan struct{} // closed when set or err is there
+	set  *redisproc.Set
+	err  error
+}
+
+func startSetAsync(dir string) *pendingSet {
+	p := &pendingSet{dir: dir, done: make(chan struct{})}
+	go func() {
+		defer close(p.done)
+		ctx, cancel := context.WithTimeout(context.Background(), failoverWait)
+		defer cancel()
+		p.set, p.err = redisproc.StartSet(ctx, redisproc.SetOptions{Dir: dir, MasterName: "failover",
+			Quorum: 2, DownAfter: time.Second, FailoverTimeout: 5 * time.Second})
+	}()
+	return p
+}
+
+// close waits for the start to end and kills every process of the set
+// (again: killing is idempotent).
+func (p *pendingSet) close() error {
+	<-p.done
+	if p.set == nil {
+		return nil
+	}
+	return p.set.Close()
 }
 
 // runNodeLoss runs c's scenario on three private independent nodes: A
