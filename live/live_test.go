@@ -535,3 +535,29 @@ func TestViewModesOfServingInstances(t *testing.T) {
 		t.Errorf("modes of a voucher none serves: got %v %v, want all", s.LockModes, s.OrderModes)
 	}
 }
+
+// TestViewWindowSlack: the rates compare with the reading about Window
+// old: one a scheduling delay short of it counts, so a burst that ended
+// two snapshots ago no longer shows.
+func TestViewWindowSlack(t *testing.T) {
+	st, clk := newMemStore(), newClock()
+	ctx := context.Background()
+	b := NewBoard(st, (&stubAudit{a: &model.Audit{VoucherID: 5}}).audit, clk.now)
+	v := b.View(5)
+	defer v.Close()
+	if _, err := v.Start(ctx); err != nil { // t0: no answer
+		t.Fatal(err)
+	}
+	clk.add(time.Second)
+	if err := st.Publish(ctx, model.LiveInstance{ID: "a", Seen: clk.now()}, map[int64]model.LiveCounts{5: {"code:OK": 100}}); err != nil {
+		t.Fatal(err)
+	}
+	v.Next(ctx) // t0+1: 100 OK
+	clk.add(time.Second)
+	v.Next(ctx) // t0+2: no more
+	clk.add(950 * time.Millisecond)
+	s := v.Next(ctx) // t0+2.95: the reading of t0+1 is 1.95 s old
+	if s.RequestsPerSecond == nil || *s.RequestsPerSecond != 0 {
+		t.Errorf("requests per second: got %v, want 0 (against the reading 1.95 s old)", s.RequestsPerSecond)
+	}
+}

@@ -18,6 +18,10 @@ const (
 	// look: two seconds, so that each instance's four publications a
 	// second make them steady.
 	Window = 2 * time.Second
+	// windowSlack is how much younger than Window a reading may be and
+	// still serve as the base of the rates (snapshots come once a second,
+	// give or take a scheduling delay).
+	windowSlack = 300 * time.Millisecond
 	// readTimeout bounds a Snapshot's read of the counters.
 	readTimeout = 800 * time.Millisecond
 	// auditTimeout bounds one audit.
@@ -312,10 +316,12 @@ func (v *View) read(ctx context.Context) Snapshot {
 }
 
 // base returns the reading the rates are computed against: the latest one
-// at least Window old, else the oldest (a stream younger than Window).
+// about Window old (a tick's jitter short of it counts), else the oldest
+// (a stream younger than Window). The rates divide by the time actually
+// between the two readings.
 func (v *View) base(now time.Time) (reading, bool) {
 	for i := len(v.history) - 1; i >= 0; i-- {
-		if now.Sub(v.history[i].at) >= Window {
+		if now.Sub(v.history[i].at) >= Window-windowSlack {
 			return v.history[i], true
 		}
 	}
