@@ -121,8 +121,8 @@ type app struct {
 	// dashboard counters (seckill:live:instances).
 	LiveInstance string
 	// EndStreams ends the live dashboard streams being served: the server
-	// calls it when it shuts down (Shutdown does not wait for a stream to
-	// end by itself), Close too.
+	// calls it when it shuts down (Shutdown would wait for them until its
+	// deadline: a stream ends only with its client), Close too.
 	EndStreams func()
 	// stopLive stops the live dashboard's publisher after its last
 	// publication (nil when none runs).
