@@ -101,6 +101,16 @@ failover:
 bench:
 	$(HARNESS) bench
 
+# ---- the README's pictures (cmd/harness/pictures*.go): docs/lock-matrix.svg,
+# docs/bench.svg and docs/faults.svg drawn from loadtest/results.json,
+# bench/results.json and faults/results.json. Run it after a new matrix,
+# bench or fault-suite run: `make test` fails while a picture is out of
+# date with its results (TestPicturesUpToDate).
+.PHONY: pictures
+
+pictures:
+	$(HARNESS) pictures
+
 # ---- which code one request runs: one sync purchase, and one async order
 # from admission to commit (TestMeasurePath), measured as the project files
 # whose coverage counters grow between a run without the request and a run

@@ -9,6 +9,7 @@
 //	go run ./cmd/harness ci         the short load test of CI (make loadtest-ci)
 //	go run ./cmd/harness bench      the machine's limits and the seckill in every mode (make bench; BENCH_* settings, see bench.go)
 //	go run ./cmd/harness faults     the fault suite on private MariaDB/Redis/Sentinel processes (make faults; settings in faults/README.md)
+//	go run ./cmd/harness pictures   docs/*.svg from the results.json files above (make pictures; -check: exit 1 when one is out of date)
 //
 // The settings are environment variables, as loadtest/README.md lists them.
 package main
@@ -35,6 +36,8 @@ func main() {
 		run = runBench
 	case "faults":
 		run = runFaults
+	case "pictures":
+		run = runPictures
 	default:
 		usage()
 		os.Exit(2)
@@ -43,5 +46,5 @@ func main() {
 }
 
 func usage() {
-	fmt.Fprintln(os.Stderr, "usage: harness loadtest|matrix|ci|bench|faults (settings in the environment, see loadtest/README.md and faults/README.md)")
+	fmt.Fprintln(os.Stderr, "usage: harness loadtest|matrix|ci|bench|faults|pictures (settings in the environment, see loadtest/README.md and faults/README.md)")
 }

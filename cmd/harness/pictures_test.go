@@ -1,0 +1,406 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"encoding/xml"
+	"errors"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// svgElem is one element of a rendered picture: its name, attributes and
+// character data.
+type svgElem struct {
+	name  string
+	attrs map[string]string
+	text  string
+}
+
+// parseSVG decodes a picture with encoding/xml (failing the test when it
+// is not well-formed XML with an <svg> root in the SVG namespace) and
+// returns its elements in document order.
+func parseSVG(t *testing.T, b []byte) []svgElem {
+	t.Helper()
+	dec := xml.NewDecoder(bytes.NewReader(b))
+	var elems []svgElem
+	var open []int // indexes of the open elements
+	for {
+		tok, err := dec.Token()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			t.Fatalf("not well-formed XML: %v", err)
+		}
+		switch tk := tok.(type) {
+		case xml.StartElement:
+			e := svgElem{name: tk.Name.Local, attrs: map[string]string{}}
+			for _, a := range tk.Attr {
+				e.attrs[a.Name.Local] = a.Value
+			}
+			if len(elems) == 0 && (tk.Name.Local != "svg" || tk.Name.Space != "http://www.w3.org/2000/svg") {
+				t.Fatalf("root element: got %s in %q, want svg in the SVG namespace", tk.Name.Local, tk.Name.Space)
+			}
+			elems = append(elems, e)
+			open = append(open, len(elems)-1)
+		case xml.CharData:
+			if len(open) > 0 {
+				elems[open[len(open)-1]].text += string(tk)
+			}
+		case xml.EndElement:
+			open = open[:len(open)-1]
+		}
+	}
+	if len(elems) == 0 {
+		t.Fatal("empty document")
+	}
+	if len(open) != 0 {
+		t.Fatalf("%d elements left open", len(open))
+	}
+	return elems
+}
+
+// texts are the contents of the picture's <text> elements.
+func texts(elems []svgElem) []string {
+	var out []string
+	for _, e := range elems {
+		if e.name == "text" {
+			out = append(out, e.text)
+		}
+	}
+	return out
+}
+
+// hasText says whether the picture's text contains s (within one <text>
+// element, or across the lines of a wrapped paragraph).
+func hasText(elems []svgElem, s string) bool {
+	return strings.Contains(strings.Join(texts(elems), " "), s)
+}
+
+// coloured says whether some <text> element reads exactly s in colour.
+func coloured(elems []svgElem, s, colour string) bool {
+	for _, e := range elems {
+		if e.name == "text" && e.text == s && strings.Contains(e.attrs["style"], colour) {
+			return true
+		}
+	}
+	return false
+}
+
+// badges are the texts of the badges drawn on a background colour: a
+// <rect> with that fill directly followed by its <text>.
+func badges(elems []svgElem, fill string) []string {
+	var out []string
+	for i := 1; i < len(elems); i++ {
+		if elems[i].name == "text" && elems[i-1].name == "rect" && elems[i-1].attrs["fill"] == fill && elems[i-1].attrs["rx"] == "4" {
+			out = append(out, elems[i].text)
+		}
+	}
+	return out
+}
+
+// fixtureRun is one cell of the matrix fixture.
+func fixtureRun(mode string, instances int, setting string, lock, past, unique, orders int64) matrixRun {
+	r := &ltResult{Mode: mode, Instances: instances, Setting: setting, LockTTL: "10s", CriticalDelay: "0s",
+		Users: 300, Dups: 4, InitialStock: 200, Orders: orders, LockRefused: lock, PastLock: past, UniqueKey: unique,
+		Oversold: orders > 200, Consistent: orders <= 200, Breaches: unique}
+	if setting == "slow" {
+		r.LockTTL, r.CriticalDelay, r.SpacingMS, r.Users, r.InitialStock = "1s", "2500ms", 600, 150, 150
+		r.Oversold, r.Consistent = orders > 150, orders <= 150
+	}
+	m := matrixRun{Mode: mode, Instances: instances, Setting: setting, Expected: expectation(mode, instances, setting), Result: r}
+	judgeCell(&m)
+	return m
+}
+
+func matrixFixture() matrixReport {
+	return matrixReport{
+		Generated: "2031-02-03 04:05 UTC", ElapsedS: 271,
+		Machine: map[string]string{"uname": "Linux fixture", "cores": "2", "k6": "k6 v9.9.9"},
+		Runs: []matrixRun{
+			fixtureRun("none", 1, "normal", 0, 137, 463, 200),
+			fixtureRun("lua", 2, "normal", 613, 47, 0, 200),
+			fixtureRun("lua", 2, "slow", 301, 149, 0, 150),
+			fixtureRun("reentrant", 1, "slow", 449, 0, 0, 153), // 3 units oversold: must show red
+		},
+	}
+}
+
+func TestMatrixPicture(t *testing.T) {
+	data, err := json.Marshal(matrixFixture())
+	if err != nil {
+		t.Fatal(err)
+	}
+	svg, err := renderMatrixPicture(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	elems := parseSVG(t, svg)
+	for _, want := range []string{"137", "463", "613", "47", "301", "149", "449", // the counts of the fixture
+		"2031-02-03 04:05 UTC", "make loadtest-matrix", "271 s", "k6 v9.9.9", // the run's date and command
+		"Normal", "Slow business", "lease 1s", "2500ms", "none", "lua", "reentrant",
+		"stopped by the lock", "only by the unique key", "units oversold", "answers"} {
+		if !hasText(elems, want) {
+			t.Errorf("no text %q in the picture; texts: %q", want, texts(elems))
+		}
+	}
+	// Three runs sold nothing beyond their stock: three green zero badges
+	// (and the legend's); the fourth sold 3 units too many: a red badge.
+	if got := badges(elems, colGoodBg); len(got) != 4 || strings.Join(got, "") != "0000" {
+		t.Errorf("green badges: got %q, want four zeros (three runs and the legend)", got)
+	}
+	if got := badges(elems, colBad); len(got) != 1 || got[0] != "3" {
+		t.Errorf("red badges: got %q, want [3]", got)
+	}
+	// Unique-key rejections (the lock failed) are red; none is not.
+	if !coloured(elems, "463", colBad) {
+		t.Errorf("the unique-key count 463 is not in %s", colBad)
+	}
+	if coloured(elems, "0", colBad) {
+		t.Errorf("a zero is in %s", colBad)
+	}
+	if again, _ := renderMatrixPicture(data); !bytes.Equal(again, svg) {
+		t.Error("two renderings of the same results differ")
+	}
+}
+
+func TestMatrixPictureRunFailed(t *testing.T) {
+	rep := matrixFixture()
+	rep.Runs = append(rep.Runs, matrixRun{Mode: "zookeeper", Instances: 2, Setting: "normal", Log: "/tmp/zk.log"})
+	judgeCell(&rep.Runs[len(rep.Runs)-1])
+	elems := parseSVG(t, matrixSVG(rep))
+	if !hasText(elems, "run failed") || !hasText(elems, "zookeeper") {
+		t.Errorf("a failed run is not shown; texts: %q", texts(elems))
+	}
+}
+
+func benchFixture(violations []string) benchJSON {
+	run := func(name, kind string, figs map[string]any) benchJSONRun {
+		r := benchJSONRun{Name: name, Kind: kind, OK: true, Figures: figs}
+		if kind == "wrk" && strings.HasPrefix(name, "sync-") {
+			r.OrderMode, r.LockMode, _ = strings.Cut(name, "-")
+		}
+		return r
+	}
+	m := func(v float64) *float64 { return &v }
+	return benchJSON{
+		Schema: 1, Started: "2031-02-03 04:05:06 UTC", Finished: "2031-02-03 04:09:10 UTC",
+		Machine:  map[string]string{"nproc": "2", "cpu": "Fixture CPU", "kernel": "Linux fixture", "loadBefore": "1.11 1.0 1.0", "loadAfter": "2.22 2 2"},
+		Settings: map[string]any{"conns": 32.0, "duration": 10.0, "asyncLockModes": []any{"lua"}},
+		Limits: []benchJSONRun{
+			run("noop", "limit", map[string]any{"rps": 41234.0}),
+			run("admit", "limit", map[string]any{"rps": 67891.0}),
+			run("slap", "limit", map[string]any{"rps": 4567.0}),
+			run("insert", "limit", map[string]any{"rps": 22222.0}),
+		},
+		Runs: []benchJSONRun{
+			run("soldout", "wrk", map[string]any{"rps": 40321.0}),
+			run("sync-lua", "wrk", map[string]any{"rps": 1987.0, "p99_us": 26360.0}),
+			run("sync-zookeeper", "wrk", map[string]any{"rps": 975.0, "p99_us": 59500.0}),
+			run("async-lua", "wrk", map[string]any{"rps": 15432.0, "drain_rate": 14321.0}),
+			run("k6-async-lua-noop", "k6", map[string]any{"p99_us": 1860.0}),
+			run("k6-async-lua", "k6", map[string]any{"p99_us": 4260.0}),
+		},
+		Targets: []benchJSONTarget{
+			{Name: targetSyncSlap, Measured: m(0.44), Op: ">=", Required: 0.6},
+			{Name: targetSoldoutNoop, Measured: m(0.98), Op: ">=", Required: 0.5, Met: true},
+			{Name: targetAsyncSync, Measured: m(7.77), Op: ">=", Required: 8},
+			{Name: targetAsyncAdmit, Measured: m(0.23), Op: ">=", Required: 0.4},
+			{Name: targetDrainInsert, Measured: m(0.64), Op: ">=", Required: 1},
+			{Name: targetK6P99, Measured: m(4.26), Op: "<=", Required: 5, Met: true},
+		},
+		Violations: violations,
+	}
+}
+
+func TestBenchPicture(t *testing.T) {
+	data, err := json.Marshal(benchFixture(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	svg, err := renderBenchPicture(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	elems := parseSVG(t, svg)
+	for _, want := range []string{"41,234 req/s", "40,321 req/s", "4,567 txn/s", "1,987 req/s", "15,432 req/s",
+		"67,891 ops/s", "22,222 rows/s", "14,321 orders/s", "1.86 ms", "4.26 ms", "975 req/s", "p99 59.5 ms",
+		"ratio 0.44, target ≥ 0.6: missed", "ratio 0.98, target ≥ 0.5: met", "ratio 7.77, target ≥ 8: missed",
+		"p99 4.26 ms, target ≤ 5 ms: met", "target ≥ 0.6 × 4,567 = 2,740 req/s",
+		"zookeeper", "2031-02-03 04:05:06 UTC", "make bench", "Fixture CPU", "32 connections, 10 s per run"} {
+		if !hasText(elems, want) {
+			t.Errorf("no text %q in the picture; texts: %q", want, texts(elems))
+		}
+	}
+	if got := badges(elems, colGoodBg); len(got) != 1 || got[0] != "0" {
+		t.Errorf("violations badge: got %q, want a green 0", got)
+	}
+
+	data, _ = json.Marshal(benchFixture([]string{"sync-lua: invariant 1: 201 orders > 200"}))
+	svg, err = renderBenchPicture(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	elems = parseSVG(t, svg)
+	if got := badges(elems, colBad); len(got) != 1 || got[0] != "1" {
+		t.Errorf("violations badge: got %q, want a red 1", got)
+	}
+	if !hasText(elems, "201 orders > 200") {
+		t.Error("the violation is not named")
+	}
+}
+
+func TestBenchPictureDrainKeptUp(t *testing.T) {
+	b := benchFixture(nil)
+	b.Runs[3].Figures = map[string]any{"rps": 15432.0, "drain_rate": "", "orders": 90000.0}
+	data, _ := json.Marshal(b)
+	svg, err := renderBenchPicture(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	elems := parseSVG(t, svg)
+	if !hasText(elems, "9,000 orders/s") || !hasText(elems, "kept up") {
+		t.Errorf("the drain of consumers that kept up: want orders ÷ duration; texts: %q", texts(elems))
+	}
+}
+
+func TestFaultsPicture(t *testing.T) {
+	data, err := os.ReadFile("testdata/pictures/faults.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	svg, err := renderFaultsPicture(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	elems := parseSVG(t, svg)
+	for _, want := range []string{"311", "1486", "1271", "207", "17", // the fixture's counts
+		"app-kill-sync", "redis-async", "fence-off", "sentinel-async", "lua, async",
+		"instance 2 of 2 killed (SIGKILL)", "port 27311 in use", "pass", "FAIL", "shown", "ERROR",
+		"2031-02-03 04:05 UTC", "make faults CASE=fixture", "fixture machine", "FAULTS_USERS=600"} {
+		if !hasText(elems, want) {
+			t.Errorf("no text %q in the picture; texts: %q", want, texts(elems))
+		}
+	}
+	// Two cases sold nothing too many and lost nothing: four green zeros.
+	// redis-async oversold 5 units and lost 2 answers: red.
+	if got := badges(elems, colGoodBg); strings.Join(got, ",") != "0,0,0,0" {
+		t.Errorf("green badges: got %q, want four zeros", got)
+	}
+	if got := badges(elems, colBad); strings.Join(got, ",") != "5,2" {
+		t.Errorf("red badges: got %q, want 5 (oversold) and 2 (lost)", got)
+	}
+	for _, s := range []string{"17", "FAIL", "ERROR", "no"} { // the 500s, the failed cases, the inconsistency
+		if !coloured(elems, s, colBad) {
+			t.Errorf("%q is not in %s", s, colBad)
+		}
+	}
+	if !coloured(elems, "pass", colGood) || !coloured(elems, "yes", colGood) {
+		t.Errorf("pass and yes are not in %s", colGood)
+	}
+}
+
+func TestPictureRenderersRefuseBadResults(t *testing.T) {
+	for _, p := range pictures {
+		for _, data := range []string{"{", "{}", `{"runs":[],"cases":[],"limits":[]}`} {
+			if _, err := p.Render([]byte(data)); err == nil {
+				t.Errorf("%s from %q: no error", p.SVG, data)
+			}
+		}
+	}
+}
+
+// TestPicturesUpToDate renders every picture from the results files of
+// the repository and compares it with the picture beside them: a results
+// file changed without `make pictures` fails here.
+func TestPicturesUpToDate(t *testing.T) {
+	root, err := projectRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range pictures {
+		why, err := p.stale(root)
+		if err != nil {
+			t.Errorf("%s: %v", p.SVG, err)
+			continue
+		}
+		if why != "" {
+			t.Errorf("%s: run make pictures", why)
+		}
+	}
+}
+
+func TestPictureStale(t *testing.T) {
+	root := t.TempDir()
+	p := picture{Results: "r/results.json", SVG: "docs/p.svg", Render: func(b []byte) ([]byte, error) { return append([]byte("svg:"), b...), nil }}
+	write := func(rel, s string) {
+		t.Helper()
+		path := filepath.Join(root, rel)
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, []byte(s), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	check := func(want string) {
+		t.Helper()
+		got, err := p.stale(root)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(got, want) || (want == "") != (got == "") {
+			t.Errorf("stale: got %q, want %q", got, want)
+		}
+	}
+	check("") // neither exists
+	write("r/results.json", "1")
+	check("is missing")
+	write("docs/p.svg", "svg:1")
+	check("")
+	write("r/results.json", "2")
+	check("out of date")
+	os.Remove(filepath.Join(root, "r/results.json"))
+	check("exists but")
+}
+
+func TestSVGHelpers(t *testing.T) {
+	tests := []struct {
+		v    float64
+		want string
+	}{{0, "0"}, {999, "999"}, {1000, "1,000"}, {50460.3, "50,460"}, {-1234567, "-1,234,567"}}
+	for _, tt := range tests {
+		if got := fmtThousands(tt.v); got != tt.want {
+			t.Errorf("fmtThousands(%v): got %q, want %q", tt.v, got, tt.want)
+		}
+	}
+	ceil := []struct{ v, want float64 }{{0, 1}, {1, 1}, {704, 800}, {450, 600}, {4840, 6000}, {15204, 20000}, {3.5, 4}}
+	for _, tt := range ceil {
+		if got := niceCeil(tt.v); got != tt.want {
+			t.Errorf("niceCeil(%v): got %v, want %v", tt.v, got, tt.want)
+		}
+	}
+	if got := svgEsc(`a<b & "c"`); got != "a&lt;b &amp; &#34;c&#34;" {
+		t.Errorf("svgEsc: got %q", got)
+	}
+	if got := svgClip("short", 100, 12); got != "short" {
+		t.Errorf("svgClip kept: got %q", got)
+	}
+	long := "Redis killed (SIGKILL) mid-load, restarted empty after 10% more of the load"
+	if got := svgClip(long, 120, 12); !strings.HasSuffix(got, "…") || svgTextWidth(got, 12) > 120 || !strings.HasPrefix(long, strings.TrimSuffix(got, "…")) {
+		t.Errorf("svgClip: got %q", got)
+	}
+	lines := svgWrap(long, 150, 12)
+	if len(lines) < 2 || strings.Join(lines, " ") != long {
+		t.Errorf("svgWrap: got %q", lines)
+	}
+	for _, l := range lines {
+		if svgTextWidth(l, 12) > 150 {
+			t.Errorf("svgWrap: line %q wider than 150", l)
+		}
+	}
+}
