@@ -208,6 +208,10 @@ type caseResult struct {
 	Marks    []mark    `json:"marks"` // the fault's moments, seconds since the load's start
 	Notes    []string  `json:"notes"`
 
+	// transportOK: the case kills an instance under its requests, so
+	// transport errors are expected.
+	transportOK bool
+
 	Verdict  string   `json:"verdict"` // pass, FAIL, shown (an expected-weak demonstration), ERROR
 	Failures []string `json:"failures"`
 	Error    string   `json:"error,omitempty"`
@@ -357,6 +361,13 @@ func judgeCommon(r *caseResult, lostReported bool) {
 	if n := r.Status["500"]; n > 0 {
 		r.fail("%d answers were 500 (a fault must be 503)", n)
 	}
+	other := r.Status["other"]
+	if r.transportOK {
+		other -= r.Codes["TRANSPORT"]
+	}
+	if other > 0 {
+		r.fail("%d answers were neither 200, 409, 503 nor 500 (%s)", other, codesText(otherCodes(r.Codes)))
+	}
 	if r.NoAnnounce > 0 {
 		r.fail("%d order(s) in the database whose buyer was told the purchase failed (orders no 200 announced)", r.NoAnnounce)
 	}
@@ -368,6 +379,20 @@ func judgeCommon(r *caseResult, lostReported bool) {
 			r.fail("%s", v)
 		}
 	}
+}
+
+// otherCodes keeps the codes of the "other" column: not OK, a 409 code,
+// UNAVAILABLE or INTERNAL.
+func otherCodes(codes map[string]int) map[string]int {
+	out := map[string]int{}
+	for k, n := range codes {
+		switch k {
+		case "OK", "SOLD_OUT", "DUPLICATE_ORDER", "SECKILL_NOT_STARTED", "SECKILL_ENDED", "UNAVAILABLE", "INTERNAL":
+		default:
+			out[k] = n
+		}
+	}
+	return out
 }
 
 // finishVerdict sets Verdict from the failures (weakShown: an expected-weak
@@ -438,8 +463,12 @@ func renderFaultsMarkdown(rep faultsReport) string {
 	b.WriteString("# Fault suite results\n\n")
 	fmt.Fprintf(&b, "Written by `harness faults` (`cmd/harness/faults*.go`); what each case does and\n"+
 		"its settings: [README.md](README.md).\n\n")
+	settings := strings.Join(rep.Settings, " ")
+	if settings == "" {
+		settings = "the defaults (faults/README.md)"
+	}
 	fmt.Fprintf(&b, "- date: %s\n- command: `%s`\n- machine: %s\n- settings: %s\n- elapsed: %.0f s, exit status %d\n\n",
-		rep.Date, rep.Command, rep.Machine, strings.Join(rep.Settings, " "), rep.ElapsedS, rep.Status)
+		rep.Date, rep.Command, rep.Machine, settings, rep.ElapsedS, rep.Status)
 	b.WriteString("| case | requests | 200 | 409 | 503 | 500 | other | orders | oversold | lost | consistent | verdict | measured |\n")
 	b.WriteString("|---|---:|---:|---:|---:|---:|---:|---:|---|---:|---|---|---|\n")
 	for _, c := range rep.Cases {
@@ -1061,6 +1090,7 @@ func (s *suite) audit(ctx context.Context, c faultCase, e *caseEnv, l *loadRun, 
 		r.Notes = append(r.Notes, "lost 200s: "+idsText(cl.Lost))
 	}
 	r.Consistent = len(r.Violations) == 0
+	r.transportOK = c.KillsInstance
 	c.judge(judgement{s: s, e: e, l: l, shots: shots, cl: cl, r: r})
 	return nil
 }

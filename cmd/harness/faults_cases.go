@@ -26,6 +26,9 @@ type faultCase struct {
 	Fault, Expect       string   // what is done, what must hold (RESULTS.md)
 	Env                 []string // more instance settings
 	Sentinel, Redlock   bool     // Redis through private Sentinels; three private Redlock nodes
+	// KillsInstance: the fault kills an instance under its requests
+	// (transport errors expected).
+	KillsInstance bool
 	// Weak marks an expected-weak demonstration: its weakness is reported
 	// ("shown"), never failed; the invariants still are.
 	Weak bool
@@ -59,14 +62,14 @@ func (j judgement) markAt(name string) (time.Duration, bool) {
 // faultCases are the suite's cases, in run order.
 var faultCases = []faultCase{
 	{
-		Name: "app-kill-sync", LockMode: "lua", OrderMode: "sync", FaultPct: 35,
+		Name: "app-kill-sync", LockMode: "lua", OrderMode: "sync", FaultPct: 35, KillsInstance: true,
 		Fault:  "instance 2 of 2 killed (SIGKILL) mid-load and taken out of the rotation",
 		Expect: "nothing oversold; every 200's order in the database; no 500",
 		fault:  killInstance,
 		judge:  judgeAppKill,
 	},
 	{
-		Name: "app-kill-async", LockMode: "lua", OrderMode: "async", FaultPct: 35,
+		Name: "app-kill-async", LockMode: "lua", OrderMode: "async", FaultPct: 35, KillsInstance: true,
 		Env:    []string{"SECKILL_CLAIM_IDLE=8s", "SECKILL_DEV_CONSUMER_DELAY=400ms"},
 		Fault:  "instance 2 of 2 killed (SIGKILL) mid-load while its consumer holds entries (a 400 ms consumer delay); the survivor claims them after SECKILL_CLAIM_IDLE=8s",
 		Expect: "nothing oversold; every 200's order in the database once the stream drained; invariants 1-5",
