@@ -8,7 +8,11 @@
 // The servers keep nothing on disk that survives a restart (no RDB
 // snapshots, no AOF). Every process is started with a parent-death signal
 // on Linux, so that it dies with the process that started it even when
-// Close is never called; callers still Close (or Kill) what they start.
+// Close is never called (a test binary killed by its timeout); callers
+// still Close (or Kill) what they start. (The signal comes when the OS
+// thread that started the process exits, which the Go runtime does only
+// for a goroutine that ends locked to its thread: do not start processes
+// from such a goroutine.)
 //
 // Nothing here depends on package testing: every call takes a context that
 // bounds its waits and returns an error.
