@@ -189,3 +189,33 @@ func TestMyOrders(t *testing.T) {
 		t.Errorf("no order: data %s, want []", data)
 	}
 }
+
+// FuzzWebPath: any path under /assets/ is one of the app's files (200) or
+// a JSON 404, never a 5xx, and never serves a file outside assets/.
+func FuzzWebPath(f *testing.F) {
+	for _, s := range []string{"app.js", "", "../index.html", "%2e%2e/index.html", "..%2findex.html", "style.css/", "a/../app.js", "//app.js", "app.js?x=1", "\x00"} {
+		f.Add(s)
+	}
+	e := newEnv(f, withWeb)
+	index, err := fs.ReadFile(web.Files(), "index.html")
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Fuzz(func(t *testing.T, name string) {
+		req := rawRequest(t, http.MethodGet, "/assets/"+name, "")
+		rec := httptest.NewRecorder()
+		e.h.ServeHTTP(rec, req)
+		switch {
+		case rec.Code >= 500:
+			t.Fatalf("GET /assets/%q: got %d", name, rec.Code)
+		case rec.Code == http.StatusOK:
+			if rec.Body.String() == string(index) {
+				t.Fatalf("GET /assets/%q served index.html", name)
+			}
+		case rec.Code == http.StatusNotFound:
+			if !json.Valid(rec.Body.Bytes()) {
+				t.Fatalf("GET /assets/%q: 404 body %q is not JSON", name, rec.Body.String())
+			}
+		}
+	})
+}
