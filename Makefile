@@ -41,6 +41,7 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzShop$$' -fuzztime $(FUZZTIME) $(FUZZFLAGS) ./handler/
 	$(GO) test -run '^$$' -fuzz '^FuzzAuthorization$$' -fuzztime $(FUZZTIME) $(FUZZFLAGS) ./handler/
 	$(GO) test -run '^$$' -fuzz '^FuzzAnyRequest$$' -fuzztime $(FUZZTIME) $(FUZZFLAGS) ./handler/
+	$(GO) test -run '^$$' -fuzz '^FuzzWebPath$$' -fuzztime $(FUZZTIME) $(FUZZFLAGS) ./handler/
 	$(GO) test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME) $(FUZZFLAGS) ./auth/
 
 # ---- load tests (cmd/harness; variables as in loadtest/README.md, e.g.
