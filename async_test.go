@@ -175,7 +175,7 @@ func TestAsyncRedisDataLost(t *testing.T) {
 	}
 	t.Cleanup(m.Close)
 	rdb := testRedis(t, m.Addr())
-	dsn, db := privateDatabase(t)
+	dsn, db := freshDatabase(t)
 	// The operator's rebuild is the subject here: no automatic one.
 	env := map[string]string{"SECKILL_REDIS_ADDR": m.Addr(), "SECKILL_MYSQL_DSN": dsn, "SECKILL_AUTO_REBUILD_AFTER": "0"}
 	a1 := asyncApp(t, env)

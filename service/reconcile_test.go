@@ -28,7 +28,7 @@ type reconWorld struct {
 	loads  map[int64]int // Load calls per voucher
 	// database
 	dbEpoch string
-	meta    map[string]string // meta rows other than the epoch
+	meta    map[string]string            // meta rows other than the epoch
 	orders  map[int64]model.VoucherOrder // by order id
 	live    []model.SeckillVoucher
 	// onRedisRead runs (under mu) before each read of the vouchers' Redis

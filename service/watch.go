@@ -72,7 +72,7 @@ func (s *Reconciler) Watch(ctx context.Context, cfg WatchConfig) {
 			log.DebugContext(ctx, "read redis identity", "err", err)
 		case last == (model.RedisIdentity{}) && id.Epoch != "":
 			last = id
-		case id.Epoch != last.Epoch || id.RunID != last.RunID:
+		case id.Epoch != last.Epoch || (id.RunID != "" && last.RunID != "" && id.RunID != last.RunID):
 			log.WarnContext(ctx, "redis changed under the running service: restarted, replaced or failed over",
 				"run_id_before", last.RunID, "run_id", id.RunID, "epoch_before", last.Epoch, "epoch", id.Epoch)
 			if err := s.redisChanged(ctx, last, id); err != nil {

@@ -72,7 +72,10 @@ func TestWatchRebuildsAfterRedisLostItsData(t *testing.T) {
 	s := newReconciler(t, w)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
-	go func() { defer close(done); s.Watch(ctx, WatchConfig{Every: 5 * time.Millisecond, RebuildAfter: 200 * time.Millisecond}) }()
+	go func() {
+		defer close(done)
+		s.Watch(ctx, WatchConfig{Every: 5 * time.Millisecond, RebuildAfter: 200 * time.Millisecond})
+	}()
 	defer func() { cancel(); <-done }()
 	w.waitFor(t, "the watch read the identity", func() bool { return w.runID != "" })
 	time.Sleep(20 * time.Millisecond) // a few ticks on the intact Redis: nothing happens
