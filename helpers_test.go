@@ -33,7 +33,7 @@ import (
 
 // integrationEnv returns the real MySQL DSN and Redis address, skipping the
 // test when they are not set (failing instead when CI=true).
-func integrationEnv(t *testing.T) (dsn, redisAddr string) {
+func integrationEnv(t testing.TB) (dsn, redisAddr string) {
 	t.Helper()
 	dsn, redisAddr = os.Getenv("SECKILL_MYSQL_DSN"), os.Getenv("SECKILL_REDIS_ADDR")
 	if dsn == "" || redisAddr == "" {
@@ -143,7 +143,7 @@ func testRedis(t *testing.T, addr string) *redis.Client {
 	return c
 }
 
-func openTestDB(t *testing.T) *sql.DB {
+func openTestDB(t testing.TB) *sql.DB {
 	t.Helper()
 	dsn, _ := integrationEnv(t)
 	db, err := sql.Open("mysql", dsn)
@@ -164,7 +164,7 @@ type apiResult struct {
 	}
 }
 
-func call(t *testing.T, h http.Handler, method, path, token string, body any) apiResult {
+func call(t testing.TB, h http.Handler, method, path, token string, body any) apiResult {
 	t.Helper()
 	var rd io.Reader
 	if body != nil {
@@ -190,7 +190,7 @@ func call(t *testing.T, h http.Handler, method, path, token string, body any) ap
 
 func devTokens() *auth.Tokens { return auth.NewTokens(config.DevJWTSecret, time.Hour) }
 
-func publishVoucher(t *testing.T, h http.Handler, stock int) int64 {
+func publishVoucher(t testing.TB, h http.Handler, stock int) int64 {
 	t.Helper()
 	admin, err := devTokens().Issue(1, "admin")
 	if err != nil {
@@ -213,7 +213,7 @@ func publishVoucher(t *testing.T, h http.Handler, stock int) int64 {
 
 // createShop creates a shop through POST /shop (a voucher must name one)
 // and returns its id.
-func createShop(t *testing.T, h http.Handler) int64 {
+func createShop(t testing.TB, h http.Handler) int64 {
 	t.Helper()
 	admin, err := devTokens().Issue(1, "admin")
 	if err != nil {
@@ -245,7 +245,7 @@ type auditResult struct {
 	Pending      *int64 `json:"pending"`
 }
 
-func audit(t *testing.T, h http.Handler, vid int64) auditResult {
+func audit(t testing.TB, h http.Handler, vid int64) auditResult {
 	t.Helper()
 	admin, err := devTokens().Issue(1, "admin")
 	if err != nil {
@@ -372,7 +372,7 @@ func checkInvariants(t *testing.T, db *sql.DB, voucherID int64, seen stormResult
 // waitDrained polls the audit until no order of the voucher is pending and
 // the database holds want orders, and returns the drained audit and how
 // long it took.
-func waitDrained(t *testing.T, h http.Handler, vid int64, want int64) (auditResult, time.Duration) {
+func waitDrained(t testing.TB, h http.Handler, vid int64, want int64) (auditResult, time.Duration) {
 	t.Helper()
 	start := time.Now()
 	deadline := start.Add(60 * time.Second)
@@ -390,7 +390,7 @@ func waitDrained(t *testing.T, h http.Handler, vid int64, want int64) (auditResu
 
 // checkInvariant5 asserts invariant 5 from a drained audit and the buyers
 // set (the shared checker: model.Counts).
-func checkInvariant5(t *testing.T, rdb redis.UniversalClient, vid int64, a auditResult) {
+func checkInvariant5(t testing.TB, rdb redis.UniversalClient, vid int64, a auditResult) {
 	t.Helper()
 	buyers, err := auditdb.Buyers(context.Background(), rdb, vid)
 	if err != nil {
