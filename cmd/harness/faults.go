@@ -905,6 +905,9 @@ func (s *suite) runCase(ctx context.Context, c faultCase) (r caseResult) {
 	if plan.FaultAt == 0 {
 		plan.FaultAt = len(plan.Seq) * c.FaultPct / 100
 	}
+	if c.ReplicaLag {
+		plan.Tag += " replica-lag"
+	}
 	if plan.HoldAt == 0 {
 		plan.HoldAt = len(plan.Seq) * 65 / 100
 	}

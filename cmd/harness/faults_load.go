@@ -204,6 +204,8 @@ type loadPlan struct {
 	MaxInFlight     int
 	// Use lists the instances the schedule sends to (nil: all of them).
 	Use []int
+	// Tag carries the case's options to its fault.
+	Tag string
 }
 
 // loadRun is a load in progress: the shots, the live instances, the
