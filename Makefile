@@ -102,6 +102,18 @@ failover:
 bench:
 	$(HARNESS) bench
 
+# ---- Go benchmarks of the seckill request through the whole HTTP handler
+# (bench_admission_test.go): async admission on the embedded backends
+# always, and on the real Redis and MariaDB, plus sync `lua`, when the env of
+# .ci/env.sh is set (`source .ci/env.sh && make bench-go`). ns/op, B/op,
+# allocs/op; BENCHTIME and BENCHCOUNT as go test's -benchtime and -count.
+BENCHTIME ?= 1s
+BENCHCOUNT ?= 1
+.PHONY: bench-go
+
+bench-go:
+	$(GO) test -run '^$$' -bench Admission -benchmem -benchtime $(BENCHTIME) -count $(BENCHCOUNT) .
+
 # ---- the README's pictures (cmd/harness/pictures*.go): docs/lock-matrix.svg,
 # docs/bench.svg and docs/faults.svg drawn from loadtest/results.json,
 # bench/results.json and faults/results.json. Run it after a new matrix,
