@@ -750,7 +750,7 @@ func (s *suite) run(ctx context.Context, cases []faultCase) ([]caseResult, error
 		}
 		s.logf("case %s: %s", c.Name, c.Fault)
 		r := s.runCase(ctx, c)
-		fmt.Println(faultLine(r))
+		s.logf("%s", faultLine(r))
 		for _, f := range r.Failures {
 			s.logf("  FAIL %s: %s", c.Name, f)
 		}
