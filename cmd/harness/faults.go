@@ -705,15 +705,15 @@ func (s *suite) run(ctx context.Context, cases []faultCase) ([]caseResult, error
 	}
 	// The layout's ports must be free; when one is taken (someone else's
 	// process), the next layouts 100 ports up are tried.
-	base, taken := s.BasePort, 0
-	for try := 0; try < 5; try++ {
-		if taken = firstTaken(portsFrom(base)); taken == 0 && portsFrom(base).check() == nil {
-			break
+	base, found := s.BasePort, false
+	for try := 0; try < 5 && !found; try++ {
+		if try > 0 {
+			base += 100
 		}
-		base += 100
+		found = portsFrom(base).check() == nil && firstTaken(portsFrom(base)) == 0
 	}
-	if taken != 0 {
-		return nil, fmt.Errorf("port %d is taken, and so is one of every layout up to FAULTS_BASE_PORT=%d: set another FAULTS_BASE_PORT", taken, base)
+	if !found {
+		return nil, fmt.Errorf("a port of every layout from FAULTS_BASE_PORT=%d to %d is taken or shared: set another FAULTS_BASE_PORT", s.BasePort, base)
 	}
 	if base != s.BasePort {
 		s.logf("a port of FAULTS_BASE_PORT=%d is taken: using base %d", s.BasePort, base)
