@@ -68,8 +68,15 @@ package main
 //   BENCH_PORT [18181]    the server's port on 127.0.0.1
 //   BENCH_PROFILE []      run names to CPU-profile (e.g. "sync-lua soldout");
 //                         the profile and its `go tool pprof -top` land in the out dir
+//   BENCH_ADMISSION_PROFILE [1]  1 = profile the async admission run (async-<first
+//                         async lock mode>) itself: a CPU profile over its middle (as
+//                         BENCH_PROFILE) and the server's allocations during the wrk
+//                         run (/debug/pprof/allocs before and after), saved with their
+//                         top 20 in the profiles dir and RESULTS.md (issue 13); 0 = not
+//                         (the run's figures then carry no profiler cost at all)
 //   BENCH_OUT [bench/out/<date>]  logs, wrk outputs, profiles
-//   BENCH_RESULTS [bench/RESULTS.md]  (results.json is written beside it)
+//   BENCH_RESULTS [bench/RESULTS.md]  (results.json is written beside it, the
+//                         admission profiles in profiles/ beside it)
 //   BENCH_KEEP [0]        1 = keep the bench vouchers and their orders
 //   BENCH_BIN []          a prebuilt seckill binary to measure instead of building
 //                         the working tree (to compare two builds)
@@ -104,6 +111,7 @@ type benchConfig struct {
 	Out, Results                                           string
 	Keep                                                   bool
 	Bin                                                    string
+	AdmissionProfile                                       bool
 }
 
 // benchConfigFromEnv reads the BENCH_* variables with bench/run.sh's
@@ -127,6 +135,7 @@ func benchConfigFromEnv(getenv func(string) string, root string, now time.Time) 
 		Keep:           getenv("BENCH_KEEP") == "1",
 		Bin:            getenv("BENCH_BIN"),
 	}
+	c.AdmissionProfile = def("BENCH_ADMISSION_PROFILE", "1") != "0"
 	ints := []struct {
 		name string
 		def  string
@@ -159,6 +168,21 @@ func benchConfigFromEnv(getenv func(string) string, root string, now time.Time) 
 		}
 	}
 	return c, nil
+}
+
+// admissionRun is the run whose profiles BENCH_ADMISSION_PROFILE asks for:
+// the async run of the first async lock mode ("" when there is none).
+func (c benchConfig) admissionRun() string {
+	if !c.AdmissionProfile || !c.wantAsync() || len(c.AsyncLockModes) == 0 {
+		return ""
+	}
+	return "async-" + c.AsyncLockModes[0]
+}
+
+// profilesDir is where the admission profiles go: profiles/ beside
+// BENCH_RESULTS (bench/profiles by default).
+func (c benchConfig) profilesDir() string {
+	return filepath.Join(filepath.Dir(c.Results), "profiles")
 }
 
 func (c benchConfig) wantAsync() bool {
@@ -209,6 +233,7 @@ type bench struct {
 	admitLoaded           bool
 	admitV                int64
 	cleaned               bool
+	admission             *admissionProfile // BENCH_ADMISSION_PROFILE's profiles, once saved
 
 	// machine and verdict figures of RESULTS.md
 	info map[string]string

@@ -163,6 +163,20 @@ func meterFigures(a, b cpuSample, n, hz float64) benchFigures {
 	return f
 }
 
+// orderCPUFigures turns two samples into the CPU per admitted order (issue
+// 13): the server's and Redis's CPU over the run, in microseconds, divided
+// by the orders the run admitted (its 200 answers: each one an order, sync
+// or async), with one decimal; none when no order was admitted. Unlike the
+// per-response figures of meterFigures, refusals (a 503 while a voucher is
+// frozen, say) count in no denominator.
+func orderCPUFigures(a, b cpuSample, orders, hz float64) benchFigures {
+	if orders <= 0 || hz <= 0 {
+		return benchFigures{}
+	}
+	per := func(d float64) string { return fmt.Sprintf("%.1f", 1e6*d/hz/orders) }
+	return benchFigures{"cpu_server_order": per(b.Server - a.Server), "cpu_redis_order": per(b.Redis - a.Redis)}
+}
+
 // dbStmts is MariaDB's queries / prepares / closes per unit (n of them),
 // "" when n is 0.
 func dbStmts(a, b [3]float64, n float64) string {

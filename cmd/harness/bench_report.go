@@ -15,11 +15,12 @@ import (
 	"time"
 )
 
-// benchTargets are the ratios of issues 4 and 5 in this run ("-": not
-// measured).
+// benchTargets are the ratios of issues 4 and 5 and the CPU figures of
+// issue 13 in this run ("-": not measured).
 type benchTargets struct {
 	T1, T2         string // sync lua ÷ slap; soldout ÷ noop
 	A1, A2, A3, A4 string // async ÷ sync lua; async ÷ admit; drain ÷ insert; k6 p99 ms
+	C1, C2         string // server and Redis CPU us per admitted async order
 	AR, KR         string // the async and k6 runs of the first async lock mode
 	DrainR         string
 	DrainKeptUp    bool
@@ -47,6 +48,7 @@ func (b *bench) targets() benchTargets {
 	}
 	t.A3 = benchRatio(t.DrainR, b.get("insert", "rps"))
 	t.A4 = benchMS(b.get(t.KR, "p99_us"))
+	t.C1, t.C2 = dash(b.get(t.AR, "cpu_server_order")), dash(b.get(t.AR, "cpu_redis_order"))
 	return t
 }
 
@@ -94,6 +96,7 @@ func (b *bench) report() int {
 	b.logf("targets: lua/slap %s (>= 0.6), soldout/noop %s (>= 0.5)", t.T1, t.T2)
 	if b.cfg.wantAsync() {
 		b.logf("async targets: async/sync %s (>= 8), async/EVALSHA %s (>= 0.4), drain/insert %s (>= 1), k6 p99 %s ms (<= 5)", t.A1, t.A2, t.A3, t.A4)
+		b.logf("CPU per admitted async order (%s): server %s us (<= 60), Redis %s us (<= 30)", t.AR, t.C1, t.C2)
 	}
 	b.logf("violations: %d", len(b.violations))
 	if len(b.violations) > 0 {
@@ -366,6 +369,10 @@ without the client, the kernel's queues and the wait for a CPU; buckets
 			t.DrainR, kept, fmtRate(g("insert", "rps")), t.A3, benchVerdict(atLeast(t.A3, 1)))
 		pf("| 5 | k6 p99 at %s req/s (half the sync `lua` maximum), ms (the no-op endpoint at the same rate: %s) | %s | ≤ 5 | %s |\n",
 			g(t.KR, "rate"), benchMS(g(t.KR+"-noop", "p99_us")), t.A4, benchVerdict(atMost(t.A4, 5)))
+		pf("| 13 | server CPU per admitted async order, us (%s: /proc utime + stime over the wrk run ÷ its 200s) | %s | ≤ 60 | %s |\n",
+			t.AR, t.C1, benchVerdict(atMost(t.C1, 60)))
+		pf("| 13 | Redis CPU per admitted async order, us (%s, the same way) | %s | ≤ 30 | %s |\n",
+			t.AR, t.C2, benchVerdict(atMost(t.C2, 30)))
 	}
 	pf("| 4, 5 | invariant violations, all runs | %d | 0 | %s |\n", len(b.violations), benchVerdict(len(b.violations) == 0))
 	if len(b.violations) > 0 {
@@ -388,6 +395,7 @@ and rebuilds it under freeze; the server answers 503 meanwhile.
 			pf("- %s\n", d)
 		}
 	}
+	w.WriteString(admissionSection(b.admission))
 	for _, name := range b.profiled {
 		w.WriteString(profile(name))
 	}
@@ -458,6 +466,15 @@ type benchJSON struct {
 	Commands   []string          `json:"commands"`
 	Results    string            `json:"results"` // RESULTS.md, relative to the repository
 	OutDir     string            `json:"outDir"`
+	// AdmissionProfile names the files of BENCH_ADMISSION_PROFILE's
+	// profiles, relative to the repository (absent without them).
+	AdmissionProfile *benchJSONProfile `json:"admissionProfile,omitempty"`
+}
+
+// benchJSONProfile is the admission profiles' entry of results.json.
+type benchJSONProfile struct {
+	Run   string   `json:"run"`
+	Files []string `json:"files"`
 }
 
 type benchJSONRun struct {
@@ -480,6 +497,8 @@ const (
 	targetDrainInsert = "drain orders/s ÷ single-row INSERT rows/s"
 	targetK6P99       = "k6 p99 ms at half the sync lua req/s"
 	targetViolations  = "invariant violations, all runs"
+	targetServerCPU   = "server CPU us per admitted async order"
+	targetRedisCPU    = "Redis CPU us per admitted async order"
 )
 
 type benchJSONTarget struct {
@@ -545,6 +564,13 @@ func (b *bench) resultsJSON(t benchTargets) benchJSON {
 	}
 	for _, cmd := range b.commands {
 		j.Commands = append(j.Commands, strings.ReplaceAll(cmd, b.root+"/", ""))
+	}
+	if p := b.admission; p != nil {
+		jp := &benchJSONProfile{Run: p.Run, Files: []string{}}
+		for _, f := range p.Files {
+			jp.Files = append(jp.Files, rel(filepath.Join(p.Dir, f)))
+		}
+		j.AdmissionProfile = jp
 	}
 	run := func(name, kind, tool string) benchJSONRun {
 		b.mu.Lock()
@@ -636,6 +662,8 @@ func (b *bench) resultsJSON(t benchTargets) benchJSON {
 		target("5", targetAsyncAdmit, t.A2, ">=", 0.4)
 		target("5", targetDrainInsert, t.A3, ">=", 1)
 		target("5", targetK6P99, t.A4, "<=", 5)
+		target("13", targetServerCPU, t.C1, "<=", 60)
+		target("13", targetRedisCPU, t.C2, "<=", 30)
 	}
 	target("4, 5", targetViolations, strconv.Itoa(len(b.violations)), "<=", 0)
 	return j

@@ -37,6 +37,9 @@ func (b *bench) profileWanted(name string) bool {
 // the missed targets.
 func (b *bench) measure() {
 	c := b.cfg
+	if run := c.admissionRun(); run != "" {
+		b.cfg.Profile += " " + run // its CPU profile (wrkRun), kept by saveAdmissionProfiles
+	}
 	b.machine()
 	b.logf("machine: %s x %s, %s, %s; load %s", b.info["nproc"], b.info["cpu"], b.info["mem"], b.info["kernel"], b.info["load_before"])
 
@@ -422,8 +425,21 @@ func (b *bench) wrkRun(name, method, path, once, tokens string) {
 	}
 	m1 := b.sampleEnd(b.childTicks(cmd))
 	b.putAll(name, meterFigures(m0, m1, figNum0(b.get(name, "received")), b.hz))
+	if once == "1" { // every 200 is an order
+		b.putAll(name, orderCPUFigures(m0, m1, figNum0(b.get(name, "status_200")), b.hz))
+	}
 	b.profileFinish(name)
 	b.logf("%s: %s requests, %s req/s, p99 %s us", name, b.get(name, "requests"), b.get(name, "rps"), b.get(name, "p99_us"))
+	b.logOrderCPU(name)
+}
+
+// logOrderCPU prints a run's CPU per admitted order, when it has one.
+func (b *bench) logOrderCPU(name string) {
+	if b.get(name, "cpu_server_order") == "" {
+		return
+	}
+	b.logf("%s: CPU per admitted order: server %s us, Redis %s us (%s orders admitted during the run)",
+		name, b.get(name, "cpu_server_order"), b.get(name, "cpu_redis_order"), b.get(name, "status_200"))
 }
 
 // checkWrk: wrk itself must report no socket errors and no timeouts, and
@@ -574,7 +590,15 @@ func (b *bench) asyncRun(name, lockMode string, profile bool) {
 	b.logf("seckill %s", name)
 	b.startServer("async", lockMode, name)
 	v := b.publish(10000000)
+	admission := name == b.cfg.admissionRun()
+	if admission {
+		b.allocsProfile(name, admissionAllocsBase)
+	}
 	b.wrkRun(name, "POST", fmt.Sprintf("/voucher-order/seckill/%d", v), "1", filepath.Join(b.cfg.Out, "tokens-async.csv"))
+	if admission {
+		b.allocsProfile(name, admissionAllocs)
+		b.saveAdmissionProfiles(name)
+	}
 	if profile {
 		secs := int(figNum0(b.get("async-"+lockMode, "drain_secs")) + 0.5)
 		b.profileStart(name+"-drain", max(secs, 2), 0)
@@ -765,6 +789,9 @@ func (b *bench) k6Exec(name string, rate int, v int64, path string) {
 	b.putAll(name, f)
 	m1 := b.sampleEnd(b.childTicks(cmd))
 	b.putAll(name, meterFigures(m0, m1, figNum0(b.get(name, "received")), b.hz))
+	if v != 0 { // the seckill: every 200 is an order
+		b.putAll(name, orderCPUFigures(m0, m1, figNum0(b.get(name, "status_200")), b.hz))
+	}
 	b.profileFinish(name)
 	if b.get(name, "received") != b.get(name, "requests") {
 		b.violate(name, fmt.Sprintf("k6: %s responses to %s iterations", b.get(name, "received"), b.get(name, "requests")))
@@ -774,6 +801,7 @@ func (b *bench) k6Exec(name string, rate int, v int64, path string) {
 	}
 	b.logf("%s: %s responses, %s req/s, p50/p95/p99 %s / %s / %s us, dropped %s", name, b.get(name, "received"), b.get(name, "rps"),
 		b.get(name, "p50_us"), b.get(name, "p95_us"), b.get(name, "p99_us"), b.get(name, "dropped"))
+	b.logOrderCPU(name)
 }
 
 // k6Figures reads a k6 JSON summary (handleSummary's data) into the run's

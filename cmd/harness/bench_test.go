@@ -53,7 +53,7 @@ func fixedBench() *bench {
 		"status_200": "18484", "orders": "18515", "inflight": "32", "share": "34 / 4 / 37 / 5", "rest": "14",
 		"cpu_server": "370", "cpu_mariadb": "393", "cpu_redis": "49", "db_stmts": "5.0 / 0.0 / 0.0"}
 	b.runs["async-lua"] = benchFigures{"requests": "157319", "rps": "15608.3", "status_200": "157319", "orders": "157335",
-		"drain_rate": "13677"}
+		"drain_rate": "13677", "cpu_server_order": "71.3", "cpu_redis_order": "28.9"}
 	b.runs["k6-async-lua"] = benchFigures{"rate": "921", "p99_us": "4410", "requests": "9211"}
 	b.runs["k6-async-lua-noop"] = benchFigures{"rate": "921", "p99_us": "1410", "requests": "9211"}
 	b.info["rel_space"] = "600000"
@@ -65,7 +65,7 @@ func fixedBench() *bench {
 func TestBenchTargets(t *testing.T) {
 	b := fixedBench()
 	got := b.targets()
-	want := benchTargets{T1: "0.38", T2: "1.00", A1: "8.47", A2: "0.22", A3: "0.74", A4: "4.41",
+	want := benchTargets{T1: "0.38", T2: "1.00", A1: "8.47", A2: "0.22", A3: "0.74", A4: "4.41", C1: "71.3", C2: "28.9",
 		AR: "async-lua", KR: "k6-async-lua", DrainR: "13677"}
 	if got != want {
 		t.Fatalf("targets = %+v\nwant %+v", got, want)
@@ -75,6 +75,11 @@ func TestBenchTargets(t *testing.T) {
 	got = b.targets()
 	if got.DrainR != "15734" || !got.DrainKeptUp || got.A3 != "0.86" {
 		t.Fatalf("kept up: %+v", got)
+	}
+	// No CPU per order (no async run): not measured.
+	delete(b.runs, "async-lua")
+	if got = b.targets(); got.C1 != "-" || got.C2 != "-" {
+		t.Fatalf("no async run: C1 %q, C2 %q, want - and -", got.C1, got.C2)
 	}
 }
 
@@ -90,6 +95,8 @@ func TestBenchRender(t *testing.T) {
 		"| 5 | async req/s ÷ sync `lua` req/s (async-lua: 15608 ÷ 1843) | 8.47 | ≥ 8 | yes |\n",
 		"| 5 | drain orders/s ÷ single-row INSERT rows/s (13677 ÷ 18380) | 0.74 | ≥ 1 | **no** |\n",
 		"| 5 | k6 p99 at 921 req/s (half the sync `lua` maximum), ms (the no-op endpoint at the same rate: 1.41) | 4.41 | ≤ 5 | yes |\n",
+		"| 13 | server CPU per admitted async order, us (async-lua: /proc utime + stime over the wrk run ÷ its 200s) | 71.3 | ≤ 60 | **no** |\n",
+		"| 13 | Redis CPU per admitted async order, us (async-lua, the same way) | 28.9 | ≤ 30 | yes |\n",
 		"| 4, 5 | invariant violations, all runs | 1 | 0 | **no** |\n",
 		"\nViolations:\n\n- sync-lua: wrk err_read=3\n",
 		"| order transaction (BEGIN; UPDATE stock; INSERT order; COMMIT) | mariadb-slap | 4826 txn/s | - | - | 16000 transactions in 3.315 s,",
@@ -111,8 +118,17 @@ func TestBenchRender(t *testing.T) {
 	}
 	// results.json: targets with verdicts, runs with numbers.
 	j := b.resultsJSON(b.targets())
-	if len(j.Targets) != 7 || j.Targets[0].Met || !j.Targets[1].Met || *j.Targets[0].Measured != 0.38 || j.Targets[6].Met {
+	if len(j.Targets) != 9 || j.Targets[0].Met || !j.Targets[1].Met || *j.Targets[0].Measured != 0.38 || j.Targets[8].Met {
 		t.Errorf("targets: %+v", j.Targets)
+	}
+	if tg := j.Targets[6]; tg.Name != targetServerCPU || tg.Met || *tg.Measured != 71.3 || tg.Op != "<=" || tg.Required != 60 {
+		t.Errorf("server CPU target: %+v", tg)
+	}
+	if tg := j.Targets[7]; tg.Name != targetRedisCPU || !tg.Met || *tg.Measured != 28.9 || tg.Required != 30 {
+		t.Errorf("Redis CPU target: %+v", tg)
+	}
+	if j.AdmissionProfile != nil || strings.Contains(md, "## Admission profile") {
+		t.Error("admission profile shown without one")
 	}
 	if j.Runs[1].Name != "sync-lua" || j.Runs[1].Figures["rps"] != 1843.2 || j.Runs[1].OK {
 		t.Errorf("runs[1]: %+v", j.Runs[1])
@@ -122,6 +138,74 @@ func TestBenchRender(t *testing.T) {
 	}
 	if _, err := json.Marshal(j); err != nil {
 		t.Fatal(err)
+	}
+}
+
+func TestBenchOrderCPU(t *testing.T) {
+	a := cpuSample{Server: 1000, Redis: 100}
+	b := cpuSample{Server: 1150, Redis: 160, MariaDB: 999}
+	// 150 ticks at 100 Hz = 1.5 s of server CPU over 20,000 orders: 75 us.
+	got := orderCPUFigures(a, b, 20000, 100)
+	want := benchFigures{"cpu_server_order": "75.0", "cpu_redis_order": "30.0"}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("orderCPUFigures = %v, want %v", got, want)
+	}
+	if got := orderCPUFigures(a, b, 0, 100); len(got) != 0 {
+		t.Fatalf("no orders: %v, want no figures", got)
+	}
+}
+
+func TestBenchAdmissionProfile(t *testing.T) {
+	b := fixedBench()
+	b.cfg.AdmissionProfile = true
+	if got := b.cfg.admissionRun(); got != "async-lua" {
+		t.Fatalf("admissionRun = %q, want async-lua", got)
+	}
+	if got := b.cfg.profilesDir(); got != "/repo/bench/profiles" {
+		t.Fatalf("profilesDir = %q", got)
+	}
+	for _, c := range []benchConfig{
+		{AdmissionProfile: false, OrderModes: []string{"async"}, AsyncLockModes: []string{"lua"}},
+		{AdmissionProfile: true, OrderModes: []string{"sync"}, AsyncLockModes: []string{"lua"}},
+		{AdmissionProfile: true, OrderModes: []string{"async"}},
+	} {
+		if got := c.admissionRun(); got != "" {
+			t.Errorf("%+v: admissionRun = %q, want none", c, got)
+		}
+	}
+	const flat = "      flat  flat%   sum%        cum   cum%\n     1.20s 12.00% 12.00%      1.20s 12.00%  runtime.futex"
+	b.admission = &admissionProfile{Run: "async-lua", Dir: "/repo/bench/profiles", Secs: "8",
+		Files:   []string{"async-lua.cpu.pprof", "async-lua.allocs-before.pprof", "async-lua.allocs.pprof", "async-lua.top.txt"},
+		CPUFlat: flat, CPUCum: flat, AllocSpace: "", CPUServerOrder: "71.3", CPURedisOrder: "28.9", Orders: "157319"}
+	md := b.render(b.targets(), func(string) string { return "" })
+	for _, want := range []string{
+		"\n## Admission profile: async-lua (issue 13)\n",
+		"over 8 s in the middle",
+		"server 71.3 us, Redis 28.9 us\n(157319 orders). Files in bench/profiles: async-lua.cpu.pprof,",
+		"CPU, flat, top 20:\n\n```\n" + flat + "\n```\n",
+		"CPU, cumulative, top 20:",
+	} {
+		if !strings.Contains(md, want) {
+			t.Errorf("RESULTS.md lacks %q", want)
+		}
+	}
+	if strings.Contains(md, "Bytes allocated") {
+		t.Error("an empty allocation table is shown")
+	}
+	j := b.resultsJSON(b.targets())
+	if j.AdmissionProfile == nil || j.AdmissionProfile.Run != "async-lua" || len(j.AdmissionProfile.Files) != 4 ||
+		j.AdmissionProfile.Files[0] != "bench/profiles/async-lua.cpu.pprof" {
+		t.Errorf("results.json admissionProfile: %+v", j.AdmissionProfile)
+	}
+	txt := admissionTopText(b.admission)
+	for _, want := range []string{
+		"CPU per admitted order in the run: server 71.3 us, Redis 28.9 us (157319 orders).",
+		"== CPU, flat (go tool pprof -top -nodecount=20 async-lua.cpu.pprof)\n\n" + flat + "\n",
+		"== bytes allocated during the wrk run (go tool pprof -top -nodecount=20 -sample_index=alloc_space -base async-lua.allocs-before.pprof async-lua.allocs.pprof)\n\n(no profile)\n",
+	} {
+		if !strings.Contains(txt, want) {
+			t.Errorf("top.txt lacks %q:\n%s", want, txt)
+		}
 	}
 }
 
@@ -219,6 +303,13 @@ func TestBenchConfig(t *testing.T) {
 		if _, err := benchConfigFromEnv(getenv, "/repo", now); err == nil {
 			t.Errorf("%s=%s accepted", k, v)
 		}
+	}
+	if !c.AdmissionProfile {
+		t.Error("BENCH_ADMISSION_PROFILE is on by default")
+	}
+	env = map[string]string{"BENCH_ADMISSION_PROFILE": "0"}
+	if c, err := benchConfigFromEnv(getenv, "/repo", now); err != nil || c.AdmissionProfile {
+		t.Fatalf("BENCH_ADMISSION_PROFILE=0: %+v %v", c, err)
 	}
 	env = map[string]string{"BENCH_SKIP_USERS": "0", "BENCH_ORDER_MODES": "sync"}
 	if c, err := benchConfigFromEnv(getenv, "/repo", now); err != nil || c.SkipUsers != 0 || c.wantAsync() {
