@@ -160,8 +160,8 @@ profile over %s s in the middle of its wrk load (pprof samples at 100 Hz, a
 small cost the run's figures carry), and what the server allocated during
 the load (the sampled /debug/pprof/allocs after the load minus the one
 before it). CPU per admitted order in this run: server %s us, Redis %s us
-(%s orders). Files in %s: %s; the top 20 of each, bytes and objects, in
-%s%s.
+(%s orders). The files, in %s: %s (the top 20 of
+each profile, allocated objects too, in %s%s).
 `, p.Run, p.Run, dash(p.Secs), dash(p.CPUServerOrder), dash(p.CPURedisOrder), dash(p.Orders), p.Dir,
 		strings.Join(p.Files, ", "), p.Run, admissionTop)
 	for _, s := range []struct{ title, table string }{

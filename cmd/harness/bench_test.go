@@ -181,7 +181,7 @@ func TestBenchAdmissionProfile(t *testing.T) {
 	for _, want := range []string{
 		"\n## Admission profile: async-lua (issue 13)\n",
 		"over 8 s in the middle",
-		"server 71.3 us, Redis 28.9 us\n(157319 orders). Files in bench/profiles: async-lua.cpu.pprof,",
+		"server 71.3 us, Redis 28.9 us\n(157319 orders). The files, in bench/profiles: async-lua.cpu.pprof,",
 		"CPU, flat, top 20:\n\n```\n" + flat + "\n```\n",
 		"CPU, cumulative, top 20:",
 	} {
