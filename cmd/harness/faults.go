@@ -64,7 +64,7 @@ type faultSettings struct {
 var faultDefaults = map[string]string{
 	"FAULTS_USERS": "600", "FAULTS_DUPS": "3", "FAULTS_STOCK": "300", "FAULTS_DURATION": "9s",
 	"FAULTS_BASE_PORT": "27300", "FAULTS_REBUILD": "if-needed", "FAULTS_AUTO_WAIT": "20s",
-	"FAULTS_DRAIN_LIMIT": "30s", "FAULTS_SEED": "11",
+	"FAULTS_DRAIN_LIMIT": "45s", "FAULTS_SEED": "11",
 }
 
 // faultSettingsFrom reads the settings; out defaults to root/faults.
