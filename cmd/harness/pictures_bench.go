@@ -180,9 +180,12 @@ func benchSVG(b benchData) []byte {
 	d.text(x+8, y, "", "", "", "target")
 	y += 10
 
+	drawn := map[string]bool{targetViolations: true}
 	for _, c := range benchComparisons(b.asyncMode()) {
 		y = benchBlock(d, b, c, y+26)
+		drawn[c.target] = true
 	}
+	y = benchOtherTargets(d, b, drawn, y)
 	y = benchModes(d, b, y+30)
 	y = benchViolations(d, b, y+28)
 
@@ -373,6 +376,37 @@ func benchViolations(d *svgDoc, b benchData, y float64) float64 {
 			d.text(bnLeft+12, y+float64(i+1)*15, "small", "", colBad, svgClip(v, bnWidth-2*bnLeft-12, 11))
 		}
 		y += 15 * float64(min(n, 3))
+	}
+	return y
+}
+
+// benchOtherTargets lists the targets no comparison draws (a target added
+// to bench_report.go shows here until it gets a block of its own) and
+// returns the y after them.
+func benchOtherTargets(d *svgDoc, b benchData, drawn map[string]bool, y float64) float64 {
+	var rest []benchJSONTarget
+	for _, t := range b.Targets {
+		if !drawn[t.Name] {
+			rest = append(rest, t)
+		}
+	}
+	if len(rest) == 0 {
+		return y
+	}
+	y += 30
+	d.text(bnLeft, y, "bold", "", "", "Other targets")
+	for _, t := range rest {
+		y += 18
+		got, verdict, colour := "not measured", "not measured", colBad
+		if t.Measured != nil {
+			got = fmt.Sprintf("%g", *t.Measured)
+			verdict, colour = "missed", colWarn
+			if t.Met {
+				verdict, colour = "met", colGood
+			}
+		}
+		d.text(bnLeft+12, y, "", "", "", svgClip(t.Name, bnValueX-bnLeft-40, 12))
+		d.text(bnWidth-bnLeft, y, "bold", "end", colour, fmt.Sprintf("%s, target %s %g: %s", got, opText(t.Op), t.Required, verdict))
 	}
 	return y
 }

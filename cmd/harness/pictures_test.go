@@ -254,6 +254,23 @@ func TestBenchPicture(t *testing.T) {
 	}
 }
 
+// TestBenchPictureOtherTargets: a target with no block of its own is
+// listed, never dropped.
+func TestBenchPictureOtherTargets(t *testing.T) {
+	b := benchFixture(nil)
+	v := 71.3
+	b.Targets = append(b.Targets, benchJSONTarget{Name: "server CPU us per fixture order", Measured: &v, Op: "<=", Required: 60})
+	data, _ := json.Marshal(b)
+	svg, err := renderBenchPicture(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	elems := parseSVG(t, svg)
+	if !hasText(elems, "server CPU us per fixture order") || !coloured(elems, "71.3, target ≤ 60: missed", colWarn) {
+		t.Errorf("the extra target is not listed as missed; texts: %q", texts(elems))
+	}
+}
+
 func TestBenchPictureDrainKeptUp(t *testing.T) {
 	b := benchFixture(nil)
 	b.Runs[3].Figures = map[string]any{"rps": 15432.0, "drain_rate": "", "orders": 90000.0}
