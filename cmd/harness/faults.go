@@ -848,23 +848,37 @@ type caseEnv struct {
 	voucher int64
 }
 
+// privateDeps are the addresses of a case's private dependencies.
+type privateDeps struct {
+	DSN       string   // the private MariaDB
+	Redis     string   // the main Redis ("" with Sentinels)
+	Sentinels []string // the private Sentinels
+	Master    string   // their master name
+	Redlock   []string // the private Redlock nodes
+}
+
+// deps are the case's private dependencies.
+func (s *suite) deps(e *caseEnv) privateDeps {
+	d := privateDeps{DSN: s.db.dsn()}
+	if e.sent != nil {
+		d.Sentinels, d.Master = e.sent.SentinelAddrs(), e.sent.MasterName
+	} else {
+		d.Redis = e.redis.Addr()
+	}
+	for _, r := range e.redlock {
+		d.Redlock = append(d.Redlock, r.Addr())
+	}
+	return d
+}
+
 // instanceEnv is the instances' environment: every variable that selects a
 // dependency is set (empty when unused), so nothing can point them at the
 // shared services.
-func (s *suite) instanceEnv(c faultCase, e *caseEnv) []string {
-	env := []string{"SECKILL_MYSQL_DSN=" + s.db.dsn(), "SECKILL_ZK_ADDRS=", "SECKILL_REDIS_CLUSTER_ADDRS=",
-		"SECKILL_JWT_SECRET=", "SECKILL_LOCK_MODE=" + c.LockMode, "SECKILL_ORDER_MODE=" + c.OrderMode}
-	if e.sent != nil {
-		env = append(env, "SECKILL_REDIS_ADDR=", "SECKILL_REDIS_SENTINEL_ADDRS="+strings.Join(e.sent.SentinelAddrs(), ","),
-			"SECKILL_REDIS_MASTER="+e.sent.MasterName)
-	} else {
-		env = append(env, "SECKILL_REDIS_ADDR="+e.redis.Addr(), "SECKILL_REDIS_SENTINEL_ADDRS=", "SECKILL_REDIS_MASTER=")
-	}
-	var nodes []string
-	for _, r := range e.redlock {
-		nodes = append(nodes, r.Addr())
-	}
-	env = append(env, "SECKILL_REDLOCK_ADDRS="+strings.Join(nodes, ","))
+func instanceEnv(c faultCase, d privateDeps) []string {
+	env := []string{"SECKILL_MYSQL_DSN=" + d.DSN, "SECKILL_ZK_ADDRS=", "SECKILL_REDIS_CLUSTER_ADDRS=",
+		"SECKILL_JWT_SECRET=", "SECKILL_LOCK_MODE=" + c.LockMode, "SECKILL_ORDER_MODE=" + c.OrderMode,
+		"SECKILL_REDIS_ADDR=" + d.Redis, "SECKILL_REDIS_SENTINEL_ADDRS=" + strings.Join(d.Sentinels, ","),
+		"SECKILL_REDIS_MASTER=" + d.Master, "SECKILL_REDLOCK_ADDRS=" + strings.Join(d.Redlock, ",")}
 	return append(env, c.Env...)
 }
 
@@ -980,7 +994,7 @@ func (s *suite) setupCase(ctx context.Context, c faultCase, e *caseEnv, procs *p
 			e.redlock = append(e.redlock, r)
 		}
 	}
-	e.env = s.instanceEnv(c, e)
+	e.env = instanceEnv(c, s.deps(e))
 	ins, err := StartInstances(ctx, InstanceSpec{Bin: s.bin, BasePort: s.ports.App[0], Count: 2, Env: e.env, LogDir: e.dir})
 	if err != nil {
 		return err

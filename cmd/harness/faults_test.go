@@ -3,6 +3,7 @@ package main
 import (
 	"path/filepath"
 	"reflect"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -425,5 +426,44 @@ func TestFaultsCommand(t *testing.T) {
 	got := faultsCommand(func(k string) string { return env[k] })
 	if want := "make faults CASE=mariadb-sync FAULTS_DURATION=12s"; got != want {
 		t.Errorf("got %q, want %q", got, want)
+	}
+}
+
+func TestInstanceEnvNamesOnlyPrivateDependencies(t *testing.T) {
+	// What .ci/env.sh exports: the shared services, which must never reach
+	// an instance of the suite (the harness also unsets them).
+	shared := []string{"SECKILL_MYSQL_DSN=seckill:seckill@tcp(127.0.0.1:3306)/seckill", "SECKILL_REDIS_ADDR=127.0.0.1:6379",
+		"SECKILL_REDLOCK_ADDRS=127.0.0.1:6380,127.0.0.1:6381,127.0.0.1:6382", "SECKILL_ZK_ADDRS=127.0.0.1:2181"}
+	deps := []privateDeps{
+		{DSN: "seckill:seckill@tcp(127.0.0.1:27306)/seckill", Redis: "127.0.0.1:40001"},
+		{DSN: "seckill:seckill@tcp(127.0.0.1:27306)/seckill", Sentinels: []string{"127.0.0.1:40002", "127.0.0.1:40003"}, Master: "faults"},
+		{DSN: "seckill:seckill@tcp(127.0.0.1:27306)/seckill", Redis: "127.0.0.1:40001", Redlock: []string{"127.0.0.1:40004", "127.0.0.1:40005", "127.0.0.1:40006"}},
+	}
+	for _, c := range faultCases {
+		for _, d := range deps {
+			// exec.Cmd keeps the last value of a name: the instance
+			// environment is appended after the harness's.
+			final := map[string]string{}
+			for _, kv := range append(append([]string{}, shared...), instanceEnv(c, d)...) {
+				k, v, _ := strings.Cut(kv, "=")
+				final[k] = v
+			}
+			for _, k := range []string{"SECKILL_MYSQL_DSN", "SECKILL_REDIS_ADDR", "SECKILL_REDLOCK_ADDRS", "SECKILL_ZK_ADDRS",
+				"SECKILL_REDIS_SENTINEL_ADDRS", "SECKILL_REDIS_MASTER", "SECKILL_REDIS_CLUSTER_ADDRS"} {
+				v, ok := final[k]
+				if !ok {
+					t.Errorf("%s: %s is not set", c.Name, k)
+				}
+				for port := range sharedPorts {
+					if strings.Contains(v, ":"+strconv.Itoa(port)+")") || strings.Contains(v, ":"+strconv.Itoa(port)+",") || strings.HasSuffix(v, ":"+strconv.Itoa(port)) {
+						t.Errorf("%s: %s=%s names the shared port %d", c.Name, k, v, port)
+					}
+				}
+			}
+			if (final["SECKILL_REDIS_ADDR"] != "") == (final["SECKILL_REDIS_SENTINEL_ADDRS"] != "") {
+				t.Errorf("%s: SECKILL_REDIS_ADDR=%q and SECKILL_REDIS_SENTINEL_ADDRS=%q: exactly one must be set",
+					c.Name, final["SECKILL_REDIS_ADDR"], final["SECKILL_REDIS_SENTINEL_ADDRS"])
+			}
+		}
 	}
 }
