@@ -156,7 +156,7 @@ func TestDeadLetterScript(t *testing.T) {
 			dead := func(removeBuyer string) int64 {
 				t.Helper()
 				code, err := lua.DeadLetter.Run(ctx, c, []string{k.stream, k.dlq, k.stock, k.buyers, k.voucher, k.infoOf(200)},
-					"g1", id, 200, 5, 7, "sold_out", 1, removeBuyer, 60).Int64()
+					"g1", id, 200, 5, 7, "failures", 1, removeBuyer, 60, "1").Int64()
 				if err != nil {
 					t.Fatalf("deadletter.lua: %v", err)
 				}
@@ -184,8 +184,24 @@ func TestDeadLetterScript(t *testing.T) {
 			if stock != 1 || member || left != 0 || len(dlq) != 1 || info != "5:7:failed" {
 				t.Errorf("got stock %d, buyer %v, %d left, %d dead letters, info %q; want 1, false, 0, 1, 5:7:failed", stock, member, left, len(dlq), info)
 			}
-			if len(dlq) == 1 && (dlq[0].Values["orderId"] != "200" || dlq[0].Values["reason"] != "sold_out") {
+			if len(dlq) == 1 && (dlq[0].Values["orderId"] != "200" || dlq[0].Values["reason"] != "failures") {
 				t.Errorf("dead letter: got %v", dlq[0].Values)
+			}
+			// A sold-out dead letter (ARGV[10] "0") keeps its unit taken.
+			if err := c.XAdd(ctx, &redis.XAddArgs{Stream: k.stream, Values: []any{"orderId", 201, "userId", 6, "voucherId", 7}}).Err(); err != nil {
+				t.Fatal(err)
+			}
+			res, err = c.XReadGroup(ctx, &redis.XReadGroupArgs{Group: "g1", Consumer: "c1", Streams: []string{k.stream, ">"}, Count: 10, Block: -1}).Result()
+			if err != nil || len(res) != 1 || len(res[0].Messages) != 1 {
+				t.Fatalf("read: got %v, %v", res, err)
+			}
+			code, err := lua.DeadLetter.Run(ctx, c, []string{k.stream, k.dlq, k.stock, k.buyers, k.voucher, k.infoOf(201)},
+				"g1", res[0].Messages[0].ID, 201, 6, 7, "sold_out", 1, "1", 60, "0").Int64()
+			if err != nil || code != 1 {
+				t.Fatalf("sold-out dead letter: got %d, %v, want 1", code, err)
+			}
+			if after, _ := c.Get(ctx, k.stock).Int64(); after != stock {
+				t.Errorf("sold-out dead letter: stock %d -> %d, want it kept taken", stock, after)
 			}
 		})
 	}

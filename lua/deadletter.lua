@@ -1,5 +1,5 @@
 -- deadletter.lua: give up on one pending order of stream.orders and give its
--- stock and buyer mark back, exactly once, keeping invariant 5.
+-- stock and buyer mark back (as asked), exactly once, keeping invariant 5.
 --
 -- KEYS[1]  stream.orders
 -- KEYS[2]  stream.orders.dlq                the dead-letter stream
@@ -17,6 +17,10 @@
 -- ARGV[8]  "1" to remove the buyer mark (the user has no order in the
 --          database for the voucher), "0" to keep it
 -- ARGV[9]  TTL of the order-info key, seconds
+-- ARGV[10] "1" to give the unit of stock back, "0" to keep it taken (a
+--          sold-out dead letter: the database had no unit for it, so
+--          Redis counted one unit too many, and returning it would keep
+--          that excess for good)
 --
 -- Returns 1 when the entry was dead-lettered and given back; 0 when it was
 -- no longer pending (another consumer settled it: nothing changes); -1 when
@@ -32,7 +36,9 @@ end
 redis.call('XDEL', KEYS[1], ARGV[2])
 redis.call('XADD', KEYS[2], '*', 'orderId', ARGV[3], 'userId', ARGV[4], 'voucherId', ARGV[5],
   'reason', ARGV[6], 'attempts', ARGV[7])
-redis.call('INCR', KEYS[3])
+if ARGV[10] == '1' then
+  redis.call('INCR', KEYS[3])
+end
 if ARGV[8] == '1' then
   redis.call('SREM', KEYS[4], ARGV[4])
 end

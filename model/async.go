@@ -54,6 +54,10 @@ type QueuedOrder struct {
 	Deleted bool
 }
 
+// GiveBack says what a dead letter returns to the voucher's Redis state:
+// its unit of stock, and its buyer mark (the user may buy again).
+type GiveBack struct{ Stock, Buyer bool }
+
 // RedisIdentity says which Redis data a process talks to: the server's run
 // id (new at each start, different on each node) and the async epoch
 // stored in it.

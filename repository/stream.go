@@ -209,21 +209,24 @@ func (s *OrderStream) Ack(ctx context.Context, msgs []model.QueuedOrder) error {
 }
 
 // DeadLetter runs lua/deadletter.lua for m: it reports true when it moved
-// the entry to stream.orders.dlq and gave back its stock (and, with
-// removeBuyer, its buyer mark); false when another consumer settled the
+// the entry to stream.orders.dlq and gave back what give says (its unit of
+// stock, its buyer mark); false when another consumer settled the
 // entry first. When the voucher's Redis state is missing or not ok it
 // changes nothing and returns model.ErrUnavailable wrapping
 // model.ErrVoucherUnsafe: the entry stays pending until the state is
 // rebuilt.
-func (s *OrderStream) DeadLetter(ctx context.Context, m model.QueuedOrder, reason string, attempts int, removeBuyer bool) (bool, error) {
-	rb := "0"
-	if removeBuyer {
-		rb = "1"
+func (s *OrderStream) DeadLetter(ctx context.Context, m model.QueuedOrder, reason string, attempts int, give model.GiveBack) (bool, error) {
+	flag := func(b bool) string {
+		if b {
+			return "1"
+		}
+		return "0"
 	}
 	v := m.VoucherID
 	code, err := lua.DeadLetter.Run(ctx, s.rdb,
 		[]string{s.stream, s.dlq, StockKey(v), BuyersKey(v), VoucherKey(v), OrderInfoKey(m.OrderID)},
-		GroupName, m.MsgID, m.OrderID, m.UserID, v, reason, attempts, rb, int64(OrderInfoTTL/time.Second)).Int()
+		GroupName, m.MsgID, m.OrderID, m.UserID, v, reason, attempts, flag(give.Buyer), int64(OrderInfoTTL/time.Second),
+		flag(give.Stock)).Int()
 	if err != nil {
 		return false, redisErr(err)
 	}

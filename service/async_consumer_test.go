@@ -39,6 +39,7 @@ type consDead struct {
 	reason      string
 	attempts    int
 	removeBuyer bool
+	giveStock   bool // a sold-out dead letter keeps its unit taken
 }
 
 func (q *consQueue) EnsureGroup(context.Context) error { return nil }
@@ -91,7 +92,7 @@ func (q *consQueue) Ack(_ context.Context, msgs []model.QueuedOrder) error {
 	return nil
 }
 
-func (q *consQueue) DeadLetter(_ context.Context, m model.QueuedOrder, reason string, attempts int, removeBuyer bool) (bool, error) {
+func (q *consQueue) DeadLetter(_ context.Context, m model.QueuedOrder, reason string, attempts int, give model.GiveBack) (bool, error) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	if q.deadErr != nil {
@@ -100,7 +101,7 @@ func (q *consQueue) DeadLetter(_ context.Context, m model.QueuedOrder, reason st
 	if _, ok := q.dead[m.MsgID]; ok {
 		return false, nil
 	}
-	q.dead[m.MsgID] = consDead{reason, attempts, removeBuyer}
+	q.dead[m.MsgID] = consDead{reason, attempts, give.Buyer, give.Stock}
 	return true, nil
 }
 
@@ -316,7 +317,7 @@ func TestConsumerProcess(t *testing.T) {
 				r.orders.oneErr[102] = model.ErrSoldOut
 			},
 			wantAcked: []string{"m1"},
-			wantDead:  map[string]consDead{"m2": {ReasonSoldOut, 1, true}},
+			wantDead:  map[string]consDead{"m2": {ReasonSoldOut, 1, true, false}},
 		},
 		{
 			name: "duplicate user: dead-lettered, buyer kept, unique key counted", msgs: entries(1),
@@ -325,7 +326,7 @@ func TestConsumerProcess(t *testing.T) {
 				r.orders.oneErr[101] = errors.Join(model.ErrDuplicateOrder, model.ErrUniqueKey)
 				r.orders.hasOrder = true
 			},
-			wantDead: map[string]consDead{"m1": {ReasonDuplicate, 1, false}},
+			wantDead: map[string]consDead{"m1": {ReasonDuplicate, 1, false, true}},
 			check: func(t *testing.T, r *consRig) {
 				if r.counts.uniqueKey != 1 || r.counts.rejections != 1 {
 					t.Errorf("got %d unique-key events, %d rejections counted, want 1, 1", r.counts.uniqueKey, r.counts.rejections)
@@ -338,11 +339,11 @@ func TestConsumerProcess(t *testing.T) {
 				r.orders.batchErr = model.ErrOrderIDTaken
 				r.orders.oneErr[101] = model.ErrOrderIDTaken
 			},
-			wantDead: map[string]consDead{"m1": {ReasonIDTaken, 1, true}},
+			wantDead: map[string]consDead{"m1": {ReasonIDTaken, 1, true, true}},
 		},
 		{
 			name: "consumers kept dying with it", msgs: []model.QueuedOrder{{MsgID: "m1", OrderID: 101, UserID: 1, VoucherID: 7, Deliveries: 6}},
-			wantDead: map[string]consDead{"m1": {ReasonDeliveries, 6, true}},
+			wantDead: map[string]consDead{"m1": {ReasonDeliveries, 6, true, true}},
 			check: func(t *testing.T, r *consRig) {
 				if len(r.orders.written) != 0 {
 					t.Errorf("wrote %d orders, want none", len(r.orders.written))
@@ -388,7 +389,7 @@ func TestConsumerProcess(t *testing.T) {
 				r.orders.dead[101] = model.Outcome{Reason: ReasonSoldOut, Attempts: 3}
 			},
 			wantAcked: []string{"m2"},
-			wantDead:  map[string]consDead{"m1": {ReasonSoldOut, 3, true}},
+			wantDead:  map[string]consDead{"m1": {ReasonSoldOut, 3, true, false}},
 			check: func(t *testing.T, r *consRig) {
 				if _, ok := r.orders.written[101]; ok || len(r.orders.written) != 1 {
 					t.Errorf("written: got %v, want only order 102", r.orders.written)
@@ -464,7 +465,7 @@ func TestConsumerUnknownErrorBounded(t *testing.T) {
 	if left := len(r.c.process(msgs)); left != 0 {
 		t.Errorf("attempt %d: got %d left, want 0", r.c.cfg.MaxAttempts, left)
 	}
-	want := consDead{ReasonFailures, r.c.cfg.MaxAttempts, true}
+	want := consDead{ReasonFailures, r.c.cfg.MaxAttempts, true, true}
 	if got := r.q.dead["m1"]; got != want {
 		t.Errorf("dead letter: got %+v, want %+v", got, want)
 	}

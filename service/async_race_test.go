@@ -237,12 +237,12 @@ type deadLetterHook struct {
 	before func()
 }
 
-func (h *deadLetterHook) DeadLetter(ctx context.Context, m model.QueuedOrder, reason string, attempts int, removeBuyer bool) (bool, error) {
+func (h *deadLetterHook) DeadLetter(ctx context.Context, m model.QueuedOrder, reason string, attempts int, give model.GiveBack) (bool, error) {
 	if h.before != nil {
 		h.before()
 		h.before = nil
 	}
-	return h.OrderQueue.DeadLetter(ctx, m, reason, attempts, removeBuyer)
+	return h.OrderQueue.DeadLetter(ctx, m, reason, attempts, give)
 }
 
 // TestDeadLetterRacesWrite: consumer A's batch transaction is still running

@@ -68,12 +68,12 @@ type OrderQueue interface {
 	Touch(ctx context.Context, consumer string, msgs []model.QueuedOrder) ([]model.QueuedOrder, error)
 	// Ack settles written orders (acknowledge, delete, drop order info).
 	Ack(ctx context.Context, msgs []model.QueuedOrder) error
-	// DeadLetter moves m to the dead-letter stream, gives its stock back,
-	// and with removeBuyer its buyer mark, and marks the order failed, all
-	// exactly once: false when someone else settled m first. When the
-	// voucher's Redis state is not ok it changes nothing and returns
-	// model.ErrUnavailable (retry after the state is rebuilt).
-	DeadLetter(ctx context.Context, m model.QueuedOrder, reason string, attempts int, removeBuyer bool) (bool, error)
+	// DeadLetter moves m to the dead-letter stream, gives back what give
+	// says (its unit of stock, its buyer mark), and marks the order
+	// failed, all exactly once: false when someone else settled m first.
+	// When the voucher's Redis state is not ok it changes nothing and
+	// returns model.ErrUnavailable (retry after the state is rebuilt).
+	DeadLetter(ctx context.Context, m model.QueuedOrder, reason string, attempts int, give model.GiveBack) (bool, error)
 	// DeadLetterMalformed moves an unparseable entry to the dead-letter
 	// stream and settles it.
 	DeadLetterMalformed(ctx context.Context, m model.QueuedOrder, reason string) error

@@ -613,7 +613,7 @@ func (b *batch) deadLetter(m model.QueuedOrder, reason string, attempts int) {
 		b.keep(m)
 		return
 	}
-	done, err := c.d.Queue.DeadLetter(b.ctx, m, reason, attempts, !has)
+	done, err := c.d.Queue.DeadLetter(b.ctx, m, reason, attempts, giveBack(reason, has))
 	if err != nil {
 		c.d.Log.WarnContext(b.ctx, "dead-letter deferred", append(orderAttrs(m), "reason", reason, "err", err)...)
 		b.keep(m)
@@ -622,8 +622,22 @@ func (b *batch) deadLetter(m model.QueuedOrder, reason string, attempts int) {
 	delete(c.failures, m.MsgID)
 	if done {
 		c.d.Metrics.DeadLettered(reason)
-		c.d.Log.WarnContext(b.ctx, "order dead-lettered, stock given back", append(orderAttrs(m), "reason", reason, "attempts", attempts, "buyer_kept", has)...)
+		c.d.Log.WarnContext(b.ctx, "order dead-lettered", append(orderAttrs(m), "reason", reason, "attempts", attempts,
+			"stock_given_back", reason != ReasonSoldOut, "buyer_kept", has)...)
 	}
+}
+
+// giveBack is what a dead letter returns to Redis: the buyer mark unless
+// the user has an order for the voucher in the database, and the unit of
+// stock unless the database had none for it (sold out). While invariant 5
+// holds the database has a unit for every pending order, so a sold-out
+// dead letter means Redis counted units the database does not have (as
+// after a failover to a replica that missed decrements): returning the
+// unit would keep that excess, and each later admission on it would end
+// as one more sold-out dead letter; keeping it taken removes the excess
+// one unit at a time.
+func giveBack(reason string, hasOrder bool) model.GiveBack {
+	return model.GiveBack{Stock: reason != ReasonSoldOut, Buyer: !hasOrder}
 }
 
 func (b *batch) malformed(m model.QueuedOrder) {
