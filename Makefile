@@ -57,7 +57,7 @@ loadtest:
 	$(HARNESS) loadtest
 
 loadtest-matrix:
-	$(HARNESS) matrix
+	$(HARNESS) matrix && bin/harness pictures
 
 loadtest-ci:
 	$(HARNESS) ci
@@ -74,7 +74,7 @@ loadtest-ci:
 .PHONY: faults
 
 faults:
-	$(HARNESS) faults
+	$(HARNESS) faults && bin/harness pictures
 
 # ---- the failover demonstration (lock/failover_test.go, README "The lock
 # family"): TestFailoverTwoHolders on private redis-server and
@@ -100,7 +100,7 @@ failover:
 .PHONY: bench
 
 bench:
-	$(HARNESS) bench
+	$(HARNESS) bench && bin/harness pictures
 
 # ---- Go benchmarks of the seckill request through the whole HTTP handler
 # (bench_admission_test.go): async admission on the embedded backends
@@ -121,6 +121,7 @@ bench-go:
 # date with its results (TestPicturesUpToDate).
 .PHONY: pictures
 
+# (make loadtest-matrix, make faults and make bench redraw them as they end.)
 pictures:
 	$(HARNESS) pictures
 
