@@ -12,8 +12,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/alicebob/miniredis/v2"
-
 	"seckill/model"
 	"seckill/repository"
 )
@@ -46,16 +44,9 @@ func orderStatus(t *testing.T, h http.Handler, orderID, user int64) (string, int
 // for the voucher was 503 until someone ran `seckill rebuild`, and the lost
 // orders were "not found".
 func TestAsyncRedisDataLostRecoversItself(t *testing.T) {
-	m := miniredis.NewMiniRedis()
-	m.ClockTTL(true)
-	if err := m.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(m.Close)
-	rdb := testRedis(t, m.Addr())
+	m, rdb, dsn, db := privateBackends(t)
 	// a1's consumer sleeps past the 8s batch timeout with each batch in
 	// hand: nothing it reads is written.
-	dsn, db := freshDatabase(t)
 	a1 := asyncApp(t, map[string]string{"SECKILL_REDIS_ADDR": m.Addr(), "SECKILL_MYSQL_DSN": dsn,
 		"SECKILL_AUTO_REBUILD_AFTER": "8s", "SECKILL_DEV_CONSUMER_DELAY": "20s"})
 	const stock = 10
@@ -133,14 +124,7 @@ func TestAsyncRedisDataLostRecoversItself(t *testing.T) {
 // is admitted twice: the 200s never exceed the stock, and every invariant
 // holds after the drain.
 func TestAsyncRebuildDuringSale(t *testing.T) {
-	m := miniredis.NewMiniRedis()
-	m.ClockTTL(true)
-	if err := m.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(m.Close)
-	rdb := testRedis(t, m.Addr())
-	dsn, db := freshDatabase(t)
+	m, rdb, dsn, db := privateBackends(t)
 	env := map[string]string{"SECKILL_REDIS_ADDR": m.Addr(), "SECKILL_MYSQL_DSN": dsn, "SECKILL_AUTO_REBUILD_AFTER": "8s"}
 	a1, a2 := asyncApp(t, env), asyncApp(t, env)
 	const stock = 400

@@ -13,6 +13,7 @@ import (
 
 	"github.com/alicebob/miniredis/v2"
 	"github.com/go-sql-driver/mysql"
+	"github.com/redis/go-redis/v9"
 
 	"seckill/repository"
 )
@@ -24,14 +25,7 @@ import (
 // after the drain. Redis is an in-process miniredis and the database a
 // fresh one, so that no other test's vouchers or consumers take part.
 func TestAsyncStartupChecks(t *testing.T) {
-	m := miniredis.NewMiniRedis()
-	m.ClockTTL(true)
-	if err := m.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(m.Close)
-	rdb := testRedis(t, m.Addr())
-	dsn, db := freshDatabase(t)
+	m, rdb, dsn, db := privateBackends(t)
 	env := map[string]string{"SECKILL_REDIS_ADDR": m.Addr(), "SECKILL_MYSQL_DSN": dsn}
 	a1 := asyncApp(t, env)
 	ctx := context.Background()
@@ -96,6 +90,22 @@ func TestAsyncStartupChecks(t *testing.T) {
 }
 
 func jsonString(raw []byte, dst *string) error { return json.Unmarshal(raw, dst) }
+
+// privateBackends starts an in-process Redis (a miniredis, on wall-clock
+// TTLs) and a fresh database for one test, so that a process on them sees
+// only that test's vouchers and consumers; it returns the Redis, a client
+// of it, the database's DSN and a handle.
+func privateBackends(t *testing.T) (*miniredis.Miniredis, *redis.Client, string, *sql.DB) {
+	t.Helper()
+	m := miniredis.NewMiniRedis()
+	m.ClockTTL(true)
+	if err := m.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(m.Close)
+	dsn, db := freshDatabase(t)
+	return m, testRedis(t, m.Addr()), dsn, db
+}
 
 // freshDatabase creates an empty database next to the one of
 // SECKILL_MYSQL_DSN, dropped when the test ends, and returns its DSN and a

@@ -11,7 +11,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/alicebob/miniredis/v2"
 	"github.com/redis/go-redis/v9"
 
 	"seckill/model"
@@ -173,14 +172,7 @@ func findDeadLetter(t *testing.T, rdb redis.UniversalClient, field, value string
 // voucher unsafe (503); `seckill rebuild --voucher N` makes it sell again,
 // from the facts, without overselling.
 func TestAsyncRedisDataLost(t *testing.T) {
-	m := miniredis.NewMiniRedis()
-	m.ClockTTL(true)
-	if err := m.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(m.Close)
-	rdb := testRedis(t, m.Addr())
-	dsn, db := freshDatabase(t)
+	m, rdb, dsn, db := privateBackends(t)
 	// The operator's rebuild is the subject here: no automatic one.
 	env := map[string]string{"SECKILL_REDIS_ADDR": m.Addr(), "SECKILL_MYSQL_DSN": dsn, "SECKILL_AUTO_REBUILD_AFTER": "0"}
 	a1 := asyncApp(t, env)
