@@ -18,7 +18,8 @@ import (
 // state (stock, buyers, voucher hash) and the epoch (keys.go names the keys).
 type Admission struct {
 	rdb    redis.UniversalClient
-	stream string // StreamKey; tests use a stream of their own
+	stream string       // StreamKey; tests use a stream of their own
+	batch  admitBatcher // coalesces concurrent admissions
 }
 
 // NewAdmission returns the Redis side of async mode.
@@ -46,15 +47,22 @@ const settleTimeout = time.Second
 // is void in Redis (a late admission is refused) and the error is
 // model.ErrUnavailable. The order may then have been admitted and written
 // to the database already (its Redis record dropped): the caller reads the
-// database before answering.
+// database before answering. A caller whose context ends while its
+// admission still waits for a round trip (admitBatcher) gets
+// model.ErrUnavailable at once: the admission was never sent.
+//
+// Concurrent admissions share pipelined round trips (admitBatcher); each
+// keeps its own verdict and its own settlement.
 func (a *Admission) Admit(ctx context.Context, orderID, userID, voucherID int64, now time.Time) error {
-	code, err := evalOnce(ctx, a.rdb, lua.Seckill,
-		[]string{StockKey(voucherID), BuyersKey(voucherID), VoucherKey(voucherID), a.stream, OrderInfoKey(orderID)},
-		userID, voucherID, orderID, now.UnixMilli(), int64(OrderInfoTTL/time.Second)).Int()
+	code, err := a.batch.eval(ctx, a.rdb, []any{5,
+		StockKey(voucherID), BuyersKey(voucherID), VoucherKey(voucherID), a.stream, OrderInfoKey(orderID),
+		userID, voucherID, orderID, now.UnixMilli(), int64(OrderInfoTTL / time.Second)}).Int()
 	var reply redis.Error
 	switch {
 	case err != nil && errors.As(err, &reply):
 		return redisErr(err) // Redis answered: the script did not admit
+	case errors.Is(err, errAdmitNotSent):
+		return fmt.Errorf("%w: order %d: %w", model.ErrUnavailable, orderID, err) // never sent: nothing to settle
 	case err != nil:
 		return a.settle(ctx, orderID, userID, voucherID, err)
 	}
@@ -109,17 +117,13 @@ type onceCmd struct{ *redis.Cmd }
 // NoRetry tells go-redis not to send the command a second time.
 func (onceCmd) NoRetry() bool { return true }
 
-// evalOnce runs script by EVALSHA, sent at most once; when the server does
-// not have the script (NOSCRIPT: it did not run), it loads it and sends
-// EVALSHA once more.
-func evalOnce(ctx context.Context, c redis.UniversalClient, script *redis.Script, keys []string, args ...any) *redis.Cmd {
+// evalOnce runs script by EVALSHA with args (what follows the script's
+// hash: the key count, the keys, then ARGV), sent at most once; when the
+// server does not have the script (NOSCRIPT: it did not run), it loads it
+// and sends EVALSHA once more.
+func evalOnce(ctx context.Context, c redis.UniversalClient, script *redis.Script, args []any) *redis.Cmd {
 	send := func() *redis.Cmd {
-		cmdArgs := make([]any, 0, 3+len(keys)+len(args))
-		cmdArgs = append(cmdArgs, "evalsha", script.Hash(), len(keys))
-		for _, k := range keys {
-			cmdArgs = append(cmdArgs, k)
-		}
-		cmd := redis.NewCmd(ctx, append(cmdArgs, args...)...)
+		cmd := newEvalSHA(ctx, script, args)
 		_ = c.Process(ctx, onceCmd{cmd}) // the error is the command's
 		return cmd
 	}
@@ -132,6 +136,13 @@ func evalOnce(ctx context.Context, c redis.UniversalClient, script *redis.Script
 		cmd = send()
 	}
 	return cmd
+}
+
+// newEvalSHA returns the command EVALSHA <script's hash> args....
+func newEvalSHA(ctx context.Context, script *redis.Script, args []any) *redis.Cmd {
+	cmdArgs := make([]any, 0, 2+len(args))
+	cmdArgs = append(cmdArgs, "evalsha", script.Hash())
+	return redis.NewCmd(ctx, append(cmdArgs, args...)...)
 }
 
 // OrderInfo returns what Redis knows of an order not (yet) in the database:
