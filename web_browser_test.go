@@ -118,6 +118,13 @@ func TestWebBuyerFlow(t *testing.T) {
 				// The consumer waits before writing: the page must show
 				// the order pending first.
 				env["SECKILL_DEV_CONSUMER_DELAY"] = "2s"
+				if os.Getenv("SECKILL_MYSQL_DSN") != "" && os.Getenv("SECKILL_REDIS_ADDR") != "" {
+					// A Redis and a database of its own: a consumer of
+					// another process on the shared stream would write
+					// the order before the page sees it pending.
+					m, _, dsn, _ := privateBackends(t)
+					env["SECKILL_REDIS_ADDR"], env["SECKILL_MYSQL_DSN"] = m.Addr(), dsn
+				}
 			}
 			a := webTestApp(t, env)
 			srv := httptest.NewServer(a.Handler)
