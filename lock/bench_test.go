@@ -1,10 +1,16 @@
 package lock_test
 
 import (
+	"context"
 	"fmt"
 	"slices"
+	"strconv"
+	"strings"
+	"syscall"
 	"testing"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 
 	"seckill/lock"
 )
@@ -61,4 +67,85 @@ func acquireRelease(b *testing.B, lk lock.Locker) {
 		b.ReportMetric(float64(took[n/2].Nanoseconds()), "p50-ns")
 		b.ReportMetric(float64(took[min(n-1, n*99/100)].Nanoseconds()), "p99-ns")
 	}
+}
+
+// BenchmarkObtainAllRelease measures what the async consumer does per
+// batch: lock.ObtainAll then lock.ReleaseAll of 100 free keys with lua,
+// in one script call each ("batch") and, for comparison, one Obtain and one
+// Release per key in parallel ("per-key", the fallback of backends without
+// a batch). Besides ns/op (per batch) it reports this process's CPU and
+// Redis's CPU per key (getrusage, INFO cpu):
+//
+//	go test -run '^$' -bench ObtainAllRelease -benchtime 300x ./lock/
+func BenchmarkObtainAllRelease(b *testing.B) {
+	c := redisClient(b)
+	lua := must(b)(lock.NewLua(c))
+	for _, tt := range []struct {
+		name string
+		lk   lock.Locker
+	}{
+		{"batch", lua},
+		{"per-key", struct{ lock.Locker }{lua}}, // hides ObtainAll
+	} {
+		b.Run(tt.name, func(b *testing.B) {
+			const n = 100
+			keys := make([]string, n)
+			for i := range keys {
+				keys[i] = testKey(b)
+			}
+			ctx := bg(b, 10*time.Minute)
+			cpu0, redis0 := processCPU(b), serverCPU(b, c)
+			for b.Loop() {
+				locks, errs := lock.ObtainAll(ctx, tt.lk, keys)
+				for i, err := range errs {
+					if err != nil {
+						b.Fatalf("ObtainAll %d: %v", i, err)
+					}
+				}
+				for i, err := range lock.ReleaseAll(ctx, tt.lk, locks) {
+					if err != nil {
+						b.Fatalf("ReleaseAll %d: %v", i, err)
+					}
+				}
+			}
+			keysDone := float64(b.N * n)
+			b.ReportMetric(float64((processCPU(b)-cpu0).Nanoseconds())/1e3/keysDone, "cpu-µs/key")
+			b.ReportMetric(float64((serverCPU(b, c)-redis0).Nanoseconds())/1e3/keysDone, "redis-µs/key")
+			for _, k := range keys {
+				c.Del(ctx, lock.FenceKey(k))
+			}
+		})
+	}
+}
+
+// processCPU is the user and system CPU time of this process so far.
+func processCPU(b *testing.B) time.Duration {
+	b.Helper()
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		b.Fatalf("getrusage: %v", err)
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// serverCPU is the Redis server's user and system CPU time so far (INFO
+// cpu).
+func serverCPU(b *testing.B, c *redis.Client) time.Duration {
+	b.Helper()
+	info, err := c.Info(context.Background(), "cpu").Result()
+	if err != nil {
+		b.Fatalf("INFO cpu: %v", err)
+	}
+	var sum float64
+	for _, line := range strings.Split(info, "\n") {
+		k, v, ok := strings.Cut(strings.TrimSpace(line), ":")
+		if ok && (k == "used_cpu_sys" || k == "used_cpu_user") {
+			f, err := strconv.ParseFloat(v, 64)
+			if err != nil {
+				b.Fatalf("INFO cpu %q: %v", line, err)
+			}
+			sum += f
+		}
+	}
+	return time.Duration(sum * float64(time.Second))
 }

@@ -295,6 +295,53 @@ func runContract(t *testing.T, b backend) {
 		}
 	})
 
+	t.Run("Batch", func(t *testing.T) {
+		// lock.ObtainAll and ReleaseAll: one call for a BatchLocker, one
+		// per key otherwise, with Obtain's result per key. A key another
+		// locker holds in the middle of the batch is refused alone.
+		lk, other := b.locker(t), b.locker(t)
+		keys := []string{testKey(t), testKey(t), testKey(t)}
+		ctx := bg(t, 20*time.Second)
+		h, err := other.Obtain(ctx, keys[1])
+		if err != nil {
+			t.Fatalf("other holder's Obtain: %v", err)
+		}
+		defer mustRelease(t, h)
+		refused := b.exclusive && b.sharedAcrossLockers
+		locks, errs := lock.ObtainAll(ctx, lk, keys)
+		for i, k := range keys {
+			switch {
+			case i == 1 && refused:
+				if locks[i] != nil || !errors.Is(errs[i], lock.ErrNotObtained) {
+					t.Errorf("key held by another: got %v, %v, want ErrNotObtained", locks[i], errs[i])
+				}
+			case errs[i] != nil || locks[i] == nil:
+				t.Fatalf("key %d: got %v, %v, want a lock", i, locks[i], errs[i])
+			case locks[i].Key() != k:
+				t.Errorf("key %d: Key() = %q, want %q", i, locks[i].Key(), k)
+			}
+		}
+		if b.exclusive {
+			// Held: a second locker is refused the batch's keys.
+			if l, err := other.Obtain(ctx, keys[0]); b.sharedAcrossLockers && !errors.Is(err, lock.ErrNotObtained) {
+				t.Errorf("Obtain of a key the batch holds: got %v, %v, want ErrNotObtained", l, err)
+			} else if err == nil {
+				mustRelease(t, l)
+			}
+		}
+		for i, err := range lock.ReleaseAll(bg(t, 5*time.Second), lk, locks) {
+			if err != nil {
+				t.Errorf("ReleaseAll %d: %v", i, err)
+			}
+		}
+		// Free again.
+		l, err := other.Obtain(ctx, keys[2])
+		if err != nil {
+			t.Fatalf("Obtain after ReleaseAll: %v", err)
+		}
+		mustRelease(t, l)
+	})
+
 	t.Run("Tokens", func(t *testing.T) {
 		lockers := []lock.Locker{b.locker(t), b.locker(t)}
 		key := testKey(t)

@@ -19,6 +19,10 @@ var (
 	acquireSrc string
 	//go:embed unlock.lua
 	unlockSrc string
+	//go:embed acquire_all.lua
+	acquireAllSrc string
+	//go:embed unlock_all.lua
+	unlockAllSrc string
 	//go:embed reentrant_lock.lua
 	reentrantLockSrc string
 	//go:embed reentrant_unlock.lua
@@ -42,6 +46,12 @@ var (
 	Acquire = redis.NewScript(acquireSrc)
 	// Unlock is unlock.lua: compare-and-delete.
 	Unlock = redis.NewScript(unlockSrc)
+	// AcquireAll is acquire_all.lua: Acquire for many locks in one call,
+	// each with its own owner token; one fencing token (or 0) per lock.
+	AcquireAll = redis.NewScript(acquireAllSrc)
+	// UnlockAll is unlock_all.lua: Unlock for many locks in one call; 1 or
+	// 0 per lock.
+	UnlockAll = redis.NewScript(unlockAllSrc)
 	// ReentrantLock is reentrant_lock.lua: hash owner -> count acquire.
 	ReentrantLock = redis.NewScript(reentrantLockSrc)
 	// ReentrantUnlock is reentrant_unlock.lua: decrement, delete at zero,

@@ -56,7 +56,7 @@ func TestScriptsLoad(t *testing.T) {
 		}
 	}()
 	scripts := map[string]*redis.Script{
-		"Acquire": lua.Acquire, "Unlock": lua.Unlock, "ReentrantLock": lua.ReentrantLock,
+		"Acquire": lua.Acquire, "Unlock": lua.Unlock, "AcquireAll": lua.AcquireAll, "UnlockAll": lua.UnlockAll, "ReentrantLock": lua.ReentrantLock,
 		"ReentrantUnlock": lua.ReentrantUnlock, "ReentrantRenew": lua.ReentrantRenew,
 		"Seckill": lua.Seckill, "SeckillSettle": lua.SeckillSettle,
 		"DeadLetter": lua.DeadLetter, "Touch": lua.Touch,

@@ -438,10 +438,12 @@ type batch struct {
 // keep leaves entries pending, to be retried.
 func (b *batch) keep(msgs ...model.QueuedOrder) { b.left = append(b.left, msgs...) }
 
-// lockUsers takes lock:order:<userId> for the users of work, in parallel,
-// and returns the entries whose user is locked; the others stay pending.
-// The returned function releases the locks (after the batch committed and
-// was acknowledged).
+// lockUsers takes lock:order:<userId> for the users of work, all in one
+// call of lock.ObtainAll (one round trip with a lock.BatchLocker such as
+// lua, else one Obtain per user in parallel), and returns the entries whose
+// user is locked; the others stay pending. The returned function releases
+// the locks (after the batch committed and was acknowledged), all in one
+// call as well.
 func (b *batch) lockUsers(work []model.QueuedOrder) ([]model.QueuedOrder, func()) {
 	c := b.c
 	if len(work) == 0 {
@@ -450,61 +452,49 @@ func (b *batch) lockUsers(work []model.QueuedOrder) ([]model.QueuedOrder, func()
 	// The watchdog of renewing backends stops when lockCtx ends.
 	lockCtx, cancelLocks := context.WithCancel(b.ctx)
 	var users []int64
+	var keys []string
 	seen := map[int64]bool{}
 	for _, m := range work {
 		if !seen[m.UserID] {
 			seen[m.UserID] = true
 			users = append(users, m.UserID)
+			keys = append(keys, lockKey(m.UserID))
 		}
 	}
-	held := make([]lock.Lock, len(users))
-	var wg sync.WaitGroup
+	obtained, errs := lock.ObtainAll(lockCtx, c.d.Locker, keys)
+	locks := make(map[int64]bool, len(users))
+	var held []lock.Lock
 	for i, u := range users {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			lk, err := c.d.Locker.Obtain(lockCtx, lockKey(u))
-			if err != nil {
-				if errors.Is(err, lock.ErrNotObtained) {
-					c.d.Observer.LockNotObtained()
-				} else {
-					c.d.Log.WarnContext(b.ctx, "consumer lock", "user_id", u, "err", err)
-				}
-				return
-			}
-			held[i] = lk
-		}()
-	}
-	wg.Wait()
-	locks := make(map[int64]lock.Lock, len(users))
-	for i, u := range users {
-		if held[i] != nil {
-			locks[u] = held[i]
+		switch err := errs[i]; {
+		case obtained[i] != nil:
+			locks[u] = true
+			held = append(held, obtained[i])
+		case errors.Is(err, lock.ErrNotObtained):
+			c.d.Observer.LockNotObtained()
+		default:
+			c.d.Log.WarnContext(b.ctx, "consumer lock", "user_id", u, "err", err)
 		}
 	}
 	var locked []model.QueuedOrder
 	for _, m := range work {
-		if locks[m.UserID] != nil {
+		if locks[m.UserID] {
 			locked = append(locked, m)
 		} else {
 			b.keep(m)
 		}
 	}
 	return locked, func() {
-		// In parallel, like the obtains: one round trip of latency for the
-		// batch instead of one per user.
-		var wg sync.WaitGroup
-		for _, lk := range locks {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				if err := releaseLock(b.ctx, lk); err != nil {
-					c.d.Log.WarnContext(b.ctx, "consumer lock release failed", "key", lk.Key(), "err", err)
-				}
-			}()
+		defer cancelLocks()
+		if len(held) == 0 {
+			return
 		}
-		wg.Wait()
-		cancelLocks()
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(b.ctx), releaseTimeout)
+		defer cancel()
+		for i, err := range lock.ReleaseAll(rctx, c.d.Locker, held) {
+			if err != nil {
+				c.d.Log.WarnContext(b.ctx, "consumer lock release failed", "key", held[i].Key(), "err", err)
+			}
+		}
 	}
 }
 

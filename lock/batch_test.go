@@ -1,0 +1,291 @@
+package lock_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"seckill/internal/faultproxy"
+	"seckill/lock"
+)
+
+// scriptCounter counts the script calls (EVALSHA and EVAL, piped or not)
+// a client sends.
+type scriptCounter struct{ n atomic.Int64 }
+
+func (h *scriptCounter) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+func (h *scriptCounter) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		h.count(cmd)
+		return next(ctx, cmd)
+	}
+}
+
+func (h *scriptCounter) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		for _, cmd := range cmds {
+			h.count(cmd)
+		}
+		return next(ctx, cmds)
+	}
+}
+
+func (h *scriptCounter) count(cmd redis.Cmder) {
+	if name := cmd.Name(); name == "evalsha" || name == "eval" {
+		h.n.Add(1)
+	}
+}
+
+// batchKeys returns n keys no other test uses, deleted (with their fencing
+// counters) when the test ends.
+func batchKeys(t *testing.T, c redis.UniversalClient, n int) []string {
+	t.Helper()
+	keys := make([]string, n)
+	for i := range keys {
+		keys[i] = testKey(t)
+	}
+	t.Cleanup(func() {
+		for _, k := range keys {
+			c.Del(context.Background(), k, lock.FenceKey(k))
+		}
+	})
+	return keys
+}
+
+// exists reports how many of keys exist.
+func exists(t *testing.T, c redis.UniversalClient, keys ...string) int64 {
+	t.Helper()
+	n, err := c.Exists(context.Background(), keys...).Result()
+	if err != nil {
+		t.Fatalf("EXISTS: %v", err)
+	}
+	return n
+}
+
+// TestLuaObtainAll: one script call takes every free key of the batch,
+// each with its own owner and fencing token; a key another holder has in
+// the middle of the batch is refused alone and stays that holder's; one
+// script call gives the batch back.
+func TestLuaObtainAll(t *testing.T) {
+	c := redisClient(t)
+	var calls scriptCounter
+	c.AddHook(&calls)
+	lk := must(t)(lock.NewLua(c))
+	other := must(t)(lock.NewLua(c))
+	ctx := bg(t, 10*time.Second)
+	keys := batchKeys(t, c, 5)
+
+	held, err := other.Obtain(ctx, keys[2])
+	if err != nil {
+		t.Fatalf("other holder's Obtain: %v", err)
+	}
+	defer mustRelease(t, held)
+	// An earlier grant of keys[4], so its next token must be 2.
+	first, err := lk.Obtain(ctx, keys[4])
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustRelease(t, first)
+
+	calls.n.Store(0)
+	locks, errs := lock.ObtainAll(ctx, lk, keys)
+	if got := calls.n.Load(); got != 1 {
+		t.Errorf("script calls for a batch of %d: got %d, want 1", len(keys), got)
+	}
+	for i, k := range keys {
+		if i == 2 {
+			if locks[i] != nil || !errors.Is(errs[i], lock.ErrNotObtained) {
+				t.Errorf("key held by another: got %v, %v, want nil, ErrNotObtained", locks[i], errs[i])
+			}
+			continue
+		}
+		if errs[i] != nil || locks[i] == nil {
+			t.Fatalf("key %d: got %v, %v, want a lock", i, locks[i], errs[i])
+		}
+		if locks[i].Key() != k {
+			t.Errorf("key %d: Key() = %q, want %q", i, locks[i].Key(), k)
+		}
+		want := int64(1)
+		if i == 4 {
+			want = 2
+		}
+		if tok, ok := locks[i].Token(); !ok || tok != want || fence(t, c, k) != want {
+			t.Errorf("key %d: token %d (%v), counter %d; want %d", i, tok, ok, fence(t, c, k), want)
+		}
+	}
+	// Each lock is a lock of its own: released alone, the others stay.
+	if err := locks[0].Release(ctx); err != nil {
+		t.Fatalf("Release of one lock of the batch: %v", err)
+	}
+	if got := exists(t, c, keys[1], keys[3], keys[4]); got != 3 {
+		t.Errorf("locks of the batch left after releasing one: got %d, want 3", got)
+	}
+
+	calls.n.Store(0)
+	rest := []lock.Lock{locks[1], nil, locks[3], locks[4], locks[0]}
+	errs = lock.ReleaseAll(ctx, lk, rest)
+	if got := calls.n.Load(); got != 1 {
+		t.Errorf("script calls to release a batch: got %d, want 1", got)
+	}
+	for i, err := range errs {
+		switch {
+		case i == 4 && !errors.Is(err, lock.ErrNotHeld):
+			t.Errorf("lock released before: got %v, want ErrNotHeld", err)
+		case i != 4 && err != nil:
+			t.Errorf("release %d: %v", i, err)
+		}
+	}
+	if got := exists(t, c, keys[0], keys[1], keys[3], keys[4]); got != 0 {
+		t.Errorf("keys left after ReleaseAll: %d, want 0", got)
+	}
+	if got := exists(t, c, keys[2]); got != 1 {
+		t.Errorf("the other holder's key after the batch: gone, want kept")
+	}
+}
+
+// TestLuaObtainAllRedisErrorMidBatch: the script fails at the third key
+// (its fencing counter is not an integer) after granting the first two:
+// every key reports the error, and no lock of the batch is left held.
+func TestLuaObtainAllRedisErrorMidBatch(t *testing.T) {
+	c := redisClient(t)
+	lk := must(t)(lock.NewLua(c))
+	ctx := bg(t, 10*time.Second)
+	keys := batchKeys(t, c, 4)
+	if err := c.HSet(ctx, lock.FenceKey(keys[2]), "not", "a counter").Err(); err != nil {
+		t.Fatal(err)
+	}
+	locks, errs := lock.ObtainAll(ctx, lk, keys)
+	for i := range keys {
+		if locks[i] != nil || errs[i] == nil || errors.Is(errs[i], lock.ErrNotObtained) {
+			t.Errorf("key %d: got %v, %v, want no lock and the Redis error", i, locks[i], errs[i])
+		}
+	}
+	if got := exists(t, c, keys...); got != 0 {
+		t.Errorf("lock keys left after the failed batch: %d, want 0 (nothing half-granted)", got)
+	}
+	// The keys are free: a second batch (without the broken counter) gets
+	// them all.
+	c.Del(ctx, lock.FenceKey(keys[2]))
+	locks, errs = lock.ObtainAll(ctx, lk, keys)
+	for i := range keys {
+		if errs[i] != nil {
+			t.Fatalf("key %d after the failure: %v", i, errs[i])
+		}
+	}
+	for _, err := range lock.ReleaseAll(ctx, lk, locks) {
+		if err != nil {
+			t.Errorf("ReleaseAll: %v", err)
+		}
+	}
+}
+
+// TestLuaObtainAllReplyLost: go-redis sends the batch again after its
+// reply was lost; the second run finds every key holding its own owner
+// token and answers the same grants: every fencing counter advanced once.
+func TestLuaObtainAllReplyLost(t *testing.T) {
+	c := redisClient(t)
+	p, pc := lossyClient(t, c.Options().Addr)
+	lk := must(t)(lock.NewLua(pc))
+	ctx := bg(t, 10*time.Second)
+	keys := batchKeys(t, c, 3)
+
+	p.LoseReply("evalsha", nil)
+	locks, errs := lock.ObtainAll(ctx, lk, keys)
+	retried(t, p, 2)
+	for i, k := range keys {
+		if errs[i] != nil {
+			t.Fatalf("key %d of the batch whose reply was lost: %v, want the lock", i, errs[i])
+		}
+		if tok, _ := locks[i].Token(); tok != 1 || fence(t, c, k) != 1 {
+			t.Errorf("key %d: token %d, counter %d; want 1 and 1 (one grant, one INCR)", i, tok, fence(t, c, k))
+		}
+	}
+	for i, err := range lock.ReleaseAll(ctx, lk, locks) {
+		if err != nil {
+			t.Errorf("release %d: %v", i, err)
+		}
+	}
+	if got := exists(t, c, keys...); got != 0 {
+		t.Errorf("keys left after ReleaseAll: %d", got)
+	}
+}
+
+// TestLuaObtainAllUnanswered: the batch ran but its reply never came back
+// (no client retry): ObtainAll reports the error for every key and takes
+// back the grants it may have made.
+func TestLuaObtainAllUnanswered(t *testing.T) {
+	c := redisClient(t)
+	p, err := faultproxy.Start(c.Options().Addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(p.Close)
+	pc := redis.NewClient(&redis.Options{Addr: p.Addr(), MaxRetries: -1})
+	t.Cleanup(func() { pc.Close() })
+	lk := must(t)(lock.NewLua(pc))
+	ctx := bg(t, 10*time.Second)
+	keys := batchKeys(t, c, 3)
+
+	p.LoseReply("evalsha", func() {
+		if got, err := c.Exists(context.Background(), keys...).Result(); err != nil || got != 3 {
+			t.Errorf("keys granted by the run whose reply is lost: %d, %v, want 3", got, err)
+		}
+	})
+	locks, errs := lock.ObtainAll(ctx, lk, keys)
+	for i := range keys {
+		if locks[i] != nil || errs[i] == nil || errors.Is(errs[i], lock.ErrNotObtained) {
+			t.Errorf("key %d: got %v, %v, want no lock and the I/O error", i, locks[i], errs[i])
+		}
+	}
+	if got := exists(t, c, keys...); got != 0 {
+		t.Errorf("keys left held after the unanswered batch: %d, want 0", got)
+	}
+}
+
+// TestLuaObtainAllWaitReplicasMoreThanExist: WAIT 2 with one replica
+// refuses every key of the batch and leaves none held.
+func TestLuaObtainAllWaitReplicasMoreThanExist(t *testing.T) {
+	primary, _ := sentinelPair(t)
+	lk := waitLocker(t, "lua", primary, lock.WithWaitReplicas(2, 30*time.Millisecond))
+	ctx := bg(t, 10*time.Second)
+	keys := batchKeys(t, primary, 3)
+	locks, errs := lock.ObtainAll(ctx, lk, keys)
+	for i := range keys {
+		if locks[i] != nil || !errors.Is(errs[i], lock.ErrNotObtained) || !strings.Contains(errs[i].Error(), "1 of 2 replicas") {
+			t.Errorf("key %d with WAIT 2: got %v, %v, want ErrNotObtained (1 of 2 replicas)", i, locks[i], errs[i])
+		}
+	}
+	if got := exists(t, primary, keys...); got != 0 {
+		t.Errorf("keys on the primary: %d, want 0", got)
+	}
+}
+
+// TestLuaObtainAllWaitReplicasHealthy: with WAIT 1 and a healthy replica
+// the batch is granted, and the replica has every key when ObtainAll
+// returns.
+func TestLuaObtainAllWaitReplicasHealthy(t *testing.T) {
+	primary, replica := sentinelPair(t)
+	lk := waitLocker(t, "lua", primary, lock.WithWaitReplicas(1, time.Second))
+	ctx := bg(t, 10*time.Second)
+	keys := batchKeys(t, primary, 3)
+	locks, errs := lock.ObtainAll(ctx, lk, keys)
+	for i := range keys {
+		if errs[i] != nil {
+			t.Fatalf("key %d: %v", i, errs[i])
+		}
+	}
+	if got := exists(t, replica, keys...); got != 3 {
+		t.Errorf("keys on the replica right after ObtainAll: %d, want 3", got)
+	}
+	for i, err := range lock.ReleaseAll(ctx, lk, locks) {
+		if err != nil {
+			t.Errorf("release %d: %v", i, err)
+		}
+	}
+}
