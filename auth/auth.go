@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/golang-jwt/jwt/v5"
@@ -31,11 +32,13 @@ type Tokens struct {
 	ttl    time.Duration
 	now    func() time.Time
 	parser *jwt.Parser
+	// scratch pools the fast path's keyed HMACs and buffers (fast.go).
+	scratch *sync.Pool
 }
 
 // NewTokens returns a Tokens using secret, issuing tokens valid for ttl.
 func NewTokens(secret string, ttl time.Duration) *Tokens {
-	t := &Tokens{secret: []byte(secret), ttl: ttl, now: time.Now}
+	t := &Tokens{secret: []byte(secret), ttl: ttl, now: time.Now, scratch: newScratchPool([]byte(secret))}
 	t.parser = jwt.NewParser(
 		jwt.WithValidMethods([]string{jwt.SigningMethodHS256.Alg()}),
 		jwt.WithExpirationRequired(),
@@ -65,8 +68,22 @@ func (t *Tokens) Issue(userID int64, role string) (string, error) {
 	return s, nil
 }
 
-// Parse verifies token and returns its claims, or ErrInvalidToken.
+// Parse verifies token and returns its claims, or ErrInvalidToken. The
+// tokens Issue signs, and forged signatures, take a fast path (fast.go);
+// golang-jwt decides every other token.
 func (t *Tokens) Parse(token string) (*Claims, error) {
+	switch c, v := t.parseFast(token); v {
+	case accepted:
+		return c, nil
+	case refused:
+		return nil, errBadSignature
+	}
+	return t.parseJWT(token)
+}
+
+// parseJWT is Parse with golang-jwt alone: the reference the fast path is
+// held to.
+func (t *Tokens) parseJWT(token string) (*Claims, error) {
 	var c Claims
 	_, err := t.parser.ParseWithClaims(token, &c, func(*jwt.Token) (any, error) { return t.secret, nil })
 	if err != nil {

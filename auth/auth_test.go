@@ -46,7 +46,27 @@ func TestParseRejects(t *testing.T) {
 	hs512, _ := jwt.NewWithClaims(jwt.SigningMethodHS512, claims).SignedString([]byte("s3cret"))
 	noExp, _ := jwt.NewWithClaims(jwt.SigningMethodHS256, Claims{UserID: 7, RegisteredClaims: jwt.RegisteredClaims{Issuer: Issuer}}).SignedString([]byte("s3cret"))
 	noUser, _ := jwt.NewWithClaims(jwt.SigningMethodHS256, Claims{RegisteredClaims: jwt.RegisteredClaims{Issuer: Issuer, ExpiresAt: jwt.NewNumericDate(time.Now().Add(time.Hour))}}).SignedString([]byte("s3cret"))
+	hs384, _ := jwt.NewWithClaims(jwt.SigningMethodHS384, claims).SignedString([]byte("s3cret"))
+	sign := func(c Claims) string {
+		s, err := jwt.NewWithClaims(jwt.SigningMethodHS256, c).SignedString([]byte("s3cret"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+	notYet := claims
+	notYet.NotBefore = jwt.NewNumericDate(time.Now().Add(time.Minute))
+	otherIssuer := claims
+	otherIssuer.Issuer = "other"
+	justExpired := claims
+	justExpired.ExpiresAt = jwt.NewNumericDate(time.Now().Add(-time.Second))
+	big := claims
+	big.Subject = strings.Repeat("x", 8<<10)
+	oversizedForged, _ := jwt.NewWithClaims(jwt.SigningMethodHS256, big).SignedString([]byte("other"))
 	parts := strings.Split(good, ".")
+	// The signature's last character with another high nibble: another MAC.
+	sig := parts[2]
+	flipped := parts[0] + "." + parts[1] + "." + sig[:len(sig)-1] + map[bool]string{true: "g", false: "A"}[sig[len(sig)-1] < 'g']
 	tampered := parts[0] + "." + strings.TrimRight(parts[1], "=") + "x." + parts[2]
 
 	tests := []struct {
@@ -58,6 +78,14 @@ func TestParseRejects(t *testing.T) {
 		{"expired", expired},
 		{"alg none", none},
 		{"alg HS512", hs512},
+		{"alg HS384", hs384},
+		{"not yet valid", sign(notYet)},
+		{"other issuer", sign(otherIssuer)},
+		{"expired a second ago", sign(justExpired)},
+		{"oversized, wrong key", oversizedForged},
+		{"signature's last character changed", flipped},
+		{"four segments", good + ".x"},
+		{"padded signature", good + "="},
 		{"no expiry", noExp},
 		{"no user", noUser},
 		{"tampered payload", tampered},
