@@ -4,13 +4,12 @@ import (
 	"context"
 	"io"
 	"net/http"
-	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"testing"
 	"time"
+
+	"seckill/internal/cpu"
 )
 
 // BenchmarkDrain measures the consumers alone, on the real Redis and
@@ -96,34 +95,22 @@ func BenchmarkDrain(b *testing.B) {
 	}
 }
 
-// processCPU is the user and system CPU time of this process so far.
+// processCPU is this process's CPU time so far.
 func processCPU(b *testing.B) time.Duration {
 	b.Helper()
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		b.Fatalf("getrusage: %v", err)
+	d, err := cpu.Self()
+	if err != nil {
+		b.Fatal(err)
 	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+	return d
 }
 
-// redisCPU is the user and system CPU time of the Redis server so far
-// (INFO cpu: used_cpu_sys + used_cpu_user).
+// redisCPU is the Redis server's CPU time so far.
 func redisCPU(b *testing.B, a *app) time.Duration {
 	b.Helper()
-	info, err := a.deps.Redis.Info(context.Background(), "cpu").Result()
+	d, err := cpu.Redis(context.Background(), a.deps.Redis)
 	if err != nil {
-		b.Fatalf("INFO cpu: %v", err)
+		b.Fatal(err)
 	}
-	var sum float64
-	for _, line := range strings.Split(info, "\n") {
-		k, val, ok := strings.Cut(strings.TrimSpace(line), ":")
-		if ok && (k == "used_cpu_sys" || k == "used_cpu_user") {
-			f, err := strconv.ParseFloat(val, 64)
-			if err != nil {
-				b.Fatalf("INFO cpu %s: %v", line, err)
-			}
-			sum += f
-		}
-	}
-	return time.Duration(sum * float64(time.Second))
+	return d
 }

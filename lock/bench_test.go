@@ -4,14 +4,12 @@ import (
 	"context"
 	"fmt"
 	"slices"
-	"strconv"
-	"strings"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 
+	"seckill/internal/cpu"
 	"seckill/lock"
 )
 
@@ -121,31 +119,20 @@ func BenchmarkObtainAllRelease(b *testing.B) {
 // processCPU is the user and system CPU time of this process so far.
 func processCPU(b *testing.B) time.Duration {
 	b.Helper()
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		b.Fatalf("getrusage: %v", err)
+	d, err := cpu.Self()
+	if err != nil {
+		b.Fatal(err)
 	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+	return d
 }
 
 // serverCPU is the Redis server's user and system CPU time so far (INFO
 // cpu).
 func serverCPU(b *testing.B, c *redis.Client) time.Duration {
 	b.Helper()
-	info, err := c.Info(context.Background(), "cpu").Result()
+	d, err := cpu.Redis(context.Background(), c)
 	if err != nil {
-		b.Fatalf("INFO cpu: %v", err)
+		b.Fatal(err)
 	}
-	var sum float64
-	for _, line := range strings.Split(info, "\n") {
-		k, v, ok := strings.Cut(strings.TrimSpace(line), ":")
-		if ok && (k == "used_cpu_sys" || k == "used_cpu_user") {
-			f, err := strconv.ParseFloat(v, 64)
-			if err != nil {
-				b.Fatalf("INFO cpu %q: %v", line, err)
-			}
-			sum += f
-		}
-	}
-	return time.Duration(sum * float64(time.Second))
+	return d
 }
