@@ -91,10 +91,33 @@ var heimaFieldMessages = map[string]string{
 
 // classify names the code of err and, where the error says more than the
 // code's message, an English detail (never an internal error's text).
+// invalidArgument finds an *model.InvalidArgumentError in err's chain, as
+// errors.As would, without the heap allocation errors.As costs (its target
+// escapes): classify runs on every refusal of the hot path.
+func invalidArgument(err error) *model.InvalidArgumentError {
+	for err != nil {
+		switch e := err.(type) {
+		case *model.InvalidArgumentError:
+			return e
+		case interface{ Unwrap() error }:
+			err = e.Unwrap()
+		case interface{ Unwrap() []error }:
+			for _, inner := range e.Unwrap() {
+				if ia := invalidArgument(inner); ia != nil {
+					return ia
+				}
+			}
+			return nil
+		default:
+			return nil
+		}
+	}
+	return nil
+}
+
 func classify(err error) (code, detail string) {
-	var ia *model.InvalidArgumentError
-	switch {
-	case errors.As(err, &ia):
+	switch ia := invalidArgument(err); {
+	case ia != nil:
 		return CodeInvalidArgument, ia.Error()
 	case errors.Is(err, model.ErrUnauthorized):
 		return CodeUnauthorized, ""

@@ -93,3 +93,21 @@ func TestErrorTextNeverReachesBody(t *testing.T) {
 		})
 	}
 }
+
+// TestInvalidArgumentFindsLikeErrorsAs: the allocation-free chain walk
+// finds what errors.As finds: direct, wrapped, joined, nested, and nothing
+// in chains without one.
+func TestInvalidArgumentFindsLikeErrorsAs(t *testing.T) {
+	ia := model.InvalidArgument("id", "must be positive")
+	for _, err := range []error{
+		nil, ia, fmt.Errorf("x: %w", ia), errors.Join(errors.New("a"), fmt.Errorf("b: %w", ia)),
+		fmt.Errorf("%w: %w", model.ErrUnavailable, ia), errors.Join(errors.New("a"), errors.New("b")),
+		model.ErrSoldOut, fmt.Errorf("y: %w", model.ErrSoldOut),
+	} {
+		var want *model.InvalidArgumentError
+		errors.As(err, &want)
+		if got := handler.InvalidArgumentOf(err); got != want {
+			t.Errorf("invalidArgument(%v) = %v, want %v (errors.As)", err, got, want)
+		}
+	}
+}

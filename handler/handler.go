@@ -418,9 +418,8 @@ func (a *api) audit(c *gin.Context) {
 func pathID(c *gin.Context, name string) (int64, error) {
 	s := c.Param(name)
 	id, err := strconv.ParseInt(s, 10, 64)
-	var ne *strconv.NumError
 	switch {
-	case errors.As(err, &ne) && errors.Is(ne.Err, strconv.ErrRange):
+	case err != nil && errors.Is(err, strconv.ErrRange):
 		return 0, model.InvalidArgument(name, "overflows a 64-bit id")
 	case err != nil:
 		return 0, model.InvalidArgument(name, "must be a number")

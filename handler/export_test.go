@@ -1,0 +1,4 @@
+package handler
+
+// InvalidArgumentOf exposes invalidArgument to the external tests.
+var InvalidArgumentOf = invalidArgument
