@@ -7,8 +7,6 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
-	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -129,40 +127,8 @@ func TestAsyncRebuildDuringSale(t *testing.T) {
 	a1, a2 := asyncApp(t, env), asyncApp(t, env)
 	const stock = 400
 	vid := publishVoucher(t, a1.Handler, stock)
-	var (
-		wg       sync.WaitGroup
-		stop     atomic.Bool
-		mu       sync.Mutex
-		byStatus = map[int]int{}
-		seen     = stormResult{byCode: map[string]int{}, orderIDs: map[int64]int64{}}
-	)
-	base := randomBase()
-	tok := devTokens()
-	path := fmt.Sprintf("/voucher-order/seckill/%d", vid)
-	for w := 0; w < 4; w++ {
-		wg.Add(1)
-		go func(w int) {
-			defer wg.Done()
-			h := []http.Handler{a1.Handler, a2.Handler}[w%2]
-			for i := 0; !stop.Load(); i++ {
-				user := base + int64(w*1_000_000+i)
-				s, _ := tok.Issue(user, "user")
-				r := call(t, h, http.MethodPost, path, s, nil)
-				mu.Lock()
-				byStatus[r.Status]++
-				if r.Status == http.StatusOK {
-					var id string
-					if err := jsonString(r.Body.Data, &id); err == nil {
-						var n int64
-						fmt.Sscan(id, &n) //nolint:errcheck // checked by the invariants below
-						seen.orderIDs[n] = user
-					}
-				}
-				mu.Unlock()
-				time.Sleep(25 * time.Millisecond) // a steady sale that outlasts the rebuild
-			}
-		}(w)
-	}
+	// A steady sale that outlasts the rebuild.
+	sl := steadySale(t, []http.Handler{a1.Handler, a2.Handler}, vid, 4, 25*time.Millisecond)
 	time.Sleep(time.Second) // the sale is under way
 	if err := rdb.Set(context.Background(), repository.EpochKey, "another-deployment", 0).Err(); err != nil {
 		t.Fatal(err)
@@ -171,17 +137,14 @@ func TestAsyncRebuildDuringSale(t *testing.T) {
 	// out), at most 40s.
 	resumed := false
 	for deadline := time.Now().Add(40 * time.Second); time.Now().Before(deadline) && !resumed; time.Sleep(100 * time.Millisecond) {
-		mu.Lock()
-		ok, unavailable := byStatus[http.StatusOK], byStatus[http.StatusServiceUnavailable]
-		mu.Unlock()
-		if unavailable > 0 {
+		if byStatus := sl.statuses(); byStatus[http.StatusServiceUnavailable] > 0 {
 			rv, err := rdb.HGet(context.Background(), repository.VoucherKey(vid), "state").Result()
-			resumed = err == nil && rv == model.VoucherStateOK && ok > 0
+			resumed = err == nil && rv == model.VoucherStateOK && byStatus[http.StatusOK] > 0
 		}
 	}
 	time.Sleep(time.Second) // sales after the rebuild
-	stop.Store(true)
-	wg.Wait()
+	sl.end()
+	byStatus := sl.statuses()
 	t.Logf("statuses: %v", byStatus)
 	if !resumed {
 		t.Fatalf("the sale did not resume after the false alarm within 40s: %v", byStatus)
@@ -189,9 +152,9 @@ func TestAsyncRebuildDuringSale(t *testing.T) {
 	if byStatus[http.StatusOK] > stock {
 		t.Errorf("got %d admissions for a stock of %d", byStatus[http.StatusOK], stock)
 	}
-	au, _ := waitDrained(t, a1.Handler, vid, int64(len(seen.orderIDs)))
+	au, _ := waitDrained(t, a1.Handler, vid, int64(len(sl.seen.orderIDs)))
 	checkInvariant5(t, rdb, vid, au)
-	checkInvariants(t, db, vid, seen)
+	checkInvariants(t, db, vid, sl.seen)
 	if !au.Consistent || au.Oversold {
 		t.Errorf("audit: got %+v, want consistent, not oversold", au)
 	}

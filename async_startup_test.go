@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"net/http"
 	"sync"
 	"sync/atomic"
@@ -39,57 +40,83 @@ func TestAsyncStartupChecks(t *testing.T) {
 
 	const stock = 100000
 	onSale := publishVoucher(t, a1.Handler, stock)
-	var (
-		wg       sync.WaitGroup
-		stop     atomic.Bool
-		mu       sync.Mutex
-		byStatus = map[int]int{}
-		seen     = stormResult{byCode: map[string]int{}, orderIDs: map[int64]int64{}}
-	)
-	base := randomBase()
-	tok := devTokens()
-	for w := 0; w < 3; w++ {
-		wg.Add(1)
-		go func(w int) {
-			defer wg.Done()
-			for i := 0; !stop.Load(); i++ {
-				user := base + int64(w*1_000_000+i)
-				s, _ := tok.Issue(user, "user")
-				r := call(t, a1.Handler, http.MethodPost, fmt.Sprintf("/voucher-order/seckill/%d", onSale), s, nil)
-				mu.Lock()
-				byStatus[r.Status]++
-				if r.Status == http.StatusOK {
-					var id string
-					if err := jsonString(r.Body.Data, &id); err == nil {
-						var n int64
-						fmt.Sscan(id, &n) //nolint:errcheck // checked by the invariants below
-						seen.orderIDs[n] = user
-					}
-				}
-				mu.Unlock()
-				time.Sleep(2 * time.Millisecond) // a steady sale, not a flood of the in-process Redis
-			}
-		}(w)
-	}
-	time.Sleep(300 * time.Millisecond) // the sale is under way
-	asyncApp(t, env)                   // a second instance starts during the sale
+	sl := steadySale(t, []http.Handler{a1.Handler}, onSale, 3, 2*time.Millisecond) // a steady sale, not a flood of the in-process Redis
+	time.Sleep(300 * time.Millisecond)                                             // the sale is under way
+	asyncApp(t, env)                                                               // a second instance starts during the sale
 	time.Sleep(200 * time.Millisecond)
-	stop.Store(true)
-	wg.Wait()
+	sl.end()
 
-	if byStatus[http.StatusServiceUnavailable] != 0 || byStatus[http.StatusOK] == 0 {
+	if byStatus := sl.statuses(); byStatus[http.StatusServiceUnavailable] != 0 || byStatus[http.StatusOK] == 0 {
 		t.Errorf("buyers during the start: got statuses %v, want only 200s, no 503", byStatus)
 	}
 	got, err := rdb.Get(ctx, repository.StockKey(stale)).Int64()
 	if err != nil || got != 10 {
 		t.Errorf("stale voucher after the start: got redis stock %d (%v), want 10 rebuilt from the facts", got, err)
 	}
-	a, _ := waitDrained(t, a1.Handler, onSale, int64(len(seen.orderIDs)))
+	a, _ := waitDrained(t, a1.Handler, onSale, int64(len(sl.seen.orderIDs)))
 	checkInvariant5(t, rdb, onSale, a)
-	checkInvariants(t, db, onSale, seen)
+	checkInvariants(t, db, onSale, sl.seen)
 }
 
 func jsonString(raw []byte, dst *string) error { return json.Unmarshal(raw, dst) }
+
+// sale is a steady sale that runs until ended: workers goroutines, each
+// buying for new users one after another (pausing between purchases),
+// spread over the handlers round robin.
+type sale struct {
+	wg       sync.WaitGroup
+	stop     atomic.Bool
+	mu       sync.Mutex
+	byStatus map[int]int
+	seen     stormResult
+}
+
+// steadySale starts a sale of voucher vid.
+func steadySale(t *testing.T, handlers []http.Handler, vid int64, workers int, pause time.Duration) *sale {
+	t.Helper()
+	s := &sale{byStatus: map[int]int{}, seen: stormResult{byCode: map[string]int{}, orderIDs: map[int64]int64{}}}
+	base := randomBase()
+	tok := devTokens()
+	path := fmt.Sprintf("/voucher-order/seckill/%d", vid)
+	for w := 0; w < workers; w++ {
+		s.wg.Add(1)
+		go func(w int) {
+			defer s.wg.Done()
+			h := handlers[w%len(handlers)]
+			for i := 0; !s.stop.Load(); i++ {
+				user := base + int64(w*1_000_000+i)
+				token, _ := tok.Issue(user, "user")
+				r := call(t, h, http.MethodPost, path, token, nil)
+				s.mu.Lock()
+				s.byStatus[r.Status]++
+				if r.Status == http.StatusOK {
+					var id string
+					if err := jsonString(r.Body.Data, &id); err == nil {
+						var n int64
+						fmt.Sscan(id, &n) //nolint:errcheck // checked by the invariants after
+						s.seen.orderIDs[n] = user
+					}
+				}
+				s.mu.Unlock()
+				time.Sleep(pause)
+			}
+		}(w)
+	}
+	return s
+}
+
+// statuses returns a copy of the answers so far, by HTTP status.
+func (s *sale) statuses() map[int]int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return maps.Clone(s.byStatus)
+}
+
+// end stops the sale and waits for its workers.
+func (s *sale) end() {
+	s.stop.Store(true)
+	s.wg.Wait()
+}
 
 // privateBackends starts an in-process Redis (a miniredis, on wall-clock
 // TTLs) and a fresh database for one test, so that a process on them sees
