@@ -1,17 +1,13 @@
 package main
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
-	"io"
-	"log/slog"
 	"math/rand/v2"
 	"net/http"
 	"net/http/httptest"
 	"net/http/httputil"
 	"net/url"
-	"os"
 	"regexp"
 	"strconv"
 	"strings"
@@ -19,7 +15,6 @@ import (
 	"testing"
 	"time"
 
-	"seckill/config"
 	"seckill/internal/browsertest"
 )
 
@@ -34,34 +29,10 @@ import (
 // sold-out and a not-started voucher refused with their own messages, and
 // is sent to the login page on 401.
 func TestHeimaFrontend(t *testing.T) {
-	vars := map[string]string{
-		"SECKILL_HTTP_ADDR": "127.0.0.1:0", "SECKILL_API_STYLE": "heima",
-		// Login codes in answers and the public secret (the real backends
-		// default to production).
-		"SECKILL_ENV": "development",
-	}
-	dsn, redisAddr := os.Getenv("SECKILL_MYSQL_DSN"), os.Getenv("SECKILL_REDIS_ADDR")
-	switch {
-	case dsn != "" && redisAddr != "":
-		vars["SECKILL_MYSQL_DSN"], vars["SECKILL_REDIS_ADDR"] = dsn, redisAddr
-	case os.Getenv("CI") == "true":
-		t.Fatal("SECKILL_MYSQL_DSN and SECKILL_REDIS_ADDR must be set in CI")
-	default:
-		t.Log("SECKILL_MYSQL_DSN / SECKILL_REDIS_ADDR not set: embedded backends")
-		vars["SECKILL_DATA_DIR"] = t.TempDir()
-	}
 	b := browsertest.New(t) // skips here (fails in CI) without Chromium
-
-	cfg, err := config.Load(envOf(vars))
-	if err != nil {
-		t.Fatal(err)
-	}
-	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	a, err := newApp(context.Background(), cfg, log)
-	if err != nil {
-		t.Fatalf("newApp: %v", err)
-	}
-	t.Cleanup(func() { a.Close(log) })
+	// Over the real MariaDB and Redis when they are set, in development
+	// mode (login codes in answers), else on the embedded backends.
+	a := webTestApp(t, map[string]string{"SECKILL_API_STYLE": "heima"})
 	backend := httptest.NewServer(a.Handler)
 	t.Cleanup(backend.Close)
 
