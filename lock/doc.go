@@ -109,6 +109,13 @@
 //     TestMySQLCancelledWaiterLeavesNoGhost.
 //   - zookeeper: TestZookeeperWaitersFIFO, TestZookeeperGiveUpLeavesQueue,
 //     TestZookeeperSessionDeathFrees.
+//   - a Redis primary failover (TestFailoverTwoHolders, `make failover`):
+//     holder A is granted the lock while the replica applies nothing (CLIENT
+//     PAUSE WRITE), the primary is killed, Sentinel promotes the replica and
+//     holder B is granted the same key: two holders with simple, owner, lua
+//     and reentrant; one with lua and reentrant under WithWaitReplicas(1),
+//     with redsync and multi (one of three nodes lost and restarted empty),
+//     and with mysql and zookeeper (the lock is not in Redis).
 //
 // TestContract runs the shared contract (one winner among 120, mutual
 // exclusion under 120 waiters, a dead holder freed after its lease, ErrNotHeld,
