@@ -17,75 +17,23 @@ import (
 
 	"seckill/handler"
 	"seckill/live"
+	"seckill/live/livetest"
 	"seckill/model"
 )
-
-// memLive is a live.Store in memory, shared like Redis.
-type memLive struct {
-	mu        sync.Mutex
-	counts    map[int64]model.LiveCounts
-	instances map[string]model.LiveInstance
-}
-
-func newMemLive() *memLive {
-	return &memLive{counts: map[int64]model.LiveCounts{}, instances: map[string]model.LiveInstance{}}
-}
-
-func (m *memLive) Publish(_ context.Context, inst model.LiveInstance, deltas map[int64]model.LiveCounts) error {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	for id, d := range deltas {
-		if m.counts[id] == nil {
-			m.counts[id] = model.LiveCounts{}
-		}
-		for k, n := range d {
-			m.counts[id][k] += n
-		}
-	}
-	m.instances[inst.ID] = inst
-	return nil
-}
-
-func (m *memLive) Retire(_ context.Context, id string) error {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	delete(m.instances, id)
-	return nil
-}
-
-func (m *memLive) Instances(context.Context) ([]model.LiveInstance, error) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	var out []model.LiveInstance
-	for _, in := range m.instances {
-		out = append(out, in)
-	}
-	return out, nil
-}
-
-func (m *memLive) Counts(_ context.Context, id int64) (model.LiveCounts, error) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	out := model.LiveCounts{}
-	for k, n := range m.counts[id] {
-		out[k] = n
-	}
-	return out, nil
-}
 
 // liveEnv is an env with the live dashboard wired: a Recorder, a
 // Publisher (publishing every 10 ms until the test ends) and a Board over
 // the fake seckiller's audit.
 type liveEnv struct {
 	*env
-	store *memLive
+	store *livetest.Store
 	rec   *live.Recorder
 	pub   *live.Publisher
 }
 
 func newLiveEnv(t *testing.T, opts ...envOption) *liveEnv {
 	t.Helper()
-	le := &liveEnv{store: newMemLive(), rec: live.NewRecorder()}
+	le := &liveEnv{store: livetest.New(), rec: live.NewRecorder()}
 	le.pub = live.NewPublisher(le.rec, le.store, live.PublisherConfig{LockMode: "lua", OrderMode: "sync", Interval: 10 * time.Millisecond}, slog.New(slog.DiscardHandler))
 	var seck *fakeSeckiller
 	opts = append([]envOption{func(d *handler.Deps) {

@@ -10,85 +10,9 @@ import (
 	"testing"
 	"time"
 
+	"seckill/live/livetest"
 	"seckill/model"
 )
-
-// memStore is a Store in memory, shared by several Publishers like Redis.
-type memStore struct {
-	mu        sync.Mutex
-	counts    map[int64]model.LiveCounts
-	instances map[string]model.LiveInstance
-	publishes int
-	fail      error // Publish and the reads fail with it when set
-}
-
-func newMemStore() *memStore {
-	return &memStore{counts: map[int64]model.LiveCounts{}, instances: map[string]model.LiveInstance{}}
-}
-
-func (m *memStore) Publish(_ context.Context, inst model.LiveInstance, deltas map[int64]model.LiveCounts) error {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if m.fail != nil {
-		return m.fail
-	}
-	m.publishes++
-	for id, d := range deltas {
-		if m.counts[id] == nil {
-			m.counts[id] = model.LiveCounts{}
-		}
-		for k, n := range d {
-			m.counts[id][k] += n
-		}
-	}
-	m.instances[inst.ID] = inst
-	return nil
-}
-
-func (m *memStore) Retire(_ context.Context, id string) error {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	delete(m.instances, id)
-	return nil
-}
-
-func (m *memStore) Instances(context.Context) ([]model.LiveInstance, error) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if m.fail != nil {
-		return nil, m.fail
-	}
-	var out []model.LiveInstance
-	for _, in := range m.instances {
-		out = append(out, in)
-	}
-	return out, nil
-}
-
-func (m *memStore) Counts(_ context.Context, id int64) (model.LiveCounts, error) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if m.fail != nil {
-		return nil, m.fail
-	}
-	out := model.LiveCounts{}
-	for k, n := range m.counts[id] {
-		out[k] = n
-	}
-	return out, nil
-}
-
-func (m *memStore) count(id int64, field string) int64 {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	return m.counts[id][field]
-}
-
-func (m *memStore) setFail(err error) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	m.fail = err
-}
 
 // clock is a settable clock safe for concurrent use.
 type clock struct {
@@ -115,7 +39,7 @@ func discard() *slog.Logger { return slog.New(slog.DiscardHandler) }
 // TestPublisherDeltas: a publication adds what was observed since the last
 // one, by code, duplicate kind and latency bucket; nothing twice.
 func TestPublisherDeltas(t *testing.T) {
-	rec, st, clk := NewRecorder(), newMemStore(), newClock()
+	rec, st, clk := NewRecorder(), livetest.New(), newClock()
 	p := NewPublisher(rec, st, PublisherConfig{LockMode: "lua", OrderMode: "sync", Now: clk.now}, discard())
 	ctx := context.Background()
 	rec.Observe(7, "OK", DupNone, 100*time.Microsecond)
@@ -140,7 +64,7 @@ func TestPublisherDeltas(t *testing.T) {
 		{8, "code:SOLD_OUT", 1}, {8, "lat:2", 1},
 	}
 	for _, tt := range tests {
-		if got := st.count(tt.voucher, tt.field); got != tt.want {
+		if got := st.Count(tt.voucher, tt.field); got != tt.want {
 			t.Errorf("voucher %d %s: got %d, want %d", tt.voucher, tt.field, got, tt.want)
 		}
 	}
@@ -148,26 +72,26 @@ func TestPublisherDeltas(t *testing.T) {
 	if len(insts) != 1 || insts[0].Requests != 6 || insts[0].LockMode != "lua" || insts[0].OrderMode != "sync" || insts[0].ID != p.ID() {
 		t.Errorf("instance: got %+v, want one, lua/sync, 6 requests", insts)
 	}
-	if st.publishes != 3 {
-		t.Errorf("publications: got %d, want 3 (a heartbeat even with nothing new)", st.publishes)
+	if st.Publishes() != 3 {
+		t.Errorf("publications: got %d, want 3 (a heartbeat even with nothing new)", st.Publishes())
 	}
 }
 
 // TestPublisherRetries: counts of a failed publication are added by the
 // next one that succeeds, once.
 func TestPublisherRetries(t *testing.T) {
-	rec, st, clk := NewRecorder(), newMemStore(), newClock()
+	rec, st, clk := NewRecorder(), livetest.New(), newClock()
 	p := NewPublisher(rec, st, PublisherConfig{Now: clk.now}, discard())
 	ctx := context.Background()
 	rec.Observe(1, "OK", DupNone, time.Millisecond)
-	st.setFail(errors.New("redis down"))
+	st.SetFail(errors.New("redis down"))
 	p.Flush(ctx)
 	rec.Observe(1, "OK", DupNone, time.Millisecond)
 	p.Flush(ctx)
-	st.setFail(nil)
+	st.SetFail(nil)
 	p.Flush(ctx)
 	p.Flush(ctx)
-	if got := st.count(1, "code:OK"); got != 2 {
+	if got := st.Count(1, "code:OK"); got != 2 {
 		t.Errorf("OK after two failed publications and two good ones: got %d, want 2", got)
 	}
 }
@@ -176,7 +100,7 @@ func TestPublisherRetries(t *testing.T) {
 // Recorder (its place is free again); an answer counted on it meanwhile is
 // published once more; the instance's total keeps its answers.
 func TestPublisherForgetsIdleVouchers(t *testing.T) {
-	rec, st, clk := NewRecorder(), newMemStore(), newClock()
+	rec, st, clk := NewRecorder(), livetest.New(), newClock()
 	p := NewPublisher(rec, st, PublisherConfig{Now: clk.now}, discard())
 	ctx := context.Background()
 	rec.Observe(1, "OK", DupNone, time.Millisecond)
@@ -191,10 +115,10 @@ func TestPublisherForgetsIdleVouchers(t *testing.T) {
 	rec.Observe(1, "OK", DupNone, time.Millisecond)
 	p.Flush(ctx)
 	p.Flush(ctx)
-	if got := st.count(1, "code:OK"); got != 2 {
+	if got := st.Count(1, "code:OK"); got != 2 {
 		t.Errorf("OK: got %d, want 2", got)
 	}
-	if got := st.count(1, "code:SOLD_OUT"); got != 1 {
+	if got := st.Count(1, "code:SOLD_OUT"); got != 1 {
 		t.Errorf("SOLD_OUT counted on the dropped counters: got %d, want 1", got)
 	}
 	insts, _ := st.Instances(ctx)
@@ -221,7 +145,7 @@ func TestRecorderBounded(t *testing.T) {
 // TestConcurrentObserveAndPublish: answers counted by many goroutines while
 // two instances publish all reach the shared counters, exactly.
 func TestConcurrentObserveAndPublish(t *testing.T) {
-	st := newMemStore()
+	st := livetest.New()
 	ctx, cancel := context.WithCancel(context.Background())
 	var pubs sync.WaitGroup
 	var recs []*Recorder
@@ -252,7 +176,7 @@ func TestConcurrentObserveAndPublish(t *testing.T) {
 	var total int64
 	for id := int64(1); id <= 3; id++ {
 		for _, c := range Codes {
-			total += st.count(id, codePrefix+c)
+			total += st.Count(id, codePrefix+c)
 		}
 	}
 	if total != 8000 {
@@ -297,7 +221,7 @@ func (s *stubAudit) set(a *model.Audit, err error) {
 // quantiles from the shared counters; instances alive within InstanceTTL
 // with their own rates and their modes.
 func TestViewRates(t *testing.T) {
-	st, clk := newMemStore(), newClock()
+	st, clk := livetest.New(), newClock()
 	au := &stubAudit{a: &model.Audit{VoucherID: 5, InitialStock: 10, Stock: 10, Consistent: true}}
 	b := NewBoard(st, au.audit, clk.now)
 	ctx := context.Background()
@@ -370,7 +294,7 @@ func TestViewRates(t *testing.T) {
 	}
 
 	// Redis unavailable: the last counters, an error, no rates.
-	st.setFail(fmt.Errorf("%w: dial", model.ErrUnavailable))
+	st.SetFail(fmt.Errorf("%w: dial", model.ErrUnavailable))
 	s = v.Next(ctx)
 	if s.Error == "" || s.Answers["OK"] != 110 || s.RequestsPerSecond != nil {
 		t.Errorf("with Redis down: got error %q, OK %d, rate %v; want an error, the last 110 OK, no rate", s.Error, s.Answers["OK"], s.RequestsPerSecond)
@@ -381,7 +305,7 @@ func TestViewRates(t *testing.T) {
 // starts; later audits run beside the snapshots (a slow one delays none),
 // at most once a second, and a failed one keeps the audit before it.
 func TestViewAudits(t *testing.T) {
-	st, clk := newMemStore(), newClock()
+	st, clk := livetest.New(), newClock()
 	au := &stubAudit{err: model.ErrVoucherNotFound}
 	b := NewBoard(st, au.audit, clk.now)
 	ctx := context.Background()
@@ -458,7 +382,7 @@ func TestViewAudits(t *testing.T) {
 // instances' lists, newest voucher first, and leaves out instances gone
 // silent.
 func TestActiveVouchers(t *testing.T) {
-	st, clk := newMemStore(), newClock()
+	st, clk := livetest.New(), newClock()
 	ctx := context.Background()
 	recA, recB := NewRecorder(), NewRecorder()
 	pa := NewPublisher(recA, st, PublisherConfig{Now: clk.now}, discard())
@@ -502,7 +426,7 @@ func TestActiveVouchers(t *testing.T) {
 // instances serving the voucher; another deployment's instance on the
 // same Redis is listed, not serving, and its modes are left out.
 func TestViewModesOfServingInstances(t *testing.T) {
-	st, clk := newMemStore(), newClock()
+	st, clk := livetest.New(), newClock()
 	ctx := context.Background()
 	for _, in := range []model.LiveInstance{
 		{ID: "a", LockMode: "lua", OrderMode: "sync", Seen: clk.now(), Vouchers: []int64{9, 5}},
@@ -540,7 +464,7 @@ func TestViewModesOfServingInstances(t *testing.T) {
 // old: one a scheduling delay short of it counts, so a burst that ended
 // two snapshots ago no longer shows.
 func TestViewWindowSlack(t *testing.T) {
-	st, clk := newMemStore(), newClock()
+	st, clk := livetest.New(), newClock()
 	ctx := context.Background()
 	b := NewBoard(st, (&stubAudit{a: &model.Audit{VoucherID: 5}}).audit, clk.now)
 	v := b.View(5)
