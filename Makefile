@@ -26,8 +26,11 @@ fmt:
 	gofmt -w $$(git ls-files '*.go')
 
 # ---- fuzz tests: each target for FUZZTIME (-fuzz takes one target at a
-# time). The seeds alone run in `make test`. A failing input is written to
-# the package's testdata/fuzz/<Target>/ and replayed by `go test` from then on.
+# time): a duration (10s) or a count of inputs (20000x; CI uses a count,
+# since a duration can end in a spurious "context deadline exceeded" on a
+# loaded machine). The seeds alone run in `make test`. A failing input is
+# written to the package's testdata/fuzz/<Target>/ and replayed by `go test`
+# from then on.
 FUZZTIME ?= 10s
 FUZZFLAGS ?=
 .PHONY: fuzz
