@@ -14,6 +14,16 @@ run:
 test: vet
 	$(GO) test -race -count=1 -timeout 15m ./...
 
+# The async integration tests of the root package again, on the Redis
+# Cluster of .ci/services.sh (SECKILL_TEST_CLUSTER_ADDRS, exported by
+# .ci/env.sh) instead of SECKILL_REDIS_ADDR: the apps they start get
+# SECKILL_REDIS_CLUSTER_ADDRS. (The repository's stream and slot tests run
+# on the cluster in `make test` already.)
+CLUSTER_TESTS ?= ^(TestAsyncConcurrentSeckill|TestAsyncPoisonMessage|TestAsyncCrashRecovery|TestAsyncBuckets|TestCluster.*)$$
+.PHONY: test-cluster
+test-cluster:
+	SECKILL_TEST_ON_CLUSTER=1 $(GO) test -race -count=1 -timeout 10m -run '$(CLUSTER_TESTS)' .
+
 # Unit tests only: integration tests skip without the env.
 test-short:
 	env -u SECKILL_MYSQL_DSN -u SECKILL_REDIS_ADDR -u SECKILL_REDLOCK_ADDRS -u SECKILL_ZK_ADDRS $(GO) test -count=1 ./...

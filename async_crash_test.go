@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"maps"
 	"net"
 	"net/http"
 	"net/http/httputil"
@@ -132,16 +133,17 @@ func voucherPending(t *testing.T, rdb redis.UniversalClient, vid int64) int {
 // order written exactly once and all invariants holding; then the second
 // instance stops gracefully on SIGTERM.
 func TestAsyncCrashRecovery(t *testing.T) {
-	dsn, redisAddr := integrationEnv(t)
+	dsn, _ := integrationEnv(t)
 	bin := buildBinary(t)
-	rdb := testRedis(t, redisAddr)
+	rdb := sharedRedis(t)
 	db := openTestDB(t)
 	ctx := context.Background()
 	env := map[string]string{
-		"SECKILL_MYSQL_DSN": dsn, "SECKILL_REDIS_ADDR": redisAddr,
+		"SECKILL_MYSQL_DSN":  dsn,
 		"SECKILL_ORDER_MODE": "async", "SECKILL_LOCK_MODE": "lua",
 		"SECKILL_ENV": "development", // real backends default to production
 	}
+	maps.Copy(env, redisVars(t))
 	envA := map[string]string{"SECKILL_DEV_CONSUMER_DELAY": "1h"}
 	for k, v := range env {
 		envA[k] = v
@@ -162,7 +164,7 @@ func TestAsyncCrashRecovery(t *testing.T) {
 	prefix := host + "-" + strconv.Itoa(a.cmd.Process.Pid) + "-"
 	var held int64
 	for deadline := time.Now().Add(15 * time.Second); held == 0; {
-		p, err := rdb.XPending(ctx, repository.StreamKey, repository.GroupName).Result()
+		p, err := rdb.XPending(ctx, repository.StreamKey(repository.VoucherShard(vid)), repository.GroupName).Result()
 		if err != nil {
 			t.Fatal(err)
 		}

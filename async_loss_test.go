@@ -130,7 +130,7 @@ func TestAsyncRebuildDuringSale(t *testing.T) {
 	// A steady sale that outlasts the rebuild.
 	sl := steadySale(t, []http.Handler{a1.Handler, a2.Handler}, vid, 4, 25*time.Millisecond)
 	time.Sleep(time.Second) // the sale is under way
-	if err := rdb.Set(context.Background(), repository.EpochKey, "another-deployment", 0).Err(); err != nil {
+	if err := rdb.Set(context.Background(), repository.EpochKey(repository.VoucherShard(vid)), "another-deployment", 0).Err(); err != nil {
 		t.Fatal(err)
 	}
 	// Wait for the sale to resume after the rebuild (or the stock to run

@@ -26,7 +26,6 @@ import (
 // five invariants hold.
 func TestAsyncConcurrentSeckill(t *testing.T) {
 	a := asyncApp(t, map[string]string{"SECKILL_CONSUMERS": "2"})
-	_, redisAddr := integrationEnv(t)
 	db := openTestDB(t)
 	const users, dup, stock = 250, 4, 100
 	vid := publishVoucher(t, a.Handler, stock)
@@ -42,7 +41,7 @@ func TestAsyncConcurrentSeckill(t *testing.T) {
 	if orders != stock {
 		t.Errorf("got %d orders, want %d", orders, stock)
 	}
-	checkInvariant5(t, testRedis(t, redisAddr), vid, au)
+	checkInvariant5(t, sharedRedis(t), vid, au)
 	if !au.Consistent || au.Oversold || au.DupRejs != 0 {
 		t.Errorf("audit: got %+v, want consistent, not oversold, no duplicate rejections", au)
 	}
@@ -79,8 +78,7 @@ func TestAsyncConcurrentSeckill(t *testing.T) {
 // too.
 func TestAsyncPoisonMessage(t *testing.T) {
 	a := asyncApp(t, nil)
-	_, redisAddr := integrationEnv(t)
-	rdb := testRedis(t, redisAddr)
+	rdb := sharedRedis(t)
 	ctx := context.Background()
 	const stock = 5
 	vid := publishVoucher(t, a.Handler, stock)
@@ -97,7 +95,7 @@ func TestAsyncPoisonMessage(t *testing.T) {
 		}
 		// The script itself, so that the test does not race the
 		// consumers' view of the HTTP path.
-		if err := repository.NewAdmission(rdb).Admit(ctx, orderID, u, vid, time.Now()); err != nil {
+		if err := repository.NewAdmission(rdb).Admit(ctx, orderID, u, vid, 1, time.Now()); err != nil {
 			t.Fatalf("admit user %d: %v", u, err)
 		}
 		owners[orderID] = u
@@ -133,7 +131,8 @@ func TestAsyncPoisonMessage(t *testing.T) {
 	// on the same Redis may be the one that handled the entry.)
 
 	// An entry nobody can parse.
-	id, err := rdb.XAdd(ctx, &redis.XAddArgs{Stream: repository.StreamKey, Values: []any{"orderId", "x", "note", "poison"}}).Result()
+	poison := repository.StreamKey(repository.VoucherShard(vid))
+	id, err := rdb.XAdd(ctx, &redis.XAddArgs{Stream: poison, Values: []any{"orderId", "x", "note", "poison"}}).Result()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -146,22 +145,24 @@ func TestAsyncPoisonMessage(t *testing.T) {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
-	if left, err := rdb.XRange(ctx, repository.StreamKey, id, id).Result(); err != nil || len(left) != 0 {
+	if left, err := rdb.XRange(ctx, poison, id, id).Result(); err != nil || len(left) != 0 {
 		t.Errorf("malformed entry %s: got %v (%v) left in the stream, want it gone", id, left, err)
 	}
 }
 
-// findDeadLetter returns the fields of the newest dead letter whose field
-// equals value (nil when none among the last 1000).
+// findDeadLetter returns the fields of the newest dead letter of any shard
+// whose field equals value (nil when none among each shard's last 1000).
 func findDeadLetter(t *testing.T, rdb redis.UniversalClient, field, value string) map[string]any {
 	t.Helper()
-	msgs, err := rdb.XRevRangeN(context.Background(), repository.DeadLetterKey, "+", "-", 1000).Result()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, m := range msgs {
-		if fmt.Sprint(m.Values[field]) == value {
-			return m.Values
+	for i := range repository.Shards {
+		msgs, err := rdb.XRevRangeN(context.Background(), repository.DeadLetterKey(i), "+", "-", 1000).Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range msgs {
+			if fmt.Sprint(m.Values[field]) == value {
+				return m.Values
+			}
 		}
 	}
 	return nil

@@ -17,7 +17,7 @@ import (
 // deps are the opened database and Redis clients of a serving process.
 type deps struct {
 	DB            *repository.DB
-	Redis         *redis.Client
+	Redis         redis.UniversalClient
 	Nodes         []redis.UniversalClient // independent Redlock nodes
 	EmbeddedRedis bool
 	mini          *miniredis.Miniredis
@@ -41,7 +41,15 @@ func openDeps(ctx context.Context, cfg config.Config, log *slog.Logger) (*deps, 
 	}
 	d.DB = db
 	var target string // the variable and what it names, for a start-up error
-	if cfg.Sentinel() {
+	switch {
+	case cfg.Cluster():
+		// go-redis's cluster client: it learns the slots from the seed
+		// nodes and sends each command to the master of its key's slot.
+		// Every script and MULTI of this service names the keys of one
+		// slot (repository/keys.go).
+		d.Redis = repository.NewClusterRedisClient(cfg.RedisClusterAddrs)
+		target = "SECKILL_REDIS_CLUSTER_ADDRS: " + strings.Join(cfg.RedisClusterAddrs, ",")
+	case cfg.Sentinel():
 		// go-redis's failover client: the master found through the
 		// Sentinels and followed across failovers. It is a *redis.Client
 		// like the plain one, so every user of d.Redis (locks, ID worker,
@@ -49,7 +57,7 @@ func openDeps(ctx context.Context, cfg config.Config, log *slog.Logger) (*deps, 
 		d.Redis = repository.NewSentinelRedisClient(cfg.RedisMaster, cfg.RedisSentinelAddrs)
 		target = fmt.Sprintf("SECKILL_REDIS_SENTINEL_ADDRS: master %q through the Sentinels %s",
 			cfg.RedisMaster, strings.Join(cfg.RedisSentinelAddrs, ","))
-	} else {
+	default:
 		addr := cfg.RedisAddr
 		if addr == "" {
 			d.mini = miniredis.NewMiniRedis()

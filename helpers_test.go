@@ -12,11 +12,13 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"math/rand/v2"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -79,12 +81,23 @@ func testApp(t *testing.T, env map[string]string) *app {
 // the test fails.
 func asyncApp(t *testing.T, env map[string]string) *app {
 	t.Helper()
-	dsn, redisAddr := integrationEnv(t)
+	a, err := startAsyncApp(t, env)
+	if err != nil {
+		t.Fatalf("newApp: %v", err)
+	}
+	return a
+}
+
+// startAsyncApp is asyncApp returning the start-up error.
+func startAsyncApp(t *testing.T, env map[string]string) (*app, error) {
+	t.Helper()
+	dsn, _ := integrationEnv(t)
 	vars := map[string]string{
-		"SECKILL_MYSQL_DSN": dsn, "SECKILL_REDIS_ADDR": redisAddr, "SECKILL_HTTP_ADDR": "127.0.0.1:0",
+		"SECKILL_MYSQL_DSN": dsn, "SECKILL_HTTP_ADDR": "127.0.0.1:0",
 		"SECKILL_ORDER_MODE": "async", "SECKILL_LOCK_MODE": "lua",
 		"SECKILL_ENV": "development", // real backends default to production
 	}
+	maps.Copy(vars, redisVars(t))
 	for k, v := range env {
 		vars[k] = v
 	}
@@ -96,7 +109,7 @@ func asyncApp(t *testing.T, env map[string]string) *app {
 	log := slog.New(slog.NewTextHandler(buf, &slog.HandlerOptions{Level: slog.LevelInfo}))
 	a, err := newApp(context.Background(), cfg, log)
 	if err != nil {
-		t.Fatalf("newApp: %v", err)
+		return nil, err
 	}
 	t.Cleanup(func() {
 		a.Close(log)
@@ -104,7 +117,7 @@ func asyncApp(t *testing.T, env map[string]string) *app {
 			t.Logf("app log (last 8 KiB):\n%s", tail(buf.Bytes(), 8192))
 		}
 	})
-	return a
+	return a, nil
 }
 
 // syncBuffer is a bytes.Buffer safe for concurrent writers.
@@ -134,6 +147,41 @@ func tail(b []byte, n int) []byte {
 
 func envOf(vars map[string]string) func(string) string {
 	return func(k string) string { return vars[k] }
+}
+
+// onCluster reports whether the shared-Redis integration tests run on the
+// Redis Cluster of SECKILL_TEST_CLUSTER_ADDRS (SECKILL_TEST_ON_CLUSTER=1:
+// `make test-cluster`) instead of the Redis of SECKILL_REDIS_ADDR.
+func onCluster() bool { return os.Getenv("SECKILL_TEST_ON_CLUSTER") == "1" }
+
+// redisVars are the Redis settings of an app on the shared Redis: the one
+// of SECKILL_REDIS_ADDR, or the cluster (onCluster).
+func redisVars(t testing.TB) map[string]string {
+	t.Helper()
+	_, redisAddr := integrationEnv(t)
+	if !onCluster() {
+		return map[string]string{"SECKILL_REDIS_ADDR": redisAddr}
+	}
+	addrs := os.Getenv("SECKILL_TEST_CLUSTER_ADDRS")
+	if addrs == "" {
+		t.Fatal("SECKILL_TEST_ON_CLUSTER=1 needs SECKILL_TEST_CLUSTER_ADDRS (.ci/env.sh)")
+	}
+	return map[string]string{"SECKILL_REDIS_ADDR": "", "SECKILL_REDIS_CLUSTER_ADDRS": addrs}
+}
+
+// sharedRedis is a client of the Redis the apps of redisVars use, closed
+// when the test ends.
+func sharedRedis(t testing.TB) redis.UniversalClient {
+	t.Helper()
+	v := redisVars(t)
+	if addrs := v["SECKILL_REDIS_CLUSTER_ADDRS"]; addrs != "" {
+		c := repository.NewClusterRedisClient(strings.Split(addrs, ","))
+		t.Cleanup(func() { c.Close() })
+		return c
+	}
+	c := repository.NewRedisClient(v["SECKILL_REDIS_ADDR"])
+	t.Cleanup(func() { c.Close() })
+	return c
 }
 
 func testRedis(t *testing.T, addr string) *redis.Client {
@@ -192,15 +240,24 @@ func devTokens() *auth.Tokens { return auth.NewTokens(config.DevJWTSecret, time.
 
 func publishVoucher(t testing.TB, h http.Handler, stock int) int64 {
 	t.Helper()
+	return publishVoucherWith(t, h, stock, nil)
+}
+
+// publishVoucherWith is publishVoucher with more fields of the request
+// (e.g. stockBuckets).
+func publishVoucherWith(t testing.TB, h http.Handler, stock int, more map[string]any) int64 {
+	t.Helper()
 	admin, err := devTokens().Issue(1, "admin")
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := call(t, h, http.MethodPost, "/voucher/seckill", admin, map[string]any{
+	body := map[string]any{
 		"shopId": createShop(t, h), "title": "e2e", "payValue": 100, "actualValue": 200, "type": 1, "stock": stock,
 		"beginTime": time.Now().Add(-time.Minute).Format(time.RFC3339),
 		"endTime":   time.Now().Add(time.Hour).Format(time.RFC3339),
-	})
+	}
+	maps.Copy(body, more)
+	r := call(t, h, http.MethodPost, "/voucher/seckill", admin, body)
 	if r.Status != http.StatusOK {
 		t.Fatalf("publish: got status %d code %s, want 200", r.Status, r.Body.Code)
 	}

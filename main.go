@@ -180,6 +180,7 @@ func newApp(ctx context.Context, cfg config.Config, log *slog.Logger) (_ *app, e
 	orders := repository.NewOrders(d.DB)
 	shops := repository.NewShops(d.DB)
 	voucherSvc := service.NewVouchers(vouchers, shops, time.Now)
+	voucherSvc.SetDefaultStockBuckets(cfg.StockBuckets)
 	shopSvc := service.NewShops(shops, time.Now)
 	var seckill handler.Seckiller
 	if cfg.OrderMode == "async" {
@@ -188,6 +189,17 @@ func newApp(ctx context.Context, cfg config.Config, log *slog.Logger) (_ *app, e
 			return nil, err
 		}
 		voucherSvc.OnPublished(as.Published)
+		// Orders admitted under the key layout before the shards are in
+		// stream.orders, which nothing here reads: the previous version
+		// must write them first (docs/operations.md, "Upgrading the key
+		// layout"); then the reconciliation below rebuilds every live
+		// voucher from the database's facts into the shards.
+		if n, err := repository.NewOrderStream(d.Redis).LegacyEntries(ctx); err != nil {
+			return nil, fmt.Errorf("async start-up: reading %s: %w", repository.LegacyStreamKey, err)
+		} else if n > 0 {
+			return nil, fmt.Errorf("async start-up: %s holds %d orders admitted by a version before the sharded key layout; let that version's consumers write them (until XLEN %s is 0), then start this one (docs/operations.md, \"Upgrading the key layout\")",
+				repository.LegacyStreamKey, n, repository.LegacyStreamKey)
+		}
 		if err := as.Reconcile(ctx); err != nil {
 			return nil, fmt.Errorf("async start-up reconciliation: %w", err)
 		}

@@ -170,7 +170,7 @@ func (s *sentinels) waitHealthy(t *testing.T, within time.Duration) string {
 
 // serverAddr returns the address (127.0.0.1:tcp_port) and role of the Redis
 // that rdb talks to.
-func serverAddr(ctx context.Context, rdb *redis.Client) (addr, role string, err error) {
+func serverAddr(ctx context.Context, rdb redis.UniversalClient) (addr, role string, err error) {
 	info, err := rdb.Info(ctx, "server", "replication").Result()
 	if err != nil {
 		return "", "", err
@@ -189,7 +189,7 @@ func serverAddr(ctx context.Context, rdb *redis.Client) (addr, role string, err 
 }
 
 // waitTalksTo polls until rdb's commands reach want, answering as master.
-func waitTalksTo(t *testing.T, name string, rdb *redis.Client, want string, within time.Duration) {
+func waitTalksTo(t *testing.T, name string, rdb redis.UniversalClient, want string, within time.Duration) {
 	t.Helper()
 	deadline := time.Now().Add(within)
 	var got, role string

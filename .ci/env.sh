@@ -13,3 +13,7 @@ export SECKILL_ZK_ADDRS="${SECKILL_ZK_ADDRS:-127.0.0.1:2181}"
 # would be a start-up error); the test sets it for the app it starts.
 export SECKILL_TEST_SENTINEL_ADDRS="${SECKILL_TEST_SENTINEL_ADDRS:-127.0.0.1:26390,127.0.0.1:26391,127.0.0.1:26392}"
 export SECKILL_TEST_SENTINEL_MASTER="${SECKILL_TEST_SENTINEL_MASTER:-seckill}"
+# The Redis Cluster of .ci/services.sh, for the tests that run on it too:
+# SECKILL_REDIS_CLUSTER_ADDRS itself stays unset (with SECKILL_REDIS_ADDR
+# it would be a start-up error); tests set it for the apps they start.
+export SECKILL_TEST_CLUSTER_ADDRS="${SECKILL_TEST_CLUSTER_ADDRS:-127.0.0.1:7001,127.0.0.1:7002,127.0.0.1:7003}"

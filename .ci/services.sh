@@ -13,6 +13,10 @@
 #              down-after-milliseconds 1000, failover-timeout 5000), each
 #              with its own config file under $SECKILL_CI_STATE/sentinel-PORT/
 #              (Sentinel rewrites it)
+#   Cluster    a Redis Cluster: masters 127.0.0.1:7001, 7002, 7003 (slots in
+#              three ranges), replicas 7004, 7005, 7006 (one per master),
+#              cluster-node-timeout 2000, no persistence; state under
+#              $SECKILL_CI_STATE/cluster-PORT/
 #   ZooKeeper  127.0.0.1:2181 (standalone, 4lw srvr/ruok/stat/mntr)
 #   Chromium   installed only (Debian's chromium, with fonts-wqy-microhei for
 #              Chinese text in screenshots); the browser tests start it
@@ -256,6 +260,61 @@ seckill_services_main() (
 	done
 	sentinels_agree || die "the Sentinels do not agree on a primary with a replica after 30s; see $logdir/sentinel-*.log"
 	log "Sentinel ready: master $sentinel_master at 127.0.0.1:$(sentinel_master_port "${sentinel_ports[0]}"), Sentinels on ${sentinel_ports[*]}"
+
+	# ---------------------------------------------------------------- Redis Cluster
+	# Three masters (7001-7003) with a replica each (7004-7006), slots in
+	# three ranges (redis-cli --cluster create). Nodes keep nodes.conf in
+	# their state dir and rejoin after a restart; a cluster that does not
+	# reach state ok is reset and created anew (the data is test data).
+	local cluster_ports=(7001 7002 7003 7004 7005 7006)
+	cluster_ok() {
+		local p
+		for p in "${cluster_ports[@]}"; do
+			redis-cli -h 127.0.0.1 -p "$p" cluster info 2>/dev/null | tr -d '\r' | grep -qx 'cluster_state:ok' || return 1
+		done
+		[[ "$(redis-cli -h 127.0.0.1 -p 7001 cluster nodes 2>/dev/null | grep -c master)" == 3 ]]
+	}
+	for p in "${cluster_ports[@]}"; do
+		if redis_answers "$p"; then
+			continue
+		fi
+		tcp_open "$p" && die "port $p is taken by something that is not Redis"
+		local cdir="$state/cluster-$p"
+		mkdir -p "$cdir"
+		log "starting Redis Cluster node on 127.0.0.1:$p (log: $logdir/cluster-$p.log)"
+		setsid redis-server --bind 127.0.0.1 --port "$p" --protected-mode no \
+			--cluster-enabled yes --cluster-config-file "$cdir/nodes.conf" --cluster-node-timeout 2000 \
+			--dir "$cdir" --save '' --appendonly no \
+			--daemonize yes --pidfile "$cdir/redis.pid" \
+			--logfile "$logdir/cluster-$p.log" </dev/null >/dev/null 2>&1
+		local i
+		for ((i = 0; i < 60; i++)); do
+			redis_answers "$p" && break
+			sleep 0.25
+		done
+		redis_answers "$p" || die "Redis Cluster node on $p did not come up; see $logdir/cluster-$p.log"
+	done
+	for ((i = 0; i < 40; i++)); do
+		cluster_ok && break
+		sleep 0.25
+	done
+	if ! cluster_ok; then
+		log "creating the Redis Cluster on ${cluster_ports[*]} (3 masters, 1 replica each)"
+		for p in "${cluster_ports[@]}"; do
+			redis-cli -h 127.0.0.1 -p "$p" flushall >/dev/null 2>&1 || true
+			redis-cli -h 127.0.0.1 -p "$p" cluster reset hard >/dev/null
+		done
+		local nodes=()
+		for p in "${cluster_ports[@]}"; do nodes+=("127.0.0.1:$p"); done
+		redis-cli --cluster create "${nodes[@]}" --cluster-replicas 1 --cluster-yes >"$logdir/cluster-create.log" 2>&1 ||
+			die "redis-cli --cluster create failed; see $logdir/cluster-create.log"
+		for ((i = 0; i < 120; i++)); do
+			cluster_ok && break
+			sleep 0.25
+		done
+		cluster_ok || die "the Redis Cluster did not reach state ok after 30s; see $logdir/cluster-*.log"
+	fi
+	log "Redis Cluster ready: masters and replicas on ${cluster_ports[*]}"
 
 	# ---------------------------------------------------------------- ZooKeeper
 	# zk_srvr prints the reply to the srvr four-letter word (empty when down).

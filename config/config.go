@@ -34,6 +34,8 @@ type Config struct {
 	RedisAddr          string        // SECKILL_REDIS_ADDR, empty = embedded Redis (unless Sentinel)
 	RedisSentinelAddrs []string      // SECKILL_REDIS_SENTINEL_ADDRS: Sentinels to ask for the master, instead of SECKILL_REDIS_ADDR
 	RedisMaster        string        // SECKILL_REDIS_MASTER: the master's name at the Sentinels
+	RedisClusterAddrs  []string      // SECKILL_REDIS_CLUSTER_ADDRS: seed nodes of a Redis Cluster, instead of SECKILL_REDIS_ADDR
+	StockBuckets       int           // SECKILL_STOCK_BUCKETS, buckets of a voucher published without stockBuckets (async mode), 1 to 16, default 1
 	LockMode           string        // SECKILL_LOCK_MODE, default "lua"
 	LockTTL            time.Duration // SECKILL_LOCK_TTL, lease of the per-user lock, default 10s
 	LockWaitReplicas   int           // SECKILL_LOCK_WAIT_REPLICAS, replicas that must acknowledge each grant (lua, reentrant), default 0 = off
@@ -146,9 +148,15 @@ func DefaultEnv(mysqlDSN, redisAddr string) string {
 }
 
 // RealRedis reports whether a real Redis is configured, plain
-// (SECKILL_REDIS_ADDR) or Sentinel-managed (SECKILL_REDIS_SENTINEL_ADDRS);
-// otherwise the process runs an embedded one.
-func (c *Config) RealRedis() bool { return c.RedisAddr != "" || len(c.RedisSentinelAddrs) > 0 }
+// (SECKILL_REDIS_ADDR), Sentinel-managed (SECKILL_REDIS_SENTINEL_ADDRS) or
+// a cluster (SECKILL_REDIS_CLUSTER_ADDRS); otherwise the process runs an
+// embedded one.
+func (c *Config) RealRedis() bool {
+	return c.RedisAddr != "" || len(c.RedisSentinelAddrs) > 0 || c.Cluster()
+}
+
+// Cluster reports whether Redis is a Redis Cluster.
+func (c *Config) Cluster() bool { return len(c.RedisClusterAddrs) > 0 }
 
 // Sentinel reports whether Redis is Sentinel-managed.
 func (c *Config) Sentinel() bool { return len(c.RedisSentinelAddrs) > 0 }
@@ -184,6 +192,15 @@ func Load(getenv func(string) string) (Config, error) {
 	str("SECKILL_REDIS_ADDR", &c.RedisAddr)
 	c.RedisSentinelAddrs = list(getenv("SECKILL_REDIS_SENTINEL_ADDRS"))
 	str("SECKILL_REDIS_MASTER", &c.RedisMaster)
+	c.RedisClusterAddrs = list(getenv("SECKILL_REDIS_CLUSTER_ADDRS"))
+	if v := strings.TrimSpace(getenv("SECKILL_STOCK_BUCKETS")); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || n > 16 {
+			errs = append(errs, fmt.Errorf("SECKILL_STOCK_BUCKETS: %q is not a number from 1 to 16", v))
+		} else {
+			c.StockBuckets = n
+		}
+	}
 	str("SECKILL_LOCK_MODE", &c.LockMode)
 	str("SECKILL_ORDER_MODE", &c.OrderMode)
 	str("SECKILL_JWT_SECRET", &c.JWTSecret)
@@ -191,6 +208,9 @@ func Load(getenv func(string) string) (Config, error) {
 	redis := c.RedisAddr
 	if c.Sentinel() {
 		redis = strings.Join(c.RedisSentinelAddrs, ",")
+	}
+	if c.Cluster() {
+		redis = strings.Join(c.RedisClusterAddrs, ",")
 	}
 	c.Env = DefaultEnv(c.MySQLDSN, redis)
 	str("SECKILL_ENV", &c.Env)
@@ -256,6 +276,14 @@ func (c *Config) Validate() error {
 	if c.RedisAddr != "" && c.Sentinel() {
 		errs = append(errs, errors.New("SECKILL_REDIS_SENTINEL_ADDRS: set together with SECKILL_REDIS_ADDR; set only one of them (Sentinel-managed or a single Redis)"))
 	}
+	if c.Cluster() && (c.RedisAddr != "" || c.Sentinel()) {
+		errs = append(errs, errors.New("SECKILL_REDIS_CLUSTER_ADDRS: set together with SECKILL_REDIS_ADDR or SECKILL_REDIS_SENTINEL_ADDRS; set only one of the three (a single Redis, Sentinel-managed, or a Redis Cluster)"))
+	}
+	for _, a := range c.RedisClusterAddrs {
+		if !validHostPort(a) {
+			errs = append(errs, fmt.Errorf("SECKILL_REDIS_CLUSTER_ADDRS: %q is not host:port", a))
+		}
+	}
 	for _, a := range c.RedisSentinelAddrs {
 		if !validHostPort(a) {
 			errs = append(errs, fmt.Errorf("SECKILL_REDIS_SENTINEL_ADDRS: %q is not host:port", a))
@@ -314,6 +342,9 @@ func (c *Config) Validate() error {
 	}
 	if c.LockWaitReplicas > 0 && c.LockMode != "lua" && c.LockMode != "reentrant" {
 		errs = append(errs, fmt.Errorf("SECKILL_LOCK_WAIT_REPLICAS: only with SECKILL_LOCK_MODE=lua or reentrant, not %q", c.LockMode))
+	}
+	if c.LockWaitReplicas > 0 && c.Cluster() {
+		errs = append(errs, errors.New("SECKILL_LOCK_WAIT_REPLICAS: not with SECKILL_REDIS_CLUSTER_ADDRS (WAIT must follow the grant on the master's connection; the cluster client sends a command without a key to any node)"))
 	}
 	if c.LockWaitTimeout <= 0 {
 		errs = append(errs, errors.New("SECKILL_LOCK_WAIT_TIMEOUT: must be positive"))
@@ -382,12 +413,17 @@ func (c Config) LogValue() slog.Value {
 	if c.Sentinel() {
 		redisAddr = "(sentinel)"
 	}
+	if c.Cluster() {
+		redisAddr = "(cluster)"
+	}
 	return slog.GroupValue(
 		slog.String("http_addr", c.HTTPAddr),
 		slog.String("mysql_dsn", orEmbedded(dsn)),
 		slog.String("redis_addr", redisAddr),
 		slog.Any("redis_sentinel_addrs", c.RedisSentinelAddrs),
 		slog.String("redis_master", c.RedisMaster),
+		slog.Any("redis_cluster_addrs", c.RedisClusterAddrs),
+		slog.Int("stock_buckets", max(c.StockBuckets, 1)),
 		slog.String("lock_mode", c.LockMode),
 		slog.String("lock_ttl", c.LockTTL.String()),
 		slog.Int("lock_wait_replicas", c.LockWaitReplicas),

@@ -471,3 +471,46 @@ func TestAPIStyle(t *testing.T) {
 		}
 	}
 }
+
+// TestCluster: SECKILL_REDIS_CLUSTER_ADDRS selects a Redis Cluster, a real
+// Redis (production by default), logged as such; set with either other
+// Redis setting, or with a malformed seed, or with replica-synced locks
+// (WAIT cannot follow a grant through the cluster client), the start is
+// refused with one line naming the variable.
+func TestCluster(t *testing.T) {
+	const seeds = "127.0.0.1:7001, 127.0.0.1:7002,,127.0.0.1:7003"
+	c, err := Load(env(map[string]string{"SECKILL_REDIS_CLUSTER_ADDRS": seeds, "SECKILL_JWT_SECRET": "s"}))
+	if err != nil {
+		t.Fatalf("Load: got %v, want nil", err)
+	}
+	if want := []string{"127.0.0.1:7001", "127.0.0.1:7002", "127.0.0.1:7003"}; !reflect.DeepEqual(c.RedisClusterAddrs, want) {
+		t.Errorf("RedisClusterAddrs: got %q, want %q", c.RedisClusterAddrs, want)
+	}
+	if !c.Cluster() || !c.RealRedis() || c.Sentinel() || c.Env != EnvProduction {
+		t.Errorf("Cluster, RealRedis, Sentinel, Env: got %v, %v, %v, %q, want true, true, false, production", c.Cluster(), c.RealRedis(), c.Sentinel(), c.Env)
+	}
+	line := logLine(t, c)
+	for _, s := range []string{`"redis_addr":"(cluster)"`, `"redis_cluster_addrs":["127.0.0.1:7001","127.0.0.1:7002","127.0.0.1:7003"]`} {
+		if !strings.Contains(line, s) {
+			t.Errorf("log line %s: want %q in it", line, s)
+		}
+	}
+	for name, vars := range map[string]map[string]string{
+		"with SECKILL_REDIS_ADDR":           {"SECKILL_REDIS_ADDR": "127.0.0.1:6379"},
+		"with Sentinel":                     {"SECKILL_REDIS_SENTINEL_ADDRS": "127.0.0.1:26390", "SECKILL_REDIS_MASTER": "m"},
+		"malformed seed":                    {"SECKILL_REDIS_CLUSTER_ADDRS": "127.0.0.1:7001,node"},
+		"with SECKILL_LOCK_WAIT_REPLICAS=1": {"SECKILL_LOCK_WAIT_REPLICAS": "1"},
+	} {
+		vars["SECKILL_JWT_SECRET"] = "s"
+		if vars["SECKILL_REDIS_CLUSTER_ADDRS"] == "" {
+			vars["SECKILL_REDIS_CLUSTER_ADDRS"] = seeds
+		}
+		want := "SECKILL_REDIS_CLUSTER_ADDRS:"
+		if name == "with SECKILL_LOCK_WAIT_REPLICAS=1" {
+			want = "SECKILL_LOCK_WAIT_REPLICAS:"
+		}
+		if _, err := Load(env(vars)); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: got %v, want a refusal naming %s", name, err, want)
+		}
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"io/fs"
 	"log/slog"
@@ -247,6 +248,9 @@ type publishRequest struct {
 	Stock       *int    `json:"stock"`
 	BeginTime   *string `json:"beginTime"`
 	EndTime     *string `json:"endTime"`
+	// StockBuckets is optional (async mode: the Redis stock split in that
+	// many buckets; absent: SECKILL_STOCK_BUCKETS).
+	StockBuckets *int `json:"stockBuckets"`
 }
 
 func (a *api) publish(c *gin.Context) {
@@ -290,10 +294,16 @@ func (r *publishRequest) input(loc *time.Location) (service.PublishInput, error)
 	if err != nil {
 		return service.PublishInput{}, model.InvalidArgument("endTime", err.Error())
 	}
+	buckets := 0
+	if r.StockBuckets != nil {
+		if buckets = *r.StockBuckets; buckets < 1 {
+			return service.PublishInput{}, model.InvalidArgument("stockBuckets", fmt.Sprintf("must be from 1 to %d", model.MaxStockBuckets))
+		}
+	}
 	return service.PublishInput{
 		ShopID: *r.ShopID, Title: *r.Title, SubTitle: r.SubTitle, Rules: r.Rules,
 		PayValue: *r.PayValue, ActualValue: *r.ActualValue, Type: *r.Type, Stock: *r.Stock,
-		BeginTime: begin, EndTime: end,
+		BeginTime: begin, EndTime: end, StockBuckets: buckets,
 	}, nil
 }
 

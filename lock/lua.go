@@ -53,9 +53,23 @@ func NewLua(client redis.UniversalClient, opts ...Option) (*Lua, error) {
 func (*Lua) Name() string { return "lua" }
 
 // FenceKey is the companion counter whose INCR mints key's fencing tokens
-// (lua and reentrant). The scripts touch both keys, so on Redis Cluster the
-// lock key needs a hash tag, e.g. lock:order:{42}, to keep them in one slot.
+// (lua and reentrant) on a single Redis: <key>:fence. On Redis Cluster the
+// scripts touch both keys in one slot, so there it is ClusterFenceKey.
 func FenceKey(key string) string { return key + ":fence" }
+
+// ClusterFenceKey is the fencing counter of key on Redis Cluster:
+// {<key>}:fence, whose hash tag is the whole lock key, so that it lies in
+// the lock key's slot (a key without a tag hashes whole) while the lock
+// key keeps its name.
+func ClusterFenceKey(key string) string { return "{" + key + "}:fence" }
+
+// fenceKey is key's fencing counter on client c.
+func fenceKey(c redis.UniversalClient, key string) string {
+	if _, cluster := c.(*redis.ClusterClient); cluster {
+		return ClusterFenceKey(key)
+	}
+	return FenceKey(key)
+}
 
 // Obtain runs lua/acquire.lua, retrying with backoff within the wait.
 func (s *Lua) Obtain(ctx context.Context, key string) (Lock, error) {
@@ -122,7 +136,7 @@ func (s *Lua) ObtainAll(ctx context.Context, keys []string) ([]Lock, []error) {
 	args = append(args, s.opts.TTL.Milliseconds())
 	for i, key := range keys {
 		owners[i] = newOwnerToken()
-		scriptKeys = append(scriptKeys, key, FenceKey(key))
+		scriptKeys = append(scriptKeys, key, fenceKey(s.client, key))
 		args = append(args, owners[i])
 	}
 	tokens, acks, err := s.acquireAll(ctx, scriptKeys, args)
@@ -253,7 +267,7 @@ func (s *Lua) abandonAll(ctx context.Context, keys, owners []string) {
 // by WAIT when Options.WaitReplicas is set; acks is WAIT's answer (0 when
 // off). A WAIT without an answer is an error: the caller undoes the grant.
 func (s *Lua) acquire(ctx context.Context, key, owner string) (token, acks int64, err error) {
-	keys := []string{key, FenceKey(key)}
+	keys := []string{key, fenceKey(s.client, key)}
 	if s.opts.WaitReplicas <= 0 {
 		token, err = lua.Acquire.Run(ctx, s.client, keys, owner, s.opts.TTL.Milliseconds()).Int64()
 		return token, 0, err

@@ -124,7 +124,7 @@ type grant struct {
 
 // try runs the acquire script once for request req of owner.
 func (r *Reentrant) try(ctx context.Context, key, owner, req string) (grant, error) {
-	keys := []string{key, FenceKey(key)}
+	keys := []string{key, fenceKey(r.client, key)}
 	var (
 		res  []int64
 		err  error

@@ -35,6 +35,10 @@ var (
 	deadLetterSrc string
 	//go:embed seckill_settle.lua
 	seckillSettleSrc string
+	//go:embed seckill_away.lua
+	seckillAwaySrc string
+	//go:embed seckill_release.lua
+	seckillReleaseSrc string
 	//go:embed touch.lua
 	touchSrc string
 )
@@ -72,6 +76,15 @@ var (
 	// was lost, report it admitted or void the order id so that it never
 	// is: SettleAdmitted or SettleVoid.
 	SeckillSettle = redis.NewScript(seckillSettleSrc)
+	// SeckillAway is seckill_away.lua: the admission of an order in a
+	// bucket other than the user's home bucket (a voucher whose stock is
+	// split in buckets), after the home bucket reserved the buyer mark
+	// (SeckillMove); it returns a Seckill* code (never SeckillDuplicate).
+	SeckillAway = redis.NewScript(seckillAwaySrc)
+	// SeckillRelease is seckill_release.lua: end a home bucket's
+	// reservation, the order admitted elsewhere ("moved") or nowhere
+	// ("void").
+	SeckillRelease = redis.NewScript(seckillReleaseSrc)
 	// DeadLetter is deadletter.lua: move a pending order to the dead-letter
 	// stream and give its stock and buyer mark back, exactly once:
 	// DeadLettered, DeadLetterNotPending or DeadLetterUnsafe.
@@ -105,6 +118,10 @@ const (
 	// SeckillVoid: the order id was given up (its order-info key is
 	// OrderInfoVoid, or names another order).
 	SeckillVoid = 7
+	// SeckillMove: the user's home bucket has no stock left; the buyer
+	// mark is reserved there, and the order info says moving: admit the
+	// order in another bucket, then release the reservation.
+	SeckillMove = 8
 )
 
 // The verdicts SeckillSettle (seckill_settle.lua) returns.
@@ -115,6 +132,8 @@ const (
 	// SettleVoid: not admitted, or not known here; the order id is void
 	// (the key set to OrderInfoVoid when it was missing).
 	SettleVoid = 1
+	// SettleMoving: the run was a home bucket's reservation (SeckillMove).
+	SettleMoving = 2
 )
 
 // The results DeadLetter (deadletter.lua) returns.
@@ -130,12 +149,14 @@ const (
 	DeadLetterUnsafe = -1
 )
 
-// The values of an order-info key (seckill:orderinfo:<orderId>) the
-// scripts write: "<userId>:<voucherId>:<status>" with status
-// OrderInfoPending (seckill.lua) or OrderInfoFailed (deadletter.lua), or
-// OrderInfoVoid alone (seckill_settle.lua).
+// The values of an order-info key (seckill:{<tag>}:orderinfo:<orderId>)
+// the scripts write: "<userId>:<voucherId>:<status>" with status
+// OrderInfoPending (seckill.lua, seckill_away.lua), OrderInfoFailed
+// (deadletter.lua) or OrderInfoMoving (seckill.lua's reservation in a home
+// bucket), or OrderInfoVoid alone (seckill_settle.lua, seckill_release.lua).
 const (
 	OrderInfoPending = "pending"
 	OrderInfoFailed  = "failed"
+	OrderInfoMoving  = "moving"
 	OrderInfoVoid    = "void"
 )

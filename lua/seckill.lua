@@ -11,6 +11,11 @@
 -- ARGV[3]  order id (from the ID worker)
 -- ARGV[4]  now, unix milliseconds
 -- ARGV[5]  TTL of the order-info key, seconds
+-- ARGV[6]  "reserve" when the voucher's stock is split in buckets and this
+--          is the user's home bucket (the one holding the user's buyer
+--          mark): sold out here, the script reserves the user's buyer mark
+--          and answers 8 so that the caller tries the other buckets;
+--          absent otherwise
 --
 -- Returns an integer code:
 --   0 admitted: stock decremented, buyer added, order appended to the stream,
@@ -24,10 +29,18 @@
 --   6 unsafe (state is not "ok": Redis lost data, or a reconciler is at work)
 --   7 void (the order-info key is "void", or names another order: the order
 --     id was given up after an admission whose answer was lost)
--- Nothing changes unless the code is 0.
+--   8 move (ARGV[6] "reserve" only): no stock in this bucket; the buyer
+--     mark is added and the order info is "<user>:<voucher>:moving" (a
+--     repeat of this run answers 8 again); the caller admits the order in
+--     another bucket (seckill_away.lua) and then ends the reservation
+--     (seckill_release.lua)
+-- Nothing changes unless the code is 0 or 8.
+local mine = ARGV[1] .. ':' .. ARGV[2] .. ':'
 local info = redis.call('GET', KEYS[5])
 if info then
-  local mine = ARGV[1] .. ':' .. ARGV[2] .. ':'
+  if info == mine .. 'moving' then
+    return 8
+  end
   if string.sub(info, 1, #mine) == mine then
     return 0
   end
@@ -55,10 +68,15 @@ if redis.call('SISMEMBER', KEYS[2], ARGV[1]) == 1 then
   return 2
 end
 if tonumber(stock) <= 0 then
+  if ARGV[6] == 'reserve' then
+    redis.call('SADD', KEYS[2], ARGV[1])
+    redis.call('SET', KEYS[5], mine .. 'moving', 'EX', ARGV[5])
+    return 8
+  end
   return 1
 end
 redis.call('DECR', KEYS[1])
 redis.call('SADD', KEYS[2], ARGV[1])
 redis.call('XADD', KEYS[4], '*', 'orderId', ARGV[3], 'userId', ARGV[1], 'voucherId', ARGV[2])
-redis.call('SET', KEYS[5], ARGV[1] .. ':' .. ARGV[2] .. ':pending', 'EX', ARGV[5])
+redis.call('SET', KEYS[5], mine .. 'pending', 'EX', ARGV[5])
 return 0

@@ -52,6 +52,11 @@ type QueuedOrder struct {
 	// Deleted marks a pending entry whose stream entry is gone (someone
 	// settled it already): it only needs an acknowledgement.
 	Deleted bool
+	// Away marks an order admitted in a bucket other than the user's home
+	// bucket (a voucher whose stock is split in buckets): its buyer mark is
+	// in shard BuyerShard, not in the entry's own.
+	Away       bool
+	BuyerShard int
 }
 
 // GiveBack says what a dead letter returns to the voucher's Redis state:

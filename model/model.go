@@ -63,12 +63,22 @@ type SeckillVoucher struct {
 	InitialStock int       `gorm:"column:initial_stock"`
 	BeginTime    time.Time `gorm:"column:begin_time"`
 	EndTime      time.Time `gorm:"column:end_time"`
+	// StockBuckets is how many buckets the voucher's Redis stock is split
+	// in (async mode; 1, or 0 in rows written before the column: one).
+	StockBuckets int       `gorm:"column:stock_buckets"`
 	CreateTime   time.Time `gorm:"column:create_time"`
 	UpdateTime   time.Time `gorm:"column:update_time"`
 }
 
 // TableName is the Heima table name.
 func (SeckillVoucher) TableName() string { return "tb_seckill_voucher" }
+
+// MaxStockBuckets is the most buckets a voucher's Redis stock can be split
+// in (the key layout's shards: each bucket on a slot of its own).
+const MaxStockBuckets = 16
+
+// Buckets is StockBuckets, at least 1.
+func (v *SeckillVoucher) Buckets() int { return max(v.StockBuckets, 1) }
 
 // SeckillVoucherInfo is a voucher together with its seckill fields.
 type SeckillVoucherInfo struct {

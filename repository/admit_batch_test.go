@@ -146,7 +146,7 @@ func admitBatch(t *testing.T, r *admitRig, ctx context.Context, oids []int64, us
 	errs := make([]error, len(users))
 	var wg sync.WaitGroup
 	for i := range users {
-		wg.Go(func() { errs[i] = r.a.Admit(ctx, oids[i], users[i], r.vid, time.Now()) })
+		wg.Go(func() { errs[i] = r.a.Admit(ctx, oids[i], users[i], r.vid, 1, time.Now()) })
 	}
 	for deadline := time.Now().Add(5 * time.Second); ; {
 		b.mu.Lock()
@@ -188,7 +188,7 @@ func TestAdmitPipelineCut(t *testing.T) {
 
 	admitted := int64(0)
 	for i, err := range errs {
-		info := r.direct.Get(ctx, OrderInfoKey(oids[i])).Val()
+		info := r.direct.Get(ctx, OrderInfoKey(VoucherShard(r.vid), oids[i])).Val()
 		switch {
 		case err == nil:
 			admitted++
@@ -201,7 +201,7 @@ func TestAdmitPipelineCut(t *testing.T) {
 			}
 			// Its command arrives late: refused.
 			code, lerr := lua.Seckill.Run(ctx, r.direct,
-				[]string{StockKey(r.vid), BuyersKey(r.vid), VoucherKey(r.vid), r.a.stream, OrderInfoKey(oids[i])},
+				r.a.keys(r.vid, oids[i]),
 				users[i], r.vid, oids[i], time.Now().UnixMilli(), int64(OrderInfoTTL/time.Second)).Int()
 			if lerr != nil || code != lua.SeckillVoid {
 				t.Errorf("member %d's late command: got %d, %v; want %d (void)", i, code, lerr, lua.SeckillVoid)
@@ -269,7 +269,7 @@ func TestAdmitDeadlineWhileQueued(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
 	defer cancel()
 	start := time.Now()
-	err := r.a.Admit(ctx, r.orderID(t), 42, r.vid, time.Now())
+	err := r.a.Admit(ctx, r.orderID(t), 42, r.vid, 1, time.Now())
 	if took := time.Since(start); took > 500*time.Millisecond {
 		t.Errorf("Admit answered after %v, want about the 50 ms deadline", took)
 	}

@@ -65,7 +65,7 @@ func newAdmitRig(t *testing.T, client func(addr string) *redis.Client) *admitRig
 		t.Fatalf("load voucher: %v", err)
 	}
 	t.Cleanup(func() {
-		direct.Del(context.Background(), StockKey(r.vid), BuyersKey(r.vid), VoucherKey(r.vid), r.a.stream)
+		direct.Del(context.Background(), StockKey(r.vid), BuyersKey(r.vid), VoucherKey(r.vid), r.a.streamKey(r.vid))
 	})
 	return r
 }
@@ -74,7 +74,7 @@ func newAdmitRig(t *testing.T, client func(addr string) *redis.Client) *admitRig
 // the test ends.
 func (r *admitRig) orderID(t *testing.T) int64 {
 	id := 1<<50 + mrand.Int64N(1<<40)
-	t.Cleanup(func() { r.direct.Del(context.Background(), OrderInfoKey(id)) })
+	t.Cleanup(func() { r.direct.Del(context.Background(), OrderInfoKey(VoucherShard(r.vid), id)) })
 	return id
 }
 
@@ -83,7 +83,7 @@ func (r *admitRig) admissions(t *testing.T, want int64) {
 	t.Helper()
 	ctx := context.Background()
 	stock, _ := r.direct.Get(ctx, StockKey(r.vid)).Int64()
-	entries := r.direct.XLen(ctx, r.a.stream).Val()
+	entries := r.direct.XLen(ctx, r.a.streamKey(r.vid)).Val()
 	buyers := r.direct.SCard(ctx, BuyersKey(r.vid)).Val()
 	if stock != 5-want || entries != want || buyers != want {
 		t.Errorf("Redis holds stock %d, %d stream entries, %d buyers; want %d, %d, %d (%d admission(s))",
@@ -100,7 +100,7 @@ func TestAdmitReplyLost(t *testing.T) {
 	ctx := context.Background()
 	oid := r.orderID(t)
 	r.p.LoseReply("evalsha", nil)
-	err := r.a.Admit(ctx, oid, 42, r.vid, time.Now())
+	err := r.a.Admit(ctx, oid, 42, r.vid, 1, time.Now())
 	if err != nil {
 		t.Errorf("Admit whose reply was lost: got %v, want admitted (nil)", err)
 	}
@@ -111,7 +111,7 @@ func TestAdmitReplyLost(t *testing.T) {
 		t.Errorf("EVALSHA of seckill.lua sent %d times, of seckill_settle.lua %d; want 1 and 1", admissions, settlements)
 	}
 	r.admissions(t, 1)
-	if v := r.direct.Get(ctx, OrderInfoKey(oid)).Val(); v != "42:"+strconv.FormatInt(r.vid, 10)+":pending" {
+	if v := r.direct.Get(ctx, OrderInfoKey(VoucherShard(r.vid), oid)).Val(); v != "42:"+strconv.FormatInt(r.vid, 10)+":pending" {
 		t.Errorf("order info: got %q, want 42:%d:pending", v, r.vid)
 	}
 }
@@ -129,7 +129,7 @@ func TestAdmitCommandLost(t *testing.T) {
 	ctx := context.Background()
 	oid := r.orderID(t)
 	r.p.LoseCommand("evalsha")
-	err := r.a.Admit(ctx, oid, 42, r.vid, time.Now())
+	err := r.a.Admit(ctx, oid, 42, r.vid, 1, time.Now())
 	if err == nil {
 		t.Fatal("Admit whose command was lost: got admitted, want 503 (nothing was admitted)")
 	}
@@ -140,7 +140,7 @@ func TestAdmitCommandLost(t *testing.T) {
 
 	// The lost command arrives late.
 	code, err := lua.Seckill.Run(ctx, r.direct,
-		[]string{StockKey(r.vid), BuyersKey(r.vid), VoucherKey(r.vid), r.a.stream, OrderInfoKey(oid)},
+		r.a.keys(r.vid, oid),
 		42, r.vid, oid, time.Now().UnixMilli(), int64(OrderInfoTTL/time.Second)).Int()
 	if err != nil {
 		t.Fatalf("late seckill.lua: %v", err)
@@ -155,7 +155,7 @@ func TestAdmitCommandLost(t *testing.T) {
 	}
 	r.admissions(t, 0)
 
-	if err := r.a.Admit(ctx, r.orderID(t), 42, r.vid, time.Now()); err != nil {
+	if err := r.a.Admit(ctx, r.orderID(t), 42, r.vid, 1, time.Now()); err != nil {
 		t.Errorf("the user's next purchase: got %v, want admitted", err)
 	}
 	r.admissions(t, 1)
@@ -171,8 +171,8 @@ func TestAdmitReplyLostAfterWrite(t *testing.T) {
 	r := newAdmitRig(t, NewRedisClient)
 	ctx := context.Background()
 	oid := r.orderID(t)
-	r.p.LoseReply("evalsha", func() { r.direct.Del(context.Background(), OrderInfoKey(oid)) })
-	err := r.a.Admit(ctx, oid, 42, r.vid, time.Now())
+	r.p.LoseReply("evalsha", func() { r.direct.Del(context.Background(), OrderInfoKey(VoucherShard(r.vid), oid)) })
+	err := r.a.Admit(ctx, oid, 42, r.vid, 1, time.Now())
 	if errors.Is(err, model.ErrDuplicateOrder) {
 		t.Fatalf("Admit of an admitted (and written) order: got %v, want no DUPLICATE_ORDER", err)
 	}
@@ -180,7 +180,7 @@ func TestAdmitReplyLostAfterWrite(t *testing.T) {
 		t.Errorf("Admit: got %v, want ErrUnavailable (the service asks the database)", err)
 	}
 	r.admissions(t, 1)
-	if v := r.direct.Get(ctx, OrderInfoKey(oid)).Val(); v != lua.OrderInfoVoid {
+	if v := r.direct.Get(ctx, OrderInfoKey(VoucherShard(r.vid), oid)).Val(); v != lua.OrderInfoVoid {
 		t.Errorf("order info: got %q, want %q", v, lua.OrderInfoVoid)
 	}
 }
@@ -202,7 +202,7 @@ func TestAdmitLoadsScript(t *testing.T) {
 		if err := c.ScriptFlush(ctx).Err(); err != nil {
 			t.Fatal(err)
 		}
-		if err := a.Admit(ctx, 100+user, user, 7, now); err != nil {
+		if err := a.Admit(ctx, 100+user, user, 7, 1, now); err != nil {
 			t.Fatalf("Admit of user %d after SCRIPT FLUSH: %v", user, err)
 		}
 	}

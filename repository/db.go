@@ -131,7 +131,24 @@ func (d *DB) Migrate(ctx context.Context) error {
 			return fmt.Errorf("apply schema: %w", translate(err))
 		}
 	}
+	// Columns added since a table was first created (CREATE TABLE IF NOT
+	// EXISTS leaves an existing table as it is).
+	for _, c := range addedColumns {
+		m := d.Gorm.WithContext(ctx).Migrator()
+		if m.HasColumn(c.table, c.column) {
+			continue
+		}
+		if err := d.Gorm.WithContext(ctx).Exec("ALTER TABLE " + c.table + " ADD COLUMN " + c.column + " " + c.def).Error; err != nil {
+			return fmt.Errorf("apply schema: add %s.%s: %w", c.table, c.column, translate(err))
+		}
+	}
 	return nil
+}
+
+// addedColumns are the columns of the schema files added after their table
+// first shipped, with their definitions (the same in both dialects).
+var addedColumns = []struct{ table, column, def string }{
+	{"tb_seckill_voucher", "stock_buckets", "INT NOT NULL DEFAULT 1"},
 }
 
 // Ping checks that the database answers.

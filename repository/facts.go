@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"strings"
 
 	"github.com/redis/go-redis/v9"
 	"gorm.io/gorm"
@@ -18,37 +19,155 @@ import (
 // written between two queries, is counted twice or not at all).
 
 // Snapshot returns the Redis state of each voucher and every entry of the
-// stream, read in one MULTI: the admission script decrements the stock and
-// appends the entry atomically, and the dead-letter script gives the stock
-// back and removes the entry atomically, so stock + entries is exact in it.
+// streams, one MULTI per shard (a voucher's bucket and its entries are in
+// one shard): the admission script decrements the stock and appends the
+// entry atomically, and the dead-letter script gives the stock back and
+// removes the entry atomically, so stock + entries is exact for each
+// bucket, and so for a voucher summed over its buckets once they are
+// quiet.
 func (s *OrderStream) Snapshot(ctx context.Context, voucherIDs []int64) (map[int64]model.RedisVoucher, []model.QueuedOrder, error) {
-	var read func(map[int64]model.RedisVoucher)
-	var rng *redis.XMessageSliceCmd
-	_, err := s.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
-		read = queueVoucherReads(ctx, p, voucherIDs)
-		rng = p.XRange(ctx, s.stream, "-", "+")
-		return nil
-	})
-	if err != nil && !errors.Is(err, redis.Nil) {
-		return nil, nil, redisErr(err)
+	refs, err := bucketRefs(ctx, s.rdb, voucherIDs)
+	if err != nil {
+		return nil, nil, err
 	}
-	states := make(map[int64]model.RedisVoucher, len(voucherIDs))
-	read(states)
-	msgs, err := rng.Result()
-	if err != nil && !errors.Is(err, redis.Nil) {
-		return nil, nil, redisErr(err)
+	agg := newVoucherSums(len(voucherIDs))
+	var entries []model.QueuedOrder
+	for shard := range Shards {
+		var read func(*voucherSums)
+		var rng *redis.XMessageSliceCmd
+		_, err := s.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
+			read = queueBucketReads(ctx, p, shard, refs[shard])
+			rng = p.XRange(ctx, s.key(shard), "-", "+")
+			return nil
+		})
+		if err != nil && !errors.Is(err, redis.Nil) {
+			return nil, nil, redisErr(err)
+		}
+		read(agg)
+		msgs, err := rng.Result()
+		if err != nil && !errors.Is(err, redis.Nil) {
+			return nil, nil, redisErr(err)
+		}
+		for _, m := range msgs {
+			entries = append(entries, parseEntry(shard, m))
+		}
 	}
-	entries := make([]model.QueuedOrder, len(msgs))
-	for i, m := range msgs {
-		entries[i] = parseEntry(m)
-	}
-	return states, entries, nil
+	return agg.out, entries, nil
 }
 
-// queueVoucherReads queues the reads of each voucher's Redis state (state,
-// stock, buyers set size) on p; the returned function fills out once p has
-// run.
-func queueVoucherReads(ctx context.Context, p redis.Pipeliner, voucherIDs []int64) func(out map[int64]model.RedisVoucher) {
+// bucketRefs returns, per shard, the vouchers with a bucket in it
+// (VoucherBuckets of each voucher).
+func bucketRefs(ctx context.Context, rdb redis.UniversalClient, voucherIDs []int64) ([Shards][]int64, error) {
+	var refs [Shards][]int64
+	n, err := VoucherBuckets(ctx, rdb, voucherIDs)
+	if err != nil {
+		return refs, err
+	}
+	for _, id := range voucherIDs {
+		for b := range n[id] {
+			sh := BucketShard(id, b)
+			refs[sh] = append(refs[sh], id)
+		}
+	}
+	return refs, nil
+}
+
+// VoucherBuckets returns how many buckets each voucher's Redis state has:
+// the "buckets" field of its hash in bucket 0; when that hash is missing
+// (its master lost it), the most any of the shards that could hold one of
+// its buckets says; 1 when none does (a voucher not loaded).
+func VoucherBuckets(ctx context.Context, rdb redis.UniversalClient, voucherIDs []int64) (map[int64]int, error) {
+	out := make(map[int64]int, len(voucherIDs))
+	first, err := hgetBuckets(ctx, rdb, voucherIDs, 1)
+	if err != nil {
+		return nil, err
+	}
+	var probe []int64
+	for _, id := range voucherIDs {
+		if n := first[id]; n > 0 {
+			out[id] = n
+		} else {
+			probe = append(probe, id)
+		}
+	}
+	if len(probe) == 0 {
+		return out, nil
+	}
+	all, err := hgetBuckets(ctx, rdb, probe, MaxBuckets)
+	if err != nil {
+		return nil, err
+	}
+	for _, id := range probe {
+		out[id] = max(all[id], 1)
+	}
+	return out, nil
+}
+
+// hgetBuckets reads the "buckets" field of the hashes of the first n
+// buckets of each voucher in one pipeline; it returns the largest per
+// voucher (0 when none).
+func hgetBuckets(ctx context.Context, rdb redis.UniversalClient, voucherIDs []int64, n int) (map[int64]int, error) {
+	cmds := make([][]*redis.StringCmd, len(voucherIDs))
+	_, _ = rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for i, id := range voucherIDs {
+			for b := range n {
+				cmds[i] = append(cmds[i], p.HGet(ctx, VoucherKeyIn(BucketShard(id, b), id), "buckets"))
+			}
+		}
+		return nil
+	})
+	out := make(map[int64]int, len(voucherIDs))
+	for i, id := range voucherIDs {
+		for _, c := range cmds[i] {
+			v, err := c.Int()
+			if errors.Is(err, redis.Nil) {
+				continue
+			}
+			if err != nil && !strings.Contains(err.Error(), "strconv") {
+				return nil, redisErr(err)
+			}
+			out[id] = max(out[id], min(v, MaxBuckets))
+		}
+	}
+	return out, nil
+}
+
+// voucherSums adds up each voucher's buckets into one model.RedisVoucher:
+// stock and buyers summed; the hash (and the stock) exist only when they
+// exist in every bucket; the state is the first bucket's that is not ok,
+// else ok.
+type voucherSums struct {
+	out  map[int64]model.RedisVoucher
+	seen map[int64]bool
+}
+
+func newVoucherSums(n int) *voucherSums {
+	return &voucherSums{out: make(map[int64]model.RedisVoucher, n), seen: make(map[int64]bool, n)}
+}
+
+func (a *voucherSums) add(id int64, rv model.RedisVoucher) {
+	if !a.seen[id] {
+		a.seen[id] = true
+		a.out[id] = rv
+		return
+	}
+	acc := a.out[id]
+	acc.Exists = acc.Exists && rv.Exists
+	acc.StockExists = acc.StockExists && rv.StockExists
+	acc.Stock += rv.Stock
+	acc.Buyers += rv.Buyers
+	if acc.State == model.VoucherStateOK || acc.State == "" {
+		if rv.State != model.VoucherStateOK {
+			acc.State = rv.State
+		}
+	}
+	a.out[id] = acc
+}
+
+// queueBucketReads queues the reads of the bucket in shard of each voucher
+// (state, stock, buyers set size) on p, all in one shard; the returned
+// function adds them to the sums once p has run.
+func queueBucketReads(ctx context.Context, p redis.Pipeliner, shard int, voucherIDs []int64) func(*voucherSums) {
 	type cmds struct {
 		state, stock *redis.StringCmd
 		buyers       *redis.IntCmd
@@ -56,12 +175,12 @@ func queueVoucherReads(ctx context.Context, p redis.Pipeliner, voucherIDs []int6
 	all := make([]cmds, len(voucherIDs))
 	for i, id := range voucherIDs {
 		all[i] = cmds{
-			state:  p.HGet(ctx, VoucherKey(id), "state"),
-			stock:  p.Get(ctx, StockKey(id)),
-			buyers: p.SCard(ctx, BuyersKey(id)),
+			state:  p.HGet(ctx, VoucherKeyIn(shard, id), "state"),
+			stock:  p.Get(ctx, StockKeyIn(shard, id)),
+			buyers: p.SCard(ctx, BuyersKeyIn(shard, id)),
 		}
 	}
-	return func(out map[int64]model.RedisVoucher) {
+	return func(sums *voucherSums) {
 		for i, id := range voucherIDs {
 			var rv model.RedisVoucher
 			if s, err := all[i].state.Result(); err == nil {
@@ -71,7 +190,7 @@ func queueVoucherReads(ctx context.Context, p redis.Pipeliner, voucherIDs []int6
 				rv.StockExists, rv.Stock = true, s
 			}
 			rv.Buyers = all[i].buyers.Val()
-			out[id] = rv
+			sums.add(id, rv)
 		}
 	}
 }

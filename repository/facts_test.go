@@ -25,7 +25,7 @@ func TestSnapshot(t *testing.T) {
 				t.Fatal(err)
 			}
 			t.Cleanup(func() { s.rdb.Del(context.Background(), StockKey(vid), BuyersKey(vid), VoucherKey(vid)) })
-			if err := s.rdb.XAdd(ctx, &redis.XAddArgs{Stream: s.stream, Values: []any{"orderId", 9, "userId", 41, "voucherId", vid}}).Err(); err != nil {
+			if err := s.rdb.XAdd(ctx, &redis.XAddArgs{Stream: s.key(VoucherShard(vid)), Values: []any{"orderId", 9, "userId", 41, "voucherId", vid}}).Err(); err != nil {
 				t.Fatal(err)
 			}
 			states, entries, err := s.Snapshot(ctx, []int64{vid, missing})

@@ -12,41 +12,125 @@ import (
 // and package lock. internal/audit (the harness and the root tests) and the
 // benchmark (cmd/harness) use these names too.
 
-// The async-mode streams and the epoch.
+// The async-mode keys live in Shards shards. Shard i's keys carry the hash
+// tag ShardTag(i), chosen so that its Redis Cluster slot lies in the i-th
+// sixteenth of the slot space: a script touches the keys of one shard only
+// (one slot), and the shards spread over the masters of a cluster whose
+// slots are split in ranges (redis-cli --cluster create). A voucher lives
+// in shard VoucherShard(voucherId) (its stock, buyers, hash, and the order
+// info and stream entries of its orders); each shard has its own order
+// stream, dead-letter stream and epoch, and the consumers read every shard.
+// On one Redis the layout is the same (the tags are then only names).
 const (
-	// StreamKey is the order stream; GroupName its consumer group.
-	StreamKey = "stream.orders"
+	// Shards is the number of shards: fixed, part of the key layout.
+	Shards = 16
+	// GroupName is the consumer group of every shard's order stream.
 	GroupName = "g1"
-	// DeadLetterKey is the dead-letter stream.
-	DeadLetterKey = "stream.orders.dlq"
-	// EpochKey holds the epoch also stored in tb_seckill_meta: equal values
-	// mean Redis still holds what the service put there.
-	EpochKey = "seckill:epoch"
+	// StreamName and DeadLetterName are the last parts of the shard's
+	// stream keys (StreamKey, DeadLetterKey); tests use names of their own.
+	StreamName     = "orders"
+	DeadLetterName = "orders.dlq"
+	// LegacyStreamKey is the order stream of the single-stream layout
+	// before the shards; start-up refuses async mode while it holds
+	// entries (docs/operations.md, "Upgrading the key layout").
+	LegacyStreamKey = "stream.orders"
+	// LegacyEpochKey is the epoch of that layout: equal to the database's,
+	// start-up takes the upgrade for what it is and rebuilds every live
+	// voucher from the facts.
+	LegacyEpochKey = "seckill:epoch"
 )
 
-// The prefixes of the per-voucher and per-order keys, for the builders
-// below and for tools that match or template them (the benchmark's
-// redis-benchmark command lines and clean-up patterns).
-const (
-	StockPrefix     = "seckill:stock:"
-	BuyersPrefix    = "seckill:order:"
-	VoucherPrefix   = "seckill:voucher:"
-	OrderInfoPrefix = "seckill:orderinfo:"
-	DuprejPrefix    = "seckill:duprej:"
-)
+// shardTags are the shards' hash tags (without braces).
+var shardTags = func() [Shards]string {
+	var tags [Shards]string
+	per := ClusterSlots / Shards
+	for i := range tags {
+		for n := 0; ; n++ {
+			tag := "s" + strconv.Itoa(i) + "." + strconv.Itoa(n)
+			if int(Slot(tag))/per == i {
+				tags[i] = tag
+				break
+			}
+		}
+	}
+	return tags
+}()
 
-// StockKey is seckill:stock:<voucherId>.
-func StockKey(voucherID int64) string { return StockPrefix + strconv.FormatInt(voucherID, 10) }
+// ShardTag is the hash tag of shard i (0 <= i < Shards), without braces.
+func ShardTag(i int) string { return shardTags[i] }
 
-// BuyersKey is seckill:order:<voucherId>, the set of buyers.
-func BuyersKey(voucherID int64) string { return BuyersPrefix + strconv.FormatInt(voucherID, 10) }
+// VoucherShard is the shard of the voucher's Redis state.
+func VoucherShard(voucherID int64) int { return int(uint64(voucherID) % Shards) }
 
-// VoucherKey is seckill:voucher:<voucherId>, the hash {begin, end, initial,
-// state}.
-func VoucherKey(voucherID int64) string { return VoucherPrefix + strconv.FormatInt(voucherID, 10) }
+// shardPrefix is "seckill:{<tag>}:", the prefix of shard i's keys.
+func shardPrefix(i int) string { return "seckill:{" + shardTags[i] + "}:" }
 
-// OrderInfoKey is seckill:orderinfo:<orderId>.
-func OrderInfoKey(orderID int64) string { return OrderInfoPrefix + strconv.FormatInt(orderID, 10) }
+// ShardKey is seckill:{<tag>}:<name>, the key name in shard i (tests and
+// tools name streams of their own this way).
+func ShardKey(i int, name string) string { return shardPrefix(i) + name }
+
+// StreamKey is seckill:{<tag>}:orders, shard i's order stream (group g1).
+func StreamKey(i int) string { return shardPrefix(i) + StreamName }
+
+// DeadLetterKey is seckill:{<tag>}:orders.dlq, shard i's dead-letter stream.
+func DeadLetterKey(i int) string { return shardPrefix(i) + DeadLetterName }
+
+// EpochKey is seckill:{<tag>}:epoch, the epoch in shard i (also stored in
+// tb_seckill_meta: equal values in every shard mean Redis still holds what
+// the service put there).
+func EpochKey(i int) string { return shardPrefix(i) + "epoch" }
+
+// A voucher's Redis stock may be split in buckets (SECKILL_STOCK_BUCKETS,
+// or the voucher's stockBuckets at publish time): bucket b lives in shard
+// BucketShard(voucherId, b), so that the buckets of one voucher are on
+// different slots, with the same key names in each shard. Bucket 0 is the
+// voucher's shard: a voucher of one bucket has exactly the keys below.
+// A user's home bucket (HomeBucket) holds the user's buyer mark.
+const MaxBuckets = Shards
+
+// BucketShard is the shard of bucket b (0 <= b < MaxBuckets) of the voucher.
+func BucketShard(voucherID int64, b int) int { return (VoucherShard(voucherID) + b) % Shards }
+
+// HomeBucket is the bucket of a voucher of n buckets that holds the user's
+// buyer mark and is tried first.
+func HomeBucket(userID int64, n int) int {
+	if n <= 1 {
+		return 0
+	}
+	return int(uint64(userID) % uint64(n))
+}
+
+// StockKey is seckill:{<tag>}:stock:<voucherId> (bucket 0).
+func StockKey(voucherID int64) string { return StockKeyIn(VoucherShard(voucherID), voucherID) }
+
+// BuyersKey is seckill:{<tag>}:order:<voucherId>, the set of buyers
+// (bucket 0).
+func BuyersKey(voucherID int64) string { return BuyersKeyIn(VoucherShard(voucherID), voucherID) }
+
+// VoucherKey is seckill:{<tag>}:voucher:<voucherId>, the hash {begin, end,
+// initial, state, buckets} (bucket 0).
+func VoucherKey(voucherID int64) string { return VoucherKeyIn(VoucherShard(voucherID), voucherID) }
+
+// StockKeyIn, BuyersKeyIn and VoucherKeyIn are those keys in shard
+// (a bucket's: BucketShard).
+func StockKeyIn(shard int, voucherID int64) string  { return voucherKey(shard, voucherID, "stock:") }
+func BuyersKeyIn(shard int, voucherID int64) string { return voucherKey(shard, voucherID, "order:") }
+func VoucherKeyIn(shard int, voucherID int64) string {
+	return voucherKey(shard, voucherID, "voucher:")
+}
+
+func voucherKey(shard int, voucherID int64, kind string) string {
+	return shardPrefix(shard) + kind + strconv.FormatInt(voucherID, 10)
+}
+
+// OrderInfoKey is seckill:{<tag>}:orderinfo:<orderId>, in the shard of
+// the order's voucher (written by the admission script with the entry).
+func OrderInfoKey(shard int, orderID int64) string {
+	return shardPrefix(shard) + "orderinfo:" + strconv.FormatInt(orderID, 10)
+}
+
+// DuprejPrefix is the prefix of DuprejKey (one key, outside the shards).
+const DuprejPrefix = "seckill:duprej:"
 
 // DuprejKey is seckill:duprej:<voucherId>, the count of unique-key
 // rejections of the voucher.

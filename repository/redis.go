@@ -62,6 +62,14 @@ func NewSentinelRedisClient(master string, sentinelAddrs []string) *redis.Client
 	return redis.NewFailoverClient(serviceOptions(sentinelAddrs, master).Failover())
 }
 
+// NewClusterRedisClient returns go-redis's Redis Cluster client, which
+// learns the cluster's slots from the seed nodes at addrs and follows
+// MOVED/ASK redirections and failovers, with the same settings as
+// NewRedisClient (per node).
+func NewClusterRedisClient(addrs []string) *redis.ClusterClient {
+	return redis.NewClusterClient(serviceOptions(addrs, "").Cluster())
+}
+
 // NewRedlockNodeClient returns a client for one independent Redlock/MultiLock
 // node: no command retries and a single dial attempt, so a dead node costs
 // one refused dial, not half a second of redials, on every lock attempt.

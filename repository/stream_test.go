@@ -6,6 +6,7 @@ import (
 	mrand "math/rand/v2"
 	"os"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -13,21 +14,36 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// streamBackends returns miniredis (always) and the real Redis (when
-// SECKILL_REDIS_ADDR is set), each with an OrderStream on keys of its own.
-func streamBackends(t *testing.T) map[string]*OrderStream {
+// testClients returns miniredis (always), the real Redis (when
+// SECKILL_REDIS_ADDR is set) and the Redis Cluster (when
+// SECKILL_TEST_CLUSTER_ADDRS is set), by name.
+func testClients(t *testing.T) map[string]redis.UniversalClient {
 	t.Helper()
 	m := miniredis.RunT(t)
-	clients := map[string]*redis.Client{"miniredis": redis.NewClient(&redis.Options{Addr: m.Addr()})}
+	clients := map[string]redis.UniversalClient{"miniredis": redis.NewClient(&redis.Options{Addr: m.Addr()})}
 	if addr := os.Getenv("SECKILL_REDIS_ADDR"); addr != "" {
 		clients["redis"] = NewRedisClient(addr)
 	}
+	if addrs := os.Getenv("SECKILL_TEST_CLUSTER_ADDRS"); addrs != "" {
+		clients["cluster"] = NewClusterRedisClient(strings.Split(addrs, ","))
+	}
+	for _, c := range clients {
+		t.Cleanup(func() { c.Close() })
+	}
+	return clients
+}
+
+// streamBackends returns an OrderStream on keys of its own on each of
+// testClients.
+func streamBackends(t *testing.T) map[string]*OrderStream {
+	t.Helper()
 	out := map[string]*OrderStream{}
-	for name, c := range clients {
+	for name, c := range testClients(t) {
 		s := &OrderStream{rdb: c, stream: "test:stream:" + rand.Text()[:10], dlq: "test:dlq:" + rand.Text()[:10]}
 		t.Cleanup(func() {
-			c.Del(context.Background(), s.stream, s.dlq)
-			c.Close()
+			for i := range Shards {
+				c.Del(context.Background(), s.key(i), s.dlqKey(i))
+			}
 		})
 		out[name] = s
 	}
@@ -39,7 +55,7 @@ func streamBackends(t *testing.T) map[string]*OrderStream {
 // order info gone), claiming with delivery counts, consumer removal.
 func TestOrderStream(t *testing.T) {
 	for name, s := range streamBackends(t) {
-		t.Run(name, func(t *testing.T) { testOrderStream(t, s, name == "redis") })
+		t.Run(name, func(t *testing.T) { testOrderStream(t, s, name != "miniredis") })
 	}
 }
 
@@ -51,18 +67,19 @@ func testOrderStream(t *testing.T, s *OrderStream, realRedis bool) {
 			t.Fatalf("EnsureGroup #%d: %v", i+1, err)
 		}
 	}
-	add := func(vals ...any) string {
+	add := func(shard int, vals ...any) string {
 		t.Helper()
-		id, err := rdb.XAdd(ctx, &redis.XAddArgs{Stream: s.stream, Values: vals}).Result()
+		id, err := rdb.XAdd(ctx, &redis.XAddArgs{Stream: s.key(shard), Values: vals}).Result()
 		if err != nil {
 			t.Fatal(err)
 		}
-		return id
+		return msgID(shard, id)
 	}
+	// An order of voucher 3 in its shard, a malformed entry in another.
 	oid := 1_000_000 + mrand.Int64N(1<<40)
-	good := add("orderId", strconv.FormatInt(oid, 10), "userId", "2", "voucherId", "3")
-	bad := add("orderId", "x", "userId", "2")
-	rdb.Set(ctx, OrderInfoKey(oid), "2:3:pending", time.Hour)
+	good := add(VoucherShard(3), "orderId", strconv.FormatInt(oid, 10), "userId", "2", "voucherId", "3")
+	bad := add(VoucherShard(3)+2, "orderId", "x", "userId", "2")
+	rdb.Set(ctx, OrderInfoKey(VoucherShard(3), oid), "2:3:pending", time.Hour)
 
 	got, err := s.ReadNew(ctx, "c1", 10, -1)
 	if err != nil || len(got) != 2 {
@@ -86,7 +103,7 @@ func testOrderStream(t *testing.T, s *OrderStream, realRedis bool) {
 	if err := s.Ack(ctx, got[:1]); err != nil {
 		t.Fatal(err)
 	}
-	if n, _ := rdb.Exists(ctx, OrderInfoKey(oid)).Result(); n != 0 {
+	if n, _ := rdb.Exists(ctx, OrderInfoKey(VoucherShard(3), oid)).Result(); n != 0 {
 		t.Error("Ack left the order info")
 	}
 	entries, err := s.Entries(ctx)
@@ -115,19 +132,24 @@ func testOrderStream(t *testing.T, s *OrderStream, realRedis bool) {
 	if err := s.DeadLetterMalformed(ctx, claimed[0], "malformed"); err != nil {
 		t.Fatal(err)
 	}
-	if n, _ := rdb.XLen(ctx, s.dlq).Result(); n != 1 {
+	badShard := VoucherShard(3) + 2
+	if n, _ := rdb.XLen(ctx, s.dlqKey(badShard)).Result(); n != 1 {
 		t.Errorf("dead letters: got %d, want 1", n)
 	}
-	if n, _ := rdb.XLen(ctx, s.stream).Result(); n != 0 {
-		t.Errorf("stream: got %d entries, want 0", n)
+	for i := range Shards {
+		if n, _ := rdb.XLen(ctx, s.key(i)).Result(); n != 0 {
+			t.Errorf("stream of shard %d: got %d entries, want 0", i, n)
+		}
 	}
 	for _, c := range []string{"c1", "c2"} {
 		if err := s.RemoveConsumer(ctx, c); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if cs, err := rdb.XInfoConsumers(ctx, s.stream, GroupName).Result(); err != nil || len(cs) != 0 {
-		t.Errorf("consumers after removal: got %v, %v, want none", cs, err)
+	for i := range Shards {
+		if cs, err := rdb.XInfoConsumers(ctx, s.key(i), GroupName).Result(); err != nil || len(cs) != 0 {
+			t.Errorf("consumers of shard %d after removal: got %v, %v, want none", i, cs, err)
+		}
 	}
 }
 
@@ -144,7 +166,7 @@ func TestPruneConsumers(t *testing.T) {
 		t.Fatal(err)
 	}
 	for i := 0; i < 3; i++ {
-		rdb.XAdd(ctx, &redis.XAddArgs{Stream: s.stream, Values: []any{"orderId", "1", "userId", "1", "voucherId", "1"}})
+		rdb.XAdd(ctx, &redis.XAddArgs{Stream: s.key(1), Values: []any{"orderId", "1", "userId", "1", "voucherId", "1"}})
 	}
 	for _, c := range []string{"busy", "idle1", "idle2"} {
 		got, err := s.ReadNew(ctx, c, 1, -1)
@@ -162,7 +184,7 @@ func TestPruneConsumers(t *testing.T) {
 	if err != nil || n != 2 {
 		t.Fatalf("PruneConsumers: got %d, %v, want 2", n, err)
 	}
-	cs, err := rdb.XInfoConsumers(ctx, s.stream, GroupName).Result()
+	cs, err := rdb.XInfoConsumers(ctx, s.key(1), GroupName).Result()
 	if err != nil || len(cs) != 1 || cs[0].Name != "busy" {
 		t.Errorf("left: got %v, %v, want only busy", cs, err)
 	}
@@ -179,21 +201,22 @@ func TestTouchKeepsOnlyOwnEntries(t *testing.T) {
 				t.Fatal(err)
 			}
 			for i := 1; i <= 2; i++ {
-				rdb.XAdd(ctx, &redis.XAddArgs{Stream: s.stream, Values: []any{"orderId", strconv.Itoa(i), "userId", "1", "voucherId", "1"}})
+				rdb.XAdd(ctx, &redis.XAddArgs{Stream: s.key(1), Values: []any{"orderId", strconv.Itoa(i), "userId", "1", "voucherId", "1"}})
 			}
 			kept, err := s.ReadNew(ctx, "a", 10, -1)
 			if err != nil || len(kept) != 2 {
 				t.Fatalf("ReadNew: got %v, %v, want 2 entries", kept, err)
 			}
 			// b claims the second entry (as XAUTOCLAIM does after ClaimIdle).
-			if err := rdb.XClaimJustID(ctx, &redis.XClaimArgs{Stream: s.stream, Group: GroupName, Consumer: "b", Messages: []string{kept[1].MsgID}}).Err(); err != nil {
+			_, id1, _ := entryID(kept[1].MsgID)
+			if err := rdb.XClaimJustID(ctx, &redis.XClaimArgs{Stream: s.key(1), Group: GroupName, Consumer: "b", Messages: []string{id1}}).Err(); err != nil {
 				t.Fatal(err)
 			}
 			owned, err := s.Touch(ctx, "a", kept)
 			if err != nil || len(owned) != 1 || owned[0].MsgID != kept[0].MsgID {
 				t.Errorf("Touch: got %v, %v, want only %s still owned", owned, err, kept[0].MsgID)
 			}
-			pend, err := rdb.XPendingExt(ctx, &redis.XPendingExtArgs{Stream: s.stream, Group: GroupName, Start: "-", End: "+", Count: 10}).Result()
+			pend, err := rdb.XPendingExt(ctx, &redis.XPendingExtArgs{Stream: s.key(1), Group: GroupName, Start: "-", End: "+", Count: 10}).Result()
 			if err != nil || len(pend) != 2 {
 				t.Fatalf("XPENDING: got %v, %v", pend, err)
 			}

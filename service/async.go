@@ -96,7 +96,7 @@ func (s *AsyncAdmission) Buy(ctx context.Context, userID, voucherID int64) (int6
 	if err != nil {
 		return 0, err
 	}
-	err = s.d.Redis.Admit(ctx, orderID, userID, voucherID, s.d.Now())
+	err = s.d.Redis.Admit(ctx, orderID, userID, voucherID, v.sv.Buckets(), s.d.Now())
 	if errors.Is(err, model.ErrSoldOut) {
 		v.markSoldOut(s.d.Now())
 	}

@@ -59,7 +59,9 @@ func newRaceEnv(t *testing.T) *raceEnv {
 		stream: "test:race:stream:" + sfx, dlq: "test:race:dlq:" + sfx}
 	e.queue = repository.NewOrderStreamOn(rdb, e.stream, e.dlq)
 	t.Cleanup(func() {
-		rdb.Del(context.Background(), e.stream, e.dlq)
+		for i := range repository.Shards {
+			rdb.Del(context.Background(), repository.ShardKey(i, e.stream), repository.ShardKey(i, e.dlq))
+		}
 		rdb.Close()
 	})
 	if err := e.queue.EnsureGroup(ctx); err != nil {
@@ -97,12 +99,14 @@ func (e *raceEnv) admit(t *testing.T, vid int64) (user, orderID int64) {
 	t.Helper()
 	user, orderID = 1_000_000+mrand.Int64N(1<<40), 1_000_000+mrand.Int64N(1<<50)
 	code, err := lua.Seckill.Run(context.Background(), e.rdb,
-		[]string{repository.StockKey(vid), repository.BuyersKey(vid), repository.VoucherKey(vid), e.stream, repository.OrderInfoKey(orderID)},
+		repository.SeckillKeys(e.stream, vid, orderID),
 		user, vid, orderID, time.Now().UnixMilli(), 60).Int()
 	if err != nil || code != 0 {
 		t.Fatalf("admission: got %d, %v, want 0", code, err)
 	}
-	t.Cleanup(func() { e.rdb.Del(context.Background(), repository.OrderInfoKey(orderID)) })
+	t.Cleanup(func() {
+		e.rdb.Del(context.Background(), repository.OrderInfoKey(repository.VoucherShard(vid), orderID))
+	})
 	return user, orderID
 }
 

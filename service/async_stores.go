@@ -19,7 +19,8 @@ type Admitter interface {
 	// model.ErrDuplicateOrder, model.ErrSeckillNotStarted,
 	// model.ErrSeckillEnded, or model.ErrUnavailable wrapping
 	// model.ErrVoucherNotLoaded or model.ErrVoucherUnsafe.
-	Admit(ctx context.Context, orderID, userID, voucherID int64, now time.Time) error
+	// buckets is the voucher's stock buckets (model.SeckillVoucher.Buckets).
+	Admit(ctx context.Context, orderID, userID, voucherID int64, buckets int, now time.Time) error
 	// OrderInfo returns the pending or failed record of an order not (yet)
 	// in the database; model.ErrOrderNotFound when there is none.
 	OrderInfo(ctx context.Context, orderID int64) (*model.VoucherOrder, error)
@@ -42,6 +43,10 @@ type Admitter interface {
 	Identity(ctx context.Context) (model.RedisIdentity, error)
 	// SetEpoch stores the epoch in Redis.
 	SetEpoch(ctx context.Context, epoch string) error
+	// LegacyEpoch returns the epoch of the key layout before the shards
+	// ("" when none): the same epoch as the database's means this Redis
+	// served this deployment before an upgrade.
+	LegacyEpoch(ctx context.Context) (string, error)
 }
 
 // OrderQueue is the order stream read by a consumer group. Written orders
@@ -73,6 +78,9 @@ type OrderQueue interface {
 	// failed, all exactly once: false when someone else settled m first.
 	// When the voucher's Redis state is not ok it changes nothing and
 	// returns model.ErrUnavailable (retry after the state is rebuilt).
+	// True with an error: dead-lettered, but the buyer mark of an order
+	// admitted away from the user's home bucket (m.Away) was not given
+	// back.
 	DeadLetter(ctx context.Context, m model.QueuedOrder, reason string, attempts int, give model.GiveBack) (bool, error)
 	// DeadLetterMalformed moves an unparseable entry to the dead-letter
 	// stream and settles it.

@@ -604,7 +604,12 @@ func (b *batch) deadLetter(m model.QueuedOrder, reason string, attempts int) {
 		return
 	}
 	done, err := c.d.Queue.DeadLetter(b.ctx, m, reason, attempts, giveBack(reason, has))
-	if err != nil {
+	switch {
+	case err != nil && done:
+		// Dead-lettered; only the buyer mark kept in the user's home
+		// bucket (another slot) could not be given back.
+		c.d.Log.WarnContext(b.ctx, "dead letter: buyer mark not given back (until a rebuild)", append(orderAttrs(m), "err", err)...)
+	case err != nil:
 		c.d.Log.WarnContext(b.ctx, "dead-letter deferred", append(orderAttrs(m), "reason", reason, "err", err)...)
 		b.keep(m)
 		return

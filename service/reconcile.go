@@ -133,15 +133,30 @@ func (s *Reconciler) reconcile(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("reconcile: read redis epoch: %w", err)
 	}
+	// An upgrade from the key layout before the shards: no epoch in the
+	// shards, this deployment's epoch under the old key. Start-up refused
+	// to run while the old stream held orders, so every order the old
+	// version admitted is in the database: the facts are whole.
+	upgrade := false
+	if redisEpoch == "" && !first && !s.d.TrustFacts {
+		legacy, err := s.d.Redis.LegacyEpoch(ctx)
+		if err != nil {
+			return fmt.Errorf("reconcile: read the old layout's epoch: %w", err)
+		}
+		upgrade = legacy == dbEpoch
+	}
 	live, err := s.d.Vouchers.ListLive(ctx, s.d.Now())
 	if err != nil {
 		return fmt.Errorf("reconcile: list live vouchers: %w", err)
 	}
 	log := s.d.Log.With("epoch", dbEpoch)
 	switch {
-	case first || s.d.TrustFacts:
+	case first || s.d.TrustFacts || upgrade:
 		why := "first async start"
-		if !first {
+		switch {
+		case upgrade:
+			why = "upgrade from the one-stream key layout"
+		case !first:
 			why = "embedded redis starts empty"
 		}
 		log.InfoContext(ctx, "rebuilding every live voucher from facts", "reason", why, "vouchers", len(live))

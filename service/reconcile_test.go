@@ -145,6 +145,8 @@ func (r *reconRedis) Epoch(context.Context) (string, error) {
 	return r.w.epoch, nil
 }
 
+func (r *reconRedis) LegacyEpoch(context.Context) (string, error) { return "", nil }
+
 func (r *reconRedis) SetEpoch(_ context.Context, e string) error {
 	r.w.mu.Lock()
 	defer r.w.mu.Unlock()

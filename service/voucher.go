@@ -22,6 +22,10 @@ type PublishInput struct {
 	Stock       int
 	BeginTime   time.Time
 	EndTime     time.Time
+	// StockBuckets splits the voucher's Redis stock in that many buckets
+	// (async mode, 1 to model.MaxStockBuckets); 0 means the default
+	// (SetDefaultStockBuckets, else 1).
+	StockBuckets int
 }
 
 // Vouchers publishes and lists vouchers.
@@ -31,7 +35,8 @@ type Vouchers struct {
 	now   func() time.Time
 	// published is called after a voucher is written (async mode loads its
 	// stock into Redis there); nil in sync mode.
-	published func(ctx context.Context, sv *model.SeckillVoucher) error
+	published      func(ctx context.Context, sv *model.SeckillVoucher) error
+	defaultBuckets int // SetDefaultStockBuckets
 }
 
 // NewVouchers returns a Vouchers service. shops tells which shops exist (a
@@ -39,6 +44,10 @@ type Vouchers struct {
 func NewVouchers(store VoucherStore, shops ShopFinder, now func() time.Time) *Vouchers {
 	return &Vouchers{store: store, shops: shops, now: now}
 }
+
+// SetDefaultStockBuckets sets the buckets of a voucher published without
+// stockBuckets (SECKILL_STOCK_BUCKETS; 1 to model.MaxStockBuckets).
+func (s *Vouchers) SetDefaultStockBuckets(n int) { s.defaultBuckets = n }
 
 // OnPublished sets a hook called after a voucher is stored.
 func (s *Vouchers) OnPublished(f func(ctx context.Context, sv *model.SeckillVoucher) error) {
@@ -68,6 +77,8 @@ func (s *Vouchers) Validate(in PublishInput) error {
 		return model.InvalidArgument("stock", "must be ≥ 1")
 	case in.Stock > 100_000_000:
 		return model.InvalidArgument("stock", "must be ≤ 100000000")
+	case in.StockBuckets < 0 || in.StockBuckets > model.MaxStockBuckets:
+		return model.InvalidArgument("stockBuckets", fmt.Sprintf("must be from 1 to %d", model.MaxStockBuckets))
 	case in.BeginTime.IsZero():
 		return model.InvalidArgument("beginTime", "required")
 	case in.EndTime.IsZero():
@@ -127,9 +138,13 @@ func (s *Vouchers) Publish(ctx context.Context, in PublishInput) (int64, error) 
 		PayValue: in.PayValue, ActualValue: in.ActualValue, Type: in.Type, Status: 1,
 		CreateTime: now, UpdateTime: now,
 	}
+	buckets := in.StockBuckets
+	if buckets == 0 {
+		buckets = max(s.defaultBuckets, 1)
+	}
 	sv := &model.SeckillVoucher{
 		Stock: in.Stock, InitialStock: in.Stock, BeginTime: in.BeginTime, EndTime: in.EndTime,
-		CreateTime: now, UpdateTime: now,
+		StockBuckets: buckets, CreateTime: now, UpdateTime: now,
 	}
 	if err := s.store.CreateSeckill(ctx, v, sv); err != nil {
 		return 0, err

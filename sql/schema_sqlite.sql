@@ -35,6 +35,7 @@ CREATE TABLE IF NOT EXISTS tb_seckill_voucher (
   create_time   DATETIME NOT NULL DEFAULT CURRENT_TIMESTAMP,
   begin_time    DATETIME NOT NULL,
   end_time      DATETIME NOT NULL,
+  stock_buckets INTEGER NOT NULL DEFAULT 1,
   update_time   DATETIME NOT NULL DEFAULT CURRENT_TIMESTAMP
 );
 

@@ -841,6 +841,7 @@ type caseEnv struct {
 	redis   *redisproc.Server // the main Redis (nil with Sentinel)
 	redlock []*redisproc.Server
 	sent    *redisproc.Set
+	cluster *redisproc.Cluster
 	rdb     redis.UniversalClient // the harness's client of the main Redis
 	env     []string
 	ins     []*Instance
@@ -854,15 +855,19 @@ type privateDeps struct {
 	Redis     string   // the main Redis ("" with Sentinels)
 	Sentinels []string // the private Sentinels
 	Master    string   // their master name
+	Cluster   []string // the private Redis Cluster's nodes
 	Redlock   []string // the private Redlock nodes
 }
 
 // deps are the case's private dependencies.
 func (s *suite) deps(e *caseEnv) privateDeps {
 	d := privateDeps{DSN: s.db.dsn()}
-	if e.sent != nil {
+	switch {
+	case e.sent != nil:
 		d.Sentinels, d.Master = e.sent.SentinelAddrs(), e.sent.MasterName
-	} else {
+	case e.cluster != nil:
+		d.Cluster = e.cluster.Addrs()
+	default:
 		d.Redis = e.redis.Addr()
 	}
 	for _, r := range e.redlock {
@@ -875,7 +880,7 @@ func (s *suite) deps(e *caseEnv) privateDeps {
 // dependency is set (empty when unused), so nothing can point them at the
 // shared services.
 func instanceEnv(c faultCase, d privateDeps) []string {
-	env := []string{"SECKILL_MYSQL_DSN=" + d.DSN, "SECKILL_ZK_ADDRS=", "SECKILL_REDIS_CLUSTER_ADDRS=",
+	env := []string{"SECKILL_MYSQL_DSN=" + d.DSN, "SECKILL_ZK_ADDRS=", "SECKILL_REDIS_CLUSTER_ADDRS=" + strings.Join(d.Cluster, ","),
 		"SECKILL_JWT_SECRET=", "SECKILL_LOCK_MODE=" + c.LockMode, "SECKILL_ORDER_MODE=" + c.OrderMode,
 		"SECKILL_REDIS_ADDR=" + d.Redis, "SECKILL_REDIS_SENTINEL_ADDRS=" + strings.Join(d.Sentinels, ","),
 		"SECKILL_REDIS_MASTER=" + d.Master, "SECKILL_REDLOCK_ADDRS=" + strings.Join(d.Redlock, ",")}
@@ -964,7 +969,16 @@ func (s *suite) setupCase(ctx context.Context, c faultCase, e *caseEnv, procs *p
 	if err := os.MkdirAll(e.dir, 0o755); err != nil {
 		return err
 	}
-	if c.Sentinel {
+	switch {
+	case c.Cluster:
+		cl, err := redisproc.StartCluster(ctx, redisproc.ClusterOptions{Dir: e.dir, Replicas: 1})
+		if err != nil {
+			return fmt.Errorf("private Redis Cluster: %w", err)
+		}
+		procs.add(func() { cl.Close() })
+		e.cluster = cl
+		e.rdb = redis.NewClusterClient(&redis.ClusterOptions{Addrs: cl.Addrs(), DialTimeout: time.Second, ReadTimeout: 2 * time.Second})
+	case c.Sentinel:
 		// A primary, its replica, three Sentinels: quorum 2,
 		// down-after-milliseconds 1000, failover-timeout 5000.
 		set, err := redisproc.StartSet(ctx, redisproc.SetOptions{Dir: e.dir, MasterName: "faults"})
@@ -975,7 +989,7 @@ func (s *suite) setupCase(ctx context.Context, c faultCase, e *caseEnv, procs *p
 		e.sent = set
 		e.rdb = redis.NewFailoverClient(&redis.FailoverOptions{MasterName: set.MasterName, SentinelAddrs: set.SentinelAddrs(),
 			DialTimeout: time.Second, ReadTimeout: 2 * time.Second})
-	} else {
+	default:
 		r, err := redisproc.Start(ctx, redisproc.Options{Dir: e.dir})
 		if err != nil {
 			return fmt.Errorf("private Redis: %w", err)
@@ -1012,11 +1026,11 @@ func (s *suite) audit(ctx context.Context, c faultCase, e *caseEnv, l *loadRun, 
 	if c.OrderMode == "async" {
 		t0 := time.Now()
 		err := waitFor(ctx, "the order stream drains", s.DrainLimit, 100*time.Millisecond, nil, func() bool {
-			n, err := e.rdb.XLen(ctx, repository.StreamKey).Result()
+			n, err := streamLen(ctx, e.rdb)
 			return err == nil && n == 0
 		})
 		if err != nil {
-			n, _ := e.rdb.XLen(ctx, repository.StreamKey).Result()
+			n, _ := streamLen(ctx, e.rdb)
 			r.Notes = append(r.Notes, fmt.Sprintf("the stream did not drain within %s: %d entries left", s.DrainLimit, n))
 		} else {
 			r.addMeasure("drained", "%.1fs after the load", time.Since(t0).Seconds())
@@ -1077,7 +1091,7 @@ func (s *suite) audit(ctx context.Context, c faultCase, e *caseEnv, l *loadRun, 
 		if err != nil {
 			r.Violations = append(r.Violations, model.Violation{Invariant: 5, Msg: err.Error()})
 		} else {
-			pending, err := e.rdb.XLen(ctx, repository.StreamKey).Result()
+			pending, err := streamLen(ctx, e.rdb)
 			if err != nil {
 				return fmt.Errorf("read the stream's length: %w", err)
 			}

@@ -26,6 +26,9 @@ type faultCase struct {
 	Fault, Expect       string   // what is done, what must hold (RESULTS.md)
 	Env                 []string // more instance settings
 	Sentinel, Redlock   bool     // Redis through private Sentinels; three private Redlock nodes
+	// Cluster: Redis is a private Redis Cluster (three masters, a replica
+	// each), the instances on SECKILL_REDIS_CLUSTER_ADDRS.
+	Cluster bool
 	// ReplicaLag: the Sentinel case first makes the replica fall behind.
 	ReplicaLag bool
 	// KillsInstance: the fault kills an instance under its requests
@@ -105,6 +108,14 @@ var faultCases = []faultCase{
 		Fault:  "the replica stops applying what it receives (CLIENT PAUSE WRITE) for 5% of the load, then the primary is killed (SIGKILL) and the replica, unpaused once its link is down, promoted: the admissions it never applied are gone",
 		Expect: "never oversold; sells again after the failover; no 500; the 200s lost with the primary measured: reported failed to their owners, or lost (reported, not failed)",
 		fault:  sentinelFailover,
+		judge:  judgeSentinel,
+	},
+	{
+		Name: "cluster-async", LockMode: "lua", OrderMode: "async", FaultPct: 35, Cluster: true,
+		Env:    []string{"SECKILL_STOCK_BUCKETS=4"},
+		Fault:  "a Redis Cluster of three masters with a replica each; the voucher's stock in 4 buckets (on 4 slots); the master of the voucher's bucket 0 killed (SIGKILL) mid-load; the cluster promotes its replica",
+		Expect: "never oversold; sells again after the promotion; no 500; admissions acknowledged (200) and lost with the master measured: reported failed to their owners, or lost (reported, not failed)",
+		fault:  clusterFailover,
 		judge:  judgeSentinel,
 	},
 	{
@@ -188,17 +199,33 @@ func killInstance(ctx context.Context, s *suite, e *caseEnv, l *loadRun) error {
 	return nil
 }
 
+// streamLen is the number of entries in every shard's order stream (the
+// orders not yet written: a case's private Redis holds its voucher only).
+func streamLen(ctx context.Context, rdb redis.UniversalClient) (int64, error) {
+	var n int64
+	for i := range repository.Shards {
+		l, err := rdb.XLen(ctx, repository.StreamKey(i)).Result()
+		if err != nil {
+			return 0, err
+		}
+		n += l
+	}
+	return n, nil
+}
+
 // pendingOf is the number of stream entries pending at the consumers whose
 // name contains part (consumer names are <host>-<pid>-<random>).
 func pendingOf(ctx context.Context, rdb redis.UniversalClient, part string) (int64, error) {
-	p, err := rdb.XPending(ctx, repository.StreamKey, repository.GroupName).Result()
-	if err != nil {
-		return 0, err
-	}
 	var n int64
-	for name, c := range p.Consumers {
-		if strings.Contains(name, part) {
-			n += c
+	for i := range repository.Shards {
+		p, err := rdb.XPending(ctx, repository.StreamKey(i), repository.GroupName).Result()
+		if err != nil {
+			return 0, err
+		}
+		for name, c := range p.Consumers {
+			if strings.Contains(name, part) {
+				n += c
+			}
 		}
 	}
 	return n, nil
@@ -225,7 +252,7 @@ func judgeAppKill(j judgement) {
 func redisRestart(ctx context.Context, s *suite, e *caseEnv, l *loadRun) error {
 	async := strings.Contains(strings.Join(e.env, " "), "SECKILL_ORDER_MODE=async")
 	if async {
-		if n, err := e.rdb.XLen(ctx, repository.StreamKey).Result(); err == nil {
+		if n, err := streamLen(ctx, e.rdb); err == nil {
 			l.measure("unwritten at the crash", "%d", n)
 		}
 	}
@@ -417,6 +444,29 @@ func sentinelFailover(ctx context.Context, s *suite, e *caseEnv, l *loadRun) err
 	}
 	l.mark("replica promoted")
 	return nil
+}
+
+// clusterFailover kills the master of the slot of the voucher's bucket 0
+// and waits until the cluster names its replica master of the slot.
+func clusterFailover(ctx context.Context, s *suite, e *caseEnv, l *loadRun) error {
+	slot := int(repository.Slot(repository.StockKey(e.voucher)))
+	master, err := e.cluster.MasterOfSlot(ctx, slot)
+	if err != nil {
+		return err
+	}
+	if err := master.Kill(); err != nil {
+		return err
+	}
+	l.mark("primary killed")
+	l.note("killed %s, the master of slot %d (the voucher's bucket 0)", master.Addr(), slot)
+	return waitFor(ctx, "the cluster promotes a replica", 30*time.Second, 50*time.Millisecond, nil, func() bool {
+		m, err := e.cluster.MasterOfSlot(ctx, slot)
+		if err == nil && m != master {
+			l.mark("replica promoted")
+			return true
+		}
+		return false
+	})
 }
 
 func judgeSentinel(j judgement) {

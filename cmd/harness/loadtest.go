@@ -41,6 +41,7 @@ import (
 
 	auditdb "seckill/internal/audit"
 	"seckill/model"
+	"seckill/repository"
 )
 
 // allCodes are the response codes the drivers count, in table order.
@@ -58,7 +59,11 @@ type ltConfig struct {
 	SpacingMS, Stock                       int
 	Slow, Matrix, AllowBreach, SkipBuild   bool
 	K6, JMeterHome, MySQLDSN, RedisAddr    string
-	stamp                                  string
+	// Cluster: REDIS=cluster, the instances on the Redis Cluster of
+	// SECKILL_TEST_CLUSTER_ADDRS (.ci/env.sh) instead of SECKILL_REDIS_ADDR.
+	Cluster      bool
+	ClusterAddrs string
+	stamp        string
 }
 
 // ltConfigFromEnv reads the settings (the former loadtest/run.sh's).
@@ -77,6 +82,8 @@ func ltConfigFromEnv(getenv func(string) string, root string, now time.Time) (lt
 		MySQLDSN: getenv("SECKILL_MYSQL_DSN"), RedisAddr: getenv("SECKILL_REDIS_ADDR"),
 	}
 	c.AllowBreach = get("ALLOW_BREACH", get("MATRIX", "0")) == "1"
+	redisKind := get("REDIS", "single")
+	c.Cluster, c.ClusterAddrs = redisKind == "cluster", getenv("SECKILL_TEST_CLUSTER_ADDRS")
 	users := get("USERS", "300")
 	var stock string
 	if c.Slow {
@@ -117,12 +124,25 @@ func ltConfigFromEnv(getenv func(string) string, root string, now time.Time) (lt
 		return c, fmt.Errorf("SCENARIO=%s: burst or random", c.Scenario)
 	case c.MySQLDSN == "":
 		return c, errors.New("SECKILL_MYSQL_DSN is empty: the load test needs the real MariaDB (see .ci/env.sh)")
-	case c.RedisAddr == "":
+	case !oneOf(redisKind, "single", "cluster"):
+		return c, fmt.Errorf("REDIS=%s: single or cluster", redisKind)
+	case !c.Cluster && c.RedisAddr == "":
 		return c, errors.New("SECKILL_REDIS_ADDR is empty: the load test needs the real Redis (see .ci/env.sh)")
+	case c.Cluster && c.ClusterAddrs == "":
+		return c, errors.New("REDIS=cluster: SECKILL_TEST_CLUSTER_ADDRS is empty: the load test needs the Redis Cluster of .ci/services.sh (see .ci/env.sh)")
 	case c.Driver == "jmeter" && (c.Slow || c.SpacingMS != 0):
 		return c, errors.New("DRIVER=jmeter plays a list of requests without spacing: the slow-business schedule (SLOW=1, SPACING_MS) needs k6")
 	}
 	return c, nil
+}
+
+// redisEnv is the instances' Redis settings: SECKILL_REDIS_ADDR (inherited),
+// or, with REDIS=cluster, the cluster instead.
+func (c ltConfig) redisEnv() []string {
+	if !c.Cluster {
+		return nil
+	}
+	return []string{"SECKILL_REDIS_ADDR=", "SECKILL_REDIS_CLUSTER_ADDRS=" + c.ClusterAddrs}
 }
 
 func oneOf(s string, set ...string) bool {
@@ -164,6 +184,7 @@ type ltResult struct {
 	Driver        string            `json:"driver"`
 	Scenario      string            `json:"scenario"`
 	OrderMode     string            `json:"orderMode"`
+	Redis         string            `json:"redis"` // single or cluster (REDIS)
 	Fencing       string            `json:"fencing"`
 	Users         int               `json:"users"`
 	Dups          int               `json:"dups"`
@@ -374,6 +395,7 @@ func runLoadtest(args []string) int {
 func (l *loadtest) run() (ltResult, error) {
 	r := ltResult{Mode: l.Mode, Instances: l.Instances, Setting: l.Setting, LockTTL: l.LockTTL,
 		CriticalDelay: l.CriticalDelay, Scenario: l.Scenario, OrderMode: l.OrderMode, Fencing: l.Fencing,
+		Redis: map[bool]string{false: "single", true: "cluster"}[l.Cluster],
 		Users: l.Users, Dups: l.Dups, SpacingMS: l.SpacingMS, VUs: l.VUs, Codes: map[string]int64{}}
 	os.Setenv("SECKILL_ENV", "development")
 	if err := os.MkdirAll(l.Out, 0o755); err != nil {
@@ -390,6 +412,9 @@ func (l *loadtest) run() (ltResult, error) {
 	}
 	defer db.Close()
 	rdb := openRedis(l.RedisAddr)
+	if l.Cluster {
+		rdb = repository.NewClusterRedisClient(strings.Split(l.ClusterAddrs, ","))
+	}
 	defer rdb.Close()
 
 	// Tools.
@@ -439,16 +464,16 @@ func (l *loadtest) run() (ltResult, error) {
 		return r, fmt.Errorf("tokens.csv does not hold %d lines", l.Users)
 	}
 	l.ins, err = StartInstances(l.ctx, InstanceSpec{Bin: bin, BasePort: l.BasePort, Count: l.Instances, LogDir: out,
-		Env: []string{"SECKILL_LOCK_MODE=" + l.Mode, "SECKILL_LOCK_TTL=" + l.LockTTL,
+		Env: append([]string{"SECKILL_LOCK_MODE=" + l.Mode, "SECKILL_LOCK_TTL=" + l.LockTTL,
 			"SECKILL_DEV_CRITICAL_DELAY=" + l.CriticalDelay, "SECKILL_REQUEST_TIMEOUT=" + l.RequestTimeout,
-			"SECKILL_ORDER_MODE=" + l.OrderMode, "SECKILL_FENCING=" + l.Fencing}})
+			"SECKILL_ORDER_MODE=" + l.OrderMode, "SECKILL_FENCING=" + l.Fencing}, l.redisEnv()...)})
 	if err != nil {
 		return r, err
 	}
 	urls := URLs(l.ins)
 	baseURLs := strings.Join(urls, ",")
-	l.logf("mode=%s instances=%d (%s) setting=%s ttl=%s delay=%s driver=%s scenario=%s users=%d dups=%d stock=%d vus=%d out=%s",
-		l.Mode, l.Instances, baseURLs, l.Setting, l.LockTTL, l.CriticalDelay, l.Driver, l.Scenario, l.Users, l.Dups, l.Stock, l.VUs, out)
+	l.logf("redis=%s mode=%s instances=%d (%s) setting=%s ttl=%s delay=%s driver=%s scenario=%s users=%d dups=%d stock=%d vus=%d out=%s",
+		r.Redis, l.Mode, l.Instances, baseURLs, l.Setting, l.LockTTL, l.CriticalDelay, l.Driver, l.Scenario, l.Users, l.Dups, l.Stock, l.VUs, out)
 
 	// The driver.
 	t0 := time.Now()

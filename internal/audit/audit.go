@@ -50,13 +50,24 @@ var ErrNoRedisStock = errors.New("no stock key in redis")
 // ReadRedis reads the Redis side of invariant 5: the voucher's Redis stock
 // and the size of its buyers set. Pending is left 0 (the caller knows it,
 // from the server's audit, or drained the queue).
+//
+// A voucher whose stock is split in buckets counts the stock and the buyers
+// of every bucket.
 func ReadRedis(ctx context.Context, rdb redis.UniversalClient, voucherID int64) (*model.AsyncCounts, error) {
-	stock, err := rdb.Get(ctx, repository.StockKey(voucherID)).Int64()
-	if errors.Is(err, redis.Nil) {
-		return nil, fmt.Errorf("voucher %d: %w", voucherID, ErrNoRedisStock)
-	}
+	n, err := buckets(ctx, rdb, voucherID)
 	if err != nil {
-		return nil, fmt.Errorf("read redis stock of voucher %d: %w", voucherID, err)
+		return nil, err
+	}
+	var stock int64
+	for b := range n {
+		s, err := rdb.Get(ctx, repository.StockKeyIn(repository.BucketShard(voucherID, b), voucherID)).Int64()
+		if errors.Is(err, redis.Nil) {
+			return nil, fmt.Errorf("voucher %d, bucket %d: %w", voucherID, b, ErrNoRedisStock)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("read redis stock of voucher %d: %w", voucherID, err)
+		}
+		stock += s
 	}
 	buyers, err := Buyers(ctx, rdb, voucherID)
 	if err != nil {
@@ -65,13 +76,30 @@ func ReadRedis(ctx context.Context, rdb redis.UniversalClient, voucherID int64) 
 	return &model.AsyncCounts{RedisStock: stock, Buyers: &buyers}, nil
 }
 
-// Buyers is the size of the voucher's buyers set.
+// Buyers is the size of the voucher's buyers sets, summed over its buckets.
 func Buyers(ctx context.Context, rdb redis.UniversalClient, voucherID int64) (int64, error) {
-	n, err := rdb.SCard(ctx, repository.BuyersKey(voucherID)).Result()
+	n, err := buckets(ctx, rdb, voucherID)
 	if err != nil {
-		return 0, fmt.Errorf("read buyers set of voucher %d: %w", voucherID, err)
+		return 0, err
 	}
-	return n, nil
+	var sum int64
+	for b := range n {
+		c, err := rdb.SCard(ctx, repository.BuyersKeyIn(repository.BucketShard(voucherID, b), voucherID)).Result()
+		if err != nil {
+			return 0, fmt.Errorf("read buyers set of voucher %d: %w", voucherID, err)
+		}
+		sum += c
+	}
+	return sum, nil
+}
+
+// buckets is the voucher's bucket count in Redis.
+func buckets(ctx context.Context, rdb redis.UniversalClient, voucherID int64) (int, error) {
+	n, err := repository.VoucherBuckets(ctx, rdb, []int64{voucherID})
+	if err != nil {
+		return 0, fmt.Errorf("read the buckets of voucher %d: %w", voucherID, err)
+	}
+	return n[voucherID], nil
 }
 
 // DuplicateRejections is the voucher's unique-key rejection counter (0 when

@@ -1,0 +1,34 @@
+package repository
+
+import "strings"
+
+// ClusterSlots is the number of Redis Cluster hash slots.
+const ClusterSlots = 16384
+
+// Slot is the Redis Cluster hash slot of key: CRC16 (XMODEM) of its hash
+// tag (the part between the first "{" and the next "}", when not empty)
+// or of the whole key, modulo 16384 (the Redis Cluster specification).
+func Slot(key string) uint16 {
+	if open := strings.IndexByte(key, '{'); open >= 0 {
+		if n := strings.IndexByte(key[open+1:], '}'); n > 0 {
+			key = key[open+1 : open+1+n]
+		}
+	}
+	return crc16(key) % ClusterSlots
+}
+
+// crc16 is CRC-16/XMODEM (polynomial 0x1021, initial value 0).
+func crc16(s string) uint16 {
+	var crc uint16
+	for i := 0; i < len(s); i++ {
+		crc ^= uint16(s[i]) << 8
+		for range 8 {
+			if crc&0x8000 != 0 {
+				crc = crc<<1 ^ 0x1021
+			} else {
+				crc <<= 1
+			}
+		}
+	}
+	return crc
+}
