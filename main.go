@@ -306,6 +306,7 @@ func newAsync(d *deps, cfg config.Config, log *slog.Logger, locker lock.Locker, 
 	}
 	vouchers, orders := repository.NewVouchers(d.DB), repository.NewOrders(d.DB)
 	admission, queue := repository.NewAdmission(d.Redis), repository.NewOrderStream(d.Redis)
+	admission.ObservePipelines(m.AdmissionRoundTrip) // nil-safe: m may be nil
 	rejects := repository.NewRejections(d.Redis)
 	return &service.AsyncSeckill{
 		AsyncAdmission: service.NewAsyncAdmission(service.AdmissionDeps{
