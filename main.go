@@ -304,6 +304,7 @@ func newAsync(d *deps, cfg config.Config, log *slog.Logger, locker lock.Locker, 
 		Consumers:     cfg.ConsumerCount(),
 		ClaimIdle:     cfg.ClaimIdleOrDefault(),
 		ConsumerDelay: cfg.ConsumerDelay,
+		Duty:          cfg.ConsumerDuty,
 	}
 	if cfg.LockMode == "mysql" {
 		// Each held named lock pins a pooled connection: keep a batch's
@@ -318,15 +319,17 @@ func newAsync(d *deps, cfg config.Config, log *slog.Logger, locker lock.Locker, 
 	}
 	vouchers, orders := repository.NewVouchers(d.DB), repository.NewOrders(d.DB)
 	admission, queue := repository.NewAdmission(d.Redis), repository.NewOrderStream(d.Redis)
+	admission.ObservePipelines(m.AdmissionRoundTrip) // nil-safe: m may be nil
 	rejects := repository.NewRejections(d.Redis)
+	adm := service.NewAsyncAdmission(service.AdmissionDeps{
+		Vouchers: vouchers, Orders: orders, IDs: ids, Redis: admission, Queue: queue,
+		Rejects: rejects, Losses: repository.NewMeta(d.DB), OrderInfoTTL: repository.OrderInfoTTL,
+		Now: time.Now, Log: log,
+	})
 	return &service.AsyncSeckill{
-		AsyncAdmission: service.NewAsyncAdmission(service.AdmissionDeps{
-			Vouchers: vouchers, Orders: orders, IDs: ids, Redis: admission, Queue: queue,
-			Rejects: rejects, Losses: repository.NewMeta(d.DB), OrderInfoTTL: repository.OrderInfoTTL,
-			Now: time.Now, Log: log,
-		}),
+		AsyncAdmission: adm,
 		ConsumerGroup: service.NewConsumerGroup(service.ConsumerDeps{
-			Queue: queue, Orders: orders, Locker: locker, Rejects: rejects,
+			Queue: queue, Orders: orders, Locker: locker, Rejects: rejects, Admitted: adm.Admitted,
 			Observer: obs, Metrics: cobs, Now: time.Now, Log: log,
 		}, ccfg),
 		Reconciler: service.NewReconciler(service.ReconcilerDeps{

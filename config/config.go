@@ -68,6 +68,12 @@ type Config struct {
 	// Consumers is the number of stream consumers per process in async mode
 	// (SECKILL_CONSUMERS, default 1; 0 here means the default).
 	Consumers int
+	// ConsumerDuty is the most of its time an async consumer spends on a
+	// backlog while its process admits orders (SECKILL_CONSUMER_DUTY, a
+	// fraction from 0.05 to 1; 1 never yields), so that admissions keep
+	// the CPU during a burst and the backlog is written in the gaps and
+	// after it.
+	ConsumerDuty float64
 	// ClaimIdle is how long an order may stay pending with a consumer
 	// before another consumer claims it, presuming the first dead
 	// (SECKILL_CLAIM_IDLE, default 30s; 0 here means the default). Keep it
@@ -95,6 +101,9 @@ type Config struct {
 const (
 	DefaultConsumers = 1
 	DefaultClaimIdle = 30 * time.Second
+	// DefaultConsumerDuty: a consumer spends at most a quarter of its time
+	// on a backlog while its process admits orders.
+	DefaultConsumerDuty = 0.25
 )
 
 // ConsumerCount returns Consumers, or its default when unset.
@@ -134,6 +143,7 @@ func Default() Config {
 		Env:              EnvDevelopment,
 		RequestTimeout:   3 * time.Second,
 		APIStyle:         "rest",
+		ConsumerDuty:     DefaultConsumerDuty,
 	}
 }
 
@@ -242,6 +252,14 @@ func Load(getenv func(string) string) (Config, error) {
 			errs = append(errs, fmt.Errorf("SECKILL_CONSUMERS: %q is not a number from 1 to 64", v))
 		} else {
 			c.Consumers = n
+		}
+	}
+	if v := strings.TrimSpace(getenv("SECKILL_CONSUMER_DUTY")); v != "" {
+		f, err := strconv.ParseFloat(v, 64)
+		if err != nil || !(f >= 0.05 && f <= 1) {
+			errs = append(errs, fmt.Errorf("SECKILL_CONSUMER_DUTY: %q is not a fraction from 0.05 to 1", v))
+		} else {
+			c.ConsumerDuty = f
 		}
 	}
 	c.RedlockAddrs = list(getenv("SECKILL_REDLOCK_ADDRS"))
@@ -439,6 +457,7 @@ func (c Config) LogValue() slog.Value {
 		slog.Int("rate_limit", c.RateLimit),
 		slog.Int("consumers", c.ConsumerCount()),
 		slog.String("claim_idle", c.ClaimIdleOrDefault().String()),
+		slog.Float64("consumer_duty", c.ConsumerDuty),
 		slog.String("dev_consumer_delay", c.ConsumerDelay.String()),
 		slog.String("auto_rebuild_after", c.AutoRebuildAfter.String()),
 		slog.String("api_style", c.APIStyle),

@@ -24,7 +24,7 @@ func TestDefaults(t *testing.T) {
 		LockWaitTimeout:  100 * time.Millisecond,
 		AutoRebuildAfter: 10 * time.Second,
 		OrderMode:        "sync", JWTTTL: 24 * time.Hour, Env: "development", RequestTimeout: 3 * time.Second,
-		APIStyle: "rest",
+		APIStyle: "rest", ConsumerDuty: 0.25,
 	}
 	if !reflect.DeepEqual(c, want) {
 		t.Errorf("got %+v, want %+v", c, want)
@@ -56,6 +56,7 @@ func TestEnvOverrides(t *testing.T) {
 		"SECKILL_REQUEST_TIMEOUT":    "750ms",
 		"SECKILL_DEV_CRITICAL_DELAY": "",
 		"SECKILL_API_STYLE":          "heima",
+		"SECKILL_CONSUMER_DUTY":      "0.5",
 	}))
 	if err != nil {
 		t.Fatalf("got %v, want nil", err)
@@ -76,6 +77,7 @@ func TestEnvOverrides(t *testing.T) {
 		Env:            "production",
 		RequestTimeout: 750 * time.Millisecond,
 		APIStyle:       "heima",
+		ConsumerDuty:   0.5,
 	}
 	if !reflect.DeepEqual(c, want) {
 		t.Errorf("got %+v, want %+v", c, want)
@@ -132,6 +134,10 @@ func TestInvalid(t *testing.T) {
 		wantVar string
 	}{
 		{"unknown lock mode", map[string]string{"SECKILL_LOCK_MODE": "redis"}, "SECKILL_LOCK_MODE"},
+		{"consumer duty zero", map[string]string{"SECKILL_CONSUMER_DUTY": "0"}, "SECKILL_CONSUMER_DUTY"},
+		{"consumer duty above 1", map[string]string{"SECKILL_CONSUMER_DUTY": "1.5"}, "SECKILL_CONSUMER_DUTY"},
+		{"consumer duty NaN", map[string]string{"SECKILL_CONSUMER_DUTY": "NaN"}, "SECKILL_CONSUMER_DUTY"},
+		{"consumer duty percent", map[string]string{"SECKILL_CONSUMER_DUTY": "25%"}, "SECKILL_CONSUMER_DUTY"},
 		{"wait replicas not a number", map[string]string{"SECKILL_LOCK_WAIT_REPLICAS": "one"}, "SECKILL_LOCK_WAIT_REPLICAS"},
 		{"wait replicas negative", map[string]string{"SECKILL_LOCK_WAIT_REPLICAS": "-1"}, "SECKILL_LOCK_WAIT_REPLICAS"},
 		{"wait replicas with redsync", map[string]string{"SECKILL_LOCK_WAIT_REPLICAS": "1", "SECKILL_LOCK_MODE": "redsync"}, "SECKILL_LOCK_WAIT_REPLICAS"},

@@ -4,6 +4,7 @@ package handler
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"log/slog"
 	"net/http"
@@ -183,16 +184,48 @@ func (s Style) Classify(err error) (status int, code, msg string) {
 }
 
 // Fail writes err as an error envelope in style and aborts the chain.
-// Server-side failures (5xx) are logged once, with their text, here.
+// Server-side failures (5xx) are logged once, with their text, here. An
+// envelope with a code's own message (SOLD_OUT, DUPLICATE_ORDER, ...: the
+// refusals a sale answers most) is written from bytes encoded once
+// (cannedEnvelopes); one with a more precise message is encoded for the
+// request.
 func Fail(log *slog.Logger, style Style) func(c *gin.Context, err error) {
 	return func(c *gin.Context, err error) {
 		status, code, msg := style.Classify(err)
 		if status >= 500 {
 			log.ErrorContext(c.Request.Context(), "request failed", "route", c.FullPath(), "code", code, "err", err)
 		}
+		if b, ok := cannedEnvelopes[cannedKey{code, msg}]; ok {
+			c.Abort()
+			c.Data(status, jsonContentType, b)
+			return
+		}
 		c.AbortWithStatusJSON(status, Envelope{Code: code, ErrorMsg: msg})
 	}
 }
+
+// jsonContentType is the Content-Type gin's JSON render writes.
+const jsonContentType = "application/json; charset=utf-8"
+
+// cannedKey is a code with one of its own messages.
+type cannedKey struct{ code, msg string }
+
+// cannedEnvelopes are the error envelopes of every code with each of its
+// own messages (both styles), encoded as AbortWithStatusJSON would encode
+// them.
+var cannedEnvelopes = func() map[cannedKey][]byte {
+	out := make(map[cannedKey][]byte, 2*len(codes))
+	for code, info := range codes {
+		for _, msg := range []string{info.rest, info.heima} {
+			b, err := json.Marshal(Envelope{Code: code, ErrorMsg: msg})
+			if err != nil {
+				panic(err)
+			}
+			out[cannedKey{code, msg}] = b
+		}
+	}
+	return out
+}()
 
 func ok(c *gin.Context, data any) {
 	c.JSON(http.StatusOK, Envelope{Success: true, Data: data})

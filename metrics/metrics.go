@@ -29,6 +29,9 @@ type Metrics struct {
 	AsyncDeadLetters *prometheus.CounterVec // by reason
 	AsyncBatch       prometheus.Histogram
 	AsyncClaimed     prometheus.Counter
+	// Async mode: the admissions' round trips to Redis (admissions per
+	// round trip: 1 sent alone, up to 64 pipelined).
+	AdmissionPipeline prometheus.Histogram
 }
 
 // New registers the metrics in a fresh registry.
@@ -67,9 +70,14 @@ func New() *Metrics {
 		AsyncClaimed: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "seckill_async_claimed_total", Help: "Pending entries claimed from idle (presumed dead) consumers.",
 		}),
+		AdmissionPipeline: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "seckill_admission_pipeline_size",
+			Help:    "Async admissions per round trip to Redis: 1 sent alone at once, up to 64 in one pipeline (sum ÷ count: the mean pipelining depth).",
+			Buckets: []float64{1, 2, 4, 8, 16, 32, 64},
+		}),
 	}
 	m.Registry.MustRegister(m.Requests, m.Latency, m.Outcomes, m.LockRefused, m.UniqueKey, m.StaleFence,
-		m.AsyncWritten, m.AsyncDeadLetters, m.AsyncBatch, m.AsyncClaimed,
+		m.AsyncWritten, m.AsyncDeadLetters, m.AsyncBatch, m.AsyncClaimed, m.AdmissionPipeline,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }
@@ -99,3 +107,14 @@ func (m *Metrics) DeadLettered(reason string) { m.AsyncDeadLetters.WithLabelValu
 
 // Claimed counts entries claimed from idle consumers.
 func (m *Metrics) Claimed(n int) { m.AsyncClaimed.Add(float64(n)) }
+
+// AdmissionRoundTrip observes one admission round trip to Redis carrying n
+// admissions (repository.Admission.ObservePipelines). A nil *Metrics
+// observes nothing, so that m.AdmissionRoundTrip can be wired with or
+// without metrics.
+func (m *Metrics) AdmissionRoundTrip(n int) {
+	if m == nil {
+		return
+	}
+	m.AdmissionPipeline.Observe(float64(n))
+}

@@ -46,6 +46,24 @@ type admitBatcher struct {
 	mu       sync.Mutex
 	queue    []*admitCall
 	inFlight int // round trips in flight
+	// observe, when set, is told of every round trip with the number of
+	// admissions it carries (Admission.ObservePipelines).
+	observe func(n int)
+}
+
+// ObservePipelines has f told of every admission round trip to Redis with
+// the number of admissions it carries: 1 for an admission sent at once,
+// alone; up to admitBatchMax for a pipeline (a pipeline re-sent after
+// NOSCRIPT counts once). f runs on the admitting goroutines and must be
+// quick and safe for concurrent use (a metric). nil (the default) turns it
+// off. Set it before the first Admit: it is not guarded.
+func (a *Admission) ObservePipelines(f func(n int)) { a.batch.observe = f }
+
+// sent tells the observer of a round trip of n admissions.
+func (b *admitBatcher) sent(n int) {
+	if b.observe != nil {
+		b.observe(n)
+	}
 }
 
 // admitCall is one admission waiting for its round trip.
@@ -66,6 +84,7 @@ func (b *admitBatcher) eval(ctx context.Context, rdb redis.UniversalClient, args
 	if b.inFlight < admitInFlight && len(b.queue) == 0 {
 		b.inFlight++
 		b.mu.Unlock()
+		b.sent(1)
 		cmd := evalOnce(ctx, rdb, lua.Seckill, args)
 		b.release(rdb)
 		return cmd
@@ -143,6 +162,7 @@ func (b *admitBatcher) take() []*admitCall {
 // others' admissions (the client's I/O timeouts bound the round trip).
 func (b *admitBatcher) send(rdb redis.UniversalClient, batch []*admitCall) {
 	ctx := context.Background()
+	b.sent(len(batch))
 	b.pipeline(ctx, rdb, batch)
 	// A server without the script cached ran none of them (NOSCRIPT):
 	// load it and send those once more.

@@ -314,3 +314,34 @@ func TestAdmitDeadlineInFlight(t *testing.T) {
 	time.Sleep(2200 * time.Millisecond) // the held replies arrive: nothing more
 	r.admissions(t, 2)
 }
+
+// TestAdmitPipelineObserved: ObservePipelines is told of every round trip
+// with the admissions it carries: 1 for an admission sent alone, the
+// pipeline's size for queued ones.
+func TestAdmitPipelineObserved(t *testing.T) {
+	r := newAdmitRig(t, NewRedisClient)
+	var mu sync.Mutex
+	var seen []int
+	r.a.ObservePipelines(func(n int) {
+		mu.Lock()
+		seen = append(seen, n)
+		mu.Unlock()
+	})
+	ctx := context.Background()
+	if err := r.a.Admit(ctx, r.orderID(t), 40, r.vid, time.Now()); err != nil {
+		t.Fatalf("lone admission: %v", err)
+	}
+	users := []int64{41, 42, 43}
+	oids := []int64{r.orderID(t), r.orderID(t), r.orderID(t)}
+	for i, err := range admitBatch(t, r, ctx, oids, users) {
+		if err != nil {
+			t.Errorf("member %d: %v", i, err)
+		}
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(seen) != 2 || seen[0] != 1 || seen[1] != 3 {
+		t.Errorf("round trips observed: %v, want [1 3] (one alone, then a pipeline of 3)", seen)
+	}
+	r.admissions(t, 4)
+}

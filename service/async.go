@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"sync/atomic"
 	"time"
 
 	"seckill/model"
@@ -51,9 +52,14 @@ type AdmissionDeps struct {
 // Redis (Buy), reads them (Order), audits a voucher (Audit) and loads a
 // voucher just published (Published).
 type AsyncAdmission struct {
-	d     AdmissionDeps
-	cache *voucherCache
+	d        AdmissionDeps
+	cache    *voucherCache
+	admitted atomic.Uint64 // orders admitted by this process
 }
+
+// Admitted is the number of orders this process admitted so far (the
+// consumers' ConsumerDeps.Admitted).
+func (s *AsyncAdmission) Admitted() uint64 { return s.admitted.Load() }
 
 // NewAsyncAdmission returns the request path of async mode.
 func NewAsyncAdmission(d AdmissionDeps) *AsyncAdmission {
@@ -112,6 +118,7 @@ func (s *AsyncAdmission) Buy(ctx context.Context, userID, voucherID int64) (int6
 	if err != nil {
 		return 0, err
 	}
+	s.admitted.Add(1)
 	return orderID, nil
 }
 

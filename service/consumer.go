@@ -54,6 +54,13 @@ type ConsumerConfig struct {
 	// ConsumerPrefix starts the consumer names (then -<random>). Default
 	// <hostname>-<pid>.
 	ConsumerPrefix string
+	// Duty is the most of its time a consumer spends on full batches
+	// (a backlog) while this process admits orders (ConsumerDeps.Admitted
+	// moves): after such a batch it pauses until the batch's time is that
+	// share of the whole (at most yieldMax), so that on shared cores the
+	// admissions keep the CPU and the backlog is written in the gaps and
+	// after the burst. 0 means the default, 1 never pauses. Default 1.
+	Duty float64
 }
 
 func (c *ConsumerConfig) defaults() {
@@ -75,7 +82,18 @@ func (c *ConsumerConfig) defaults() {
 	if c.MaxAttempts <= 0 {
 		c.MaxAttempts = 5
 	}
+	if c.Duty <= 0 || c.Duty > 1 {
+		c.Duty = 1
+	}
 }
+
+// yieldMax bounds a consumer's pause after a full batch (ConsumerConfig.Duty).
+const yieldMax = 250 * time.Millisecond
+
+// linger is how long a consumer that read less than half a batch waits for
+// more before writing: at a low arrival rate, batches of one or two orders
+// each cost a transaction and its fsync.
+const linger = 10 * time.Millisecond
 
 // ConsumerDeps are the collaborators of the stream consumers.
 type ConsumerDeps struct {
@@ -85,7 +103,10 @@ type ConsumerDeps struct {
 	// write: a second line of defence behind the buyers set.
 	Locker lock.Locker
 	// Rejects counts the duplicates only the unique key stopped.
-	Rejects  RejectionCounter
+	Rejects RejectionCounter
+	// Admitted counts this process's admissions (optional): while it
+	// moves, consumers keep to ConsumerConfig.Duty.
+	Admitted func() uint64
 	Observer Observer         // optional: lock refusals, unique-key rejections
 	Metrics  ConsumerObserver // optional: batches, writes, dead letters, claims
 	Now      func() time.Time
@@ -194,6 +215,30 @@ type consumer struct {
 	cursor    string // XAUTOCLAIM scan position
 	nextClaim time.Time
 	nextPrune time.Time
+	admitted  uint64 // ConsumerDeps.Admitted at the last full batch
+}
+
+// yield pauses after a full batch that took took (yieldPause).
+func (c *consumer) yield(took time.Duration) {
+	if d := c.yieldPause(took); d > 0 {
+		c.sleep(d)
+	}
+}
+
+// yieldPause is the pause after a full batch that took took: when this
+// process admitted orders since the last full batch, long enough that the
+// batch was ConsumerConfig.Duty of the time, at most yieldMax; else none.
+func (c *consumer) yieldPause(took time.Duration) time.Duration {
+	if c.cfg.Duty >= 1 || c.d.Admitted == nil {
+		return 0
+	}
+	n := c.d.Admitted()
+	busy := n != c.admitted
+	c.admitted = n
+	if !busy {
+		return 0
+	}
+	return min(time.Duration(float64(took)*(1-c.cfg.Duty)/c.cfg.Duty), yieldMax)
 }
 
 // pruneIdle is how long a consumer with nothing pending must have been idle
@@ -251,6 +296,7 @@ func (c *consumer) run() {
 	var backoff time.Duration
 	var retry []model.QueuedOrder
 	for !c.stopping() {
+		began := time.Now()
 		if !time.Now().Before(c.nextClaim) {
 			c.nextClaim = time.Now().Add(c.claimEvery())
 			retry = c.claim(ctx, retry)
@@ -298,6 +344,16 @@ func (c *consumer) run() {
 				continue
 			}
 			msgs = append(msgs, fresh...)
+			if len(fresh) > 0 && len(msgs) < c.cfg.Batch/2 && c.sleep(linger) {
+				// A trickle: let a few more orders arrive, so that one
+				// transaction (one fsync, one lock round trip) writes
+				// them together. Entries read later in this batch are
+				// not lost on error: the next read of the group's
+				// pending entries is by claim, as for any batch.
+				if more, err := c.d.Queue.ReadNew(ctx, c.name, c.cfg.Batch-len(msgs), -1); err == nil {
+					msgs = append(msgs, more...)
+				}
+			}
 		}
 		if len(msgs) == 0 {
 			continue
@@ -314,6 +370,9 @@ func (c *consumer) run() {
 			c.sleep(backoff)
 		} else {
 			backoff = 0
+			if len(msgs) >= c.cfg.Batch {
+				c.yield(time.Since(began))
+			}
 		}
 	}
 }

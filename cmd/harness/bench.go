@@ -16,7 +16,16 @@ package main
 //            the service's key shapes on a scratch voucher (huge stock, window
 //            open) and a scratch stream (bench:stream.orders, which the
 //            service's consumers never read), a random user and order id per
-//            call; everything removed afterwards;
+//            call; everything removed afterwards; depth 1 (no -P);
+//   admit-P<d>  the same with -P <d>, run right after the async-<first async
+//            lock mode> run: <d> is the mean pipelining depth that run's
+//            server used (admissions per round trip to Redis: its /metrics,
+//            seckill_admission_pipeline_size sum ÷ count, the run's figure
+//            pipeline_mean; an admission sent alone counts 1), rounded, at
+//            least 1. The server coalesces concurrent admissions into
+//            pipelines (repository/admit_batch.go: up to 64 per pipeline, 2
+//            round trips in flight), so "async ÷ EVALSHA" compares it with
+//            this row, not with depth 1 (kept in the limits table);
 //   slap     mariadb-slap of the order transaction (BEGIN; stock UPDATE;
 //            order INSERT; COMMIT) on a scratch voucher with huge stock;
 //   insert   mariadb-slap of a single-row order INSERT (autocommit), the
@@ -30,6 +39,19 @@ package main
 //                      only the consumers' second line of defence); after the
 //                      load, the drain: how long the consumers take until the
 //                      database holds every admitted order, and their rate;
+//   async-<lock>-nodrain  right after the first async lock mode's run: the
+//                      same admission on a fresh voucher, with the same
+//                      tokens, by a server whose consumers do not write during
+//                      the load (SECKILL_DEV_CONSUMER_DELAY longer than the
+//                      load: each consumer holds the batch it read); then that
+//                      server stops (SIGTERM ends the consumer's sleep at
+//                      once), a normal async server drains the backlog (after
+//                      a load longer than the batch timeout, 8 s, it claims
+//                      the batch the first one held after SECKILL_CLAIM_IDLE,
+//                      30 s), and the audit. The target "admission with
+//                      the consumers writing ÷ without them ≥ 0.8" (the drain
+//                      may slow admission by at most 20 %) divides async-<lock>
+//                      req/s by this run's;
 //   k6-async-<lock>    k6, constant arrival rate at half the sync `lua` req/s
 //                      (bench/arrival.js, a new user per request): latency.
 // After every run the voucher is audited (admin audit endpoint, and the
@@ -48,7 +70,9 @@ package main
 //   BENCH_USERS [80000]   user tokens of the sync runs, in two halves that the
 //                         runs alternate (each request spends one of its half)
 //   BENCH_ASYNC_USERS [400000]  user tokens of the async runs (each run has its
-//                         own voucher, so the runs share them). Each wrk run
+//                         own voucher, so the runs share them: a user is a
+//                         duplicate only on the same voucher, and a drained
+//                         run leaves no per-user lock behind). Each wrk run
 //                         must not spend more than its file: an async run did
 //                         16,000 req/s (160,000 requests in 10 s) on 2 cores on
 //                         2026-11-23, and a reused token is a DUPLICATE_ORDER
@@ -63,6 +87,8 @@ package main
 //   BENCH_ASYNC_LOCK_MODES [lua]  async runs
 //   BENCH_K6_RATE []      k6 arrivals per second; empty = half the sync `lua` req/s
 //   BENCH_DRAIN_TIMEOUT [120]  seconds the consumers get to drain after a run
+//                         (from the end of the load; the -nodrain run's drain
+//                         needs more than the 30 s of SECKILL_CLAIM_IDLE)
 //   BENCH_REDIS_N [150000] redis-benchmark requests per script
 //   BENCH_SLAP_TXNS [500] transactions (rows) per mariadb-slap client
 //   BENCH_PORT [18181]    the server's port on 127.0.0.1
@@ -72,8 +98,10 @@ package main
 //                         async lock mode>) itself: a CPU profile over its middle (as
 //                         BENCH_PROFILE) and the server's allocations during the wrk
 //                         run (/debug/pprof/allocs before and after), saved with their
-//                         top 20 in the profiles dir and RESULTS.md (issue 13); 0 = not
-//                         (the run's figures then carry no profiler cost at all)
+//                         top 20 in the profiles dir and RESULTS.md (issue 13), and the
+//                         same CPU profile of its -nodrain partner (not kept: so that
+//                         their ratio compares like with like); 0 = not (the runs'
+//                         figures then carry no profiler cost at all)
 //   BENCH_OUT [bench/out/<date>]  logs, wrk outputs, profiles
 //   BENCH_RESULTS [bench/RESULTS.md]  (results.json is written beside it, the
 //                         admission profiles in profiles/ beside it)

@@ -236,8 +236,10 @@ func non2xxCounted(f benchFigures) int64 {
 
 // promHistogram reads, from a /metrics text, the seckill route's request
 // duration histogram (the share within 5 ms and the bucket holding p99, in
-// ms) and the consumers' mean batch size: the figures srv_within5,
-// srv_p99_le, batch_mean and batches (those it could compute).
+// ms), the consumers' mean batch size and the admissions' mean pipelining
+// depth (admissions per round trip to Redis, seckill_admission_pipeline_size:
+// 1 for an admission sent alone): the figures srv_within5, srv_p99_le,
+// batch_mean, batches, pipeline_mean and pipelines (those it could compute).
 func promHistogram(text, route string) benchFigures {
 	f := benchFigures{}
 	want := `route="` + route + `"`
@@ -246,7 +248,7 @@ func promHistogram(text, route string) benchFigures {
 		cnt float64
 	}
 	var bs []bucket
-	var bsum, bcount float64
+	var bsum, bcount, psum, pcount float64
 	for _, line := range strings.Split(text, "\n") {
 		switch {
 		case strings.HasPrefix(line, "seckill_http_request_duration_seconds_bucket{") && strings.Contains(line, want):
@@ -262,6 +264,10 @@ func promHistogram(text, route string) benchFigures {
 			bsum = figNum0(strings.Fields(line)[1])
 		case strings.HasPrefix(line, "seckill_async_batch_size_count "):
 			bcount = figNum0(strings.Fields(line)[1])
+		case strings.HasPrefix(line, "seckill_admission_pipeline_size_sum "):
+			psum = figNum0(strings.Fields(line)[1])
+		case strings.HasPrefix(line, "seckill_admission_pipeline_size_count "):
+			pcount = figNum0(strings.Fields(line)[1])
 		}
 	}
 	var total float64
@@ -292,7 +298,31 @@ func promHistogram(text, route string) benchFigures {
 		f["batch_mean"] = fmt.Sprintf("%.1f", bsum/bcount)
 		f["batches"] = fmt.Sprintf("%d", int64(bcount))
 	}
+	if pcount > 0 {
+		f["pipeline_mean"] = fmt.Sprintf("%.2f", psum/pcount)
+		f["pipelines"] = fmt.Sprintf("%d", int64(pcount))
+	}
 	return f
+}
+
+// pipelineDepth is redis-benchmark's -P for a run's pipeline_mean: the mean
+// rounded, at least 1; 0 when there is no mean.
+func pipelineDepth(mean string) int {
+	m, ok := figNum(mean)
+	if !ok {
+		return 0
+	}
+	return max(1, int(math.Round(m)))
+}
+
+// admitPName is the name of the admission limit at the pipelining depth of
+// a run's pipeline_mean ("admit-P<depth>"; "" when there is no mean).
+func admitPName(mean string) string {
+	d := pipelineDepth(mean)
+	if d == 0 {
+		return ""
+	}
+	return fmt.Sprintf("admit-P%d", d)
 }
 
 // wrkFigures reads the "BENCH <name> <value>" lines rotate.lua prints.

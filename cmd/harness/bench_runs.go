@@ -38,7 +38,10 @@ func (b *bench) profileWanted(name string) bool {
 func (b *bench) measure() {
 	c := b.cfg
 	if run := c.admissionRun(); run != "" {
-		b.cfg.Profile += " " + run // its CPU profile (wrkRun), kept by saveAdmissionProfiles
+		// Its CPU profile (wrkRun), kept by saveAdmissionProfiles; and its
+		// partner without the drain profiled alike, so that their ratio
+		// compares like with like.
+		b.cfg.Profile += " " + run + " " + run + "-nodrain"
 	}
 	b.machine()
 	b.logf("machine: %s x %s, %s, %s; load %s", b.info["nproc"], b.info["cpu"], b.info["mem"], b.info["kernel"], b.info["load_before"])
@@ -100,10 +103,26 @@ func (b *bench) measure() {
 			}
 			continue
 		}
-		for _, lm := range c.AsyncLockModes {
+		for i, lm := range c.AsyncLockModes {
 			name := "async-" + lm
 			b.attempt(name, func() { b.asyncRun(name, lm, false) })
 			b.rows = append(b.rows, name)
+			if i > 0 {
+				continue
+			}
+			// The same admission with the consumers held (the partner of
+			// "admission not slowed by the drain"), then the admission
+			// script alone at the pipelining depth the server used.
+			nd := name + "-nodrain"
+			b.attempt(nd, func() { b.asyncNoDrainRun(nd, lm) })
+			b.rows = append(b.rows, nd)
+			mean := b.get(name, "pipeline_mean")
+			if p := admitPName(mean); p != "" {
+				b.logf("redis-benchmark of seckill.lua at %s's mean pipelining depth (%s): -P %d", name, mean, pipelineDepth(mean))
+				b.admitLimit(p, pipelineDepth(mean))
+			} else {
+				b.logf("%s: no pipelining depth in the server's /metrics: no admit-P limit", name)
+			}
 		}
 		// Latency at half the sync maximum (the sync lua run), in the first
 		// async lock mode.
@@ -130,7 +149,7 @@ func (b *bench) measure() {
 		b.seckillRun("profile-sync-lua", "sync", "lua")
 		b.profiled = append(b.profiled, "profile-sync-lua")
 	}
-	if t.T2 != "-" && !atLeast(t.T2, 0.5) {
+	if t.T2 != "-" && !atLeast(t.T2, 0.9) {
 		b.cfg.Profile += " profile-soldout"
 		b.logf("sold-out path, profiled")
 		b.startServer("sync", "lua", "profile-soldout")
@@ -141,7 +160,9 @@ func (b *bench) measure() {
 	if c.wantAsync() && len(c.AsyncLockModes) > 0 {
 		alm := c.AsyncLockModes[0]
 		ar, kr := "async-"+alm, "k6-async-"+alm
-		if t.A1 != "-" && (!atLeast(t.A1, 8) || !atLeast(t.A2, 0.4) || !atLeast(t.A3, 1)) {
+		missed := !atLeast(t.A1, 8) || !atLeast(t.A3, 1) ||
+			(t.A2 != "-" && !atLeast(t.A2, 0.4)) || (t.N1 != "-" && !atLeast(t.N1, 0.8))
+		if t.A1 != "-" && missed {
 			// The admission under wrk, and the drain after it.
 			b.cfg.Profile += " profile-" + ar
 			b.asyncRun("profile-"+ar, alm, true)
@@ -288,15 +309,22 @@ func (b *bench) redisLimits() {
 	if !c.wantAsync() {
 		return
 	}
-	// The async admission: lua/seckill.lua with the service's keys and
-	// arguments (lua/seckill.lua's header), on the scratch voucher loaded as
-	// the service loads a published one (stock, and the hash with the
-	// window and state ok) and the scratch stream. A random user per call:
-	// the few users drawn twice are refused as duplicates (code 2), the
-	// others admitted (code 0: DECR, SADD, XADD, SET with TTL). The voucher
-	// id is far above any AUTO_INCREMENT id of tb_voucher; its order-info
-	// keys are seckill:orderinfo:<12 digits> (redis-benchmark's
-	// __rand_int__), the service's order ids have 18 or more.
+	b.admitLimit("admit", 1)
+}
+
+// admitLimit is the async admission's limit: redis-benchmark of
+// lua/seckill.lua with the service's keys and arguments (lua/seckill.lua's
+// header), depth commands pipelined per client (-P; none when 1), on the
+// scratch voucher loaded as the service loads a published one (stock, and
+// the hash with the window and state ok) and the scratch stream, all
+// removed afterwards. A random user per call: the few users drawn twice
+// are refused as duplicates (code 2), the others admitted (code 0: DECR,
+// SADD, XADD, SET with TTL). The voucher id is far above any
+// AUTO_INCREMENT id of tb_voucher; its order-info keys are
+// seckill:orderinfo:<12 digits> (redis-benchmark's __rand_int__), the
+// service's order ids have 18 or more.
+func (b *bench) admitLimit(name string, depth int) {
+	c := b.cfg
 	b.admitV = 9000000000000 + int64(os.Getpid())
 	v := strconv.FormatInt(b.admitV, 10)
 	b.info["admit_v"] = v
@@ -305,16 +333,22 @@ func (b *bench) redisLimits() {
 	b.rdb.Set(b.ctx, repository.StockPrefix+v, 1000000000, 0)
 	b.rdb.HSet(b.ctx, repository.VoucherPrefix+v, "begin", nowMS-60000, "end", nowMS+7200000, "initial", 1000000000, "state", "ok")
 	b.noteCmd(fmt.Sprintf("redis-cli SET seckill:stock:%s 1000000000; redis-cli HSET seckill:voucher:%s begin <now-60s ms> end <now+2h ms> initial 1000000000 state ok", v, v))
-	b.redisBench("admit", "seckill.lua", "-r", "1000000000", "EVALSHA", "@SHA@", "5", repository.StockPrefix+v, repository.BuyersPrefix+v,
+	var args []string
+	if depth > 1 {
+		args = []string{"-P", strconv.Itoa(depth)}
+	}
+	b.redisBench(name, "seckill.lua", append(args, "-r", "1000000000", "EVALSHA", "@SHA@", "5", repository.StockPrefix+v, repository.BuyersPrefix+v,
 		repository.VoucherPrefix+v, admitStream, repository.OrderInfoPrefix+"__rand_int__",
-		"__rand_int__", v, "__rand_int__", strconv.FormatInt(nowMS, 10), "600")
+		"__rand_int__", v, "__rand_int__", strconv.FormatInt(nowMS, 10), "600")...)
 	stock, _ := b.rdb.Get(b.ctx, repository.StockPrefix+v).Int64()
 	admitted := 1000000000 - stock
 	xlen, _ := b.rdb.XLen(b.ctx, admitStream).Result()
 	buyers, _ := b.rdb.SCard(b.ctx, repository.BuyersPrefix+v).Result()
-	b.info["admitted"] = strconv.FormatInt(admitted, 10)
+	b.put(name, "depth", strconv.Itoa(depth))
+	b.put(name, "voucher", v)
+	b.put(name, "admitted", strconv.FormatInt(admitted, 10))
 	if !(admitted == xlen && admitted == buyers && admitted > int64(c.RedisN)*9/10) {
-		b.violate("admit", fmt.Sprintf("admission limit: %d admitted, stream %d entries, %d buyers of %d calls", admitted, xlen, buyers, c.RedisN))
+		b.violate(name, fmt.Sprintf("admission limit: %d admitted, stream %d entries, %d buyers of %d calls", admitted, xlen, buyers, c.RedisN))
 	}
 	b.admitKeysClean()
 	b.admitLoaded = false
@@ -605,13 +639,63 @@ func (b *bench) asyncRun(name, lockMode string, profile bool) {
 	}
 	b.drain(name, v)
 	b.profileFinish(name + "-drain")
-	b.otherConsumers(name)
 	b.serverMetrics(name, "")
+	b.asyncChecks(name, v)
+}
+
+// asyncChecks ends an async run once drained, its server still up: the
+// other consumers, wrk's checks, the audit and the order checks, then the
+// server's stop and the count of frozen refusals.
+func (b *bench) asyncChecks(name string, v int64) {
+	b.otherConsumers(name)
 	b.checkWrk(name)
 	b.audit(name, v)
 	b.orderChecks(name, "BENCH_ASYNC_USERS")
 	b.stopServer()
 	b.frozen(name)
+}
+
+// asyncNoDrainRun: the admission of asyncRun (a fresh voucher, the same wrk
+// run and tokens) on a server whose consumers do not write during the load:
+// started with SECKILL_DEV_CONSUMER_DELAY (development only, allowed as the
+// bench's servers run in SECKILL_ENV=development) longer than the load, so
+// that each consumer holds the batch it read, unwritten, and reads no more.
+// The partner of the admission target "not slowed by the drain": its req/s
+// is the admission without the consumers' work. The figures of the load
+// (latency, pipelining, CPU) are that server's. Then that server is stopped:
+// SIGTERM does not wait for the pause (the consumer's sleep, c.sleep, ends
+// when the consumers are stopped), and the consumer then writes the batch
+// it held if the batch's deadline (its BatchTimeout, 8 s after the read) has
+// not passed, else leaves it pending (never written twice: the next server
+// claims it). A normal async server then drains the backlog and is audited
+// as in asyncRun. Its drain time includes the stop and the start and, after
+// a load longer than 8 s, the wait for the held batch (at most one batch,
+// 100 entries) to be claimed by the new server's consumer after
+// SECKILL_CLAIM_IDLE (default 30 s): its drain rate is not the consumers'
+// speed. "written_load" is the orders in the database at the end of the
+// load (0 unless something else, another process's consumers, wrote them).
+func (b *bench) asyncNoDrainRun(name, lockMode string) {
+	delay := fmt.Sprintf("SECKILL_DEV_CONSUMER_DELAY=%ds", b.cfg.Duration+600)
+	b.logf("seckill %s (%s: the consumers hold their first batch)", name, delay)
+	b.startServer("async", lockMode, name, delay)
+	b.noteCmd(fmt.Sprintf("# %s: the server started with %s; its backlog drained by a normal async server (log server-%s-drain.log)", name, delay, name))
+	v := b.publish(10000000)
+	b.wrkRun(name, "POST", fmt.Sprintf("/voucher-order/seckill/%d", v), "1", filepath.Join(b.cfg.Out, "tokens-async.csv"))
+	b.serverMetrics(name, "")
+	held := b.dbState(v)
+	written := held.Initial - held.Stock
+	if written != 0 {
+		b.logf("%s: %d orders written during the load although its consumers were held (another process's consumers?)", name, written)
+	}
+	b.stopServer()
+	b.startServer("async", lockMode, name+"-drain")
+	b.drain(name, v)
+	b.put(name, "written_load", strconv.FormatInt(written, 10))
+	// The drain's batches are the second server's.
+	drained := b.scrapeMetrics(name+"-drain", "")
+	b.put(name, "batch_mean", drained["batch_mean"])
+	b.put(name, "batches", drained["batches"])
+	b.asyncChecks(name, v)
 }
 
 // drain: after an async run, the consumers' drain. It polls the voucher's
@@ -685,19 +769,27 @@ func (b *bench) otherConsumers(name string) {
 }
 
 // serverMetrics reads the server's /metrics (cumulative since its start,
-// one server per run): the route's latency as the server itself saw it, and
-// the consumers' mean batch size. route defaults to the seckill route.
+// one server per run): the route's latency as the server itself saw it, the
+// consumers' mean batch size and the admissions' mean pipelining depth
+// (promHistogram). route defaults to the seckill route.
 func (b *bench) serverMetrics(name, route string) {
+	b.putAll(name, b.scrapeMetrics(name, route))
+}
+
+// scrapeMetrics reads the server's /metrics, keeps it as
+// metrics-<file>.txt in the out dir and returns its figures
+// (promHistogram; none when the server did not answer).
+func (b *bench) scrapeMetrics(file, route string) benchFigures {
 	if route == "" {
 		route = "/voucher-order/seckill/:id"
 	}
 	text, err := ScrapeMetrics([]string{b.base})
 	if err != nil {
-		b.logf("no /metrics for %s", name)
-		return
+		b.logf("no /metrics for %s", file)
+		return benchFigures{}
 	}
-	os.WriteFile(filepath.Join(b.cfg.Out, "metrics-"+name+".txt"), []byte(text), 0o644)
-	b.putAll(name, promHistogram(text, route))
+	os.WriteFile(filepath.Join(b.cfg.Out, "metrics-"+file+".txt"), []byte(text), 0o644)
+	return promHistogram(text, route)
 }
 
 // frozen: how many requests of the run the server refused because the

@@ -23,8 +23,9 @@ import (
 var benchHTTP = &http.Client{Timeout: 60 * time.Second}
 
 // startServer starts the server in orderMode and lockMode, its log in
-// server-<logname>.log, and waits for /readyz (20 s).
-func (b *bench) startServer(orderMode, lockMode, logname string) {
+// server-<logname>.log, with env (NAME=value) added to its environment,
+// and waits for /readyz (20 s).
+func (b *bench) startServer(orderMode, lockMode, logname string, env ...string) {
 	if portOpen(b.cfg.Port) {
 		b.die("something already serves %s (BENCH_PORT=%d): stop it or pick another port", b.base, b.cfg.Port)
 	}
@@ -37,6 +38,7 @@ func (b *bench) startServer(orderMode, lockMode, logname string) {
 	in.cmd.Env = append(os.Environ(),
 		fmt.Sprintf("SECKILL_HTTP_ADDR=127.0.0.1:%d", b.cfg.Port), "SECKILL_ORDER_MODE="+orderMode,
 		"SECKILL_LOCK_MODE="+lockMode, "SECKILL_ENV=development", "SECKILL_LOG_LEVEL=warn")
+	in.cmd.Env = append(in.cmd.Env, env...)
 	in.cmd.Stdout, in.cmd.Stderr = logf, logf
 	in.cmd.SysProcAttr = childAttr()
 	err = in.cmd.Start()

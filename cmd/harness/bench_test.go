@@ -45,7 +45,8 @@ func fixedBench() *bench {
 	b.runs["noop"] = benchFigures{"rps": "52241.2", "p50_us": "510", "p99_us": "8040", "share": "63 / 28 / 0 / 0", "rest": "0", "cpu_server": "24"}
 	b.runs["slap"] = benchFigures{"rps": "4826.5", "txns": "16000", "secs": "3.315"}
 	b.runs["insert"] = benchFigures{"rps": "18380.2", "txns": "64000", "secs": "3.482"}
-	b.runs["admit"] = benchFigures{"rps": "71090.05"}
+	b.runs["admit"] = benchFigures{"rps": "71090.05", "depth": "1", "admitted": "149990", "voucher": "9000000012345"}
+	b.runs["admit-P12"] = benchFigures{"rps": "190120.4", "depth": "12", "admitted": "149989", "voucher": "9000000012345"}
 	b.runs["soldout"] = benchFigures{"requests": "526005", "rps": "52240.1", "p50_us": "500", "p99_us": "11070",
 		"code_SOLD_OUT": "526005", "status_409": "526005", "orders": "1", "share": "62 / 29 / 1 / 0", "rest": "0",
 		"cpu_server": "23", "cpu_mariadb": "0", "cpu_redis": "0", "db_stmts": "0.0 / 0.0 / 0.0"}
@@ -53,11 +54,13 @@ func fixedBench() *bench {
 		"status_200": "18484", "orders": "18515", "inflight": "32", "share": "34 / 4 / 37 / 5", "rest": "14",
 		"cpu_server": "370", "cpu_mariadb": "393", "cpu_redis": "49", "db_stmts": "5.0 / 0.0 / 0.0"}
 	b.runs["async-lua"] = benchFigures{"requests": "157319", "rps": "15608.3", "status_200": "157319", "orders": "157335",
-		"drain_rate": "13677", "cpu_server_order": "71.3", "cpu_redis_order": "28.9"}
+		"drain_rate": "13677", "cpu_server_order": "71.3", "cpu_redis_order": "28.9", "pipeline_mean": "11.62"}
+	b.runs["async-lua-nodrain"] = benchFigures{"requests": "170001", "rps": "17000.2", "status_200": "170001", "orders": "170001",
+		"written_load": "0", "drain_rate": "6021", "batch_mean": "99.8", "batches": "1704", "pipeline_mean": "12.40"}
 	b.runs["k6-async-lua"] = benchFigures{"rate": "921", "p99_us": "4410", "requests": "9211"}
 	b.runs["k6-async-lua-noop"] = benchFigures{"rate": "921", "p99_us": "1410", "requests": "9211"}
 	b.info["rel_space"] = "600000"
-	b.rows = []string{"sync-lua", "async-lua"}
+	b.rows = []string{"sync-lua", "async-lua", "async-lua-nodrain"}
 	b.k6Runs = []string{"k6-async-lua"}
 	return b
 }
@@ -65,11 +68,18 @@ func fixedBench() *bench {
 func TestBenchTargets(t *testing.T) {
 	b := fixedBench()
 	got := b.targets()
-	want := benchTargets{T1: "0.38", T2: "1.00", A1: "8.47", A2: "0.22", A3: "0.74", A4: "4.41", C1: "71.3", C2: "28.9",
-		AR: "async-lua", KR: "k6-async-lua", DrainR: "13677"}
+	want := benchTargets{T1: "0.38", T2: "1.00", A1: "8.47", A2: "0.08", A3: "0.74", A4: "4.41", C1: "71.3", C2: "28.9",
+		N1: "0.92", AR: "async-lua", KR: "k6-async-lua", NR: "async-lua-nodrain", AdmitP: "admit-P12", DrainR: "13677"}
 	if got != want {
 		t.Fatalf("targets = %+v\nwant %+v", got, want)
 	}
+	// No pipelining depth in the server's /metrics: no admit-P limit, A2
+	// not measured (never against depth 1).
+	b.runs["async-lua"]["pipeline_mean"] = ""
+	if got = b.targets(); got.AdmitP != "" || got.A2 != "-" {
+		t.Fatalf("no depth: AdmitP %q, A2 %q; want none", got.AdmitP, got.A2)
+	}
+	b.runs["async-lua"]["pipeline_mean"] = "11.62"
 	// Kept up: no drain rate, the rate during the load stands for it.
 	b.runs["async-lua"]["drain_rate"] = ""
 	got = b.targets()
@@ -91,7 +101,14 @@ func TestBenchRender(t *testing.T) {
 		"| soldout | sync | lua | 526005 | 52240 | 0.50 | 11.07 |  | SOLD_OUT 526005 | 1 |  | ok | - | 1.00 | 62 / 29 / 1 / 0 / 0 | 23 / 0 / 0 | 0.0 / 0.0 / 0.0 |\n",
 		"| sync-lua | sync | lua | 18484 | 1843 | 16.55 | 49.64 | 18484 | 0 | 18515 | 32 | **1 violated** | 0.38 | 0.04 | 34 / 4 / 37 / 5 / 14 | 370 / 393 / 49 | 5.0 / 0.0 / 0.0 |\n",
 		"| 4 | sync `lua` req/s ÷ mariadb-slap txn/s | 0.38 | ≥ 0.6 | **no** |\n",
-		"| 4 | sold-out req/s ÷ no-op req/s | 1.00 | ≥ 0.5 | yes |\n",
+		"| 4, 13 | sold-out req/s ÷ no-op req/s | 1.00 | ≥ 0.9 | yes |\n",
+		"| 5, 13 | async req/s ÷ EVALSHA seckill.lua ops/s at the server's pipelining depth (admit-P12: 15608 ÷ 190120; -P 12, the server's mean 11.62 admissions per round trip) | 0.08 | ≥ 0.4 | **no** |\n",
+		"| 13 | admission with the consumers writing ÷ admission without them (async-lua req/s ÷ async-lua-nodrain req/s: 15608 ÷ 17000) | 0.92 | ≥ 0.8 | yes |\n",
+		"| async admission (lua/seckill.lua: window, duplicate and stock checks; DECR, SADD, XADD, SET EX), depth 1 (no -P) | redis-benchmark EVALSHA | 71090 ops/s | - | - | scratch voucher 9000000012345, scratch stream bench:stream.orders; 149990 of 150000 calls admitted",
+		"| the same at the server's pipelining depth (admit-P12: -P 12, async-lua's mean 11.62 admissions per round trip, rounded) | redis-benchmark EVALSHA | 190120 ops/s | - | - | the same scratch keys; 149989 of 150000 calls admitted |\n",
+		"| async-lua-nodrain | async | lua | 170001 | 17000 |",
+		"| async-lua-nodrain | 170001 | 0 |",
+		" | 6021 orders/s | - | 99.8 (1704) |",
 		"| 5 | async req/s ÷ sync `lua` req/s (async-lua: 15608 ÷ 1843) | 8.47 | ≥ 8 | yes |\n",
 		"| 5 | drain orders/s ÷ single-row INSERT rows/s (13677 ÷ 18380) | 0.74 | ≥ 1 | **no** |\n",
 		"| 5 | k6 p99 at 921 req/s (half the sync `lua` maximum), ms (the no-op endpoint at the same rate: 1.41) | 4.41 | ≤ 5 | yes |\n",
@@ -118,8 +135,30 @@ func TestBenchRender(t *testing.T) {
 	}
 	// results.json: targets with verdicts, runs with numbers.
 	j := b.resultsJSON(b.targets())
-	if len(j.Targets) != 9 || j.Targets[0].Met || !j.Targets[1].Met || *j.Targets[0].Measured != 0.38 || j.Targets[8].Met {
+	if len(j.Targets) != 10 || j.Targets[0].Met || !j.Targets[1].Met || *j.Targets[0].Measured != 0.38 || j.Targets[9].Met {
 		t.Errorf("targets: %+v", j.Targets)
+	}
+	if tg := j.Targets[1]; tg.Name != targetSoldoutNoop || tg.Required != 0.9 || tg.Issue != "4, 13" {
+		t.Errorf("sold-out target: %+v", tg)
+	}
+	if tg := j.Targets[3]; tg.Name != targetAsyncAdmit || tg.Met || *tg.Measured != 0.08 || tg.Required != 0.4 {
+		t.Errorf("async ÷ EVALSHA target: %+v", tg)
+	}
+	if tg := j.Targets[8]; tg.Name != targetNoDrain || !tg.Met || *tg.Measured != 0.92 || tg.Op != ">=" || tg.Required != 0.8 {
+		t.Errorf("no-drain target: %+v", tg)
+	}
+	var limits []string
+	for _, l := range j.Limits {
+		limits = append(limits, l.Name)
+	}
+	if !reflect.DeepEqual(limits, []string{"noop", "admit", "admit-P12", "slap", "insert"}) {
+		t.Errorf("limits: %v", limits)
+	}
+	if l := j.Limits[2]; l.Figures["depth"] != 12.0 || l.Figures["calls"] != 150000 || l.Figures["admitted"] != 149989.0 {
+		t.Errorf("admit-P12 limit: %+v", l)
+	}
+	if r := j.Runs[3]; r.Name != "async-lua-nodrain" || r.OrderMode != "async" || r.LockMode != "lua" || r.Figures["pipeline_mean"] != 12.4 {
+		t.Errorf("runs[3]: %+v", r)
 	}
 	if tg := j.Targets[6]; tg.Name != targetServerCPU || tg.Met || *tg.Measured != 71.3 || tg.Op != "<=" || tg.Required != 60 {
 		t.Errorf("server CPU target: %+v", tg)
@@ -267,11 +306,32 @@ seckill_http_request_duration_seconds_bucket{method="POST",route="/voucher-order
 seckill_http_request_duration_seconds_bucket{method="GET",route="/debug/noop",status="200",le="+Inf"} 7
 seckill_async_batch_size_sum 15720
 seckill_async_batch_size_count 1576
+seckill_admission_pipeline_size_bucket{le="64"} 1000
+seckill_admission_pipeline_size_sum 11616
+seckill_admission_pipeline_size_count 1000
 `
 	got := promHistogram(metrics, "/voucher-order/seckill/:id")
-	want := benchFigures{"srv_within5": "99.50", "srv_p99_le": "5", "batch_mean": "10.0", "batches": "1576"}
+	want := benchFigures{"srv_within5": "99.50", "srv_p99_le": "5", "batch_mean": "10.0", "batches": "1576",
+		"pipeline_mean": "11.62", "pipelines": "1000"}
 	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("promHistogram = %v, want %v", got, want)
+	}
+	// The depth of redis-benchmark -P: the mean rounded, at least 1.
+	for mean, want := range map[string]int{"11.62": 12, "11.49": 11, "1.00": 1, "0.40": 1, "": 0, "x": 0} {
+		if got := pipelineDepth(mean); got != want {
+			t.Errorf("pipelineDepth(%q) = %d, want %d", mean, got, want)
+		}
+	}
+	if admitPName("11.62") != "admit-P12" || admitPName("") != "" {
+		t.Errorf("admitPName: %q, %q", admitPName("11.62"), admitPName(""))
+	}
+	for name, want := range map[string][2]string{
+		"sync-lua": {"sync", "lua"}, "async-lua-nodrain": {"async", "lua"}, "profile-async-redsync": {"async", "redsync"},
+		"async-zookeeper-nodrain": {"async", "zookeeper"},
+	} {
+		if om, lm := runModes(name); om != want[0] || lm != want[1] {
+			t.Errorf("runModes(%q) = %q, %q; want %q", name, om, lm, want)
+		}
 	}
 	sum := `{"metrics":{"iterations":{"values":{"count":9211}},"http_reqs":{"values":{"count":9211,"rate":921.04}},
 "http_req_duration":{"values":{"p(50)":0.5305,"p(90)":0.92,"p(95)":1.36,"p(99)":4.4149,"max":16.75}},

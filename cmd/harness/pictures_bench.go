@@ -45,9 +45,11 @@ type benchComparison struct {
 	keptUpFallback bool // measured is the drain rate: orders ÷ duration when the consumers kept up
 }
 
-// benchComparisons are the targets of issues 4 and 5, as bench_report.go
-// computes them; async runs are named after the first async lock mode.
-func benchComparisons(async string) []benchComparison {
+// benchComparisons are the targets of issues 4, 5 and 13, as
+// bench_report.go computes them; async runs are named after the first async
+// lock mode, admit is the admission limit of "async ÷ EVALSHA" and
+// admitLabel its label (benchData.admitLimit).
+func benchComparisons(async, admit, admitLabel string) []benchComparison {
 	return []benchComparison{
 		{title: "Sold-out path against a no-op endpoint behind the same authentication", target: targetSoldoutNoop,
 			limit: benchFigure{"noop", "rps", 1}, limitLabel: "no-op endpoint", limitUnit: "req/s",
@@ -58,9 +60,12 @@ func benchComparisons(async string) []benchComparison {
 		{title: "Async seckill against sync seckill", target: targetAsyncSync,
 			limit: benchFigure{"sync-lua", "rps", 1}, limitLabel: "sync seckill, lua lock", limitUnit: "req/s",
 			measured: benchFigure{"async-" + async, "rps", 1}, measuredLabel: "async seckill, " + async + " lock", measuredUnit: "req/s"},
-		{title: "Async seckill against its admission script alone", target: targetAsyncAdmit,
-			limit: benchFigure{"admit", "rps", 1}, limitLabel: "EVALSHA of seckill.lua", limitUnit: "ops/s",
+		{title: "Async seckill against its admission script alone, pipelined as the server pipelines it", target: targetAsyncAdmit,
+			limit: benchFigure{admit, "rps", 1}, limitLabel: admitLabel, limitUnit: "ops/s",
 			measured: benchFigure{"async-" + async, "rps", 1}, measuredLabel: "async seckill, " + async + " lock", measuredUnit: "req/s"},
+		{title: "Async admission with the consumers writing against without them", target: targetNoDrain,
+			limit: benchFigure{"async-" + async + "-nodrain", "rps", 1}, limitLabel: "consumers held during the load", limitUnit: "req/s",
+			measured: benchFigure{"async-" + async, "rps", 1}, measuredLabel: "consumers writing (async seckill)", measuredUnit: "req/s"},
 		{title: "Async drain (one consumer, after the load) against single-row INSERTs", target: targetDrainInsert,
 			limit: benchFigure{"insert", "rps", 1}, limitLabel: "mariadb-slap single-row INSERT", limitUnit: "rows/s",
 			measured: benchFigure{"async-" + async, "drain_rate", 1}, measuredLabel: "drain of the backlog", measuredUnit: "orders/s",
@@ -118,6 +123,18 @@ func (b benchData) asyncMode() string {
 		}
 	}
 	return "lua"
+}
+
+// admitLimit is the admission limit that "async ÷ EVALSHA" divides by and
+// its label: admit-P<d> (redis-benchmark at the server's pipelining depth)
+// when the run has it, else admit (depth 1: results.json of older runs).
+func (b benchData) admitLimit() (name, label string) {
+	for _, l := range b.Limits {
+		if strings.HasPrefix(l.Name, "admit-P") {
+			return l.Name, "EVALSHA of seckill.lua, -P " + strings.TrimPrefix(l.Name, "admit-P")
+		}
+	}
+	return "admit", "EVALSHA of seckill.lua"
 }
 
 // setting is a setting as text ("?" when absent).
@@ -181,7 +198,11 @@ func benchSVG(b benchData) []byte {
 	y += 10
 
 	drawn := map[string]bool{targetViolations: true}
-	for _, c := range benchComparisons(b.asyncMode()) {
+	admit, admitLabel := b.admitLimit()
+	for _, c := range benchComparisons(b.asyncMode(), admit, admitLabel) {
+		if b.target(c.target) == nil {
+			continue // not a target of this run (results.json of an older harness)
+		}
 		y = benchBlock(d, b, c, y+26)
 		drawn[c.target] = true
 	}
