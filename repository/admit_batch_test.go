@@ -328,7 +328,7 @@ func TestAdmitPipelineObserved(t *testing.T) {
 		mu.Unlock()
 	})
 	ctx := context.Background()
-	if err := r.a.Admit(ctx, r.orderID(t), 40, r.vid, time.Now()); err != nil {
+	if err := r.a.Admit(ctx, r.orderID(t), 40, r.vid, 1, time.Now()); err != nil {
 		t.Fatalf("lone admission: %v", err)
 	}
 	users := []int64{41, 42, 43}

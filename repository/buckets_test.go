@@ -55,9 +55,10 @@ func (r *bucketRig) admit(ctx context.Context, user int64) (int64, error) {
 // TestBuckets: a voucher of 4 buckets and 10 units (3, 3, 2, 2). 40 users
 // buy at once, each twice: exactly 10 are admitted, none twice; each
 // bucket ends empty, and the buyers (summed over the buckets, each in the
-// user's home bucket) are the 10 admitted users; users whose home bucket
-// ran out were admitted in another one (their entries carry their home
-// shard); SOLD_OUT only once every bucket was empty. On miniredis, the
+// user's home bucket) are the 10 admitted users; every user's home being
+// bucket 0 or 1, the units of buckets 2 and 3 go to users admitted away
+// from home (their entries carry their home shard); SOLD_OUT only once
+// every bucket was empty. On miniredis, the
 // real Redis and the cluster.
 func TestBuckets(t *testing.T) {
 	for name, rdb := range testClients(t) {
@@ -72,7 +73,10 @@ func TestBuckets(t *testing.T) {
 			admitted := map[int64]int{}
 			codes := map[string]int{}
 			var wg sync.WaitGroup
-			for u := int64(1); u <= users; u++ {
+			// Every user's home is bucket 0 or 1: the 4 units of buckets 2
+			// and 3 can only be sold away from home.
+			for i := int64(1); i <= users; i++ {
+				u := 4*i + i%2
 				for range 2 {
 					wg.Go(func() {
 						_, err := r.admit(ctx, u)
@@ -132,8 +136,11 @@ func TestBuckets(t *testing.T) {
 				}
 			}
 			t.Logf("answers %v; %d of 10 admitted away from their home bucket", codes, away)
+			if away < 4 {
+				t.Errorf("%d orders admitted away from home, want at least the 4 units of buckets 2 and 3", away)
+			}
 			// One more user: every bucket is empty.
-			if _, err := r.admit(ctx, users+1); !errors.Is(err, model.ErrSoldOut) {
+			if _, err := r.admit(ctx, 4*users+8); !errors.Is(err, model.ErrSoldOut) {
 				t.Errorf("a new user after the sale: got %v, want SOLD_OUT", err)
 			}
 			if rv, _ := r.a.Voucher(ctx, r.sv.VoucherID); rv.Buyers != 10 {

@@ -124,10 +124,15 @@ func voucherKey(shard int, voucherID int64, kind string) string {
 }
 
 // OrderInfoKey is seckill:{<tag>}:orderinfo:<orderId>, in the shard of
-// the order's voucher (written by the admission script with the entry).
+// the bucket that admitted the order (written by the admission script with
+// the entry).
 func OrderInfoKey(shard int, orderID int64) string {
-	return shardPrefix(shard) + "orderinfo:" + strconv.FormatInt(orderID, 10)
+	return OrderInfoPrefix(shard) + strconv.FormatInt(orderID, 10)
 }
+
+// OrderInfoPrefix is seckill:{<tag>}:orderinfo: of shard (tools that match
+// or template the order-info keys).
+func OrderInfoPrefix(shard int) string { return shardPrefix(shard) + "orderinfo:" }
 
 // DuprejPrefix is the prefix of DuprejKey (one key, outside the shards).
 const DuprejPrefix = "seckill:duprej:"

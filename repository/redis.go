@@ -64,11 +64,20 @@ func NewSentinelRedisClient(master string, sentinelAddrs []string) *redis.Client
 
 // NewClusterRedisClient returns go-redis's Redis Cluster client, which
 // learns the cluster's slots from the seed nodes at addrs and follows
-// MOVED/ASK redirections and failovers, with the same settings as
-// NewRedisClient (per node).
+// MOVED/ASK redirections, with the same settings as NewRedisClient (per
+// node). It reloads the slot map every clusterReload: go-redis reloads it on
+// MOVED and, by default, once a minute, and a master that died answers no
+// MOVED, so without it the client kept sending to the dead master for up
+// to a minute after its replica was promoted (seen in
+// internal/redisproc's TestCluster).
 func NewClusterRedisClient(addrs []string) *redis.ClusterClient {
-	return redis.NewClusterClient(serviceOptions(addrs, "").Cluster())
+	o := serviceOptions(addrs, "").Cluster()
+	o.ClusterStateReloadInterval = clusterReload
+	return redis.NewClusterClient(o)
 }
+
+// clusterReload is how often the cluster client reloads the slot map.
+const clusterReload = time.Second
 
 // NewRedlockNodeClient returns a client for one independent Redlock/MultiLock
 // node: no command retries and a single dial attempt, so a dead node costs

@@ -165,7 +165,7 @@ func (e *raceEnv) state(t *testing.T, vid int64) raceState {
 		t.Fatal(err)
 	}
 	st.orders, st.pending = tally.Orders, int64(len(pending(mine, tally.Written)))
-	if st.dead, err = e.rdb.XLen(ctx, e.dlq).Result(); err != nil {
+	if st.dead, err = e.rdb.XLen(ctx, repository.ShardKey(repository.VoucherShard(vid), e.dlq)).Result(); err != nil {
 		t.Fatal(err)
 	}
 	return st

@@ -22,7 +22,7 @@ import (
 
 // admitStream is the scratch stream of the admission limit (no consumer
 // group reads it).
-const admitStream = "bench:stream.orders"
+const admitStream = "bench:orders"
 
 func (b *bench) profileWanted(name string) bool {
 	for _, p := range strings.Fields(b.cfg.Profile) {
@@ -330,20 +330,23 @@ func (b *bench) admitLimit(name string, depth int) {
 	b.info["admit_v"] = v
 	nowMS := time.Now().UnixMilli()
 	b.admitLoaded = true
-	b.rdb.Set(b.ctx, repository.StockPrefix+v, 1000000000, 0)
-	b.rdb.HSet(b.ctx, repository.VoucherPrefix+v, "begin", nowMS-60000, "end", nowMS+7200000, "initial", 1000000000, "state", "ok")
-	b.noteCmd(fmt.Sprintf("redis-cli SET seckill:stock:%s 1000000000; redis-cli HSET seckill:voucher:%s begin <now-60s ms> end <now+2h ms> initial 1000000000 state ok", v, v))
+	shard := repository.VoucherShard(b.admitV)
+	stockKey, buyersKey, hashKey := repository.StockKey(b.admitV), repository.BuyersKey(b.admitV), repository.VoucherKey(b.admitV)
+	streamKey, infoPrefix := repository.ShardKey(shard, admitStream), repository.OrderInfoPrefix(shard)
+	b.rdb.Set(b.ctx, stockKey, 1000000000, 0)
+	b.rdb.HSet(b.ctx, hashKey, "begin", nowMS-60000, "end", nowMS+7200000, "initial", 1000000000, "state", "ok")
+	b.noteCmd(fmt.Sprintf("redis-cli SET '%s' 1000000000; redis-cli HSET '%s' begin <now-60s ms> end <now+2h ms> initial 1000000000 state ok", stockKey, hashKey))
 	var args []string
 	if depth > 1 {
 		args = []string{"-P", strconv.Itoa(depth)}
 	}
-	b.redisBench(name, "seckill.lua", append(args, "-r", "1000000000", "EVALSHA", "@SHA@", "5", repository.StockPrefix+v, repository.BuyersPrefix+v,
-		repository.VoucherPrefix+v, admitStream, repository.OrderInfoPrefix+"__rand_int__",
+	b.redisBench(name, "seckill.lua", append(args, "-r", "1000000000", "EVALSHA", "@SHA@", "5", stockKey, buyersKey,
+		hashKey, streamKey, infoPrefix+"__rand_int__",
 		"__rand_int__", v, "__rand_int__", strconv.FormatInt(nowMS, 10), "600")...)
-	stock, _ := b.rdb.Get(b.ctx, repository.StockPrefix+v).Int64()
+	stock, _ := b.rdb.Get(b.ctx, stockKey).Int64()
 	admitted := 1000000000 - stock
-	xlen, _ := b.rdb.XLen(b.ctx, admitStream).Result()
-	buyers, _ := b.rdb.SCard(b.ctx, repository.BuyersPrefix+v).Result()
+	xlen, _ := b.rdb.XLen(b.ctx, streamKey).Result()
+	buyers, _ := b.rdb.SCard(b.ctx, buyersKey).Result()
 	b.put(name, "depth", strconv.Itoa(depth))
 	b.put(name, "voucher", v)
 	b.put(name, "admitted", strconv.FormatInt(admitted, 10))
@@ -713,14 +716,13 @@ func (b *bench) drain(name string, v int64) {
 	if err := b.db.QueryRowContext(b.ctx, "SELECT initial_stock FROM tb_seckill_voucher WHERE voucher_id=?", v).Scan(&initial); err != nil {
 		b.die("reading voucher %d: %v", v, err)
 	}
-	id := strconv.FormatInt(v, 10)
 	var t0, t1 time.Time
 	var n0, ds, rs int64
 	for {
 		if err := b.db.QueryRowContext(b.ctx, "SELECT stock FROM tb_seckill_voucher WHERE voucher_id=?", v).Scan(&ds); err != nil {
 			b.die("reading voucher %d: %v", v, err)
 		}
-		rs, _ = b.rdb.Get(b.ctx, repository.StockPrefix+id).Int64()
+		rs = b.redisStock(v)
 		t1 = time.Now()
 		if t0.IsZero() {
 			t0, n0 = t1, initial-ds
@@ -758,14 +760,26 @@ func (b *bench) drain(name string, v int64) {
 func (b *bench) otherConsumers(name string) {
 	host, _ := os.Hostname()
 	mine := fmt.Sprintf("%s-%d-", host, b.serverPID())
-	cs, _ := b.rdb.XInfoConsumers(b.ctx, repository.StreamKey, repository.GroupName).Result()
-	n := 0
-	for _, c := range cs {
-		if !strings.HasPrefix(c.Name, mine) && c.Idle < 5*time.Second {
-			n++
+	others := map[string]bool{}
+	for shard := range repository.Shards {
+		cs, _ := b.rdb.XInfoConsumers(b.ctx, repository.StreamKey(shard), repository.GroupName).Result()
+		for _, c := range cs {
+			if !strings.HasPrefix(c.Name, mine) && c.Idle < 5*time.Second {
+				others[c.Name] = true
+			}
 		}
 	}
-	b.put(name, "other_consumers", strconv.Itoa(n))
+	b.put(name, "other_consumers", strconv.Itoa(len(others)))
+}
+
+// redisStock is the voucher's Redis stock summed over its buckets (0 when
+// it cannot be read).
+func (b *bench) redisStock(v int64) int64 {
+	c, err := audit.ReadRedis(b.ctx, b.rdb, v)
+	if err != nil {
+		return 0
+	}
+	return c.RedisStock
 }
 
 // serverMetrics reads the server's /metrics (cumulative since its start,

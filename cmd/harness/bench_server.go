@@ -7,6 +7,7 @@ package main
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -250,12 +251,13 @@ func (b *bench) profileFinish(name string) {
 
 // ---------------------------------------------------------------- cleanup
 
-// purgeLua: XACK (the consumer group) and XDEL the entries of KEYS[1] whose
-// voucherId is one of ARGV, and delete their order-info keys; returns how
-// many. The group and the key prefix are repository's.
-var purgeLua = strings.NewReplacer("{{group}}", repository.GroupName, "{{orderinfo}}", repository.OrderInfoPrefix).Replace(`
+// purgeLua: XACK (the consumer group) and XDEL the entries of KEYS[1] (a
+// shard's stream) whose voucherId is one of ARGV[2..], and delete their
+// order-info keys (ARGV[1]: the shard's order-info prefix); returns how
+// many. The group is repository's.
+var purgeLua = strings.NewReplacer("{{group}}", repository.GroupName).Replace(`
 local want = {}
-for _, v in ipairs(ARGV) do want[v] = true end
+for i = 2, #ARGV do want[ARGV[i]] = true end
 local n, start = 0, "-"
 while true do
   local page = redis.call("XRANGE", KEYS[1], start, "+", "COUNT", 1000)
@@ -267,7 +269,7 @@ while true do
     if voucher and want[voucher] then
       redis.pcall("XACK", KEYS[1], "{{group}}", e[1])
       redis.call("XDEL", KEYS[1], e[1])
-      if order then redis.call("DEL", "{{orderinfo}}" .. order) end
+      if order then redis.call("DEL", ARGV[1] .. order) end
       n = n + 1
     end
   end
@@ -299,9 +301,9 @@ func (b *bench) deleteVoucher(v int64) {
 }
 
 func (b *bench) admitKeysClean() {
-	v := strconv.FormatInt(b.admitV, 10)
-	b.rdb.Unlink(b.ctx, repository.StockPrefix+v, repository.BuyersPrefix+v, repository.VoucherPrefix+v, admitStream)
-	b.unlinkPattern(repository.OrderInfoPrefix + "????????????")
+	v, shard := b.admitV, repository.VoucherShard(b.admitV)
+	b.rdb.Unlink(b.ctx, repository.StockKey(v), repository.BuyersKey(v), repository.VoucherKey(v), repository.ShardKey(shard, admitStream))
+	b.unlinkPattern(repository.OrderInfoPrefix(shard) + "????????????")
 }
 
 // cleanup stops the server and removes what the bench wrote (once).
@@ -329,22 +331,26 @@ func (b *bench) cleanup() {
 		// not drain) would outlive their voucher and stay pending for ever
 		// with whichever consumer reads them (their dead-letter needs the
 		// voucher's Redis state): settle them first.
-		args := make([]any, len(b.vouchers))
-		for i, v := range b.vouchers {
-			args[i] = strconv.FormatInt(v, 10)
-		}
-		n, err := b.rdb.Eval(b.ctx, purgeLua, []string{repository.StreamKey}, args...).Int64()
-		if err != nil || n != 0 {
-			s := "?"
-			if err == nil {
-				s = strconv.FormatInt(n, 10)
+		var total int64
+		var failed error
+		for shard := range repository.Shards {
+			args := []any{repository.OrderInfoPrefix(shard)}
+			for _, v := range b.vouchers {
+				args = append(args, strconv.FormatInt(v, 10))
 			}
-			b.logf("removed %s entries of the bench vouchers from stream.orders", s)
+			n, err := b.rdb.Eval(b.ctx, purgeLua, []string{repository.StreamKey(shard)}, args...).Int64()
+			total += n
+			failed = cmp.Or(failed, err)
+		}
+		if failed != nil || total != 0 {
+			b.logf("removed %d entries of the bench vouchers from the order streams (error: %v)", total, failed)
 		}
 		for _, v := range b.vouchers {
 			b.deleteVoucher(v)
-			id := strconv.FormatInt(v, 10)
-			b.rdb.Del(b.ctx, repository.DuprejPrefix+id, repository.StockPrefix+id, repository.BuyersPrefix+id, repository.VoucherPrefix+id)
+			b.rdb.Del(b.ctx, repository.DuprejKey(v))
+			for shard := range repository.Shards { // every bucket a voucher can have
+				b.rdb.Del(b.ctx, repository.StockKeyIn(shard, v), repository.BuyersKeyIn(shard, v), repository.VoucherKeyIn(shard, v))
+			}
 		}
 	}
 }

@@ -40,7 +40,6 @@ import (
 	auditdb "seckill/internal/audit"
 	"seckill/internal/redisproc"
 	"seckill/model"
-	"seckill/repository"
 )
 
 // faultSettings are the suite's settings (environment variables).
@@ -977,7 +976,8 @@ func (s *suite) setupCase(ctx context.Context, c faultCase, e *caseEnv, procs *p
 		}
 		procs.add(func() { cl.Close() })
 		e.cluster = cl
-		e.rdb = redis.NewClusterClient(&redis.ClusterOptions{Addrs: cl.Addrs(), DialTimeout: time.Second, ReadTimeout: 2 * time.Second})
+		e.rdb = redis.NewClusterClient(&redis.ClusterOptions{Addrs: cl.Addrs(), DialTimeout: time.Second, ReadTimeout: 2 * time.Second,
+			ClusterStateReloadInterval: time.Second})
 	case c.Sentinel:
 		// A primary, its replica, three Sentinels: quorum 2,
 		// down-after-milliseconds 1000, failover-timeout 5000.

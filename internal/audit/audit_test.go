@@ -9,6 +9,8 @@ import (
 	"github.com/glebarez/sqlite"
 	"github.com/redis/go-redis/v9"
 	"gorm.io/gorm"
+
+	"seckill/repository"
 )
 
 func TestReadDB(t *testing.T) {
@@ -50,8 +52,8 @@ func TestReadRedis(t *testing.T) {
 	if _, err := ReadRedis(ctx, rdb, 7); !errors.Is(err, ErrNoRedisStock) {
 		t.Fatalf("ReadRedis without stock = %v, want ErrNoRedisStock", err)
 	}
-	mr.Set("seckill:stock:7", "3")
-	mr.SAdd("seckill:order:7", "10", "20")
+	mr.Set(repository.StockKey(7), "3")
+	mr.SAdd(repository.BuyersKey(7), "10", "20")
 	mr.Set("seckill:duprej:7", "4")
 	a, err := ReadRedis(ctx, rdb, 7)
 	if err != nil {

@@ -2,6 +2,7 @@ package redisproc_test
 
 import (
 	"testing"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 
@@ -21,7 +22,9 @@ func TestCluster(t *testing.T) {
 	if len(c.Nodes) != 6 {
 		t.Fatalf("%d nodes, want 6", len(c.Nodes))
 	}
-	cc := redis.NewClusterClient(&redis.ClusterOptions{Addrs: c.Addrs()})
+	// Slots reloaded each second (go-redis's default, a minute, would keep
+	// it on the dead master: a dead node answers no MOVED).
+	cc := redis.NewClusterClient(&redis.ClusterOptions{Addrs: c.Addrs(), ClusterStateReloadInterval: time.Second})
 	t.Cleanup(func() { _ = cc.Close() })
 	const key = "foo" // slot 12182: the third range
 	if err := cc.Set(ctx, key, "1", 0).Err(); err != nil {
@@ -40,12 +43,26 @@ func TestCluster(t *testing.T) {
 	if err := m.Kill(); err != nil {
 		t.Fatal(err)
 	}
+	var promoted *redisproc.Server
+	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		if p, err := c.MasterOfSlot(ctx, 12182); err == nil && p != m {
+			promoted = p
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("no replica promoted 20 s after the master was killed")
+		}
+	}
 	if err := c.WaitHealthy(ctx); err != nil {
 		t.Fatal(err)
 	}
-	promoted, err := c.MasterOfSlot(ctx, 12182)
-	if err != nil || promoted == m {
-		t.Fatalf("after the kill: master %v, %v; want its replica", promoted, err)
+	// The cluster client follows once it reloads the slots (on its errors).
+	start := time.Now()
+	for err := cc.Set(ctx, key, "2", 0).Err(); err != nil; err = cc.Set(ctx, key, "2", 0).Err() {
+		if time.Since(start) > 15*time.Second {
+			t.Fatalf("SET through the cluster client 15 s after the promotion: %v", err)
+		}
+		time.Sleep(100 * time.Millisecond)
 	}
-	t.Logf("slot 12182: %s killed, %s promoted", m.Addr(), promoted.Addr())
+	t.Logf("slot 12182: %s killed, %s promoted; the cluster client followed %v later", m.Addr(), promoted.Addr(), time.Since(start).Round(time.Millisecond))
 }
