@@ -65,12 +65,39 @@ func (a *Admission) Admit(ctx context.Context, orderID, userID, voucherID int64,
 		return a.admitIn(ctx, VoucherShard(voucherID), orderID, userID, voucherID, false, now)
 	}
 	home := HomeBucket(userID, buckets)
-	err := a.admitIn(ctx, BucketShard(voucherID, home), orderID, userID, voucherID, true, now)
+	homeShard := BucketShard(voucherID, home)
+	err := a.admitIn(ctx, homeShard, orderID, userID, voucherID, true, now)
+	if errors.Is(err, model.ErrUnavailable) && !errors.Is(err, model.ErrVoucherNotLoaded) && !errors.Is(err, model.ErrVoucherUnsafe) {
+		// Unknown whether the home bucket reserved the buyer mark: undo a
+		// reservation, if any, once Redis answers again.
+		a.releaseEventually(homeShard, orderID, userID, voucherID)
+	}
 	if !errors.Is(err, errMove) {
 		return err
 	}
 	return a.fallOver(ctx, orderID, userID, voucherID, buckets, home, now)
 }
+
+// releaseEventually retries, in the background, the release ("void") of a
+// home bucket's reservation of an order that was not admitted, for up to
+// releaseRetryFor (a failover of the home bucket's master takes seconds).
+// The release changes nothing unless the order info says the order is
+// moving, so it is safe when there was no reservation.
+func (a *Admission) releaseEventually(homeShard int, orderID, userID, voucherID int64) {
+	go func() {
+		for deadline := time.Now().Add(releaseRetryFor); time.Now().Before(deadline); time.Sleep(250 * time.Millisecond) {
+			ctx, cancel := context.WithTimeout(context.Background(), settleTimeout)
+			err := a.runRelease(ctx, homeShard, orderID, userID, voucherID, false)
+			cancel()
+			if err == nil {
+				return
+			}
+		}
+	}()
+}
+
+// releaseRetryFor bounds releaseEventually.
+const releaseRetryFor = 30 * time.Second
 
 // errMove is admitIn's answer when the home bucket reserved the buyer mark
 // and had no stock (lua.SeckillMove).
@@ -165,17 +192,23 @@ func (a *Admission) fallOver(ctx context.Context, orderID, userID, voucherID int
 func (a *Admission) release(ctx context.Context, homeShard int, orderID, userID, voucherID int64, moved bool, result error) error {
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), settleTimeout)
 	defer cancel()
+	err := a.runRelease(rctx, homeShard, orderID, userID, voucherID, moved)
+	if err != nil && !moved {
+		a.releaseEventually(homeShard, orderID, userID, voucherID)
+		return fmt.Errorf("%w: order %d: releasing its buyer mark: %w (after %w)", model.ErrUnavailable, orderID, err, result)
+	}
+	return result
+}
+
+// runRelease runs lua/seckill_release.lua once.
+func (a *Admission) runRelease(ctx context.Context, homeShard int, orderID, userID, voucherID int64, moved bool) error {
 	outcome := "void"
 	if moved {
 		outcome = "moved"
 	}
-	err := lua.SeckillRelease.Run(rctx, a.rdb,
+	return redisErr(lua.SeckillRelease.Run(ctx, a.rdb,
 		[]string{BuyersKeyIn(homeShard, voucherID), OrderInfoKey(homeShard, orderID)},
-		userID, voucherID, outcome, int64(VoidTTL/time.Second)).Err()
-	if err != nil && !moved {
-		return fmt.Errorf("%w: order %d: releasing its buyer mark: %w (after %w)", model.ErrUnavailable, orderID, redisErr(err), result)
-	}
-	return result
+		userID, voucherID, outcome, int64(VoidTTL/time.Second)).Err())
 }
 
 // keys are the KEYS of lua/seckill.lua for the order (one bucket).

@@ -240,6 +240,11 @@ type bench struct {
 	bin, build, k6, k6ver, slap            string
 	hz                                     float64
 	mariadbPID, redisPID                   int
+	// The Redis Cluster block (bench_cluster.go): the nodes measured (their
+	// CPU is the Redis CPU of a run while nodePIDs is set) and its runs.
+	nodePIDs      []int
+	clusterNodes_ []clusterNode
+	clusterRows   []string
 
 	// runs holds the figures of every run and limit by name.
 	mu         sync.Mutex

@@ -118,6 +118,7 @@ func machineTicks(stat string) (busy, total uint64, ok bool) {
 // MariaDB's Questions, Com_stmt_prepare and Com_stmt_close.
 type cpuSample struct {
 	Server, MariaDB, Redis, Client float64
+	Nodes                          []float64 // each cluster node (Redis is their sum then)
 	Busy, Total                    float64
 	DB                             [3]float64
 }

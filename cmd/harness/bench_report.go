@@ -382,6 +382,7 @@ without the client, the kernel's queues and the wait for a CPU; buckets
 				benchMS(g(name, "p50_us")), benchMS(g(name, "p90_us")), benchMS(g(name, "p95_us")), benchMS(g(name, "p99_us")), benchMS(g(name, "max_us")),
 				g(name, "srv_within5"), g(name, "srv_p99_le"), g(name, "share"), g(name, "rest"), b.invariants(name))
 		}
+		w.WriteString(b.clusterSection())
 	}
 	pf(`
 ## Targets, as ratios in this run

@@ -124,6 +124,8 @@ func (b *bench) measure() {
 				b.logf("%s: no pipelining depth in the server's /metrics: no admit-P limit", name)
 			}
 		}
+		// The same admission on the Redis Cluster, by stock buckets.
+		b.clusterRuns()
 		// Latency at half the sync maximum (the sync lua run), in the first
 		// async lock mode.
 		rate := c.K6Rate
@@ -464,6 +466,7 @@ func (b *bench) wrkRun(name, method, path, once, tokens string) {
 	b.putAll(name, meterFigures(m0, m1, figNum0(b.get(name, "received")), b.hz))
 	if once == "1" { // every 200 is an order
 		b.putAll(name, orderCPUFigures(m0, m1, figNum0(b.get(name, "status_200")), b.hz))
+		b.nodeOrderCPU(name, m0, m1)
 	}
 	b.profileFinish(name)
 	b.logf("%s: %s requests, %s req/s, p99 %s us", name, b.get(name, "requests"), b.get(name, "rps"), b.get(name, "p99_us"))

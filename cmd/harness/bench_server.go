@@ -91,7 +91,10 @@ func (b *bench) call(method, path, token string, body []byte) (int, []byte, erro
 
 // publish creates a shop and a seckill voucher of it with stock through the
 // admin API; the voucher's id joins the vouchers cleaned up at exit.
-func (b *bench) publish(stock int) int64 {
+func (b *bench) publish(stock int) int64 { return b.publishWith(stock, "") }
+
+// publishWith is publish with more fields of the body (`,"stockBuckets":4`).
+func (b *bench) publishWith(stock int, more string) int64 {
 	status, data, err := b.call("POST", "/shop", b.adminToken,
 		[]byte(`{"name":"bench shop","typeId":1,"address":"loopback 1","x":120.15,"y":30.28}`))
 	var shop struct {
@@ -105,8 +108,8 @@ func (b *bench) publish(stock int) int64 {
 		b.die("creating a shop failed: %s", data)
 	}
 	now := time.Now().UTC()
-	body := fmt.Sprintf(`{"shopId":%d,"title":"bench","subTitle":"make bench","rules":"","payValue":100,"actualValue":100,"type":1,"stock":%d,"beginTime":"%s","endTime":"%s"}`,
-		shopID, stock, now.Add(-time.Minute).Format("2006-01-02T15:04:05Z"), now.Add(2*time.Hour).Format("2006-01-02T15:04:05Z"))
+	body := fmt.Sprintf(`{"shopId":%d,"title":"bench","subTitle":"make bench","rules":"","payValue":100,"actualValue":100,"type":1,"stock":%d,"beginTime":"%s","endTime":"%s"%s}`,
+		shopID, stock, now.Add(-time.Minute).Format("2006-01-02T15:04:05Z"), now.Add(2*time.Hour).Format("2006-01-02T15:04:05Z"), more)
 	status, data, err = b.call("POST", "/voucher/seckill", b.adminToken, []byte(body))
 	var env struct {
 		Data json.Number `json:"data"`
@@ -167,7 +170,7 @@ func (b *bench) dbCounters() [3]float64 {
 // clock ticks (it is known only once it exited: 0 before).
 func (b *bench) sample(client float64) cpuSample {
 	s := cpuSample{DB: b.dbCounters()}
-	s.Server, s.MariaDB, s.Redis = pidTicks(b.serverPID()), pidTicks(b.mariadbPID), pidTicks(b.redisPID)
+	s.Server, s.MariaDB, s.Redis = pidTicks(b.serverPID()), pidTicks(b.mariadbPID), b.redisTicks(&s)
 	s.Client = client
 	busy, total, _ := machineTicks(benchReadFile("/proc/stat"))
 	s.Busy, s.Total = float64(busy), float64(total)
@@ -179,9 +182,24 @@ func (b *bench) sample(client float64) cpuSample {
 func (b *bench) sampleEnd(client float64) cpuSample {
 	busy, total, _ := machineTicks(benchReadFile("/proc/stat"))
 	s := cpuSample{Busy: float64(busy), Total: float64(total), Client: client}
-	s.Server, s.MariaDB, s.Redis = pidTicks(b.serverPID()), pidTicks(b.mariadbPID), pidTicks(b.redisPID)
+	s.Server, s.MariaDB, s.Redis = pidTicks(b.serverPID()), pidTicks(b.mariadbPID), b.redisTicks(&s)
 	s.DB = b.dbCounters()
 	return s
+}
+
+// redisTicks is the Redis CPU so far: the one Redis's, or, in the cluster
+// block, the sum of the nodes' (each recorded in s.Nodes).
+func (b *bench) redisTicks(s *cpuSample) float64 {
+	if len(b.nodePIDs) == 0 {
+		return pidTicks(b.redisPID)
+	}
+	var sum float64
+	for _, pid := range b.nodePIDs {
+		t := pidTicks(pid)
+		s.Nodes = append(s.Nodes, t)
+		sum += t
+	}
+	return sum
 }
 
 // childTicks is the CPU an exited child used, in clock ticks.

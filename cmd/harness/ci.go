@@ -45,6 +45,8 @@ var ciRuns = []struct {
 	// Async mode on the Redis Cluster of .ci/services.sh (three masters):
 	// each user's three requests go to both instances.
 	{"lua-async-cluster", []string{"MODE=lua", "ORDER_MODE=async", "REDIS=cluster", "USERS=400", "STOCK=250", "DUPS=3", "VUS=40"}},
+	// The same voucher's stock split in 8 buckets on the cluster.
+	{"lua-async-cluster-8", []string{"MODE=lua", "ORDER_MODE=async", "REDIS=cluster", "BUCKETS=8", "USERS=400", "STOCK=250", "DUPS=3", "VUS=40"}},
 	// The JMeter plan on Debian's JMeter 2.13 (installed when missing, ~20 s).
 	{"lua-jmeter", []string{"MODE=lua", "DRIVER=jmeter", "USERS=300", "STOCK=200", "DUPS=3", "VUS=40"}},
 }

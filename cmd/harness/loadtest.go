@@ -63,6 +63,9 @@ type ltConfig struct {
 	// SECKILL_TEST_CLUSTER_ADDRS (.ci/env.sh) instead of SECKILL_REDIS_ADDR.
 	Cluster      bool
 	ClusterAddrs string
+	// Buckets: BUCKETS, the servers' SECKILL_STOCK_BUCKETS (async mode: the
+	// voucher's Redis stock split in that many buckets).
+	Buckets string
 	stamp        string
 }
 
@@ -84,6 +87,7 @@ func ltConfigFromEnv(getenv func(string) string, root string, now time.Time) (lt
 	c.AllowBreach = get("ALLOW_BREACH", get("MATRIX", "0")) == "1"
 	redisKind := get("REDIS", "single")
 	c.Cluster, c.ClusterAddrs = redisKind == "cluster", getenv("SECKILL_TEST_CLUSTER_ADDRS")
+	c.Buckets = get("BUCKETS", "1")
 	users := get("USERS", "300")
 	var stock string
 	if c.Slow {
@@ -466,14 +470,14 @@ func (l *loadtest) run() (ltResult, error) {
 	l.ins, err = StartInstances(l.ctx, InstanceSpec{Bin: bin, BasePort: l.BasePort, Count: l.Instances, LogDir: out,
 		Env: append([]string{"SECKILL_LOCK_MODE=" + l.Mode, "SECKILL_LOCK_TTL=" + l.LockTTL,
 			"SECKILL_DEV_CRITICAL_DELAY=" + l.CriticalDelay, "SECKILL_REQUEST_TIMEOUT=" + l.RequestTimeout,
-			"SECKILL_ORDER_MODE=" + l.OrderMode, "SECKILL_FENCING=" + l.Fencing}, l.redisEnv()...)})
+			"SECKILL_ORDER_MODE=" + l.OrderMode, "SECKILL_FENCING=" + l.Fencing, "SECKILL_STOCK_BUCKETS=" + l.Buckets}, l.redisEnv()...)})
 	if err != nil {
 		return r, err
 	}
 	urls := URLs(l.ins)
 	baseURLs := strings.Join(urls, ",")
-	l.logf("redis=%s mode=%s instances=%d (%s) setting=%s ttl=%s delay=%s driver=%s scenario=%s users=%d dups=%d stock=%d vus=%d out=%s",
-		r.Redis, l.Mode, l.Instances, baseURLs, l.Setting, l.LockTTL, l.CriticalDelay, l.Driver, l.Scenario, l.Users, l.Dups, l.Stock, l.VUs, out)
+	l.logf("redis=%s buckets=%s mode=%s instances=%d (%s) setting=%s ttl=%s delay=%s driver=%s scenario=%s users=%d dups=%d stock=%d vus=%d out=%s",
+		r.Redis, l.Buckets, l.Mode, l.Instances, baseURLs, l.Setting, l.LockTTL, l.CriticalDelay, l.Driver, l.Scenario, l.Users, l.Dups, l.Stock, l.VUs, out)
 
 	// The driver.
 	t0 := time.Now()
