@@ -88,8 +88,15 @@ func EpochKey(i int) string { return shardPrefix(i) + "epoch" }
 // A user's home bucket (HomeBucket) holds the user's buyer mark.
 const MaxBuckets = Shards
 
-// BucketShard is the shard of bucket b (0 <= b < MaxBuckets) of the voucher.
-func BucketShard(voucherID int64, b int) int { return (VoucherShard(voucherID) + b) % Shards }
+// BucketShard is the shard of bucket b (0 <= b < MaxBuckets) of the
+// voucher: bucketStride shards after the previous bucket's, so that
+// consecutive buckets fall in different ranges of the slot space (on three
+// masters with the slots in three ranges, buckets 0, 1, 2 on three
+// different masters); the stride is odd, so the 16 buckets are 16 shards.
+func BucketShard(voucherID int64, b int) int { return (VoucherShard(voucherID) + b*bucketStride) % Shards }
+
+// bucketStride is the shards between a voucher's consecutive buckets.
+const bucketStride = 11
 
 // HomeBucket is the bucket of a voucher of n buckets that holds the user's
 // buyer mark and is tried first.

@@ -116,7 +116,7 @@ func (b *bench) clusterNodes(cc *redis.ClusterClient) ([]clusterNode, error) {
 // admitted order (cpu_node<i>_order, µs) from two samples.
 func (b *bench) nodeOrderCPU(name string, m0, m1 cpuSample) {
 	n := figNum0(b.get(name, "status_200"))
-	if n <= 0 || len(m0.Nodes) != len(m1.Nodes) {
+	if n <= 0 || len(m1.Nodes) == 0 || len(m0.Nodes) != len(m1.Nodes) {
 		return
 	}
 	var parts []string
