@@ -93,7 +93,9 @@ const MaxBuckets = Shards
 // consecutive buckets fall in different ranges of the slot space (on three
 // masters with the slots in three ranges, buckets 0, 1, 2 on three
 // different masters); the stride is odd, so the 16 buckets are 16 shards.
-func BucketShard(voucherID int64, b int) int { return (VoucherShard(voucherID) + b*bucketStride) % Shards }
+func BucketShard(voucherID int64, b int) int {
+	return (VoucherShard(voucherID) + b*bucketStride) % Shards
+}
 
 // bucketStride is the shards between a voucher's consecutive buckets.
 const bucketStride = 11

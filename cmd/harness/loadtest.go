@@ -66,7 +66,7 @@ type ltConfig struct {
 	// Buckets: BUCKETS, the servers' SECKILL_STOCK_BUCKETS (async mode: the
 	// voucher's Redis stock split in that many buckets).
 	Buckets string
-	stamp        string
+	stamp   string
 }
 
 // ltConfigFromEnv reads the settings (the former loadtest/run.sh's).
