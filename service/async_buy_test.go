@@ -17,7 +17,9 @@ type ambigAdmitter struct {
 	err error
 }
 
-func (a *ambigAdmitter) Admit(context.Context, int64, int64, int64, int, time.Time) error { return a.err }
+func (a *ambigAdmitter) Admit(context.Context, int64, int64, int64, int, time.Time) error {
+	return a.err
+}
 
 // ambigVouchers adds ListLive to fakeVouchers.
 type ambigVouchers struct{ *fakeVouchers }
