@@ -19,7 +19,7 @@ import (
 // written between two queries, is counted twice or not at all).
 
 // Snapshot returns the Redis state of each voucher and every entry of the
-// streams, one MULTI per shard (a voucher's bucket and its entries are in
+// streams of the shards holding their buckets, one MULTI per shard (a voucher's bucket and its entries are in
 // one shard): the admission script decrements the stock and appends the
 // entry atomically, and the dead-letter script gives the stock back and
 // removes the entry atomically, so stock + entries is exact for each
@@ -33,6 +33,12 @@ func (s *OrderStream) Snapshot(ctx context.Context, voucherIDs []int64) (map[int
 	agg := newVoucherSums(len(voucherIDs))
 	var entries []model.QueuedOrder
 	for shard := range Shards {
+		if len(refs[shard]) == 0 {
+			// No bucket of these vouchers here: none of their entries
+			// either. (Reading it would only widen the gap between the
+			// Redis read and the caller's database read.)
+			continue
+		}
 		var read func(*voucherSums)
 		var rng *redis.XMessageSliceCmd
 		_, err := s.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {

@@ -54,7 +54,8 @@ type Admitter interface {
 // yet written.
 type OrderQueue interface {
 	// Snapshot returns the Redis state of each voucher and every entry of
-	// the stream, read atomically (one MULTI).
+	// the streams holding their orders, each bucket with its entries read
+	// atomically (one MULTI per shard).
 	Snapshot(ctx context.Context, voucherIDs []int64) (map[int64]model.RedisVoucher, []model.QueuedOrder, error)
 	// EnsureGroup creates the consumer group (and the stream) if missing.
 	EnsureGroup(ctx context.Context) error
