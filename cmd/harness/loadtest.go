@@ -189,6 +189,7 @@ type ltResult struct {
 	Scenario      string            `json:"scenario"`
 	OrderMode     string            `json:"orderMode"`
 	Redis         string            `json:"redis"` // single or cluster (REDIS)
+	Buckets       int               `json:"buckets"` // SECKILL_STOCK_BUCKETS (BUCKETS)
 	Fencing       string            `json:"fencing"`
 	Users         int               `json:"users"`
 	Dups          int               `json:"dups"`
@@ -201,6 +202,10 @@ type ltResult struct {
 	Codes         map[string]int64  `json:"codes"`
 	LockRefused   int64             `json:"lockRefused"`
 	PastLock      int64             `json:"pastLock"`
+	// ScriptRefused: async mode, the DUPLICATE_ORDER answers of the
+	// admission script (the user's buyer mark in Redis); the lock is the
+	// consumer's there, never on the request path.
+	ScriptRefused int64 `json:"scriptRefused"`
 	UniqueKey     int64             `json:"uniqueKey"`
 	DupRejAudit   int64             `json:"duplicateRejectionsAudit"`
 	ServerOK      int64             `json:"serverOk"`
@@ -237,6 +242,9 @@ func renderTable(r ltResult) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "\nseckill load test: mode=%s instances=%d setting=%s (lease %s, critical delay %s) driver=%s scenario=%s\n",
 		r.Mode, r.Instances, r.Setting, r.LockTTL, r.CriticalDelay, r.Driver, r.Scenario)
+	if r.OrderMode == "async" {
+		fmt.Fprintf(&b, "  async admission on %s, %d bucket(s)\n", redisName(r.Redis), max(r.Buckets, 1))
+	}
 	other := r.OtherCodes
 	if other == "" {
 		other = "none"
@@ -248,9 +256,16 @@ func renderTable(r ltResult) string {
 		{"200 OK", fmt.Sprint(r.Codes["OK"])},
 		{"409 SOLD_OUT", fmt.Sprint(r.Codes["SOLD_OUT"])},
 		{"409 DUPLICATE_ORDER", fmt.Sprint(r.Codes["DUPLICATE_ORDER"])},
-		{"  of which lock refused", fmt.Sprint(r.LockRefused)},
-		{"  of which past lock, tx check", fmt.Sprint(r.PastLock)},
-		{"  of which unique key (DB)", fmt.Sprintf("%d (audit counter: %d)", r.UniqueKey, r.DupRejAudit)},
+	}
+	if r.OrderMode == "async" {
+		rows = append(rows, [2]string{"  refused by the admission script", fmt.Sprint(r.ScriptRefused)},
+			[2]string{"consumer lock refused / unique key", fmt.Sprintf("%d / %d (audit counter: %d)", r.LockRefused, r.UniqueKey, r.DupRejAudit)})
+	} else {
+		rows = append(rows, [2]string{"  of which lock refused", fmt.Sprint(r.LockRefused)},
+			[2]string{"  of which past lock, tx check", fmt.Sprint(r.PastLock)},
+			[2]string{"  of which unique key (DB)", fmt.Sprintf("%d (audit counter: %d)", r.UniqueKey, r.DupRejAudit)})
+	}
+	rows = append(rows, [][2]string{
 		{"other codes", other},
 		{"orders in DB / distinct users", fmt.Sprintf("%d / %d", r.Orders, r.DistinctUsers)},
 		{"stock left", fmt.Sprint(r.StockLeft)},
@@ -261,7 +276,7 @@ func renderTable(r ltResult) string {
 		{"latency p50 / p95 / p99 (ms)", fmt.Sprintf("%s / %s / %s", r.P50ms, r.P95ms, r.P99ms)},
 		{"lock breaches", fmt.Sprint(r.Breaches)},
 		{"server OK count / driver 200s", fmt.Sprintf("%d / %d", r.ServerOK, r.Codes["OK"])},
-	}
+	}...)
 	for _, row := range rows {
 		fmt.Fprintf(&b, "  %-34s %s\n", row[0], row[1])
 	}
@@ -298,8 +313,16 @@ func resultEnv(r ltResult) string {
 func judge(r *ltResult, slow, allowBreach, matrix bool) (notes []string) {
 	// Duplicates that obtained the lock and were stopped by the
 	// transaction's "already bought" check: a later duplicate normally, a
-	// broken lock under the slow-business schedule.
-	r.PastLock = r.ServerDup - r.LockRefused - r.UniqueKey
+	// broken lock under the slow-business schedule. In async mode every
+	// DUPLICATE_ORDER answer is the admission script's (the lock and the
+	// unique key are the consumer's, after the answer): a duplicate the
+	// script let through is an order the consumer could not write, so it
+	// shows as a unique-key rejection and a lost announced order.
+	if r.OrderMode == "async" {
+		r.ScriptRefused, r.PastLock = r.ServerDup, 0
+	} else {
+		r.ScriptRefused, r.PastLock = 0, r.ServerDup-r.LockRefused-r.UniqueKey
+	}
 	r.Breaches = r.UniqueKey
 	if slow {
 		r.Breaches += r.PastLock
@@ -399,7 +422,7 @@ func runLoadtest(args []string) int {
 func (l *loadtest) run() (ltResult, error) {
 	r := ltResult{Mode: l.Mode, Instances: l.Instances, Setting: l.Setting, LockTTL: l.LockTTL,
 		CriticalDelay: l.CriticalDelay, Scenario: l.Scenario, OrderMode: l.OrderMode, Fencing: l.Fencing,
-		Redis: map[bool]string{false: "single", true: "cluster"}[l.Cluster],
+		Redis: map[bool]string{false: "single", true: "cluster"}[l.Cluster], Buckets: atoiOr1(l.Buckets),
 		Users: l.Users, Dups: l.Dups, SpacingMS: l.SpacingMS, VUs: l.VUs, Codes: map[string]int64{}}
 	os.Setenv("SECKILL_ENV", "development")
 	if err := os.MkdirAll(l.Out, 0o755); err != nil {
@@ -617,4 +640,20 @@ func atofOr0(s string) float64 {
 		return 0
 	}
 	return f
+}
+
+// atoiOr1 is a bucket count as BUCKETS gave it (1 when it is not a number).
+func atoiOr1(s string) int {
+	if n, err := strconv.Atoi(s); err == nil && n >= 1 {
+		return n
+	}
+	return 1
+}
+
+// redisName names a run's Redis (ltResult.Redis) for a table.
+func redisName(kind string) string {
+	if kind == "cluster" {
+		return "the Redis Cluster"
+	}
+	return "one Redis"
 }

@@ -251,3 +251,77 @@ func TestMatrixVerdicts(t *testing.T) {
 		t.Errorf("local x 1 slow expected %s", e)
 	}
 }
+
+// In async mode every DUPLICATE_ORDER answer is the admission script's: the
+// lock and the unique key are the consumer's, and a unique-key rejection
+// there is a duplicate the script let through (a breach).
+func TestJudgeAsync(t *testing.T) {
+	r := fixedResult()
+	r.OrderMode, r.Redis, r.Buckets, r.LockRefused = "async", "cluster", 8, 0
+	if notes := judge(&r, false, false, false); len(notes) != 0 || r.Status != 0 {
+		t.Fatalf("judge: notes %q, status %d", notes, r.Status)
+	}
+	if r.ScriptRefused != 642 || r.PastLock != 0 || r.Breaches != 0 {
+		t.Errorf("script %d past lock %d breaches %d, want 642 0 0", r.ScriptRefused, r.PastLock, r.Breaches)
+	}
+	table := renderTable(r)
+	for _, want := range []string{"  async admission on the Redis Cluster, 8 bucket(s)\n", "  refused by the admission script  642\n"} {
+		if !strings.Contains(table, want) {
+			t.Errorf("table has no %q:\n%s", want, table)
+		}
+	}
+	if strings.Contains(table, "past lock") {
+		t.Errorf("an async table speaks of the lock:\n%s", table)
+	}
+	r.UniqueKey = 2
+	if notes := judge(&r, false, false, false); r.Status != 1 || r.Breaches != 2 || !strings.Contains(strings.Join(notes, "\n"), "let 2 duplicate(s) through") {
+		t.Errorf("a unique-key rejection in async mode: status %d breaches %d notes %q", r.Status, r.Breaches, notes)
+	}
+}
+
+// The matrix's async cells: every variant on every instance count, with
+// harness loadtest's settings for it, after the sync settings.
+func TestMatrixCells(t *testing.T) {
+	cells := matrixCells([]string{"normal", "async"}, []string{"none", "lua"}, []string{"lua"}, []string{"1", "2"})
+	if len(cells) != 4+2*len(asyncVariants) {
+		t.Fatalf("%d cells, want %d", len(cells), 4+2*len(asyncVariants))
+	}
+	var names []string
+	for _, c := range cells {
+		names = append(names, c.run.cell())
+	}
+	want := []string{"none x 1 (normal)", "none x 2 (normal)", "lua x 1 (normal)", "lua x 2 (normal)",
+		"lua x 1 (async, one Redis, 1 bucket)", "lua x 2 (async, one Redis, 1 bucket)",
+		"lua x 1 (async, cluster, 1 bucket)", "lua x 2 (async, cluster, 1 bucket)",
+		"lua x 1 (async, cluster, 8 buckets)", "lua x 2 (async, cluster, 8 buckets)"}
+	if strings.Join(names, "; ") != strings.Join(want, "; ") {
+		t.Errorf("cells\n%q\nwant\n%q", names, want)
+	}
+	last := cells[len(cells)-1]
+	env := strings.Join(last.env, " ")
+	for _, w := range []string{"ORDER_MODE=async", "REDIS=cluster", "BUCKETS=8", "MODE=lua", "INSTANCES=2", "DUPS=4", "SLOW=0"} {
+		if !strings.Contains(" "+env+" ", " "+w+" ") {
+			t.Errorf("env %q has no %s", env, w)
+		}
+	}
+	if last.run.Expected != "holds" || last.dir != "lua-2-async-cluster-8" {
+		t.Errorf("expected %q dir %q", last.run.Expected, last.dir)
+	}
+	if strings.Contains(strings.Join(cells[0].env, " "), "ORDER_MODE") {
+		t.Errorf("a sync cell has an order mode: %q", cells[0].env)
+	}
+
+	r := fixedResult()
+	r.OrderMode, r.Redis, r.Buckets, r.LockRefused, r.Invariant5 = "async", "cluster", 8, 0, "redis stock 0, buyers 200"
+	judge(&r, false, true, true)
+	m := last.run
+	m.Result = &r
+	judgeCell(&m)
+	if got, want := m.asyncRow(), "| cluster | 8 | lua | 2 | 1200 | 200 | 358 | 642 | 642 | 0 | - | no | yes | redis stock 0, buyers 200 | 3786.4 | 14.3 / 57.0 / 76.6 | holds (as expected) |"; got != want {
+		t.Errorf("row\n%s\nwant\n%s", got, want)
+	}
+	rep := matrixReport{Machine: map[string]string{}, Runs: []matrixRun{m}}
+	if text := renderMatrix(rep); !strings.Contains(text, "## Async admission") || !strings.Contains(text, m.asyncRow()) {
+		t.Errorf("RESULTS.md has no async table:\n%s", text)
+	}
+}

@@ -1,11 +1,15 @@
 package main
 
 // harness matrix: every lock mode x 1 and 2 instances x {normal, slow
-// business}, each one `harness loadtest` run (MATRIX=1: a design that breaks
-// is reported, not failed), then loadtest/RESULTS.md with the machine, the
-// date, the command and the table, and loadtest/results.json beside it.
+// business}, and the async path (Lua admission, orders through the streams)
+// on one Redis and on the Redis Cluster, each one `harness loadtest` run
+// (MATRIX=1: a design that breaks is reported, not failed), then
+// loadtest/RESULTS.md with the machine, the date, the command and the
+// tables, and loadtest/results.json beside it.
 //
-//   make loadtest-matrix                 (MODES="lua redsync" to narrow it)
+//   make loadtest-matrix                 (MODES="lua redsync" to narrow the
+//                                         sync rows, SETTINGS="async" to run
+//                                         only the async rows)
 //
 // Settings:
 //   normal  USERS=300 STOCK=200 DUPS=4 SPACING_MS=0: each user fires 4
@@ -14,6 +18,11 @@ package main
 //           delay 2.5 s: the first purchase holds the lock 2.5 s, the lease
 //           runs out after 1 s, and the duplicates arrive at 0.6, 1.2 and
 //           1.8 s, all while the first is still inside.
+//   async   as normal, ORDER_MODE=async with the consumer's lock
+//           ASYNC_MODES [lua], for each of asyncVariants: one Redis, the
+//           cluster of SECKILL_TEST_CLUSTER_ADDRS (.ci/env.sh) with the
+//           voucher's stock in 1 bucket and in 8; the audit waits for the
+//           streams to drain and checks invariant 5 too.
 //
 // Exit status: non-zero when a run could not be made, when any run broke an
 // invariant, or when a design expected to hold let a duplicate through or
@@ -50,11 +59,24 @@ func expectation(mode string, instances int, setting string) string {
 	return "holds"
 }
 
+// asyncVariant is where an async row runs: REDIS and BUCKETS of harness loadtest.
+type asyncVariant struct {
+	Redis   string // single | cluster
+	Buckets int
+}
+
+// asyncVariants are the async rows of every instance count: one Redis,
+// then the cluster with the voucher in one bucket and in eight (its
+// admissions spread over the three masters).
+var asyncVariants = []asyncVariant{{"single", 1}, {"cluster", 1}, {"cluster", 8}}
+
 // matrixRun is one cell of the matrix.
 type matrixRun struct {
 	Mode      string    `json:"mode"`
 	Instances int       `json:"instances"`
 	Setting   string    `json:"setting"`
+	Redis     string    `json:"redis,omitempty"`   // async rows: single | cluster
+	Buckets   int       `json:"buckets,omitempty"` // async rows
 	Expected  string    `json:"expected"` // holds | breaks
 	Verdict   string    `json:"verdict"`  // as in the table
 	Problem   string    `json:"problem,omitempty"`
@@ -67,14 +89,14 @@ func judgeCell(m *matrixRun) {
 	r := m.Result
 	if r == nil {
 		m.Verdict = "run failed"
-		m.Problem = fmt.Sprintf("%s x %d (%s): the run failed, see %s", m.Mode, m.Instances, m.Setting, m.Log)
+		m.Problem = fmt.Sprintf("%s: the run failed, see %s", m.cell(), m.Log)
 		return
 	}
 	got := "holds"
 	if r.Breaches > 0 {
 		got = "breaks"
 	}
-	cell := fmt.Sprintf("%s x %d (%s)", m.Mode, m.Instances, m.Setting)
+	cell := m.cell()
 	switch {
 	case len(r.Violations) > 0:
 		m.Verdict = "**VIOLATED INVARIANTS**"
@@ -90,6 +112,45 @@ func judgeCell(m *matrixRun) {
 	default:
 		m.Verdict = got + " (as expected)"
 	}
+}
+
+// cell names the run: "lua x 2 (slow)", "lua x 2 (async, cluster, 8 buckets)".
+func (m matrixRun) cell() string {
+	if m.Setting != "async" {
+		return fmt.Sprintf("%s x %d (%s)", m.Mode, m.Instances, m.Setting)
+	}
+	return fmt.Sprintf("%s x %d (async, %s, %d bucket%s)", m.Mode, m.Instances, redisShort(m.Redis), m.Buckets, plural(m.Buckets))
+}
+
+// redisShort names an async row's Redis in a table cell.
+func redisShort(kind string) string {
+	if kind == "cluster" {
+		return "cluster"
+	}
+	return "one Redis"
+}
+
+func plural(n int) string {
+	if n == 1 {
+		return ""
+	}
+	return "s"
+}
+
+// asyncRow is an async run's row of RESULTS.md (the second table).
+func (m matrixRun) asyncRow() string {
+	r := m.Result
+	lead := fmt.Sprintf("| %s | %d | %s | %d |", redisShort(m.Redis), m.Buckets, m.Mode, m.Instances)
+	if r == nil {
+		return lead + " run failed | | | | | | | | | | | | |"
+	}
+	other := r.OtherCodes
+	if other == "" {
+		other = "-"
+	}
+	return fmt.Sprintf("%s %d | %d | %d | %d | %d | %d | %s | %s | %s | %s | %s | %s / %s / %s | %s |",
+		lead, r.Requests, r.Codes["OK"], r.Codes["SOLD_OUT"], r.Codes["DUPLICATE_ORDER"], r.ScriptRefused, r.UniqueKey,
+		other, yesNo(r.Oversold), yesNo(r.Consistent), r.Invariant5, r.RPS, r.P50ms, r.P95ms, r.P99ms, m.Verdict)
 }
 
 // tableRow is the run's row of RESULTS.md.
@@ -129,7 +190,8 @@ func runMatrix(args []string) int {
 	logf := func(format string, a ...any) { fmt.Fprintf(os.Stderr, "[matrix] "+format+"\n", a...) }
 	modes := strings.Fields(envOr("MODES", "none local simple owner lua reentrant redsync multi mysql zookeeper"))
 	counts := strings.Fields(envOr("INSTANCE_COUNTS", "1 2"))
-	settings := strings.Fields(envOr("SETTINGS", "normal slow"))
+	settings := strings.Fields(envOr("SETTINGS", "normal slow async"))
+	asyncModes := strings.Fields(envOr("ASYNC_MODES", "lua"))
 	results := envOr("RESULTS", filepath.Join(root, "loadtest/RESULTS.md"))
 	outdir := filepath.Join(root, "loadtest/out", "matrix-"+time.Now().Format("20060102-150405"))
 	if err := os.MkdirAll(outdir, 0o755); err != nil {
@@ -149,36 +211,28 @@ func runMatrix(args []string) int {
 	started := time.Now()
 	loadStart := loadAvg()
 	rep := matrixReport{Problems: []string{}}
-	for _, setting := range settings {
-		for _, mode := range modes {
-			for _, n := range counts {
-				dir := filepath.Join(outdir, fmt.Sprintf("%s-%s-%s", mode, n, setting))
-				env := []string{"SLOW=0", "USERS=300", "STOCK=200", "DUPS=4"}
-				if setting == "slow" {
-					env = []string{"SLOW=1", "USERS=150", "STOCK=150", "DUPS=4"}
-				}
-				env = append(env, "MODE="+mode, "INSTANCES="+n, "MATRIX=1", "SKIP_BUILD=1", "OUT="+dir)
-				m := matrixRun{Mode: mode, Setting: setting, Log: dir + ".log"}
-				fmt.Sscan(n, &m.Instances)
-				m.Expected = expectation(mode, m.Instances, setting)
-				logf("%s x %s, %s", mode, n, setting)
-				if code, _ := runTool(context.Background(), 30*time.Minute, m.Log, env, self, "loadtest"); code == 0 {
-					var r ltResult
-					if b, err := os.ReadFile(filepath.Join(dir, "results.json")); err == nil && json.Unmarshal(b, &r) == nil {
-						m.Result = &r
-					}
-				}
-				judgeCell(&m)
-				if m.Problem != "" {
-					rep.Problems = append(rep.Problems, m.Problem)
-				}
-				if r := m.Result; r != nil {
-					logf("  -> %s (200: %d, past lock: %d, unique key: %d, oversold: %s, consistent: %s)",
-						m.Verdict, r.Codes["OK"], r.PastLock, r.UniqueKey, yesNo(r.Oversold), yesNo(r.Consistent))
-				}
-				rep.Runs = append(rep.Runs, m)
+	cells := matrixCells(settings, modes, asyncModes, counts)
+	for _, c := range cells {
+		m, env := c.run, c.env
+		dir := filepath.Join(outdir, c.dir)
+		env = append(env, "MATRIX=1", "SKIP_BUILD=1", "OUT="+dir)
+		m.Log = dir + ".log"
+		logf("%s", m.cell())
+		if code, _ := runTool(context.Background(), 30*time.Minute, m.Log, env, self, "loadtest"); code == 0 {
+			var r ltResult
+			if b, err := os.ReadFile(filepath.Join(dir, "results.json")); err == nil && json.Unmarshal(b, &r) == nil {
+				m.Result = &r
 			}
 		}
+		judgeCell(&m)
+		if m.Problem != "" {
+			rep.Problems = append(rep.Problems, m.Problem)
+		}
+		if r := m.Result; r != nil {
+			logf("  -> %s (200: %d, past lock: %d, script: %d, unique key: %d, oversold: %s, consistent: %s)",
+				m.Verdict, r.Codes["OK"], r.PastLock, r.ScriptRefused, r.UniqueKey, yesNo(r.Oversold), yesNo(r.Consistent))
+		}
+		rep.Runs = append(rep.Runs, m)
 	}
 	rep.ElapsedS = int(time.Since(started).Seconds())
 	rep.Generated = time.Now().UTC().Format("2006-01-02 15:04 UTC")
@@ -203,6 +257,55 @@ func runMatrix(args []string) int {
 		return 1
 	}
 	return 0
+}
+
+// matrixCell is one harness loadtest run of the matrix, before it runs.
+type matrixCell struct {
+	run matrixRun
+	env []string // harness loadtest's settings
+	dir string   // its output directory's name
+}
+
+// matrixCells lists the runs in table order: for each setting, each mode
+// (asyncModes for the async setting, each of asyncVariants in turn), each
+// instance count.
+func matrixCells(settings, modes, asyncModes, counts []string) []matrixCell {
+	var cells []matrixCell
+	add := func(mode, n, setting string, v asyncVariant, env []string) {
+		m := matrixRun{Mode: mode, Setting: setting}
+		fmt.Sscan(n, &m.Instances)
+		m.Expected = expectation(mode, m.Instances, setting)
+		dir := fmt.Sprintf("%s-%s-%s", mode, n, setting)
+		if setting == "async" {
+			m.Redis, m.Buckets = v.Redis, v.Buckets
+			dir = fmt.Sprintf("%s-%s-async-%s-%d", mode, n, v.Redis, v.Buckets)
+			env = append(env, "ORDER_MODE=async", "REDIS="+v.Redis, fmt.Sprintf("BUCKETS=%d", v.Buckets))
+		}
+		cells = append(cells, matrixCell{run: m, env: append(env, "MODE="+mode, "INSTANCES="+n), dir: dir})
+	}
+	for _, setting := range settings {
+		switch setting {
+		case "async":
+			for _, mode := range asyncModes {
+				for _, v := range asyncVariants {
+					for _, n := range counts {
+						add(mode, n, setting, v, []string{"SLOW=0", "USERS=300", "STOCK=200", "DUPS=4"})
+					}
+				}
+			}
+		default:
+			for _, mode := range modes {
+				for _, n := range counts {
+					env := []string{"SLOW=0", "USERS=300", "STOCK=200", "DUPS=4"}
+					if setting == "slow" {
+						env = []string{"SLOW=1", "USERS=150", "STOCK=150", "DUPS=4"}
+					}
+					add(mode, n, setting, asyncVariant{}, env)
+				}
+			}
+		}
+	}
+	return cells
 }
 
 func loadAvg() string {
@@ -285,10 +388,22 @@ Generated by `+"`make loadtest-matrix`"+` (go run ./cmd/harness matrix) on %s, i
 		m["go"], or(m["k6"], "k6 ?"), or(m["mariadb"], "MariaDB ?"), or(m["redis"], "Redis ?"), or(m["zookeeper"], "ZooKeeper ?"),
 		m["loadStart"], m["loadEnd"])
 	b.WriteString(matrixPreamble)
+	var async []matrixRun
 	for _, r := range rep.Runs {
+		if r.Setting == "async" {
+			async = append(async, r)
+			continue
+		}
 		b.WriteString(r.tableRow() + "\n")
 	}
 	b.WriteString(matrixReading)
+	if len(async) > 0 {
+		b.WriteString(matrixAsyncPreamble)
+		for _, r := range async {
+			b.WriteString(r.asyncRow() + "\n")
+		}
+		b.WriteString(matrixAsyncReading)
+	}
 	if len(rep.Problems) > 0 {
 		b.WriteString("\n## Problems in this run\n\n")
 		for _, p := range rep.Problems {
@@ -342,3 +457,29 @@ const matrixReading = "\n## Reading it\n\n" +
 	"- `reentrant`, `redsync`, `multi` renew the lease with a watchdog (every TTL/3) while the holder\n" +
 	"  works; `mysql` (GET_LOCK, held by the session) and `zookeeper` (ephemeral sequential node, held\n" +
 	"  by the session) have no lease to run out. All five refuse every duplicate in the slow setting.\n"
+
+const matrixAsyncPreamble = "\n## Async admission, on one Redis and on the Redis Cluster\n\n" +
+	"- Command: the same `make loadtest-matrix`, setting **async**: `make loadtest MODE=lua ORDER_MODE=async\n" +
+	"  REDIS=<single|cluster> BUCKETS=<n> INSTANCES=<n> MATRIX=1`, 300 users, stock 200, each user's 4\n" +
+	"  purchases at the same instant and, with 2 instances, 2 on each: the same user on both instances\n" +
+	"  at once. *one Redis* is SECKILL_REDIS_ADDR; *cluster* the three masters with a replica each of\n" +
+	"  `.ci/services.sh` (SECKILL_REDIS_CLUSTER_ADDRS), the voucher's stock in 1 bucket or split in 8\n" +
+	"  (`stockBuckets`, on slots of different masters).\n" +
+	"- The admission script answers in Redis; a consumer writes the orders from the streams afterwards\n" +
+	"  (under the `lua` lock, the consumer's, never on the request path). The audit waits until the\n" +
+	"  streams have drained, then checks the five invariants, the fifth (Redis stock + orders + pending\n" +
+	"  = initial, summed over the buckets; one buyer mark per order) against Redis itself.\n\n" +
+	"Columns as above, and: *script* the DUPLICATE_ORDER answers of the admission script (the user's\n" +
+	"buyer mark); *unique key* the consumer's unique-key rejections (a duplicate the script let through);\n" +
+	"*Redis after the drain* the voucher's Redis stock and buyer marks, summed over its buckets.\n\n" +
+	"| Redis | buckets | lock | inst | requests | 200 | SOLD_OUT | DUPLICATE | script | unique key | other codes | oversold | consistent | Redis after the drain | req/s | p50 / p95 / p99 ms | verdict |\n" +
+	"|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n"
+
+const matrixAsyncReading = "\n### Reading it\n\n" +
+	"- The script takes the buyer mark and the unit in one step of one Redis process (of the bucket's\n" +
+	"  master on the cluster), so a user's concurrent purchases, on one instance or on both, get one\n" +
+	"  200 and DUPLICATE_ORDER for the rest, whatever lock the consumer uses; the consumer's unique key\n" +
+	"  is the check that the script never let a duplicate through.\n" +
+	"- With buckets, a user's buyer mark lives in the user's home bucket and a purchase falls over to\n" +
+	"  the other buckets before SOLD_OUT, so the counts are those of one bucket: 200 orders for 200\n" +
+	"  units, one per user, and the stock left in Redis is zero in every bucket once it sold out.\n"

@@ -5,7 +5,9 @@ package main
 // mode and instance count: the DUPLICATE_ORDER answers as a bar split by
 // where they were stopped (by the lock, past it by the order transaction's
 // check, only by the unique key), the three counts, the units oversold (a
-// green 0, or red) and the verdict.
+// green 0, or red) and the verdict. The async panel has one row per Redis
+// (one Redis, the cluster with the voucher in N buckets) and instance
+// count, its duplicates refused by the admission script.
 
 import (
 	"encoding/json"
@@ -84,9 +86,15 @@ func settingTitle(setting string, r *ltResult) (string, string) {
 		title = "Normal"
 	case "slow":
 		title = "Slow business"
+	case "async":
+		title = "Async"
 	}
 	if r == nil {
 		return title, ""
+	}
+	if setting == "async" {
+		return title, fmt.Sprintf("%d users × %d purchases at the same instant, stock %d; admission by the Lua script on one Redis "+
+			"or on the Redis Cluster (\"cluster, N\": the voucher's stock in N buckets), orders written by the consumer from the streams", r.Users, r.Dups, r.InitialStock)
 	}
 	when := "at the same instant"
 	if r.SpacingMS > 0 {
@@ -115,6 +123,12 @@ func matrixSVG(rep matrixReport) []byte {
 	x := d.legend(mxLeft, y, colLock, "stopped by the lock")
 	x = d.legend(x, y, colPast, "past the lock, by the order's check")
 	x = d.legend(x, y, colUnique, "only by the unique key")
+	for _, m := range rep.Runs {
+		if m.Setting == "async" {
+			x = d.legend(x, y, colScript, "by the async admission script")
+			break
+		}
+	}
 	d.badge(x+14, y+1, 26, colGoodBg, colGood, "0")
 	d.text(x+33, y, "", "", "", "units oversold")
 	y += 14
@@ -154,6 +168,18 @@ func matrixSVG(rep matrixReport) []byte {
 	return d.finish(y + 4)
 }
 
+// rowGroup is the name in a row's first column: the lock mode, or for an
+// async row its Redis ("one Redis", "cluster, 8": the voucher's buckets).
+func (m matrixRun) rowGroup() string {
+	switch {
+	case m.Setting != "async":
+		return m.Mode
+	case m.Redis == "cluster":
+		return fmt.Sprintf("cluster, %d", m.Buckets)
+	}
+	return "one Redis"
+}
+
 // matrixPanel draws one setting's rows from y and returns the y after it.
 func matrixPanel(d *svgDoc, y float64, setting string, first *ltResult, runs []matrixRun) float64 {
 	title, desc := settingTitle(setting, first)
@@ -168,7 +194,8 @@ func matrixPanel(d *svgDoc, y float64, setting string, first *ltResult, runs []m
 	d.text(mxLeft, y, "col", "", "", "mode")
 	d.text(mxInstX, y, "col", "middle", "", "inst.")
 	d.text(mxBarX, y, "col", "", "", "DUPLICATE_ORDER answers")
-	d.text(mxLockX, y, "col", "end", "", "lock")
+	async := setting == "async"
+	d.text(mxLockX, y, "col", "end", "", map[bool]string{false: "lock", true: "script"}[async])
 	d.text(mxPastX, y, "col", "end", "", "past")
 	d.text(mxUniqX, y, "col", "end", "", "unique")
 	d.text(mxOverX, y, "col", "middle", "", "oversold")
@@ -178,7 +205,7 @@ func matrixPanel(d *svgDoc, y float64, setting string, first *ltResult, runs []m
 	end := 0.0
 	for _, m := range runs {
 		if r := m.Result; r != nil {
-			end = max(end, float64(r.LockRefused+r.PastLock+r.UniqueKey))
+			end = max(end, float64(r.LockRefused+r.PastLock+r.UniqueKey+r.ScriptRefused))
 		}
 	}
 	end = niceCeil(end)
@@ -189,7 +216,7 @@ func matrixPanel(d *svgDoc, y float64, setting string, first *ltResult, runs []m
 		if i%2 == 1 {
 			d.rect(mxLeft-6, rowY, mxWidth-2*mxLeft+12, mxRowH, colStripe)
 		}
-		if i > 0 && m.Mode != runs[i-1].Mode {
+		if i > 0 && m.rowGroup() != runs[i-1].rowGroup() {
 			d.line(mxLeft-6, rowY, mxWidth-mxLeft+6, rowY, colGrid)
 		}
 	}
@@ -197,8 +224,8 @@ func matrixPanel(d *svgDoc, y float64, setting string, first *ltResult, runs []m
 	for i, m := range runs {
 		rowY := y + float64(i)*mxRowH
 		base := rowY + 13
-		if i == 0 || m.Mode != runs[i-1].Mode {
-			d.text(mxLeft, base, "bold", "", "", m.Mode)
+		if i == 0 || m.rowGroup() != runs[i-1].rowGroup() {
+			d.text(mxLeft, base, "bold", "", "", m.rowGroup())
 		}
 		d.text(mxInstX, base, "num", "middle", "", fmt.Sprint(m.Instances))
 		word, note, colour := verdictParts(m)
@@ -212,7 +239,7 @@ func matrixPanel(d *svgDoc, y float64, setting string, first *ltResult, runs []m
 		for _, seg := range []struct {
 			n      int64
 			colour string
-		}{{r.LockRefused, colLock}, {r.PastLock, colPast}, {r.UniqueKey, colUnique}} {
+		}{{r.ScriptRefused, colScript}, {r.LockRefused, colLock}, {r.PastLock, colPast}, {r.UniqueKey, colUnique}} {
 			w := mxBarW * float64(seg.n) / end
 			d.rect(segX, rowY+(mxRowH-mxBarH)/2, w, mxBarH, seg.colour)
 			if label := fmt.Sprint(seg.n); seg.n > 0 && svgTextWidth(label, 10)+6 <= w {
@@ -220,7 +247,11 @@ func matrixPanel(d *svgDoc, y float64, setting string, first *ltResult, runs []m
 			}
 			segX += w
 		}
-		d.text(mxLockX, base, "num", "end", "", fmt.Sprint(r.LockRefused))
+		stopped := r.LockRefused
+		if async {
+			stopped = r.ScriptRefused
+		}
+		d.text(mxLockX, base, "num", "end", "", fmt.Sprint(stopped))
 		pastColour := ""
 		if r.PastLock > 0 && first != nil && first.CriticalDelay != "" && first.CriticalDelay != "0s" {
 			pastColour = colWarn

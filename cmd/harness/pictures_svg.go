@@ -29,6 +29,7 @@ const (
 	colLock      = "#2da44e" // duplicates stopped by the lock
 	colPast      = "#d4a72c" // duplicates stopped past the lock
 	colUnique    = "#cf222e" // duplicates only the unique key stopped
+	colScript    = "#1b7c83" // duplicates the async admission script refused
 	colMeasured  = "#0969da" // a measured rate
 	colLimit     = "#afb8c1" // the machine's limit it is compared with
 	colStatus200 = "#2da44e"

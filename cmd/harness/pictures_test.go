@@ -458,3 +458,36 @@ func TestSVGHelpers(t *testing.T) {
 		}
 	}
 }
+
+// The async panel: rows named by their Redis, the duplicates refused by
+// the admission script in their own colour, counted in the "script" column.
+func TestMatrixPictureAsync(t *testing.T) {
+	rep := matrixFixture()
+	for _, v := range []struct {
+		redis   string
+		buckets int
+		script  int64
+	}{{"single", 1, 587}, {"cluster", 8, 611}} {
+		r := &ltResult{Mode: "lua", Instances: 2, Setting: "async", OrderMode: "async", Redis: v.redis, Buckets: v.buckets,
+			LockTTL: "10s", CriticalDelay: "0s", Users: 300, Dups: 4, InitialStock: 200, Orders: 200,
+			ScriptRefused: v.script, Consistent: true}
+		m := matrixRun{Mode: "lua", Instances: 2, Setting: "async", Redis: v.redis, Buckets: v.buckets, Expected: "holds", Result: r}
+		judgeCell(&m)
+		rep.Runs = append(rep.Runs, m)
+	}
+	elems := parseSVG(t, matrixSVG(rep))
+	for _, want := range []string{"Async", "one Redis", "cluster, 8", "script", "587", "611", "by the async admission script", "Redis Cluster"} {
+		if !hasText(elems, want) {
+			t.Errorf("no text %q in the picture; texts: %q", want, texts(elems))
+		}
+	}
+	bars := 0
+	for _, e := range elems {
+		if e.name == "rect" && e.attrs["fill"] == colScript {
+			bars++
+		}
+	}
+	if bars != 3 { // the legend's swatch and two bars
+		t.Errorf("%d rects in %s, want 3 (legend and two bars)", bars, colScript)
+	}
+}
