@@ -180,32 +180,32 @@ func (n *number) UnmarshalJSON(b []byte) error {
 // ltResult is what one experiment found: the table, result.env and
 // results.json.
 type ltResult struct {
-	Mode          string            `json:"mode"`
-	Instances     int               `json:"instances"`
-	Setting       string            `json:"setting"`
-	LockTTL       string            `json:"lockTtl"`
-	CriticalDelay string            `json:"criticalDelay"`
-	Driver        string            `json:"driver"`
-	Scenario      string            `json:"scenario"`
-	OrderMode     string            `json:"orderMode"`
-	Redis         string            `json:"redis"` // single or cluster (REDIS)
-	Buckets       int               `json:"buckets"` // SECKILL_STOCK_BUCKETS (BUCKETS)
-	Fencing       string            `json:"fencing"`
-	Users         int               `json:"users"`
-	Dups          int               `json:"dups"`
-	SpacingMS     int               `json:"spacingMs"`
-	VUs           int               `json:"vus"`
-	VoucherID     int64             `json:"voucherId"`
-	InitialStock  int64             `json:"initialStock"`
-	StockLeft     int64             `json:"stockLeft"`
-	Requests      int64             `json:"requests"`
-	Codes         map[string]int64  `json:"codes"`
-	LockRefused   int64             `json:"lockRefused"`
-	PastLock      int64             `json:"pastLock"`
+	Mode          string           `json:"mode"`
+	Instances     int              `json:"instances"`
+	Setting       string           `json:"setting"`
+	LockTTL       string           `json:"lockTtl"`
+	CriticalDelay string           `json:"criticalDelay"`
+	Driver        string           `json:"driver"`
+	Scenario      string           `json:"scenario"`
+	OrderMode     string           `json:"orderMode"`
+	Redis         string           `json:"redis"`   // single or cluster (REDIS)
+	Buckets       int              `json:"buckets"` // SECKILL_STOCK_BUCKETS (BUCKETS)
+	Fencing       string           `json:"fencing"`
+	Users         int              `json:"users"`
+	Dups          int              `json:"dups"`
+	SpacingMS     int              `json:"spacingMs"`
+	VUs           int              `json:"vus"`
+	VoucherID     int64            `json:"voucherId"`
+	InitialStock  int64            `json:"initialStock"`
+	StockLeft     int64            `json:"stockLeft"`
+	Requests      int64            `json:"requests"`
+	Codes         map[string]int64 `json:"codes"`
+	LockRefused   int64            `json:"lockRefused"`
+	PastLock      int64            `json:"pastLock"`
 	// ScriptRefused: async mode, the DUPLICATE_ORDER answers of the
 	// admission script (the user's buyer mark in Redis); the lock is the
 	// consumer's there, never on the request path.
-	ScriptRefused int64 `json:"scriptRefused"`
+	ScriptRefused int64             `json:"scriptRefused"`
 	UniqueKey     int64             `json:"uniqueKey"`
 	DupRejAudit   int64             `json:"duplicateRejectionsAudit"`
 	ServerOK      int64             `json:"serverOk"`

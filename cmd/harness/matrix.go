@@ -77,8 +77,8 @@ type matrixRun struct {
 	Setting   string    `json:"setting"`
 	Redis     string    `json:"redis,omitempty"`   // async rows: single | cluster
 	Buckets   int       `json:"buckets,omitempty"` // async rows
-	Expected  string    `json:"expected"` // holds | breaks
-	Verdict   string    `json:"verdict"`  // as in the table
+	Expected  string    `json:"expected"`          // holds | breaks
+	Verdict   string    `json:"verdict"`           // as in the table
 	Problem   string    `json:"problem,omitempty"`
 	Log       string    `json:"log"`
 	Result    *ltResult `json:"result"` // nil when the run failed
