@@ -31,6 +31,7 @@ const (
 	colUnique    = "#cf222e" // duplicates only the unique key stopped
 	colMeasured  = "#0969da" // a measured rate
 	colLimit     = "#afb8c1" // the machine's limit it is compared with
+	colProjected = "#54aeff" // a rate projected from CPU per order, not measured
 	colStatus200 = "#2da44e"
 	colStatus409 = "#54aeff"
 	colStatus503 = "#d4a72c"
