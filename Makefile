@@ -128,8 +128,10 @@ bench-go:
 	$(GO) test -run '^$$' -bench Admission -benchmem -benchtime $(BENCHTIME) -count $(BENCHCOUNT) .
 
 # ---- the README's pictures (cmd/harness/pictures*.go): docs/lock-matrix.svg,
-# docs/bench.svg and docs/faults.svg drawn from loadtest/results.json,
-# bench/results.json and faults/results.json. Run it after a new matrix,
+# docs/bench.svg, docs/faults.svg and docs/bench-cluster.svg drawn from
+# loadtest/results.json, bench/results.json, faults/results.json and
+# bench/cluster/results.json (a bench run with the Redis Cluster block;
+# skipped while the file has no cluster runs). Run it after a new matrix,
 # bench or fault-suite run: `make test` fails while a picture is out of
 # date with its results (TestPicturesUpToDate).
 .PHONY: pictures

@@ -14,6 +14,7 @@ package main
 
 import (
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"sort"
@@ -29,6 +30,52 @@ import (
 type clusterNode struct {
 	Addr, Role string
 	PID        int
+}
+
+// benchJSONNode is a node of results.json's clusterNodes (masters first):
+// the figure cpu_node<i>_order of a cluster run is clusterNodes[i]'s.
+type benchJSONNode struct {
+	Addr string `json:"addr"`
+	Role string `json:"role"` // master or replica
+}
+
+// coreRate is the admissions/s a Redis process spending us µs of CPU per
+// admitted order could take on a core of its own: 1e6 ÷ us, to hundreds
+// (us has one decimal); 0 when us is not positive. RESULTS.md and
+// docs/bench-cluster.svg project with it.
+func coreRate(us float64) float64 {
+	if us <= 0 {
+		return 0
+	}
+	return math.Round(1e6/us/100) * 100
+}
+
+// coreRateText is coreRate of a figure (µs per order) as RESULTS.md shows
+// it, "-" when the figure is not a positive number.
+func coreRateText(us string) string {
+	r := coreRate(figNum0(us))
+	if r == 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%.0f", r)
+}
+
+// busiestMaster is the master that spent the most CPU per admitted order
+// in a run: its index among the nodes (roles, in clusterNodes order) and
+// its µs; us gives node i's figure (ok false when absent). ok is false when
+// no master has one.
+func busiestMaster(roles []string, us func(node int) (float64, bool)) (node int, v float64, ok bool) {
+	node = -1
+	for i, role := range roles {
+		x, has := us(i)
+		if role != "master" || !has {
+			continue
+		}
+		if node < 0 || x > v {
+			node, v = i, x
+		}
+	}
+	return node, v, node >= 0
 }
 
 // clusterRuns runs the block; the run names are cluster-<N>.
@@ -141,13 +188,19 @@ The async-lua admission again on the Redis Cluster of SECKILL_TEST_CLUSTER_ADDRS
 (%d nodes: masters first), the voucher's stock split in N buckets (each on a
 slot of its own, docs/async.md "Stock buckets"). "÷ one Redis" is the run's
 req/s ÷ async-lua's. The nodes' CPU is per admitted order, from /proc over
-the wrk run. All processes share this machine's cores: what one core per
-master would give is in bench/NOTES.md.
+the wrk run. All processes share this machine's cores; "busiest master on
+a core" projects what one core per master would give: 1e6 ÷ the µs per
+order of the master that spent the most (one Redis, async-lua: %s us,
+%s/s).
 
-| run | buckets | req/s | ÷ one Redis | p99 ms | 200 | orders (DB) | invariants | CPU us/order server | CPU us/order Redis, summed | per node (%s) |
-|---|---:|---:|---:|---:|---:|---:|---|---:|---:|---|
-`, len(b.clusterNodes_), b.nodeLabels())
+| run | buckets | req/s | ÷ one Redis | p99 ms | 200 | orders (DB) | invariants | CPU us/order server | CPU us/order Redis, summed | per node (%s) | busiest master on a core, orders/s |
+|---|---:|---:|---:|---:|---:|---:|---|---:|---:|---|---:|
+`, len(b.clusterNodes_), dash(b.get("async-lua", "cpu_redis_order")), coreRateText(b.get("async-lua", "cpu_redis_order")), b.nodeLabels())
 	g := b.get
+	var roles []string
+	for _, n := range b.clusterNodes_ {
+		roles = append(roles, n.Role)
+	}
 	for _, name := range b.clusterRows {
 		var per []string
 		for i := range b.clusterNodes_ {
@@ -159,10 +212,14 @@ master would give is in bench/NOTES.md.
 				inv = "**violation**"
 			}
 		}
-		fmt.Fprintf(&w, "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n",
+		busiest := "-"
+		if n, _, ok := busiestMaster(roles, func(i int) (float64, bool) { return figNum(per[i]) }); ok {
+			busiest = coreRateText(per[n])
+		}
+		fmt.Fprintf(&w, "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n",
 			name, g(name, "buckets"), fmtRate(g(name, "rps")), benchRatio(g(name, "rps"), g("async-lua", "rps")),
 			benchMS(g(name, "p99_us")), g(name, "status_200"), g(name, "orders"), inv,
-			g(name, "cpu_server_order"), g(name, "cpu_redis_order"), strings.Join(per, " / "))
+			g(name, "cpu_server_order"), g(name, "cpu_redis_order"), strings.Join(per, " / "), busiest)
 	}
 	return w.String()
 }

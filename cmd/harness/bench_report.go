@@ -503,7 +503,7 @@ type benchJSON struct {
 	Machine    map[string]string `json:"machine"`
 	Settings   map[string]any    `json:"settings"`
 	Limits     []benchJSONRun    `json:"limits"`
-	Runs       []benchJSONRun    `json:"runs"`
+	Runs       []benchJSONRun    `json:"runs"` // wrk runs (then the cluster block's), then k6 runs
 	Profiled   []benchJSONRun    `json:"profiled"`
 	Targets    []benchJSONTarget `json:"targets"`
 	Violations []string          `json:"violations"`
@@ -511,6 +511,9 @@ type benchJSON struct {
 	Commands   []string          `json:"commands"`
 	Results    string            `json:"results"` // RESULTS.md, relative to the repository
 	OutDir     string            `json:"outDir"`
+	// ClusterNodes are the nodes of the Redis Cluster block, masters first
+	// (absent without the block); its runs are cluster-<buckets>.
+	ClusterNodes []benchJSONNode `json:"clusterNodes,omitempty"`
 	// AdmissionProfile names the files of BENCH_ADMISSION_PROFILE's
 	// profiles, relative to the repository (absent without them).
 	AdmissionProfile *benchJSONProfile `json:"admissionProfile,omitempty"`
@@ -667,6 +670,14 @@ func (b *bench) resultsJSON(t benchTargets) benchJSON {
 	limit("insert", "mariadb-slap", nil)
 	for _, name := range append([]string{"soldout"}, b.rows...) {
 		j.Runs = append(j.Runs, run(name, "wrk", "wrk"))
+	}
+	for _, name := range b.clusterRows {
+		r := run(name, "wrk", "wrk")
+		r.OrderMode, r.LockMode = "async", "lua"
+		j.Runs = append(j.Runs, r)
+	}
+	for _, n := range b.clusterNodes_ {
+		j.ClusterNodes = append(j.ClusterNodes, benchJSONNode{Addr: n.Addr, Role: n.Role})
 	}
 	for _, name := range b.k6Rows() {
 		if strings.HasPrefix(name, "profile-") {

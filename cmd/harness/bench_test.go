@@ -390,3 +390,63 @@ func TestBenchFactsViolations(t *testing.T) {
 		t.Fatalf("want invariant 5: %v", v)
 	}
 }
+
+// TestBenchClusterBlock: the Redis Cluster block in RESULTS.md (the
+// busiest master's projection) and in results.json (its runs and nodes,
+// which docs/bench-cluster.svg draws).
+func TestBenchClusterBlock(t *testing.T) {
+	if got := coreRate(16.8); got != 59500 {
+		t.Errorf("coreRate(16.8): got %v, want 59500", got)
+	}
+	if got := coreRate(0); got != 0 {
+		t.Errorf("coreRate(0): got %v, want 0", got)
+	}
+	roles := []string{"master", "master", "replica", "master"}
+	us := []float64{2.2, 13.3, 30, 14.2}
+	node, v, ok := busiestMaster(roles, func(i int) (float64, bool) { return us[i], i != 1 })
+	if node != 3 || v != 14.2 || !ok {
+		t.Errorf("busiestMaster: got %d, %v, %v; want 3, 14.2, true (the replica and the absent figure left out)", node, v, ok)
+	}
+	if _, _, ok := busiestMaster(roles, func(int) (float64, bool) { return 0, false }); ok {
+		t.Error("busiestMaster without figures: ok")
+	}
+
+	b := fixedBench()
+	b.runs["async-lua"]["cpu_redis_order"] = "16.8"
+	b.clusterNodes_ = []clusterNode{{Addr: "127.0.0.1:7001", Role: "master"}, {Addr: "127.0.0.1:7002", Role: "master"}, {Addr: "127.0.0.1:7004", Role: "replica"}}
+	b.clusterRows = []string{"cluster-2"}
+	b.runs["cluster-2"] = benchFigures{"buckets": "2", "rps": "17468.2", "status_200": "174680", "orders": "174700",
+		"cpu_server_order": "46.1", "cpu_redis_order": "43.4", "cpu_node0_order": "14.2", "cpu_node1_order": "13.3", "cpu_node2_order": "15.9"}
+	md := b.render(b.targets(), func(string) string { return "" })
+	for _, want := range []string{"(one Redis, async-lua: 16.8 us,\n59500/s)",
+		"| per node (7001 master / 7002 master / 7004 replica) | busiest master on a core, orders/s |\n",
+		"| 46.1 | 43.4 | 14.2 / 13.3 / 15.9 | 70400 |\n"} {
+		if !strings.Contains(md, want) {
+			t.Errorf("RESULTS.md lacks %q", want)
+		}
+	}
+	j := b.resultsJSON(b.targets())
+	var cl *benchJSONRun
+	for i := range j.Runs {
+		if j.Runs[i].Name == "cluster-2" {
+			cl = &j.Runs[i]
+		}
+	}
+	if cl == nil || cl.OrderMode != "async" || cl.LockMode != "lua" || cl.Figures["cpu_node1_order"] != 13.3 || cl.Figures["buckets"] != 2.0 {
+		t.Errorf("results.json cluster-2: %+v", cl)
+	}
+	if len(j.ClusterNodes) != 3 || j.ClusterNodes[2] != (benchJSONNode{Addr: "127.0.0.1:7004", Role: "replica"}) {
+		t.Errorf("results.json clusterNodes: %+v", j.ClusterNodes)
+	}
+	data, err := json.Marshal(j)
+	if err != nil {
+		t.Fatal(err)
+	}
+	svg, err := renderClusterPicture(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(svg), "70,400 orders/s") || !strings.Contains(string(svg), "59,500 orders/s") {
+		t.Error("docs/bench-cluster.svg from the harness's results.json lacks the projections")
+	}
+}

@@ -3,17 +3,20 @@ package main
 // harness pictures: the README's pictures, drawn from the machine-readable
 // results the other subcommands write, never by hand:
 //
-//	docs/lock-matrix.svg  from loadtest/results.json (make loadtest-matrix)
-//	docs/bench.svg        from bench/results.json    (make bench)
-//	docs/faults.svg       from faults/results.json   (make faults)
+//	docs/lock-matrix.svg    from loadtest/results.json      (make loadtest-matrix)
+//	docs/bench.svg          from bench/results.json         (make bench)
+//	docs/faults.svg         from faults/results.json        (make faults)
+//	docs/bench-cluster.svg  from bench/cluster/results.json (make bench with the
+//	                        Redis Cluster block, BENCH_RESULTS=bench/cluster/RESULTS.md)
 //
 //	make pictures                       (go run ./cmd/harness pictures)
 //	go run ./cmd/harness pictures -check   exit 1 when a picture is out of date
 //
-// A picture whose results file does not exist is skipped (and must not
-// exist either). TestPicturesUpToDate renders every picture in memory from
-// the committed results and compares it with the committed file, so a
-// results change without `make pictures` fails `make test`.
+// A picture whose results file does not exist, or holds nothing it draws
+// (errNoPictureData: a bench run without the cluster block), is skipped
+// (and must not exist either). TestPicturesUpToDate renders every picture
+// in memory from the committed results and compares it with the committed
+// file, so a results change without `make pictures` fails `make test`.
 
 import (
 	"bytes"
@@ -37,10 +40,11 @@ var pictures = []picture{
 	{Results: "loadtest/results.json", SVG: "docs/lock-matrix.svg", Render: renderMatrixPicture},
 	{Results: "bench/results.json", SVG: "docs/bench.svg", Render: renderBenchPicture},
 	{Results: "faults/results.json", SVG: "docs/faults.svg", Render: renderFaultsPicture},
+	{Results: "bench/cluster/results.json", SVG: "docs/bench-cluster.svg", Render: renderClusterPicture},
 }
 
 // render draws the picture from the results under root; ok is false when
-// the results file does not exist.
+// the results file does not exist or holds nothing the picture draws.
 func (p picture) render(root string) (svg []byte, ok bool, err error) {
 	data, err := os.ReadFile(filepath.Join(root, p.Results))
 	if errors.Is(err, fs.ErrNotExist) {
@@ -50,6 +54,9 @@ func (p picture) render(root string) (svg []byte, ok bool, err error) {
 		return nil, false, err
 	}
 	svg, err = p.Render(data)
+	if errors.Is(err, errNoPictureData) {
+		return nil, false, nil
+	}
 	if err != nil {
 		return nil, false, err
 	}
@@ -72,7 +79,7 @@ func (p picture) stale(root string) (string, error) {
 	case err != nil:
 		return "", err
 	case !ok:
-		return fmt.Sprintf("%s exists but %s does not", p.SVG, p.Results), nil
+		return fmt.Sprintf("%s exists but %s does not (or holds nothing it draws)", p.SVG, p.Results), nil
 	case !bytes.Equal(got, want):
 		return fmt.Sprintf("%s is out of date with %s", p.SVG, p.Results), nil
 	}
@@ -113,7 +120,7 @@ func runPictures(args []string) int {
 			return 2
 		}
 		if !ok {
-			logf("%s: skipped, no %s", p.SVG, p.Results)
+			logf("%s: skipped, no %s or nothing in it to draw", p.SVG, p.Results)
 			continue
 		}
 		path := filepath.Join(root, p.SVG)

@@ -32,6 +32,7 @@ const (
 	colScript    = "#1b7c83" // duplicates the async admission script refused
 	colMeasured  = "#0969da" // a measured rate
 	colLimit     = "#afb8c1" // the machine's limit it is compared with
+	colProjected = "#54aeff" // a rate projected from CPU per order, not measured
 	colStatus200 = "#2da44e"
 	colStatus409 = "#54aeff"
 	colStatus503 = "#d4a72c"

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"encoding/xml"
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -319,6 +320,91 @@ func TestBenchPictureDrainKeptUp(t *testing.T) {
 	elems := parseSVG(t, svg)
 	if !hasText(elems, "9,000 orders/s") || !hasText(elems, "kept up") {
 		t.Errorf("the drain of consumers that kept up: want orders ÷ duration; texts: %q", texts(elems))
+	}
+}
+
+// clusterFixture is bench results with the Redis Cluster block: one Redis
+// (async-lua) and two cluster runs on three masters and their replicas.
+func clusterFixture() benchJSON {
+	b := benchFixture(nil)
+	b.Runs[3].Figures = map[string]any{"rps": 24657.0, "cpu_server_order": 37.5, "cpu_redis_order": 16.8}
+	node := func(run map[string]any, us ...float64) map[string]any {
+		for i, v := range us {
+			run[fmt.Sprintf("cpu_node%d_order", i)] = v
+		}
+		return run
+	}
+	b.Runs = append(b.Runs,
+		benchJSONRun{Name: "cluster-1", Kind: "wrk", OrderMode: "async", LockMode: "lua", OK: true,
+			Figures: node(map[string]any{"buckets": 1.0, "rps": 19046.6, "cpu_server_order": 43.7, "cpu_redis_order": 41.3}, 2.2, 22.4, 2.3, 11.6, 1.4, 1.5)},
+		benchJSONRun{Name: "cluster-8", Kind: "wrk", OrderMode: "async", LockMode: "lua", OK: true,
+			Figures: node(map[string]any{"buckets": 8.0, "rps": 14780.2, "cpu_server_order": 52.5, "cpu_redis_order": 56.7}, 13.7, 13.8, 10.2, 6.9, 5.1, 6.9)})
+	b.ClusterNodes = []benchJSONNode{{"127.0.0.1:7001", "master"}, {"127.0.0.1:7002", "master"}, {"127.0.0.1:7003", "master"},
+		{"127.0.0.1:7004", "replica"}, {"127.0.0.1:7005", "replica"}, {"127.0.0.1:7006", "replica"}}
+	b.Results = "bench/cluster/RESULTS.md"
+	return b
+}
+
+func TestClusterPicture(t *testing.T) {
+	data, err := json.Marshal(clusterFixture())
+	if err != nil {
+		t.Fatal(err)
+	}
+	svg, err := renderClusterPicture(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	elems := parseSVG(t, svg)
+	for _, want := range []string{"one Redis", "cluster, 1 bucket", "cluster, 8 buckets",
+		"24,657 req/s", "19,047 req/s", "14,780 req/s", // measured
+		"59,500 orders/s", "44,600 orders/s", "72,500 orders/s", // 1e6 ÷ 16.8, ÷ 22.4 (M2), ÷ 13.8 (M2)
+		"37.5", "43.7", "52.5", "41.3", "56.7", "the one process: 16.8", "2.2", "2.3", "13.7", "10.2", "M1 µs", "M3 µs",
+		"3 masters and 3 replicas", "2031-02-03 04:05:06 UTC, 2 cores", "Fixture CPU", "bench/cluster/results.json", "bench/cluster/RESULTS.md"} {
+		if !hasText(elems, want) {
+			t.Errorf("no text %q in the picture; texts: %q", want, texts(elems))
+		}
+	}
+	var bold []string
+	for _, e := range elems {
+		if e.name == "text" && e.attrs["class"] == "num bold" {
+			bold = append(bold, e.text)
+		}
+	}
+	if strings.Join(bold, ",") != "22.4,13.8" {
+		t.Errorf("busiest masters in bold: got %q, want 22.4 and 13.8", bold)
+	}
+	if hasText(elems, "11.6") {
+		t.Error("a replica's figure is drawn as a master's")
+	}
+	if again, _ := renderClusterPicture(data); !bytes.Equal(again, svg) {
+		t.Error("two renderings of the same results differ")
+	}
+}
+
+// TestClusterPictureNothingToDraw: bench results without the cluster block
+// are skipped (errNoPictureData); broken results are an error.
+func TestClusterPictureNothingToDraw(t *testing.T) {
+	data, _ := json.Marshal(benchFixture(nil))
+	if _, err := renderClusterPicture(data); !errors.Is(err, errNoPictureData) {
+		t.Errorf("results without cluster runs: got %v, want errNoPictureData", err)
+	}
+	for _, data := range []string{"", "{", "{}", `{"runs":[]}`, `{"runs":{}}`} {
+		_, err := renderClusterPicture([]byte(data))
+		if err == nil || errors.Is(err, errNoPictureData) {
+			t.Errorf("from %q: got %v, want an error other than errNoPictureData", data, err)
+		}
+	}
+	root := t.TempDir()
+	os.MkdirAll(filepath.Join(root, "bench/cluster"), 0o755)
+	if err := os.WriteFile(filepath.Join(root, "bench/cluster/results.json"), data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	p := picture{Results: "bench/cluster/results.json", SVG: "docs/bench-cluster.svg", Render: renderClusterPicture}
+	if _, ok, err := p.render(root); ok || err != nil {
+		t.Errorf("render: got ok %v, err %v; want skipped", ok, err)
+	}
+	if why, err := p.stale(root); why != "" || err != nil {
+		t.Errorf("stale: got %q, %v; want up to date (no picture, nothing to draw)", why, err)
 	}
 }
 
