@@ -476,10 +476,13 @@ const matrixAsyncPreamble = "\n## Async admission, on one Redis and on the Redis
 	"|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n"
 
 const matrixAsyncReading = "\n### Reading it\n\n" +
-	"- The script takes the buyer mark and the unit in one step of one Redis process (of the bucket's\n" +
-	"  master on the cluster), so a user's concurrent purchases, on one instance or on both, get one\n" +
-	"  200 and DUPLICATE_ORDER for the rest, whatever lock the consumer uses; the consumer's unique key\n" +
-	"  is the check that the script never let a duplicate through.\n" +
-	"- With buckets, a user's buyer mark lives in the user's home bucket and a purchase falls over to\n" +
-	"  the other buckets before SOLD_OUT, so the counts are those of one bucket: 200 orders for 200\n" +
-	"  units, one per user, and the stock left in Redis is zero in every bucket once it sold out.\n"
+	"- The admission script checks the user's buyer mark and takes the mark and a unit in one step of\n" +
+	"  one Redis process (the bucket's master on the cluster). With buckets, the mark lives in the\n" +
+	"  user's home bucket and is taken there first, as a reservation while the purchase moves to\n" +
+	"  another bucket (docs/async.md, \"Stock buckets\"), so a user's purchases at the same instant, on\n" +
+	"  one instance or on both, get one 200 and DUPLICATE_ORDER for the rest.\n" +
+	"- A run holds when the 200s, the orders and the stock agree (200 orders for 200 units, one per\n" +
+	"  user), *script* equals *DUPLICATE*, the consumer's *unique key* is 0 (the script let no duplicate\n" +
+	"  through), and Redis after the drain holds no stock in any bucket and as many buyer marks as orders.\n" +
+	"- With buckets, more of the refusals are DUPLICATE_ORDER and fewer SOLD_OUT: a user's purchases\n" +
+	"  that arrive while the first is moving between buckets meet its reservation.\n"
