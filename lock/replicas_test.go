@@ -79,32 +79,30 @@ func waitInSync(tb testing.TB, primary, replica *redis.Client) {
 	}
 }
 
-// stallReplica keeps replica's event loop busy for about d with a read-only
-// Lua loop, run on its own connection in a goroutine: the replica reads no
-// replication stream and sends no acknowledgement meanwhile, and then
-// catches up by itself (no role change, no Sentinel action as long as d stays
-// well below down-after-milliseconds). It returns once the loop runs and a
-// channel closed when it has finished.
+// stallReplica holds back replica's replication for d: CLIENT PAUSE d WRITE
+// on the replica, so the replication stream it receives waits unapplied in
+// its input buffer and its acknowledged offset does not advance (WAIT
+// counts no ack); it then applies the stream and catches up by itself (no
+// role change, no Sentinel action as long as d stays well below
+// down-after-milliseconds). The pause lasts d whatever the machine's load
+// (a busy Lua loop calibrated beforehand did not: on a loaded machine the
+// calibration ran slow and the loop ended early). It returns a channel
+// closed when the pause is over.
 func stallReplica(tb testing.TB, replica *redis.Client, d time.Duration) <-chan struct{} {
 	tb.Helper()
-	const loop = "local x = 0 for i = 1, tonumber(ARGV[1]) do x = x + i end return 1"
 	ctx := context.Background()
-	// Calibrate: how long do 5M iterations take on this machine now?
 	start := time.Now()
-	if err := replica.Eval(ctx, loop, nil, 5_000_000).Err(); err != nil {
-		tb.Fatalf("calibrate replica loop: %v", err)
+	if err := replica.Do(ctx, "CLIENT", "PAUSE", d.Milliseconds(), "WRITE").Err(); err != nil {
+		tb.Fatalf("CLIENT PAUSE WRITE on the replica: %v", err)
 	}
-	per := time.Since(start) / 5_000_000
-	n := int64(d / max(per, time.Nanosecond))
-	conn := replica.Conn()
 	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		defer conn.Close()
-		_ = conn.Eval(ctx, loop, nil, n).Err()
-	}()
-	time.Sleep(d / 8) // let the loop start
-	tb.Cleanup(func() { <-done })
+	t := time.AfterFunc(d-time.Since(start), func() { close(done) })
+	tb.Cleanup(func() {
+		if t.Stop() {
+			close(done)
+		}
+		_ = replica.Do(ctx, "CLIENT", "UNPAUSE").Err()
+	})
 	return done
 }
 
