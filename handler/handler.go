@@ -107,7 +107,8 @@ func New(d Deps) http.Handler {
 	a := &api{Deps: d, fail: Fail(d.Log, d.Style), streams: make(chan struct{}, maxLiveStreams)}
 	r := gin.New()
 	r.HandleMethodNotAllowed = true
-	r.Use(middleware.Metrics(d.Metrics), middleware.Recover(d.Log, a.fail), middleware.Debug(d.Log), middleware.Deadline(d.RequestTimeout, LiveRoute))
+	r.Use(middleware.Metrics(d.Metrics), middleware.Recover(d.Log, a.fail), middleware.BodyLimit(maxBody, d.Log, a.fail),
+		middleware.Debug(d.Log), middleware.Deadline(d.RequestTimeout, LiveRoute))
 	r.NoRoute(func(c *gin.Context) {
 		c.AbortWithStatusJSON(http.StatusNotFound, Envelope{Code: CodeNotFound, ErrorMsg: "no such route"})
 	})
@@ -444,7 +445,7 @@ const maxBody = 64 << 10
 
 // decodeJSON reads one JSON object into dst; errors name the field at fault.
 func decodeJSON(c *gin.Context, dst any) error {
-	dec := json.NewDecoder(http.MaxBytesReader(c.Writer, c.Request.Body, maxBody))
+	dec := json.NewDecoder(c.Request.Body) // bounded by middleware.BodyLimit
 	if err := dec.Decode(dst); err != nil {
 		var te *json.UnmarshalTypeError
 		var mbe *http.MaxBytesError

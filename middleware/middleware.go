@@ -42,12 +42,21 @@ func WithUser(ctx context.Context, u User) context.Context {
 	return context.WithValue(ctx, userKey{}, u)
 }
 
+// MaxAuthorization bounds the authorization header: the service's tokens
+// are about 200 bytes, and a longer header is refused before any decoding.
+const MaxAuthorization = 4 << 10
+
 // Auth requires a valid token in the authorization header ("Bearer " prefix
 // optional) and puts the caller in the request context. Authentication costs
 // no Redis or database lookup.
 func Auth(tokens *auth.Tokens, fail FailFunc) gin.HandlerFunc {
 	return func(c *gin.Context) {
-		h := strings.TrimSpace(c.GetHeader("authorization"))
+		h := c.GetHeader("authorization")
+		if len(h) > MaxAuthorization {
+			fail(c, model.ErrUnauthorized)
+			return
+		}
+		h = strings.TrimSpace(h)
 		if len(h) > 7 && strings.EqualFold(h[:7], "bearer ") {
 			h = strings.TrimSpace(h[7:])
 		}
@@ -80,6 +89,40 @@ func Admin(fail FailFunc) gin.HandlerFunc {
 		}
 		c.Next()
 	}
+}
+
+// BodyLimit bounds every request body to limit bytes before any handler
+// reads it: a declared length over the limit is refused at once, and a
+// longer body without one fails where it is read. No route takes a form, so
+// a multipart body never reaches the disk; if one is parsed anyway, its
+// temporary files are removed when the request ends, whichever copy of the
+// request parsed it.
+func BodyLimit(limit int64, log *slog.Logger, fail FailFunc) gin.HandlerFunc {
+	tooLarge := model.InvalidArgument("body", "larger than "+byteSize(limit))
+	return func(c *gin.Context) {
+		if c.Request.ContentLength > limit {
+			c.Header("Connection", "close")
+			fail(c, tooLarge)
+			return
+		}
+		c.Request.Body = http.MaxBytesReader(c.Writer, c.Request.Body, limit)
+		defer func() {
+			if f := c.Request.MultipartForm; f != nil {
+				if err := f.RemoveAll(); err != nil {
+					log.WarnContext(c.Request.Context(), "multipart temporary files", "err", err)
+				}
+			}
+		}()
+		c.Next()
+	}
+}
+
+// byteSize spells n bytes in KiB when it is a whole number of them.
+func byteSize(n int64) string {
+	if n >= 1<<10 && n%(1<<10) == 0 {
+		return strconv.FormatInt(n>>10, 10) + " KiB"
+	}
+	return strconv.FormatInt(n, 10) + " bytes"
 }
 
 // Deadline bounds every request: work still waiting on Redis or the database

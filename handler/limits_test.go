@@ -1,0 +1,132 @@
+package handler_test
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"mime/multipart"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/golang-jwt/jwt/v5"
+
+	"seckill/handler"
+	"seckill/middleware"
+)
+
+// TestOversizedUploadLeavesNoFile: a multipart upload larger than gin's
+// in-memory form limit (32 MiB), sent to routes that take no form, leaves
+// no temporary file behind: refused before it is read when its length is
+// declared, cut at the limit when it is sent chunked.
+func TestOversizedUploadLeavesNoFile(t *testing.T) {
+	tmp := t.TempDir()
+	t.Setenv("TMPDIR", tmp) // where mime/multipart spills large parts
+	e := newEnv(t)
+	srv := httptest.NewServer(e.h)
+	const size = 40 << 20
+	for _, path := range []string{"/user/code", "/user/code?phone=13800000007", "/user/login", "/voucher/seckill", "/no/such/route"} {
+		for _, chunked := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%s chunked=%v", path, chunked), func(t *testing.T) {
+				body, ctype := multipartOf(t, size)
+				var rd io.Reader = body
+				if chunked {
+					rd = io.MultiReader(body) // hides the length: sent chunked
+				}
+				req, err := http.NewRequest(http.MethodPost, srv.URL+path, rd)
+				if err != nil {
+					t.Fatal(err)
+				}
+				req.Header.Set("content-type", ctype)
+				req.Header.Set("authorization", e.adminTok)
+				resp, err := srv.Client().Do(req)
+				if err != nil {
+					// The server may close the connection before the
+					// client has written the whole body.
+					t.Logf("upload ended by the server: %v", err)
+					return
+				}
+				defer resp.Body.Close()
+				switch {
+				case !chunked && resp.StatusCode != http.StatusBadRequest:
+					t.Errorf("status: got %d, want 400 (the declared length is over the limit)", resp.StatusCode)
+				case resp.StatusCode >= 500:
+					t.Errorf("status: got %d, want no 5xx", resp.StatusCode)
+				}
+			})
+		}
+	}
+	srv.Close() // the server has removed what it would remove
+	entries, err := os.ReadDir(tmp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, de := range entries {
+		info, _ := de.Info()
+		t.Errorf("left on disk: %s (%d bytes)", de.Name(), info.Size())
+	}
+}
+
+// multipartOf returns a multipart body with one file part of size bytes.
+func multipartOf(t *testing.T, size int) (*bytes.Buffer, string) {
+	t.Helper()
+	var b bytes.Buffer
+	w := multipart.NewWriter(&b)
+	fw, err := w.CreateFormFile("f", "big.bin")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := fw.Write(make([]byte, size)); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.WriteField("phone", "13800000007"); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return &b, w.FormDataContentType()
+}
+
+// TestBodyOverLimitRefused: a JSON body over 64 KiB is INVALID_ARGUMENT,
+// declared or not.
+func TestBodyOverLimitRefused(t *testing.T) {
+	e := newEnv(t)
+	big := `{"phone":"13800000007","code":"` + strings.Repeat("1", 70<<10) + `"}`
+	r := e.do(http.MethodPost, "/user/login", big, "")
+	assertError(t, r, http.StatusBadRequest, handler.CodeInvalidArgument)
+	if got, want := r.str("errorMsg"), "invalid body: larger than 64 KiB"; got != want {
+		t.Errorf("errorMsg: got %q, want %q", got, want)
+	}
+}
+
+// TestLongAuthorizationRefused: a correctly signed token made longer than
+// MaxAuthorization by an extra claim is refused without being decoded;
+// the same token without the padding is accepted.
+func TestLongAuthorizationRefused(t *testing.T) {
+	e := newEnv(t)
+	sign := func(pad int) string {
+		claims := jwt.MapClaims{
+			"uid": 7, "role": "user", "iss": "seckill", "sub": "7",
+			"iat": time.Now().Unix(), "exp": time.Now().Add(time.Hour).Unix(),
+		}
+		if pad > 0 {
+			claims["pad"] = strings.Repeat("a", pad)
+		}
+		s, err := jwt.NewWithClaims(jwt.SigningMethodHS256, claims).SignedString([]byte(testSecret))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+	assertOK(t, e.do(http.MethodGet, "/user/me", "", sign(0)))
+	long := sign(middleware.MaxAuthorization)
+	if len(long) <= middleware.MaxAuthorization {
+		t.Fatalf("token of %d bytes, want over %d", len(long), middleware.MaxAuthorization)
+	}
+	assertError(t, e.do(http.MethodGet, "/user/me", "", long), http.StatusUnauthorized, handler.CodeUnauthorized)
+	assertError(t, e.do(http.MethodGet, "/user/me", "", "Bearer "+strings.Repeat("x", 900<<10)), http.StatusUnauthorized, handler.CodeUnauthorized)
+}
