@@ -24,7 +24,13 @@ COPY --from=build /seckill /seckill
 # The schema also ships beside the binary for operators (`seckill migrate`).
 COPY --from=build /src/sql /app/sql
 USER seckill:seckill
-ENV SECKILL_HTTP_ADDR=:8080
+# The image starts in production: it needs SECKILL_MYSQL_DSN, a real Redis
+# (SECKILL_REDIS_ADDR, or the Sentinel or Cluster settings) and a
+# SECKILL_JWT_SECRET of at least 32 bytes (`openssl rand -hex 32`), and
+# without them it stops at once with one line naming what is missing. To try
+# the product in a container on embedded backends, ask for development:
+# `docker run -e SECKILL_ENV=development -p 127.0.0.1:8080:8080 seckill:local`.
+ENV SECKILL_ENV=production SECKILL_HTTP_ADDR=:8080
 EXPOSE 8080
 HEALTHCHECK --interval=10s --timeout=3s --start-period=20s --retries=3 \
     CMD wget -q -O /dev/null http://127.0.0.1:8080/healthz || exit 1

@@ -22,17 +22,18 @@ import (
 
 // usage is what --help prints.
 const usage = `Usage:
-  seckill [serve]                               run the HTTP server (SECKILL_HTTP_ADDR, default :8080)
+  seckill [serve]                               run the HTTP server (SECKILL_HTTP_ADDR, default 127.0.0.1:8080 in development, :8080 in production)
   seckill migrate                               apply sql/schema.sql and exit
   seckill tokens --count N [--admin] [--out F]  make sure N users exist; print userId,token lines
   seckill rebuild --voucher N                   async mode: rebuild a voucher's Redis state from the database
   seckill help | --help | -h                    print this
 
 Configuration comes from SECKILL_* environment variables (see README.md).
-With no SECKILL_MYSQL_DSN and no SECKILL_REDIS_ADDR (or SECKILL_REDIS_SENTINEL_ADDRS
-with SECKILL_REDIS_MASTER) the server runs on embedded backends under ./data in
-development mode; with either one set it runs in production (SECKILL_JWT_SECRET
-required) unless SECKILL_ENV=development.
+With no SECKILL_MYSQL_DSN and no real Redis (SECKILL_REDIS_ADDR, the Sentinel or
+the Cluster settings) the server runs on embedded backends under ./data in
+development mode, on 127.0.0.1 only. With either one set it runs in production
+unless SECKILL_ENV=development: production needs both a real database and a
+real Redis, and a SECKILL_JWT_SECRET of at least 32 bytes (openssl rand -hex 32).
 `
 
 func isHelpFlag(a string) bool { return a == "-h" || a == "-help" || a == "--help" }
@@ -72,11 +73,16 @@ func tokens(ctx context.Context, cfg config.Config, log *slog.Logger, args []str
 	secret, _ := cfg.Secret()
 	w := stdout
 	if *out != "" {
-		f, err := os.Create(*out)
+		// Tokens are credentials: readable by their owner only, also when
+		// the file was there before.
+		f, err := os.OpenFile(*out, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
 		if err != nil {
 			return fmt.Errorf("tokens: %w", err)
 		}
 		defer f.Close()
+		if err := f.Chmod(0o600); err != nil {
+			return fmt.Errorf("tokens: %w", err)
+		}
 		w = f
 	}
 	role := model.RoleUser

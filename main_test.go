@@ -6,6 +6,8 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -35,8 +37,11 @@ func TestRunRefusesBadConfig(t *testing.T) {
 		{"unknown order mode", map[string]string{"SECKILL_ORDER_MODE": "later"}, "SECKILL_ORDER_MODE"},
 		{"malformed DSN", map[string]string{"SECKILL_MYSQL_DSN": "not a dsn"}, "SECKILL_MYSQL_DSN"},
 		{"malformed redis addr", map[string]string{"SECKILL_REDIS_ADDR": "nohostport"}, "SECKILL_REDIS_ADDR"},
-		{"unreachable redis", map[string]string{"SECKILL_REDIS_ADDR": closed, "SECKILL_DATA_DIR": t.TempDir(), "SECKILL_JWT_SECRET": "s"}, "SECKILL_REDIS_ADDR"},
-		{"unreachable mysql", map[string]string{"SECKILL_MYSQL_DSN": "u:p@tcp(" + closed + ")/x", "SECKILL_JWT_SECRET": "s"}, "SECKILL_MYSQL_DSN"},
+		{"unreachable redis", map[string]string{"SECKILL_REDIS_ADDR": closed, "SECKILL_DATA_DIR": t.TempDir(), "SECKILL_ENV": "development"}, "SECKILL_REDIS_ADDR"},
+		{"unreachable mysql", map[string]string{"SECKILL_MYSQL_DSN": "u:p@tcp(" + closed + ")/x", "SECKILL_ENV": "development"}, "SECKILL_MYSQL_DSN"},
+		{"unreachable backends in production", map[string]string{"SECKILL_MYSQL_DSN": "u:p@tcp(" + closed + ")/x", "SECKILL_REDIS_ADDR": closed, "SECKILL_JWT_SECRET": strings.Repeat("k", 32)}, "SECKILL_MYSQL_DSN"},
+		{"production on embedded backends", map[string]string{"SECKILL_ENV": "production", "SECKILL_JWT_SECRET": strings.Repeat("k", 32)}, "SECKILL_MYSQL_DSN"},
+		{"production with the development secret", map[string]string{"SECKILL_MYSQL_DSN": "u:p@tcp(" + closed + ")/x", "SECKILL_REDIS_ADDR": closed, "SECKILL_JWT_SECRET": config.DevJWTSecret}, "SECKILL_JWT_SECRET"},
 		{"production without secret", map[string]string{"SECKILL_ENV": "production"}, "SECKILL_JWT_SECRET"},
 		{"real backends without secret", map[string]string{"SECKILL_MYSQL_DSN": "u:p@tcp(" + closed + ")/x", "SECKILL_REDIS_ADDR": closed}, "SECKILL_JWT_SECRET"},
 		{"zookeeper without servers", map[string]string{"SECKILL_LOCK_MODE": "zookeeper"}, "SECKILL_ZK_ADDRS"},
@@ -107,6 +112,36 @@ func TestTokensCommand(t *testing.T) {
 	}
 	if err := run(context.Background(), []string{"migrate"}, envOf(vars), io.Discard, io.Discard); err != nil {
 		t.Errorf("migrate after tokens: %v", err)
+	}
+}
+
+// TestTokensFileOwnerOnly: tokens --out writes the file readable by its
+// owner only (0600), also over an existing world-readable file.
+func TestTokensFileOwnerOnly(t *testing.T) {
+	dir := t.TempDir()
+	vars := map[string]string{"SECKILL_DATA_DIR": dir}
+	fresh, old := filepath.Join(dir, "admins.csv"), filepath.Join(dir, "old.csv")
+	if err := os.WriteFile(old, []byte("stale\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, path := range []string{fresh, old} {
+		if err := run(context.Background(), []string{"tokens", "--count", "2", "--admin", "--out", path}, envOf(vars), io.Discard, io.Discard); err != nil {
+			t.Fatal(err)
+		}
+		fi, err := os.Stat(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if perm := fi.Mode().Perm(); perm != 0o600 {
+			t.Errorf("%s: mode %v, want -rw------- (0600)", filepath.Base(path), perm)
+		}
+		b, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n := len(strings.Split(strings.TrimSpace(string(b)), "\n")); n != 2 || strings.Contains(string(b), "stale") {
+			t.Errorf("%s: %d lines %q, want the 2 token lines only", filepath.Base(path), n, b)
+		}
 	}
 }
 

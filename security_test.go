@@ -53,7 +53,7 @@ func TestRealBackendsRefuseWithoutSecret(t *testing.T) {
 // admin (made by `seckill tokens --admin`, phone 19000000001) gets no code
 // and cannot log in through the code flow.
 func TestProductionByDefaultOnRealBackends(t *testing.T) {
-	const secret = "security-test-secret"
+	const secret = "security-test-secret-0123456789abcdef"
 	vars := realEnv(t, map[string]string{"SECKILL_JWT_SECRET": secret})
 	cfg, err := config.Load(envOf(vars))
 	if err != nil {

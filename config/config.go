@@ -19,6 +19,17 @@ import (
 // outside production. It is public: never use it for real users.
 const DevJWTSecret = "seckill-development-secret-do-not-use-in-production"
 
+// MinJWTSecret is the shortest JWT secret production accepts: 32 bytes, the
+// size of an HMAC-SHA256 key (`openssl rand -hex 32` makes one of 64).
+const MinJWTSecret = 32
+
+// The listen addresses when SECKILL_HTTP_ADDR is unset: development serves
+// this machine only, production every interface.
+const (
+	DevHTTPAddr        = "127.0.0.1:8080"
+	ProductionHTTPAddr = ":8080"
+)
+
 // Lock modes accepted by SECKILL_LOCK_MODE.
 var LockModes = []string{"none", "local", "simple", "owner", "lua", "reentrant", "redsync", "multi", "mysql", "zookeeper"}
 
@@ -28,7 +39,7 @@ var APIStyles = []string{"rest", "heima"}
 
 // Config is the whole configuration of one process.
 type Config struct {
-	HTTPAddr           string        // SECKILL_HTTP_ADDR, default ":8080"
+	HTTPAddr           string        // SECKILL_HTTP_ADDR, default "127.0.0.1:8080" in development, ":8080" in production
 	MySQLDSN           string        // SECKILL_MYSQL_DSN, empty = embedded database
 	DataDir            string        // SECKILL_DATA_DIR, default "./data" (embedded database)
 	RedisAddr          string        // SECKILL_REDIS_ADDR, empty = embedded Redis (unless Sentinel)
@@ -132,7 +143,7 @@ const (
 // backends embedded, hence development).
 func Default() Config {
 	return Config{
-		HTTPAddr:         ":8080",
+		HTTPAddr:         DevHTTPAddr,
 		DataDir:          "./data",
 		LockMode:         "lua",
 		LockTTL:          10 * time.Second,
@@ -183,6 +194,7 @@ func Load(getenv func(string) string) (Config, error) {
 			*dst = v
 		}
 	}
+	c.HTTPAddr = ""
 	var errs []error
 	dur := func(name string, dst *time.Duration) {
 		v := strings.TrimSpace(getenv(name))
@@ -224,6 +236,12 @@ func Load(getenv func(string) string) (Config, error) {
 	}
 	c.Env = DefaultEnv(c.MySQLDSN, redis)
 	str("SECKILL_ENV", &c.Env)
+	if c.HTTPAddr == "" {
+		c.HTTPAddr = DevHTTPAddr
+		if c.Env == EnvProduction {
+			c.HTTPAddr = ProductionHTTPAddr
+		}
+	}
 	dur("SECKILL_LOCK_TTL", &c.LockTTL)
 	dur("SECKILL_LOCK_WAIT_TIMEOUT", &c.LockWaitTimeout)
 	if v := strings.TrimSpace(getenv("SECKILL_LOCK_WAIT_REPLICAS")); v != "" {
@@ -342,8 +360,19 @@ func (c *Config) Validate() error {
 		errs = append(errs, fmt.Errorf("SECKILL_ENV: %q is not development or production", c.Env))
 	}
 	if c.Env == EnvProduction {
-		if c.JWTSecret == "" {
-			errs = append(errs, errors.New("SECKILL_JWT_SECRET: required in production (the default with a real SECKILL_MYSQL_DSN, SECKILL_REDIS_ADDR or SECKILL_REDIS_SENTINEL_ADDRS; SECKILL_ENV=development allows the public development secret)"))
+		switch {
+		case c.JWTSecret == "":
+			errs = append(errs, fmt.Errorf("SECKILL_JWT_SECRET: required in production (the default with a real SECKILL_MYSQL_DSN, SECKILL_REDIS_ADDR, SECKILL_REDIS_SENTINEL_ADDRS or SECKILL_REDIS_CLUSTER_ADDRS); make one with `openssl rand -hex 32` (at least %d bytes); SECKILL_ENV=development allows the public development secret", MinJWTSecret))
+		case c.JWTSecret == DevJWTSecret:
+			errs = append(errs, errors.New("SECKILL_JWT_SECRET: the public development secret is not allowed in production; make one with `openssl rand -hex 32`"))
+		case len(c.JWTSecret) < MinJWTSecret:
+			errs = append(errs, fmt.Errorf("SECKILL_JWT_SECRET: %d bytes, production needs at least %d; make one with `openssl rand -hex 32`", len(c.JWTSecret), MinJWTSecret))
+		}
+		if c.MySQLDSN == "" {
+			errs = append(errs, errors.New("SECKILL_MYSQL_DSN: required in production (the embedded database is for trying the product on one machine; SECKILL_ENV=development allows it)"))
+		}
+		if !c.RealRedis() {
+			errs = append(errs, errors.New("SECKILL_REDIS_ADDR: a real Redis is required in production (SECKILL_REDIS_ADDR, SECKILL_REDIS_SENTINEL_ADDRS or SECKILL_REDIS_CLUSTER_ADDRS; the embedded one is for trying the product on one machine; SECKILL_ENV=development allows it)"))
 		}
 		if c.CriticalDelay > 0 {
 			errs = append(errs, errors.New("SECKILL_DEV_CRITICAL_DELAY: development only, not allowed when SECKILL_ENV=production"))

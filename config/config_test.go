@@ -14,13 +14,21 @@ func env(m map[string]string) func(string) string {
 	return func(k string) string { return m[k] }
 }
 
+// A production secret of the right length, and real backends' settings
+// (Load only parses them).
+const (
+	testSecret = "config-test-secret-0123456789abcdef"
+	realDSN    = "seckill:seckill@tcp(127.0.0.1:3306)/seckill"
+	realRedis  = "127.0.0.1:6379"
+)
+
 func TestDefaults(t *testing.T) {
 	c, err := Load(env(nil))
 	if err != nil {
 		t.Fatalf("Load with no environment: got %v, want nil", err)
 	}
 	want := Config{
-		HTTPAddr: ":8080", DataDir: "./data", LockMode: "lua", LockTTL: 10 * time.Second,
+		HTTPAddr: "127.0.0.1:8080", DataDir: "./data", LockMode: "lua", LockTTL: 10 * time.Second,
 		LockWaitTimeout:  100 * time.Millisecond,
 		AutoRebuildAfter: 10 * time.Second,
 		OrderMode:        "sync", JWTTTL: 24 * time.Hour, Env: "development", RequestTimeout: 3 * time.Second,
@@ -50,7 +58,7 @@ func TestEnvOverrides(t *testing.T) {
 		"SECKILL_ZK_ADDRS":           "127.0.0.1:2181",
 		"SECKILL_ORDER_MODE":         "async",
 		"SECKILL_FENCING":            "ON",
-		"SECKILL_JWT_SECRET":         "s3cret",
+		"SECKILL_JWT_SECRET":         testSecret,
 		"SECKILL_JWT_TTL":            "2h",
 		"SECKILL_ENV":                "production",
 		"SECKILL_REQUEST_TIMEOUT":    "750ms",
@@ -72,7 +80,7 @@ func TestEnvOverrides(t *testing.T) {
 		ZKAddrs:        []string{"127.0.0.1:2181"},
 		OrderMode:      "async",
 		Fencing:        true,
-		JWTSecret:      "s3cret",
+		JWTSecret:      testSecret,
 		JWTTTL:         2 * time.Hour,
 		Env:            "production",
 		RequestTimeout: 750 * time.Millisecond,
@@ -82,8 +90,8 @@ func TestEnvOverrides(t *testing.T) {
 	if !reflect.DeepEqual(c, want) {
 		t.Errorf("got %+v, want %+v", c, want)
 	}
-	if secret, dev := c.Secret(); secret != "s3cret" || dev {
-		t.Errorf("Secret: got %q, %v, want s3cret, false", secret, dev)
+	if secret, dev := c.Secret(); secret != testSecret || dev {
+		t.Errorf("Secret: got %q, %v, want %q, false", secret, dev, testSecret)
 	}
 }
 
@@ -95,7 +103,8 @@ func TestEveryLockModeAccepted(t *testing.T) {
 			m["SECKILL_ZK_ADDRS"] = "127.0.0.1:2181"
 		case "mysql":
 			m["SECKILL_MYSQL_DSN"] = "root:@tcp(127.0.0.1:3306)/seckill"
-			m["SECKILL_JWT_SECRET"] = "s" // a real database: production
+			m["SECKILL_JWT_SECRET"] = testSecret // a real database: production
+			m["SECKILL_REDIS_ADDR"] = "127.0.0.1:6379"
 		}
 		c, err := Load(env(m))
 		if err != nil {
@@ -163,7 +172,7 @@ func TestInvalid(t *testing.T) {
 		{"fencing yes", map[string]string{"SECKILL_FENCING": "yes"}, "SECKILL_FENCING"},
 		{"unknown env", map[string]string{"SECKILL_ENV": "prod"}, "SECKILL_ENV"},
 		{"production without secret", map[string]string{"SECKILL_ENV": "production"}, "SECKILL_JWT_SECRET"},
-		{"dev delay in production", map[string]string{"SECKILL_ENV": "production", "SECKILL_JWT_SECRET": "x", "SECKILL_DEV_CRITICAL_DELAY": "1s"}, "SECKILL_DEV_CRITICAL_DELAY"},
+		{"dev delay in production", map[string]string{"SECKILL_MYSQL_DSN": realDSN, "SECKILL_REDIS_ADDR": realRedis, "SECKILL_JWT_SECRET": testSecret, "SECKILL_DEV_CRITICAL_DELAY": "1s"}, "SECKILL_DEV_CRITICAL_DELAY"},
 		{"lock TTL without unit", map[string]string{"SECKILL_LOCK_TTL": "10"}, "SECKILL_LOCK_TTL"},
 		{"lock TTL negative", map[string]string{"SECKILL_LOCK_TTL": "-1s"}, "SECKILL_LOCK_TTL"},
 		{"lock TTL zero", map[string]string{"SECKILL_LOCK_TTL": "0s"}, "SECKILL_LOCK_TTL"},
@@ -237,7 +246,7 @@ func TestLogValueMasksSecrets(t *testing.T) {
 			name: "password and secret",
 			env: map[string]string{
 				"SECKILL_MYSQL_DSN":  "seckill:hunter2@tcp(127.0.0.1:3306)/seckill?parseTime=true",
-				"SECKILL_JWT_SECRET": "jwt-very-secret",
+				"SECKILL_JWT_SECRET": "jwt-very-secret-0123456789abcdef",
 				"SECKILL_REDIS_ADDR": "127.0.0.1:6379",
 			},
 			wantIn:  []string{`seckill:***@tcp(127.0.0.1:3306)/seckill`, `"jwt_secret":"***"`, `"redis_addr":"127.0.0.1:6379"`, `"lock_mode":"lua"`},
@@ -281,26 +290,25 @@ func TestLogValueMasksSecrets(t *testing.T) {
 // when both backends are embedded (`go run .` on one machine); with a real
 // MySQL or Redis it runs in production unless development is asked for.
 func TestEnvDefault(t *testing.T) {
-	const dsn, redis = "seckill:seckill@tcp(127.0.0.1:3306)/seckill", "127.0.0.1:6379"
+	const dsn, redis = realDSN, realRedis
 	tests := []struct {
 		name string
 		env  map[string]string
 		want string
 	}{
 		{"both embedded", nil, "development"},
-		{"real MySQL", map[string]string{"SECKILL_MYSQL_DSN": dsn, "SECKILL_JWT_SECRET": "s"}, "production"},
-		{"real Redis", map[string]string{"SECKILL_REDIS_ADDR": redis, "SECKILL_JWT_SECRET": "s"}, "production"},
-		{"both real", map[string]string{"SECKILL_MYSQL_DSN": dsn, "SECKILL_REDIS_ADDR": redis, "SECKILL_JWT_SECRET": "s"}, "production"},
+		{"real MySQL", map[string]string{"SECKILL_MYSQL_DSN": dsn}, "production"},
+		{"real Redis", map[string]string{"SECKILL_REDIS_ADDR": redis}, "production"},
+		{"both real", map[string]string{"SECKILL_MYSQL_DSN": dsn, "SECKILL_REDIS_ADDR": redis}, "production"},
 		{"both real, development asked for", map[string]string{"SECKILL_MYSQL_DSN": dsn, "SECKILL_REDIS_ADDR": redis, "SECKILL_ENV": "development"}, "development"},
-		{"embedded, production asked for", map[string]string{"SECKILL_ENV": "production", "SECKILL_JWT_SECRET": "s"}, "production"},
-		{"blank SECKILL_ENV", map[string]string{"SECKILL_REDIS_ADDR": redis, "SECKILL_ENV": "  ", "SECKILL_JWT_SECRET": "s"}, "production"},
+		{"embedded, production asked for", map[string]string{"SECKILL_ENV": "production"}, "production"},
+		{"blank SECKILL_ENV", map[string]string{"SECKILL_REDIS_ADDR": redis, "SECKILL_ENV": "  "}, "production"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			c, err := Load(env(tt.env))
-			if err != nil {
-				t.Fatalf("Load: got %v, want nil", err)
-			}
+			// Load validates too (production needs a secret and both
+			// backends): the environment is decided before.
+			c, _ := Load(env(tt.env))
 			if c.Env != tt.want {
 				t.Errorf("Env: got %q, want %q", c.Env, tt.want)
 			}
@@ -315,8 +323,8 @@ func TestRealBackendsNeedSecret(t *testing.T) {
 	for _, m := range []map[string]string{
 		{"SECKILL_MYSQL_DSN": "seckill:seckill@tcp(127.0.0.1:3306)/seckill"},
 		{"SECKILL_REDIS_ADDR": "127.0.0.1:6379"},
-		{"SECKILL_REDIS_ADDR": "127.0.0.1:6379", "SECKILL_DEV_CRITICAL_DELAY": "1s", "SECKILL_JWT_SECRET": "s"},
-		{"SECKILL_REDIS_ADDR": "127.0.0.1:6379", "SECKILL_DEV_CONSUMER_DELAY": "1s", "SECKILL_JWT_SECRET": "s"},
+		{"SECKILL_REDIS_ADDR": "127.0.0.1:6379", "SECKILL_DEV_CRITICAL_DELAY": "1s", "SECKILL_JWT_SECRET": testSecret},
+		{"SECKILL_REDIS_ADDR": "127.0.0.1:6379", "SECKILL_DEV_CONSUMER_DELAY": "1s", "SECKILL_JWT_SECRET": testSecret},
 	} {
 		_, err := Load(env(m))
 		if err == nil {
@@ -348,7 +356,8 @@ func TestSentinel(t *testing.T) {
 	c, err := Load(env(map[string]string{
 		"SECKILL_REDIS_SENTINEL_ADDRS": " 127.0.0.1:26390, 127.0.0.1:26391 ,,[::1]:26392",
 		"SECKILL_REDIS_MASTER":         " seckill ",
-		"SECKILL_JWT_SECRET":           "s",
+		"SECKILL_JWT_SECRET":           testSecret,
+		"SECKILL_MYSQL_DSN":            realDSN,
 	}))
 	if err != nil {
 		t.Fatalf("Load: got %v, want nil", err)
@@ -407,7 +416,7 @@ func TestSentinelInvalid(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			m := map[string]string{"SECKILL_JWT_SECRET": "s"}
+			m := map[string]string{"SECKILL_JWT_SECRET": testSecret}
 			for k, v := range tt.env {
 				m[k] = v
 			}
@@ -485,7 +494,7 @@ func TestAPIStyle(t *testing.T) {
 // refused with one line naming the variable.
 func TestCluster(t *testing.T) {
 	const seeds = "127.0.0.1:7001, 127.0.0.1:7002,,127.0.0.1:7003"
-	c, err := Load(env(map[string]string{"SECKILL_REDIS_CLUSTER_ADDRS": seeds, "SECKILL_JWT_SECRET": "s"}))
+	c, err := Load(env(map[string]string{"SECKILL_REDIS_CLUSTER_ADDRS": seeds, "SECKILL_JWT_SECRET": testSecret, "SECKILL_MYSQL_DSN": realDSN}))
 	if err != nil {
 		t.Fatalf("Load: got %v, want nil", err)
 	}
@@ -507,7 +516,7 @@ func TestCluster(t *testing.T) {
 		"malformed seed":                    {"SECKILL_REDIS_CLUSTER_ADDRS": "127.0.0.1:7001,node"},
 		"with SECKILL_LOCK_WAIT_REPLICAS=1": {"SECKILL_LOCK_WAIT_REPLICAS": "1"},
 	} {
-		vars["SECKILL_JWT_SECRET"] = "s"
+		vars["SECKILL_JWT_SECRET"] = testSecret
 		if vars["SECKILL_REDIS_CLUSTER_ADDRS"] == "" {
 			vars["SECKILL_REDIS_CLUSTER_ADDRS"] = seeds
 		}
@@ -518,5 +527,72 @@ func TestCluster(t *testing.T) {
 		if _, err := Load(env(vars)); err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("%s: got %v, want a refusal naming %s", name, err, want)
 		}
+	}
+}
+
+// TestProductionRefusesWeakStarts: production refuses a JWT secret shorter
+// than 32 bytes, the public development secret, and an embedded database or
+// Redis, each with one line naming the variable.
+func TestProductionRefusesWeakStarts(t *testing.T) {
+	real := func(more map[string]string) map[string]string {
+		m := map[string]string{"SECKILL_MYSQL_DSN": realDSN, "SECKILL_REDIS_ADDR": realRedis, "SECKILL_JWT_SECRET": testSecret}
+		for k, v := range more {
+			m[k] = v
+		}
+		return m
+	}
+	tests := []struct {
+		name    string
+		env     map[string]string
+		wantVar string
+	}{
+		{"1-byte secret", real(map[string]string{"SECKILL_JWT_SECRET": "s"}), "SECKILL_JWT_SECRET"},
+		{"31-byte secret", real(map[string]string{"SECKILL_JWT_SECRET": strings.Repeat("k", 31)}), "SECKILL_JWT_SECRET"},
+		{"the development secret", real(map[string]string{"SECKILL_JWT_SECRET": DevJWTSecret}), "SECKILL_JWT_SECRET"},
+		{"the compose file's old default", real(map[string]string{"SECKILL_JWT_SECRET": "compose-dev-secret-change-me"}), "SECKILL_JWT_SECRET"},
+		{"embedded database", real(map[string]string{"SECKILL_MYSQL_DSN": ""}), "SECKILL_MYSQL_DSN"},
+		{"embedded Redis", real(map[string]string{"SECKILL_REDIS_ADDR": "", "SECKILL_ENV": "production"}), "SECKILL_REDIS_ADDR"},
+		{"nothing but production", map[string]string{"SECKILL_ENV": "production", "SECKILL_JWT_SECRET": testSecret}, "SECKILL_MYSQL_DSN"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := Load(env(tt.env))
+			if err == nil || !strings.HasPrefix(err.Error(), tt.wantVar+":") || strings.Contains(err.Error(), "\n") {
+				t.Errorf("got %v, want one line starting with %s:", err, tt.wantVar)
+			}
+		})
+	}
+	if _, err := Load(env(real(map[string]string{"SECKILL_JWT_SECRET": strings.Repeat("k", MinJWTSecret)}))); err != nil {
+		t.Errorf("a %d-byte secret on real backends: got %v, want nil", MinJWTSecret, err)
+	}
+	if _, err := Load(env(real(map[string]string{"SECKILL_ENV": "development", "SECKILL_JWT_SECRET": "s"}))); err != nil {
+		t.Errorf("development asked for explicitly, short secret: got %v, want nil", err)
+	}
+}
+
+// TestListenAddressDefault: unset, the address is loopback in development
+// and every interface in production; set, it is what was given.
+func TestListenAddressDefault(t *testing.T) {
+	tests := []struct {
+		name string
+		env  map[string]string
+		want string
+	}{
+		{"development", nil, "127.0.0.1:8080"},
+		{"development on real backends", map[string]string{"SECKILL_MYSQL_DSN": realDSN, "SECKILL_REDIS_ADDR": realRedis, "SECKILL_ENV": "development"}, "127.0.0.1:8080"},
+		{"production", map[string]string{"SECKILL_MYSQL_DSN": realDSN, "SECKILL_REDIS_ADDR": realRedis, "SECKILL_JWT_SECRET": testSecret}, ":8080"},
+		{"development, every interface asked for", map[string]string{"SECKILL_HTTP_ADDR": ":8080"}, ":8080"},
+		{"production, one interface asked for", map[string]string{"SECKILL_MYSQL_DSN": realDSN, "SECKILL_REDIS_ADDR": realRedis, "SECKILL_JWT_SECRET": testSecret, "SECKILL_HTTP_ADDR": "10.0.0.5:9000"}, "10.0.0.5:9000"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c, err := Load(env(tt.env))
+			if err != nil {
+				t.Fatalf("Load: %v", err)
+			}
+			if c.HTTPAddr != tt.want {
+				t.Errorf("HTTPAddr: got %q, want %q", c.HTTPAddr, tt.want)
+			}
+		})
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"reflect"
 	"regexp"
@@ -662,5 +663,80 @@ func TestComposeImagesPinned(t *testing.T) {
 		if !ok || tag == "" || tag == "latest" {
 			t.Errorf("service %s: image %s is not pinned by a tag", name, s.Image)
 		}
+	}
+}
+
+// TestComposeRequiresSecret: every seckill instance of docker-compose.yml
+// takes its JWT secret from the environment with no default (a default
+// in a public file is a public secret that signs admin tokens), and
+// docker-compose refuses to start without it.
+func TestComposeRequiresSecret(t *testing.T) {
+	c := readCompose(t)
+	apps := 0
+	for name, s := range c.Services {
+		v, ok := s.Environment["SECKILL_JWT_SECRET"]
+		if !ok {
+			continue
+		}
+		apps++
+		if !strings.HasPrefix(v, "${SECKILL_JWT_SECRET:?") || !strings.Contains(v, "openssl rand") {
+			t.Errorf("%s: SECKILL_JWT_SECRET is %q, want ${SECKILL_JWT_SECRET:?...} (required, saying how to make one)", name, v)
+		}
+		if env := s.Environment["SECKILL_ENV"]; strings.Contains(env, "development") {
+			t.Errorf("%s: SECKILL_ENV %q, want production by default", name, env)
+		}
+	}
+	if apps < 2 {
+		t.Fatalf("docker-compose.yml: %d services with SECKILL_JWT_SECRET, want the two instances", apps)
+	}
+	if _, err := exec.LookPath("docker-compose"); err != nil {
+		t.Logf("docker-compose not installed: the interpolation itself is not checked (%v)", err)
+		return
+	}
+	cmd := exec.Command("docker-compose", "-f", "../docker-compose.yml", "config", "-q")
+	cmd.Env = withoutEnv(os.Environ(), "SECKILL_JWT_SECRET")
+	if out, err := cmd.CombinedOutput(); err == nil || !strings.Contains(string(out), "SECKILL_JWT_SECRET") {
+		t.Errorf("docker-compose config without SECKILL_JWT_SECRET: err %v, output %q, want a refusal naming it", err, out)
+	}
+	cmd = exec.Command("docker-compose", "-f", "../docker-compose.yml", "config", "-q")
+	cmd.Env = append(withoutEnv(os.Environ(), "SECKILL_JWT_SECRET"), "SECKILL_JWT_SECRET=deploy-test-secret-0123456789abcdef")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Errorf("docker-compose config with a secret: %v: %s", err, out)
+	}
+}
+
+// withoutEnv returns env without the variable name.
+func withoutEnv(env []string, name string) []string {
+	var out []string
+	for _, kv := range env {
+		if !strings.HasPrefix(kv, name+"=") {
+			out = append(out, kv)
+		}
+	}
+	return out
+}
+
+// TestDockerfileStartsInProduction: the image's default start is
+// production, which refuses to run without its backends and a secret; a
+// development container is asked for explicitly.
+func TestDockerfileStartsInProduction(t *testing.T) {
+	b, err := os.ReadFile("../Dockerfile")
+	if err != nil {
+		t.Fatal(err)
+	}
+	env := regexp.MustCompile(`(?m)^ENV\s+(.*)$`).FindAllStringSubmatch(string(b), -1)
+	vars := map[string]string{}
+	for _, m := range env {
+		for _, kv := range strings.Fields(m[1]) {
+			if k, v, ok := strings.Cut(kv, "="); ok {
+				vars[k] = v
+			}
+		}
+	}
+	if vars["SECKILL_ENV"] != "production" {
+		t.Errorf("Dockerfile: SECKILL_ENV=%q, want production", vars["SECKILL_ENV"])
+	}
+	if _, ok := vars["SECKILL_JWT_SECRET"]; ok {
+		t.Error("Dockerfile sets SECKILL_JWT_SECRET: an image must not carry a secret")
 	}
 }
