@@ -143,7 +143,9 @@ func (a *api) liveStream(c *gin.Context) {
 // observe counts one seckill answer for the live dashboard: code ("OK" on
 // success), where a duplicate was stopped (from err), and the time since
 // start. Answers that never reached a voucher (bad id, unknown voucher)
-// are not counted. It costs no I/O.
+// are not counted; a refusal given before the voucher was read (the rate
+// limiter) or an outage counts only for a voucher an earlier answer proved
+// to exist (live.Recorder.Observe). It costs no I/O.
 func (a *api) observe(voucherID int64, code string, err error, start time.Time) {
 	if a.Live == nil || code == CodeInvalidArgument || code == CodeVoucherNotFound || code == CodeUnauthorized {
 		return

@@ -285,7 +285,8 @@ func TestLiveStreamLimit(t *testing.T) {
 
 // TestSeckillAnswersCounted: every answer of the seckill route that
 // reached a voucher is counted for it, by code and by where a duplicate
-// was stopped; answers that reached no voucher are not.
+// was stopped; answers that reached no voucher are not, and an outage's
+// answer only for a voucher known to exist.
 func TestSeckillAnswersCounted(t *testing.T) {
 	uniqueKey := fmt.Errorf("%w: %w", model.ErrDuplicateOrder, model.ErrUniqueKey)
 	lockRefused := fmt.Errorf("%w: %w", model.ErrDuplicateOrder, model.ErrLockRefused)
@@ -306,12 +307,17 @@ func TestSeckillAnswersCounted(t *testing.T) {
 	}
 	e.do(http.MethodPost, "/voucher-order/seckill/abc", "", e.userTok)
 	e.do(http.MethodPost, "/voucher-order/seckill/1", "", "") // no token
+	// An outage or a bug does not prove a voucher exists: counted only
+	// for one that an earlier answer proved (1 and 2), not for 9 and 10.
+	answers[1], answers[2] = model.Unavailable(errors.New("down")), errors.New("bug")
+	e.do(http.MethodPost, "/voucher-order/seckill/1", "", e.userTok)
+	e.do(http.MethodPost, "/voucher-order/seckill/2", "", e.userTok)
 
 	want := map[int64]model.LiveCounts{
-		1: {"code:OK": 1}, 2: {"code:SOLD_OUT": 1}, 3: {"code:DUPLICATE_ORDER": 1, "dup:lock": 1},
+		1: {"code:OK": 1, "code:UNAVAILABLE": 1}, 2: {"code:SOLD_OUT": 1, "code:INTERNAL": 1}, 3: {"code:DUPLICATE_ORDER": 1, "dup:lock": 1},
 		4: {"code:DUPLICATE_ORDER": 1, "dup:unique": 1}, 5: {"code:DUPLICATE_ORDER": 1, "dup:check": 1},
 		6: {"code:DUPLICATE_ORDER": 1, "dup:fence": 1}, 7: {"code:SECKILL_NOT_STARTED": 1},
-		8: nil, 9: {"code:UNAVAILABLE": 1}, 10: {"code:INTERNAL": 1},
+		8: nil, 9: nil, 10: nil,
 	}
 	deadline := time.Now().Add(5 * time.Second)
 	for {
@@ -354,6 +360,55 @@ func TestRateLimitedAnswersCounted(t *testing.T) {
 			t.Fatalf("got %v, want 1 OK and 2 RATE_LIMITED", got)
 		}
 		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// TestLiveFloodOfUnknownVouchers: one user with a rate limit of 1 sends
+// 1,100 purchases of made-up vouchers, nearly all refused by the limiter
+// before any voucher is read. None is counted, no place of the recorder
+// is taken, and a real purchase afterwards is counted.
+func TestLiveFloodOfUnknownVouchers(t *testing.T) {
+	e := newLiveEnv(t, func(d *handler.Deps) { d.RateLimit = 1 })
+	const real = 424242
+	e.seck.buy = func(_ context.Context, _, voucherID int64) (int64, error) {
+		if voucherID != real {
+			return 0, model.ErrVoucherNotFound
+		}
+		return 1, nil
+	}
+	limited := 0
+	for i := range 1100 {
+		r := e.do(http.MethodPost, fmt.Sprintf("/voucher-order/seckill/%d", 900_000+i), "", e.userTok)
+		if r.status == http.StatusTooManyRequests {
+			limited++
+		}
+	}
+	if limited < 1000 {
+		t.Fatalf("got %d of 1100 rate limited, want nearly all (the flood must hit the limiter)", limited)
+	}
+	other, err := e.tokens.Issue(8, model.RoleUser)
+	if err != nil {
+		t.Fatal(err)
+	}
+	assertOK(t, e.do(http.MethodPost, fmt.Sprintf("/voucher-order/seckill/%d", real), "", other))
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		got, _ := e.store.Counts(context.Background(), real)
+		if got["code:OK"] == 1 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("real voucher: got %v, want its purchase counted", got)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if n := e.rec.Dropped(); n != 0 {
+		t.Errorf("recorder dropped %d answers, want 0 (no place taken by the flood)", n)
+	}
+	for i := range 1100 {
+		if got, _ := e.store.Counts(context.Background(), int64(900_000+i)); len(got) != 0 {
+			t.Fatalf("made-up voucher %d: counted %v, want nothing", 900_000+i, got)
+		}
 	}
 }
 

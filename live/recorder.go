@@ -172,8 +172,17 @@ func NewRecorder() *Recorder { return &Recorder{} }
 
 // Observe counts one seckill answer for voucherID: its code ("OK" on
 // success), where a duplicate was stopped, and how long the answer took.
+// Only an answer that proves the voucher exists (ExistenceProof) gives it
+// counters; any other answer is counted for a voucher that has them
+// already, and dropped otherwise. So made-up voucher ids, refused before
+// the voucher was read (a rate limit), never take a place.
 func (r *Recorder) Observe(voucherID int64, code string, dup Dup, elapsed time.Duration) {
-	c := r.counters(voucherID)
+	var c *counters
+	if ExistenceProof(code) {
+		c = r.counters(voucherID)
+	} else if v, ok := r.vouchers.Load(voucherID); ok {
+		c = v.(*counters)
+	}
 	if c == nil {
 		return
 	}
@@ -187,6 +196,16 @@ func (r *Recorder) Observe(voucherID int64, code string, dup Dup, elapsed time.D
 	}
 	c.lat[b].Add(1)
 	c.latSum.Add(elapsed.Microseconds())
+}
+
+// ExistenceProof reports whether an answer with code can only be given
+// after the voucher was read: a sale's outcome or its window.
+func ExistenceProof(code string) bool {
+	switch code {
+	case "OK", "SOLD_OUT", "DUPLICATE_ORDER", "SECKILL_NOT_STARTED", "SECKILL_ENDED":
+		return true
+	}
+	return false
 }
 
 func (r *Recorder) counters(voucherID int64) *counters {
