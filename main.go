@@ -251,7 +251,9 @@ func newApp(ctx context.Context, cfg config.Config, log *slog.Logger) (_ *app, e
 	streams, endStreams := context.WithCancel(context.Background())
 	a.EndStreams = endStreams
 	a.Handler = handler.New(handler.Deps{
-		Users:          service.NewUsers(users, repository.NewCodes(d.Redis), tok, log),
+		Users: service.NewUsers(users, repository.NewCodes(d.Redis), repository.NewCodeLimits(d.Redis), tok, log, service.CodeConfig{
+			Cooldown: cfg.CodeCooldown, Daily: cfg.CodeDailyLimit, PerAddr: cfg.CodeIPLimit, Development: cfg.Development(),
+		}),
 		Vouchers:       voucherSvc,
 		Shops:          shopSvc,
 		Seckill:        seckill,
@@ -262,6 +264,7 @@ func newApp(ctx context.Context, cfg config.Config, log *slog.Logger) (_ *app, e
 		Development:    cfg.Development(),
 		RequestTimeout: cfg.RequestTimeout,
 		RateLimit:      cfg.RateLimit,
+		TrustedProxies: cfg.TrustedProxies,
 		Style:          handler.Style(cfg.APIStyle),
 		History:        service.NewHistory(orders),
 		Live:           recorder,

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"log/slog"
@@ -50,8 +51,9 @@ func TestRealBackendsRefuseWithoutSecret(t *testing.T) {
 // TestProductionByDefaultOnRealBackends: with a secret and no SECKILL_ENV
 // the real backends mean production: no login code in the response, no
 // pprof, no /debug/noop, the public development secret refused; and an
-// admin (made by `seckill tokens --admin`, phone 19000000001) gets no code
-// and cannot log in through the code flow.
+// admin (made by `seckill tokens --admin`, phone 19000000001) is answered
+// like any phone (a code stored, none returned) and cannot log in through
+// the code flow, not even with that code.
 func TestProductionByDefaultOnRealBackends(t *testing.T) {
 	const secret = "security-test-secret-0123456789abcdef"
 	vars := realEnv(t, map[string]string{"SECKILL_JWT_SECRET": secret})
@@ -91,18 +93,22 @@ func TestProductionByDefaultOnRealBackends(t *testing.T) {
 		t.Errorf("code of an ordinary phone: got %d keys (%v), want it stored", n, err)
 	}
 
-	// The admin's phone: no code stored, login refused like a wrong code.
+	// The admin's phone: a code stored like any phone's, none returned;
+	// login refused like a wrong code, with that code too.
 	const adminPhone = "19000000001"
-	rdb.Del(context.Background(), "login:code:"+adminPhone)
+	forgetCodeLimits(t, rdb, adminPhone)
 	if r := call(t, h, http.MethodPost, "/user/code?phone="+adminPhone, "", nil); r.Status != http.StatusOK || len(r.Body.Data) != 0 {
 		t.Errorf("/user/code of the admin phone: got %d data %s, want 200 and no data (like any phone)", r.Status, r.Body.Data)
 	}
-	if n, err := rdb.Exists(context.Background(), "login:code:"+adminPhone).Result(); err != nil || n != 0 {
-		t.Errorf("code of the admin phone: got %d keys (%v), want none stored", n, err)
+	stored := storedCode(t, rdb, adminPhone)
+	if stored == "" {
+		t.Errorf("code of the admin phone: none stored, want one like any phone's")
 	}
-	r := call(t, h, http.MethodPost, "/user/login", "", map[string]string{"phone": adminPhone, "code": "123456"})
-	if r.Status != http.StatusBadRequest || r.Body.Code != "INVALID_ARGUMENT" {
-		t.Errorf("login of the admin phone: got %d %s, want 400 INVALID_ARGUMENT (wrong code)", r.Status, r.Body.Code)
+	for _, code := range []string{"123456", stored} {
+		r := call(t, h, http.MethodPost, "/user/login", "", map[string]string{"phone": adminPhone, "code": code})
+		if r.Status != http.StatusBadRequest || r.Body.Code != "INVALID_ARGUMENT" || r.Body.ErrorMsg != "invalid code: wrong or expired" {
+			t.Errorf("login of the admin phone with %q: got %d %s %q, want 400 INVALID_ARGUMENT (wrong code)", code, r.Status, r.Body.Code, r.Body.ErrorMsg)
+		}
 	}
 
 	// Development-only routes are absent and the public secret is refused.
@@ -122,11 +128,13 @@ func TestProductionByDefaultOnRealBackends(t *testing.T) {
 
 // TestDevelopmentOnRealBackendsWhenAsked: SECKILL_ENV=development on the
 // real backends still gives the development behaviour (the tests and load
-// tests rely on it), but never an admin through the code flow.
+// tests rely on it), but never an admin through the code flow: an admin's
+// phone gets a code like any (the same answer, a code stored) that does
+// not log in.
 func TestDevelopmentOnRealBackendsWhenAsked(t *testing.T) {
 	a := testApp(t, nil) // SECKILL_ENV=development
 	h := a.Handler
-	r := call(t, h, http.MethodPost, "/user/code?phone=13800000001", "", nil)
+	r := call(t, h, http.MethodPost, "/user/code?phone="+randomPhone(), "", nil)
 	if r.Status != http.StatusOK || len(r.Body.Data) == 0 {
 		t.Errorf("/user/code in development: got %d data %s, want the code", r.Status, r.Body.Data)
 	}
@@ -139,8 +147,19 @@ func TestDevelopmentOnRealBackendsWhenAsked(t *testing.T) {
 	if err := run(context.Background(), []string{"tokens", "--count", "1", "--admin"}, envOf(vars), &out, io.Discard); err != nil {
 		t.Fatalf("tokens --admin: %v", err)
 	}
-	r = call(t, h, http.MethodPost, "/user/code?phone=19000000001", "", nil)
-	if r.Status != http.StatusOK || len(r.Body.Data) != 0 {
-		t.Errorf("/user/code of the admin phone in development: got %d data %s, want 200 and no code", r.Status, r.Body.Data)
+	const adminPhone = "19000000001"
+	rdb := sharedRedis(t)
+	forgetCodeLimits(t, rdb, adminPhone)
+	r = call(t, h, http.MethodPost, "/user/code?phone="+adminPhone, "", nil)
+	var code string
+	if r.Status != http.StatusOK || json.Unmarshal(r.Body.Data, &code) != nil || len(code) != 6 {
+		t.Fatalf("/user/code of the admin phone in development: got %d data %s, want 200 and a code like any phone's", r.Status, r.Body.Data)
+	}
+	if stored := storedCode(t, rdb, adminPhone); stored != code {
+		t.Errorf("code of the admin phone in Redis: got %q, want %q", stored, code)
+	}
+	r = call(t, h, http.MethodPost, "/user/login", "", map[string]string{"phone": adminPhone, "code": code})
+	if r.Status != http.StatusBadRequest || r.Body.ErrorMsg != "invalid code: wrong or expired" {
+		t.Errorf("login of the admin phone with its code: got %d %s %q, want 400 like a wrong code", r.Status, r.Body.Code, r.Body.ErrorMsg)
 	}
 }

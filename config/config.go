@@ -106,6 +106,20 @@ type Config struct {
 	// or "heima", default "rest"): heima answers business refusals and
 	// input errors with HTTP 200 and success:false in the course's words.
 	APIStyle string
+	// CodeCooldown is the least time between two login codes to one phone
+	// (SECKILL_CODE_COOLDOWN, default 60s, at least 1s).
+	CodeCooldown time.Duration
+	// CodeDailyLimit is how many login codes one phone gets per 24 h
+	// (SECKILL_CODE_DAILY_LIMIT, default 10).
+	CodeDailyLimit int
+	// CodeIPLimit is how many login codes one client address may ask for
+	// per minute, over every instance (SECKILL_CODE_IP_LIMIT, default 30;
+	// 0 = no limit).
+	CodeIPLimit int
+	// TrustedProxies are the proxies (CIDRs or IPs) whose X-Forwarded-For
+	// names the client address (SECKILL_TRUSTED_PROXIES, default none:
+	// the client is the connection's peer).
+	TrustedProxies []string
 }
 
 // Defaults of async mode that the zero values of Config stand for.
@@ -155,6 +169,9 @@ func Default() Config {
 		RequestTimeout:   3 * time.Second,
 		APIStyle:         "rest",
 		ConsumerDuty:     DefaultConsumerDuty,
+		CodeCooldown:     time.Minute,
+		CodeDailyLimit:   10,
+		CodeIPLimit:      30,
 	}
 }
 
@@ -261,6 +278,22 @@ func Load(getenv func(string) string) (Config, error) {
 		}
 		c.RateLimit = n
 	}
+	dur("SECKILL_CODE_COOLDOWN", &c.CodeCooldown)
+	for _, v := range []struct {
+		name string
+		dst  *int
+		min  int
+	}{{"SECKILL_CODE_DAILY_LIMIT", &c.CodeDailyLimit, 1}, {"SECKILL_CODE_IP_LIMIT", &c.CodeIPLimit, 0}} {
+		if s := strings.TrimSpace(getenv(v.name)); s != "" {
+			n, err := strconv.Atoi(s)
+			if err != nil || n < v.min {
+				errs = append(errs, fmt.Errorf("%s: %q is not a whole number ≥ %d", v.name, s, v.min))
+			} else {
+				*v.dst = n
+			}
+		}
+	}
+	c.TrustedProxies = list(getenv("SECKILL_TRUSTED_PROXIES"))
 	dur("SECKILL_CLAIM_IDLE", &c.ClaimIdle)
 	dur("SECKILL_DEV_CONSUMER_DELAY", &c.ConsumerDelay)
 	dur("SECKILL_AUTO_REBUILD_AFTER", &c.AutoRebuildAfter)
@@ -415,7 +448,31 @@ func (c *Config) Validate() error {
 	if c.RequestTimeout <= 0 {
 		errs = append(errs, errors.New("SECKILL_REQUEST_TIMEOUT: must be positive"))
 	}
+	if c.CodeCooldown < time.Second {
+		errs = append(errs, errors.New("SECKILL_CODE_COOLDOWN: must be at least 1s"))
+	}
+	if c.CodeDailyLimit < 1 {
+		errs = append(errs, errors.New("SECKILL_CODE_DAILY_LIMIT: must be at least 1"))
+	}
+	if c.CodeIPLimit < 0 {
+		errs = append(errs, errors.New("SECKILL_CODE_IP_LIMIT: must be 0 (no limit) or more"))
+	}
+	for _, p := range c.TrustedProxies {
+		if !validProxy(p) {
+			errs = append(errs, fmt.Errorf("SECKILL_TRUSTED_PROXIES: %q is not an IP or a CIDR", p))
+		}
+	}
 	return oneLine(errs)
+}
+
+// validProxy reports whether p is an IP or a CIDR (as gin's
+// SetTrustedProxies reads them).
+func validProxy(p string) bool {
+	if strings.Contains(p, "/") {
+		_, _, err := net.ParseCIDR(p)
+		return err == nil
+	}
+	return net.ParseIP(p) != nil
 }
 
 // oneLine joins errors into one error of one line ("; " between them), so a
@@ -490,6 +547,10 @@ func (c Config) LogValue() slog.Value {
 		slog.String("dev_consumer_delay", c.ConsumerDelay.String()),
 		slog.String("auto_rebuild_after", c.AutoRebuildAfter.String()),
 		slog.String("api_style", c.APIStyle),
+		slog.String("code_cooldown", c.CodeCooldown.String()),
+		slog.Int("code_daily_limit", c.CodeDailyLimit),
+		slog.Int("code_ip_limit", c.CodeIPLimit),
+		slog.Any("trusted_proxies", c.TrustedProxies),
 	)
 }
 

@@ -33,6 +33,7 @@ func TestDefaults(t *testing.T) {
 		AutoRebuildAfter: 10 * time.Second,
 		OrderMode:        "sync", JWTTTL: 24 * time.Hour, Env: "development", RequestTimeout: 3 * time.Second,
 		APIStyle: "rest", ConsumerDuty: 0.25,
+		CodeCooldown: time.Minute, CodeDailyLimit: 10, CodeIPLimit: 30,
 	}
 	if !reflect.DeepEqual(c, want) {
 		t.Errorf("got %+v, want %+v", c, want)
@@ -65,6 +66,10 @@ func TestEnvOverrides(t *testing.T) {
 		"SECKILL_DEV_CRITICAL_DELAY": "",
 		"SECKILL_API_STYLE":          "heima",
 		"SECKILL_CONSUMER_DUTY":      "0.5",
+		"SECKILL_CODE_COOLDOWN":      "90s",
+		"SECKILL_CODE_DAILY_LIMIT":   "5",
+		"SECKILL_CODE_IP_LIMIT":      "0",
+		"SECKILL_TRUSTED_PROXIES":    "10.0.0.0/8, 192.168.1.7,fd00::/8",
 	}))
 	if err != nil {
 		t.Fatalf("got %v, want nil", err)
@@ -86,6 +91,9 @@ func TestEnvOverrides(t *testing.T) {
 		RequestTimeout: 750 * time.Millisecond,
 		APIStyle:       "heima",
 		ConsumerDuty:   0.5,
+		CodeCooldown:   90 * time.Second,
+		CodeDailyLimit: 5,
+		TrustedProxies: []string{"10.0.0.0/8", "192.168.1.7", "fd00::/8"},
 	}
 	if !reflect.DeepEqual(c, want) {
 		t.Errorf("got %+v, want %+v", c, want)
@@ -184,6 +192,12 @@ func TestInvalid(t *testing.T) {
 		{"claim idle shorter than a batch", map[string]string{"SECKILL_CLAIM_IDLE": "7999ms"}, "SECKILL_CLAIM_IDLE"},
 		{"automatic rebuild sooner than a batch ends", map[string]string{"SECKILL_AUTO_REBUILD_AFTER": "5s"}, "SECKILL_AUTO_REBUILD_AFTER"},
 		{"automatic rebuild garbage", map[string]string{"SECKILL_AUTO_REBUILD_AFTER": "later"}, "SECKILL_AUTO_REBUILD_AFTER"},
+		{"code cooldown under a second", map[string]string{"SECKILL_CODE_COOLDOWN": "500ms"}, "SECKILL_CODE_COOLDOWN"},
+		{"code cooldown garbage", map[string]string{"SECKILL_CODE_COOLDOWN": "60"}, "SECKILL_CODE_COOLDOWN"},
+		{"code daily limit zero", map[string]string{"SECKILL_CODE_DAILY_LIMIT": "0"}, "SECKILL_CODE_DAILY_LIMIT"},
+		{"code IP limit negative", map[string]string{"SECKILL_CODE_IP_LIMIT": "-1"}, "SECKILL_CODE_IP_LIMIT"},
+		{"trusted proxy bad CIDR", map[string]string{"SECKILL_TRUSTED_PROXIES": "10.0.0.0/33"}, "SECKILL_TRUSTED_PROXIES"},
+		{"trusted proxy host name", map[string]string{"SECKILL_TRUSTED_PROXIES": "10.0.0.1,proxy.local"}, "SECKILL_TRUSTED_PROXIES"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

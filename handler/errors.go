@@ -8,6 +8,8 @@ import (
 	"errors"
 	"log/slog"
 	"net/http"
+	"strconv"
+	"time"
 
 	"github.com/gin-gonic/gin"
 
@@ -116,6 +118,24 @@ func invalidArgument(err error) *model.InvalidArgumentError {
 	return nil
 }
 
+// rateLimited finds a *model.RateLimitedError in err's chain.
+func rateLimited(err error) *model.RateLimitedError {
+	var rl *model.RateLimitedError
+	if errors.As(err, &rl) {
+		return rl
+	}
+	return nil
+}
+
+// RetryAfter is the wait a refusal names (a *model.RateLimitedError), 0
+// when none.
+func RetryAfter(err error) time.Duration {
+	if rl := rateLimited(err); rl != nil {
+		return rl.RetryAfter
+	}
+	return 0
+}
+
 func classify(err error) (code, detail string) {
 	switch ia := invalidArgument(err); {
 	case ia != nil:
@@ -141,6 +161,9 @@ func classify(err error) (code, detail string) {
 	case errors.Is(err, model.ErrDuplicateOrder), errors.Is(err, model.ErrStaleFence):
 		return CodeDuplicateOrder, ""
 	case errors.Is(err, model.ErrRateLimited):
+		if rl := rateLimited(err); rl != nil {
+			return CodeRateLimited, rl.Error()
+		}
 		return CodeRateLimited, ""
 	case errors.Is(err, model.ErrUnavailable), errors.Is(err, context.DeadlineExceeded):
 		return CodeUnavailable, ""
@@ -184,7 +207,9 @@ func (s Style) Classify(err error) (status int, code, msg string) {
 }
 
 // Fail writes err as an error envelope in style and aborts the chain.
-// Server-side failures (5xx) are logged once, with their text, here. An
+// Server-side failures (5xx) are logged once, with their text, here. A
+// refusal that names its wait (model.RateLimitedError) carries it in the
+// Retry-After header, in whole seconds rounded up. An
 // envelope with a code's own message (SOLD_OUT, DUPLICATE_ORDER, ...: the
 // refusals a sale answers most) is written from bytes encoded once
 // (cannedEnvelopes); one with a more precise message is encoded for the
@@ -194,6 +219,11 @@ func Fail(log *slog.Logger, style Style) func(c *gin.Context, err error) {
 		status, code, msg := style.Classify(err)
 		if status >= 500 {
 			log.ErrorContext(c.Request.Context(), "request failed", "route", c.FullPath(), "code", code, "err", err)
+		}
+		if code == CodeRateLimited {
+			if d := RetryAfter(err); d > 0 {
+				c.Header("Retry-After", strconv.FormatInt(model.RetryAfterSeconds(d), 10))
+			}
 		}
 		if b, ok := cannedEnvelopes[cannedKey{code, msg}]; ok {
 			c.Abort()

@@ -63,21 +63,79 @@ func (m *memUsers) Create(_ context.Context, u *model.User) error {
 type memCodes struct {
 	mu    sync.Mutex
 	codes map[string]string
+	wrong map[string]int
 }
 
 func (m *memCodes) SaveCode(_ context.Context, phone, code string, _ time.Duration) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.codes[phone] = code
+	delete(m.wrong, phone)
 	return nil
 }
 
-func (m *memCodes) TakeCode(_ context.Context, phone string) (string, error) {
+func (m *memCodes) CheckCode(_ context.Context, phone, code string, maxWrong int) (bool, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	c := m.codes[phone]
-	delete(m.codes, phone)
-	return c, nil
+	if m.wrong == nil {
+		m.wrong = map[string]int{}
+	}
+	want, ok := m.codes[phone]
+	switch {
+	case !ok:
+		return false, nil
+	case want == code:
+		delete(m.codes, phone)
+		return true, nil
+	}
+	if m.wrong[phone]++; m.wrong[phone] >= maxWrong {
+		delete(m.codes, phone)
+	}
+	return false, nil
+}
+
+// memLimits is a service.CodeLimiter that allows Burst events per key and
+// then refuses with Period/Rate to wait; keys records every key counted.
+type memLimits struct {
+	mu     sync.Mutex
+	counts map[string]int
+	keys   []string
+}
+
+func (m *memLimits) allow(key string, l model.Limit) (bool, time.Duration, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.counts == nil {
+		m.counts = map[string]int{}
+	}
+	m.keys = append(m.keys, key)
+	if m.counts[key] >= l.Burst {
+		return false, l.Period / time.Duration(l.Rate), nil
+	}
+	m.counts[key]++
+	return true, 0, nil
+}
+
+func (m *memLimits) AllowAddr(_ context.Context, addr string, l model.Limit) (bool, time.Duration, error) {
+	return m.allow("addr:"+addr, l)
+}
+
+func (m *memLimits) AllowCooldown(_ context.Context, phone string, l model.Limit) (bool, time.Duration, error) {
+	return m.allow("cooldown:"+phone, l)
+}
+
+func (m *memLimits) AllowDaily(_ context.Context, phone string, l model.Limit) (bool, time.Duration, error) {
+	return m.allow("daily:"+phone, l)
+}
+
+// withCodeLimits serves the code flow on users and codes with limits and
+// cfg (Development as the env's); apply it after any option that sets
+// Development.
+func withCodeLimits(users *memUsers, codes *memCodes, limits *memLimits, cfg service.CodeConfig) envOption {
+	return func(d *handler.Deps) {
+		cfg.Development = d.Development
+		d.Users = service.NewUsers(users, codes, limits, d.Tokens, d.Log, cfg)
+	}
 }
 
 // memVouchers is a VoucherStore.
@@ -233,7 +291,6 @@ func newEnv(t testing.TB, opts ...envOption) *env {
 	e.users.byID[9] = model.User{ID: 9, Phone: "19900000009", NickName: "boss", Role: model.RoleAdmin}
 	e.users.next = 100
 	d := handler.Deps{
-		Users:          service.NewUsers(e.users, &memCodes{codes: map[string]string{}}, e.tokens, log),
 		Vouchers:       service.NewVouchers(e.vouchers, e.shops, func() time.Time { return testNow }),
 		Shops:          service.NewShops(e.shops, func() time.Time { return testNow }),
 		Seckill:        e.seck,
@@ -247,6 +304,9 @@ func newEnv(t testing.TB, opts ...envOption) *env {
 	}
 	for _, o := range opts {
 		o(&d)
+	}
+	if d.Users == nil {
+		d.Users = service.NewUsers(e.users, &memCodes{codes: map[string]string{}}, nil, e.tokens, log, service.CodeConfig{Development: d.Development})
 	}
 	e.h = handler.New(d)
 	var err error

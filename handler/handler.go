@@ -40,6 +40,10 @@ type Deps struct {
 	// the /debug/noop benchmark endpoint.
 	Development    bool
 	RequestTimeout time.Duration
+	// TrustedProxies are the proxies (IPs or CIDRs) whose X-Forwarded-For
+	// names the client address; none by default, the client is then the
+	// connection's peer. Config validates them; New panics on a bad one.
+	TrustedProxies []string
 	// RateLimit is the per-user limit of seckill requests per second in
 	// this instance; 0 means none.
 	RateLimit int
@@ -69,8 +73,9 @@ type Deps struct {
 
 // Users is the login flow as the routes see it (*service.Users).
 type Users interface {
-	// SendCode returns the code sent to phone, "" for one that gets none.
-	SendCode(ctx context.Context, phone string) (string, error)
+	// SendCode returns the code sent to phone at the request of the
+	// client address addr.
+	SendCode(ctx context.Context, phone, addr string) (string, error)
 	Login(ctx context.Context, phone, code string) (token string, err error)
 	Me(ctx context.Context, userID int64) (*model.User, error)
 }
@@ -106,6 +111,9 @@ func New(d Deps) http.Handler {
 	}
 	a := &api{Deps: d, fail: Fail(d.Log, d.Style), streams: make(chan struct{}, maxLiveStreams)}
 	r := gin.New()
+	if err := r.SetTrustedProxies(d.TrustedProxies); err != nil {
+		panic(fmt.Sprintf("SECKILL_TRUSTED_PROXIES: %v", err))
+	}
 	r.HandleMethodNotAllowed = true
 	r.Use(middleware.Metrics(d.Metrics), middleware.Recover(d.Log, a.fail), middleware.BodyLimit(maxBody, d.Log, a.fail),
 		middleware.Debug(d.Log), middleware.Deadline(d.RequestTimeout, LiveRoute))
@@ -183,21 +191,18 @@ func (a *api) readyz(c *gin.Context) {
 	ok(c, "ready")
 }
 
+// sendCode reads the phone from the query only; the client address is the
+// peer's, or what a trusted proxy says (TrustedProxies).
 func (a *api) sendCode(c *gin.Context) {
-	phone := c.Query("phone")
-	if phone == "" {
-		phone = c.PostForm("phone")
-	}
-	code, err := a.Users.SendCode(c.Request.Context(), phone)
+	code, err := a.Users.SendCode(c.Request.Context(), c.Query("phone"), c.ClientIP())
 	if err != nil {
 		a.fail(c, err)
 		return
 	}
-	if a.Development && code != "" {
+	if a.Development {
 		ok(c, code)
 		return
 	}
-	// Production, or an admin's phone (no code): the same answer.
 	ok(c, nil)
 }
 

@@ -693,7 +693,7 @@ func TestSeckillFlowOverRealService(t *testing.T) {
 		IDs: &seqIDs{}, Locker: locker, Rejects: memRejects{}, Log: slog.New(slog.DiscardHandler),
 	}, service.SeckillConfig{})
 	e.h = handler.New(handler.Deps{
-		Users:    service.NewUsers(e.users, &memCodes{codes: map[string]string{}}, e.tokens, slog.New(slog.DiscardHandler)),
+		Users:    service.NewUsers(e.users, &memCodes{codes: map[string]string{}}, nil, e.tokens, slog.New(slog.DiscardHandler), service.CodeConfig{}),
 		Vouchers: service.NewVouchers(e.vouchers, e.shops, time.Now), Seckill: svc, Tokens: e.tokens,
 		Metrics: metrics.New(), Log: slog.New(slog.DiscardHandler), RequestTimeout: 5 * time.Second,
 		Ready: func(context.Context) error { return nil },

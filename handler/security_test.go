@@ -8,55 +8,59 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"seckill/handler"
 	"seckill/metrics"
 	"seckill/model"
+	"seckill/service"
 )
 
-// TestAdminNotReachableByCode: an admin's phone gets no code (none stored,
-// none returned even in development) and its login is refused exactly like
-// a wrong code, so the predictable admin phones of `seckill tokens --admin`
-// (19000000001, ...) give nobody an admin token.
+// TestAdminNotReachableByCode: an admin's phone is answered like any
+// other (a code stored, returned in development only, logged alike) so that
+// the predictable admin phones of `seckill tokens --admin` (19000000001,
+// ...) cannot be told apart, and its login is refused exactly like a wrong
+// code, even with the right code, so they give nobody an admin token.
 func TestAdminNotReachableByCode(t *testing.T) {
 	for _, dev := range []bool{true, false} {
 		t.Run(fmt.Sprintf("development=%v", dev), func(t *testing.T) {
-			e := newEnv(t, func(d *handler.Deps) { d.Development = dev })
-			const admin = "19900000009" // user 9, role admin
-			r := e.do(http.MethodPost, "/user/code?phone="+admin, "", "")
-			assertOK(t, r)
-			codes := []string{"000000", "123456"}
-			if d, ok := r.fields["data"]; ok {
-				t.Errorf("code for an admin phone: got data %s, want none", d)
-				codes = append(codes, r.str("data"))
+			const admin, user = "19900000009", "13800000007"
+			users := &memUsers{byID: map[int64]model.User{9: {ID: 9, Phone: admin, NickName: "boss", Role: model.RoleAdmin}}, next: 100}
+			codes := &memCodes{codes: map[string]string{}}
+			e := newEnv(t, func(d *handler.Deps) { d.Development = dev },
+				withCodeLimits(users, codes, &memLimits{}, service.CodeConfig{Cooldown: time.Minute, Daily: 10, PerAddr: 30}))
+			ra := e.do(http.MethodPost, "/user/code?phone="+admin, "", "")
+			ru := e.do(http.MethodPost, "/user/code?phone="+user, "", "")
+			assertOK(t, ra)
+			assertOK(t, ru)
+			_, aData := ra.fields["data"]
+			_, uData := ru.fields["data"]
+			if aData != dev || uData != dev || len(ra.body) != len(ru.body) {
+				t.Errorf("answers: admin %s, user %s, want the same shape (a code in development only)", ra.body, ru.body)
 			}
-			if strings.Contains(e.log.String(), `"code":"`) {
-				t.Errorf("log: got %s, want no code logged for an admin phone", e.log.String())
+			codes.mu.Lock()
+			stored := codes.codes[admin]
+			codes.mu.Unlock()
+			if len(stored) != 6 || (dev && ra.str("data") != stored) {
+				t.Fatalf("code of the admin phone: stored %q, answered %s, want it stored like a user's", stored, ra.body)
 			}
-			// A code sent while the phone was nobody's, then the phone
-			// made an admin (seckill tokens --admin): refused all the same.
-			const later = "19000000001"
-			r = e.do(http.MethodPost, "/user/code?phone="+later, "", "")
-			assertOK(t, r)
-			e.users.mu.Lock()
-			e.users.byID[50] = model.User{ID: 50, Phone: later, NickName: "admin_1", Role: model.RoleAdmin}
-			e.users.mu.Unlock()
-			if dev {
-				r := e.do(http.MethodPost, "/user/login", fmt.Sprintf(`{"phone":%q,"code":%q}`, later, r.str("data")), "")
-				assertError(t, r, http.StatusBadRequest, handler.CodeInvalidArgument)
-				if got, want := r.str("errorMsg"), "invalid code: wrong or expired"; got != want {
-					t.Errorf("login of a phone made admin after its code was sent: errorMsg %q, want %q", got, want)
-				}
-			}
-			for _, code := range codes {
+			for _, code := range []string{wrongCode(stored), stored} {
 				r := e.do(http.MethodPost, "/user/login", fmt.Sprintf(`{"phone":%q,"code":%q}`, admin, code), "")
 				assertError(t, r, http.StatusBadRequest, handler.CodeInvalidArgument)
 				if got, want := r.str("errorMsg"), "invalid code: wrong or expired"; got != want {
-					t.Errorf("errorMsg: got %q, want %q (the same as a wrong code)", got, want)
+					t.Errorf("login with %q: errorMsg %q, want %q (the same as a wrong code)", code, got, want)
 				}
 			}
 		})
 	}
+}
+
+// wrongCode is a 6-digit code other than code.
+func wrongCode(code string) string {
+	if code == "000000" {
+		return "000001"
+	}
+	return "000000"
 }
 
 // knownMethods are the method label values the request metric may carry.
@@ -129,4 +133,90 @@ func TestMetricLabelsBounded(t *testing.T) {
 			t.Errorf("%s: %d label values after 200 requests (%v), want a handful", name, n, got)
 		}
 	}
+}
+
+// codeRequest is POST /user/code?phone= from the peer remote with the
+// X-Forwarded-For header xff ("" = none).
+func codeRequest(e *env, phone, remote, xff string) *httptest.ResponseRecorder {
+	req := httptest.NewRequest(http.MethodPost, "/user/code?phone="+phone, nil)
+	req.RemoteAddr = remote
+	if xff != "" {
+		req.Header.Set("X-Forwarded-For", xff)
+	}
+	rec := httptest.NewRecorder()
+	e.h.ServeHTTP(rec, req)
+	return rec
+}
+
+// TestCodeRateLimited: a send beyond a limit is 429 RATE_LIMITED with the
+// wait in Retry-After (whole seconds) and in the message.
+func TestCodeRateLimited(t *testing.T) {
+	users := &memUsers{byID: map[int64]model.User{}, next: 100}
+	e := newEnv(t, withCodeLimits(users, &memCodes{codes: map[string]string{}}, &memLimits{},
+		service.CodeConfig{Cooldown: 42 * time.Second, Daily: 10, PerAddr: 30}))
+	if rec := codeRequest(e, "13812345678", "192.0.2.1:1234", ""); rec.Code != http.StatusOK {
+		t.Fatalf("first code: got %d %s", rec.Code, rec.Body)
+	}
+	rec := codeRequest(e, "13812345678", "192.0.2.1:1234", "")
+	if rec.Code != http.StatusTooManyRequests || rec.Header().Get("Retry-After") != "42" ||
+		!strings.Contains(rec.Body.String(), `"code":"RATE_LIMITED"`) ||
+		!strings.Contains(rec.Body.String(), "a code was just sent to this phone: try again in 42s") {
+		t.Errorf("second code within the cooldown: got %d Retry-After %q %s, want 429 RATE_LIMITED, Retry-After 42 and the wait in the message",
+			rec.Code, rec.Header().Get("Retry-After"), rec.Body)
+	}
+}
+
+// TestCodePhoneFromQueryOnly: a phone in a form body is not read.
+func TestCodePhoneFromQueryOnly(t *testing.T) {
+	e := newEnv(t)
+	req := httptest.NewRequest(http.MethodPost, "/user/code", strings.NewReader("phone=13812345678"))
+	req.Header.Set("content-type", "application/x-www-form-urlencoded")
+	rec := httptest.NewRecorder()
+	e.h.ServeHTTP(rec, req)
+	if rec.Code != http.StatusBadRequest || !strings.Contains(rec.Body.String(), "invalid phone") {
+		t.Errorf("phone in a form body: got %d %s, want 400 on the phone", rec.Code, rec.Body)
+	}
+}
+
+// TestCodeClientAddress: the per-address limit counts the connection's peer;
+// a spoofed X-Forwarded-For does not escape it, unless the peer is a
+// trusted proxy, whose X-Forwarded-For names the client.
+func TestCodeClientAddress(t *testing.T) {
+	cfg := service.CodeConfig{Cooldown: time.Minute, Daily: 10, PerAddr: 2}
+	t.Run("no trusted proxy", func(t *testing.T) {
+		users, limits := &memUsers{byID: map[int64]model.User{}, next: 100}, &memLimits{}
+		e := newEnv(t, withCodeLimits(users, &memCodes{codes: map[string]string{}}, limits, cfg))
+		var last *httptest.ResponseRecorder
+		for i := range 3 {
+			last = codeRequest(e, fmt.Sprintf("1381234560%d", i), "203.0.113.9:5555", fmt.Sprintf("198.51.100.%d", i))
+		}
+		if last.Code != http.StatusTooManyRequests {
+			t.Errorf("third code from one peer with spoofed X-Forwarded-For: got %d %s, want 429", last.Code, last.Body)
+		}
+		for _, k := range limits.keys {
+			if strings.HasPrefix(k, "addr:") && k != "addr:203.0.113.9" {
+				t.Errorf("address counted: %s, want the peer 203.0.113.9", k)
+			}
+		}
+	})
+	t.Run("trusted proxy", func(t *testing.T) {
+		users, limits := &memUsers{byID: map[int64]model.User{}, next: 100}, &memLimits{}
+		e := newEnv(t, func(d *handler.Deps) { d.TrustedProxies = []string{"203.0.113.0/24"} },
+			withCodeLimits(users, &memCodes{codes: map[string]string{}}, limits, cfg))
+		for i := range 3 {
+			if rec := codeRequest(e, fmt.Sprintf("1381234560%d", i), "203.0.113.9:5555", fmt.Sprintf("198.51.100.%d", i)); rec.Code != http.StatusOK {
+				t.Errorf("code %d through the trusted proxy: got %d %s, want 200 (three clients)", i, rec.Code, rec.Body)
+			}
+		}
+		if !slices.Contains(limits.keys, "addr:198.51.100.2") {
+			t.Errorf("addresses counted: %v, want the clients the proxy names", limits.keys)
+		}
+		// A peer outside the trusted proxies is itself the client.
+		for range 3 {
+			codeRequest(e, "13912345678", "192.0.2.50:1", "198.51.100.77")
+		}
+		if slices.Contains(limits.keys, "addr:198.51.100.77") {
+			t.Errorf("X-Forwarded-For of an untrusted peer believed: %v", limits.keys)
+		}
+	})
 }

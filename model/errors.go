@@ -3,6 +3,7 @@ package model
 import (
 	"errors"
 	"fmt"
+	"time"
 )
 
 // Domain errors. Every layer returns these (wrapped with %w) and the handler
@@ -39,6 +40,32 @@ func (e *InvalidArgumentError) Error() string {
 // InvalidArgument returns an *InvalidArgumentError for field.
 func InvalidArgument(field, reason string) error {
 	return &InvalidArgumentError{Field: field, Reason: reason}
+}
+
+// RateLimitedError is a refusal by a limit that lifts after RetryAfter. It
+// is ErrRateLimited (errors.Is); the handler sends RetryAfter as the
+// Retry-After header.
+type RateLimitedError struct {
+	Reason     string // what was limited, e.g. "too many codes for this phone"
+	RetryAfter time.Duration
+}
+
+func (e *RateLimitedError) Error() string {
+	return fmt.Sprintf("%s: try again in %ds", e.Reason, RetryAfterSeconds(e.RetryAfter))
+}
+
+// Is makes a *RateLimitedError match ErrRateLimited.
+func (e *RateLimitedError) Is(target error) bool { return target == ErrRateLimited }
+
+// RateLimited returns a *RateLimitedError.
+func RateLimited(reason string, retryAfter time.Duration) error {
+	return &RateLimitedError{Reason: reason, RetryAfter: retryAfter}
+}
+
+// RetryAfterSeconds is d in whole seconds rounded up, at least 1.
+func RetryAfterSeconds(d time.Duration) int64 {
+	s := int64((d + time.Second - 1) / time.Second)
+	return max(s, 1)
 }
 
 // Unavailable wraps err as ErrUnavailable, keeping err for the log.

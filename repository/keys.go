@@ -166,8 +166,19 @@ const (
 // buckets) summed over every instance.
 func LiveKey(voucherID int64) string { return LivePrefix + strconv.FormatInt(voucherID, 10) }
 
-// loginCodeKey is login:code:<phone>, the login code sent to phone.
+// loginCodeKey is login:code:<phone>, the login code sent to phone and
+// its wrong guesses ("<code>:<wrong guesses>").
 func loginCodeKey(phone string) string { return "login:code:" + phone }
+
+// RatePrefix is the prefix redis_rate gives every key of a Limiter: the
+// key of Limiter.Allow(ctx, key, ...) is rate:<key>, one key per call.
+const RatePrefix = "rate:"
+
+// The Limiter keys of the code flow (stored as rate:<key>): the phone's
+// cooldown and daily cap, and the client address's sends.
+func CodeCooldownKey(phone string) string { return "login:cooldown:" + phone }
+func CodeDailyKey(phone string) string    { return "login:daily:" + phone }
+func CodeAddrKey(addr string) string      { return "login:addr:" + addr }
 
 // idDay is the day of t (UTC) as the ID worker's sequence key spells it:
 // yyyy:MM:dd.
@@ -179,7 +190,8 @@ func idSequenceKey(day string) string { return "icr:order:" + day }
 
 // The TTLs of the keys above. Keys not listed here never expire (stream,
 // dead-letter stream, epoch, duprej counters, ID sequences); the login
-// code's TTL is the caller's (SaveCode).
+// code's TTL is the caller's (SaveCode); a Limiter key lives until its
+// limit has forgotten every event (redis_rate sets it).
 const (
 	// OrderInfoTTL is how long seckill:orderinfo:<orderId> lives.
 	OrderInfoTTL = 24 * time.Hour

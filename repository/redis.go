@@ -138,25 +138,54 @@ func isClusterUnavailable(err error) bool {
 	return false
 }
 
-// Codes keeps login codes in Redis under login:code:<phone>.
+// Codes keeps login codes in Redis under login:code:<phone>, each with its
+// count of wrong guesses ("<code>:<wrong>").
 type Codes struct{ rdb redis.UniversalClient }
 
 // NewCodes returns the code store.
 func NewCodes(rdb redis.UniversalClient) *Codes { return &Codes{rdb: rdb} }
 
-// SaveCode stores code for phone for ttl.
+// SaveCode stores code for phone for ttl, with no wrong guesses. Redis
+// errors are model.ErrUnavailable (the code flow needs Redis).
 func (c *Codes) SaveCode(ctx context.Context, phone, code string, ttl time.Duration) error {
-	return redisErr(c.rdb.Set(ctx, loginCodeKey(phone), code, ttl).Err())
+	if err := c.rdb.Set(ctx, loginCodeKey(phone), code+":0", ttl).Err(); err != nil {
+		return model.Unavailable(err)
+	}
+	return nil
 }
 
-// TakeCode returns and deletes the code of phone ("" when none), so a code
-// logs in once.
-func (c *Codes) TakeCode(ctx context.Context, phone string) (string, error) {
-	v, err := c.rdb.GetDel(ctx, loginCodeKey(phone)).Result()
-	if errors.Is(err, redis.Nil) {
-		return "", nil
+// checkCode compares ARGV[1] with the code of KEYS[1] in one step: a match
+// deletes it (1); a mismatch counts a wrong guess (-n, the n-th) and
+// deletes the code at the ARGV[2]-th; no code is 0. A value without a
+// count (a plain code) has none.
+var checkCode = redis.NewScript(`
+local v = redis.call('GET', KEYS[1])
+if not v then return 0 end
+local want, wrong = string.match(v, '^([^:]*):?(%d*)$')
+if want == nil then return 0 end
+if want == ARGV[1] then
+  redis.call('DEL', KEYS[1])
+  return 1
+end
+wrong = (tonumber(wrong) or 0) + 1
+if wrong >= tonumber(ARGV[2]) then
+  redis.call('DEL', KEYS[1])
+else
+  redis.call('SET', KEYS[1], want .. ':' .. wrong, 'KEEPTTL')
+end
+return -wrong
+`)
+
+// CheckCode compares code with phone's code atomically (checkCode): ok on
+// a match, which deletes it; a wrong guess is counted and the maxWrong-th
+// deletes the code; no code is not ok. Redis errors are
+// model.ErrUnavailable.
+func (c *Codes) CheckCode(ctx context.Context, phone, code string, maxWrong int) (bool, error) {
+	n, err := checkCode.Run(ctx, c.rdb, []string{loginCodeKey(phone)}, code, maxWrong).Int()
+	if err != nil {
+		return false, model.Unavailable(err)
 	}
-	return v, redisErr(err)
+	return n == 1, nil
 }
 
 // Rejections counts unique-key rejections per voucher in Redis

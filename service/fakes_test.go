@@ -431,17 +431,18 @@ func (f *fakeUsers) Create(_ context.Context, u *model.User) error {
 	return nil
 }
 
-// fakeCodes is a CodeStore; TakeCode deletes like the real one.
+// fakeCodes is a CodeStore counting wrong guesses like the real one.
 type fakeCodes struct {
-	mu      sync.Mutex
-	codes   map[string]string
-	ttls    map[string]time.Duration
-	saveErr error
-	takeErr error
+	mu       sync.Mutex
+	codes    map[string]string
+	wrong    map[string]int
+	ttls     map[string]time.Duration
+	saveErr  error
+	checkErr error
 }
 
 func newFakeCodes() *fakeCodes {
-	return &fakeCodes{codes: map[string]string{}, ttls: map[string]time.Duration{}}
+	return &fakeCodes{codes: map[string]string{}, wrong: map[string]int{}, ttls: map[string]time.Duration{}}
 }
 
 func (f *fakeCodes) SaveCode(_ context.Context, phone, code string, ttl time.Duration) error {
@@ -450,19 +451,63 @@ func (f *fakeCodes) SaveCode(_ context.Context, phone, code string, ttl time.Dur
 	if f.saveErr != nil {
 		return f.saveErr
 	}
-	f.codes[phone], f.ttls[phone] = code, ttl
+	f.codes[phone], f.ttls[phone], f.wrong[phone] = code, ttl, 0
 	return nil
 }
 
-func (f *fakeCodes) TakeCode(_ context.Context, phone string) (string, error) {
+func (f *fakeCodes) CheckCode(_ context.Context, phone, code string, maxWrong int) (bool, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if f.takeErr != nil {
-		return "", f.takeErr
+	if f.checkErr != nil {
+		return false, f.checkErr
 	}
-	c := f.codes[phone]
-	delete(f.codes, phone)
-	return c, nil
+	want, ok := f.codes[phone]
+	switch {
+	case !ok:
+		return false, nil
+	case want == code:
+		delete(f.codes, phone)
+		return true, nil
+	}
+	if f.wrong[phone]++; f.wrong[phone] >= maxWrong {
+		delete(f.codes, phone)
+	}
+	return false, nil
+}
+
+// fakeLimits is a CodeLimiter that allows Burst events per key and then
+// refuses with Period/Rate to wait.
+type fakeLimits struct {
+	mu     sync.Mutex
+	counts map[string]int
+	err    error
+}
+
+func newFakeLimits() *fakeLimits { return &fakeLimits{counts: map[string]int{}} }
+
+func (f *fakeLimits) allow(key string, l model.Limit) (bool, time.Duration, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.err != nil {
+		return false, 0, f.err
+	}
+	if f.counts[key] >= l.Burst {
+		return false, l.Period / time.Duration(l.Rate), nil
+	}
+	f.counts[key]++
+	return true, 0, nil
+}
+
+func (f *fakeLimits) AllowAddr(_ context.Context, addr string, l model.Limit) (bool, time.Duration, error) {
+	return f.allow("addr:"+addr, l)
+}
+
+func (f *fakeLimits) AllowCooldown(_ context.Context, phone string, l model.Limit) (bool, time.Duration, error) {
+	return f.allow("cooldown:"+phone, l)
+}
+
+func (f *fakeLimits) AllowDaily(_ context.Context, phone string, l model.Limit) (bool, time.Duration, error) {
+	return f.allow("daily:"+phone, l)
 }
 
 // expire drops the code as the TTL would.

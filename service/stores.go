@@ -23,9 +23,24 @@ type UserStore interface {
 
 // CodeStore keeps login codes (Redis login:code:<phone>).
 type CodeStore interface {
+	// SaveCode stores code for phone (replacing any other) with no wrong
+	// guesses.
 	SaveCode(ctx context.Context, phone, code string, ttl time.Duration) error
-	// TakeCode returns the stored code and deletes it; "" when none.
-	TakeCode(ctx context.Context, phone string) (string, error)
+	// CheckCode compares code with phone's code in one atomic step, safe
+	// across instances: a match deletes it (true); a mismatch counts a
+	// wrong guess and the maxWrong-th deletes the code; no code is false.
+	CheckCode(ctx context.Context, phone, code string, maxWrong int) (bool, error)
+}
+
+// CodeLimiter counts the sends of login codes against limits shared by
+// every instance: ok, or refused with the wait until one is allowed.
+type CodeLimiter interface {
+	// AllowAddr counts a code sent at the request of the client address.
+	AllowAddr(ctx context.Context, addr string, l model.Limit) (ok bool, retryAfter time.Duration, err error)
+	// AllowCooldown counts a code sent to phone against its cooldown.
+	AllowCooldown(ctx context.Context, phone string, l model.Limit) (ok bool, retryAfter time.Duration, err error)
+	// AllowDaily counts a code sent to phone against its daily cap.
+	AllowDaily(ctx context.Context, phone string, l model.Limit) (ok bool, retryAfter time.Duration, err error)
 }
 
 // TokenIssuer signs login tokens.

@@ -3,7 +3,6 @@ package service
 import (
 	"context"
 	"crypto/rand"
-	"crypto/subtle"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -17,46 +16,70 @@ import (
 // CodeTTL is how long a login code stays valid.
 const CodeTTL = 2 * time.Minute
 
+// CodeGuesses is how many wrong guesses void a login code.
+const CodeGuesses = 5
+
 var phonePattern = regexp.MustCompile(`^1[3-9]\d{9}$`)
 
 // ValidPhone reports whether phone is an 11-digit mainland mobile number.
 func ValidPhone(phone string) bool { return phonePattern.MatchString(phone) }
 
+// MaskPhone is phone as logs show it: 138****5678.
+func MaskPhone(phone string) string {
+	if len(phone) != 11 {
+		return "***"
+	}
+	return phone[:3] + "****" + phone[7:]
+}
+
+// CodeConfig are the limits of sending login codes; a zero limit is off.
+type CodeConfig struct {
+	// Cooldown is the least time between two codes to one phone.
+	Cooldown time.Duration
+	// Daily is how many codes one phone gets per 24 h (GCRA: Daily at
+	// once, then one every 24h/Daily).
+	Daily int
+	// PerAddr is how many codes one client address may ask for a minute.
+	PerAddr int
+	// Development logs the codes (never in production).
+	Development bool
+}
+
 // Users logs users in with a phone code.
 type Users struct {
 	users  UserStore
 	codes  CodeStore
+	limits CodeLimiter
 	tokens TokenIssuer
 	log    *slog.Logger
+	cfg    CodeConfig
 }
 
-// NewUsers returns a Users service.
-func NewUsers(users UserStore, codes CodeStore, tokens TokenIssuer, log *slog.Logger) *Users {
-	return &Users{users: users, codes: codes, tokens: tokens, log: log}
+// NewUsers returns a Users service. limits may be nil when cfg sets no
+// limit.
+func NewUsers(users UserStore, codes CodeStore, limits CodeLimiter, tokens TokenIssuer, log *slog.Logger, cfg CodeConfig) *Users {
+	if limits == nil {
+		limits = noLimits{}
+	}
+	return &Users{users: users, codes: codes, limits: limits, tokens: tokens, log: log, cfg: cfg}
 }
 
 // errWrongCode is the refusal of a wrong or expired code, and of any login
 // of an admin's phone, which must not be told apart from it.
 var errWrongCode = model.InvalidArgument("code", "wrong or expired")
 
-// SendCode stores a fresh 6-digit code for phone and returns it. Delivery is
-// a log line (there is no SMS gateway); the handler returns the code to the
-// client in development only. An admin's phone gets no code at all (none
-// stored, logged or returned: code ""), with no error, so the answer does not
-// tell admins' phones apart: admins are never reachable through the public
-// code flow, only through `seckill tokens --admin`.
-func (s *Users) SendCode(ctx context.Context, phone string) (string, error) {
+// SendCode stores a fresh 6-digit code for phone, asked for by the client
+// address addr, and returns it, within the limits (a *model.RateLimitedError
+// beyond them). Delivery is a log line (there is no SMS gateway); the
+// handler returns the code to the client in development only. Every phone
+// is served alike, an admin's too (Login refuses it), so the answer and its
+// work never tell admins' phones apart.
+func (s *Users) SendCode(ctx context.Context, phone, addr string) (string, error) {
 	if !ValidPhone(phone) {
 		return "", model.InvalidArgument("phone", "must be an 11-digit mobile number")
 	}
-	u, err := s.users.FindByPhone(ctx, phone)
-	switch {
-	case errors.Is(err, model.ErrUserNotFound):
-	case err != nil:
+	if err := s.allowSend(ctx, phone, addr); err != nil {
 		return "", err
-	case u.Role != model.RoleUser:
-		s.log.WarnContext(ctx, "login code refused: the phone is not an ordinary user's", "phone", phone)
-		return "", nil
 	}
 	n, err := rand.Int(rand.Reader, big.NewInt(1_000_000))
 	if err != nil {
@@ -66,12 +89,50 @@ func (s *Users) SendCode(ctx context.Context, phone string) (string, error) {
 	if err := s.codes.SaveCode(ctx, phone, code, CodeTTL); err != nil {
 		return "", err
 	}
-	s.log.InfoContext(ctx, "login code sent", "phone", phone, "code", code)
+	if s.cfg.Development {
+		s.log.InfoContext(ctx, "login code sent", "phone", MaskPhone(phone), "code", code)
+	} else {
+		s.log.InfoContext(ctx, "login code sent", "phone", MaskPhone(phone))
+	}
 	return code, nil
 }
 
+// allowSend counts a code against the client address's limit, then the
+// phone's cooldown, then its daily cap; the first refusal stops.
+func (s *Users) allowSend(ctx context.Context, phone, addr string) error {
+	checks := []struct {
+		on     bool
+		allow  func(context.Context, string, model.Limit) (bool, time.Duration, error)
+		key    string
+		limit  model.Limit
+		reason string
+	}{
+		{s.cfg.PerAddr > 0 && addr != "", s.limits.AllowAddr, addr,
+			model.Limit{Rate: s.cfg.PerAddr, Burst: s.cfg.PerAddr, Period: time.Minute}, "too many codes from this address"},
+		{s.cfg.Cooldown > 0, s.limits.AllowCooldown, phone,
+			model.Limit{Rate: 1, Burst: 1, Period: s.cfg.Cooldown}, "a code was just sent to this phone"},
+		{s.cfg.Daily > 0, s.limits.AllowDaily, phone,
+			model.Limit{Rate: s.cfg.Daily, Burst: s.cfg.Daily, Period: 24 * time.Hour}, "too many codes for this phone"},
+	}
+	for _, c := range checks {
+		if !c.on {
+			continue
+		}
+		ok, wait, err := c.allow(ctx, c.key, c.limit)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			s.log.DebugContext(ctx, "login code refused", "phone", MaskPhone(phone), "reason", c.reason)
+			return model.RateLimited(c.reason, wait)
+		}
+	}
+	return nil
+}
+
 // Login checks the code sent to phone, creates the user on first login and
-// returns a token.
+// returns a token. A wrong code is counted against the code (CodeGuesses
+// void it) but leaves it valid for the right one.
 func (s *Users) Login(ctx context.Context, phone, code string) (string, error) {
 	if !ValidPhone(phone) {
 		return "", model.InvalidArgument("phone", "must be an 11-digit mobile number")
@@ -79,11 +140,11 @@ func (s *Users) Login(ctx context.Context, phone, code string) (string, error) {
 	if code == "" {
 		return "", model.InvalidArgument("code", "required")
 	}
-	want, err := s.codes.TakeCode(ctx, phone)
+	match, err := s.codes.CheckCode(ctx, phone, code, CodeGuesses)
 	if err != nil {
 		return "", err
 	}
-	if want == "" || subtle.ConstantTimeCompare([]byte(want), []byte(code)) != 1 {
+	if !match {
 		return "", errWrongCode
 	}
 	u, err := s.users.FindByPhone(ctx, phone)
@@ -96,9 +157,9 @@ func (s *Users) Login(ctx context.Context, phone, code string) (string, error) {
 		return "", err
 	}
 	if u.Role != model.RoleUser {
-		// An admin's phone (a code sent before it became one, or an admin
-		// created concurrently): refused like a wrong code.
-		s.log.WarnContext(ctx, "login refused: the phone is not an ordinary user's", "phone", phone, "user", u.ID)
+		// An admin's phone gets codes like any other: refused like a
+		// wrong code.
+		s.log.WarnContext(ctx, "login refused: the phone is not an ordinary user's", "phone", MaskPhone(phone), "user", u.ID)
 		return "", errWrongCode
 	}
 	return s.tokens.Issue(u.ID, u.Role)
@@ -120,4 +181,17 @@ func randomSuffix() string {
 		b[i] = letters[n.Int64()]
 	}
 	return string(b)
+}
+
+// noLimits refuses nothing (a CodeConfig without limits).
+type noLimits struct{}
+
+func (noLimits) AllowAddr(context.Context, string, model.Limit) (bool, time.Duration, error) {
+	return true, 0, nil
+}
+func (noLimits) AllowCooldown(context.Context, string, model.Limit) (bool, time.Duration, error) {
+	return true, 0, nil
+}
+func (noLimits) AllowDaily(context.Context, string, model.Limit) (bool, time.Duration, error) {
+	return true, 0, nil
 }

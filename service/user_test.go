@@ -1,17 +1,25 @@
 package service
 
 import (
+	"bytes"
 	"context"
 	"errors"
+	"fmt"
+	"log/slog"
 	"regexp"
+	"strings"
 	"testing"
+	"time"
 
 	"seckill/model"
 )
 
+// testAddr is the client address of the tests' codes.
+const testAddr = "192.0.2.7"
+
 func newTestUsers() (*Users, *fakeUsers, *fakeCodes) {
 	us, cs := newFakeUsers(), newFakeCodes()
-	return NewUsers(us, cs, fakeIssuer{}, discardLog()), us, cs
+	return NewUsers(us, cs, nil, fakeIssuer{}, discardLog(), CodeConfig{}), us, cs
 }
 
 func TestValidPhone(t *testing.T) {
@@ -56,7 +64,7 @@ func TestSendCode(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			svc, _, codes := newTestUsers()
 			codes.saveErr = tt.saveErr
-			code, err := svc.SendCode(context.Background(), tt.phone)
+			code, err := svc.SendCode(context.Background(), tt.phone, testAddr)
 			if checkErr(t, err, tt.wantField, tt.wantErr) {
 				if tt.wantField != "" && len(codes.codes) != 0 {
 					t.Errorf("codes saved: got %d, want 0", len(codes.codes))
@@ -98,14 +106,14 @@ func TestLogin(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			svc, users, codes := newTestUsers()
-			sent, err := svc.SendCode(context.Background(), phone)
+			sent, err := svc.SendCode(context.Background(), phone, testAddr)
 			if err != nil {
 				t.Fatalf("SendCode: %v", err)
 			}
 			if tt.expire {
 				codes.expire(phone)
 			}
-			codes.takeErr = tt.takeErr
+			codes.checkErr = tt.takeErr
 			code := tt.code
 			if code == "SENT" {
 				code = sent
@@ -132,7 +140,7 @@ func TestLoginCodeUsableOnce(t *testing.T) {
 	svc, _, _ := newTestUsers()
 	ctx := context.Background()
 	const phone = "13812345678"
-	code, err := svc.SendCode(ctx, phone)
+	code, err := svc.SendCode(ctx, phone, testAddr)
 	if err != nil {
 		t.Fatalf("SendCode: %v", err)
 	}
@@ -152,7 +160,7 @@ func TestLoginCreatesUserOnce(t *testing.T) {
 	const phone = "13812345678"
 	var tokens []string
 	for range 2 {
-		code, err := svc.SendCode(ctx, phone)
+		code, err := svc.SendCode(ctx, phone, testAddr)
 		if err != nil {
 			t.Fatalf("SendCode: %v", err)
 		}
@@ -188,10 +196,11 @@ func TestLoginCreatesUserOnce(t *testing.T) {
 }
 
 // TestLoginRefusesAdmin: an admin is never reachable through the public
-// code flow. SendCode stores, logs and returns no code for an admin's phone
-// (it answers like for any phone), and Login of an admin's phone is refused
-// exactly like a wrong code, even with a code stored before the phone became
-// an admin's or an admin created concurrently with the login.
+// code flow. SendCode serves an admin's phone like any other (a code
+// stored and returned: the answer and its work do not tell admins apart),
+// and Login of an admin's phone is refused exactly like a wrong code, even
+// with the right code, a code stored before the phone became an admin's or
+// an admin created concurrently with the login.
 func TestLoginRefusesAdmin(t *testing.T) {
 	ctx := context.Background()
 	wrongCode := func(t *testing.T, tok string, err error) {
@@ -207,14 +216,14 @@ func TestLoginRefusesAdmin(t *testing.T) {
 		if err := users.Create(ctx, &model.User{Phone: phone, NickName: "admin_1", Role: model.RoleAdmin}); err != nil {
 			t.Fatal(err)
 		}
-		code, err := svc.SendCode(ctx, phone)
-		if err != nil || code != "" {
-			t.Errorf("SendCode: got %q, %v, want no code and no error", code, err)
+		code, err := svc.SendCode(ctx, phone, testAddr)
+		if err != nil || len(code) != 6 {
+			t.Errorf("SendCode: got %q, %v, want a code like any phone's", code, err)
 		}
-		if n := len(codes.codes); n != 0 {
-			t.Errorf("codes stored: got %d, want 0", n)
+		if got := codes.codes[phone]; got != code {
+			t.Errorf("code stored: got %q, want %q", got, code)
 		}
-		for _, c := range []string{"000000", "123456"} {
+		for _, c := range []string{"000000", code} {
 			tok, err := svc.Login(ctx, phone, c)
 			wrongCode(t, tok, err)
 		}
@@ -222,7 +231,7 @@ func TestLoginRefusesAdmin(t *testing.T) {
 	t.Run("code sent before the phone became an admin's", func(t *testing.T) {
 		svc, users, _ := newTestUsers()
 		const phone = "19000000002"
-		code, err := svc.SendCode(ctx, phone)
+		code, err := svc.SendCode(ctx, phone, testAddr)
 		if err != nil || code == "" {
 			t.Fatalf("SendCode: got %q, %v, want a code", code, err)
 		}
@@ -234,9 +243,9 @@ func TestLoginRefusesAdmin(t *testing.T) {
 	})
 	t.Run("admin created concurrently", func(t *testing.T) {
 		users := &adminOnCreate{fakeUsers: newFakeUsers()}
-		svc := NewUsers(users, newFakeCodes(), fakeIssuer{}, discardLog())
+		svc := NewUsers(users, newFakeCodes(), nil, fakeIssuer{}, discardLog(), CodeConfig{})
 		const phone = "19000000003"
-		code, err := svc.SendCode(ctx, phone)
+		code, err := svc.SendCode(ctx, phone, testAddr)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -252,4 +261,146 @@ type adminOnCreate struct{ *fakeUsers }
 func (a *adminOnCreate) Create(ctx context.Context, u *model.User) error {
 	u.Role = model.RoleAdmin
 	return a.fakeUsers.Create(ctx, u)
+}
+
+// TestWrongGuessKeepsCode: a wrong guess does not void the owner's code:
+// the right one still logs in after CodeGuesses-1 wrong ones.
+func TestWrongGuessKeepsCode(t *testing.T) {
+	svc, _, _ := newTestUsers()
+	ctx := context.Background()
+	const phone = "13812345678"
+	code, err := svc.SendCode(ctx, phone, testAddr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < CodeGuesses-1; i++ {
+		if _, err := svc.Login(ctx, phone, wrongOf(code)); !errors.As(err, new(*model.InvalidArgumentError)) {
+			t.Fatalf("wrong guess %d: got %v, want the wrong-code error", i+1, err)
+		}
+	}
+	if _, err := svc.Login(ctx, phone, code); err != nil {
+		t.Errorf("right code after %d wrong guesses: got %v, want a login", CodeGuesses-1, err)
+	}
+}
+
+// TestWrongGuessesVoidCode: the CodeGuesses-th wrong guess voids the code.
+func TestWrongGuessesVoidCode(t *testing.T) {
+	svc, _, codes := newTestUsers()
+	ctx := context.Background()
+	const phone = "13812345678"
+	code, err := svc.SendCode(ctx, phone, testAddr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range CodeGuesses {
+		svc.Login(ctx, phone, wrongOf(code))
+	}
+	if _, ok := codes.codes[phone]; ok {
+		t.Errorf("code kept after %d wrong guesses", CodeGuesses)
+	}
+	if _, err := svc.Login(ctx, phone, code); err == nil || err.Error() != errWrongCode.Error() {
+		t.Errorf("right code after %d wrong guesses: got %v, want %v", CodeGuesses, err, errWrongCode)
+	}
+}
+
+// wrongOf is a 6-digit code other than code.
+func wrongOf(code string) string {
+	if code == "000000" {
+		return "000001"
+	}
+	return "000000"
+}
+
+// TestSendCodeLimits: beyond the address's limit, the phone's cooldown or
+// its daily cap SendCode refuses with a *model.RateLimitedError naming the
+// wait; a limiter error is returned as it is.
+func TestSendCodeLimits(t *testing.T) {
+	ctx := context.Background()
+	newSvc := func(cfg CodeConfig) (*Users, *fakeLimits, *fakeCodes) {
+		l, cs := newFakeLimits(), newFakeCodes()
+		return NewUsers(newFakeUsers(), cs, l, fakeIssuer{}, discardLog(), cfg), l, cs
+	}
+	refused := func(t *testing.T, err error, reason string, wait time.Duration) {
+		t.Helper()
+		var rl *model.RateLimitedError
+		if !errors.As(err, &rl) || !errors.Is(err, model.ErrRateLimited) || rl.Reason != reason || rl.RetryAfter != wait {
+			t.Fatalf("got %v, want RateLimitedError %q after %v", err, reason, wait)
+		}
+		if want := fmt.Sprintf("%s: try again in %ds", reason, model.RetryAfterSeconds(wait)); err.Error() != want {
+			t.Errorf("message: got %q, want %q", err.Error(), want)
+		}
+	}
+	t.Run("cooldown", func(t *testing.T) {
+		svc, _, codes := newSvc(CodeConfig{Cooldown: time.Minute, Daily: 10, PerAddr: 30})
+		first, err := svc.SendCode(ctx, "13812345678", testAddr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = svc.SendCode(ctx, "13812345678", testAddr)
+		refused(t, err, "a code was just sent to this phone", time.Minute)
+		if codes.codes["13812345678"] != first {
+			t.Errorf("a refused send replaced the code")
+		}
+		if _, err := svc.SendCode(ctx, "13812345679", testAddr); err != nil {
+			t.Errorf("another phone: got %v, want a code", err)
+		}
+	})
+	t.Run("daily cap", func(t *testing.T) {
+		svc, l, _ := newSvc(CodeConfig{Cooldown: time.Second, Daily: 3})
+		for i := range 3 {
+			if _, err := svc.SendCode(ctx, "13812345678", testAddr); err != nil {
+				t.Fatalf("code %d: %v", i+1, err)
+			}
+			l.mu.Lock()
+			delete(l.counts, "cooldown:13812345678") // the cooldown passed
+			l.mu.Unlock()
+		}
+		_, err := svc.SendCode(ctx, "13812345678", testAddr)
+		refused(t, err, "too many codes for this phone", 8*time.Hour)
+	})
+	t.Run("address", func(t *testing.T) {
+		svc, _, _ := newSvc(CodeConfig{Cooldown: time.Minute, Daily: 10, PerAddr: 2})
+		for i := range 2 {
+			if _, err := svc.SendCode(ctx, fmt.Sprintf("1381234567%d", i), testAddr); err != nil {
+				t.Fatal(err)
+			}
+		}
+		_, err := svc.SendCode(ctx, "13812345670", testAddr)
+		refused(t, err, "too many codes from this address", 30*time.Second)
+		if _, err := svc.SendCode(ctx, "13812345672", "192.0.2.8"); err != nil {
+			t.Errorf("another address: got %v, want a code", err)
+		}
+	})
+	t.Run("redis down", func(t *testing.T) {
+		svc, l, codes := newSvc(CodeConfig{Cooldown: time.Minute, Daily: 10, PerAddr: 30})
+		l.err = model.Unavailable(errIO)
+		if _, err := svc.SendCode(ctx, "13812345678", testAddr); !errors.Is(err, model.ErrUnavailable) {
+			t.Errorf("got %v, want ErrUnavailable", err)
+		}
+		if len(codes.codes) != 0 {
+			t.Errorf("a code was stored without the limits")
+		}
+	})
+}
+
+// TestSendCodeLog: production logs neither the code nor the full phone;
+// development logs the code, the phone masked all the same.
+func TestSendCodeLog(t *testing.T) {
+	for _, dev := range []bool{false, true} {
+		var buf bytes.Buffer
+		svc := NewUsers(newFakeUsers(), newFakeCodes(), nil, fakeIssuer{}, slog.New(slog.NewJSONHandler(&buf, nil)), CodeConfig{Development: dev})
+		const phone = "13812345678"
+		code, err := svc.SendCode(context.Background(), phone, testAddr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		svc.Login(context.Background(), phone, wrongOf(code))
+		log := buf.String()
+		if strings.Contains(log, phone) || !strings.Contains(log, `"phone":"138****5678"`) {
+			t.Errorf("development=%v: log %s, want the phone masked (138****5678)", dev, log)
+		}
+		if got := strings.Contains(log, `"code":"`); got != dev || (dev && !strings.Contains(log, `"code":"`+code+`"`)) {
+			t.Errorf("development=%v: code in the log: %v, want %v (%s)", dev, got, dev, log)
+		}
+	}
 }
