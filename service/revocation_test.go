@@ -169,7 +169,9 @@ type fakeAccess struct {
 	err  error
 }
 
-func (f fakeAccess) Access(context.Context, int64) (string, time.Time, error) { return f.role, f.nb, f.err }
+func (f fakeAccess) Access(context.Context, int64) (string, time.Time, error) {
+	return f.role, f.nb, f.err
+}
 
 func TestAdminAccess(t *testing.T) {
 	nb := time.Unix(1_800_000_000, 0)
