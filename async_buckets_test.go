@@ -42,7 +42,7 @@ func TestAsyncBuckets(t *testing.T) {
 // with INVALID_ARGUMENT naming the field.
 func TestAsyncBucketsPublishRefused(t *testing.T) {
 	a := asyncApp(t, nil)
-	admin, _ := devTokens().Issue(1, "admin")
+	admin := adminToken(t, a.Handler)
 	for _, n := range []any{0, 17, -1, "4"} {
 		r := call(t, a.Handler, http.MethodPost, "/voucher/seckill", admin, map[string]any{
 			"shopId": createShop(t, a.Handler), "title": "b", "payValue": 1, "actualValue": 2, "type": 1, "stock": 5,

@@ -355,10 +355,7 @@ func benchNoopAndSoldOut(b *testing.B, h http.Handler, users *benchUsers) int64 
 // (the request's deadline passed meanwhile) is asked again, not a failure.
 func benchDrained(b *testing.B, h http.Handler, v, want int64) (auditResult, time.Duration) {
 	b.Helper()
-	admin, err := devTokens().Issue(1, "admin")
-	if err != nil {
-		b.Fatal(err)
-	}
+	admin := adminToken(b, h)
 	start := time.Now()
 	for {
 		r := call(b, h, http.MethodGet, fmt.Sprintf("/admin/vouchers/%d/audit", v), admin, nil)
@@ -386,10 +383,7 @@ type syncAuditResult struct {
 // syncAudit reads the audit endpoint of a sync-mode app.
 func syncAudit(b *testing.B, h http.Handler, v int64) syncAuditResult {
 	b.Helper()
-	admin, err := devTokens().Issue(1, "admin")
-	if err != nil {
-		b.Fatal(err)
-	}
+	admin := adminToken(b, h)
 	r := call(b, h, http.MethodGet, fmt.Sprintf("/admin/vouchers/%d/audit", v), admin, nil)
 	var a syncAuditResult
 	if r.Status != http.StatusOK || json.Unmarshal(r.Body.Data, &a) != nil {

@@ -8,6 +8,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"time"
 
 	"seckill/auth"
 	"seckill/config"
@@ -26,6 +27,7 @@ const usage = `Usage:
   seckill migrate                               apply sql/schema.sql and exit
   seckill tokens --count N [--admin] [--out F]  make sure N users exist; print userId,token lines
   seckill rebuild --voucher N                   async mode: rebuild a voucher's Redis state from the database
+  seckill revoke --user N                       refuse user N's tokens issued until now (docs/operations.md)
   seckill help | --help | -h                    print this
 
 Configuration comes from SECKILL_* environment variables (see README.md).
@@ -131,5 +133,39 @@ func rebuild(ctx context.Context, cfg config.Config, log *slog.Logger, args []st
 	fmt.Fprintf(stdout, "voucher %d rebuilt from the database and the stream: state %s, redis stock %d, buyers %d\n",
 		*voucher, rv.State, rv.Stock, rv.Buyers)
 	fmt.Fprintln(stdout, "WARNING: admissions that Redis lost are not honoured: orders announced (200) whose stream entries were lost will never be written; their buyers may buy again.")
+	return nil
+}
+
+// revoke is `seckill revoke --user N`: every token of user N issued until
+// now is refused, at once on admin routes and within revocationReload on
+// the others, on every instance.
+func revoke(ctx context.Context, cfg config.Config, log *slog.Logger, args []string, stdout io.Writer) error {
+	fs := flag.NewFlagSet("revoke", flag.ContinueOnError)
+	user := fs.Int64("user", 0, "user id (required)")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if *user <= 0 || fs.NArg() > 0 {
+		return errors.New("revoke: --user must be a positive user id (and nothing else)")
+	}
+	db, err := openDB(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	if err := db.Migrate(ctx); err != nil {
+		return err
+	}
+	r, err := service.RevokeTokens(ctx, repository.NewUsers(db), repository.NewRevocations(db), *user, time.Now())
+	if err != nil {
+		return fmt.Errorf("revoke: %w", err)
+	}
+	nb := r.NotBefore.UTC().Format(time.RFC3339)
+	fmt.Fprintf(stdout, "user %d (role %s): tokens issued before %s are refused, on admin routes at once, on the others within %s on every instance; tokens issued from then on work\n",
+		r.User.ID, r.User.Role, nb, revocationReload)
+	if r.User.Role == model.RoleAdmin {
+		fmt.Fprintf(stdout, "user %d is still an admin: to take admin away, demote it: UPDATE tb_user SET role = 'user' WHERE id = %d;\n", r.User.ID, r.User.ID)
+	}
+	log.InfoContext(ctx, "tokens revoked", "user", r.User.ID, "role", r.User.Role, "not_before", nb)
 	return nil
 }

@@ -25,7 +25,7 @@ func TestConcurrentSeckill(t *testing.T) {
 	if got := seen.byCode["OK"] + seen.byCode["SOLD_OUT"] + seen.byCode["DUPLICATE_ORDER"]; got != users*dup {
 		t.Errorf("got %d answered requests, want %d: %v", got, users*dup, seen.byCode)
 	}
-	admin, _ := devTokens().Issue(1, "admin")
+	admin := adminToken(t, a.Handler)
 	r := call(t, a.Handler, http.MethodGet, fmt.Sprintf("/admin/vouchers/%d/audit", vid), admin, nil)
 	var audit struct {
 		Orders              int64 `json:"orders"`

@@ -37,10 +37,7 @@ func TestHeimaFrontend(t *testing.T) {
 	t.Cleanup(backend.Close)
 
 	// The data, through the admin API: a shop and three vouchers.
-	admin, err := devTokens().Issue(1, "admin")
-	if err != nil {
-		t.Fatal(err)
-	}
+	admin := adminToken(t, a.Handler)
 	now := time.Now()
 	r := call(t, a.Handler, http.MethodPost, "/shop", admin, map[string]any{
 		"name": "103茶餐厅", "typeId": 1, "images": "/imgs/shop/1.jpg,/imgs/shop/2.jpg", "area": "大关",

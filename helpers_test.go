@@ -17,6 +17,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"reflect"
 	"strconv"
 	"strings"
 	"sync"
@@ -31,6 +32,7 @@ import (
 	auditdb "seckill/internal/audit"
 	"seckill/model"
 	"seckill/repository"
+	"seckill/service"
 )
 
 // integrationEnv returns the real MySQL DSN and Redis address, skipping the
@@ -238,6 +240,66 @@ func call(t testing.TB, h http.Handler, method, path, token string, body any) ap
 
 func devTokens() *auth.Tokens { return auth.NewTokens(config.DevJWTSecret, time.Hour) }
 
+// appDBs maps the handler of a test app on a database of its own (the
+// embedded one) to that database (registerAppDB).
+var appDBs sync.Map
+
+// registerAppDB makes adminToken find a's database from a.Handler until the
+// test ends.
+func registerAppDB(t testing.TB, a *app) {
+	appDBs.Store(a.Handler, a.deps.DB)
+	t.Cleanup(func() { appDBs.Delete(a.Handler) })
+}
+
+var sharedAdmin struct {
+	once sync.Once
+	tok  string
+	err  error
+}
+
+// adminToken returns a token of the admin test user (the one `seckill
+// tokens --count 1 --admin` makes): admin routes check its role in the
+// database. The user is in the database of h's app when registered
+// (registerAppDB), else in the shared MariaDB.
+func adminToken(t testing.TB, h http.Handler) string {
+	t.Helper()
+	ensure := func(db *repository.DB) (string, error) {
+		us, err := repository.NewUsers(db).EnsureUsers(context.Background(),
+			[]string{service.LoadTestPhone(model.RoleAdmin, 1)}, model.RoleAdmin, func(int) string { return "admin_1" })
+		if err != nil {
+			return "", err
+		}
+		return devTokens().Issue(us[0].ID, model.RoleAdmin)
+	}
+	if h != nil && reflect.TypeOf(h).Comparable() {
+		if db, ok := appDBs.Load(h); ok {
+			tok, err := ensure(db.(*repository.DB))
+			if err != nil {
+				t.Fatalf("admin token: %v", err)
+			}
+			return tok
+		}
+	}
+	dsn, _ := integrationEnv(t)
+	sharedAdmin.once.Do(func() {
+		db, err := repository.OpenMySQL(context.Background(), dsn)
+		if err != nil {
+			sharedAdmin.err = err
+			return
+		}
+		defer db.Close()
+		if err := db.Migrate(context.Background()); err != nil {
+			sharedAdmin.err = err
+			return
+		}
+		sharedAdmin.tok, sharedAdmin.err = ensure(db)
+	})
+	if sharedAdmin.err != nil {
+		t.Fatalf("admin token: %v", sharedAdmin.err)
+	}
+	return sharedAdmin.tok
+}
+
 func publishVoucher(t testing.TB, h http.Handler, stock int) int64 {
 	t.Helper()
 	return publishVoucherWith(t, h, stock, nil)
@@ -247,10 +309,7 @@ func publishVoucher(t testing.TB, h http.Handler, stock int) int64 {
 // (e.g. stockBuckets).
 func publishVoucherWith(t testing.TB, h http.Handler, stock int, more map[string]any) int64 {
 	t.Helper()
-	admin, err := devTokens().Issue(1, "admin")
-	if err != nil {
-		t.Fatal(err)
-	}
+	admin := adminToken(t, h)
 	body := map[string]any{
 		"shopId": createShop(t, h), "title": "e2e", "payValue": 100, "actualValue": 200, "type": 1, "stock": stock,
 		"beginTime": time.Now().Add(-time.Minute).Format(time.RFC3339),
@@ -272,10 +331,7 @@ func publishVoucherWith(t testing.TB, h http.Handler, stock int, more map[string
 // and returns its id.
 func createShop(t testing.TB, h http.Handler) int64 {
 	t.Helper()
-	admin, err := devTokens().Issue(1, "admin")
-	if err != nil {
-		t.Fatal(err)
-	}
+	admin := adminToken(t, h)
 	r := call(t, h, http.MethodPost, "/shop", admin, map[string]any{
 		"name": "test shop", "typeId": 1, "address": "test street 1", "x": 120.15, "y": 30.28,
 	})
@@ -304,10 +360,7 @@ type auditResult struct {
 
 func audit(t testing.TB, h http.Handler, vid int64) auditResult {
 	t.Helper()
-	admin, err := devTokens().Issue(1, "admin")
-	if err != nil {
-		t.Fatal(err)
-	}
+	admin := adminToken(t, h)
 	r := call(t, h, http.MethodGet, fmt.Sprintf("/admin/vouchers/%d/audit", vid), admin, nil)
 	if r.Status != http.StatusOK {
 		t.Fatalf("audit: got %d %s, want 200", r.Status, r.Body.Code)

@@ -26,10 +26,7 @@ import (
 // returns its snapshots as they come; the stream closes with the test.
 func liveStream(t *testing.T, url string, voucherID int64) <-chan live.Snapshot {
 	t.Helper()
-	admin, err := devTokens().Issue(1, "admin")
-	if err != nil {
-		t.Fatal(err)
-	}
+	admin := adminToken(t, nil)
 	ctx, cancel := context.WithCancel(context.Background())
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, fmt.Sprintf("%s/admin/vouchers/%d/live", url, voucherID), nil)
 	if err != nil {
@@ -233,10 +230,7 @@ func TestServeEndsLiveStreamsAtShutdown(t *testing.T) {
 	})
 	vid := publishVoucher(t, h, 5)
 
-	admin, err := devTokens().Issue(1, "admin")
-	if err != nil {
-		t.Fatal(err)
-	}
+	admin := adminToken(t, nil)
 	req, err := http.NewRequest(http.MethodGet, fmt.Sprintf("%s/admin/vouchers/%d/live", base, vid), nil)
 	if err != nil {
 		t.Fatal(err)

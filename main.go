@@ -5,6 +5,7 @@
 //	seckill migrate                               apply sql/schema.sql and exit
 //	seckill tokens --count N [--admin] [--out F]  print userId,token lines
 //	seckill rebuild --voucher N                   async mode: rebuild a voucher's Redis state
+//	seckill revoke --user N                       refuse the user's tokens issued until now
 package main
 
 import (
@@ -74,8 +75,10 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		return tokens(ctx, cfg, log, args, stdout)
 	case "rebuild":
 		return rebuild(ctx, cfg, log, args, stdout)
+	case "revoke":
+		return revoke(ctx, cfg, log, args, stdout)
 	default:
-		return fmt.Errorf("unknown command %q (serve, migrate, tokens, rebuild)", cmd)
+		return fmt.Errorf("unknown command %q (serve, migrate, tokens, rebuild, revoke)", cmd)
 	}
 }
 
@@ -127,8 +130,11 @@ type app struct {
 	// stopLive stops the live dashboard's publisher after its last
 	// publication (nil when none runs).
 	stopLive func()
-	deps     *deps
-	closers  []io.Closer
+	// stopRevocations stops reloading the token revocations (nil when
+	// none runs).
+	stopRevocations func()
+	deps            *deps
+	closers         []io.Closer
 }
 
 // newApp opens the dependencies, applies the schema and wires repositories
@@ -176,6 +182,20 @@ func newApp(ctx context.Context, cfg config.Config, log *slog.Logger) (_ *app, e
 	m := metrics.New()
 	tok := auth.NewTokens(secret, cfg.JWTTTL)
 	users := repository.NewUsers(d.DB)
+	// Revoked tokens: admin routes read the database on each request, the
+	// others this copy, reloaded every revocationReload.
+	revocations := repository.NewRevocations(d.DB)
+	revoked := service.NewRevocationSet(revocations, log)
+	if err := revoked.Load(ctx); err != nil {
+		return nil, fmt.Errorf("token revocations: %w", err)
+	}
+	revCtx, stopRev := context.WithCancel(context.WithoutCancel(ctx))
+	revDone := make(chan struct{})
+	go func() {
+		defer close(revDone)
+		revoked.Run(revCtx, revocationReload)
+	}()
+	a.stopRevocations = func() { stopRev(); <-revDone }
 	vouchers := repository.NewVouchers(d.DB)
 	orders := repository.NewOrders(d.DB)
 	shops := repository.NewShops(d.DB)
@@ -258,6 +278,8 @@ func newApp(ctx context.Context, cfg config.Config, log *slog.Logger) (_ *app, e
 		Shops:          shopSvc,
 		Seckill:        seckill,
 		Tokens:         tok,
+		Revocations:    revoked,
+		AdminCheck:     service.AdminAccess{Store: revocations},
 		Metrics:        m,
 		Log:            log,
 		Ready:          d.Ready,
@@ -274,6 +296,11 @@ func newApp(ctx context.Context, cfg config.Config, log *slog.Logger) (_ *app, e
 	})
 	return a, nil
 }
+
+// revocationReload is how often each instance reloads the token
+// revocations: a revoked token stops working on the non-admin routes of
+// every instance within it.
+const revocationReload = time.Second
 
 // syncIDBlock is how many order ids the ID worker leases per INCRBY in sync
 // mode: ids stay unique across instances, and most cost no round trip.
@@ -361,8 +388,8 @@ func (a *app) stopWorkers(log *slog.Logger, deadline time.Time) {
 }
 
 // Close stops the async consumers (finishing their batch), then the live
-// dashboard's publisher (after its last publication), then the locker,
-// then closes Redis and the database.
+// dashboard's publisher (after its last publication), then the revocation
+// reloads, then the locker, then closes Redis and the database.
 func (a *app) Close(log *slog.Logger) {
 	a.stopWorkers(log, time.Now().Add(9*time.Second))
 	if a.EndStreams != nil {
@@ -371,6 +398,10 @@ func (a *app) Close(log *slog.Logger) {
 	if a.stopLive != nil {
 		a.stopLive() // its last publication needs Redis: before Redis closes
 		a.stopLive = nil
+	}
+	if a.stopRevocations != nil {
+		a.stopRevocations()
+		a.stopRevocations = nil
 	}
 	for _, c := range a.closers {
 		if err := c.Close(); err != nil {

@@ -13,10 +13,7 @@ import (
 // driver, over the real MariaDB.
 func TestPublishTimesOutOfRange(t *testing.T) {
 	a := testApp(t, map[string]string{"SECKILL_LOCK_MODE": "lua"})
-	admin, err := devTokens().Issue(1, "admin")
-	if err != nil {
-		t.Fatal(err)
-	}
+	admin := adminToken(t, a.Handler)
 	shop := createShop(t, a.Handler)
 	soon := time.Now().Add(time.Hour).Format(time.RFC3339)
 	tests := []struct {

@@ -55,6 +55,7 @@ func webTestApp(t *testing.T, env map[string]string) *app {
 		t.Fatalf("newApp: %v", err)
 	}
 	t.Cleanup(func() { a.Close(log) })
+	registerAppDB(t, a)
 	return a
 }
 
@@ -74,10 +75,7 @@ func webID(t *testing.T, what string, r apiResult) int64 {
 // webVoucher creates a shop and publishes a voucher of it on sale now.
 func webVoucher(t *testing.T, h http.Handler, title string, stock int) (shop, voucher int64) {
 	t.Helper()
-	admin, err := devTokens().Issue(1, "admin")
-	if err != nil {
-		t.Fatal(err)
-	}
+	admin := adminToken(t, h)
 	shop = webID(t, "create shop", call(t, h, http.MethodPost, "/shop", admin, map[string]any{
 		"name": "Web test shop", "typeId": 1, "address": "Test street 1", "x": 120.15, "y": 30.28,
 	}))
@@ -205,10 +203,7 @@ func TestWebDashboardFlow(t *testing.T) {
 	t.Cleanup(srv.Close)
 	const stock = 100
 	_, vid := webVoucher(t, a.Handler, "dashboard", stock)
-	admin, err := devTokens().Issue(1, "admin")
-	if err != nil {
-		t.Fatal(err)
-	}
+	admin := adminToken(t, a.Handler)
 	b := browsertest.New(t)
 
 	b.Navigate(srv.URL + "/#/admin")

@@ -98,3 +98,23 @@ func TestParseRejects(t *testing.T) {
 		})
 	}
 }
+
+// TestIssuedAtOnBothPaths: the fast path and golang-jwt both return the
+// token's iat (revocation compares it), to the second.
+func TestIssuedAtOnBothPaths(t *testing.T) {
+	tok := NewTokens("iat-secret", time.Hour)
+	now := time.Unix(1_800_000_000, 0)
+	tok.now = func() time.Time { return now.Add(300 * time.Millisecond) }
+	s, err := tok.Issue(5, "user")
+	if err != nil {
+		t.Fatal(err)
+	}
+	fast, v := tok.parseFast(s)
+	if v != accepted || fast.IssuedAt == nil || !fast.IssuedAt.Equal(now) {
+		t.Errorf("fast path: got %v %+v, want accepted with iat %v", v, fast, now)
+	}
+	slow, err := tok.parseJWT(s)
+	if err != nil || slow.IssuedAt == nil || !slow.IssuedAt.Equal(now) {
+		t.Errorf("golang-jwt: got %+v %v, want iat %v", slow, err, now)
+	}
+}

@@ -32,8 +32,14 @@ type Deps struct {
 	Shops   Shops
 	Seckill Seckiller
 	Tokens  *auth.Tokens
-	Metrics *metrics.Metrics
-	Log     *slog.Logger
+	// Revocations refuses revoked tokens on every authenticated route, from
+	// memory; nil refuses none.
+	Revocations middleware.Revocations
+	// AdminCheck reads an admin's current role and revocation on the admin
+	// routes; nil trusts the token's role.
+	AdminCheck middleware.AdminCheck
+	Metrics    *metrics.Metrics
+	Log        *slog.Logger
 	// Ready checks the database and Redis for /readyz.
 	Ready func(ctx context.Context) error
 	// Development exposes the login code in /user/code responses, pprof and
@@ -124,8 +130,8 @@ func New(d Deps) http.Handler {
 		c.AbortWithStatusJSON(http.StatusMethodNotAllowed, Envelope{Code: CodeInvalidArgument, ErrorMsg: "method not allowed"})
 	})
 
-	authed := middleware.Auth(d.Tokens, a.fail)
-	admin := middleware.Admin(a.fail)
+	authed := middleware.Auth(d.Tokens, d.Revocations, a.fail)
+	admin := middleware.Admin(d.AdminCheck, a.fail)
 
 	r.GET("/healthz", func(c *gin.Context) { ok(c, "ok") })
 	r.GET("/readyz", a.readyz)

@@ -29,6 +29,8 @@ type userKey struct{}
 type User struct {
 	ID   int64
 	Role string
+	// IssuedAt is the token's iat (zero when it has none).
+	IssuedAt time.Time
 }
 
 // UserFrom returns the caller put in the context by Auth.
@@ -46,10 +48,23 @@ func WithUser(ctx context.Context, u User) context.Context {
 // are about 200 bytes, and a longer header is refused before any decoding.
 const MaxAuthorization = 4 << 10
 
+// Revocations says, from memory, whether the token of userID issued at
+// iat (zero when the token has none) is revoked.
+type Revocations interface {
+	Revoked(userID int64, iat time.Time) bool
+}
+
+// AdminCheck checks an admin token against the user's current role and
+// revocation: model.ErrForbidden, model.ErrUnauthorized, or an
+// unavailability error.
+type AdminCheck interface {
+	CheckAdmin(ctx context.Context, userID int64, iat time.Time) error
+}
+
 // Auth requires a valid token in the authorization header ("Bearer " prefix
-// optional) and puts the caller in the request context. Authentication costs
-// no Redis or database lookup.
-func Auth(tokens *auth.Tokens, fail FailFunc) gin.HandlerFunc {
+// optional), not revoked in revoked (nil: none checked), and puts the caller
+// in the request context. Authentication costs no Redis or database lookup.
+func Auth(tokens *auth.Tokens, revoked Revocations, fail FailFunc) gin.HandlerFunc {
 	return func(c *gin.Context) {
 		h := c.GetHeader("authorization")
 		if len(h) > MaxAuthorization {
@@ -70,13 +85,21 @@ func Auth(tokens *auth.Tokens, fail FailFunc) gin.HandlerFunc {
 			return
 		}
 		u := User{ID: claims.UserID, Role: claims.Role}
+		if claims.IssuedAt != nil {
+			u.IssuedAt = claims.IssuedAt.Time
+		}
+		if revoked != nil && revoked.Revoked(u.ID, u.IssuedAt) {
+			fail(c, model.ErrUnauthorized)
+			return
+		}
 		c.Request = c.Request.WithContext(WithUser(c.Request.Context(), u))
 		c.Next()
 	}
 }
 
-// Admin requires the caller's role to be admin (after Auth).
-func Admin(fail FailFunc) gin.HandlerFunc {
+// Admin requires the caller's role to be admin (after Auth), in the token
+// and then in check (nil: the token alone), which reads the database.
+func Admin(check AdminCheck, fail FailFunc) gin.HandlerFunc {
 	return func(c *gin.Context) {
 		u, ok := UserFrom(c.Request.Context())
 		if !ok {
@@ -86,6 +109,12 @@ func Admin(fail FailFunc) gin.HandlerFunc {
 		if u.Role != model.RoleAdmin {
 			fail(c, model.ErrForbidden)
 			return
+		}
+		if check != nil {
+			if err := check.CheckAdmin(c.Request.Context(), u.ID, u.IssuedAt); err != nil {
+				fail(c, err)
+				return
+			}
 		}
 		c.Next()
 	}

@@ -118,3 +118,13 @@ CREATE TABLE IF NOT EXISTS tb_shop (
   PRIMARY KEY (id),
   KEY idx_type (type_id)
 ) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4;
+
+-- Token revocations: every token of user_id issued (iat) before not_before
+-- (Unix seconds) is refused (`seckill revoke`). One row per revoked user.
+CREATE TABLE IF NOT EXISTS tb_token_revocation (
+  user_id     BIGINT UNSIGNED NOT NULL,
+  not_before  BIGINT NOT NULL,
+  create_time TIMESTAMP NOT NULL DEFAULT CURRENT_TIMESTAMP,
+  update_time TIMESTAMP NOT NULL DEFAULT CURRENT_TIMESTAMP ON UPDATE CURRENT_TIMESTAMP,
+  PRIMARY KEY (user_id)
+) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4;

@@ -95,3 +95,10 @@ CREATE TABLE IF NOT EXISTS tb_shop (
 );
 
 CREATE INDEX IF NOT EXISTS idx_shop_type ON tb_shop (type_id);
+
+CREATE TABLE IF NOT EXISTS tb_token_revocation (
+  user_id     INTEGER PRIMARY KEY,
+  not_before  INTEGER NOT NULL,
+  create_time DATETIME NOT NULL DEFAULT CURRENT_TIMESTAMP,
+  update_time DATETIME NOT NULL DEFAULT CURRENT_TIMESTAMP
+);
