@@ -2,6 +2,9 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
 	"fmt"
 	"log/slog"
 	"strings"
@@ -34,6 +37,10 @@ func openDB(ctx context.Context, cfg config.Config) (*repository.DB, error) {
 // openDeps opens the database and Redis (embedded ones when not configured)
 // and checks that each answers; an error names the variable at fault.
 func openDeps(ctx context.Context, cfg config.Config, log *slog.Logger) (*deps, error) {
+	auth, err := redisAuth(cfg)
+	if err != nil {
+		return nil, err
+	}
 	d := &deps{}
 	db, err := openDB(ctx, cfg)
 	if err != nil {
@@ -47,14 +54,14 @@ func openDeps(ctx context.Context, cfg config.Config, log *slog.Logger) (*deps, 
 		// nodes and sends each command to the master of its key's slot.
 		// Every script and MULTI of this service names the keys of one
 		// slot (repository/keys.go).
-		d.Redis = repository.NewClusterRedisClient(cfg.RedisClusterAddrs)
+		d.Redis = repository.NewClusterRedisClient(cfg.RedisClusterAddrs, auth)
 		target = "SECKILL_REDIS_CLUSTER_ADDRS: " + strings.Join(cfg.RedisClusterAddrs, ",")
 	case cfg.Sentinel():
 		// go-redis's failover client: the master found through the
 		// Sentinels and followed across failovers. It is a *redis.Client
 		// like the plain one, so every user of d.Redis (locks, ID worker,
 		// admission, stream consumers, reconciliation) works through it.
-		d.Redis = repository.NewSentinelRedisClient(cfg.RedisMaster, cfg.RedisSentinelAddrs)
+		d.Redis = repository.NewSentinelRedisClient(cfg.RedisMaster, cfg.RedisSentinelAddrs, auth)
 		target = fmt.Sprintf("SECKILL_REDIS_SENTINEL_ADDRS: master %q through the Sentinels %s",
 			cfg.RedisMaster, strings.Join(cfg.RedisSentinelAddrs, ","))
 	default:
@@ -69,20 +76,29 @@ func openDeps(ctx context.Context, cfg config.Config, log *slog.Logger) (*deps, 
 			}
 			addr, d.EmbeddedRedis = d.mini.Addr(), true
 		}
-		d.Redis = repository.NewRedisClient(addr)
+		if d.EmbeddedRedis {
+			d.Redis = repository.NewRedisClient(addr, repository.RedisAuth{})
+		} else {
+			d.Redis = repository.NewRedisClient(addr, auth)
+		}
 		target = "SECKILL_REDIS_ADDR: " + addr
 	}
 	pctx, cancel := context.WithTimeout(ctx, 3*time.Second)
 	defer cancel()
 	if err := d.Redis.Ping(pctx).Err(); err != nil {
 		d.Close(log)
-		return nil, fmt.Errorf("%s unreachable: %w", target, err)
+		return nil, redisStartErr(cfg, target, err)
 	}
-	// The Redlock nodes stay independent plain clients, Sentinel or not.
+	// The Redlock nodes stay independent plain clients, Sentinel or not,
+	// with the same credentials and TLS.
 	for _, a := range cfg.RedlockAddrs {
-		c := repository.NewRedlockNodeClient(a)
+		c := repository.NewRedlockNodeClient(a, auth)
 		d.owned = append(d.owned, c)
 		if err := repository.PingRedis(ctx, c); err != nil {
+			if v := redisCredentialVar(cfg, err); v != "" {
+				d.Close(log)
+				return nil, fmt.Errorf("%s: refused by the Redlock node %s (SECKILL_REDLOCK_ADDRS): %v", v, a, err)
+			}
 			log.WarnContext(ctx, "redlock node unreachable at start", "addr", a, "err", err)
 		}
 		d.Nodes = append(d.Nodes, c)
@@ -94,6 +110,60 @@ func openDeps(ctx context.Context, cfg config.Config, log *slog.Logger) (*deps, 
 		log.InfoContext(ctx, "embedded backends in use", "database", d.DB.Embedded, "redis", d.EmbeddedRedis, "data_dir", cfg.DataDir)
 	}
 	return d, nil
+}
+
+// redisAuth is the credentials and TLS of every Redis client of cfg; it
+// reads SECKILL_REDIS_TLS_CA, once.
+func redisAuth(cfg config.Config) (repository.RedisAuth, error) {
+	t, err := cfg.RedisTLSConfig()
+	if err != nil {
+		return repository.RedisAuth{}, err
+	}
+	return repository.RedisAuth{
+		Username:         cfg.RedisUsername,
+		Password:         cfg.RedisPassword,
+		SentinelPassword: cfg.RedisSentinelPassword,
+		TLS:              t,
+	}, nil
+}
+
+// redisStartErr is the start-up error of a Redis that did not answer PING
+// at target: it names the credential or TLS variable when the server
+// refused those, the address variable otherwise.
+func redisStartErr(cfg config.Config, target string, err error) error {
+	if v := redisCredentialVar(cfg, err); v != "" {
+		return fmt.Errorf("%s: refused by Redis (%s): %v", v, target, err)
+	}
+	return fmt.Errorf("%s unreachable: %w", target, err)
+}
+
+// redisCredentialVar names the variable at fault when err is Redis
+// refusing the credentials or a failed TLS handshake, "" otherwise.
+func redisCredentialVar(cfg config.Config, err error) string {
+	var unknownCA x509.UnknownAuthorityError
+	var record tls.RecordHeaderError
+	switch {
+	case cfg.Sentinel() && strings.Contains(err.Error(), "sentinels") && isRedisAuthErr(err):
+		// go-redis reports a Sentinel that refused it this way.
+		return "SECKILL_REDIS_SENTINEL_PASSWORD"
+	case isRedisAuthErr(err) && cfg.RedisUsername != "":
+		return "SECKILL_REDIS_USERNAME/SECKILL_REDIS_PASSWORD"
+	case isRedisAuthErr(err):
+		return "SECKILL_REDIS_PASSWORD"
+	case errors.As(err, &unknownCA):
+		return "SECKILL_REDIS_TLS_CA"
+	case errors.As(err, &record):
+		// A TLS client on a plain port, or the reverse.
+		return "SECKILL_REDIS_TLS"
+	}
+	return ""
+}
+
+// isRedisAuthErr reports Redis refusing the credentials: none given where
+// required (NOAUTH), wrong ones (WRONGPASS), or a password sent to a server
+// that has none.
+func isRedisAuthErr(err error) bool {
+	return redis.IsAuthError(err) || strings.Contains(err.Error(), "without any password configured")
 }
 
 // Ready checks that the database and Redis answer.
