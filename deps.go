@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"crypto/tls"
 	"crypto/x509"
 	"errors"
 	"fmt"
@@ -134,6 +133,10 @@ func redisStartErr(cfg config.Config, target string, err error) error {
 	if v := redisCredentialVar(cfg, err); v != "" {
 		return fmt.Errorf("%s: refused by Redis (%s): %v", v, target, err)
 	}
+	if cfg.RedisTLS {
+		// A TLS client on a plain port waits for a handshake that never comes.
+		return fmt.Errorf("%s unreachable over TLS (SECKILL_REDIS_TLS): %w", target, err)
+	}
 	return fmt.Errorf("%s unreachable: %w", target, err)
 }
 
@@ -141,7 +144,6 @@ func redisStartErr(cfg config.Config, target string, err error) error {
 // refusing the credentials or a failed TLS handshake, "" otherwise.
 func redisCredentialVar(cfg config.Config, err error) string {
 	var unknownCA x509.UnknownAuthorityError
-	var record tls.RecordHeaderError
 	switch {
 	case cfg.Sentinel() && strings.Contains(err.Error(), "sentinels") && isRedisAuthErr(err):
 		// go-redis reports a Sentinel that refused it this way.
@@ -152,19 +154,14 @@ func redisCredentialVar(cfg config.Config, err error) string {
 		return "SECKILL_REDIS_PASSWORD"
 	case errors.As(err, &unknownCA):
 		return "SECKILL_REDIS_TLS_CA"
-	case errors.As(err, &record):
-		// A TLS client on a plain port, or the reverse.
-		return "SECKILL_REDIS_TLS"
 	}
 	return ""
 }
 
 // isRedisAuthErr reports Redis refusing the credentials: none given where
-// required (NOAUTH), wrong ones (WRONGPASS), or a password sent to a server
-// that has none.
-func isRedisAuthErr(err error) bool {
-	return redis.IsAuthError(err) || strings.Contains(err.Error(), "without any password configured")
-}
+// required (NOAUTH) or wrong ones (WRONGPASS). A password sent to a server
+// without one is accepted (its default user takes any password).
+func isRedisAuthErr(err error) bool { return redis.IsAuthError(err) }
 
 // Ready checks that the database and Redis answer.
 func (d *deps) Ready(ctx context.Context) error {
