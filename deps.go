@@ -75,11 +75,8 @@ func openDeps(ctx context.Context, cfg config.Config, log *slog.Logger) (*deps, 
 			}
 			addr, d.EmbeddedRedis = d.mini.Addr(), true
 		}
-		if d.EmbeddedRedis {
-			d.Redis = repository.NewRedisClient(addr, repository.RedisAuth{})
-		} else {
-			d.Redis = repository.NewRedisClient(addr, auth)
-		}
+		// auth is empty with the embedded Redis (config refuses it otherwise).
+		d.Redis = repository.NewRedisClient(addr, auth)
 		target = "SECKILL_REDIS_ADDR: " + addr
 	}
 	pctx, cancel := context.WithTimeout(ctx, 3*time.Second)
@@ -94,6 +91,8 @@ func openDeps(ctx context.Context, cfg config.Config, log *slog.Logger) (*deps, 
 		c := repository.NewRedlockNodeClient(a, auth)
 		d.owned = append(d.owned, c)
 		if err := repository.PingRedis(ctx, c); err != nil {
+			// A node down is an outage the lock tolerates; refused
+			// credentials are a configuration error.
 			if v := redisCredentialVar(cfg, err); v != "" {
 				d.Close(log)
 				return nil, fmt.Errorf("%s: refused by the Redlock node %s (SECKILL_REDLOCK_ADDRS): %v", v, a, err)
@@ -141,7 +140,8 @@ func redisStartErr(cfg config.Config, target string, err error) error {
 }
 
 // redisCredentialVar names the variable at fault when err is Redis
-// refusing the credentials or a failed TLS handshake, "" otherwise.
+// refusing the credentials or a certificate from an unknown CA, ""
+// otherwise.
 func redisCredentialVar(cfg config.Config, err error) string {
 	var unknownCA x509.UnknownAuthorityError
 	switch {
