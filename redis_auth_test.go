@@ -281,3 +281,31 @@ func TestRedisSentinelPassword(t *testing.T) {
 	_, err = authApp(t, vars("wrong", sentinelPW))
 	wantRefused(t, err, "SECKILL_REDIS_PASSWORD")
 }
+
+// TestRedisClusterPassword: the app starts on a Redis Cluster whose nodes
+// require a password and serves; a wrong password names
+// SECKILL_REDIS_PASSWORD.
+func TestRedisClusterPassword(t *testing.T) {
+	const pw = "cluster-pw"
+	protectedRedis(t, redisproc.Options{}) // skips without redis-server
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	c, err := redisproc.StartCluster(ctx, redisproc.ClusterOptions{Dir: t.TempDir(), Password: pw})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Close() })
+	addrs := strings.Join(c.Addrs(), ",")
+
+	a, err := authApp(t, map[string]string{"SECKILL_REDIS_CLUSTER_ADDRS": addrs, "SECKILL_REDIS_PASSWORD": pw})
+	if err != nil {
+		t.Fatalf("newApp: %v", err)
+	}
+	wantReady(t, a)
+	wantWorks(t, a.deps.Redis)
+
+	_, err = authApp(t, map[string]string{"SECKILL_REDIS_CLUSTER_ADDRS": addrs, "SECKILL_REDIS_PASSWORD": "wrong"})
+	wantRefused(t, err, "SECKILL_REDIS_PASSWORD")
+	_, err = authApp(t, map[string]string{"SECKILL_REDIS_CLUSTER_ADDRS": addrs})
+	wantRefused(t, err, "SECKILL_REDIS_PASSWORD")
+}
