@@ -419,7 +419,7 @@ func benchDelete(b *testing.B, v int64) {
 		}
 	}
 	_, redisAddr := integrationEnv(b)
-	rdb := repository.NewRedisClient(redisAddr)
+	rdb := repository.NewRedisClient(redisAddr, repository.RedisAuth{})
 	defer rdb.Close()
 	if err := rdb.Del(ctx, repository.StockKey(v), repository.BuyersKey(v), repository.VoucherKey(v),
 		repository.DuprejKey(v), repository.LiveKey(v)).Err(); err != nil {

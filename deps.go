@@ -2,6 +2,8 @@ package main
 
 import (
 	"context"
+	"crypto/x509"
+	"errors"
 	"fmt"
 	"log/slog"
 	"strings"
@@ -34,6 +36,10 @@ func openDB(ctx context.Context, cfg config.Config) (*repository.DB, error) {
 // openDeps opens the database and Redis (embedded ones when not configured)
 // and checks that each answers; an error names the variable at fault.
 func openDeps(ctx context.Context, cfg config.Config, log *slog.Logger) (*deps, error) {
+	auth, err := redisAuth(cfg)
+	if err != nil {
+		return nil, err
+	}
 	d := &deps{}
 	db, err := openDB(ctx, cfg)
 	if err != nil {
@@ -47,14 +53,14 @@ func openDeps(ctx context.Context, cfg config.Config, log *slog.Logger) (*deps, 
 		// nodes and sends each command to the master of its key's slot.
 		// Every script and MULTI of this service names the keys of one
 		// slot (repository/keys.go).
-		d.Redis = repository.NewClusterRedisClient(cfg.RedisClusterAddrs)
+		d.Redis = repository.NewClusterRedisClient(cfg.RedisClusterAddrs, auth)
 		target = "SECKILL_REDIS_CLUSTER_ADDRS: " + strings.Join(cfg.RedisClusterAddrs, ",")
 	case cfg.Sentinel():
 		// go-redis's failover client: the master found through the
 		// Sentinels and followed across failovers. It is a *redis.Client
 		// like the plain one, so every user of d.Redis (locks, ID worker,
 		// admission, stream consumers, reconciliation) works through it.
-		d.Redis = repository.NewSentinelRedisClient(cfg.RedisMaster, cfg.RedisSentinelAddrs)
+		d.Redis = repository.NewSentinelRedisClient(cfg.RedisMaster, cfg.RedisSentinelAddrs, auth)
 		target = fmt.Sprintf("SECKILL_REDIS_SENTINEL_ADDRS: master %q through the Sentinels %s",
 			cfg.RedisMaster, strings.Join(cfg.RedisSentinelAddrs, ","))
 	default:
@@ -69,20 +75,28 @@ func openDeps(ctx context.Context, cfg config.Config, log *slog.Logger) (*deps, 
 			}
 			addr, d.EmbeddedRedis = d.mini.Addr(), true
 		}
-		d.Redis = repository.NewRedisClient(addr)
+		// auth is empty with the embedded Redis (config refuses it otherwise).
+		d.Redis = repository.NewRedisClient(addr, auth)
 		target = "SECKILL_REDIS_ADDR: " + addr
 	}
 	pctx, cancel := context.WithTimeout(ctx, 3*time.Second)
 	defer cancel()
 	if err := d.Redis.Ping(pctx).Err(); err != nil {
 		d.Close(log)
-		return nil, fmt.Errorf("%s unreachable: %w", target, err)
+		return nil, redisStartErr(cfg, target, err)
 	}
-	// The Redlock nodes stay independent plain clients, Sentinel or not.
+	// The Redlock nodes stay independent plain clients, Sentinel or not,
+	// with the same credentials and TLS.
 	for _, a := range cfg.RedlockAddrs {
-		c := repository.NewRedlockNodeClient(a)
+		c := repository.NewRedlockNodeClient(a, auth)
 		d.owned = append(d.owned, c)
 		if err := repository.PingRedis(ctx, c); err != nil {
+			// A node down is an outage the lock tolerates; refused
+			// credentials are a configuration error.
+			if v := redisCredentialVar(cfg, err); v != "" {
+				d.Close(log)
+				return nil, fmt.Errorf("%s: refused by the Redlock node %s (SECKILL_REDLOCK_ADDRS): %v", v, a, err)
+			}
 			log.WarnContext(ctx, "redlock node unreachable at start", "addr", a, "err", err)
 		}
 		d.Nodes = append(d.Nodes, c)
@@ -95,6 +109,59 @@ func openDeps(ctx context.Context, cfg config.Config, log *slog.Logger) (*deps, 
 	}
 	return d, nil
 }
+
+// redisAuth is the credentials and TLS of every Redis client of cfg; it
+// reads SECKILL_REDIS_TLS_CA, once.
+func redisAuth(cfg config.Config) (repository.RedisAuth, error) {
+	t, err := cfg.RedisTLSConfig()
+	if err != nil {
+		return repository.RedisAuth{}, err
+	}
+	return repository.RedisAuth{
+		Username:         cfg.RedisUsername,
+		Password:         cfg.RedisPassword,
+		SentinelPassword: cfg.RedisSentinelPassword,
+		TLS:              t,
+	}, nil
+}
+
+// redisStartErr is the start-up error of a Redis that did not answer PING
+// at target: it names the credential or TLS variable when the server
+// refused those, the address variable otherwise.
+func redisStartErr(cfg config.Config, target string, err error) error {
+	if v := redisCredentialVar(cfg, err); v != "" {
+		return fmt.Errorf("%s: refused by Redis (%s): %v", v, target, err)
+	}
+	if cfg.RedisTLS {
+		// A TLS client on a plain port waits for a handshake that never comes.
+		return fmt.Errorf("%s unreachable over TLS (SECKILL_REDIS_TLS): %w", target, err)
+	}
+	return fmt.Errorf("%s unreachable: %w", target, err)
+}
+
+// redisCredentialVar names the variable at fault when err is Redis
+// refusing the credentials or a certificate from an unknown CA, ""
+// otherwise.
+func redisCredentialVar(cfg config.Config, err error) string {
+	var unknownCA x509.UnknownAuthorityError
+	switch {
+	case cfg.Sentinel() && strings.Contains(err.Error(), "sentinels") && isRedisAuthErr(err):
+		// go-redis reports a Sentinel that refused it this way.
+		return "SECKILL_REDIS_SENTINEL_PASSWORD"
+	case isRedisAuthErr(err) && cfg.RedisUsername != "":
+		return "SECKILL_REDIS_USERNAME/SECKILL_REDIS_PASSWORD"
+	case isRedisAuthErr(err):
+		return "SECKILL_REDIS_PASSWORD"
+	case errors.As(err, &unknownCA):
+		return "SECKILL_REDIS_TLS_CA"
+	}
+	return ""
+}
+
+// isRedisAuthErr reports Redis refusing the credentials: none given where
+// required (NOAUTH) or wrong ones (WRONGPASS). A password sent to a server
+// without one is accepted (its default user takes any password).
+func isRedisAuthErr(err error) bool { return redis.IsAuthError(err) }
 
 // Ready checks that the database and Redis answer.
 func (d *deps) Ready(ctx context.Context) error {

@@ -177,18 +177,18 @@ func sharedRedis(t testing.TB) redis.UniversalClient {
 	t.Helper()
 	v := redisVars(t)
 	if addrs := v["SECKILL_REDIS_CLUSTER_ADDRS"]; addrs != "" {
-		c := repository.NewClusterRedisClient(strings.Split(addrs, ","))
+		c := repository.NewClusterRedisClient(strings.Split(addrs, ","), repository.RedisAuth{})
 		t.Cleanup(func() { c.Close() })
 		return c
 	}
-	c := repository.NewRedisClient(v["SECKILL_REDIS_ADDR"])
+	c := repository.NewRedisClient(v["SECKILL_REDIS_ADDR"], repository.RedisAuth{})
 	t.Cleanup(func() { c.Close() })
 	return c
 }
 
 func testRedis(t *testing.T, addr string) *redis.Client {
 	t.Helper()
-	c := repository.NewRedisClient(addr)
+	c := repository.NewRedisClient(addr, repository.RedisAuth{})
 	t.Cleanup(func() { c.Close() })
 	return c
 }

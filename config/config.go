@@ -3,6 +3,8 @@
 package config
 
 import (
+	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -120,6 +122,18 @@ type Config struct {
 	// names the client address (SECKILL_TRUSTED_PROXIES, default none:
 	// the client is the connection's peer).
 	TrustedProxies []string
+	// The credentials and TLS of every Redis connection (single, Sentinel,
+	// Cluster and the Redlock nodes): SECKILL_REDIS_USERNAME (ACL user,
+	// empty = the default user), SECKILL_REDIS_PASSWORD, and for Sentinel
+	// the Sentinels' own SECKILL_REDIS_SENTINEL_PASSWORD.
+	RedisUsername         string
+	RedisPassword         string
+	RedisSentinelPassword string
+	// RedisTLS is SECKILL_REDIS_TLS, "on" or "off", default off; a
+	// SECKILL_REDIS_TLS_CA (RedisTLSCA: PEM file of the CA to trust instead
+	// of the system's) turns it on.
+	RedisTLS   bool
+	RedisTLSCA string
 }
 
 // Defaults of async mode that the zero values of Config stand for.
@@ -232,6 +246,21 @@ func Load(getenv func(string) string) (Config, error) {
 	c.RedisSentinelAddrs = list(getenv("SECKILL_REDIS_SENTINEL_ADDRS"))
 	str("SECKILL_REDIS_MASTER", &c.RedisMaster)
 	c.RedisClusterAddrs = list(getenv("SECKILL_REDIS_CLUSTER_ADDRS"))
+	str("SECKILL_REDIS_USERNAME", &c.RedisUsername)
+	// Passwords are taken as given: spaces may be part of them.
+	c.RedisPassword = getenv("SECKILL_REDIS_PASSWORD")
+	c.RedisSentinelPassword = getenv("SECKILL_REDIS_SENTINEL_PASSWORD")
+	switch v := strings.ToLower(strings.TrimSpace(getenv("SECKILL_REDIS_TLS"))); v {
+	case "", "off":
+	case "on":
+		c.RedisTLS = true
+	default:
+		errs = append(errs, fmt.Errorf("SECKILL_REDIS_TLS: %q is not on or off", v))
+	}
+	str("SECKILL_REDIS_TLS_CA", &c.RedisTLSCA)
+	if c.RedisTLSCA != "" {
+		c.RedisTLS = true
+	}
 	if v := strings.TrimSpace(getenv("SECKILL_STOCK_BUCKETS")); v != "" {
 		n, err := strconv.Atoi(v)
 		if err != nil || n < 1 || n > 16 {
@@ -357,6 +386,20 @@ func (c *Config) Validate() error {
 		if !validHostPort(a) {
 			errs = append(errs, fmt.Errorf("SECKILL_REDIS_SENTINEL_ADDRS: %q is not host:port", a))
 		}
+	}
+	if c.RedisUsername != "" && c.RedisPassword == "" {
+		errs = append(errs, errors.New("SECKILL_REDIS_PASSWORD: required with SECKILL_REDIS_USERNAME (an ACL user logs in with its password)"))
+	}
+	if c.RedisSentinelPassword != "" && !c.Sentinel() {
+		errs = append(errs, errors.New("SECKILL_REDIS_SENTINEL_PASSWORD: only with SECKILL_REDIS_SENTINEL_ADDRS"))
+	}
+	// The embedded Redis has neither a password nor TLS: refuse rather
+	// than ignore them.
+	if c.RedisPassword != "" && !c.RealRedis() {
+		errs = append(errs, errors.New("SECKILL_REDIS_PASSWORD: only with a real Redis (SECKILL_REDIS_ADDR, SECKILL_REDIS_SENTINEL_ADDRS or SECKILL_REDIS_CLUSTER_ADDRS)"))
+	}
+	if c.RedisTLS && !c.RealRedis() {
+		errs = append(errs, errors.New("SECKILL_REDIS_TLS: only with a real Redis (SECKILL_REDIS_ADDR, SECKILL_REDIS_SENTINEL_ADDRS or SECKILL_REDIS_CLUSTER_ADDRS)"))
 	}
 	if c.Sentinel() && c.RedisMaster == "" {
 		errs = append(errs, errors.New("SECKILL_REDIS_MASTER: required with SECKILL_REDIS_SENTINEL_ADDRS (the name the Sentinels monitor the master under)"))
@@ -488,6 +531,29 @@ func oneLine(errs []error) error {
 	return errors.New(strings.Join(msgs, "; "))
 }
 
+// RedisTLSConfig returns the TLS settings of every Redis connection, nil
+// when SECKILL_REDIS_TLS is off. It reads SECKILL_REDIS_TLS_CA: call it once
+// at start. The server name is left empty: crypto/tls then checks the
+// certificate against the host of each address dialled.
+func (c *Config) RedisTLSConfig() (*tls.Config, error) {
+	if !c.RedisTLS {
+		return nil, nil
+	}
+	t := &tls.Config{MinVersion: tls.VersionTLS12}
+	if c.RedisTLSCA == "" {
+		return t, nil // the system's CAs
+	}
+	pem, err := os.ReadFile(c.RedisTLSCA)
+	if err != nil {
+		return nil, fmt.Errorf("SECKILL_REDIS_TLS_CA: %v", err)
+	}
+	t.RootCAs = x509.NewCertPool()
+	if !t.RootCAs.AppendCertsFromPEM(pem) {
+		return nil, fmt.Errorf("SECKILL_REDIS_TLS_CA: no PEM certificate in %s", c.RedisTLSCA)
+	}
+	return t, nil
+}
+
 // Secret returns the JWT secret and whether it is the public development one.
 func (c *Config) Secret() (secret string, isDev bool) {
 	if c.JWTSecret == "" {
@@ -520,6 +586,12 @@ func (c Config) LogValue() slog.Value {
 	if c.Cluster() {
 		redisAddr = "(cluster)"
 	}
+	masked := func(s string) string {
+		if s == "" {
+			return ""
+		}
+		return "***"
+	}
 	return slog.GroupValue(
 		slog.String("http_addr", c.HTTPAddr),
 		slog.String("mysql_dsn", orEmbedded(dsn)),
@@ -527,6 +599,11 @@ func (c Config) LogValue() slog.Value {
 		slog.Any("redis_sentinel_addrs", c.RedisSentinelAddrs),
 		slog.String("redis_master", c.RedisMaster),
 		slog.Any("redis_cluster_addrs", c.RedisClusterAddrs),
+		slog.String("redis_username", c.RedisUsername),
+		slog.String("redis_password", masked(c.RedisPassword)),
+		slog.String("redis_sentinel_password", masked(c.RedisSentinelPassword)),
+		slog.Bool("redis_tls", c.RedisTLS),
+		slog.String("redis_tls_ca", c.RedisTLSCA),
 		slog.Int("stock_buckets", max(c.StockBuckets, 1)),
 		slog.String("lock_mode", c.LockMode),
 		slog.String("lock_ttl", c.LockTTL.String()),

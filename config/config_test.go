@@ -2,11 +2,18 @@ package config
 
 import (
 	"bytes"
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/pem"
 	"log/slog"
+	"os"
+	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
 	"time"
+
+	"seckill/internal/testcert"
 )
 
 // env returns a getenv over m.
@@ -178,6 +185,11 @@ func TestInvalid(t *testing.T) {
 		{"HTTP address without port", map[string]string{"SECKILL_HTTP_ADDR": "8080"}, "SECKILL_HTTP_ADDR"},
 		{"unknown order mode", map[string]string{"SECKILL_ORDER_MODE": "batch"}, "SECKILL_ORDER_MODE"},
 		{"fencing yes", map[string]string{"SECKILL_FENCING": "yes"}, "SECKILL_FENCING"},
+		{"Redis TLS yes", map[string]string{"SECKILL_REDIS_ADDR": "127.0.0.1:6379", "SECKILL_ENV": "development", "SECKILL_REDIS_TLS": "yes"}, "SECKILL_REDIS_TLS"},
+		{"Redis TLS on embedded Redis", map[string]string{"SECKILL_REDIS_TLS": "on"}, "SECKILL_REDIS_TLS"},
+		{"Redis password on embedded Redis", map[string]string{"SECKILL_REDIS_PASSWORD": "pw"}, "SECKILL_REDIS_PASSWORD"},
+		{"Redis user without password", map[string]string{"SECKILL_REDIS_ADDR": "127.0.0.1:6379", "SECKILL_ENV": "development", "SECKILL_REDIS_USERNAME": "app"}, "SECKILL_REDIS_PASSWORD"},
+		{"Sentinel password without Sentinels", map[string]string{"SECKILL_REDIS_ADDR": "127.0.0.1:6379", "SECKILL_ENV": "development", "SECKILL_REDIS_SENTINEL_PASSWORD": "pw"}, "SECKILL_REDIS_SENTINEL_PASSWORD"},
 		{"unknown env", map[string]string{"SECKILL_ENV": "prod"}, "SECKILL_ENV"},
 		{"production without secret", map[string]string{"SECKILL_ENV": "production"}, "SECKILL_JWT_SECRET"},
 		{"dev delay in production", map[string]string{"SECKILL_MYSQL_DSN": realDSN, "SECKILL_REDIS_ADDR": realRedis, "SECKILL_JWT_SECRET": testSecret, "SECKILL_DEV_CRITICAL_DELAY": "1s"}, "SECKILL_DEV_CRITICAL_DELAY"},
@@ -265,6 +277,26 @@ func TestLogValueMasksSecrets(t *testing.T) {
 			},
 			wantIn:  []string{`seckill:***@tcp(127.0.0.1:3306)/seckill`, `"jwt_secret":"***"`, `"redis_addr":"127.0.0.1:6379"`, `"lock_mode":"lua"`},
 			wantNot: []string{"hunter2", "jwt-very-secret"},
+		},
+		{
+			name: "Redis passwords",
+			env: map[string]string{
+				"SECKILL_REDIS_SENTINEL_ADDRS":    "127.0.0.1:26379",
+				"SECKILL_REDIS_MASTER":            "seckill",
+				"SECKILL_REDIS_USERNAME":          "app",
+				"SECKILL_REDIS_PASSWORD":          "redis-pa55",
+				"SECKILL_REDIS_SENTINEL_PASSWORD": "sentinel-pa55",
+				"SECKILL_REDIS_TLS_CA":            "/etc/redis/ca.pem",
+				"SECKILL_ENV":                     "development",
+			},
+			wantIn:  []string{`"redis_username":"app"`, `"redis_password":"***"`, `"redis_sentinel_password":"***"`, `"redis_tls":true`, `"redis_tls_ca":"/etc/redis/ca.pem"`},
+			wantNot: []string{"redis-pa55", "sentinel-pa55"},
+		},
+		{
+			name:    "no Redis password",
+			env:     map[string]string{"SECKILL_REDIS_ADDR": "127.0.0.1:6379", "SECKILL_ENV": "development"},
+			wantIn:  []string{`"redis_password":""`, `"redis_tls":false`},
+			wantNot: []string{`"***"`},
 		},
 		{
 			name:    "embedded and development secret",
@@ -608,5 +640,118 @@ func TestListenAddressDefault(t *testing.T) {
 				t.Errorf("HTTPAddr: got %q, want %q", c.HTTPAddr, tt.want)
 			}
 		})
+	}
+}
+
+// TestRedisAuth: the Redis credentials are read as given, SECKILL_REDIS_TLS
+// is on or off, and a CA file turns TLS on.
+func TestRedisAuth(t *testing.T) {
+	base := map[string]string{"SECKILL_REDIS_ADDR": "127.0.0.1:6379", "SECKILL_ENV": "development"}
+	with := func(m map[string]string) map[string]string {
+		out := map[string]string{}
+		for k, v := range base {
+			out[k] = v
+		}
+		for k, v := range m {
+			out[k] = v
+		}
+		return out
+	}
+	c, err := Load(env(with(map[string]string{"SECKILL_REDIS_USERNAME": " app ", "SECKILL_REDIS_PASSWORD": " pa ss "})))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.RedisUsername != "app" || c.RedisPassword != " pa ss " || c.RedisTLS || c.RedisTLSCA != "" {
+		t.Errorf("got user %q, password %q, TLS %v, CA %q; want app, \" pa ss \" (as given), off, none",
+			c.RedisUsername, c.RedisPassword, c.RedisTLS, c.RedisTLSCA)
+	}
+	for _, tt := range []struct {
+		tls, ca string
+		want    bool
+	}{{"", "", false}, {"off", "", false}, {"OFF", "", false}, {"on", "", true}, {" On ", "", true}, {"", "/ca.pem", true}, {"off", "/ca.pem", true}} {
+		c, err := Load(env(with(map[string]string{"SECKILL_REDIS_TLS": tt.tls, "SECKILL_REDIS_TLS_CA": tt.ca})))
+		if err != nil {
+			t.Errorf("SECKILL_REDIS_TLS=%q SECKILL_REDIS_TLS_CA=%q: got %v, want nil", tt.tls, tt.ca, err)
+			continue
+		}
+		if c.RedisTLS != tt.want {
+			t.Errorf("SECKILL_REDIS_TLS=%q SECKILL_REDIS_TLS_CA=%q: got TLS %v, want %v", tt.tls, tt.ca, c.RedisTLS, tt.want)
+		}
+	}
+	c, err = Load(env(with(map[string]string{
+		"SECKILL_REDIS_ADDR": "", "SECKILL_REDIS_SENTINEL_ADDRS": "127.0.0.1:26379", "SECKILL_REDIS_MASTER": "m",
+		"SECKILL_REDIS_SENTINEL_PASSWORD": "sp",
+	})))
+	if err != nil || c.RedisSentinelPassword != "sp" {
+		t.Errorf("Sentinel password: got %q, %v, want sp, nil", c.RedisSentinelPassword, err)
+	}
+}
+
+// TestRedisTLSConfig: the TLS settings trust the CA of SECKILL_REDIS_TLS_CA
+// (the system's without it), require TLS 1.2, and a CA file that cannot be
+// read or holds no certificate is an error naming the variable.
+func TestRedisTLSConfig(t *testing.T) {
+	off := Config{}
+	if tc, err := off.RedisTLSConfig(); tc != nil || err != nil {
+		t.Errorf("TLS off: got %v, %v, want nil, nil", tc, err)
+	}
+	system := Config{RedisTLS: true}
+	tc, err := system.RedisTLSConfig()
+	if err != nil || tc == nil || tc.RootCAs != nil || tc.MinVersion != tls.VersionTLS12 || tc.ServerName != "" {
+		t.Errorf("TLS on without CA: got %+v, %v, want the system's CAs, TLS 1.2, no server name", tc, err)
+	}
+
+	dir := t.TempDir()
+	files, err := testcert.Write(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := Config{RedisTLS: true, RedisTLSCA: files.CA}
+	tc, err = c.RedisTLSConfig()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tc.MinVersion != tls.VersionTLS12 || tc.InsecureSkipVerify || tc.ServerName != "" {
+		t.Errorf("got MinVersion %x, InsecureSkipVerify %v, ServerName %q, want TLS 1.2, false, empty", tc.MinVersion, tc.InsecureSkipVerify, tc.ServerName)
+	}
+	// The server certificate verifies against RootCAs, and only them.
+	pemBytes, err := os.ReadFile(files.Cert)
+	if err != nil {
+		t.Fatal(err)
+	}
+	block, _ := pem.Decode(pemBytes)
+	cert, err := x509.ParseCertificate(block.Bytes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cert.Verify(x509.VerifyOptions{Roots: tc.RootCAs, DNSName: "127.0.0.1"}); err != nil {
+		t.Errorf("server certificate against RootCAs: %v, want verified", err)
+	}
+	other, err := testcert.Write(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	oc, err := (&Config{RedisTLS: true, RedisTLSCA: other.CA}).RedisTLSConfig()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cert.Verify(x509.VerifyOptions{Roots: oc.RootCAs}); err == nil {
+		t.Error("server certificate against another CA: verified, want an error")
+	}
+
+	noCert := filepath.Join(dir, "empty.pem")
+	if err := os.WriteFile(noCert, []byte("not a certificate\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for name, path := range map[string]string{
+		"missing file":   filepath.Join(dir, "missing.pem"),
+		"no certificate": noCert,
+		"private key":    files.Key,
+		"directory":      dir,
+	} {
+		_, err := (&Config{RedisTLS: true, RedisTLSCA: path}).RedisTLSConfig()
+		if err == nil || !strings.HasPrefix(err.Error(), "SECKILL_REDIS_TLS_CA: ") || strings.Contains(err.Error(), "\n") {
+			t.Errorf("%s: got %v, want one line starting with SECKILL_REDIS_TLS_CA:", name, err)
+		}
 	}
 }

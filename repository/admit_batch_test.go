@@ -175,7 +175,7 @@ func admitBatch(t *testing.T, r *admitRig, ctx context.Context, oids []int64, us
 func TestAdmitPipelineCut(t *testing.T) {
 	const cutAfter = 2
 	r := newAdmitRig(t, func(string) *redis.Client {
-		return NewRedisClient(startPipeProxy(t, os.Getenv("SECKILL_REDIS_ADDR"), cutAfter, 0).ln.Addr().String())
+		return NewRedisClient(startPipeProxy(t, os.Getenv("SECKILL_REDIS_ADDR"), cutAfter, 0).ln.Addr().String(), RedisAuth{})
 	})
 	ctx := context.Background()
 
@@ -230,7 +230,7 @@ func TestAdmitPipelineReplyAndCommandLost(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			r := newAdmitRig(t, NewRedisClient)
+			r := newAdmitRig(t, serviceClient)
 			ctx := context.Background()
 			if tt.loseCmd {
 				r.p.LoseCommand("evalsha")
@@ -261,7 +261,7 @@ func TestAdmitPipelineReplyAndCommandLost(t *testing.T) {
 // admission waits for a round trip is answered at once, and its admission
 // is never sent.
 func TestAdmitDeadlineWhileQueued(t *testing.T) {
-	r := newAdmitRig(t, NewRedisClient)
+	r := newAdmitRig(t, serviceClient)
 	b := &r.a.batch
 	b.mu.Lock()
 	b.inFlight = admitInFlight // every round trip busy
@@ -294,7 +294,7 @@ func TestAdmitDeadlineWhileQueued(t *testing.T) {
 // by the settlement: the admission ran, so it is admitted, once.
 func TestAdmitDeadlineInFlight(t *testing.T) {
 	r := newAdmitRig(t, func(string) *redis.Client {
-		return NewRedisClient(startPipeProxy(t, os.Getenv("SECKILL_REDIS_ADDR"), -1, 2*time.Second).ln.Addr().String())
+		return NewRedisClient(startPipeProxy(t, os.Getenv("SECKILL_REDIS_ADDR"), -1, 2*time.Second).ln.Addr().String(), RedisAuth{})
 	})
 	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
 	defer cancel()
@@ -319,7 +319,7 @@ func TestAdmitDeadlineInFlight(t *testing.T) {
 // with the admissions it carries: 1 for an admission sent alone, the
 // pipeline's size for queued ones.
 func TestAdmitPipelineObserved(t *testing.T) {
-	r := newAdmitRig(t, NewRedisClient)
+	r := newAdmitRig(t, serviceClient)
 	var mu sync.Mutex
 	var seen []int
 	r.a.ObservePipelines(func(n int) {

@@ -28,6 +28,9 @@ type admitRig struct {
 	vid    int64
 }
 
+// serviceClient is NewRedisClient on a server without a password.
+func serviceClient(addr string) *redis.Client { return NewRedisClient(addr, RedisAuth{}) }
+
 // newAdmitRig skips without SECKILL_REDIS_ADDR. client builds the
 // Admission's client for the proxy's address.
 func newAdmitRig(t *testing.T, client func(addr string) *redis.Client) *admitRig {
@@ -40,7 +43,7 @@ func newAdmitRig(t *testing.T, client func(addr string) *redis.Client) *admitRig
 		t.Skip("SECKILL_REDIS_ADDR is empty; set it to run this test against a real Redis")
 	}
 	ctx := context.Background()
-	direct := NewRedisClient(addr)
+	direct := NewRedisClient(addr, RedisAuth{})
 	t.Cleanup(func() { direct.Close() })
 	// Cached on the server, so the first EVALSHA through the proxy runs.
 	for _, sc := range []*redis.Script{lua.Seckill, lua.SeckillSettle} {
@@ -96,7 +99,7 @@ func (r *admitRig) admissions(t *testing.T, want int64) {
 // one admission. Before, go-redis's retry of the EVALSHA found the user
 // among the buyers and the admitted order was answered DUPLICATE_ORDER.
 func TestAdmitReplyLost(t *testing.T) {
-	r := newAdmitRig(t, NewRedisClient)
+	r := newAdmitRig(t, serviceClient)
 	ctx := context.Background()
 	oid := r.orderID(t)
 	r.p.LoseReply("evalsha", nil)
@@ -168,7 +171,7 @@ func TestAdmitCommandLost(t *testing.T) {
 // unavailable with the order id void in Redis, and the service reads the
 // database before answering (TestAsyncBuyAmbiguousAdmission).
 func TestAdmitReplyLostAfterWrite(t *testing.T) {
-	r := newAdmitRig(t, NewRedisClient)
+	r := newAdmitRig(t, serviceClient)
 	ctx := context.Background()
 	oid := r.orderID(t)
 	r.p.LoseReply("evalsha", func() { r.direct.Del(context.Background(), OrderInfoKey(VoucherShard(r.vid), oid)) })

@@ -17,7 +17,7 @@ func TestIdentity(t *testing.T) {
 		}
 		t.Skip("SECKILL_REDIS_ADDR not set")
 	}
-	rdb := NewRedisClient(addr)
+	rdb := NewRedisClient(addr, RedisAuth{})
 	defer rdb.Close()
 	ctx := context.Background()
 	a := NewAdmission(rdb)

@@ -21,7 +21,7 @@ func liveBackends(t *testing.T) map[string]*redis.Client {
 	m := miniredis.RunT(t)
 	out := map[string]*redis.Client{"miniredis": redis.NewClient(&redis.Options{Addr: m.Addr()})}
 	if addr := os.Getenv("SECKILL_REDIS_ADDR"); addr != "" {
-		out["redis"] = NewRedisClient(addr)
+		out["redis"] = NewRedisClient(addr, RedisAuth{})
 	}
 	for _, c := range out {
 		t.Cleanup(func() { c.Close() })

@@ -2,6 +2,7 @@ package repository
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -25,22 +26,42 @@ const (
 	redisDialerRetries = 2
 )
 
+// RedisAuth are the credentials and TLS settings of every Redis client of
+// the service: plain, Sentinel, Cluster and the Redlock nodes. The zero
+// value is the default user without a password, over plain TCP.
+type RedisAuth struct {
+	Username string // ACL user; empty = the default user
+	Password string
+	// SentinelPassword is the Sentinels' own password (their
+	// requirepass); only the Sentinel client uses it.
+	SentinelPassword string
+	// TLS, when set, is used for every connection, to the Sentinels too.
+	// With an empty ServerName, crypto/tls checks the certificate against
+	// the dialled host.
+	TLS *tls.Config
+}
+
 // serviceOptions are the settings of the service's Redis client, whichever
 // way it reaches Redis: timeouts short enough that a dead Redis turns into
-// 503 within the request deadline, and the request deadline bounding every
-// call. Simple() and Failover() turn them into the plain or the Sentinel
-// client's options, so that both clients are configured in one place.
-func serviceOptions(addrs []string, master string) *redis.UniversalOptions {
+// 503 within the request deadline, the request deadline bounding every
+// call, and auth's credentials and TLS. Simple(), Failover() and Cluster()
+// turn them into each client's options, so that every client is
+// configured in one place.
+func serviceOptions(addrs []string, master string, auth RedisAuth) *redis.UniversalOptions {
 	return &redis.UniversalOptions{
-		Addrs:         addrs,
-		MasterName:    master,
-		DialTimeout:   redisDialTimeout,
-		ReadTimeout:   redisIOTimeout,
-		WriteTimeout:  redisIOTimeout,
-		PoolSize:      redisPoolSize,
-		MinIdleConns:  redisMinIdleConns,
-		MaxRetries:    redisMaxRetries,
-		DialerRetries: redisDialerRetries,
+		Addrs:            addrs,
+		MasterName:       master,
+		Username:         auth.Username,
+		Password:         auth.Password,
+		SentinelPassword: auth.SentinelPassword,
+		TLSConfig:        auth.TLS,
+		DialTimeout:      redisDialTimeout,
+		ReadTimeout:      redisIOTimeout,
+		WriteTimeout:     redisIOTimeout,
+		PoolSize:         redisPoolSize,
+		MinIdleConns:     redisMinIdleConns,
+		MaxRetries:       redisMaxRetries,
+		DialerRetries:    redisDialerRetries,
 		// The request deadline bounds Redis calls too, not only ReadTimeout.
 		ContextTimeoutEnabled: true,
 	}
@@ -48,8 +69,8 @@ func serviceOptions(addrs []string, master string) *redis.UniversalOptions {
 
 // NewRedisClient returns a go-redis client for addr with the service's
 // settings (serviceOptions).
-func NewRedisClient(addr string) *redis.Client {
-	return redis.NewClient(serviceOptions([]string{addr}, "").Simple())
+func NewRedisClient(addr string, auth RedisAuth) *redis.Client {
+	return redis.NewClient(serviceOptions([]string{addr}, "", auth).Simple())
 }
 
 // NewSentinelRedisClient returns go-redis's failover client for the master
@@ -58,8 +79,8 @@ func NewRedisClient(addr string) *redis.Client {
 // asks the Sentinels for the master's address when it dials, and on a
 // failover (+switch-master) it drops its connections to the old master, so
 // every user of the client follows the master without knowing.
-func NewSentinelRedisClient(master string, sentinelAddrs []string) *redis.Client {
-	return redis.NewFailoverClient(serviceOptions(sentinelAddrs, master).Failover())
+func NewSentinelRedisClient(master string, sentinelAddrs []string, auth RedisAuth) *redis.Client {
+	return redis.NewFailoverClient(serviceOptions(sentinelAddrs, master, auth).Failover())
 }
 
 // NewClusterRedisClient returns go-redis's Redis Cluster client, which
@@ -70,8 +91,8 @@ func NewSentinelRedisClient(master string, sentinelAddrs []string) *redis.Client
 // MOVED, so without it the client kept sending to the dead master for up
 // to a minute after its replica was promoted (seen in
 // internal/redisproc's TestCluster).
-func NewClusterRedisClient(addrs []string) *redis.ClusterClient {
-	o := serviceOptions(addrs, "").Cluster()
+func NewClusterRedisClient(addrs []string, auth RedisAuth) *redis.ClusterClient {
+	o := serviceOptions(addrs, "", auth).Cluster()
 	o.ClusterStateReloadInterval = clusterReload
 	return redis.NewClusterClient(o)
 }
@@ -82,17 +103,16 @@ const clusterReload = time.Second
 // NewRedlockNodeClient returns a client for one independent Redlock/MultiLock
 // node: no command retries and a single dial attempt, so a dead node costs
 // one refused dial, not half a second of redials, on every lock attempt.
-func NewRedlockNodeClient(addr string) *redis.Client {
-	return redis.NewClient(&redis.Options{
-		Addr:                  addr,
-		DialTimeout:           500 * time.Millisecond,
-		ReadTimeout:           time.Second,
-		WriteTimeout:          time.Second,
-		PoolSize:              128,
-		MaxRetries:            -1,
-		DialerRetries:         1,
-		ContextTimeoutEnabled: true,
-	})
+// The nodes take the service's credentials and TLS: they are deployed and
+// secured like its Redis, and separate secrets per node would be more
+// settings for no gain.
+func NewRedlockNodeClient(addr string, auth RedisAuth) *redis.Client {
+	o := serviceOptions([]string{addr}, "", auth).Simple()
+	o.DialTimeout = 500 * time.Millisecond
+	o.MinIdleConns = 0
+	o.MaxRetries = -1
+	o.DialerRetries = 1
+	return redis.NewClient(o)
 }
 
 // PingRedis checks that the client answers; the error names the address.

@@ -55,7 +55,7 @@ func TestSlotAgreesWithCluster(t *testing.T) {
 	if addrs == "" {
 		t.Skip("SECKILL_TEST_CLUSTER_ADDRS not set")
 	}
-	c := NewClusterRedisClient(strings.Split(addrs, ","))
+	c := NewClusterRedisClient(strings.Split(addrs, ","), RedisAuth{})
 	defer c.Close()
 	for i := range Shards {
 		for _, k := range []string{StreamKey(i), StockKey(int64(i)), "lock:order:" + ShardTag(i)} {

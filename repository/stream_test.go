@@ -22,10 +22,10 @@ func testClients(t *testing.T) map[string]redis.UniversalClient {
 	m := miniredis.RunT(t)
 	clients := map[string]redis.UniversalClient{"miniredis": redis.NewClient(&redis.Options{Addr: m.Addr()})}
 	if addr := os.Getenv("SECKILL_REDIS_ADDR"); addr != "" {
-		clients["redis"] = NewRedisClient(addr)
+		clients["redis"] = NewRedisClient(addr, RedisAuth{})
 	}
 	if addrs := os.Getenv("SECKILL_TEST_CLUSTER_ADDRS"); addrs != "" {
-		clients["cluster"] = NewClusterRedisClient(strings.Split(addrs, ","))
+		clients["cluster"] = NewClusterRedisClient(strings.Split(addrs, ","), RedisAuth{})
 	}
 	for _, c := range clients {
 		t.Cleanup(func() { c.Close() })

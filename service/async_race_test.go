@@ -53,7 +53,7 @@ func newRaceEnv(t *testing.T) *raceEnv {
 	if err := db.Migrate(ctx); err != nil {
 		t.Fatal(err)
 	}
-	rdb := repository.NewRedisClient(addr)
+	rdb := repository.NewRedisClient(addr, repository.RedisAuth{})
 	sfx := rand.Text()[:10]
 	e := &raceEnv{rdb: rdb, db: db, orders: repository.NewOrders(db),
 		stream: "test:race:stream:" + sfx, dlq: "test:race:dlq:" + sfx}

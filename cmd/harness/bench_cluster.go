@@ -85,7 +85,7 @@ func (b *bench) clusterRuns() {
 	if addrs == "" || len(set) == 0 || !b.cfg.wantAsync() {
 		return
 	}
-	cc := repository.NewClusterRedisClient(strings.Split(addrs, ","))
+	cc := repository.NewClusterRedisClient(strings.Split(addrs, ","), repository.RedisAuth{})
 	defer cc.Close()
 	nodes, err := b.clusterNodes(cc)
 	if err != nil {

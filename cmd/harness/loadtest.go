@@ -440,7 +440,7 @@ func (l *loadtest) run() (ltResult, error) {
 	defer db.Close()
 	rdb := openRedis(l.RedisAddr)
 	if l.Cluster {
-		rdb = repository.NewClusterRedisClient(strings.Split(l.ClusterAddrs, ","))
+		rdb = repository.NewClusterRedisClient(strings.Split(l.ClusterAddrs, ","), repository.RedisAuth{})
 	}
 	defer rdb.Close()
 

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"os"
 	"os/exec"
 	"strings"
 	"time"
@@ -27,6 +28,8 @@ type ClusterOptions struct {
 	// Log receives one line per process started and killed. Default:
 	// discard.
 	Log *slog.Logger
+	// Password is every node's requirepass and masterauth. Default: none.
+	Password string
 }
 
 // Cluster is a Redis Cluster of private nodes on loopback ports.
@@ -34,7 +37,8 @@ type Cluster struct {
 	// Nodes are every node, the masters first (as created: Nodes[i] the
 	// master of the i-th slot range), then the replicas. After a failover
 	// a replica is the master of its range (Master tells).
-	Nodes []*Server
+	Nodes    []*Server
+	password string
 }
 
 // StartCluster starts the nodes, creates the cluster with redis-cli
@@ -52,7 +56,7 @@ func StartCluster(ctx context.Context, o ClusterOptions) (c *Cluster, err error)
 	if _, err := exec.LookPath("redis-cli"); err != nil {
 		return nil, fmt.Errorf("redisproc: redis-cli (Debian package redis-tools) is needed to create a cluster: %w", err)
 	}
-	c = &Cluster{}
+	c = &Cluster{password: o.Password}
 	defer func() {
 		if err != nil {
 			err = errors.Join(err, c.Close())
@@ -61,8 +65,11 @@ func StartCluster(ctx context.Context, o ClusterOptions) (c *Cluster, err error)
 	}()
 	args := []string{"--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf",
 		"--cluster-node-timeout", fmt.Sprint(o.NodeTimeout.Milliseconds())}
+	if o.Password != "" {
+		args = append(args, "--requirepass", o.Password, "--masterauth", o.Password)
+	}
 	for range o.Masters * (1 + o.Replicas) {
-		n, err := Start(ctx, Options{Dir: o.Dir, Args: args, Log: o.Log})
+		n, err := Start(ctx, Options{Dir: o.Dir, Args: args, Log: o.Log, Password: o.Password})
 		if err != nil {
 			return c, err
 		}
@@ -75,7 +82,11 @@ func StartCluster(ctx context.Context, o ClusterOptions) (c *Cluster, err error)
 	create = append(create, "--cluster-replicas", fmt.Sprint(o.Replicas), "--cluster-yes")
 	cctx, cancel := bounded(ctx)
 	defer cancel()
-	if out, err := exec.CommandContext(cctx, "redis-cli", create...).CombinedOutput(); err != nil {
+	cli := exec.CommandContext(cctx, "redis-cli", create...)
+	if o.Password != "" {
+		cli.Env = append(os.Environ(), "REDISCLI_AUTH="+o.Password) // not on the command line
+	}
+	if out, err := cli.CombinedOutput(); err != nil {
 		return c, fmt.Errorf("redisproc: redis-cli --cluster create: %w: %s", err, tailOf(string(out), 400))
 	}
 	return c, c.WaitHealthy(ctx)
@@ -98,7 +109,7 @@ func (c *Cluster) WaitHealthy(ctx context.Context) error {
 			if !n.Running() {
 				continue
 			}
-			info, err := clusterInfo(ctx, n.Addr())
+			info, err := c.clusterInfo(ctx, n.Addr())
 			if err != nil {
 				return err
 			}
@@ -120,7 +131,7 @@ func (c *Cluster) MasterOfSlot(ctx context.Context, slot int) (*Server, error) {
 		if !n.Running() {
 			continue
 		}
-		cl := redis.NewClient(quick(n.Addr()))
+		cl := c.client(n.Addr())
 		nodes, err := cl.ClusterNodes(ctx).Result()
 		cl.Close()
 		if err != nil {
@@ -163,9 +174,17 @@ func (c *Cluster) Close() error {
 	return errors.Join(errs...)
 }
 
+// client is a quick client of the node at addr, with the cluster's
+// password.
+func (c *Cluster) client(addr string) *redis.Client {
+	o := quick(addr)
+	o.Password = c.password
+	return redis.NewClient(o)
+}
+
 // clusterInfo is CLUSTER INFO of the node at addr as a map.
-func clusterInfo(ctx context.Context, addr string) (map[string]string, error) {
-	cl := redis.NewClient(quick(addr))
+func (c *Cluster) clusterInfo(ctx context.Context, addr string) (map[string]string, error) {
+	cl := c.client(addr)
 	defer cl.Close()
 	s, err := cl.ClusterInfo(ctx).Result()
 	if err != nil {

@@ -21,6 +21,7 @@ package redisproc
 import (
 	"bufio"
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -74,6 +75,15 @@ type Options struct {
 	Bin string
 	// Log receives one line per start, kill and restart. Default: discard.
 	Log *slog.Logger
+	// Username and Password, when Password is set, are sent with AUTH
+	// before the readiness PING: give the same password in Args
+	// (--requirepass, or a --user line). Default: no AUTH.
+	Username, Password string
+	// TLS, when set, makes Port a TLS port (--tls-port, no plain port) and
+	// the readiness PING goes over TLS with it. Args must name the
+	// server's certificate files (--tls-cert-file, --tls-key-file,
+	// --tls-ca-cert-file). Default: plain TCP.
+	TLS *tls.Config
 }
 
 // Server is one redis-server process that this package started. Its
@@ -97,6 +107,7 @@ func Start(ctx context.Context, o Options) (*Server, error) {
 	s := &Server{opts: o}
 	p, err := startProc(ctx, procSpec{
 		kind: "redis-server", bin: o.Bin, dir: o.Dir, port: o.Port, log: o.Log,
+		ping: PingOptions{Username: o.Username, Password: o.Password, TLS: o.TLS},
 		args: func(dir string, port int) ([]string, error) { return s.args(dir, port, o.ReplicaOf), nil },
 	})
 	if err != nil {
@@ -108,12 +119,16 @@ func Start(ctx context.Context, o Options) (*Server, error) {
 
 // args is the command line of the server on port, in dir.
 func (s *Server) args(dir string, port int, replicaOf string) []string {
-	a := []string{
-		"--port", strconv.Itoa(port), "--bind", "127.0.0.1", "--protected-mode", "no",
+	ports := []string{"--port", strconv.Itoa(port)}
+	if s.opts.TLS != nil {
+		ports = []string{"--port", "0", "--tls-port", strconv.Itoa(port)}
+	}
+	a := append(ports,
+		"--bind", "127.0.0.1", "--protected-mode", "no",
 		"--dir", dir, "--logfile", filepath.Join(dir, "redis.log"), "--daemonize", "no",
 		"--save", "", "--appendonly", "no",
 		"--repl-diskless-sync", "yes", "--repl-diskless-sync-delay", "0",
-	}
+	)
 	if replicaOf != "" {
 		host, port, _ := net.SplitHostPort(replicaOf)
 		a = append(a, "--replicaof", host, port)
@@ -172,6 +187,7 @@ type procSpec struct {
 	dir  string // parent of the process's own directory
 	port int    // 0: a free one
 	log  *slog.Logger
+	ping PingOptions // of the readiness PING
 	// args returns the command line for the process in dir on port
 	// (writing whatever file it needs there).
 	args func(dir string, port int) ([]string, error)
@@ -184,6 +200,7 @@ type proc struct {
 	dir       string // the process's own working directory
 	port      int
 	log       *slog.Logger
+	ping      PingOptions
 
 	mu     sync.Mutex
 	cmd    *exec.Cmd
@@ -221,7 +238,7 @@ func startProc(ctx context.Context, spec procSpec) (*proc, error) {
 		if err != nil {
 			return nil, err
 		}
-		p := &proc{kind: spec.kind, bin: spec.bin, dir: dir, port: port, log: log}
+		p := &proc{kind: spec.kind, bin: spec.bin, dir: dir, port: port, log: log, ping: spec.ping}
 		if lastErr = p.run(ctx, args); lastErr == nil {
 			return p, nil
 		}
@@ -285,7 +302,7 @@ func (p *proc) waitReady(ctx context.Context) error {
 	exited := p.exited
 	p.mu.Unlock()
 	for {
-		err := Ping(ctx, p.addr())
+		err := PingWith(ctx, p.addr(), p.ping)
 		if err == nil {
 			return nil
 		}
@@ -374,10 +391,29 @@ func (p *proc) tail() string {
 // Ping sends PING to the Redis server or Sentinel at addr on a fresh
 // connection and returns nil when it answers PONG.
 func Ping(ctx context.Context, addr string) error {
+	return PingWith(ctx, addr, PingOptions{})
+}
+
+// PingOptions are how PingWith connects: AUTH first when Password is set,
+// and TLS when TLS is set.
+type PingOptions struct {
+	Username, Password string
+	TLS                *tls.Config
+}
+
+// PingWith is Ping with AUTH and TLS as o says.
+func PingWith(ctx context.Context, addr string, o PingOptions) error {
 	ctx, cancel := context.WithTimeout(ctx, time.Second)
 	defer cancel()
-	var d net.Dialer
-	conn, err := d.DialContext(ctx, "tcp", addr)
+	var conn net.Conn
+	var err error
+	if o.TLS != nil {
+		d := tls.Dialer{Config: o.TLS}
+		conn, err = d.DialContext(ctx, "tcp", addr)
+	} else {
+		var d net.Dialer
+		conn, err = d.DialContext(ctx, "tcp", addr)
+	}
 	if err != nil {
 		return err
 	}
@@ -387,15 +423,39 @@ func Ping(ctx context.Context, addr string) error {
 			return err
 		}
 	}
-	if _, err := io.WriteString(conn, "PING\r\n"); err != nil {
+	r := bufio.NewReader(conn)
+	if o.Password != "" {
+		args := []string{"AUTH", o.Password}
+		if o.Username != "" {
+			args = []string{"AUTH", o.Username, o.Password}
+		}
+		if err := command(conn, r, "+OK", args...); err != nil {
+			return fmt.Errorf("AUTH %s: %w", addr, err)
+		}
+	}
+	if err := command(conn, r, "+PONG", "PING"); err != nil {
+		return fmt.Errorf("PING %s: %w", addr, err)
+	}
+	return nil
+}
+
+// command sends args as a RESP array and checks that the reply line is
+// want.
+func command(w io.Writer, r *bufio.Reader, want string, args ...string) error {
+	var b strings.Builder
+	fmt.Fprintf(&b, "*%d\r\n", len(args))
+	for _, a := range args {
+		fmt.Fprintf(&b, "$%d\r\n%s\r\n", len(a), a)
+	}
+	if _, err := io.WriteString(w, b.String()); err != nil {
 		return err
 	}
-	line, err := bufio.NewReader(conn).ReadString('\n')
+	line, err := r.ReadString('\n')
 	if err != nil {
 		return err
 	}
-	if line = strings.TrimSpace(line); line != "+PONG" {
-		return fmt.Errorf("PING %s: %q", addr, line)
+	if line = strings.TrimSpace(line); line != want {
+		return fmt.Errorf("%q", line)
 	}
 	return nil
 }

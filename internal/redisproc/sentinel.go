@@ -40,6 +40,12 @@ type SentinelOptions struct {
 	Bin string
 	// Log receives one line per start and kill. Default: discard.
 	Log *slog.Logger
+	// Password is the Sentinel's own requirepass; its readiness PING
+	// sends AUTH. Default: none.
+	Password string
+	// MasterPassword is the primary's password (sentinel auth-pass).
+	// Default: none.
+	MasterPassword string
 }
 
 // Sentinel is one redis-sentinel process that this package started.
@@ -73,6 +79,7 @@ func StartSentinel(ctx context.Context, o SentinelOptions) (*Sentinel, error) {
 	}
 	p, err := startProc(ctx, procSpec{
 		kind: "redis-sentinel", bin: o.Bin, dir: o.Dir, port: o.Port, log: o.Log,
+		ping: PingOptions{Password: o.Password},
 		args: func(dir string, p int) ([]string, error) {
 			conf := filepath.Join(dir, "sentinel.conf")
 			text := fmt.Sprintf(`port %d
@@ -87,6 +94,12 @@ sentinel failover-timeout %[4]s %[9]d
 sentinel parallel-syncs %[4]s 1
 `, p, dir, filepath.Join(dir, "sentinel.log"), o.MasterName, host, port, o.Quorum,
 				o.DownAfter.Milliseconds(), o.FailoverTimeout.Milliseconds())
+			if o.Password != "" {
+				text += fmt.Sprintf("requirepass %q\n", o.Password)
+			}
+			if o.MasterPassword != "" {
+				text += fmt.Sprintf("sentinel auth-pass %s %q\n", o.MasterName, o.MasterPassword)
+			}
 			if err := os.WriteFile(conf, []byte(text), 0o644); err != nil {
 				return nil, err
 			}
