@@ -242,7 +242,7 @@ func loggedApp(t *testing.T, env map[string]string) (*app, *syncBuffer) {
 // guessing wrong, logging in and being refused holds no code and no full
 // phone, only the masked one (138****5678).
 func TestProductionLogHidesCodes(t *testing.T) {
-	a, buf := loggedApp(t, map[string]string{"SECKILL_ENV": "production", "SECKILL_JWT_SECRET": "codes-test-secret"})
+	a, buf := loggedApp(t, map[string]string{"SECKILL_ENV": "production", "SECKILL_JWT_SECRET": "codes-test-secret-0123456789abcdef"})
 	h, rdb := a.Handler, sharedRedis(t)
 	start := len(buf.Bytes())
 	phone, addr := randomPhone(), randomAddr()
@@ -273,7 +273,7 @@ func TestProductionLogHidesCodes(t *testing.T) {
 func TestBruteForceTwoInstances(t *testing.T) {
 	const daily = 3
 	env := map[string]string{
-		"SECKILL_ENV": "production", "SECKILL_JWT_SECRET": "brute-force-secret",
+		"SECKILL_ENV": "production", "SECKILL_JWT_SECRET": "brute-force-secret-0123456789abcdef",
 		"SECKILL_CODE_COOLDOWN": "1s", "SECKILL_CODE_DAILY_LIMIT": strconv.Itoa(daily),
 	}
 	apps := []http.Handler{testApp(t, env).Handler, testApp(t, env).Handler}

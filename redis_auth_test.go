@@ -148,7 +148,7 @@ func TestRedisPassword(t *testing.T) {
 	}
 	// The binary prints the same line, with no stack trace.
 	err := run(context.Background(), []string{"serve"}, envOf(map[string]string{
-		"SECKILL_REDIS_ADDR": srv.Addr(), "SECKILL_DATA_DIR": t.TempDir(), "SECKILL_JWT_SECRET": "s",
+		"SECKILL_REDIS_ADDR": srv.Addr(), "SECKILL_DATA_DIR": t.TempDir(), "SECKILL_ENV": "development",
 		"SECKILL_HTTP_ADDR": "127.0.0.1:0",
 	}), io.Discard, io.Discard)
 	wantRefused(t, err, "SECKILL_REDIS_PASSWORD")

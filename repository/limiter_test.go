@@ -24,10 +24,10 @@ func limiterBackends(t *testing.T) map[string]redis.UniversalClient {
 	m := miniredis.RunT(t)
 	out := map[string]redis.UniversalClient{"miniredis": redis.NewClient(&redis.Options{Addr: m.Addr()})}
 	if a := os.Getenv("SECKILL_REDIS_ADDR"); a != "" {
-		out["redis"] = NewRedisClient(a)
+		out["redis"] = NewRedisClient(a, RedisAuth{})
 	}
 	if a := os.Getenv("SECKILL_TEST_CLUSTER_ADDRS"); a != "" {
-		out["cluster"] = NewClusterRedisClient(strings.Split(a, ","))
+		out["cluster"] = NewClusterRedisClient(strings.Split(a, ","), RedisAuth{})
 	}
 	for _, c := range out {
 		t.Cleanup(func() { c.Close() })
@@ -122,7 +122,7 @@ func TestCheckCode(t *testing.T) {
 // as unavailable (503), never as internal errors.
 func TestCodeFlowRedisDown(t *testing.T) {
 	m := miniredis.RunT(t)
-	rdb := NewRedisClient(m.Addr())
+	rdb := NewRedisClient(m.Addr(), RedisAuth{})
 	t.Cleanup(func() { rdb.Close() })
 	m.Close()
 	ctx := context.Background()
