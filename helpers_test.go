@@ -76,6 +76,7 @@ func testApp(t *testing.T, env map[string]string) *app {
 		t.Fatalf("newApp: %v", err)
 	}
 	t.Cleanup(func() { a.Close(log) })
+	registerAppDB(t, a)
 	return a
 }
 
@@ -113,6 +114,7 @@ func startAsyncApp(t *testing.T, env map[string]string) (*app, error) {
 	if err != nil {
 		return nil, err
 	}
+	registerAppDB(t, a)
 	t.Cleanup(func() {
 		a.Close(log)
 		if t.Failed() {
@@ -251,6 +253,10 @@ func registerAppDB(t testing.TB, a *app) {
 	t.Cleanup(func() { appDBs.Delete(a.Handler) })
 }
 
+// appAdmins maps a handler that fronts a server of the test's own (not an
+// app of this process) to an admin token of that server's database.
+var appAdmins sync.Map
+
 var sharedAdmin struct {
 	once sync.Once
 	tok  string
@@ -272,6 +278,9 @@ func adminToken(t testing.TB, h http.Handler) string {
 		return devTokens().Issue(us[0].ID, model.RoleAdmin)
 	}
 	if h != nil && reflect.TypeOf(h).Comparable() {
+		if tok, ok := appAdmins.Load(h); ok {
+			return tok.(string)
+		}
 		if db, ok := appDBs.Load(h); ok {
 			tok, err := ensure(db.(*repository.DB))
 			if err != nil {

@@ -7,6 +7,7 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -213,7 +214,12 @@ func TestServeEndsLiveStreamsAtShutdown(t *testing.T) {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
-	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	var out bytes.Buffer
+	if err := run(ctx, []string{"tokens", "--count", "1", "--admin"}, envOf(vars), &out, io.Discard); err != nil {
+		t.Fatalf("tokens --admin: %v", err)
+	}
+	_, adminTok, _ := strings.Cut(strings.TrimSpace(out.String()), ",")
+	h := &forwarder{func(w http.ResponseWriter, r *http.Request) {
 		// call() serves in process; this handler forwards to the server.
 		req, err := http.NewRequest(r.Method, base+r.URL.RequestURI(), r.Body)
 		if err != nil {
@@ -227,10 +233,12 @@ func TestServeEndsLiveStreamsAtShutdown(t *testing.T) {
 		defer resp.Body.Close()
 		w.WriteHeader(resp.StatusCode)
 		io.Copy(w, resp.Body)
-	})
+	}}
+	appAdmins.Store(h, adminTok)
+	t.Cleanup(func() { appAdmins.Delete(h) })
 	vid := publishVoucher(t, h, 5)
 
-	admin := adminToken(t, nil)
+	admin := adminToken(t, h)
 	req, err := http.NewRequest(http.MethodGet, fmt.Sprintf("%s/admin/vouchers/%d/live", base, vid), nil)
 	if err != nil {
 		t.Fatal(err)
@@ -275,3 +283,9 @@ func TestServeEndsLiveStreamsAtShutdown(t *testing.T) {
 		t.Errorf("last event of the stream: got %q, want end", last)
 	}
 }
+
+// forwarder is an http.Handler of its own function; unlike a HandlerFunc
+// it can be a map key (appAdmins).
+type forwarder struct{ f http.HandlerFunc }
+
+func (f *forwarder) ServeHTTP(w http.ResponseWriter, r *http.Request) { f.f(w, r) }
