@@ -38,17 +38,28 @@ unless SECKILL_ENV=development: production needs both a real database and a
 real Redis, and a SECKILL_JWT_SECRET of at least 32 bytes (openssl rand -hex 32).
 `
 
+// openMigrated opens the database and applies the schema: what the offline
+// commands need.
+func openMigrated(ctx context.Context, cfg config.Config) (*repository.DB, error) {
+	db, err := openDB(ctx, cfg)
+	if err != nil {
+		return nil, err
+	}
+	if err := db.Migrate(ctx); err != nil {
+		db.Close()
+		return nil, err
+	}
+	return db, nil
+}
+
 func isHelpFlag(a string) bool { return a == "-h" || a == "-help" || a == "--help" }
 
 func migrate(ctx context.Context, cfg config.Config, log *slog.Logger) error {
-	db, err := openDB(ctx, cfg)
+	db, err := openMigrated(ctx, cfg)
 	if err != nil {
 		return err
 	}
 	defer db.Close()
-	if err := db.Migrate(ctx); err != nil {
-		return err
-	}
 	log.InfoContext(ctx, "schema applied", "embedded", db.Embedded)
 	return nil
 }
@@ -64,14 +75,11 @@ func tokens(ctx context.Context, cfg config.Config, log *slog.Logger, args []str
 	if *count < 1 || *count > 1_000_000 {
 		return errors.New("tokens: --count must be between 1 and 1000000")
 	}
-	db, err := openDB(ctx, cfg)
+	db, err := openMigrated(ctx, cfg)
 	if err != nil {
 		return err
 	}
 	defer db.Close()
-	if err := db.Migrate(ctx); err != nil {
-		return err
-	}
 	secret, _ := cfg.Secret()
 	w := stdout
 	if *out != "" {
@@ -148,14 +156,11 @@ func revoke(ctx context.Context, cfg config.Config, log *slog.Logger, args []str
 	if *user <= 0 || fs.NArg() > 0 {
 		return errors.New("revoke: --user must be a positive user id (and nothing else)")
 	}
-	db, err := openDB(ctx, cfg)
+	db, err := openMigrated(ctx, cfg)
 	if err != nil {
 		return err
 	}
 	defer db.Close()
-	if err := db.Migrate(ctx); err != nil {
-		return err
-	}
 	r, err := service.RevokeTokens(ctx, repository.NewUsers(db), repository.NewRevocations(db), *user, time.Now())
 	if err != nil {
 		return fmt.Errorf("revoke: %w", err)
