@@ -107,7 +107,8 @@ func (r *Vouchers) GetInfo(ctx context.Context, voucherID int64) (*model.Seckill
 // the new initial stock is never below the units already sold, and the
 // stock keeps that difference. Otherwise nothing is written:
 // model.ErrVoucherNotFound, model.ErrVoucherNotEditable, or an input error
-// of the field stock.
+// of the field stock. Like CloseSeckill it writes the seckill row first, so
+// the two serialize on that row's lock.
 func (r *Vouchers) UpdateSeckill(ctx context.Context, voucherID int64, e model.VoucherEdit, now time.Time) error {
 	err := r.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
 		// stock is assigned before initial_stock: MySQL reads the new
@@ -120,20 +121,26 @@ func (r *Vouchers) UpdateSeckill(ctx context.Context, voucherID int64, e model.V
 			return res.Error
 		}
 		if res.RowsAffected == 0 {
-			return r.whyNotEditable(tx, voucherID, e.Stock, now)
+			// MySQL counts changed rows: an edit that changes nothing
+			// matched and is no error.
+			if err := r.whyNotEditable(tx, voucherID, e.Stock, now); err != nil {
+				return err
+			}
 		}
-		res = tx.Model(&model.Voucher{}).Where("id = ? AND status = ?", voucherID, model.VoucherStatusOnSale).
-			Updates(map[string]any{
-				"title": e.Title, "sub_title": e.SubTitle, "rules": e.Rules, "pay_value": e.PayValue,
-				"actual_value": e.ActualValue, "update_time": now,
-			})
-		if res.Error != nil {
-			return res.Error
+		var v model.Voucher
+		if err := tx.Select("status").Where("id = ?", voucherID).Take(&v).Error; err != nil {
+			if errors.Is(err, gorm.ErrRecordNotFound) {
+				return model.ErrVoucherNotFound
+			}
+			return err
 		}
-		if res.RowsAffected == 0 {
-			return model.ErrVoucherNotEditable // closed
+		if v.Status == model.VoucherStatusClosed {
+			return model.ErrVoucherNotEditable
 		}
-		return nil
+		return tx.Model(&model.Voucher{}).Where("id = ?", voucherID).Updates(map[string]any{
+			"title": e.Title, "sub_title": e.SubTitle, "rules": e.Rules, "pay_value": e.PayValue,
+			"actual_value": e.ActualValue, "update_time": now,
+		}).Error
 	})
 	var ia *model.InvalidArgumentError
 	if errors.Is(err, model.ErrVoucherNotFound) || errors.Is(err, model.ErrVoucherNotEditable) || errors.As(err, &ia) {
@@ -142,7 +149,8 @@ func (r *Vouchers) UpdateSeckill(ctx context.Context, voucherID int64, e model.V
 	return translate(err)
 }
 
-// whyNotEditable names why the edit's UPDATE matched no row.
+// whyNotEditable names why the edit's UPDATE changed no row; nil when the
+// row matched and already held the edit.
 func (r *Vouchers) whyNotEditable(tx *gorm.DB, voucherID int64, stock int, now time.Time) error {
 	var sv model.SeckillVoucher
 	err := tx.Where("voucher_id = ?", voucherID).Take(&sv).Error
@@ -156,13 +164,13 @@ func (r *Vouchers) whyNotEditable(tx *gorm.DB, voucherID int64, stock int, now t
 	case sv.InitialStock-sv.Stock > stock:
 		return model.InvalidArgument("stock", fmt.Sprintf("below the %d units already sold", sv.InitialStock-sv.Stock))
 	}
-	return model.ErrVoucherNotEditable
+	return nil
 }
 
-// CloseSeckill closes the voucher at now: status closed, and its window
-// ends at now (begins at now too if it had not begun). Orders and stock
-// stay as they are. Closing a closed voucher changes nothing; an unknown
-// one is model.ErrVoucherNotFound.
+// CloseSeckill closes the voucher at now: its window ends at now (and
+// begins at now if it had not begun), then its status is closed. Orders
+// and stock stay as they are. Closing a closed voucher changes nothing; an
+// unknown one is model.ErrVoucherNotFound.
 func (r *Vouchers) CloseSeckill(ctx context.Context, voucherID int64, now time.Time) error {
 	err := r.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
 		var sv model.SeckillVoucher
@@ -173,16 +181,15 @@ func (r *Vouchers) CloseSeckill(ctx context.Context, voucherID int64, now time.T
 		if err != nil {
 			return err
 		}
-		if err := tx.Model(&model.Voucher{}).Where("id = ?", voucherID).
-			Updates(map[string]any{"status": model.VoucherStatusClosed, "update_time": now}).Error; err != nil {
-			return err
+		if sv.EndTime.After(now) {
+			if err := tx.Model(&model.SeckillVoucher{}).Where("voucher_id = ?", voucherID).Updates(map[string]any{
+				"begin_time": minTime(sv.BeginTime, now), "end_time": now, "update_time": now,
+			}).Error; err != nil {
+				return err
+			}
 		}
-		if !sv.EndTime.After(now) {
-			return nil // its sale has ended already
-		}
-		return tx.Model(&model.SeckillVoucher{}).Where("voucher_id = ?", voucherID).Updates(map[string]any{
-			"begin_time": minTime(sv.BeginTime, now), "end_time": now, "update_time": now,
-		}).Error
+		return tx.Model(&model.Voucher{}).Where("id = ?", voucherID).
+			Updates(map[string]any{"status": model.VoucherStatusClosed, "update_time": now}).Error
 	})
 	if errors.Is(err, model.ErrVoucherNotFound) {
 		return err
