@@ -291,6 +291,7 @@ func newApp(ctx context.Context, cfg config.Config, log *slog.Logger) (_ *app, e
 		Development:    cfg.Development(),
 		RequestTimeout: cfg.RequestTimeout,
 		RateLimit:      cfg.RateLimit,
+		AccessLog:      cfg.AccessLog,
 		TrustedProxies: cfg.TrustedProxies,
 		Style:          handler.Style(cfg.APIStyle),
 		History:        service.NewHistory(orders),

@@ -60,6 +60,9 @@ type Deps struct {
 	RateLimit int
 	// Location reads zone-less times of the voucher body (time.Local).
 	Location *time.Location
+	// AccessLog is the most request lines logged per second
+	// (SECKILL_ACCESS_LOG); 0 logs none.
+	AccessLog int
 	// Style is how refusals reach the client (SECKILL_API_STYLE); empty
 	// is StyleREST.
 	Style Style
@@ -126,12 +129,17 @@ func New(d Deps) http.Handler {
 		panic(fmt.Sprintf("SECKILL_TRUSTED_PROXIES: %v", err))
 	}
 	r.HandleMethodNotAllowed = true
+	if d.AccessLog > 0 {
+		r.Use(accessLog(d.Log, d.AccessLog))
+	}
 	r.Use(middleware.Metrics(d.Metrics), middleware.Recover(d.Log, a.fail), middleware.BodyLimit(maxBody, d.Log, a.fail),
 		middleware.Debug(d.Log), middleware.Deadline(d.RequestTimeout, LiveRoute))
 	r.NoRoute(func(c *gin.Context) {
+		c.Set(codeKey, CodeNotFound)
 		c.AbortWithStatusJSON(http.StatusNotFound, Envelope{Code: CodeNotFound, ErrorMsg: "no such route"})
 	})
 	r.NoMethod(func(c *gin.Context) {
+		c.Set(codeKey, CodeMethodNotAllowed)
 		c.AbortWithStatusJSON(http.StatusMethodNotAllowed, Envelope{Code: CodeMethodNotAllowed, ErrorMsg: "method not allowed: " + c.Request.Method + " " + c.Request.URL.Path})
 	})
 
