@@ -3,6 +3,7 @@ package handler
 import (
 	"log/slog"
 	"net/url"
+	"strings"
 	"sync"
 	"time"
 
@@ -55,7 +56,8 @@ func accessLog(log *slog.Logger, perSecond int) gin.HandlerFunc {
 // codeKey is where Fail leaves a refusal's code for the access log.
 const codeKey = "seckill.code"
 
-// maskQuery masks the phone parameter of a query; other parameters stay.
+// maskQuery masks the phone parameter of a query (138****5678, written
+// as is); the other parameters stay, in order of name.
 func maskQuery(raw string) string {
 	if raw == "" {
 		return ""
@@ -64,10 +66,20 @@ func maskQuery(raw string) string {
 	if err != nil {
 		return "(unparsable)"
 	}
-	if p, ok := q["phone"]; ok {
-		for i := range p {
-			p[i] = service.MaskPhone(p[i])
+	phones := q["phone"]
+	delete(q, "phone")
+	var b strings.Builder
+	for _, p := range phones {
+		if b.Len() > 0 {
+			b.WriteByte('&')
 		}
+		b.WriteString("phone=" + service.MaskPhone(p))
 	}
-	return q.Encode()
+	if rest := q.Encode(); rest != "" {
+		if b.Len() > 0 {
+			b.WriteByte('&')
+		}
+		b.WriteString(rest)
+	}
+	return b.String()
 }
