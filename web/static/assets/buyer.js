@@ -33,7 +33,7 @@ export function buyer(root) {
     const form = h('form', { id: 'login-form', autocomplete: 'off' },
       h('label', {}, 'Phone ', h('input', {
         id: 'phone', name: 'phone', inputmode: 'numeric', autocomplete: 'tel', maxlength: 11, required: true,
-        placeholder: '11-digit mobile number', value: sessionStorage.getItem('seckill.phone') || '',
+        placeholder: 'mobile number', value: sessionStorage.getItem('seckill.phone') || '',
       })),
       sendBtn,
       h('label', {}, 'Code ', h('input', { id: 'code', name: 'code', inputmode: 'numeric', maxlength: 6, size: 8, required: true, placeholder: '6 digits' })),
