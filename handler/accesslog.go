@@ -4,7 +4,7 @@ import (
 	"log/slog"
 	"net/url"
 	"strings"
-	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/gin-gonic/gin"
@@ -18,26 +18,20 @@ import (
 // were dropped. It never logs the authorization header or a body, and a
 // phone in the query is masked (138****5678).
 func accessLog(log *slog.Logger, perSecond int) gin.HandlerFunc {
-	var mu sync.Mutex
-	var second int64
-	var written, dropped int
+	// The budget of the current second, without a lock (every request
+	// passes here): second is the unix second the count belongs to.
+	var second, count, dropped atomic.Int64
 	return func(c *gin.Context) {
 		start := time.Now()
 		c.Next()
 		now := time.Now()
-		mu.Lock()
-		if s := now.Unix(); s != second {
-			second, written = s, 0
+		if s := now.Unix(); second.Load() != s && second.Swap(s) != s {
+			count.Store(0)
 		}
-		if written >= perSecond {
-			dropped++
-			mu.Unlock()
+		if count.Add(1) > int64(perSecond) {
+			dropped.Add(1)
 			return
 		}
-		written++
-		skipped := dropped
-		dropped = 0
-		mu.Unlock()
 		attrs := []any{
 			"method", c.Request.Method, "route", c.FullPath(), "path", c.Request.URL.Path,
 			"query", maskQuery(c.Request.URL.RawQuery), "status", c.Writer.Status(),
@@ -46,7 +40,7 @@ func accessLog(log *slog.Logger, perSecond int) gin.HandlerFunc {
 		if code := c.GetString(codeKey); code != "" {
 			attrs = append(attrs, "code", code)
 		}
-		if skipped > 0 {
+		if skipped := dropped.Swap(0); skipped > 0 {
 			attrs = append(attrs, "dropped_before", skipped)
 		}
 		log.InfoContext(c.Request.Context(), "request", attrs...)

@@ -124,6 +124,15 @@ func New(d Deps) http.Handler {
 		d.Style = StyleREST
 	}
 	a := &api{Deps: d, fail: Fail(d.Log, d.Style), streams: make(chan struct{}, maxLiveStreams)}
+	if d.AccessLog > 0 {
+		// The access log names each refusal's code.
+		fail := a.fail
+		a.fail = func(c *gin.Context, err error) {
+			_, code, _ := Classify(err)
+			c.Set(codeKey, code)
+			fail(c, err)
+		}
+	}
 	r := gin.New()
 	if err := r.SetTrustedProxies(d.TrustedProxies); err != nil {
 		panic(fmt.Sprintf("SECKILL_TRUSTED_PROXIES: %v", err))
