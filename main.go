@@ -203,6 +203,8 @@ func newApp(ctx context.Context, cfg config.Config, log *slog.Logger) (_ *app, e
 	voucherSvc.SetDefaultStockBuckets(cfg.StockBuckets)
 	shopSvc := service.NewShops(shops, time.Now)
 	var seckill handler.Seckiller
+	// changed is told of each voucher an admin edited or closed.
+	var changed func(ctx context.Context, voucherID int64) error
 	if cfg.OrderMode == "async" {
 		as, err := newAsync(d, cfg, log, locker, m)
 		if err != nil {
@@ -237,7 +239,7 @@ func newApp(ctx context.Context, cfg config.Config, log *slog.Logger) (_ *app, e
 			}()
 			a.stopWatch = func() { cancel(); <-done }
 		}
-		a.Async, seckill = as, as
+		a.Async, seckill, changed = as, as, as.VoucherChanged
 	} else {
 		ids := repository.NewIDWorker(d.Redis, syncIDBlock, time.Now)
 		seq := repository.NewIDSequence(d.Redis, d.DB, time.Now, ids)
@@ -246,11 +248,12 @@ func newApp(ctx context.Context, cfg config.Config, log *slog.Logger) (_ *app, e
 		if err := seq.Resync(ctx); err != nil {
 			return nil, fmt.Errorf("order id sequence: %w", err)
 		}
-		seckill = service.NewSeckill(service.SeckillDeps{
+		sk := service.NewSeckill(service.SeckillDeps{
 			Vouchers: vouchers, Orders: orders, IDs: ids, Sequence: seq,
 			Locker: locker, Rejects: repository.NewRejections(d.Redis),
 			Observer: m, Now: time.Now, Log: log,
 		}, service.SeckillConfig{Fencing: cfg.Fencing, CriticalDelay: cfg.CriticalDelay})
+		seckill, changed = sk, sk.VoucherChanged
 	}
 
 	a.Locker, a.Metrics = locker, m
@@ -276,6 +279,8 @@ func newApp(ctx context.Context, cfg config.Config, log *slog.Logger) (_ *app, e
 		}),
 		Vouchers:       voucherSvc,
 		Shops:          shopSvc,
+		ShopSearch:     service.ShopSearch{Store: shops},
+		VoucherAdmin:   service.NewVoucherAdmin(vouchers, voucherSvc, time.Now, changed),
 		Seckill:        seckill,
 		Tokens:         tok,
 		Revocations:    revoked,
@@ -286,6 +291,7 @@ func newApp(ctx context.Context, cfg config.Config, log *slog.Logger) (_ *app, e
 		Development:    cfg.Development(),
 		RequestTimeout: cfg.RequestTimeout,
 		RateLimit:      cfg.RateLimit,
+		AccessLog:      cfg.AccessLog,
 		TrustedProxies: cfg.TrustedProxies,
 		Style:          handler.Style(cfg.APIStyle),
 		History:        service.NewHistory(orders),

@@ -15,6 +15,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"regexp"
 	"strconv"
 	"strings"
 	"testing"
@@ -89,12 +90,12 @@ func webVoucher(t *testing.T, h http.Handler, title string, stock int) (shop, vo
 }
 
 // noPageErrors fails the test when the page logged an uncaught exception
-// or an error, but Chromium's note of a 409 answer (a refusal the page
-// shows: the API's REST style).
+// or an error, but Chromium's note of a 4xx answer (a refusal the page
+// shows in words: the API's REST style).
 func noPageErrors(t *testing.T, b *browsertest.Browser) {
 	t.Helper()
 	for _, m := range b.Console() {
-		if strings.Contains(m, "the server responded with a status of 409") {
+		if strings.Contains(m, "the server responded with a status of 4") {
 			continue
 		}
 		if strings.Contains(strings.ToLower(m), "exception") || strings.Contains(strings.ToLower(m), "error") {
@@ -103,15 +104,40 @@ func noPageErrors(t *testing.T, b *browsertest.Browser) {
 	}
 }
 
-// TestWebBuyerFlow: a buyer opens http://host/, logs in by code (the
-// development code filled in by the page), sees the shop's voucher with
-// its stock and countdown, buys, sees the order (async mode: pending, then
-// created once the consumer, slowed down here, writes it), and is refused
-// a second one with DUPLICATE_ORDER.
+// noOverflow fails the test when the page is wider than the viewport (a
+// phone would scroll the whole page sideways).
+func noOverflow(t *testing.T, b *browsertest.Browser, page string) {
+	t.Helper()
+	got := browsertest.Eval[string](b, `document.documentElement.scrollWidth + "/" + window.innerWidth`)
+	var page0, view int
+	if _, err := fmt.Sscanf(got, "%d/%d", &page0, &view); err != nil || page0 > view {
+		b.SaveArtifacts("overflow-" + page)
+		t.Errorf("%s: page %s px wide in the viewport, want at most the viewport's width", page, got)
+	}
+}
+
+// webWidths are the widths the journeys run at: a desktop and a phone.
+var webWidths = []int{1280, 390}
+
+// TestWebBuyerFlow: a buyer opens http://host/ at a desktop's and a
+// phone's width. A remembered shop that does not exist says so; the shop
+// is found by name in the list. The phone field is empty (no number as a
+// placeholder), and Send code without a number asks for one. A second code
+// at once shows the cooldown's wait; a wrong code says how many tries are
+// left and the right one still logs in. The buyer buys: the card says
+// Bought with a link to the order (async mode: pending, then created, the
+// consumer slowed down here), even once the voucher is sold out; the order
+// of another shop's voucher shows its title; the page is never wider than
+// the viewport. A stored token that stops working brings the login back
+// with a word about it.
 func TestWebBuyerFlow(t *testing.T) {
-	for _, mode := range []string{"sync", "async"} {
-		t.Run(mode, func(t *testing.T) {
-			env := map[string]string{"SECKILL_ORDER_MODE": mode}
+	for _, tc := range []struct {
+		mode  string
+		width int
+	}{{"sync", 1280}, {"sync", 390}, {"async", 390}} {
+		t.Run(fmt.Sprintf("%s-%d", tc.mode, tc.width), func(t *testing.T) {
+			mode := tc.mode
+			env := map[string]string{"SECKILL_ORDER_MODE": mode, "SECKILL_CODE_COOLDOWN": "1h"}
 			if mode == "async" {
 				// The consumer waits before writing: the page must show
 				// the order pending first.
@@ -127,25 +153,54 @@ func TestWebBuyerFlow(t *testing.T) {
 			a := webTestApp(t, env)
 			srv := httptest.NewServer(a.Handler)
 			t.Cleanup(srv.Close)
-			shop, vid := webVoucher(t, a.Handler, "100 off, "+mode, 5)
-			b := browsertest.New(t)
+			title := fmt.Sprintf("100 off, %s %d", mode, rand.IntN(1_000_000))
+			shop, vid := webVoucher(t, a.Handler, title, 1)
+			shopName := browsertestShopName(t, a.Handler, shop)
+			_, otherVid := webVoucher(t, a.Handler, "Other shop's tea "+title, 5)
+			b := browsertest.New(t, browsertest.Options{Width: tc.width, Height: 900})
 
+			// A remembered shop that does not exist.
 			b.Navigate(srv.URL + "/")
-			b.WaitText("#login-card", "Log in")
-			b.SetValue("#shop-id", strconv.FormatInt(shop, 10))
+			browsertest.Eval[bool](b, `(localStorage.setItem("seckill.shop", "999999999999"), sessionStorage.clear(), true)`)
+			b.Navigate(srv.URL + "/")
+			b.WaitText("#buyer-status", "does not exist")
+			// The shop list, searched by name.
+			b.SetValue("#shop-search", shopName)
 			b.Click("#shop-form button")
+			b.Click(fmt.Sprintf(`#shop-list [data-shop="%d"]`, shop))
 			card := fmt.Sprintf(`[data-voucher="%d"]`, vid)
-			b.WaitText(card+" h3", "100 off, "+mode)
-			b.WaitText(card+" .stock", "Stock 5 / 5")
+			b.WaitText(card+" h3", title)
+			b.WaitText(card+" .stock", "Stock 1 / 1")
 			b.WaitText(card+" .countdown", "ends in 00:")
 			if got := b.Text(card + " .buy"); got != "Log in to buy" {
 				t.Errorf("buy button before logging in: got %q, want Log in to buy", got)
 			}
 
+			// The phone field is empty, and asks for a number.
+			if v := browsertest.Eval[string](b, `document.getElementById("phone").value + "|" + document.getElementById("phone").placeholder`); regexp.MustCompile(`\d{5}`).MatchString(v) {
+				t.Errorf("phone field: value|placeholder %q, want empty and no number as the placeholder", v)
+			}
+			b.Click("#send-code")
+			b.WaitText("#login-result", "Enter your mobile number")
+
 			phone := fmt.Sprintf("137%08d", rand.IntN(100_000_000))
 			b.SetValue("#phone", phone)
 			b.Click("#send-code")
 			b.WaitText("#dev-code", "the code is")
+			code := browsertest.Eval[string](b, `document.getElementById("code").value`)
+			// A second code at once: the cooldown's wait, on the button.
+			b.Click("#send-code")
+			b.WaitText("#login-result", "wait")
+			b.WaitText("#send-code", "Send again in")
+			// A wrong code, then the right one: the code survives the typo.
+			wrong := "000000"
+			if code == wrong {
+				wrong = "111111"
+			}
+			b.SetValue("#code", wrong)
+			b.Click("#login")
+			b.WaitText("#login-result", "1 of 5 tries")
+			b.SetValue("#code", code)
 			b.Click("#login")
 			b.WaitText("#login-card", "Logged in as")
 			token := browsertest.Eval[string](b, `sessionStorage.getItem("seckill.token") || ""`)
@@ -154,29 +209,166 @@ func TestWebBuyerFlow(t *testing.T) {
 			}
 			b.WaitText("#orders", "No order yet")
 
+			// An order of another shop's voucher, bought elsewhere.
+			if r := call(t, a.Handler, http.MethodPost, fmt.Sprintf("/voucher-order/seckill/%d", otherVid), token, nil); r.Status != http.StatusOK {
+				t.Fatalf("buying the other shop's voucher: got %d %s", r.Status, r.Body.Code)
+			}
+
 			b.Click(card + " .buy")
-			b.WaitText("#buy-result", "placed")
+			b.WaitText("#buy-result", "you bought “"+title+"”")
 			orderID := browsertest.Eval[string](b, `document.getElementById("buy-result").dataset.order || ""`)
 			row := fmt.Sprintf(`#orders [data-order="%s"]`, orderID)
 			if mode == "async" {
 				b.WaitText(row+" .status", "pending")
 			}
 			b.WaitText(row+" .status", "created")
-			b.WaitText(row, "100 off, "+mode)
+			b.WaitText(row, title)
+			b.WaitText("#orders", "Other shop's tea "+title)
 			r := call(t, a.Handler, http.MethodGet, "/voucher-order/"+orderID, token, nil)
 			if r.Status != http.StatusOK || !strings.Contains(string(r.Body.Data), `"status":"created"`) {
 				t.Errorf("the order %s the page showed: got %d %s, want the buyer's created order", orderID, r.Status, r.Body.Data)
 			}
-			b.WaitText(card+" .stock", "Stock 4 / 5")
+			// Sold out now, and the buyer's own: Bought, with the order.
+			b.WaitText(card+" .stock", "Stock 0 / 1")
+			b.WaitText(card+" .buy", "Bought")
+			if !browsertest.Eval[bool](b, `document.querySelector(`+strconv.Quote(card+" .buy")+`).disabled`) {
+				t.Errorf("the bought voucher's button is enabled")
+			}
+			b.WaitText(card+" .mine", orderID[len(orderID)-6:])
+			if n := browsertest.Eval[int](b, `document.querySelectorAll("#orders [data-order]").length`); n != 2 {
+				t.Errorf("orders shown: got %d, want 2", n)
+			}
+			noOverflow(t, b, "buyer")
 
-			b.Click(card + " .buy")
-			b.WaitText("#buy-result", "DUPLICATE_ORDER")
-			if got := browsertest.Eval[string](b, `document.getElementById("buy-result").dataset.status`); got != "refused" {
-				t.Errorf("duplicate: result status %q, want refused", got)
+			// The stored token stops working (here: replaced by garbage).
+			browsertest.Eval[bool](b, `(sessionStorage.setItem("seckill.token", "not.a.token"), true)`)
+			b.Navigate(srv.URL + "/")
+			b.WaitText("#login-note", "log in again")
+			noPageErrors(t, b)
+		})
+	}
+}
+
+// browsertestShopName gives the shop a unique name and returns it.
+func browsertestShopName(t *testing.T, h http.Handler, shop int64) string {
+	t.Helper()
+	name := fmt.Sprintf("Tea house %d", rand.IntN(1_000_000_000))
+	if r := call(t, h, http.MethodPut, "/shop", adminToken(t, h), map[string]any{"id": shop, "name": name}); r.Status != http.StatusOK {
+		t.Fatalf("rename shop: got %d %s", r.Status, r.Body.Code)
+	}
+	return name
+}
+
+// TestWebAdminFlow: an admin at a desktop's and a phone's width. A garbage
+// token and a buyer's are refused when pasted, with a word each; the
+// admin's is kept. Prices are typed in yuan (80 is ¥80.00, sent as 8000
+// fen) and a price above the worth is refused; a voucher is edited before
+// its sale (title and stock) and closed; the dashboard of a voucher not on
+// sale yet shows its title and "starts in"; an unknown voucher's dashboard
+// says so in place of the dashboard; no page is wider than the viewport.
+func TestWebAdminFlow(t *testing.T) {
+	for _, width := range webWidths {
+		t.Run(strconv.Itoa(width), func(t *testing.T) {
+			a := webTestApp(t, nil)
+			srv := httptest.NewServer(a.Handler)
+			t.Cleanup(srv.Close)
+			admin := adminToken(t, a.Handler)
+			shop, _ := webVoucher(t, a.Handler, "seed", 3)
+			user, err := devTokens().Issue(randomBase(), "user")
+			if err != nil {
+				t.Fatal(err)
 			}
-			if n := browsertest.Eval[int](b, `document.querySelectorAll("#orders [data-order]").length`); n != 1 {
-				t.Errorf("orders shown after the duplicate: got %d, want 1", n)
+			b := browsertest.New(t, browsertest.Options{Width: width, Height: 900})
+			b.Navigate(srv.URL + "/")
+			browsertest.Eval[bool](b, fmt.Sprintf(`(localStorage.setItem("seckill.shop", "%d"), sessionStorage.clear(), location.hash = "#/admin", true)`, shop))
+
+			b.SetValue("#admin-token", "garbage")
+			b.Click("#admin-save")
+			b.WaitText("#admin-token-result", "not a valid token")
+			b.SetValue("#admin-token", user)
+			b.Click("#admin-save")
+			b.WaitText("#admin-token-result", "buyer's token")
+			if n := browsertest.Eval[int](b, `document.querySelectorAll("#publish").length`); n != 0 {
+				t.Errorf("forms shown for a refused token: got %d, want none", n)
 			}
+			b.SetValue("#admin-token", admin)
+			b.Click("#admin-save")
+			b.WaitText("#admin-token-card", "Using the admin token of user")
+
+			// Publish, prices in yuan, the sale tomorrow.
+			title := fmt.Sprintf("Lunch for two %d", rand.IntN(1_000_000))
+			b.SetValue(`#publish [name="title"]`, title)
+			b.SetValue(`#publish [name="payValue"]`, "120")
+			b.SetValue(`#publish [name="actualValue"]`, "100")
+			b.Click("#publish-submit")
+			b.WaitText("#publish-result", "must not exceed the worth")
+			b.SetValue(`#publish [name="payValue"]`, "80")
+			b.SetValue(`#publish [name="stock"]`, "5")
+			tomorrow := time.Now().Add(24 * time.Hour)
+			b.SetValue(`#publish [name="beginTime"]`, tomorrow.Format("2006-01-02T15:04:05"))
+			b.SetValue(`#publish [name="endTime"]`, tomorrow.Add(time.Hour).Format("2006-01-02T15:04:05"))
+			b.Click("#publish-submit")
+			b.WaitText("#publish-result", "published")
+			vid := browsertest.Eval[string](b, `document.getElementById("publish-result").dataset.voucher || ""`)
+			var v struct {
+				Title        string `json:"title"`
+				PayValue     int64  `json:"payValue"`
+				ActualValue  int64  `json:"actualValue"`
+				InitialStock int    `json:"initialStock"`
+				Status       int    `json:"status"`
+			}
+			read := func() {
+				t.Helper()
+				r := call(t, a.Handler, http.MethodGet, "/voucher/seckill/"+vid, "", nil)
+				if err := json.Unmarshal(r.Body.Data, &v); err != nil || r.Status != http.StatusOK {
+					t.Fatalf("voucher %s: %d %s", vid, r.Status, r.Body.Data)
+				}
+			}
+			read()
+			if v.PayValue != 8000 || v.ActualValue != 10000 {
+				t.Errorf("prices typed 80 and 100 yuan: stored %d and %d fen, want 8000 and 10000", v.PayValue, v.ActualValue)
+			}
+
+			// Edit before the sale: the title and the stock.
+			b.Click(fmt.Sprintf(`[data-edit="%s"]`, vid))
+			b.WaitText("#publish-title", "Edit voucher "+vid)
+			b.SetValue(`#publish [name="title"]`, title+" (edited)")
+			b.SetValue(`#publish [name="stock"]`, "7")
+			b.Click("#publish-submit")
+			b.WaitText("#publish-result", "saved")
+			b.WaitText(fmt.Sprintf(`[data-voucher-row="%s"]`, vid), "(edited)")
+			read()
+			if v.Title != title+" (edited)" || v.InitialStock != 7 {
+				t.Errorf("after the edit: got %+v, want the edited title and stock 7", v)
+			}
+			noOverflow(t, b, "admin")
+
+			// The dashboard of a voucher not on sale yet.
+			b.Click(fmt.Sprintf(`[data-voucher-row="%s"] [data-live]`, vid))
+			b.WaitText("#live-title", title+" (edited)")
+			b.WaitText("#live-phase", "starts in 23:")
+			noOverflow(t, b, "dashboard")
+
+			// Close it (a second click confirms).
+			browsertest.Eval[bool](b, `(location.hash = "#/admin", true)`)
+			closeBtn := fmt.Sprintf(`[data-close="%s"]`, vid)
+			b.Click(closeBtn)
+			b.WaitText(closeBtn, "Confirm close")
+			b.Click(closeBtn)
+			b.WaitText("#admin-list-result", "closed")
+			b.WaitText(fmt.Sprintf(`[data-voucher-row="%s"]`, vid), "(closed)")
+			read()
+			if v.Status != 2 {
+				t.Errorf("after the close: status %d, want 2", v.Status)
+			}
+
+			// An unknown voucher's dashboard.
+			browsertest.Eval[bool](b, `(location.hash = "#/admin/live/999999999999", true)`)
+			b.WaitText("#live-missing", "No voucher has the id 999999999999")
+			if n := browsertest.Eval[int](b, `document.querySelectorAll("[data-field]").length`); n != 0 {
+				t.Errorf("an unknown voucher's page shows %d dashboard fields, want none", n)
+			}
+			noOverflow(t, b, "dashboard of an unknown voucher")
 			noPageErrors(t, b)
 		})
 	}
@@ -209,7 +401,7 @@ func TestWebDashboardFlow(t *testing.T) {
 	b.Navigate(srv.URL + "/#/admin")
 	b.SetValue("#admin-token", admin)
 	b.Click("#admin-save")
-	b.WaitText("#admin-token-card", "Using the token of user 1")
+	b.WaitText("#admin-token-card", "Using the admin token of user 1")
 	browsertest.Eval[bool](b, fmt.Sprintf(`(location.hash = "#/admin/live/%d", true)`, vid))
 	b.WaitFor("the stream to open", func(ctx context.Context) (bool, error) {
 		s, err := chromedp.Run(ctx, chromedp.Evaluate[string](`document.getElementById("live-state")?.dataset.state || ""`))
@@ -266,6 +458,15 @@ func TestWebDashboardFlow(t *testing.T) {
 			t.Errorf("dashboard %s: got %q, want %q", c.field, got[c.field], c.want)
 		}
 	}
+	if title := b.Text("#live-title"); title != "dashboard" {
+		t.Errorf("dashboard header title: got %q, want the voucher's title", title)
+	}
+	b.WaitText("#live-phase", "on sale, ends in")
+	// The traffic stopped: the latencies keep their last values, marked.
+	b.WaitFor("the latencies to be kept after the traffic", func(ctx context.Context) (bool, error) {
+		s, err := chromedp.Run(ctx, chromedp.Evaluate[string](`document.getElementById("latency-note").hidden + "|" + document.querySelector('[data-field="latency.p50"]').textContent`))
+		return s != "" && strings.HasPrefix(s, "false|") && !strings.HasSuffix(s, "–"), err
+	})
 	lock, _ := strconv.Atoi(got["duplicates.lock"])
 	check, _ := strconv.Atoi(got["duplicates.check"])
 	if lock+check != seen.byCode["DUPLICATE_ORDER"] {

@@ -108,6 +108,10 @@ type Config struct {
 	// or "heima", default "rest"): heima answers business refusals and
 	// input errors with HTTP 200 and success:false in the course's words.
 	APIStyle string
+	// AccessLog is the most request lines logged per second, per
+	// instance (SECKILL_ACCESS_LOG, default 20; 0 turns the log off).
+	// Lines beyond it are counted, not written: under load it is a sample.
+	AccessLog int
 	// CodeCooldown is the least time between two login codes to one phone
 	// (SECKILL_CODE_COOLDOWN, default 60s, at least 1s).
 	CodeCooldown time.Duration
@@ -184,6 +188,7 @@ func Default() Config {
 		APIStyle:         "rest",
 		ConsumerDuty:     DefaultConsumerDuty,
 		CodeCooldown:     time.Minute,
+		AccessLog:        20,
 		CodeDailyLimit:   10,
 		CodeIPLimit:      30,
 	}
@@ -312,7 +317,7 @@ func Load(getenv func(string) string) (Config, error) {
 		name string
 		dst  *int
 		min  int
-	}{{"SECKILL_CODE_DAILY_LIMIT", &c.CodeDailyLimit, 1}, {"SECKILL_CODE_IP_LIMIT", &c.CodeIPLimit, 0}} {
+	}{{"SECKILL_CODE_DAILY_LIMIT", &c.CodeDailyLimit, 1}, {"SECKILL_CODE_IP_LIMIT", &c.CodeIPLimit, 0}, {"SECKILL_ACCESS_LOG", &c.AccessLog, 0}} {
 		if s := strings.TrimSpace(getenv(v.name)); s != "" {
 			n, err := strconv.Atoi(s)
 			if err != nil || n < v.min {
@@ -625,6 +630,7 @@ func (c Config) LogValue() slog.Value {
 		slog.String("auto_rebuild_after", c.AutoRebuildAfter.String()),
 		slog.String("api_style", c.APIStyle),
 		slog.String("code_cooldown", c.CodeCooldown.String()),
+		slog.Int("access_log", c.AccessLog),
 		slog.Int("code_daily_limit", c.CodeDailyLimit),
 		slog.Int("code_ip_limit", c.CodeIPLimit),
 		slog.Any("trusted_proxies", c.TrustedProxies),

@@ -40,7 +40,7 @@ func TestDefaults(t *testing.T) {
 		AutoRebuildAfter: 10 * time.Second,
 		OrderMode:        "sync", JWTTTL: 24 * time.Hour, Env: "development", RequestTimeout: 3 * time.Second,
 		APIStyle: "rest", ConsumerDuty: 0.25,
-		CodeCooldown: time.Minute, CodeDailyLimit: 10, CodeIPLimit: 30,
+		CodeCooldown: time.Minute, AccessLog: 20, CodeDailyLimit: 10, CodeIPLimit: 30,
 	}
 	if !reflect.DeepEqual(c, want) {
 		t.Errorf("got %+v, want %+v", c, want)
@@ -98,7 +98,7 @@ func TestEnvOverrides(t *testing.T) {
 		RequestTimeout: 750 * time.Millisecond,
 		APIStyle:       "heima",
 		ConsumerDuty:   0.5,
-		CodeCooldown:   90 * time.Second,
+		CodeCooldown:   90 * time.Second, AccessLog: 20,
 		CodeDailyLimit: 5,
 		TrustedProxies: []string{"10.0.0.0/8", "192.168.1.7", "fd00::/8"},
 	}

@@ -18,20 +18,22 @@ import (
 
 // Error codes of the API (docs/contract.md).
 const (
-	CodeInvalidArgument   = "INVALID_ARGUMENT"
-	CodeUnauthorized      = "UNAUTHORIZED"
-	CodeForbidden         = "FORBIDDEN"
-	CodeVoucherNotFound   = "VOUCHER_NOT_FOUND"
-	CodeOrderNotFound     = "ORDER_NOT_FOUND"
-	CodeShopNotFound      = "SHOP_NOT_FOUND"
-	CodeSeckillNotStarted = "SECKILL_NOT_STARTED"
-	CodeSeckillEnded      = "SECKILL_ENDED"
-	CodeSoldOut           = "SOLD_OUT"
-	CodeDuplicateOrder    = "DUPLICATE_ORDER"
-	CodeRateLimited       = "RATE_LIMITED"
-	CodeUnavailable       = "UNAVAILABLE"
-	CodeInternal          = "INTERNAL"
-	CodeNotFound          = "NOT_FOUND" // no such route
+	CodeInvalidArgument    = "INVALID_ARGUMENT"
+	CodeUnauthorized       = "UNAUTHORIZED"
+	CodeForbidden          = "FORBIDDEN"
+	CodeVoucherNotFound    = "VOUCHER_NOT_FOUND"
+	CodeOrderNotFound      = "ORDER_NOT_FOUND"
+	CodeShopNotFound       = "SHOP_NOT_FOUND"
+	CodeSeckillNotStarted  = "SECKILL_NOT_STARTED"
+	CodeSeckillEnded       = "SECKILL_ENDED"
+	CodeSoldOut            = "SOLD_OUT"
+	CodeDuplicateOrder     = "DUPLICATE_ORDER"
+	CodeRateLimited        = "RATE_LIMITED"
+	CodeUnavailable        = "UNAVAILABLE"
+	CodeInternal           = "INTERNAL"
+	CodeNotFound           = "NOT_FOUND"          // no such route
+	CodeMethodNotAllowed   = "METHOD_NOT_ALLOWED" // the route has no such method
+	CodeVoucherNotEditable = "VOUCHER_NOT_EDITABLE"
 )
 
 // Envelope is the Heima response body.
@@ -70,19 +72,20 @@ type codeInfo struct {
 // codes is the code -> status and messages table, the one place that says
 // how each refusal looks in either style.
 var codes = map[string]codeInfo{
-	CodeInvalidArgument:   {http.StatusBadRequest, "invalid argument", "参数错误"},
-	CodeUnauthorized:      {http.StatusUnauthorized, "missing, malformed, expired or invalid token", "请先登录"},
-	CodeForbidden:         {http.StatusForbidden, "admin only", "无权访问，仅限管理员"},
-	CodeVoucherNotFound:   {http.StatusNotFound, "voucher not found", "优惠券不存在"},
-	CodeOrderNotFound:     {http.StatusNotFound, "order not found", "订单不存在"},
-	CodeShopNotFound:      {http.StatusNotFound, "shop not found", "店铺不存在"},
-	CodeSeckillNotStarted: {http.StatusConflict, "seckill has not started", "秒杀尚未开始"},
-	CodeSeckillEnded:      {http.StatusConflict, "seckill has ended", "秒杀已经结束"},
-	CodeSoldOut:           {http.StatusConflict, "sold out", "库存不足"},
-	CodeDuplicateOrder:    {http.StatusConflict, "one order per user", "不允许重复下单"},
-	CodeRateLimited:       {http.StatusTooManyRequests, "too many requests", "请求过于频繁，请稍后再试"},
-	CodeUnavailable:       {http.StatusServiceUnavailable, "service temporarily unavailable, retry later", "服务繁忙，请稍后再试"},
-	CodeInternal:          {http.StatusInternalServerError, "internal error", "服务器异常"},
+	CodeInvalidArgument:    {http.StatusBadRequest, "invalid argument", "参数错误"},
+	CodeUnauthorized:       {http.StatusUnauthorized, "missing, malformed, expired or invalid token", "请先登录"},
+	CodeForbidden:          {http.StatusForbidden, "admin only", "无权访问，仅限管理员"},
+	CodeVoucherNotFound:    {http.StatusNotFound, "voucher not found", "优惠券不存在"},
+	CodeOrderNotFound:      {http.StatusNotFound, "order not found", "订单不存在"},
+	CodeShopNotFound:       {http.StatusNotFound, "shop not found", "店铺不存在"},
+	CodeSeckillNotStarted:  {http.StatusConflict, "seckill has not started", "秒杀尚未开始"},
+	CodeSeckillEnded:       {http.StatusConflict, "seckill has ended", "秒杀已经结束"},
+	CodeSoldOut:            {http.StatusConflict, "sold out", "库存不足"},
+	CodeDuplicateOrder:     {http.StatusConflict, "one order per user", "不允许重复下单"},
+	CodeVoucherNotEditable: {http.StatusConflict, "the sale has started or the voucher is closed: it can only be closed now", "秒杀已开始或已下架，不能修改"},
+	CodeRateLimited:        {http.StatusTooManyRequests, "too many requests", "请求过于频繁，请稍后再试"},
+	CodeUnavailable:        {http.StatusServiceUnavailable, "service temporarily unavailable, retry later", "服务繁忙，请稍后再试"},
+	CodeInternal:           {http.StatusInternalServerError, "internal error", "服务器异常"},
 }
 
 // heimaFieldMessages are the course's messages for input errors of
@@ -152,6 +155,8 @@ func classify(err error) (code, detail string) {
 		return CodeShopNotFound, ""
 	case errors.Is(err, model.ErrUserNotFound):
 		return CodeUnauthorized, "user not found"
+	case errors.Is(err, model.ErrVoucherNotEditable):
+		return CodeVoucherNotEditable, ""
 	case errors.Is(err, model.ErrSeckillNotStarted):
 		return CodeSeckillNotStarted, ""
 	case errors.Is(err, model.ErrSeckillEnded):

@@ -35,6 +35,7 @@ func TestClassify(t *testing.T) {
 		{"duplicate", model.ErrDuplicateOrder, http.StatusConflict, handler.CodeDuplicateOrder},
 		{"unique key", fmt.Errorf("%w: %w", model.ErrDuplicateOrder, model.ErrUniqueKey), http.StatusConflict, handler.CodeDuplicateOrder},
 		{"stale fence", model.ErrStaleFence, http.StatusConflict, handler.CodeDuplicateOrder},
+		{"not editable", model.ErrVoucherNotEditable, http.StatusConflict, handler.CodeVoucherNotEditable},
 		{"rate limited", model.ErrRateLimited, http.StatusTooManyRequests, handler.CodeRateLimited},
 		{"unavailable", model.Unavailable(internal), http.StatusServiceUnavailable, handler.CodeUnavailable},
 		{"deadline", fmt.Errorf("query: %w", context.DeadlineExceeded), http.StatusServiceUnavailable, handler.CodeUnavailable},

@@ -29,9 +29,14 @@ type Deps struct {
 	Users    Users
 	Vouchers Vouchers
 	// Shops serves the course's shop routes; nil leaves them out.
-	Shops   Shops
-	Seckill Seckiller
-	Tokens  *auth.Tokens
+	Shops Shops
+	// ShopSearch lists shops by name (GET /shop/list); nil leaves it out.
+	ShopSearch ShopSearch
+	// VoucherAdmin reads, edits and closes one voucher; nil leaves its
+	// routes out.
+	VoucherAdmin VoucherAdmin
+	Seckill      Seckiller
+	Tokens       *auth.Tokens
 	// Revocations refuses revoked tokens on every authenticated route, from
 	// memory; nil refuses none.
 	Revocations middleware.Revocations
@@ -55,6 +60,9 @@ type Deps struct {
 	RateLimit int
 	// Location reads zone-less times of the voucher body (time.Local).
 	Location *time.Location
+	// AccessLog is the most request lines logged per second
+	// (SECKILL_ACCESS_LOG); 0 logs none.
+	AccessLog int
 	// Style is how refusals reach the client (SECKILL_API_STYLE); empty
 	// is StyleREST.
 	Style Style
@@ -116,18 +124,32 @@ func New(d Deps) http.Handler {
 		d.Style = StyleREST
 	}
 	a := &api{Deps: d, fail: Fail(d.Log, d.Style), streams: make(chan struct{}, maxLiveStreams)}
+	if d.AccessLog > 0 {
+		// The access log names each refusal's code.
+		fail := a.fail
+		a.fail = func(c *gin.Context, err error) {
+			_, code, _ := Classify(err)
+			c.Set(codeKey, code)
+			fail(c, err)
+		}
+	}
 	r := gin.New()
 	if err := r.SetTrustedProxies(d.TrustedProxies); err != nil {
 		panic(fmt.Sprintf("SECKILL_TRUSTED_PROXIES: %v", err))
 	}
 	r.HandleMethodNotAllowed = true
+	if d.AccessLog > 0 {
+		r.Use(accessLog(d.Log, d.AccessLog))
+	}
 	r.Use(middleware.Metrics(d.Metrics), middleware.Recover(d.Log, a.fail), middleware.BodyLimit(maxBody, d.Log, a.fail),
 		middleware.Debug(d.Log), middleware.Deadline(d.RequestTimeout, LiveRoute))
 	r.NoRoute(func(c *gin.Context) {
+		c.Set(codeKey, CodeNotFound)
 		c.AbortWithStatusJSON(http.StatusNotFound, Envelope{Code: CodeNotFound, ErrorMsg: "no such route"})
 	})
 	r.NoMethod(func(c *gin.Context) {
-		c.AbortWithStatusJSON(http.StatusMethodNotAllowed, Envelope{Code: CodeInvalidArgument, ErrorMsg: "method not allowed"})
+		c.Set(codeKey, CodeMethodNotAllowed)
+		c.AbortWithStatusJSON(http.StatusMethodNotAllowed, Envelope{Code: CodeMethodNotAllowed, ErrorMsg: "method not allowed: " + c.Request.Method + " " + c.Request.URL.Path})
 	})
 
 	authed := middleware.Auth(d.Tokens, d.Revocations, a.fail)
@@ -144,6 +166,9 @@ func New(d Deps) http.Handler {
 		r.GET("/user/orders", authed, a.myOrders)
 	}
 
+	if d.ShopSearch != nil {
+		r.GET("/shop/list", a.listShops)
+	}
 	if d.Shops != nil {
 		r.GET("/shop/:id", a.getShop)
 		r.POST("/shop", authed, admin, a.createShop)
@@ -151,6 +176,11 @@ func New(d Deps) http.Handler {
 	}
 
 	r.POST("/voucher/seckill", authed, admin, a.publish)
+	if d.VoucherAdmin != nil {
+		r.GET("/voucher/seckill/:id", a.getVoucher)
+		r.PUT("/voucher/seckill/:id", authed, admin, a.editVoucher)
+		r.POST("/voucher/seckill/:id/close", authed, admin, a.closeVoucher)
+	}
 	r.GET("/voucher/list/:shopId", a.listVouchers)
 
 	// The rate limiter is on the hot path only when a limit is configured.
@@ -215,6 +245,8 @@ func (a *api) sendCode(c *gin.Context) {
 type loginRequest struct {
 	Phone string `json:"phone"`
 	Code  string `json:"code"`
+	// Password is a field of the course's login form; it is not read.
+	Password *string `json:"password"`
 }
 
 func (a *api) login(c *gin.Context) {
@@ -319,16 +351,14 @@ func (r *publishRequest) input(loc *time.Location) (service.PublishInput, error)
 	}, nil
 }
 
-// parseTime reads RFC 3339, or the zone-less forms "2006-01-02T15:04:05" and
-// "2006-01-02 15:04:05" in loc.
+// parseTime reads the two documented forms: RFC 3339, or the zone-less
+// "2006-01-02T15:04:05" in loc.
 func parseTime(s string, loc *time.Location) (time.Time, error) {
 	if t, err := time.Parse(time.RFC3339Nano, s); err == nil {
 		return t, nil
 	}
-	for _, layout := range []string{"2006-01-02T15:04:05", "2006-01-02 15:04:05"} {
-		if t, err := time.ParseInLocation(layout, s, loc); err == nil {
-			return t, nil
-		}
+	if t, err := time.ParseInLocation("2006-01-02T15:04:05", s, loc); err == nil {
+		return t, nil
 	}
 	return time.Time{}, errors.New("must be RFC 3339 (2006-01-02T15:04:05Z07:00) or 2006-01-02T15:04:05")
 }
@@ -361,14 +391,18 @@ func (a *api) listVouchers(c *gin.Context) {
 		return
 	}
 	out := make([]voucherResponse, len(list))
-	for i, v := range list {
-		out[i] = voucherResponse{
-			ID: v.ID, ShopID: v.ShopID, Title: v.Title, SubTitle: v.SubTitle, Rules: v.Rules,
-			PayValue: v.PayValue, ActualValue: v.ActualValue, Type: v.Type, Status: v.Status,
-			Stock: v.Stock, InitialStock: v.InitialStock, BeginTime: v.BeginTime, EndTime: v.EndTime,
-		}
+	for i := range list {
+		out[i] = newVoucherResponse(&list[i])
 	}
 	okList(c, out, int64(len(out)))
+}
+
+func newVoucherResponse(v *model.SeckillVoucherInfo) voucherResponse {
+	return voucherResponse{
+		ID: v.ID, ShopID: v.ShopID, Title: v.Title, SubTitle: v.SubTitle, Rules: v.Rules,
+		PayValue: v.PayValue, ActualValue: v.ActualValue, Type: v.Type, Status: v.Status,
+		Stock: v.Stock, InitialStock: v.InitialStock, BeginTime: v.BeginTime, EndTime: v.EndTime,
+	}
 }
 
 func (a *api) seckill(c *gin.Context) {
@@ -454,10 +488,27 @@ func pathID(c *gin.Context, name string) (int64, error) {
 // maxBody bounds request bodies.
 const maxBody = 64 << 10
 
-// decodeJSON reads one JSON object into dst; errors name the field at fault.
-func decodeJSON(c *gin.Context, dst any) error {
+// decodeJSON reads one JSON object into dst and refuses a field dst does
+// not have; errors name the field at fault.
+func decodeJSON(c *gin.Context, dst any) error { return decodeBody(c, dst, true) }
+
+// decodeJSONLenient is decodeJSON that ignores unknown fields: the course's
+// frontend sends a shop's server-owned fields back (createTime, distance).
+func decodeJSONLenient(c *gin.Context, dst any) error { return decodeBody(c, dst, false) }
+
+func decodeBody(c *gin.Context, dst any, strict bool) error {
 	dec := json.NewDecoder(c.Request.Body) // bounded by middleware.BodyLimit
+	if strict {
+		dec.DisallowUnknownFields()
+	}
 	if err := dec.Decode(dst); err != nil {
+		if name, ok := strings.CutPrefix(err.Error(), "json: unknown field "); ok {
+			field := strings.Trim(name, `"`)
+			if len(field) > 64 {
+				field = field[:64] + "…"
+			}
+			return model.InvalidArgument(field, "unknown field (see docs/api.md for the body's fields)")
+		}
 		var te *json.UnmarshalTypeError
 		var mbe *http.MaxBytesError
 		switch {

@@ -269,6 +269,9 @@ func TestPublishBadBody(t *testing.T) {
 		{"endTime past year 9999 in UTC", publishBody(map[string]any{"endTime": "9999-12-31T23:59:59-01:00"}), "endTime"},
 		{"beginTime before year 1 in UTC", publishBody(map[string]any{"beginTime": "0001-01-01T00:00:00+01:00"}), "beginTime"},
 		{"beginTime before 2000", publishBody(map[string]any{"beginTime": "1999-06-01T00:00:00Z"}), "beginTime"},
+		{"a time with a space", publishBody(map[string]any{"endTime": "2030-01-01 12:30:00"}), "endTime"},
+		{"an unknown field", publishBody(map[string]any{"stok": 5}), "stok"},
+		{"payValue above actualValue", publishBody(map[string]any{"payValue": 10001, "actualValue": 10000}), "payValue"},
 	}
 	e := newEnv(t)
 	for _, tt := range tests {
@@ -295,7 +298,7 @@ func TestPublishSuccess(t *testing.T) {
 	}{
 		{"RFC 3339", "2030-01-01T10:00:00+08:00", "2030-01-01T12:00:00Z",
 			time.Date(2030, 1, 1, 2, 0, 0, 0, time.UTC), time.Date(2030, 1, 1, 12, 0, 0, 0, time.UTC)},
-		{"zone-less in the server zone", "2030-01-01T10:00:00", "2030-01-01 12:30:00",
+		{"zone-less in the server zone", "2030-01-01T10:00:00", "2030-01-01T12:30:00",
 			time.Date(2030, 1, 1, 10, 0, 0, 0, testZone), time.Date(2030, 1, 1, 12, 30, 0, 0, testZone)},
 	}
 	for _, tt := range tests {
@@ -342,6 +345,8 @@ func TestListVouchers(t *testing.T) {
 			t.Errorf("voucher field %q missing from %v", k, list[0])
 		}
 	}
+	e.shops.shops[2] = model.Shop{ID: 2, Name: "empty", TypeID: 1, Address: "b", CreateTime: testNow, UpdateTime: testNow}
+	assertError(t, e.do(http.MethodGet, "/voucher/list/999", "", ""), http.StatusNotFound, handler.CodeShopNotFound)
 	empty := e.do(http.MethodGet, "/voucher/list/2", "", "")
 	if got := string(assertOK(t, empty)); got != "[]" {
 		t.Errorf("empty shop data: got %s, want []", got)
@@ -593,6 +598,9 @@ func TestHealthAndReady(t *testing.T) {
 func TestUnknownRoute(t *testing.T) {
 	e := newEnv(t)
 	assertError(t, e.do(http.MethodGet, "/nope", "", ""), http.StatusNotFound, handler.CodeNotFound)
+	// A known route with another method: 405 with a code of its own (the
+	// contract maps INVALID_ARGUMENT to 400 only).
+	assertError(t, e.do(http.MethodGet, "/user/code?phone=13812345678", "", ""), http.StatusMethodNotAllowed, handler.CodeMethodNotAllowed)
 	r := e.do(http.MethodGet, "/voucher-order/seckill/1", "", e.userTok)
 	if r.status != http.StatusNotFound && r.status != http.StatusMethodNotAllowed {
 		t.Errorf("GET on a POST route: got %d, want 404 or 405", r.status)

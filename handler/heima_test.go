@@ -38,6 +38,8 @@ func TestHeimaStyle(t *testing.T) {
 		{"stale fence", http.MethodPost, "/voucher-order/seckill/3", "", e.userTok, 200, handler.CodeDuplicateOrder, "不允许重复下单"},
 		{"not started", http.MethodPost, "/voucher-order/seckill/4", "", e.userTok, 200, handler.CodeSeckillNotStarted, "秒杀尚未开始"},
 		{"ended", http.MethodPost, "/voucher-order/seckill/5", "", e.userTok, 200, handler.CodeSeckillEnded, "秒杀已经结束"},
+		{"a missing shop's vouchers", http.MethodGet, "/voucher/list/999", "", "", 200, handler.CodeShopNotFound, "店铺不存在"},
+		{"another method", http.MethodGet, "/user/code", "", "", 405, handler.CodeMethodNotAllowed, "method not allowed: GET /user/code"},
 		{"unknown voucher", http.MethodPost, "/voucher-order/seckill/6", "", e.userTok, 200, handler.CodeVoucherNotFound, "优惠券不存在"},
 		{"rate limited", http.MethodPost, "/voucher-order/seckill/7", "", e.userTok, 200, handler.CodeRateLimited, "请求过于频繁，请稍后再试"},
 		{"unavailable stays 503", http.MethodPost, "/voucher-order/seckill/8", "", e.userTok, 503, handler.CodeUnavailable, "服务繁忙，请稍后再试"},

@@ -85,7 +85,7 @@ func (a *api) getShop(c *gin.Context) {
 // createShop is POST /shop (admin): data is the new shop's id.
 func (a *api) createShop(c *gin.Context) {
 	var req shopRequest
-	if err := decodeJSON(c, &req); err != nil {
+	if err := decodeJSONLenient(c, &req); err != nil {
 		a.fail(c, err)
 		return
 	}
@@ -105,7 +105,7 @@ func (a *api) createShop(c *gin.Context) {
 // fields present are set, the absent ones kept.
 func (a *api) updateShop(c *gin.Context) {
 	var req shopRequest
-	if err := decodeJSON(c, &req); err != nil {
+	if err := decodeJSONLenient(c, &req); err != nil {
 		a.fail(c, err)
 		return
 	}

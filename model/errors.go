@@ -16,6 +16,9 @@ var (
 	ErrSeckillEnded      = errors.New("seckill ended")
 	ErrSoldOut           = errors.New("sold out")
 	ErrDuplicateOrder    = errors.New("duplicate order")
+	// ErrVoucherNotEditable means the voucher's sale has started or it is
+	// closed: it can only be closed now, never edited.
+	ErrVoucherNotEditable = errors.New("voucher not editable")
 	// ErrStaleFence means a lock holder presented a fencing token older than
 	// one already used for the same lock: its lease expired and another
 	// holder wrote since. It is a duplicate order attempt.

@@ -56,6 +56,25 @@ func (Voucher) TableName() string { return "tb_voucher" }
 // VoucherTypeSeckill is the voucher type of seckill vouchers.
 const VoucherTypeSeckill = 1
 
+// Voucher statuses of tb_voucher.status (the course's numbers).
+const (
+	VoucherStatusOnSale = 1 // published
+	VoucherStatusClosed = 2 // closed by an admin: its sale ended then
+)
+
+// VoucherEdit is the new content of a voucher whose sale has not started.
+// Stock is the new initial stock.
+type VoucherEdit struct {
+	Title       string
+	SubTitle    string
+	Rules       string
+	PayValue    int64
+	ActualValue int64
+	Stock       int
+	BeginTime   time.Time
+	EndTime     time.Time
+}
+
 // SeckillVoucher is a row of tb_seckill_voucher: the stock and the sale window.
 type SeckillVoucher struct {
 	VoucherID    int64     `gorm:"column:voucher_id;primaryKey;autoIncrement:false"`

@@ -3,6 +3,7 @@ package repository
 import (
 	"context"
 	"errors"
+	"strings"
 	"time"
 
 	"gorm.io/gorm"
@@ -66,4 +67,22 @@ func (r *Shops) UpdateShop(ctx context.Context, id int64, p model.ShopPatch, now
 	// changed nothing within the same second.
 	_, err := r.GetShop(ctx, id)
 	return err
+}
+
+// ListShops returns at most limit shops whose name contains name (all
+// shops when name is empty), in id order. LIKE's wildcards in name match
+// themselves.
+func (r *Shops) ListShops(ctx context.Context, name string, limit int) ([]model.Shop, error) {
+	q := r.db.WithContext(ctx).Order("id").Limit(limit)
+	if name != "" {
+		// '!' escapes: MySQL and SQLite read it alike (a backslash
+		// differs between them).
+		esc := strings.NewReplacer(`!`, `!!`, `%`, `!%`, `_`, `!_`).Replace(name)
+		q = q.Where(`name LIKE ? ESCAPE '!'`, "%"+esc+"%")
+	}
+	var out []model.Shop
+	if err := q.Find(&out).Error; err != nil {
+		return nil, translate(err)
+	}
+	return out, nil
 }

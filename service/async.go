@@ -216,3 +216,14 @@ func (s *AsyncAdmission) Published(ctx context.Context, sv *model.SeckillVoucher
 	}
 	return nil
 }
+
+// VoucherChanged drops this process's cached copy of the voucher and
+// rebuilds its Redis state (stock, window, buyers) from the database's
+// facts, through the reconciler's rebuild: an admin edited or closed it.
+func (s *AsyncSeckill) VoucherChanged(ctx context.Context, voucherID int64) error {
+	s.cache.forget(voucherID)
+	if _, err := s.Rebuild(ctx, voucherID); err != nil {
+		return fmt.Errorf("rebuild voucher %d in redis: %w", voucherID, err)
+	}
+	return nil
+}

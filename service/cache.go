@@ -118,3 +118,10 @@ func checkWindow(ctx context.Context, cache *voucherCache, clock func() time.Tim
 	}
 	return v, nil
 }
+
+// forget drops the cached voucher: the next request reads it again.
+func (c *voucherCache) forget(id int64) {
+	c.mu.Lock()
+	delete(c.entries, id)
+	c.mu.Unlock()
+}

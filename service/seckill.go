@@ -219,3 +219,10 @@ func (s *Seckill) Audit(ctx context.Context, voucherID int64) (*model.Audit, err
 	a.Check()
 	return a, nil
 }
+
+// VoucherChanged drops this process's cached copy of the voucher (an admin
+// edited or closed it); other processes read it again within the cache TTL.
+func (s *Seckill) VoucherChanged(_ context.Context, voucherID int64) error {
+	s.cache.forget(voucherID)
+	return nil
+}

@@ -22,6 +22,28 @@ type ShopStore interface {
 	UpdateShop(ctx context.Context, id int64, p model.ShopPatch, now time.Time) error
 }
 
+// ShopLister lists shops by name.
+type ShopLister interface {
+	// ListShops returns at most limit shops whose name contains name (any
+	// shop when name is empty), in id order.
+	ListShops(ctx context.Context, name string, limit int) ([]model.Shop, error)
+}
+
+// MaxShopList is the most shops one list returns.
+const MaxShopList = 50
+
+// ShopSearch finds shops by name.
+type ShopSearch struct{ Store ShopLister }
+
+// List returns at most MaxShopList shops whose name contains name.
+func (s ShopSearch) List(ctx context.Context, name string) ([]model.Shop, error) {
+	name = strings.TrimSpace(name)
+	if utf8.RuneCountInString(name) > maxShopName {
+		return nil, model.InvalidArgument("name", "at most 128 characters")
+	}
+	return s.Store.ListShops(ctx, name, MaxShopList)
+}
+
 // ShopFinder is the part of ShopStore that publishing a voucher needs.
 type ShopFinder interface {
 	GetShop(ctx context.Context, id int64) (*model.Shop, error)

@@ -71,6 +71,8 @@ func (s *Vouchers) Validate(in PublishInput) error {
 		return model.InvalidArgument("payValue", "must be ≥ 0")
 	case in.ActualValue <= 0:
 		return model.InvalidArgument("actualValue", "must be positive")
+	case in.PayValue > in.ActualValue:
+		return model.InvalidArgument("payValue", "must not exceed actualValue (the buyer pays at most what the voucher is worth)")
 	case in.Type != model.VoucherTypeSeckill:
 		return model.InvalidArgument("type", "must be 1 (seckill)")
 	case in.Stock < 1:
@@ -157,10 +159,18 @@ func (s *Vouchers) Publish(ctx context.Context, in PublishInput) (int64, error) 
 	return v.ID, nil
 }
 
-// List returns the vouchers of a shop.
+// List returns the vouchers of a shop; model.ErrShopNotFound when no shop
+// has the id (asked only when the list is empty: shops are never deleted).
 func (s *Vouchers) List(ctx context.Context, shopID int64) ([]model.SeckillVoucherInfo, error) {
 	if shopID <= 0 {
 		return nil, model.InvalidArgument("shopId", "must be a positive number")
 	}
-	return s.store.ListByShop(ctx, shopID)
+	list, err := s.store.ListByShop(ctx, shopID)
+	if err != nil || len(list) > 0 {
+		return list, err
+	}
+	if _, err := s.shops.GetShop(ctx, shopID); err != nil {
+		return nil, err
+	}
+	return list, nil
 }

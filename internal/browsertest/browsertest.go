@@ -44,7 +44,8 @@ type Options struct {
 	// Lifetime bounds everything the browser does for the test (default
 	// 3m); the browser is killed when it ends.
 	Lifetime time.Duration
-	// Width and Height are the window's size (default 1280x900).
+	// Width and Height are the window's and the viewport's size (default
+	// 1280x900); any width works, a phone's 390 too.
 	Width, Height int
 }
 
@@ -174,7 +175,12 @@ func New(t testing.TB, opts ...Options) *Browser {
 	// Start it (the first action starts the browser and opens the tab),
 	// bounded by StartTimeout, and collect the console from then on.
 	started := make(chan error, 1)
-	go func() { started <- chromedp.Do(tab, chromedp.Navigate("about:blank")) }()
+	// The viewport is emulated too: a headless window is never narrower
+	// than 500 px, and a phone's width is 390.
+	go func() {
+		started <- chromedp.Do(tab, chromedp.Navigate("about:blank"),
+			chromedp.EmulateViewport(int64(o.Width), int64(o.Height)))
+	}()
 	select {
 	case err = <-started:
 	case <-time.After(o.StartTimeout):

@@ -1,8 +1,9 @@
 // The admin's page: the admin token (admins never log in by code: their
-// tokens come from `seckill tokens --admin`), a shop, publishing a voucher,
-// and a shop's vouchers with their live dashboards.
-import { api, ApiError, claims, tokens } from './api.js';
-import { h, setText, field, money, localTime, message } from './dom.js';
+// tokens come from `seckill tokens --admin`), checked when pasted; a shop;
+// publishing a voucher (prices in yuan), editing one before its sale,
+// closing one; and a shop's vouchers with their live dashboards.
+import { api, ApiError, explain, claims, tokens } from './api.js';
+import { h, setText, field, money, localTime, message, yuan, fen, scroll } from './dom.js';
 
 export function admin(root) {
   const tokenCard = h('section', { class: 'card', id: 'admin-token-card' });
@@ -13,29 +14,52 @@ export function admin(root) {
     const c = token ? claims(token) : null;
     if (token) {
       tokenCard.replaceChildren(h('h2', {}, 'Admin'),
-        h('p', {}, 'Using the token of user ', h('strong', { id: 'admin-uid' }, c ? String(c.uid) : '?'),
-          c && c.role !== 'admin' ? h('span', { class: 'message refused' }, ' (role ' + c.role + ': admin routes will answer FORBIDDEN)') : '',
+        h('p', {}, 'Using the admin token of user ', h('strong', { id: 'admin-uid' }, c ? String(c.uid) : '?'),
           c && c.exp ? h('span', { class: 'muted' }, ' · expires ' + new Date(c.exp * 1000).toLocaleString()) : '',
           ' ', h('button', { id: 'admin-forget', type: 'button', onclick: () => { tokens.setAdmin(''); renderToken(); } }, 'Forget')));
       renderWork();
       return;
     }
+    const out = h('p', { id: 'admin-token-result', class: 'message', hidden: true });
     const form = h('form', { id: 'admin-token-form' },
       h('p', {}, 'Paste an admin token. Admins never log in by code; make one with ',
         h('code', {}, 'go run . tokens --count 1 --admin | cut -d, -f2'), ' (it needs only the database, and works while the server runs).'),
       h('input', { id: 'admin-token', name: 'token', type: 'password', autocomplete: 'off', required: true, placeholder: 'eyJ…' }),
-      ' ', h('button', { id: 'admin-save', type: 'submit' }, 'Use token'));
-    form.addEventListener('submit', (ev) => {
+      ' ', h('button', { id: 'admin-save', type: 'submit' }, 'Use token'), out);
+    form.addEventListener('submit', async (ev) => {
       ev.preventDefault();
-      tokens.setAdmin(field(form, 'token').replace(/^bearer\s+/i, ''));
+      const token = field(form, 'token').replace(/^bearer\s+/i, '');
+      // Checked on an admin route before it is kept: a mistyped,
+      // expired, revoked or buyer's token is refused here.
+      try {
+        await api('GET', '/admin/live', { token });
+      } catch (e) {
+        const why = !(e instanceof ApiError) ? String(e)
+          : e.code === 'UNAUTHORIZED' ? 'This is not a valid token (mistyped, expired or revoked).'
+            : e.code === 'FORBIDDEN' ? "This is a buyer's token, not an admin's."
+              : explain(e);
+        message(out, 'refused', why, e.code);
+        return;
+      }
+      tokens.setAdmin(token);
       renderToken();
     });
     tokenCard.replaceChildren(h('h2', {}, 'Admin'), form);
     work.replaceChildren();
   }
 
+  // expired sends the admin back to the token form, saying why.
+  function expired(e) {
+    if (!(e instanceof ApiError) || (e.code !== 'UNAUTHORIZED' && e.code !== 'FORBIDDEN')) return false;
+    tokens.setAdmin('');
+    renderToken();
+    const out = document.getElementById('admin-token-result');
+    if (out) message(out, 'refused', 'The admin token stopped working (expired or revoked): paste a new one.', e.code);
+    return true;
+  }
+
   function renderWork() {
-    work.replaceChildren(salesCard(), shopCard(), publishCard(), listCard());
+    work.replaceChildren(salesCard(), listCard(), publishCard(), shopCard());
     loadSales();
   }
 
@@ -59,7 +83,8 @@ export function admin(root) {
             h('a', { href: '#/admin/live/' + id, 'data-live': id }, 'live dashboard'))))
           : h('p', { class: 'muted' }, 'No voucher had a purchase in the last 10 seconds.'));
     } catch (e) {
-      salesBody.replaceChildren(h('p', { class: 'message error' }, e.code + ': ' + e.message));
+      if (expired(e)) return;
+      salesBody.replaceChildren(h('p', { class: 'message error' }, explain(e)));
     }
   }
   const salesTimer = setInterval(loadSales, 2000);
@@ -82,27 +107,34 @@ export function admin(root) {
         out.dataset.shop = env.data;
         for (const el of document.querySelectorAll('input[name=shopId]')) el.value = env.data;
       } catch (e) {
-        show(out, e);
+        if (!expired(e)) show(out, e);
       }
     });
     return h('section', { class: 'card' }, h('h2', {}, 'New shop'), form);
   }
 
-  // ---- publish a seckill voucher
+  // ---- publish a seckill voucher, or edit one before its sale
+  let editing = null; // the voucher being edited, or null
+  const publishOut = h('p', { id: 'publish-result', class: 'message', hidden: true });
+  const publishTitle = h('h2', { id: 'publish-title' }, 'Publish a seckill voucher');
+  let publishForm = null;
   function publishCard() {
-    const out = h('p', { id: 'publish-result', class: 'message', hidden: true });
     const now = new Date();
     const form = h('form', { id: 'publish', class: 'grid' },
       h('label', {}, 'Shop id', h('input', { name: 'shopId', type: 'number', min: 1, required: true, value: localStorage.getItem('seckill.shop') || '1' })),
       h('label', {}, 'Title', h('input', { name: 'title', required: true, value: '100 off' })),
       h('label', {}, 'Subtitle', h('input', { name: 'subTitle', value: 'weekdays' })),
       h('label', {}, 'Rules', h('input', { name: 'rules', value: 'one per user' })),
-      h('label', {}, 'Pay (fen)', h('input', { name: 'payValue', type: 'number', min: 0, required: true, value: '8000' })),
-      h('label', {}, 'Worth (fen)', h('input', { name: 'actualValue', type: 'number', min: 0, required: true, value: '10000' })),
+      h('label', {}, 'Buyer pays (¥)', h('input', { name: 'payValue', inputmode: 'decimal', required: true, value: '80.00', placeholder: 'e.g. 80 or 79.90' })),
+      h('label', {}, 'Worth (¥)', h('input', { name: 'actualValue', inputmode: 'decimal', required: true, value: '100.00' })),
       h('label', {}, 'Stock', h('input', { name: 'stock', type: 'number', min: 1, required: true, value: '100' })),
       h('label', {}, 'Begins', h('input', { name: 'beginTime', type: 'datetime-local', step: 1, required: true, value: localInput(now) })),
       h('label', {}, 'Ends', h('input', { name: 'endTime', type: 'datetime-local', step: 1, required: true, value: localInput(new Date(now.getTime() + 3600e3)) })),
-      h('button', { type: 'submit' }, 'Publish'), out);
+      h('div', { class: 'actions' },
+        h('button', { id: 'publish-submit', type: 'submit' }, 'Publish'),
+        h('button', { id: 'publish-cancel', type: 'button', class: 'secondary', hidden: true, onclick: () => stopEditing() }, 'Cancel edit')),
+      publishOut);
+    publishForm = form;
     form.addEventListener('submit', async (ev) => {
       ev.preventDefault();
       const num = (n) => Number(field(form, n));
@@ -112,32 +144,81 @@ export function admin(root) {
         const t = new Date(field(form, n));
         return isNaN(t) ? field(form, n) : t.toISOString();
       };
+      const pay = fen(field(form, 'payValue'));
+      const worth = fen(field(form, 'actualValue'));
+      if (isNaN(pay) || isNaN(worth)) {
+        message(publishOut, 'refused', 'Prices are in yuan, like 80 or 79.90.');
+        return;
+      }
+      if (pay > worth) {
+        message(publishOut, 'refused', `The buyer would pay ${money(pay)} for a voucher worth ${money(worth)}: the price must not exceed the worth.`);
+        return;
+      }
+      const body = {
+        title: field(form, 'title'), subTitle: field(form, 'subTitle'), rules: field(form, 'rules'),
+        payValue: pay, actualValue: worth, stock: num('stock'), beginTime: iso('beginTime'), endTime: iso('endTime'),
+      };
       try {
+        if (editing) {
+          const { id, shopId } = editing;
+          await api('PUT', '/voucher/seckill/' + id, { token: tokens.admin(), body });
+          message(publishOut, 'ok', `Voucher ${id} saved.`);
+          publishOut.dataset.voucher = id;
+          stopEditing(true);
+          listShop(shopId);
+          return;
+        }
         const env = await api('POST', '/voucher/seckill', {
-          token: tokens.admin(),
-          body: {
-            shopId: num('shopId'), title: field(form, 'title'), subTitle: field(form, 'subTitle'), rules: field(form, 'rules'),
-            payValue: num('payValue'), actualValue: num('actualValue'), type: 1, stock: num('stock'),
-            beginTime: iso('beginTime'), endTime: iso('endTime'),
-          },
+          token: tokens.admin(), body: { shopId: num('shopId'), type: 1, ...body },
         });
-        out.replaceChildren();
-        message(out, 'ok', `Voucher ${env.data} published. `);
-        out.append(h('a', { href: '#/admin/live/' + env.data, 'data-live': env.data }, 'Open its live dashboard'));
-        out.dataset.voucher = env.data;
+        message(publishOut, 'ok', `Voucher ${env.data} published. `);
+        publishOut.append(h('a', { href: '#/admin/live/' + env.data, 'data-live': env.data }, 'Open its live dashboard'));
+        publishOut.dataset.voucher = env.data;
         listShop(num('shopId'));
       } catch (e) {
-        show(out, e);
+        if (!expired(e)) show(publishOut, e);
       }
     });
-    return h('section', { class: 'card' }, h('h2', {}, 'Publish a seckill voucher'), form);
+    return h('section', { class: 'card', id: 'publish-card' }, publishTitle, form);
   }
 
-  // ---- a shop's vouchers, with their dashboards
+  function startEditing(v) {
+    editing = v;
+    const set = (n, val) => { publishForm.elements.namedItem(n).value = val; };
+    set('shopId', v.shopId);
+    publishForm.elements.namedItem('shopId').disabled = true;
+    set('title', v.title);
+    set('subTitle', v.subTitle);
+    set('rules', v.rules);
+    set('payValue', yuan(v.payValue));
+    set('actualValue', yuan(v.actualValue));
+    set('stock', v.initialStock);
+    set('beginTime', localInput(new Date(v.beginTime)));
+    set('endTime', localInput(new Date(v.endTime)));
+    setText(publishTitle, `Edit voucher ${v.id} (its sale has not started)`);
+    setText(document.getElementById('publish-submit'), 'Save changes');
+    document.getElementById('publish-cancel').hidden = false;
+    publishOut.hidden = true;
+    publishForm.scrollIntoView({ block: 'start' });
+  }
+
+  function stopEditing(keepMessage) {
+    const shopId = editing ? editing.shopId : null;
+    editing = null;
+    publishForm.elements.namedItem('shopId').disabled = false;
+    if (shopId) publishForm.elements.namedItem('shopId').value = shopId;
+    setText(publishTitle, 'Publish a seckill voucher');
+    setText(document.getElementById('publish-submit'), 'Publish');
+    document.getElementById('publish-cancel').hidden = true;
+    if (!keepMessage) publishOut.hidden = true;
+  }
+
+  // ---- a shop's vouchers: dashboards, edit (before the sale), close
   const listBody = h('tbody', { id: 'admin-vouchers' });
-  const listStatus = h('p', { class: 'muted' });
+  const listStatus = h('p', { class: 'muted', id: 'admin-list-status' });
+  const listOut = h('p', { id: 'admin-list-result', class: 'message', hidden: true });
   function listCard() {
-    const form = h('form', { class: 'inline' },
+    const form = h('form', { class: 'inline', id: 'list-shop' },
       h('label', {}, 'Shop ', h('input', { name: 'shopId', type: 'number', min: 1, required: true, value: localStorage.getItem('seckill.shop') || '1' })),
       h('button', { type: 'submit' }, 'List'));
     form.addEventListener('submit', (ev) => {
@@ -152,8 +233,8 @@ export function admin(root) {
       location.hash = '#/admin/live/' + field(open, 'voucher');
     });
     listShop(Number(localStorage.getItem('seckill.shop') || 1));
-    return h('section', { class: 'card' }, h('h2', {}, 'Vouchers and their live dashboards'), form, open, listStatus,
-      h('table', {}, h('thead', {}, h('tr', {}, ['Id', 'Title', 'Price', 'Stock', 'Window', ''].map((t) => h('th', {}, t)))), listBody));
+    return h('section', { class: 'card' }, h('h2', {}, 'Vouchers: edit, close, watch'), form, open, listStatus, listOut,
+      scroll(h('table', { class: 'admin-vouchers' }, h('thead', {}, h('tr', {}, ['Id', 'Title', 'Price', 'Stock', 'Window', ''].map((t) => h('th', {}, t)))), listBody)));
   }
 
   async function listShop(shopId) {
@@ -161,16 +242,52 @@ export function admin(root) {
     localStorage.setItem('seckill.shop', String(shopId));
     try {
       const env = await api('GET', '/voucher/list/' + shopId);
-      const rows = (env.data || []).map((v) => h('tr', {},
-        h('td', {}, String(v.id)), h('td', {}, v.title), h('td', {}, money(v.payValue)),
-        h('td', {}, `${v.stock} / ${v.initialStock}`),
-        h('td', { class: 'small' }, localTime(v.beginTime), ' – ', localTime(v.endTime)),
-        h('td', {}, h('a', { href: '#/admin/live/' + v.id, 'data-live': v.id }, 'Live dashboard'))));
+      const now = Date.now();
+      const rows = (env.data || []).map((v) => {
+        const closed = v.status === 2;
+        const ended = closed || Date.parse(v.endTime) <= now;
+        const before = !closed && Date.parse(v.beginTime) > now;
+        return h('tr', { 'data-voucher-row': v.id, 'data-closed': String(closed) },
+          h('td', {}, String(v.id)), h('td', {}, v.title, closed ? h('span', { class: 'muted small' }, ' (closed)') : ''),
+          h('td', {}, money(v.payValue)),
+          h('td', {}, `${v.stock} / ${v.initialStock}`),
+          h('td', { class: 'small' }, localTime(v.beginTime), ' – ', localTime(v.endTime)),
+          h('td', { class: 'row-actions' },
+            h('a', { href: '#/admin/live/' + v.id, 'data-live': v.id }, 'Dashboard'),
+            before ? h('button', { type: 'button', class: 'secondary', 'data-edit': v.id, onclick: () => startEditing(v) }, 'Edit') : '',
+            !ended ? h('button', { type: 'button', class: 'secondary', 'data-close': v.id, onclick: (ev) => closeVoucher(v, ev.currentTarget) }, 'Close') : ''));
+      });
       listBody.replaceChildren(...rows);
-      setText(listStatus, rows.length ? `Shop ${shopId}` : `Shop ${shopId} has no voucher yet.`);
+      setText(listStatus, rows.length ? `Shop ${shopId}: a voucher can be edited until its sale starts, and closed (its orders stay) until it ends.` : `Shop ${shopId} has no voucher yet.`);
     } catch (e) {
-      setText(listStatus, e.message);
+      listBody.replaceChildren();
+      setText(listStatus, e instanceof ApiError && e.code === 'SHOP_NOT_FOUND' ? `Shop ${shopId} does not exist.` : explain(e));
     }
+  }
+
+  // closeVoucher asks once more (the button turns into a confirmation for
+  // a few seconds), then ends the voucher's sale now.
+  async function closeVoucher(v, btn) {
+    if (btn.dataset.confirm !== 'yes') {
+      btn.dataset.confirm = 'yes';
+      setText(btn, 'Confirm close');
+      btn.classList.add('danger');
+      setTimeout(() => {
+        if (!btn.isConnected) return;
+        btn.dataset.confirm = '';
+        setText(btn, 'Close');
+        btn.classList.remove('danger');
+      }, 5000);
+      return;
+    }
+    try {
+      await api('POST', `/voucher/seckill/${v.id}/close`, { token: tokens.admin() });
+      message(listOut, 'ok', `Voucher ${v.id} (“${v.title}”) closed: its sale ended now; its orders stay.`);
+    } catch (e) {
+      if (!expired(e)) show(listOut, e);
+    }
+    if (editing && editing.id === v.id) stopEditing();
+    listShop(v.shopId);
   }
 
   root.append(tokenCard, work);
@@ -186,7 +303,7 @@ function localInput(d) {
 
 function show(el, e) {
   if (e instanceof ApiError) {
-    message(el, e.status >= 500 || e.status === 0 ? 'error' : 'refused', e.message, e.code);
+    message(el, e.status >= 500 || e.status === 0 ? 'error' : 'refused', explain(e), e.code);
   } else {
     message(el, 'error', String(e));
   }

@@ -5,12 +5,41 @@
 
 // ApiError is a refusal or a failure: status (0 when the server could not be
 // reached), code (INVALID_ARGUMENT, SOLD_OUT, ...) and the server's message.
+// retryAfter is the Retry-After header's wait in seconds (0 when none).
 export class ApiError extends Error {
-  constructor(status, code, message) {
+  constructor(status, code, message, retryAfter = 0) {
     super(message);
     this.status = status;
     this.code = code;
+    this.retryAfter = retryAfter;
   }
+}
+
+// Plain words for each refusal, shown beside its code. A function gets the
+// error (for the wait of RATE_LIMITED or the server's detail).
+const WORDS = {
+  SOLD_OUT: 'Sold out: every unit has been bought.',
+  DUPLICATE_ORDER: 'You already bought this voucher (one per person).',
+  SECKILL_NOT_STARTED: 'The sale has not started yet.',
+  SECKILL_ENDED: 'The sale has ended.',
+  RATE_LIMITED: (e) => (e.retryAfter ? `Too many tries: wait ${e.retryAfter} s, then try again.` : 'Too many tries: wait a moment.'),
+  UNAUTHORIZED: 'Your login has ended: log in again.',
+  FORBIDDEN: 'This needs an admin token.',
+  VOUCHER_NOT_FOUND: 'No voucher has this id.',
+  SHOP_NOT_FOUND: 'No shop has this id.',
+  ORDER_NOT_FOUND: 'No such order of yours.',
+  VOUCHER_NOT_EDITABLE: 'Its sale has started or it is closed: it can only be closed now.',
+  INVALID_ARGUMENT: (e) => 'Please check: ' + e.message.replace(/^invalid /, '') + '.',
+  UNAVAILABLE: 'The service is busy: try again in a moment.',
+  NETWORK: 'The server cannot be reached: check the connection.',
+  INTERNAL: 'Something went wrong on the server.',
+};
+
+// explain returns plain words for an error (its code's, else its message).
+export function explain(e) {
+  if (!(e instanceof ApiError)) return String(e);
+  const w = WORDS[e.code];
+  return typeof w === 'function' ? w(e) : w || e.message;
 }
 
 // The server's clock, from the Date header of its answers: the server's time
@@ -73,7 +102,8 @@ export async function envelope(res) {
     throw new ApiError(res.status, 'HTTP_' + res.status, `HTTP ${res.status}`);
   }
   if (!env.success) {
-    throw new ApiError(res.status, env.code || 'HTTP_' + res.status, env.errorMsg || `HTTP ${res.status}`);
+    const wait = Number(res.headers.get('retry-after')) || 0;
+    throw new ApiError(res.status, env.code || 'HTTP_' + res.status, env.errorMsg || `HTTP ${res.status}`, wait);
   }
   return env;
 }

@@ -1,58 +1,133 @@
-// The buyer's page: log in by code, a shop's vouchers with a countdown to
-// their window, live stock and a buy button, and the buyer's orders (an
-// async-mode order shows pending until a consumer writes it, then created).
-import { api, ApiError, serverNow, tokens } from './api.js';
-import { h, setText, field, money, duration, localTime, message } from './dom.js';
+// The buyer's page: log in by code, pick a shop, its vouchers with a
+// countdown to their window, live stock and a buy button that knows what
+// the buyer already owns, and the buyer's orders (an async-mode order shows
+// pending until a consumer writes it, then created).
+import { api, ApiError, explain, serverNow, tokens } from './api.js';
+import { h, setText, field, money, duration, localTime, message, shortId, scroll } from './dom.js';
 
 const STOCK_POLL_MS = 2000;
 const ORDER_POLL_MS = 1000;
+// CODE_GUESSES is how many wrong guesses a login code survives (the
+// server's service.CodeGuesses); then it is void.
+const CODE_GUESSES = 5;
+const PHONE = /^1[3-9]\d{9}$/;
 
 export function buyer(root) {
   const timers = [];
   const every = (ms, f) => timers.push(setInterval(f, ms));
   let vouchers = new Map(); // id -> voucher of the list
   let me = null;
+  let owned = new Map(); // voucher id -> the buyer's order of it
+  const titles = new Map(); // voucher id -> title, for orders of other shops
 
   const status = h('p', { id: 'buyer-status', class: 'muted' });
   const result = h('p', { id: 'buy-result', class: 'message', hidden: true });
 
   // ---- log in by code
   const loginCard = h('section', { class: 'card', id: 'login-card' });
+  let loginNote = ''; // why the buyer sees the login form again
   function renderLogin() {
     const devCode = h('span', { id: 'dev-code', class: 'muted' });
-    const out = h('p', { class: 'message', hidden: true });
+    const out = h('p', { id: 'login-result', class: 'message', hidden: true });
+    const sendBtn = h('button', { id: 'send-code', type: 'button', onclick: sendCode }, 'Send code');
     const form = h('form', { id: 'login-form', autocomplete: 'off' },
-      h('label', {}, 'Phone ', h('input', { id: 'phone', name: 'phone', inputmode: 'numeric', placeholder: '13812345678', required: true })),
-      h('button', { id: 'send-code', type: 'button', onclick: sendCode }, 'Send code'),
-      h('label', {}, 'Code ', h('input', { id: 'code', name: 'code', inputmode: 'numeric', size: 8, required: true })),
+      h('label', {}, 'Phone ', h('input', {
+        id: 'phone', name: 'phone', inputmode: 'numeric', autocomplete: 'tel', maxlength: 11, required: true,
+        placeholder: 'mobile number', value: sessionStorage.getItem('seckill.phone') || '',
+      })),
+      sendBtn,
+      h('label', {}, 'Code ', h('input', { id: 'code', name: 'code', inputmode: 'numeric', maxlength: 6, size: 8, required: true, placeholder: '6 digits' })),
       h('button', { id: 'login', type: 'submit' }, 'Log in'),
       devCode, out);
+    let wrong = 0; // wrong guesses of the code last sent
+    let wait = null;
+    function cooldown(seconds) {
+      clearInterval(wait);
+      let left = seconds;
+      sendBtn.disabled = true;
+      const show = () => setText(sendBtn, `Send again in ${left} s`);
+      show();
+      wait = setInterval(() => {
+        left -= 1;
+        if (left > 0) return show();
+        clearInterval(wait);
+        sendBtn.disabled = false;
+        setText(sendBtn, 'Send code');
+      }, 1000);
+      timers.push(wait);
+    }
+    function phone() {
+      const p = field(form, 'phone');
+      if (!PHONE.test(p)) {
+        message(out, 'refused', p ? `"${p}" is not a mobile number: 11 digits, starting with 1.` : 'Enter your mobile number first.');
+        form.elements.namedItem('phone').focus();
+        return null;
+      }
+      sessionStorage.setItem('seckill.phone', p);
+      return p;
+    }
     async function sendCode() {
+      const p = phone();
+      if (!p) return;
       try {
-        const env = await api('POST', '/user/code?phone=' + encodeURIComponent(field(form, 'phone')));
+        const env = await api('POST', '/user/code?phone=' + encodeURIComponent(p));
+        wrong = 0;
         if (env.data) {
           // Development only: the server returns the code.
           form.elements.namedItem('code').value = env.data;
           setText(devCode, 'development: the code is ' + env.data);
         } else {
-          setText(devCode, 'code sent (see the server log)');
+          form.elements.namedItem('code').value = '';
+          setText(devCode, 'Code sent (see the server log).');
         }
-        out.hidden = true;
+        message(out, 'ok', `A code went to ${p.slice(0, 3)}****${p.slice(7)}. It works once, for a few minutes.`);
       } catch (e) {
+        if (e instanceof ApiError && e.code === 'RATE_LIMITED' && e.retryAfter) cooldown(e.retryAfter);
         show(out, e);
       }
     }
     form.addEventListener('submit', async (ev) => {
       ev.preventDefault();
+      const p = phone();
+      if (!p) return;
+      const code = field(form, 'code');
+      if (!/^\d{6}$/.test(code)) {
+        message(out, 'refused', 'The code has 6 digits: send a code, then type it here.');
+        return;
+      }
       try {
-        const env = await api('POST', '/user/login', { body: { phone: field(form, 'phone'), code: field(form, 'code') } });
+        const env = await api('POST', '/user/login', { body: { phone: p, code } });
         tokens.setUser(env.data);
+        loginNote = '';
         await loadMe();
       } catch (e) {
+        if (e instanceof ApiError && e.code === 'INVALID_ARGUMENT' && /code/.test(e.message)) {
+          wrong += 1;
+          if (wrong >= CODE_GUESSES) {
+            form.elements.namedItem('code').value = '';
+            setText(devCode, '');
+            message(out, 'refused', 'This code is used up (too many wrong tries) or expired: request a new one.', e.code);
+          } else {
+            message(out, 'refused', `Wrong or expired code (${wrong} of ${CODE_GUESSES} tries used): check it, or request a new one.`, e.code);
+          }
+          return;
+        }
         show(out, e);
       }
     });
-    loginCard.replaceChildren(h('h2', {}, 'Log in'), form);
+    loginCard.replaceChildren(h('h2', {}, 'Log in'),
+      loginNote ? h('p', { id: 'login-note', class: 'message refused' }, loginNote) : '', form);
+  }
+
+  // loggedOut shows the login form again, saying why.
+  function loggedOut(note) {
+    tokens.setUser('');
+    me = null;
+    owned = new Map();
+    loginNote = note;
+    renderLogin();
+    renderAll();
+    renderOrders(null);
   }
 
   async function loadMe() {
@@ -68,48 +143,62 @@ export function buyer(root) {
       me = (await api('GET', '/user/me', { token })).data;
     } catch (e) {
       if (e instanceof ApiError && e.status === 401) {
-        tokens.setUser('');
-        me = null;
-        renderLogin();
-        renderAll();
-        renderOrders(null);
+        loggedOut('Your login has ended (expired or signed out elsewhere): log in again.');
         return;
       }
-      setText(status, e.message);
+      setText(status, explain(e));
       return;
     }
     loginCard.replaceChildren(
       h('p', {}, 'Logged in as ', h('strong', { id: 'me' }, me.nickName), ` (user ${me.id}) `,
-        h('button', { id: 'logout', type: 'button', onclick: () => { tokens.setUser(''); loadMe(); } }, 'Log out')));
+        h('button', { id: 'logout', type: 'button', onclick: () => { tokens.setUser(''); loginNote = ''; loadMe(); } }, 'Log out')));
     renderAll();
     loadOrders();
   }
 
-  // ---- the shop and its vouchers
+  // ---- the shop: search by name, pick one
   let shopId = Number(localStorage.getItem('seckill.shop') || 1) || 1;
   const shopName = h('span', { id: 'shop-name' });
   const list = h('div', { id: 'vouchers', class: 'vouchers' });
-  const shopForm = h('form', { id: 'shop-form', class: 'inline' },
-    h('label', {}, 'Shop ', h('input', { id: 'shop-id', name: 'shop', type: 'number', min: 1, value: String(shopId), required: true })),
-    h('button', { type: 'submit' }, 'Open'));
+  const shopList = h('ul', { id: 'shop-list', class: 'shops' });
+  const shopForm = h('form', { id: 'shop-form', class: 'inline', role: 'search' },
+    h('label', {}, 'Find a shop ', h('input', { id: 'shop-search', name: 'name', type: 'search', placeholder: 'name, e.g. tea' })),
+    h('button', { type: 'submit' }, 'Search'));
   shopForm.addEventListener('submit', (ev) => {
     ev.preventDefault();
-    const n = Number(field(shopForm, 'shop'));
-    if (!Number.isInteger(n) || n < 1) return;
+    searchShops(field(shopForm, 'name'));
+  });
+  async function searchShops(name) {
+    try {
+      const env = await api('GET', '/shop/list?name=' + encodeURIComponent(name));
+      const shops = env.data || [];
+      shopList.replaceChildren(...shops.map((s) => h('li', {},
+        h('button', { type: 'button', class: 'link' + (s.id === shopId ? ' current' : ''), 'data-shop': s.id, onclick: () => pickShop(s.id) },
+          s.name), ' ', h('span', { class: 'muted small' }, s.address))));
+      if (!shops.length) shopList.replaceChildren(h('li', { class: 'muted' }, name ? `No shop named like "${name}".` : 'No shop yet: an admin creates one (Admin).'));
+    } catch (e) {
+      shopList.replaceChildren(h('li', { class: 'message error' }, explain(e)));
+    }
+  }
+  function pickShop(n) {
     shopId = n;
     localStorage.setItem('seckill.shop', String(n));
     vouchers = new Map();
     list.replaceChildren();
+    for (const b of shopList.querySelectorAll('[data-shop]')) b.classList.toggle('current', Number(b.dataset.shop) === n);
     loadShop();
     loadVouchers();
-  });
+  }
 
+  let shopMissing = false;
   async function loadShop() {
     try {
       const shop = (await api('GET', '/shop/' + shopId)).data;
+      shopMissing = false;
       setText(shopName, shop.name + (shop.address ? ' · ' + shop.address : ''));
-    } catch {
-      setText(shopName, 'shop ' + shopId);
+    } catch (e) {
+      shopMissing = e instanceof ApiError && e.code === 'SHOP_NOT_FOUND';
+      setText(shopName, shopMissing ? '' : 'shop ' + shopId);
     }
   }
 
@@ -118,25 +207,37 @@ export function buyer(root) {
     try {
       const env = await api('GET', '/voucher/list/' + shopId);
       const next = new Map();
-      for (const v of env.data || []) next.set(String(v.id), v);
+      for (const v of env.data || []) {
+        // A closed voucher stays only on the card of its buyer.
+        if (v.status === 2 && !owned.has(String(v.id))) continue;
+        next.set(String(v.id), v);
+        titles.set(String(v.id), v.title);
+      }
       vouchers = next;
       setText(status, next.size ? '' : 'No voucher in this shop yet: an admin publishes one (Admin).');
       renderAll();
     } catch (e) {
-      setText(status, 'vouchers: ' + e.message);
+      if (e instanceof ApiError && e.code === 'SHOP_NOT_FOUND') {
+        vouchers = new Map();
+        renderAll();
+        setText(status, `Shop ${shopId} does not exist: pick one from the list above.`);
+        return;
+      }
+      setText(status, 'Vouchers: ' + explain(e));
     }
   }
 
   function card(v) {
-    const el = h('article', { class: 'voucher', 'data-voucher': v.id },
+    return h('article', { class: 'voucher', 'data-voucher': v.id },
       h('h3', {}, v.title),
       v.subTitle ? h('p', { class: 'muted' }, v.subTitle) : '',
       h('p', {}, 'Pay ', h('strong', {}, money(v.payValue)), ', worth ', money(v.actualValue)),
       v.rules ? h('p', { class: 'muted small' }, v.rules) : '',
       h('div', { class: 'bar' }, h('div', { class: 'fill' })),
       h('p', {}, h('span', { class: 'stock' }), ' ', h('span', { class: 'countdown' })),
-      h('button', { class: 'buy', type: 'button', onclick: () => buy(v.id) }, 'Buy'));
-    return el;
+      h('button', { class: 'buy', type: 'button', onclick: () => buy(v.id) }, 'Buy'),
+      h('p', { class: 'mine small', hidden: true }),
+      h('p', { class: 'card-msg message', hidden: true }));
   }
 
   function renderAll() {
@@ -151,6 +252,14 @@ export function buyer(root) {
       }
       el.querySelector('.fill').style.width = (v.initialStock ? (100 * v.stock) / v.initialStock : 0) + '%';
       setText(el.querySelector('.stock'), `Stock ${v.stock} / ${v.initialStock}`);
+      const mine = el.querySelector('.mine');
+      const o = owned.get(id);
+      if (o) {
+        mine.replaceChildren('Your order ', h('a', { href: '#order-' + o.id, 'data-order-link': o.id }, shortId(o.id)), ' · ', o.status);
+        mine.hidden = false;
+      } else {
+        mine.hidden = true;
+      }
     }
     tick();
   }
@@ -166,7 +275,10 @@ export function buyer(root) {
       const cd = el.querySelector('.countdown');
       const btn = el.querySelector('.buy');
       let open = false;
-      if (now < begin) {
+      if (v.status === 2) {
+        setText(cd, 'closed by the shop');
+        el.dataset.phase = 'ended';
+      } else if (now < begin) {
         setText(cd, 'starts in ' + duration(begin - now));
         el.dataset.phase = 'before';
       } else if (now < end) {
@@ -177,26 +289,38 @@ export function buyer(root) {
         setText(cd, 'ended ' + localTime(v.endTime));
         el.dataset.phase = 'ended';
       }
-      btn.disabled = !me || !open || v.stock <= 0;
-      setText(btn, !me ? 'Log in to buy' : v.stock <= 0 && open ? 'Sold out' : 'Buy');
+      const bought = owned.has(id);
+      btn.disabled = !me || bought || !open || v.stock <= 0;
+      btn.classList.toggle('bought', bought);
+      setText(btn, !me ? 'Log in to buy' : bought ? 'Bought ✓' : v.stock <= 0 && open ? 'Sold out'
+        : el.dataset.phase === 'before' ? 'Not on sale yet' : el.dataset.phase === 'ended' ? 'Sale ended' : 'Buy');
     }
   }
 
   // ---- buy
   async function buy(voucherId) {
     const token = tokens.user();
+    const id = String(voucherId);
+    const el = list.querySelector(`[data-voucher="${id}"]`);
+    const cardMsg = el && el.querySelector('.card-msg');
+    const title = (vouchers.get(id) || {}).title || 'voucher ' + id;
     try {
       const env = await api('POST', '/voucher-order/seckill/' + voucherId, { token });
       track(env.data);
-      message(result, 'ok', `Order ${env.data} placed.`);
+      owned.set(id, { id: env.data, voucherId: Number(voucherId), status: 'pending' });
+      message(result, 'ok', `Order placed: you bought “${title}” (order ${env.data}).`);
       result.dataset.order = env.data;
+      if (cardMsg) cardMsg.hidden = true;
+      renderAll();
       loadOrders();
     } catch (e) {
-      show(result, e);
       if (e instanceof ApiError && e.status === 401) {
-        tokens.setUser('');
-        loadMe();
+        loggedOut('Your login has ended (expired or signed out elsewhere): log in again to buy.');
+        return;
       }
+      if (cardMsg) show(cardMsg, e);
+      show(result, e, `“${title}”: `);
+      if (e instanceof ApiError && e.code === 'DUPLICATE_ORDER') loadOrders();
     }
     loadVouchers();
   }
@@ -236,11 +360,32 @@ export function buyer(root) {
         }
       }
       sessionStorage.setItem(trackedKey(), JSON.stringify(keep));
-      renderOrders([...extra, ...orders]);
+      const all = [...extra, ...orders];
+      owned = new Map();
+      for (const o of all) if (o.status !== 'failed') owned.set(String(o.voucherId), o);
+      await loadTitles(all);
+      renderOrders(all);
+      renderAll();
     } catch (e) {
-      setText(status, 'orders: ' + e.message);
+      if (e instanceof ApiError && e.status === 401) {
+        loggedOut('Your login has ended (expired or signed out elsewhere): log in again.');
+        return;
+      }
+      setText(status, 'Orders: ' + explain(e));
     } finally {
       loadingOrders = false;
+    }
+  }
+  // loadTitles reads the title of vouchers of other shops, once each.
+  async function loadTitles(orders) {
+    for (const o of orders) {
+      const id = String(o.voucherId);
+      if (titles.has(id)) continue;
+      try {
+        titles.set(id, (await api('GET', '/voucher/seckill/' + id)).data.title);
+      } catch {
+        titles.set(id, 'voucher ' + id);
+      }
     }
   }
   function renderOrders(orders) {
@@ -248,26 +393,24 @@ export function buyer(root) {
       ordersBody.replaceChildren(h('tr', {}, h('td', { colspan: 4, class: 'muted' }, 'Log in to see your orders.')));
       return;
     }
-    ordersBody.replaceChildren(...orders.map((o) => {
-      const v = vouchers.get(String(o.voucherId));
-      return h('tr', { 'data-order': o.id, 'data-status': o.status },
-        h('td', {}, h('code', {}, o.id)),
-        h('td', {}, v ? v.title : '#' + o.voucherId),
-        h('td', {}, h('span', { class: 'status ' + o.status }, o.status)),
-        h('td', {}, localTime(o.createTime)));
-    }));
+    ordersBody.replaceChildren(...orders.map((o) => h('tr', { 'data-order': o.id, 'data-status': o.status, id: 'order-' + o.id },
+      h('td', {}, shortId(o.id)),
+      h('td', {}, titles.get(String(o.voucherId)) || 'voucher ' + o.voucherId),
+      h('td', {}, h('span', { class: 'status ' + o.status }, o.status)),
+      h('td', { class: 'small' }, localTime(o.createTime)))));
     if (!orders.length) ordersBody.append(h('tr', {}, h('td', { colspan: 4, class: 'muted' }, 'No order yet.')));
   }
 
   root.append(
     loginCard,
-    h('section', { class: 'card' }, h('h2', {}, 'Vouchers ', h('small', {}, shopName)), shopForm, status, result, list),
-    h('section', { class: 'card' }, h('h2', {}, 'My orders'), ordersTable));
+    h('section', { class: 'card' }, h('h2', {}, 'Vouchers ', h('small', {}, shopName)), shopForm, shopList, status, result, list),
+    h('section', { class: 'card', id: 'orders-card' }, h('h2', {}, 'My orders'), scroll(ordersTable)));
 
   renderLogin();
   loadMe();
   loadShop();
   loadVouchers();
+  searchShops('');
   every(250, tick);
   every(STOCK_POLL_MS, loadVouchers);
   every(ORDER_POLL_MS, () => {
@@ -276,10 +419,10 @@ export function buyer(root) {
   return { unmount: () => timers.forEach(clearInterval) };
 }
 
-function show(el, e) {
+function show(el, e, prefix = '') {
   if (e instanceof ApiError) {
-    message(el, e.status >= 500 || e.status === 0 ? 'error' : 'refused', e.message, e.code);
+    message(el, e.status >= 500 || e.status === 0 ? 'error' : 'refused', prefix + explain(e), e.code);
   } else {
-    message(el, 'error', String(e));
+    message(el, 'error', prefix + String(e));
   }
 }

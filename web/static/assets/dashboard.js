@@ -3,8 +3,8 @@
 // that the admin token travels in the authorization header, never in a URL).
 // Every number is the whole sale's, over every instance: the server sums
 // what each instance published to Redis and adds the voucher's audit.
-import { stream, ApiError, tokens } from './api.js';
-import { h, setText, localTime } from './dom.js';
+import { api, stream, ApiError, explain, serverNow, tokens } from './api.js';
+import { h, setText, localTime, duration, money, scroll } from './dom.js';
 
 const CODES = ['OK', 'SOLD_OUT', 'DUPLICATE_ORDER', 'SECKILL_NOT_STARTED', 'SECKILL_ENDED', 'RATE_LIMITED', 'UNAVAILABLE', 'INTERNAL', 'OTHER'];
 const HISTORY = 60; // seconds in the chart
@@ -18,7 +18,26 @@ export function dashboard(root, voucherId) {
       h('p', {}, 'The dashboard is for admins: ', h('a', { href: '#/admin' }, 'paste an admin token'), ' first.')));
     return { unmount() {} };
   }
+  // The voucher first: an unknown one gets a page that says so, not a
+  // dashboard of dashes.
+  const abort = new AbortController();
+  const timers = [];
+  const waiting = h('section', { class: 'card' }, h('p', { class: 'muted' }, `Voucher ${voucherId}: loading…`));
+  root.append(waiting);
+  api('GET', '/voucher/seckill/' + voucherId, { signal: abort.signal }).then((env) => {
+    waiting.remove();
+    board(root, voucherId, token, env.data, abort, timers);
+  }, (e) => {
+    if (abort.signal.aborted) return;
+    waiting.replaceChildren(h('h2', {}, `Voucher ${voucherId}`),
+      h('p', { id: 'live-missing', class: 'message ' + (e instanceof ApiError && e.code === 'VOUCHER_NOT_FOUND' ? 'refused' : 'error'), 'data-code': e.code || '' },
+        e instanceof ApiError && e.code === 'VOUCHER_NOT_FOUND' ? `No voucher has the id ${voucherId}.` : explain(e)),
+      h('p', {}, h('a', { href: '#/admin' }, '← Admin: the vouchers of a shop')));
+  });
+  return { unmount: () => { abort.abort(); timers.forEach(clearInterval); } };
+}
 
+function board(root, voucherId, token, v, abort, timers) {
   const f = {}; // data-field -> element
   const num = (name, cls) => (f[name] = h('span', { class: cls || 'num', 'data-field': name }, '–'));
   const state = h('span', { id: 'live-state', class: 'state', 'data-state': 'connecting' }, 'connecting…');
@@ -33,12 +52,28 @@ export function dashboard(root, voucherId) {
       h('td', { class: 'r' }, num('perSecond.' + c)), h('td', { class: 'r' }, num('answers.' + c))));
   }
   const checkLabel = h('span', {}, 'the order check');
+  // Latencies keep their last values when the traffic stops, marked so.
+  const latencyNote = h('p', { id: 'latency-note', class: 'muted small', hidden: true }, 'No request in the last seconds: latencies shown are the last measured.');
+  let lastLatency = null;
   const instRows = h('tbody', { id: 'instances' });
   const history = [];
 
+  const phase = h('span', { id: 'live-phase', class: 'phase' });
+  const tick = () => {
+    const now = serverNow();
+    const begin = Date.parse(v.beginTime);
+    const end = Date.parse(v.endTime);
+    phase.dataset.phase = v.status === 2 ? 'closed' : now < begin ? 'before' : now < end ? 'open' : 'ended';
+    setText(phase, v.status === 2 ? 'closed' : now < begin ? 'starts in ' + duration(begin - now)
+      : now < end ? 'on sale, ends in ' + duration(end - now) : 'ended');
+  };
+  tick();
+  timers.push(setInterval(tick, 250));
   root.append(
-    h('section', { class: 'card' },
-      h('h2', {}, `Voucher ${voucherId}: live `, state, ' ', h('small', {}, 'updated ', updated)),
+    h('section', { class: 'card', id: 'live-head' },
+      h('h2', {}, h('span', { id: 'live-title' }, v.title), ' ', h('small', {}, `voucher ${voucherId}`), ' ', state),
+      h('p', { class: 'window' }, phase, h('span', { class: 'muted' }, ' · ', localTime(v.beginTime), ' – ', localTime(v.endTime),
+        ' · pay ', money(v.payValue), ' · updated ', updated)),
       modes,
       h('div', { class: 'tiles' },
         tile('Stock (database)', num('stock'), h('span', { class: 'muted' }, ' / ', num('initialStock', 'muted'))),
@@ -53,11 +88,12 @@ export function dashboard(root, voucherId) {
         tile('Requests', num('requests')),
         tile('p50 ms', num('latency.p50')), tile('p95 ms', num('latency.p95')), tile('p99 ms', num('latency.p99')),
         tile('mean ms', num('latency.mean'))),
+      latencyNote,
       chart,
       h('p', { class: 'muted small' }, 'Requests per second (line) and orders per second (bars), last minute; rates and latencies over the last ', num('windowSeconds', 'muted'), ' s.')),
     h('section', { class: 'card cols' },
       h('div', {}, h('h2', {}, 'Answers by code'),
-        h('table', {}, h('thead', {}, h('tr', {}, h('th', {}, 'code'), h('th', { class: 'r' }, 'per second'), h('th', { class: 'r' }, 'total'))), codeRows)),
+        scroll(h('table', {}, h('thead', {}, h('tr', {}, h('th', {}, 'code'), h('th', { class: 'r' }, 'per second'), h('th', { class: 'r' }, 'total'))), codeRows))),
       h('div', {}, h('h2', {}, 'Duplicates stopped'),
         h('table', {}, h('tbody', {},
           h('tr', {}, h('td', {}, 'by the per-user lock'), h('td', { class: 'r' }, num('duplicates.lock'))),
@@ -67,7 +103,8 @@ export function dashboard(root, voucherId) {
           h('tr', {}, h('td', {}, 'unique-key rejections, audit (requests and consumers)'), h('td', { class: 'r' }, num('duplicateRejections'))))),
         h('p', { class: 'muted small' }, 'Each DUPLICATE_ORDER answer counted by where it was stopped. A lock that holds leaves the unique key nothing to do.'))),
     h('section', { class: 'card' }, h('h2', {}, 'Instances'),
-      h('table', {}, h('thead', {}, h('tr', {}, ['instance', 'lock', 'order', 'this voucher', 'requests / s', 'requests', 'published'].map((t, i) => h('th', { class: i === 4 || i === 5 ? 'r' : '' }, t)))), instRows)),
+      h('p', { class: 'muted small' }, 'An instance\'s requests count every voucher it served, not only this one.'),
+      scroll(h('table', { class: 'instances' }, h('thead', {}, h('tr', {}, ['instance', 'lock', 'order', 'this voucher', 'requests / s (all)', 'requests (all vouchers)', 'published'].map((t, i) => h('th', { class: i === 4 || i === 5 ? 'r' : '' }, t)))), instRows))),
     h('p', {}, h('a', { href: '#/admin' }, '← Admin')));
 
   function show(s) {
@@ -91,7 +128,9 @@ export function dashboard(root, voucherId) {
     set('requests', s.requests);
     set('requestsPerSecond', s.requestsPerSecond);
     set('windowSeconds', s.windowSeconds);
-    for (const q of ['p50', 'p95', 'p99', 'mean']) set('latency.' + q, s.latency ? s.latency[q] : null);
+    if (s.latency) lastLatency = s.latency;
+    latencyNote.hidden = !!s.latency || !lastLatency;
+    for (const q of ['p50', 'p95', 'p99', 'mean']) set('latency.' + q, lastLatency ? lastLatency[q] : null);
     for (const c of CODES) {
       set('answers.' + c, (s.answers || {})[c]);
       set('perSecond.' + c, s.perSecond ? s.perSecond[c] : null);
@@ -111,7 +150,7 @@ export function dashboard(root, voucherId) {
       (s.lockModes || []).length > 1 || orderModes.length > 1 ? h('span', { class: 'message refused' }, ' the instances run different modes') : '',
       s.error ? h('span', { class: 'message error' }, ' counters: ' + s.error) : '');
     instRows.replaceChildren(...insts.map((i) => h('tr', { 'data-instance': i.id, 'data-serving': String(!!i.serving) },
-      h('td', {}, h('code', {}, i.id)), h('td', {}, i.lockMode), h('td', {}, i.orderMode),
+      h('td', {}, h('code', { class: 'inst', title: i.id }, i.id)), h('td', {}, i.lockMode), h('td', {}, i.orderMode),
       h('td', {}, i.serving ? 'serving' : h('span', { class: 'muted' }, 'idle')),
       h('td', { class: 'r' }, i.requestsPerSecond ?? '–'), h('td', { class: 'r' }, String(i.requests)),
       h('td', {}, new Date(i.seen).toLocaleTimeString()))));
@@ -152,7 +191,6 @@ export function dashboard(root, voucherId) {
 
   // Connect, and reconnect (1 s, doubling to 10 s) unless the server refused
   // the stream for good or the page left the dashboard.
-  const abort = new AbortController();
   (async () => {
     let wait = 1000;
     while (!abort.signal.aborted) {
@@ -179,7 +217,6 @@ export function dashboard(root, voucherId) {
       wait = Math.min(10000, wait * 2);
     }
   })();
-  return { unmount: () => abort.abort() };
 }
 
 function tile(label, ...content) {

@@ -53,11 +53,37 @@ export function localTime(rfc3339) {
   return isNaN(t) ? String(rfc3339) : t.toLocaleString();
 }
 
-// message shows a result line: kind is 'ok', 'refused' or 'error'.
+// message shows a result line: kind is 'ok', 'refused' or 'error'; the
+// code, when given, follows the words in small type.
 export function message(el, kind, text, code) {
-  el.replaceChildren(code ? h('code', {}, code) : '', code ? ' ' : '', text);
+  el.replaceChildren(text, code ? ' ' : '', code ? h('code', { class: 'code' }, code) : '');
   el.className = 'message ' + kind;
   el.dataset.status = kind;
   if (code) el.dataset.code = code; else delete el.dataset.code;
   el.hidden = false;
+}
+
+// yuan formats fen as a number of yuan for an input ("80.00").
+export function yuan(fen) {
+  return (Number(fen) / 100).toFixed(2);
+}
+
+// fen reads a yuan amount typed by a person ("80", "80.5", "¥80.00") as
+// whole fen, or NaN.
+export function fen(text) {
+  const s = String(text).replace(/[¥,\s]/g, '');
+  if (!/^\d+(\.\d{1,2})?$/.test(s)) return NaN;
+  return Math.round(Number(s) * 100);
+}
+
+// shortId shows a long id by its last six digits; the whole id is its
+// title (a phone has no room for 19 digits).
+export function shortId(id) {
+  const s = String(id);
+  return h('code', { class: 'oid', title: s }, h('span', { class: 'full' }, s), h('span', { class: 'short' }, '…' + s.slice(-6)));
+}
+
+// scroll wraps a table so that it scrolls sideways inside its card.
+export function scroll(table) {
+  return h('div', { class: 'scroll' }, table);
 }
