@@ -18,32 +18,62 @@ type Verdict struct {
 	Violations int
 	// TimedOut is how many keys the checker could not decide in time.
 	TimedOut int
-	// Shortest is the shortest violating sub-history found (a closed
-	// prefix of one key's operations); nil without violations.
+	// Shortest is the shortest violating sub-history found (a window of
+	// one key's operations); nil without violations.
 	Shortest []porcupine.Operation
-	model    porcupine.Model
+	// shortestModel checks Shortest: the model, started in any state.
+	shortestModel porcupine.Model
 }
 
 // CheckMutex checks the acquires and releases of ops against MutexModel,
 // giving each key at most timeout.
 func CheckMutex(ops []Op, timeout time.Duration) Verdict {
-	return check(MutexModel.ToModel(), mutexOps(ops), timeout)
+	return check(MutexModel, mutexStarts, mutexOps(ops), timeout)
 }
 
 // CheckRegister checks the read-modify-writes of ops against
 // RegisterModel, giving each key at most timeout.
 func CheckRegister(ops []Op, timeout time.Duration) Verdict {
-	return check(RegisterModel.ToModel(), registerOps(ops), timeout)
+	return check(RegisterModel, registerStarts, registerOps(ops), timeout)
+}
+
+// mutexStarts lists every state a window of ops may start in: free, or
+// held by one of its clients (any other holder acts as one of none).
+func mutexStarts(ops []porcupine.Operation) []interface{} {
+	states := []interface{}{free}
+	seen := map[int]bool{}
+	for _, op := range ops {
+		if c := op.Input.(mutexInput).Client; !seen[c] {
+			seen[c] = true
+			states = append(states, c)
+		}
+	}
+	return states
+}
+
+// registerStarts lists the states a window of ops may start in that can
+// matter: each value one of them read, or one none read, with token 0
+// (the lowest token refuses nothing a higher one would allow).
+func registerStarts(ops []porcupine.Operation) []interface{} {
+	states := []interface{}{register{Value: -1}}
+	seen := map[int64]bool{}
+	for _, op := range ops {
+		if v := op.Output.(registerOutput).Read; !seen[v] {
+			seen[v] = true
+			states = append(states, register{Value: v})
+		}
+	}
+	return states
 }
 
 // WritePage saves the checker's HTML page of v.Shortest at path.
 func (v Verdict) WritePage(path string, timeout time.Duration) error {
-	_, info := porcupine.CheckOperationsVerbose(v.model, v.Shortest, timeout)
+	_, info := porcupine.CheckOperationsVerbose(v.shortestModel, v.Shortest, timeout)
 	f, err := os.Create(path)
 	if err != nil {
 		return err
 	}
-	if err := porcupine.Visualize(v.model, info, f); err != nil {
+	if err := porcupine.Visualize(v.shortestModel, info, f); err != nil {
 		f.Close()
 		return err
 	}
@@ -99,8 +129,10 @@ func returnOf(op Op, inf int64) int64 {
 	return op.Return
 }
 
-func check(m porcupine.Model, ops []porcupine.Operation, timeout time.Duration) Verdict {
-	v := Verdict{Operations: len(ops), model: m}
+func check(nm porcupine.NondeterministicModel, starts func([]porcupine.Operation) []interface{},
+	ops []porcupine.Operation, timeout time.Duration) Verdict {
+	m := nm.ToModel()
+	v := Verdict{Operations: len(ops)}
 	for _, part := range m.Partition(ops) {
 		switch porcupine.CheckOperationsTimeout(m, part, timeout) {
 		case porcupine.Ok:
@@ -113,8 +145,9 @@ func check(m porcupine.Model, ops []porcupine.Operation, timeout time.Duration) 
 		if v.Violations > 3 {
 			continue // the shortest of the first three is short enough
 		}
-		if s := shortest(m, part, timeout); v.Shortest == nil || len(s) < len(v.Shortest) {
-			v.Shortest = s
+		p := shortest(m, part, timeout)
+		if w, wm := window(nm, starts, p, timeout); v.Shortest == nil || len(w) < len(v.Shortest) {
+			v.Shortest, v.shortestModel = w, wm
 		}
 	}
 	return v
@@ -161,4 +194,50 @@ func shortest(m porcupine.Model, part []porcupine.Operation, timeout time.Durati
 		return p
 	}
 	return ops
+}
+
+// window cuts the front of a violating closed prefix: it returns the
+// shortest suffix, starting at a quiet moment (every earlier operation
+// with a known outcome had returned), that is not linearizable from any
+// state it could start in, with the model that starts there. Operations
+// of unknown outcome called earlier stay in the window, as if called at
+// its start. Illegal from every start, the window proves the violation.
+func window(nm porcupine.NondeterministicModel, starts func([]porcupine.Operation) []interface{},
+	p []porcupine.Operation, timeout time.Duration) ([]porcupine.Operation, porcupine.Model) {
+	inf := int64(0)
+	for _, op := range p {
+		inf = max(inf, op.Return)
+	}
+	at := func(s int) ([]porcupine.Operation, porcupine.Model) {
+		var w []porcupine.Operation
+		for _, op := range p[:s] {
+			if op.Return == inf {
+				op.Call = p[s].Call
+				w = append(w, op)
+			}
+		}
+		w = append(w, p[s:]...)
+		wm := nm
+		states := starts(w)
+		wm.Init = func() []interface{} { return states }
+		return w, wm.ToModel()
+	}
+	horizon := make([]int64, len(p)+1) // horizon[s]: latest known return in p[:s]
+	horizon[0] = math.MinInt64
+	for i, op := range p {
+		horizon[i+1] = horizon[i]
+		if op.Return < inf {
+			horizon[i+1] = max(horizon[i], op.Return)
+		}
+	}
+	for s := len(p) - 1; s > 0; s-- {
+		if horizon[s] >= p[s].Call {
+			continue // an operation spans the cut
+		}
+		w, wm := at(s)
+		if porcupine.CheckOperationsTimeout(wm, w, timeout) == porcupine.Illegal {
+			return w, wm
+		}
+	}
+	return p, nm.ToModel()
 }

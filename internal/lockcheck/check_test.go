@@ -105,7 +105,7 @@ func TestRegister(t *testing.T) {
 }
 
 // TestShortest checks that a violation deep in a long history is cut to
-// a short prefix, and that its page is written.
+// a short window, and that its page is written.
 func TestShortest(t *testing.T) {
 	var ops []Op
 	at := int64(0)
@@ -119,8 +119,8 @@ func TestShortest(t *testing.T) {
 	if v.Violations != 1 {
 		t.Fatalf("got %d violations, want 1", v.Violations)
 	}
-	if len(v.Shortest) != len(ops) {
-		t.Fatalf("got a prefix of %d operations, want all %d (the violation is last)", len(v.Shortest), len(ops))
+	if len(v.Shortest) != 2 {
+		t.Fatalf("got a window of %d operations, want the 2 overlapping acquires", len(v.Shortest))
 	}
 	// The same violation first: the prefix stops right after it.
 	early := append([]Op{acq(1, -100, -95, OK), acq(2, -90, -85, OK), rel(1, -80, -75, Refused), rel(2, -70, -65, OK)}, ops[:100]...)
@@ -135,6 +135,31 @@ func TestShortest(t *testing.T) {
 	b, err := os.ReadFile(path)
 	if err != nil || !strings.Contains(string(b), "<html") {
 		t.Fatalf("got page of %d bytes (%v), want HTML", len(b), err)
+	}
+}
+
+// TestWindowNeedsItsPast checks that a window is not cut where its
+// operations need what came before: a release is legal only after its
+// acquire, so the violation's window keeps the acquire.
+func TestWindowNeedsItsPast(t *testing.T) {
+	ops := []Op{
+		acq(1, 0, 10, OK), rel(1, 20, 30, OK), acq(2, 40, 50, OK), rel(1, 60, 70, OK),
+	}
+	v := CheckMutex(ops, timeout)
+	if v.Violations != 1 {
+		t.Fatalf("got %d violations, want 1", v.Violations)
+	}
+	// c1's second release is illegal from every start of the window
+	// {acq2, rel1}: the window is 2 operations.
+	if len(v.Shortest) != 2 {
+		t.Fatalf("got a window of %d operations, want 2", len(v.Shortest))
+	}
+	// A register: the lost update needs both writes.
+	r := CheckRegister([]Op{
+		rmw(1, 0, 0, 10, OK, 0, 1), rmw(2, 0, 20, 60, OK, 1, 2), rmw(3, 0, 30, 70, OK, 1, 2),
+	}, timeout)
+	if r.Violations != 1 || len(r.Shortest) != 2 {
+		t.Fatalf("got %d violations, window of %d, want 1 and 2", r.Violations, len(r.Shortest))
 	}
 }
 
