@@ -44,7 +44,10 @@ const (
 )
 
 // lcFaults are the faults, in the order of the table.
-var lcFaults = []string{"none", "pause", "partition-lock", "partition-db", "latency"}
+var lcFaults = []string{"none", "pause", "partition-lock", "partition-db", "latency", "cut-lock", "redlock-restart"}
+
+// lcFaultModes limits a fault to the modes it means something for.
+var lcFaultModes = map[string][]string{"redlock-restart": {"redsync", "multi"}}
 
 // lcTokenModes mint fencing tokens; only they have fenced rows.
 var lcTokenModes = []string{"lua", "reentrant", "multi", "zookeeper"}
@@ -192,6 +195,12 @@ func runLockCheck(args []string) int {
 	}
 	rep := lcReport{Date: started.UTC().Format("2006-01-02 15:04 UTC"), Command: lcCommand(ci), Machine: machine(),
 		Settings: lcSettingsText(), ElapsedS: time.Since(started).Seconds(), Rows: rows}
+	narrowed := os.Getenv("LOCKCHECK_MODES") != "" || os.Getenv("LOCKCHECK_FAULTS") != ""
+	if narrowed && !ci {
+		if old, err := readLockCheck(filepath.Join(e.out, "results.json")); err == nil {
+			rep = mergeLockCheck(old, rep)
+		}
+	}
 	if err := os.WriteFile(filepath.Join(e.out, "RESULTS.md"), []byte(renderLockCheck(rep)), 0o644); err != nil {
 		logf("ERROR: %v", err)
 		return 2
@@ -209,6 +218,48 @@ func runLockCheck(args []string) int {
 		}
 	}
 	return status
+}
+
+// readLockCheck reads a results.json.
+func readLockCheck(path string) (lcReport, error) {
+	var rep lcReport
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return rep, err
+	}
+	return rep, json.Unmarshal(b, &rep)
+}
+
+// mergeLockCheck puts the rows of a narrowed run into an earlier report:
+// a row of the same mode, fault and fencing is replaced, a new one is
+// added, and the rows keep the order of the full plan.
+func mergeLockCheck(old, run lcReport) lcReport {
+	key := func(r lcRow) string { return fmt.Sprintf("%s|%s|%v", r.Mode, r.Fault, r.Fencing) }
+	byKey := map[string]lcRow{}
+	for _, r := range old.Rows {
+		byKey[key(r)] = r
+	}
+	for _, r := range run.Rows {
+		byKey[key(r)] = r
+	}
+	var rows []lcRow
+	for _, r := range lcPlan("", "", false) {
+		if got, ok := byKey[key(r)]; ok {
+			rows = append(rows, got)
+			delete(byKey, key(r))
+		}
+	}
+	for _, r := range append(old.Rows, run.Rows...) { // rows outside the plan, in their order
+		if got, ok := byKey[key(r)]; ok {
+			rows = append(rows, got)
+			delete(byKey, key(r))
+		}
+	}
+	out := run
+	out.Rows = rows
+	out.Command = old.Command + "; then " + run.Command
+	out.ElapsedS = old.ElapsedS + run.ElapsedS
+	return out
 }
 
 func lcCommand(ci bool) string {
@@ -251,6 +302,9 @@ func lcPlan(modes, faults string, ci bool) []lcRow {
 			for _, fencing := range []bool{false, true} {
 				r := lcRow{Mode: m, Fault: f, Fencing: fencing}
 				if fencing && !slices.Contains(lcTokenModes, m) {
+					continue
+				}
+				if only, ok := lcFaultModes[f]; ok && !slices.Contains(only, m) {
 					continue
 				}
 				if ci && (!lcMustHold(r) || f == "none") {
@@ -561,6 +615,36 @@ func (e *lcEnv) fault(ctx context.Context, r lcRow, p *lcProc) error {
 		err = sleep(n)
 		for _, l := range links {
 			l.Heal()
+		}
+	case "cut-lock":
+		// A reset of the holder's connections to the lock service: a
+		// GET_LOCK session ends with its connection; a Redis or ZooKeeper
+		// client reconnects.
+		if err = e.stopHolding(ctx, p); err != nil {
+			return err
+		}
+		for _, l := range p.lockLink {
+			l.Cut()
+		}
+		if err = p.cmd.Process.Signal(syscall.SIGCONT); err != nil {
+			return err
+		}
+		err = sleep(n)
+	case "redlock-restart":
+		// One Redlock node of three restarted empty while a holder of
+		// process 0 holds its lock on all three.
+		if err = e.stopHolding(ctx, p); err != nil {
+			return err
+		}
+		node := e.redlock[1]
+		if err = node.Kill(); err == nil {
+			err = node.Restart(ctx, "")
+		}
+		if cerr := p.cmd.Process.Signal(syscall.SIGCONT); err == nil {
+			err = cerr
+		}
+		if err == nil {
+			err = sleep(n)
 		}
 	case "latency":
 		// Mostly small delays, and now and then one past half a lease.

@@ -85,6 +85,18 @@ func (p *Proxy) LoseCommand(cmd string) {
 	p.mu.Unlock()
 }
 
+// Cut closes every connection made so far, as a server or network reset
+// would; the proxy keeps accepting new ones.
+func (p *Proxy) Cut() {
+	p.mu.Lock()
+	conns := p.conns
+	p.conns = nil
+	p.mu.Unlock()
+	for _, c := range conns {
+		c.Close()
+	}
+}
+
 // Partition stops the link in both directions: bytes already sent and
 // new connections wait, silently, until Heal. Connections stay open.
 func (p *Proxy) Partition() {

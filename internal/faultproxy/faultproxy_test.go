@@ -83,3 +83,35 @@ func TestDelayKeepsOrder(t *testing.T) {
 		}
 	}
 }
+
+func TestCutClosesConnections(t *testing.T) {
+	p, err := Start(echo(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	c, err := net.Dial("tcp", p.Addr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if _, err := c.Write([]byte("x\n")); err != nil {
+		t.Fatal(err)
+	}
+	r := bufio.NewReader(c)
+	if _, err := r.ReadString('\n'); err != nil {
+		t.Fatal(err)
+	}
+	p.Cut()
+	if err := c.SetReadDeadline(time.Now().Add(10 * time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.ReadString('\n'); err != io.EOF {
+		t.Fatalf("got %v after Cut, want EOF", err)
+	}
+	c2, err := net.Dial("tcp", p.Addr())
+	if err != nil {
+		t.Fatalf("got %v, want a new connection after Cut", err)
+	}
+	c2.Close()
+}
