@@ -180,6 +180,14 @@ func runLockCheck(args []string) int {
 	if e.out == "" {
 		e.out = filepath.Join(e.work, "out")
 	}
+	narrowed := os.Getenv("LOCKCHECK_MODES") != "" || os.Getenv("LOCKCHECK_FAULTS") != ""
+	if !narrowed && !ci {
+		// A full run replaces every page: none of an earlier run may stay.
+		if err := os.RemoveAll(filepath.Join(e.out, "histories")); err != nil {
+			logf("ERROR: %v", err)
+			return 2
+		}
+	}
 	if err := os.MkdirAll(filepath.Join(e.out, "histories"), 0o755); err != nil {
 		logf("ERROR: %v", err)
 		return 2
@@ -195,7 +203,6 @@ func runLockCheck(args []string) int {
 	}
 	rep := lcReport{Date: started.UTC().Format("2006-01-02 15:04 UTC"), Command: lcCommand(ci), Machine: machine(),
 		Settings: lcSettingsText(), ElapsedS: time.Since(started).Seconds(), Rows: rows}
-	narrowed := os.Getenv("LOCKCHECK_MODES") != "" || os.Getenv("LOCKCHECK_FAULTS") != ""
 	if narrowed && !ci {
 		if old, err := readLockCheck(filepath.Join(e.out, "results.json")); err == nil {
 			rep = mergeLockCheck(old, rep)
