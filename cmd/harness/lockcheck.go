@@ -152,6 +152,19 @@ func runLockCheck(args []string) int {
 		logf("ERROR: %v", err)
 		return 2
 	}
+	if len(args) == 1 && args[0] == "render" {
+		// RESULTS.md again from results.json, after a change of its text.
+		out := envOr("LOCKCHECK_OUT", filepath.Join(root, "lock-check"))
+		rep, err := readLockCheck(filepath.Join(out, "results.json"))
+		if err == nil {
+			err = os.WriteFile(filepath.Join(out, "RESULTS.md"), []byte(renderLockCheck(rep)), 0o644)
+		}
+		if err != nil {
+			logf("ERROR: %v", err)
+			return 2
+		}
+		return 0
+	}
 	if err := loadCIEnv(root); err != nil {
 		logf("ERROR: %v", err)
 		return 2

@@ -14,11 +14,14 @@ func renderLockCheck(rep lcReport) string {
 		"invocation and completion time and checked by porcupine against two models\n" +
 		"(internal/lockcheck): the lock as a mutex, and the register its holders update.\n" +
 		"A violation is a user (a key) whose history no legal order explains; its link\n" +
-		"is the shortest violating prefix, drawn by the checker.\n\n")
+		"is the shortest violating window of that history, drawn by the checker\n" +
+		"(docs/locks.md explains the models and the window).\n\n")
 	b.WriteString("Verdicts: **holds** (no violation); **fenced** (the lock had two holders,\n" +
 		"the fencing token kept the register linearizable); **lock fails** (two\n" +
 		"holders, no lost update seen this time); **fails** (the register lost an\n" +
-		"update or took a stale write); **n/a** rows are not run (no token).\n\n")
+		"update or took a stale write). Fenced rows exist only for the modes that mint\n" +
+		"a token (lua, reentrant, multi, zookeeper); redlock-restart only for redsync\n" +
+		"and multi.\n\n")
 	b.WriteString("Settings:\n\n")
 	for _, s := range rep.Settings {
 		fmt.Fprintf(&b, "- %s\n", s)
