@@ -137,6 +137,7 @@ type lcEnv struct {
 	out      string
 	logf     func(string, ...any)
 	rowCount int
+	keep     bool // leave the work directory for a look at a failure
 }
 
 // runLockCheck runs modes x faults x fencing (LOCKCHECK_MODES,
@@ -187,7 +188,8 @@ func runLockCheck(args []string) int {
 	}
 	defer e.close()
 	if err := e.setup(ctx); err != nil {
-		logf("ERROR: setup: %v (work directory %s)", err, e.work)
+		e.keep = true
+		logf("ERROR: setup: %v (work directory kept: %s)", err, e.work)
 		return 2
 	}
 	if e.out == "" {
@@ -236,6 +238,10 @@ func runLockCheck(args []string) int {
 			logf("FAIL: %s under %s (fencing %v) must hold: %s", r.Mode, r.Fault, r.Fencing, why)
 			status = 1
 		}
+	}
+	if status != 0 {
+		e.keep = true
+		logf("work directory (histories, client logs, pages) kept: %s", e.work)
 	}
 	return status
 }
@@ -391,7 +397,9 @@ func (e *lcEnv) close() {
 			_ = s.Close() // the work directory goes with them
 		}
 	}
-	os.RemoveAll(e.work)
+	if !e.keep {
+		os.RemoveAll(e.work)
+	}
 }
 
 // lcFreePort is a free local TCP port.
