@@ -506,6 +506,9 @@ func (e *lcEnv) workload(ctx context.Context, r lcRow, dir string) ([]lockcheck.
 	}
 	var ops []lockcheck.Op
 	for i, p := range procs {
+		if code := p.cmd.ProcessState.ExitCode(); code > 0 {
+			return nil, fmt.Errorf("client process %d exited %d: %s", i, code, lastLines(filepath.Join(dir, fmt.Sprintf("client-%d.log", i)), 3))
+		}
 		h, err := lockcheck.ReadFile(p.out)
 		if err != nil {
 			return nil, fmt.Errorf("process %d: %w (log %s)", i, err, lastLines(filepath.Join(dir, fmt.Sprintf("client-%d.log", i)), 3))

@@ -121,14 +121,20 @@ func lcClient(ctx context.Context, cfg lcClientConfig) error {
 		return err
 	}
 	defer f.Close()
-	var mu sync.Mutex
+	var mu sync.Mutex // guards rec and recErr
 	rec := lockcheck.NewRecorder(f)
+	var recErr error // the first failed write: the history is incomplete
 	record := func(op lockcheck.Op) {
 		mu.Lock()
 		defer mu.Unlock()
 		op.Process = cfg.Process
-		if err := rec.Record(op); err == nil {
+		// Flushed at once: a stopped process has written all it did.
+		err := rec.Record(op)
+		if err == nil {
 			err = rec.Flush()
+		}
+		if err != nil && recErr == nil {
+			recErr = err
 		}
 	}
 	var wg sync.WaitGroup
@@ -139,6 +145,9 @@ func lcClient(ctx context.Context, cfg lcClientConfig) error {
 	wg.Wait()
 	mu.Lock()
 	defer mu.Unlock()
+	if recErr != nil {
+		return fmt.Errorf("history %s: %w", cfg.Out, recErr)
+	}
 	return rec.Flush()
 }
 
