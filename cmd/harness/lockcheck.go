@@ -44,10 +44,13 @@ const (
 )
 
 // lcFaults are the faults, in the order of the table.
-var lcFaults = []string{"none", "pause", "partition-lock", "partition-db", "latency", "cut-lock", "redlock-restart"}
+var lcFaults = []string{"none", "pause", "partition-lock", "partition-db", "latency", "cut-lock", "redlock-restart", "failover"}
 
 // lcFaultModes limits a fault to the modes it means something for.
-var lcFaultModes = map[string][]string{"redlock-restart": {"redsync", "multi"}}
+var lcFaultModes = map[string][]string{
+	"redlock-restart": {"redsync", "multi"},
+	"failover":        {"simple", "owner", "lua", "reentrant"},
+}
 
 // lcTokenModes mint fencing tokens; only they have fenced rows.
 var lcTokenModes = []string{"lua", "reentrant", "multi", "zookeeper"}
@@ -137,7 +140,8 @@ type lcEnv struct {
 	out      string
 	logf     func(string, ...any)
 	rowCount int
-	keep     bool // leave the work directory for a look at a failure
+	keep     bool           // leave the work directory for a look at a failure
+	set      *redisproc.Set // the row's Sentinel set (failover rows)
 }
 
 // runLockCheck runs modes x faults x fencing (LOCKCHECK_MODES,
@@ -306,7 +310,7 @@ func lcSettingsText() []string {
 		fmt.Sprintf("%d client processes x %d clients, %d users (lock:order:<userId>)", lcProcesses, lcClients, lcUsers),
 		fmt.Sprintf("lease %v, operation timeout %v, work between read and write up to %v", lcTTL, lcOpTimeout, lcWorkMax),
 		fmt.Sprintf("warm-up %v, one fault on process 0 (%v, zookeeper %v), tail %v", lcWarmup, lcFaultLen("lua"), lcFaultLen("zookeeper"), lcTail),
-		"private MariaDB (the register, and mysql's GET_LOCK), private redis-servers (1 + 3 Redlock nodes), the shared ZooKeeper",
+		"private MariaDB (the register, and mysql's GET_LOCK), private redis-servers (1 + 3 Redlock nodes, and a Sentinel set per failover row), the shared ZooKeeper",
 		"every link of a client process through its own fault proxy",
 	}
 }
@@ -438,6 +442,16 @@ func (e *lcEnv) row(ctx context.Context, r lcRow) lcRow {
 		r.Verdict = verdictOf(r)
 		return r
 	}
+	if r.Fault == "failover" {
+		set, err := redisproc.StartSet(ctx, redisproc.SetOptions{Dir: filepath.Join(dir, "sentinel")})
+		if err != nil {
+			r.Error = err.Error()
+			r.Verdict = verdictOf(r)
+			return r
+		}
+		e.set = set
+		defer func() { _ = set.Close(); e.set = nil }() // the row's own processes
+	}
 	ops, err := e.workload(ctx, r, dir)
 	if err != nil {
 		r.Error = err.Error()
@@ -551,6 +565,11 @@ func (e *lcEnv) start(r lcRow, dir string, i int, users []int64) (*lcProc, error
 	cfg.RegisterDSN = dsn(a) + "&clientFoundRows=true"
 	switch r.Mode {
 	case "simple", "owner", "lua", "reentrant":
+		if r.Fault == "failover" {
+			// Straight to the Sentinels and the primary they name.
+			cfg.SentinelAddrs, cfg.MasterName = e.set.SentinelAddrs(), e.set.MasterName
+			break
+		}
 		if cfg.RedisAddr, err = link(e.redis.Addr(), true); err != nil {
 			return p, err
 		}
@@ -677,6 +696,11 @@ func (e *lcEnv) fault(ctx context.Context, r lcRow, p *lcProc) error {
 		if err == nil {
 			err = sleep(n)
 		}
+	case "failover":
+		err = e.failover(ctx, p)
+		if err == nil {
+			err = sleep(lcTail)
+		}
 	case "latency":
 		// Mostly small delays, and now and then one past half a lease.
 		for _, l := range p.links() {
@@ -698,6 +722,64 @@ func (e *lcEnv) fault(ctx context.Context, r lcRow, p *lcProc) error {
 		return err
 	}
 	return sleep(lcTail)
+}
+
+// failover loses a grant in a Sentinel failover, under a live holder: the
+// replica stops applying the replication stream (CLIENT PAUSE WRITE), a
+// process-0 client obtains a lock and is stopped holding it, the primary
+// is killed, the replica drops the unapplied grant with its link and is
+// promoted; once process 1 works on the new primary, the holder resumes.
+func (e *lcEnv) failover(ctx context.Context, p *lcProc) error {
+	primary, err := e.set.Primary(ctx)
+	if err != nil {
+		return err
+	}
+	var replica *redisproc.Server
+	for _, s := range e.set.Servers {
+		if s != primary {
+			replica = s
+		}
+	}
+	rc := redis.NewClient(&redis.Options{Addr: replica.Addr()})
+	defer rc.Close()
+	if err := rc.Do(ctx, "CLIENT", "PAUSE", "20000", "WRITE").Err(); err != nil {
+		return fmt.Errorf("CLIENT PAUSE WRITE on the replica: %w", err)
+	}
+	time.Sleep(100 * time.Millisecond) // grants from here on stay unapplied
+	if err := e.stopHolding(ctx, p); err != nil {
+		return err
+	}
+	if err := primary.Kill(); err != nil {
+		return err
+	}
+	if err := waitLinkDown(ctx, replica); err != nil {
+		return err
+	}
+	if err := rc.Do(ctx, "CLIENT", "UNPAUSE").Err(); err != nil {
+		return fmt.Errorf("CLIENT UNPAUSE on the replica: %w", err)
+	}
+	wctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	if err := e.set.WaitPrimary(wctx, replica); err != nil {
+		return err
+	}
+	time.Sleep(lcTTL) // process 1 takes locks on the new primary
+	return p.cmd.Process.Signal(syscall.SIGCONT)
+}
+
+// waitLinkDown polls until the replica reports its primary link down.
+func waitLinkDown(ctx context.Context, replica *redisproc.Server) error {
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		info, err := redisproc.Info(ctx, replica.Addr(), "replication")
+		if err == nil && info["master_link_status"] == "down" {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("replica %s: master link not down (%v)", replica.Addr(), err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
 }
 
 // stopHolding stops process p (SIGSTOP) at a moment one of its clients

@@ -21,21 +21,25 @@ import (
 
 // lcClientConfig is what the parent hands one client process.
 type lcClientConfig struct {
-	Process      int
-	Clients      int // goroutines in this process
-	ClientBase   int // the first client's id; ids are unique across processes
-	Mode         string
-	Fencing      bool
-	TTL          time.Duration
-	OpTimeout    time.Duration // bound of each operation
-	WorkMax      time.Duration // longest sleep between the register's read and write
-	Users        []int64
-	RedisAddr    string   // simple, owner, lua, reentrant
-	RedlockAddrs []string // redsync, multi
-	ZKAddrs      []string // zookeeper
-	LockDSN      string   // mysql
-	RegisterDSN  string   // the guarded register
-	Out          string   // the JSON-lines history
+	Process    int
+	Clients    int // goroutines in this process
+	ClientBase int // the first client's id; ids are unique across processes
+	Mode       string
+	Fencing    bool
+	TTL        time.Duration
+	OpTimeout  time.Duration // bound of each operation
+	WorkMax    time.Duration // longest sleep between the register's read and write
+	Users      []int64
+	RedisAddr  string // simple, owner, lua, reentrant
+	// SentinelAddrs and MasterName, when set, replace RedisAddr with a
+	// Sentinel-managed primary (the failover fault).
+	SentinelAddrs []string
+	MasterName    string
+	RedlockAddrs  []string // redsync, multi
+	ZKAddrs       []string // zookeeper
+	LockDSN       string   // mysql
+	RegisterDSN   string   // the guarded register
+	Out           string   // the JSON-lines history
 }
 
 // runLockCheckClient is one client process of the lock-check workload: its
@@ -75,6 +79,11 @@ func lcClient(ctx context.Context, cfg lcClientConfig) error {
 	}()
 	if cfg.RedisAddr != "" {
 		c := redis.NewClient(&redis.Options{Addr: cfg.RedisAddr})
+		closers = append(closers, c.Close)
+		deps.Redis = c
+	}
+	if len(cfg.SentinelAddrs) > 0 {
+		c := redis.NewFailoverClient(&redis.FailoverOptions{MasterName: cfg.MasterName, SentinelAddrs: cfg.SentinelAddrs})
 		closers = append(closers, c.Close)
 		deps.Redis = c
 	}

@@ -21,7 +21,7 @@ func renderLockCheck(rep lcReport) string {
 		"holders, no lost update seen this time); **fails** (the register lost an\n" +
 		"update or took a stale write). Fenced rows exist only for the modes that mint\n" +
 		"a token (lua, reentrant, multi, zookeeper); redlock-restart only for redsync\n" +
-		"and multi.\n\n")
+		"and multi; failover only for simple, owner, lua and reentrant.\n\n")
 	b.WriteString("Settings:\n\n")
 	for _, s := range rep.Settings {
 		fmt.Fprintf(&b, "- %s\n", s)

@@ -13,9 +13,11 @@ import (
 func TestLockCheckPlan(t *testing.T) {
 	rows := lcPlan("", "", false)
 	// Every mode x fault unfenced, the token modes fenced too, the
-	// Redlock restart only for redsync and multi.
-	general := len(lcFaults) - 1
-	want := len(lock.Modes)*general + len(lcTokenModes)*general + 2 + 1
+	// Redlock restart only for redsync and multi (multi fenced too), the
+	// Sentinel failover only for the four single-Redis modes (lua and
+	// reentrant fenced too).
+	general := len(lcFaults) - len(lcFaultModes)
+	want := len(lock.Modes)*general + len(lcTokenModes)*general + (2 + 1) + (4 + 2)
 	if len(rows) != want {
 		t.Fatalf("got %d rows, want %d", len(rows), want)
 	}

@@ -113,7 +113,7 @@ func lockCheckSVG(rep lcReport) []byte {
 	source := fmt.Sprintf("Source: lock-check/results.json of `%s` (go run ./cmd/harness lockcheck), run on %s in %.0f s; %s.",
 		rep.Command, rep.Date, rep.ElapsedS, or(rep.Machine, "machine not recorded"))
 	lines := svgWrap(source, width-2*lcpLeft, 11)
-	lines = append(lines, svgWrap("Numbers: users whose history violates the mutex / the register. A dot: not run (fencing needs a token the mode does not mint; the Redlock restart is for redsync and multi only). "+
+	lines = append(lines, svgWrap("Numbers: users whose history violates the mutex / the register. A dot: not run (fencing needs a token the mode does not mint; redlock-restart is for redsync and multi, failover for the single-Redis modes). "+
 		"Each violation's shortest history is linked from lock-check/RESULTS.md. Drawn by `make pictures`; never edited by hand.", width-2*lcpLeft, 11)...)
 	y = d.caption(lcpLeft, y, lines...)
 	return d.finish(y + 4)
