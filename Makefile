@@ -89,6 +89,25 @@ loadtest-ci:
 faults:
 	$(HARNESS) faults && bin/harness pictures
 
+# ---- lock histories (cmd/harness/lockcheck*.go, internal/lockcheck): two
+# client processes take lock:order:<userId> in every mode and update a
+# register in MariaDB under it, while one process is paused, partitioned
+# (from the lock service or the database) or slowed; every operation is
+# recorded and porcupine checks the histories against a mutex and a register
+# model. Private MariaDB and redis-servers; the shared ZooKeeper through a
+# proxy. Writes lock-check/RESULTS.md, results.json and the checker's pages
+# of violations (lock-check/histories/); LOCKCHECK_MODES=lua,mysql and
+# LOCKCHECK_FAULTS=pause narrow it. lock-check-ci runs the rows that must
+# hold (fenced token modes, mysql) under pause and partition, and fails on a
+# violation.
+.PHONY: lock-check lock-check-ci
+
+lock-check:
+	$(HARNESS) lockcheck && bin/harness pictures
+
+lock-check-ci:
+	$(GO) build -o bin/harness ./cmd/harness && LOCKCHECK_CI=1 bin/harness lockcheck
+
 # ---- the failover demonstration (lock/failover_test.go, README "The lock
 # family"): TestFailoverTwoHolders on private redis-server and
 # redis-sentinel processes (internal/redisproc; the shared services are never

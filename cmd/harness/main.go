@@ -9,6 +9,7 @@
 //	go run ./cmd/harness ci         the short load test of CI (make loadtest-ci)
 //	go run ./cmd/harness bench      the machine's limits and the seckill in every mode (make bench; BENCH_* settings, see bench.go)
 //	go run ./cmd/harness faults     the fault suite on private MariaDB/Redis/Sentinel processes (make faults; settings in faults/README.md)
+//	go run ./cmd/harness lockcheck  recorded lock histories under faults, checked by porcupine (make lock-check)
 //	go run ./cmd/harness pictures   docs/*.svg from the results.json files above (make pictures; -check: exit 1 when one is out of date)
 //
 // The settings are environment variables, as loadtest/README.md lists them.
@@ -38,6 +39,10 @@ func main() {
 		run = runFaults
 	case "pictures":
 		run = runPictures
+	case "lockcheck":
+		run = runLockCheck
+	case "lockcheck-client":
+		run = runLockCheckClient
 	default:
 		usage()
 		os.Exit(2)
@@ -46,5 +51,5 @@ func main() {
 }
 
 func usage() {
-	fmt.Fprintln(os.Stderr, "usage: harness loadtest|matrix|ci|bench|faults|pictures (settings in the environment, see loadtest/README.md and faults/README.md)")
+	fmt.Fprintln(os.Stderr, "usage: harness loadtest|matrix|ci|bench|faults|lockcheck|pictures (settings in the environment, see loadtest/README.md and faults/README.md)")
 }

@@ -8,6 +8,7 @@ package main
 //	docs/faults.svg         from faults/results.json        (make faults)
 //	docs/bench-cluster.svg  from bench/cluster/results.json (make bench with the
 //	                        Redis Cluster block, BENCH_RESULTS=bench/cluster/RESULTS.md)
+//	docs/lock-check.svg     from lock-check/results.json    (make lock-check)
 //
 //	make pictures                       (go run ./cmd/harness pictures)
 //	go run ./cmd/harness pictures -check   exit 1 when a picture is out of date
@@ -41,6 +42,7 @@ var pictures = []picture{
 	{Results: "bench/results.json", SVG: "docs/bench.svg", Render: renderBenchPicture},
 	{Results: "faults/results.json", SVG: "docs/faults.svg", Render: renderFaultsPicture},
 	{Results: "bench/cluster/results.json", SVG: "docs/bench-cluster.svg", Render: renderClusterPicture},
+	{Results: "lock-check/results.json", SVG: "docs/lock-check.svg", Render: renderLockCheckPicture},
 }
 
 // render draws the picture from the results under root; ok is false when

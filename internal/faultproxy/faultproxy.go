@@ -3,6 +3,9 @@
 // command is lost after the server ran the command (the client sees the
 // connection drop and go-redis retries the same command on a new
 // connection), or the command itself is lost before it reaches the server.
+// It also degrades the whole link: a partition holds every byte in both
+// directions until healed (as TCP retransmission would deliver them late),
+// and a delay holds each chunk before forwarding it.
 // It is test support only: nothing in the product imports it.
 package faultproxy
 
@@ -11,6 +14,7 @@ import (
 	"net"
 	"strings"
 	"sync"
+	"time"
 )
 
 // Proxy forwards every connection it accepts to one target address.
@@ -24,6 +28,8 @@ type Proxy struct {
 	seen  map[string]int // commands forwarded to the server, by lower-case name
 	// seenArg counts them by lower-case name and first argument.
 	seenArg map[[2]string]int
+	healed  chan struct{}        // closed while the link is whole; open during a partition
+	delay   func() time.Duration // the hold of each chunk; nil: none
 }
 
 type fault struct {
@@ -38,7 +44,8 @@ func Start(target string) (*Proxy, error) {
 	if err != nil {
 		return nil, err
 	}
-	p := &Proxy{ln: ln, target: target, seen: map[string]int{}, seenArg: map[[2]string]int{}}
+	p := &Proxy{ln: ln, target: target, seen: map[string]int{}, seenArg: map[[2]string]int{}, healed: make(chan struct{})}
+	close(p.healed)
 	go p.serve()
 	return p, nil
 }
@@ -49,6 +56,7 @@ func (p *Proxy) Addr() string { return p.ln.Addr().String() }
 // Close stops listening and closes every connection.
 func (p *Proxy) Close() {
 	p.ln.Close()
+	p.Heal()
 	p.mu.Lock()
 	conns := p.conns
 	p.conns = nil
@@ -75,6 +83,84 @@ func (p *Proxy) LoseCommand(cmd string) {
 	p.mu.Lock()
 	p.arm = &fault{cmd: strings.ToLower(cmd)}
 	p.mu.Unlock()
+}
+
+// Cut closes every connection made so far, as a server or network reset
+// would; the proxy keeps accepting new ones.
+func (p *Proxy) Cut() {
+	p.mu.Lock()
+	conns := p.conns
+	p.conns = nil
+	p.mu.Unlock()
+	for _, c := range conns {
+		c.Close()
+	}
+}
+
+// Partition stops the link in both directions: bytes already sent and
+// new connections wait, silently, until Heal. Connections stay open.
+func (p *Proxy) Partition() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	select {
+	case <-p.healed:
+		p.healed = make(chan struct{})
+	default: // already cut
+	}
+}
+
+// Heal ends a partition: what waited is forwarded, in order.
+func (p *Proxy) Heal() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	select {
+	case <-p.healed:
+	default:
+		close(p.healed)
+	}
+}
+
+// SetDelay makes each chunk, in either direction, wait delay() before it
+// is forwarded (nil: no delay). Each direction keeps its order, so a
+// delay delays a connection's later chunks as well.
+func (p *Proxy) SetDelay(delay func() time.Duration) {
+	p.mu.Lock()
+	p.delay = delay
+	p.mu.Unlock()
+}
+
+// hold waits for the link's partition to heal and for its delay, or until
+// stop is closed; it reports false when stop ended the wait.
+func (p *Proxy) hold(stop <-chan struct{}) bool {
+	p.mu.Lock()
+	healed, delay := p.healed, p.delay
+	p.mu.Unlock()
+	select {
+	case <-healed:
+	case <-stop:
+		return false
+	}
+	if delay != nil {
+		if d := delay(); d > 0 {
+			t := time.NewTimer(d)
+			defer t.Stop()
+			select {
+			case <-t.C:
+			case <-stop:
+				return false
+			}
+		}
+	}
+	// A partition may have begun during the delay.
+	p.mu.Lock()
+	healed = p.healed
+	p.mu.Unlock()
+	select {
+	case <-healed:
+		return true
+	case <-stop:
+		return false
+	}
 }
 
 // Seen reports how many commands named cmd were forwarded to the server.
@@ -108,7 +194,9 @@ func (p *Proxy) serve() {
 		p.mu.Unlock()
 		var pending sync.Mutex // guards reply
 		var reply *fault       // the fault waiting for this connection's next reply
-		drop := func() { c.Close(); up.Close() }
+		stop := make(chan struct{})
+		var once sync.Once
+		drop := func() { once.Do(func() { close(stop); c.Close(); up.Close() }) }
 		go func() { // client -> server
 			buf := make([]byte, 64<<10)
 			for {
@@ -124,6 +212,9 @@ func (p *Proxy) serve() {
 						pending.Lock()
 						reply = f
 						pending.Unlock()
+					}
+					if !p.hold(stop) {
+						return
 					}
 					if _, werr := up.Write(chunk); werr != nil {
 						drop()
@@ -156,6 +247,9 @@ func (p *Proxy) serve() {
 							f.onLost()
 						}
 						drop()
+						return
+					}
+					if !p.hold(stop) {
 						return
 					}
 					if _, werr := c.Write(buf[:n]); werr != nil {
