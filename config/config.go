@@ -108,6 +108,10 @@ type Config struct {
 	// or "heima", default "rest"): heima answers business refusals and
 	// input errors with HTTP 200 and success:false in the course's words.
 	APIStyle string
+	// PayTimeout is how long an order may stay unpaid before the service
+	// cancels it and puts its unit back on sale (SECKILL_PAY_TIMEOUT,
+	// default 15m, at least 1s).
+	PayTimeout time.Duration
 	// CodeCooldown is the least time between two login codes to one phone
 	// (SECKILL_CODE_COOLDOWN, default 60s, at least 1s).
 	CodeCooldown time.Duration
@@ -184,6 +188,7 @@ func Default() Config {
 		APIStyle:         "rest",
 		ConsumerDuty:     DefaultConsumerDuty,
 		CodeCooldown:     time.Minute,
+		PayTimeout:       15 * time.Minute,
 		CodeDailyLimit:   10,
 		CodeIPLimit:      30,
 	}
@@ -299,6 +304,7 @@ func Load(getenv func(string) string) (Config, error) {
 	}
 	dur("SECKILL_JWT_TTL", &c.JWTTTL)
 	dur("SECKILL_REQUEST_TIMEOUT", &c.RequestTimeout)
+	dur("SECKILL_PAY_TIMEOUT", &c.PayTimeout)
 	dur("SECKILL_DEV_CRITICAL_DELAY", &c.CriticalDelay)
 	if v := strings.TrimSpace(getenv("SECKILL_RATE_LIMIT")); v != "" {
 		n, err := strconv.Atoi(v)
@@ -491,6 +497,9 @@ func (c *Config) Validate() error {
 	if c.RequestTimeout <= 0 {
 		errs = append(errs, errors.New("SECKILL_REQUEST_TIMEOUT: must be positive"))
 	}
+	if c.PayTimeout < time.Second {
+		errs = append(errs, errors.New("SECKILL_PAY_TIMEOUT: must be at least 1s"))
+	}
 	if c.CodeCooldown < time.Second {
 		errs = append(errs, errors.New("SECKILL_CODE_COOLDOWN: must be at least 1s"))
 	}
@@ -616,6 +625,7 @@ func (c Config) LogValue() slog.Value {
 		slog.String("jwt_secret", secret),
 		slog.String("env", c.Env),
 		slog.String("request_timeout", c.RequestTimeout.String()),
+		slog.String("pay_timeout", c.PayTimeout.String()),
 		slog.String("dev_critical_delay", c.CriticalDelay.String()),
 		slog.Int("rate_limit", c.RateLimit),
 		slog.Int("consumers", c.ConsumerCount()),
