@@ -137,8 +137,8 @@ type app struct {
 	// expiry sweeper and waits for it (nil when none runs).
 	Lifecycle   *service.Lifecycle
 	stopSweeper func()
-	deps            *deps
-	closers         []io.Closer
+	deps        *deps
+	closers     []io.Closer
 }
 
 // newApp opens the dependencies, applies the schema and wires repositories

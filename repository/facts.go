@@ -183,8 +183,8 @@ func queueBucketReads(ctx context.Context, p redis.Pipeliner, shard int, voucher
 	all := make([]cmds, len(voucherIDs))
 	for i, id := range voucherIDs {
 		all[i] = cmds{
-			state:  p.HGet(ctx, VoucherKeyIn(shard, id), "state"),
-			stock:  p.Get(ctx, StockKeyIn(shard, id)),
+			state:    p.HGet(ctx, VoucherKeyIn(shard, id), "state"),
+			stock:    p.Get(ctx, StockKeyIn(shard, id)),
 			buyers:   p.SCard(ctx, BuyersKeyIn(shard, id)),
 			returned: p.SCard(ctx, ReturnedKeyIn(shard, id)),
 		}
