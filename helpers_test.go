@@ -350,6 +350,11 @@ type auditResult struct {
 	InitialStock int    `json:"initialStock"`
 	Stock        int    `json:"stock"`
 	Orders       int64  `json:"orders"`
+	Unpaid       int64  `json:"unpaid"`
+	Paid         int64  `json:"paid"`
+	Cancelled    int64  `json:"cancelled"`
+	Expired      int64  `json:"expired"`
+	GivebacksDue *int64 `json:"givebacksDue"`
 	Distinct     int64  `json:"distinctUsers"`
 	DupRejs      int64  `json:"duplicateRejections"`
 	Oversold     bool   `json:"oversold"`
@@ -506,9 +511,13 @@ func checkInvariant5(t testing.TB, rdb redis.UniversalClient, vid int64, a audit
 	if err != nil {
 		t.Fatal(err)
 	}
+	returned, err := auditdb.Returned(context.Background(), rdb, vid)
+	if err != nil {
+		t.Fatal(err)
+	}
 	c := model.Counts{InitialStock: int64(a.InitialStock), Stock: int64(a.Stock), Orders: a.Orders,
-		DistinctUsers: a.Distinct,
-		Async:         &model.AsyncCounts{RedisStock: *a.RedisStock, Pending: *a.Pending, Buyers: &buyers}}
+		Cancelled: a.Cancelled, DistinctUsers: a.Distinct,
+		Async: &model.AsyncCounts{RedisStock: *a.RedisStock, Pending: *a.Pending, Buyers: &buyers, Returned: &returned}}
 	for _, v := range c.Violations() {
 		if v.Invariant == 5 {
 			t.Error(v)
