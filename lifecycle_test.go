@@ -1,12 +1,18 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
 	"sync"
 	"testing"
 	"time"
+
+	auditdb "seckill/internal/audit"
+	"seckill/model"
+	"seckill/repository"
+	"seckill/service"
 )
 
 // The order's life end to end: buyers pay, cancel or walk away on two
@@ -215,4 +221,101 @@ func TestOrderLifecycleAsync(t *testing.T) {
 		t.Errorf("end: %+v, want %d paid and a redis stock of %d", c, len(seen.paid), want)
 	}
 	t.Logf("%d paid, %d cancelled, %d expired; %d sold again after the loss", len(seen.paid), len(seen.cancelled), a.Expired, again.byCode["OK"])
+}
+
+// TestGiveBackAfterCrash: a cancel committed in the database whose
+// process died before Redis took the unit back (the give-back is due).
+// While Redis does not hold the voucher nothing is given back; then two
+// sweepers and stray retries race to give the units back, and each unit
+// reaches Redis exactly once, in the order's bucket.
+func TestGiveBackAfterCrash(t *testing.T) {
+	_, rdb, dsn, sqlDB := privateBackends(t)
+	ctx := context.Background()
+	db, err := repository.OpenMySQL(ctx, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	if err := db.Migrate(ctx); err != nil {
+		t.Fatal(err)
+	}
+	orders, vouchers := repository.NewOrders(db), repository.NewVouchers(db)
+	now := time.Now()
+	const stock = 6
+	v := &model.Voucher{ShopID: 1, Title: "t", PayValue: 5, ActualValue: 9, Type: 1, Status: 1, CreateTime: now, UpdateTime: now}
+	sv := &model.SeckillVoucher{Stock: stock, InitialStock: stock, StockBuckets: 2, BeginTime: now.Add(-time.Hour), EndTime: now.Add(time.Hour), CreateTime: now, UpdateTime: now}
+	if err := vouchers.CreateSeckill(ctx, v, sv); err != nil {
+		t.Fatal(err)
+	}
+	base := randomBase()
+	var users []int64
+	for i := range stock {
+		o := &model.VoucherOrder{ID: base + int64(i), UserID: base + int64(i), VoucherID: v.ID, PayType: 1,
+			Status: model.OrderStatusCreated, CreateTime: now, UpdateTime: now}
+		if err := orders.CreateOrder(ctx, o, nil); err != nil {
+			t.Fatal(err)
+		}
+		users = append(users, o.UserID)
+		if i%2 == 0 {
+			if _, err := orders.Cancel(ctx, o.UserID, o.ID, now, now.Add(-time.Hour), true); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	returner := repository.NewStockReturns(rdb)
+	sweeper := func() *service.Lifecycle {
+		return service.NewLifecycle(service.LifecycleDeps{Store: orders, Vouchers: vouchers, Returner: returner},
+			service.LifecycleConfig{Vouchers: []int64{v.ID}, Batch: 2})
+	}
+	// Redis does not hold the voucher: nothing is given back yet.
+	if _, err := sweeper().Sweep(ctx); err != nil {
+		t.Fatal(err)
+	}
+	var due int
+	if err := sqlDB.QueryRow("SELECT COUNT(*) FROM tb_voucher_order WHERE voucher_id = ? AND giveback_due = 1", v.ID).Scan(&due); err != nil || due != stock/2 {
+		t.Fatalf("give-backs due with redis empty: got %d (%v), want %d", due, err, stock/2)
+	}
+	// Loaded as before the cancels: no stock, every buyer.
+	if err := repository.NewAdmission(rdb).Load(ctx, sv, 0, users, nil); err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	for range 2 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if _, err := sweeper().Sweep(ctx); err != nil {
+				t.Error(err)
+			}
+		}()
+	}
+	for i := range stock {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if _, err := returner.Return(ctx, base+int64(i&^1), v.ID, 2); err != nil {
+				t.Error(err)
+			}
+		}()
+	}
+	wg.Wait()
+	if _, err := sweeper().Sweep(ctx); err != nil {
+		t.Fatal(err)
+	}
+	f, err := auditdb.ReadDB(ctx, sqlDB, v.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f.Async, err = auditdb.ReadRedis(ctx, rdb, v.ID); err != nil {
+		t.Fatal(err)
+	}
+	if f.Async.RedisStock != stock/2 || *f.Async.Returned != stock/2 {
+		t.Errorf("redis stock %d, returned %d; want %d each (one unit per cancelled order)", f.Async.RedisStock, *f.Async.Returned, stock/2)
+	}
+	for _, viol := range f.Violations() {
+		t.Error(viol)
+	}
+	if err := sqlDB.QueryRow("SELECT COUNT(*) FROM tb_voucher_order WHERE voucher_id = ? AND giveback_due = 1", v.ID).Scan(&due); err != nil || due != 0 {
+		t.Errorf("give-backs due at the end: got %d (%v), want 0", due, err)
+	}
 }
