@@ -82,4 +82,3 @@ func btoi(b bool) int64 {
 	}
 	return 0
 }
-
