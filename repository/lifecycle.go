@@ -2,6 +2,7 @@ package repository
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"time"
@@ -25,6 +26,27 @@ import (
 // model.ErrOrderNotFound (missing or another user's), model.ErrOrderExpired
 // (past the deadline, or cancelled by the timeout), model.ErrOrderCancelled.
 func (r *Orders) Pay(ctx context.Context, userID, orderID int64, key string, now, cutoff time.Time) (*model.VoucherOrder, error) {
+	for attempt := 1; ; attempt++ {
+		o, err := r.pay(ctx, userID, orderID, key, now, cutoff)
+		switch {
+		case !errors.Is(err, errWrittenMeanwhile):
+			return o, err
+		case attempt == writtenRetries:
+			return o, model.ErrOrderPending
+		}
+	}
+}
+
+// errWrittenMeanwhile means the order was written (async mode) between a
+// conditional update that found nothing and the read after it: the update
+// is tried again.
+var errWrittenMeanwhile = errors.New("order written meanwhile")
+
+// writtenRetries bounds the attempts of a pay or cancel whose order was
+// written meanwhile (it is written once: the second attempt sees it).
+const writtenRetries = 3
+
+func (r *Orders) pay(ctx context.Context, userID, orderID int64, key string, now, cutoff time.Time) (*model.VoucherOrder, error) {
 	var payKey any
 	if key != "" {
 		payKey = key
@@ -46,9 +68,11 @@ WHERE id = ? AND user_id = ? AND status = ? AND create_time > ?`,
 		return o, nil
 	case o.Status == model.OrderStatusCancelled:
 		return o, cancelledErr(o)
-	case o.Status == model.OrderStatusCreated:
+	case o.Status == model.OrderStatusCreated && !o.CreateTime.After(cutoff):
 		// Unpaid and past its deadline: the sweeper cancels it soon.
 		return o, model.ErrOrderExpired
+	case o.Status == model.OrderStatusCreated:
+		return o, errWrittenMeanwhile
 	}
 	return o, fmt.Errorf("order %d: unexpected status %d", o.ID, o.Status)
 }
@@ -59,6 +83,18 @@ WHERE id = ? AND user_id = ? AND status = ? AND create_time > ?`,
 // (reason timeout) and answered model.ErrOrderExpired. A cancelled order is
 // returned as it is; model.ErrOrderPaid refuses a paid one.
 func (r *Orders) Cancel(ctx context.Context, userID, orderID int64, now, cutoff time.Time, due bool) (*model.VoucherOrder, error) {
+	for attempt := 1; ; attempt++ {
+		o, err := r.cancel(ctx, userID, orderID, now, cutoff, due)
+		switch {
+		case !errors.Is(err, errWrittenMeanwhile):
+			return o, err
+		case attempt == writtenRetries:
+			return o, model.ErrOrderPending
+		}
+	}
+}
+
+func (r *Orders) cancel(ctx context.Context, userID, orderID int64, now, cutoff time.Time, due bool) (*model.VoucherOrder, error) {
 	err := r.retryDeadlock(ctx, func(tx *gorm.DB) error {
 		res := tx.Exec(`UPDATE tb_voucher_order SET status = ?, cancel_time = ?,
   cancel_reason = CASE WHEN create_time > ? THEN ? ELSE ? END, giveback_due = ?, update_time = ?
@@ -89,6 +125,8 @@ WHERE id = ? AND user_id = ? AND status = ?`,
 		return o, nil
 	case model.OrderStatusPaid:
 		return o, model.ErrOrderPaid
+	case model.OrderStatusCreated:
+		return o, errWrittenMeanwhile
 	}
 	return o, fmt.Errorf("order %d: unexpected status %d", o.ID, o.Status)
 }
