@@ -62,6 +62,9 @@ func testApp(t *testing.T, env map[string]string) *app {
 		// Real backends default to production: the tests sign with the
 		// public development secret and use the development delays.
 		"SECKILL_ENV": "development",
+		// The shared database holds other tests' unpaid orders: only the
+		// lifecycle tests, on databases of their own, let orders expire.
+		"SECKILL_PAY_TIMEOUT": sharedPayTimeout,
 	}
 	for k, v := range env {
 		vars[k] = v
@@ -97,7 +100,8 @@ func startAsyncApp(t *testing.T, env map[string]string) (*app, error) {
 	vars := map[string]string{
 		"SECKILL_MYSQL_DSN": dsn, "SECKILL_HTTP_ADDR": "127.0.0.1:0",
 		"SECKILL_ORDER_MODE": "async", "SECKILL_LOCK_MODE": "lua",
-		"SECKILL_ENV": "development", // real backends default to production
+		"SECKILL_ENV":         "development", // real backends default to production
+		"SECKILL_PAY_TIMEOUT": sharedPayTimeout,
 	}
 	maps.Copy(vars, redisVars(t))
 	for k, v := range env {
@@ -121,6 +125,10 @@ func startAsyncApp(t *testing.T, env map[string]string) (*app, error) {
 	})
 	return a, nil
 }
+
+// sharedPayTimeout is the pay timeout of the test apps unless a test sets
+// one: longer than any test, so that no app expires another test's orders.
+const sharedPayTimeout = "24h"
 
 // syncBuffer is a bytes.Buffer safe for concurrent writers.
 type syncBuffer struct {
