@@ -62,6 +62,9 @@ func testApp(t *testing.T, env map[string]string) *app {
 		// Real backends default to production: the tests sign with the
 		// public development secret and use the development delays.
 		"SECKILL_ENV": "development",
+		// The shared database holds other tests' unpaid orders: only the
+		// lifecycle tests, on databases of their own, let orders expire.
+		"SECKILL_PAY_TIMEOUT": sharedPayTimeout,
 	}
 	for k, v := range env {
 		vars[k] = v
@@ -98,7 +101,8 @@ func startAsyncApp(t *testing.T, env map[string]string) (*app, error) {
 	vars := map[string]string{
 		"SECKILL_MYSQL_DSN": dsn, "SECKILL_HTTP_ADDR": "127.0.0.1:0",
 		"SECKILL_ORDER_MODE": "async", "SECKILL_LOCK_MODE": "lua",
-		"SECKILL_ENV": "development", // real backends default to production
+		"SECKILL_ENV":         "development", // real backends default to production
+		"SECKILL_PAY_TIMEOUT": sharedPayTimeout,
 	}
 	maps.Copy(vars, redisVars(t))
 	for k, v := range env {
@@ -123,6 +127,10 @@ func startAsyncApp(t *testing.T, env map[string]string) (*app, error) {
 	})
 	return a, nil
 }
+
+// sharedPayTimeout is the pay timeout of the test apps unless a test sets
+// one: longer than any test, so that no app expires another test's orders.
+const sharedPayTimeout = "24h"
 
 // syncBuffer is a bytes.Buffer safe for concurrent writers.
 type syncBuffer struct {
@@ -359,6 +367,11 @@ type auditResult struct {
 	InitialStock int    `json:"initialStock"`
 	Stock        int    `json:"stock"`
 	Orders       int64  `json:"orders"`
+	Unpaid       int64  `json:"unpaid"`
+	Paid         int64  `json:"paid"`
+	Cancelled    int64  `json:"cancelled"`
+	Expired      int64  `json:"expired"`
+	GivebacksDue *int64 `json:"givebacksDue"`
 	Distinct     int64  `json:"distinctUsers"`
 	DupRejs      int64  `json:"duplicateRejections"`
 	Oversold     bool   `json:"oversold"`
@@ -515,9 +528,13 @@ func checkInvariant5(t testing.TB, rdb redis.UniversalClient, vid int64, a audit
 	if err != nil {
 		t.Fatal(err)
 	}
+	returned, err := auditdb.Returned(context.Background(), rdb, vid)
+	if err != nil {
+		t.Fatal(err)
+	}
 	c := model.Counts{InitialStock: int64(a.InitialStock), Stock: int64(a.Stock), Orders: a.Orders,
-		DistinctUsers: a.Distinct,
-		Async:         &model.AsyncCounts{RedisStock: *a.RedisStock, Pending: *a.Pending, Buyers: &buyers}}
+		Cancelled: a.Cancelled, DistinctUsers: a.Distinct,
+		Async: &model.AsyncCounts{RedisStock: *a.RedisStock, Pending: *a.Pending, Buyers: &buyers, Returned: &returned}}
 	for _, v := range c.Violations() {
 		if v.Invariant == 5 {
 			t.Error(v)

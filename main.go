@@ -133,8 +133,12 @@ type app struct {
 	// stopRevocations stops reloading the token revocations (nil when
 	// none runs).
 	stopRevocations func()
-	deps            *deps
-	closers         []io.Closer
+	// Lifecycle pays, cancels and expires orders; stopSweeper stops its
+	// expiry sweeper and waits for it (nil when none runs).
+	Lifecycle   *service.Lifecycle
+	stopSweeper func()
+	deps        *deps
+	closers     []io.Closer
 }
 
 // newApp opens the dependencies, applies the schema and wires repositories
@@ -257,6 +261,21 @@ func newApp(ctx context.Context, cfg config.Config, log *slog.Logger) (_ *app, e
 	}
 
 	a.Locker, a.Metrics = locker, m
+	// The order lifecycle: pay, cancel, and a sweeper in every instance
+	// that expires unpaid orders (instances share the work through the
+	// database's row locks) and, in async mode, gives units back to Redis.
+	lifeDeps := service.LifecycleDeps{Store: orders, Vouchers: vouchers, Orders: seckill, Now: time.Now, Log: log}
+	if a.Async != nil {
+		lifeDeps.Returner = repository.NewStockReturns(d.Redis)
+	}
+	a.Lifecycle = service.NewLifecycle(lifeDeps, service.LifecycleConfig{PayTimeout: cfg.PayTimeout})
+	sweepCtx, stopSweep := context.WithCancel(context.WithoutCancel(ctx))
+	sweepDone := make(chan struct{})
+	go func() {
+		defer close(sweepDone)
+		a.Lifecycle.Run(sweepCtx)
+	}()
+	a.stopSweeper = func() { stopSweep(); <-sweepDone }
 	a.demo = service.Demo{Shops: shopSvc, Vouchers: voucherSvc, Marks: repository.NewDemoMarks(d.DB), Now: time.Now}
 	// The live dashboard: this process's answers per voucher, published to
 	// Redis four times a second; any instance's stream reads them all.
@@ -295,6 +314,7 @@ func newApp(ctx context.Context, cfg config.Config, log *slog.Logger) (_ *app, e
 		TrustedProxies: cfg.TrustedProxies,
 		Style:          handler.Style(cfg.APIStyle),
 		History:        service.NewHistory(orders),
+		Lifecycle:      a.Lifecycle,
 		Live:           recorder,
 		Board:          live.NewBoard(liveStats, seckill.Audit, time.Now),
 		Web:            web.Files(),
@@ -379,6 +399,10 @@ func newAsync(d *deps, cfg config.Config, log *slog.Logger, locker lock.Locker, 
 // stopWorkers asks the async consumers to finish their batch and waits
 // for them until deadline.
 func (a *app) stopWorkers(log *slog.Logger, deadline time.Time) {
+	if a.stopSweeper != nil {
+		a.stopSweeper()
+		a.stopSweeper = nil
+	}
 	if a.stopWatch != nil {
 		a.stopWatch()
 		a.stopWatch = nil
@@ -393,7 +417,8 @@ func (a *app) stopWorkers(log *slog.Logger, deadline time.Time) {
 	}
 }
 
-// Close stops the async consumers (finishing their batch), then the live
+// Close stops the expiry sweeper and the async consumers (finishing their
+// batch), then the live
 // dashboard's publisher (after its last publication), then the revocation
 // reloads, then the locker, then closes Redis and the database.
 func (a *app) Close(log *slog.Logger) {

@@ -112,6 +112,10 @@ type Config struct {
 	// instance (SECKILL_ACCESS_LOG, default 20; 0 turns the log off).
 	// Lines beyond it are counted, not written: under load it is a sample.
 	AccessLog int
+	// PayTimeout is how long an order may stay unpaid before the service
+	// cancels it and puts its unit back on sale (SECKILL_PAY_TIMEOUT,
+	// default 15m, at least 1s).
+	PayTimeout time.Duration
 	// CodeCooldown is the least time between two login codes to one phone
 	// (SECKILL_CODE_COOLDOWN, default 60s, at least 1s).
 	CodeCooldown time.Duration
@@ -189,6 +193,7 @@ func Default() Config {
 		ConsumerDuty:     DefaultConsumerDuty,
 		CodeCooldown:     time.Minute,
 		AccessLog:        20,
+		PayTimeout:       15 * time.Minute,
 		CodeDailyLimit:   10,
 		CodeIPLimit:      30,
 	}
@@ -304,6 +309,7 @@ func Load(getenv func(string) string) (Config, error) {
 	}
 	dur("SECKILL_JWT_TTL", &c.JWTTTL)
 	dur("SECKILL_REQUEST_TIMEOUT", &c.RequestTimeout)
+	dur("SECKILL_PAY_TIMEOUT", &c.PayTimeout)
 	dur("SECKILL_DEV_CRITICAL_DELAY", &c.CriticalDelay)
 	if v := strings.TrimSpace(getenv("SECKILL_RATE_LIMIT")); v != "" {
 		n, err := strconv.Atoi(v)
@@ -496,6 +502,9 @@ func (c *Config) Validate() error {
 	if c.RequestTimeout <= 0 {
 		errs = append(errs, errors.New("SECKILL_REQUEST_TIMEOUT: must be positive"))
 	}
+	if c.PayTimeout < time.Second {
+		errs = append(errs, errors.New("SECKILL_PAY_TIMEOUT: must be at least 1s"))
+	}
 	if c.CodeCooldown < time.Second {
 		errs = append(errs, errors.New("SECKILL_CODE_COOLDOWN: must be at least 1s"))
 	}
@@ -621,6 +630,7 @@ func (c Config) LogValue() slog.Value {
 		slog.String("jwt_secret", secret),
 		slog.String("env", c.Env),
 		slog.String("request_timeout", c.RequestTimeout.String()),
+		slog.String("pay_timeout", c.PayTimeout.String()),
 		slog.String("dev_critical_delay", c.CriticalDelay.String()),
 		slog.Int("rate_limit", c.RateLimit),
 		slog.Int("consumers", c.ConsumerCount()),

@@ -40,7 +40,7 @@ func TestDefaults(t *testing.T) {
 		AutoRebuildAfter: 10 * time.Second,
 		OrderMode:        "sync", JWTTTL: 24 * time.Hour, Env: "development", RequestTimeout: 3 * time.Second,
 		APIStyle: "rest", ConsumerDuty: 0.25,
-		CodeCooldown: time.Minute, AccessLog: 20, CodeDailyLimit: 10, CodeIPLimit: 30,
+		CodeCooldown: time.Minute, AccessLog: 20, CodeDailyLimit: 10, CodeIPLimit: 30, PayTimeout: 15 * time.Minute,
 	}
 	if !reflect.DeepEqual(c, want) {
 		t.Errorf("got %+v, want %+v", c, want)
@@ -74,6 +74,7 @@ func TestEnvOverrides(t *testing.T) {
 		"SECKILL_API_STYLE":          "heima",
 		"SECKILL_CONSUMER_DUTY":      "0.5",
 		"SECKILL_CODE_COOLDOWN":      "90s",
+		"SECKILL_PAY_TIMEOUT":        "5s",
 		"SECKILL_CODE_DAILY_LIMIT":   "5",
 		"SECKILL_CODE_IP_LIMIT":      "0",
 		"SECKILL_TRUSTED_PROXIES":    "10.0.0.0/8, 192.168.1.7,fd00::/8",
@@ -99,6 +100,7 @@ func TestEnvOverrides(t *testing.T) {
 		APIStyle:       "heima",
 		ConsumerDuty:   0.5,
 		CodeCooldown:   90 * time.Second, AccessLog: 20,
+		PayTimeout:     5 * time.Second,
 		CodeDailyLimit: 5,
 		TrustedProxies: []string{"10.0.0.0/8", "192.168.1.7", "fd00::/8"},
 	}
@@ -205,6 +207,8 @@ func TestInvalid(t *testing.T) {
 		{"automatic rebuild sooner than a batch ends", map[string]string{"SECKILL_AUTO_REBUILD_AFTER": "5s"}, "SECKILL_AUTO_REBUILD_AFTER"},
 		{"automatic rebuild garbage", map[string]string{"SECKILL_AUTO_REBUILD_AFTER": "later"}, "SECKILL_AUTO_REBUILD_AFTER"},
 		{"code cooldown under a second", map[string]string{"SECKILL_CODE_COOLDOWN": "500ms"}, "SECKILL_CODE_COOLDOWN"},
+		{"pay timeout under a second", map[string]string{"SECKILL_PAY_TIMEOUT": "500ms"}, "SECKILL_PAY_TIMEOUT"},
+		{"pay timeout garbage", map[string]string{"SECKILL_PAY_TIMEOUT": "15"}, "SECKILL_PAY_TIMEOUT"},
 		{"code cooldown garbage", map[string]string{"SECKILL_CODE_COOLDOWN": "60"}, "SECKILL_CODE_COOLDOWN"},
 		{"code daily limit zero", map[string]string{"SECKILL_CODE_DAILY_LIMIT": "0"}, "SECKILL_CODE_DAILY_LIMIT"},
 		{"code IP limit negative", map[string]string{"SECKILL_CODE_IP_LIMIT": "-1"}, "SECKILL_CODE_IP_LIMIT"},

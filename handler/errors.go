@@ -28,6 +28,10 @@ const (
 	CodeSeckillEnded       = "SECKILL_ENDED"
 	CodeSoldOut            = "SOLD_OUT"
 	CodeDuplicateOrder     = "DUPLICATE_ORDER"
+	CodeOrderCancelled     = "ORDER_CANCELLED"
+	CodeOrderExpired       = "ORDER_EXPIRED"
+	CodeOrderPaid          = "ORDER_PAID"
+	CodeOrderPending       = "ORDER_PENDING"
 	CodeRateLimited        = "RATE_LIMITED"
 	CodeUnavailable        = "UNAVAILABLE"
 	CodeInternal           = "INTERNAL"
@@ -82,6 +86,10 @@ var codes = map[string]codeInfo{
 	CodeSeckillEnded:       {http.StatusConflict, "seckill has ended", "秒杀已经结束"},
 	CodeSoldOut:            {http.StatusConflict, "sold out", "库存不足"},
 	CodeDuplicateOrder:     {http.StatusConflict, "one order per user", "不允许重复下单"},
+	CodeOrderCancelled:     {http.StatusConflict, "order cancelled", "订单已取消"},
+	CodeOrderExpired:       {http.StatusConflict, "order expired: not paid in time", "订单已超时取消"},
+	CodeOrderPaid:          {http.StatusConflict, "order paid: it cannot be cancelled", "订单已支付，无法取消"},
+	CodeOrderPending:       {http.StatusConflict, "order not written yet, retry shortly", "订单处理中，请稍后再试"},
 	CodeVoucherNotEditable: {http.StatusConflict, "the sale has started or the voucher is closed: it can only be closed now", "秒杀已开始或已下架，不能修改"},
 	CodeRateLimited:        {http.StatusTooManyRequests, "too many requests", "请求过于频繁，请稍后再试"},
 	CodeUnavailable:        {http.StatusServiceUnavailable, "service temporarily unavailable, retry later", "服务繁忙，请稍后再试"},
@@ -165,6 +173,14 @@ func classify(err error) (code, detail string) {
 		return CodeSoldOut, ""
 	case errors.Is(err, model.ErrDuplicateOrder), errors.Is(err, model.ErrStaleFence):
 		return CodeDuplicateOrder, ""
+	case errors.Is(err, model.ErrOrderCancelled):
+		return CodeOrderCancelled, ""
+	case errors.Is(err, model.ErrOrderExpired):
+		return CodeOrderExpired, ""
+	case errors.Is(err, model.ErrOrderPaid):
+		return CodeOrderPaid, ""
+	case errors.Is(err, model.ErrOrderPending):
+		return CodeOrderPending, ""
 	case errors.Is(err, model.ErrRateLimited):
 		if rl := rateLimited(err); rl != nil {
 			return CodeRateLimited, rl.Error()

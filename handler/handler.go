@@ -66,6 +66,9 @@ type Deps struct {
 	// Style is how refusals reach the client (SECKILL_API_STYLE); empty
 	// is StyleREST.
 	Style Style
+	// Lifecycle pays and cancels orders (POST /voucher-order/:orderId/pay
+	// and /cancel); nil leaves those routes out.
+	Lifecycle Lifecycle
 	// History lists a user's orders (GET /user/orders); nil leaves the
 	// route out.
 	History History
@@ -190,6 +193,10 @@ func New(d Deps) http.Handler {
 	}
 	r.POST("/voucher-order/seckill/:id", append(buy, a.seckill)...)
 	r.GET("/voucher-order/:orderId", authed, a.order)
+	if d.Lifecycle != nil {
+		r.POST("/voucher-order/:orderId/pay", authed, a.payOrder)
+		r.POST("/voucher-order/:orderId/cancel", authed, a.cancelOrder)
+	}
 
 	r.GET("/admin/vouchers/:id/audit", authed, admin, a.audit)
 	a.liveRoutes(r, authed, admin)
@@ -429,15 +436,6 @@ func (a *api) seckill(c *gin.Context) {
 
 func (a *api) outcome(code string) { a.Metrics.Outcomes.WithLabelValues(code).Inc() }
 
-type orderResponse struct {
-	ID         string    `json:"id"`
-	UserID     int64     `json:"userId"`
-	VoucherID  int64     `json:"voucherId"`
-	Status     string    `json:"status"`
-	PayType    int       `json:"payType"`
-	CreateTime time.Time `json:"createTime"`
-}
-
 func (a *api) order(c *gin.Context) {
 	orderID, err := pathID(c, "orderId")
 	if err != nil {
@@ -450,10 +448,7 @@ func (a *api) order(c *gin.Context) {
 		a.fail(c, err)
 		return
 	}
-	ok(c, orderResponse{
-		ID: strconv.FormatInt(o.ID, 10), UserID: o.UserID, VoucherID: o.VoucherID,
-		Status: model.OrderStatusName(o.Status), PayType: o.PayType, CreateTime: o.CreateTime,
-	})
+	ok(c, a.orderOut(o))
 }
 
 func (a *api) audit(c *gin.Context) {

@@ -497,6 +497,7 @@ func TestAuditRoute(t *testing.T) {
 	want := map[string]any{
 		"voucherId": 5.0, "initialStock": 10.0, "stock": 7.0, "orders": 3.0, "distinctUsers": 3.0,
 		"duplicateRejections": 1.0, "oversold": false, "consistent": true,
+		"unpaid": 0.0, "paid": 0.0, "cancelled": 0.0, "expired": 0.0, "paidCancelled": 0.0,
 	}
 	if !maps.Equal(got, want) {
 		t.Errorf("audit: got %v, want %v (sync mode: no redisStock, no pending)", got, want)

@@ -2,7 +2,6 @@ package handler
 
 import (
 	"context"
-	"strconv"
 
 	"github.com/gin-gonic/gin"
 
@@ -28,11 +27,8 @@ func (a *api) myOrders(c *gin.Context) {
 		return
 	}
 	out := make([]orderResponse, len(list))
-	for i, o := range list {
-		out[i] = orderResponse{
-			ID: strconv.FormatInt(o.ID, 10), UserID: o.UserID, VoucherID: o.VoucherID,
-			Status: model.OrderStatusName(o.Status), PayType: o.PayType, CreateTime: o.CreateTime,
-		}
+	for i := range list {
+		out[i] = a.orderOut(&list[i])
 	}
 	okList(c, out, int64(len(out)))
 }

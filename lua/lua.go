@@ -41,6 +41,8 @@ var (
 	seckillReleaseSrc string
 	//go:embed touch.lua
 	touchSrc string
+	//go:embed giveback.lua
+	giveBackSrc string
 )
 
 // The lock scripts. They are immutable once built and safe for concurrent
@@ -93,6 +95,17 @@ var (
 	// consumer keeps for a retry, only those still pending with it; it
 	// returns their ids.
 	Touch = redis.NewScript(touchSrc)
+	// GiveBack is giveback.lua: put a cancelled order's unit back into a
+	// bucket's stock, once per order id: GiveBackApplied, GiveBackAlready
+	// or GiveBackNotLoaded.
+	GiveBack = redis.NewScript(giveBackSrc)
+)
+
+// The results GiveBack (giveback.lua) returns.
+const (
+	GiveBackApplied   = 1
+	GiveBackAlready   = 0
+	GiveBackNotLoaded = -1
 )
 
 // The integer codes Seckill (seckill.lua) returns. Nothing changes in Redis

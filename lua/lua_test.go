@@ -59,7 +59,7 @@ func TestScriptsLoad(t *testing.T) {
 		"Acquire": lua.Acquire, "Unlock": lua.Unlock, "AcquireAll": lua.AcquireAll, "UnlockAll": lua.UnlockAll, "ReentrantLock": lua.ReentrantLock,
 		"ReentrantUnlock": lua.ReentrantUnlock, "ReentrantRenew": lua.ReentrantRenew,
 		"Seckill": lua.Seckill, "SeckillSettle": lua.SeckillSettle,
-		"DeadLetter": lua.DeadLetter, "Touch": lua.Touch,
+		"DeadLetter": lua.DeadLetter, "Touch": lua.Touch, "GiveBack": lua.GiveBack,
 	}
 	for name, sc := range scripts {
 		if sc == nil {

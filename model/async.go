@@ -75,19 +75,26 @@ type RedisVoucher struct {
 	StockExists bool
 	Stock       int64
 	Buyers      int64 // size of the buyers set
+	// Returned is how many cancelled orders' units the voucher's buckets
+	// took back (the returned sets' sizes summed).
+	Returned int64
 }
 
 // CheckAsync fills Oversold and Consistent from the counts, with invariant 5
-// (RedisStock and Pending must be set): Redis stock + orders + pending =
-// initial stock, and the buyers set size = orders + pending.
-func (a *Audit) CheckAsync(buyers int64) {
+// (RedisStock and Pending must be set): Redis stock + orders + pending +
+// give-backs due = initial stock, and the buyers set size = orders +
+// cancelled + pending. returned is how many cancelled orders Redis took
+// back (the returned sets' sizes), read with the Redis stock.
+func (a *Audit) CheckAsync(buyers, returned int64) {
 	if a.RedisStock == nil || a.Pending == nil {
 		a.Check()
 		a.Consistent = false
 		return
 	}
+	due := a.Cancelled - returned
+	a.GivebacksDue = &due
 	c := a.Counts()
-	c.Async = &AsyncCounts{RedisStock: *a.RedisStock, Pending: *a.Pending, Buyers: &buyers}
+	c.Async = &AsyncCounts{RedisStock: *a.RedisStock, Pending: *a.Pending, Buyers: &buyers, Returned: &returned}
 	a.judge(c)
 }
 
@@ -96,12 +103,18 @@ func (a *Audit) CheckAsync(buyers int64) {
 // an order committed while they are read is counted once: either written
 // (in Orders and Written) or not yet (pending).
 type OrderFacts struct {
-	// Orders is the number of orders of each voucher that has some.
+	// Orders is the number of live orders (unpaid and paid) of each
+	// voucher that has some.
 	Orders map[int64]int64
+	// Cancelled counts each voucher's cancelled orders (their units are
+	// back on sale; Redis holds them in its returned sets once given back).
+	Cancelled map[int64]int64
+	// CancelledIDs lists them by id (only with Buyers).
+	CancelledIDs map[int64][]int64
 	// Written holds the order ids of the entries whose order is in the
 	// database (same id, user and voucher).
 	Written map[int64]bool
-	// Buyers lists the users holding an order, per voucher (only when
-	// asked for).
+	// Buyers lists the users holding an order, cancelled ones included
+	// (the slot stays taken), per voucher (only when asked for).
 	Buyers map[int64][]int64
 }

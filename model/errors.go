@@ -19,6 +19,15 @@ var (
 	// ErrVoucherNotEditable means the voucher's sale has started or it is
 	// closed: it can only be closed now, never edited.
 	ErrVoucherNotEditable = errors.New("voucher not editable")
+	// ErrOrderCancelled refuses to pay an order its buyer cancelled.
+	ErrOrderCancelled = errors.New("order cancelled")
+	// ErrOrderExpired refuses to pay an order past its pay deadline.
+	ErrOrderExpired = errors.New("order expired")
+	// ErrOrderPaid refuses to cancel a paid order.
+	ErrOrderPaid = errors.New("order paid")
+	// ErrOrderPending refuses to pay or cancel an async order not yet
+	// written to the database; retrying shortly succeeds.
+	ErrOrderPending = errors.New("order pending")
 	// ErrStaleFence means a lock holder presented a fencing token older than
 	// one already used for the same lock: its lease expired and another
 	// holder wrote since. It is a duplicate order attempt.

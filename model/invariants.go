@@ -7,23 +7,30 @@ import (
 )
 
 // This file is the one implementation of the invariants of docs/contract.md
-// ("Invariants"). The server's audit (Audit.Check, Audit.CheckAsync), the
+// ("Invariants"). Orders holding a unit are the unpaid and paid ones; a
+// cancelled or expired order's unit is back on sale, exactly once. The server's audit (Audit.Check, Audit.CheckAsync), the
 // end-to-end tests, the load-test driver and the harness (cmd/harness) all
 // call it: Counts.Violations for what can be judged from counts,
 // Facts.Violations for the full facts (order lists, announced orders).
 
 // Violation is one broken invariant.
 type Violation struct {
-	Invariant int    `json:"invariant"` // 1 to 5
+	Invariant int    `json:"invariant"` // 1 to 6
 	Msg       string `json:"msg"`
 }
 
 func (v Violation) String() string { return fmt.Sprintf("invariant %d: %s", v.Invariant, v.Msg) }
 
 // Counts is what the invariants need to know about one voucher as numbers.
+// Orders counts the orders holding a unit (unpaid and paid); Cancelled
+// the cancelled and expired ones, whose units are back on sale (their
+// buyers keep the slot: DistinctUsers counts every order's buyer).
 type Counts struct {
 	InitialStock, Stock   int64
 	Orders, DistinctUsers int64
+	Cancelled             int64
+	// PaidCancelled counts cancelled orders that had been paid: must be 0.
+	PaidCancelled int64
 	// Async holds the Redis side in async mode; nil in sync mode.
 	Async *AsyncCounts
 }
@@ -35,6 +42,9 @@ type AsyncCounts struct {
 	// Buyers is the size of the buyers set; nil when unknown (the audit
 	// route does not report it), which skips that half of invariant 5.
 	Buyers *int64
+	// Returned is how many cancelled orders' units Redis took back (the
+	// returned sets' sizes); nil when unknown, read as all of them.
+	Returned *int64
 }
 
 // Oversold says invariant 1 is broken: more orders than initial stock.
@@ -50,21 +60,35 @@ func (c Counts) Violations() []Violation {
 	if c.Orders != c.InitialStock-c.Stock {
 		v = append(v, Violation{2, fmt.Sprintf("%d orders != initial %d - stock %d = %d", c.Orders, c.InitialStock, c.Stock, c.InitialStock-c.Stock)})
 	}
-	if c.DistinctUsers != c.Orders {
-		v = append(v, Violation{3, fmt.Sprintf("%d orders for %d distinct users", c.Orders, c.DistinctUsers)})
+	if all := c.Orders + c.Cancelled; c.DistinctUsers != all {
+		v = append(v, Violation{3, fmt.Sprintf("%d orders for %d distinct users", all, c.DistinctUsers)})
+	}
+	var given []string // invariant 6
+	if c.PaidCancelled > 0 {
+		given = append(given, fmt.Sprintf("%d paid orders cancelled", c.PaidCancelled))
 	}
 	if a := c.Async; a != nil {
 		var msgs []string
-		if got := a.RedisStock + c.Orders + a.Pending; got != c.InitialStock {
-			msgs = append(msgs, fmt.Sprintf("redis stock %d + orders %d + pending %d = %d != initial %d",
-				a.RedisStock, c.Orders, a.Pending, got, c.InitialStock))
+		due := int64(0)
+		if a.Returned != nil {
+			due = c.Cancelled - *a.Returned
+			if due < 0 {
+				given = append(given, fmt.Sprintf("redis took back %d units for %d cancelled orders", *a.Returned, c.Cancelled))
+			}
 		}
-		if a.Buyers != nil && *a.Buyers != c.Orders+a.Pending {
-			msgs = append(msgs, fmt.Sprintf("buyers set %d != orders %d + pending %d", *a.Buyers, c.Orders, a.Pending))
+		if got := a.RedisStock + c.Orders + a.Pending + due; got != c.InitialStock {
+			msgs = append(msgs, fmt.Sprintf("redis stock %d + orders %d + pending %d + give-backs due %d = %d != initial %d",
+				a.RedisStock, c.Orders, a.Pending, due, got, c.InitialStock))
+		}
+		if a.Buyers != nil && *a.Buyers != c.Orders+c.Cancelled+a.Pending {
+			msgs = append(msgs, fmt.Sprintf("buyers set %d != orders %d + cancelled %d + pending %d", *a.Buyers, c.Orders, c.Cancelled, a.Pending))
 		}
 		if len(msgs) > 0 {
 			v = append(v, Violation{5, strings.Join(msgs, "; ")})
 		}
+	}
+	if len(given) > 0 {
+		v = append(v, Violation{6, strings.Join(given, "; ")})
 	}
 	return v
 }
@@ -80,7 +104,11 @@ type Announced struct {
 // responses) and, in async mode, Redis.
 type Facts struct {
 	InitialStock, Stock int64
-	Orders              map[int64]int64 // order id -> user id
+	Orders              map[int64]int64 // order id -> user id, every status
+	// Cancelled holds the ids among Orders that are cancelled or expired;
+	// PaidCancelled counts those of them that had been paid.
+	Cancelled     map[int64]bool
+	PaidCancelled int64
 	// Announced lists one entry per 200 response; nil Announced with
 	// CheckAnnounced false skips invariant 4.
 	Announced      []Announced
@@ -94,8 +122,15 @@ func (f Facts) Counts() Counts {
 	for _, u := range f.Orders {
 		users[u] = true
 	}
+	var cancelled int64
+	for id := range f.Cancelled {
+		if _, ok := f.Orders[id]; ok {
+			cancelled++
+		}
+	}
 	return Counts{InitialStock: f.InitialStock, Stock: f.Stock,
-		Orders: int64(len(f.Orders)), DistinctUsers: int64(len(users)), Async: f.Async}
+		Orders: int64(len(f.Orders)) - cancelled, Cancelled: cancelled, PaidCancelled: f.PaidCancelled,
+		DistinctUsers: int64(len(users)), Async: f.Async}
 }
 
 // Violations returns the broken invariants, at most one per invariant, in

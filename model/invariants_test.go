@@ -49,9 +49,9 @@ func TestFactsViolations(t *testing.T) {
 		{"4 unknown users are not compared", func(f *Facts) { f.Announced = []Announced{{OrderID: 1}, {OrderID: 2}} }, nil},
 		{"4 skipped", func(f *Facts) { f.Announced, f.CheckAnnounced = nil, false }, nil},
 		{"5 redis stock", func(f *Facts) { f.Async = &AsyncCounts{RedisStock: 2, Buyers: i64(2)} },
-			map[int]string{5: "redis stock 2 + orders 2 + pending 0 = 4 != initial 5"}},
+			map[int]string{5: "redis stock 2 + orders 2 + pending 0 + give-backs due 0 = 4 != initial 5"}},
 		{"5 buyers", func(f *Facts) { f.Async = &AsyncCounts{RedisStock: 3, Buyers: i64(3)} },
-			map[int]string{5: "buyers set 3 != orders 2 + pending 0"}},
+			map[int]string{5: "buyers set 3 != orders 2 + cancelled 0 + pending 0"}},
 		{"5 buyers unknown", func(f *Facts) { f.Async = &AsyncCounts{RedisStock: 3} }, nil},
 	}
 	for _, tt := range tests {
@@ -120,7 +120,7 @@ func TestAuditCheckUsesCounts(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			a := tt.a
 			if tt.async {
-				a.CheckAsync(tt.buyers)
+				a.CheckAsync(tt.buyers, 0)
 			} else {
 				a.Check()
 			}

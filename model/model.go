@@ -108,12 +108,25 @@ type SeckillVoucherInfo struct {
 	EndTime      time.Time
 }
 
-// Order statuses of tb_voucher_order.status. Heima uses 1 for "unpaid"; the
-// order exists and holds its unit of stock.
+// Order statuses of tb_voucher_order.status, Heima's numbers: 1 unpaid
+// (the order holds its unit of stock), 2 paid, 4 cancelled (by the buyer
+// or by the pay timeout, CancelReason says which; the unit is back on
+// sale). Pending and failed exist only in Redis (async mode).
 const (
-	OrderStatusPending = 0 // async mode: admitted in Redis, not yet written
-	OrderStatusCreated = 1 // written to the database (Heima: unpaid)
-	OrderStatusFailed  = 9 // async mode: given up, stock returned
+	OrderStatusPending   = 0 // async mode: admitted in Redis, not yet written
+	OrderStatusCreated   = 1 // written to the database, unpaid
+	OrderStatusPaid      = 2 // paid: keeps its unit for good
+	OrderStatusCancelled = 4 // cancelled or expired: its unit is back on sale
+	OrderStatusFailed    = 9 // async mode: given up, stock returned
+)
+
+// OrderStatusUnpaid is OrderStatusCreated under Heima's name.
+const OrderStatusUnpaid = OrderStatusCreated
+
+// Cancel reasons of tb_voucher_order.cancel_reason.
+const (
+	CancelByBuyer   = "buyer"   // POST /voucher-order/:orderId/cancel
+	CancelByTimeout = "timeout" // unpaid past the pay timeout: expired
 )
 
 // OrderStatusName names a status for API responses.
@@ -122,12 +135,30 @@ func OrderStatusName(s int) string {
 	case OrderStatusPending:
 		return "pending"
 	case OrderStatusCreated:
-		return "created"
+		return "created" // unpaid; the word clients already know
+	case OrderStatusPaid:
+		return "paid"
+	case OrderStatusCancelled:
+		return "cancelled"
 	case OrderStatusFailed:
 		return "failed"
 	default:
 		return "unknown"
 	}
+}
+
+// StatusName names the order's status for API responses: an order the
+// pay timeout cancelled is "expired", one its buyer cancelled "cancelled".
+func (o *VoucherOrder) StatusName() string {
+	if o.Status == OrderStatusCancelled && o.CancelReason == CancelByTimeout {
+		return "expired"
+	}
+	return OrderStatusName(o.Status)
+}
+
+// Live reports an order that holds its unit of stock: unpaid or paid.
+func (o *VoucherOrder) Live() bool {
+	return o.Status == OrderStatusCreated || o.Status == OrderStatusPaid
 }
 
 // VoucherOrder is a row of tb_voucher_order.
@@ -140,6 +171,17 @@ type VoucherOrder struct {
 	FenceToken *int64    `gorm:"column:fence_token"`
 	CreateTime time.Time `gorm:"column:create_time"`
 	UpdateTime time.Time `gorm:"column:update_time"`
+	// PayTime, PayAmount and PayKey record the payment (status 2): when,
+	// the amount (the voucher's pay value) and the Idempotency-Key sent.
+	PayTime   *time.Time `gorm:"column:pay_time"`
+	PayAmount *int64     `gorm:"column:pay_amount"`
+	PayKey    *string    `gorm:"column:pay_key"`
+	// CancelTime and CancelReason record a cancel (status 4).
+	CancelTime   *time.Time `gorm:"column:cancel_time"`
+	CancelReason string     `gorm:"column:cancel_reason"`
+	// GivebackDue says Redis still owes the order's unit back (async
+	// mode): set by the cancel, cleared once the give-back script ran.
+	GivebackDue bool `gorm:"column:giveback_due"`
 }
 
 // TableName is the Heima table name.
@@ -153,38 +195,63 @@ type Fence struct {
 }
 
 // Audit is the state of one voucher against the invariants of docs/contract.md.
+// Orders counts the orders holding a unit (unpaid and paid); Cancelled
+// those whose unit is back on sale (Expired of them by the pay timeout).
 type Audit struct {
 	VoucherID           int64  `json:"voucherId"`
 	InitialStock        int    `json:"initialStock"`
 	Stock               int    `json:"stock"`
 	Orders              int64  `json:"orders"`
+	Unpaid              int64  `json:"unpaid"`
+	Paid                int64  `json:"paid"`
+	Cancelled           int64  `json:"cancelled"`
+	Expired             int64  `json:"expired"`
+	PaidCancelled       int64  `json:"paidCancelled"`
 	DistinctUsers       int64  `json:"distinctUsers"`
 	DuplicateRejections int64  `json:"duplicateRejections"`
 	Oversold            bool   `json:"oversold"`
 	Consistent          bool   `json:"consistent"`
 	RedisStock          *int64 `json:"redisStock,omitempty"`
 	Pending             *int64 `json:"pending,omitempty"`
+	// GivebacksDue counts cancelled orders whose unit Redis has not taken
+	// back yet (async mode).
+	GivebacksDue *int64 `json:"givebacksDue,omitempty"`
 }
 
 // Tally is what the database says about one voucher, read in one snapshot:
-// its stock and initial stock, its orders and distinct buyers and, when
-// asked about stream entries, which of their orders are written (same id,
-// user and voucher). Both audits read it.
+// its stock and initial stock, its orders by status and distinct buyers
+// and, when asked about stream entries, which of their orders are written
+// (same id, user and voucher). Both audits read it. Orders counts unpaid
+// and paid orders; DistinctUsers counts the buyers of every order.
 type Tally struct {
 	Stock, InitialStock   int
 	Orders, DistinctUsers int64
+	Paid, Cancelled       int64
+	Expired               int64
+	PaidCancelled         int64 // cancelled orders with a payment: must be 0
 	Written               map[int64]bool
+}
+
+// Audit returns the tally as an audit of voucherID (no Redis side).
+func (t Tally) Audit(voucherID, duplicateRejections int64) *Audit {
+	return &Audit{
+		VoucherID: voucherID, InitialStock: t.InitialStock, Stock: t.Stock,
+		Orders: t.Orders, Unpaid: t.Orders - t.Paid, Paid: t.Paid, Cancelled: t.Cancelled,
+		Expired: t.Expired, PaidCancelled: t.PaidCancelled,
+		DistinctUsers: t.DistinctUsers, DuplicateRejections: duplicateRejections,
+	}
 }
 
 // Counts is the audit as the counts the invariants are judged on (no Redis
 // side: CheckAsync adds it).
 func (a *Audit) Counts() Counts {
 	return Counts{InitialStock: int64(a.InitialStock), Stock: int64(a.Stock),
-		Orders: a.Orders, DistinctUsers: a.DistinctUsers}
+		Orders: a.Orders, Cancelled: a.Cancelled, PaidCancelled: a.PaidCancelled,
+		DistinctUsers: a.DistinctUsers}
 }
 
-// Check fills Oversold and Consistent from the counts (invariants 1 to 3,
-// Counts.Violations).
+// Check fills Oversold and Consistent from the counts (invariants 1 to 3
+// and 6, Counts.Violations).
 func (a *Audit) Check() { a.judge(a.Counts()) }
 
 func (a *Audit) judge(c Counts) {

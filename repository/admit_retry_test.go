@@ -64,7 +64,7 @@ func newAdmitRig(t *testing.T, client func(addr string) *redis.Client) *admitRig
 	}
 	now := time.Now()
 	sv := &model.SeckillVoucher{VoucherID: r.vid, InitialStock: 5, BeginTime: now.Add(-time.Minute), EndTime: now.Add(time.Hour)}
-	if err := NewAdmission(direct).Load(ctx, sv, 5, nil); err != nil {
+	if err := NewAdmission(direct).Load(ctx, sv, 5, nil, nil); err != nil {
 		t.Fatalf("load voucher: %v", err)
 	}
 	t.Cleanup(func() {
@@ -198,7 +198,7 @@ func TestAdmitLoadsScript(t *testing.T) {
 	a := NewAdmission(c)
 	now := time.Now()
 	sv := &model.SeckillVoucher{VoucherID: 7, InitialStock: 5, BeginTime: now.Add(-time.Minute), EndTime: now.Add(time.Hour)}
-	if err := a.Load(ctx, sv, 5, nil); err != nil {
+	if err := a.Load(ctx, sv, 5, nil, nil); err != nil {
 		t.Fatal(err)
 	}
 	for user := int64(1); user <= 2; user++ {

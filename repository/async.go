@@ -419,17 +419,25 @@ func (a *Admission) SetState(ctx context.Context, voucherID int64, state string)
 
 // Load replaces the voucher's Redis state, one MULTI per bucket: stock
 // (split evenly over the buckets), buyers (each in the user's home
-// bucket) and the voucher hash with state ok.
-func (a *Admission) Load(ctx context.Context, sv *model.SeckillVoucher, stock int64, buyers []int64) error {
+// bucket), the returned sets (each cancelled order in its ReturnBucket,
+// so that giveback.lua never adds its unit again) and the voucher hash
+// with state ok.
+func (a *Admission) Load(ctx context.Context, sv *model.SeckillVoucher, stock int64, buyers, returned []int64) error {
 	n := sv.Buckets()
 	byHome := make([][]int64, n)
 	for _, u := range buyers {
 		h := HomeBucket(u, n)
 		byHome[h] = append(byHome[h], u)
 	}
+	byReturn := make([][]int64, n)
+	for _, o := range returned {
+		b := ReturnBucket(o, n)
+		byReturn[b] = append(byReturn[b], o)
+	}
 	for b := range n {
 		_, err := a.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
 			loadBucket(ctx, p, sv, b, share(stock, n, b), byHome[b])
+			loadReturned(ctx, p, sv, b, byReturn[b])
 			return nil
 		})
 		if err != nil {
@@ -508,6 +516,23 @@ func loadBucket(ctx context.Context, p redis.Pipeliner, sv *model.SeckillVoucher
 	expire := sv.EndTime.Add(VoucherStateGrace)
 	for _, k := range []string{stockKey, buyersKey, hashKey} {
 		p.ExpireAt(ctx, k, expire)
+	}
+}
+
+// loadReturned queues the replacement of bucket b's returned set by ids.
+func loadReturned(ctx context.Context, p redis.Pipeliner, sv *model.SeckillVoucher, b int, ids []int64) {
+	key := ReturnedKeyIn(BucketShard(sv.VoucherID, b), sv.VoucherID)
+	p.Del(ctx, key)
+	for start := 0; start < len(ids); start += buyersChunk {
+		end := min(start+buyersChunk, len(ids))
+		members := make([]any, 0, end-start)
+		for _, o := range ids[start:end] {
+			members = append(members, o)
+		}
+		p.SAdd(ctx, key, members...)
+	}
+	if len(ids) > 0 {
+		p.ExpireAt(ctx, key, sv.EndTime.Add(VoucherStateGrace))
 	}
 }
 

@@ -222,7 +222,7 @@ func TestBucketsRebuild(t *testing.T) {
 			ctx := context.Background()
 			r := newBucketRig(t, rdb, 3, 9)
 			v := r.sv.VoucherID
-			if err := r.a.Load(ctx, r.sv, 7, []int64{3, 4, 5, 6}); err != nil {
+			if err := r.a.Load(ctx, r.sv, 7, []int64{3, 4, 5, 6}, nil); err != nil {
 				t.Fatal(err)
 			}
 			for b, want := range []int64{3, 2, 2} {

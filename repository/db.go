@@ -142,13 +142,36 @@ func (d *DB) Migrate(ctx context.Context) error {
 			return fmt.Errorf("apply schema: add %s.%s: %w", c.table, c.column, translate(err))
 		}
 	}
+	for _, ix := range addedIndexes {
+		m := d.Gorm.WithContext(ctx).Migrator()
+		if m.HasIndex(ix.table, ix.name) {
+			continue
+		}
+		err := d.Gorm.WithContext(ctx).Exec("CREATE INDEX " + ix.name + " ON " + ix.table + " (" + ix.columns + ")").Error
+		if err != nil && !m.HasIndex(ix.table, ix.name) { // another instance may have won
+			return fmt.Errorf("apply schema: index %s.%s: %w", ix.table, ix.name, translate(err))
+		}
+	}
 	return nil
+}
+
+// addedIndexes are the indexes added after their table first shipped.
+// idx_status_time finds expired unpaid orders without a full scan;
+// idx_giveback finds the Redis give-backs still due.
+var addedIndexes = []struct{ table, name, columns string }{
+	{"tb_voucher_order", "idx_status_time", "status, create_time"},
+	{"tb_voucher_order", "idx_giveback", "giveback_due"},
 }
 
 // addedColumns are the columns of the schema files added after their table
 // first shipped, with their definitions (the same in both dialects).
 var addedColumns = []struct{ table, column, def string }{
 	{"tb_seckill_voucher", "stock_buckets", "INT NOT NULL DEFAULT 1"},
+	{"tb_voucher_order", "pay_amount", "BIGINT NULL"},
+	{"tb_voucher_order", "pay_key", "VARCHAR(64) NULL"},
+	{"tb_voucher_order", "cancel_time", "TIMESTAMP NULL"},
+	{"tb_voucher_order", "cancel_reason", "VARCHAR(16) NOT NULL DEFAULT ''"},
+	{"tb_voucher_order", "giveback_due", "TINYINT NOT NULL DEFAULT 0"},
 }
 
 // Ping checks that the database answers.

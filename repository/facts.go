@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"strconv"
 	"strings"
 
 	"github.com/redis/go-redis/v9"
@@ -162,6 +163,7 @@ func (a *voucherSums) add(id int64, rv model.RedisVoucher) {
 	acc.StockExists = acc.StockExists && rv.StockExists
 	acc.Stock += rv.Stock
 	acc.Buyers += rv.Buyers
+	acc.Returned += rv.Returned
 	if acc.State == model.VoucherStateOK || acc.State == "" {
 		if rv.State != model.VoucherStateOK {
 			acc.State = rv.State
@@ -175,15 +177,16 @@ func (a *voucherSums) add(id int64, rv model.RedisVoucher) {
 // function adds them to the sums once p has run.
 func queueBucketReads(ctx context.Context, p redis.Pipeliner, shard int, voucherIDs []int64) func(*voucherSums) {
 	type cmds struct {
-		state, stock *redis.StringCmd
-		buyers       *redis.IntCmd
+		state, stock     *redis.StringCmd
+		buyers, returned *redis.IntCmd
 	}
 	all := make([]cmds, len(voucherIDs))
 	for i, id := range voucherIDs {
 		all[i] = cmds{
-			state:  p.HGet(ctx, VoucherKeyIn(shard, id), "state"),
-			stock:  p.Get(ctx, StockKeyIn(shard, id)),
-			buyers: p.SCard(ctx, BuyersKeyIn(shard, id)),
+			state:    p.HGet(ctx, VoucherKeyIn(shard, id), "state"),
+			stock:    p.Get(ctx, StockKeyIn(shard, id)),
+			buyers:   p.SCard(ctx, BuyersKeyIn(shard, id)),
+			returned: p.SCard(ctx, ReturnedKeyIn(shard, id)),
 		}
 	}
 	return func(sums *voucherSums) {
@@ -196,47 +199,64 @@ func queueBucketReads(ctx context.Context, p redis.Pipeliner, shard int, voucher
 				rv.StockExists, rv.Stock = true, s
 			}
 			rv.Buyers = all[i].buyers.Val()
+			rv.Returned = all[i].returned.Val()
 			sums.add(id, rv)
 		}
 	}
 }
 
 // OrderFacts reads, in one read-only REPEATABLE READ transaction (one
-// snapshot; in SQLite any transaction is one), the number of orders of each voucher,
+// snapshot; in SQLite any transaction is one), the number of live and of
+// cancelled orders of each voucher,
 // which entries' orders are written and, with buyers, each voucher's
 // buyers.
 func (r *Orders) OrderFacts(ctx context.Context, voucherIDs []int64, entries []model.QueuedOrder, buyers bool) (model.OrderFacts, error) {
-	f := model.OrderFacts{Orders: map[int64]int64{}, Written: map[int64]bool{}}
+	f := model.OrderFacts{Orders: map[int64]int64{}, Cancelled: map[int64]int64{}, Written: map[int64]bool{}}
 	if buyers {
 		f.Buyers = map[int64][]int64{}
+		f.CancelledIDs = map[int64][]int64{}
 	}
 	err := r.snapshot(ctx, func(tx *gorm.DB) error {
 		for start := 0; start < len(voucherIDs); start += writtenChunk {
 			chunk := voucherIDs[start:min(start+writtenChunk, len(voucherIDs))]
-			var rows []struct {
-				VoucherID int64
-				UserID    int64
-			}
 			q := tx.Model(&model.VoucherOrder{}).Where("voucher_id IN ?", chunk)
 			if buyers {
-				if err := q.Select("voucher_id, user_id").Scan(&rows).Error; err != nil {
+				var rows []struct {
+					ID        int64
+					VoucherID int64
+					UserID    int64
+					Status    int
+				}
+				if err := q.Select("id, voucher_id, user_id, status").Scan(&rows).Error; err != nil {
 					return err
 				}
 				for _, row := range rows {
-					f.Orders[row.VoucherID]++
 					f.Buyers[row.VoucherID] = append(f.Buyers[row.VoucherID], row.UserID)
+					if row.Status == model.OrderStatusCancelled {
+						f.Cancelled[row.VoucherID]++
+						f.CancelledIDs[row.VoucherID] = append(f.CancelledIDs[row.VoucherID], row.ID)
+					} else {
+						f.Orders[row.VoucherID]++
+					}
 				}
 				continue
 			}
 			var counts []struct {
 				VoucherID int64
+				Cancelled bool
 				N         int64
 			}
-			if err := q.Select("voucher_id, COUNT(*) AS n").Group("voucher_id").Scan(&counts).Error; err != nil {
+			isCancelled := "(status = " + strconv.Itoa(model.OrderStatusCancelled) + ")"
+			if err := q.Select("voucher_id, " + isCancelled + " AS cancelled, COUNT(*) AS n").
+				Group("voucher_id, " + isCancelled).Scan(&counts).Error; err != nil {
 				return err
 			}
 			for _, c := range counts {
-				f.Orders[c.VoucherID] = c.N
+				if c.Cancelled {
+					f.Cancelled[c.VoucherID] += c.N
+				} else {
+					f.Orders[c.VoucherID] += c.N
+				}
 			}
 		}
 		return written(tx, entries, f.Written)

@@ -21,7 +21,7 @@ func TestSnapshot(t *testing.T) {
 			a := NewAdmission(s.rdb)
 			now := time.Now()
 			sv := &model.SeckillVoucher{VoucherID: vid, InitialStock: 3, Stock: 3, BeginTime: now.Add(-time.Hour), EndTime: now.Add(time.Hour)}
-			if err := a.Load(ctx, sv, 2, []int64{41}); err != nil {
+			if err := a.Load(ctx, sv, 2, []int64{41}, nil); err != nil {
 				t.Fatal(err)
 			}
 			t.Cleanup(func() { s.rdb.Del(context.Background(), StockKey(vid), BuyersKey(vid), VoucherKey(vid)) })

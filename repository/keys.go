@@ -124,6 +124,16 @@ func VoucherKey(voucherID int64) string { return VoucherKeyIn(VoucherShard(vouch
 // (a bucket's: BucketShard).
 func StockKeyIn(shard int, voucherID int64) string  { return voucherKey(shard, voucherID, "stock:") }
 func BuyersKeyIn(shard int, voucherID int64) string { return voucherKey(shard, voucherID, "order:") }
+
+// ReturnedKeyIn is seckill:{<tag>}:returned:<voucherId>, the ids of the
+// cancelled orders whose unit the bucket in shard took back.
+func ReturnedKeyIn(shard int, voucherID int64) string {
+	return voucherKey(shard, voucherID, "returned:")
+}
+
+// ReturnBucket is the bucket that takes back the unit of a cancelled order
+// of a voucher with n buckets.
+func ReturnBucket(orderID int64, n int) int { return int(uint64(orderID) % uint64(max(n, 1))) }
 func VoucherKeyIn(shard int, voucherID int64) string {
 	return voucherKey(shard, voucherID, "voucher:")
 }

@@ -310,19 +310,30 @@ func (r *Orders) Tally(ctx context.Context, voucherID int64, entries []model.Que
 			Stock         int
 			InitialStock  int
 			Orders        int64
+			Paid          int64
+			Cancelled     int64
+			Expired       int64
+			PaidCancelled int64
 			DistinctUsers int64
 		}
 		err := db.Raw(`SELECT sv.stock AS stock, sv.initial_stock AS initial_stock,
-  (SELECT COUNT(*) FROM tb_voucher_order o WHERE o.voucher_id = sv.voucher_id) AS orders,
-  (SELECT COUNT(DISTINCT o.user_id) FROM tb_voucher_order o WHERE o.voucher_id = sv.voucher_id) AS distinct_users
-FROM tb_seckill_voucher sv WHERE sv.voucher_id = ?`, voucherID).Scan(&rows).Error
+  COALESCE(SUM(CASE WHEN o.status IN (1, 2) THEN 1 ELSE 0 END), 0) AS orders,
+  COALESCE(SUM(CASE WHEN o.status = 2 THEN 1 ELSE 0 END), 0) AS paid,
+  COALESCE(SUM(CASE WHEN o.status = 4 THEN 1 ELSE 0 END), 0) AS cancelled,
+  COALESCE(SUM(CASE WHEN o.status = 4 AND o.cancel_reason = 'timeout' THEN 1 ELSE 0 END), 0) AS expired,
+  COALESCE(SUM(CASE WHEN o.status = 4 AND o.pay_time IS NOT NULL THEN 1 ELSE 0 END), 0) AS paid_cancelled,
+  COUNT(DISTINCT o.user_id) AS distinct_users
+FROM tb_seckill_voucher sv LEFT JOIN tb_voucher_order o ON o.voucher_id = sv.voucher_id
+WHERE sv.voucher_id = ? GROUP BY sv.voucher_id, sv.stock, sv.initial_stock`, voucherID).Scan(&rows).Error
 		if err != nil {
 			return err
 		}
 		if len(rows) == 0 {
 			return model.ErrVoucherNotFound
 		}
-		t = model.Tally{Stock: rows[0].Stock, InitialStock: rows[0].InitialStock, Orders: rows[0].Orders, DistinctUsers: rows[0].DistinctUsers}
+		r0 := rows[0]
+		t = model.Tally{Stock: r0.Stock, InitialStock: r0.InitialStock, Orders: r0.Orders, DistinctUsers: r0.DistinctUsers,
+			Paid: r0.Paid, Cancelled: r0.Cancelled, Expired: r0.Expired, PaidCancelled: r0.PaidCancelled}
 		if len(entries) == 0 {
 			return nil
 		}

@@ -192,14 +192,12 @@ func (s *AsyncAdmission) Audit(ctx context.Context, voucherID int64) (*model.Aud
 	}
 	rv := states[voucherID]
 	n := int64(len(pending(mine, t.Written)))
-	a := &model.Audit{
-		VoucherID: voucherID, InitialStock: t.InitialStock, Stock: t.Stock,
-		Orders: t.Orders, DistinctUsers: t.DistinctUsers, DuplicateRejections: dups, Pending: &n,
-	}
+	a := t.Audit(voucherID, dups)
+	a.Pending = &n
 	if rv.StockExists {
 		a.RedisStock = &rv.Stock
 	}
-	a.CheckAsync(rv.Buyers)
+	a.CheckAsync(rv.Buyers, rv.Returned)
 	return a, nil
 }
 

@@ -84,7 +84,7 @@ func (e *raceEnv) voucher(t *testing.T, stock int) int64 {
 	if err := repository.NewVouchers(e.db).CreateSeckill(ctx, v, sv); err != nil {
 		t.Fatal(err)
 	}
-	if err := repository.NewAdmission(e.rdb).Load(ctx, sv, int64(stock), nil); err != nil {
+	if err := repository.NewAdmission(e.rdb).Load(ctx, sv, int64(stock), nil, nil); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {

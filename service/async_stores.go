@@ -31,8 +31,9 @@ type Admitter interface {
 	// SetState sets the voucher's state (model.VoucherState*).
 	SetState(ctx context.Context, voucherID int64, state string) error
 	// Load replaces the voucher's Redis state atomically: stock, buyers,
-	// and the voucher hash with state ok.
-	Load(ctx context.Context, sv *model.SeckillVoucher, stock int64, buyers []int64) error
+	// the returned sets (the cancelled orders whose units stock counts as
+	// on sale) and the voucher hash with state ok.
+	Load(ctx context.Context, sv *model.SeckillVoucher, stock int64, buyers, returned []int64) error
 	// LoadNew loads a voucher just published unless its Redis state exists
 	// (a reconciler owns it then); it reports whether it loaded.
 	LoadNew(ctx context.Context, sv *model.SeckillVoucher) (bool, error)

@@ -306,7 +306,7 @@ func (s *Reconciler) checkSettled(ctx context.Context, live []model.SeckillVouch
 		if streak[i]+1 < settleChecks {
 			outcomes[i] = "mismatch (residual not settled)"
 		}
-		s.d.Log.WarnContext(ctx, "voucher redis state does not match the facts (stock/buyers/db orders/pending)",
+		s.d.Log.WarnContext(ctx, "voucher redis state does not match the facts (stock/buyers/db orders/pending/cancelled/returned)",
 			"voucher_id", live[i].VoucherID, "initial", live[i].InitialStock, "counts", counts[i],
 			"stock_residual", res[i].stock, "buyers_residual", res[i].buyers, "outcome", outcomes[i])
 	}
@@ -344,8 +344,11 @@ func (s *Reconciler) checkAll(ctx context.Context, live []model.SeckillVoucher) 
 	counts = make([]string, len(live))
 	for i, sv := range live {
 		rv, o, p := states[sv.VoucherID], f.Orders[sv.VoucherID], pendingBy[sv.VoucherID]
-		counts[i] = fmt.Sprintf("%d/%d/%d/%d", rv.Stock, rv.Buyers, o, p)
-		res[i] = residual{stock: rv.Stock + o + p - int64(sv.InitialStock), buyers: rv.Buyers - o - p}
+		c := f.Cancelled[sv.VoucherID]
+		counts[i] = fmt.Sprintf("%d/%d/%d/%d/%d/%d", rv.Stock, rv.Buyers, o, p, c, rv.Returned)
+		// A cancelled order Redis has not taken back yet (c - returned)
+		// still holds its unit there: its give-back is due.
+		res[i] = residual{stock: rv.Stock + o + p + (c - rv.Returned) - int64(sv.InitialStock), buyers: rv.Buyers - o - c - p}
 		switch {
 		case !rv.Exists:
 			outcomes[i] = "not loaded"
@@ -376,11 +379,14 @@ func groupByVoucher(entries []model.QueuedOrder) map[int64][]model.QueuedOrder {
 	return out
 }
 
-// facts are what the database and the stream say about one voucher.
+// facts are what the database and the stream say about one voucher:
+// orders counts the live ones (unpaid and paid), returned lists the
+// cancelled ones, whose units stock counts as on sale.
 type facts struct {
 	orders, pending int
 	stock           int64
 	buyers          []int64
+	returned        []int64
 }
 
 // factsOf derives a voucher's facts from the database's snapshot f and the
@@ -395,9 +401,10 @@ func (s *Reconciler) factsOf(ctx context.Context, sv *model.SeckillVoucher, f mo
 	}
 	slices.Sort(buyers)
 	buyers = slices.Compact(buyers)
+	live := int(f.Orders[sv.VoucherID])
 	out := facts{
-		orders: len(dbBuyers), pending: len(waiting), buyers: buyers,
-		stock: int64(sv.InitialStock - len(dbBuyers) - len(waiting)),
+		orders: live, pending: len(waiting), buyers: buyers, returned: f.CancelledIDs[sv.VoucherID],
+		stock: int64(sv.InitialStock - live - len(waiting)),
 	}
 	if out.stock < 0 {
 		s.d.Log.ErrorContext(ctx, "orders and pending exceed the initial stock",
@@ -444,11 +451,11 @@ func (s *Reconciler) rebuildAll(ctx context.Context, vouchers []model.SeckillVou
 	for i := range vouchers {
 		sv := &vouchers[i]
 		f := s.factsOf(ctx, sv, db, byVoucher[sv.VoucherID])
-		if err := s.d.Redis.Load(ctx, sv, f.stock, f.buyers); err != nil {
+		if err := s.d.Redis.Load(ctx, sv, f.stock, f.buyers, f.returned); err != nil {
 			return err
 		}
 		s.d.Log.InfoContext(ctx, "voucher rebuilt from facts", "voucher_id", sv.VoucherID, "reason", reasons[i],
-			"initial", sv.InitialStock, "db_orders", f.orders, "pending", f.pending, "stock", f.stock, "buyers", len(f.buyers))
+			"initial", sv.InitialStock, "db_orders", f.orders, "cancelled", len(f.returned), "pending", f.pending, "stock", f.stock, "buyers", len(f.buyers))
 	}
 	return nil
 }

@@ -127,7 +127,7 @@ func (r *reconRedis) SetState(_ context.Context, id int64, state string) error {
 	return nil
 }
 
-func (r *reconRedis) Load(_ context.Context, sv *model.SeckillVoucher, stock int64, buyers []int64) error {
+func (r *reconRedis) Load(_ context.Context, sv *model.SeckillVoucher, stock int64, buyers, _ []int64) error {
 	r.w.mu.Lock()
 	defer r.w.mu.Unlock()
 	v := &reconVoucher{state: model.VoucherStateOK, stock: stock, buyers: map[int64]bool{}}

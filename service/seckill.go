@@ -212,10 +212,7 @@ func (s *Seckill) Audit(ctx context.Context, voucherID int64) (*model.Audit, err
 	if err != nil {
 		return nil, err
 	}
-	a := &model.Audit{
-		VoucherID: voucherID, InitialStock: t.InitialStock, Stock: t.Stock,
-		Orders: t.Orders, DistinctUsers: t.DistinctUsers, DuplicateRejections: dups,
-	}
+	a := t.Audit(voucherID, dups)
 	a.Check()
 	return a, nil
 }

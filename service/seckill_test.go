@@ -684,7 +684,7 @@ func TestAudit(t *testing.T) {
 				return
 			}
 			want := model.Audit{
-				VoucherID: 5, InitialStock: tt.initial, Stock: tt.stock, Orders: tt.orders,
+				VoucherID: 5, InitialStock: tt.initial, Stock: tt.stock, Orders: tt.orders, Unpaid: tt.orders,
 				DistinctUsers: tt.users, DuplicateRejections: tt.dups,
 				Oversold: tt.wantOversold, Consistent: tt.wantConsistent,
 			}

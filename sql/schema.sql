@@ -1,5 +1,8 @@
--- seckill schema for MySQL 8 / MariaDB 10.5+. Applied idempotently at start
--- and by `seckill migrate`: every statement is CREATE ... IF NOT EXISTS.
+-- seckill schema for MySQL 8 / MariaDB 10.6+. Applied idempotently at start
+-- and by `seckill migrate`: every statement is CREATE ... IF NOT EXISTS;
+-- columns and indexes added to an existing table are added by Migrate
+-- (repository/db.go) when missing. tb_voucher_order's status is Heima's:
+-- 1 unpaid, 2 paid, 4 cancelled (cancel_reason 'buyer' or 'timeout').
 -- Statements are separated by a line ending in ";".
 
 CREATE TABLE IF NOT EXISTS tb_user (
@@ -55,8 +58,15 @@ CREATE TABLE IF NOT EXISTS tb_voucher_order (
   use_time    TIMESTAMP NULL,
   refund_time TIMESTAMP NULL,
   update_time TIMESTAMP NOT NULL DEFAULT CURRENT_TIMESTAMP ON UPDATE CURRENT_TIMESTAMP,
+  pay_amount    BIGINT NULL,
+  pay_key       VARCHAR(64) NULL,
+  cancel_time   TIMESTAMP NULL,
+  cancel_reason VARCHAR(16) NOT NULL DEFAULT '',
+  giveback_due  TINYINT NOT NULL DEFAULT 0,
   PRIMARY KEY (id),
   KEY idx_voucher (voucher_id),
+  KEY idx_status_time (status, create_time),
+  KEY idx_giveback (giveback_due),
   UNIQUE KEY uk_user_voucher (user_id, voucher_id)
 ) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4;
 

@@ -51,10 +51,18 @@ CREATE TABLE IF NOT EXISTS tb_voucher_order (
   use_time    DATETIME NULL,
   refund_time DATETIME NULL,
   update_time DATETIME NOT NULL DEFAULT CURRENT_TIMESTAMP,
+  pay_amount    INTEGER NULL,
+  pay_key       TEXT NULL,
+  cancel_time   DATETIME NULL,
+  cancel_reason TEXT NOT NULL DEFAULT '',
+  giveback_due  INTEGER NOT NULL DEFAULT 0,
   UNIQUE (user_id, voucher_id)
 );
 
 CREATE INDEX IF NOT EXISTS idx_order_voucher ON tb_voucher_order (voucher_id);
+
+-- idx_status_time and idx_giveback are created by Migrate (repository/db.go)
+-- once the columns they cover exist on a table created before them.
 
 CREATE TABLE IF NOT EXISTS tb_lock_fence (
   lock_key    TEXT PRIMARY KEY,

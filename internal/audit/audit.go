@@ -18,25 +18,34 @@ import (
 )
 
 // ReadDB reads the voucher's initial stock, stock and orders (order id ->
-// user id). Announced and Async are left for the caller.
+// user id, every status), which of them are cancelled and how many of those
+// had been paid. Announced and Async are left for the caller.
 func ReadDB(ctx context.Context, db *sql.DB, voucherID int64) (model.Facts, error) {
-	f := model.Facts{Orders: map[int64]int64{}}
+	f := model.Facts{Orders: map[int64]int64{}, Cancelled: map[int64]bool{}}
 	err := db.QueryRowContext(ctx, "SELECT initial_stock, stock FROM tb_seckill_voucher WHERE voucher_id = ?", voucherID).
 		Scan(&f.InitialStock, &f.Stock)
 	if err != nil {
 		return f, fmt.Errorf("read voucher %d: %w", voucherID, err)
 	}
-	rows, err := db.QueryContext(ctx, "SELECT id, user_id FROM tb_voucher_order WHERE voucher_id = ?", voucherID)
+	rows, err := db.QueryContext(ctx, "SELECT id, user_id, status, pay_time IS NOT NULL FROM tb_voucher_order WHERE voucher_id = ?", voucherID)
 	if err != nil {
 		return f, fmt.Errorf("read orders of voucher %d: %w", voucherID, err)
 	}
 	defer rows.Close()
 	for rows.Next() {
 		var id, user int64
-		if err := rows.Scan(&id, &user); err != nil {
+		var status int
+		var paid bool
+		if err := rows.Scan(&id, &user, &status, &paid); err != nil {
 			return f, fmt.Errorf("read orders of voucher %d: %w", voucherID, err)
 		}
 		f.Orders[id] = user
+		if status == model.OrderStatusCancelled {
+			f.Cancelled[id] = true
+			if paid {
+				f.PaidCancelled++
+			}
+		}
 	}
 	if err := rows.Err(); err != nil {
 		return f, fmt.Errorf("read orders of voucher %d: %w", voucherID, err)
@@ -73,7 +82,29 @@ func ReadRedis(ctx context.Context, rdb redis.UniversalClient, voucherID int64) 
 	if err != nil {
 		return nil, err
 	}
-	return &model.AsyncCounts{RedisStock: stock, Buyers: &buyers}, nil
+	returned, err := Returned(ctx, rdb, voucherID)
+	if err != nil {
+		return nil, err
+	}
+	return &model.AsyncCounts{RedisStock: stock, Buyers: &buyers, Returned: &returned}, nil
+}
+
+// Returned is how many cancelled orders' units the voucher's buckets took
+// back (the returned sets' sizes, summed).
+func Returned(ctx context.Context, rdb redis.UniversalClient, voucherID int64) (int64, error) {
+	n, err := buckets(ctx, rdb, voucherID)
+	if err != nil {
+		return 0, err
+	}
+	var sum int64
+	for b := range n {
+		c, err := rdb.SCard(ctx, repository.ReturnedKeyIn(repository.BucketShard(voucherID, b), voucherID)).Result()
+		if err != nil {
+			return 0, fmt.Errorf("read returned set of voucher %d: %w", voucherID, err)
+		}
+		sum += c
+	}
+	return sum, nil
 }
 
 // Buyers is the size of the voucher's buyers sets, summed over its buckets.

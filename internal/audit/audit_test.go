@@ -25,9 +25,9 @@ func TestReadDB(t *testing.T) {
 	db.SetMaxOpenConns(1)
 	for _, q := range []string{
 		"CREATE TABLE tb_seckill_voucher (voucher_id INTEGER, initial_stock INTEGER, stock INTEGER)",
-		"CREATE TABLE tb_voucher_order (id INTEGER, user_id INTEGER, voucher_id INTEGER)",
-		"INSERT INTO tb_seckill_voucher VALUES (7, 5, 3), (8, 1, 1)",
-		"INSERT INTO tb_voucher_order VALUES (1, 10, 7), (2, 20, 7), (3, 30, 8)",
+		"CREATE TABLE tb_voucher_order (id INTEGER, user_id INTEGER, voucher_id INTEGER, status INTEGER, pay_time DATETIME NULL)",
+		"INSERT INTO tb_seckill_voucher VALUES (7, 5, 4), (8, 1, 1)",
+		"INSERT INTO tb_voucher_order VALUES (1, 10, 7, 2, '2026-01-01 00:00:00'), (2, 20, 7, 4, NULL), (3, 30, 8, 1, NULL)",
 	} {
 		if _, err := db.Exec(q); err != nil {
 			t.Fatal(err)
@@ -37,8 +37,12 @@ func TestReadDB(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if f.InitialStock != 5 || f.Stock != 3 || len(f.Orders) != 2 || f.Orders[1] != 10 || f.Orders[2] != 20 {
-		t.Errorf("facts = %+v, want initial 5, stock 3, orders 1->10 2->20", f)
+	if f.InitialStock != 5 || f.Stock != 4 || len(f.Orders) != 2 || f.Orders[1] != 10 || f.Orders[2] != 20 ||
+		len(f.Cancelled) != 1 || !f.Cancelled[2] || f.PaidCancelled != 0 {
+		t.Errorf("facts = %+v, want initial 5, stock 4, orders 1->10 2->20, order 2 cancelled", f)
+	}
+	if v := f.Violations(); len(v) != 0 {
+		t.Errorf("violations %v, want none (one paid order holds a unit)", v)
 	}
 	if _, err := ReadDB(context.Background(), db, 9); err == nil {
 		t.Error("ReadDB of a missing voucher: nil error")

@@ -212,9 +212,14 @@ func (c *client) audit(ctx context.Context, base, adminToken, voucherID string) 
 // (the shared checker, model.Counts; the buyers set is not in the audit, so
 // invariant 5 is judged on the Redis stock only) and the audit's own verdict.
 func (a audit) violations() []string {
-	c := model.Counts{InitialStock: int64(a.InitialStock), Stock: int64(a.Stock), Orders: a.Orders, DistinctUsers: a.DistinctUsers}
+	ma := model.Audit(a)
+	c := ma.Counts()
 	if a.RedisStock != nil && a.Pending != nil {
 		c.Async = &model.AsyncCounts{RedisStock: *a.RedisStock, Pending: *a.Pending}
+		if a.GivebacksDue != nil {
+			returned := a.Cancelled - *a.GivebacksDue
+			c.Async.Returned = &returned
+		}
 	}
 	vs := c.Violations()
 	var v []string

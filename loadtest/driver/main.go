@@ -65,6 +65,10 @@ type config struct {
 	summaryFile    string
 	ordersFile     string
 	voucherFile    string
+	// life: after a purchase, buyers pay, cancel or walk away; settle
+	// bounds the wait for every unpaid order to expire before the audit.
+	life   *life
+	settle time.Duration
 }
 
 func parseConfig(args []string, stderr io.Writer) (config, error) {
@@ -86,8 +90,17 @@ func parseConfig(args []string, stderr io.Writer) (config, error) {
 	fs.StringVar(&c.summaryFile, "summary-file", "", "write KEY=VALUE summary lines here")
 	fs.StringVar(&c.ordersFile, "orders-file", "", "write the order id of every 200 here")
 	fs.StringVar(&c.voucherFile, "voucher-file", "", "write the voucher id here")
+	pay := fs.Float64("pay-share", 0, "share of buyers who pay after a purchase (0 to 1)")
+	cancel := fs.Float64("cancel-share", 0, "share of buyers who cancel after a purchase; the rest walk away and their orders expire")
+	fs.DurationVar(&c.settle, "settle", 0, "before the audit, wait up to this long for unpaid orders to expire (SECKILL_PAY_TIMEOUT and more)")
 	if err := fs.Parse(args); err != nil {
 		return c, err
+	}
+	if *pay < 0 || *cancel < 0 || *pay+*cancel > 1 {
+		return c, errors.New("-pay-share and -cancel-share must be at least 0 and add up to at most 1")
+	}
+	if *pay+*cancel > 0 {
+		c.life = newLife(*pay, *cancel)
 	}
 	for _, u := range strings.Split(*urls, ",") {
 		if u = strings.TrimRight(strings.TrimSpace(u), "/"); u != "" {
@@ -157,7 +170,13 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 
 	var violations violationsError
 	if admin != "" {
-		a, err := cl.audit(ctx, cfg.baseURLs[0], admin, vid)
+		var a *audit
+		var err error
+		if cfg.settle > 0 {
+			a, err = settle(ctx, cl, cfg.baseURLs[0], admin, vid, cfg.settle)
+		} else {
+			a, err = cl.audit(ctx, cfg.baseURLs[0], admin, vid)
+		}
 		if err != nil {
 			violations = append(violations, "audit: "+err.Error())
 		} else {
@@ -169,7 +188,7 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 	if err := writeFile(cfg.ordersFile, res.orderLines()); err != nil {
 		return err
 	}
-	sum := res.summary(elapsed, len(violations))
+	sum := res.summary(elapsed, len(violations)) + cfg.life.lines()
 	fmt.Fprintf(stdout, "\ngo driver summary (%s, %d base URL(s))\n  %s", cfg.scenario, len(cfg.baseURLs),
 		strings.ReplaceAll(strings.TrimSuffix(sum, "\n"), "\n", "\n  ")+"\n")
 	if err := writeFile(cfg.summaryFile, sum); err != nil {

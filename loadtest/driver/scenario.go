@@ -139,7 +139,13 @@ func burstOne(ctx context.Context, cl *client, cfg config, u user, voucherID str
 			break
 		}
 		base := cfg.baseURLs[i%len(cfg.baseURLs)]
-		wg.Go(func() { res.add(cl.buy(ctx, base, voucherID, u.token)) })
+		wg.Go(func() {
+			o := cl.buy(ctx, base, voucherID, u.token)
+			res.add(o)
+			if o.code == "OK" {
+				cfg.life.after(ctx, cl, base, o.orderID, u.token)
+			}
+		})
 	}
 	wg.Wait()
 }
@@ -158,7 +164,11 @@ func runRandom(ctx context.Context, cl *client, cfg config, users []user, vouche
 			for sent.Add(1) <= total && ctx.Err() == nil {
 				u := users[rand.IntN(len(users))]
 				base := cfg.baseURLs[rand.IntN(len(cfg.baseURLs))]
-				res.add(cl.buy(ctx, base, voucherID, u.token))
+				o := cl.buy(ctx, base, voucherID, u.token)
+				res.add(o)
+				if o.code == "OK" {
+					cfg.life.after(ctx, cl, base, o.orderID, u.token)
+				}
 			}
 		})
 	}

@@ -1,0 +1,321 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"sync"
+	"testing"
+	"time"
+
+	auditdb "seckill/internal/audit"
+	"seckill/model"
+	"seckill/repository"
+	"seckill/service"
+)
+
+// The order's life end to end: buyers pay, cancel or walk away on two
+// instances sharing a private database whose sweepers expire unpaid orders
+// after a short pay timeout; every unit of a cancelled or expired order
+// goes back on sale exactly once, and sells again.
+
+// lifeOutcome is what the buyers of one run saw.
+type lifeOutcome struct {
+	paid, cancelled map[int64]bool // order ids answered 200
+}
+
+// payCancelWalk has the buyer of every third order pay, of the next
+// cancel, and of the last walk away, all at once over the handlers. A
+// payment may lose the race with the expiry (ORDER_EXPIRED); nothing else
+// may fail.
+func payCancelWalk(t *testing.T, handlers []http.Handler, orders map[int64]int64) lifeOutcome {
+	t.Helper()
+	tok := devTokens()
+	out := lifeOutcome{paid: map[int64]bool{}, cancelled: map[int64]bool{}}
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	i := 0
+	for id, user := range orders {
+		i++
+		action := []string{"pay", "cancel", ""}[i%3]
+		if action == "" {
+			continue
+		}
+		h := handlers[i%len(handlers)]
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			token, err := tok.Issue(user, "user")
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			path := fmt.Sprintf("/voucher-order/%d/%s", id, action)
+			for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+				r := call(t, h, http.MethodPost, path, token, nil)
+				switch {
+				case r.Status == http.StatusOK:
+					mu.Lock()
+					if action == "pay" {
+						out.paid[id] = true
+					} else {
+						out.cancelled[id] = true
+					}
+					mu.Unlock()
+					// Repeating answers the same.
+					if again := call(t, h, http.MethodPost, path, token, nil); again.Status != http.StatusOK {
+						t.Errorf("%s order %d again: got %d %s, want 200", action, id, again.Status, again.Body.Code)
+					}
+					return
+				case r.Body.Code == "ORDER_PENDING" && time.Now().Before(deadline):
+					continue // async: not written yet
+				case r.Body.Code == "ORDER_EXPIRED":
+					return
+				}
+				t.Errorf("%s order %d: got %d %s, want 200 or ORDER_EXPIRED", action, id, r.Status, r.Body.Code)
+				return
+			}
+		}()
+	}
+	wg.Wait()
+	// Someone else may not touch the orders.
+	other, _ := tok.Issue(1, "user")
+	for id := range orders {
+		if r := call(t, handlers[0], http.MethodPost, fmt.Sprintf("/voucher-order/%d/pay", id), other, nil); r.Status != http.StatusNotFound || r.Body.Code != "ORDER_NOT_FOUND" {
+			t.Errorf("pay another user's order: got %d %s, want 404 ORDER_NOT_FOUND", r.Status, r.Body.Code)
+		}
+		break
+	}
+	return out
+}
+
+// auditAny reads the audit route in either mode.
+func auditAny(t *testing.T, h http.Handler, vid int64) auditResult {
+	t.Helper()
+	r := call(t, h, http.MethodGet, fmt.Sprintf("/admin/vouchers/%d/audit", vid), adminToken(t, h), nil)
+	var a auditResult
+	if r.Status != http.StatusOK || json.Unmarshal(r.Body.Data, &a) != nil {
+		t.Fatalf("audit: got %d %s", r.Status, r.Body.Data)
+	}
+	return a
+}
+
+// waitSettled polls the audit until no order is unpaid and no give-back
+// is due, and returns it.
+func waitSettled(t *testing.T, h http.Handler, vid int64) auditResult {
+	t.Helper()
+	for deadline := time.Now().Add(60 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		a := auditAny(t, h, vid)
+		if a.Unpaid == 0 && (a.Pending == nil || *a.Pending == 0) && (a.GivebacksDue == nil || *a.GivebacksDue == 0) && a.Consistent {
+			return a
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("not settled after 60s: %+v", a)
+		}
+	}
+}
+
+// checkLife asserts the settled state: each order paid exactly when a
+// payment was answered 200, cancelled by its buyer exactly when a cancel
+// was, the rest expired; the stock holds one unit per cancelled order.
+func checkLife(t *testing.T, h http.Handler, orders map[int64]int64, seen lifeOutcome, a auditResult) {
+	t.Helper()
+	tok := devTokens()
+	for id, user := range orders {
+		token, _ := tok.Issue(user, "user")
+		r := call(t, h, http.MethodGet, fmt.Sprintf("/voucher-order/%d", id), token, nil)
+		var o struct {
+			Status      string     `json:"status"`
+			PayDeadline *time.Time `json:"payDeadline"`
+		}
+		if err := json.Unmarshal(r.Body.Data, &o); err != nil || r.Status != http.StatusOK {
+			t.Fatalf("order %d: %d %s", id, r.Status, r.Body.Data)
+		}
+		want := "expired"
+		switch {
+		case seen.paid[id]:
+			want = "paid"
+		case seen.cancelled[id]:
+			want = "cancelled"
+		}
+		if o.Status != want {
+			t.Errorf("order %d: got status %q, want %q", id, o.Status, want)
+		}
+	}
+	if a.Paid != int64(len(seen.paid)) || a.Orders != a.Paid || a.Stock != a.InitialStock-len(seen.paid) || a.Oversold {
+		t.Errorf("audit %+v: want %d paid, the stock initial - paid", a, len(seen.paid))
+	}
+}
+
+func TestOrderLifecycleSync(t *testing.T) {
+	dsn, _ := freshDatabase(t)
+	env := map[string]string{"SECKILL_MYSQL_DSN": dsn, "SECKILL_PAY_TIMEOUT": "3s"}
+	a1, a2 := testApp(t, env), testApp(t, env)
+	registerAppDB(t, a1)
+	registerAppDB(t, a2)
+	hs := []http.Handler{a1.Handler, a2.Handler}
+	const stock = 30
+	vid := publishVoucher(t, a1.Handler, stock)
+	first := storm(t, hs, vid, randomBase(), stock, 2)
+	if first.byCode["OK"] != stock {
+		t.Fatalf("first wave: got %v, want %d OK", first.byCode, stock)
+	}
+	seen := payCancelWalk(t, hs, first.orderIDs)
+	a := waitSettled(t, a1.Handler, vid)
+	checkLife(t, a1.Handler, first.orderIDs, seen, a)
+	// The buyers keep their slot; the units go to others, once.
+	again := storm(t, hs, vid, randomBase(), stock, 1)
+	if want := stock - len(seen.paid); again.byCode["OK"] != want {
+		t.Errorf("second wave: got %v, want %d OK (the units given back)", again.byCode, want)
+	}
+	t.Logf("%d paid, %d cancelled, %d expired; %d sold again", len(seen.paid), len(seen.cancelled), a.Expired, again.byCode["OK"])
+}
+
+func TestOrderLifecycleAsync(t *testing.T) {
+	m, rdb, dsn, _ := privateBackends(t)
+	env := map[string]string{"SECKILL_REDIS_ADDR": m.Addr(), "SECKILL_MYSQL_DSN": dsn,
+		"SECKILL_PAY_TIMEOUT": "3s", "SECKILL_AUTO_REBUILD_AFTER": "8s"}
+	a1, a2 := asyncApp(t, env), asyncApp(t, env)
+	registerAppDB(t, a1)
+	registerAppDB(t, a2)
+	hs := []http.Handler{a1.Handler, a2.Handler}
+	const stock = 30
+	vid := publishVoucher(t, a1.Handler, stock)
+	first := storm(t, hs, vid, randomBase(), stock, 2)
+	if first.byCode["OK"] != stock {
+		t.Fatalf("first wave: got %v, want %d OK", first.byCode, stock)
+	}
+	seen := payCancelWalk(t, hs, first.orderIDs)
+	a := waitSettled(t, a1.Handler, vid)
+	checkLife(t, a1.Handler, first.orderIDs, seen, a)
+	checkInvariant5(t, rdb, vid, a)
+	if want := int64(stock - len(seen.paid)); *a.RedisStock != want {
+		t.Errorf("redis stock %d, want %d (every cancelled unit back once)", *a.RedisStock, want)
+	}
+
+	// Redis restarts empty: the rebuild counts the cancelled units as on
+	// sale and marks them given back, so no give-back adds them twice.
+	m.FlushAll()
+	var b auditResult
+	for deadline := time.Now().Add(60 * time.Second); ; time.Sleep(200 * time.Millisecond) {
+		r := call(t, a1.Handler, http.MethodGet, fmt.Sprintf("/admin/vouchers/%d/audit", vid), adminToken(t, a1.Handler), nil)
+		if r.Status == http.StatusOK && json.Unmarshal(r.Body.Data, &b) == nil && b.RedisStock != nil && b.Consistent {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("not rebuilt 60s after the loss: %d %s", r.Status, r.Body.Data)
+		}
+	}
+	if want := int64(stock - len(seen.paid)); *b.RedisStock != want {
+		t.Errorf("after the rebuild: redis stock %d, want %d", *b.RedisStock, want)
+	}
+	again := storm(t, hs, vid, randomBase(), stock, 1)
+	if want := stock - len(seen.paid); again.byCode["OK"] != want {
+		t.Errorf("second wave: got %v, want %d OK (the units given back, once)", again.byCode, want)
+	}
+	c := waitSettled(t, a1.Handler, vid)
+	checkInvariant5(t, rdb, vid, c)
+	// The second wave's orders expire too: only the first payments hold.
+	if want := int64(stock - len(seen.paid)); c.Paid != int64(len(seen.paid)) || c.Orders != c.Paid || *c.RedisStock != want {
+		t.Errorf("end: %+v, want %d paid and a redis stock of %d", c, len(seen.paid), want)
+	}
+	t.Logf("%d paid, %d cancelled, %d expired; %d sold again after the loss", len(seen.paid), len(seen.cancelled), a.Expired, again.byCode["OK"])
+}
+
+// TestGiveBackAfterCrash: a cancel committed in the database whose
+// process died before Redis took the unit back (the give-back is due).
+// While Redis does not hold the voucher nothing is given back; then two
+// sweepers and stray retries race to give the units back, and each unit
+// reaches Redis exactly once, in the order's bucket.
+func TestGiveBackAfterCrash(t *testing.T) {
+	_, rdb, dsn, sqlDB := privateBackends(t)
+	ctx := context.Background()
+	db, err := repository.OpenMySQL(ctx, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	if err := db.Migrate(ctx); err != nil {
+		t.Fatal(err)
+	}
+	orders, vouchers := repository.NewOrders(db), repository.NewVouchers(db)
+	now := time.Now()
+	const stock = 6
+	v := &model.Voucher{ShopID: 1, Title: "t", PayValue: 5, ActualValue: 9, Type: 1, Status: 1, CreateTime: now, UpdateTime: now}
+	sv := &model.SeckillVoucher{Stock: stock, InitialStock: stock, StockBuckets: 2, BeginTime: now.Add(-time.Hour), EndTime: now.Add(time.Hour), CreateTime: now, UpdateTime: now}
+	if err := vouchers.CreateSeckill(ctx, v, sv); err != nil {
+		t.Fatal(err)
+	}
+	base := randomBase()
+	var users []int64
+	for i := range stock {
+		o := &model.VoucherOrder{ID: base + int64(i), UserID: base + int64(i), VoucherID: v.ID, PayType: 1,
+			Status: model.OrderStatusCreated, CreateTime: now, UpdateTime: now}
+		if err := orders.CreateOrder(ctx, o, nil); err != nil {
+			t.Fatal(err)
+		}
+		users = append(users, o.UserID)
+		if i%2 == 0 {
+			if _, err := orders.Cancel(ctx, o.UserID, o.ID, now, now.Add(-time.Hour), true); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	returner := repository.NewStockReturns(rdb)
+	sweeper := func() *service.Lifecycle {
+		return service.NewLifecycle(service.LifecycleDeps{Store: orders, Vouchers: vouchers, Returner: returner},
+			service.LifecycleConfig{Vouchers: []int64{v.ID}, Batch: 2})
+	}
+	// Redis does not hold the voucher: nothing is given back yet.
+	if _, err := sweeper().Sweep(ctx); err != nil {
+		t.Fatal(err)
+	}
+	var due int
+	if err := sqlDB.QueryRow("SELECT COUNT(*) FROM tb_voucher_order WHERE voucher_id = ? AND giveback_due = 1", v.ID).Scan(&due); err != nil || due != stock/2 {
+		t.Fatalf("give-backs due with redis empty: got %d (%v), want %d", due, err, stock/2)
+	}
+	// Loaded as before the cancels: no stock, every buyer.
+	if err := repository.NewAdmission(rdb).Load(ctx, sv, 0, users, nil); err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	for range 2 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if _, err := sweeper().Sweep(ctx); err != nil {
+				t.Error(err)
+			}
+		}()
+	}
+	for i := range stock {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if _, err := returner.Return(ctx, base+int64(i&^1), v.ID, 2); err != nil {
+				t.Error(err)
+			}
+		}()
+	}
+	wg.Wait()
+	if _, err := sweeper().Sweep(ctx); err != nil {
+		t.Fatal(err)
+	}
+	f, err := auditdb.ReadDB(ctx, sqlDB, v.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f.Async, err = auditdb.ReadRedis(ctx, rdb, v.ID); err != nil {
+		t.Fatal(err)
+	}
+	if f.Async.RedisStock != stock/2 || *f.Async.Returned != stock/2 {
+		t.Errorf("redis stock %d, returned %d; want %d each (one unit per cancelled order)", f.Async.RedisStock, *f.Async.Returned, stock/2)
+	}
+	for _, viol := range f.Violations() {
+		t.Error(viol)
+	}
+	if err := sqlDB.QueryRow("SELECT COUNT(*) FROM tb_voucher_order WHERE voucher_id = ? AND giveback_due = 1", v.ID).Scan(&due); err != nil || due != 0 {
+		t.Errorf("give-backs due at the end: got %d (%v), want 0", due, err)
+	}
+}

@@ -1,0 +1,291 @@
+package service
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"time"
+
+	"seckill/model"
+)
+
+// LifecycleStore changes an order's status after it is written. Every
+// change is a conditional update on the status, so racing changes of one
+// order end with exactly one of them; a cancel gives the unit back to the
+// database stock in its own transaction.
+type LifecycleStore interface {
+	// Pay marks the user's unpaid order paid when it was created after
+	// cutoff, recording now, the amount and key; a paid order is returned
+	// as it is. Refusals: model.ErrOrderNotFound, model.ErrOrderExpired,
+	// model.ErrOrderCancelled.
+	Pay(ctx context.Context, userID, orderID int64, key string, now, cutoff time.Time) (*model.VoucherOrder, error)
+	// Cancel cancels the user's unpaid order (as expired when created at
+	// or before cutoff: model.ErrOrderExpired) and gives its unit back;
+	// due marks the Redis give-back owed. A cancelled order is returned
+	// as it is; model.ErrOrderPaid refuses a paid one. The order is
+	// returned with the error when it exists.
+	Cancel(ctx context.Context, userID, orderID int64, now, cutoff time.Time, due bool) (*model.VoucherOrder, error)
+	// Expire cancels up to limit unpaid orders created at or before
+	// cutoff, giving their units back, in one transaction that several
+	// sweepers can run at once on disjoint orders; it returns them.
+	// Non-empty vouchers limits it to their orders.
+	Expire(ctx context.Context, cutoff, now time.Time, limit int, due bool, vouchers []int64) ([]model.VoucherOrder, error)
+	// GivebacksDue returns up to limit orders whose Redis give-back is owed.
+	GivebacksDue(ctx context.Context, limit int) ([]model.VoucherOrder, error)
+	// GivebacksDone clears the owed give-backs of the orders.
+	GivebacksDone(ctx context.Context, ids []int64) error
+}
+
+// GiveBack results of StockReturner.Return.
+const (
+	GiveBackApplied = 1  // the unit was added to the bucket's stock
+	GiveBackAlready = 0  // the order's unit was given back before
+	GiveBackUnready = -1 // the bucket's stock is not loaded: retry later
+)
+
+// StockReturner gives a cancelled order's unit back to the voucher's Redis
+// stock (async mode), idempotently by order id: at most once per order,
+// however often it is called, across a Redis rebuild too.
+type StockReturner interface {
+	// Return adds the order's unit to bucket orderID mod buckets of the
+	// voucher unless that bucket's returned set has the order already.
+	Return(ctx context.Context, orderID, voucherID int64, buckets int) (int, error)
+}
+
+// OrderReader reads an order for its owner, pending ones included (the
+// seckill's Order).
+type OrderReader interface {
+	Order(ctx context.Context, userID, orderID int64) (*model.VoucherOrder, error)
+}
+
+// LifecycleConfig configures pay, cancel and expiry.
+type LifecycleConfig struct {
+	// PayTimeout is how long an order may stay unpaid (SECKILL_PAY_TIMEOUT).
+	// Default 15m.
+	PayTimeout time.Duration
+	// Interval is the pause between the sweeper's rounds. Default 1s, at
+	// most a tenth of PayTimeout.
+	Interval time.Duration
+	// Batch is how many orders one sweeper transaction expires. Default 100.
+	Batch int
+	// Vouchers limits the sweeper to these vouchers' orders (tests that
+	// share one database); empty: every order.
+	Vouchers []int64
+}
+
+// LifecycleDeps are the collaborators of Lifecycle.
+type LifecycleDeps struct {
+	Store    LifecycleStore
+	Vouchers VoucherStore
+	// Returner gives units back to Redis; nil in sync mode, where the
+	// database stock is the only stock.
+	Returner StockReturner
+	// Orders reads an order the database does not have yet (async mode:
+	// pending); optional.
+	Orders OrderReader
+	Now    func() time.Time
+	Log    *slog.Logger
+}
+
+// Lifecycle pays, cancels and expires orders, in both modes.
+type Lifecycle struct {
+	d   LifecycleDeps
+	cfg LifecycleConfig
+}
+
+// NewLifecycle returns the order lifecycle with cfg's defaults filled in.
+func NewLifecycle(d LifecycleDeps, cfg LifecycleConfig) *Lifecycle {
+	if cfg.PayTimeout <= 0 {
+		cfg.PayTimeout = 15 * time.Minute
+	}
+	if cfg.Interval <= 0 {
+		cfg.Interval = min(time.Second, cfg.PayTimeout/10)
+	}
+	if cfg.Batch <= 0 {
+		cfg.Batch = 100
+	}
+	if d.Now == nil {
+		d.Now = time.Now
+	}
+	if d.Log == nil {
+		d.Log = slog.New(slog.DiscardHandler)
+	}
+	return &Lifecycle{d: d, cfg: cfg}
+}
+
+// PayTimeout is the configured pay timeout.
+func (l *Lifecycle) PayTimeout() time.Duration { return l.cfg.PayTimeout }
+
+// Deadline is when an order must be paid by.
+func (l *Lifecycle) Deadline(o *model.VoucherOrder) time.Time {
+	return o.CreateTime.Add(l.cfg.PayTimeout)
+}
+
+// maxKeyLen bounds an Idempotency-Key (the column pay_key).
+const maxKeyLen = 64
+
+// Pay pays the user's order (a simulated payment of the voucher's pay
+// value). Paying a paid order answers the paid order again, whatever the
+// key; key, when given, is recorded with the payment.
+func (l *Lifecycle) Pay(ctx context.Context, userID, orderID int64, key string) (*model.VoucherOrder, error) {
+	if err := checkOrderArgs(orderID, key); err != nil {
+		return nil, err
+	}
+	now := l.d.Now()
+	o, err := l.d.Store.Pay(ctx, userID, orderID, key, now, now.Add(-l.cfg.PayTimeout))
+	if errors.Is(err, model.ErrOrderNotFound) {
+		return nil, l.notWritten(ctx, userID, orderID)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return o, nil
+}
+
+// Cancel cancels the user's unpaid order and puts its unit back on sale.
+// Cancelling a cancelled order answers it again; a paid order is
+// model.ErrOrderPaid, an expired one model.ErrOrderExpired.
+func (l *Lifecycle) Cancel(ctx context.Context, userID, orderID int64, key string) (*model.VoucherOrder, error) {
+	if err := checkOrderArgs(orderID, key); err != nil {
+		return nil, err
+	}
+	now := l.d.Now()
+	o, err := l.d.Store.Cancel(ctx, userID, orderID, now, now.Add(-l.cfg.PayTimeout), l.d.Returner != nil)
+	if errors.Is(err, model.ErrOrderNotFound) {
+		return nil, l.notWritten(ctx, userID, orderID)
+	}
+	if o != nil && o.GivebackDue {
+		// Best effort now; the sweeper retries what fails.
+		l.returnUnits(ctx, []model.VoucherOrder{*o})
+	}
+	if err != nil {
+		return nil, err
+	}
+	return o, nil
+}
+
+// notWritten explains an order the database does not have: pending (async,
+// not written yet: retry), failed (given up: cancelled) or not found.
+func (l *Lifecycle) notWritten(ctx context.Context, userID, orderID int64) error {
+	if l.d.Orders == nil {
+		return model.ErrOrderNotFound
+	}
+	o, err := l.d.Orders.Order(ctx, userID, orderID)
+	switch {
+	case err != nil:
+		return err
+	case o.Status == model.OrderStatusPending:
+		return model.ErrOrderPending
+	case o.Status == model.OrderStatusFailed:
+		return model.ErrOrderCancelled
+	case o.Status == model.OrderStatusCreated:
+		// Written between the two reads.
+		return model.ErrOrderPending
+	}
+	return model.ErrOrderNotFound
+}
+
+func checkOrderArgs(orderID int64, key string) error {
+	if orderID <= 0 {
+		return model.InvalidArgument("orderId", "must be a positive number")
+	}
+	if len(key) > maxKeyLen {
+		return model.InvalidArgument("Idempotency-Key", "at most 64 characters")
+	}
+	for _, c := range key {
+		if c < 0x21 || c > 0x7e {
+			return model.InvalidArgument("Idempotency-Key", "printable ASCII without spaces")
+		}
+	}
+	return nil
+}
+
+// Sweep runs one round: it expires unpaid orders past the pay timeout, a
+// batch per transaction until none is left, then gives owed units back to
+// Redis. It returns how many orders it expired.
+func (l *Lifecycle) Sweep(ctx context.Context) (int, error) {
+	total := 0
+	for {
+		now := l.d.Now()
+		expired, err := l.d.Store.Expire(ctx, now.Add(-l.cfg.PayTimeout), now, l.cfg.Batch, l.d.Returner != nil, l.cfg.Vouchers)
+		if err != nil {
+			return total, err
+		}
+		total += len(expired)
+		for _, o := range expired {
+			l.d.Log.InfoContext(ctx, "order expired", "order_id", o.ID, "voucher_id", o.VoucherID, "user_id", o.UserID)
+		}
+		if len(expired) < l.cfg.Batch || ctx.Err() != nil {
+			break
+		}
+	}
+	if l.d.Returner == nil {
+		return total, nil
+	}
+	for {
+		due, err := l.d.Store.GivebacksDue(ctx, l.cfg.Batch)
+		if err != nil {
+			return total, err
+		}
+		if n := l.returnUnits(ctx, due); n < l.cfg.Batch || n == 0 || ctx.Err() != nil {
+			return total, nil
+		}
+	}
+}
+
+// returnUnits gives the orders' units back to Redis and records each one
+// done; a bucket not loaded is left owed (a rebuild puts the order in the
+// returned set, after which Return answers GiveBackAlready), unless the
+// sale is over. It returns how many it recorded done.
+func (l *Lifecycle) returnUnits(ctx context.Context, orders []model.VoucherOrder) int {
+	var done []int64
+	seen := map[int64]*model.SeckillVoucher{}
+	for _, o := range orders {
+		sv, err := seen[o.VoucherID], error(nil)
+		if sv == nil {
+			sv, err = l.d.Vouchers.GetSeckill(ctx, o.VoucherID)
+			seen[o.VoucherID] = sv
+		}
+		if err != nil {
+			l.d.Log.WarnContext(ctx, "give back: read voucher", "order_id", o.ID, "voucher_id", o.VoucherID, "err", err)
+			continue
+		}
+		res, err := l.d.Returner.Return(ctx, o.ID, o.VoucherID, sv.Buckets())
+		switch {
+		case err != nil:
+			l.d.Log.WarnContext(ctx, "give back to redis", "order_id", o.ID, "voucher_id", o.VoucherID, "err", err)
+		case res == GiveBackUnready && l.d.Now().Before(sv.EndTime):
+			// Redis lost the voucher: the reconciliation reloads it.
+		default:
+			done = append(done, o.ID)
+		}
+	}
+	if len(done) == 0 {
+		return 0
+	}
+	// Detached: a Redis give-back that happened is recorded even when the
+	// request ends now (the script would answer "already" anyway).
+	dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), releaseTimeout)
+	defer cancel()
+	if err := l.d.Store.GivebacksDone(dctx, done); err != nil {
+		l.d.Log.WarnContext(ctx, "record give-backs", "orders", len(done), "err", err)
+		return 0
+	}
+	return len(done)
+}
+
+// Run sweeps every Interval until ctx ends.
+func (l *Lifecycle) Run(ctx context.Context) {
+	t := time.NewTicker(l.cfg.Interval)
+	defer t.Stop()
+	for {
+		if _, err := l.Sweep(ctx); err != nil && ctx.Err() == nil {
+			l.d.Log.WarnContext(ctx, "expire unpaid orders", "err", err)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
