@@ -82,8 +82,7 @@ func outcomeUnknown(err error) bool {
 		}
 		return false
 	}
-	if errors.Is(err, model.ErrDuplicateOrder) || errors.Is(err, model.ErrSoldOut) ||
-		errors.Is(err, model.ErrStaleFence) || errors.Is(err, model.ErrOrderIDTaken) {
+	if isRefusal(err) {
 		return false
 	}
 	var netErr net.Error
@@ -142,11 +141,21 @@ func orderErr(err error) error {
 	switch {
 	case err == nil:
 		return nil
-	case errors.Is(err, model.ErrDuplicateOrder), errors.Is(err, model.ErrSoldOut), errors.Is(err, model.ErrStaleFence),
-		errors.Is(err, model.ErrOrderIDTaken):
+	case isRefusal(err):
 		return err
 	}
 	return translate(err)
+}
+
+// isRefusal reports the business refusals of the order transaction.
+func isRefusal(err error) bool {
+	for _, r := range []error{model.ErrDuplicateOrder, model.ErrSoldOut, model.ErrStaleFence, model.ErrOrderIDTaken,
+		model.ErrSeckillEnded, model.ErrSeckillNotStarted} {
+		if errors.Is(err, r) {
+			return true
+		}
+	}
+	return false
 }
 
 // createOrder is the body of the order transaction, every statement on tx.
@@ -165,7 +174,7 @@ func createOrder(tx *gorm.DB, o *model.VoucherOrder, fence *model.Fence) error {
 	if n > 0 {
 		return model.ErrDuplicateOrder
 	}
-	return insertOrders(tx, []model.VoucherOrder{*o})
+	return insertOrders(tx, []model.VoucherOrder{*o}, o.CreateTime)
 }
 
 // insertOrders is the write both the order transaction and the consumers'
@@ -173,9 +182,12 @@ func createOrder(tx *gorm.DB, o *model.VoucherOrder, fence *model.Fence) error {
 // voucher's stock down by its number of orders if it has that many
 // (RowsAffected checked; vouchers in id order, so that concurrent batches
 // cannot deadlock on them). A failed insert is mapped by insertErr; a
-// voucher short of stock is model.ErrSoldOut. The caller's transaction
-// rolls everything back on an error.
-func insertOrders(tx *gorm.DB, orders []model.VoucherOrder) error {
+// voucher short of stock is model.ErrSoldOut. A non-zero at also requires
+// the sale window to hold at that time, in the same update: the database
+// has the last word on a voucher closed or edited since an instance
+// cached it. (The consumers pass zero: their orders were admitted in the
+// window.) The caller's transaction rolls everything back on an error.
+func insertOrders(tx *gorm.DB, orders []model.VoucherOrder, at time.Time) error {
 	// The insert comes before the stock update so that the hot stock rows
 	// stay locked for one round trip (the commit), not two; the outcome is
 	// the same, since a failed update rolls the insert back.
@@ -193,17 +205,38 @@ func insertOrders(tx *gorm.DB, orders []model.VoucherOrder) error {
 	slices.Sort(vouchers)
 	for _, v := range vouchers {
 		k := perVoucher[v]
-		res := tx.Model(&model.SeckillVoucher{}).
-			Where("voucher_id = ? AND stock >= ?", v, k).
-			Update("stock", gorm.Expr("stock - ?", k))
+		q := tx.Model(&model.SeckillVoucher{}).Where("voucher_id = ? AND stock >= ?", v, k)
+		if !at.IsZero() {
+			q = q.Where("begin_time <= ? AND end_time > ?", at, at)
+		}
+		res := q.Update("stock", gorm.Expr("stock - ?", k))
 		if res.Error != nil {
 			return res.Error
 		}
 		if res.RowsAffected == 0 {
-			return fmt.Errorf("voucher %d: %d orders: %w", v, k, model.ErrSoldOut)
+			return fmt.Errorf("voucher %d: %d orders: %w", v, k, refusal(tx, v, at))
 		}
 	}
 	return nil
+}
+
+// refusal tells why the stock update of voucher v changed no row: the
+// window (when at is set) or the stock.
+func refusal(tx *gorm.DB, v int64, at time.Time) error {
+	if at.IsZero() {
+		return model.ErrSoldOut
+	}
+	var sv model.SeckillVoucher
+	if err := tx.Where("voucher_id = ?", v).Take(&sv).Error; err != nil {
+		return model.ErrSoldOut
+	}
+	switch {
+	case at.Before(sv.BeginTime):
+		return model.ErrSeckillNotStarted
+	case !at.Before(sv.EndTime):
+		return model.ErrSeckillEnded
+	}
+	return model.ErrSoldOut
 }
 
 // orderKey is what identifies an order beyond its id.

@@ -1,6 +1,8 @@
 package repository
 
 import (
+	"time"
+
 	"context"
 	"errors"
 	"fmt"
@@ -61,7 +63,7 @@ func (r *Orders) WriteBatch(ctx context.Context, orders []model.VoucherOrder) (e
 		if err := recordWritten(tx, todo); err != nil {
 			return err
 		}
-		return insertOrders(tx, todo)
+		return insertOrders(tx, todo, time.Time{})
 	})
 	if errors.Is(err, errOutcomeTaken) {
 		ids := make([]int64, len(orders))

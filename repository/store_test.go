@@ -226,3 +226,33 @@ func TestCreateOrderIDTaken(t *testing.T) {
 		})
 	}
 }
+
+// TestCreateOrderOutsideWindow: the order transaction's stock update also
+// requires the sale window at the order's time, so an instance whose cached
+// window is stale (the voucher was closed or edited since) cannot sell.
+func TestCreateOrderOutsideWindow(t *testing.T) {
+	ctx := context.Background()
+	for name, db := range databases(t) {
+		t.Run(name, func(t *testing.T) {
+			orders := NewOrders(db)
+			vid := newVoucher(t, db, 5) // open from an hour ago to an hour on
+			tests := []struct {
+				at   time.Duration
+				want error
+			}{{2 * time.Hour, model.ErrSeckillEnded}, {-2 * time.Hour, model.ErrSeckillNotStarted}}
+			for _, tt := range tests {
+				o := order(vid, rand.Int64N(1<<40))
+				o.CreateTime = o.CreateTime.Add(tt.at)
+				if err := orders.CreateOrder(ctx, o, nil); !errors.Is(err, tt.want) {
+					t.Errorf("order at now%+v: got %v, want %v", tt.at, err, tt.want)
+				}
+			}
+			if err := orders.CreateOrder(ctx, order(vid, rand.Int64N(1<<40)), nil); err != nil {
+				t.Fatalf("order in the window: %v", err)
+			}
+			if tally, _ := orders.Tally(ctx, vid, nil); tally.Stock != 4 || tally.Orders != 1 {
+				t.Errorf("got stock %d, %d orders; want 4, 1 (refusals leave nothing)", tally.Stock, tally.Orders)
+			}
+		})
+	}
+}
