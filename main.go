@@ -285,7 +285,10 @@ func newApp(ctx context.Context, cfg config.Config, log *slog.Logger) (_ *app, e
 		Ready:          d.Ready,
 		Development:    cfg.Development(),
 		RequestTimeout: cfg.RequestTimeout,
-		RateLimit:      cfg.RateLimit,
+		Limits: service.NewPurchaseLimits(repository.NewPurchaseLimits(d.Redis), service.PurchaseLimitConfig{
+			PerUser: cfg.RateLimit, PerVoucher: cfg.RateLimitVoucher, PerAddr: cfg.RateLimitIP,
+			Refused: m.PurchaseLimitRefused, Failed: m.PurchaseLimitFailed,
+		}, log),
 		TrustedProxies: cfg.TrustedProxies,
 		Style:          handler.Style(cfg.APIStyle),
 		History:        service.NewHistory(orders),

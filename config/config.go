@@ -74,10 +74,14 @@ type Config struct {
 	// (SECKILL_DEV_CRITICAL_DELAY, default 0). Load tests set it longer than
 	// the lock lease to show which lock designs break.
 	CriticalDelay time.Duration
-	// RateLimit is how many seckill requests one user may send per second
-	// to one instance (SECKILL_RATE_LIMIT, default 0 = no limit); the rest
-	// get 429 RATE_LIMITED.
-	RateLimit int
+	// The purchase limits, per second over every instance (Redis, GCRA),
+	// each 0 = no limit (the default); the rest get 429 RATE_LIMITED:
+	// RateLimit per user (SECKILL_RATE_LIMIT), RateLimitVoucher per
+	// voucher (SECKILL_RATE_LIMIT_VOUCHER), RateLimitIP per client
+	// address (SECKILL_RATE_LIMIT_IP; see TrustedProxies).
+	RateLimit        int
+	RateLimitVoucher int
+	RateLimitIP      int
 	// Consumers is the number of stream consumers per process in async mode
 	// (SECKILL_CONSUMERS, default 1; 0 here means the default).
 	Consumers int
@@ -300,19 +304,16 @@ func Load(getenv func(string) string) (Config, error) {
 	dur("SECKILL_JWT_TTL", &c.JWTTTL)
 	dur("SECKILL_REQUEST_TIMEOUT", &c.RequestTimeout)
 	dur("SECKILL_DEV_CRITICAL_DELAY", &c.CriticalDelay)
-	if v := strings.TrimSpace(getenv("SECKILL_RATE_LIMIT")); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil || n < 0 {
-			errs = append(errs, fmt.Errorf("SECKILL_RATE_LIMIT: %q is not a whole number ≥ 0", v))
-		}
-		c.RateLimit = n
-	}
 	dur("SECKILL_CODE_COOLDOWN", &c.CodeCooldown)
 	for _, v := range []struct {
 		name string
 		dst  *int
 		min  int
-	}{{"SECKILL_CODE_DAILY_LIMIT", &c.CodeDailyLimit, 1}, {"SECKILL_CODE_IP_LIMIT", &c.CodeIPLimit, 0}} {
+	}{
+		{"SECKILL_RATE_LIMIT", &c.RateLimit, 0}, {"SECKILL_RATE_LIMIT_VOUCHER", &c.RateLimitVoucher, 0},
+		{"SECKILL_RATE_LIMIT_IP", &c.RateLimitIP, 0},
+		{"SECKILL_CODE_DAILY_LIMIT", &c.CodeDailyLimit, 1}, {"SECKILL_CODE_IP_LIMIT", &c.CodeIPLimit, 0},
+	} {
 		if s := strings.TrimSpace(getenv(v.name)); s != "" {
 			n, err := strconv.Atoi(s)
 			if err != nil || n < v.min {
@@ -618,6 +619,8 @@ func (c Config) LogValue() slog.Value {
 		slog.String("request_timeout", c.RequestTimeout.String()),
 		slog.String("dev_critical_delay", c.CriticalDelay.String()),
 		slog.Int("rate_limit", c.RateLimit),
+		slog.Int("rate_limit_voucher", c.RateLimitVoucher),
+		slog.Int("rate_limit_ip", c.RateLimitIP),
 		slog.Int("consumers", c.ConsumerCount()),
 		slog.String("claim_idle", c.ClaimIdleOrDefault().String()),
 		slog.Float64("consumer_duty", c.ConsumerDuty),

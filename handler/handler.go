@@ -50,9 +50,9 @@ type Deps struct {
 	// names the client address; none by default, the client is then the
 	// connection's peer. Config validates them; New panics on a bad one.
 	TrustedProxies []string
-	// RateLimit is the per-user limit of seckill requests per second in
-	// this instance; 0 means none.
-	RateLimit int
+	// Limits holds purchases to the limits shared by every instance; nil
+	// or none enabled keeps them off the route.
+	Limits PurchaseLimits
 	// Location reads zone-less times of the voucher body (time.Local).
 	Location *time.Location
 	// Style is how refusals reach the client (SECKILL_API_STYLE); empty
@@ -84,6 +84,15 @@ type Users interface {
 	SendCode(ctx context.Context, phone, addr string) (string, error)
 	Login(ctx context.Context, phone, code string) (token string, err error)
 	Me(ctx context.Context, userID int64) (*model.User, error)
+}
+
+// PurchaseLimits are the purchase limits as the route sees them
+// (*service.PurchaseLimits).
+type PurchaseLimits interface {
+	Enabled() bool
+	// Admit counts a purchase of userID for voucherID from the client
+	// address addr: nil, or a *model.RateLimitedError.
+	Admit(ctx context.Context, userID, voucherID int64, addr string) error
 }
 
 // Vouchers is the voucher service as the routes see it (*service.Vouchers).
@@ -153,10 +162,10 @@ func New(d Deps) http.Handler {
 	r.POST("/voucher/seckill", authed, admin, a.publish)
 	r.GET("/voucher/list/:shopId", a.listVouchers)
 
-	// The rate limiter is on the hot path only when a limit is configured.
+	// The limits are on the hot path only when one is configured.
 	buy := []gin.HandlerFunc{authed}
-	if d.RateLimit > 0 {
-		buy = append(buy, middleware.NewRateLimiter(d.RateLimit, time.Now).Handler(a.seckillFail))
+	if d.Limits != nil && d.Limits.Enabled() {
+		buy = append(buy, a.limitPurchase)
 	}
 	r.POST("/voucher-order/seckill/:id", append(buy, a.seckill)...)
 	r.GET("/voucher-order/:orderId", authed, a.order)
@@ -391,6 +400,19 @@ func (a *api) seckill(c *gin.Context) {
 	a.outcome("OK")
 	a.observe(voucherID, "OK", nil, start)
 	ok(c, strconv.FormatInt(orderID, 10))
+}
+
+// limitPurchase counts the purchase against the limits; a malformed id
+// goes on to the route, which refuses it.
+func (a *api) limitPurchase(c *gin.Context) {
+	voucherID, err := pathID(c, "id")
+	if err != nil {
+		return
+	}
+	u, _ := middleware.UserFrom(c.Request.Context())
+	if err := a.Limits.Admit(c.Request.Context(), u.ID, voucherID, c.ClientIP()); err != nil {
+		a.seckillFail(c, err)
+	}
 }
 
 func (a *api) outcome(code string) { a.Metrics.Outcomes.WithLabelValues(code).Inc() }

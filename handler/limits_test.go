@@ -130,3 +130,41 @@ func TestLongAuthorizationRefused(t *testing.T) {
 	assertError(t, e.do(http.MethodGet, "/user/me", "", long), http.StatusUnauthorized, handler.CodeUnauthorized)
 	assertError(t, e.do(http.MethodGet, "/user/me", "", "Bearer "+strings.Repeat("x", 900<<10)), http.StatusUnauthorized, handler.CodeUnauthorized)
 }
+
+// TestPurchaseLimited: a purchase over a limit is 429 RATE_LIMITED with
+// Retry-After in whole seconds; the limit sees the peer's address, or the
+// X-Forwarded-For client when the peer is a trusted proxy; a malformed id
+// passes the limits and is refused by the route.
+func TestPurchaseLimited(t *testing.T) {
+	limits := newFakeLimits(1)
+	e := newEnv(t, func(d *handler.Deps) {
+		d.Limits = limits
+		d.TrustedProxies = []string{"10.0.0.0/8"}
+	})
+	send := func(path, peer, xff string) *httptest.ResponseRecorder {
+		req := httptest.NewRequest(http.MethodPost, path, nil)
+		req.RemoteAddr = peer + ":4000"
+		req.Header.Set("X-Forwarded-For", xff)
+		req.Header.Set("authorization", e.userTok)
+		rec := httptest.NewRecorder()
+		e.h.ServeHTTP(rec, req)
+		return rec
+	}
+	if rec := send("/voucher-order/seckill/3", "10.1.2.3", "203.0.113.9"); rec.Code != http.StatusOK {
+		t.Fatalf("first purchase: got %d %s, want 200", rec.Code, rec.Body)
+	}
+	rec := send("/voucher-order/seckill/3", "198.51.100.7", "203.0.113.9")
+	if rec.Code != http.StatusTooManyRequests || !strings.Contains(rec.Body.String(), `"RATE_LIMITED"`) {
+		t.Errorf("second purchase: got %d %s, want 429 RATE_LIMITED", rec.Code, rec.Body)
+	}
+	if got := rec.Header().Get("Retry-After"); got != "2" {
+		t.Errorf("Retry-After: got %q, want \"2\" (1.5s rounded up)", got)
+	}
+	if rec := send("/voucher-order/seckill/x", "198.51.100.7", ""); rec.Code != http.StatusBadRequest {
+		t.Errorf("malformed id: got %d, want 400", rec.Code)
+	}
+	want := "[203.0.113.9 198.51.100.7]"
+	if got := fmt.Sprint(limits.addrs); got != want {
+		t.Errorf("addresses counted: got %s, want %s (the trusted proxy's client, then the untrusted peer)", got, want)
+	}
+}
