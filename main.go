@@ -285,6 +285,7 @@ func newApp(ctx context.Context, cfg config.Config, log *slog.Logger) (_ *app, e
 		Ready:          d.Ready,
 		Development:    cfg.Development(),
 		RequestTimeout: cfg.RequestTimeout,
+		Idempotency:    repository.NewIdempotency(d.Redis),
 		Limits: service.NewPurchaseLimits(repository.NewPurchaseLimits(d.Redis), service.PurchaseLimitConfig{
 			PerUser: cfg.RateLimit, PerVoucher: cfg.RateLimitVoucher, PerAddr: cfg.RateLimitIP,
 			Refused: m.PurchaseLimitRefused, Failed: m.PurchaseLimitFailed,

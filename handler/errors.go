@@ -29,6 +29,8 @@ const (
 	CodeSoldOut           = "SOLD_OUT"
 	CodeDuplicateOrder    = "DUPLICATE_ORDER"
 	CodeRateLimited       = "RATE_LIMITED"
+	CodeIdempotencyReused = "IDEMPOTENCY_KEY_REUSED"
+	CodeIdempotencyFlight = "IDEMPOTENCY_KEY_IN_FLIGHT"
 	CodeUnavailable       = "UNAVAILABLE"
 	CodeInternal          = "INTERNAL"
 	CodeNotFound          = "NOT_FOUND" // no such route
@@ -81,6 +83,8 @@ var codes = map[string]codeInfo{
 	CodeSoldOut:           {http.StatusConflict, "sold out", "库存不足"},
 	CodeDuplicateOrder:    {http.StatusConflict, "one order per user", "不允许重复下单"},
 	CodeRateLimited:       {http.StatusTooManyRequests, "too many requests", "请求过于频繁，请稍后再试"},
+	CodeIdempotencyReused: {http.StatusUnprocessableEntity, "idempotency key already used for another request", "幂等键已用于其他请求"},
+	CodeIdempotencyFlight: {http.StatusConflict, "a request with this idempotency key is in progress, retry later", "请求处理中，请稍后再试"},
 	CodeUnavailable:       {http.StatusServiceUnavailable, "service temporarily unavailable, retry later", "服务繁忙，请稍后再试"},
 	CodeInternal:          {http.StatusInternalServerError, "internal error", "服务器异常"},
 }
@@ -165,6 +169,10 @@ func classify(err error) (code, detail string) {
 			return CodeRateLimited, rl.Error()
 		}
 		return CodeRateLimited, ""
+	case errors.Is(err, model.ErrIdempotencyKeyReused):
+		return CodeIdempotencyReused, ""
+	case errors.Is(err, model.ErrIdempotencyKeyInFlight):
+		return CodeIdempotencyFlight, ""
 	case errors.Is(err, model.ErrUnavailable), errors.Is(err, context.DeadlineExceeded):
 		return CodeUnavailable, ""
 	}
@@ -217,6 +225,7 @@ func (s Style) Classify(err error) (status int, code, msg string) {
 func Fail(log *slog.Logger, style Style) func(c *gin.Context, err error) {
 	return func(c *gin.Context, err error) {
 		status, code, msg := style.Classify(err)
+		c.Set(failCodeKey, code)
 		if status >= 500 {
 			log.ErrorContext(c.Request.Context(), "request failed", "route", c.FullPath(), "code", code, "err", err)
 		}

@@ -50,6 +50,9 @@ type Deps struct {
 	// names the client address; none by default, the client is then the
 	// connection's peer. Config validates them; New panics on a bad one.
 	TrustedProxies []string
+	// Idempotency keeps the Idempotency-Key answers of the purchase; nil
+	// ignores the header.
+	Idempotency Idempotency
 	// Limits holds purchases to the limits shared by every instance; nil
 	// or none enabled keeps them off the route.
 	Limits PurchaseLimits
@@ -164,6 +167,9 @@ func New(d Deps) http.Handler {
 
 	// The limits are on the hot path only when one is configured.
 	buy := []gin.HandlerFunc{authed}
+	if d.Idempotency != nil {
+		buy = append(buy, a.idempotent)
+	}
 	if d.Limits != nil && d.Limits.Enabled() {
 		buy = append(buy, a.limitPurchase)
 	}

@@ -190,6 +190,12 @@ func PurchaseVoucherKey(voucherID int64) string {
 }
 func PurchaseAddrKey(addr string) string { return "seckill:limit:addr:" + addr }
 
+// IdempotencyKey is seckill:idem:<userId>:<key>, the record of one
+// user's Idempotency-Key: every user has a key space of their own.
+func IdempotencyKey(userID int64, key string) string {
+	return "seckill:idem:" + strconv.FormatInt(userID, 10) + ":" + key
+}
+
 // idDay is the day of t (UTC) as the ID worker's sequence key spells it:
 // yyyy:MM:dd.
 func idDay(t time.Time) string { return t.UTC().Format("2006:01:02") }
