@@ -101,6 +101,15 @@ func (a *api) idempotent(c *gin.Context) {
 		c.Data(prior.Status, jsonContentType, prior.Body)
 		return
 	}
+	// The attempt runs to its end even when its client goes away, within
+	// the request's deadline, so that a retry gets its answer.
+	run := context.WithoutCancel(ctx)
+	if dl, ok := ctx.Deadline(); ok {
+		var cancel context.CancelFunc
+		run, cancel = context.WithDeadline(run, dl)
+		defer cancel()
+	}
+	c.Request = c.Request.WithContext(run)
 	w := &capturingWriter{ResponseWriter: c.Writer}
 	c.Writer = w
 	c.Next()
