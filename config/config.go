@@ -138,6 +138,12 @@ type Config struct {
 	// of the system's) turns it on.
 	RedisTLS   bool
 	RedisTLSCA string
+	// Tracing is OpenTelemetry tracing, on when OTEL_EXPORTER_OTLP_ENDPOINT
+	// (or OTEL_EXPORTER_OTLP_TRACES_ENDPOINT) is set or OTEL_TRACES_EXPORTER
+	// names an exporter other than "none", unless OTEL_SDK_DISABLED=true.
+	// The other OTEL_* variables (sampler, service name, protocol) are
+	// the OpenTelemetry SDK's own.
+	Tracing bool
 }
 
 // Defaults of async mode that the zero values of Config stand for.
@@ -324,6 +330,7 @@ func Load(getenv func(string) string) (Config, error) {
 		}
 	}
 	c.TrustedProxies = list(getenv("SECKILL_TRUSTED_PROXIES"))
+	c.Tracing = tracingOn(getenv)
 	dur("SECKILL_CLAIM_IDLE", &c.ClaimIdle)
 	dur("SECKILL_DEV_CONSUMER_DELAY", &c.ConsumerDelay)
 	dur("SECKILL_AUTO_REBUILD_AFTER", &c.AutoRebuildAfter)
@@ -509,6 +516,17 @@ func (c *Config) Validate() error {
 	return oneLine(errs)
 }
 
+// tracingOn reads the OTEL_* variables that turn tracing on (Config.Tracing).
+func tracingOn(getenv func(string) string) bool {
+	if strings.EqualFold(strings.TrimSpace(getenv("OTEL_SDK_DISABLED")), "true") {
+		return false
+	}
+	if e := strings.TrimSpace(getenv("OTEL_TRACES_EXPORTER")); e != "" {
+		return e != "none"
+	}
+	return getenv("OTEL_EXPORTER_OTLP_ENDPOINT") != "" || getenv("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT") != ""
+}
+
 // validProxy reports whether p is an IP or a CIDR (as gin's
 // SetTrustedProxies reads them).
 func validProxy(p string) bool {
@@ -631,6 +649,7 @@ func (c Config) LogValue() slog.Value {
 		slog.Int("code_daily_limit", c.CodeDailyLimit),
 		slog.Int("code_ip_limit", c.CodeIPLimit),
 		slog.Any("trusted_proxies", c.TrustedProxies),
+		slog.Bool("tracing", c.Tracing),
 	)
 }
 

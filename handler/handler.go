@@ -15,6 +15,9 @@ import (
 	"time"
 
 	"github.com/gin-gonic/gin"
+	"go.opentelemetry.io/contrib/instrumentation/github.com/gin-gonic/gin/otelgin"
+	"go.opentelemetry.io/otel/propagation"
+	"go.opentelemetry.io/otel/trace"
 
 	"seckill/auth"
 	"seckill/live"
@@ -53,6 +56,9 @@ type Deps struct {
 	// Idempotency keeps the Idempotency-Key answers of the purchase; nil
 	// ignores the header.
 	Idempotency Idempotency
+	// Tracer traces every request (otelgin), W3C trace context in and
+	// out; nil (tracing off) adds nothing to the routes.
+	Tracer trace.TracerProvider
 	// Limits holds purchases to the limits shared by every instance; nil
 	// or none enabled keeps them off the route.
 	Limits PurchaseLimits
@@ -118,6 +124,9 @@ type api struct {
 	streams chan struct{}
 }
 
+// telemetryService is the server name of the request spans.
+const telemetryService = "seckill"
+
 // New returns the HTTP handler with every route.
 func New(d Deps) http.Handler {
 	gin.SetMode(gin.ReleaseMode)
@@ -133,6 +142,10 @@ func New(d Deps) http.Handler {
 		panic(fmt.Sprintf("SECKILL_TRUSTED_PROXIES: %v", err))
 	}
 	r.HandleMethodNotAllowed = true
+	if d.Tracer != nil {
+		r.Use(otelgin.Middleware(telemetryService, otelgin.WithTracerProvider(d.Tracer),
+			otelgin.WithPropagators(propagation.TraceContext{})))
+	}
 	r.Use(middleware.Metrics(d.Metrics), middleware.Recover(d.Log, a.fail), middleware.BodyLimit(maxBody, d.Log, a.fail),
 		middleware.Debug(d.Log), middleware.Deadline(d.RequestTimeout, LiveRoute))
 	r.NoRoute(func(c *gin.Context) {
