@@ -225,7 +225,9 @@ func (s Style) Classify(err error) (status int, code, msg string) {
 func Fail(log *slog.Logger, style Style) func(c *gin.Context, err error) {
 	return func(c *gin.Context, err error) {
 		status, code, msg := style.Classify(err)
-		c.Set(failCodeKey, code)
+		if w, ok := c.Writer.(*capturingWriter); ok {
+			w.code = code // an idempotent request keeps only final answers
+		}
 		if status >= 500 {
 			log.ErrorContext(c.Request.Context(), "request failed", "route", c.FullPath(), "code", code, "err", err)
 		}

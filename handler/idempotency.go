@@ -49,9 +49,6 @@ type Idempotency interface {
 	Release(ctx context.Context, userID int64, key, owner string) (bool, error)
 }
 
-// failCodeKey is the gin context key under which Fail records the code.
-const failCodeKey = "seckill.failCode"
-
 // idempotencyKey reads the header's key: 1 to 255 visible ASCII characters,
 // bare or as a quoted string (the header's structured-field form).
 func idempotencyKey(raw string) (string, error) {
@@ -119,8 +116,7 @@ func (a *api) idempotent(c *gin.Context) {
 	done, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
 	defer cancel()
 	var held bool
-	code, _ := c.Get(failCodeKey)
-	switch code {
+	switch w.code {
 	case CodeRateLimited, CodeUnavailable, CodeInternal:
 		held, err = a.Idempotency.Release(done, u.ID, key, owner)
 	default:
@@ -138,10 +134,12 @@ func (a *api) idempotent(c *gin.Context) {
 	}
 }
 
-// capturingWriter keeps a copy of the body it writes.
+// capturingWriter keeps a copy of the body it writes, and the code of
+// the refusal Fail wrote ("" for a success).
 type capturingWriter struct {
 	gin.ResponseWriter
 	body bytes.Buffer
+	code string
 }
 
 func (w *capturingWriter) Write(b []byte) (int, error) {
