@@ -4,7 +4,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"strconv"
+	"sync"
 	"testing"
+	"time"
 
 	"seckill/config"
 )
@@ -97,32 +100,80 @@ func TestEveryLockModeServes(t *testing.T) {
 	}
 }
 
-// TestRateLimit: with SECKILL_RATE_LIMIT=2 one user's burst of 10 requests
-// gets at most 4 past the limiter (the burst spans at most two one-second
-// windows) and the rest 429 RATE_LIMITED; without it nothing is limited.
+// TestRateLimit: two instances on one Redis with SECKILL_RATE_LIMIT=5 and
+// SECKILL_RATE_LIMIT_VOUCHER=20. One user's 40 purchases, sent at once
+// alternately to both, pass the limiter at most 5 + 5 per second elapsed
+// times (the per-instance limiter let 10 through at once: TestPurchase-
+// LimitsAcrossInstances in repository shows it); 120 users' purchases of
+// one voucher pass it at most 20 + 20 per second elapsed times. The rest
+// are 429 RATE_LIMITED; without limits nothing is.
 func TestRateLimit(t *testing.T) {
-	for _, limit := range []string{"2", ""} {
-		t.Run("limit="+limit, func(t *testing.T) {
-			a := testApp(t, map[string]string{"SECKILL_LOCK_MODE": "lua", "SECKILL_RATE_LIMIT": limit})
-			vid := publishVoucher(t, a.Handler, 5)
-			tok, _ := devTokens().Issue(randomBase(), "user")
-			limited := 0
-			for i := 0; i < 10; i++ {
-				r := call(t, a.Handler, http.MethodPost, fmt.Sprintf("/voucher-order/seckill/%d", vid), tok, nil)
-				switch {
-				case r.Status == http.StatusTooManyRequests && r.Body.Code == "RATE_LIMITED":
-					limited++
-				case r.Status == http.StatusOK || r.Status == http.StatusConflict:
-				default:
-					t.Errorf("got %d %s, want 200, 409 or 429 RATE_LIMITED", r.Status, r.Body.Code)
+	const perUser, perVoucher = 5, 20
+	for _, limited := range []bool{true, false} {
+		t.Run(fmt.Sprintf("limited=%v", limited), func(t *testing.T) {
+			env := map[string]string{"SECKILL_LOCK_MODE": "lua"}
+			if limited {
+				env["SECKILL_RATE_LIMIT"] = strconv.Itoa(perUser)
+				env["SECKILL_RATE_LIMIT_VOUCHER"] = strconv.Itoa(perVoucher)
+			}
+			apps := []http.Handler{testApp(t, env).Handler, testApp(t, env).Handler}
+			tok := devTokens()
+			burst := func(vid int64, users []int64, n int) (passed int, elapsed time.Duration) {
+				var mu sync.Mutex
+				var wg sync.WaitGroup
+				start := time.Now()
+				for i := range n {
+					token, err := tok.Issue(users[i%len(users)], "user")
+					if err != nil {
+						t.Fatal(err)
+					}
+					wg.Go(func() {
+						r := call(t, apps[i%2], http.MethodPost, fmt.Sprintf("/voucher-order/seckill/%d", vid), token, nil)
+						mu.Lock()
+						defer mu.Unlock()
+						switch {
+						case r.Status == http.StatusTooManyRequests && r.Body.Code == "RATE_LIMITED":
+						case r.Status == http.StatusOK || r.Status == http.StatusConflict:
+							passed++
+						default:
+							t.Errorf("got %d %s, want 200, 409 or 429 RATE_LIMITED", r.Status, r.Body.Code)
+						}
+					})
 				}
+				wg.Wait()
+				return passed, time.Since(start)
 			}
-			if limit != "" && limited < 6 {
-				t.Errorf("got %d rate-limited of 10, want ≥ 6", limited)
+			// At most burst + rate × elapsed pass (GCRA), plus one for a
+			// refill at the edge.
+			bound := func(n int, d time.Duration) int { return n + int(float64(n)*d.Seconds()) + 1 }
+
+			vid := publishVoucher(t, apps[0], 1000)
+			passed, elapsed := burst(vid, []int64{randomBase()}, 8*perUser)
+			switch {
+			case limited && passed > bound(perUser, elapsed):
+				t.Errorf("one user over two instances: %d passed in %v, want at most %d", passed, elapsed, bound(perUser, elapsed))
+			case limited && passed < perUser:
+				t.Errorf("one user: %d passed, want at least the burst %d", passed, perUser)
+			case !limited && passed != 8*perUser:
+				t.Errorf("no limits: %d of %d passed, want all", passed, 8*perUser)
 			}
-			if limit == "" && limited != 0 {
-				t.Errorf("no limit configured: got %d rate-limited, want 0", limited)
+
+			vid = publishVoucher(t, apps[0], 1000)
+			users := make([]int64, 6*perVoucher)
+			base := randomBase()
+			for i := range users {
+				users[i] = base + int64(i)
 			}
+			passed, elapsed = burst(vid, users, len(users))
+			switch {
+			case limited && passed > bound(perVoucher, elapsed):
+				t.Errorf("one voucher over two instances: %d passed in %v, want at most %d", passed, elapsed, bound(perVoucher, elapsed))
+			case limited && passed < perVoucher:
+				t.Errorf("one voucher: %d passed, want at least the burst %d", passed, perVoucher)
+			case !limited && passed != len(users):
+				t.Errorf("no limits: %d of %d passed, want all", passed, len(users))
+			}
+			t.Logf("limited=%v: voucher burst of %d: %d passed in %v", limited, len(users), passed, elapsed)
 		})
 	}
 }

@@ -33,6 +33,7 @@ import (
 	"seckill/metrics"
 	"seckill/repository"
 	"seckill/service"
+	"seckill/telemetry"
 	"seckill/web"
 )
 
@@ -137,13 +138,20 @@ type app struct {
 	// expiry sweeper and waits for it (nil when none runs).
 	Lifecycle   *service.Lifecycle
 	stopSweeper func()
+	// stopTracing flushes and stops the tracer provider (nil when
+	// tracing is off or not ours).
+	stopTracing func(*slog.Logger)
 	deps        *deps
 	closers     []io.Closer
 }
 
 // newApp opens the dependencies, applies the schema and wires repositories
 // and the configured locker into the services and routes.
-func newApp(ctx context.Context, cfg config.Config, log *slog.Logger) (_ *app, err error) {
+func newApp(ctx context.Context, cfg config.Config, log *slog.Logger, opts ...appOption) (_ *app, err error) {
+	var o appOptions
+	for _, f := range opts {
+		f(&o)
+	}
 	secret, devSecret := cfg.Secret()
 	if devSecret {
 		log.WarnContext(ctx, "SECKILL_JWT_SECRET is empty: using the public development secret")
@@ -182,6 +190,13 @@ func newApp(ctx context.Context, cfg config.Config, log *slog.Logger) (_ *app, e
 	if c, ok := locker.(io.Closer); ok {
 		a.closers = append(a.closers, c)
 	}
+	tr, err := a.startTracing(ctx, cfg, o.tracing)
+	if err != nil {
+		return nil, err
+	}
+	if tr != nil {
+		locker = tr.Locker(locker)
+	}
 
 	m := metrics.New()
 	tok := auth.NewTokens(secret, cfg.JWTTTL)
@@ -210,7 +225,7 @@ func newApp(ctx context.Context, cfg config.Config, log *slog.Logger) (_ *app, e
 	// changed is told of each voucher an admin edited or closed.
 	var changed func(ctx context.Context, voucherID int64) error
 	if cfg.OrderMode == "async" {
-		as, err := newAsync(d, cfg, log, locker, m)
+		as, err := newAsync(d, cfg, log, locker, m, tr)
 		if err != nil {
 			return nil, err
 		}
@@ -309,8 +324,13 @@ func newApp(ctx context.Context, cfg config.Config, log *slog.Logger) (_ *app, e
 		Ready:          d.Ready,
 		Development:    cfg.Development(),
 		RequestTimeout: cfg.RequestTimeout,
-		RateLimit:      cfg.RateLimit,
 		AccessLog:      cfg.AccessLog,
+		Idempotency:    repository.NewIdempotency(d.Redis),
+		Tracer:         tr.Provider(),
+		Limits: service.NewPurchaseLimits(repository.NewPurchaseLimits(d.Redis), service.PurchaseLimitConfig{
+			PerUser: cfg.RateLimit, PerVoucher: cfg.RateLimitVoucher, PerAddr: cfg.RateLimitIP,
+			Refused: m.PurchaseLimitRefused, Failed: m.PurchaseLimitFailed,
+		}, log),
 		TrustedProxies: cfg.TrustedProxies,
 		Style:          handler.Style(cfg.APIStyle),
 		History:        service.NewHistory(orders),
@@ -351,7 +371,7 @@ func newReconcileLock(rdb redis.UniversalClient, lease, wait time.Duration) (loc
 
 // newAsync wires the async seckill (SECKILL_ORDER_MODE=async) without
 // starting anything.
-func newAsync(d *deps, cfg config.Config, log *slog.Logger, locker lock.Locker, m *metrics.Metrics) (*service.AsyncSeckill, error) {
+func newAsync(d *deps, cfg config.Config, log *slog.Logger, locker lock.Locker, m *metrics.Metrics, tr *telemetry.Tracing) (*service.AsyncSeckill, error) {
 	reconcileLock, err := newReconcileLock(d.Redis, reconcileLease, 3*time.Minute)
 	if err != nil {
 		return nil, err
@@ -376,6 +396,11 @@ func newAsync(d *deps, cfg config.Config, log *slog.Logger, locker lock.Locker, 
 	vouchers, orders := repository.NewVouchers(d.DB), repository.NewOrders(d.DB)
 	admission, queue := repository.NewAdmission(d.Redis), repository.NewOrderStream(d.Redis)
 	admission.ObservePipelines(m.AdmissionRoundTrip) // nil-safe: m may be nil
+	var batches service.BatchTracer
+	if tr != nil {
+		admission.CarryTrace(tr.TraceParent)
+		batches = tr
+	}
 	rejects := repository.NewRejections(d.Redis)
 	adm := service.NewAsyncAdmission(service.AdmissionDeps{
 		Vouchers: vouchers, Orders: orders, IDs: ids, Redis: admission, Queue: queue,
@@ -386,7 +411,7 @@ func newAsync(d *deps, cfg config.Config, log *slog.Logger, locker lock.Locker, 
 		AsyncAdmission: adm,
 		ConsumerGroup: service.NewConsumerGroup(service.ConsumerDeps{
 			Queue: queue, Orders: orders, Locker: locker, Rejects: rejects, Admitted: adm.Admitted,
-			Observer: obs, Metrics: cobs, Now: time.Now, Log: log,
+			Observer: obs, Metrics: cobs, Tracer: batches, Now: time.Now, Log: log,
 		}, ccfg),
 		Reconciler: service.NewReconciler(service.ReconcilerDeps{
 			Vouchers: vouchers, Orders: orders, Redis: admission, Queue: queue,
@@ -440,6 +465,53 @@ func (a *app) Close(log *slog.Logger) {
 		}
 	}
 	a.deps.Close(log)
+	if a.stopTracing != nil {
+		a.stopTracing(log) // flushes the last spans
+		a.stopTracing = nil
+	}
+}
+
+// appOption changes how newApp wires the app.
+type appOption func(*appOptions)
+
+type appOptions struct {
+	// tracing instruments the app whatever the OTEL_* variables say.
+	tracing *telemetry.Tracing
+}
+
+// withTracing instruments the app with tr (tests: an in-memory exporter).
+func withTracing(tr *telemetry.Tracing) appOption {
+	return func(o *appOptions) { o.tracing = tr }
+}
+
+// startTracing returns the instrumentation of the app, nil when tracing
+// is off: given, or started from the OTEL_* variables (cfg.Tracing).
+// Redis and the database are instrumented here.
+func (a *app) startTracing(ctx context.Context, cfg config.Config, tr *telemetry.Tracing) (*telemetry.Tracing, error) {
+	if tr == nil && cfg.Tracing {
+		tp, err := telemetry.Start(ctx)
+		if err != nil {
+			return nil, err
+		}
+		a.stopTracing = func(log *slog.Logger) {
+			sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			if err := tp.Shutdown(sctx); err != nil {
+				log.Warn("tracing: last spans not exported", "err", err)
+			}
+		}
+		tr = telemetry.New(tp)
+	}
+	if tr == nil {
+		return nil, nil
+	}
+	if err := tr.Redis(a.deps.Redis); err != nil {
+		return nil, fmt.Errorf("tracing Redis: %w", err)
+	}
+	if err := tr.DB(a.deps.DB.Gorm); err != nil {
+		return nil, fmt.Errorf("tracing the database: %w", err)
+	}
+	return tr, nil
 }
 
 func serve(ctx context.Context, cfg config.Config, log *slog.Logger) error {

@@ -74,10 +74,14 @@ type Config struct {
 	// (SECKILL_DEV_CRITICAL_DELAY, default 0). Load tests set it longer than
 	// the lock lease to show which lock designs break.
 	CriticalDelay time.Duration
-	// RateLimit is how many seckill requests one user may send per second
-	// to one instance (SECKILL_RATE_LIMIT, default 0 = no limit); the rest
-	// get 429 RATE_LIMITED.
-	RateLimit int
+	// The purchase limits, per second over every instance (Redis, GCRA),
+	// each 0 = no limit (the default); the rest get 429 RATE_LIMITED:
+	// RateLimit per user (SECKILL_RATE_LIMIT), RateLimitVoucher per
+	// voucher (SECKILL_RATE_LIMIT_VOUCHER), RateLimitIP per client
+	// address (SECKILL_RATE_LIMIT_IP; see TrustedProxies).
+	RateLimit        int
+	RateLimitVoucher int
+	RateLimitIP      int
 	// Consumers is the number of stream consumers per process in async mode
 	// (SECKILL_CONSUMERS, default 1; 0 here means the default).
 	Consumers int
@@ -142,6 +146,12 @@ type Config struct {
 	// of the system's) turns it on.
 	RedisTLS   bool
 	RedisTLSCA string
+	// Tracing is OpenTelemetry tracing, on when OTEL_EXPORTER_OTLP_ENDPOINT
+	// (or OTEL_EXPORTER_OTLP_TRACES_ENDPOINT) is set or OTEL_TRACES_EXPORTER
+	// names an exporter other than "none", unless OTEL_SDK_DISABLED=true.
+	// The other OTEL_* variables (sampler, service name, protocol) are
+	// the OpenTelemetry SDK's own.
+	Tracing bool
 }
 
 // Defaults of async mode that the zero values of Config stand for.
@@ -311,19 +321,17 @@ func Load(getenv func(string) string) (Config, error) {
 	dur("SECKILL_REQUEST_TIMEOUT", &c.RequestTimeout)
 	dur("SECKILL_PAY_TIMEOUT", &c.PayTimeout)
 	dur("SECKILL_DEV_CRITICAL_DELAY", &c.CriticalDelay)
-	if v := strings.TrimSpace(getenv("SECKILL_RATE_LIMIT")); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil || n < 0 {
-			errs = append(errs, fmt.Errorf("SECKILL_RATE_LIMIT: %q is not a whole number ≥ 0", v))
-		}
-		c.RateLimit = n
-	}
 	dur("SECKILL_CODE_COOLDOWN", &c.CodeCooldown)
 	for _, v := range []struct {
 		name string
 		dst  *int
 		min  int
-	}{{"SECKILL_CODE_DAILY_LIMIT", &c.CodeDailyLimit, 1}, {"SECKILL_CODE_IP_LIMIT", &c.CodeIPLimit, 0}, {"SECKILL_ACCESS_LOG", &c.AccessLog, 0}} {
+	}{
+		{"SECKILL_RATE_LIMIT", &c.RateLimit, 0}, {"SECKILL_RATE_LIMIT_VOUCHER", &c.RateLimitVoucher, 0},
+		{"SECKILL_RATE_LIMIT_IP", &c.RateLimitIP, 0},
+		{"SECKILL_CODE_DAILY_LIMIT", &c.CodeDailyLimit, 1}, {"SECKILL_CODE_IP_LIMIT", &c.CodeIPLimit, 0},
+		{"SECKILL_ACCESS_LOG", &c.AccessLog, 0},
+	} {
 		if s := strings.TrimSpace(getenv(v.name)); s != "" {
 			n, err := strconv.Atoi(s)
 			if err != nil || n < v.min {
@@ -334,6 +342,7 @@ func Load(getenv func(string) string) (Config, error) {
 		}
 	}
 	c.TrustedProxies = list(getenv("SECKILL_TRUSTED_PROXIES"))
+	c.Tracing = tracingOn(getenv)
 	dur("SECKILL_CLAIM_IDLE", &c.ClaimIdle)
 	dur("SECKILL_DEV_CONSUMER_DELAY", &c.ConsumerDelay)
 	dur("SECKILL_AUTO_REBUILD_AFTER", &c.AutoRebuildAfter)
@@ -522,6 +531,17 @@ func (c *Config) Validate() error {
 	return oneLine(errs)
 }
 
+// tracingOn reads the OTEL_* variables that turn tracing on (Config.Tracing).
+func tracingOn(getenv func(string) string) bool {
+	if strings.EqualFold(strings.TrimSpace(getenv("OTEL_SDK_DISABLED")), "true") {
+		return false
+	}
+	if e := strings.TrimSpace(getenv("OTEL_TRACES_EXPORTER")); e != "" {
+		return e != "none"
+	}
+	return getenv("OTEL_EXPORTER_OTLP_ENDPOINT") != "" || getenv("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT") != ""
+}
+
 // validProxy reports whether p is an IP or a CIDR (as gin's
 // SetTrustedProxies reads them).
 func validProxy(p string) bool {
@@ -633,6 +653,8 @@ func (c Config) LogValue() slog.Value {
 		slog.String("pay_timeout", c.PayTimeout.String()),
 		slog.String("dev_critical_delay", c.CriticalDelay.String()),
 		slog.Int("rate_limit", c.RateLimit),
+		slog.Int("rate_limit_voucher", c.RateLimitVoucher),
+		slog.Int("rate_limit_ip", c.RateLimitIP),
 		slog.Int("consumers", c.ConsumerCount()),
 		slog.String("claim_idle", c.ClaimIdleOrDefault().String()),
 		slog.Float64("consumer_duty", c.ConsumerDuty),
@@ -644,6 +666,7 @@ func (c Config) LogValue() slog.Value {
 		slog.Int("code_daily_limit", c.CodeDailyLimit),
 		slog.Int("code_ip_limit", c.CodeIPLimit),
 		slog.Any("trusted_proxies", c.TrustedProxies),
+		slog.Bool("tracing", c.Tracing),
 	)
 }
 

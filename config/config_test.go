@@ -759,3 +759,24 @@ func TestRedisTLSConfig(t *testing.T) {
 		}
 	}
 }
+
+// TestTracingOn: the OTEL_* variables that turn tracing on, and off.
+func TestTracingOn(t *testing.T) {
+	tests := []struct {
+		env  map[string]string
+		want bool
+	}{
+		{map[string]string{}, false},
+		{map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": "http://jaeger:4318"}, true},
+		{map[string]string{"OTEL_EXPORTER_OTLP_TRACES_ENDPOINT": "http://jaeger:4318/v1/traces"}, true},
+		{map[string]string{"OTEL_TRACES_EXPORTER": "console"}, true},
+		{map[string]string{"OTEL_TRACES_EXPORTER": "none", "OTEL_EXPORTER_OTLP_ENDPOINT": "http://jaeger:4318"}, false},
+		{map[string]string{"OTEL_SDK_DISABLED": "true", "OTEL_TRACES_EXPORTER": "otlp"}, false},
+		{map[string]string{"OTEL_SERVICE_NAME": "x"}, false},
+	}
+	for _, tt := range tests {
+		if got := tracingOn(func(k string) string { return tt.env[k] }); got != tt.want {
+			t.Errorf("%v: got %v, want %v", tt.env, got, tt.want)
+		}
+	}
+}

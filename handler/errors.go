@@ -33,6 +33,8 @@ const (
 	CodeOrderPaid          = "ORDER_PAID"
 	CodeOrderPending       = "ORDER_PENDING"
 	CodeRateLimited        = "RATE_LIMITED"
+	CodeIdempotencyReused  = "IDEMPOTENCY_KEY_REUSED"
+	CodeIdempotencyFlight  = "IDEMPOTENCY_KEY_IN_FLIGHT"
 	CodeUnavailable        = "UNAVAILABLE"
 	CodeInternal           = "INTERNAL"
 	CodeNotFound           = "NOT_FOUND"          // no such route
@@ -92,6 +94,8 @@ var codes = map[string]codeInfo{
 	CodeOrderPending:       {http.StatusConflict, "order not written yet, retry shortly", "订单处理中，请稍后再试"},
 	CodeVoucherNotEditable: {http.StatusConflict, "the sale has started or the voucher is closed: it can only be closed now", "秒杀已开始或已下架，不能修改"},
 	CodeRateLimited:        {http.StatusTooManyRequests, "too many requests", "请求过于频繁，请稍后再试"},
+	CodeIdempotencyReused:  {http.StatusUnprocessableEntity, "idempotency key already used for another request", "幂等键已用于其他请求"},
+	CodeIdempotencyFlight:  {http.StatusConflict, "a request with this idempotency key is in progress, retry later", "请求处理中，请稍后再试"},
 	CodeUnavailable:        {http.StatusServiceUnavailable, "service temporarily unavailable, retry later", "服务繁忙，请稍后再试"},
 	CodeInternal:           {http.StatusInternalServerError, "internal error", "服务器异常"},
 }
@@ -186,6 +190,10 @@ func classify(err error) (code, detail string) {
 			return CodeRateLimited, rl.Error()
 		}
 		return CodeRateLimited, ""
+	case errors.Is(err, model.ErrIdempotencyKeyReused):
+		return CodeIdempotencyReused, ""
+	case errors.Is(err, model.ErrIdempotencyKeyInFlight):
+		return CodeIdempotencyFlight, ""
 	case errors.Is(err, model.ErrUnavailable), errors.Is(err, context.DeadlineExceeded):
 		return CodeUnavailable, ""
 	}
@@ -238,6 +246,9 @@ func (s Style) Classify(err error) (status int, code, msg string) {
 func Fail(log *slog.Logger, style Style) func(c *gin.Context, err error) {
 	return func(c *gin.Context, err error) {
 		status, code, msg := style.Classify(err)
+		if w, ok := c.Writer.(*capturingWriter); ok {
+			w.code = code // an idempotent request keeps only final answers
+		}
 		if status >= 500 {
 			log.ErrorContext(c.Request.Context(), "request failed", "route", c.FullPath(), "code", code, "err", err)
 		}

@@ -395,3 +395,29 @@ func assertOK(t *testing.T, r response) json.RawMessage {
 	}
 	return r.fields["data"]
 }
+
+// fakeLimits allows each user perUser purchases in all, and remembers the
+// client addresses it saw.
+type fakeLimits struct {
+	perUser int
+	mu      sync.Mutex
+	counts  map[int64]int
+	addrs   []string
+}
+
+func newFakeLimits(perUser int) *fakeLimits {
+	return &fakeLimits{perUser: perUser, counts: map[int64]int{}}
+}
+
+func (f *fakeLimits) Enabled() bool { return true }
+
+func (f *fakeLimits) Admit(_ context.Context, userID, _ int64, addr string) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.addrs = append(f.addrs, addr)
+	f.counts[userID]++
+	if f.counts[userID] > f.perUser {
+		return model.RateLimited("too many purchases from this user", 1500*time.Millisecond)
+	}
+	return nil
+}

@@ -15,6 +15,9 @@ import (
 	"time"
 
 	"github.com/gin-gonic/gin"
+	"go.opentelemetry.io/contrib/instrumentation/github.com/gin-gonic/gin/otelgin"
+	"go.opentelemetry.io/otel/propagation"
+	"go.opentelemetry.io/otel/trace"
 
 	"seckill/auth"
 	"seckill/live"
@@ -55,9 +58,15 @@ type Deps struct {
 	// names the client address; none by default, the client is then the
 	// connection's peer. Config validates them; New panics on a bad one.
 	TrustedProxies []string
-	// RateLimit is the per-user limit of seckill requests per second in
-	// this instance; 0 means none.
-	RateLimit int
+	// Idempotency keeps the Idempotency-Key answers of the purchase; nil
+	// ignores the header.
+	Idempotency Idempotency
+	// Tracer traces every request (otelgin), W3C trace context in and
+	// out; nil (tracing off) adds nothing to the routes.
+	Tracer trace.TracerProvider
+	// Limits holds purchases to the limits shared by every instance; nil
+	// or none enabled keeps them off the route.
+	Limits PurchaseLimits
 	// Location reads zone-less times of the voucher body (time.Local).
 	Location *time.Location
 	// AccessLog is the most request lines logged per second
@@ -97,6 +106,15 @@ type Users interface {
 	Me(ctx context.Context, userID int64) (*model.User, error)
 }
 
+// PurchaseLimits are the purchase limits as the route sees them
+// (*service.PurchaseLimits).
+type PurchaseLimits interface {
+	Enabled() bool
+	// Admit counts a purchase of userID for voucherID from the client
+	// address addr: nil, or a *model.RateLimitedError.
+	Admit(ctx context.Context, userID, voucherID int64, addr string) error
+}
+
 // Vouchers is the voucher service as the routes see it (*service.Vouchers).
 type Vouchers interface {
 	Publish(ctx context.Context, in service.PublishInput) (int64, error)
@@ -116,6 +134,9 @@ type api struct {
 	// streams holds one token per live dashboard stream being served.
 	streams chan struct{}
 }
+
+// telemetryService is the server name of the request spans.
+const telemetryService = "seckill"
 
 // New returns the HTTP handler with every route.
 func New(d Deps) http.Handler {
@@ -141,6 +162,10 @@ func New(d Deps) http.Handler {
 		panic(fmt.Sprintf("SECKILL_TRUSTED_PROXIES: %v", err))
 	}
 	r.HandleMethodNotAllowed = true
+	if d.Tracer != nil {
+		r.Use(otelgin.Middleware(telemetryService, otelgin.WithTracerProvider(d.Tracer),
+			otelgin.WithPropagators(propagation.TraceContext{})))
+	}
 	if d.AccessLog > 0 {
 		r.Use(accessLog(d.Log, d.AccessLog))
 	}
@@ -186,10 +211,13 @@ func New(d Deps) http.Handler {
 	}
 	r.GET("/voucher/list/:shopId", a.listVouchers)
 
-	// The rate limiter is on the hot path only when a limit is configured.
+	// The limits are on the hot path only when one is configured.
 	buy := []gin.HandlerFunc{authed}
-	if d.RateLimit > 0 {
-		buy = append(buy, middleware.NewRateLimiter(d.RateLimit, time.Now).Handler(a.seckillFail))
+	if d.Idempotency != nil {
+		buy = append(buy, a.idempotent)
+	}
+	if d.Limits != nil && d.Limits.Enabled() {
+		buy = append(buy, a.limitPurchase)
 	}
 	r.POST("/voucher-order/seckill/:id", append(buy, a.seckill)...)
 	r.GET("/voucher-order/:orderId", authed, a.order)
@@ -432,6 +460,19 @@ func (a *api) seckill(c *gin.Context) {
 	a.outcome("OK")
 	a.observe(voucherID, "OK", nil, start)
 	ok(c, strconv.FormatInt(orderID, 10))
+}
+
+// limitPurchase counts the purchase against the limits; a malformed id
+// goes on to the route, which refuses it.
+func (a *api) limitPurchase(c *gin.Context) {
+	voucherID, err := pathID(c, "id")
+	if err != nil {
+		return
+	}
+	u, _ := middleware.UserFrom(c.Request.Context())
+	if err := a.Limits.Admit(c.Request.Context(), u.ID, voucherID, c.ClientIP()); err != nil {
+		a.seckillFail(c, err)
+	}
 }
 
 func (a *api) outcome(code string) { a.Metrics.Outcomes.WithLabelValues(code).Inc() }

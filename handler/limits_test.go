@@ -2,8 +2,11 @@ package handler_test
 
 import (
 	"bytes"
+	"context"
+	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"mime/multipart"
 	"net/http"
 	"net/http/httptest"
@@ -16,6 +19,8 @@ import (
 
 	"seckill/handler"
 	"seckill/middleware"
+	"seckill/model"
+	"seckill/service"
 )
 
 // TestOversizedUploadLeavesNoFile: a multipart upload larger than gin's
@@ -129,4 +134,75 @@ func TestLongAuthorizationRefused(t *testing.T) {
 	}
 	assertError(t, e.do(http.MethodGet, "/user/me", "", long), http.StatusUnauthorized, handler.CodeUnauthorized)
 	assertError(t, e.do(http.MethodGet, "/user/me", "", "Bearer "+strings.Repeat("x", 900<<10)), http.StatusUnauthorized, handler.CodeUnauthorized)
+}
+
+// TestPurchaseLimited: a purchase over a limit is 429 RATE_LIMITED with
+// Retry-After in whole seconds; the limit sees the peer's address, or the
+// X-Forwarded-For client when the peer is a trusted proxy; a malformed id
+// passes the limits and is refused by the route.
+func TestPurchaseLimited(t *testing.T) {
+	limits := newFakeLimits(1)
+	e := newEnv(t, func(d *handler.Deps) {
+		d.Limits = limits
+		d.TrustedProxies = []string{"10.0.0.0/8"}
+	})
+	send := func(path, peer, xff string) *httptest.ResponseRecorder {
+		req := httptest.NewRequest(http.MethodPost, path, nil)
+		req.RemoteAddr = peer + ":4000"
+		req.Header.Set("X-Forwarded-For", xff)
+		req.Header.Set("authorization", e.userTok)
+		rec := httptest.NewRecorder()
+		e.h.ServeHTTP(rec, req)
+		return rec
+	}
+	if rec := send("/voucher-order/seckill/3", "10.1.2.3", "203.0.113.9"); rec.Code != http.StatusOK {
+		t.Fatalf("first purchase: got %d %s, want 200", rec.Code, rec.Body)
+	}
+	rec := send("/voucher-order/seckill/3", "198.51.100.7", "203.0.113.9")
+	if rec.Code != http.StatusTooManyRequests || !strings.Contains(rec.Body.String(), `"RATE_LIMITED"`) {
+		t.Errorf("second purchase: got %d %s, want 429 RATE_LIMITED", rec.Code, rec.Body)
+	}
+	if got := rec.Header().Get("Retry-After"); got != "2" {
+		t.Errorf("Retry-After: got %q, want \"2\" (1.5s rounded up)", got)
+	}
+	if rec := send("/voucher-order/seckill/x", "198.51.100.7", ""); rec.Code != http.StatusBadRequest {
+		t.Errorf("malformed id: got %d, want 400", rec.Code)
+	}
+	want := "[203.0.113.9 198.51.100.7]"
+	if got := fmt.Sprint(limits.addrs); got != want {
+		t.Errorf("addresses counted: got %s, want %s (the trusted proxy's client, then the untrusted peer)", got, want)
+	}
+}
+
+// downLimiter is a limits store whose Redis cannot be reached.
+type downLimiter struct{}
+
+func (downLimiter) AllowAddr(context.Context, string, model.Limit) (bool, time.Duration, error) {
+	return false, 0, model.Unavailable(errors.New("dial tcp 127.0.0.1:6379: connect: connection refused"))
+}
+func (d downLimiter) AllowUser(ctx context.Context, _ int64, l model.Limit) (bool, time.Duration, error) {
+	return d.AllowAddr(ctx, "", l)
+}
+func (d downLimiter) AllowVoucher(ctx context.Context, _ int64, l model.Limit) (bool, time.Duration, error) {
+	return d.AllowAddr(ctx, "", l)
+}
+
+// TestPurchaseLimitsRedisDown: with every limit on and their Redis
+// unreachable, purchases go through (the limits fail open), never a 500,
+// and each unchecked limit is counted.
+func TestPurchaseLimitsRedisDown(t *testing.T) {
+	var unchecked []string
+	limits := service.NewPurchaseLimits(downLimiter{}, service.PurchaseLimitConfig{
+		PerUser: 1, PerVoucher: 1, PerAddr: 1,
+		Failed: func(l string) { unchecked = append(unchecked, l) },
+	}, slog.New(slog.DiscardHandler))
+	e := newEnv(t, func(d *handler.Deps) { d.Limits = limits })
+	for i := range 3 {
+		if r := e.do(http.MethodPost, "/voucher-order/seckill/3", "", e.userTok); r.status != http.StatusOK {
+			t.Fatalf("purchase %d with the limits' Redis down: got %d %s, want 200", i+1, r.status, r.body)
+		}
+	}
+	if got := fmt.Sprint(unchecked); got != "[addr user voucher addr user voucher addr user voucher]" {
+		t.Errorf("unchecked: got %s, want each limit of each purchase", got)
+	}
 }

@@ -167,10 +167,11 @@ func (a *api) observe(voucherID int64, code string, err error, start time.Time) 
 }
 
 // seckillFail is the failure writer of the seckill route's middleware (the
-// rate limiter): a refusal there is counted for the voucher too.
+// limits): a refusal there is counted as an outcome, and for the voucher.
 func (a *api) seckillFail(c *gin.Context, err error) {
+	_, code, _ := Classify(err)
+	a.outcome(code)
 	if id, perr := pathID(c, "id"); perr == nil {
-		_, code, _ := Classify(err)
 		a.observe(id, code, err, time.Now())
 	}
 	a.fail(c, err)

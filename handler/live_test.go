@@ -346,7 +346,7 @@ func TestSeckillAnswersCounted(t *testing.T) {
 // TestRateLimitedAnswersCounted: a request the rate limiter refuses is
 // counted for its voucher as RATE_LIMITED.
 func TestRateLimitedAnswersCounted(t *testing.T) {
-	e := newLiveEnv(t, func(d *handler.Deps) { d.RateLimit = 1 })
+	e := newLiveEnv(t, func(d *handler.Deps) { d.Limits = newFakeLimits(1) })
 	for range 3 {
 		e.do(http.MethodPost, "/voucher-order/seckill/3", "", e.userTok)
 	}
@@ -368,7 +368,7 @@ func TestRateLimitedAnswersCounted(t *testing.T) {
 // before any voucher is read. None is counted, no place of the recorder
 // is taken, and a real purchase afterwards is counted.
 func TestLiveFloodOfUnknownVouchers(t *testing.T) {
-	e := newLiveEnv(t, func(d *handler.Deps) { d.RateLimit = 1 })
+	e := newLiveEnv(t, func(d *handler.Deps) { d.Limits = newFakeLimits(1) })
 	const real = 424242
 	e.seck.buy = func(_ context.Context, _, voucherID int64) (int64, error) {
 		if voucherID != real {

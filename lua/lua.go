@@ -43,6 +43,20 @@ var (
 	touchSrc string
 	//go:embed giveback.lua
 	giveBackSrc string
+	//go:embed idempotency_begin.lua
+	idempotencyBeginSrc string
+	//go:embed idempotency_finish.lua
+	idempotencyFinishSrc string
+)
+
+// The Idempotency-Key scripts, one key each.
+var (
+	// IdempotencyBegin is idempotency_begin.lua: claim a key for an
+	// attempt, or return its record (fingerprint, answer).
+	IdempotencyBegin = redis.NewScript(idempotencyBeginSrc)
+	// IdempotencyFinish is idempotency_finish.lua: store the attempt's
+	// answer, or give the key up, if the attempt still holds it.
+	IdempotencyFinish = redis.NewScript(idempotencyFinishSrc)
 )
 
 // The lock scripts. They are immutable once built and safe for concurrent

@@ -60,6 +60,7 @@ func TestScriptsLoad(t *testing.T) {
 		"ReentrantUnlock": lua.ReentrantUnlock, "ReentrantRenew": lua.ReentrantRenew,
 		"Seckill": lua.Seckill, "SeckillSettle": lua.SeckillSettle,
 		"DeadLetter": lua.DeadLetter, "Touch": lua.Touch, "GiveBack": lua.GiveBack,
+		"IdempotencyBegin": lua.IdempotencyBegin, "IdempotencyFinish": lua.IdempotencyFinish,
 	}
 	for name, sc := range scripts {
 		if sc == nil {

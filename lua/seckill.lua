@@ -15,7 +15,9 @@
 --          is the user's home bucket (the one holding the user's buyer
 --          mark): sold out here, the script reserves the user's buyer mark
 --          and answers 8 so that the caller tries the other buckets;
---          absent otherwise
+--          absent (or "") otherwise
+-- ARGV[7]  the W3C traceparent of the admitting request, stored in the
+--          stream entry as field traceparent; absent or "" stores none
 --
 -- Returns an integer code:
 --   0 admitted: stock decremented, buyer added, order appended to the stream,
@@ -77,6 +79,11 @@ if tonumber(stock) <= 0 then
 end
 redis.call('DECR', KEYS[1])
 redis.call('SADD', KEYS[2], ARGV[1])
-redis.call('XADD', KEYS[4], '*', 'orderId', ARGV[3], 'userId', ARGV[1], 'voucherId', ARGV[2])
+local entry = {'orderId', ARGV[3], 'userId', ARGV[1], 'voucherId', ARGV[2]}
+if ARGV[7] and ARGV[7] ~= '' then
+  entry[#entry + 1] = 'traceparent'
+  entry[#entry + 1] = ARGV[7]
+end
+redis.call('XADD', KEYS[4], '*', unpack(entry))
 redis.call('SET', KEYS[5], mine .. 'pending', 'EX', ARGV[5])
 return 0

@@ -14,6 +14,8 @@
 -- ARGV[5]  TTL of the order-info key, seconds
 -- ARGV[6]  the shard of the user's home bucket (the stream entry carries
 --          it: a dead letter gives the buyer mark back there)
+-- ARGV[7]  the W3C traceparent of the admitting request, stored in the
+--          stream entry as field traceparent; absent or "" stores none
 --
 -- Returns 0 admitted (stock decremented, entry appended with buyerShard,
 -- order info pending; or admitted already by an earlier run whose reply was
@@ -49,7 +51,11 @@ if tonumber(stock) <= 0 then
   return 1
 end
 redis.call('DECR', KEYS[1])
-redis.call('XADD', KEYS[3], '*', 'orderId', ARGV[3], 'userId', ARGV[1], 'voucherId', ARGV[2],
-  'buyerShard', ARGV[6])
+local entry = {'orderId', ARGV[3], 'userId', ARGV[1], 'voucherId', ARGV[2], 'buyerShard', ARGV[6]}
+if ARGV[7] and ARGV[7] ~= '' then
+  entry[#entry + 1] = 'traceparent'
+  entry[#entry + 1] = ARGV[7]
+end
+redis.call('XADD', KEYS[3], '*', unpack(entry))
 redis.call('SET', KEYS[4], mine .. 'pending', 'EX', ARGV[5])
 return 0

@@ -32,6 +32,9 @@ type Metrics struct {
 	// Async mode: the admissions' round trips to Redis (admissions per
 	// round trip: 1 sent alone, up to 64 pipelined).
 	AdmissionPipeline prometheus.Histogram
+	// PurchaseLimits counts the purchase limits' refusals and the checks
+	// that failed (let through), by limit and result.
+	PurchaseLimits *prometheus.CounterVec
 }
 
 // New registers the metrics in a fresh registry.
@@ -75,8 +78,12 @@ func New() *Metrics {
 			Help:    "Async admissions per round trip to Redis: 1 sent alone at once, up to 64 in one pipeline (sum ÷ count: the mean pipelining depth).",
 			Buckets: []float64{1, 2, 4, 8, 16, 32, 64},
 		}),
+		PurchaseLimits: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "seckill_purchase_limit_total",
+			Help: "Purchase limit decisions by limit (addr, user, voucher) and result: refused (429), or unchecked (Redis failed, let through).",
+		}, []string{"limit", "result"}),
 	}
-	m.Registry.MustRegister(m.Requests, m.Latency, m.Outcomes, m.LockRefused, m.UniqueKey, m.StaleFence,
+	m.Registry.MustRegister(m.PurchaseLimits, m.Requests, m.Latency, m.Outcomes, m.LockRefused, m.UniqueKey, m.StaleFence,
 		m.AsyncWritten, m.AsyncDeadLetters, m.AsyncBatch, m.AsyncClaimed, m.AdmissionPipeline,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
@@ -85,6 +92,16 @@ func New() *Metrics {
 // Handler serves the registry in the Prometheus text format.
 func (m *Metrics) Handler() http.Handler {
 	return promhttp.HandlerFor(m.Registry, promhttp.HandlerOpts{})
+}
+
+// PurchaseLimitRefused counts a purchase refused by limit.
+func (m *Metrics) PurchaseLimitRefused(limit string) {
+	m.PurchaseLimits.WithLabelValues(limit, "refused").Inc()
+}
+
+// PurchaseLimitFailed counts a purchase limit that could not be checked.
+func (m *Metrics) PurchaseLimitFailed(limit string) {
+	m.PurchaseLimits.WithLabelValues(limit, "unchecked").Inc()
 }
 
 // LockNotObtained counts a refused lock (service.Observer).

@@ -57,6 +57,9 @@ type QueuedOrder struct {
 	// in shard BuyerShard, not in the entry's own.
 	Away       bool
 	BuyerShard int
+	// TraceParent is the W3C traceparent of the request that admitted the
+	// order ("" when it was not traced).
+	TraceParent string
 }
 
 // GiveBack says what a dead letter returns to the voucher's Redis state:

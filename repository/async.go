@@ -20,6 +20,22 @@ type Admission struct {
 	rdb    redis.UniversalClient
 	stream string       // StreamName; tests use a stream of their own
 	batch  admitBatcher // coalesces concurrent admissions
+	// traceParent names the admitting request's span for the stream
+	// entry; nil (tracing off) stores none.
+	traceParent func(context.Context) string
+}
+
+// CarryTrace stores in each stream entry what f returns for the admitting
+// request's context (its W3C traceparent), so that the consumer's write
+// can be linked to the request.
+func (a *Admission) CarryTrace(f func(context.Context) string) { a.traceParent = f }
+
+// traceOf is the traceparent of ctx for the stream entry, "" when none.
+func (a *Admission) traceOf(ctx context.Context) string {
+	if a.traceParent == nil {
+		return ""
+	}
+	return a.traceParent(ctx)
 }
 
 // NewAdmission returns the Redis side of async mode.
@@ -112,6 +128,12 @@ func (a *Admission) admitIn(ctx context.Context, shard int, orderID, userID, vou
 	if reserve {
 		args = append(args, "reserve")
 	}
+	if tp := a.traceOf(ctx); tp != "" {
+		if !reserve {
+			args = append(args, "")
+		}
+		args = append(args, tp)
+	}
 	code, err := a.batch.eval(ctx, a.rdb, args).Int()
 	var reply redis.Error
 	switch {
@@ -161,7 +183,7 @@ func (a *Admission) fallOver(ctx context.Context, orderID, userID, voucherID int
 		shard := BucketShard(voucherID, (home+i)%buckets)
 		k := SeckillKeysIn(a.stream, shard, voucherID, orderID)
 		code, err := evalOnce(ctx, a.rdb, lua.SeckillAway, []any{4, k[0], k[2], k[3], k[4],
-			userID, voucherID, orderID, now.UnixMilli(), int64(OrderInfoTTL / time.Second), homeShard}).Int()
+			userID, voucherID, orderID, now.UnixMilli(), int64(OrderInfoTTL / time.Second), homeShard, a.traceOf(ctx)}).Int()
 		var reply redis.Error
 		switch {
 		case err != nil && errors.As(err, &reply):

@@ -190,6 +190,22 @@ func CodeCooldownKey(phone string) string { return "login:cooldown:" + phone }
 func CodeDailyKey(phone string) string    { return "login:daily:" + phone }
 func CodeAddrKey(addr string) string      { return "login:addr:" + addr }
 
+// The Limiter keys of the purchase (stored as rate:<key>): the user's,
+// the voucher's and the client address's purchases.
+func PurchaseUserKey(userID int64) string {
+	return "seckill:limit:user:" + strconv.FormatInt(userID, 10)
+}
+func PurchaseVoucherKey(voucherID int64) string {
+	return "seckill:limit:voucher:" + strconv.FormatInt(voucherID, 10)
+}
+func PurchaseAddrKey(addr string) string { return "seckill:limit:addr:" + addr }
+
+// IdempotencyKey is seckill:idem:<userId>:<key>, the record of one
+// user's Idempotency-Key: every user has a key space of their own.
+func IdempotencyKey(userID int64, key string) string {
+	return "seckill:idem:" + strconv.FormatInt(userID, 10) + ":" + key
+}
+
 // idDay is the day of t (UTC) as the ID worker's sequence key spells it:
 // yyyy:MM:dd.
 func idDay(t time.Time) string { return t.UTC().Format("2006:01:02") }

@@ -56,3 +56,27 @@ func (c CodeLimits) AllowCooldown(ctx context.Context, phone string, l model.Lim
 func (c CodeLimits) AllowDaily(ctx context.Context, phone string, l model.Limit) (bool, time.Duration, error) {
 	return c.Allow(ctx, CodeDailyKey(phone), l)
 }
+
+// PurchaseLimits are the purchase's limits (service.PurchaseLimiter) on a
+// Limiter, with the keys of keys.go.
+type PurchaseLimits struct{ *Limiter }
+
+// NewPurchaseLimits returns the purchase's limits on rdb.
+func NewPurchaseLimits(rdb redis.UniversalClient) PurchaseLimits {
+	return PurchaseLimits{NewLimiter(rdb)}
+}
+
+// AllowAddr counts a purchase from the client address addr.
+func (p PurchaseLimits) AllowAddr(ctx context.Context, addr string, l model.Limit) (bool, time.Duration, error) {
+	return p.Allow(ctx, PurchaseAddrKey(addr), l)
+}
+
+// AllowUser counts a purchase of the user.
+func (p PurchaseLimits) AllowUser(ctx context.Context, userID int64, l model.Limit) (bool, time.Duration, error) {
+	return p.Allow(ctx, PurchaseUserKey(userID), l)
+}
+
+// AllowVoucher counts an admission to the voucher's sale.
+func (p PurchaseLimits) AllowVoucher(ctx context.Context, voucherID int64, l model.Limit) (bool, time.Duration, error) {
+	return p.Allow(ctx, PurchaseVoucherKey(voucherID), l)
+}

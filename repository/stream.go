@@ -351,6 +351,7 @@ func parseEntry(shard int, m redis.XMessage) model.QueuedOrder {
 		return n
 	}
 	q.OrderID, q.UserID, q.VoucherID = field("orderId"), field("userId"), field("voucherId")
+	q.TraceParent = q.Raw["traceparent"] // absent in entries of untraced requests
 	if raw, ok := q.Raw["buyerShard"]; ok {
 		n, err := strconv.Atoi(raw)
 		if err != nil || n < 0 || n >= Shards {

@@ -107,6 +107,9 @@ type ConsumerDeps struct {
 	// Admitted counts this process's admissions (optional): while it
 	// moves, consumers keep to ConsumerConfig.Duty.
 	Admitted func() uint64
+	// Tracer traces each batch, linked to the requests that admitted its
+	// orders; optional (nil traces nothing).
+	Tracer   BatchTracer
 	Observer Observer         // optional: lock refusals, unique-key rejections
 	Metrics  ConsumerObserver // optional: batches, writes, dead letters, claims
 	Now      func() time.Time
@@ -457,6 +460,15 @@ func (c *consumer) claim(ctx context.Context, kept []model.QueuedOrder) []model.
 func (c *consumer) process(msgs []model.QueuedOrder) []model.QueuedOrder {
 	ctx, cancel := context.WithTimeout(context.Background(), c.cfg.BatchTimeout)
 	defer cancel()
+	if c.d.Tracer != nil {
+		parents := make([]string, len(msgs))
+		for i, m := range msgs {
+			parents[i] = m.TraceParent
+		}
+		var end func()
+		ctx, end = c.d.Tracer.StartBatch(ctx, len(msgs), parents)
+		defer end()
+	}
 	c.d.Metrics.BatchRead(len(msgs))
 	b := &batch{c: c, ctx: ctx}
 	var work []model.QueuedOrder

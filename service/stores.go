@@ -101,3 +101,10 @@ type nopObserver struct{}
 func (nopObserver) LockNotObtained()    {}
 func (nopObserver) UniqueKeyRejected()  {}
 func (nopObserver) StaleFenceRejected() {}
+
+// BatchTracer starts the span of one consumer batch, linked to the spans
+// named by parents (W3C traceparents, "" for none), and returns its
+// context and its end.
+type BatchTracer interface {
+	StartBatch(ctx context.Context, size int, parents []string) (context.Context, func())
+}

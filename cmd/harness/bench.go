@@ -52,6 +52,12 @@ package main
 //                      the consumers writing ÷ without them ≥ 0.8" (the drain
 //                      may slow admission by at most 20 %) divides async-<lock>
 //                      req/s by this run's;
+//   async-<lock>-limits, async-<lock>-traced  right after the -nodrain run:
+//                      the async-<lock> run with every purchase limit on and
+//                      none reached (limitsNotHit), then with tracing on at
+//                      a 1 % sample (tracedAt1Percent, console exporter to
+//                      the server's log); their cost is their req/s ÷
+//                      async-<lock>'s (target for the limits: ≥ 0.9);
 //   k6-async-<lock>    k6, constant arrival rate at half the sync `lua` req/s
 //                      (bench/arrival.js, a new user per request): latency.
 // After every run the voucher is audited (admin audit endpoint, and the

@@ -116,6 +116,18 @@ func (b *bench) measure() {
 			nd := name + "-nodrain"
 			b.attempt(nd, func() { b.asyncNoDrainRun(nd, lm) })
 			b.rows = append(b.rows, nd)
+			// The same admission with the purchase limits configured but
+			// never hit, then with tracing on at a 1 % sample: their cost
+			// is their req/s ÷ this run's.
+			for _, v := range []struct {
+				suffix string
+				env    []string
+			}{{"-limits", limitsNotHit}, {"-traced", tracedAt1Percent}} {
+				run := name + v.suffix
+				b.noteCmd(fmt.Sprintf("# %s: the server started with %s", run, strings.Join(v.env, " ")))
+				b.attempt(run, func() { b.asyncRun(run, lm, false, v.env...) })
+				b.rows = append(b.rows, run)
+			}
 			mean := b.get(name, "pipeline_mean")
 			if p := admitPName(mean); p != "" {
 				b.logf("redis-benchmark of seckill.lua at %s's mean pipelining depth (%s): -P %d", name, mean, pipelineDepth(mean))
@@ -623,12 +635,21 @@ func (b *bench) seckillRun(name, orderMode, lockMode string) {
 	b.stopServer()
 }
 
+// limitsNotHit are the purchase limits of the -limits run: every limit
+// on, none reached (every request is a new user; one voucher and one
+// address get far fewer requests than their limits).
+var limitsNotHit = []string{"SECKILL_RATE_LIMIT=1000", "SECKILL_RATE_LIMIT_VOUCHER=100000000", "SECKILL_RATE_LIMIT_IP=100000000"}
+
+// tracedAt1Percent is tracing in the -traced run: 1 % of the requests
+// sampled, their spans written by the console exporter to the server's log.
+var tracedAt1Percent = []string{"OTEL_TRACES_EXPORTER=console", "OTEL_TRACES_SAMPLER=parentbased_traceidratio", "OTEL_TRACES_SAMPLER_ARG=0.01"}
+
 // asyncRun: like seckillRun in async mode, then the drain and the audit with
 // invariant 5. With profile, the wrk run and the drain are CPU-profiled (the
 // drain profile is <name>-drain).
-func (b *bench) asyncRun(name, lockMode string, profile bool) {
-	b.logf("seckill %s", name)
-	b.startServer("async", lockMode, name)
+func (b *bench) asyncRun(name, lockMode string, profile bool, env ...string) {
+	b.logf("seckill %s %s", name, strings.Join(env, " "))
+	b.startServer("async", lockMode, name, env...)
 	v := b.publish(10000000)
 	admission := name == b.cfg.admissionRun()
 	if admission {

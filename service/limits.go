@@ -1,0 +1,117 @@
+package service
+
+import (
+	"context"
+	"log/slog"
+	"sync/atomic"
+	"time"
+
+	"seckill/model"
+)
+
+// PurchaseLimiter counts purchases against limits shared by every instance:
+// ok, or refused with the wait until one is allowed.
+type PurchaseLimiter interface {
+	// AllowAddr counts a purchase from the client address addr.
+	AllowAddr(ctx context.Context, addr string, l model.Limit) (ok bool, retryAfter time.Duration, err error)
+	// AllowUser counts a purchase of the user.
+	AllowUser(ctx context.Context, userID int64, l model.Limit) (ok bool, retryAfter time.Duration, err error)
+	// AllowVoucher counts an admission to the voucher's sale.
+	AllowVoucher(ctx context.Context, voucherID int64, l model.Limit) (ok bool, retryAfter time.Duration, err error)
+}
+
+// PurchaseLimitConfig are the purchase limits per second; 0 is no limit.
+type PurchaseLimitConfig struct {
+	PerUser    int
+	PerVoucher int
+	PerAddr    int
+	// Refused is called with the limit's name ("addr", "user", "voucher")
+	// on each refusal; nil calls nothing.
+	Refused func(limit string)
+	// Failed is called with the limit's name when it could not be checked;
+	// nil calls nothing.
+	Failed func(limit string)
+}
+
+// PurchaseLimits holds purchases to the configured limits.
+//
+// When a limit cannot be checked (Redis unreachable or slow) the purchase
+// goes on: the limits protect capacity, not correctness. The lock, the
+// stock's conditional update and the unique key still hold every
+// invariant, and a purchase that needs Redis answers 503 by itself.
+// Refusing instead would turn an outage of the limiter's store into an
+// outage of every sale, the database-backed ones too.
+type PurchaseLimits struct {
+	store PurchaseLimiter
+	cfg   PurchaseLimitConfig
+	log   *slog.Logger
+	// lastLog is the unix second of the last failure logged.
+	lastLog atomic.Int64
+}
+
+// NewPurchaseLimits returns the purchase limits of cfg on store.
+func NewPurchaseLimits(store PurchaseLimiter, cfg PurchaseLimitConfig, log *slog.Logger) *PurchaseLimits {
+	return &PurchaseLimits{store: store, cfg: cfg, log: log}
+}
+
+// Enabled reports whether any limit is configured.
+func (p *PurchaseLimits) Enabled() bool {
+	return p != nil && (p.cfg.PerUser > 0 || p.cfg.PerVoucher > 0 || p.cfg.PerAddr > 0)
+}
+
+// perSecond is a limit of n events per second, n of them at once.
+func perSecond(n int) model.Limit { return model.Limit{Rate: n, Burst: n, Period: time.Second} }
+
+// Admit counts one purchase of userID for voucherID from addr against the
+// address's limit, then the user's, then the voucher's; the first refusal
+// stops (a *model.RateLimitedError). The voucher's limit comes last, so
+// that it counts only admissions that passed the others.
+func (p *PurchaseLimits) Admit(ctx context.Context, userID, voucherID int64, addr string) error {
+	if p.cfg.PerAddr > 0 && addr != "" {
+		ok, wait, err := p.store.AllowAddr(ctx, addr, perSecond(p.cfg.PerAddr))
+		if err := p.verdict(ctx, "addr", "too many purchases from this address", ok, wait, err); err != nil {
+			return err
+		}
+	}
+	if p.cfg.PerUser > 0 {
+		ok, wait, err := p.store.AllowUser(ctx, userID, perSecond(p.cfg.PerUser))
+		if err := p.verdict(ctx, "user", "too many purchases from this user", ok, wait, err); err != nil {
+			return err
+		}
+	}
+	if p.cfg.PerVoucher > 0 {
+		ok, wait, err := p.store.AllowVoucher(ctx, voucherID, perSecond(p.cfg.PerVoucher))
+		if err := p.verdict(ctx, "voucher", "too many purchases of this voucher", ok, wait, err); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// verdict turns one limit's answer into the refusal, or nil to go on (an
+// answer that is an error goes on too).
+func (p *PurchaseLimits) verdict(ctx context.Context, name, reason string, ok bool, wait time.Duration, err error) error {
+	switch {
+	case err != nil:
+		p.failed(ctx, name, err)
+		return nil
+	case ok:
+		return nil
+	}
+	if p.cfg.Refused != nil {
+		p.cfg.Refused(name)
+	}
+	return model.RateLimited(reason, wait)
+}
+
+// failed counts a limit that could not be checked and logs it, at most
+// once a second.
+func (p *PurchaseLimits) failed(ctx context.Context, name string, err error) {
+	if p.cfg.Failed != nil {
+		p.cfg.Failed(name)
+	}
+	now := time.Now().Unix()
+	if last := p.lastLog.Load(); now != last && p.lastLog.CompareAndSwap(last, now) {
+		p.log.WarnContext(ctx, "purchase limit not checked: let through", "limit", name, "err", err)
+	}
+}

@@ -1,0 +1,124 @@
+// Package telemetry turns OpenTelemetry tracing on from the standard
+// OTEL_* variables and instruments the service with the maintained
+// instrumentation of its libraries: gin (otelgin, in package handler),
+// go-redis (redisotel) and gorm (gorm.io/plugin/opentelemetry). It adds
+// what no library does: spans around the lock's obtain and release, and
+// the trace context carried in an async order's stream entry.
+//
+// Tracing is off unless the OTEL_* variables turn it on (config.Config's
+// Tracing). Off, nothing is instrumented: the hot path is the same code
+// as without this package.
+package telemetry
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/redis/go-redis/extra/redisotel/v9"
+	"github.com/redis/go-redis/v9"
+	"go.opentelemetry.io/contrib/exporters/autoexport"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/propagation"
+	"go.opentelemetry.io/otel/sdk/resource"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	semconv "go.opentelemetry.io/otel/semconv/v1.37.0"
+	"go.opentelemetry.io/otel/trace"
+	"gorm.io/gorm"
+	gormtracing "gorm.io/plugin/opentelemetry/tracing"
+)
+
+// ServiceName is the service.name of the spans unless OTEL_SERVICE_NAME
+// names another.
+const ServiceName = "seckill"
+
+// scope is the instrumentation scope of the spans this package makes.
+const scope = "seckill/telemetry"
+
+// Start returns a tracer provider exporting with the exporter the OTEL_*
+// variables name (OTLP by default; see autoexport) in batches, sampling as
+// OTEL_TRACES_SAMPLER says (parent-based, always on by default). Shut it
+// down to flush the last spans.
+func Start(ctx context.Context) (*sdktrace.TracerProvider, error) {
+	exp, err := autoexport.NewSpanExporter(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("OTEL_TRACES_EXPORTER: %w", err)
+	}
+	res, err := resource.Merge(resource.Default(),
+		resource.NewSchemaless(semconv.ServiceName(ServiceName)))
+	if err != nil {
+		return nil, err
+	}
+	// The environment's OTEL_SERVICE_NAME and OTEL_RESOURCE_ATTRIBUTES
+	// win over the default name.
+	if env, err := resource.New(ctx, resource.WithFromEnv()); err == nil {
+		if merged, err := resource.Merge(res, env); err == nil {
+			res = merged
+		}
+	}
+	return sdktrace.NewTracerProvider(sdktrace.WithBatcher(exp), sdktrace.WithResource(res)), nil
+}
+
+// Tracing instruments the service on one tracer provider.
+type Tracing struct {
+	tp     trace.TracerProvider
+	tracer trace.Tracer
+	prop   propagation.TextMapPropagator
+}
+
+// New returns the instrumentation on tp.
+func New(tp trace.TracerProvider) *Tracing {
+	return &Tracing{tp: tp, tracer: tp.Tracer(scope), prop: propagation.TraceContext{}}
+}
+
+// Provider is the tracer provider; nil for a nil Tracing (tracing off).
+func (t *Tracing) Provider() trace.TracerProvider {
+	if t == nil {
+		return nil
+	}
+	return t.tp
+}
+
+// Propagator is the W3C trace-context propagator every span crosses
+// processes with.
+func (t *Tracing) Propagator() propagation.TextMapPropagator { return t.prop }
+
+// Redis adds a span to every command, pipeline and script of rdb.
+func (t *Tracing) Redis(rdb redis.UniversalClient) error {
+	return redisotel.InstrumentTracing(rdb, redisotel.WithTracerProvider(t.tp))
+}
+
+// DB adds a span to every SQL statement of db, its values left out.
+func (t *Tracing) DB(db *gorm.DB) error {
+	return db.Use(gormtracing.NewPlugin(gormtracing.WithTracerProvider(t.tp), gormtracing.WithoutMetrics(),
+		gormtracing.WithoutQueryVariables()))
+}
+
+// TraceParent is the W3C traceparent of ctx's span, "" when it has none
+// or is not sampled (an unsampled request links nothing).
+func (t *Tracing) TraceParent(ctx context.Context) string {
+	if !trace.SpanContextFromContext(ctx).IsSampled() {
+		return ""
+	}
+	c := propagation.MapCarrier{}
+	t.prop.Inject(ctx, c)
+	return c["traceparent"]
+}
+
+// StartBatch starts the span of one consumer batch, linked to the spans
+// of the requests that admitted its orders (their traceparents; empty ones
+// are skipped), and returns its context and its end.
+func (t *Tracing) StartBatch(ctx context.Context, size int, parents []string) (context.Context, func()) {
+	links := make([]trace.Link, 0, len(parents))
+	for _, p := range parents {
+		if p == "" {
+			continue
+		}
+		sc := trace.SpanContextFromContext(t.prop.Extract(context.Background(), propagation.MapCarrier{"traceparent": p}))
+		if sc.IsValid() {
+			links = append(links, trace.Link{SpanContext: sc})
+		}
+	}
+	ctx, span := t.tracer.Start(ctx, "seckill.consumer.batch", trace.WithSpanKind(trace.SpanKindConsumer),
+		trace.WithLinks(links...), trace.WithAttributes(attribute.Int("seckill.batch.size", size)))
+	return ctx, func() { span.End() }
+}
