@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/pprof"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -222,8 +223,14 @@ func New(d Deps) http.Handler {
 	r.POST("/voucher-order/seckill/:id", append(buy, a.seckill)...)
 	r.GET("/voucher-order/:orderId", authed, a.order)
 	if d.Lifecycle != nil {
-		r.POST("/voucher-order/:orderId/pay", authed, a.payOrder)
-		r.POST("/voucher-order/:orderId/cancel", authed, a.cancelOrder)
+		// Pay and cancel are idempotent by order; a key replays the first
+		// answer too, as for the purchase.
+		change := []gin.HandlerFunc{authed}
+		if d.Idempotency != nil {
+			change = append(change, a.idempotent)
+		}
+		r.POST("/voucher-order/:orderId/pay", append(slices.Clone(change), a.payOrder)...)
+		r.POST("/voucher-order/:orderId/cancel", append(slices.Clone(change), a.cancelOrder)...)
 	}
 
 	r.GET("/admin/vouchers/:id/audit", authed, admin, a.audit)

@@ -19,10 +19,6 @@ type Lifecycle interface {
 	Deadline(o *model.VoucherOrder) time.Time
 }
 
-// IdempotencyKeyHeader names the key a client sends to make a pay or
-// cancel safe to repeat.
-const IdempotencyKeyHeader = "Idempotency-Key"
-
 type orderResponse struct {
 	ID         string    `json:"id"`
 	UserID     int64     `json:"userId"`
@@ -65,7 +61,7 @@ func (a *api) changeOrder(c *gin.Context, change func(ctx context.Context, userI
 		return
 	}
 	u, _ := middleware.UserFrom(c.Request.Context())
-	o, err := change(c.Request.Context(), u.ID, orderID, c.GetHeader(IdempotencyKeyHeader))
+	o, err := change(c.Request.Context(), u.ID, orderID, c.GetHeader(IdempotencyHeader))
 	if err != nil {
 		a.fail(c, err)
 		return
