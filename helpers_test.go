@@ -129,8 +129,10 @@ func startAsyncApp(t *testing.T, env map[string]string) (*app, error) {
 }
 
 // sharedPayTimeout is the pay timeout of the test apps unless a test sets
-// one: longer than any test, so that no app expires another test's orders.
-const sharedPayTimeout = "24h"
+// one: 30 years, so that no app expires another test's orders, not even
+// the repository tests' orders made in 2001 to expire under their own
+// sweeps while this package runs beside them.
+const sharedPayTimeout = "262800h"
 
 // syncBuffer is a bytes.Buffer safe for concurrent writers.
 type syncBuffer struct {

@@ -49,11 +49,18 @@ func databases(t *testing.T) map[string]*DB {
 	return out
 }
 
+// newVoucher publishes a voucher on sale from before longAgo (the time of
+// the lifecycle tests' old orders) to an hour from now.
 func newVoucher(t *testing.T, db *DB, stock int) int64 {
+	t.Helper()
+	return newVoucherWindow(t, db, stock, longAgo.Add(-time.Hour), time.Now().Add(time.Hour))
+}
+
+func newVoucherWindow(t *testing.T, db *DB, stock int, begin, end time.Time) int64 {
 	t.Helper()
 	now := time.Now()
 	v := &model.Voucher{ShopID: 9, Title: "t", PayValue: 1, ActualValue: 2, Type: 1, Status: 1, CreateTime: now, UpdateTime: now}
-	sv := &model.SeckillVoucher{Stock: stock, InitialStock: stock, BeginTime: now.Add(-time.Hour), EndTime: now.Add(time.Hour), CreateTime: now, UpdateTime: now}
+	sv := &model.SeckillVoucher{Stock: stock, InitialStock: stock, BeginTime: begin, EndTime: end, CreateTime: now, UpdateTime: now}
 	if err := NewVouchers(db).CreateSeckill(context.Background(), v, sv); err != nil {
 		t.Fatal(err)
 	}
@@ -235,7 +242,7 @@ func TestCreateOrderOutsideWindow(t *testing.T) {
 	for name, db := range databases(t) {
 		t.Run(name, func(t *testing.T) {
 			orders := NewOrders(db)
-			vid := newVoucher(t, db, 5) // open from an hour ago to an hour on
+			vid := newVoucherWindow(t, db, 5, time.Now().Add(-time.Hour), time.Now().Add(time.Hour))
 			tests := []struct {
 				at   time.Duration
 				want error
