@@ -2,6 +2,7 @@ package repository
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 	"slices"
@@ -141,6 +142,12 @@ WHERE id = ? AND user_id = ? AND status = ?`,
 // expired.
 func (r *Orders) Expire(ctx context.Context, cutoff, now time.Time, limit int, due bool, vouchers []int64) ([]model.VoucherOrder, error) {
 	var out []model.VoucherOrder
+	// READ COMMITTED on MySQL: the claim's range scan then locks the rows it
+	// takes and no gap, so new orders are never held up behind a sweep.
+	var opts []*sql.TxOptions
+	if r.db.Dialector.Name() != "sqlite" {
+		opts = append(opts, &sql.TxOptions{Isolation: sql.LevelReadCommitted})
+	}
 	err := r.retryDeadlock(ctx, func(tx *gorm.DB) error {
 		out = nil
 		var rows []orderKey
@@ -184,7 +191,7 @@ WHERE id IN ? AND status = ?`, model.OrderStatusCancelled, now, model.CancelByTi
 				Status: model.OrderStatusCancelled, CancelReason: model.CancelByTimeout, GivebackDue: due})
 		}
 		return nil
-	})
+	}, opts...)
 	if err != nil {
 		return nil, translate(err)
 	}
@@ -260,10 +267,10 @@ func cancelledErr(o *model.VoucherOrder) error {
 
 // retryDeadlock runs fn in a transaction, again when InnoDB chose it as a
 // deadlock victim (up to deadlockRetries attempts).
-func (r *Orders) retryDeadlock(ctx context.Context, fn func(tx *gorm.DB) error) error {
+func (r *Orders) retryDeadlock(ctx context.Context, fn func(tx *gorm.DB) error, opts ...*sql.TxOptions) error {
 	var err error
 	for attempt := 0; attempt < deadlockRetries; attempt++ {
-		err = r.db.WithContext(ctx).Transaction(fn)
+		err = r.db.WithContext(ctx).Transaction(fn, opts...)
 		if !isDeadlock(err) {
 			return err
 		}
