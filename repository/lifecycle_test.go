@@ -135,7 +135,9 @@ func TestPayRacesExpiryAndCancel(t *testing.T) {
 			vid := newVoucher(t, db, n)
 			orders := oldOrders(t, db, vid, n)
 			var paidOK, cancelOK [n]atomic.Bool
-			var expired atomic.Int64
+			// A sweep killed during its commit may have committed: its
+			// batch (up to 7 orders) is then expired but not counted.
+			var expired, ambiguous atomic.Int64
 			var wg sync.WaitGroup
 			start := make(chan struct{})
 			for i, o := range orders {
@@ -183,6 +185,7 @@ func TestPayRacesExpiryAndCancel(t *testing.T) {
 								t.Errorf("expire: %v", err)
 								return
 							}
+							ambiguous.Add(1)
 							continue
 						}
 						expired.Add(int64(len(got)))
@@ -223,9 +226,10 @@ func TestPayRacesExpiryAndCancel(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if tl.Stock != int(cancelled) || tl.Orders != paid || tl.Expired != expired.Load() {
-				t.Errorf("got stock %d, live %d, expired %d; want %d (one unit per cancelled order), %d, %d (sweepers' count)",
-					tl.Stock, tl.Orders, tl.Expired, cancelled, paid, expired.Load())
+			lo, hi := expired.Load(), expired.Load()+7*ambiguous.Load()
+			if tl.Stock != int(cancelled) || tl.Orders != paid || tl.Expired < lo || tl.Expired > hi {
+				t.Errorf("got stock %d, live %d, expired %d; want %d (one unit per cancelled order), %d, %d to %d (sweepers' count, plus the batches of %d sweeps killed mid-commit)",
+					tl.Stock, tl.Orders, tl.Expired, cancelled, paid, lo, hi, ambiguous.Load())
 			}
 			a := tl.Audit(vid, 0)
 			if a.Check(); !a.Consistent {
