@@ -929,6 +929,7 @@ func (s *suite) runCase(ctx context.Context, c faultCase) (r caseResult) {
 	if plan.HoldAt == 0 {
 		plan.HoldAt = len(plan.Seq) * 65 / 100
 	}
+	plan.PayEvery = c.PayEvery
 	var faultErr error
 	plan.Fault = func(l *loadRun) {
 		defer l.recover()
@@ -1035,6 +1036,9 @@ func (s *suite) audit(ctx context.Context, c faultCase, e *caseEnv, l *loadRun, 
 		} else {
 			r.addMeasure("drained", "%.1fs after the load", time.Since(t0).Seconds())
 		}
+	}
+	if c.Expiry {
+		s.settleExpiry(ctx, e, r)
 	}
 	var live []string
 	for i, in := range e.ins {

@@ -40,6 +40,11 @@ type faultCase struct {
 	// FaultPct is where in the load (percent of the purchases sent) the
 	// fault starts.
 	FaultPct int
+	// PayEvery: every PayEvery-th buyer pays at once (0: nobody pays).
+	PayEvery int
+	// Expiry: the case runs a short pay timeout; the audit first waits
+	// until every unpaid order expired and every give-back was done.
+	Expiry bool
 
 	plan    func(s *suite, e *caseEnv, p *loadPlan) // nil: every user, round robin
 	fault   func(ctx context.Context, s *suite, e *caseEnv, l *loadRun) error
@@ -131,6 +136,30 @@ var faultCases = []faultCase{
 		Expect: "never 500; every 200's order written once MariaDB is back and the stream drained; no order whose buyer was told a failure; invariants 1-5",
 		fault:  mariadbRestart,
 		judge:  judgeMariaDB,
+	},
+	{
+		Name: "expiry-kill-sync", LockMode: "lua", OrderMode: "sync", FaultPct: 45, KillsInstance: true, Expiry: true, PayEvery: 4,
+		Env:    []string{"SECKILL_PAY_TIMEOUT=3s"},
+		Fault:  "pay timeout 3 s, a buyer in 4 pays, the others walk away; instance 2 of 2 killed (SIGKILL) once its sweepers are expiring orders, and taken out of the rotation",
+		Expect: "the survivor expires the rest: stock + unpaid + paid = initial; nothing unpaid or due at the end; no unit given back twice, no paid order cancelled (invariant 6); nothing oversold or lost",
+		fault:  expiryKill,
+		judge:  judgeExpiry,
+	},
+	{
+		Name: "expiry-mariadb-sync", LockMode: "lua", OrderMode: "sync", FaultPct: 45, Expiry: true, PayEvery: 4,
+		Env:    []string{"SECKILL_PAY_TIMEOUT=3s"},
+		Fault:  "pay timeout 3 s, a buyer in 4 pays, the others walk away; MariaDB killed (SIGKILL) once orders are expiring, restarted on its datadir after 15% more of the load",
+		Expect: "never 500; the sweepers resume: stock + unpaid + paid = initial; nothing unpaid or due at the end; no unit given back twice, no paid order cancelled; nothing oversold or lost",
+		fault:  expiryMariaDB,
+		judge:  judgeExpiry,
+	},
+	{
+		Name: "expiry-redis-async", LockMode: "lua", OrderMode: "async", FaultPct: 45, Expiry: true,
+		Env:    []string{"SECKILL_PAY_TIMEOUT=3s"},
+		Fault:  "pay timeout 3 s, every buyer walks away; Redis killed (SIGKILL) once orders are expiring, restarted empty after 10% more of the load; the voucher rebuilt (automatically, else by an operator)",
+		Expect: "every unit back exactly once: Redis stock + unpaid + paid + pending = initial (invariant 5), database stock + unpaid + paid = initial; nothing unpaid or due at the end; nothing oversold or lost",
+		fault:  expiryRedis,
+		judge:  judgeExpiry,
 	},
 	{
 		Name: "fence-on", LockMode: "lua", OrderMode: "sync", FaultPct: 20,

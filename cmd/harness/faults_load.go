@@ -136,6 +136,23 @@ func (c *apiClient) buy(ctx context.Context, base string, voucher int64, token s
 	}
 }
 
+// pay is POST /voucher-order/:id/pay as its owner; it returns the
+// answer's code (OK, ORDER_EXPIRED, TRANSPORT, ...).
+func (c *apiClient) pay(ctx context.Context, base, token string, id int64) string {
+	status, env, err := c.call(ctx, http.MethodPost, fmt.Sprintf("%s/voucher-order/%d/pay", base, id), token, nil)
+	switch {
+	case err != nil && status == 0:
+		return "TRANSPORT"
+	case env == nil:
+		return "OTHER"
+	case status == http.StatusOK && env.Success:
+		return "OK"
+	case env.Code != "":
+		return env.Code
+	}
+	return "OTHER"
+}
+
 // publish creates a voucher with stock on sale from a minute ago for
 // lifetime, and returns its id.
 func (c *apiClient) publish(ctx context.Context, base, admin string, shop int64, stock int, lifetime time.Duration) (int64, error) {
@@ -206,6 +223,9 @@ type loadPlan struct {
 	Use []int
 	// Tag carries the case's options to its fault.
 	Tag string
+	// PayEvery: the buyers whose index is a multiple of it pay their
+	// order at once after its 200 (0: nobody pays).
+	PayEvery int
 }
 
 // loadRun is a load in progress: the shots, the live instances, the
@@ -222,7 +242,8 @@ type loadRun struct {
 	values []measure // the fault's own figures
 	notes  []string
 	sent   atomic.Int64
-	extra  []shot // purchases the fault itself made (the fencing probes)
+	extra  []shot         // purchases the fault itself made (the fencing probes)
+	paid   map[string]int // the payments' answers, by code
 
 	recovered chan struct{}
 	recOnce   sync.Once
@@ -237,7 +258,7 @@ func newLoadRun(plan loadPlan, api *apiClient, urls []string) *loadRun {
 		plan.MaxInFlight = 400
 	}
 	return &loadRun{plan: plan, api: api, urls: urls, down: make([]bool, len(urls)),
-		shots: make([]shot, len(plan.Seq)), marks: map[string]time.Duration{},
+		shots: make([]shot, len(plan.Seq)), marks: map[string]time.Duration{}, paid: map[string]int{},
 		recovered: make(chan struct{}), faultDone: make(chan struct{})}
 }
 
@@ -389,6 +410,12 @@ func (l *loadRun) run(ctx context.Context) []shot {
 			l.shots[i].Status, l.shots[i].Code, l.shots[i].OrderID = s.Status, s.Code, s.OrderID
 			l.shots[i].Done = l.since()
 			l.mu.Unlock()
+			if s.Code == "OK" && l.plan.PayEvery > 0 && u%l.plan.PayEvery == 0 {
+				code := l.api.pay(ctx, base, l.plan.Users[u].Token, s.OrderID)
+				l.mu.Lock()
+				l.paid[code]++
+				l.mu.Unlock()
+			}
 		}()
 	}
 	wg.Wait()
