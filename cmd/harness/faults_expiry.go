@@ -9,6 +9,7 @@ import (
 	"syscall"
 	"time"
 
+	auditdb "seckill/internal/audit"
 	"seckill/model"
 )
 
@@ -136,7 +137,53 @@ func judgeExpiry(j judgement) {
 	if len(j.l.paid) > 0 {
 		r.addMeasure("payments", "%s", codesText(j.l.paid))
 	}
+	for code, n := range j.l.paid {
+		if code == "INTERNAL" || code == "OTHER" {
+			r.fail("%d payment(s) answered %s", n, code)
+		}
+	}
+	if r.OrderMode == "async" {
+		r.addMeasure("200s reported failed", "%d", r.ReportedFailed)
+		judgeExpiryRedis(j, t)
+	}
 	if a := r.measureOf("expired at the fault"); a == "" {
 		r.fail("the fault did not hit while orders were expiring")
+	}
+}
+
+// judgeExpiryRedis: every unit back in Redis exactly once after the
+// rebuild, summed over buckets: Redis stock + unpaid + paid + pending =
+// initial, with no give-back still owed.
+func judgeExpiryRedis(j judgement, t expiryTally) {
+	r, ctx := j.r, context.Background()
+	switch {
+	case hasMark(j.l, "back on sale by itself"):
+		at, _ := j.markAt("back on sale by itself")
+		back, _ := j.markAt("redis restarted")
+		r.addMeasure("recovery", "automatic %.1fs after the restart", (at - back).Seconds())
+	case hasMark(j.l, "back on sale after the rebuild"):
+		r.addMeasure("recovery", "operator rebuild")
+	default:
+		r.addMeasure("recovery", "none")
+	}
+	a, err := auditdb.ReadRedis(ctx, j.e.rdb, j.e.voucher)
+	if err != nil {
+		r.fail("read Redis: %v", err)
+		return
+	}
+	pending, err := streamLen(ctx, j.e.rdb)
+	if err != nil {
+		r.fail("read the stream's length: %v", err)
+		return
+	}
+	sum := a.RedisStock + t.Unpaid + t.Paid + pending
+	r.addMeasure("redis stock + unpaid + paid + pending", "%d + %d + %d + %d = %d (initial %d)",
+		a.RedisStock, t.Unpaid, t.Paid, pending, sum, r.InitialStock)
+	if sum != r.InitialStock {
+		r.fail("redis stock %d + unpaid %d + paid %d + pending %d = %d != initial %d",
+			a.RedisStock, t.Unpaid, t.Paid, pending, sum, r.InitialStock)
+	}
+	if a.RedisStock != r.StockLeft {
+		r.fail("redis stock %d != database stock %d after the settle", a.RedisStock, r.StockLeft)
 	}
 }

@@ -411,7 +411,13 @@ func (l *loadRun) run(ctx context.Context) []shot {
 			l.shots[i].Done = l.since()
 			l.mu.Unlock()
 			if s.Code == "OK" && l.plan.PayEvery > 0 && u%l.plan.PayEvery == 0 {
+				// An async order still pending answers ORDER_PENDING
+				// (retryable): the buyer tries again for up to 3 s.
 				code := l.api.pay(ctx, base, l.plan.Users[u].Token, s.OrderID)
+				for try := 0; code == "ORDER_PENDING" && try < 60 && ctx.Err() == nil; try++ {
+					time.Sleep(50 * time.Millisecond)
+					code = l.api.pay(ctx, base, l.plan.Users[u].Token, s.OrderID)
+				}
 				l.mu.Lock()
 				l.paid[code]++
 				l.mu.Unlock()
