@@ -351,6 +351,7 @@ func TestSelectCases(t *testing.T) {
 		{[]string{"mariadb-sync"}, []string{"mariadb-sync"}, false},
 		{[]string{"mariadb"}, []string{"mariadb-sync", "mariadb-async"}, false},
 		{[]string{"fence", "redis-async"}, []string{"redis-async", "fence-on", "fence-off"}, false},
+		{[]string{"expiry"}, []string{"expiry-kill-sync", "expiry-mariadb-sync", "expiry-redis-async"}, false},
 		{[]string{"mariadb-syn"}, nil, true},
 		{[]string{"nosuch"}, nil, true},
 	}
@@ -465,5 +466,33 @@ func TestInstanceEnvNamesOnlyPrivateDependencies(t *testing.T) {
 					c.Name, final["SECKILL_REDIS_ADDR"], final["SECKILL_REDIS_SENTINEL_ADDRS"])
 			}
 		}
+	}
+}
+
+// TestExpiryCasesExpire: every expiry case sets a short pay timeout, so
+// that orders expire during the load, and waits for the expiry to settle.
+func TestExpiryCasesExpire(t *testing.T) {
+	n := 0
+	for _, c := range faultCases {
+		if !strings.HasPrefix(c.Name, "expiry-") {
+			continue
+		}
+		n++
+		if !c.Expiry || c.judge == nil || c.fault == nil {
+			t.Errorf("%s: Expiry %v, judge or fault missing", c.Name, c.Expiry)
+		}
+		timeout := ""
+		for _, kv := range c.Env {
+			if v, ok := strings.CutPrefix(kv, "SECKILL_PAY_TIMEOUT="); ok {
+				timeout = v
+			}
+		}
+		d, err := time.ParseDuration(timeout)
+		if err != nil || d <= 0 || d > 3*time.Second {
+			t.Errorf("%s: SECKILL_PAY_TIMEOUT=%q, want at most 3s (a third of the load)", c.Name, timeout)
+		}
+	}
+	if n != 3 {
+		t.Errorf("%d expiry cases, want 3", n)
 	}
 }
