@@ -32,7 +32,9 @@ import (
 // the embedded backends (CI requires the real ones).
 func webTestApp(t *testing.T, env map[string]string) *app {
 	t.Helper()
-	vars := map[string]string{"SECKILL_HTTP_ADDR": "127.0.0.1:0", "SECKILL_ENV": "development"}
+	vars := map[string]string{"SECKILL_HTTP_ADDR": "127.0.0.1:0", "SECKILL_ENV": "development",
+		// The shared database holds other tests' unpaid orders.
+		"SECKILL_PAY_TIMEOUT": sharedPayTimeout}
 	dsn, redisAddr := os.Getenv("SECKILL_MYSQL_DSN"), os.Getenv("SECKILL_REDIS_ADDR")
 	switch {
 	case dsn != "" && redisAddr != "":
@@ -157,6 +159,13 @@ func TestWebBuyerFlow(t *testing.T) {
 			shop, vid := webVoucher(t, a.Handler, title, 1)
 			shopName := browsertestShopName(t, a.Handler, shop)
 			_, otherVid := webVoucher(t, a.Handler, "Other shop's tea "+title, 5)
+			// A second voucher of the shop, bought and cancelled elsewhere.
+			thirdTitle := "Cake " + title
+			thirdVid := webID(t, "publish the second voucher", call(t, a.Handler, http.MethodPost, "/voucher/seckill", adminToken(t, a.Handler), map[string]any{
+				"shopId": shop, "title": thirdTitle, "payValue": 3000, "actualValue": 5000, "type": 1, "stock": 1,
+				"beginTime": time.Now().Add(-time.Minute).Format(time.RFC3339),
+				"endTime":   time.Now().Add(time.Hour).Format(time.RFC3339),
+			}))
 			b := browsertest.New(t, browsertest.Options{Width: tc.width, Height: 900})
 
 			// A remembered shop that does not exist.
@@ -213,6 +222,7 @@ func TestWebBuyerFlow(t *testing.T) {
 			if r := call(t, a.Handler, http.MethodPost, fmt.Sprintf("/voucher-order/seckill/%d", otherVid), token, nil); r.Status != http.StatusOK {
 				t.Fatalf("buying the other shop's voucher: got %d %s", r.Status, r.Body.Code)
 			}
+			thirdID := strconv.FormatInt(webID(t, "buying the second voucher", call(t, a.Handler, http.MethodPost, fmt.Sprintf("/voucher-order/seckill/%d", thirdVid), token, nil)), 10)
 
 			b.Click(card + " .buy")
 			b.WaitText("#buy-result", "you bought “"+title+"”")
@@ -235,10 +245,19 @@ func TestWebBuyerFlow(t *testing.T) {
 				t.Errorf("the bought voucher's button is enabled")
 			}
 			b.WaitText(card+" .mine", orderID[len(orderID)-6:])
-			if n := browsertest.Eval[int](b, `document.querySelectorAll("#orders [data-order]").length`); n != 2 {
-				t.Errorf("orders shown: got %d, want 2", n)
+			b.WaitText("#orders", thirdTitle)
+			if n := browsertest.Eval[int](b, `document.querySelectorAll("#orders [data-order]").length`); n != 3 {
+				t.Errorf("orders shown: got %d, want 3", n)
 			}
 			noOverflow(t, b, "buyer")
+			lifecycleSteps(t, b, a.Handler, token, lifecycleIDs{
+				card: card, row: row, title: title, otherTitle: "Other shop's tea " + title,
+				thirdCard: fmt.Sprintf(`[data-voucher="%d"]`, thirdVid), thirdID: thirdID,
+			})
+			noOverflow(t, b, "buyer-lifecycle")
+			if tc.width == 390 {
+				b.Screenshot(fmt.Sprintf("orders-%s-%d", mode, tc.width))
+			}
 
 			// The stored token stops working (here: replaced by garbage).
 			browsertest.Eval[bool](b, `(sessionStorage.setItem("seckill.token", "not.a.token"), true)`)
@@ -246,6 +265,71 @@ func TestWebBuyerFlow(t *testing.T) {
 			b.WaitText("#login-note", "log in again")
 			noPageErrors(t, b)
 		})
+	}
+}
+
+// lifecycleIDs names what lifecycleSteps acts on: the card and order row
+// of the voucher the page bought, the other shop's order, and the shop's
+// second voucher with its order.
+type lifecycleIDs struct {
+	card, row, title, otherTitle string
+	thirdCard, thirdID           string
+}
+
+// lifecycleSteps: every unpaid order shows the time left to pay with Pay
+// and Cancel. The buyer pays the other shop's order (the row shows paid
+// with the amount in yuan) and cancels the bought one (the row shows
+// cancelled, the card's stock rises by one, its button names the cancelled
+// order). An order cancelled elsewhere and paid from the stale row is
+// refused in words, and its card's stock rises on the page's poll.
+func lifecycleSteps(t *testing.T, b *browsertest.Browser, h http.Handler, token string, ids lifecycleIDs) {
+	t.Helper()
+	rowOf := func(title string) string {
+		id := browsertest.Eval[string](b, `([...document.querySelectorAll("#orders [data-order]")].find((r) => r.textContent.includes(`+strconv.Quote(title)+`)) || {dataset: {}}).dataset.order || ""`)
+		if id == "" {
+			t.Fatalf("no order row of %q", title)
+		}
+		return fmt.Sprintf(`#orders [data-order="%s"]`, id)
+	}
+	other := rowOf(ids.otherTitle)
+	third := fmt.Sprintf(`#orders [data-order="%s"]`, ids.thirdID)
+	for _, r := range []string{ids.row, other, third} {
+		b.WaitText(r+" .pay-left", "left to pay")
+		b.WaitText(r+" .pay", "Pay")
+		b.WaitText(r+" .cancel", "Cancel")
+	}
+
+	b.Click(other + " .pay")
+	b.WaitText(other+" .status", "paid ¥80.00")
+	b.WaitText(other+" .row-msg", "Paid ¥80.00")
+	if n := browsertest.Eval[int](b, `document.querySelectorAll(`+strconv.Quote(other+" button")+`).length`); n != 0 {
+		t.Errorf("the paid order's row: %d buttons, want none", n)
+	}
+
+	b.WaitText(ids.card+" .stock", "Stock 0 / 1")
+	b.Click(ids.row + " .cancel")
+	b.WaitText(ids.row+" .status", "cancelled")
+	b.WaitText(ids.card+" .stock", "Stock 1 / 1")
+	b.WaitText(ids.card+" .buy", "Your order cancelled")
+	b.WaitText(ids.card+" .mine", "cancelled")
+	if n := browsertest.Eval[int](b, `document.querySelectorAll(`+strconv.Quote(ids.row+" button")+`).length`); n != 0 {
+		t.Errorf("the cancelled order's row: %d buttons, want none", n)
+	}
+
+	// Cancelled elsewhere: the row still offers Pay, and the server refuses.
+	b.WaitText(ids.thirdCard+" .stock", "Stock 0 / 1")
+	if r := call(t, h, http.MethodPost, "/voucher-order/"+ids.thirdID+"/cancel", token, nil); r.Status != http.StatusOK {
+		t.Fatalf("cancelling the second voucher's order: got %d %s", r.Status, r.Body.Code)
+	}
+	b.WaitText(ids.thirdCard+" .stock", "Stock 1 / 1")
+	b.Click(third + " .pay")
+	b.WaitText(third+" .row-msg", "was cancelled")
+	b.WaitText(third+" .row-msg", "ORDER_CANCELLED")
+	b.WaitText(third+" .status", "cancelled")
+	for id, want := range map[string]string{strings.TrimPrefix(strings.TrimSuffix(other, `"]`), `#orders [data-order="`): `"status":"paid"`, ids.thirdID: `"status":"cancelled"`} {
+		if r := call(t, h, http.MethodGet, "/voucher-order/"+id, token, nil); !strings.Contains(string(r.Body.Data), want) {
+			t.Errorf("order %s after the page's steps: got %s, want %s", id, r.Body.Data, want)
+		}
 	}
 }
 
