@@ -470,9 +470,10 @@ const dashboardNumbers = `(() => {
 
 // TestWebDashboardFlow: an admin pastes a token, opens a voucher's live
 // dashboard on instance a, the test sends a few hundred purchases from
-// goroutines over instances a and b, and the dashboard's numbers (stock,
-// orders, answers by code, duplicates, verdict, both instances) equal the
-// audit's and what the clients received.
+// goroutines over instances a and b, two buyers pay and cancel, and the
+// dashboard's numbers (stock, orders, unpaid, paid, cancelled, expired,
+// answers by code, duplicates, verdict, both instances) equal the audit's
+// and what the clients received.
 func TestWebDashboardFlow(t *testing.T) {
 	a, bApp := testApp(t, map[string]string{"SECKILL_LOCK_MODE": "lua"}), testApp(t, map[string]string{"SECKILL_LOCK_MODE": "lua"})
 	srv := httptest.NewServer(a.Handler)
@@ -497,16 +498,33 @@ func TestWebDashboardFlow(t *testing.T) {
 	const users, dup = 150, 2
 	seen := storm(t, []http.Handler{a.Handler, bApp.Handler}, vid, randomBase(), users, dup)
 	checkInvariants(t, openTestDB(t), vid, seen)
+	// Its buyers pay one order and cancel another.
+	var acted []string
+	for id, uid := range seen.orderIDs {
+		tok, err := devTokens().Issue(uid, "user")
+		if err != nil {
+			t.Fatal(err)
+		}
+		action := []string{"pay", "cancel"}[len(acted)]
+		if r := call(t, a.Handler, http.MethodPost, fmt.Sprintf("/voucher-order/%d/%s", id, action), tok, nil); r.Status != http.StatusOK {
+			t.Fatalf("%s order %d: got %d %s", action, id, r.Status, r.Body.Code)
+		}
+		if acted = append(acted, action); len(acted) == 2 {
+			break
+		}
+	}
 	au := call(t, a.Handler, http.MethodGet, fmt.Sprintf("/admin/vouchers/%d/audit", vid), admin, nil)
 	var want struct {
 		InitialStock, Stock         int
 		Orders, DuplicateRejections int64
+		Unpaid, Paid, Cancelled     int64
+		Expired                     int64
 		Consistent, Oversold        bool
 	}
 	if err := json.Unmarshal(au.Body.Data, &want); err != nil || au.Status != http.StatusOK {
 		t.Fatalf("audit: %d %s (%v)", au.Status, au.Body.Data, err)
 	}
-	if !want.Consistent || want.Oversold || want.Orders != int64(seen.byCode["OK"]) {
+	if !want.Consistent || want.Oversold || want.Orders != int64(seen.byCode["OK"]-1) || want.Paid != 1 || want.Cancelled != 1 {
 		t.Fatalf("audit after the load: %+v, clients saw %v", want, seen.byCode)
 	}
 
@@ -528,7 +546,11 @@ func TestWebDashboardFlow(t *testing.T) {
 		{"initialStock", strconv.Itoa(want.InitialStock)},
 		{"orders", strconv.FormatInt(want.Orders, 10)},
 		{"duplicateRejections", strconv.FormatInt(want.DuplicateRejections, 10)},
-		{"answers.OK", strconv.FormatInt(want.Orders, 10)},
+		{"unpaid", strconv.FormatInt(want.Unpaid, 10)},
+		{"paid", "1"},
+		{"cancelled", "1"},
+		{"expired", strconv.FormatInt(want.Expired, 10)},
+		{"answers.OK", strconv.Itoa(seen.byCode["OK"])},
 		{"answers.SOLD_OUT", strconv.Itoa(seen.byCode["SOLD_OUT"])},
 		{"answers.DUPLICATE_ORDER", strconv.Itoa(seen.byCode["DUPLICATE_ORDER"])},
 		{"duplicates.uniqueKey", "0"},
