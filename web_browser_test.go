@@ -293,12 +293,14 @@ func lifecycleSteps(t *testing.T, b *browsertest.Browser, h http.Handler, token 
 	}
 	other := rowOf(ids.otherTitle)
 	third := fmt.Sprintf(`#orders [data-order="%s"]`, ids.thirdID)
-	for _, r := range []string{ids.row, other, third} {
+	for r, pay := range map[string]string{ids.row: "Pay ¥80.00", other: "Pay ¥80.00", third: "Pay ¥30.00"} {
 		b.WaitText(r+" .pay-left", "left to pay")
-		b.WaitText(r+" .pay", "Pay")
+		b.WaitText(r+" .pay", pay)
 		b.WaitText(r+" .cancel", "Cancel")
 	}
 
+	noOverflow(t, b, "buyer-unpaid")
+	b.Screenshot("orders-unpaid")
 	b.Click(other + " .pay")
 	b.WaitText(other+" .status", "paid ¥80.00")
 	b.WaitText(other+" .row-msg", "Paid ¥80.00")

@@ -21,6 +21,7 @@ export function buyer(root) {
   let me = null;
   let owned = new Map(); // voucher id -> the buyer's order of it
   const titles = new Map(); // voucher id -> title, for orders of other shops
+  const prices = new Map(); // voucher id -> pay value in fen, for the Pay button
 
   const status = h('p', { id: 'buyer-status', class: 'muted' });
   const result = h('p', { id: 'buy-result', class: 'message', hidden: true });
@@ -214,6 +215,7 @@ export function buyer(root) {
         if (v.status === 2 && !owned.has(String(v.id))) continue;
         next.set(String(v.id), v);
         titles.set(String(v.id), v.title);
+        prices.set(String(v.id), v.payValue);
       }
       vouchers = next;
       setText(status, next.size ? '' : 'No voucher in this shop yet: an admin publishes one (Admin).');
@@ -396,7 +398,9 @@ export function buyer(root) {
       const id = String(o.voucherId);
       if (titles.has(id)) continue;
       try {
-        titles.set(id, (await api('GET', '/voucher/seckill/' + id)).data.title);
+        const v = (await api('GET', '/voucher/seckill/' + id)).data;
+        titles.set(id, v.title);
+        prices.set(id, v.payValue);
       } catch {
         titles.set(id, 'voucher ' + id);
       }
@@ -437,8 +441,8 @@ export function buyer(root) {
     return parts;
   }
   function payValue(o) {
-    const v = vouchers.get(String(o.voucherId));
-    return v ? ' ' + money(v.payValue) : '';
+    const fen = prices.get(String(o.voucherId));
+    return fen === undefined ? '' : ' ' + money(fen);
   }
   // change pays or cancels an order; the row then shows what the server
   // answered: the order's new status, or the refusal in words.
