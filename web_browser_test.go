@@ -594,3 +594,42 @@ func TestWebDashboardFlow(t *testing.T) {
 	b.WaitText(`[data-field="orders"]`, strconv.FormatInt(want.Orders, 10))
 	noPageErrors(t, b)
 }
+
+// TestWebOrderExpires: on a database of its own with a pay timeout of
+// eight seconds, a buyer at a phone's width buys the last unit. The row
+// counts down the time left to pay; the service expires the order, and the
+// row shows expired while the card's stock rises back to one, with no
+// reload of the page.
+func TestWebOrderExpires(t *testing.T) {
+	dsn, _ := freshDatabase(t)
+	a := webTestApp(t, map[string]string{"SECKILL_MYSQL_DSN": dsn, "SECKILL_PAY_TIMEOUT": "8s"})
+	srv := httptest.NewServer(a.Handler)
+	t.Cleanup(srv.Close)
+	title := fmt.Sprintf("Expiring %d", rand.IntN(1_000_000))
+	shop, vid := webVoucher(t, a.Handler, title, 1)
+	phone := fmt.Sprintf("138%08d", rand.IntN(100_000_000))
+	code := strings.Trim(string(call(t, a.Handler, http.MethodPost, "/user/code?phone="+phone, "", nil).Body.Data), `"`)
+	r := call(t, a.Handler, http.MethodPost, "/user/login", "", map[string]any{"phone": phone, "code": code})
+	token := strings.Trim(string(r.Body.Data), `"`)
+	if r.Status != http.StatusOK || strings.Count(token, ".") != 2 {
+		t.Fatalf("login: got %d %s %s", r.Status, r.Body.Code, r.Body.Data)
+	}
+	b := browsertest.New(t, browsertest.Options{Width: 390, Height: 900})
+	b.Navigate(srv.URL + "/")
+	browsertest.Eval[bool](b, fmt.Sprintf(`(sessionStorage.clear(), sessionStorage.setItem("seckill.token", %q), localStorage.setItem("seckill.shop", "%d"), true)`, token, shop))
+	b.Navigate(srv.URL + "/")
+	card := fmt.Sprintf(`[data-voucher="%d"]`, vid)
+	b.WaitText("#login-card", "Logged in as")
+	b.WaitText(card+" .buy", "Buy")
+	b.Click(card + " .buy")
+	b.WaitText("#buy-result", "you bought")
+	orderID := browsertest.Eval[string](b, `document.getElementById("buy-result").dataset.order || ""`)
+	row := fmt.Sprintf(`#orders [data-order="%s"]`, orderID)
+	b.WaitText(row+" .pay-left", "00:00:0")
+	b.WaitText(card+" .stock", "Stock 0 / 1")
+	b.WaitText(row+" .status", "expired")
+	b.WaitText(card+" .stock", "Stock 1 / 1")
+	b.WaitText(card+" .buy", "Your order expired")
+	noOverflow(t, b, "expired")
+	noPageErrors(t, b)
+}
