@@ -176,6 +176,11 @@ func TestWebBuyerFlow(t *testing.T) {
 			// The shop list, searched by name.
 			b.SetValue("#shop-search", shopName)
 			b.Click("#shop-form button")
+			// The search's answer, not the first list of every shop.
+			b.WaitFor("the list of the shop searched", func(ctx context.Context) (bool, error) {
+				n, err := chromedp.Run(ctx, chromedp.Evaluate[int](`document.querySelectorAll("#shop-list [data-shop]").length`))
+				return n == 1, err
+			})
 			b.Click(fmt.Sprintf(`#shop-list [data-shop="%d"]`, shop))
 			card := fmt.Sprintf(`[data-voucher="%d"]`, vid)
 			b.WaitText(card+" h3", title)

@@ -171,15 +171,19 @@ export function buyer(root) {
     ev.preventDefault();
     searchShops(field(shopForm, 'name'));
   });
+  let searches = 0; // an older search's answer never replaces a newer one's
   async function searchShops(name) {
+    const n = ++searches;
     try {
       const env = await api('GET', '/shop/list?name=' + encodeURIComponent(name));
+      if (n !== searches) return;
       const shops = env.data || [];
       shopList.replaceChildren(...shops.map((s) => h('li', {},
         h('button', { type: 'button', class: 'link' + (s.id === shopId ? ' current' : ''), 'data-shop': s.id, onclick: () => pickShop(s.id) },
           s.name), ' ', h('span', { class: 'muted small' }, s.address))));
       if (!shops.length) shopList.replaceChildren(h('li', { class: 'muted' }, name ? `No shop named like "${name}".` : 'No shop yet: an admin creates one (Admin).'));
     } catch (e) {
+      if (n !== searches) return;
       shopList.replaceChildren(h('li', { class: 'message error' }, explain(e)));
     }
   }
