@@ -32,7 +32,9 @@ import (
 // the embedded backends (CI requires the real ones).
 func webTestApp(t *testing.T, env map[string]string) *app {
 	t.Helper()
-	vars := map[string]string{"SECKILL_HTTP_ADDR": "127.0.0.1:0", "SECKILL_ENV": "development"}
+	vars := map[string]string{"SECKILL_HTTP_ADDR": "127.0.0.1:0", "SECKILL_ENV": "development",
+		// The shared database holds other tests' unpaid orders.
+		"SECKILL_PAY_TIMEOUT": sharedPayTimeout}
 	dsn, redisAddr := os.Getenv("SECKILL_MYSQL_DSN"), os.Getenv("SECKILL_REDIS_ADDR")
 	switch {
 	case dsn != "" && redisAddr != "":
@@ -157,6 +159,13 @@ func TestWebBuyerFlow(t *testing.T) {
 			shop, vid := webVoucher(t, a.Handler, title, 1)
 			shopName := browsertestShopName(t, a.Handler, shop)
 			_, otherVid := webVoucher(t, a.Handler, "Other shop's tea "+title, 5)
+			// A second voucher of the shop, bought and cancelled elsewhere.
+			thirdTitle := "Cake " + title
+			thirdVid := webID(t, "publish the second voucher", call(t, a.Handler, http.MethodPost, "/voucher/seckill", adminToken(t, a.Handler), map[string]any{
+				"shopId": shop, "title": thirdTitle, "payValue": 3000, "actualValue": 5000, "type": 1, "stock": 1,
+				"beginTime": time.Now().Add(-time.Minute).Format(time.RFC3339),
+				"endTime":   time.Now().Add(time.Hour).Format(time.RFC3339),
+			}))
 			b := browsertest.New(t, browsertest.Options{Width: tc.width, Height: 900})
 
 			// A remembered shop that does not exist.
@@ -167,6 +176,11 @@ func TestWebBuyerFlow(t *testing.T) {
 			// The shop list, searched by name.
 			b.SetValue("#shop-search", shopName)
 			b.Click("#shop-form button")
+			// The search's answer, not the first list of every shop.
+			b.WaitFor("the list of the shop searched", func(ctx context.Context) (bool, error) {
+				n, err := chromedp.Run(ctx, chromedp.Evaluate[int](`document.querySelectorAll("#shop-list [data-shop]").length`))
+				return n == 1, err
+			})
 			b.Click(fmt.Sprintf(`#shop-list [data-shop="%d"]`, shop))
 			card := fmt.Sprintf(`[data-voucher="%d"]`, vid)
 			b.WaitText(card+" h3", title)
@@ -213,6 +227,7 @@ func TestWebBuyerFlow(t *testing.T) {
 			if r := call(t, a.Handler, http.MethodPost, fmt.Sprintf("/voucher-order/seckill/%d", otherVid), token, nil); r.Status != http.StatusOK {
 				t.Fatalf("buying the other shop's voucher: got %d %s", r.Status, r.Body.Code)
 			}
+			thirdID := strconv.FormatInt(webID(t, "buying the second voucher", call(t, a.Handler, http.MethodPost, fmt.Sprintf("/voucher-order/seckill/%d", thirdVid), token, nil)), 10)
 
 			b.Click(card + " .buy")
 			b.WaitText("#buy-result", "you bought “"+title+"”")
@@ -235,10 +250,19 @@ func TestWebBuyerFlow(t *testing.T) {
 				t.Errorf("the bought voucher's button is enabled")
 			}
 			b.WaitText(card+" .mine", orderID[len(orderID)-6:])
-			if n := browsertest.Eval[int](b, `document.querySelectorAll("#orders [data-order]").length`); n != 2 {
-				t.Errorf("orders shown: got %d, want 2", n)
+			b.WaitText("#orders", thirdTitle)
+			if n := browsertest.Eval[int](b, `document.querySelectorAll("#orders [data-order]").length`); n != 3 {
+				t.Errorf("orders shown: got %d, want 3", n)
 			}
 			noOverflow(t, b, "buyer")
+			lifecycleSteps(t, b, a.Handler, token, lifecycleIDs{
+				card: card, row: row, title: title, otherTitle: "Other shop's tea " + title,
+				thirdCard: fmt.Sprintf(`[data-voucher="%d"]`, thirdVid), thirdID: thirdID,
+			})
+			noOverflow(t, b, "buyer-lifecycle")
+			if tc.width == 390 {
+				b.Screenshot(fmt.Sprintf("orders-%s-%d", mode, tc.width))
+			}
 
 			// The stored token stops working (here: replaced by garbage).
 			browsertest.Eval[bool](b, `(sessionStorage.setItem("seckill.token", "not.a.token"), true)`)
@@ -246,6 +270,73 @@ func TestWebBuyerFlow(t *testing.T) {
 			b.WaitText("#login-note", "log in again")
 			noPageErrors(t, b)
 		})
+	}
+}
+
+// lifecycleIDs names what lifecycleSteps acts on: the card and order row
+// of the voucher the page bought, the other shop's order, and the shop's
+// second voucher with its order.
+type lifecycleIDs struct {
+	card, row, title, otherTitle string
+	thirdCard, thirdID           string
+}
+
+// lifecycleSteps: every unpaid order shows the time left to pay with Pay
+// and Cancel. The buyer pays the other shop's order (the row shows paid
+// with the amount in yuan) and cancels the bought one (the row shows
+// cancelled, the card's stock rises by one, its button names the cancelled
+// order). An order cancelled elsewhere and paid from the stale row is
+// refused in words, and its card's stock rises on the page's poll.
+func lifecycleSteps(t *testing.T, b *browsertest.Browser, h http.Handler, token string, ids lifecycleIDs) {
+	t.Helper()
+	rowOf := func(title string) string {
+		id := browsertest.Eval[string](b, `([...document.querySelectorAll("#orders [data-order]")].find((r) => r.textContent.includes(`+strconv.Quote(title)+`)) || {dataset: {}}).dataset.order || ""`)
+		if id == "" {
+			t.Fatalf("no order row of %q", title)
+		}
+		return fmt.Sprintf(`#orders [data-order="%s"]`, id)
+	}
+	other := rowOf(ids.otherTitle)
+	third := fmt.Sprintf(`#orders [data-order="%s"]`, ids.thirdID)
+	for r, pay := range map[string]string{ids.row: "Pay ¥80.00", other: "Pay ¥80.00", third: "Pay ¥30.00"} {
+		b.WaitText(r+" .pay-left", "left to pay")
+		b.WaitText(r+" .pay", pay)
+		b.WaitText(r+" .cancel", "Cancel")
+	}
+
+	noOverflow(t, b, "buyer-unpaid")
+	b.Screenshot("orders-unpaid")
+	b.Click(other + " .pay")
+	b.WaitText(other+" .status", "paid ¥80.00")
+	b.WaitText(other+" .row-msg", "Paid ¥80.00")
+	if n := browsertest.Eval[int](b, `document.querySelectorAll(`+strconv.Quote(other+" button")+`).length`); n != 0 {
+		t.Errorf("the paid order's row: %d buttons, want none", n)
+	}
+
+	b.WaitText(ids.card+" .stock", "Stock 0 / 1")
+	b.Click(ids.row + " .cancel")
+	b.WaitText(ids.row+" .status", "cancelled")
+	b.WaitText(ids.card+" .stock", "Stock 1 / 1")
+	b.WaitText(ids.card+" .buy", "Your order cancelled")
+	b.WaitText(ids.card+" .mine", "cancelled")
+	if n := browsertest.Eval[int](b, `document.querySelectorAll(`+strconv.Quote(ids.row+" button")+`).length`); n != 0 {
+		t.Errorf("the cancelled order's row: %d buttons, want none", n)
+	}
+
+	// Cancelled elsewhere: the row still offers Pay, and the server refuses.
+	b.WaitText(ids.thirdCard+" .stock", "Stock 0 / 1")
+	if r := call(t, h, http.MethodPost, "/voucher-order/"+ids.thirdID+"/cancel", token, nil); r.Status != http.StatusOK {
+		t.Fatalf("cancelling the second voucher's order: got %d %s", r.Status, r.Body.Code)
+	}
+	b.WaitText(ids.thirdCard+" .stock", "Stock 1 / 1")
+	b.Click(third + " .pay")
+	b.WaitText(third+" .row-msg", "was cancelled")
+	b.WaitText(third+" .row-msg", "ORDER_CANCELLED")
+	b.WaitText(third+" .status", "cancelled")
+	for id, want := range map[string]string{strings.TrimPrefix(strings.TrimSuffix(other, `"]`), `#orders [data-order="`): `"status":"paid"`, ids.thirdID: `"status":"cancelled"`} {
+		if r := call(t, h, http.MethodGet, "/voucher-order/"+id, token, nil); !strings.Contains(string(r.Body.Data), want) {
+			t.Errorf("order %s after the page's steps: got %s, want %s", id, r.Body.Data, want)
+		}
 	}
 }
 
@@ -386,9 +477,10 @@ const dashboardNumbers = `(() => {
 
 // TestWebDashboardFlow: an admin pastes a token, opens a voucher's live
 // dashboard on instance a, the test sends a few hundred purchases from
-// goroutines over instances a and b, and the dashboard's numbers (stock,
-// orders, answers by code, duplicates, verdict, both instances) equal the
-// audit's and what the clients received.
+// goroutines over instances a and b, two buyers pay and cancel, and the
+// dashboard's numbers (stock, orders, unpaid, paid, cancelled, expired,
+// answers by code, duplicates, verdict, both instances) equal the audit's
+// and what the clients received.
 func TestWebDashboardFlow(t *testing.T) {
 	a, bApp := testApp(t, map[string]string{"SECKILL_LOCK_MODE": "lua"}), testApp(t, map[string]string{"SECKILL_LOCK_MODE": "lua"})
 	srv := httptest.NewServer(a.Handler)
@@ -413,16 +505,33 @@ func TestWebDashboardFlow(t *testing.T) {
 	const users, dup = 150, 2
 	seen := storm(t, []http.Handler{a.Handler, bApp.Handler}, vid, randomBase(), users, dup)
 	checkInvariants(t, openTestDB(t), vid, seen)
+	// Its buyers pay one order and cancel another.
+	var acted []string
+	for id, uid := range seen.orderIDs {
+		tok, err := devTokens().Issue(uid, "user")
+		if err != nil {
+			t.Fatal(err)
+		}
+		action := []string{"pay", "cancel"}[len(acted)]
+		if r := call(t, a.Handler, http.MethodPost, fmt.Sprintf("/voucher-order/%d/%s", id, action), tok, nil); r.Status != http.StatusOK {
+			t.Fatalf("%s order %d: got %d %s", action, id, r.Status, r.Body.Code)
+		}
+		if acted = append(acted, action); len(acted) == 2 {
+			break
+		}
+	}
 	au := call(t, a.Handler, http.MethodGet, fmt.Sprintf("/admin/vouchers/%d/audit", vid), admin, nil)
 	var want struct {
 		InitialStock, Stock         int
 		Orders, DuplicateRejections int64
+		Unpaid, Paid, Cancelled     int64
+		Expired                     int64
 		Consistent, Oversold        bool
 	}
 	if err := json.Unmarshal(au.Body.Data, &want); err != nil || au.Status != http.StatusOK {
 		t.Fatalf("audit: %d %s (%v)", au.Status, au.Body.Data, err)
 	}
-	if !want.Consistent || want.Oversold || want.Orders != int64(seen.byCode["OK"]) {
+	if !want.Consistent || want.Oversold || want.Orders != int64(seen.byCode["OK"]-1) || want.Paid != 1 || want.Cancelled != 1 {
 		t.Fatalf("audit after the load: %+v, clients saw %v", want, seen.byCode)
 	}
 
@@ -444,7 +553,11 @@ func TestWebDashboardFlow(t *testing.T) {
 		{"initialStock", strconv.Itoa(want.InitialStock)},
 		{"orders", strconv.FormatInt(want.Orders, 10)},
 		{"duplicateRejections", strconv.FormatInt(want.DuplicateRejections, 10)},
-		{"answers.OK", strconv.FormatInt(want.Orders, 10)},
+		{"unpaid", strconv.FormatInt(want.Unpaid, 10)},
+		{"paid", "1"},
+		{"cancelled", "1"},
+		{"expired", strconv.FormatInt(want.Expired, 10)},
+		{"answers.OK", strconv.Itoa(seen.byCode["OK"])},
 		{"answers.SOLD_OUT", strconv.Itoa(seen.byCode["SOLD_OUT"])},
 		{"answers.DUPLICATE_ORDER", strconv.Itoa(seen.byCode["DUPLICATE_ORDER"])},
 		{"duplicates.uniqueKey", "0"},
@@ -484,5 +597,44 @@ func TestWebDashboardFlow(t *testing.T) {
 	b.WaitText("#live-sales", fmt.Sprintf("Voucher %d", vid))
 	b.Click(fmt.Sprintf(`#live-sales a[data-live="%d"]`, vid))
 	b.WaitText(`[data-field="orders"]`, strconv.FormatInt(want.Orders, 10))
+	noPageErrors(t, b)
+}
+
+// TestWebOrderExpires: on a database of its own with a pay timeout of
+// eight seconds, a buyer at a phone's width buys the last unit. The row
+// counts down the time left to pay; the service expires the order, and the
+// row shows expired while the card's stock rises back to one, with no
+// reload of the page.
+func TestWebOrderExpires(t *testing.T) {
+	dsn, _ := freshDatabase(t)
+	a := webTestApp(t, map[string]string{"SECKILL_MYSQL_DSN": dsn, "SECKILL_PAY_TIMEOUT": "8s"})
+	srv := httptest.NewServer(a.Handler)
+	t.Cleanup(srv.Close)
+	title := fmt.Sprintf("Expiring %d", rand.IntN(1_000_000))
+	shop, vid := webVoucher(t, a.Handler, title, 1)
+	phone := fmt.Sprintf("138%08d", rand.IntN(100_000_000))
+	code := strings.Trim(string(call(t, a.Handler, http.MethodPost, "/user/code?phone="+phone, "", nil).Body.Data), `"`)
+	r := call(t, a.Handler, http.MethodPost, "/user/login", "", map[string]any{"phone": phone, "code": code})
+	token := strings.Trim(string(r.Body.Data), `"`)
+	if r.Status != http.StatusOK || strings.Count(token, ".") != 2 {
+		t.Fatalf("login: got %d %s %s", r.Status, r.Body.Code, r.Body.Data)
+	}
+	b := browsertest.New(t, browsertest.Options{Width: 390, Height: 900})
+	b.Navigate(srv.URL + "/")
+	browsertest.Eval[bool](b, fmt.Sprintf(`(sessionStorage.clear(), sessionStorage.setItem("seckill.token", %q), localStorage.setItem("seckill.shop", "%d"), true)`, token, shop))
+	b.Navigate(srv.URL + "/")
+	card := fmt.Sprintf(`[data-voucher="%d"]`, vid)
+	b.WaitText("#login-card", "Logged in as")
+	b.WaitText(card+" .buy", "Buy")
+	b.Click(card + " .buy")
+	b.WaitText("#buy-result", "you bought")
+	orderID := browsertest.Eval[string](b, `document.getElementById("buy-result").dataset.order || ""`)
+	row := fmt.Sprintf(`#orders [data-order="%s"]`, orderID)
+	b.WaitText(row+" .pay-left", "00:00:0")
+	b.WaitText(card+" .stock", "Stock 0 / 1")
+	b.WaitText(row+" .status", "expired")
+	b.WaitText(card+" .stock", "Stock 1 / 1")
+	b.WaitText(card+" .buy", "Your order expired")
+	noOverflow(t, b, "expired")
 	noPageErrors(t, b)
 }

@@ -1,7 +1,9 @@
 // The buyer's page: log in by code, pick a shop, its vouchers with a
 // countdown to their window, live stock and a buy button that knows what
 // the buyer already owns, and the buyer's orders (an async-mode order shows
-// pending until a consumer writes it, then created).
+// pending until a consumer writes it, then created). An unpaid order shows
+// the time left to pay, with Pay and Cancel; a cancelled or expired order
+// puts its unit back on sale, which the card's stock shows.
 import { api, ApiError, explain, serverNow, tokens } from './api.js';
 import { h, setText, field, money, duration, localTime, message, shortId, scroll } from './dom.js';
 
@@ -19,6 +21,7 @@ export function buyer(root) {
   let me = null;
   let owned = new Map(); // voucher id -> the buyer's order of it
   const titles = new Map(); // voucher id -> title, for orders of other shops
+  const prices = new Map(); // voucher id -> pay value in fen, for the Pay button
 
   const status = h('p', { id: 'buyer-status', class: 'muted' });
   const result = h('p', { id: 'buy-result', class: 'message', hidden: true });
@@ -168,15 +171,19 @@ export function buyer(root) {
     ev.preventDefault();
     searchShops(field(shopForm, 'name'));
   });
+  let searches = 0; // an older search's answer never replaces a newer one's
   async function searchShops(name) {
+    const n = ++searches;
     try {
       const env = await api('GET', '/shop/list?name=' + encodeURIComponent(name));
+      if (n !== searches) return;
       const shops = env.data || [];
       shopList.replaceChildren(...shops.map((s) => h('li', {},
         h('button', { type: 'button', class: 'link' + (s.id === shopId ? ' current' : ''), 'data-shop': s.id, onclick: () => pickShop(s.id) },
           s.name), ' ', h('span', { class: 'muted small' }, s.address))));
       if (!shops.length) shopList.replaceChildren(h('li', { class: 'muted' }, name ? `No shop named like "${name}".` : 'No shop yet: an admin creates one (Admin).'));
     } catch (e) {
+      if (n !== searches) return;
       shopList.replaceChildren(h('li', { class: 'message error' }, explain(e)));
     }
   }
@@ -212,6 +219,7 @@ export function buyer(root) {
         if (v.status === 2 && !owned.has(String(v.id))) continue;
         next.set(String(v.id), v);
         titles.set(String(v.id), v.title);
+        prices.set(String(v.id), v.payValue);
       }
       vouchers = next;
       setText(status, next.size ? '' : 'No voucher in this shop yet: an admin publishes one (Admin).');
@@ -255,7 +263,7 @@ export function buyer(root) {
       const mine = el.querySelector('.mine');
       const o = owned.get(id);
       if (o) {
-        mine.replaceChildren('Your order ', h('a', { href: '#order-' + o.id, 'data-order-link': o.id }, shortId(o.id)), ' · ', o.status);
+        mine.replaceChildren('Your order ', h('a', { href: '#order-' + o.id, 'data-order-link': o.id }, shortId(o.id)), ' · ', statusWords(o));
         mine.hidden = false;
       } else {
         mine.hidden = true;
@@ -290,10 +298,18 @@ export function buyer(root) {
         el.dataset.phase = 'ended';
       }
       const bought = owned.has(id);
+      // One order per buyer: a cancelled or expired one keeps the slot.
+      const gone = bought && ENDED.has(owned.get(id).status);
       btn.disabled = !me || bought || !open || v.stock <= 0;
-      btn.classList.toggle('bought', bought);
-      setText(btn, !me ? 'Log in to buy' : bought ? 'Bought ✓' : v.stock <= 0 && open ? 'Sold out'
+      btn.classList.toggle('bought', bought && !gone);
+      setText(btn, !me ? 'Log in to buy' : gone ? 'Your order ' + owned.get(id).status : bought ? 'Bought ✓' : v.stock <= 0 && open ? 'Sold out'
         : el.dataset.phase === 'before' ? 'Not on sale yet' : el.dataset.phase === 'ended' ? 'Sale ended' : 'Buy');
+    }
+    // The time left to pay each unpaid order.
+    for (const left of ordersBody.querySelectorAll('[data-deadline]')) {
+      const ms = Date.parse(left.dataset.deadline) - now;
+      setText(left, ms > 0 ? duration(ms) + ' left to pay' : 'pay time over');
+      if (ms <= 0) overdue = true;
     }
   }
 
@@ -339,6 +355,9 @@ export function buyer(root) {
     sessionStorage.setItem(trackedKey(), JSON.stringify(ids.slice(-50)));
   }
   let loadingOrders = false;
+  let shown = []; // the orders in the table
+  let overdue = false; // an unpaid order's time to pay is over: reload
+  const rowMsgs = new Map(); // order id -> the answer of its last Pay or Cancel
   async function loadOrders() {
     const token = tokens.user();
     if (!me || !token || loadingOrders) return;
@@ -364,6 +383,7 @@ export function buyer(root) {
       owned = new Map();
       for (const o of all) if (o.status !== 'failed') owned.set(String(o.voucherId), o);
       await loadTitles(all);
+      overdue = false;
       renderOrders(all);
       renderAll();
     } catch (e) {
@@ -382,7 +402,9 @@ export function buyer(root) {
       const id = String(o.voucherId);
       if (titles.has(id)) continue;
       try {
-        titles.set(id, (await api('GET', '/voucher/seckill/' + id)).data.title);
+        const v = (await api('GET', '/voucher/seckill/' + id)).data;
+        titles.set(id, v.title);
+        prices.set(id, v.payValue);
       } catch {
         titles.set(id, 'voucher ' + id);
       }
@@ -390,15 +412,73 @@ export function buyer(root) {
   }
   function renderOrders(orders) {
     if (!orders) {
+      shown = [];
       ordersBody.replaceChildren(h('tr', {}, h('td', { colspan: 4, class: 'muted' }, 'Log in to see your orders.')));
       return;
     }
+    shown = orders;
     ordersBody.replaceChildren(...orders.map((o) => h('tr', { 'data-order': o.id, 'data-status': o.status, id: 'order-' + o.id },
       h('td', {}, shortId(o.id)),
       h('td', {}, titles.get(String(o.voucherId)) || 'voucher ' + o.voucherId),
-      h('td', {}, h('span', { class: 'status ' + o.status }, o.status)),
+      h('td', { class: 'order-state' }, h('span', { class: 'status ' + o.status }, statusWords(o)), orderActions(o)),
       h('td', { class: 'small' }, localTime(o.createTime)))));
     if (!orders.length) ordersBody.append(h('tr', {}, h('td', { colspan: 4, class: 'muted' }, 'No order yet.')));
+    tick();
+  }
+  // orderActions is what an order's status cell shows under the status:
+  // the time left to pay and Pay and Cancel while unpaid, and the answer
+  // of the buyer's last click.
+  function orderActions(o) {
+    const parts = [];
+    if (o.status === 'created') {
+      if (o.payDeadline) parts.push(h('div', { class: 'pay-left small muted', 'data-deadline': o.payDeadline }));
+      parts.push(h('div', { class: 'row-actions' },
+        h('button', { type: 'button', class: 'pay', onclick: (ev) => change(o, 'pay', ev.currentTarget) }, 'Pay' + payValue(o)),
+        h('button', { type: 'button', class: 'cancel secondary', onclick: (ev) => change(o, 'cancel', ev.currentTarget) }, 'Cancel')));
+    }
+    const m = rowMsgs.get(o.id);
+    if (m) {
+      const p = h('p', {});
+      message(p, m.kind, m.text, m.code); // sets the class: kept in a div
+      parts.push(h('div', { class: 'row-msg small' }, p));
+    }
+    return parts;
+  }
+  function payValue(o) {
+    const fen = prices.get(String(o.voucherId));
+    return fen === undefined ? '' : ' ' + money(fen);
+  }
+  // change pays or cancels an order; the row then shows what the server
+  // answered: the order's new status, or the refusal in words.
+  async function change(o, action, btn) {
+    const token = tokens.user();
+    for (const b of btn.parentElement.querySelectorAll('button')) b.disabled = true;
+    try {
+      const next = (await api('POST', `/voucher-order/${o.id}/${action}`, { token })).data;
+      rowMsgs.set(o.id, action === 'pay'
+        ? { kind: 'ok', text: `Paid ${money(next.payAmount)}.` }
+        : { kind: 'ok', text: 'Cancelled: its unit is back on sale.' });
+      replaceOrder(next);
+    } catch (e) {
+      if (e instanceof ApiError && e.status === 401) {
+        loggedOut('Your login has ended (expired or signed out elsewhere): log in again.');
+        return;
+      }
+      rowMsgs.set(o.id, e instanceof ApiError
+        ? { kind: e.status >= 500 || e.status === 0 ? 'error' : 'refused', text: explain(e), code: e.code }
+        : { kind: 'error', text: String(e) });
+      renderOrders(shown);
+    }
+    // The status the server now holds, and the stock a cancel gave back.
+    await loadOrders();
+    loadVouchers();
+  }
+  function replaceOrder(next) {
+    shown = shown.map((o) => (o.id === next.id ? next : o));
+    const id = String(next.voucherId);
+    if (owned.has(id)) owned.set(id, next);
+    renderOrders(shown);
+    renderAll();
   }
 
   root.append(
@@ -414,9 +494,17 @@ export function buyer(root) {
   every(250, tick);
   every(STOCK_POLL_MS, loadVouchers);
   every(ORDER_POLL_MS, () => {
-    if (tracked().length) loadOrders();
+    if (tracked().length || overdue) loadOrders();
   });
   return { unmount: () => timers.forEach(clearInterval) };
+}
+
+// ENDED are the statuses of an order whose unit went back on sale.
+const ENDED = new Set(['cancelled', 'expired']);
+
+// statusWords is an order's status, with the amount once paid.
+function statusWords(o) {
+  return o.status === 'paid' && o.payAmount !== undefined ? 'paid ' + money(o.payAmount) : o.status;
 }
 
 function show(el, e, prefix = '') {

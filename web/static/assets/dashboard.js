@@ -77,7 +77,11 @@ function board(root, voucherId, token, v, abort, timers) {
       modes,
       h('div', { class: 'tiles' },
         tile('Stock (database)', num('stock'), h('span', { class: 'muted' }, ' / ', num('initialStock', 'muted'))),
-        tile('Orders', num('orders')),
+        tile('Orders', num('orders'), h('div', { class: 'muted small' }, 'unpaid and paid')),
+        tile('Unpaid', num('unpaid')),
+        tile('Paid', num('paid')),
+        tile('Cancelled', num('cancelled'), h('div', { class: 'muted small' }, 'units back on sale')),
+        tile('Expired', num('expired'), h('div', { class: 'muted small' }, 'of the cancelled: not paid in time')),
         tile('Pending', num('pending'), h('div', { class: 'muted small' }, 'async: admitted, not yet written')),
         tile('Redis stock', num('redisStock'), h('div', { class: 'muted small' }, 'async only')),
         tile('Audit', verdict, auditNote))),
@@ -114,6 +118,7 @@ function board(root, voucherId, token, v, abort, timers) {
     set('stock', a.stock);
     set('initialStock', a.initialStock);
     set('orders', a.orders);
+    for (const k of ['unpaid', 'paid', 'cancelled', 'expired']) set(k, a[k]);
     set('pending', a.pending);
     set('redisStock', a.redisStock);
     set('duplicateRejections', a.duplicateRejections);
