@@ -12,9 +12,9 @@ import (
 	"seckill/model"
 )
 
-// longAgo is the creation time of the test orders meant to expire: far
-// before any other test's orders, so that a sweep up to expireCutoff
-// touches no order but ours on a shared database.
+// longAgo is the creation time of the test orders meant to expire, on
+// databases of their own (privateDatabases): any other instance's sweeper
+// on a shared database would expire them too.
 var (
 	longAgo      = time.Date(2001, 1, 1, 0, 0, 0, 0, time.Local)
 	expireCutoff = longAgo.Add(time.Hour)
@@ -57,7 +57,7 @@ func checkTally(t *testing.T, db *DB, vid int64, stock int, live, paid, cancelle
 
 func TestOrderLifecycle(t *testing.T) {
 	ctx := context.Background()
-	for name, db := range databases(t) {
+	for name, db := range privateDatabases(t) {
 		t.Run(name, func(t *testing.T) {
 			r := NewOrders(db)
 			vid := newVoucher(t, db, 4)
@@ -129,7 +129,7 @@ func TestOrderLifecycle(t *testing.T) {
 func TestPayRacesExpiryAndCancel(t *testing.T) {
 	const n = 120
 	ctx := context.Background()
-	for name, db := range databases(t) {
+	for name, db := range privateDatabases(t) {
 		t.Run(name, func(t *testing.T) {
 			r := NewOrders(db)
 			vid := newVoucher(t, db, n)
@@ -244,7 +244,7 @@ func TestPayRacesExpiryAndCancel(t *testing.T) {
 // transaction holds (a payment in flight, another sweeper's batch)
 // instead of waiting for it, and takes it once it is free.
 func TestExpireSkipsLockedOrders(t *testing.T) {
-	db, ok := databases(t)["mysql"]
+	db, ok := privateDatabases(t)["mysql"]
 	if !ok {
 		t.Skip("MySQL only: SQLite has one writer at a time")
 	}

@@ -2,6 +2,7 @@ package repository
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -9,12 +10,21 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-sql-driver/mysql"
+
 	"seckill/model"
 )
 
 // databases returns the embedded database (always) and MariaDB (when
 // SECKILL_MYSQL_DSN is set; required when CI=true), schema applied.
-func databases(t *testing.T) map[string]*DB {
+func databases(t *testing.T) map[string]*DB { return openDatabases(t, false) }
+
+// privateDatabases is databases with the MySQL case on a database of its
+// own, created for the test and dropped after it: for orders that any
+// instance's expiry sweeper on the shared database would take.
+func privateDatabases(t *testing.T) map[string]*DB { return openDatabases(t, true) }
+
+func openDatabases(t *testing.T, private bool) map[string]*DB {
 	t.Helper()
 	ctx := context.Background()
 	out := map[string]*DB{}
@@ -27,6 +37,9 @@ func databases(t *testing.T) map[string]*DB {
 	dsn := os.Getenv("SECKILL_MYSQL_DSN")
 	switch {
 	case dsn != "":
+		if private {
+			dsn = privateDSN(t, dsn)
+		}
 		my, err := OpenMySQL(ctx, dsn)
 		if err != nil {
 			t.Fatal(err)
@@ -262,4 +275,36 @@ func TestCreateOrderOutsideWindow(t *testing.T) {
 			}
 		})
 	}
+}
+
+// privateDSN creates an empty database beside the one of dsn, dropped when
+// the test ends, and returns its DSN.
+func privateDSN(t *testing.T, dsn string) string {
+	t.Helper()
+	cfg, err := mysql.ParseDSN(dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	admin, err := sql.Open("mysql", dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer admin.Close()
+	name := fmt.Sprintf("seckill_r%d", rand.Int64N(1<<40))
+	if _, err := admin.Exec("CREATE DATABASE " + name); err != nil {
+		t.Fatalf("create database: %v", err)
+	}
+	t.Cleanup(func() {
+		db, err := sql.Open("mysql", dsn)
+		if err != nil {
+			t.Errorf("drop database %s: %v", name, err)
+			return
+		}
+		defer db.Close()
+		if _, err := db.Exec("DROP DATABASE " + name); err != nil {
+			t.Errorf("drop database %s: %v", name, err)
+		}
+	})
+	cfg.DBName = name
+	return cfg.FormatDSN()
 }
