@@ -11,6 +11,9 @@ package main
 //	                            (in-process Redis, SQLite): always
 //	BenchmarkAdmissionRedis     async mode on the real Redis and MariaDB of
 //	                            .ci/env.sh (skipped without them)
+//	BenchmarkAdmissionRedisLimits  BenchmarkAdmissionRedis with the
+//	                            purchase limits configured and never hit
+//	                            (the voucher's alone, then all three)
 //	BenchmarkAdmissionSyncLua   sync mode, `lua` lock, on the real backends
 //	                            (skipped without them)
 //
@@ -49,6 +52,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strconv"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -78,13 +82,18 @@ func benchApp(b *testing.B, vars map[string]string) *app {
 // realBenchApp is benchApp on the real backends of .ci/env.sh (skipped
 // without them) in development mode (the public development secret and
 // /debug/noop).
-func realBenchApp(b *testing.B, orderMode string) *app {
+func realBenchApp(b *testing.B, orderMode string, extra ...string) *app {
 	b.Helper()
 	dsn, redisAddr := integrationEnv(b)
-	return benchApp(b, map[string]string{
+	vars := map[string]string{
 		"SECKILL_MYSQL_DSN": dsn, "SECKILL_REDIS_ADDR": redisAddr, "SECKILL_ENV": "development",
 		"SECKILL_ORDER_MODE": orderMode, "SECKILL_LOCK_MODE": "lua",
-	})
+	}
+	for _, kv := range extra {
+		k, v, _ := strings.Cut(kv, "=")
+		vars[k] = v
+	}
+	return benchApp(b, vars)
 }
 
 // BenchmarkAdmissionEmbedded is the async admission on the embedded
@@ -109,6 +118,22 @@ func BenchmarkAdmissionEmbedded(b *testing.B) {
 // Redis and Redis's own work.
 func BenchmarkAdmissionRedis(b *testing.B) {
 	benchAsync(b, realBenchApp(b, "async"), true)
+}
+
+// BenchmarkAdmissionRedisLimits is BenchmarkAdmissionRedis with purchase
+// limits that no request reaches (a new user per request, one address,
+// limits far above the rate): ns/op ÷ BenchmarkAdmissionRedis's is what
+// checking them costs.
+func BenchmarkAdmissionRedisLimits(b *testing.B) {
+	for _, tt := range []struct {
+		name string
+		vars []string
+	}{
+		{"voucher", []string{"SECKILL_RATE_LIMIT_VOUCHER=100000000"}},
+		{"all", []string{"SECKILL_RATE_LIMIT=1000", "SECKILL_RATE_LIMIT_VOUCHER=100000000", "SECKILL_RATE_LIMIT_IP=100000000"}},
+	} {
+		b.Run(tt.name, func(b *testing.B) { benchAsync(b, realBenchApp(b, "async", tt.vars...), true) })
+	}
 }
 
 // BenchmarkAdmissionSyncLua is sync mode with the `lua` lock on the real
