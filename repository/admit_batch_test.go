@@ -141,7 +141,7 @@ func admitBatch(t *testing.T, r *admitRig, ctx context.Context, oids []int64, us
 	t.Helper()
 	b := &r.a.batch
 	b.mu.Lock()
-	b.inFlight = admitInFlight
+	b.inFlight = evalInFlight
 	b.mu.Unlock()
 	errs := make([]error, len(users))
 	var wg sync.WaitGroup
@@ -163,7 +163,7 @@ func admitBatch(t *testing.T, r *admitRig, ctx context.Context, oids []int64, us
 	b.release(r.a.rdb) // one round trip ends: the next takes the queue
 	wg.Wait()
 	b.mu.Lock()
-	b.inFlight -= admitInFlight - 1 // the ones the test pretended
+	b.inFlight -= evalInFlight - 1 // the ones the test pretended
 	b.mu.Unlock()
 	return errs
 }
@@ -264,7 +264,7 @@ func TestAdmitDeadlineWhileQueued(t *testing.T) {
 	r := newAdmitRig(t, serviceClient)
 	b := &r.a.batch
 	b.mu.Lock()
-	b.inFlight = admitInFlight // every round trip busy
+	b.inFlight = evalInFlight // every round trip busy
 	b.mu.Unlock()
 	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
 	defer cancel()

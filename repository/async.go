@@ -19,7 +19,7 @@ import (
 type Admission struct {
 	rdb    redis.UniversalClient
 	stream string       // StreamName; tests use a stream of their own
-	batch  admitBatcher // coalesces concurrent admissions
+	batch  evalBatcher // coalesces concurrent admissions
 	// traceParent names the admitting request's span for the stream
 	// entry; nil (tracing off) stores none.
 	traceParent func(context.Context) string
@@ -64,10 +64,10 @@ const settleTimeout = time.Second
 // model.ErrUnavailable. The order may then have been admitted and written
 // to the database already (its Redis record dropped): the caller reads the
 // database before answering. A caller whose context ends while its
-// admission still waits for a round trip (admitBatcher) gets
+// admission still waits for a round trip (evalBatcher) gets
 // model.ErrUnavailable at once: the admission was never sent.
 //
-// Concurrent admissions share pipelined round trips (admitBatcher); each
+// Concurrent admissions share pipelined round trips (evalBatcher); each
 // keeps its own verdict and its own settlement.
 //
 // A voucher whose stock is split in buckets (buckets > 1) admits the user in
@@ -134,7 +134,7 @@ func (a *Admission) admitIn(ctx context.Context, shard int, orderID, userID, vou
 		}
 		args = append(args, tp)
 	}
-	code, err := a.batch.eval(ctx, a.rdb, args).Int()
+	code, err := a.batch.eval(ctx, a.rdb, lua.Seckill.Hash(), lua.Seckill, args).Int()
 	var reply redis.Error
 	switch {
 	case err != nil && errors.As(err, &reply):
@@ -298,7 +298,7 @@ func (onceCmd) NoRetry() bool { return true }
 // and sends EVALSHA once more.
 func evalOnce(ctx context.Context, c redis.UniversalClient, script *redis.Script, args []any) *redis.Cmd {
 	send := func() *redis.Cmd {
-		cmd := newEvalSHA(ctx, script, args)
+		cmd := newEvalSHA(ctx, script.Hash(), args)
 		_ = c.Process(ctx, onceCmd{cmd}) // the error is the command's
 		return cmd
 	}
@@ -313,10 +313,10 @@ func evalOnce(ctx context.Context, c redis.UniversalClient, script *redis.Script
 	return cmd
 }
 
-// newEvalSHA returns the command EVALSHA <script's hash> args....
-func newEvalSHA(ctx context.Context, script *redis.Script, args []any) *redis.Cmd {
+// newEvalSHA returns the command EVALSHA hash args....
+func newEvalSHA(ctx context.Context, hash string, args []any) *redis.Cmd {
 	cmdArgs := make([]any, 0, 2+len(args))
-	cmdArgs = append(cmdArgs, "evalsha", script.Hash())
+	cmdArgs = append(cmdArgs, "evalsha", hash)
 	return redis.NewCmd(ctx, append(cmdArgs, args...)...)
 }
 

@@ -13,12 +13,34 @@ import (
 // Limiter counts events against limits shared by every instance: GCRA in
 // Redis (github.com/go-redis/redis_rate), one key per call (rate:<key>),
 // so a Redis Cluster serves it like one Redis. Its script runs on the
-// embedded miniredis too (TestLimiterMiniredis).
+// embedded miniredis too (TestLimiter).
+//
+// Concurrent checks share pipelined round trips: redis_rate runs its
+// script through a batchedEval, as the admissions do theirs.
 type Limiter struct{ l *redis_rate.Limiter }
 
 // NewLimiter returns a Limiter on rdb.
 func NewLimiter(rdb redis.UniversalClient) *Limiter {
-	return &Limiter{l: redis_rate.NewLimiter(rdb)}
+	return &Limiter{l: redis_rate.NewLimiter(&batchedEval{UniversalClient: rdb})}
+}
+
+// batchedEval is rdb for redis_rate, with its EVALSHA sent through an
+// evalBatcher: a check sent while others are in flight joins the next
+// pipeline. The rest (the EVAL after NOSCRIPT, which caches the script
+// again, and Del) goes to rdb as it is.
+type batchedEval struct {
+	redis.UniversalClient
+	batch evalBatcher
+}
+
+// EvalSha runs the script of sha in the batcher's next round trip.
+func (b *batchedEval) EvalSha(ctx context.Context, sha string, keys []string, args ...any) *redis.Cmd {
+	a := make([]any, 0, 1+len(keys)+len(args))
+	a = append(a, len(keys))
+	for _, k := range keys {
+		a = append(a, k)
+	}
+	return b.batch.eval(ctx, b.UniversalClient, sha, nil, append(a, args...))
 }
 
 // Allow counts one event of key against limit: ok, or refused with the wait

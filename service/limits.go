@@ -26,10 +26,11 @@ type PurchaseLimitConfig struct {
 	PerVoucher int
 	PerAddr    int
 	// Refused is called with the limit's name ("addr", "user", "voucher")
-	// on each refusal; nil calls nothing.
+	// on each refusal; nil calls nothing. It may be called from two
+	// goroutines at once.
 	Refused func(limit string)
 	// Failed is called with the limit's name when it could not be checked;
-	// nil calls nothing.
+	// nil calls nothing. It may be called from two goroutines at once.
 	Failed func(limit string)
 }
 
@@ -63,29 +64,54 @@ func (p *PurchaseLimits) Enabled() bool {
 func perSecond(n int) model.Limit { return model.Limit{Rate: n, Burst: n, Period: time.Second} }
 
 // Admit counts one purchase of userID for voucherID from addr against the
-// address's limit, then the user's, then the voucher's; the first refusal
-// stops (a *model.RateLimitedError). The voucher's limit comes last, so
-// that it counts only admissions that passed the others.
+// address's limit and the user's, both at once, then, when both passed,
+// against the voucher's: a refusal is a *model.RateLimitedError (the
+// address's when both refuse). The voucher's limit comes last, so that it
+// counts only admissions that passed the others: a user over their limit
+// never spends the voucher's. The address's and the user's are checked
+// together, so that their Redis scripts share one round trip (the store
+// pipelines concurrent checks); each counts the purchase even when the
+// other refuses it, which spends only the sender's own allowance.
 func (p *PurchaseLimits) Admit(ctx context.Context, userID, voucherID int64, addr string) error {
-	if p.cfg.PerAddr > 0 && addr != "" {
-		ok, wait, err := p.store.AllowAddr(ctx, addr, perSecond(p.cfg.PerAddr))
-		if err := p.verdict(ctx, "addr", "too many purchases from this address", ok, wait, err); err != nil {
-			return err
-		}
+	byAddr, byUser := p.cfg.PerAddr > 0 && addr != "", p.cfg.PerUser > 0
+	var addrErr, userErr error
+	switch {
+	case byAddr && byUser:
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			addrErr = p.allowAddr(ctx, addr)
+		}()
+		userErr = p.allowUser(ctx, userID)
+		<-done
+	case byAddr:
+		addrErr = p.allowAddr(ctx, addr)
+	case byUser:
+		userErr = p.allowUser(ctx, userID)
 	}
-	if p.cfg.PerUser > 0 {
-		ok, wait, err := p.store.AllowUser(ctx, userID, perSecond(p.cfg.PerUser))
-		if err := p.verdict(ctx, "user", "too many purchases from this user", ok, wait, err); err != nil {
-			return err
-		}
+	if addrErr != nil {
+		return addrErr
+	}
+	if userErr != nil {
+		return userErr
 	}
 	if p.cfg.PerVoucher > 0 {
 		ok, wait, err := p.store.AllowVoucher(ctx, voucherID, perSecond(p.cfg.PerVoucher))
-		if err := p.verdict(ctx, "voucher", "too many purchases of this voucher", ok, wait, err); err != nil {
-			return err
-		}
+		return p.verdict(ctx, "voucher", "too many purchases of this voucher", ok, wait, err)
 	}
 	return nil
+}
+
+// allowAddr counts a purchase from addr: nil to go on, or the refusal.
+func (p *PurchaseLimits) allowAddr(ctx context.Context, addr string) error {
+	ok, wait, err := p.store.AllowAddr(ctx, addr, perSecond(p.cfg.PerAddr))
+	return p.verdict(ctx, "addr", "too many purchases from this address", ok, wait, err)
+}
+
+// allowUser counts a purchase of userID: nil to go on, or the refusal.
+func (p *PurchaseLimits) allowUser(ctx context.Context, userID int64) error {
+	ok, wait, err := p.store.AllowUser(ctx, userID, perSecond(p.cfg.PerUser))
+	return p.verdict(ctx, "user", "too many purchases from this user", ok, wait, err)
 }
 
 // verdict turns one limit's answer into the refusal, or nil to go on (an

@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -16,13 +18,16 @@ import (
 // stubLimiter answers each limit as told and records the calls.
 type stubLimiter struct {
 	answer map[string]error // by limit; errRefuse refuses
+	mu     sync.Mutex
 	calls  []string
 }
 
 var errRefuse = errors.New("refuse")
 
 func (s *stubLimiter) do(name string, l model.Limit) (bool, time.Duration, error) {
+	s.mu.Lock()
 	s.calls = append(s.calls, fmt.Sprintf("%s:%d/%v", name, l.Rate, l.Period))
+	s.mu.Unlock()
 	switch err := s.answer[name]; {
 	case err == errRefuse:
 		return false, 700 * time.Millisecond, nil
@@ -42,10 +47,11 @@ func (s *stubLimiter) AllowVoucher(_ context.Context, _ int64, l model.Limit) (b
 	return s.do("voucher", l)
 }
 
-// TestPurchaseLimits: the limits are checked address, user, voucher; the
-// first refusal stops with RATE_LIMITED and its wait; a limit that cannot
+// TestPurchaseLimits: the address's and the user's limits are checked
+// (at once), then the voucher's only when both passed; a refusal is
+// RATE_LIMITED with its wait (the address's first); a limit that cannot
 // be checked (Redis down) lets the purchase through and is counted; an
-// unset limit is never asked.
+// unset limit is never asked. Calls and events are compared sorted.
 func TestPurchaseLimits(t *testing.T) {
 	down := model.Unavailable(errors.New("dial tcp: connection refused"))
 	all := PurchaseLimitConfig{PerUser: 2, PerVoucher: 100, PerAddr: 5}
@@ -60,7 +66,9 @@ func TestPurchaseLimits(t *testing.T) {
 	}{
 		{"all pass", all, "10.0.0.1", nil, "", "[addr:5/1s user:2/1s voucher:100/1s]", ""},
 		{"address refused first", all, "10.0.0.1", map[string]error{"addr": errRefuse, "user": errRefuse},
-			"too many purchases from this address", "[addr:5/1s]", "refused addr"},
+			"too many purchases from this address", "[addr:5/1s user:2/1s]", "refused addr,refused user"},
+		{"address refused before the voucher is counted", all, "10.0.0.1", map[string]error{"addr": errRefuse},
+			"too many purchases from this address", "[addr:5/1s user:2/1s]", "refused addr"},
 		{"user refused before the voucher is counted", all, "10.0.0.1", map[string]error{"user": errRefuse},
 			"too many purchases from this user", "[addr:5/1s user:2/1s]", "refused user"},
 		{"voucher refused", all, "10.0.0.1", map[string]error{"voucher": errRefuse},
@@ -70,15 +78,24 @@ func TestPurchaseLimits(t *testing.T) {
 		{"redis down on one, another refuses", all, "10.0.0.1", map[string]error{"addr": down, "user": errRefuse},
 			"too many purchases from this user", "[addr:5/1s user:2/1s]", "failed addr,refused user"},
 		{"only the voucher", PurchaseLimitConfig{PerVoucher: 3}, "10.0.0.1", nil, "", "[voucher:3/1s]", ""},
+		{"only the user, refused", PurchaseLimitConfig{PerUser: 2}, "10.0.0.1", map[string]error{"user": errRefuse},
+			"too many purchases from this user", "[user:2/1s]", "refused user"},
+		{"only the address", PurchaseLimitConfig{PerAddr: 5}, "10.0.0.1", nil, "", "[addr:5/1s]", ""},
 		{"no address known", all, "", nil, "", "[user:2/1s voucher:100/1s]", ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			store := &stubLimiter{answer: tt.answer}
+			var mu sync.Mutex
 			var events []string
+			event := func(e string) {
+				mu.Lock()
+				events = append(events, e)
+				mu.Unlock()
+			}
 			cfg := tt.cfg
-			cfg.Refused = func(l string) { events = append(events, "refused "+l) }
-			cfg.Failed = func(l string) { events = append(events, "failed "+l) }
+			cfg.Refused = func(l string) { event("refused " + l) }
+			cfg.Failed = func(l string) { event("failed " + l) }
 			p := NewPurchaseLimits(store, cfg, slog.New(slog.NewTextHandler(io.Discard, nil)))
 			err := p.Admit(context.Background(), 7, 9, tt.addr)
 			var rl *model.RateLimitedError
@@ -88,6 +105,8 @@ func TestPurchaseLimits(t *testing.T) {
 			case tt.wantErr != "" && (!errors.As(err, &rl) || rl.Reason != tt.wantErr || rl.RetryAfter != 700*time.Millisecond):
 				t.Errorf("got %v, want RATE_LIMITED %q after 700ms", err, tt.wantErr)
 			}
+			slices.Sort(store.calls)
+			slices.Sort(events)
 			if got := fmt.Sprint(store.calls); got != tt.wantCalls {
 				t.Errorf("calls: got %s, want %s", got, tt.wantCalls)
 			}
