@@ -18,7 +18,7 @@ import (
 // state (stock, buyers, voucher hash) and the epoch (keys.go names the keys).
 type Admission struct {
 	rdb    redis.UniversalClient
-	stream string       // StreamName; tests use a stream of their own
+	stream string      // StreamName; tests use a stream of their own
 	batch  evalBatcher // coalesces concurrent admissions
 	// traceParent names the admitting request's span for the stream
 	// entry; nil (tracing off) stores none.
