@@ -135,10 +135,10 @@ func (l *Limiter) allowAtMost(ctx context.Context, k limitKey, n int) (allowed i
 	if res.Allowed >= n {
 		return n, 0, nil
 	}
-	if res.Allowed > 0 && k.limit.Rate > 0 {
+	if res.Allowed > 0 {
 		// The allowed ones spent the whole allowance: the next event
 		// comes one emission interval later.
-		return res.Allowed, k.limit.Period / time.Duration(k.limit.Rate), nil
+		return res.Allowed, k.limit.Period / time.Duration(max(k.limit.Rate, 1)), nil
 	}
 	return 0, max(res.RetryAfter, 0), nil
 }
