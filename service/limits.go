@@ -26,11 +26,10 @@ type PurchaseLimitConfig struct {
 	PerVoucher int
 	PerAddr    int
 	// Refused is called with the limit's name ("addr", "user", "voucher")
-	// on each refusal; nil calls nothing. It may be called from two
-	// goroutines at once.
+	// on each refusal; nil calls nothing.
 	Refused func(limit string)
 	// Failed is called with the limit's name when it could not be checked;
-	// nil calls nothing. It may be called from two goroutines at once.
+	// nil calls nothing.
 	Failed func(limit string)
 }
 
@@ -73,27 +72,30 @@ func perSecond(n int) model.Limit { return model.Limit{Rate: n, Burst: n, Period
 // pipelines concurrent checks); each counts the purchase even when the
 // other refuses it, which spends only the sender's own allowance.
 func (p *PurchaseLimits) Admit(ctx context.Context, userID, voucherID int64, addr string) error {
-	byAddr, byUser := p.cfg.PerAddr > 0 && addr != "", p.cfg.PerUser > 0
-	var addrErr, userErr error
+	var byAddr, byUser answer
 	switch {
-	case byAddr && byUser:
+	case p.cfg.PerAddr > 0 && addr != "" && p.cfg.PerUser > 0:
 		done := make(chan struct{})
 		go func() {
 			defer close(done)
-			addrErr = p.allowAddr(ctx, addr)
+			byAddr = p.allowAddr(ctx, addr)
 		}()
-		userErr = p.allowUser(ctx, userID)
+		byUser = p.allowUser(ctx, userID)
 		<-done
-	case byAddr:
-		addrErr = p.allowAddr(ctx, addr)
-	case byUser:
-		userErr = p.allowUser(ctx, userID)
+	case p.cfg.PerAddr > 0 && addr != "":
+		byAddr = p.allowAddr(ctx, addr)
+	case p.cfg.PerUser > 0:
+		byUser = p.allowUser(ctx, userID)
 	}
-	if addrErr != nil {
-		return addrErr
+	// The verdicts on this goroutine: Refused and Failed are never called
+	// at once.
+	errAddr := byAddr.verdict(ctx, p, "addr", "too many purchases from this address")
+	errUser := byUser.verdict(ctx, p, "user", "too many purchases from this user")
+	if errAddr != nil {
+		return errAddr
 	}
-	if userErr != nil {
-		return userErr
+	if errUser != nil {
+		return errUser
 	}
 	if p.cfg.PerVoucher > 0 {
 		ok, wait, err := p.store.AllowVoucher(ctx, voucherID, perSecond(p.cfg.PerVoucher))
@@ -102,16 +104,31 @@ func (p *PurchaseLimits) Admit(ctx context.Context, userID, voucherID int64, add
 	return nil
 }
 
-// allowAddr counts a purchase from addr: nil to go on, or the refusal.
-func (p *PurchaseLimits) allowAddr(ctx context.Context, addr string) error {
-	ok, wait, err := p.store.AllowAddr(ctx, addr, perSecond(p.cfg.PerAddr))
-	return p.verdict(ctx, "addr", "too many purchases from this address", ok, wait, err)
+// answer is one limit's answer; its zero value is a limit not asked.
+type answer struct {
+	asked, ok bool
+	wait      time.Duration
+	err       error
 }
 
-// allowUser counts a purchase of userID: nil to go on, or the refusal.
-func (p *PurchaseLimits) allowUser(ctx context.Context, userID int64) error {
+// verdict is p.verdict of a, nil for a limit not asked.
+func (a answer) verdict(ctx context.Context, p *PurchaseLimits, name, reason string) error {
+	if !a.asked {
+		return nil
+	}
+	return p.verdict(ctx, name, reason, a.ok, a.wait, a.err)
+}
+
+// allowAddr asks the address's limit.
+func (p *PurchaseLimits) allowAddr(ctx context.Context, addr string) answer {
+	ok, wait, err := p.store.AllowAddr(ctx, addr, perSecond(p.cfg.PerAddr))
+	return answer{true, ok, wait, err}
+}
+
+// allowUser asks the user's limit.
+func (p *PurchaseLimits) allowUser(ctx context.Context, userID int64) answer {
 	ok, wait, err := p.store.AllowUser(ctx, userID, perSecond(p.cfg.PerUser))
-	return p.verdict(ctx, "user", "too many purchases from this user", ok, wait, err)
+	return answer{true, ok, wait, err}
 }
 
 // verdict turns one limit's answer into the refusal, or nil to go on (an
