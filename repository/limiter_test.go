@@ -6,7 +6,10 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
+	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -134,5 +137,192 @@ func TestCodeFlowRedisDown(t *testing.T) {
 	}
 	if _, err := NewCodes(rdb).CheckCode(ctx, "13800000000", "123456", 5); !errors.Is(err, model.ErrUnavailable) {
 		t.Errorf("CheckCode: got %v, want ErrUnavailable", err)
+	}
+}
+
+// scriptCounter is a go-redis hook that counts the EVALSHA commands sent
+// and the round trips that carry them.
+type scriptCounter struct {
+	trips, scripts atomic.Int64
+}
+
+func (c *scriptCounter) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+func (c *scriptCounter) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		c.count([]redis.Cmder{cmd})
+		return next(ctx, cmd)
+	}
+}
+
+func (c *scriptCounter) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		c.count(cmds)
+		return next(ctx, cmds)
+	}
+}
+
+func (c *scriptCounter) count(cmds []redis.Cmder) {
+	n := 0
+	for _, cmd := range cmds {
+		if cmd.Name() == "evalsha" {
+			n++
+		}
+	}
+	if n > 0 {
+		c.trips.Add(1)
+		c.scripts.Add(int64(n))
+	}
+}
+
+// TestLimiterPipelines: checks of 100 different keys sent while every
+// round trip of the limiter is busy wait, then share two pipelines (64
+// and 36 scripts), and each gets its own answer.
+func TestLimiterPipelines(t *testing.T) {
+	ctx := context.Background()
+	for name, rdb := range limiterBackends(t) {
+		t.Run(name, func(t *testing.T) {
+			var hook scriptCounter
+			rdb.AddHook(&hook)
+			l := NewLimiter(rdb)
+			base := fmt.Sprintf("test:pipelined:%d:", rand.Int64())
+			limit := model.Limit{Rate: 1, Burst: 1, Period: time.Minute}
+			// The script cached and a connection open first.
+			if _, _, err := l.Allow(ctx, base+"first", limit); err != nil {
+				t.Fatal(err)
+			}
+			b := &l.eval.batch
+			b.mu.Lock()
+			b.inFlight = evalInFlight // every round trip busy
+			b.mu.Unlock()
+			const n = 100
+			var wg sync.WaitGroup
+			var allowed atomic.Int64
+			for i := range n {
+				wg.Go(func() {
+					ok, _, err := l.Allow(ctx, base+strconv.Itoa(i), limit)
+					if err != nil {
+						t.Error(err)
+					}
+					if ok {
+						allowed.Add(1)
+					}
+				})
+			}
+			waitFor(t, func() bool {
+				b.mu.Lock()
+				defer b.mu.Unlock()
+				return len(b.queue) == n
+			}, "100 checks queued")
+			hook.trips.Store(0)
+			hook.scripts.Store(0)
+			b.release(rdb) // one round trip ends: the queue goes
+			wg.Wait()
+			b.mu.Lock()
+			b.inFlight -= evalInFlight - 1 // the ones the test pretended
+			b.mu.Unlock()
+			if got := allowed.Load(); got != n {
+				t.Errorf("allowed: got %d, want all %d (each its own key)", got, n)
+			}
+			if got, scripts := hook.trips.Load(), hook.scripts.Load(); got != 2 || scripts != n {
+				t.Errorf("round trips: got %d carrying %d scripts, want 2 carrying %d", got, scripts, n)
+			}
+			rdb.Del(ctx, RatePrefix+base+"first")
+			for i := range n {
+				rdb.Del(ctx, RatePrefix+base+strconv.Itoa(i))
+			}
+		})
+	}
+}
+
+// TestLimiterCoalesces: two instances, each with 100 checks of one key
+// waiting for a check in flight, send one script each, and together let
+// exactly the burst through; the refused learn the wait until the next.
+func TestLimiterCoalesces(t *testing.T) {
+	ctx := context.Background()
+	const burst = 10
+	limit := model.Limit{Rate: burst, Burst: burst, Period: time.Hour}
+	for name, rdb := range limiterBackends(t) {
+		t.Run(name, func(t *testing.T) {
+			var hook scriptCounter
+			rdb.AddHook(&hook)
+			key := fmt.Sprintf("test:coalesced:%d", rand.Int64())
+			t.Cleanup(func() { rdb.Del(ctx, RatePrefix+key) })
+			k := limitKey{key, limit}
+			inst := [2]*Limiter{NewLimiter(rdb), NewLimiter(rdb)}
+			for _, l := range inst {
+				l.mu.Lock()
+				l.busy[k] = &limitGroup{} // a check in flight
+				l.mu.Unlock()
+			}
+			var wg sync.WaitGroup
+			var mu sync.Mutex
+			var allowed int
+			waits := map[time.Duration]int{}
+			for i := range 200 {
+				wg.Go(func() {
+					ok, wait, err := inst[i%2].Allow(ctx, key, limit)
+					mu.Lock()
+					defer mu.Unlock()
+					switch {
+					case err != nil:
+						t.Error(err)
+					case ok:
+						allowed++
+					default:
+						waits[wait]++
+					}
+				})
+			}
+			waitFor(t, func() bool {
+				for _, l := range inst {
+					l.mu.Lock()
+					n := len(l.busy[k].waiting)
+					l.mu.Unlock()
+					if n != 100 {
+						return false
+					}
+				}
+				return true
+			}, "100 checks waiting on each instance")
+			hook.scripts.Store(0)
+			for _, l := range inst {
+				go l.next(k) // the check in flight ends
+			}
+			wg.Wait()
+			if allowed != burst {
+				t.Errorf("allowed: got %d, want the burst, %d", allowed, burst)
+			}
+			if got := hook.scripts.Load(); got != 2 {
+				t.Errorf("scripts: got %d, want 2 (one per instance)", got)
+			}
+			interval := limit.Period / burst
+			for w, n := range waits {
+				if w <= 0 || w > interval {
+					t.Errorf("%d refused with a wait of %v, want within one emission interval (%v)", n, w, interval)
+				}
+			}
+			waitFor(t, func() bool {
+				for _, l := range inst {
+					l.mu.Lock()
+					n := len(l.busy)
+					l.mu.Unlock()
+					if n != 0 {
+						return false
+					}
+				}
+				return true
+			}, "no key busy once every check ended")
+		})
+	}
+}
+
+// waitFor polls cond until it holds, failing t after 10 s.
+func waitFor(t *testing.T, cond func() bool, what string) {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); !cond(); time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
 	}
 }
