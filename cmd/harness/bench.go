@@ -108,6 +108,8 @@ package main
 //                         same CPU profile of its -nodrain partner (not kept: so that
 //                         their ratio compares like with like); 0 = not (the runs'
 //                         figures then carry no profiler cost at all)
+//   BENCH_LIMITS []       the -limits run's settings instead of limitsNotHit
+//                         (e.g. "SECKILL_RATE_LIMIT_VOUCHER=100000000" alone)
 //   BENCH_OUT [bench/out/<date>]  logs, wrk outputs, profiles
 //   BENCH_RESULTS [bench/RESULTS.md]  (results.json is written beside it, the
 //                         admission profiles in profiles/ beside it)

@@ -122,7 +122,7 @@ func (b *bench) measure() {
 			for _, v := range []struct {
 				suffix string
 				env    []string
-			}{{"-limits", limitsNotHit}, {"-traced", tracedAt1Percent}} {
+			}{{"-limits", benchLimits()}, {"-traced", tracedAt1Percent}} {
 				run := name + v.suffix
 				b.noteCmd(fmt.Sprintf("# %s: the server started with %s", run, strings.Join(v.env, " ")))
 				b.attempt(run, func() { b.asyncRun(run, lm, false, v.env...) })
@@ -639,6 +639,15 @@ func (b *bench) seckillRun(name, orderMode, lockMode string) {
 // on, none reached (every request is a new user; one voucher and one
 // address get far fewer requests than their limits).
 var limitsNotHit = []string{"SECKILL_RATE_LIMIT=1000", "SECKILL_RATE_LIMIT_VOUCHER=100000000", "SECKILL_RATE_LIMIT_IP=100000000"}
+
+// benchLimits are the settings of the -limits run: BENCH_LIMITS when set
+// (e.g. one limit alone), else limitsNotHit.
+func benchLimits() []string {
+	if v := strings.Fields(os.Getenv("BENCH_LIMITS")); len(v) > 0 {
+		return v
+	}
+	return limitsNotHit
+}
 
 // tracedAt1Percent is tracing in the -traced run: 1 % of the requests
 // sampled, their spans written by the console exporter to the server's log.
