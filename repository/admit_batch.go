@@ -21,7 +21,7 @@ const (
 // errAdmitNotSent is the error of a script whose caller gave up (its
 // context ended) while it still waited for a pipeline: it was never sent,
 // and never will be.
-var errAdmitNotSent = errors.New("admission not sent")
+var errAdmitNotSent = errors.New("script not sent")
 
 // evalBatcher coalesces concurrent script runs (EVALSHA) into pipelined
 // round trips to Redis: the admissions (Admission) and the limit checks
