@@ -422,3 +422,48 @@ func TestGiveBackAfterCrash(t *testing.T) {
 		t.Errorf("give-backs due at the end: got %d (%v), want 0", due, err)
 	}
 }
+
+// TestAsyncPayDeadlineFromAdmission: in async mode the time to pay counts
+// from the admission (the stream entry's time), not from the order's
+// write: with the consumer holding each batch 3 s before writing it, the
+// deadline is at most the pay timeout after the 200 answer.
+func TestAsyncPayDeadlineFromAdmission(t *testing.T) {
+	m, _, dsn, _ := privateBackends(t)
+	const payTimeout = time.Minute
+	a := asyncApp(t, map[string]string{"SECKILL_REDIS_ADDR": m.Addr(), "SECKILL_MYSQL_DSN": dsn,
+		"SECKILL_PAY_TIMEOUT": payTimeout.String(), "SECKILL_DEV_CONSUMER_DELAY": "3s"})
+	vid := publishVoucher(t, a.Handler, 5)
+	user := randomBase()
+	token, err := devTokens().Issue(user, "user")
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := call(t, a.Handler, http.MethodPost, fmt.Sprintf("/voucher-order/seckill/%d", vid), token, nil)
+	answered := time.Now()
+	var id string
+	if r.Status != http.StatusOK || json.Unmarshal(r.Body.Data, &id) != nil {
+		t.Fatalf("buy: got %d %s", r.Status, r.Body.Data)
+	}
+	var o struct {
+		Status      string     `json:"status"`
+		CreateTime  time.Time  `json:"createTime"`
+		PayDeadline *time.Time `json:"payDeadline"`
+	}
+	for deadline := time.Now().Add(60 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		g := call(t, a.Handler, http.MethodGet, "/voucher-order/"+id, token, nil)
+		if g.Status == http.StatusOK && json.Unmarshal(g.Body.Data, &o) == nil && o.Status == "created" && o.PayDeadline != nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("order %s not written after 60s: %d %s", id, g.Status, g.Body.Data)
+		}
+	}
+	written := time.Now()
+	if latest := answered.Add(payTimeout + time.Second); o.PayDeadline.After(latest) {
+		t.Errorf("pay deadline %v is after the answer (%v) + %v: it counts from the write (%v)",
+			o.PayDeadline, answered, payTimeout, written)
+	}
+	if got := o.PayDeadline.Sub(o.CreateTime); got != payTimeout {
+		t.Errorf("pay deadline - createTime = %v, want %v", got, payTimeout)
+	}
+}
