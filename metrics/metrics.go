@@ -107,7 +107,7 @@ func New() *Metrics {
 			Name: "seckill_givebacks_owed_total", Help: "Async mode: cancelled or expired orders whose unit Redis must take back.",
 		}),
 		LifeReturned: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "seckill_givebacks_done_total", Help: "Async mode: owed give-backs recorded done (the unit back in its Redis bucket, once).",
+			Name: "seckill_givebacks_done_total", Help: "Async mode: units Redis took back into their bucket (once per order, whichever instance gave it back).",
 		}),
 		SweepDuration: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name: "seckill_expiry_sweep_duration_seconds", Help: "Duration of one expiry sweep round (expiries and give-backs).",
@@ -175,7 +175,7 @@ func (m *Metrics) OrdersExpired(n int) { m.LifeExpired.Add(float64(n)) }
 // GivebacksOwed counts Redis give-backs left owed.
 func (m *Metrics) GivebacksOwed(n int) { m.LifeOwed.Add(float64(n)) }
 
-// GivebacksDone counts give-backs recorded done.
+// GivebacksDone counts units Redis took back.
 func (m *Metrics) GivebacksDone(n int) { m.LifeReturned.Add(float64(n)) }
 
 // SweepDone observes one sweep round and counts its batches.

@@ -72,7 +72,8 @@ type LifecycleObserver interface {
 	// GivebacksOwed is called with the Redis give-backs a cancel or an
 	// expiry left owed (async mode).
 	GivebacksOwed(n int)
-	// GivebacksDone is called with the give-backs recorded done.
+	// GivebacksDone is called with the units Redis took back: once per
+	// order, whichever instance gives it back.
 	GivebacksDone(n int)
 	// SweepDone is called after each sweep round, with its duration and
 	// the expiry transactions (batches) it ran.
@@ -203,7 +204,8 @@ func (l *Lifecycle) Cancel(ctx context.Context, userID, orderID int64, key strin
 		} else {
 			l.d.Metrics.OrderCancelled()
 		}
-		if o != nil && o.GivebackDue {
+		// Owed even when another instance gave it back before the read.
+		if l.d.Returner != nil {
 			l.d.Metrics.GivebacksOwed(1)
 		}
 	}
@@ -309,6 +311,7 @@ func (l *Lifecycle) sweep(ctx context.Context, batches *int) (int, error) {
 // sale is over. It returns how many it recorded done.
 func (l *Lifecycle) returnUnits(ctx context.Context, orders []model.VoucherOrder) int {
 	var done []int64
+	applied := 0
 	seen := map[int64]*model.SeckillVoucher{}
 	for _, o := range orders {
 		sv, err := seen[o.VoucherID], error(nil)
@@ -328,6 +331,9 @@ func (l *Lifecycle) returnUnits(ctx context.Context, orders []model.VoucherOrder
 			// Redis lost the voucher: the reconciliation reloads it.
 		default:
 			done = append(done, o.ID)
+			if res == GiveBackApplied {
+				applied++
+			}
 		}
 	}
 	if len(done) == 0 {
@@ -341,7 +347,7 @@ func (l *Lifecycle) returnUnits(ctx context.Context, orders []model.VoucherOrder
 		l.d.Log.WarnContext(ctx, "record give-backs", "orders", len(done), "err", err)
 		return 0
 	}
-	l.d.Metrics.GivebacksDone(len(done))
+	l.d.Metrics.GivebacksDone(applied)
 	return len(done)
 }
 
