@@ -28,6 +28,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -38,6 +39,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/go-sql-driver/mysql"
 	"github.com/redis/go-redis/v9"
 
 	auditdb "seckill/internal/audit"
@@ -540,6 +542,18 @@ func (l *loadtest) run() (ltResult, error) {
 		return r, err
 	}
 	l.Out, r.Out = out, out
+	if l.PayTimeout != "" {
+		// A short pay timeout: every instance's sweeper expires every
+		// unpaid order past it, so the run gets a database of its own.
+		dsn, drop, err := ownDatabase(l.ctx, l.MySQLDSN, l.stamp)
+		if err != nil {
+			return r, err
+		}
+		defer drop()
+		l.MySQLDSN = dsn
+		os.Setenv("SECKILL_MYSQL_DSN", dsn)
+		l.logf("SECKILL_PAY_TIMEOUT=%s: on a database of its own (%s), dropped at the end", l.PayTimeout, dbName(dsn))
+	}
 	db, err := openDB(l.ctx, l.MySQLDSN)
 	if err != nil {
 		return r, fmt.Errorf("cannot reach MariaDB (SECKILL_MYSQL_DSN): %v", err)
@@ -585,6 +599,11 @@ func (l *loadtest) run() (ltResult, error) {
 	migrateLog := filepath.Join(out, "migrate.log")
 	if _, err := runTool(l.ctx, 2*time.Minute, migrateLog, []string{"SECKILL_ENV=development"}, bin, "migrate"); err != nil {
 		return r, fmt.Errorf("seckill migrate failed: %s", lastLines(migrateLog, 3))
+	}
+	if l.PayTimeout != "" {
+		if err := startVoucherIDs(l.ctx, db); err != nil {
+			return r, err
+		}
 	}
 	tokensLog := filepath.Join(out, "tokens.log")
 	os.Remove(tokensLog)
@@ -727,6 +746,52 @@ func (l *loadtest) run() (ltResult, error) {
 		return r, err
 	}
 	return r, nil
+}
+
+// ownDatabase creates an empty database next to the one of dsn and
+// returns its DSN and a function that drops it. The schema comes later
+// (seckill migrate), then startVoucherIDs.
+func ownDatabase(ctx context.Context, dsn, stamp string) (string, func(), error) {
+	cfg, err := mysql.ParseDSN(dsn)
+	if err != nil {
+		return "", nil, fmt.Errorf("SECKILL_MYSQL_DSN: %v", err)
+	}
+	admin, err := openDB(ctx, dsn)
+	if err != nil {
+		return "", nil, fmt.Errorf("cannot reach MariaDB (SECKILL_MYSQL_DSN): %v", err)
+	}
+	name := fmt.Sprintf("seckill_lt_%s_%d", strings.ReplaceAll(stamp, "-", "_"), rand.IntN(1_000_000))
+	if _, err := admin.ExecContext(ctx, "CREATE DATABASE "+name+" CHARACTER SET utf8mb4 COLLATE utf8mb4_unicode_ci"); err != nil {
+		admin.Close()
+		return "", nil, fmt.Errorf("create database %s: %v", name, err)
+	}
+	drop := func() {
+		dctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		admin.ExecContext(dctx, "DROP DATABASE IF EXISTS "+name)
+		admin.Close()
+	}
+	cfg.DBName = name
+	return cfg.FormatDSN(), drop, nil
+}
+
+// startVoucherIDs makes a fresh database's voucher ids start at a random
+// number, so that its vouchers' Redis keys are not the shared database's.
+func startVoucherIDs(ctx context.Context, db *sql.DB) error {
+	_, err := db.ExecContext(ctx, fmt.Sprintf("ALTER TABLE tb_voucher AUTO_INCREMENT = %d", 1_000_000+rand.Int64N(1<<40)))
+	if err != nil {
+		return fmt.Errorf("voucher ids of the run's database: %v", err)
+	}
+	return nil
+}
+
+// dbName is the database of a DSN.
+func dbName(dsn string) string {
+	cfg, err := mysql.ParseDSN(dsn)
+	if err != nil {
+		return "?"
+	}
+	return cfg.DBName
 }
 
 // waitQueueDrained polls until the voucher's Redis stock plus its live
