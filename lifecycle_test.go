@@ -2,12 +2,17 @@ package main
 
 import (
 	"context"
+	"database/sql"
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"strconv"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/alicebob/miniredis/v2"
+	"github.com/redis/go-redis/v9"
 
 	auditdb "seckill/internal/audit"
 	"seckill/model"
@@ -70,6 +75,8 @@ func payCancelWalk(t *testing.T, handlers []http.Handler, orders map[int64]int64
 					return
 				case r.Body.Code == "ORDER_PENDING" && time.Now().Before(deadline):
 					continue // async: not written yet
+				case r.Status == http.StatusServiceUnavailable && r.Body.Code == "UNAVAILABLE" && time.Now().Before(deadline):
+					continue // a dependency too slow on a loaded machine: retry
 				case r.Body.Code == "ORDER_EXPIRED":
 					return
 				}
@@ -90,23 +97,20 @@ func payCancelWalk(t *testing.T, handlers []http.Handler, orders map[int64]int64
 	return out
 }
 
-// auditAny reads the audit route in either mode.
-func auditAny(t *testing.T, h http.Handler, vid int64) auditResult {
-	t.Helper()
-	r := call(t, h, http.MethodGet, fmt.Sprintf("/admin/vouchers/%d/audit", vid), adminToken(t, h), nil)
-	var a auditResult
-	if r.Status != http.StatusOK || json.Unmarshal(r.Body.Data, &a) != nil {
-		t.Fatalf("audit: got %d %s", r.Status, r.Body.Data)
-	}
-	return a
-}
-
 // waitSettled polls the audit until no order is unpaid and no give-back
-// is due, and returns it.
+// is due, and returns it. An audit answered 503 (a dependency too slow on
+// a loaded machine) is read again.
 func waitSettled(t *testing.T, h http.Handler, vid int64) auditResult {
 	t.Helper()
 	for deadline := time.Now().Add(60 * time.Second); ; time.Sleep(100 * time.Millisecond) {
-		a := auditAny(t, h, vid)
+		r := call(t, h, http.MethodGet, fmt.Sprintf("/admin/vouchers/%d/audit", vid), adminToken(t, h), nil)
+		if r.Status == http.StatusServiceUnavailable && time.Now().Before(deadline) {
+			continue
+		}
+		var a auditResult
+		if r.Status != http.StatusOK || json.Unmarshal(r.Body.Data, &a) != nil {
+			t.Fatalf("audit: got %d %s", r.Status, r.Body.Data)
+		}
 		if a.Unpaid == 0 && (a.Pending == nil || *a.Pending == 0) && (a.GivebacksDue == nil || *a.GivebacksDue == 0) && a.Consistent {
 			return a
 		}
@@ -172,16 +176,39 @@ func TestOrderLifecycleSync(t *testing.T) {
 	t.Logf("%d paid, %d cancelled, %d expired; %d sold again", len(seen.paid), len(seen.cancelled), a.Expired, again.byCode["OK"])
 }
 
+// TestOrderLifecycleAsync: the order's life in async mode, on a voucher
+// whose Redis stock is split in 4 buckets: every cancelled or expired
+// order's unit goes back to its bucket exactly once, and sells again. On
+// one Redis (a private one) it also loses Redis and rebuilds it; on the
+// cluster (`make test-cluster`) the apps share the database and the
+// cluster with the other tests, so a sweeper of this voucher's orders
+// only expires them (the apps' own sweepers keep the shared pay timeout).
 func TestOrderLifecycleAsync(t *testing.T) {
-	m, rdb, dsn, _ := privateBackends(t)
-	env := map[string]string{"SECKILL_REDIS_ADDR": m.Addr(), "SECKILL_MYSQL_DSN": dsn,
-		"SECKILL_PAY_TIMEOUT": "3s", "SECKILL_AUTO_REBUILD_AFTER": "8s"}
+	const payTimeout = 3 * time.Second
+	env := map[string]string{"SECKILL_PAY_TIMEOUT": payTimeout.String(), "SECKILL_AUTO_REBUILD_AFTER": "8s"}
+	var m *miniredis.Miniredis
+	var rdb redis.UniversalClient
+	if onCluster() {
+		rdb = sharedRedis(t)
+		delete(env, "SECKILL_PAY_TIMEOUT")
+	} else {
+		var r *redis.Client
+		m, r, env["SECKILL_MYSQL_DSN"], _ = privateBackends(t)
+		rdb, env["SECKILL_REDIS_ADDR"] = r, m.Addr()
+	}
 	a1, a2 := asyncApp(t, env), asyncApp(t, env)
 	registerAppDB(t, a1)
 	registerAppDB(t, a2)
 	hs := []http.Handler{a1.Handler, a2.Handler}
-	const stock = 30
-	vid := publishVoucher(t, a1.Handler, stock)
+	const stock, buckets = 30, 4
+	vid := publishVoucherWith(t, a1.Handler, stock, map[string]any{"stockBuckets": buckets})
+	dsn := env["SECKILL_MYSQL_DSN"]
+	if onCluster() {
+		dsn, _ = integrationEnv(t)
+		for range 2 {
+			voucherSweeper(t, dsn, rdb, vid, payTimeout)
+		}
+	}
 	first := storm(t, hs, vid, randomBase(), stock, 2)
 	if first.byCode["OK"] != stock {
 		t.Fatalf("first wave: got %v, want %d OK", first.byCode, stock)
@@ -190,25 +217,29 @@ func TestOrderLifecycleAsync(t *testing.T) {
 	a := waitSettled(t, a1.Handler, vid)
 	checkLife(t, a1.Handler, first.orderIDs, seen, a)
 	checkInvariant5(t, rdb, vid, a)
+	checkReturnBuckets(t, dsn, rdb, vid, buckets)
 	if want := int64(stock - len(seen.paid)); *a.RedisStock != want {
 		t.Errorf("redis stock %d, want %d (every cancelled unit back once)", *a.RedisStock, want)
 	}
 
-	// Redis restarts empty: the rebuild counts the cancelled units as on
-	// sale and marks them given back, so no give-back adds them twice.
-	m.FlushAll()
-	var b auditResult
-	for deadline := time.Now().Add(60 * time.Second); ; time.Sleep(200 * time.Millisecond) {
-		r := call(t, a1.Handler, http.MethodGet, fmt.Sprintf("/admin/vouchers/%d/audit", vid), adminToken(t, a1.Handler), nil)
-		if r.Status == http.StatusOK && json.Unmarshal(r.Body.Data, &b) == nil && b.RedisStock != nil && b.Consistent {
-			break
+	if m != nil {
+		// Redis restarts empty: the rebuild counts the cancelled units as
+		// on sale and marks them given back, so no give-back adds them
+		// twice.
+		m.FlushAll()
+		var b auditResult
+		for deadline := time.Now().Add(60 * time.Second); ; time.Sleep(200 * time.Millisecond) {
+			r := call(t, a1.Handler, http.MethodGet, fmt.Sprintf("/admin/vouchers/%d/audit", vid), adminToken(t, a1.Handler), nil)
+			if r.Status == http.StatusOK && json.Unmarshal(r.Body.Data, &b) == nil && b.RedisStock != nil && b.Consistent {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("not rebuilt 60s after the loss: %d %s", r.Status, r.Body.Data)
+			}
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("not rebuilt 60s after the loss: %d %s", r.Status, r.Body.Data)
+		if want := int64(stock - len(seen.paid)); *b.RedisStock != want {
+			t.Errorf("after the rebuild: redis stock %d, want %d", *b.RedisStock, want)
 		}
-	}
-	if want := int64(stock - len(seen.paid)); *b.RedisStock != want {
-		t.Errorf("after the rebuild: redis stock %d, want %d", *b.RedisStock, want)
 	}
 	again := storm(t, hs, vid, randomBase(), stock, 1)
 	if want := stock - len(seen.paid); again.byCode["OK"] != want {
@@ -216,20 +247,87 @@ func TestOrderLifecycleAsync(t *testing.T) {
 	}
 	c := waitSettled(t, a1.Handler, vid)
 	checkInvariant5(t, rdb, vid, c)
+	checkReturnBuckets(t, dsn, rdb, vid, buckets)
 	// The second wave's orders expire too: only the first payments hold.
 	if want := int64(stock - len(seen.paid)); c.Paid != int64(len(seen.paid)) || c.Orders != c.Paid || *c.RedisStock != want {
 		t.Errorf("end: %+v, want %d paid and a redis stock of %d", c, len(seen.paid), want)
 	}
-	t.Logf("%d paid, %d cancelled, %d expired; %d sold again after the loss", len(seen.paid), len(seen.cancelled), a.Expired, again.byCode["OK"])
+	t.Logf("%d paid, %d cancelled, %d expired; %d sold again", len(seen.paid), len(seen.cancelled), a.Expired, again.byCode["OK"])
+}
+
+// voucherSweeper runs, until the test ends, a sweeper that expires only
+// vid's orders after payTimeout, as an instance's would: for tests on the
+// shared database, where an app's sweeper with a short pay timeout would
+// expire other tests' orders.
+func voucherSweeper(t *testing.T, dsn string, rdb redis.UniversalClient, vid int64, payTimeout time.Duration) {
+	t.Helper()
+	db, err := repository.OpenMySQL(context.Background(), dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := service.NewLifecycle(service.LifecycleDeps{Store: repository.NewOrders(db), Vouchers: repository.NewVouchers(db),
+		Returner: repository.NewStockReturns(rdb)}, service.LifecycleConfig{PayTimeout: payTimeout, Vouchers: []int64{vid}})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		l.Run(ctx)
+	}()
+	t.Cleanup(func() {
+		cancel()
+		<-done
+		db.Close()
+	})
+}
+
+// checkReturnBuckets: each cancelled or expired order's unit is in the
+// returned set of its ReturnBucket, and in no other bucket's.
+func checkReturnBuckets(t *testing.T, dsn string, rdb redis.UniversalClient, vid int64, buckets int) {
+	t.Helper()
+	ctx := context.Background()
+	sqlDB, err := sql.Open("mysql", dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sqlDB.Close()
+	f, err := auditdb.ReadDB(ctx, sqlDB, vid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	total := 0
+	for b := range buckets {
+		ids, err := rdb.SMembers(ctx, repository.ReturnedKeyIn(repository.BucketShard(vid, b), vid)).Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		total += len(ids)
+		for _, s := range ids {
+			id, err := strconv.ParseInt(s, 10, 64)
+			switch {
+			case err != nil || !f.Cancelled[id]:
+				t.Errorf("bucket %d took back %q, not a cancelled order", b, s)
+			case repository.ReturnBucket(id, buckets) != b:
+				t.Errorf("order %d given back to bucket %d, want %d", id, b, repository.ReturnBucket(id, buckets))
+			}
+		}
+	}
+	if total != len(f.Cancelled) {
+		t.Errorf("%d units given back for %d cancelled orders", total, len(f.Cancelled))
+	}
 }
 
 // TestGiveBackAfterCrash: a cancel committed in the database whose
 // process died before Redis took the unit back (the give-back is due).
 // While Redis does not hold the voucher nothing is given back; then two
 // sweepers and stray retries race to give the units back, and each unit
-// reaches Redis exactly once, in the order's bucket.
+// reaches Redis exactly once, in the order's bucket. On one Redis (a
+// private one) and on the cluster (`make test-cluster`).
 func TestGiveBackAfterCrash(t *testing.T) {
-	_, rdb, dsn, sqlDB := privateBackends(t)
+	_, single, dsn, sqlDB := privateBackends(t)
+	var rdb redis.UniversalClient = single
+	if onCluster() {
+		rdb = sharedRedis(t)
+	}
 	ctx := context.Background()
 	db, err := repository.OpenMySQL(ctx, dsn)
 	if err != nil {
@@ -237,6 +335,11 @@ func TestGiveBackAfterCrash(t *testing.T) {
 	}
 	t.Cleanup(func() { db.Close() })
 	if err := db.Migrate(ctx); err != nil {
+		t.Fatal(err)
+	}
+	// Voucher ids of their own: a fresh database's 1, 2, ... name other
+	// vouchers' keys on the shared cluster.
+	if _, err := sqlDB.Exec(fmt.Sprintf("ALTER TABLE tb_voucher AUTO_INCREMENT = %d", randomBase())); err != nil {
 		t.Fatal(err)
 	}
 	orders, vouchers := repository.NewOrders(db), repository.NewVouchers(db)
@@ -257,7 +360,7 @@ func TestGiveBackAfterCrash(t *testing.T) {
 		}
 		users = append(users, o.UserID)
 		if i%2 == 0 {
-			if _, err := orders.Cancel(ctx, o.UserID, o.ID, now, now.Add(-time.Hour), true); err != nil {
+			if _, _, err := orders.Cancel(ctx, o.UserID, o.ID, now, now.Add(-time.Hour), true); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -317,5 +420,50 @@ func TestGiveBackAfterCrash(t *testing.T) {
 	}
 	if err := sqlDB.QueryRow("SELECT COUNT(*) FROM tb_voucher_order WHERE voucher_id = ? AND giveback_due = 1", v.ID).Scan(&due); err != nil || due != 0 {
 		t.Errorf("give-backs due at the end: got %d (%v), want 0", due, err)
+	}
+}
+
+// TestAsyncPayDeadlineFromAdmission: in async mode the time to pay counts
+// from the admission (the stream entry's time), not from the order's
+// write: with the consumer holding each batch 3 s before writing it, the
+// deadline is at most the pay timeout after the 200 answer.
+func TestAsyncPayDeadlineFromAdmission(t *testing.T) {
+	m, _, dsn, _ := privateBackends(t)
+	const payTimeout = time.Minute
+	a := asyncApp(t, map[string]string{"SECKILL_REDIS_ADDR": m.Addr(), "SECKILL_MYSQL_DSN": dsn,
+		"SECKILL_PAY_TIMEOUT": payTimeout.String(), "SECKILL_DEV_CONSUMER_DELAY": "3s"})
+	vid := publishVoucher(t, a.Handler, 5)
+	user := randomBase()
+	token, err := devTokens().Issue(user, "user")
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := call(t, a.Handler, http.MethodPost, fmt.Sprintf("/voucher-order/seckill/%d", vid), token, nil)
+	answered := time.Now()
+	var id string
+	if r.Status != http.StatusOK || json.Unmarshal(r.Body.Data, &id) != nil {
+		t.Fatalf("buy: got %d %s", r.Status, r.Body.Data)
+	}
+	var o struct {
+		Status      string     `json:"status"`
+		CreateTime  time.Time  `json:"createTime"`
+		PayDeadline *time.Time `json:"payDeadline"`
+	}
+	for deadline := time.Now().Add(60 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		g := call(t, a.Handler, http.MethodGet, "/voucher-order/"+id, token, nil)
+		if g.Status == http.StatusOK && json.Unmarshal(g.Body.Data, &o) == nil && o.Status == "created" && o.PayDeadline != nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("order %s not written after 60s: %d %s", id, g.Status, g.Body.Data)
+		}
+	}
+	written := time.Now()
+	if latest := answered.Add(payTimeout + time.Second); o.PayDeadline.After(latest) {
+		t.Errorf("pay deadline %v is after the answer (%v) + %v: it counts from the write (%v)",
+			o.PayDeadline, answered, payTimeout, written)
+	}
+	if got := o.PayDeadline.Sub(o.CreateTime); got != payTimeout {
+		t.Errorf("pay deadline - createTime = %v, want %v", got, payTimeout)
 	}
 }

@@ -283,6 +283,9 @@ func newApp(ctx context.Context, cfg config.Config, log *slog.Logger, opts ...ap
 	if a.Async != nil {
 		lifeDeps.Returner = repository.NewStockReturns(d.Redis)
 	}
+	if m != nil {
+		lifeDeps.Metrics = m
+	}
 	a.Lifecycle = service.NewLifecycle(lifeDeps, service.LifecycleConfig{PayTimeout: cfg.PayTimeout})
 	sweepCtx, stopSweep := context.WithCancel(context.WithoutCancel(ctx))
 	sweepDone := make(chan struct{})

@@ -9,6 +9,7 @@ package metrics
 
 import (
 	"net/http"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
@@ -35,6 +36,17 @@ type Metrics struct {
 	// PurchaseLimits counts the purchase limits' refusals and the checks
 	// that failed (let through), by limit and result.
 	PurchaseLimits *prometheus.CounterVec
+	// The order's life: payments and cancels by buyers, expiries by the
+	// pay timeout, Redis give-backs owed and done (async mode), and the
+	// sweeper's rounds (duration, expiry batches, errors).
+	LifePaid      prometheus.Counter
+	LifeCancelled prometheus.Counter
+	LifeExpired   prometheus.Counter
+	LifeOwed      prometheus.Counter
+	LifeReturned  prometheus.Counter
+	SweepDuration prometheus.Histogram
+	SweepBatches  prometheus.Counter
+	SweepErrors   prometheus.Counter
 }
 
 // New registers the metrics in a fresh registry.
@@ -82,8 +94,34 @@ func New() *Metrics {
 			Name: "seckill_purchase_limit_total",
 			Help: "Purchase limit decisions by limit (addr, user, voucher) and result: refused (429), or unchecked (Redis failed, let through).",
 		}, []string{"limit", "result"}),
+		LifePaid: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "seckill_orders_paid_total", Help: "Orders their buyers paid (a repeated payment counts once).",
+		}),
+		LifeCancelled: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "seckill_orders_cancelled_total", Help: "Unpaid orders their buyers cancelled (a repeated cancel counts once).",
+		}),
+		LifeExpired: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "seckill_orders_expired_total", Help: "Unpaid orders cancelled by the pay timeout (SECKILL_PAY_TIMEOUT), their units back on sale.",
+		}),
+		LifeOwed: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "seckill_givebacks_owed_total", Help: "Async mode: cancelled or expired orders whose unit Redis must take back.",
+		}),
+		LifeReturned: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "seckill_givebacks_done_total", Help: "Async mode: units Redis took back into their bucket (once per order, whichever instance gave it back).",
+		}),
+		SweepDuration: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name: "seckill_expiry_sweep_duration_seconds", Help: "Duration of one expiry sweep round (expiries and give-backs).",
+			Buckets: []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10},
+		}),
+		SweepBatches: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "seckill_expiry_sweep_batches_total", Help: "Expiry transactions the sweeper ran (up to 100 orders each).",
+		}),
+		SweepErrors: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "seckill_expiry_sweep_errors_total", Help: "Expiry sweep rounds that ended with an error (retried next round).",
+		}),
 	}
-	m.Registry.MustRegister(m.PurchaseLimits, m.Requests, m.Latency, m.Outcomes, m.LockRefused, m.UniqueKey, m.StaleFence,
+	m.Registry.MustRegister(m.LifePaid, m.LifeCancelled, m.LifeExpired, m.LifeOwed, m.LifeReturned,
+		m.SweepDuration, m.SweepBatches, m.SweepErrors, m.PurchaseLimits, m.Requests, m.Latency, m.Outcomes, m.LockRefused, m.UniqueKey, m.StaleFence,
 		m.AsyncWritten, m.AsyncDeadLetters, m.AsyncBatch, m.AsyncClaimed, m.AdmissionPipeline,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
@@ -124,6 +162,30 @@ func (m *Metrics) DeadLettered(reason string) { m.AsyncDeadLetters.WithLabelValu
 
 // Claimed counts entries claimed from idle consumers.
 func (m *Metrics) Claimed(n int) { m.AsyncClaimed.Add(float64(n)) }
+
+// OrderPaid counts an order its buyer paid (service.LifecycleObserver).
+func (m *Metrics) OrderPaid() { m.LifePaid.Inc() }
+
+// OrderCancelled counts an order its buyer cancelled.
+func (m *Metrics) OrderCancelled() { m.LifeCancelled.Inc() }
+
+// OrdersExpired counts orders the pay timeout cancelled.
+func (m *Metrics) OrdersExpired(n int) { m.LifeExpired.Add(float64(n)) }
+
+// GivebacksOwed counts Redis give-backs left owed.
+func (m *Metrics) GivebacksOwed(n int) { m.LifeOwed.Add(float64(n)) }
+
+// GivebacksDone counts units Redis took back.
+func (m *Metrics) GivebacksDone(n int) { m.LifeReturned.Add(float64(n)) }
+
+// SweepDone observes one sweep round and counts its batches.
+func (m *Metrics) SweepDone(d time.Duration, batches int) {
+	m.SweepDuration.Observe(d.Seconds())
+	m.SweepBatches.Add(float64(batches))
+}
+
+// SweepFailed counts a sweep round that ended with an error.
+func (m *Metrics) SweepFailed() { m.SweepErrors.Inc() }
 
 // AdmissionRoundTrip observes one admission round trip to Redis carrying n
 // admissions (repository.Admission.ObservePipelines). A nil *Metrics

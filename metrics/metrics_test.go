@@ -1,6 +1,9 @@
 package metrics
 
-import "testing"
+import (
+	"testing"
+	"time"
+)
 
 // TestAdmissionRoundTrip: the admission pipelines' histogram gives the
 // mean depth as sum ÷ count, with 1 for an admission sent alone; a nil
@@ -38,4 +41,45 @@ func TestAdmissionRoundTrip(t *testing.T) {
 	none.AdmissionRoundTrip(3) // no panic
 	f := none.AdmissionRoundTrip
 	f(1)
+}
+
+// TestLifecycleMetrics: the order lifecycle's events reach their series.
+func TestLifecycleMetrics(t *testing.T) {
+	m := New()
+	m.OrderPaid()
+	m.OrderCancelled()
+	m.OrderCancelled()
+	m.OrdersExpired(5)
+	m.GivebacksOwed(7)
+	m.GivebacksDone(6)
+	m.SweepDone(20*time.Millisecond, 3)
+	m.SweepDone(time.Millisecond, 1)
+	m.SweepFailed()
+	mfs, err := m.Registry.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]float64{
+		"seckill_orders_paid_total": 1, "seckill_orders_cancelled_total": 2, "seckill_orders_expired_total": 5,
+		"seckill_givebacks_owed_total": 7, "seckill_givebacks_done_total": 6,
+		"seckill_expiry_sweep_batches_total": 4, "seckill_expiry_sweep_errors_total": 1,
+		"seckill_expiry_sweep_duration_seconds": 2, // observations
+	}
+	for _, mf := range mfs {
+		w, ok := want[mf.GetName()]
+		if !ok {
+			continue
+		}
+		delete(want, mf.GetName())
+		got := mf.GetMetric()[0].GetCounter().GetValue()
+		if h := mf.GetMetric()[0].GetHistogram(); h != nil {
+			got = float64(h.GetSampleCount())
+		}
+		if got != w {
+			t.Errorf("%s: got %g, want %g", mf.GetName(), got, w)
+		}
+	}
+	for name := range want {
+		t.Errorf("%s is not registered", name)
+	}
 }

@@ -1,6 +1,9 @@
 package model
 
-import "errors"
+import (
+	"errors"
+	"time"
+)
 
 // Async mode (SECKILL_ORDER_MODE=async): admission happens in Redis, orders
 // reach the database through the stream.orders consumer group.
@@ -60,6 +63,9 @@ type QueuedOrder struct {
 	// TraceParent is the W3C traceparent of the request that admitted the
 	// order ("" when it was not traced).
 	TraceParent string
+	// Admitted is when Redis admitted the order: the milliseconds of its
+	// stream entry id, on the Redis server's clock. Zero when unknown.
+	Admitted time.Time
 }
 
 // GiveBack says what a dead letter returns to the voucher's Redis state:

@@ -218,6 +218,10 @@ func translate(err error) error {
 		errors.Is(err, driver.ErrBadConn), errors.Is(err, mysql.ErrInvalidConn),
 		errors.As(err, &netErr):
 		return model.Unavailable(err)
+	case errors.Is(err, sql.ErrTxDone):
+		// database/sql rolled the transaction back when its context
+		// ended; the next statement in it reports only this.
+		return model.Unavailable(err)
 	case errors.As(err, &me) && (isTransient(me.Number)):
 		return model.Unavailable(err)
 	case strings.Contains(err.Error(), "database is locked"), strings.Contains(err.Error(), "connection refused"):

@@ -22,18 +22,19 @@ import (
 
 // Pay marks the user's order paid if it is unpaid and was created after
 // cutoff (its pay deadline not passed), recording now, the voucher's pay
-// value and key. It returns the order as it is afterwards; a paid order is
-// returned as it is (paying twice answers the same). Refusals:
+// value and key. It returns the order as it is afterwards and whether
+// this call paid it; a paid order is returned as it is (paying twice
+// answers the same). Refusals:
 // model.ErrOrderNotFound (missing or another user's), model.ErrOrderExpired
 // (past the deadline, or cancelled by the timeout), model.ErrOrderCancelled.
-func (r *Orders) Pay(ctx context.Context, userID, orderID int64, key string, now, cutoff time.Time) (*model.VoucherOrder, error) {
+func (r *Orders) Pay(ctx context.Context, userID, orderID int64, key string, now, cutoff time.Time) (*model.VoucherOrder, bool, error) {
 	for attempt := 1; ; attempt++ {
-		o, err := r.pay(ctx, userID, orderID, key, now, cutoff)
+		o, changed, err := r.pay(ctx, userID, orderID, key, now, cutoff)
 		switch {
 		case !errors.Is(err, errWrittenMeanwhile):
-			return o, err
+			return o, changed, err
 		case attempt == writtenRetries:
-			return o, model.ErrOrderPending
+			return o, false, model.ErrOrderPending
 		}
 	}
 }
@@ -47,7 +48,7 @@ var errWrittenMeanwhile = errors.New("order written meanwhile")
 // written meanwhile (it is written once: the second attempt sees it).
 const writtenRetries = 3
 
-func (r *Orders) pay(ctx context.Context, userID, orderID int64, key string, now, cutoff time.Time) (*model.VoucherOrder, error) {
+func (r *Orders) pay(ctx context.Context, userID, orderID int64, key string, now, cutoff time.Time) (*model.VoucherOrder, bool, error) {
 	var payKey any
 	if key != "" {
 		payKey = key
@@ -58,45 +59,49 @@ func (r *Orders) pay(ctx context.Context, userID, orderID int64, key string, now
 WHERE id = ? AND user_id = ? AND status = ? AND create_time > ?`,
 		model.OrderStatusPaid, now, payKey, now, orderID, userID, model.OrderStatusCreated, cutoff)
 	if res.Error != nil {
-		return nil, translate(res.Error)
+		return nil, false, translate(res.Error)
 	}
+	changed := res.RowsAffected > 0
 	o, err := r.owned(ctx, userID, orderID)
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	switch {
 	case o.Status == model.OrderStatusPaid:
-		return o, nil
+		return o, changed, nil
 	case o.Status == model.OrderStatusCancelled:
-		return o, cancelledErr(o)
+		return o, false, cancelledErr(o)
 	case o.Status == model.OrderStatusCreated && !o.CreateTime.After(cutoff):
 		// Unpaid and past its deadline: the sweeper cancels it soon.
-		return o, model.ErrOrderExpired
+		return o, false, model.ErrOrderExpired
 	case o.Status == model.OrderStatusCreated:
-		return o, errWrittenMeanwhile
+		return o, false, errWrittenMeanwhile
 	}
-	return o, fmt.Errorf("order %d: unexpected status %d", o.ID, o.Status)
+	return o, false, fmt.Errorf("order %d: unexpected status %d", o.ID, o.Status)
 }
 
 // Cancel cancels the user's unpaid order and gives its unit back to the
 // voucher's stock in one transaction; due marks the Redis give-back as
 // owed (async mode). An order already past cutoff is cancelled as expired
 // (reason timeout) and answered model.ErrOrderExpired. A cancelled order is
-// returned as it is; model.ErrOrderPaid refuses a paid one.
-func (r *Orders) Cancel(ctx context.Context, userID, orderID int64, now, cutoff time.Time, due bool) (*model.VoucherOrder, error) {
+// returned as it is; model.ErrOrderPaid refuses a paid one. The bool says
+// whether this call cancelled it (by its buyer or as expired).
+func (r *Orders) Cancel(ctx context.Context, userID, orderID int64, now, cutoff time.Time, due bool) (*model.VoucherOrder, bool, error) {
 	for attempt := 1; ; attempt++ {
-		o, err := r.cancel(ctx, userID, orderID, now, cutoff, due)
+		o, changed, err := r.cancel(ctx, userID, orderID, now, cutoff, due)
 		switch {
 		case !errors.Is(err, errWrittenMeanwhile):
-			return o, err
+			return o, changed, err
 		case attempt == writtenRetries:
-			return o, model.ErrOrderPending
+			return o, false, model.ErrOrderPending
 		}
 	}
 }
 
-func (r *Orders) cancel(ctx context.Context, userID, orderID int64, now, cutoff time.Time, due bool) (*model.VoucherOrder, error) {
+func (r *Orders) cancel(ctx context.Context, userID, orderID int64, now, cutoff time.Time, due bool) (*model.VoucherOrder, bool, error) {
+	changed := false
 	err := r.retryDeadlock(ctx, func(tx *gorm.DB) error {
+		changed = false
 		res := tx.Exec(`UPDATE tb_voucher_order SET status = ?, cancel_time = ?,
   cancel_reason = CASE WHEN create_time > ? THEN ? ELSE ? END, giveback_due = ?, update_time = ?
 WHERE id = ? AND user_id = ? AND status = ?`,
@@ -105,6 +110,7 @@ WHERE id = ? AND user_id = ? AND status = ?`,
 		if res.Error != nil || res.RowsAffected == 0 {
 			return res.Error
 		}
+		changed = true
 		var voucherID int64
 		if err := tx.Raw("SELECT voucher_id FROM tb_voucher_order WHERE id = ?", orderID).Scan(&voucherID).Error; err != nil {
 			return err
@@ -112,24 +118,24 @@ WHERE id = ? AND user_id = ? AND status = ?`,
 		return giveBack(tx, map[int64]int{voucherID: 1})
 	})
 	if err != nil {
-		return nil, translate(err)
+		return nil, false, translate(err)
 	}
 	o, err := r.owned(ctx, userID, orderID)
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	switch o.Status {
 	case model.OrderStatusCancelled:
 		if o.CancelReason == model.CancelByTimeout {
-			return o, model.ErrOrderExpired
+			return o, changed, model.ErrOrderExpired
 		}
-		return o, nil
+		return o, changed, nil
 	case model.OrderStatusPaid:
-		return o, model.ErrOrderPaid
+		return o, false, model.ErrOrderPaid
 	case model.OrderStatusCreated:
-		return o, errWrittenMeanwhile
+		return o, false, errWrittenMeanwhile
 	}
-	return o, fmt.Errorf("order %d: unexpected status %d", o.ID, o.Status)
+	return o, false, fmt.Errorf("order %d: unexpected status %d", o.ID, o.Status)
 }
 
 // Expire cancels up to limit unpaid orders created at or before cutoff

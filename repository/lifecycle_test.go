@@ -64,38 +64,38 @@ func TestOrderLifecycle(t *testing.T) {
 			o := oldOrders(t, db, vid, 3)
 			now := time.Now()
 
-			paid, err := r.Pay(ctx, o[0].UserID, o[0].ID, "key-1", now, payCutoff)
-			if err != nil || paid.Status != model.OrderStatusPaid || paid.PayAmount == nil || *paid.PayAmount != 1 ||
+			paid, changed, err := r.Pay(ctx, o[0].UserID, o[0].ID, "key-1", now, payCutoff)
+			if err != nil || !changed || paid.Status != model.OrderStatusPaid || paid.PayAmount == nil || *paid.PayAmount != 1 ||
 				paid.PayKey == nil || *paid.PayKey != "key-1" || paid.PayTime == nil {
 				t.Fatalf("pay: got %+v, %v; want paid, amount 1, key-1", paid, err)
 			}
-			if again, err := r.Pay(ctx, o[0].UserID, o[0].ID, "", now, payCutoff); err != nil || again.Status != model.OrderStatusPaid {
+			if again, changed, err := r.Pay(ctx, o[0].UserID, o[0].ID, "", now, payCutoff); err != nil || changed || again.Status != model.OrderStatusPaid {
 				t.Errorf("pay again: got %+v, %v; want the paid order", again, err)
 			}
-			if _, err := r.Cancel(ctx, o[0].UserID, o[0].ID, now, payCutoff, false); !errors.Is(err, model.ErrOrderPaid) {
+			if _, _, err := r.Cancel(ctx, o[0].UserID, o[0].ID, now, payCutoff, false); !errors.Is(err, model.ErrOrderPaid) {
 				t.Errorf("cancel a paid order: got %v, want ErrOrderPaid", err)
 			}
-			if _, err := r.Pay(ctx, o[1].UserID+1, o[1].ID, "", now, payCutoff); !errors.Is(err, model.ErrOrderNotFound) {
+			if _, _, err := r.Pay(ctx, o[1].UserID+1, o[1].ID, "", now, payCutoff); !errors.Is(err, model.ErrOrderNotFound) {
 				t.Errorf("pay another user's order: got %v, want ErrOrderNotFound", err)
 			}
-			if _, err := r.Cancel(ctx, o[1].UserID+1, o[1].ID, now, payCutoff, false); !errors.Is(err, model.ErrOrderNotFound) {
+			if _, _, err := r.Cancel(ctx, o[1].UserID+1, o[1].ID, now, payCutoff, false); !errors.Is(err, model.ErrOrderNotFound) {
 				t.Errorf("cancel another user's order: got %v, want ErrOrderNotFound", err)
 			}
 
-			c, err := r.Cancel(ctx, o[1].UserID, o[1].ID, now, payCutoff, false)
-			if err != nil || c.Status != model.OrderStatusCancelled || c.CancelReason != model.CancelByBuyer || c.StatusName() != "cancelled" {
+			c, changed, err := r.Cancel(ctx, o[1].UserID, o[1].ID, now, payCutoff, false)
+			if err != nil || !changed || c.Status != model.OrderStatusCancelled || c.CancelReason != model.CancelByBuyer || c.StatusName() != "cancelled" {
 				t.Fatalf("cancel: got %+v, %v; want cancelled by the buyer", c, err)
 			}
-			if again, err := r.Cancel(ctx, o[1].UserID, o[1].ID, now, payCutoff, false); err != nil || again.Status != model.OrderStatusCancelled {
+			if again, changed, err := r.Cancel(ctx, o[1].UserID, o[1].ID, now, payCutoff, false); err != nil || changed || again.Status != model.OrderStatusCancelled {
 				t.Errorf("cancel again: got %+v, %v; want the cancelled order", again, err)
 			}
-			if _, err := r.Pay(ctx, o[1].UserID, o[1].ID, "", now, payCutoff); !errors.Is(err, model.ErrOrderCancelled) {
+			if _, _, err := r.Pay(ctx, o[1].UserID, o[1].ID, "", now, payCutoff); !errors.Is(err, model.ErrOrderCancelled) {
 				t.Errorf("pay a cancelled order: got %v, want ErrOrderCancelled", err)
 			}
 			checkTally(t, db, vid, 2, 2, 1, 1, 0)
 
 			// Past its deadline, o[2] can no longer be paid, then expires.
-			if _, err := r.Pay(ctx, o[2].UserID, o[2].ID, "", now, expireCutoff); !errors.Is(err, model.ErrOrderExpired) {
+			if _, _, err := r.Pay(ctx, o[2].UserID, o[2].ID, "", now, expireCutoff); !errors.Is(err, model.ErrOrderExpired) {
 				t.Errorf("pay past the deadline: got %v, want ErrOrderExpired", err)
 			}
 			got, err := r.Expire(ctx, expireCutoff, now, 10, false, []int64{vid})
@@ -105,10 +105,10 @@ func TestOrderLifecycle(t *testing.T) {
 			if again, err := r.Expire(ctx, expireCutoff, now, 10, false, []int64{vid}); err != nil || len(again) != 0 {
 				t.Errorf("expire again: got %v, %v; want nothing", again, err)
 			}
-			if _, err := r.Pay(ctx, o[2].UserID, o[2].ID, "", now, payCutoff); !errors.Is(err, model.ErrOrderExpired) {
+			if _, _, err := r.Pay(ctx, o[2].UserID, o[2].ID, "", now, payCutoff); !errors.Is(err, model.ErrOrderExpired) {
 				t.Errorf("pay an expired order: got %v, want ErrOrderExpired", err)
 			}
-			if e, err := r.Cancel(ctx, o[2].UserID, o[2].ID, now, payCutoff, false); !errors.Is(err, model.ErrOrderExpired) || e.StatusName() != "expired" {
+			if e, _, err := r.Cancel(ctx, o[2].UserID, o[2].ID, now, payCutoff, false); !errors.Is(err, model.ErrOrderExpired) || e.StatusName() != "expired" {
 				t.Errorf("cancel an expired order: got %+v, %v; want ErrOrderExpired", e, err)
 			}
 			checkTally(t, db, vid, 3, 1, 1, 2, 1)
@@ -147,7 +147,7 @@ func TestPayRacesExpiryAndCancel(t *testing.T) {
 					<-start
 					now := time.Now()
 					if i%3 == 0 {
-						c, err := r.Cancel(ctx, o.UserID, o.ID, now, payCutoff, false)
+						c, _, err := r.Cancel(ctx, o.UserID, o.ID, now, payCutoff, false)
 						switch {
 						case err == nil && c.CancelReason == model.CancelByBuyer:
 							cancelOK[i].Store(true)
@@ -157,7 +157,7 @@ func TestPayRacesExpiryAndCancel(t *testing.T) {
 						}
 						return
 					}
-					_, err := r.Pay(ctx, o.UserID, o.ID, "", now, payCutoff)
+					_, _, err := r.Pay(ctx, o.UserID, o.ID, "", now, payCutoff)
 					switch {
 					case err == nil:
 						paidOK[i].Store(true)

@@ -352,6 +352,7 @@ func parseEntry(shard int, m redis.XMessage) model.QueuedOrder {
 	}
 	q.OrderID, q.UserID, q.VoucherID = field("orderId"), field("userId"), field("voucherId")
 	q.TraceParent = q.Raw["traceparent"] // absent in entries of untraced requests
+	q.Admitted = entryTime(m.ID)
 	if raw, ok := q.Raw["buyerShard"]; ok {
 		n, err := strconv.Atoi(raw)
 		if err != nil || n < 0 || n >= Shards {
@@ -363,6 +364,17 @@ func parseEntry(shard int, m redis.XMessage) model.QueuedOrder {
 		q.Malformed = "malformed " + strings.Join(bad, ", ")
 	}
 	return q
+}
+
+// entryTime is the time in a stream entry id ("<ms>-<seq>"), zero when
+// the id has none.
+func entryTime(id string) time.Time {
+	ms, _, ok := strings.Cut(id, "-")
+	n, err := strconv.ParseInt(ms, 10, 64)
+	if !ok || err != nil || n <= 0 {
+		return time.Time{}
+	}
+	return time.UnixMilli(n)
 }
 
 // Ack settles written orders: XACK and XDEL their entries and delete their

@@ -571,7 +571,19 @@ func (b *batch) lockUsers(work []model.QueuedOrder) ([]model.QueuedOrder, func()
 
 // order is the order of entry m.
 func (b *batch) order(m model.QueuedOrder) model.VoucherOrder {
-	return newOrder(m.OrderID, m.UserID, m.VoucherID, b.c.d.Now())
+	o := newOrder(m.OrderID, m.UserID, m.VoucherID, b.c.d.Now())
+	o.CreateTime = admittedAt(m, o.UpdateTime)
+	return o
+}
+
+// admittedAt is when the order's pay time starts: its admission in Redis,
+// not its write; now when the admission time is unknown or after now
+// (the Redis server's clock ahead of this one).
+func admittedAt(m model.QueuedOrder, now time.Time) time.Time {
+	if m.Admitted.IsZero() || m.Admitted.After(now) {
+		return now
+	}
+	return m.Admitted
 }
 
 // write writes the locked entries in one transaction, falling back to one

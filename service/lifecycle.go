@@ -18,13 +18,15 @@ type LifecycleStore interface {
 	// cutoff, recording now, the amount and key; a paid order is returned
 	// as it is. Refusals: model.ErrOrderNotFound, model.ErrOrderExpired,
 	// model.ErrOrderCancelled.
-	Pay(ctx context.Context, userID, orderID int64, key string, now, cutoff time.Time) (*model.VoucherOrder, error)
+	// The bool says whether this call paid it.
+	Pay(ctx context.Context, userID, orderID int64, key string, now, cutoff time.Time) (*model.VoucherOrder, bool, error)
 	// Cancel cancels the user's unpaid order (as expired when created at
 	// or before cutoff: model.ErrOrderExpired) and gives its unit back;
 	// due marks the Redis give-back owed. A cancelled order is returned
 	// as it is; model.ErrOrderPaid refuses a paid one. The order is
-	// returned with the error when it exists.
-	Cancel(ctx context.Context, userID, orderID int64, now, cutoff time.Time, due bool) (*model.VoucherOrder, error)
+	// returned with the error when it exists; the bool says whether this
+	// call cancelled it.
+	Cancel(ctx context.Context, userID, orderID int64, now, cutoff time.Time, due bool) (*model.VoucherOrder, bool, error)
 	// Expire cancels up to limit unpaid orders created at or before
 	// cutoff, giving their units back, in one transaction that several
 	// sweepers can run at once on disjoint orders; it returns them.
@@ -58,6 +60,38 @@ type OrderReader interface {
 	Order(ctx context.Context, userID, orderID int64) (*model.VoucherOrder, error)
 }
 
+// LifecycleObserver receives the lifecycle's events that the metrics
+// count. A nil LifecycleObserver is allowed.
+type LifecycleObserver interface {
+	// OrderPaid is called once per order its buyer paid.
+	OrderPaid()
+	// OrderCancelled is called once per order its buyer cancelled.
+	OrderCancelled()
+	// OrdersExpired is called with the orders the pay timeout cancelled.
+	OrdersExpired(n int)
+	// GivebacksOwed is called with the Redis give-backs a cancel or an
+	// expiry left owed (async mode).
+	GivebacksOwed(n int)
+	// GivebacksDone is called with the units Redis took back: once per
+	// order, whichever instance gives it back.
+	GivebacksDone(n int)
+	// SweepDone is called after each sweep round, with its duration and
+	// the expiry transactions (batches) it ran.
+	SweepDone(d time.Duration, batches int)
+	// SweepFailed is called when a sweep round ends with an error.
+	SweepFailed()
+}
+
+type nopLifecycleObserver struct{}
+
+func (nopLifecycleObserver) OrderPaid()                   {}
+func (nopLifecycleObserver) OrderCancelled()              {}
+func (nopLifecycleObserver) OrdersExpired(int)            {}
+func (nopLifecycleObserver) GivebacksOwed(int)            {}
+func (nopLifecycleObserver) GivebacksDone(int)            {}
+func (nopLifecycleObserver) SweepDone(time.Duration, int) {}
+func (nopLifecycleObserver) SweepFailed()                 {}
+
 // LifecycleConfig configures pay, cancel and expiry.
 type LifecycleConfig struct {
 	// PayTimeout is how long an order may stay unpaid (SECKILL_PAY_TIMEOUT).
@@ -85,6 +119,9 @@ type LifecycleDeps struct {
 	Orders OrderReader
 	Now    func() time.Time
 	Log    *slog.Logger
+	// Metrics counts payments, cancels, expiries, give-backs and sweeps;
+	// optional.
+	Metrics LifecycleObserver
 }
 
 // Lifecycle pays, cancels and expires orders, in both modes.
@@ -110,6 +147,9 @@ func NewLifecycle(d LifecycleDeps, cfg LifecycleConfig) *Lifecycle {
 	if d.Log == nil {
 		d.Log = slog.New(slog.DiscardHandler)
 	}
+	if d.Metrics == nil {
+		d.Metrics = nopLifecycleObserver{}
+	}
 	return &Lifecycle{d: d, cfg: cfg}
 }
 
@@ -132,12 +172,15 @@ func (l *Lifecycle) Pay(ctx context.Context, userID, orderID int64, key string) 
 		return nil, err
 	}
 	now := l.d.Now()
-	o, err := l.d.Store.Pay(ctx, userID, orderID, key, now, now.Add(-l.cfg.PayTimeout))
+	o, paid, err := l.d.Store.Pay(ctx, userID, orderID, key, now, now.Add(-l.cfg.PayTimeout))
 	if errors.Is(err, model.ErrOrderNotFound) {
 		return nil, l.notWritten(ctx, userID, orderID)
 	}
 	if err != nil {
 		return nil, err
+	}
+	if paid {
+		l.d.Metrics.OrderPaid()
 	}
 	return o, nil
 }
@@ -150,9 +193,21 @@ func (l *Lifecycle) Cancel(ctx context.Context, userID, orderID int64, key strin
 		return nil, err
 	}
 	now := l.d.Now()
-	o, err := l.d.Store.Cancel(ctx, userID, orderID, now, now.Add(-l.cfg.PayTimeout), l.d.Returner != nil)
+	o, cancelled, err := l.d.Store.Cancel(ctx, userID, orderID, now, now.Add(-l.cfg.PayTimeout), l.d.Returner != nil)
 	if errors.Is(err, model.ErrOrderNotFound) {
 		return nil, l.notWritten(ctx, userID, orderID)
+	}
+	if cancelled {
+		// Past its deadline, the buyer's cancel expires the order.
+		if errors.Is(err, model.ErrOrderExpired) {
+			l.d.Metrics.OrdersExpired(1)
+		} else {
+			l.d.Metrics.OrderCancelled()
+		}
+		// Owed even when another instance gave it back before the read.
+		if l.d.Returner != nil {
+			l.d.Metrics.GivebacksOwed(1)
+		}
 	}
 	if o != nil && o.GivebackDue {
 		// Best effort now; the sweeper retries what fails.
@@ -204,14 +259,31 @@ func checkOrderArgs(orderID int64, key string) error {
 // batch per transaction until none is left, then gives owed units back to
 // Redis. It returns how many orders it expired.
 func (l *Lifecycle) Sweep(ctx context.Context) (int, error) {
+	start, batches := time.Now(), 0
+	total, err := l.sweep(ctx, &batches)
+	l.d.Metrics.SweepDone(time.Since(start), batches)
+	if err != nil && ctx.Err() == nil {
+		l.d.Metrics.SweepFailed()
+	}
+	return total, err
+}
+
+func (l *Lifecycle) sweep(ctx context.Context, batches *int) (int, error) {
 	total := 0
 	for {
 		now := l.d.Now()
+		*batches++
 		expired, err := l.d.Store.Expire(ctx, now.Add(-l.cfg.PayTimeout), now, l.cfg.Batch, l.d.Returner != nil, l.cfg.Vouchers)
 		if err != nil {
 			return total, err
 		}
 		total += len(expired)
+		if len(expired) > 0 {
+			l.d.Metrics.OrdersExpired(len(expired))
+			if l.d.Returner != nil {
+				l.d.Metrics.GivebacksOwed(len(expired))
+			}
+		}
 		for _, o := range expired {
 			l.d.Log.InfoContext(ctx, "order expired", "order_id", o.ID, "voucher_id", o.VoucherID, "user_id", o.UserID)
 		}
@@ -239,6 +311,7 @@ func (l *Lifecycle) Sweep(ctx context.Context) (int, error) {
 // sale is over. It returns how many it recorded done.
 func (l *Lifecycle) returnUnits(ctx context.Context, orders []model.VoucherOrder) int {
 	var done []int64
+	applied := 0
 	seen := map[int64]*model.SeckillVoucher{}
 	for _, o := range orders {
 		sv, err := seen[o.VoucherID], error(nil)
@@ -258,6 +331,9 @@ func (l *Lifecycle) returnUnits(ctx context.Context, orders []model.VoucherOrder
 			// Redis lost the voucher: the reconciliation reloads it.
 		default:
 			done = append(done, o.ID)
+			if res == GiveBackApplied {
+				applied++
+			}
 		}
 	}
 	if len(done) == 0 {
@@ -271,6 +347,7 @@ func (l *Lifecycle) returnUnits(ctx context.Context, orders []model.VoucherOrder
 		l.d.Log.WarnContext(ctx, "record give-backs", "orders", len(done), "err", err)
 		return 0
 	}
+	l.d.Metrics.GivebacksDone(applied)
 	return len(done)
 }
 

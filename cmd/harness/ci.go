@@ -4,8 +4,10 @@ package main
 // .ci/run's 240 s limit). Two instances; the default mode (lua) and the two
 // watchdog designs (reentrant, redsync) in the normal setting, reentrant in
 // the slow-business setting (work longer than the lease), lua and reentrant
-// with fencing on, lua and redsync in async mode, and lua once more with the
-// JMeter plan: about 10,400 purchases. Fails on any invariant violation, on
+// with fencing on, lua and redsync in async mode, lua in async mode with
+// buyers paying, cancelling and walking away (the order's life, 2 s pay
+// timeout), and lua once more with the JMeter plan: about 11,000
+// purchases. Fails on any invariant violation, on
 // any duplicate that got past a lock, and on any answer other than 200/409
 // (harness loadtest decides). Writes results.json in its output directory.
 //
@@ -47,6 +49,13 @@ var ciRuns = []struct {
 	{"lua-async-cluster", []string{"MODE=lua", "ORDER_MODE=async", "REDIS=cluster", "USERS=400", "STOCK=250", "DUPS=3", "VUS=40"}},
 	// The same voucher's stock split in 8 buckets on the cluster.
 	{"lua-async-cluster-8", []string{"MODE=lua", "ORDER_MODE=async", "REDIS=cluster", "BUCKETS=8", "USERS=400", "STOCK=250", "DUPS=3", "VUS=40"}},
+	// The order's life, async on one Redis: of the buyers, 40% pay, 20%
+	// cancel, the rest walk away; a 2 s pay timeout expires their orders
+	// during the run, so that their units sell again. Passes when every
+	// unit is accounted for once (stock + unpaid + paid = initial, in
+	// Redis as well), nothing is left unpaid and none was sold twice.
+	{"lua-async-life", []string{"MODE=lua", "ORDER_MODE=async", "USERS=300", "STOCK=60", "DUPS=2", "VUS=6", "SPACING_MS=300",
+		"PAY_SHARE=0.4", "CANCEL_SHARE=0.2", "PAY_TIMEOUT=2s", "SETTLE=30"}},
 	// The JMeter plan on Debian's JMeter 2.13 (installed when missing, ~20 s).
 	{"lua-jmeter", []string{"MODE=lua", "DRIVER=jmeter", "USERS=300", "STOCK=200", "DUPS=3", "VUS=40"}},
 }

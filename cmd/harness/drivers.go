@@ -125,6 +125,8 @@ func (l *loadtest) runK6(baseURLs string) driverRun {
 		"-e", fmt.Sprint("USERS=", l.Users), "-e", fmt.Sprint("STOCK=", l.Stock), "-e", fmt.Sprint("DUPS=", l.Dups),
 		"-e", fmt.Sprint("VUS=", l.VUs), "-e", "SCENARIO=" + l.Scenario, "-e", fmt.Sprint("SPACING_MS=", l.SpacingMS),
 		"-e", "REQUEST_TIMEOUT=60s", "-e", "SUMMARY_FILE=" + filepath.Join(o, "summary.env"),
+		"-e", fmt.Sprint("PAY_SHARE=", l.PayShare), "-e", fmt.Sprint("CANCEL_SHARE=", l.CancelShare),
+		"-e", fmt.Sprint("SETTLE_S=", l.SettleS),
 		filepath.Join(l.Root, "loadtest/k6/seckill.js")}
 	logPath := filepath.Join(o, "k6.log")
 	os.Remove(logPath)
@@ -184,7 +186,8 @@ func (l *loadtest) runGo(baseURLs string) driverRun {
 		"-users", fmt.Sprint(l.Users), "-stock", fmt.Sprint(l.Stock), "-dups", fmt.Sprint(l.Dups), "-vus", fmt.Sprint(l.VUs),
 		"-scenario", l.Scenario, "-spacing", fmt.Sprintf("%dms", l.SpacingMS), "-request-timeout", "60s",
 		"-summary-file", filepath.Join(o, "summary.env"), "-orders-file", filepath.Join(o, "ok-orders"),
-		"-voucher-file", filepath.Join(o, "voucher"))
+		"-voucher-file", filepath.Join(o, "voucher"),
+		"-pay-share", fmt.Sprint(l.PayShare), "-cancel-share", fmt.Sprint(l.CancelShare), "-settle", fmt.Sprintf("%ds", l.SettleS))
 	b, _ := os.ReadFile(filepath.Join(o, "voucher"))
 	d.voucher, _ = strconv.ParseInt(strings.TrimSpace(string(b)), 10, 64)
 	d.announced = readOrderIDs(filepath.Join(o, "ok-orders"))

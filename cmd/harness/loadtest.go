@@ -28,15 +28,18 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"os"
 	"os/signal"
 	"path/filepath"
 	"regexp"
+	"sort"
 	"strconv"
 	"strings"
 	"syscall"
 	"time"
 
+	"github.com/go-sql-driver/mysql"
 	"github.com/redis/go-redis/v9"
 
 	auditdb "seckill/internal/audit"
@@ -66,8 +69,18 @@ type ltConfig struct {
 	// Buckets: BUCKETS, the servers' SECKILL_STOCK_BUCKETS (async mode: the
 	// voucher's Redis stock split in that many buckets).
 	Buckets string
-	stamp   string
+	// The order's life: PAY_SHARE and CANCEL_SHARE of the buyers pay or
+	// cancel, the rest walk away; PAY_TIMEOUT is the servers'
+	// SECKILL_PAY_TIMEOUT; SETTLE (seconds) bounds the wait for every
+	// walked-away order to expire before the audit.
+	PayShare, CancelShare float64
+	PayTimeout            string
+	SettleS               int
+	stamp                 string
 }
+
+// life says whether buyers pay or cancel after a purchase.
+func (c ltConfig) life() bool { return c.PayShare+c.CancelShare > 0 }
 
 // ltConfigFromEnv reads the settings (the former loadtest/run.sh's).
 func ltConfigFromEnv(getenv func(string) string, root string, now time.Time) (ltConfig, error) {
@@ -88,6 +101,17 @@ func ltConfigFromEnv(getenv func(string) string, root string, now time.Time) (lt
 	redisKind := get("REDIS", "single")
 	c.Cluster, c.ClusterAddrs = redisKind == "cluster", getenv("SECKILL_TEST_CLUSTER_ADDRS")
 	c.Buckets = get("BUCKETS", "1")
+	c.PayTimeout = getenv("PAY_TIMEOUT")
+	for _, sh := range []struct {
+		name string
+		dst  *float64
+	}{{"PAY_SHARE", &c.PayShare}, {"CANCEL_SHARE", &c.CancelShare}} {
+		v, err := strconv.ParseFloat(get(sh.name, "0"), 64)
+		if err != nil || v < 0 || v > 1 {
+			return c, fmt.Errorf("%s=%s is not a share between 0 and 1", sh.name, getenv(sh.name))
+		}
+		*sh.dst = v
+	}
 	users := get("USERS", "300")
 	var stock string
 	if c.Slow {
@@ -106,7 +130,7 @@ func ltConfigFromEnv(getenv func(string) string, root string, now time.Time) (lt
 		dst  *int
 	}{{"INSTANCES", get("INSTANCES", "2"), &c.Instances}, {"USERS", users, &c.Users}, {"DUPS", get("DUPS", "4"), &c.Dups},
 		{"VUS", get("VUS", "40"), &c.VUs}, {"BASE_PORT", get("BASE_PORT", "18081"), &c.BasePort},
-		{"SPACING_MS", spacing, &c.SpacingMS}, {"STOCK", stock, &c.Stock}}
+		{"SPACING_MS", spacing, &c.SpacingMS}, {"STOCK", stock, &c.Stock}, {"SETTLE", get("SETTLE", "0"), &c.SettleS}}
 	digits := regexp.MustCompile(`^[0-9]+$`)
 	for _, n := range nums {
 		v, err := strconv.Atoi(n.val)
@@ -134,6 +158,12 @@ func ltConfigFromEnv(getenv func(string) string, root string, now time.Time) (lt
 		return c, errors.New("SECKILL_REDIS_ADDR is empty: the load test needs the real Redis (see .ci/env.sh)")
 	case c.Cluster && c.ClusterAddrs == "":
 		return c, errors.New("REDIS=cluster: SECKILL_TEST_CLUSTER_ADDRS is empty: the load test needs the Redis Cluster of .ci/services.sh (see .ci/env.sh)")
+	case c.PayShare+c.CancelShare > 1:
+		return c, errors.New("PAY_SHARE + CANCEL_SHARE must be at most 1")
+	case c.PayTimeout != "" && !regexp.MustCompile(`^[0-9]+(ms|s|m)$`).MatchString(c.PayTimeout):
+		return c, fmt.Errorf("PAY_TIMEOUT=%s: a duration such as 3s", c.PayTimeout)
+	case c.Driver == "jmeter" && (c.life() || c.SettleS > 0):
+		return c, errors.New("DRIVER=jmeter only buys: the order's life (PAY_SHARE, CANCEL_SHARE, SETTLE) needs k6 or the Go driver")
 	case c.Driver == "jmeter" && (c.Slow || c.SpacingMS != 0):
 		return c, errors.New("DRIVER=jmeter plays a list of requests without spacing: the slow-business schedule (SLOW=1, SPACING_MS) needs k6")
 	}
@@ -147,6 +177,14 @@ func (c ltConfig) redisEnv() []string {
 		return nil
 	}
 	return []string{"SECKILL_REDIS_ADDR=", "SECKILL_REDIS_CLUSTER_ADDRS=" + c.ClusterAddrs}
+}
+
+// lifeEnv is the instances' settings of the order's life.
+func (c ltConfig) lifeEnv() []string {
+	if c.PayTimeout == "" {
+		return nil
+	}
+	return []string{"SECKILL_PAY_TIMEOUT=" + c.PayTimeout}
 }
 
 func oneOf(s string, set ...string) bool {
@@ -228,6 +266,43 @@ type ltResult struct {
 	Failures      []string          `json:"failures"` // why the exit status is 1 (empty: passed)
 	Status        int               `json:"status"`   // the exit status
 	Out           string            `json:"out"`
+	// The order's life (PAY_SHARE, CANCEL_SHARE): what buyers did and
+	// got (life_<action>_<code> of the driver), the orders by status
+	// after the settle, units sold again after a cancel or an expiry,
+	// and units sold twice (must be 0).
+	PayShare    float64          `json:"payShare,omitempty"`
+	CancelShare float64          `json:"cancelShare,omitempty"`
+	PayTimeout  string           `json:"payTimeout,omitempty"`
+	Life        map[string]int64 `json:"life,omitempty"`
+	Unpaid      int64            `json:"unpaid"`
+	Paid        int64            `json:"paid"`
+	Expired     int64            `json:"expired"`
+	Cancelled   int64            `json:"cancelled"`
+	GivebackDue int64            `json:"givebackDue"`
+	SoldAgain   int64            `json:"soldAgain"`
+	SoldTwice   int64            `json:"soldTwice"`
+	SettledS    float64          `json:"settledS,omitempty"`
+}
+
+// lifeExpected are the answers to a pay or a cancel that the business
+// gives: anything else fails the run.
+var lifeExpected = map[string]bool{"OK": true, "ORDER_EXPIRED": true, "ORDER_CANCELLED": true, "ORDER_PAID": true}
+
+// lifeText renders the life answers as action_code=n, sorted.
+func lifeText(m map[string]int64) string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	var parts []string
+	for _, k := range keys {
+		parts = append(parts, fmt.Sprintf("%s=%d", k, m[k]))
+	}
+	if len(parts) == 0 {
+		return "none"
+	}
+	return strings.Join(parts, " ")
 }
 
 func yesNo(b bool) string {
@@ -277,6 +352,17 @@ func renderTable(r ltResult) string {
 		{"lock breaches", fmt.Sprint(r.Breaches)},
 		{"server OK count / driver 200s", fmt.Sprintf("%d / %d", r.ServerOK, r.Codes["OK"])},
 	}...)
+	if r.PayShare+r.CancelShare > 0 {
+		rows = append(rows, [][2]string{
+			{"life: pay / cancel shares, timeout", fmt.Sprintf("%g / %g, SECKILL_PAY_TIMEOUT=%s", r.PayShare, r.CancelShare, r.PayTimeout)},
+			{"life: answers", lifeText(r.Life)},
+			{"unpaid / paid / expired / cancelled", fmt.Sprintf("%d / %d / %d / %d", r.Unpaid, r.Paid, r.Expired, r.Cancelled)},
+			{"stock + unpaid + paid", fmt.Sprintf("%d + %d + %d = %d (initial %d)", r.StockLeft, r.Unpaid, r.Paid, r.StockLeft+r.Unpaid+r.Paid, r.InitialStock)},
+			{"give-backs due", fmt.Sprint(r.GivebackDue)},
+			{"units sold again / sold twice", fmt.Sprintf("%d / %d", r.SoldAgain, r.SoldTwice)},
+			{"settled after the load", fmt.Sprintf("%.1f s", r.SettledS)},
+		}...)
+	}
 	for _, row := range rows {
 		fmt.Fprintf(&b, "  %-34s %s\n", row[0], row[1])
 	}
@@ -355,6 +441,28 @@ func judge(r *ltResult, slow, allowBreach, matrix bool) (notes []string) {
 	if r.Unexpected > 0 {
 		r.Failures = append(r.Failures, fmt.Sprintf("%d responses were neither 200 nor an expected 409 (%s)", r.Unexpected, r.OtherCodes))
 	}
+	if r.PayShare+r.CancelShare > 0 {
+		var bad []string
+		for k, n := range r.Life {
+			_, code, _ := strings.Cut(k, "_")
+			if k != "walk_away" && !lifeExpected[code] && n > 0 {
+				bad = append(bad, fmt.Sprintf("%s=%d", k, n))
+			}
+		}
+		sort.Strings(bad)
+		if len(bad) > 0 {
+			r.Failures = append(r.Failures, "unexpected answers to pay or cancel: "+strings.Join(bad, " "))
+		}
+		if r.Unpaid > 0 || r.GivebackDue > 0 {
+			r.Failures = append(r.Failures, fmt.Sprintf("%d order(s) still unpaid and %d give-back(s) due after the settle", r.Unpaid, r.GivebackDue))
+		}
+		if r.Life["walk_away"] > 0 && r.Expired == 0 {
+			r.Failures = append(r.Failures, "no order expired: the expiry was not exercised")
+		}
+	}
+	if r.SoldTwice > 0 {
+		r.Failures = append(r.Failures, fmt.Sprintf("%d unit(s) sold twice", r.SoldTwice))
+	}
 	if r.DriverExit != 0 && len(r.Failures) == 0 {
 		r.Failures = append(r.Failures, fmt.Sprintf("the driver exited %d (see %s/%s.log)", r.DriverExit, r.Out, r.Driver))
 	}
@@ -423,7 +531,8 @@ func (l *loadtest) run() (ltResult, error) {
 	r := ltResult{Mode: l.Mode, Instances: l.Instances, Setting: l.Setting, LockTTL: l.LockTTL,
 		CriticalDelay: l.CriticalDelay, Scenario: l.Scenario, OrderMode: l.OrderMode, Fencing: l.Fencing,
 		Redis: map[bool]string{false: "single", true: "cluster"}[l.Cluster], Buckets: atoiOr1(l.Buckets),
-		Users: l.Users, Dups: l.Dups, SpacingMS: l.SpacingMS, VUs: l.VUs, Codes: map[string]int64{}}
+		Users: l.Users, Dups: l.Dups, SpacingMS: l.SpacingMS, VUs: l.VUs, Codes: map[string]int64{},
+		PayShare: l.PayShare, CancelShare: l.CancelShare, PayTimeout: l.PayTimeout}
 	os.Setenv("SECKILL_ENV", "development")
 	if err := os.MkdirAll(l.Out, 0o755); err != nil {
 		return r, err
@@ -433,6 +542,18 @@ func (l *loadtest) run() (ltResult, error) {
 		return r, err
 	}
 	l.Out, r.Out = out, out
+	if l.PayTimeout != "" {
+		// A short pay timeout: every instance's sweeper expires every
+		// unpaid order past it, so the run gets a database of its own.
+		dsn, drop, err := ownDatabase(l.ctx, l.MySQLDSN, l.stamp)
+		if err != nil {
+			return r, err
+		}
+		defer drop()
+		l.MySQLDSN = dsn
+		os.Setenv("SECKILL_MYSQL_DSN", dsn)
+		l.logf("SECKILL_PAY_TIMEOUT=%s: on a database of its own (%s), dropped at the end", l.PayTimeout, dbName(dsn))
+	}
 	db, err := openDB(l.ctx, l.MySQLDSN)
 	if err != nil {
 		return r, fmt.Errorf("cannot reach MariaDB (SECKILL_MYSQL_DSN): %v", err)
@@ -479,6 +600,11 @@ func (l *loadtest) run() (ltResult, error) {
 	if _, err := runTool(l.ctx, 2*time.Minute, migrateLog, []string{"SECKILL_ENV=development"}, bin, "migrate"); err != nil {
 		return r, fmt.Errorf("seckill migrate failed: %s", lastLines(migrateLog, 3))
 	}
+	if l.PayTimeout != "" {
+		if err := startVoucherIDs(l.ctx, db); err != nil {
+			return r, err
+		}
+	}
 	tokensLog := filepath.Join(out, "tokens.log")
 	os.Remove(tokensLog)
 	if err := MakeTokens(l.ctx, bin, filepath.Join(out, "tokens.csv"), l.Users, false, tokensLog); err != nil {
@@ -493,7 +619,7 @@ func (l *loadtest) run() (ltResult, error) {
 	l.ins, err = StartInstances(l.ctx, InstanceSpec{Bin: bin, BasePort: l.BasePort, Count: l.Instances, LogDir: out,
 		Env: append([]string{"SECKILL_LOCK_MODE=" + l.Mode, "SECKILL_LOCK_TTL=" + l.LockTTL,
 			"SECKILL_DEV_CRITICAL_DELAY=" + l.CriticalDelay, "SECKILL_REQUEST_TIMEOUT=" + l.RequestTimeout,
-			"SECKILL_ORDER_MODE=" + l.OrderMode, "SECKILL_FENCING=" + l.Fencing, "SECKILL_STOCK_BUCKETS=" + l.Buckets}, l.redisEnv()...)})
+			"SECKILL_ORDER_MODE=" + l.OrderMode, "SECKILL_FENCING=" + l.Fencing, "SECKILL_STOCK_BUCKETS=" + l.Buckets}, append(l.redisEnv(), l.lifeEnv()...)...)})
 	if err != nil {
 		return r, err
 	}
@@ -530,10 +656,16 @@ func (l *loadtest) run() (ltResult, error) {
 	r.VoucherID = d.voucher
 
 	// Async orders are written by a consumer: wait until Redis stock and
-	// orders agree (the queue has drained), at most 60 s.
+	// orders agree (the queue has drained), at most 60 s. Then, with
+	// SETTLE, wait until every walked-away order expired.
+	t1 := time.Now()
 	if l.OrderMode == "async" {
 		waitQueueDrained(l.ctx, db, rdb, d.voucher, 60*time.Second)
 	}
+	if l.SettleS > 0 {
+		waitSettled(l.ctx, db, rdb, d.voucher, l.OrderMode == "async", time.Duration(l.SettleS)*time.Second)
+	}
+	r.SettledS = time.Since(t1).Seconds()
 	metrics, err := ScrapeMetrics(urls)
 	if err != nil {
 		return r, err
@@ -569,6 +701,24 @@ func (l *loadtest) run() (ltResult, error) {
 	if r.DupRejAudit, err = auditdb.DuplicateRejections(l.ctx, rdb, d.voucher); err != nil {
 		r.DupRejAudit = 0
 	}
+	t, err := readExpiryTally(l.ctx, db, d.voucher)
+	if err != nil {
+		return r, err
+	}
+	r.Unpaid, r.Paid, r.Expired, r.Cancelled, r.GivebackDue = t.Unpaid, t.Paid, t.Expired, t.Cancelled, t.GivebackDue
+	r.SoldAgain = max(0, t.Unpaid+t.Paid+t.Expired+t.Cancelled-r.InitialStock)
+	r.SoldTwice = max(0, r.StockLeft+t.Unpaid+t.Paid-r.InitialStock)
+	if facts.Async != nil {
+		r.SoldTwice = max(r.SoldTwice, facts.Async.RedisStock+t.Unpaid+t.Paid+t.GivebackDue-r.InitialStock)
+	}
+	if l.life() {
+		r.Life = map[string]int64{}
+		for k, v := range summary {
+			if name, ok := strings.CutPrefix(k, "life_"); ok {
+				r.Life[name] = int64(atofOr0(v))
+			}
+		}
+	}
 
 	// The report.
 	r.Requests = int64(atofOr0(summary["purchases"]))
@@ -598,20 +748,85 @@ func (l *loadtest) run() (ltResult, error) {
 	return r, nil
 }
 
-// waitQueueDrained polls until the voucher's Redis stock plus its orders
-// equal its initial stock (the async queue has drained) or the limit passes.
+// ownDatabase creates an empty database next to the one of dsn and
+// returns its DSN and a function that drops it. The schema comes later
+// (seckill migrate), then startVoucherIDs.
+func ownDatabase(ctx context.Context, dsn, stamp string) (string, func(), error) {
+	cfg, err := mysql.ParseDSN(dsn)
+	if err != nil {
+		return "", nil, fmt.Errorf("SECKILL_MYSQL_DSN: %v", err)
+	}
+	admin, err := openDB(ctx, dsn)
+	if err != nil {
+		return "", nil, fmt.Errorf("cannot reach MariaDB (SECKILL_MYSQL_DSN): %v", err)
+	}
+	name := fmt.Sprintf("seckill_lt_%s_%d", strings.ReplaceAll(stamp, "-", "_"), rand.IntN(1_000_000))
+	if _, err := admin.ExecContext(ctx, "CREATE DATABASE "+name+" CHARACTER SET utf8mb4 COLLATE utf8mb4_unicode_ci"); err != nil {
+		admin.Close()
+		return "", nil, fmt.Errorf("create database %s: %v", name, err)
+	}
+	drop := func() {
+		dctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		admin.ExecContext(dctx, "DROP DATABASE IF EXISTS "+name)
+		admin.Close()
+	}
+	cfg.DBName = name
+	return cfg.FormatDSN(), drop, nil
+}
+
+// startVoucherIDs makes a fresh database's voucher ids start at a random
+// number, so that its vouchers' Redis keys are not the shared database's.
+func startVoucherIDs(ctx context.Context, db *sql.DB) error {
+	_, err := db.ExecContext(ctx, fmt.Sprintf("ALTER TABLE tb_voucher AUTO_INCREMENT = %d", 1_000_000+rand.Int64N(1<<40)))
+	if err != nil {
+		return fmt.Errorf("voucher ids of the run's database: %v", err)
+	}
+	return nil
+}
+
+// dbName is the database of a DSN.
+func dbName(dsn string) string {
+	cfg, err := mysql.ParseDSN(dsn)
+	if err != nil {
+		return "?"
+	}
+	return cfg.DBName
+}
+
+// waitQueueDrained polls until the voucher's Redis stock plus its live
+// orders and the give-backs due equal its initial stock (the async queue
+// has drained: nothing pending) or the limit passes.
 func waitQueueDrained(ctx context.Context, db *sql.DB, rdb redis.UniversalClient, voucher int64, limit time.Duration) {
 	for deadline := time.Now().Add(limit); time.Now().Before(deadline) && ctx.Err() == nil; time.Sleep(100 * time.Millisecond) {
-		a, err := auditdb.ReadRedis(ctx, rdb, voucher)
-		if err != nil {
-			continue
+		if drained(ctx, db, rdb, voucher) {
+			return
 		}
-		var orders, initial int64
-		if db.QueryRowContext(ctx, "SELECT COUNT(*) FROM tb_voucher_order WHERE voucher_id = ?", voucher).Scan(&orders) != nil ||
-			db.QueryRowContext(ctx, "SELECT initial_stock FROM tb_seckill_voucher WHERE voucher_id = ?", voucher).Scan(&initial) != nil {
-			continue
-		}
-		if a.RedisStock+orders == initial {
+	}
+}
+
+func drained(ctx context.Context, db *sql.DB, rdb redis.UniversalClient, voucher int64) bool {
+	a, err := auditdb.ReadRedis(ctx, rdb, voucher)
+	if err != nil {
+		return false
+	}
+	t, err := readExpiryTally(ctx, db, voucher)
+	if err != nil {
+		return false
+	}
+	var initial int64
+	if db.QueryRowContext(ctx, "SELECT initial_stock FROM tb_seckill_voucher WHERE voucher_id = ?", voucher).Scan(&initial) != nil {
+		return false
+	}
+	return a.RedisStock+t.Unpaid+t.Paid+t.GivebackDue == initial
+}
+
+// waitSettled polls until no order of the voucher is unpaid and no
+// give-back is due (and, async, the queue has drained), or limit passes.
+func waitSettled(ctx context.Context, db *sql.DB, rdb redis.UniversalClient, voucher int64, async bool, limit time.Duration) {
+	for deadline := time.Now().Add(limit); time.Now().Before(deadline) && ctx.Err() == nil; time.Sleep(200 * time.Millisecond) {
+		t, err := readExpiryTally(ctx, db, voucher)
+		if err == nil && t.Unpaid == 0 && t.GivebackDue == 0 && (!async || drained(ctx, db, rdb, voucher)) {
 			return
 		}
 	}

@@ -153,6 +153,8 @@ func TestConfigFromEnv(t *testing.T) {
 	for _, bad := range []map[string]string{
 		{"USERS": "x"}, {"INSTANCES": "17"}, {"DUPS": "0"}, {"DRIVER": "wrk"}, {"SCENARIO": "storm"},
 		{"DRIVER": "jmeter", "SLOW": "1"}, {"SECKILL_MYSQL_DSN": ""}, {"STOCK": "-1"},
+		{"PAY_SHARE": "1.5"}, {"CANCEL_SHARE": "-0.1"}, {"PAY_SHARE": "0.7", "CANCEL_SHARE": "0.4"},
+		{"PAY_TIMEOUT": "2"}, {"SETTLE": "x"}, {"DRIVER": "jmeter", "PAY_SHARE": "0.5"},
 	} {
 		if _, err := ltConfigFromEnv(env(bad), "/r", now); err == nil {
 			t.Errorf("%v: no error", bad)
@@ -323,5 +325,60 @@ func TestMatrixCells(t *testing.T) {
 	rep := matrixReport{Machine: map[string]string{}, Runs: []matrixRun{m}}
 	if text := renderMatrix(rep); !strings.Contains(text, "## Async admission") || !strings.Contains(text, m.asyncRow()) {
 		t.Errorf("RESULTS.md has no async table:\n%s", text)
+	}
+}
+
+func TestConfigLife(t *testing.T) {
+	get := map[string]string{"SECKILL_MYSQL_DSN": "dsn", "SECKILL_REDIS_ADDR": "addr",
+		"PAY_SHARE": "0.4", "CANCEL_SHARE": "0.2", "PAY_TIMEOUT": "2s", "SETTLE": "30"}
+	c, err := ltConfigFromEnv(func(k string) string { return get[k] }, "/r", time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !c.life() || c.PayShare != 0.4 || c.CancelShare != 0.2 || c.SettleS != 30 {
+		t.Errorf("life settings: %+v", c)
+	}
+	if env := c.lifeEnv(); len(env) != 1 || env[0] != "SECKILL_PAY_TIMEOUT=2s" {
+		t.Errorf("lifeEnv = %q", env)
+	}
+	c, _ = ltConfigFromEnv(func(k string) string {
+		return map[string]string{"SECKILL_MYSQL_DSN": "d", "SECKILL_REDIS_ADDR": "a"}[k]
+	}, "/r", time.Now())
+	if c.life() || c.lifeEnv() != nil {
+		t.Errorf("no life settings: %+v", c)
+	}
+}
+
+// TestJudgeLife: a pay or cancel answered with anything but the business's
+// codes, an order left unpaid, no expiry or a unit sold twice fails the run.
+func TestJudgeLife(t *testing.T) {
+	base := func() ltResult {
+		r := fixedResult()
+		r.PayShare, r.CancelShare, r.PayTimeout = 0.4, 0.2, "2s"
+		r.Life = map[string]int64{"pay_OK": 80, "pay_ORDER_EXPIRED": 2, "cancel_OK": 40, "cancel_ORDER_PAID": 1, "walk_away": 78}
+		r.Paid, r.Expired, r.Cancelled = 80, 78, 40
+		return r
+	}
+	r := base()
+	if notes := judge(&r, false, false, false); r.Status != 0 {
+		t.Fatalf("a good life run failed: %q", notes)
+	}
+	if got := renderTable(r); !strings.Contains(got, "cancel_OK=40 cancel_ORDER_PAID=1 pay_OK=80 pay_ORDER_EXPIRED=2 walk_away=78") {
+		t.Errorf("table without the life answers:\n%s", got)
+	}
+	for name, spoil := range map[string]func(*ltResult){
+		"internal":   func(r *ltResult) { r.Life["pay_INTERNAL"] = 1 },
+		"pending":    func(r *ltResult) { r.Life["cancel_ORDER_PENDING"] = 1 },
+		"transport":  func(r *ltResult) { r.Life["pay_TRANSPORT"] = 1 },
+		"unpaid":     func(r *ltResult) { r.Unpaid = 1 },
+		"due":        func(r *ltResult) { r.GivebackDue = 1 },
+		"no expiry":  func(r *ltResult) { r.Expired = 0 },
+		"sold twice": func(r *ltResult) { r.SoldTwice = 1 },
+	} {
+		r := base()
+		spoil(&r)
+		if judge(&r, false, false, false); r.Status != 1 || len(r.Failures) == 0 {
+			t.Errorf("%s: status %d, failures %q, want a failure", name, r.Status, r.Failures)
+		}
 	}
 }

@@ -12,9 +12,17 @@
 //   burst      one user per iteration firing DUPS purchases, spaced SPACING_MS
 //              apart and spread round-robin over the base URLs
 //              (SCENARIO=burst): the schedule that shows broken locks;
-//   teardown() reads GET /admin/vouchers/:id/audit and records its verdict
-//              (oversold, not consistent) in the `invariant_violations`
-//              counter, whose threshold (count==0) fails the run.
+//   life       after a purchase answered 200, the buyer pays (PAY_SHARE),
+//              cancels (CANCEL_SHARE) or walks away (the rest), on the
+//              instance that sold; ORDER_PENDING (async) is retried for 30 s;
+//   teardown() with SETTLE_S, first waits until no order is unpaid or
+//              pending and no give-back is due (every walked-away order
+//              expired); then reads GET /admin/vouchers/:id/audit and
+//              records its verdict (oversold, not consistent) and the
+//              restated invariants (stock + unpaid + paid = initial; Redis
+//              stock + unpaid + paid + pending = initial; no paid order
+//              cancelled) in the `invariant_violations` counter, whose
+//              threshold (count==0) fails the run.
 //
 // Outcomes are counted by response code (`code_OK`, `code_SOLD_OUT`,
 // `code_DUPLICATE_ORDER`, ...). 409 refusals are expected responses; anything
@@ -44,11 +52,16 @@
 //   SUMMARY_FILE       also write the summary as KEY=VALUE lines (for scripts)
 //   LOG_ORDERS         1 to log every 200 (ORDER lines)          1
 //   FAIL_ON_DUPREJ     1: unique-key rejections in the audit count as violations  0
+//   PAY_SHARE          share of buyers who pay after a purchase (0 to 1)  0
+//   CANCEL_SHARE       share of buyers who cancel; the rest walk away     0
+//   SETTLE_S           seconds to wait for unpaid orders to expire        0
+//                      (run the server with a short SECKILL_PAY_TIMEOUT)
 
 import http from 'k6/http';
 import exec from 'k6/execution';
 import { SharedArray } from 'k6/data';
 import { Counter, Trend } from 'k6/metrics';
+import { sleep } from 'k6';
 
 function env(name, def) {
   const v = __ENV[name];
@@ -60,6 +73,15 @@ function intEnv(name, def) {
   const n = Number(raw);
   if (!Number.isInteger(n) || n < 0) {
     throw new Error(`${name}: "${raw}" is not a non-negative integer`);
+  }
+  return n;
+}
+
+function shareEnv(name) {
+  const raw = env(name, '0');
+  const n = Number(raw);
+  if (!Number.isFinite(n) || n < 0 || n > 1) {
+    throw new Error(`${name}: "${raw}" is not a share between 0 and 1`);
   }
   return n;
 }
@@ -92,6 +114,13 @@ const LOG_ORDERS = env('LOG_ORDERS', '1') === '1';
 const FAIL_ON_DUPREJ = env('FAIL_ON_DUPREJ', '0') === '1';
 const REQUEST_TIMEOUT = env('REQUEST_TIMEOUT', '30s');
 const SUMMARY_FILE = env('SUMMARY_FILE', '');
+const PAY_SHARE = shareEnv('PAY_SHARE');
+const CANCEL_SHARE = shareEnv('CANCEL_SHARE');
+const SETTLE_S = intEnv('SETTLE_S', 0);
+if (PAY_SHARE + CANCEL_SHARE > 1) {
+  throw new Error('PAY_SHARE + CANCEL_SHARE must be at most 1');
+}
+const LIFE = PAY_SHARE + CANCEL_SHARE > 0;
 
 const users = new SharedArray('users', () => {
   const all = readLines(TOKENS_FILE);
@@ -121,6 +150,22 @@ for (const c of CODES) {
 const purchases = new Counter('purchases');
 const purchaseLatency = new Trend('purchase_duration', true);
 const violations = new Counter('invariant_violations');
+// Units sold again after a cancel or an expiry, and units sold twice (0).
+const soldAgain = new Counter('sold_again');
+const soldTwiceCount = new Counter('sold_twice');
+
+// What buyers did after a purchase and what the server answered:
+// life_<action>_<code>, as the Go driver's summary lines.
+const LIFE_CODES = [
+  'OK', 'ORDER_EXPIRED', 'ORDER_CANCELLED', 'ORDER_PAID', 'ORDER_PENDING',
+  'ORDER_NOT_FOUND', 'RATE_LIMITED', 'UNAVAILABLE', 'INTERNAL', 'OTHER', 'TRANSPORT',
+];
+const life = { walk_away: new Counter('life_walk_away') };
+for (const a of ['pay', 'cancel']) {
+  for (const c of LIFE_CODES) {
+    life[`${a}_${c}`] = new Counter(`life_${a}_${c}`);
+  }
+}
 
 function scenarios() {
   if (SCENARIO === 'burst') {
@@ -249,12 +294,13 @@ function params(token) {
   };
 }
 
-// record counts one purchase response and logs its order id on success.
+// record counts one purchase response and logs its order id on success;
+// it returns the order id of a 200, '' otherwise.
 function record(res, user, base) {
   purchases.add(1);
   if (res.status === 0) {
     outcome.TRANSPORT.add(1);
-    return;
+    return '';
   }
   purchaseLatency.add(res.timings.duration);
   const body = envelope(res);
@@ -263,23 +309,71 @@ function record(res, user, base) {
     if (LOG_ORDERS) {
       console.log(`ORDER ${body.data} ${user[0]} ${base}`);
     }
-    return;
+    return body.data;
   }
   const code = body && typeof body.code === 'string' ? body.code : '';
   if (code !== '' && code !== 'OK' && outcome[code] !== undefined) {
     outcome[code].add(1);
-    return;
+    return '';
   }
   outcome.OTHER.add(1);
   console.warn(`unexpected response: status ${res.status}: ${String(res.body).slice(0, 200)}`);
+  return '';
 }
 
-// default: one purchase by a random user on a random instance.
-export default function (data) {
+function lifeParams(token, action) {
+  return {
+    headers: { authorization: token },
+    tags: { name: `POST /voucher-order/:id/${action}` },
+    timeout: REQUEST_TIMEOUT,
+    responseCallback: http.expectedStatuses(200, 409),
+  };
+}
+
+// afterPurchase: the buyer of orderId pays, cancels or walks away, on the
+// instance that sold; an order still pending (async) is retried for 30 s.
+async function afterPurchase(user, base, orderId) {
+  if (!LIFE || orderId === '') {
+    return;
+  }
+  const r = Math.random();
+  const action = r < PAY_SHARE ? 'pay' : r < PAY_SHARE + CANCEL_SHARE ? 'cancel' : '';
+  if (action === '') {
+    life.walk_away.add(1);
+    return;
+  }
+  const deadline = Date.now() + 30 * 1000;
+  for (;;) {
+    const res = await http.asyncRequest('POST', `${base}/voucher-order/${orderId}/${action}`, null,
+      lifeParams(user[1], action));
+    const body = envelope(res);
+    let code = 'TRANSPORT';
+    if (res.status === 200 && body && body.success === true) {
+      code = 'OK';
+    } else if (body && typeof body.code === 'string' && body.code !== '') {
+      code = LIFE_CODES.includes(body.code) ? body.code : 'OTHER';
+    } else if (res.status !== 0) {
+      code = 'OTHER';
+    }
+    if (code === 'ORDER_PENDING' && Date.now() < deadline) {
+      await pause(50);
+      continue;
+    }
+    if (code === 'OTHER' || code === 'INTERNAL') {
+      console.warn(`unexpected ${action} answer: status ${res.status}: ${String(res.body).slice(0, 200)}`);
+    }
+    life[`${action}_${code}`].add(1);
+    return;
+  }
+}
+
+// default: one purchase by a random user on a random instance, then the
+// buyer's pay, cancel or walk away.
+export default async function (data) {
   const user = users[Math.floor(Math.random() * users.length)];
   const base = BASE_URLS[Math.floor(Math.random() * BASE_URLS.length)];
   const res = http.post(`${base}/voucher-order/seckill/${data.voucherId}`, null, params(user[1]));
-  record(res, user, base);
+  await afterPurchase(user, base, record(res, user, base));
 }
 
 function pause(ms) {
@@ -299,24 +393,76 @@ export async function burst(data) {
     pending.push(
       http
         .asyncRequest('POST', `${base}/voucher-order/seckill/${data.voucherId}`, null, params(user[1]))
-        .then((res) => record(res, user, base)),
+        .then((res) => afterPurchase(user, base, record(res, user, base))),
     );
   }
   await Promise.all(pending);
 }
 
-// teardown reads the audit and records its verdict.
-export function teardown(data) {
+function readAudit(data) {
   const res = http.get(`${BASE_URLS[0]}/admin/vouchers/${data.voucherId}/audit`, adminParams());
   const body = envelope(res);
   if (res.status !== 200 || !body || !body.success) {
+    return { error: `audit: status ${res.status}: ${String(res.body).slice(0, 200)}` };
+  }
+  return { audit: body.data };
+}
+
+// settled: nothing unpaid or pending, no give-back due.
+function settled(a) {
+  return a.unpaid === 0 && !(a.pending > 0) && !(a.givebacksDue > 0);
+}
+
+// soldTwice counts units the figures show sold more than once: live orders
+// (and, in async mode, Redis stock, pending and give-backs due) beyond the
+// initial stock. It must be 0.
+function soldTwice(a) {
+  let over = Math.max(0, a.stock + a.unpaid + a.paid - a.initialStock);
+  if (a.redisStock !== undefined) {
+    const redis = a.redisStock + a.unpaid + a.paid + (a.pending || 0) + (a.givebacksDue || 0);
+    over = Math.max(over, redis - a.initialStock);
+  }
+  return over;
+}
+
+// restated lists the lifecycle invariants of docs/contract.md the audit
+// shows broken, as the Go driver judges them.
+function restated(a) {
+  const failed = [];
+  if (a.stock + a.unpaid + a.paid !== a.initialStock) {
+    failed.push(`2: stock ${a.stock} + unpaid ${a.unpaid} + paid ${a.paid} != initial ${a.initialStock}`);
+  }
+  if (a.redisStock !== undefined) {
+    const due = a.givebacksDue || 0;
+    const sum = a.redisStock + a.unpaid + a.paid + (a.pending || 0) + due;
+    if (sum !== a.initialStock) {
+      failed.push(`5: redis stock ${a.redisStock} + unpaid ${a.unpaid} + paid ${a.paid} + pending ${a.pending} + give-backs due ${due} = ${sum} != initial ${a.initialStock}`);
+    }
+  }
+  if (a.paidCancelled > 0) {
+    failed.push(`6: ${a.paidCancelled} paid orders cancelled`);
+  }
+  return failed;
+}
+
+// teardown waits for the expiry to settle (SETTLE_S), reads the audit and
+// records its verdict.
+export function teardown(data) {
+  let got = readAudit(data);
+  const deadline = Date.now() + SETTLE_S * 1000;
+  while (SETTLE_S > 0 && Date.now() < deadline && (got.error || !settled(got.audit))) {
+    sleep(0.2);
+    got = readAudit(data);
+  }
+  if (got.error) {
     violations.add(1, { invariant: 'audit' });
-    console.error(`audit: status ${res.status}: ${String(res.body).slice(0, 200)}`);
+    console.error(got.error);
     return;
   }
   // The server's audit judges the invariants (model.Counts, the same rules
-  // the tests and the harness use); the script only reads its verdict.
-  const a = body.data;
+  // the tests and the harness use); the script reads its verdict and
+  // restates the lifecycle ones.
+  const a = got.audit;
   const failed = [];
   if (a.oversold) failed.push(`1: oversold: orders ${a.orders} > initial stock ${a.initialStock}`);
   if (!a.consistent) {
@@ -325,6 +471,20 @@ export function teardown(data) {
   }
   if (FAIL_ON_DUPREJ && a.duplicateRejections > 0) {
     failed.push(`lock: ${a.duplicateRejections} duplicates stopped only by the unique key`);
+  }
+  // The lifecycle's statements, judged once nothing is in flight (the
+  // server's verdict above covers the other runs).
+  if (LIFE || SETTLE_S > 0) {
+    failed.push(...restated(a));
+    if (SETTLE_S > 0 && !settled(a)) {
+      failed.push(`settle: ${a.unpaid} unpaid, pending ${a.pending || 0}, give-backs due ${a.givebacksDue || 0} after ${SETTLE_S} s`);
+    }
+    const twice = soldTwice(a);
+    soldTwiceCount.add(twice);
+    soldAgain.add(Math.max(0, a.orders + a.cancelled - a.initialStock));
+    if (twice > 0) {
+      failed.push(`sold twice: ${twice} unit(s)`);
+    }
   }
   console.log(`AUDIT ${JSON.stringify(a)}`);
   for (const f of failed) {
@@ -353,6 +513,16 @@ export function handleSummary(data) {
   ];
   for (const c of CODES) {
     lines.push(`code_${c}=${metricValue(data, `code_${c}`, 'count')}`);
+  }
+  if (LIFE || SETTLE_S > 0) {
+    lines.push(`sold_again=${metricValue(data, 'sold_again', 'count')}`);
+    lines.push(`sold_twice=${metricValue(data, 'sold_twice', 'count')}`);
+    for (const k of Object.keys(life).sort()) {
+      const n = metricValue(data, `life_${k}`, 'count');
+      if (n > 0) {
+        lines.push(`life_${k}=${n}`);
+      }
+    }
   }
   const text = `\nk6 seckill summary (${SCENARIO}, ${BASE_URLS.length} base URL(s))\n  ${lines.join('\n  ')}\n`;
   const out = { stdout: text };
