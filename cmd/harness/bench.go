@@ -117,6 +117,9 @@ package main
 //   BENCH_ONLY []         cluster = only async-lua on one Redis, on a Redis with a
 //                         replica and the Redis Cluster block, with COMMANDS.md
 //                         (bench_cost.go): a quick measure of the cluster's cost
+//   BENCH_CLUSTER_LOCK [lua]  lock mode of the cluster block, its one-Redis partners
+//                         and COMMANDS.md (none: the cost without the consumers'
+//                         per-user locks)
 
 import (
 	"context"

@@ -114,8 +114,9 @@ func (b *bench) clusterRuns() {
 
 // clusterRun is one run of the block.
 func (b *bench) clusterRun(name string, buckets int, addrs string) {
-	b.logf("seckill %s (async, lua, Redis Cluster, %d bucket(s))", name, buckets)
-	b.startServer("async", "lua", name, "SECKILL_REDIS_ADDR=", "SECKILL_REDIS_CLUSTER_ADDRS="+addrs)
+	lm := b.clusterLock()
+	b.logf("seckill %s (async, %s, Redis Cluster, %d bucket(s))", name, lm, buckets)
+	b.startServer("async", lm, name, "SECKILL_REDIS_ADDR=", "SECKILL_REDIS_CLUSTER_ADDRS="+addrs)
 	v := b.publishWith(10000000, fmt.Sprintf(`,"stockBuckets":%d`, buckets))
 	b.put(name, "buckets", strconv.Itoa(buckets))
 	b.costBegin(name)

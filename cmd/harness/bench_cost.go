@@ -19,6 +19,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"math"
 	"os"
@@ -273,12 +274,18 @@ func (b *bench) replicaRun() {
 		b.nodePIDs = append(b.nodePIDs, redisPID(b.ctx, n.Addr))
 	}
 	b.costNodes = nodes
-	name := "async-lua-replica"
+	lm := b.clusterLock()
+	name := "async-" + lm + "-replica"
 	b.attempt(name, func() {
-		b.asyncRun(name, "lua", false, "SECKILL_REDIS_ADDR=", "SECKILL_REDIS_SENTINEL_ADDRS="+sentinels, "SECKILL_REDIS_MASTER="+master)
+		b.asyncRun(name, lm, false, "SECKILL_REDIS_ADDR=", "SECKILL_REDIS_SENTINEL_ADDRS="+sentinels, "SECKILL_REDIS_MASTER="+master)
 	})
 	b.rows = append(b.rows, name)
 }
+
+// clusterLock is the lock mode of the runs this file compares:
+// BENCH_CLUSTER_LOCK, lua by default (none shows what the consumers'
+// per-user locks cost).
+func (b *bench) clusterLock() string { return envOr("BENCH_CLUSTER_LOCK", "lua") }
 
 // redisPID is the process id of the Redis at addr (0 when unknown).
 func redisPID(ctx context.Context, addr string) int {
@@ -298,8 +305,9 @@ func (b *bench) clusterOnly() {
 	b.machine()
 	b.logf("machine: %s x %s, %s, %s; load %s", b.info["nproc"], b.info["cpu"], b.info["mem"], b.info["kernel"], b.info["load_before"])
 	b.cfg.AdmissionProfile = false
-	b.attempt("async-lua", func() { b.asyncRun("async-lua", "lua", false) })
-	b.rows = append(b.rows, "async-lua")
+	lm := b.clusterLock()
+	b.attempt("async-"+lm, func() { b.asyncRun("async-"+lm, lm, false) })
+	b.rows = append(b.rows, "async-"+lm)
 	b.replicaRun()
 	b.clusterRuns()
 }
@@ -342,7 +350,14 @@ func (b *bench) writeCommands() {
 		b.logf("COMMANDS.md: %v", err)
 		return
 	}
-	b.logf("wrote %s", path)
+	js, err := json.MarshalIndent(b.costs, "", "  ")
+	if err == nil {
+		err = os.WriteFile(filepath.Join(filepath.Dir(path), "commands.json"), append(js, '\n'), 0o644)
+	}
+	if err != nil {
+		b.logf("commands.json: %v", err)
+	}
+	b.logf("wrote %s and commands.json beside it", path)
 }
 
 // commandsMarkdown is COMMANDS.md.
@@ -351,8 +366,8 @@ func (b *bench) commandsMarkdown() string {
 	fmt.Fprintf(&w, `# Redis work per admitted order, by node and by command
 
 Written by `+"`harness bench`"+` (cmd/harness/bench_cost.go), %s, %s x %s,
-load %s before and %s after. wrk %d s, %d connections, async `+"`lua`"+`, a new
-user per request. Every figure is per admitted order (wrk's 200 responses),
+load %s before and %s after. wrk %d s, %d connections, async, a new
+user per request (lock mode %s). Every figure is per admitted order (wrk's 200 responses),
 read from INFO before the wrk run and after the drain, so the consumers'
 reads, locks and acknowledgements of the run's orders are inside.
 
@@ -374,9 +389,9 @@ cluster master, which has one too.
 
 | run | orders | server CPU µs/order | Redis commands µs/order (masters) | Redis CPU µs/order (masters) | outside commands | ÷ one Redis (commands) | ÷ one Redis (CPU) | ÷ one Redis with a replica (CPU) | replicas' CPU µs/order | busiest master CPU µs/order | its core's cap ÷ one Redis's |
 |---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|
-`, b.info["end"], b.info["nproc"], b.info["cpu"], b.info["load_before"], b.info["load_after"], b.cfg.Duration, b.cfg.Conns)
-	one := b.costByName("async-lua")
-	rep := b.costByName("async-lua-replica")
+`, b.info["end"], b.info["nproc"], b.info["cpu"], b.info["load_before"], b.info["load_after"], b.cfg.Duration, b.cfg.Conns, b.clusterLock())
+	one := b.costByName("async-" + b.clusterLock())
+	rep := b.costByName("async-" + b.clusterLock() + "-replica")
 	ratio := func(x float64, r *costRun, cpu bool) string {
 		if r == nil {
 			return "-"
