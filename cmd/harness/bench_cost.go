@@ -388,6 +388,7 @@ load %s before and %s after. wrk %d s, %d connections, async, a new
 user per request (lock mode %s). Every figure is per admitted order (wrk's 200 responses),
 read from INFO before the wrk run and after the drain, so the consumers'
 reads, locks and acknowledgements of the run's orders are inside.
+Settings: BENCH_ONLY=%s BENCH_CLUSTER_BUCKETS=%q BENCH_DURATION=%d.
 
 - *commands µs*: INFO commandstats, the time inside commands (scripts
   included), summed over the commands;
@@ -407,7 +408,8 @@ cluster master, which has one too.
 
 | run | orders | server CPU µs/order | Redis commands µs/order (masters) | Redis CPU µs/order (masters) | outside commands | ÷ one Redis (commands) | ÷ one Redis (CPU) | ÷ one Redis with a replica (CPU) | replicas' CPU µs/order | busiest master CPU µs/order | its core's cap ÷ one Redis's |
 |---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|
-`, b.info["end"], b.info["nproc"], b.info["cpu"], b.info["load_before"], b.info["load_after"], b.cfg.Duration, b.cfg.Conns, b.clusterLock())
+`, b.info["end"], b.info["nproc"], b.info["cpu"], b.info["load_before"], b.info["load_after"], b.cfg.Duration, b.cfg.Conns, b.clusterLock(),
+		dash(b.cfg.Only), envOr("BENCH_CLUSTER_BUCKETS", "1 2 4 8"), b.cfg.Duration)
 	one := b.costByName("async-" + b.clusterLock())
 	rep := b.costByName("async-" + b.clusterLock() + "-replica")
 	ratio := func(x float64, r *costRun, cpu bool) string {
