@@ -3,6 +3,7 @@ package lock
 import (
 	"context"
 	"fmt"
+	"sync"
 
 	"github.com/redis/go-redis/v9"
 
@@ -10,10 +11,13 @@ import (
 )
 
 // On Redis Cluster the keys of one batch live in many slots, and a script
-// may name the keys of one slot only. There ObtainAll and ReleaseAll run
-// lua/acquire_all.lua and lua/unlock_all.lua once per key, all in one
-// pipeline: the cluster client sends each node its share in one round
-// trip, instead of one round trip per key.
+// may name the keys of one slot only. There ObtainAll and ReleaseAll group
+// the keys by the master that serves them and run lua/acquire_node.lua
+// and lua/unlock_node.lua once per master, the keys in ARGV: one script
+// call and one round trip per master and batch, as one script call per
+// batch on one Redis. The keys of a master whose call failed (a slot
+// moving, a failover) go again one script call per key, all in one
+// pipeline, which the cluster client routes and redirects.
 
 // pipelines reports whether ObtainAll and ReleaseAll pipeline one script
 // call per key: on Redis Cluster, without a wait and without WAIT (which
@@ -57,9 +61,11 @@ func runPerKey(ctx context.Context, c redis.UniversalClient, script *redis.Scrip
 	return cmds
 }
 
-// obtainPipelined is ObtainAll on Redis Cluster: one acquire_all.lua call
-// per key (the key and its fencing counter share a slot), pipelined. A key
-// whose call got no answer may have been granted: it is given back.
+// obtainPipelined is ObtainAll on Redis Cluster: one acquire_node.lua call
+// per master, then one acquire_all.lua call per key left (the key and its
+// fencing counter share a slot), pipelined. The second call of a key
+// reuses its owner token, so a grant the first made is answered again. A
+// key whose calls got no answer may have been granted: it is given back.
 func (s *Lua) obtainPipelined(ctx context.Context, keys []string) ([]Lock, []error) {
 	locks := make([]Lock, len(keys))
 	errs := make([]error, len(keys))
@@ -77,14 +83,25 @@ func (s *Lua) obtainPipelined(ctx context.Context, keys []string) ([]Lock, []err
 		owners[i] = newOwnerToken()
 	}
 	ttl := s.opts.TTL.Milliseconds()
-	cmds := runPerKey(ctx, s.client, lua.AcquireAll, len(keys),
-		func(i int) []string { return []string{keys[i], ClusterFenceKey(keys[i])} },
-		func(i int) []any { return []any{ttl, owners[i]} })
+	byNode, left := s.perNode(ctx, lua.AcquireNode, []any{ttl}, keys, owners)
+	cmds := runPerKey(ctx, s.client, lua.AcquireAll, len(left),
+		func(j int) []string { return []string{keys[left[j]], ClusterFenceKey(keys[left[j]])} },
+		func(j int) []any { return []any{ttl, owners[left[j]]} })
+	again := make(map[int]*redis.Cmd, len(left))
+	for j, i := range left {
+		again[i] = cmds[j]
+	}
 	var lostKeys, lostOwners []string
-	for i, cmd := range cmds {
-		tokens, err := cmd.Int64Slice()
-		if err == nil && len(tokens) != 1 {
-			err = fmt.Errorf("acquire_all.lua answered %d tokens for 1 key", len(tokens))
+	for i := range keys {
+		var tokens []int64
+		var err error
+		if cmd, ok := again[i]; ok {
+			tokens, err = cmd.Int64Slice()
+			if err == nil && len(tokens) != 1 {
+				err = fmt.Errorf("acquire_all.lua answered %d tokens for 1 key", len(tokens))
+			}
+		} else {
+			tokens = []int64{byNode[i]}
 		}
 		switch {
 		case err != nil:
@@ -105,15 +122,17 @@ func (s *Lua) obtainPipelined(ctx context.Context, keys []string) ([]Lock, []err
 	return locks, errs
 }
 
-// releasePipelined is unlock_all.lua once per key, pipelined: per key 1
-// (deleted), 0 (not held by its owner), or its call's error.
+// releasePipelined is unlock_node.lua once per master, then unlock_all.lua
+// once per key left, pipelined: per key 1 (deleted), 0 (not held by its
+// owner), or its call's error.
 func (s *Lua) releasePipelined(ctx context.Context, keys, owners []string) ([]int64, []error) {
-	done := make([]int64, len(keys))
+	done, left := s.perNode(ctx, lua.UnlockNode, nil, keys, owners)
 	errs := make([]error, len(keys))
-	cmds := runPerKey(ctx, s.client, lua.UnlockAll, len(keys),
-		func(i int) []string { return []string{keys[i]} },
-		func(i int) []any { return []any{owners[i]} })
-	for i, cmd := range cmds {
+	cmds := runPerKey(ctx, s.client, lua.UnlockAll, len(left),
+		func(j int) []string { return []string{keys[left[j]]} },
+		func(j int) []any { return []any{owners[left[j]]} })
+	for j, cmd := range cmds {
+		i := left[j]
 		out, err := cmd.Int64Slice()
 		if err == nil && len(out) != 1 {
 			err = fmt.Errorf("unlock_all.lua answered %d results for 1 key", len(out))
@@ -125,4 +144,48 @@ func (s *Lua) releasePipelined(ctx context.Context, keys, owners []string) ([]in
 		done[i] = out[0]
 	}
 	return done, errs
+}
+
+// perNode runs script once per master, in parallel, with ARGV head and
+// then each of the master's keys with its owner token. It returns each
+// key's answer and the indexes of the keys without one (their master
+// unknown, or its call failed).
+func (s *Lua) perNode(ctx context.Context, script *redis.Script, head []any, keys, owners []string) ([]int64, []int) {
+	c := s.client.(*redis.ClusterClient)
+	out := make([]int64, len(keys))
+	failed := make([]bool, len(keys))
+	groups := map[*redis.Client][]int{}
+	for i, k := range keys {
+		n, err := c.MasterForKey(ctx, k)
+		if err != nil {
+			failed[i] = true
+			continue
+		}
+		groups[n] = append(groups[n], i)
+	}
+	var wg sync.WaitGroup
+	for n, idx := range groups {
+		wg.Go(func() {
+			args := append(make([]any, 0, len(head)+2*len(idx)), head...)
+			for _, i := range idx {
+				args = append(args, keys[i], owners[i])
+			}
+			res, err := script.Run(ctx, n, nil, args...).Int64Slice()
+			for j, i := range idx {
+				if err != nil || len(res) != len(idx) {
+					failed[i] = true
+					continue
+				}
+				out[i] = res[j]
+			}
+		})
+	}
+	wg.Wait()
+	var left []int
+	for i, f := range failed {
+		if f {
+			left = append(left, i)
+		}
+	}
+	return out, left
 }

@@ -33,25 +33,6 @@ func clusterClient(tb testing.TB) *redis.ClusterClient {
 	return c
 }
 
-// sendCounter counts the commands a client sends alone and its pipelines.
-type sendCounter struct{ alone, pipelines atomic.Int64 }
-
-func (h *sendCounter) DialHook(next redis.DialHook) redis.DialHook { return next }
-
-func (h *sendCounter) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
-	return func(ctx context.Context, cmd redis.Cmder) error {
-		h.alone.Add(1)
-		return next(ctx, cmd)
-	}
-}
-
-func (h *sendCounter) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
-	return func(ctx context.Context, cmds []redis.Cmder) error {
-		h.pipelines.Add(1)
-		return next(ctx, cmds)
-	}
-}
-
 // clusterKeys returns n keys no other test uses, deleted with their
 // cluster fencing counters when the test ends.
 func clusterKeys(t *testing.T, c *redis.ClusterClient, n int) []string {
@@ -70,9 +51,9 @@ func clusterKeys(t *testing.T, c *redis.ClusterClient, n int) []string {
 }
 
 // TestLuaObtainAllCluster: on Redis Cluster a batch spans slots and nodes;
-// ObtainAll and ReleaseAll send one pipeline (one round trip per node)
-// and no command alone, with every lock's own owner and fencing token; a
-// key held by another is refused alone.
+// ObtainAll and ReleaseAll make one script call per master (not one per
+// key), with every lock's own owner and fencing token; a key held by
+// another is refused alone.
 func TestLuaObtainAllCluster(t *testing.T) {
 	c := clusterClient(t)
 	lk := must(t)(lock.NewLua(c))
@@ -89,11 +70,19 @@ func TestLuaObtainAllCluster(t *testing.T) {
 	warm, _ := lock.ObtainAll(ctx, lk, clusterKeys(t, c, 40))
 	lock.ReleaseAll(ctx, lk, warm)
 
-	var sent sendCounter
-	c.AddHook(&sent)
+	var calls scriptCounter
+	var count atomic.Int64
+	if err := c.ForEachMaster(ctx, func(_ context.Context, n *redis.Client) error {
+		n.AddHook(&calls)
+		count.Add(1)
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	masters := count.Load()
 	locks, errs := lock.ObtainAll(ctx, lk, keys)
-	if a, p := sent.alone.Load(), sent.pipelines.Load(); a != 0 || p != 1 {
-		t.Errorf("ObtainAll of %d keys: %d commands alone and %d pipelines, want 0 and 1", len(keys), a, p)
+	if got := calls.n.Load(); got < 1 || got > masters {
+		t.Errorf("ObtainAll of %d keys: %d script calls, want 1 to %d (one per master)", len(keys), got, masters)
 	}
 	for i, k := range keys {
 		if i == 7 {
@@ -112,11 +101,10 @@ func TestLuaObtainAllCluster(t *testing.T) {
 	if err := locks[0].Release(ctx); err != nil {
 		t.Fatalf("Release of one lock of the batch: %v", err)
 	}
-	sent.alone.Store(0)
-	sent.pipelines.Store(0)
+	calls.n.Store(0)
 	errs = lock.ReleaseAll(ctx, lk, locks)
-	if a, p := sent.alone.Load(), sent.pipelines.Load(); a != 0 || p != 1 {
-		t.Errorf("ReleaseAll: %d commands alone and %d pipelines, want 0 and 1", a, p)
+	if got := calls.n.Load(); got < 1 || got > masters {
+		t.Errorf("ReleaseAll: %d script calls, want 1 to %d (one per master)", got, masters)
 	}
 	for i, err := range errs {
 		switch {
@@ -167,6 +155,41 @@ func TestLuaObtainAllClusterOneWinner(t *testing.T) {
 	for i := range keys {
 		if n := wins[i].Load(); n != 1 {
 			t.Errorf("key %d: %d holders, want 1", i, n)
+		}
+	}
+}
+
+// TestLuaObtainAllClusterFallback: a key of the wrong type fails its
+// master's script call part-way, after it granted the keys before it; the
+// master's keys go again one by one with the same owner tokens: the wrong
+// key alone reports the error, every other key is held once, with token 1.
+func TestLuaObtainAllClusterFallback(t *testing.T) {
+	c := clusterClient(t)
+	lk := must(t)(lock.NewLua(c))
+	ctx := bg(t, 10*time.Second)
+	keys := clusterKeys(t, c, 30)
+	bad := len(keys) - 1 // last in its master's ARGV: the others before it are granted
+	if err := c.HSet(ctx, keys[bad], "f", "v").Err(); err != nil {
+		t.Fatal(err)
+	}
+	locks, errs := lock.ObtainAll(ctx, lk, keys)
+	for i := range keys {
+		if i == bad {
+			if locks[i] != nil || errs[i] == nil || errors.Is(errs[i], lock.ErrNotObtained) {
+				t.Errorf("wrong-type key: got %v, %v, want a Redis error", locks[i], errs[i])
+			}
+			continue
+		}
+		if errs[i] != nil || locks[i] == nil {
+			t.Fatalf("key %d: got %v, %v, want a lock", i, locks[i], errs[i])
+		}
+		if tok, _ := locks[i].Token(); tok != 1 {
+			t.Errorf("key %d: token %d, want 1 (granted once)", i, tok)
+		}
+	}
+	for i, err := range lock.ReleaseAll(ctx, lk, locks) {
+		if err != nil {
+			t.Errorf("release %d: %v", i, err)
 		}
 	}
 }
