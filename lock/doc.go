@@ -58,9 +58,9 @@
 // once, with Obtain's result per key: in one round trip (one script call)
 // when the backend is a BatchLocker (lua, without a wait and off Redis
 // Cluster; with WaitReplicas the one script call is followed by one WAIT);
-// lua on Redis Cluster sends one script call per key in one pipeline (one
-// round trip per node); otherwise one Obtain or Release per key, in
-// parallel. The async
+// lua on Redis Cluster runs one script call per master, its keys in ARGV
+// (one per key, pipelined, when that fails); otherwise one Obtain or
+// Release per key, in parallel. The async
 // consumer takes the per-user locks of a batch this way. Every key keeps its
 // own owner token and fencing token; a key held by someone else is refused
 // alone; an error (even one in the middle of the script) leaves no key of

@@ -111,7 +111,7 @@ func (s *Lua) Obtain(ctx context.Context, key string) (Lock, error) {
 // is followed by WAIT on the same connection, and when too few replicas
 // acknowledge it every grant is undone and reported as ErrNotObtained.
 // On Redis Cluster (whose keys of one call may live on different nodes) it
-// pipelines one script call per key (lua_cluster.go). With a wait
+// runs one script call per master (lua_cluster.go). With a wait
 // (Options.Wait), or WAIT on a cluster, it calls Obtain per key instead.
 func (s *Lua) ObtainAll(ctx context.Context, keys []string) ([]Lock, []error) {
 	if s.pipelines() {
@@ -182,7 +182,7 @@ func (s *Lua) ObtainAll(ctx context.Context, keys []string) ([]Lock, []error) {
 // ReleaseAll releases the locks this locker obtained in one run of
 // lua/unlock_all.lua (compare-and-delete of each key with its own owner
 // token); locks of another locker are released one by one. On Redis
-// Cluster it pipelines one script call per key (lua_cluster.go); with WAIT
+// Cluster it runs one script call per master (lua_cluster.go); with WAIT
 // there, it releases each lock on its own.
 func (s *Lua) ReleaseAll(ctx context.Context, locks []Lock) []error {
 	if !s.batches() && !s.pipelines() {
