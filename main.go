@@ -399,6 +399,9 @@ func newAsync(d *deps, cfg config.Config, log *slog.Logger, locker lock.Locker, 
 	vouchers, orders := repository.NewVouchers(d.DB), repository.NewOrders(d.DB)
 	admission, queue := repository.NewAdmission(d.Redis), repository.NewOrderStream(d.Redis)
 	admission.ObservePipelines(m.AdmissionRoundTrip) // nil-safe: m may be nil
+	if m != nil {
+		repository.ObserveRoundTrips(d.Redis, m.RedisRoundTrip)
+	}
 	var batches service.BatchTracer
 	if tr != nil {
 		admission.CarryTrace(tr.TraceParent)

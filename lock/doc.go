@@ -57,8 +57,10 @@
 // ObtainAll and ReleaseAll take and give back the locks of many keys at
 // once, with Obtain's result per key: in one round trip (one script call)
 // when the backend is a BatchLocker (lua, without a wait and off Redis
-// Cluster; with WaitReplicas the one script call is followed by one WAIT),
-// otherwise with one Obtain or Release per key, in parallel. The async
+// Cluster; with WaitReplicas the one script call is followed by one WAIT);
+// lua on Redis Cluster runs one script call per master, its keys in ARGV
+// (one per key, pipelined, when that fails); otherwise one Obtain or
+// Release per key, in parallel. The async
 // consumer takes the per-user locks of a batch this way. Every key keeps its
 // own owner token and fencing token; a key held by someone else is refused
 // alone; an error (even one in the middle of the script) leaves no key of

@@ -110,9 +110,13 @@ func (s *Lua) Obtain(ctx context.Context, key string) (Lock, error) {
 // fencing token, exactly as from Obtain. With Options.WaitReplicas the run
 // is followed by WAIT on the same connection, and when too few replicas
 // acknowledge it every grant is undone and reported as ErrNotObtained.
-// With a wait (Options.Wait), or on Redis Cluster (whose keys of one call
-// may live on different nodes), it calls Obtain per key instead.
+// On Redis Cluster (whose keys of one call may live on different nodes) it
+// runs one script call per master (lua_cluster.go). With a wait
+// (Options.Wait), or WAIT on a cluster, it calls Obtain per key instead.
 func (s *Lua) ObtainAll(ctx context.Context, keys []string) ([]Lock, []error) {
+	if s.pipelines() {
+		return s.obtainPipelined(ctx, keys)
+	}
 	if !s.batches() {
 		return obtainEach(ctx, s, keys)
 	}
@@ -178,9 +182,10 @@ func (s *Lua) ObtainAll(ctx context.Context, keys []string) ([]Lock, []error) {
 // ReleaseAll releases the locks this locker obtained in one run of
 // lua/unlock_all.lua (compare-and-delete of each key with its own owner
 // token); locks of another locker are released one by one. On Redis
-// Cluster it releases each lock on its own.
+// Cluster it runs one script call per master (lua_cluster.go); with WAIT
+// there, it releases each lock on its own.
 func (s *Lua) ReleaseAll(ctx context.Context, locks []Lock) []error {
-	if !s.batches() {
+	if !s.batches() && !s.pipelines() {
 		return releaseEach(ctx, locks)
 	}
 	errs := make([]error, len(locks))
@@ -201,6 +206,18 @@ func (s *Lua) ReleaseAll(ctx context.Context, locks []Lock) []error {
 		errs[otherAt[j]] = err
 	}
 	if len(keys) == 0 {
+		return errs
+	}
+	if s.pipelines() {
+		done, perKey := s.releasePipelined(ctx, keys, owners)
+		for j, i := range at {
+			switch {
+			case perKey[j] != nil:
+				errs[i] = fmt.Errorf("lock: lua: release %q: %w", keys[j], perKey[j])
+			case done[j] == 0:
+				errs[i] = ErrNotHeld
+			}
+		}
 		return errs
 	}
 	done, err := s.releaseAll(ctx, keys, owners)
@@ -257,6 +274,10 @@ func (s *Lua) releaseAll(ctx context.Context, keys, owners []string) ([]int64, e
 func (s *Lua) abandonAll(ctx context.Context, keys, owners []string) {
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.opts.ReleaseTimeout)
 	defer cancel()
+	if s.pipelines() {
+		s.releasePipelined(rctx, keys, owners) // best effort, as below
+		return
+	}
 	// Best effort: on failure the lease still frees the keys.
 	if _, err := s.releaseAll(rctx, keys, owners); err != nil {
 		return

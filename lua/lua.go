@@ -21,6 +21,10 @@ var (
 	unlockSrc string
 	//go:embed acquire_all.lua
 	acquireAllSrc string
+	//go:embed acquire_node.lua
+	acquireNodeSrc string
+	//go:embed unlock_node.lua
+	unlockNodeSrc string
 	//go:embed unlock_all.lua
 	unlockAllSrc string
 	//go:embed reentrant_lock.lua
@@ -72,6 +76,12 @@ var (
 	// UnlockAll is unlock_all.lua: Unlock for many locks in one call; 1 or
 	// 0 per lock.
 	UnlockAll = redis.NewScript(unlockAllSrc)
+	// AcquireNode is acquire_node.lua: AcquireAll for the keys of one
+	// Redis Cluster node, given in ARGV (keys of many slots).
+	AcquireNode = redis.NewScript(acquireNodeSrc)
+	// UnlockNode is unlock_node.lua: UnlockAll for the keys of one Redis
+	// Cluster node, given in ARGV.
+	UnlockNode = redis.NewScript(unlockNodeSrc)
 	// ReentrantLock is reentrant_lock.lua: hash owner -> count acquire.
 	ReentrantLock = redis.NewScript(reentrantLockSrc)
 	// ReentrantUnlock is reentrant_unlock.lua: decrement, delete at zero,

@@ -33,6 +33,10 @@ type Metrics struct {
 	// Async mode: the admissions' round trips to Redis (admissions per
 	// round trip: 1 sent alone, up to 64 pipelined).
 	AdmissionPipeline prometheus.Histogram
+	// RedisRoundTrips and RedisCommands count the service's round trips
+	// to each Redis node and the commands they carried, by node address.
+	RedisRoundTrips *prometheus.CounterVec
+	RedisCommands   *prometheus.CounterVec
 	// PurchaseLimits counts the purchase limits' refusals and the checks
 	// that failed (let through), by limit and result.
 	PurchaseLimits *prometheus.CounterVec
@@ -90,6 +94,12 @@ func New() *Metrics {
 			Help:    "Async admissions per round trip to Redis: 1 sent alone at once, up to 64 in one pipeline (sum ÷ count: the mean pipelining depth).",
 			Buckets: []float64{1, 2, 4, 8, 16, 32, 64},
 		}),
+		RedisRoundTrips: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "seckill_redis_round_trips_total", Help: "Round trips to Redis by node: a command sent alone or one pipeline.",
+		}, []string{"node"}),
+		RedisCommands: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "seckill_redis_commands_total", Help: "Commands sent to Redis by node (÷ round trips: the mean pipelining depth per node).",
+		}, []string{"node"}),
 		PurchaseLimits: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "seckill_purchase_limit_total",
 			Help: "Purchase limit decisions by limit (addr, user, voucher) and result: refused (429), or unchecked (Redis failed, let through).",
@@ -123,6 +133,7 @@ func New() *Metrics {
 	m.Registry.MustRegister(m.LifePaid, m.LifeCancelled, m.LifeExpired, m.LifeOwed, m.LifeReturned,
 		m.SweepDuration, m.SweepBatches, m.SweepErrors, m.PurchaseLimits, m.Requests, m.Latency, m.Outcomes, m.LockRefused, m.UniqueKey, m.StaleFence,
 		m.AsyncWritten, m.AsyncDeadLetters, m.AsyncBatch, m.AsyncClaimed, m.AdmissionPipeline,
+		m.RedisRoundTrips, m.RedisCommands,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }
@@ -196,4 +207,14 @@ func (m *Metrics) AdmissionRoundTrip(n int) {
 		return
 	}
 	m.AdmissionPipeline.Observe(float64(n))
+}
+
+// RedisRoundTrip counts one round trip to a Redis node carrying cmds
+// commands (repository.ObserveRoundTrips). A nil *Metrics counts nothing.
+func (m *Metrics) RedisRoundTrip(node string, cmds int) {
+	if m == nil {
+		return
+	}
+	m.RedisRoundTrips.WithLabelValues(node).Inc()
+	m.RedisCommands.WithLabelValues(node).Add(float64(cmds))
 }

@@ -116,6 +116,12 @@ package main
 //   BENCH_KEEP [0]        1 = keep the bench vouchers and their orders
 //   BENCH_BIN []          a prebuilt seckill binary to measure instead of building
 //                         the working tree (to compare two builds)
+//   BENCH_ONLY []         cluster = only async-lua on one Redis, on a Redis with a
+//                         replica and the Redis Cluster block, with COMMANDS.md
+//                         (bench_cost.go): a quick measure of the cluster's cost
+//   BENCH_CLUSTER_LOCK [lua]  lock mode of the cluster block, its one-Redis partners
+//                         and COMMANDS.md (none: the cost without the consumers'
+//                         per-user locks)
 
 import (
 	"context"
@@ -148,6 +154,7 @@ type benchConfig struct {
 	Keep                                                   bool
 	Bin                                                    string
 	AdmissionProfile                                       bool
+	Only                                                   string // BENCH_ONLY
 }
 
 // benchConfigFromEnv reads the BENCH_* variables with bench/run.sh's
@@ -170,6 +177,10 @@ func benchConfigFromEnv(getenv func(string) string, root string, now time.Time) 
 		Results:        def("BENCH_RESULTS", filepath.Join(root, "bench", "RESULTS.md")),
 		Keep:           getenv("BENCH_KEEP") == "1",
 		Bin:            getenv("BENCH_BIN"),
+		Only:           getenv("BENCH_ONLY"),
+	}
+	if c.Only != "" && c.Only != "cluster" {
+		return c, fmt.Errorf("BENCH_ONLY=%s: the only block to run alone is cluster", c.Only)
 	}
 	c.AdmissionProfile = def("BENCH_ADMISSION_PROFILE", "1") != "0"
 	ints := []struct {
@@ -253,6 +264,11 @@ type bench struct {
 	nodePIDs      []int
 	clusterNodes_ []clusterNode
 	clusterRows   []string
+	// The per-command figures (bench_cost.go): the nodes of the current
+	// run, their first reading, and every measured run.
+	costNodes  []costNode
+	costBefore []nodeStats
+	costs      []*costRun
 
 	// runs holds the figures of every run and limit by name.
 	mu         sync.Mutex
@@ -447,6 +463,7 @@ func (b *bench) setup() {
 	if info, err := b.rdb.Info(b.ctx, "server").Result(); err == nil {
 		b.redisPID, _ = strconv.Atoi(infoField(info, "process_id"))
 	}
+	b.costNodes = costNodesOf(b.ctx, raddr, "redis")
 	b.buildServer()
 	b.writeTokens()
 }

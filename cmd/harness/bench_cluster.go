@@ -93,12 +93,13 @@ func (b *bench) clusterRuns() {
 		return
 	}
 	b.clusterNodes_ = nodes
-	single, singlePIDs := b.rdb, b.nodePIDs
-	defer func() { b.rdb, b.nodePIDs = single, singlePIDs }()
+	single, singlePIDs, singleNodes := b.rdb, b.nodePIDs, b.costNodes
+	defer func() { b.rdb, b.nodePIDs, b.costNodes = single, singlePIDs, singleNodes }()
 	b.rdb = cc
-	b.nodePIDs = nil
+	b.nodePIDs, b.costNodes = nil, nil
 	for _, n := range nodes {
 		b.nodePIDs = append(b.nodePIDs, n.PID)
+		b.costNodes = append(b.costNodes, costNode{Addr: n.Addr, Role: n.Role})
 	}
 	for _, s := range set {
 		n, err := strconv.Atoi(s)
@@ -113,12 +114,15 @@ func (b *bench) clusterRuns() {
 
 // clusterRun is one run of the block.
 func (b *bench) clusterRun(name string, buckets int, addrs string) {
-	b.logf("seckill %s (async, lua, Redis Cluster, %d bucket(s))", name, buckets)
-	b.startServer("async", "lua", name, "SECKILL_REDIS_ADDR=", "SECKILL_REDIS_CLUSTER_ADDRS="+addrs)
+	lm := b.clusterLock()
+	b.logf("seckill %s (async, %s, Redis Cluster, %d bucket(s))", name, lm, buckets)
+	b.startServer("async", lm, name, "SECKILL_REDIS_ADDR=", "SECKILL_REDIS_CLUSTER_ADDRS="+addrs)
 	v := b.publishWith(10000000, fmt.Sprintf(`,"stockBuckets":%d`, buckets))
 	b.put(name, "buckets", strconv.Itoa(buckets))
+	b.costBegin(name)
 	b.wrkRun(name, "POST", fmt.Sprintf("/voucher-order/seckill/%d", v), "1", filepath.Join(b.cfg.Out, "tokens-async.csv"))
 	b.drain(name, v)
+	b.costEnd(name)
 	b.serverMetrics(name, "")
 	b.asyncChecks(name, v)
 }

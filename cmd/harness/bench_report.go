@@ -102,6 +102,7 @@ func (b *bench) report() int {
 		b.die("%v", err)
 	}
 	b.logf("wrote %s and %s (out dir %s)", b.cfg.Results, jsPath, b.cfg.Out)
+	b.writeCommands()
 	b.logf("targets: lua/slap %s (>= 0.6), soldout/noop %s (>= 0.9)", t.T1, t.T2)
 	if b.cfg.wantAsync() {
 		b.logf("async targets: async/sync %s (>= 8), async/EVALSHA at the server's depth (%s) %s (>= 0.4), drain/insert %s (>= 1), k6 p99 %s ms (<= 5)", t.A1, dash(t.AdmitP), t.A2, t.A3, t.A4)
@@ -514,6 +515,9 @@ type benchJSON struct {
 	// ClusterNodes are the nodes of the Redis Cluster block, masters first
 	// (absent without the block); its runs are cluster-<buckets>.
 	ClusterNodes []benchJSONNode `json:"clusterNodes,omitempty"`
+	// CommandCosts are the Redis work per admitted order by node and
+	// command (bench_cost.go; COMMANDS.md), absent when none was measured.
+	CommandCosts []*costRun `json:"commandCosts,omitempty"`
 	// AdmissionProfile names the files of BENCH_ADMISSION_PROFILE's
 	// profiles, relative to the repository (absent without them).
 	AdmissionProfile *benchJSONProfile `json:"admissionProfile,omitempty"`
@@ -611,6 +615,7 @@ func (b *bench) resultsJSON(t benchTargets) benchJSON {
 		Disturbed:  append([]string{}, b.disturbed...),
 		Results:    rel(c.Results), OutDir: rel(c.Out),
 	}
+	j.CommandCosts = b.costs
 	for _, cmd := range b.commands {
 		j.Commands = append(j.Commands, strings.ReplaceAll(cmd, b.root+"/", ""))
 	}

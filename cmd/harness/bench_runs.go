@@ -37,6 +37,10 @@ func (b *bench) profileWanted(name string) bool {
 // the missed targets.
 func (b *bench) measure() {
 	c := b.cfg
+	if c.Only == "cluster" {
+		b.clusterOnly()
+		return
+	}
 	if run := c.admissionRun(); run != "" {
 		// Its CPU profile (wrkRun), kept by saveAdmissionProfiles; and its
 		// partner without the drain profiled alike, so that their ratio
@@ -136,7 +140,9 @@ func (b *bench) measure() {
 				b.logf("%s: no pipelining depth in the server's /metrics: no admit-P limit", name)
 			}
 		}
-		// The same admission on the Redis Cluster, by stock buckets.
+		// The same admission on a Redis with a replica, then on the Redis
+		// Cluster by stock buckets.
+		b.replicaRun()
 		b.clusterRuns()
 		// Latency at half the sync maximum (the sync lua run), in the first
 		// async lock mode.
@@ -664,6 +670,7 @@ func (b *bench) asyncRun(name, lockMode string, profile bool, env ...string) {
 	if admission {
 		b.allocsProfile(name, admissionAllocsBase)
 	}
+	b.costBegin(name)
 	b.wrkRun(name, "POST", fmt.Sprintf("/voucher-order/seckill/%d", v), "1", filepath.Join(b.cfg.Out, "tokens-async.csv"))
 	if admission {
 		b.allocsProfile(name, admissionAllocs)
@@ -674,6 +681,7 @@ func (b *bench) asyncRun(name, lockMode string, profile bool, env ...string) {
 		b.profileStart(name+"-drain", max(secs, 2), 0)
 	}
 	b.drain(name, v)
+	b.costEnd(name)
 	b.profileFinish(name + "-drain")
 	b.serverMetrics(name, "")
 	b.asyncChecks(name, v)
