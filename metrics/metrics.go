@@ -32,6 +32,8 @@ type Metrics struct {
 	// Async mode: the admissions' round trips to Redis (admissions per
 	// round trip: 1 sent alone, up to 64 pipelined).
 	AdmissionPipeline prometheus.Histogram
+	// Sync mode: orders per commit (1 alone, up to 64 grouped).
+	SyncGroup prometheus.Histogram
 	// PurchaseLimits counts the purchase limits' refusals and the checks
 	// that failed (let through), by limit and result.
 	PurchaseLimits *prometheus.CounterVec
@@ -78,13 +80,18 @@ func New() *Metrics {
 			Help:    "Async admissions per round trip to Redis: 1 sent alone at once, up to 64 in one pipeline (sum ÷ count: the mean pipelining depth).",
 			Buckets: []float64{1, 2, 4, 8, 16, 32, 64},
 		}),
+		SyncGroup: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "seckill_sync_group_size",
+			Help:    "Sync orders per commit: 1 alone, up to 64 buyers of one voucher in one transaction (sum ÷ count: the mean group size).",
+			Buckets: []float64{1, 2, 4, 8, 16, 32, 64},
+		}),
 		PurchaseLimits: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "seckill_purchase_limit_total",
 			Help: "Purchase limit decisions by limit (addr, user, voucher) and result: refused (429), or unchecked (Redis failed, let through).",
 		}, []string{"limit", "result"}),
 	}
 	m.Registry.MustRegister(m.PurchaseLimits, m.Requests, m.Latency, m.Outcomes, m.LockRefused, m.UniqueKey, m.StaleFence,
-		m.AsyncWritten, m.AsyncDeadLetters, m.AsyncBatch, m.AsyncClaimed, m.AdmissionPipeline,
+		m.AsyncWritten, m.AsyncDeadLetters, m.AsyncBatch, m.AsyncClaimed, m.AdmissionPipeline, m.SyncGroup,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }
@@ -112,6 +119,10 @@ func (m *Metrics) UniqueKeyRejected() { m.UniqueKey.Inc() }
 
 // StaleFenceRejected counts a write refused for a stale fencing token.
 func (m *Metrics) StaleFenceRejected() { m.StaleFence.Inc() }
+
+// SyncGroupCommitted observes the size of one sync commit group
+// (service.GroupObserver).
+func (m *Metrics) SyncGroupCommitted(size int) { m.SyncGroup.Observe(float64(size)) }
 
 // BatchRead observes the size of a consumer batch (service.ConsumerObserver).
 func (m *Metrics) BatchRead(size int) { m.AsyncBatch.Observe(float64(size)) }

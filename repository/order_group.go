@@ -1,0 +1,236 @@
+package repository
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"gorm.io/gorm"
+
+	"seckill/model"
+)
+
+// CreateOrders commits a group of sync orders of one voucher, in arrival
+// order, in one transaction, and returns one answer per order: nil for an
+// order written, a refusal (model.ErrStaleFence, model.ErrDuplicateOrder,
+// model.ErrSoldOut, a closed window), or model.ErrNotGrouped for an order
+// the group did not decide, which its buyer then writes alone with
+// CreateOrder. fences[i] is the fence of orders[i] (nil for none).
+//
+// The transaction records the fences one by one, finds the users' existing
+// orders in one query, inserts the rest in one statement and takes their
+// units in one conditional update. When fewer units are left, the first
+// orders get them and the rest are sold out. A failure that is not a
+// refusal (an order id taken, a unique-key violation, any other error)
+// leaves every undecided order to its buyer.
+func (r *Orders) CreateOrders(ctx context.Context, orders []model.VoucherOrder, fences []*model.Fence) []error {
+	var out []error
+	var winners []int64
+	var err error
+	var committing bool
+	for attempt := 0; attempt < deadlockRetries; attempt++ {
+		committing = false
+		err = r.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+			var terr error
+			out, winners, terr = createGroup(tx, orders, fences)
+			if terr != nil {
+				return terr
+			}
+			committing = true
+			return nil
+		})
+		if !isDeadlock(err) {
+			break
+		}
+	}
+	switch {
+	case err == nil:
+		return out
+	case out == nil:
+		out = make([]error, len(orders))
+	case committing && outcomeUnknown(err):
+		// The commit's outcome is unknown: the group's orders are read
+		// back, all or none of them being written.
+		if len(winners) == 0 {
+			return out
+		}
+		have, rerr := r.readBackIDs(ctx, winners)
+		if rerr != nil {
+			rerr = model.Unavailable(fmt.Errorf("orders %v: the commit's outcome is unknown (%v) and reading them back failed: %w", winners, err, rerr))
+			for i, e := range out {
+				if e == nil || errors.Is(e, model.ErrSoldOut) {
+					out[i] = rerr
+				}
+			}
+			return out
+		}
+		if len(have) > 0 {
+			return out
+		}
+	}
+	return undecided(out)
+}
+
+// undecided leaves to their buyers the orders of a group that did not
+// commit; the refusals it found before (stale fences, duplicates) stay.
+func undecided(out []error) []error {
+	for i, e := range out {
+		if e == nil || errors.Is(e, model.ErrSoldOut) {
+			out[i] = model.ErrNotGrouped
+		}
+	}
+	return out
+}
+
+// errGroupFailed stops a group transaction whose remaining orders go back
+// to their buyers.
+var errGroupFailed = errors.New("group commit failed")
+
+// createGroup is the body of the group transaction, every statement on tx.
+// It returns the answers and the ids of the orders inserted; an error
+// rolls the transaction back, and the orders then answered nil (or sold
+// out) are left to their buyers.
+func createGroup(tx *gorm.DB, orders []model.VoucherOrder, fences []*model.Fence) ([]error, []int64, error) {
+	out := make([]error, len(orders))
+	seen := make(map[int64]bool, len(orders))
+	for i, o := range orders {
+		if seen[o.UserID] {
+			// A second order of one user in the group (its lock failed):
+			// written alone after the group, it finds the first one.
+			out[i] = model.ErrNotGrouped
+			continue
+		}
+		seen[o.UserID] = true
+		if fences[i] == nil {
+			continue
+		}
+		switch err := checkFence(tx, fences[i]); {
+		case errors.Is(err, model.ErrStaleFence):
+			out[i] = err
+		case err != nil:
+			return out, nil, err
+		}
+	}
+	users := make([]int64, 0, len(orders))
+	for i, o := range orders {
+		if out[i] == nil {
+			users = append(users, o.UserID)
+		}
+	}
+	if len(users) == 0 {
+		return out, nil, nil
+	}
+	var dups []int64
+	if err := tx.Model(&model.VoucherOrder{}).Where("voucher_id = ? AND user_id IN ?", orders[0].VoucherID, users).
+		Pluck("user_id", &dups).Error; err != nil {
+		return out, nil, err
+	}
+	dup := make(map[int64]bool, len(dups))
+	for _, u := range dups {
+		dup[u] = true
+	}
+	var todo []model.VoucherOrder
+	var at []int // todo[j] is orders[at[j]]
+	for i, o := range orders {
+		switch {
+		case out[i] != nil:
+		case dup[o.UserID]:
+			out[i] = model.ErrDuplicateOrder
+		default:
+			todo = append(todo, o)
+			at = append(at, i)
+		}
+	}
+	if len(todo) == 0 {
+		return out, nil, nil
+	}
+	if err := tx.SavePoint("group").Error; err != nil {
+		return out, nil, err
+	}
+	err := insertOrders(tx, todo, true)
+	if errors.Is(err, model.ErrSoldOut) {
+		// Fewer units than orders: the first ones in arrival order get
+		// what is left, read under the row's lock.
+		if err := tx.RollbackTo("group").Error; err != nil {
+			return out, nil, err
+		}
+		var left int
+		if left, err = stockLeft(tx, todo[0].VoucherID); err != nil {
+			return out, nil, err
+		}
+		k := min(max(left, 0), len(todo))
+		for _, i := range at[k:] {
+			out[i] = model.ErrSoldOut
+		}
+		todo, at = todo[:k], at[:k]
+		if k == 0 {
+			return out, nil, nil
+		}
+		err = insertOrders(tx, todo, true)
+	}
+	switch {
+	case err == nil:
+	case errors.Is(err, model.ErrSeckillEnded), errors.Is(err, model.ErrSeckillNotStarted):
+		// The window closed: the orders inserted go, the fences stay.
+		if err := tx.RollbackTo("group").Error; err != nil {
+			return out, nil, err
+		}
+		for _, i := range at {
+			out[i] = err
+		}
+		return out, nil, nil
+	default:
+		return out, nil, fmt.Errorf("%w: %w", errGroupFailed, err)
+	}
+	ids := make([]int64, len(todo))
+	for j, o := range todo {
+		ids[j] = o.ID
+	}
+	return out, ids, nil
+}
+
+// stockLeft reads voucher v's stock, locking its row on MySQL (SQLite's
+// writing transaction holds the whole database already).
+func stockLeft(tx *gorm.DB, v int64) (int, error) {
+	q := "SELECT stock FROM tb_seckill_voucher WHERE voucher_id = ? FOR UPDATE"
+	if tx.Dialector.Name() == "sqlite" {
+		q = "SELECT stock FROM tb_seckill_voucher WHERE voucher_id = ?"
+	}
+	var stock []int
+	if err := tx.Raw(q, v).Scan(&stock).Error; err != nil {
+		return 0, err
+	}
+	if len(stock) == 0 {
+		return 0, nil
+	}
+	return stock[0], nil
+}
+
+// readBackIDs reads which of ids are in the database, like readBack.
+func (r *Orders) readBackIDs(ctx context.Context, ids []int64) (map[int64]bool, error) {
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), readBackTimeout)
+	defer cancel()
+	q := "SELECT id FROM tb_voucher_order WHERE id IN ? LOCK IN SHARE MODE"
+	if r.db.Dialector.Name() == "sqlite" {
+		q = "SELECT id FROM tb_voucher_order WHERE id IN ?"
+	}
+	var err error
+	for wait := 50 * time.Millisecond; ; wait = min(2*wait, time.Second) {
+		var got []int64
+		if err = r.db.WithContext(rctx).Raw(q, ids).Scan(&got).Error; err == nil {
+			have := make(map[int64]bool, len(got))
+			for _, id := range got {
+				have[id] = true
+			}
+			return have, nil
+		}
+		t := time.NewTimer(wait)
+		select {
+		case <-rctx.Done():
+			t.Stop()
+			return nil, err
+		case <-t.C:
+		}
+	}
+}
