@@ -145,14 +145,14 @@ func createGroup(tx *gorm.DB, orders []model.VoucherOrder, fences []*model.Fence
 	if len(todo) == 0 {
 		return out, nil, nil
 	}
-	if err := tx.SavePoint("group").Error; err != nil {
+	if err := tx.SavePoint("units").Error; err != nil {
 		return out, nil, err
 	}
 	err := insertOrders(tx, todo, true)
 	if errors.Is(err, model.ErrSoldOut) {
 		// Fewer units than orders: the first ones in arrival order get
 		// what is left, read under the row's lock.
-		if err := tx.RollbackTo("group").Error; err != nil {
+		if err := tx.RollbackTo("units").Error; err != nil {
 			return out, nil, err
 		}
 		var left int
@@ -173,7 +173,7 @@ func createGroup(tx *gorm.DB, orders []model.VoucherOrder, fences []*model.Fence
 	case err == nil:
 	case errors.Is(err, model.ErrSeckillEnded), errors.Is(err, model.ErrSeckillNotStarted):
 		// The window closed: the orders inserted go, the fences stay.
-		if err := tx.RollbackTo("group").Error; err != nil {
+		if err := tx.RollbackTo("units").Error; err != nil {
 			return out, nil, err
 		}
 		for _, i := range at {
