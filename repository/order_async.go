@@ -1,7 +1,6 @@
 package repository
 
 import (
-
 	"context"
 	"errors"
 	"fmt"
