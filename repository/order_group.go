@@ -148,26 +148,43 @@ func createGroup(tx *gorm.DB, orders []model.VoucherOrder, fences []*model.Fence
 	if err := tx.SavePoint("units").Error; err != nil {
 		return out, nil, err
 	}
-	err := insertOrders(tx, todo, true)
-	if errors.Is(err, model.ErrSoldOut) {
-		// Fewer units than orders: the first ones in arrival order get
-		// what is left, read under the row's lock.
-		if err := tx.RollbackTo("units").Error; err != nil {
-			return out, nil, err
-		}
-		var left int
-		if left, err = stockLeft(tx, todo[0].VoucherID); err != nil {
-			return out, nil, err
-		}
-		k := min(max(left, 0), len(todo))
-		for _, i := range at[k:] {
-			out[i] = model.ErrSoldOut
-		}
-		todo, at = todo[:k], at[:k]
-		if k == 0 {
-			return out, nil, nil
-		}
+	var err error
+	for short := false; ; {
 		err = insertOrders(tx, todo, true)
+		switch {
+		case errors.Is(err, model.ErrUniqueKey):
+			// A user's order written meanwhile by another transaction
+			// (the lock let it through): that user is a duplicate, the
+			// others go on without it.
+			if todo, at, err = dropWritten(tx, todo, at, out); err != nil {
+				return out, nil, err
+			}
+			if len(todo) == 0 {
+				return out, nil, nil
+			}
+			continue
+		case errors.Is(err, model.ErrSoldOut) && !short:
+			// Fewer units than orders: the first ones in arrival order
+			// get what is left, read under the row's lock.
+			short = true
+			if err := tx.RollbackTo("units").Error; err != nil {
+				return out, nil, err
+			}
+			left, err := stockLeft(tx, todo[0].VoucherID)
+			if err != nil {
+				return out, nil, err
+			}
+			k := min(max(left, 0), len(todo))
+			for _, i := range at[k:] {
+				out[i] = model.ErrSoldOut
+			}
+			todo, at = todo[:k], at[:k]
+			if k == 0 {
+				return out, nil, nil
+			}
+			continue
+		}
+		break
 	}
 	switch {
 	case err == nil:
@@ -188,6 +205,45 @@ func createGroup(tx *gorm.DB, orders []model.VoucherOrder, fences []*model.Fence
 		ids[j] = o.ID
 	}
 	return out, ids, nil
+}
+
+// dropWritten rolls the group's insert back after a unique-key violation
+// and answers the users whose order of the voucher is now in the database
+// (a locking read, which sees the latest commit) as duplicates that only
+// the unique key stopped. It returns the orders left; none found is an
+// error.
+func dropWritten(tx *gorm.DB, todo []model.VoucherOrder, at []int, out []error) ([]model.VoucherOrder, []int, error) {
+	if err := tx.RollbackTo("units").Error; err != nil {
+		return nil, nil, err
+	}
+	users := make([]int64, len(todo))
+	for j, o := range todo {
+		users[j] = o.UserID
+	}
+	q := "SELECT user_id FROM tb_voucher_order WHERE voucher_id = ? AND user_id IN ? LOCK IN SHARE MODE"
+	if tx.Dialector.Name() == "sqlite" {
+		q = "SELECT user_id FROM tb_voucher_order WHERE voucher_id = ? AND user_id IN ?"
+	}
+	var found []int64
+	if err := tx.Raw(q, todo[0].VoucherID, users).Scan(&found).Error; err != nil {
+		return nil, nil, err
+	}
+	if len(found) == 0 {
+		return nil, nil, fmt.Errorf("%w: a unique-key violation with no order found", errGroupFailed)
+	}
+	dup := make(map[int64]bool, len(found))
+	for _, u := range found {
+		dup[u] = true
+	}
+	keep, keepAt := todo[:0:0], at[:0:0]
+	for j, o := range todo {
+		if dup[o.UserID] {
+			out[at[j]] = fmt.Errorf("%w: %w", model.ErrDuplicateOrder, model.ErrUniqueKey)
+			continue
+		}
+		keep, keepAt = append(keep, o), append(keepAt, at[j])
+	}
+	return keep, keepAt, nil
 }
 
 // stockLeft reads voucher v's stock, locking its row on MySQL (SQLite's
