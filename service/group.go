@@ -61,12 +61,14 @@ type groupEntry struct {
 	err   error
 }
 
+// newGroupCommitter commits groups with groups and lone orders with
+// single, at most limit orders per group (DefaultGroupMax when 0).
 func newGroupCommitter(groups GroupOrderStore, single func(context.Context, *model.VoucherOrder, *model.Fence) error,
-	obs GroupObserver, max int) *groupCommitter {
-	if max <= 0 {
-		max = DefaultGroupMax
+	obs GroupObserver, limit int) *groupCommitter {
+	if limit <= 0 {
+		limit = DefaultGroupMax
 	}
-	return &groupCommitter{groups: groups, single: single, obs: obs, max: max, queues: map[int64]*groupQueue{}}
+	return &groupCommitter{groups: groups, single: single, obs: obs, max: limit, queues: map[int64]*groupQueue{}}
 }
 
 // commit writes o and answers like OrderStore.CreateOrder, or
@@ -92,7 +94,7 @@ func (g *groupCommitter) commit(ctx context.Context, o *model.VoucherOrder, fenc
 	case <-ctx.Done():
 		g.mu.Lock()
 		if !e.taken {
-			q.waiting = remove(q.waiting, e)
+			q.waiting = without(q.waiting, e)
 			g.mu.Unlock()
 			return model.Unavailable(ctx.Err())
 		}
@@ -105,8 +107,8 @@ func (g *groupCommitter) commit(ctx context.Context, o *model.VoucherOrder, fenc
 	return e.err
 }
 
-// remove returns entries without e.
-func remove(entries []*groupEntry, e *groupEntry) []*groupEntry {
+// without returns entries without e.
+func without(entries []*groupEntry, e *groupEntry) []*groupEntry {
 	for i, x := range entries {
 		if x == e {
 			return append(entries[:i], entries[i+1:]...)
