@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 	"time"
 
 	"gorm.io/gorm"
@@ -94,6 +96,7 @@ var errGroupFailed = errors.New("group commit failed")
 func createGroup(tx *gorm.DB, orders []model.VoucherOrder, fences []*model.Fence) ([]error, []int64, error) {
 	out := make([]error, len(orders))
 	seen := make(map[int64]bool, len(orders))
+	var fenced []int // orders with a fence to check
 	for i, o := range orders {
 		if seen[o.UserID] {
 			// A second order of one user in the group (its lock failed):
@@ -102,14 +105,23 @@ func createGroup(tx *gorm.DB, orders []model.VoucherOrder, fences []*model.Fence
 			continue
 		}
 		seen[o.UserID] = true
-		if fences[i] == nil {
-			continue
+		if fences[i] != nil {
+			fenced = append(fenced, i)
 		}
-		switch err := checkFence(tx, fences[i]); {
-		case errors.Is(err, model.ErrStaleFence):
-			out[i] = err
-		case err != nil:
+	}
+	if len(fenced) > 0 {
+		fs := make([]*model.Fence, len(fenced))
+		for j, i := range fenced {
+			fs[j] = fences[i]
+		}
+		stale, err := checkFences(tx, fs)
+		if err != nil {
 			return out, nil, err
+		}
+		for j, i := range fenced {
+			if stale[j] {
+				out[i] = model.ErrStaleFence
+			}
 		}
 	}
 	users := make([]int64, 0, len(orders))
@@ -205,6 +217,75 @@ func createGroup(tx *gorm.DB, orders []model.VoucherOrder, fences []*model.Fence
 		ids[j] = o.ID
 	}
 	return out, ids, nil
+}
+
+// checkFences records several fences (distinct keys) like checkFence and
+// tells which are stale, in three statements whatever their number: the
+// tokens read before, one multi-row upsert that keeps the newer token, and
+// a locking read of the rows after it. A token is stale when the row held
+// one at least as new before, or holds a newer one now.
+func checkFences(tx *gorm.DB, fences []*model.Fence) ([]bool, error) {
+	if len(fences) == 1 {
+		err := checkFence(tx, fences[0])
+		if errors.Is(err, model.ErrStaleFence) {
+			return []bool{true}, nil
+		}
+		return []bool{false}, err
+	}
+	sorted := slices.Clone(fences)
+	slices.SortFunc(sorted, func(a, b *model.Fence) int { return strings.Compare(a.Key, b.Key) })
+	keys := make([]string, len(sorted))
+	args := make([]any, 0, 2*len(sorted))
+	for i, f := range sorted {
+		keys[i] = f.Key
+		args = append(args, f.Key, f.Token)
+	}
+	before, err := fenceTokens(tx, keys, false)
+	if err != nil {
+		return nil, err
+	}
+	values := strings.TrimSuffix(strings.Repeat("(?, ?), ", len(sorted)), ", ")
+	q := "INSERT INTO tb_lock_fence (lock_key, token) VALUES " + values +
+		" ON DUPLICATE KEY UPDATE token = IF(VALUES(token) > token, VALUES(token), token)"
+	if tx.Dialector.Name() == "sqlite" {
+		q = "INSERT INTO tb_lock_fence (lock_key, token) VALUES " + values +
+			" ON CONFLICT (lock_key) DO UPDATE SET token = excluded.token, update_time = CURRENT_TIMESTAMP" +
+			" WHERE excluded.token > tb_lock_fence.token"
+	}
+	if err := tx.Exec(q, args...).Error; err != nil {
+		return nil, err
+	}
+	after, err := fenceTokens(tx, keys, true)
+	if err != nil {
+		return nil, err
+	}
+	stale := make([]bool, len(fences))
+	for i, f := range fences {
+		old, had := before[f.Key]
+		stale[i] = had && old >= f.Token || after[f.Key] > f.Token
+	}
+	return stale, nil
+}
+
+// fenceTokens reads the tokens of keys, with locking a locking read (the
+// latest committed rows, locked until the end of the transaction).
+func fenceTokens(tx *gorm.DB, keys []string, locking bool) (map[string]int64, error) {
+	q := "SELECT lock_key, token FROM tb_lock_fence WHERE lock_key IN ?"
+	if locking && tx.Dialector.Name() != "sqlite" {
+		q += " FOR UPDATE"
+	}
+	var rows []struct {
+		LockKey string `gorm:"column:lock_key"`
+		Token   int64  `gorm:"column:token"`
+	}
+	if err := tx.Raw(q, keys).Scan(&rows).Error; err != nil {
+		return nil, err
+	}
+	out := make(map[string]int64, len(rows))
+	for _, r := range rows {
+		out[r.LockKey] = r.Token
+	}
+	return out, nil
 }
 
 // dropWritten rolls the group's insert back after a unique-key violation

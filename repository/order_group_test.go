@@ -95,15 +95,20 @@ func TestCreateOrdersRefusalsDoNotFailOthers(t *testing.T) {
 			if err := orders.CreateOrder(ctx, order(vid, group[1].UserID), nil); err != nil {
 				t.Fatal(err)
 			}
+			// Fences: 0 new, 2 newer than its row, 3 older, 4 equal.
 			key := "test|" + time.Now().Format(time.RFC3339Nano)
-			if err := orders.CreateOrder(ctx, order(vid, rand.Int64N(1<<40)+1<<41), &model.Fence{Key: key, Token: 9}); err != nil {
-				t.Fatal(err)
+			for k, tok := range map[string]int64{key: 9, key + "c": 3, key + "e": 7} {
+				if err := orders.CreateOrder(ctx, order(vid, rand.Int64N(1<<40)+1<<41), &model.Fence{Key: k, Token: tok}); err != nil {
+					t.Fatal(err)
+				}
 			}
 			fences := make([]*model.Fence, len(group))
 			fences[0] = &model.Fence{Key: key + "a", Token: 1}
+			fences[2] = &model.Fence{Key: key + "c", Token: 4}
 			fences[3] = &model.Fence{Key: key, Token: 5}
+			fences[4] = &model.Fence{Key: key + "e", Token: 7}
 			errs := orders.CreateOrders(ctx, group, fences)
-			want := []error{nil, model.ErrDuplicateOrder, nil, model.ErrStaleFence, nil}
+			want := []error{nil, model.ErrDuplicateOrder, nil, model.ErrStaleFence, model.ErrStaleFence}
 			for i, err := range errs {
 				if want[i] == nil && err != nil || want[i] != nil && !errors.Is(err, want[i]) {
 					t.Errorf("order %d: got %v, want %v", i, err, want[i])
@@ -118,7 +123,16 @@ func TestCreateOrdersRefusalsDoNotFailOthers(t *testing.T) {
 					t.Errorf("order %d: written %v, want %v", i, have[o.ID], want[i] == nil)
 				}
 			}
-			checkStock(t, orders, vid, 5, 5)
+			checkStock(t, orders, vid, 4, 6)
+			for k, want := range map[string]int64{key: 9, key + "a": 1, key + "c": 4, key + "e": 7} {
+				var got int64
+				if err := db.Gorm.Raw("SELECT token FROM tb_lock_fence WHERE lock_key = ?", k).Scan(&got).Error; err != nil {
+					t.Fatal(err)
+				}
+				if got != want {
+					t.Errorf("fence %s: got token %d, want %d", k, got, want)
+				}
+			}
 		})
 	}
 }
