@@ -267,11 +267,15 @@ func newApp(ctx context.Context, cfg config.Config, log *slog.Logger, opts ...ap
 		if err := seq.Resync(ctx); err != nil {
 			return nil, fmt.Errorf("order id sequence: %w", err)
 		}
-		sk := service.NewSeckill(service.SeckillDeps{
+		deps := service.SeckillDeps{
 			Vouchers: vouchers, Orders: orders, IDs: ids, Sequence: seq,
 			Locker: locker, Rejects: repository.NewRejections(d.Redis),
 			Observer: m, Now: time.Now, Log: log,
-		}, service.SeckillConfig{Fencing: cfg.Fencing, CriticalDelay: cfg.CriticalDelay})
+		}
+		if cfg.SyncGroupCommit {
+			deps.Groups = orders
+		}
+		sk := service.NewSeckill(deps, service.SeckillConfig{Fencing: cfg.Fencing, CriticalDelay: cfg.CriticalDelay})
 		seckill, changed = sk, sk.VoucherChanged
 	}
 

@@ -57,8 +57,12 @@ type Config struct {
 	ZKAddrs            []string      // SECKILL_ZK_ADDRS
 	OrderMode          string        // SECKILL_ORDER_MODE, "sync" or "async", default "sync"
 	Fencing            bool          // SECKILL_FENCING, "on" or "off", default off
-	JWTSecret          string        // SECKILL_JWT_SECRET
-	JWTTTL             time.Duration // SECKILL_JWT_TTL, default 24h
+	// SyncGroupCommit commits concurrent sync buyers of a voucher in one
+	// transaction (SECKILL_SYNC_GROUP_COMMIT, "on" or "off", default on;
+	// off = one transaction per order, the course's path).
+	SyncGroupCommit bool
+	JWTSecret       string        // SECKILL_JWT_SECRET
+	JWTTTL          time.Duration // SECKILL_JWT_TTL, default 24h
 	// Env is SECKILL_ENV, "development" or "production". Unset, it is
 	// development only when both backends are embedded (no SECKILL_MYSQL_DSN,
 	// no SECKILL_REDIS_ADDR and no Sentinel: trying the product on one
@@ -196,6 +200,7 @@ func Default() Config {
 		LockWaitTimeout:  100 * time.Millisecond,
 		AutoRebuildAfter: 10 * time.Second,
 		OrderMode:        "sync",
+		SyncGroupCommit:  true,
 		JWTTTL:           24 * time.Hour,
 		Env:              EnvDevelopment,
 		RequestTimeout:   3 * time.Second,
@@ -370,6 +375,13 @@ func Load(getenv func(string) string) (Config, error) {
 		c.Fencing = true
 	default:
 		errs = append(errs, fmt.Errorf("SECKILL_FENCING: %q is not on or off", v))
+	}
+	switch v := strings.ToLower(strings.TrimSpace(getenv("SECKILL_SYNC_GROUP_COMMIT"))); v {
+	case "", "on":
+	case "off":
+		c.SyncGroupCommit = false
+	default:
+		errs = append(errs, fmt.Errorf("SECKILL_SYNC_GROUP_COMMIT: %q is not on or off", v))
 	}
 	if len(errs) > 0 {
 		return c, oneLine(errs)
@@ -647,6 +659,7 @@ func (c Config) LogValue() slog.Value {
 		slog.Any("zk_addrs", c.ZKAddrs),
 		slog.String("order_mode", c.OrderMode),
 		slog.Bool("fencing", c.Fencing),
+		slog.Bool("sync_group_commit", c.SyncGroupCommit),
 		slog.String("jwt_secret", secret),
 		slog.String("env", c.Env),
 		slog.String("request_timeout", c.RequestTimeout.String()),

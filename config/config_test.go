@@ -38,7 +38,7 @@ func TestDefaults(t *testing.T) {
 		HTTPAddr: "127.0.0.1:8080", DataDir: "./data", LockMode: "lua", LockTTL: 10 * time.Second,
 		LockWaitTimeout:  100 * time.Millisecond,
 		AutoRebuildAfter: 10 * time.Second,
-		OrderMode:        "sync", JWTTTL: 24 * time.Hour, Env: "development", RequestTimeout: 3 * time.Second,
+		OrderMode:        "sync", SyncGroupCommit: true, JWTTTL: 24 * time.Hour, Env: "development", RequestTimeout: 3 * time.Second,
 		APIStyle: "rest", ConsumerDuty: 0.25,
 		CodeCooldown: time.Minute, AccessLog: 20, CodeDailyLimit: 10, CodeIPLimit: 30, PayTimeout: 15 * time.Minute,
 	}
@@ -89,17 +89,18 @@ func TestEnvOverrides(t *testing.T) {
 		RedisAddr: "127.0.0.1:6379",
 		LockMode:  "zookeeper",
 		LockTTL:   1500 * time.Millisecond, LockWaitTimeout: 100 * time.Millisecond, AutoRebuildAfter: 10 * time.Second,
-		RedlockAddrs:   []string{"127.0.0.1:6380", "127.0.0.1:6381", "127.0.0.1:6382"},
-		ZKAddrs:        []string{"127.0.0.1:2181"},
-		OrderMode:      "async",
-		Fencing:        true,
-		JWTSecret:      testSecret,
-		JWTTTL:         2 * time.Hour,
-		Env:            "production",
-		RequestTimeout: 750 * time.Millisecond,
-		APIStyle:       "heima",
-		ConsumerDuty:   0.5,
-		CodeCooldown:   90 * time.Second, AccessLog: 20,
+		RedlockAddrs:    []string{"127.0.0.1:6380", "127.0.0.1:6381", "127.0.0.1:6382"},
+		ZKAddrs:         []string{"127.0.0.1:2181"},
+		OrderMode:       "async",
+		Fencing:         true,
+		SyncGroupCommit: true,
+		JWTSecret:       testSecret,
+		JWTTTL:          2 * time.Hour,
+		Env:             "production",
+		RequestTimeout:  750 * time.Millisecond,
+		APIStyle:        "heima",
+		ConsumerDuty:    0.5,
+		CodeCooldown:    90 * time.Second, AccessLog: 20,
 		PayTimeout:     5 * time.Second,
 		CodeDailyLimit: 5,
 		TrustedProxies: []string{"10.0.0.0/8", "192.168.1.7", "fd00::/8"},
@@ -150,6 +151,28 @@ func TestFencingValues(t *testing.T) {
 		if c.Fencing != tt.want {
 			t.Errorf("SECKILL_FENCING=%q: got %v, want %v", tt.v, c.Fencing, tt.want)
 		}
+	}
+}
+
+func TestSyncGroupCommitValues(t *testing.T) {
+	tests := []struct {
+		v    string
+		want bool
+	}{
+		{"", true}, {"on", true}, {" ON ", true}, {"off", false}, {"Off", false},
+	}
+	for _, tt := range tests {
+		c, err := Load(env(map[string]string{"SECKILL_SYNC_GROUP_COMMIT": tt.v}))
+		if err != nil {
+			t.Errorf("SECKILL_SYNC_GROUP_COMMIT=%q: got %v, want nil", tt.v, err)
+			continue
+		}
+		if c.SyncGroupCommit != tt.want {
+			t.Errorf("SECKILL_SYNC_GROUP_COMMIT=%q: got %v, want %v", tt.v, c.SyncGroupCommit, tt.want)
+		}
+	}
+	if _, err := Load(env(map[string]string{"SECKILL_SYNC_GROUP_COMMIT": "yes"})); err == nil || !strings.Contains(err.Error(), "SECKILL_SYNC_GROUP_COMMIT") {
+		t.Errorf("SECKILL_SYNC_GROUP_COMMIT=yes: got %v, want an error naming the variable", err)
 	}
 }
 

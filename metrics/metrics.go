@@ -37,6 +37,8 @@ type Metrics struct {
 	// to each Redis node and the commands they carried, by node address.
 	RedisRoundTrips *prometheus.CounterVec
 	RedisCommands   *prometheus.CounterVec
+	// Sync mode: orders per commit (1 alone, up to 64 grouped).
+	SyncGroup prometheus.Histogram
 	// PurchaseLimits counts the purchase limits' refusals and the checks
 	// that failed (let through), by limit and result.
 	PurchaseLimits *prometheus.CounterVec
@@ -100,6 +102,11 @@ func New() *Metrics {
 		RedisCommands: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "seckill_redis_commands_total", Help: "Commands sent to Redis by node (÷ round trips: the mean pipelining depth per node).",
 		}, []string{"node"}),
+		SyncGroup: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "seckill_sync_group_size",
+			Help:    "Sync orders per commit: 1 alone, up to 64 buyers of one voucher in one transaction (sum ÷ count: the mean group size).",
+			Buckets: []float64{1, 2, 4, 8, 16, 32, 64},
+		}),
 		PurchaseLimits: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "seckill_purchase_limit_total",
 			Help: "Purchase limit decisions by limit (addr, user, voucher) and result: refused (429), or unchecked (Redis failed, let through).",
@@ -132,7 +139,7 @@ func New() *Metrics {
 	}
 	m.Registry.MustRegister(m.LifePaid, m.LifeCancelled, m.LifeExpired, m.LifeOwed, m.LifeReturned,
 		m.SweepDuration, m.SweepBatches, m.SweepErrors, m.PurchaseLimits, m.Requests, m.Latency, m.Outcomes, m.LockRefused, m.UniqueKey, m.StaleFence,
-		m.AsyncWritten, m.AsyncDeadLetters, m.AsyncBatch, m.AsyncClaimed, m.AdmissionPipeline,
+		m.AsyncWritten, m.AsyncDeadLetters, m.AsyncBatch, m.AsyncClaimed, m.AdmissionPipeline, m.SyncGroup,
 		m.RedisRoundTrips, m.RedisCommands,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
@@ -161,6 +168,10 @@ func (m *Metrics) UniqueKeyRejected() { m.UniqueKey.Inc() }
 
 // StaleFenceRejected counts a write refused for a stale fencing token.
 func (m *Metrics) StaleFenceRejected() { m.StaleFence.Inc() }
+
+// SyncGroupCommitted observes the size of one sync commit group
+// (service.GroupObserver).
+func (m *Metrics) SyncGroupCommitted(size int) { m.SyncGroup.Observe(float64(size)) }
 
 // BatchRead observes the size of a consumer batch (service.ConsumerObserver).
 func (m *Metrics) BatchRead(size int) { m.AsyncBatch.Observe(float64(size)) }

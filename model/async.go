@@ -127,3 +127,8 @@ type OrderFacts struct {
 	// (the slot stays taken), per voucher (only when asked for).
 	Buyers map[int64][]int64
 }
+
+// ErrNotGrouped means a group commit did not decide an order: its buyer
+// writes it with the one-order transaction instead. It never reaches a
+// client.
+var ErrNotGrouped = errors.New("order not decided by its group")

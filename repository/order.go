@@ -174,20 +174,21 @@ func createOrder(tx *gorm.DB, o *model.VoucherOrder, fence *model.Fence) error {
 	if n > 0 {
 		return model.ErrDuplicateOrder
 	}
-	return insertOrders(tx, []model.VoucherOrder{*o}, o.CreateTime)
+	return insertOrders(tx, []model.VoucherOrder{*o}, true)
 }
 
-// insertOrders is the write both the order transaction and the consumers'
+// insertOrders is the write both the order transactions and the consumers'
 // batch run on tx: the orders in one (multi-row) INSERT, then each
 // voucher's stock down by its number of orders if it has that many
 // (RowsAffected checked; vouchers in id order, so that concurrent batches
 // cannot deadlock on them). A failed insert is mapped by insertErr; a
-// voucher short of stock is model.ErrSoldOut. A non-zero at also requires
-// the sale window to hold at that time, in the same update: the database
-// has the last word on a voucher closed or edited since an instance
-// cached it. (The consumers pass zero: their orders were admitted in the
-// window.) The caller's transaction rolls everything back on an error.
-func insertOrders(tx *gorm.DB, orders []model.VoucherOrder, at time.Time) error {
+// voucher short of stock is model.ErrSoldOut. With window set, the same
+// update also requires every order's create time to lie in the sale
+// window: the database has the last word on a voucher closed or edited
+// since an instance cached it. (The consumers leave it unset: their
+// orders were admitted in the window.) The caller's transaction rolls
+// everything back on an error.
+func insertOrders(tx *gorm.DB, orders []model.VoucherOrder, window bool) error {
 	// The insert comes before the stock update so that the hot stock rows
 	// stay locked for one round trip (the commit), not two; the outcome is
 	// the same, since a failed update rolls the insert back.
@@ -203,27 +204,49 @@ func insertOrders(tx *gorm.DB, orders []model.VoucherOrder, at time.Time) error 
 		vouchers = append(vouchers, v)
 	}
 	slices.Sort(vouchers)
+	var w saleWindow
+	if window {
+		w = windowOf(orders)
+	}
 	for _, v := range vouchers {
 		k := perVoucher[v]
 		q := tx.Model(&model.SeckillVoucher{}).Where("voucher_id = ? AND stock >= ?", v, k)
-		if !at.IsZero() {
-			q = q.Where("begin_time <= ? AND end_time > ?", at, at)
+		if window {
+			q = q.Where("begin_time <= ? AND end_time > ?", w.first, w.last)
 		}
 		res := q.Update("stock", gorm.Expr("stock - ?", k))
 		if res.Error != nil {
 			return res.Error
 		}
 		if res.RowsAffected == 0 {
-			return fmt.Errorf("voucher %d: %d orders: %w", v, k, refusal(tx, v, at))
+			return fmt.Errorf("voucher %d: %d orders: %w", v, k, refusal(tx, v, w))
 		}
 	}
 	return nil
 }
 
+// saleWindow is the span of create times the window must hold; zero when
+// the window is not checked.
+type saleWindow struct{ first, last time.Time }
+
+// windowOf is the span of the orders' create times.
+func windowOf(orders []model.VoucherOrder) saleWindow {
+	w := saleWindow{first: orders[0].CreateTime, last: orders[0].CreateTime}
+	for _, o := range orders[1:] {
+		if o.CreateTime.Before(w.first) {
+			w.first = o.CreateTime
+		}
+		if o.CreateTime.After(w.last) {
+			w.last = o.CreateTime
+		}
+	}
+	return w
+}
+
 // refusal tells why the stock update of voucher v changed no row: the
-// window (when at is set) or the stock.
-func refusal(tx *gorm.DB, v int64, at time.Time) error {
-	if at.IsZero() {
+// window (when w is set) or the stock.
+func refusal(tx *gorm.DB, v int64, w saleWindow) error {
+	if w.first.IsZero() {
 		return model.ErrSoldOut
 	}
 	var sv model.SeckillVoucher
@@ -231,9 +254,9 @@ func refusal(tx *gorm.DB, v int64, at time.Time) error {
 		return model.ErrSoldOut
 	}
 	switch {
-	case at.Before(sv.BeginTime):
+	case w.first.Before(sv.BeginTime):
 		return model.ErrSeckillNotStarted
-	case !at.Before(sv.EndTime):
+	case !w.last.Before(sv.EndTime):
 		return model.ErrSeckillEnded
 	}
 	return model.ErrSoldOut

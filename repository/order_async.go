@@ -1,8 +1,6 @@
 package repository
 
 import (
-	"time"
-
 	"context"
 	"errors"
 	"fmt"
@@ -63,7 +61,7 @@ func (r *Orders) WriteBatch(ctx context.Context, orders []model.VoucherOrder) (e
 		if err := recordWritten(tx, todo); err != nil {
 			return err
 		}
-		return insertOrders(tx, todo, time.Time{})
+		return insertOrders(tx, todo, false)
 	})
 	if errors.Is(err, errOutcomeTaken) {
 		ids := make([]int64, len(orders))

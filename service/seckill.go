@@ -20,6 +20,8 @@ type SeckillConfig struct {
 	CriticalDelay time.Duration
 	// VoucherCacheTTL is how long a voucher's window stays cached. Default 1m.
 	VoucherCacheTTL time.Duration
+	// GroupMax bounds a commit group (with SeckillDeps.Groups). Default 64.
+	GroupMax int
 }
 
 // Seckill runs the flash sale in sync mode and reads its results.
@@ -36,13 +38,17 @@ type Seckill struct {
 	now      func() time.Time
 	log      *slog.Logger
 	cache    *voucherCache
+	group    *groupCommitter // nil: one transaction per order
 }
 
 // SeckillDeps are the collaborators of the seckill service.
 type SeckillDeps struct {
 	Vouchers VoucherStore
 	Orders   OrderStore
-	IDs      IDGenerator
+	// Groups commits concurrent buyers of a voucher together (optional;
+	// nil = one transaction per order).
+	Groups GroupOrderStore
+	IDs    IDGenerator
 	// Sequence moves the id sequence past the database's ids when an id
 	// turns out to be taken (optional).
 	Sequence IDSequence
@@ -64,12 +70,17 @@ func NewSeckill(d SeckillDeps, cfg SeckillConfig) *Seckill {
 	if cfg.VoucherCacheTTL <= 0 {
 		cfg.VoucherCacheTTL = time.Minute
 	}
-	return &Seckill{
+	s := &Seckill{
 		vouchers: d.Vouchers, orders: d.Orders, ids: d.IDs, seq: d.Sequence, locker: d.Locker,
 		rejects: d.Rejects, obs: d.Observer, cfg: cfg, now: d.Now, log: d.Log,
 		dups:  uniqueKeyRejections{obs: d.Observer, counter: d.Rejects, log: d.Log, locker: d.Locker},
 		cache: newVoucherCache(d.Vouchers, cfg.VoucherCacheTTL, d.Now),
 	}
+	if d.Groups != nil {
+		gobs, _ := d.Observer.(GroupObserver)
+		s.group = newGroupCommitter(d.Groups, d.Orders.CreateOrder, gobs, cfg.GroupMax)
+	}
+	return s
 }
 
 // checkWindow applies steps 1 and 2 of the flow: the window and a known
@@ -127,7 +138,7 @@ func (s *Seckill) Buy(ctx context.Context, userID, voucherID int64) (int64, erro
 			o.FenceToken = &tok
 		}
 	}
-	err = s.orders.CreateOrder(ctx, o, fence)
+	err = s.createOrder(ctx, o, fence)
 	if errors.Is(err, model.ErrOrderIDTaken) {
 		// Not a duplicate: the id sequence restarted (Redis lost it) and
 		// handed out an id in use. Move it past the database's ids and
@@ -153,6 +164,17 @@ func (s *Seckill) Buy(ctx context.Context, userID, voucherID int64) (int64, erro
 		return 0, model.Unavailable(err)
 	}
 	return 0, err
+}
+
+// createOrder writes o through the group committer when there is one,
+// and alone when there is none or its group left it undecided.
+func (s *Seckill) createOrder(ctx context.Context, o *model.VoucherOrder, fence *model.Fence) error {
+	if s.group != nil {
+		if err := s.group.commit(ctx, o, fence); !errors.Is(err, model.ErrNotGrouped) {
+			return err
+		}
+	}
+	return s.orders.CreateOrder(ctx, o, fence)
 }
 
 // freshID resyncs the id sequence past the database's ids (when the

@@ -33,7 +33,13 @@ package main
 // Runs of the service (wrk, bench/rotate.lua: every request a new user):
 //   soldout            a voucher of stock 1 already sold: every request 409 SOLD_OUT;
 //   sync-<lock>        for each lock mode of BENCH_LOCK_MODES, stock far above
-//                      the request count: every request creates an order;
+//                      the request count: every request creates an order
+//                      (concurrent buyers committed together: group commit);
+//   sync-<lock>-pertxn right after the first lock mode's run: the same with
+//                      SECKILL_SYNC_GROUP_COMMIT=off (one transaction per
+//                      order, the course's path); RESULTS.md compares both
+//                      with slap (req/s, p99, mean group size from
+//                      seckill_sync_group_size, CPU per order);
 //   async-<lock>       the same in async mode (SECKILL_ORDER_MODE=async) for
 //                      each lock mode of BENCH_ASYNC_LOCK_MODES (the lock is
 //                      only the consumers' second line of defence); after the

@@ -240,7 +240,9 @@ func non2xxCounted(f benchFigures) int64 {
 // ms), the consumers' mean batch size and the admissions' mean pipelining
 // depth (admissions per round trip to Redis, seckill_admission_pipeline_size:
 // 1 for an admission sent alone): the figures srv_within5, srv_p99_le,
-// batch_mean, batches, pipeline_mean and pipelines (those it could compute).
+// batch_mean, batches, pipeline_mean and pipelines, and the sync orders
+// per commit (seckill_sync_group_size): group_mean and groups (those it
+// could compute).
 func promHistogram(text, route string) benchFigures {
 	f := benchFigures{}
 	want := `route="` + route + `"`
@@ -249,7 +251,7 @@ func promHistogram(text, route string) benchFigures {
 		cnt float64
 	}
 	var bs []bucket
-	var bsum, bcount, psum, pcount float64
+	var bsum, bcount, psum, pcount, gsum, gcount float64
 	for _, line := range strings.Split(text, "\n") {
 		switch {
 		case strings.HasPrefix(line, "seckill_http_request_duration_seconds_bucket{") && strings.Contains(line, want):
@@ -269,6 +271,10 @@ func promHistogram(text, route string) benchFigures {
 			psum = figNum0(strings.Fields(line)[1])
 		case strings.HasPrefix(line, "seckill_admission_pipeline_size_count "):
 			pcount = figNum0(strings.Fields(line)[1])
+		case strings.HasPrefix(line, "seckill_sync_group_size_sum "):
+			gsum = figNum0(strings.Fields(line)[1])
+		case strings.HasPrefix(line, "seckill_sync_group_size_count "):
+			gcount = figNum0(strings.Fields(line)[1])
 		}
 	}
 	var total float64
@@ -298,6 +304,10 @@ func promHistogram(text, route string) benchFigures {
 	if bcount > 0 {
 		f["batch_mean"] = fmt.Sprintf("%.1f", bsum/bcount)
 		f["batches"] = fmt.Sprintf("%d", int64(bcount))
+	}
+	if gcount > 0 {
+		f["group_mean"] = fmt.Sprintf("%.2f", gsum/gcount)
+		f["groups"] = fmt.Sprintf("%d", int64(gcount))
 	}
 	if pcount > 0 {
 		f["pipeline_mean"] = fmt.Sprintf("%.2f", psum/pcount)

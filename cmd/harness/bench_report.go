@@ -19,6 +19,7 @@ import (
 // ratios of issue 13 in this run ("-": not measured).
 type benchTargets struct {
 	T1, T2         string // sync lua ÷ slap; soldout ÷ noop
+	G1, GP         string // sync lua with group commit ÷ slap; its -pertxn run ÷ slap
 	A1, A2, A3, A4 string // async ÷ sync lua; async ÷ admit at the server's depth; drain ÷ insert; k6 p99 ms
 	C1, C2         string // server and Redis CPU us per admitted async order
 	N1             string // async ÷ async without the drain (-nodrain)
@@ -33,6 +34,8 @@ func (b *bench) targets() benchTargets {
 	t := benchTargets{
 		T1: benchRatio(b.get("sync-lua", "rps"), b.get("slap", "rps")),
 		T2: benchRatio(b.get("soldout", "rps"), b.get("noop", "rps")),
+		G1: benchRatio(b.get("sync-lua", "rps"), b.get("slap", "rps")),
+		GP: benchRatio(b.get("sync-lua-pertxn", "rps"), b.get("slap", "rps")),
 	}
 	alm := ""
 	if len(b.cfg.AsyncLockModes) > 0 {
@@ -104,6 +107,7 @@ func (b *bench) report() int {
 	b.logf("wrote %s and %s (out dir %s)", b.cfg.Results, jsPath, b.cfg.Out)
 	b.writeCommands()
 	b.logf("targets: lua/slap %s (>= 0.6), soldout/noop %s (>= 0.9)", t.T1, t.T2)
+	b.logf("sync group commit: lua/slap %s (>= 1.0), one transaction per order lua/slap %s", t.G1, t.GP)
 	if b.cfg.wantAsync() {
 		b.logf("async targets: async/sync %s (>= 8), async/EVALSHA at the server's depth (%s) %s (>= 0.4), drain/insert %s (>= 1), k6 p99 %s ms (<= 5)", t.A1, dash(t.AdmitP), t.A2, t.A3, t.A4)
 		b.logf("admission with the drain / without it (%s / %s): %s (>= 0.8)", t.AR, t.NR, t.N1)
@@ -211,11 +215,53 @@ func (b *bench) seckillRow(name string) string {
 		g("share"), g("rest"), g("cpu_server"), g("cpu_mariadb"), g("cpu_redis"), g("db_stmts"))
 }
 
+// groupSection compares, for the first sync lock mode, group commit with
+// one transaction per order and with mariadb-slap's order transaction, at
+// the same concurrency; "" without the -pertxn run.
+func (b *bench) groupSection() string {
+	var lm string
+	for _, name := range b.rows {
+		if m, ok := strings.CutSuffix(name, "-pertxn"); ok {
+			lm = strings.TrimPrefix(m, "sync-")
+		}
+	}
+	if lm == "" {
+		return ""
+	}
+	var w strings.Builder
+	fmt.Fprintf(&w, `
+## Sync group commit (issue 21)
+
+sync-%[1]s commits concurrent buyers of the voucher together (the default,
+SECKILL_SYNC_GROUP_COMMIT=on): the first buyer commits alone at once, the
+buyers that arrive meanwhile share the next transaction (up to 64).
+sync-%[1]s-pertxn is the course's path (%[2]s): one transaction per order.
+Both at %[3]d connections, like mariadb-slap's order transaction, the limit
+of one transaction per order on this row. Mean group: sync orders per
+commit (seckill_sync_group_size, sum ÷ count).
+
+| run | req/s | ÷ slap txn | p99 ms | mean group (commits) | CPU us/order server / MariaDB |
+|---|---:|---:|---:|---:|---|
+`, lm, groupCommitOff, b.cfg.Conns)
+	for _, name := range []string{"sync-" + lm, "sync-" + lm + "-pertxn"} {
+		g := func(k string) string { return dash(b.get(name, k)) }
+		group := fmt.Sprintf("%s (%s)", g("group_mean"), g("groups"))
+		if strings.HasSuffix(name, "-pertxn") {
+			group = "1 (off)"
+		}
+		fmt.Fprintf(&w, "| %s | %s | %s | %s | %s | %s / %s |\n", name, fmtRate(b.get(name, "rps")),
+			benchRatio(b.get(name, "rps"), b.get("slap", "rps")), benchMS(b.get(name, "p99_us")),
+			group, g("cpu_server"), g("cpu_mariadb"))
+	}
+	fmt.Fprintf(&w, "| slap | %s | 1.00 | - | 1 | - / %s |\n", fmtRate(b.get("slap", "rps")), dash(b.get("slap", "cpu_mariadb")))
+	return w.String()
+}
+
 // runModes is the order and lock mode of a wrk run named
 // [profile-]<order mode>-<lock mode>[-nodrain].
 func runModes(name string) (orderMode, lockMode string) {
 	orderMode, lockMode, _ = strings.Cut(strings.TrimPrefix(name, "profile-"), "-")
-	return orderMode, strings.TrimSuffix(lockMode, "-nodrain")
+	return orderMode, strings.TrimSuffix(strings.TrimSuffix(lockMode, "-nodrain"), "-pertxn")
 }
 
 // render is RESULTS.md without NOTES.md; profile renders a profile's
@@ -312,6 +358,7 @@ its own voucher; a normal async server drains it afterwards.
 	for _, name := range append([]string{"soldout"}, b.rows...) {
 		w.WriteString(b.seckillRow(name))
 	}
+	w.WriteString(b.groupSection())
 	if c.wantAsync() {
 		pf(`
 ## Async mode (issue 5)
@@ -392,7 +439,8 @@ without the client, the kernel's queues and the wait for a CPU; buckets
 |---|---|---:|---:|---|
 | 4 | sync `+"`lua`"+` req/s ÷ mariadb-slap txn/s | %s | ≥ 0.6 | %s |
 | 4, 13 | sold-out req/s ÷ no-op req/s | %s | ≥ 0.9 | %s |
-`, t.T1, benchVerdict(atLeast(t.T1, 0.6)), t.T2, benchVerdict(atLeast(t.T2, 0.9)))
+| 21 | sync `+"`lua`"+` with group commit req/s ÷ mariadb-slap txn/s | %s | ≥ 1.0 | %s |
+`, t.T1, benchVerdict(atLeast(t.T1, 0.6)), t.T2, benchVerdict(atLeast(t.T2, 0.9)), t.G1, benchVerdict(atLeast(t.G1, 1.0)))
 	if c.wantAsync() {
 		kept := ""
 		if t.DrainKeptUp {
@@ -544,6 +592,7 @@ type benchJSONRun struct {
 const (
 	targetSyncSlap    = "sync lua req/s ÷ mariadb-slap txn/s"
 	targetSoldoutNoop = "sold-out req/s ÷ no-op req/s"
+	targetGroupSlap   = "sync lua with group commit req/s ÷ mariadb-slap txn/s"
 	targetAsyncSync   = "async req/s ÷ sync lua req/s"
 	targetAsyncAdmit  = "async req/s ÷ EVALSHA seckill.lua ops/s at the server's pipelining depth"
 	targetDrainInsert = "drain orders/s ÷ single-row INSERT rows/s"
@@ -731,5 +780,6 @@ func (b *bench) resultsJSON(t benchTargets) benchJSON {
 		target("13", targetNoDrain, t.N1, ">=", 0.8)
 	}
 	target("4, 5", targetViolations, strconv.Itoa(len(b.violations)), "<=", 0)
+	target("21", targetGroupSlap, t.G1, ">=", 1.0)
 	return j
 }

@@ -52,7 +52,9 @@ func fixedBench() *bench {
 		"cpu_server": "23", "cpu_mariadb": "0", "cpu_redis": "0", "db_stmts": "0.0 / 0.0 / 0.0"}
 	b.runs["sync-lua"] = benchFigures{"requests": "18484", "rps": "1843.2", "p50_us": "16550", "p99_us": "49640",
 		"status_200": "18484", "orders": "18515", "inflight": "32", "share": "34 / 4 / 37 / 5", "rest": "14",
-		"cpu_server": "370", "cpu_mariadb": "393", "cpu_redis": "49", "db_stmts": "5.0 / 0.0 / 0.0"}
+		"cpu_server": "370", "cpu_mariadb": "393", "cpu_redis": "49", "db_stmts": "5.0 / 0.0 / 0.0", "group_mean": "7.52", "groups": "2458"}
+	b.runs["sync-lua-pertxn"] = benchFigures{"requests": "14500", "rps": "1450.0", "p99_us": "61200", "status_200": "14500",
+		"orders": "14500", "cpu_server": "404", "cpu_mariadb": "432", "group_mean": "1.00", "groups": "14500"}
 	b.runs["async-lua"] = benchFigures{"requests": "157319", "rps": "15608.3", "status_200": "157319", "orders": "157335",
 		"drain_rate": "13677", "cpu_server_order": "71.3", "cpu_redis_order": "28.9", "pipeline_mean": "11.62"}
 	b.runs["async-lua-nodrain"] = benchFigures{"requests": "170001", "rps": "17000.2", "status_200": "170001", "orders": "170001",
@@ -60,7 +62,7 @@ func fixedBench() *bench {
 	b.runs["k6-async-lua"] = benchFigures{"rate": "921", "p99_us": "4410", "requests": "9211"}
 	b.runs["k6-async-lua-noop"] = benchFigures{"rate": "921", "p99_us": "1410", "requests": "9211"}
 	b.info["rel_space"] = "600000"
-	b.rows = []string{"sync-lua", "async-lua", "async-lua-nodrain"}
+	b.rows = []string{"sync-lua", "sync-lua-pertxn", "async-lua", "async-lua-nodrain"}
 	b.k6Runs = []string{"k6-async-lua"}
 	return b
 }
@@ -68,7 +70,7 @@ func fixedBench() *bench {
 func TestBenchTargets(t *testing.T) {
 	b := fixedBench()
 	got := b.targets()
-	want := benchTargets{T1: "0.38", T2: "1.00", A1: "8.47", A2: "0.08", A3: "0.74", A4: "4.41", C1: "71.3", C2: "28.9",
+	want := benchTargets{T1: "0.38", T2: "1.00", G1: "0.38", GP: "0.30", A1: "8.47", A2: "0.08", A3: "0.74", A4: "4.41", C1: "71.3", C2: "28.9",
 		N1: "0.92", AR: "async-lua", KR: "k6-async-lua", NR: "async-lua-nodrain", AdmitP: "admit-P12", DrainR: "13677"}
 	if got != want {
 		t.Fatalf("targets = %+v\nwant %+v", got, want)
@@ -102,6 +104,10 @@ func TestBenchRender(t *testing.T) {
 		"| sync-lua | sync | lua | 18484 | 1843 | 16.55 | 49.64 | 18484 | 0 | 18515 | 32 | **1 violated** | 0.38 | 0.04 | 34 / 4 / 37 / 5 / 14 | 370 / 393 / 49 | 5.0 / 0.0 / 0.0 |\n",
 		"| 4 | sync `lua` req/s ÷ mariadb-slap txn/s | 0.38 | ≥ 0.6 | **no** |\n",
 		"| 4, 13 | sold-out req/s ÷ no-op req/s | 1.00 | ≥ 0.9 | yes |\n",
+		"| 21 | sync `lua` with group commit req/s ÷ mariadb-slap txn/s | 0.38 | ≥ 1.0 | **no** |\n",
+		"| sync-lua | 1843 | 0.38 | 49.64 | 7.52 (2458) | 370 / 393 |\n",
+		"| sync-lua-pertxn | 1450 | 0.30 | 61.20 | 1 (off) | 404 / 432 |\n",
+		"| sync-lua-pertxn | sync | lua | 14500 | 1450 |",
 		"| 5, 13 | async req/s ÷ EVALSHA seckill.lua ops/s at the server's pipelining depth (admit-P12: 15608 ÷ 190120; -P 12, the server's mean 11.62 admissions per round trip) | 0.08 | ≥ 0.4 | **no** |\n",
 		"| 13 | admission with the consumers writing ÷ admission without them (async-lua req/s ÷ async-lua-nodrain req/s: 15608 ÷ 17000) | 0.92 | ≥ 0.8 | yes |\n",
 		"| async admission (lua/seckill.lua: window, duplicate and stock checks; DECR, SADD, XADD, SET EX), depth 1 (no -P) | redis-benchmark EVALSHA | 71090 ops/s | - | - | scratch voucher 9000000012345, scratch stream bench:orders; 149990 of 150000 calls admitted",
@@ -124,7 +130,7 @@ func TestBenchRender(t *testing.T) {
 			t.Errorf("RESULTS.md lacks %q", want)
 		}
 	}
-	for _, section := range []string{"# Benchmark results", "## Machine", "## Limits", "## The seckill", "## Async mode (issue 5)",
+	for _, section := range []string{"# Benchmark results", "## Machine", "## Limits", "## The seckill", "## Sync group commit (issue 21)", "## Async mode (issue 5)",
 		"### Drain", "### Latency", "## Targets, as ratios in this run", "## Commands"} {
 		if !strings.Contains(md, "\n"+section) && !strings.HasPrefix(md, section) {
 			t.Errorf("RESULTS.md lacks section %q", section)
@@ -135,8 +141,11 @@ func TestBenchRender(t *testing.T) {
 	}
 	// results.json: targets with verdicts, runs with numbers.
 	j := b.resultsJSON(b.targets())
-	if len(j.Targets) != 10 || j.Targets[0].Met || !j.Targets[1].Met || *j.Targets[0].Measured != 0.38 || j.Targets[9].Met {
+	if len(j.Targets) != 11 || j.Targets[0].Met || !j.Targets[1].Met || *j.Targets[0].Measured != 0.38 || j.Targets[9].Met {
 		t.Errorf("targets: %+v", j.Targets)
+	}
+	if tg := j.Targets[10]; tg.Name != targetGroupSlap || tg.Met || *tg.Measured != 0.38 || tg.Required != 1 || tg.Issue != "21" {
+		t.Errorf("group commit target: %+v", tg)
 	}
 	if tg := j.Targets[1]; tg.Name != targetSoldoutNoop || tg.Required != 0.9 || tg.Issue != "4, 13" {
 		t.Errorf("sold-out target: %+v", tg)
@@ -157,8 +166,8 @@ func TestBenchRender(t *testing.T) {
 	if l := j.Limits[2]; l.Figures["depth"] != 12.0 || l.Figures["calls"] != 150000 || l.Figures["admitted"] != 149989.0 {
 		t.Errorf("admit-P12 limit: %+v", l)
 	}
-	if r := j.Runs[3]; r.Name != "async-lua-nodrain" || r.OrderMode != "async" || r.LockMode != "lua" || r.Figures["pipeline_mean"] != 12.4 {
-		t.Errorf("runs[3]: %+v", r)
+	if r := j.Runs[4]; r.Name != "async-lua-nodrain" || r.OrderMode != "async" || r.LockMode != "lua" || r.Figures["pipeline_mean"] != 12.4 {
+		t.Errorf("runs[4]: %+v", r)
 	}
 	if tg := j.Targets[6]; tg.Name != targetServerCPU || tg.Met || *tg.Measured != 71.3 || tg.Op != "<=" || tg.Required != 60 {
 		t.Errorf("server CPU target: %+v", tg)
@@ -309,10 +318,12 @@ seckill_async_batch_size_count 1576
 seckill_admission_pipeline_size_bucket{le="64"} 1000
 seckill_admission_pipeline_size_sum 11616
 seckill_admission_pipeline_size_count 1000
+seckill_sync_group_size_sum 18484
+seckill_sync_group_size_count 2458
 `
 	got := promHistogram(metrics, "/voucher-order/seckill/:id")
 	want := benchFigures{"srv_within5": "99.50", "srv_p99_le": "5", "batch_mean": "10.0", "batches": "1576",
-		"pipeline_mean": "11.62", "pipelines": "1000"}
+		"pipeline_mean": "11.62", "pipelines": "1000", "group_mean": "7.52", "groups": "2458"}
 	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("promHistogram = %v, want %v", got, want)
 	}
@@ -327,7 +338,7 @@ seckill_admission_pipeline_size_count 1000
 	}
 	for name, want := range map[string][2]string{
 		"sync-lua": {"sync", "lua"}, "async-lua-nodrain": {"async", "lua"}, "profile-async-redsync": {"async", "redsync"},
-		"async-zookeeper-nodrain": {"async", "zookeeper"},
+		"async-zookeeper-nodrain": {"async", "zookeeper"}, "sync-lua-pertxn": {"sync", "lua"},
 	} {
 		if om, lm := runModes(name); om != want[0] || lm != want[1] {
 			t.Errorf("runModes(%q) = %q, %q; want %q", name, om, lm, want)
