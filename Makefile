@@ -150,9 +150,9 @@ bench-go:
 
 # ---- the README's pictures (cmd/harness/pictures*.go): docs/lock-matrix.svg,
 # docs/bench.svg, docs/faults.svg and docs/bench-cluster.svg drawn from
-# loadtest/results.json, bench/results.json, faults/results.json and
-# bench/cluster/results.json (a bench run with the Redis Cluster block;
-# skipped while the file has no cluster runs). Run it after a new matrix,
+# loadtest/results.json, bench/results.json (both bench pictures; the
+# cluster one is skipped while the run had no Redis Cluster block) and
+# faults/results.json. Run it after a new matrix,
 # bench or fault-suite run: `make test` fails while a picture is out of
 # date with its results (TestPicturesUpToDate).
 .PHONY: pictures

@@ -79,7 +79,7 @@ package main
 //   BENCH_THREADS [2]     wrk threads
 //   BENCH_CONNS [32]      wrk connections = redis-benchmark clients = mariadb-slap
 //                         clients = k6 pre-allocated VUs
-//   BENCH_USERS [80000]   user tokens of the sync runs, in two halves that the
+//   BENCH_USERS [200000]  user tokens of the sync runs, in two halves that the
 //                         runs alternate (each request spends one of its half)
 //   BENCH_ASYNC_USERS [400000]  user tokens of the async runs (each run has its
 //                         own voucher, so the runs share them: a user is a
@@ -195,7 +195,7 @@ func benchConfigFromEnv(getenv func(string) string, root string, now time.Time) 
 		dst  *int
 	}{
 		{"DURATION", "10", &c.Duration}, {"THREADS", "2", &c.Threads}, {"CONNS", "32", &c.Conns},
-		{"USERS", "80000", &c.Users}, {"ASYNC_USERS", "400000", &c.AsyncUsers},
+		{"USERS", "200000", &c.Users}, {"ASYNC_USERS", "400000", &c.AsyncUsers},
 		{"REDIS_N", "150000", &c.RedisN}, {"SLAP_TXNS", "500", &c.SlapTxns}, {"PORT", "18181", &c.Port},
 		{"SKIP_USERS", "5000", &c.SkipUsers}, {"DRAIN_TIMEOUT", "120", &c.DrainTimeout},
 	}

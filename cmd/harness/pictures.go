@@ -6,8 +6,8 @@ package main
 //	docs/lock-matrix.svg    from loadtest/results.json      (make loadtest-matrix)
 //	docs/bench.svg          from bench/results.json         (make bench)
 //	docs/faults.svg         from faults/results.json        (make faults)
-//	docs/bench-cluster.svg  from bench/cluster/results.json (make bench with the
-//	                        Redis Cluster block, BENCH_RESULTS=bench/cluster/RESULTS.md)
+//	docs/bench-cluster.svg  from bench/results.json         (make bench, its Redis
+//	                        Cluster block)
 //	docs/lock-check.svg     from lock-check/results.json    (make lock-check)
 //
 //	make pictures                       (go run ./cmd/harness pictures)
@@ -41,7 +41,7 @@ var pictures = []picture{
 	{Results: "loadtest/results.json", SVG: "docs/lock-matrix.svg", Render: renderMatrixPicture},
 	{Results: "bench/results.json", SVG: "docs/bench.svg", Render: renderBenchPicture},
 	{Results: "faults/results.json", SVG: "docs/faults.svg", Render: renderFaultsPicture},
-	{Results: "bench/cluster/results.json", SVG: "docs/bench-cluster.svg", Render: renderClusterPicture},
+	{Results: "bench/results.json", SVG: "docs/bench-cluster.svg", Render: renderClusterPicture},
 	{Results: "lock-check/results.json", SVG: "docs/lock-check.svg", Render: renderLockCheckPicture},
 }
 

@@ -1,7 +1,7 @@
 package main
 
 // docs/bench-cluster.svg: the Redis Cluster block of `harness bench`
-// (bench/cluster/results.json, bench_cluster.go) beside async admission on
+// (bench/results.json, bench_cluster.go) beside async admission on
 // one Redis. Two panels on one scale, a row per run: the admissions/s
 // measured on the machine the run shared (every Redis process, the server,
 // wrk and MariaDB on the same cores), then the admissions/s the busiest
@@ -108,19 +108,19 @@ func clusterRows(b benchData) []clusterRow {
 }
 
 // renderClusterPicture is docs/bench-cluster.svg from
-// bench/cluster/results.json; errNoPictureData when the run had no cluster
+// bench/results.json; errNoPictureData when the run had no cluster
 // block.
 func renderClusterPicture(data []byte) ([]byte, error) {
 	var b benchData
 	if err := json.Unmarshal(data, &b.benchJSON); err != nil {
-		return nil, fmt.Errorf("bench/cluster/results.json: %w", err)
+		return nil, fmt.Errorf("bench/results.json: %w", err)
 	}
 	if len(b.Runs) == 0 {
-		return nil, fmt.Errorf("bench/cluster/results.json: no runs")
+		return nil, fmt.Errorf("bench/results.json: no runs")
 	}
 	rows := clusterRows(b)
 	if len(rows) == 1 {
-		return nil, fmt.Errorf("bench/cluster/results.json: no cluster-<buckets> runs: %w", errNoPictureData)
+		return nil, fmt.Errorf("bench/results.json: no cluster-<buckets> runs: %w", errNoPictureData)
 	}
 	return clusterSVG(b, rows), nil
 }
@@ -210,7 +210,7 @@ func clusterSVG(b benchData, rows []clusterRow) []byte {
 	lines = append(lines, svgWrap(fmt.Sprintf("Source: %s (make bench with the Redis Cluster block, go run ./cmd/harness bench), %s to %s; %s, %s cores (%s), %s; Redis %s, wrk %s; load average %s before, %s after. "+
 		"Every figure: %s. Drawn by `make pictures` (go run ./cmd/harness pictures); never edited by hand.",
 		clusterResultsJSON(b.Results), b.Started, strings.TrimPrefix(b.Finished, firstWord(b.Started)+" "), or(mc["kernel"], "?"), or(mc["nproc"], "?"), or(mc["cpu"], "unknown CPU"), or(mc["memory"], "?"),
-		or(mc["redis"], "?"), or(mc["wrk"], "?"), or(firstWord(mc["loadBefore"]), "?"), or(firstWord(mc["loadAfter"]), "?"), or(b.Results, "bench/cluster/RESULTS.md")), clWidth-2*clLeft, 11)...)
+		or(mc["redis"], "?"), or(mc["wrk"], "?"), or(firstWord(mc["loadBefore"]), "?"), or(firstWord(mc["loadAfter"]), "?"), or(b.Results, "bench/RESULTS.md")), clWidth-2*clLeft, 11)...)
 	if len(b.Disturbed) > 0 {
 		lines = append(lines, svgWrap("Disturbed by other work on the machine: "+strings.Join(b.Disturbed, "; "), clWidth-2*clLeft, 11)...)
 	}
@@ -223,7 +223,7 @@ func clusterResultsJSON(results string) string {
 	if i := strings.LastIndex(results, "/"); i >= 0 {
 		return results[:i+1] + "results.json"
 	}
-	return "bench/cluster/results.json"
+	return "bench/results.json"
 }
 
 // clusterPanel draws a row per run from y, a bar of value (the measured or
