@@ -99,27 +99,38 @@ func outcomeUnknown(err error) bool {
 // (its connection broke, not the server), the read waits until it has
 // committed or rolled back, so the answer is final either way.
 func (r *Orders) readBack(ctx context.Context, o *model.VoucherOrder) (bool, error) {
-	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), readBackTimeout)
-	defer cancel()
 	q := "SELECT id, user_id, voucher_id FROM tb_voucher_order WHERE id = ? LOCK IN SHARE MODE"
 	if r.db.Dialector.Name() == "sqlite" {
 		q = "SELECT id, user_id, voucher_id FROM tb_voucher_order WHERE id = ?"
 	}
-	wait := 50 * time.Millisecond
-	for {
-		var rows []orderKey
-		err := r.db.WithContext(rctx).Raw(q, o.ID).Scan(&rows).Error
+	var rows []orderKey
+	if err := r.readUntilAnswered(ctx, func(db *gorm.DB) error {
+		rows = nil
+		return db.Raw(q, o.ID).Scan(&rows).Error
+	}); err != nil {
+		return false, err
+	}
+	return len(rows) == 1 && rows[0].same(o.UserID, o.VoucherID), nil
+}
+
+// readUntilAnswered runs read on a context detached from ctx and bounded
+// by readBackTimeout, again with a growing pause while the database
+// fails, and returns the last error when the time is up.
+func (r *Orders) readUntilAnswered(ctx context.Context, read func(db *gorm.DB) error) error {
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), readBackTimeout)
+	defer cancel()
+	for wait := 50 * time.Millisecond; ; wait = min(2*wait, time.Second) {
+		err := read(r.db.WithContext(rctx))
 		if err == nil {
-			return len(rows) == 1 && rows[0].same(o.UserID, o.VoucherID), nil
+			return nil
 		}
 		t := time.NewTimer(wait)
 		select {
 		case <-rctx.Done():
 			t.Stop()
-			return false, err
+			return err
 		case <-t.C:
 		}
-		wait = min(2*wait, time.Second)
 	}
 }
 

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-	"time"
 
 	"gorm.io/gorm"
 
@@ -346,28 +345,20 @@ func stockLeft(tx *gorm.DB, v int64) (int, error) {
 
 // readBackIDs reads which of ids are in the database, like readBack.
 func (r *Orders) readBackIDs(ctx context.Context, ids []int64) (map[int64]bool, error) {
-	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), readBackTimeout)
-	defer cancel()
 	q := "SELECT id FROM tb_voucher_order WHERE id IN ? LOCK IN SHARE MODE"
 	if r.db.Dialector.Name() == "sqlite" {
 		q = "SELECT id FROM tb_voucher_order WHERE id IN ?"
 	}
-	var err error
-	for wait := 50 * time.Millisecond; ; wait = min(2*wait, time.Second) {
-		var got []int64
-		if err = r.db.WithContext(rctx).Raw(q, ids).Scan(&got).Error; err == nil {
-			have := make(map[int64]bool, len(got))
-			for _, id := range got {
-				have[id] = true
-			}
-			return have, nil
-		}
-		t := time.NewTimer(wait)
-		select {
-		case <-rctx.Done():
-			t.Stop()
-			return nil, err
-		case <-t.C:
-		}
+	var got []int64
+	if err := r.readUntilAnswered(ctx, func(db *gorm.DB) error {
+		got = nil
+		return db.Raw(q, ids).Scan(&got).Error
+	}); err != nil {
+		return nil, err
 	}
+	have := make(map[int64]bool, len(got))
+	for _, id := range got {
+		have[id] = true
+	}
+	return have, nil
 }

@@ -69,6 +69,11 @@ type ltConfig struct {
 	// Buckets: BUCKETS, the servers' SECKILL_STOCK_BUCKETS (async mode: the
 	// voucher's Redis stock split in that many buckets).
 	Buckets string
+	// GroupCommit: GROUP_COMMIT (on), the servers'
+	// SECKILL_SYNC_GROUP_COMMIT. The matrix turns it off: one process's
+	// group committer serialises a voucher's commits, which would hide
+	// what a weak lock lets through.
+	GroupCommit string
 	// The order's life: PAY_SHARE and CANCEL_SHARE of the buyers pay or
 	// cancel, the rest walk away; PAY_TIMEOUT is the servers'
 	// SECKILL_PAY_TIMEOUT; SETTLE (seconds) bounds the wait for every
@@ -101,6 +106,7 @@ func ltConfigFromEnv(getenv func(string) string, root string, now time.Time) (lt
 	redisKind := get("REDIS", "single")
 	c.Cluster, c.ClusterAddrs = redisKind == "cluster", getenv("SECKILL_TEST_CLUSTER_ADDRS")
 	c.Buckets = get("BUCKETS", "1")
+	c.GroupCommit = get("GROUP_COMMIT", "on")
 	c.PayTimeout = getenv("PAY_TIMEOUT")
 	for _, sh := range []struct {
 		name string
@@ -619,7 +625,8 @@ func (l *loadtest) run() (ltResult, error) {
 	l.ins, err = StartInstances(l.ctx, InstanceSpec{Bin: bin, BasePort: l.BasePort, Count: l.Instances, LogDir: out,
 		Env: append([]string{"SECKILL_LOCK_MODE=" + l.Mode, "SECKILL_LOCK_TTL=" + l.LockTTL,
 			"SECKILL_DEV_CRITICAL_DELAY=" + l.CriticalDelay, "SECKILL_REQUEST_TIMEOUT=" + l.RequestTimeout,
-			"SECKILL_ORDER_MODE=" + l.OrderMode, "SECKILL_FENCING=" + l.Fencing, "SECKILL_STOCK_BUCKETS=" + l.Buckets}, append(l.redisEnv(), l.lifeEnv()...)...)})
+			"SECKILL_ORDER_MODE=" + l.OrderMode, "SECKILL_FENCING=" + l.Fencing, "SECKILL_STOCK_BUCKETS=" + l.Buckets,
+			"SECKILL_SYNC_GROUP_COMMIT=" + l.GroupCommit}, append(l.redisEnv(), l.lifeEnv()...)...)})
 	if err != nil {
 		return r, err
 	}
