@@ -55,7 +55,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		cmd, args = args[0], args[1:]
 	}
 	if cmd == "help" || slices.ContainsFunc(args, isHelpFlag) {
-		_, err := io.WriteString(stdout, usage)
+		_, err := io.WriteString(stdout, usage+"\n"+config.Help())
 		return err
 	}
 	if cmd == "serve" && len(args) > 0 {
@@ -65,7 +65,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	if err != nil {
 		return err
 	}
-	log := newLogger(stderr, getenv("SECKILL_LOG_LEVEL"))
+	log := newLogger(stderr, cfg.LogLevel)
 	quietLibraries(log)
 	switch cmd {
 	case "serve":

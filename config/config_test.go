@@ -41,6 +41,7 @@ func TestDefaults(t *testing.T) {
 		OrderMode:        "sync", SyncGroupCommit: true, JWTTTL: 24 * time.Hour, Env: "development", RequestTimeout: 3 * time.Second,
 		APIStyle: "rest", ConsumerDuty: 0.25,
 		CodeCooldown: time.Minute, AccessLog: 20, CodeDailyLimit: 10, CodeIPLimit: 30, PayTimeout: 15 * time.Minute,
+		LogLevel: "info", StockBuckets: 1, Consumers: 1, ClaimIdle: 30 * time.Second,
 	}
 	if !reflect.DeepEqual(c, want) {
 		t.Errorf("got %+v, want %+v", c, want)
@@ -104,6 +105,7 @@ func TestEnvOverrides(t *testing.T) {
 		PayTimeout:     5 * time.Second,
 		CodeDailyLimit: 5,
 		TrustedProxies: []string{"10.0.0.0/8", "192.168.1.7", "fd00::/8"},
+		LogLevel:       "info", StockBuckets: 1, Consumers: 1, ClaimIdle: 30 * time.Second,
 	}
 	if !reflect.DeepEqual(c, want) {
 		t.Errorf("got %+v, want %+v", c, want)

@@ -3,6 +3,8 @@ package repository
 import (
 	"strconv"
 	"time"
+
+	"seckill/model"
 )
 
 // Every Redis key this package reads or writes, and every TTL it gives
@@ -86,7 +88,7 @@ func EpochKey(i int) string { return shardPrefix(i) + "epoch" }
 // different slots, with the same key names in each shard. Bucket 0 is the
 // voucher's shard: a voucher of one bucket has exactly the keys below.
 // A user's home bucket (HomeBucket) holds the user's buyer mark.
-const MaxBuckets = Shards
+const MaxBuckets = model.MaxStockBuckets
 
 // BucketShard is the shard of bucket b (0 <= b < MaxBuckets) of the
 // voucher: bucketStride shards after the previous bucket's, so that

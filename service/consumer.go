@@ -29,11 +29,11 @@ const (
 // defaults given.
 type ConsumerConfig struct {
 	// Consumers is the number of stream consumers of this process.
-	// Default 1.
+	// Default DefaultConsumers.
 	Consumers int
 	// ClaimIdle is how long an entry stays pending with a consumer before
 	// another claims it; at least BatchTimeout (StartConsumers refuses a
-	// shorter one). Default 30s.
+	// shorter one). Default DefaultClaimIdle.
 	ClaimIdle time.Duration
 	// ConsumerDelay is a development-only pause of each batch between read
 	// and write. Default 0.
@@ -45,7 +45,7 @@ type ConsumerConfig struct {
 	Block time.Duration
 	// BatchTimeout bounds the handling of one batch (locks, transaction,
 	// acknowledgement); keep it below the lock lease and ClaimIdle.
-	// Default 8s.
+	// Default DefaultBatchTimeout.
 	BatchTimeout time.Duration
 	// MaxAttempts is how many deliveries (consumers that died with the
 	// entry) or failed writes of unknown cause an entry gets before it is
@@ -59,16 +59,25 @@ type ConsumerConfig struct {
 	// moves): after such a batch it pauses until the batch's time is that
 	// share of the whole (at most yieldMax), so that on shared cores the
 	// admissions keep the CPU and the backlog is written in the gaps and
-	// after the burst. 0 means the default, 1 never pauses. Default 1.
+	// after the burst. 1 never pauses. Default DefaultDuty.
 	Duty float64
 }
 
+// Defaults of ConsumerConfig, which config reads for its settings.
+const (
+	DefaultConsumers    = 1
+	DefaultClaimIdle    = 30 * time.Second
+	DefaultBatchTimeout = 8 * time.Second
+	// DefaultDuty gives a backlog at most a quarter of a consumer's time.
+	DefaultDuty = 0.25
+)
+
 func (c *ConsumerConfig) defaults() {
 	if c.Consumers <= 0 {
-		c.Consumers = 1
+		c.Consumers = DefaultConsumers
 	}
 	if c.ClaimIdle <= 0 {
-		c.ClaimIdle = 30 * time.Second
+		c.ClaimIdle = DefaultClaimIdle
 	}
 	if c.Batch <= 0 {
 		c.Batch = 100
@@ -77,14 +86,15 @@ func (c *ConsumerConfig) defaults() {
 		c.Block = 2 * time.Second
 	}
 	if c.BatchTimeout <= 0 {
-		c.BatchTimeout = 8 * time.Second
+		c.BatchTimeout = DefaultBatchTimeout
 	}
 	if c.MaxAttempts <= 0 {
 		c.MaxAttempts = 5
 	}
-	if c.Duty <= 0 || c.Duty > 1 {
-		c.Duty = 1
+	if c.Duty <= 0 {
+		c.Duty = DefaultDuty
 	}
+	c.Duty = min(c.Duty, 1)
 }
 
 // yieldMax bounds a consumer's pause after a full batch (ConsumerConfig.Duty).

@@ -32,8 +32,13 @@ func TestConsumerYieldPause(t *testing.T) {
 	if got := c(1, counter).yieldPause(10 * time.Millisecond); got != 0 {
 		t.Errorf("duty 1: got %v, want 0", got)
 	}
-	if got := c(0, counter).yieldPause(10 * time.Millisecond); got != 0 {
-		t.Errorf("duty unset (default 1): got %v, want 0", got)
+	admitted++
+	if got := c(0, counter).yieldPause(10 * time.Millisecond); got != 30*time.Millisecond {
+		t.Errorf("duty unset (default DefaultDuty, 0.25): got %v, want 30ms", got)
+	}
+	admitted++
+	if got := c(4, counter).yieldPause(10 * time.Millisecond); got != 0 {
+		t.Errorf("duty above 1 (taken as 1): got %v, want 0", got)
 	}
 	if got := c(0.25, nil).yieldPause(10 * time.Millisecond); got != 0 {
 		t.Errorf("no admission counter: got %v, want 0", got)
