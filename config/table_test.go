@@ -1,0 +1,117 @@
+package config
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"reflect"
+	"regexp"
+	"strings"
+	"testing"
+
+	"seckill/lock"
+	"seckill/service"
+)
+
+// TestDocsTableCurrent: docs/configuration.md holds the table the settings
+// generate.
+func TestDocsTableCurrent(t *testing.T) {
+	doc, err := os.ReadFile("../docs/configuration.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := WithTable(string(doc))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(doc) != want {
+		t.Errorf("docs/configuration.md is stale: run `go generate ./config` and commit it")
+	}
+}
+
+// TestHelpListsEverySetting: --help names every setting with its values
+// and default, one entry each.
+func TestHelpListsEverySetting(t *testing.T) {
+	help := Help()
+	for _, s := range settings {
+		entry := "  " + s.Name + ": " + plain(s.what()) + "; default " + plain(s.defaultText()) + "\n"
+		if strings.Count(help, entry) != 1 {
+			t.Errorf("help: want one entry %q", entry)
+		}
+		if s.Help == "" || strings.Contains(s.Help+s.More, "\n") || strings.Contains(s.Help+s.More, "|") {
+			t.Errorf("%s: want a one-line help without |", s.Name)
+		}
+	}
+	if strings.Contains(help, "`") {
+		t.Error("help: markdown backquotes left in it")
+	}
+}
+
+// TestLogLineHasEverySetting: the start-up log line has one key per
+// setting that sets a field, and no other.
+func TestLogLineHasEverySetting(t *testing.T) {
+	var line struct{ Config map[string]any }
+	if err := json.Unmarshal([]byte(logLine(t, Default())), &line); err != nil {
+		t.Fatal(err)
+	}
+	want := 0
+	for _, s := range settings {
+		if s.b == nil {
+			continue
+		}
+		want++
+		if _, ok := line.Config[s.key()]; !ok {
+			t.Errorf("log line: no %q for %s", s.key(), s.Name)
+		}
+	}
+	if len(line.Config) != want {
+		t.Errorf("log line: %d keys, want %d", len(line.Config), want)
+	}
+}
+
+// TestEveryVariableDeclared: each SECKILL_ variable the package's code
+// names is a row of the table, and each row is named once.
+func TestEveryVariableDeclared(t *testing.T) {
+	rows := map[string]bool{}
+	for _, s := range settings {
+		if rows[s.Name] {
+			t.Errorf("%s: declared twice", s.Name)
+		}
+		rows[s.Name] = true
+	}
+	files, err := filepath.Glob("*.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	name := regexp.MustCompile(`SECKILL_[A-Z_]*[A-Z]`)
+	for _, f := range files {
+		if strings.HasSuffix(f, "_test.go") {
+			continue
+		}
+		src, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, n := range name.FindAllString(string(src), -1) {
+			if !rows[n] && n != "SECKILL_DEV" {
+				t.Errorf("%s names %s, which the table does not declare", f, n)
+			}
+		}
+	}
+}
+
+// TestRulesReadOneDeclaration: the lock modes are the lock package's and
+// the consumer defaults the service's.
+func TestRulesReadOneDeclaration(t *testing.T) {
+	if !reflect.DeepEqual(LockModes, lock.Modes) {
+		t.Errorf("LockModes %v, want lock.Modes %v", LockModes, lock.Modes)
+	}
+	c := Default()
+	if c.Consumers != service.DefaultConsumers || c.ClaimIdle != service.DefaultClaimIdle || c.ConsumerDuty != service.DefaultDuty {
+		t.Errorf("consumer defaults %d, %v, %v, want the service's", c.Consumers, c.ClaimIdle, c.ConsumerDuty)
+	}
+	var zero Config
+	if zero.ConsumerCount() != service.DefaultConsumers || zero.ClaimIdleOrDefault() != service.DefaultClaimIdle {
+		t.Errorf("unset: got %d, %v, want the service's defaults", zero.ConsumerCount(), zero.ClaimIdleOrDefault())
+	}
+}
