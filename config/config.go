@@ -1,5 +1,6 @@
-// Package config reads the typed configuration of the seckill service: the
-// defaults below, then the environment (SECKILL_*), then validation.
+// Package config reads the typed configuration of the seckill service:
+// the defaults of the table in settings.go, then the environment, then
+// validation.
 package config
 
 import (

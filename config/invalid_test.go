@@ -134,9 +134,9 @@ func TestRealBackendsNeedSecret(t *testing.T) {
 	}
 }
 
-// TestProductionRefusesWeakStarts: production refuses a JWT secret shorter
-// than 32 bytes, the public development secret, and an embedded database or
-// Redis, each with one line naming the variable.
+// TestProductionRefusesWeakStarts: production refuses a JWT secret under
+// 32 bytes, the public development secret and an embedded backend. Each
+// refusal is one line naming the variable.
 func TestProductionRefusesWeakStarts(t *testing.T) {
 	real := func(more map[string]string) map[string]string {
 		m := map[string]string{"SECKILL_MYSQL_DSN": realDSN, "SECKILL_REDIS_ADDR": realRedis, "SECKILL_JWT_SECRET": testSecret}

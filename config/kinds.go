@@ -28,8 +28,8 @@ type binding interface {
 	logValue(c *Config) slog.Value
 }
 
-// field is a binding of one Go type: parse turns text into a T, valid
-// says whether a T is within bounds, show turns a T back into text.
+// field is a binding of one Go type T. parse reads a T from text,
+// valid checks its bounds, show writes it back as text.
 type field[T any] struct {
 	ptr   func(*Config) *T
 	def   T

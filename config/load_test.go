@@ -128,40 +128,30 @@ func TestEveryLockModeAccepted(t *testing.T) {
 	}
 }
 
-func TestFencingValues(t *testing.T) {
+// TestOnOffValues: the switches read on and off in any case, blanks
+// trimmed; unset is the default.
+func TestOnOffValues(t *testing.T) {
 	tests := []struct {
-		v    string
-		want bool
+		name  string
+		field func(Config) bool
+		v     []string
+		want  []bool
 	}{
-		{"", false}, {"off", false}, {"OFF", false}, {"on", true}, {" On ", true},
+		{"SECKILL_FENCING", func(c Config) bool { return c.Fencing },
+			[]string{"", "off", "OFF", "on", " On "}, []bool{false, false, false, true, true}},
+		{"SECKILL_SYNC_GROUP_COMMIT", func(c Config) bool { return c.SyncGroupCommit },
+			[]string{"", "on", " ON ", "off", "Off"}, []bool{true, true, true, false, false}},
 	}
 	for _, tt := range tests {
-		c, err := Load(env(map[string]string{"SECKILL_FENCING": tt.v}))
-		if err != nil {
-			t.Errorf("SECKILL_FENCING=%q: got %v, want nil", tt.v, err)
-			continue
-		}
-		if c.Fencing != tt.want {
-			t.Errorf("SECKILL_FENCING=%q: got %v, want %v", tt.v, c.Fencing, tt.want)
-		}
-	}
-}
-
-func TestSyncGroupCommitValues(t *testing.T) {
-	tests := []struct {
-		v    string
-		want bool
-	}{
-		{"", true}, {"on", true}, {" ON ", true}, {"off", false}, {"Off", false},
-	}
-	for _, tt := range tests {
-		c, err := Load(env(map[string]string{"SECKILL_SYNC_GROUP_COMMIT": tt.v}))
-		if err != nil {
-			t.Errorf("SECKILL_SYNC_GROUP_COMMIT=%q: got %v, want nil", tt.v, err)
-			continue
-		}
-		if c.SyncGroupCommit != tt.want {
-			t.Errorf("SECKILL_SYNC_GROUP_COMMIT=%q: got %v, want %v", tt.v, c.SyncGroupCommit, tt.want)
+		for i, v := range tt.v {
+			c, err := Load(env(map[string]string{tt.name: v}))
+			if err != nil {
+				t.Errorf("%s=%q: got %v, want nil", tt.name, v, err)
+				continue
+			}
+			if got := tt.field(c); got != tt.want[i] {
+				t.Errorf("%s=%q: got %v, want %v", tt.name, v, got, tt.want[i])
+			}
 		}
 	}
 	if _, err := Load(env(map[string]string{"SECKILL_SYNC_GROUP_COMMIT": "yes"})); err == nil || !strings.Contains(err.Error(), "SECKILL_SYNC_GROUP_COMMIT") {
@@ -170,7 +160,7 @@ func TestSyncGroupCommitValues(t *testing.T) {
 }
 
 // TestEnvDefault: with no SECKILL_ENV the service runs in development only
-// when both backends are embedded (`go run .` on one machine); with a real
+// when both backends are embedded (`go run .` on one machine). With a real
 // MySQL or Redis it runs in production unless development is asked for.
 func TestEnvDefault(t *testing.T) {
 	const dsn, redis = realDSN, realRedis

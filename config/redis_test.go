@@ -99,10 +99,10 @@ func TestSentinelInvalid(t *testing.T) {
 }
 
 // TestCluster: SECKILL_REDIS_CLUSTER_ADDRS selects a Redis Cluster, a real
-// Redis (production by default), logged as such; set with either other
-// Redis setting, or with a malformed seed, or with replica-synced locks
-// (WAIT cannot follow a grant through the cluster client), the start is
-// refused with one line naming the variable.
+// Redis (production by default), logged as such. The start is refused,
+// naming the variable, with another Redis setting or a malformed seed.
+// It is refused with replica-synced locks too: WAIT cannot follow a grant
+// through the cluster client.
 func TestCluster(t *testing.T) {
 	const seeds = "127.0.0.1:7001, 127.0.0.1:7002,,127.0.0.1:7003"
 	c, err := Load(env(map[string]string{"SECKILL_REDIS_CLUSTER_ADDRS": seeds, "SECKILL_JWT_SECRET": testSecret, "SECKILL_MYSQL_DSN": realDSN}))
@@ -186,7 +186,7 @@ func TestRedisAuth(t *testing.T) {
 }
 
 // TestRedisTLSConfig: the TLS settings trust the CA of SECKILL_REDIS_TLS_CA
-// (the system's without it), require TLS 1.2, and a CA file that cannot be
+// (the system's without it) and require TLS 1.2. A CA file that cannot be
 // read or holds no certificate is an error naming the variable.
 func TestRedisTLSConfig(t *testing.T) {
 	off := Config{}
