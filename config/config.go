@@ -38,15 +38,15 @@ var LockModes = lock.Modes
 var APIStyles = []string{"rest", "heima"}
 
 // Config is the whole configuration of one process. Each field is set
-// by one environment variable, declared once in the table of settings.go
-// with its default, bounds and meaning (docs/configuration.md).
+// by one environment variable. The table in settings.go declares it once:
+// its name, default, bounds and meaning (docs/configuration.md).
 type Config struct {
 	HTTPAddr              string
-	Env                   string // EnvDevelopment or EnvProduction
+	Env                   string
 	LogLevel              string
-	MySQLDSN              string // empty: the embedded database
+	MySQLDSN              string
 	DataDir               string
-	RedisAddr             string // empty: embedded Redis, unless Sentinel or Cluster
+	RedisAddr             string
 	RedisSentinelAddrs    []string
 	RedisMaster           string
 	RedisClusterAddrs     []string
@@ -68,23 +68,23 @@ type Config struct {
 	Consumers             int
 	ConsumerDuty          float64
 	ClaimIdle             time.Duration
-	AutoRebuildAfter      time.Duration // 0: never
-	ConsumerDelay         time.Duration // development only
-	CriticalDelay         time.Duration // development only
+	AutoRebuildAfter      time.Duration
+	ConsumerDelay         time.Duration
+	CriticalDelay         time.Duration
 	JWTSecret             string
 	JWTTTL                time.Duration
 	RequestTimeout        time.Duration
 	PayTimeout            time.Duration
-	RateLimit             int // per user and second; 0: no limit
-	RateLimitVoucher      int // per voucher and second; 0: no limit
-	RateLimitIP           int // per client address and second; 0: no limit
+	RateLimit             int
+	RateLimitVoucher      int
+	RateLimitIP           int
 	CodeCooldown          time.Duration
 	CodeDailyLimit        int
-	CodeIPLimit           int // 0: no limit
+	CodeIPLimit           int
 	TrustedProxies        []string
-	AccessLog             int // lines per second; 0: off
+	AccessLog             int
 	APIStyle              string
-	Tracing               bool // from the OTEL_* variables
+	Tracing               bool
 }
 
 // ConsumerCount returns Consumers, or its default when unset.

@@ -115,3 +115,26 @@ func TestRulesReadOneDeclaration(t *testing.T) {
 		t.Errorf("unset: got %d, %v, want the service's defaults", zero.ConsumerCount(), zero.ClaimIdleOrDefault())
 	}
 }
+
+// TestWithTableNeedsMarkers: a page without the markers is an error, not
+// a page silently left as it was.
+func TestWithTableNeedsMarkers(t *testing.T) {
+	if _, err := WithTable("# Configuration\n"); err == nil {
+		t.Error("no markers: got nil, want an error")
+	}
+	got, err := WithTable("a\n" + TableBegin + "old\n" + TableEnd + "b\n")
+	if err != nil || got != "a\n"+TableBegin+Table()+TableEnd+"b\n" {
+		t.Errorf("got %q, %v, want the table between the markers", got, err)
+	}
+}
+
+// TestLogKeysUnique: no two settings share a key of the log line.
+func TestLogKeysUnique(t *testing.T) {
+	seen := map[string]string{}
+	for _, s := range settings {
+		if other, ok := seen[s.key()]; ok {
+			t.Errorf("%s and %s both log %q", other, s.Name, s.key())
+		}
+		seen[s.key()] = s.Name
+	}
+}
