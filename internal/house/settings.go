@@ -78,7 +78,7 @@ func measureSettings(gos []*goFile) (Settings, error) {
 					for _, name := range f.Names {
 						declared[name.Name] = true
 					}
-					text := g.text(f.Pos(), f.End()) + f.Comment.Text() + f.Doc.Text()
+					text := g.text(f.Pos(), f.End()) + "\n" + f.Comment.Text() + "\n" + f.Doc.Text()
 					if v := envName.FindString(text); v != "" {
 						for _, name := range f.Names {
 							link(v, name.Name)
@@ -228,4 +228,3 @@ func (g *goFile) text(from, to token.Pos) string {
 	}
 	return string(g.src[a:b])
 }
-
