@@ -127,8 +127,8 @@ func trailing(src []byte, offset int) bool {
 	return false
 }
 
-// commentLines returns the prose lines of one comment, "" for each break,
-// and whether example output starts (the rest of the group is not prose).
+// commentLines returns the prose lines of one comment, "" for each break.
+// It reports too whether example output starts: the rest is not prose.
 func commentLines(text string) (lines []string, stop bool) {
 	var raw []string
 	if body, ok := strings.CutPrefix(text, "//"); ok {

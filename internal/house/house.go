@@ -1,56 +1,40 @@
-// Package house measures how readable the source tree is, so that a change
-// to its layout can show its effect in numbers anyone can reproduce.
+// Package house measures how readable the source tree is.
+// The figures let a change to the layout show its effect.
+// Measure returns a Report; Main is the `harness house` subcommand.
+// docs/house.md holds the definitions in full, with the figures.
 //
-// Measure reads a tree and returns a Report; Main is the `harness house`
-// subcommand that prints it as a markdown table or as JSON. Every measure
-// is defined below; docs/house.md repeats the definitions with the figures.
+// Files: the files git tracks in a work tree's top, else every file.
+// Go files skip testdata, vendor, dot and underscore folders.
+// Generated files ("Code generated ... DO NOT EDIT.") do not count.
+// Lines are counted as wc -l counts them.
 //
-// The files. In a git work tree's top folder the files are those git
-// tracks; elsewhere every file below the folder. Go files count when no
-// path element is testdata, vendor, or starts with "." or "_", and the file
-// is not generated (a "Code generated ... DO NOT EDIT." line). Lines are
-// counted as wc -l does, plus one for a last line without a newline.
+// Root: the names in the top folder, and its *_test.go files and lines.
 //
-// Root. Entries are the names in the top folder (files and folders, dot
-// names included); visible entries leave the dot names out. Root tests are
-// the *_test.go files in the top folder and their lines.
+// Areas: the product is what the root package imports, transitively.
+// Packages holding only tests, outside cmd/, belong to the product too.
+// Every other package is tooling: commands and kits for tests and tools.
+// Per area: files, lines, the largest file, the type with most methods.
+// Methods are counted per receiver base type per package.
+// Files over 600 lines and types over 25 methods are listed.
 //
-// Areas. The product is every package the root package reaches through the
-// imports of its non-test files, plus every package that has test files
-// only (tests of the product), outside cmd/. The tooling is every other
-// package: the commands (cmd/..., loadtest/driver) and the kits that serve
-// tests and the harness (internal/audit, internal/testpair, live/livetest).
-// Per area: the files and lines (tests included, and tests alone); the
-// largest file, with tests and without; the type with the most methods
-// (methods per receiver base type per package, with tests and without);
-// the files over 600 lines and the types over 25 methods.
+// Comments: the text of Go comments, in sentences of words.
+// Directives, lines of code (a tab after //) and example output are left out.
+// A sentence ends at a full stop, "?" or "!" before a space or the end.
+// Dots inside a word (main.go, 1.26.8) and in "e.g.", "i.e." do not end one.
+// A blank comment line, a list item or a trailing comment parts sentences.
+// Words are the space-separated tokens with a letter or a digit.
 //
-// Comments. The text of every Go comment, without directives (//go:...,
-// //line, // +build, //nolint...), lines of code (indented by a tab after
-// the comment marker) and example output. A trailing comment stands alone;
-// a blank comment line, a list item or a skipped line ends a sentence too.
-// Sentences end at . ? or ! before a space or the end, except in "e.g.",
-// "i.e.", "etc.", "vs." and "cf."; dots inside a word (main.go, 1.26.8)
-// never end one. Words are the space-separated tokens with a letter or a
-// digit. Per package and in total: sentences, mean and median words, and
-// the sentences past 40 words.
+// Settings: the SECKILL_* names in string literals of config/, tests left out.
+// A variable's fields: the field its name spells (SECKILL_HTTP_ADDR, HTTPAddr),
+// the field whose tag, comment or doc names it first, and the one field of
+// a table row naming it. A place is a top-level declaration naming the
+// variable or one of its fields; lines are the source lines that do.
 //
-// Settings. The variables are the SECKILL_* names in string literals of the
-// non-test files in config/. A variable's fields are the struct fields whose
-// doc, comment or tag names the variable, and the fields named (x.F or F:)
-// in a composite literal element that also names it (a table row). A place
-// is a top-level declaration (a function, or one spec of a var, const or
-// type declaration) whose comments, strings or identifiers name the
-// variable or one of its fields; lines are the distinct source lines that
-// do. Reported: the variables, the mean and maximum places and lines.
+// Lua KEYS: one place per script whose own comments mention KEYS, plus one
+// per Go file with a declaration whose comments and strings name the script
+// and KEYS.
 //
-// Lua KEYS. For each lua/*.lua script: one place when its own comments
-// (-- lines) mention KEYS, plus one per Go file (non-test, not generated)
-// holding a top-level declaration whose comments and strings name both
-// the script's file name and KEYS. Reported: mean and maximum per script.
-//
-// Duplicates. The pair count on the first line of `duplicates --repo DIR`
-// when the command is on the PATH, else n/a.
+// Duplicates: the pair count of `duplicates --repo DIR`, when on the PATH.
 package house
 
 import (

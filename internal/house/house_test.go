@@ -66,8 +66,8 @@ func TestAreas(t *testing.T) {
 	}
 }
 
-// TestLimits adds a test file of 601 lines with a type of 26 methods and a
-// file of exactly 600 lines to a copy of the fixture.
+// TestLimits adds files to a copy of the fixture: a test file of 601
+// lines with a type of 26 methods, and a file of exactly 600 lines.
 func TestLimits(t *testing.T) {
 	dir := copyTree(t, "testdata/tree")
 	var big strings.Builder
@@ -214,6 +214,45 @@ func TestSettings(t *testing.T) {
 	}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("got %+v\nwant %+v", got, want)
+	}
+}
+
+// TestSettingsTable measures a config/ whose settings a table drives.
+func TestSettingsTable(t *testing.T) {
+	dir := t.TempDir()
+	write(t, dir, "go.mod", "module example.com/table\n")
+	write(t, dir, "config/config.go", `package config
+
+// Config is the configuration.
+type Config struct {
+	Addr  string
+	Level int `+"`env:\"SECKILL_LOG\"`"+`
+	Duty  float64
+}
+
+type setting struct {
+	Name    string
+	Default string
+	Field   func(c *Config) any
+}
+
+// settings drives parsing, defaults and help.
+var settings = []setting{
+	{Name: "SECKILL_ADDR", Default: ":80", Field: func(c *Config) any { return &c.Addr }},
+	{Name: "SECKILL_CONSUMER_DUTY", Default: "1", Field: func(c *Config) any { return &c.Duty }},
+}
+`)
+	r, err := Measure(dir, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []Setting{
+		{Name: "SECKILL_ADDR", Fields: []string{"Addr"}, Places: 2, Lines: 2},
+		{Name: "SECKILL_CONSUMER_DUTY", Fields: []string{"Duty"}, Places: 2, Lines: 2},
+		{Name: "SECKILL_LOG", Fields: []string{"Level"}, Places: 1, Lines: 1},
+	}
+	if !reflect.DeepEqual(r.Settings.PerVar, want) || r.Settings.MaxPlaces != 2 {
+		t.Errorf("got %+v\nwant %+v", r.Settings, want)
 	}
 }
 

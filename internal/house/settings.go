@@ -86,16 +86,11 @@ func measureSettings(gos []*goFile) (Settings, error) {
 					}
 				}
 			}
-			// A table row names one variable and one field.
+			// A table row names one variable and selects one field.
 			if cl, ok := n.(*ast.CompositeLit); ok {
 				for _, el := range cl.Elts {
 					u := scanUnit(g, el)
-					var names []string
-					for f := range u.fields {
-						if declared[f] {
-							names = append(names, f)
-						}
-					}
+					names := selected(el, declared)
 					if len(u.envs) == 1 && len(names) == 1 {
 						for v := range u.envs {
 							link(v, names[0])
@@ -164,8 +159,8 @@ func measureSettings(gos []*goFile) (Settings, error) {
 	return s, nil
 }
 
-// specs returns the places of one declaration: the function itself, or each
-// spec of a var, const or type declaration (the only spec takes the doc).
+// specs returns the places of one declaration: a function, or each spec.
+// A declaration of one spec is one place with its doc.
 func specs(d ast.Decl) []ast.Node {
 	gd, ok := d.(*ast.GenDecl)
 	if !ok {
@@ -227,4 +222,18 @@ func (g *goFile) text(from, to token.Pos) string {
 		return ""
 	}
 	return string(g.src[a:b])
+}
+
+// selected returns the declared fields a node selects (x.F), once each.
+func selected(n ast.Node, declared map[string]bool) []string {
+	var out []string
+	seen := map[string]bool{}
+	ast.Inspect(n, func(m ast.Node) bool {
+		if sel, ok := m.(*ast.SelectorExpr); ok && declared[sel.Sel.Name] && !seen[sel.Sel.Name] {
+			seen[sel.Sel.Name] = true
+			out = append(out, sel.Sel.Name)
+		}
+		return true
+	})
+	return out
 }
