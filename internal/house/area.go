@@ -121,18 +121,19 @@ func under(dir, top string) bool {
 
 // Area is the size of one part of the code.
 type Area struct {
-	Name            string     `json:"name"`
-	Packages        []string   `json:"packages"` // folders
-	Files           int        `json:"files"`
-	Lines           int        `json:"lines"`
-	TestFiles       int        `json:"test_files"`
-	TestLines       int        `json:"test_lines"`
-	Largest         FileSize   `json:"largest"`          // tests included
-	LargestNonTest  FileSize   `json:"largest_non_test"` // tests left out
-	MostMethods     TypeSize   `json:"most_methods"`     // methods in test files included
-	MostMethodsCode TypeSize   `json:"most_methods_non_test"`
-	FilesOver       []FileSize `json:"files_over_600"`
-	TypesOver       []TypeSize `json:"types_over_25"`
+	Name            string       `json:"name"`
+	Packages        []string     `json:"packages"` // folders
+	Files           int          `json:"files"`
+	Lines           int          `json:"lines"`
+	TestFiles       int          `json:"test_files"`
+	TestLines       int          `json:"test_lines"`
+	Largest         FileSize     `json:"largest"`          // tests included
+	LargestNonTest  FileSize     `json:"largest_non_test"` // tests left out
+	MostMethods     TypeSize     `json:"most_methods"`     // methods in test files included
+	MostMethodsCode TypeSize     `json:"most_methods_non_test"`
+	FilesOver       []FileSize   `json:"files_over_600"`
+	TypesOver       []TypeSize   `json:"types_over_25"`
+	Comments        CommentStats `json:"comments"`
 }
 
 // FileSize is a file and its lines.
@@ -206,6 +207,7 @@ func measureArea(name string, gos []*goFile) Area {
 		}
 	}
 	sort.Strings(a.Packages)
+	a.Comments, _ = measureComments(gos)
 	most := func(m map[key]int) TypeSize {
 		var best TypeSize
 		for k, n := range m {

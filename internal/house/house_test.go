@@ -45,6 +45,7 @@ func TestAreas(t *testing.T) {
 		MostMethodsCode: TypeSize{"store", "Store", 3}, // the generated file's methods left out
 		FilesOver:       []FileSize{},
 		TypesOver:       []TypeSize{},
+		Comments:        CommentStats{Sentences: 22, Words: 87, Mean: 87.0 / 22, Median: 4},
 	}
 	if !reflect.DeepEqual(r.Product, want) {
 		t.Errorf("product:\n got %+v\nwant %+v", r.Product, want)
@@ -60,6 +61,7 @@ func TestAreas(t *testing.T) {
 		MostMethodsCode: TypeSize{"kit", "Kit", 3},
 		FilesOver:       []FileSize{},
 		TypesOver:       []TypeSize{},
+		Comments:        CommentStats{Sentences: 6, Words: 23, Mean: 23.0 / 6, Median: 4},
 	}
 	if !reflect.DeepEqual(r.Tooling, want) {
 		t.Errorf("tooling:\n got %+v\nwant %+v", r.Tooling, want)

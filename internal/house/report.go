@@ -120,6 +120,7 @@ func (r *Report) Markdown(w io.Writer, packages bool) {
 		row(a.Name+" type with most methods, non-test", a.MostMethodsCode)
 		row(a.Name+" files over 600 lines", len(a.FilesOver))
 		row(a.Name+" types over 25 methods", len(a.TypesOver))
+		row(a.Name+" comment words per sentence, mean / past 40", fmt.Sprintf("%.1f / %d", a.Comments.Mean, a.Comments.Over40))
 	}
 	s := r.Settings
 	row("settings (SECKILL_* in config/)", s.Variables)
