@@ -30,9 +30,10 @@
 // a table row naming it. A place is a top-level declaration naming the
 // variable or one of its fields; lines are the source lines that do.
 //
-// Lua KEYS: one place per script whose own comments mention KEYS, plus one
-// per Go file with a declaration whose comments and strings name the script
-// and KEYS.
+// Lua KEYS: the scripts are the .lua files a //go:embed line names.
+// One place per script whose own comments mention KEYS, plus one per Go
+// file with a declaration whose comments and strings name the script and
+// KEYS.
 //
 // Duplicates: the pair count of `duplicates --repo DIR`, when on the PATH.
 package house

@@ -29,7 +29,7 @@ type LuaScript struct {
 // keysWord matches KEYS as a word.
 var keysWord = regexp.MustCompile(`\bKEYS\b`)
 
-// measureLuaKeys measures the scripts in lua/.
+// measureLuaKeys measures the Redis scripts: the .lua files embedded by Go.
 func (t *tree) measureLuaKeys(gos []*goFile) (LuaKeys, error) {
 	k := LuaKeys{PerScript: []LuaScript{}}
 	// The prose (comments and strings) of each top-level declaration
@@ -47,10 +47,7 @@ func (t *tree) measureLuaKeys(gos []*goFile) (LuaKeys, error) {
 			}
 		}
 	}
-	for _, f := range t.files {
-		if path.Dir(f) != "lua" || !strings.HasSuffix(f, ".lua") {
-			continue
-		}
+	for _, f := range t.embeddedLua(gos) {
 		src, err := os.ReadFile(filepath.Join(t.dir, filepath.FromSlash(f)))
 		if err != nil {
 			return k, err
@@ -128,4 +125,38 @@ func span(n ast.Node) (from, to token.Pos) {
 		to = comment.End()
 	}
 	return from, to
+}
+
+// embeddedLua returns the .lua files that a //go:embed line of a non-test
+// Go file names, by name or by pattern, in sorted order.
+func (t *tree) embeddedLua(gos []*goFile) []string {
+	named := map[string]bool{}
+	for _, g := range gos {
+		if g.test {
+			continue
+		}
+		for _, cg := range g.ast.Comments {
+			for _, c := range cg.List {
+				args, ok := strings.CutPrefix(c.Text, "//go:embed ")
+				if !ok {
+					continue
+				}
+				for _, pat := range strings.Fields(args) {
+					pat = path.Join(g.dir, strings.Trim(pat, "`\""))
+					for _, f := range t.files {
+						if ok, _ := path.Match(pat, f); ok && strings.HasSuffix(f, ".lua") {
+							named[f] = true
+						}
+					}
+				}
+			}
+		}
+	}
+	var out []string
+	for _, f := range t.files {
+		if named[f] {
+			out = append(out, f)
+		}
+	}
+	return out
 }
