@@ -178,3 +178,11 @@ measure-path:
 			/tmp/seckill-path/$$m-baseline.out /tmp/seckill-path/$$m-request.out | sort -u); \
 		echo "$$m: $$(echo "$$files" | grep -c .) files"; echo "$$files" | sed 's|^seckill/|  |'; \
 	done
+
+# ---- the house's measures (internal/house, docs/house.md): the root, the
+# largest files and types of product and tooling, comment sentences,
+# settings and Lua KEYS per place, duplicates. HOUSE_ARGS=-json for JSON,
+# -packages for the comment table per package.
+.PHONY: house
+house:
+	$(HARNESS) house $(HOUSE_ARGS) .

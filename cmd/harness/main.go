@@ -18,6 +18,8 @@ package main
 import (
 	"fmt"
 	"os"
+
+	"seckill/internal/house"
 )
 
 func main() {
@@ -43,6 +45,8 @@ func main() {
 		run = runLockCheck
 	case "lockcheck-client":
 		run = runLockCheckClient
+	case "house":
+		run = house.Main
 	default:
 		usage()
 		os.Exit(2)

@@ -1,0 +1,8 @@
+package config
+
+import "testing"
+
+func TestLoad(t *testing.T) {
+	t.Setenv("SECKILL_ADDR", "x")
+	_ = Load().Addr
+}

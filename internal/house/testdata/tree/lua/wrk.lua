@@ -1,0 +1,2 @@
+-- wrk.lua: a load script, not embedded: KEYS are not its business.
+return 0
