@@ -650,14 +650,14 @@ func (m *memOrders) GetOrder(_ context.Context, id int64) (*model.VoucherOrder, 
 	return &o, nil
 }
 
-func (m *memOrders) Tally(_ context.Context, voucherID int64, _ []model.QueuedOrder) (model.Tally, error) {
+func (m *memOrders) VoucherSnapshot(_ context.Context, voucherID int64, _ []model.QueuedOrder) (model.VoucherSnapshot, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.vouchers.mu.Lock()
 	sv, ok := m.vouchers.seckill[voucherID]
 	m.vouchers.mu.Unlock()
 	if !ok {
-		return model.Tally{}, model.ErrVoucherNotFound
+		return model.VoucherSnapshot{}, model.ErrVoucherNotFound
 	}
 	users := map[int64]bool{}
 	var n int64
@@ -667,7 +667,7 @@ func (m *memOrders) Tally(_ context.Context, voucherID int64, _ []model.QueuedOr
 			users[o.UserID] = true
 		}
 	}
-	return model.Tally{Stock: sv.Stock, InitialStock: sv.InitialStock, Orders: n, DistinctUsers: int64(len(users))}, nil
+	return model.VoucherSnapshot{Stock: sv.Stock, InitialStock: sv.InitialStock, Orders: n, DistinctUsers: int64(len(users))}, nil
 }
 
 type memRejects struct{}

@@ -218,12 +218,12 @@ type Audit struct {
 	GivebacksDue *int64 `json:"givebacksDue,omitempty"`
 }
 
-// Tally is what the database says about one voucher, read in one snapshot:
+// VoucherSnapshot is what the database says about one voucher, read in one snapshot:
 // its stock and initial stock, its orders by status and distinct buyers
 // and, when asked about stream entries, which of their orders are written
 // (same id, user and voucher). Both audits read it. Orders counts unpaid
 // and paid orders; DistinctUsers counts the buyers of every order.
-type Tally struct {
+type VoucherSnapshot struct {
 	Stock, InitialStock   int
 	Orders, DistinctUsers int64
 	Paid, Cancelled       int64
@@ -233,7 +233,7 @@ type Tally struct {
 }
 
 // Audit returns the tally as an audit of voucherID (no Redis side).
-func (t Tally) Audit(voucherID, duplicateRejections int64) *Audit {
+func (t VoucherSnapshot) Audit(voucherID, duplicateRejections int64) *Audit {
 	return &Audit{
 		VoucherID: voucherID, InitialStock: t.InitialStock, Stock: t.Stock,
 		Orders: t.Orders, Unpaid: t.Orders - t.Paid, Paid: t.Paid, Cancelled: t.Cancelled,

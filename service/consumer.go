@@ -60,7 +60,7 @@ type ConsumerConfig struct {
 	// share of the whole (at most yieldMax), so that on shared cores the
 	// admissions keep the CPU and the backlog is written in the gaps and
 	// after the burst. 0 means the default, 1 never pauses. Default 1.
-	Duty float64
+	DutyCycle float64
 }
 
 func (c *ConsumerConfig) defaults() {
@@ -82,8 +82,8 @@ func (c *ConsumerConfig) defaults() {
 	if c.MaxAttempts <= 0 {
 		c.MaxAttempts = 5
 	}
-	if c.Duty <= 0 || c.Duty > 1 {
-		c.Duty = 1
+	if c.DutyCycle <= 0 || c.DutyCycle > 1 {
+		c.DutyCycle = 1
 	}
 }
 
@@ -232,7 +232,7 @@ func (c *consumer) yield(took time.Duration) {
 // process admitted orders since the last full batch, long enough that the
 // batch was ConsumerConfig.Duty of the time, at most yieldMax; else none.
 func (c *consumer) yieldPause(took time.Duration) time.Duration {
-	if c.cfg.Duty >= 1 || c.d.Admitted == nil {
+	if c.cfg.DutyCycle >= 1 || c.d.Admitted == nil {
 		return 0
 	}
 	n := c.d.Admitted()
@@ -241,7 +241,7 @@ func (c *consumer) yieldPause(took time.Duration) time.Duration {
 	if !busy {
 		return 0
 	}
-	return min(time.Duration(float64(took)*(1-c.cfg.Duty)/c.cfg.Duty), yieldMax)
+	return min(time.Duration(float64(took)*(1-c.cfg.DutyCycle)/c.cfg.DutyCycle), yieldMax)
 }
 
 // pruneIdle is how long a consumer with nothing pending must have been idle

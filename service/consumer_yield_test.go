@@ -12,7 +12,7 @@ func TestConsumerYieldPause(t *testing.T) {
 	var admitted uint64
 	counter := func() uint64 { return admitted }
 	c := func(duty float64, count func() uint64) *consumer {
-		cfg := ConsumerConfig{Duty: duty}
+		cfg := ConsumerConfig{DutyCycle: duty}
 		cfg.defaults()
 		return &consumer{ConsumerGroup: &ConsumerGroup{d: ConsumerDeps{Admitted: count}, cfg: cfg}}
 	}

@@ -13,7 +13,7 @@ import (
 	"seckill/model"
 )
 
-// EpochName is the name of the async epoch in the meta store.
+// EpochName is the name of the async epoch among the named values.
 const EpochName = "async_epoch"
 
 // ReconcileLockKey serializes reconcilers and rebuilds across processes.
@@ -25,7 +25,7 @@ type ReconcilerDeps struct {
 	Orders   FactsReader
 	Redis    Admitter
 	Queue    OrderQueue
-	Meta     MetaStore
+	Values   NamedValues
 	// Sequence repairs the id sequence when Redis lost its data (optional).
 	Sequence IDSequence
 	// Lock serializes start-up reconciliation and rebuilds across
@@ -114,17 +114,17 @@ func (s *Reconciler) withReconcileLock(ctx context.Context, f func(context.Conte
 }
 
 func (s *Reconciler) reconcile(ctx context.Context) error {
-	dbEpoch, err := s.d.Meta.Get(ctx, EpochName)
+	dbEpoch, err := s.d.Values.Get(ctx, EpochName)
 	if err != nil {
 		return fmt.Errorf("reconcile: read epoch: %w", err)
 	}
 	first := false
 	if dbEpoch == "" {
 		candidate := rand.Text()
-		if err := s.d.Meta.InsertIfAbsent(ctx, EpochName, candidate); err != nil {
+		if err := s.d.Values.InsertIfAbsent(ctx, EpochName, candidate); err != nil {
 			return fmt.Errorf("reconcile: write epoch: %w", err)
 		}
-		if dbEpoch, err = s.d.Meta.Get(ctx, EpochName); err != nil {
+		if dbEpoch, err = s.d.Values.Get(ctx, EpochName); err != nil {
 			return fmt.Errorf("reconcile: read epoch: %w", err)
 		}
 		first = dbEpoch == candidate

@@ -28,7 +28,7 @@ type reconWorld struct {
 	loads  map[int64]int // Load calls per voucher
 	// database
 	dbEpoch string
-	meta    map[string]string            // meta rows other than the epoch
+	values  map[string]string            // named values other than the epoch
 	orders  map[int64]model.VoucherOrder // by order id
 	live    []model.SeckillVoucher
 	// onRedisRead runs (under mu) before each read of the vouchers' Redis
@@ -279,24 +279,24 @@ func (v *reconVouchers) GetSeckill(_ context.Context, id int64) (*model.SeckillV
 	return nil, model.ErrVoucherNotFound
 }
 
-// reconMeta is the database's named values (MetaStore).
-type reconMeta struct{ w *reconWorld }
+// reconValues is the database's named values (MetaStore).
+type reconValues struct{ w *reconWorld }
 
-func (m *reconMeta) Get(context.Context, string) (string, error) {
+func (m *reconValues) Get(context.Context, string) (string, error) {
 	m.w.mu.Lock()
 	defer m.w.mu.Unlock()
 	return m.w.dbEpoch, nil
 }
 
-func (m *reconMeta) InsertIfAbsent(_ context.Context, name, value string) error {
+func (m *reconValues) InsertIfAbsent(_ context.Context, name, value string) error {
 	m.w.mu.Lock()
 	defer m.w.mu.Unlock()
 	if name != EpochName {
-		if m.w.meta == nil {
-			m.w.meta = map[string]string{}
+		if m.w.values == nil {
+			m.w.values = map[string]string{}
 		}
-		if _, ok := m.w.meta[name]; !ok {
-			m.w.meta[name] = value
+		if _, ok := m.w.values[name]; !ok {
+			m.w.values[name] = value
 		}
 		return nil
 	}
@@ -340,7 +340,7 @@ func newReconciler(t *testing.T, w *reconWorld) *Reconciler {
 	}
 	return NewReconciler(ReconcilerDeps{
 		Vouchers: &reconVouchers{w: w}, Orders: &reconOrders{w: w},
-		Redis: &reconRedis{w: w}, Queue: &reconQueue{w: w}, Meta: &reconMeta{w: w},
+		Redis: &reconRedis{w: w}, Queue: &reconQueue{w: w}, Values: &reconValues{w: w},
 		Lock: rl, Log: slog.New(slog.NewTextHandler(io.Discard, nil)),
 	})
 }

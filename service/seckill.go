@@ -226,7 +226,7 @@ func (s *Seckill) Audit(ctx context.Context, voucherID int64) (*model.Audit, err
 	if voucherID <= 0 {
 		return nil, model.InvalidArgument("id", "must be a positive number")
 	}
-	t, err := s.orders.Tally(ctx, voucherID, nil)
+	t, err := s.orders.VoucherSnapshot(ctx, voucherID, nil)
 	if err != nil {
 		return nil, err
 	}

@@ -70,11 +70,11 @@ type OrderStore interface {
 	CreateOrder(ctx context.Context, o *model.VoucherOrder, fence *model.Fence) error
 	// GetOrder returns model.ErrOrderNotFound for an unknown order.
 	GetOrder(ctx context.Context, id int64) (*model.VoucherOrder, error)
-	// Tally reads in one snapshot the voucher's stock, initial stock,
+	// VoucherSnapshot reads in one snapshot the voucher's stock, initial stock,
 	// orders and distinct buyers and which of entries' orders are written
 	// (Written is nil without entries); model.ErrVoucherNotFound for an
 	// unknown voucher.
-	Tally(ctx context.Context, voucherID int64, entries []model.QueuedOrder) (model.Tally, error)
+	VoucherSnapshot(ctx context.Context, voucherID int64, entries []model.QueuedOrder) (model.VoucherSnapshot, error)
 }
 
 // RejectionCounter counts, across instances, the order attempts that only the

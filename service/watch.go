@@ -102,7 +102,7 @@ func (s *Reconciler) Watch(ctx context.Context, cfg WatchConfig) {
 func (s *Reconciler) redisChanged(ctx context.Context, before, now model.RedisIdentity) error {
 	at := s.d.Now()
 	what := fmt.Sprintf("run_id %s -> %s, epoch %q -> %q", before.RunID, now.RunID, before.Epoch, now.Epoch)
-	if err := s.d.Meta.InsertIfAbsent(ctx, LossPrefix+strconv.FormatInt(at.UnixMilli(), 10), what); err != nil {
+	if err := s.d.Values.InsertIfAbsent(ctx, LossPrefix+strconv.FormatInt(at.UnixMilli(), 10), what); err != nil {
 		return fmt.Errorf("record the loss: %w", err)
 	}
 	return s.Reconcile(ctx)
@@ -189,11 +189,11 @@ func voucherIDs(vs []model.SeckillVoucher) []int64 {
 // in Redis was made before a recorded loss of Redis data, within the life
 // of an order-info record before it: such an order, if it was admitted,
 // was lost with Redis and will never be written.
-func lostWith(ctx context.Context, meta MetaStore, orderID int64, infoTTL time.Duration) (bool, error) {
-	if meta == nil {
+func lostWith(ctx context.Context, values NamedValues, orderID int64, infoTTL time.Duration) (bool, error) {
+	if values == nil {
 		return false, nil
 	}
-	rows, err := meta.List(ctx, LossPrefix)
+	rows, err := values.List(ctx, LossPrefix)
 	if err != nil {
 		return false, err
 	}

@@ -160,7 +160,7 @@ func (e *raceEnv) state(t *testing.T, vid int64) raceState {
 		t.Fatal(err)
 	}
 	mine := queued(entries, func(v int64) bool { return v == vid })
-	tally, err := e.orders.Tally(ctx, vid, mine)
+	tally, err := e.orders.VoucherSnapshot(ctx, vid, mine)
 	if err != nil {
 		t.Fatal(err)
 	}

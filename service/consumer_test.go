@@ -200,8 +200,8 @@ func (o *consOrders) HasOrder(context.Context, int64, int64) (bool, error) { ret
 func (o *consOrders) OrderFacts(context.Context, []int64, []model.QueuedOrder, bool) (model.OrderFacts, error) {
 	return model.OrderFacts{}, nil
 }
-func (o *consOrders) Tally(context.Context, int64, []model.QueuedOrder) (model.Tally, error) {
-	return model.Tally{}, nil
+func (o *consOrders) VoucherSnapshot(context.Context, int64, []model.QueuedOrder) (model.VoucherSnapshot, error) {
+	return model.VoucherSnapshot{}, nil
 }
 
 // consCounts counts the observer's and the rejection counter's events.

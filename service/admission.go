@@ -37,7 +37,7 @@ type AdmissionDeps struct {
 	// Losses holds the recorded losses of Redis data (optional): an order
 	// neither in the database nor in Redis that was made before one is
 	// reported failed to its owner.
-	Losses MetaStore
+	Losses NamedValues
 	// OrderInfoTTL is how long Redis keeps an order's record: the reach
 	// back of a loss. Default 24h.
 	OrderInfoTTL time.Duration
@@ -182,7 +182,7 @@ func (s *AsyncAdmission) Audit(ctx context.Context, voucherID int64) (*model.Aud
 		return nil, err
 	}
 	mine := queued(entries, func(v int64) bool { return v == voucherID })
-	t, err := s.d.Orders.Tally(ctx, voucherID, mine)
+	t, err := s.d.Orders.VoucherSnapshot(ctx, voucherID, mine)
 	if err != nil {
 		return nil, err
 	}

@@ -146,7 +146,7 @@ type AsyncVoucherStore interface {
 }
 
 // MetaStore keeps named values in the database (the epoch).
-type MetaStore interface {
+type NamedValues interface {
 	// Get returns the value of name ("" when none).
 	Get(ctx context.Context, name string) (string, error)
 	// InsertIfAbsent stores value unless name has one already.
