@@ -44,17 +44,26 @@ const (
 	liveWriteTimeout = 10 * time.Second
 )
 
-func (a *api) liveRoutes(r *gin.Engine, authed, admin gin.HandlerFunc) {
+// liveAPI serves the live dashboard's routes.
+type liveAPI struct {
+	*api
+	// streams holds one token per live dashboard stream being served.
+	streams chan struct{}
+}
+
+// liveRoutes adds the dashboard's routes when a board is configured.
+func liveRoutes(a *api, r *gin.Engine, authed, admin gin.HandlerFunc) {
 	if a.Board == nil {
 		return
 	}
-	r.GET(LiveRoute, authed, admin, a.liveStream)
-	r.GET("/admin/live", authed, admin, a.liveSales)
+	l := &liveAPI{api: a, streams: make(chan struct{}, maxLiveStreams)}
+	r.GET(LiveRoute, authed, admin, l.liveStream)
+	r.GET("/admin/live", authed, admin, l.liveSales)
 }
 
 // liveSales is GET /admin/live: the instances publishing live counters and
 // the vouchers they answered for in the last seconds (the sales to watch).
-func (a *api) liveSales(c *gin.Context) {
+func (a *liveAPI) liveSales(c *gin.Context) {
 	sales, err := a.Board.Sales(c.Request.Context())
 	if err != nil {
 		a.fail(c, err)
@@ -63,7 +72,7 @@ func (a *api) liveSales(c *gin.Context) {
 	ok(c, sales)
 }
 
-func (a *api) liveStream(c *gin.Context) {
+func (a *liveAPI) liveStream(c *gin.Context) {
 	id, err := pathID(c, "id")
 	if err != nil {
 		a.fail(c, err)
