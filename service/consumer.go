@@ -24,41 +24,39 @@ const (
 	ReasonIDTaken    = "id_taken"   // its id belongs to another order
 )
 
-// ConsumerConfig configures the stream consumers. Zero values mean the
-// defaults given.
+// ConsumerConfig configures the stream consumers.
+// Zero values mean the defaults given.
 type ConsumerConfig struct {
 	// Consumers is the number of stream consumers of this process.
 	// Default 1.
 	Consumers int
-	// ClaimIdle is how long an entry stays pending with a consumer before
-	// another claims it; at least BatchTimeout (StartConsumers refuses a
-	// shorter one). Default 30s.
+	// ClaimIdle is how long an entry stays pending before another consumer claims it.
+	// It must be at least BatchTimeout. Default 30s.
 	ClaimIdle time.Duration
-	// ConsumerDelay is a development-only pause of each batch between read
-	// and write. Default 0.
+	// ConsumerDelay pauses each batch between read and write, for development.
+	// Default 0.
 	ConsumerDelay time.Duration
 	// Batch is the most entries a consumer reads and writes at once.
 	// Default 100.
 	Batch int
 	// Block is how long a consumer's read waits for new entries. Default 2s.
 	Block time.Duration
-	// BatchTimeout bounds the handling of one batch (locks, transaction,
-	// acknowledgement); keep it below the lock lease and ClaimIdle.
-	// Default 8s.
+	// BatchTimeout bounds one batch: locks, transaction, acknowledgement.
+	// Keep it below the lock lease and ClaimIdle. Default 8s.
 	BatchTimeout time.Duration
-	// MaxAttempts is how many deliveries (consumers that died with the
-	// entry) or failed writes of unknown cause an entry gets before it is
-	// dead-lettered. Default 5.
+	// MaxAttempts is how many tries an entry gets before it is dead-lettered.
+	// A try is a delivery (a consumer died with it) or a write failing for an unknown cause.
+	// Default 5.
 	MaxAttempts int
-	// ConsumerPrefix starts the consumer names (then -<random>). Default
-	// <hostname>-<pid>.
+	// ConsumerPrefix starts the consumer names, then -<random>.
+	// Default <hostname>-<pid>.
 	ConsumerPrefix string
-	// Duty is the most of its time a consumer spends on full batches
-	// (a backlog) while this process admits orders (ConsumerDeps.Admitted
-	// moves): after such a batch it pauses until the batch's time is that
-	// share of the whole (at most yieldMax), so that on shared cores the
-	// admissions keep the CPU and the backlog is written in the gaps and
-	// after the burst. 0 means the default, 1 never pauses. Default 1.
+	// DutyCycle is the most of its time a consumer spends on full batches
+	// while this process admits orders.
+	// After such a batch it pauses, at most yieldMax.
+	// So on shared cores the admissions keep the CPU,
+	// and the backlog is written in the gaps and after the burst.
+	// 0 means the default, 1 never pauses. Default 1.
 	DutyCycle float64
 }
 
@@ -86,28 +84,27 @@ func (c *ConsumerConfig) defaults() {
 	}
 }
 
-// yieldMax bounds a consumer's pause after a full batch (ConsumerConfig.Duty).
+// yieldMax bounds a consumer's pause after a full batch (ConsumerConfig.DutyCycle).
 const yieldMax = 250 * time.Millisecond
 
-// linger is how long a consumer that read less than half a batch waits for
-// more before writing: at a low arrival rate, batches of one or two orders
-// each cost a transaction and its fsync.
+// linger is how long a consumer waits for more after reading under half a batch.
+// At a low arrival rate, each tiny batch would cost a transaction and its fsync.
 const linger = 10 * time.Millisecond
 
 // ConsumerDeps are the collaborators of the stream consumers.
 type ConsumerDeps struct {
 	Queue  OrderQueue
 	Orders OrderWriter
-	// Locker takes the per-user lock lock:order:<userId> around each
-	// write: a second line of defence behind the buyers set.
+	// Locker takes lock:order:<userId> around each write.
+	// It is a second line of defence behind the buyers set.
 	Locker lock.Locker
 	// Rejects counts the duplicates only the unique key stopped.
 	Rejects RejectionCounter
-	// Admitted counts this process's admissions (optional): while it
-	// moves, consumers keep to ConsumerConfig.Duty.
+	// Admitted counts this process's admissions (optional).
+	// While it moves, consumers keep to ConsumerConfig.DutyCycle.
 	Admitted func() uint64
-	// Tracer traces each batch, linked to the requests that admitted its
-	// orders; optional (nil traces nothing).
+	// Tracer traces each batch, linked to the requests that admitted its orders.
+	// Optional: nil traces nothing.
 	Tracer   BatchTracer
 	Observer Observer         // optional: lock refusals, unique-key rejections
 	Metrics  ConsumerObserver // optional: batches, writes, dead letters, claims
@@ -115,15 +112,15 @@ type ConsumerDeps struct {
 	Log      *slog.Logger
 }
 
-// ConsumerGroup writes the orders of the stream to the database: each
-// process runs cfg.Consumers consumers of the group.
+// ConsumerGroup writes the orders of the stream to the database.
+// Each process runs cfg.Consumers consumers of the group.
 type ConsumerGroup struct {
 	d    ConsumerDeps
 	cfg  ConsumerConfig
 	dups uniqueKeyRejections
 }
 
-// NewConsumerGroup returns the consumers' settings and collaborators;
+// NewConsumerGroup returns the consumers' settings and collaborators.
 // StartConsumers starts them.
 func NewConsumerGroup(d ConsumerDeps, cfg ConsumerConfig) *ConsumerGroup {
 	cfg.defaults()
@@ -140,17 +137,17 @@ func NewConsumerGroup(d ConsumerDeps, cfg ConsumerConfig) *ConsumerGroup {
 		dups: uniqueKeyRejections{obs: d.Observer, counter: d.Rejects, log: d.Log, locker: d.Locker}}
 }
 
-// Consumers are the stream consumers of one process. Stop them before
-// closing Redis and the database.
+// Consumers are the stream consumers of one process.
+// Stop them before closing Redis and the database.
 type Consumers struct {
 	stop chan struct{}
 	wg   sync.WaitGroup
 	once sync.Once
 }
 
-// StartConsumers creates the consumer group if needed and starts the
-// configured number of consumers, each named <prefix>-<random>. It refuses
-// a ClaimIdle shorter than BatchTimeout.
+// StartConsumers creates the consumer group if needed and starts the consumers.
+// Each is named <prefix>-<random>.
+// It refuses a ClaimIdle shorter than BatchTimeout.
 func (g *ConsumerGroup) StartConsumers(ctx context.Context) (*Consumers, error) {
 	if g.cfg.ClaimIdle < g.cfg.BatchTimeout {
 		// An entry could be claimed by another consumer while its batch
@@ -182,8 +179,8 @@ func (g *ConsumerGroup) StartConsumers(ctx context.Context) (*Consumers, error) 
 	return p, nil
 }
 
-// Stop asks the consumers to finish the batch in hand (written and
-// acknowledged) and waits for them until ctx ends.
+// Stop asks the consumers to finish the batch in hand and waits until ctx ends.
+// A finished batch is written and acknowledged.
 func (p *Consumers) Stop(ctx context.Context) error {
 	p.once.Do(func() { close(p.stop) })
 	done := make(chan struct{})
@@ -199,20 +196,19 @@ func (p *Consumers) Stop(ctx context.Context) error {
 	}
 }
 
-// newConsumer returns a consumer of the group named name that stops when
-// stop is closed.
+// newConsumer returns a consumer of the group, named name.
+// It stops when stop is closed.
 func (g *ConsumerGroup) newConsumer(name string, stop <-chan struct{}) *consumer {
 	return &consumer{ConsumerGroup: g, stop: stop, name: name, failures: map[string]int{}, cursor: "0-0"}
 }
 
-// consumer is one goroutine reading the stream, with the group's
-// collaborators (d) and settings (cfg).
+// consumer is one goroutine reading the stream.
+// It holds the group's collaborators (d) and settings (cfg).
 type consumer struct {
 	*ConsumerGroup
 	stop <-chan struct{}
 	name string
-	// failures counts this consumer's failed writes of unknown cause per
-	// entry.
+	// failures counts, per entry, this consumer's writes that failed for an unknown cause.
 	failures  map[string]int
 	cursor    string // XAUTOCLAIM scan position
 	nextClaim time.Time
@@ -227,9 +223,9 @@ func (c *consumer) yield(took time.Duration) {
 	}
 }
 
-// yieldPause is the pause after a full batch that took took: when this
-// process admitted orders since the last full batch, long enough that the
-// batch was ConsumerConfig.Duty of the time, at most yieldMax; else none.
+// yieldPause is the pause after a full batch that took took.
+// It pauses only if this process admitted orders since the last full batch.
+// Then the batch becomes ConsumerConfig.DutyCycle of the time, at most yieldMax.
 func (c *consumer) yieldPause(took time.Duration) time.Duration {
 	if c.cfg.DutyCycle >= 1 || c.d.Admitted == nil {
 		return 0
@@ -243,9 +239,9 @@ func (c *consumer) yieldPause(took time.Duration) time.Duration {
 	return min(time.Duration(float64(took)*(1-c.cfg.DutyCycle)/c.cfg.DutyCycle), yieldMax)
 }
 
-// pruneIdle is how long a consumer with nothing pending must have been idle
-// before it is taken for dead and deleted from the group; pruneEvery is how
-// often a consumer looks for such.
+// pruneIdle is how long an idle consumer with nothing pending lives in the group.
+// After it, the consumer is taken for dead and deleted.
+// pruneEvery is how often a consumer looks for such.
 const (
 	pruneIdle  = time.Hour
 	pruneEvery = 10 * time.Minute
@@ -277,13 +273,13 @@ func (c *consumer) claimEvery() time.Duration {
 	return min(max(c.cfg.ClaimIdle/2, 500*time.Millisecond), 5*time.Second)
 }
 
-// run reads until stop: entries of dead consumers (XAUTOCLAIM) every few
-// seconds, and new entries (XREADGROUP > COUNT BLOCK) together with the
-// entries the last batch left pending, which it retries from memory after
-// a backoff (reading its own pending entries again would count as
-// deliveries, and deliveries count consumers that died with an entry).
-// Reads use a context that stop does not cancel, so an entry is never
-// delivered to a read nobody sees.
+// run reads until stop.
+// Every few seconds it claims the entries of dead consumers (XAUTOCLAIM).
+// Otherwise it reads new entries (XREADGROUP) with those the last batch left pending.
+// It retries those from memory after a backoff.
+// Reading them again would count deliveries, which mean a consumer died.
+// Reads use a context that stop does not cancel.
+// So an entry is never delivered to a read nobody sees.
 func (c *consumer) run() {
 	log := c.d.Log.With("consumer", c.name)
 	defer func() {
@@ -311,11 +307,9 @@ func (c *consumer) run() {
 				log.InfoContext(ctx, "deleted dead consumers with nothing pending", "count", n)
 			}
 		}
-		// The entries kept from earlier batches (and those the claim just
-		// left): only those still pending with this consumer, their idle
-		// time reset, so that no other consumer claims them while this
-		// batch runs (BatchTimeout <= ClaimIdle). Unchecked, none is
-		// written.
+		// Keep only the kept entries still pending with this consumer.
+		// Their idle time is reset, so no other consumer claims them during this batch.
+		// An unchecked entry is never written.
 		var msgs []model.QueuedOrder
 		if len(retry) > 0 {
 			owned, err := c.touch(ctx, retry)
@@ -347,11 +341,9 @@ func (c *consumer) run() {
 			}
 			msgs = append(msgs, fresh...)
 			if len(fresh) > 0 && len(msgs) < c.cfg.Batch/2 && c.sleep(linger) {
-				// A trickle: let a few more orders arrive, so that one
-				// transaction (one fsync, one lock round trip) writes
-				// them together. Entries read later in this batch are
-				// not lost on error: the next read of the group's
-				// pending entries is by claim, as for any batch.
+				// A trickle: let a few more orders arrive.
+				// Then one transaction, one fsync and one lock round trip write them.
+				// Entries read now are not lost on error: a later claim reads them.
 				if more, err := c.d.Queue.ReadNew(ctx, c.name, c.cfg.Batch-len(msgs), -1); err == nil {
 					msgs = append(msgs, more...)
 				}
@@ -361,8 +353,7 @@ func (c *consumer) run() {
 			continue
 		}
 		if retry = c.process(msgs); len(retry) > 0 {
-			// Touched now too, so that they are not claimed while this
-			// consumer backs off.
+			// Touched now too, so they are not claimed during the backoff.
 			if owned, err := c.touch(ctx, retry); err != nil {
 				log.DebugContext(ctx, "touch pending entries", "err", err)
 			} else {
@@ -379,11 +370,11 @@ func (c *consumer) run() {
 	}
 }
 
-// touch resets the idle time of the entries kept for a retry, so that
-// other consumers do not take them for a dead consumer's, and returns those
-// this consumer still owns: an entry another consumer claimed meanwhile
-// (this one was slow, or paused) or that was settled is dropped, never
-// written. On error it returns msgs unchecked, with the error.
+// touch resets the idle time of the entries kept for a retry.
+// So other consumers do not take them for a dead consumer's.
+// It returns those this consumer still owns.
+// An entry claimed by another consumer, or settled, is dropped and never written.
+// On error it returns msgs unchecked, with the error.
 func (c *consumer) touch(ctx context.Context, msgs []model.QueuedOrder) ([]model.QueuedOrder, error) {
 	owned, err := c.d.Queue.Touch(ctx, c.name, msgs)
 	if err != nil {
@@ -405,8 +396,8 @@ func (c *consumer) touch(ctx context.Context, msgs []model.QueuedOrder) ([]model
 	return owned, nil
 }
 
-// nextBackoff doubles from 50ms up to 2s, and stays under half the claim
-// idle time so that retried entries are not taken for a dead consumer's.
+// nextBackoff doubles from 50ms up to 2s.
+// It stays under half of ClaimIdle, so retried entries do not look dead.
 func (c *consumer) nextBackoff(d time.Duration) time.Duration {
 	if d <= 0 {
 		d = 25 * time.Millisecond
@@ -414,14 +405,11 @@ func (c *consumer) nextBackoff(d time.Duration) time.Duration {
 	return max(min(2*d, 2*time.Second, c.cfg.ClaimIdle/2), time.Millisecond)
 }
 
-// claim takes over and processes the entries idle for ClaimIdle, a page
-// at a time, and returns kept (the entries this consumer kept for a retry)
-// with those the pages left pending. Each page may take up to
-// BatchTimeout, so before every page after the first the kept entries are
-// touched: unattended through ten slow pages (a database brownout), they
-// would go idle past ClaimIdle, be claimed by a peer, and every such claim
-// counts as a delivery, until MaxAttempts dead-letters orders whose
-// consumers never died.
+// claim takes over the entries idle for ClaimIdle and processes them, a page at a time.
+// It returns kept, the entries kept for a retry, with those the pages left pending.
+// Each page may take up to BatchTimeout, so kept entries are touched between pages.
+// Else, through slow pages, a peer would claim them and each claim counts a delivery.
+// MaxAttempts would then dead-letter orders whose consumers never died.
 func (c *consumer) claim(ctx context.Context, kept []model.QueuedOrder) []model.QueuedOrder {
 	left := kept
 	for page := 0; page < 10 && !c.stopping(); page++ {
@@ -451,11 +439,11 @@ func (c *consumer) claim(ctx context.Context, kept []model.QueuedOrder) []model.
 	return left
 }
 
-// process writes a batch and settles each entry: acknowledged when its
-// order is in the database, dead-lettered when it never can be, left
-// pending (retried) otherwise. It runs on a context that stop does not
-// cancel, bounded by BatchTimeout, and returns the entries it left
-// pending.
+// process writes a batch and settles each entry.
+// An entry is acknowledged when its order is written, dead-lettered when it never can be,
+// and left pending for a retry otherwise.
+// It runs until BatchTimeout on a context that stop does not cancel.
+// It returns the entries it left pending.
 func (c *consumer) process(msgs []model.QueuedOrder) []model.QueuedOrder {
 	ctx, cancel := context.WithTimeout(context.Background(), c.cfg.BatchTimeout)
 	defer cancel()
