@@ -21,12 +21,10 @@ type batch struct {
 // keep leaves entries pending, to be retried.
 func (b *batch) keep(msgs ...model.QueuedOrder) { b.left = append(b.left, msgs...) }
 
-// lockUsers takes lock:order:<userId> for the users of work, all in one
-// call of lock.ObtainAll (one round trip with a lock.BatchLocker such as
-// lua, else one Obtain per user in parallel), and returns the entries whose
-// user is locked; the others stay pending. The returned function releases
-// the locks (after the batch committed and was acknowledged), all in one
-// call as well.
+// lockUsers takes lock:order:<userId> for the users of work in one lock.ObtainAll.
+// A lock.BatchLocker such as lua needs one round trip; others lock in parallel.
+// It returns the entries whose user is locked; the others stay pending.
+// The returned function releases the locks in one call, after the acknowledgement.
 func (b *batch) lockUsers(work []model.QueuedOrder) ([]model.QueuedOrder, func()) {
 	c := b.c
 	if len(work) == 0 {
@@ -88,9 +86,8 @@ func (b *batch) order(m model.QueuedOrder) model.VoucherOrder {
 	return o
 }
 
-// admittedAt is when the order's pay time starts: its admission in Redis,
-// not its write; now when the admission time is unknown or after now
-// (the Redis server's clock ahead of this one).
+// admittedAt is when the order's pay time starts: its admission, not its write.
+// It is now when the admission time is unknown or later than now.
 func admittedAt(m model.QueuedOrder, now time.Time) time.Time {
 	if m.Admitted.IsZero() || m.Admitted.After(now) {
 		return now
@@ -98,9 +95,8 @@ func admittedAt(m model.QueuedOrder, now time.Time) time.Time {
 	return m.Admitted
 }
 
-// write writes the locked entries in one transaction, falling back to one
-// transaction per entry when the batch fails for a business reason, to find
-// the culprit.
+// write writes the locked entries in one transaction.
+// When the batch fails for a business reason, it writes each entry alone to find the culprit.
 func (b *batch) write(msgs []model.QueuedOrder) {
 	if len(msgs) == 0 {
 		return
@@ -152,9 +148,8 @@ func (b *batch) writeOne(m model.QueuedOrder) {
 		c.d.Log.ErrorContext(b.ctx, "order id already used by another order (the id sequence restarted)", orderAttrs(m)...)
 		b.deadLetter(m, ReasonIDTaken, 1)
 	case errors.Is(err, model.ErrOrderDeadLettered):
-		// Another consumer gave it up (and may have died before giving
-		// the stock back): finish its dead letter, with the reason it
-		// recorded (the arguments here are not used).
+		// Another consumer gave it up and may have died before finishing.
+		// Finish its dead letter with the reason it recorded.
 		b.deadLetter(m, ReasonFailures, 1)
 	case errors.Is(err, model.ErrUnavailable):
 		b.keep(m)
@@ -170,13 +165,12 @@ func (b *batch) writeOne(m model.QueuedOrder) {
 	}
 }
 
-// deadLetter gives up on m: its stock goes back to Redis, and its buyer
-// mark too unless the user has an order for the voucher in the database.
-// The database decides first, atomically, between written and given up:
-// an entry whose order is written is acknowledged instead, and one given
-// up already (by another consumer that may have died before finishing)
-// is finished with the reason recorded then; the dead-letter script is
-// idempotent.
+// deadLetter gives up on m and gives its stock and buyer mark back to Redis.
+// The buyer mark stays when the user has an order for the voucher.
+// The database first decides, atomically, between written and given up.
+// A written order is acknowledged instead.
+// One given up already is finished with the reason recorded then.
+// The dead-letter script is idempotent.
 func (b *batch) deadLetter(m model.QueuedOrder, reason string, attempts int) {
 	c := b.c
 	out, err := c.d.Orders.RecordDeadLetter(b.ctx, m, reason, attempts)
@@ -201,8 +195,7 @@ func (b *batch) deadLetter(m model.QueuedOrder, reason string, attempts int) {
 	done, err := c.d.Queue.DeadLetter(b.ctx, m, reason, attempts, giveBack(reason, has))
 	switch {
 	case err != nil && done:
-		// Dead-lettered; only the buyer mark kept in the user's home
-		// bucket (another slot) could not be given back.
+		// Dead-lettered; only the buyer mark in the user's home bucket stayed.
 		c.d.Log.WarnContext(b.ctx, "dead letter: buyer mark not given back (until a rebuild)", append(orderAttrs(m), "err", err)...)
 	case err != nil:
 		c.d.Log.WarnContext(b.ctx, "dead-letter deferred", append(orderAttrs(m), "reason", reason, "err", err)...)
@@ -217,15 +210,11 @@ func (b *batch) deadLetter(m model.QueuedOrder, reason string, attempts int) {
 	}
 }
 
-// giveBack is what a dead letter returns to Redis: the buyer mark unless
-// the user has an order for the voucher in the database, and the unit of
-// stock unless the database had none for it (sold out). While invariant 5
-// holds the database has a unit for every pending order, so a sold-out
-// dead letter means Redis counted units the database does not have (as
-// after a failover to a replica that missed decrements): returning the
-// unit would keep that excess, and each later admission on it would end
-// as one more sold-out dead letter; keeping it taken removes the excess
-// one unit at a time.
+// giveBack is what a dead letter returns to Redis.
+// The buyer mark goes back unless the user has an order for the voucher.
+// The unit goes back unless the database had none for it (sold out).
+// A sold-out dead letter means Redis counted units the database lacks.
+// Keeping that unit taken removes the excess one unit at a time.
 func giveBack(reason string, hasOrder bool) model.GiveBack {
 	return model.GiveBack{Stock: reason != ReasonSoldOut, Buyer: !hasOrder}
 }

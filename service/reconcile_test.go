@@ -279,7 +279,7 @@ func (v *reconVouchers) GetSeckill(_ context.Context, id int64) (*model.SeckillV
 	return nil, model.ErrVoucherNotFound
 }
 
-// reconValues is the database's named values (MetaStore).
+// reconValues is the database's named values (NamedValues).
 type reconValues struct{ w *reconWorld }
 
 func (m *reconValues) Get(context.Context, string) (string, error) {
