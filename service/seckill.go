@@ -188,12 +188,12 @@ func (s *Seckill) freshID(ctx context.Context) (int64, error) {
 	return s.ids.NextID(ctx)
 }
 
-// fenceKey names the fence row of a lock key in one token space. Each lock
-// mode mints its tokens in its own space (a Redis counter, the largest of
-// several nodes' counters, a ZooKeeper czxid), and tokens of two spaces
-// say nothing about each other: compared, a czxid would refuse a returning
-// user's Redis tokens forever after a switch of mode. So the mode is part
-// of the row's key.
+// fenceKey names the fence row of a lock key in one token space.
+// Each lock mode mints its tokens in its own space:
+// a Redis counter, the largest of several nodes' counters, a ZooKeeper czxid.
+// Tokens of two spaces say nothing about each other.
+// Compared, a czxid would refuse a user's Redis tokens forever after a switch of mode.
+// So the mode is part of the row's key.
 func fenceKey(mode, key string) string { return mode + "|" + key }
 
 // release gives the lock back after the transaction has ended, on a context
