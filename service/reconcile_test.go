@@ -13,9 +13,9 @@ import (
 	"seckill/model"
 )
 
-// Unit tests of start-up reconciliation and rebuilds over an in-memory
-// Redis, stream and database (recon*), with hooks that move the facts at
-// chosen points, to show which interleavings the reconciler survives.
+// Unit tests of reconciliation and rebuilds over an in-memory Redis, stream and database.
+// Hooks move the facts at chosen points.
+// They show which interleavings the reconciler survives.
 
 // reconWorld is the shared state of the fakes.
 type reconWorld struct {
@@ -34,9 +34,8 @@ type reconWorld struct {
 	// onRedisRead runs (under mu) before each read of the vouchers' Redis
 	// state: the sale moves between checks.
 	onRedisRead func(w *reconWorld)
-	// afterDBRead runs (under mu) after each database read once armed
-	// (armed by freezing a voucher, that is inside a rebuild): an order is
-	// committed while the facts are read.
+	// afterDBRead runs under mu after each database read, once armed.
+	// Freezing a voucher arms it: an order commits while a rebuild reads the facts.
 	afterDBRead func(w *reconWorld)
 	armed       bool
 	// beforeDBRead runs (under mu) before each database read.
@@ -308,9 +307,8 @@ func (m *reconValues) InsertIfAbsent(_ context.Context, name, value string) erro
 
 const reconVID = 7
 
-// newReconWorld is voucher 7 (initial stock 10) with 3 orders written and
-// 2 pending in the stream, and a Redis state that matches (stock 5, 5
-// buyers), epochs equal.
+// newReconWorld is voucher 7, initial stock 10, with 3 orders written and 2 pending.
+// Its Redis state matches (stock 5, 5 buyers) and the epochs are equal.
 func newReconWorld() *reconWorld {
 	w := &reconWorld{
 		epoch: "e1", dbEpoch: "e1",
@@ -345,10 +343,9 @@ func newReconciler(t *testing.T, w *reconWorld) *Reconciler {
 	})
 }
 
-// TestRebuildCountsAnOrderCommittedDuringTheReadOnce: a pending order is
-// committed while the rebuild reads the facts. Read in two queries (which
-// entries are written, then the buyers) it was counted as pending AND as
-// written, leaving the stock one unit low forever.
+// TestRebuildCountsAnOrderCommittedDuringTheReadOnce: a pending order commits while the rebuild reads the facts.
+// It must count once, as written, not also as pending.
+// Counted twice, it would leave the stock one unit low forever.
 func TestRebuildCountsAnOrderCommittedDuringTheReadOnce(t *testing.T) {
 	w := newReconWorld()
 	w.afterDBRead = func(w *reconWorld) {
@@ -367,11 +364,10 @@ func TestRebuildCountsAnOrderCommittedDuringTheReadOnce(t *testing.T) {
 	}
 }
 
-// TestCheckRebuildsAStaleVoucherOnSale: a voucher whose Redis stock is one
-// unit off (sales that Redis never saw) while the sale goes on through it:
-// each check sees other counts, since admissions and drained orders move
-// them, but the residual (stock + orders + pending − initial) stays one.
-// Trusting a voucher because its counts move left it stale.
+// TestCheckRebuildsAStaleVoucherOnSale: a voucher one unit off is rebuilt during its sale.
+// Its Redis stock missed sales, and each check sees other counts as orders flow.
+// But the residual (stock + orders + pending − initial) stays one.
+// Trusting a voucher because its counts move would leave it stale.
 func TestCheckRebuildsAStaleVoucherOnSale(t *testing.T) {
 	w := newReconWorld()
 	w.states[reconVID].stock = 6 // one too many
@@ -398,10 +394,10 @@ func TestCheckRebuildsAStaleVoucherOnSale(t *testing.T) {
 	}
 }
 
-// TestCheckTrustsAVoucherOnSale: an order admitted after the Redis read and
-// written before the database read makes the first check see a residual of
-// one; the next check finds the state consistent: no rebuild (a rebuild
-// freezes the voucher, refusing buyers for a moment).
+// TestCheckTrustsAVoucherOnSale: a race between the reads shows a residual once.
+// The order is admitted after the Redis read and written before the database read.
+// The next check finds the state consistent, so there is no rebuild.
+// A rebuild would freeze the voucher and refuse buyers for a moment.
 func TestCheckTrustsAVoucherOnSale(t *testing.T) {
 	w := newReconWorld()
 	w.beforeDBRead = func(w *reconWorld) {
@@ -431,9 +427,9 @@ func (w *reconWorld) addVoucher(vid int64, initial int) {
 	w.states[vid] = &reconVoucher{state: model.VoucherStateOK, stock: int64(initial), buyers: map[int64]bool{}}
 }
 
-// TestReconcileEpochs: what a start does for each epoch case, over one
-// voucher whose Redis state matches the facts (stock 5: 10 − 3 written − 2
-// pending) and one without orders.
+// TestReconcileEpochs: what a start does for each epoch case.
+// One voucher's Redis state matches the facts (stock 5: 10 − 3 written − 2 pending).
+// The other voucher has no orders.
 func TestReconcileEpochs(t *testing.T) {
 	tests := []struct {
 		name               string
@@ -496,10 +492,9 @@ func TestReconcileEpochs(t *testing.T) {
 	}
 }
 
-// TestReconcileVoucherStates: with the epochs equal, a voucher missing from
-// Redis, left frozen (by a reconciler that died mid-rebuild) or off the
-// facts by a settled residual is rebuilt from the facts; an unsafe one stays unsafe, whatever its counts, until
-// the operator's Rebuild.
+// TestReconcileVoucherStates: with the epochs equal, some vouchers are rebuilt from the facts.
+// They are a voucher missing from Redis, one left frozen, and one with a settled residual.
+// An unsafe one stays unsafe, whatever its counts, until the operator's Rebuild.
 func TestReconcileVoucherStates(t *testing.T) {
 	t.Run("frozen", func(t *testing.T) {
 		w := newReconWorld()
