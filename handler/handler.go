@@ -91,10 +91,9 @@ type Deps struct {
 	// Web is the web app's files (index.html, assets/), served at / and
 	// /assets/; nil leaves them out.
 	Web fs.FS
-	// Streams ends every live stream when it is done: cancel it when the
-	// server shuts down (http.Server.Shutdown waits for requests to end,
-	// and a stream ends only with its client or its lifetime). Nil: a
-	// stream ends with its client or its lifetime only.
+	// Streams ends every live stream when it is done; cancel it at shutdown.
+	// http.Server.Shutdown waits for requests, and a stream ends only with its client or lifetime.
+	// Nil: a stream ends with its client or its lifetime only.
 	Streams context.Context
 }
 
