@@ -13,8 +13,8 @@ import (
 	"github.com/golang-jwt/jwt/v5"
 )
 
-// The fast path verifies the tokens Issue signs without golang-jwt's generic decoding.
-// It decides only what golang-jwt would surely decide the same way.
+// The fast path verifies the tokens Issue signs without golang-jwt's generic
+// decoding. It decides only what golang-jwt would surely decide the same way.
 // What it decides, and why that is safe, is in docs/tokens.md.
 
 // canonicalHeader is the header segment of every token Issue signs:

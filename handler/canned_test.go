@@ -10,9 +10,9 @@ import (
 	"seckill/model"
 )
 
-// TestCannedEnvelopesAsGinWritesThem: a canned envelope equals what gin writes for it.
-// The bytes and the Content-Type match gin's AbortWithStatusJSON.
-// A message of its own, not canned, still goes through gin.
+// TestCannedEnvelopesAsGinWritesThem: a canned envelope equals what gin writes
+// for it. The bytes and the Content-Type match gin's AbortWithStatusJSON. A
+// message of its own, not canned, still goes through gin.
 func TestCannedEnvelopesAsGinWritesThem(t *testing.T) {
 	gin.SetMode(gin.TestMode)
 	render := func(f func(c *gin.Context)) *httptest.ResponseRecorder {

@@ -1,11 +1,11 @@
 package handler_test
 
-// Fuzz tests of every route's parsing over the real handler and services.
-// They cover path ids, the phone query, the bodies, the authorization header, any method and target.
-// The stores are in memory (fakes_test.go).
-// No input may give a 5xx or a panic, and every answer must be a JSON body.
-// Each also asserts a property of its route.
-// `make fuzz` runs each for FUZZTIME; `go test` runs the seeds only.
+// Fuzz tests of every route's parsing over the real handler and services. They
+// cover path ids, the phone query, the bodies, the authorization header, any
+// method and target. The stores are in memory (fakes_test.go). No input may
+// give a 5xx or a panic, and every answer must be a JSON body. Each also
+// asserts a property of its route. `make fuzz` runs each for FUZZTIME; `go
+// test` runs the seeds only.
 
 import (
 	"bufio"
@@ -109,9 +109,9 @@ func FuzzPathID(f *testing.F) {
 	})
 }
 
-// FuzzUserCode: any phone in the query is 200 with a code, or 400 INVALID_ARGUMENT naming the phone.
-// In development an admin's phone gets a code like any other.
-// A phone in a form body is never read (400).
+// FuzzUserCode: any phone in the query is 200 with a code, or 400
+// INVALID_ARGUMENT naming the phone. In development an admin's phone gets a
+// code like any other. A phone in a form body is never read (400).
 func FuzzUserCode(f *testing.F) {
 	for _, p := range []string{"13812345678", "19900000009", "19000000001", "", "123", "1381234567x",
 		" 13812345678", "13812345678\n", "+8613812345678", "１３８１２３４５６７８", "13812345678&phone=1"} {
@@ -241,8 +241,9 @@ func FuzzPublishTimes(f *testing.F) {
 	})
 }
 
-// checkPublished: a publish answer is 200 or 400 INVALID_ARGUMENT.
-// A published voucher's window is storable by MySQL: years 1000 to 9999, in UTC and the local zone.
+// checkPublished: a publish answer is 200 or 400 INVALID_ARGUMENT. A published
+// voucher's window is storable by MySQL: years 1000 to 9999, in UTC and the
+// local zone.
 func checkPublished(t *testing.T, e *env, rec *httptest.ResponseRecorder) *httptest.ResponseRecorder {
 	t.Helper()
 	switch rec.Code {

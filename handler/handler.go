@@ -92,8 +92,9 @@ type Deps struct {
 	// /assets/; nil leaves them out.
 	Web fs.FS
 	// Streams ends every live stream when it is done; cancel it at shutdown.
-	// http.Server.Shutdown waits for requests, and a stream ends only with its client or lifetime.
-	// Nil: a stream ends with its client or its lifetime only.
+	// http.Server.Shutdown waits for requests, and a stream ends only with its
+	// client or lifetime. Nil: a stream ends with its client or its lifetime
+	// only.
 	Streams context.Context
 }
 

@@ -14,9 +14,9 @@ import (
 
 func heima(d *handler.Deps) { d.Style = handler.StyleHeima }
 
-// TestHeimaStyle drives refusals of every kind through the routes in the heima style.
-// Business refusals and input errors are 200 with success:false, the code and the course's message.
-// 401 and 5xx keep their status.
+// TestHeimaStyle drives refusals of every kind through the routes in the heima
+// style. Business refusals and input errors are 200 with success:false, the
+// code and the course's message. 401 and 5xx keep their status.
 func TestHeimaStyle(t *testing.T) {
 	e := newEnv(t, heima)
 	buyErr := map[int64]error{

@@ -23,10 +23,10 @@ import (
 	"seckill/service"
 )
 
-// TestOversizedUploadLeavesNoFile: a large multipart upload leaves no temporary file behind.
-// It is larger than gin's in-memory form limit (32 MiB), sent to routes that take no form.
-// With a declared length it is refused before it is read.
-// Sent chunked, it is cut at the limit.
+// TestOversizedUploadLeavesNoFile: a large multipart upload leaves no temporary
+// file behind. It is larger than gin's in-memory form limit (32 MiB), sent to
+// routes that take no form. With a declared length it is refused before it is
+// read. Sent chunked, it is cut at the limit.
 func TestOversizedUploadLeavesNoFile(t *testing.T) {
 	tmp := t.TempDir()
 	t.Setenv("TMPDIR", tmp) // where mime/multipart spills large parts
@@ -136,9 +136,10 @@ func TestLongAuthorizationRefused(t *testing.T) {
 	assertError(t, e.do(http.MethodGet, "/user/me", "", "Bearer "+strings.Repeat("x", 900<<10)), http.StatusUnauthorized, handler.CodeUnauthorized)
 }
 
-// TestPurchaseLimited: a purchase over a limit is 429 RATE_LIMITED with Retry-After in seconds.
-// The limit sees the peer's address, or the X-Forwarded-For client behind a trusted proxy.
-// A malformed id passes the limits and is refused by the route.
+// TestPurchaseLimited: a purchase over a limit is 429 RATE_LIMITED with
+// Retry-After in seconds. The limit sees the peer's address, or the
+// X-Forwarded-For client behind a trusted proxy. A malformed id passes the
+// limits and is refused by the route.
 func TestPurchaseLimited(t *testing.T) {
 	limits := newFakeLimits(1)
 	e := newEnv(t, func(d *handler.Deps) {

@@ -13,11 +13,12 @@ import (
 	"seckill/model"
 )
 
-// The live sale dashboard: GET /admin/vouchers/:id/live streams Server-Sent Events.
-// It sends one "snapshot" event a second, and "end" when its lifetime is over.
-// Every instance counts its answers in memory (observe) and publishes them to Redis.
-// The stream reads Redis and the database, so any instance shows the whole sale.
-// The route takes the ordinary authorization header; docs/api.md says why.
+// The live sale dashboard: GET /admin/vouchers/:id/live streams Server-Sent
+// Events. It sends one "snapshot" event a second, and "end" when its lifetime
+// is over. Every instance counts its answers in memory (observe) and publishes
+// them to Redis. The stream reads Redis and the database, so any instance shows
+// the whole sale. The route takes the ordinary authorization header;
+// docs/api.md says why.
 
 // LiveRoute is the route of the live dashboard stream.
 const LiveRoute = "/admin/vouchers/:id/live"
@@ -142,11 +143,11 @@ func (a *liveAPI) liveStream(c *gin.Context) {
 	}
 }
 
-// observe counts one seckill answer for the live dashboard. It costs no I/O.
-// It records the code ("OK" on success), where a duplicate was stopped, and the time since start.
-// Answers that never reached a voucher are not counted.
-// A refusal before the voucher was read, or an outage, counts only for a proven voucher.
-// live.Recorder.Observe keeps that proof.
+// observe counts one seckill answer for the live dashboard. It costs no I/O. It
+// records the code ("OK" on success), where a duplicate was stopped, and the
+// time since start. Answers that never reached a voucher are not counted. A
+// refusal before the voucher was read, or an outage, counts only for a proven
+// voucher. live.Recorder.Observe keeps that proof.
 func (a *api) observe(voucherID int64, code string, err error, start time.Time) {
 	if a.Live == nil || code == CodeInvalidArgument || code == CodeVoucherNotFound || code == CodeUnauthorized {
 		return

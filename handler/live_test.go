@@ -135,9 +135,9 @@ func nextSnapshot(t *testing.T, ch <-chan sseEvent, within time.Duration) live.S
 	return live.Snapshot{}
 }
 
-// TestLiveStream: a snapshot comes once a second, with the audit and the answers counted.
-// The server's timeouts and the request deadline are far shorter than the stream.
-// The stream outlives every timeout.
+// TestLiveStream: a snapshot comes once a second, with the audit and the
+// answers counted. The server's timeouts and the request deadline are far
+// shorter than the stream. The stream outlives every timeout.
 func TestLiveStream(t *testing.T) {
 	e := newLiveEnv(t, func(d *handler.Deps) { d.RequestTimeout = 300 * time.Millisecond })
 	var orders int64
@@ -282,10 +282,10 @@ func TestLiveStreamLimit(t *testing.T) {
 	}
 }
 
-// TestSeckillAnswersCounted: every answer that reached a voucher is counted for it.
-// It is counted by code and by where a duplicate was stopped.
-// Answers that reached no voucher are not counted.
-// An outage's answer counts only for a voucher known to exist.
+// TestSeckillAnswersCounted: every answer that reached a voucher is counted for
+// it. It is counted by code and by where a duplicate was stopped. Answers that
+// reached no voucher are not counted. An outage's answer counts only for a
+// voucher known to exist.
 func TestSeckillAnswersCounted(t *testing.T) {
 	uniqueKey := fmt.Errorf("%w: %w", model.ErrDuplicateOrder, model.ErrUniqueKey)
 	lockRefused := fmt.Errorf("%w: %w", model.ErrDuplicateOrder, model.ErrLockRefused)

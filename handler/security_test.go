@@ -16,11 +16,11 @@ import (
 	"seckill/service"
 )
 
-// TestAdminNotReachableByCode: an admin's phone is answered like any other.
-// A code is stored, returned in development only, and logged alike.
-// So the predictable admin phones of `seckill tokens --admin` cannot be told apart.
-// Its login is refused exactly like a wrong code, even with the right code.
-// So the code flow gives nobody an admin token.
+// TestAdminNotReachableByCode: an admin's phone is answered like any other. A
+// code is stored, returned in development only, and logged alike. So the
+// predictable admin phones of `seckill tokens --admin` cannot be told apart.
+// Its login is refused exactly like a wrong code, even with the right code. So
+// the code flow gives nobody an admin token.
 func TestAdminNotReachableByCode(t *testing.T) {
 	for _, dev := range []bool{true, false} {
 		t.Run(fmt.Sprintf("development=%v", dev), func(t *testing.T) {
@@ -89,10 +89,10 @@ func labelValues(t *testing.T, m *metrics.Metrics, name string) map[string][]str
 	return out
 }
 
-// TestMetricLabelsBounded: made-up methods and random paths add no label values.
-// The method label takes known methods, others are OTHER.
-// The route label takes registered routes, others are unmatched.
-// The status label takes three-digit codes.
+// TestMetricLabelsBounded: made-up methods and random paths add no label
+// values. The method label takes known methods, others are OTHER. The route
+// label takes registered routes, others are unmatched. The status label takes
+// three-digit codes.
 func TestMetricLabelsBounded(t *testing.T) {
 	var m *metrics.Metrics
 	e := newEnv(t, func(d *handler.Deps) { m = d.Metrics })

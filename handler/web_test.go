@@ -92,9 +92,9 @@ func TestWebWithoutApp(t *testing.T) {
 	assertError(t, e.do(http.MethodGet, "/", "", ""), http.StatusNotFound, handler.CodeNotFound)
 }
 
-// TestWebDoesNotShadowAPI: the app's routes are / and /assets/* only.
-// No API route is under /assets/, and every embedded file is index.html or under assets/.
-// The API routes still answer JSON with the app wired.
+// TestWebDoesNotShadowAPI: the app's routes are / and /assets/* only. No API
+// route is under /assets/, and every embedded file is index.html or under
+// assets/. The API routes still answer JSON with the app wired.
 func TestWebDoesNotShadowAPI(t *testing.T) {
 	e := newEnv(t, withWeb, func(d *handler.Deps) { d.History = fakeHistory{} })
 	engine, ok := e.h.(*gin.Engine)

@@ -32,9 +32,9 @@ var (
 	// ErrVoucherUnsafe means the voucher's Redis state is not trusted
 	// (unsafe, or frozen while a reconciler works on it).
 	ErrVoucherUnsafe = errors.New("voucher state in redis not trusted")
-	// ErrOrderIDTaken means an order's id belongs to another order in the database.
-	// The ID sequence restarted after Redis lost its data.
-	// The order can never be written under the id it was announced with.
+	// ErrOrderIDTaken means an order's id belongs to another order in the
+	// database. The ID sequence restarted after Redis lost its data. The order
+	// can never be written under the id it was announced with.
 	ErrOrderIDTaken = errors.New("order id taken by another order")
 )
 
@@ -55,8 +55,8 @@ type QueuedOrder struct {
 	// Deleted marks a pending entry whose stream entry is gone (someone
 	// settled it already): it only needs an acknowledgement.
 	Deleted bool
-	// Away marks an order admitted in a bucket other than the user's home bucket.
-	// Its buyer mark is in shard BuyerShard, not in the entry's own.
+	// Away marks an order admitted in a bucket other than the user's home
+	// bucket. Its buyer mark is in shard BuyerShard, not in the entry's own.
 	Away       bool
 	BuyerShard int
 	// TraceParent is the W3C traceparent of the request that admitted the
@@ -71,8 +71,8 @@ type QueuedOrder struct {
 // its unit of stock, and its buyer mark (the user may buy again).
 type GiveBack struct{ Stock, Buyer bool }
 
-// RedisIdentity says which Redis data a process talks to.
-// RunID is new at each start and differs per node; Epoch is the async epoch stored there.
+// RedisIdentity says which Redis data a process talks to. RunID is new at each
+// start and differs per node; Epoch is the async epoch stored there.
 type RedisIdentity struct{ RunID, Epoch string }
 
 // RedisVoucher is the state of one voucher in Redis.
@@ -88,10 +88,10 @@ type RedisVoucher struct {
 }
 
 // CheckAsync fills Oversold and Consistent from the counts, with invariant 5.
-// RedisStock and Pending must be set.
-// Invariant 5: Redis stock + orders + pending + give-backs due = initial stock.
-// The buyers set size must also equal orders + cancelled + pending.
-// returned is how many cancelled orders Redis took back, read with the Redis stock.
+// RedisStock and Pending must be set. Invariant 5: Redis stock + orders +
+// pending + give-backs due = initial stock. The buyers set size must also equal
+// orders + cancelled + pending. returned is how many cancelled orders Redis
+// took back, read with the Redis stock.
 func (a *Audit) CheckAsync(buyers, returned int64) {
 	if a.RedisStock == nil || a.Pending == nil {
 		a.Check()
@@ -105,9 +105,9 @@ func (a *Audit) CheckAsync(buyers, returned int64) {
 	a.judge(c)
 }
 
-// OrderFacts is what the database says about some vouchers' orders and stream entries.
-// It is read in one transaction, one consistent snapshot.
-// So an order committed meanwhile is counted once: written, or pending.
+// OrderFacts is what the database says about some vouchers' orders and stream
+// entries. It is read in one transaction, one consistent snapshot. So an order
+// committed meanwhile is counted once: written, or pending.
 type OrderFacts struct {
 	// Orders is the number of live orders (unpaid and paid) of each
 	// voucher that has some.

@@ -28,9 +28,9 @@ var (
 	// ErrOrderPending refuses to pay or cancel an async order not yet
 	// written to the database; retrying shortly succeeds.
 	ErrOrderPending = errors.New("order pending")
-	// ErrStaleFence means a lock holder presented an outdated fencing token.
-	// A newer token was used for the same lock: its lease expired and another holder wrote.
-	// It is a duplicate order attempt.
+	// ErrStaleFence means a lock holder presented an outdated fencing token. A
+	// newer token was used for the same lock: its lease expired and another
+	// holder wrote. It is a duplicate order attempt.
 	ErrStaleFence   = errors.New("stale fencing token")
 	ErrUnauthorized = errors.New("unauthorized")
 	ErrForbidden    = errors.New("forbidden")

@@ -7,11 +7,11 @@ import (
 )
 
 // This file is the one implementation of the invariants of docs/contract.md.
-// Orders holding a unit are the unpaid and paid ones.
-// A cancelled or expired order's unit is back on sale, exactly once.
-// The audit, the end-to-end tests, the load-test driver and the harness all call it.
-// Counts.Violations judges what counts can tell.
-// Facts.Violations judges the full facts: order lists and announced orders.
+// Orders holding a unit are the unpaid and paid ones. A cancelled or expired
+// order's unit is back on sale, exactly once. The audit, the end-to-end tests,
+// the load-test driver and the harness all call it. Counts.Violations judges
+// what counts can tell. Facts.Violations judges the full facts: order lists and
+// announced orders.
 
 // Violation is one broken invariant.
 type Violation struct {
@@ -22,9 +22,9 @@ type Violation struct {
 func (v Violation) String() string { return fmt.Sprintf("invariant %d: %s", v.Invariant, v.Msg) }
 
 // Counts is what the invariants need to know about one voucher as numbers.
-// Orders counts the orders holding a unit: unpaid and paid.
-// Cancelled counts the cancelled and expired ones, whose units are back on sale.
-// Their buyers keep the slot: DistinctUsers counts every order's buyer.
+// Orders counts the orders holding a unit: unpaid and paid. Cancelled counts
+// the cancelled and expired ones, whose units are back on sale. Their buyers
+// keep the slot: DistinctUsers counts every order's buyer.
 type Counts struct {
 	InitialStock, Stock   int64
 	Orders, DistinctUsers int64
@@ -133,8 +133,8 @@ func (f Facts) Counts() Counts {
 		DistinctUsers: int64(len(users)), Async: f.Async}
 }
 
-// Violations returns the broken invariants, at most one per invariant, in order.
-// Invariants 1, 2, 3 and 5 come from the counts, 3 naming the users.
+// Violations returns the broken invariants, at most one per invariant, in
+// order. Invariants 1, 2, 3 and 5 come from the counts, 3 naming the users.
 // Invariant 4 comes from the order lists.
 func (f Facts) Violations() []Violation {
 	v := f.Counts().Violations()
@@ -176,8 +176,8 @@ func (f Facts) multiBuyers() string {
 	return fmt.Sprintf("%d users hold more than one order (%s)", len(users), strings.Join(parts, ", "))
 }
 
-// announcedMismatch compares the 200 responses with the orders; "" when they agree.
-// Every announced order is in the database for its user, announced once.
+// announcedMismatch compares the 200 responses with the orders; "" when they
+// agree. Every announced order is in the database for its user, announced once.
 // Every order was announced.
 func (f Facts) announcedMismatch() string {
 	seen := map[int64]int{}

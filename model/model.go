@@ -220,10 +220,10 @@ type Audit struct {
 }
 
 // VoucherSnapshot is what the database says about one voucher, in one snapshot.
-// It holds the stock and initial stock, the orders by status and the distinct buyers.
-// Asked about stream entries, Written says which of their orders are written.
-// Both audits read it.
-// Orders counts unpaid and paid orders; DistinctUsers counts the buyers of every order.
+// It holds the stock and initial stock, the orders by status and the distinct
+// buyers. Asked about stream entries, Written says which of their orders are
+// written. Both audits read it. Orders counts unpaid and paid orders;
+// DistinctUsers counts the buyers of every order.
 type VoucherSnapshot struct {
 	Stock, InitialStock   int
 	Orders, DistinctUsers int64

@@ -45,9 +45,9 @@ type AdmissionDeps struct {
 	VoucherCacheTTL time.Duration
 }
 
-// AsyncAdmission is the request path of async mode.
-// It admits orders in Redis (Buy), reads them (Order) and audits a voucher (Audit).
-// It loads a voucher just published (Published).
+// AsyncAdmission is the request path of async mode. It admits orders in Redis
+// (Buy), reads them (Order) and audits a voucher (Audit). It loads a voucher
+// just published (Published).
 type AsyncAdmission struct {
 	d        AdmissionDeps
 	cache    *voucherCache
@@ -72,18 +72,19 @@ func NewAsyncAdmission(d AdmissionDeps) *AsyncAdmission {
 	return &AsyncAdmission{d: d, cache: newVoucherCache(d.Vouchers, d.VoucherCacheTTL, d.Now)}
 }
 
-// writtenCheckTimeout bounds Buy's database read after an unknown admission outcome.
+// writtenCheckTimeout bounds Buy's database read after an unknown admission
+// outcome.
 const writtenCheckTimeout = time.Second
 
-// Buy admits one order with one EVALSHA of the admission script.
-// The window and a known sold-out state come from the cache.
-// The order id comes from leased blocks, with no round trip per id.
-// The id is returned at once; the order is pending until a consumer writes it.
+// Buy admits one order with one EVALSHA of the admission script. The window and
+// a known sold-out state come from the cache. The order id comes from leased
+// blocks, with no round trip per id. The id is returned at once; the order is
+// pending until a consumer writes it.
 //
-// When the script's answer is lost, Admit settles it in Redis.
-// It returns nil if the order was admitted, else ErrUnavailable with the id voided.
-// A consumer may have written the order meanwhile and dropped its Redis record.
-// So Buy reads the database, on a detached context, before it answers 503.
+// When the script's answer is lost, Admit settles it in Redis. It returns nil
+// if the order was admitted, else ErrUnavailable with the id voided. A consumer
+// may have written the order meanwhile and dropped its Redis record. So Buy
+// reads the database, on a detached context, before it answers 503.
 func (s *AsyncAdmission) Buy(ctx context.Context, userID, voucherID int64) (int64, error) {
 	if voucherID <= 0 {
 		return 0, model.InvalidArgument("id", "must be a positive number")
@@ -155,9 +156,9 @@ func (s *AsyncAdmission) Order(ctx context.Context, userID, orderID int64) (*mod
 	return o, nil
 }
 
-// Audit checks the voucher's state against invariants 1 to 3 and 5.
-// It reads Redis and the stream in one MULTI, then the database in one snapshot.
-// Redis goes first, so an order written meanwhile is counted once.
+// Audit checks the voucher's state against invariants 1 to 3 and 5. It reads
+// Redis and the stream in one MULTI, then the database in one snapshot. Redis
+// goes first, so an order written meanwhile is counted once.
 func (s *AsyncAdmission) Audit(ctx context.Context, voucherID int64) (*model.Audit, error) {
 	if voucherID <= 0 {
 		return nil, model.InvalidArgument("id", "must be a positive number")
@@ -190,8 +191,8 @@ func (s *AsyncAdmission) Audit(ctx context.Context, voucherID int64) (*model.Aud
 	return a, nil
 }
 
-// Published loads a voucher just published into Redis.
-// Wire it with Vouchers.OnPublished: publishing answers once the voucher can be sold.
+// Published loads a voucher just published into Redis. Wire it with
+// Vouchers.OnPublished: publishing answers once the voucher can be sold.
 func (s *AsyncAdmission) Published(ctx context.Context, sv *model.SeckillVoucher) error {
 	loaded, err := s.d.Redis.LoadNew(ctx, sv)
 	if err != nil {

@@ -21,10 +21,11 @@ type batch struct {
 // keep leaves entries pending, to be retried.
 func (b *batch) keep(msgs ...model.QueuedOrder) { b.left = append(b.left, msgs...) }
 
-// lockUsers takes lock:order:<userId> for the users of work in one lock.ObtainAll.
-// A lock.BatchLocker such as lua needs one round trip; others lock in parallel.
-// It returns the entries whose user is locked; the others stay pending.
-// The returned function releases the locks in one call, after the acknowledgement.
+// lockUsers takes lock:order:<userId> for the users of work in one
+// lock.ObtainAll. A lock.BatchLocker such as lua needs one round trip; others
+// lock in parallel. It returns the entries whose user is locked; the others
+// stay pending. The returned function releases the locks in one call, after the
+// acknowledgement.
 func (b *batch) lockUsers(work []model.QueuedOrder) ([]model.QueuedOrder, func()) {
 	c := b.c
 	if len(work) == 0 {
@@ -95,8 +96,8 @@ func admittedAt(m model.QueuedOrder, now time.Time) time.Time {
 	return m.Admitted
 }
 
-// write writes the locked entries in one transaction.
-// When the batch fails for a business reason, it writes each entry alone to find the culprit.
+// write writes the locked entries in one transaction. When the batch fails for
+// a business reason, it writes each entry alone to find the culprit.
 func (b *batch) write(msgs []model.QueuedOrder) {
 	if len(msgs) == 0 {
 		return

@@ -32,9 +32,9 @@ type cachedVoucher struct {
 	soldOutAt atomic.Int64
 }
 
-// soldOutTTL is how long a voucher seen sold out is refused without asking the store.
-// Stock can come back: an async dead letter gives its unit back.
-// So the flag lasts a second; then one request goes through and sets it again.
+// soldOutTTL is how long a voucher seen sold out is refused without asking the
+// store. Stock can come back: an async dead letter gives its unit back. So the
+// flag lasts a second; then one request goes through and sets it again.
 const soldOutTTL = time.Second
 
 // markSoldOut records that the voucher was seen sold out at now.

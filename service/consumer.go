@@ -30,8 +30,8 @@ type ConsumerConfig struct {
 	// Consumers is the number of stream consumers of this process.
 	// Default 1.
 	Consumers int
-	// ClaimIdle is how long an entry stays pending before another consumer claims it.
-	// It must be at least BatchTimeout. Default 30s.
+	// ClaimIdle is how long an entry stays pending before another consumer
+	// claims it. It must be at least BatchTimeout. Default 30s.
 	ClaimIdle time.Duration
 	// ConsumerDelay pauses each batch between read and write, for development.
 	// Default 0.
@@ -44,9 +44,9 @@ type ConsumerConfig struct {
 	// BatchTimeout bounds one batch: locks, transaction, acknowledgement.
 	// Keep it below the lock lease and ClaimIdle. Default 8s.
 	BatchTimeout time.Duration
-	// MaxAttempts is how many tries an entry gets before it is dead-lettered.
-	// A try is a delivery (a consumer died with it) or a write failing for an unknown cause.
-	// Default 5.
+	// MaxAttempts is how many tries an entry gets before it is dead-lettered. A
+	// try is a delivery (a consumer died with it) or a write failing for an
+	// unknown cause. Default 5.
 	MaxAttempts int
 	// ConsumerPrefix starts the consumer names, then -<random>.
 	// Default <hostname>-<pid>.
@@ -84,11 +84,13 @@ func (c *ConsumerConfig) defaults() {
 	}
 }
 
-// yieldMax bounds a consumer's pause after a full batch (ConsumerConfig.DutyCycle).
+// yieldMax bounds a consumer's pause after a full batch
+// (ConsumerConfig.DutyCycle).
 const yieldMax = 250 * time.Millisecond
 
-// linger is how long a consumer waits for more after reading under half a batch.
-// At a low arrival rate, each tiny batch would cost a transaction and its fsync.
+// linger is how long a consumer waits for more after reading under half a
+// batch. At a low arrival rate, each tiny batch would cost a transaction and
+// its fsync.
 const linger = 10 * time.Millisecond
 
 // ConsumerDeps are the collaborators of the stream consumers.
@@ -103,8 +105,8 @@ type ConsumerDeps struct {
 	// Admitted counts this process's admissions (optional).
 	// While it moves, consumers keep to ConsumerConfig.DutyCycle.
 	Admitted func() uint64
-	// Tracer traces each batch, linked to the requests that admitted its orders.
-	// Optional: nil traces nothing.
+	// Tracer traces each batch, linked to the requests that admitted its
+	// orders. Optional: nil traces nothing.
 	Tracer   BatchTracer
 	Observer Observer         // optional: lock refusals, unique-key rejections
 	Metrics  ConsumerObserver // optional: batches, writes, dead letters, claims
@@ -208,7 +210,8 @@ type consumer struct {
 	*ConsumerGroup
 	stop <-chan struct{}
 	name string
-	// failures counts, per entry, this consumer's writes that failed for an unknown cause.
+	// failures counts, per entry, this consumer's writes that failed for an
+	// unknown cause.
 	failures  map[string]int
 	cursor    string // XAUTOCLAIM scan position
 	nextClaim time.Time
@@ -223,9 +226,9 @@ func (c *consumer) yield(took time.Duration) {
 	}
 }
 
-// yieldPause is the pause after a full batch that took took.
-// It pauses only if this process admitted orders since the last full batch.
-// Then the batch becomes ConsumerConfig.DutyCycle of the time, at most yieldMax.
+// yieldPause is the pause after a full batch that took took. It pauses only if
+// this process admitted orders since the last full batch. Then the batch
+// becomes ConsumerConfig.DutyCycle of the time, at most yieldMax.
 func (c *consumer) yieldPause(took time.Duration) time.Duration {
 	if c.cfg.DutyCycle >= 1 || c.d.Admitted == nil {
 		return 0
@@ -239,9 +242,9 @@ func (c *consumer) yieldPause(took time.Duration) time.Duration {
 	return min(time.Duration(float64(took)*(1-c.cfg.DutyCycle)/c.cfg.DutyCycle), yieldMax)
 }
 
-// pruneIdle is how long an idle consumer with nothing pending lives in the group.
-// After it, the consumer is taken for dead and deleted.
-// pruneEvery is how often a consumer looks for such.
+// pruneIdle is how long an idle consumer with nothing pending lives in the
+// group. After it, the consumer is taken for dead and deleted. pruneEvery is
+// how often a consumer looks for such.
 const (
 	pruneIdle  = time.Hour
 	pruneEvery = 10 * time.Minute
@@ -273,13 +276,12 @@ func (c *consumer) claimEvery() time.Duration {
 	return min(max(c.cfg.ClaimIdle/2, 500*time.Millisecond), 5*time.Second)
 }
 
-// run reads until stop.
-// Every few seconds it claims the entries of dead consumers (XAUTOCLAIM).
-// Otherwise it reads new entries (XREADGROUP) with those the last batch left pending.
-// It retries those from memory after a backoff.
-// Reading them again would count deliveries, which mean a consumer died.
-// Reads use a context that stop does not cancel.
-// So an entry is never delivered to a read nobody sees.
+// run reads until stop. Every few seconds it claims the entries of dead
+// consumers (XAUTOCLAIM). Otherwise it reads new entries (XREADGROUP) with
+// those the last batch left pending. It retries those from memory after a
+// backoff. Reading them again would count deliveries, which mean a consumer
+// died. Reads use a context that stop does not cancel. So an entry is never
+// delivered to a read nobody sees.
 func (c *consumer) run() {
 	log := c.d.Log.With("consumer", c.name)
 	defer func() {
@@ -307,9 +309,9 @@ func (c *consumer) run() {
 				log.InfoContext(ctx, "deleted dead consumers with nothing pending", "count", n)
 			}
 		}
-		// Keep only the kept entries still pending with this consumer.
-		// Their idle time is reset, so no other consumer claims them during this batch.
-		// An unchecked entry is never written.
+		// Keep only the kept entries still pending with this consumer. Their
+		// idle time is reset, so no other consumer claims them during this
+		// batch. An unchecked entry is never written.
 		var msgs []model.QueuedOrder
 		if len(retry) > 0 {
 			owned, err := c.touch(ctx, retry)
@@ -341,9 +343,10 @@ func (c *consumer) run() {
 			}
 			msgs = append(msgs, fresh...)
 			if len(fresh) > 0 && len(msgs) < c.cfg.Batch/2 && c.sleep(linger) {
-				// A trickle: let a few more orders arrive.
-				// Then one transaction, one fsync and one lock round trip write them.
-				// Entries read now are not lost on error: a later claim reads them.
+				// A trickle: let a few more orders arrive. Then one
+				// transaction, one fsync and one lock round trip write them.
+				// Entries read now are not lost on error: a later claim reads
+				// them.
 				if more, err := c.d.Queue.ReadNew(ctx, c.name, c.cfg.Batch-len(msgs), -1); err == nil {
 					msgs = append(msgs, more...)
 				}
@@ -370,11 +373,11 @@ func (c *consumer) run() {
 	}
 }
 
-// touch resets the idle time of the entries kept for a retry.
-// So other consumers do not take them for a dead consumer's.
-// It returns those this consumer still owns.
-// An entry claimed by another consumer, or settled, is dropped and never written.
-// On error it returns msgs unchecked, with the error.
+// touch resets the idle time of the entries kept for a retry. So other
+// consumers do not take them for a dead consumer's. It returns those this
+// consumer still owns. An entry claimed by another consumer, or settled, is
+// dropped and never written. On error it returns msgs unchecked, with the
+// error.
 func (c *consumer) touch(ctx context.Context, msgs []model.QueuedOrder) ([]model.QueuedOrder, error) {
 	owned, err := c.d.Queue.Touch(ctx, c.name, msgs)
 	if err != nil {
@@ -405,11 +408,12 @@ func (c *consumer) nextBackoff(d time.Duration) time.Duration {
 	return max(min(2*d, 2*time.Second, c.cfg.ClaimIdle/2), time.Millisecond)
 }
 
-// claim takes over the entries idle for ClaimIdle and processes them, a page at a time.
-// It returns kept, the entries kept for a retry, with those the pages left pending.
-// Each page may take up to BatchTimeout, so kept entries are touched between pages.
-// Else, through slow pages, a peer would claim them and each claim counts a delivery.
-// MaxAttempts would then dead-letter orders whose consumers never died.
+// claim takes over the entries idle for ClaimIdle and processes them, a page at
+// a time. It returns kept, the entries kept for a retry, with those the pages
+// left pending. Each page may take up to BatchTimeout, so kept entries are
+// touched between pages. Else, through slow pages, a peer would claim them and
+// each claim counts a delivery. MaxAttempts would then dead-letter orders whose
+// consumers never died.
 func (c *consumer) claim(ctx context.Context, kept []model.QueuedOrder) []model.QueuedOrder {
 	left := kept
 	for page := 0; page < 10 && !c.stopping(); page++ {
@@ -439,11 +443,10 @@ func (c *consumer) claim(ctx context.Context, kept []model.QueuedOrder) []model.
 	return left
 }
 
-// process writes a batch and settles each entry.
-// An entry is acknowledged when its order is written, dead-lettered when it never can be,
-// and left pending for a retry otherwise.
-// It runs until BatchTimeout on a context that stop does not cancel.
-// It returns the entries it left pending.
+// process writes a batch and settles each entry. An entry is acknowledged when
+// its order is written, dead-lettered when it never can be, and left pending
+// for a retry otherwise. It runs until BatchTimeout on a context that stop does
+// not cancel. It returns the entries it left pending.
 func (c *consumer) process(msgs []model.QueuedOrder) []model.QueuedOrder {
 	ctx, cancel := context.WithTimeout(context.Background(), c.cfg.BatchTimeout)
 	defer cancel()

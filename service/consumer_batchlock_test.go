@@ -57,10 +57,9 @@ func newLuaConsRig(t *testing.T) (*consRig, *miniredis.Miniredis, *scriptCalls) 
 	return r, srv, calls
 }
 
-// TestConsumerBatchLocks: with the lua lock a batch locks its users in one script call.
-// It gives them back in one more.
-// A user whose lock someone else holds is left pending alone.
-// That holder's lock is untouched.
+// TestConsumerBatchLocks: with the lua lock a batch locks its users in one
+// script call. It gives them back in one more. A user whose lock someone else
+// holds is left pending alone. That holder's lock is untouched.
 func TestConsumerBatchLocks(t *testing.T) {
 	r, srv, calls := newLuaConsRig(t)
 	msgs := entries(5)
@@ -91,9 +90,9 @@ func TestConsumerBatchLocks(t *testing.T) {
 	}
 }
 
-// TestConsumerBatchLocksRedisError: the lock script fails part-way through the batch.
-// One user's fencing counter is not a number.
-// Nothing is written, every entry stays pending, and no lock of the batch stays held.
+// TestConsumerBatchLocksRedisError: the lock script fails part-way through the
+// batch. One user's fencing counter is not a number. Nothing is written, every
+// entry stays pending, and no lock of the batch stays held.
 func TestConsumerBatchLocksRedisError(t *testing.T) {
 	r, srv, _ := newLuaConsRig(t)
 	srv.HSet(lock.FenceKey(lockKey(3)), "not", "a counter")

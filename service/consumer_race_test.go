@@ -179,9 +179,9 @@ func checkInvariant5(t *testing.T, st raceState, initial int64) {
 	}
 }
 
-// TestConsumerDoesNotWriteEntryItLost: A keeps an entry for a retry, its user's lock busy.
-// While A backs off, B claims the entry and dead-letters it.
-// A's retry must then drop the entry, not write it.
+// TestConsumerDoesNotWriteEntryItLost: A keeps an entry for a retry, its user's
+// lock busy. While A backs off, B claims the entry and dead-letters it. A's
+// retry must then drop the entry, not write it.
 func TestConsumerDoesNotWriteEntryItLost(t *testing.T) {
 	e := newRaceEnv(t)
 	ctx := context.Background()
@@ -247,10 +247,10 @@ func (h *deadLetterHook) DeadLetter(ctx context.Context, m model.QueuedOrder, re
 	return h.OrderQueue.DeadLetter(ctx, m, reason, attempts, give)
 }
 
-// TestDeadLetterRacesWrite: A's batch transaction runs while B decides to dead-letter the entry.
-// A's transaction commits after B's decision and before B's dead-letter script.
-// The entry must end up written or dead-lettered, never both.
-// Invariant 5 must hold.
+// TestDeadLetterRacesWrite: A's batch transaction runs while B decides to
+// dead-letter the entry. A's transaction commits after B's decision and before
+// B's dead-letter script. The entry must end up written or dead-lettered, never
+// both. Invariant 5 must hold.
 func TestDeadLetterRacesWrite(t *testing.T) {
 	e := newRaceEnv(t)
 	ctx := context.Background()

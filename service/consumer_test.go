@@ -112,9 +112,9 @@ func (q *consQueue) DeadLetterMalformed(_ context.Context, m model.QueuedOrder, 
 	return nil
 }
 
-// consOrders is the database.
-// batchErr fails WriteBatch, oneErr[orderID] fails WriteOne, recordErr fails RecordDeadLetter.
-// written holds the orders written, dead the outcomes 'dead' recorded.
+// consOrders is the database. batchErr fails WriteBatch, oneErr[orderID] fails
+// WriteOne, recordErr fails RecordDeadLetter. written holds the orders written,
+// dead the outcomes 'dead' recorded.
 type consOrders struct {
 	OrderStore
 	mu        sync.Mutex
@@ -533,10 +533,10 @@ func TestStartConsumersRejectsShortClaimIdle(t *testing.T) {
 	}
 }
 
-// TestClaimTouchesKeptEntriesBetweenPages: kept entries are touched before every later page.
-// Each claimed page may take up to the batch timeout.
-// Unattended through slow pages, kept entries would be claimed by a peer.
-// Each such claim would count a delivery.
+// TestClaimTouchesKeptEntriesBetweenPages: kept entries are touched before
+// every later page. Each claimed page may take up to the batch timeout.
+// Unattended through slow pages, kept entries would be claimed by a peer. Each
+// such claim would count a delivery.
 func TestClaimTouchesKeptEntriesBetweenPages(t *testing.T) {
 	r := newConsRig(t)
 	r.c.cfg.Batch = 2

@@ -5,9 +5,10 @@ import (
 	"time"
 )
 
-// TestConsumerYieldPause: after a full batch, a consumer pauses only while its process admits orders.
-// The pause is (1-DutyCycle)/DutyCycle of the batch's time, at most yieldMax.
-// With DutyCycle 1 or no admission counter it never pauses.
+// TestConsumerYieldPause: after a full batch, a consumer pauses only while its
+// process admits orders. The pause is (1-DutyCycle)/DutyCycle of the batch's
+// time, at most yieldMax. With DutyCycle 1 or no admission counter it never
+// pauses.
 func TestConsumerYieldPause(t *testing.T) {
 	var admitted uint64
 	counter := func() uint64 { return admitted }

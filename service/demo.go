@@ -12,7 +12,8 @@ import (
 // was seeded, so that a restart does not seed it twice.
 type DemoMarks interface {
 	// ClaimDemo records a claim unless a claim or a seed is recorded already.
-	// It reports whether this call recorded it, and the recorded value when not.
+	// It reports whether this call recorded it, and the recorded value when
+	// not.
 	ClaimDemo(ctx context.Context) (claimed bool, existing string, err error)
 	// SetDemo replaces the claim with the value (the seeded ids).
 	SetDemo(ctx context.Context, value string) error

@@ -129,9 +129,9 @@ type createCall struct {
 	ctxErr error
 }
 
-// fakeOrders is an OrderStore.
-// CreateOrder returns createErr when set, else it applies the real transaction's rules on maps.
-// One order per user and voucher; the stock is decremented if positive.
+// fakeOrders is an OrderStore. CreateOrder returns createErr when set, else it
+// applies the real transaction's rules on maps. One order per user and voucher;
+// the stock is decremented if positive.
 type fakeOrders struct {
 	mu        sync.Mutex
 	ev        *events

@@ -62,13 +62,13 @@ func (p *PurchaseLimits) Enabled() bool {
 // perSecond is a limit of n events per second, n of them at once.
 func perSecond(n int) model.Limit { return model.Limit{Rate: n, Burst: n, Period: time.Second} }
 
-// Admit counts one purchase of userID for voucherID from addr against the limits.
-// The address's and the user's limits go first, at once; the voucher's comes last.
-// A refusal is a *model.RateLimitedError, the address's when both refuse.
-// The voucher's limit counts only purchases that passed the others.
-// So a user over their limit never spends the voucher's allowance.
-// The first two share one Redis round trip, and each counts even when the other refuses.
-// That spends only the sender's own allowance.
+// Admit counts one purchase of userID for voucherID from addr against the
+// limits. The address's and the user's limits go first, at once; the voucher's
+// comes last. A refusal is a *model.RateLimitedError, the address's when both
+// refuse. The voucher's limit counts only purchases that passed the others. So
+// a user over their limit never spends the voucher's allowance. The first two
+// share one Redis round trip, and each counts even when the other refuses. That
+// spends only the sender's own allowance.
 func (p *PurchaseLimits) Admit(ctx context.Context, userID, voucherID int64, addr string) error {
 	var byAddr, byUser answer
 	switch {

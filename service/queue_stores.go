@@ -7,17 +7,17 @@ import (
 	"seckill/model"
 )
 
-// The stores of the order queue: admitting into it, reading it, writing from it.
-// Package repository implements them.
+// The stores of the order queue: admitting into it, reading it, writing from
+// it. Package repository implements them.
 
-// Admitter is the Redis side of async mode.
-// It runs the admission script and keeps each voucher's Redis state and the epoch.
+// Admitter is the Redis side of async mode. It runs the admission script and
+// keeps each voucher's Redis state and the epoch.
 type Admitter interface {
-	// Admit runs the admission script for one order.
-	// It returns nil when the order is queued, else the refusal.
-	// Refusals are model.ErrSoldOut, ErrDuplicateOrder, ErrSeckillNotStarted and ErrSeckillEnded.
-	// A voucher not loaded or unsafe is model.ErrUnavailable.
-	// buckets is the voucher's stock buckets (model.SeckillVoucher.Buckets).
+	// Admit runs the admission script for one order. It returns nil when the
+	// order is queued, else the refusal. Refusals are model.ErrSoldOut,
+	// ErrDuplicateOrder, ErrSeckillNotStarted and ErrSeckillEnded. A voucher
+	// not loaded or unsafe is model.ErrUnavailable. buckets is the voucher's
+	// stock buckets (model.SeckillVoucher.Buckets).
 	Admit(ctx context.Context, orderID, userID, voucherID int64, buckets int, now time.Time) error
 	// OrderInfo returns the record of an order not yet in the database.
 	// It returns model.ErrOrderNotFound when there is none.
@@ -28,8 +28,8 @@ type Admitter interface {
 	Vouchers(ctx context.Context, voucherIDs []int64) (map[int64]model.RedisVoucher, error)
 	// SetState sets the voucher's state (model.VoucherState*).
 	SetState(ctx context.Context, voucherID int64, state string) error
-	// Load replaces the voucher's Redis state atomically, with state ok.
-	// The state is the stock, the buyers, the voucher hash and the returned sets.
+	// Load replaces the voucher's Redis state atomically, with state ok. The
+	// state is the stock, the buyers, the voucher hash and the returned sets.
 	// The returned sets list cancelled orders whose units are on sale again.
 	Load(ctx context.Context, sv *model.SeckillVoucher, stock int64, buyers, returned []int64) error
 	// LoadNew loads a voucher just published, unless its Redis state exists.
@@ -37,12 +37,14 @@ type Admitter interface {
 	LoadNew(ctx context.Context, sv *model.SeckillVoucher) (bool, error)
 	// Epoch returns the epoch stored in Redis ("" when none).
 	Epoch(ctx context.Context) (string, error)
-	// Identity returns the answering server's run id and its epoch in one round trip.
+	// Identity returns the answering server's run id and its epoch in one round
+	// trip.
 	Identity(ctx context.Context) (model.RedisIdentity, error)
 	// SetEpoch stores the epoch in Redis.
 	SetEpoch(ctx context.Context, epoch string) error
-	// LegacyEpoch returns the epoch under the unsharded key layout ("" when none).
-	// The database's epoch there means this Redis served this deployment unsharded.
+	// LegacyEpoch returns the epoch under the unsharded key layout ("" when
+	// none). The database's epoch there means this Redis served this deployment
+	// unsharded.
 	LegacyEpoch(ctx context.Context) (string, error)
 }
 
@@ -58,13 +60,14 @@ type OrderQueue interface {
 	// ReadNew returns up to count new entries.
 	// It waits up to block for the first; block < 0 does not wait.
 	ReadNew(ctx context.Context, consumer string, count int, block time.Duration) ([]model.QueuedOrder, error)
-	// Claim takes over up to count entries idle for minIdle, scanning from start.
-	// It returns them with their delivery counts and the next cursor.
+	// Claim takes over up to count entries idle for minIdle, scanning from
+	// start. It returns them with their delivery counts and the next cursor.
 	// The cursor is "0-0" when the scan is done.
 	Claim(ctx context.Context, consumer string, minIdle time.Duration, start string, count int) ([]model.QueuedOrder, string, error)
-	// Touch resets the idle time of entries kept for a retry, counting no delivery.
-	// It returns only those still pending with the consumer, checked atomically.
-	// The consumer must drop the entries not returned, never write them.
+	// Touch resets the idle time of entries kept for a retry, counting no
+	// delivery. It returns only those still pending with the consumer, checked
+	// atomically. The consumer must drop the entries not returned, never write
+	// them.
 	Touch(ctx context.Context, consumer string, msgs []model.QueuedOrder) ([]model.QueuedOrder, error)
 	// Ack settles written orders (acknowledge, delete, drop order info).
 	Ack(ctx context.Context, msgs []model.QueuedOrder) error
@@ -99,10 +102,11 @@ type OrderWriter interface {
 	// On any error nothing is written.
 	// model.ErrOrderDeadLettered means an order's outcome is 'dead'.
 	WriteBatch(ctx context.Context, orders []model.VoucherOrder) (existing []int64, err error)
-	// WriteOne writes one order and its outcome 'written' in its own transaction.
-	// It reports whether the order was written already.
+	// WriteOne writes one order and its outcome 'written' in its own
+	// transaction. It reports whether the order was written already.
 	// model.ErrOrderIDTaken means the id belongs to another order.
-	// model.ErrOrderDeadLettered means the outcome is 'dead': finish the dead letter.
+	// model.ErrOrderDeadLettered means the outcome is 'dead': finish the dead
+	// letter.
 	WriteOne(ctx context.Context, o *model.VoucherOrder) (existed bool, err error)
 	// RecordDeadLetter records the outcome 'dead' before the dead letter.
 	// The database lets one outcome per order win, and it returns the winner.
@@ -135,7 +139,8 @@ type NamedValues interface {
 	Get(ctx context.Context, name string) (string, error)
 	// InsertIfAbsent stores value unless name has one already.
 	InsertIfAbsent(ctx context.Context, name, value string) error
-	// List returns the names and values of the rows whose name starts with prefix.
+	// List returns the names and values of the rows whose name starts with
+	// prefix.
 	List(ctx context.Context, prefix string) (map[string]string, error)
 }
 
@@ -154,7 +159,8 @@ type ConsumerObserver interface {
 	OrdersWritten(n int)
 	// DeadLettered is called once per order given up, with the reason.
 	DeadLettered(reason string)
-	// Claimed is called with the number of entries claimed from other consumers.
+	// Claimed is called with the number of entries claimed from other
+	// consumers.
 	Claimed(n int)
 }
 

@@ -53,16 +53,16 @@ func NewReconciler(d ReconcilerDeps) *Reconciler {
 	return &Reconciler{d: d}
 }
 
-// Reconcile checks, before serving, that Redis holds what the service put there.
-// It rebuilds a live voucher's Redis state only from the facts.
-// The epoch rule it follows is in docs/async.md ("the epoch rule").
+// Reconcile checks, before serving, that Redis holds what the service put
+// there. It rebuilds a live voucher's Redis state only from the facts. The
+// epoch rule it follows is in docs/async.md ("the epoch rule").
 func (s *Reconciler) Reconcile(ctx context.Context) error {
 	return s.withReconcileLock(ctx, s.reconcile)
 }
 
-// Rebuild is the operator's `seckill rebuild --voucher N`.
-// It reconciles like a starting process, then rebuilds the voucher and sets it ok.
-// Admissions that Redis lost are not honoured: they will never be written.
+// Rebuild is the operator's `seckill rebuild --voucher N`. It reconciles like a
+// starting process, then rebuilds the voucher and sets it ok. Admissions that
+// Redis lost are not honoured: they will never be written.
 func (s *Reconciler) Rebuild(ctx context.Context, voucherID int64) (model.RedisVoucher, error) {
 	var rv model.RedisVoucher
 	err := s.withReconcileLock(ctx, func(ctx context.Context) error {
@@ -115,9 +115,10 @@ func (s *Reconciler) reconcile(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("reconcile: read redis epoch: %w", err)
 	}
-	// The unsharded key layout: no epoch in the shards, ours under the old key.
-	// Start-up refuses to run while the old stream holds orders.
-	// So every order admitted there is in the database: the facts are whole.
+	// The unsharded key layout: no epoch in the shards, ours under the
+	// unsharded key. Start-up refuses to run while the unsharded stream holds
+	// orders. So every order admitted there is in the database: the facts are
+	// whole.
 	upgrade := false
 	if redisEpoch == "" && !first && !s.d.TrustFacts {
 		legacy, err := s.d.Redis.LegacyEpoch(ctx)
@@ -289,11 +290,11 @@ func (s *Reconciler) checkSettled(ctx context.Context, live []model.SeckillVouch
 	return outcomes, nil
 }
 
-// checkAll checks the live vouchers of an intact Redis against invariant 5.
-// It compares counts; buyer lists are read only to rebuild.
-// It reads Redis and the stream in one MULTI, then the database in one transaction.
-// For each voucher it returns "ok", "unsafe" or why it needs a rebuild,
-// with its residual and the counts it compared.
+// checkAll checks the live vouchers of an intact Redis against invariant 5. It
+// compares counts; buyer lists are read only to rebuild. It reads Redis and the
+// stream in one MULTI, then the database in one transaction. For each voucher
+// it returns "ok", "unsafe" or why it needs a rebuild, with its residual and
+// the counts it compared.
 func (s *Reconciler) checkAll(ctx context.Context, live []model.SeckillVoucher) (outcomes []string, res []residual, counts []string, err error) {
 	ids := make([]int64, len(live))
 	isLive := make(map[int64]bool, len(live))
@@ -395,10 +396,10 @@ func (s *Reconciler) rebuild(ctx context.Context, sv *model.SeckillVoucher, why 
 	return s.rebuildAll(ctx, []model.SeckillVoucher{*sv}, []string{why})
 }
 
-// rebuildAll freezes the vouchers, reads the facts and replaces their Redis state.
-// Frozen vouchers take no admissions and no give-backs, so their facts stop moving.
-// Only orders still go from the stream to the database.
-// It reads the stream once, then the database, and sets each voucher ok.
+// rebuildAll freezes the vouchers, reads the facts and replaces their Redis
+// state. Frozen vouchers take no admissions and no give-backs, so their facts
+// stop moving. Only orders still go from the stream to the database. It reads
+// the stream once, then the database, and sets each voucher ok.
 func (s *Reconciler) rebuildAll(ctx context.Context, vouchers []model.SeckillVoucher, reasons []string) error {
 	if len(vouchers) == 0 {
 		return nil

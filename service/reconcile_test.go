@@ -13,9 +13,9 @@ import (
 	"seckill/model"
 )
 
-// Unit tests of reconciliation and rebuilds over an in-memory Redis, stream and database.
-// Hooks move the facts at chosen points.
-// They show which interleavings the reconciler survives.
+// Unit tests of reconciliation and rebuilds over an in-memory Redis, stream and
+// database. Hooks move the facts at chosen points. They show which
+// interleavings the reconciler survives.
 
 // reconWorld is the shared state of the fakes.
 type reconWorld struct {
@@ -34,8 +34,8 @@ type reconWorld struct {
 	// onRedisRead runs (under mu) before each read of the vouchers' Redis
 	// state: the sale moves between checks.
 	onRedisRead func(w *reconWorld)
-	// afterDBRead runs under mu after each database read, once armed.
-	// Freezing a voucher arms it: an order commits while a rebuild reads the facts.
+	// afterDBRead runs under mu after each database read, once armed. Freezing
+	// a voucher arms it: an order commits while a rebuild reads the facts.
 	afterDBRead func(w *reconWorld)
 	armed       bool
 	// beforeDBRead runs (under mu) before each database read.
@@ -307,8 +307,9 @@ func (m *reconValues) InsertIfAbsent(_ context.Context, name, value string) erro
 
 const reconVID = 7
 
-// newReconWorld is voucher 7, initial stock 10, with 3 orders written and 2 pending.
-// Its Redis state matches (stock 5, 5 buyers) and the epochs are equal.
+// newReconWorld is voucher 7, initial stock 10, with 3 orders written and 2
+// pending. Its Redis state matches (stock 5, 5 buyers) and the epochs are
+// equal.
 func newReconWorld() *reconWorld {
 	w := &reconWorld{
 		epoch: "e1", dbEpoch: "e1",
@@ -343,9 +344,9 @@ func newReconciler(t *testing.T, w *reconWorld) *Reconciler {
 	})
 }
 
-// TestRebuildCountsAnOrderCommittedDuringTheReadOnce: a pending order commits while the rebuild reads the facts.
-// It must count once, as written, not also as pending.
-// Counted twice, it would leave the stock one unit low forever.
+// TestRebuildCountsAnOrderCommittedDuringTheReadOnce: a pending order commits
+// while the rebuild reads the facts. It must count once, as written, not also
+// as pending. Counted twice, it would leave the stock one unit low forever.
 func TestRebuildCountsAnOrderCommittedDuringTheReadOnce(t *testing.T) {
 	w := newReconWorld()
 	w.afterDBRead = func(w *reconWorld) {
@@ -364,10 +365,10 @@ func TestRebuildCountsAnOrderCommittedDuringTheReadOnce(t *testing.T) {
 	}
 }
 
-// TestCheckRebuildsAStaleVoucherOnSale: a voucher one unit off is rebuilt during its sale.
-// Its Redis stock missed sales, and each check sees other counts as orders flow.
-// But the residual (stock + orders + pending − initial) stays one.
-// Trusting a voucher because its counts move would leave it stale.
+// TestCheckRebuildsAStaleVoucherOnSale: a voucher one unit off is rebuilt
+// during its sale. Its Redis stock missed sales, and each check sees other
+// counts as orders flow. But the residual (stock + orders + pending − initial)
+// stays one. Trusting a voucher because its counts move would leave it stale.
 func TestCheckRebuildsAStaleVoucherOnSale(t *testing.T) {
 	w := newReconWorld()
 	w.states[reconVID].stock = 6 // one too many
@@ -394,10 +395,10 @@ func TestCheckRebuildsAStaleVoucherOnSale(t *testing.T) {
 	}
 }
 
-// TestCheckTrustsAVoucherOnSale: a race between the reads shows a residual once.
-// The order is admitted after the Redis read and written before the database read.
-// The next check finds the state consistent, so there is no rebuild.
-// A rebuild would freeze the voucher and refuse buyers for a moment.
+// TestCheckTrustsAVoucherOnSale: a race between the reads shows a residual
+// once. The order is admitted after the Redis read and written before the
+// database read. The next check finds the state consistent, so there is no
+// rebuild. A rebuild would freeze the voucher and refuse buyers for a moment.
 func TestCheckTrustsAVoucherOnSale(t *testing.T) {
 	w := newReconWorld()
 	w.beforeDBRead = func(w *reconWorld) {
@@ -427,9 +428,9 @@ func (w *reconWorld) addVoucher(vid int64, initial int) {
 	w.states[vid] = &reconVoucher{state: model.VoucherStateOK, stock: int64(initial), buyers: map[int64]bool{}}
 }
 
-// TestReconcileEpochs: what a start does for each epoch case.
-// One voucher's Redis state matches the facts (stock 5: 10 − 3 written − 2 pending).
-// The other voucher has no orders.
+// TestReconcileEpochs: what a start does for each epoch case. One voucher's
+// Redis state matches the facts (stock 5: 10 − 3 written − 2 pending). The
+// other voucher has no orders.
 func TestReconcileEpochs(t *testing.T) {
 	tests := []struct {
 		name               string
@@ -492,9 +493,10 @@ func TestReconcileEpochs(t *testing.T) {
 	}
 }
 
-// TestReconcileVoucherStates: with the epochs equal, some vouchers are rebuilt from the facts.
-// They are a voucher missing from Redis, one left frozen, and one with a settled residual.
-// An unsafe one stays unsafe, whatever its counts, until the operator's Rebuild.
+// TestReconcileVoucherStates: with the epochs equal, some vouchers are rebuilt
+// from the facts. They are a voucher missing from Redis, one left frozen, and
+// one with a settled residual. An unsafe one stays unsafe, whatever its counts,
+// until the operator's Rebuild.
 func TestReconcileVoucherStates(t *testing.T) {
 	t.Run("frozen", func(t *testing.T) {
 		w := newReconWorld()

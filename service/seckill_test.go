@@ -556,8 +556,9 @@ func TestAudit(t *testing.T) {
 	}
 }
 
-// TestSoldOutFlagExpires: the sold-out flag lasts a second, not the cache's minute.
-// A unit given back, as by an async dead letter, sells again within a second.
+// TestSoldOutFlagExpires: the sold-out flag lasts a second, not the cache's
+// minute. A unit given back, as by an async dead letter, sells again within a
+// second.
 func TestSoldOutFlagExpires(t *testing.T) {
 	r := newRig(t, SeckillConfig{})
 	r.vouchers.put(model.SeckillVoucher{VoucherID: voucherOpen, Stock: 1, InitialStock: 1, BeginTime: testBegin, EndTime: testEnd})

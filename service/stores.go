@@ -26,10 +26,9 @@ type CodeStore interface {
 	// SaveCode stores code for phone (replacing any other) with no wrong
 	// guesses.
 	SaveCode(ctx context.Context, phone, code string, ttl time.Duration) error
-	// CheckCode compares code with phone's code in one atomic step, across instances.
-	// A match deletes the code and answers true.
-	// A mismatch counts a wrong guess, and the maxWrong-th deletes the code.
-	// No code answers false.
+	// CheckCode compares code with phone's code in one atomic step, across
+	// instances. A match deletes the code and answers true. A mismatch counts a
+	// wrong guess, and the maxWrong-th deletes the code. No code answers false.
 	CheckCode(ctx context.Context, phone, code string, maxWrong int) (bool, error)
 }
 
@@ -71,10 +70,10 @@ type OrderStore interface {
 	CreateOrder(ctx context.Context, o *model.VoucherOrder, fence *model.Fence) error
 	// GetOrder returns model.ErrOrderNotFound for an unknown order.
 	GetOrder(ctx context.Context, id int64) (*model.VoucherOrder, error)
-	// VoucherSnapshot reads the voucher's counts in one snapshot.
-	// They are its stock, initial stock, orders and distinct buyers.
-	// It also says which of entries' orders are written; Written is nil without entries.
-	// An unknown voucher is model.ErrVoucherNotFound.
+	// VoucherSnapshot reads the voucher's counts in one snapshot. They are its
+	// stock, initial stock, orders and distinct buyers. It also says which of
+	// entries' orders are written; Written is nil without entries. An unknown
+	// voucher is model.ErrVoucherNotFound.
 	VoucherSnapshot(ctx context.Context, voucherID int64, entries []model.QueuedOrder) (model.VoucherSnapshot, error)
 }
 
@@ -103,8 +102,9 @@ func (nopObserver) LockNotObtained()    {}
 func (nopObserver) UniqueKeyRejected()  {}
 func (nopObserver) StaleFenceRejected() {}
 
-// BatchTracer starts the span of one consumer batch and returns its context and end.
-// The span links to the spans named by parents: W3C traceparents, "" for none.
+// BatchTracer starts the span of one consumer batch and returns its context and
+// end. The span links to the spans named by parents: W3C traceparents, "" for
+// none.
 type BatchTracer interface {
 	StartBatch(ctx context.Context, size int, parents []string) (context.Context, func())
 }

@@ -97,10 +97,10 @@ func (s *Vouchers) Validate(in PublishInput) error {
 	return nil
 }
 
-// Voucher times must lie in years MinYear to MaxYear, in UTC and in the local zone.
-// A MySQL DATETIME stores years 1000 to 9999 with no zone.
-// The driver first converts a time to the zone of its DSN.
-// A bound on both keeps every time storable, and a listed voucher's JSON encodable.
+// Voucher times must lie in years MinYear to MaxYear, in UTC and in the local
+// zone. A MySQL DATETIME stores years 1000 to 9999 with no zone. The driver
+// first converts a time to the zone of its DSN. A bound on both keeps every
+// time storable, and a listed voucher's JSON encodable.
 const (
 	MinYear = 2000
 	MaxYear = 9999

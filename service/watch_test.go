@@ -61,11 +61,11 @@ func (w *reconWorld) waitFor(t *testing.T, what string, cond func() bool) {
 	}
 }
 
-// TestWatchRebuildsAfterRedisLostItsData: Redis restarts empty under a running service.
-// The watch records the loss and marks the live voucher unsafe at once.
-// After RebuildAfter it rebuilds the voucher from the facts, with no operator.
-// The two pending admissions are gone: the stock is 10 − 3 written = 7.
-// The buyers are the 3 of the database.
+// TestWatchRebuildsAfterRedisLostItsData: Redis restarts empty under a running
+// service. The watch records the loss and marks the live voucher unsafe at
+// once. After RebuildAfter it rebuilds the voucher from the facts, with no
+// operator. The two pending admissions are gone: the stock is 10 − 3 written =
+// 7. The buyers are the 3 of the database.
 func TestWatchRebuildsAfterRedisLostItsData(t *testing.T) {
 	w := newReconWorld()
 	s := newReconciler(t, w)
@@ -154,8 +154,8 @@ func (noInfoAdmitter) OrderInfo(context.Context, int64) (*model.VoucherOrder, er
 	return nil, model.ErrOrderNotFound
 }
 
-// TestOrderLostWithRedis: an order found nowhere is failed when made before a recorded loss.
-// Otherwise it is not found.
+// TestOrderLostWithRedis: an order found nowhere is failed when made before a
+// recorded loss. Otherwise it is not found.
 func TestOrderLostWithRedis(t *testing.T) {
 	w := newReconWorld()
 	loss := time.Now().Add(-time.Minute)
