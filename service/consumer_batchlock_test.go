@@ -2,8 +2,6 @@ package service
 
 import (
 	"context"
-	"io"
-	"log/slog"
 	"slices"
 	"sync/atomic"
 	"testing"
@@ -43,18 +41,7 @@ func newLuaConsRig(t *testing.T) (*consRig, *miniredis.Miniredis, *scriptCalls) 
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := &consRig{
-		q:      &consQueue{dead: map[string]consDead{}},
-		orders: &consOrders{written: map[int64]model.VoucherOrder{}, dead: map[int64]model.Outcome{}, oneErr: map[int64]error{}},
-		counts: &consCounts{dead: map[string]int{}},
-	}
-	g := NewConsumerGroup(ConsumerDeps{
-		Orders: r.orders, Queue: r.q, Locker: locker, Rejects: r.counts,
-		Observer: r.counts, Metrics: r.counts,
-		Log: slog.New(slog.NewTextHandler(io.Discard, nil)),
-	}, ConsumerConfig{})
-	r.c = g.newConsumer("test", make(chan struct{}))
-	return r, srv, calls
+	return newConsRigWith(locker), srv, calls
 }
 
 // TestConsumerBatchLocks: with the lua lock a batch locks its users in one

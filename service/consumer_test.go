@@ -234,7 +234,7 @@ type consRig struct {
 	q      *consQueue
 	orders *consOrders
 	counts *consCounts
-	locker *lock.Local
+	locker *lock.Local // set by newConsRig only
 	c      *consumer
 }
 
@@ -244,11 +244,17 @@ func newConsRig(t *testing.T) *consRig {
 	if err != nil {
 		t.Fatal(err)
 	}
+	r := newConsRigWith(locker)
+	r.locker = locker
+	return r
+}
+
+// newConsRigWith is a consumer over fakes that locks with locker.
+func newConsRigWith(locker lock.Locker) *consRig {
 	r := &consRig{
 		q:      &consQueue{dead: map[string]consDead{}},
 		orders: &consOrders{written: map[int64]model.VoucherOrder{}, dead: map[int64]model.Outcome{}, oneErr: map[int64]error{}},
 		counts: &consCounts{dead: map[string]int{}},
-		locker: locker,
 	}
 	g := NewConsumerGroup(ConsumerDeps{
 		Orders: r.orders, Queue: r.q, Locker: locker, Rejects: r.counts,

@@ -101,14 +101,19 @@ func (r *reconRedis) Voucher(_ context.Context, id int64) (model.RedisVoucher, e
 func (r *reconRedis) Vouchers(_ context.Context, ids []int64) (map[int64]model.RedisVoucher, error) {
 	r.w.mu.Lock()
 	defer r.w.mu.Unlock()
-	if r.w.onRedisRead != nil {
-		r.w.onRedisRead(r.w)
+	return r.w.readRedis(ids), nil
+}
+
+// readRedis is one atomic read of the vouchers' Redis state; mu is held.
+func (w *reconWorld) readRedis(ids []int64) map[int64]model.RedisVoucher {
+	if w.onRedisRead != nil {
+		w.onRedisRead(w)
 	}
 	out := map[int64]model.RedisVoucher{}
 	for _, id := range ids {
-		out[id] = r.w.redisVoucher(id)
+		out[id] = w.redisVoucher(id)
 	}
-	return out, nil
+	return out
 }
 
 func (r *reconRedis) SetState(_ context.Context, id int64, state string) error {
@@ -168,14 +173,7 @@ func (q *reconQueue) Entries(context.Context) ([]model.QueuedOrder, error) {
 func (q *reconQueue) Snapshot(_ context.Context, ids []int64) (map[int64]model.RedisVoucher, []model.QueuedOrder, error) {
 	q.w.mu.Lock()
 	defer q.w.mu.Unlock()
-	if q.w.onRedisRead != nil {
-		q.w.onRedisRead(q.w)
-	}
-	out := map[int64]model.RedisVoucher{}
-	for _, id := range ids {
-		out[id] = q.w.redisVoucher(id)
-	}
-	return out, slices.Clone(q.w.stream), nil
+	return q.w.readRedis(ids), slices.Clone(q.w.stream), nil
 }
 
 // reconOrders is the database (AsyncOrderStore).
