@@ -167,12 +167,7 @@ func TestLiveStream(t *testing.T) {
 
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, srv.URL+"/admin/vouchers/5/live", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	req.Header.Set("authorization", e.adminTok)
-	res, err := http.DefaultClient.Do(req)
+	res, err := openLive(ctx, srv.URL+"/admin/vouchers/5/live", e.adminTok)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -225,6 +220,16 @@ func TestLiveStream(t *testing.T) {
 	}
 }
 
+// openLive opens the live stream at url with the token tok.
+func openLive(ctx context.Context, url, tok string) (*http.Response, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return nil, err
+	}
+	req.Header.Set("authorization", tok)
+	return http.DefaultClient.Do(req)
+}
+
 // TestLiveStreamLimit: an instance serves at most 32 streams at a time; one
 // more is refused with 429, and a place frees when a stream ends.
 func TestLiveStreamLimit(t *testing.T) {
@@ -233,12 +238,7 @@ func TestLiveStreamLimit(t *testing.T) {
 	srv := httptest.NewServer(e.h)
 	t.Cleanup(srv.Close)
 	open := func(ctx context.Context) (*http.Response, error) {
-		req, err := http.NewRequestWithContext(ctx, http.MethodGet, srv.URL+"/admin/vouchers/1/live", nil)
-		if err != nil {
-			return nil, err
-		}
-		req.Header.Set("authorization", e.adminTok)
-		return http.DefaultClient.Do(req)
+		return openLive(ctx, srv.URL+"/admin/vouchers/1/live", e.adminTok)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -419,12 +419,7 @@ func TestLiveStreamEndsWithStreams(t *testing.T) {
 	e.seck.audit = func(context.Context, int64) (*model.Audit, error) { return &model.Audit{VoucherID: 1}, nil }
 	srv := httptest.NewServer(e.h)
 	t.Cleanup(srv.Close)
-	req, err := http.NewRequest(http.MethodGet, srv.URL+"/admin/vouchers/1/live", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	req.Header.Set("authorization", e.adminTok)
-	res, err := http.DefaultClient.Do(req)
+	res, err := openLive(context.Background(), srv.URL+"/admin/vouchers/1/live", e.adminTok)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -109,18 +109,7 @@ func shopBody(edits map[string]any) string {
 		"address": "金华路锦昌文华苑29号", "x": 120.149192, "y": 30.316078, "avgPrice": 80,
 		"sold": 4215, "comments": 3035, "score": 37, "openHours": "10:00-22:00",
 	}
-	for k, v := range edits {
-		if v == nil {
-			delete(body, k)
-			continue
-		}
-		body[k] = v
-	}
-	b, err := json.Marshal(body)
-	if err != nil {
-		panic(err)
-	}
-	return string(b)
+	return withEdits(body, edits)
 }
 
 func TestShopCreateGetUpdate(t *testing.T) {

@@ -12,14 +12,9 @@ import (
 	"seckill/model"
 )
 
-// publishBody returns a valid publish body with edits applied: a nil value
-// deletes the field, a json.RawMessage is written as is.
-func publishBody(edits map[string]any) string {
-	body := map[string]any{
-		"shopId": 1, "title": "100 for 80", "subTitle": "weekdays", "rules": "one per user",
-		"payValue": 8000, "actualValue": 10000, "type": 1, "stock": 100,
-		"beginTime": "2030-01-01T10:00:00+08:00", "endTime": "2030-01-01T12:00:00+08:00",
-	}
+// withEdits returns body as JSON with edits applied: a nil value deletes the
+// field, a json.RawMessage is written as is.
+func withEdits(body, edits map[string]any) string {
 	for k, v := range edits {
 		if v == nil {
 			delete(body, k)
@@ -32,6 +27,17 @@ func publishBody(edits map[string]any) string {
 		panic(err)
 	}
 	return string(b)
+}
+
+// publishBody returns a valid publish body with edits applied: a nil value
+// deletes the field, a json.RawMessage is written as is.
+func publishBody(edits map[string]any) string {
+	body := map[string]any{
+		"shopId": 1, "title": "100 for 80", "subTitle": "weekdays", "rules": "one per user",
+		"payValue": 8000, "actualValue": 10000, "type": 1, "stock": 100,
+		"beginTime": "2030-01-01T10:00:00+08:00", "endTime": "2030-01-01T12:00:00+08:00",
+	}
+	return withEdits(body, edits)
 }
 
 func TestPublishBadBody(t *testing.T) {
