@@ -77,14 +77,12 @@ func NewAsyncAdmission(d AdmissionDeps) *AsyncAdmission {
 const writtenCheckTimeout = time.Second
 
 // Buy admits one order with one EVALSHA of the admission script. The window and
-// a known sold-out state come from the cache. The order id comes from leased
-// blocks, with no round trip per id. The id is returned at once; the order is
-// pending until a consumer writes it.
+// a known sold-out state come from the cache, the order id from leased blocks.
+// The id is returned at once; the order is pending until a consumer writes it.
 //
-// When the script's answer is lost, Admit settles it in Redis. It returns nil
-// if the order was admitted, else ErrUnavailable with the id voided. A consumer
-// may have written the order meanwhile and dropped its Redis record. So Buy
-// reads the database, on a detached context, before it answers 503.
+// When the script's answer is lost, Admit settles it in Redis: nil if the order
+// was admitted, else ErrUnavailable with the id voided. A consumer may have
+// written it meanwhile, so Buy reads the database before it answers 503.
 func (s *AsyncAdmission) Buy(ctx context.Context, userID, voucherID int64) (int64, error) {
 	if voucherID <= 0 {
 		return 0, model.InvalidArgument("id", "must be a positive number")
