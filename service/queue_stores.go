@@ -14,10 +14,10 @@ import (
 // keeps each voucher's Redis state and the epoch.
 type Admitter interface {
 	// Admit runs the admission script for one order. It returns nil when the
-	// order is queued, else the refusal. Refusals are model.ErrSoldOut,
-	// ErrDuplicateOrder, ErrSeckillNotStarted and ErrSeckillEnded. A voucher
-	// not loaded or unsafe is model.ErrUnavailable. buckets is the voucher's
-	// stock buckets (model.SeckillVoucher.Buckets).
+	// order is queued, else the refusal: model.ErrSoldOut, ErrDuplicateOrder,
+	// ErrSeckillNotStarted or ErrSeckillEnded. A voucher not loaded or unsafe is
+	// model.ErrUnavailable wrapping ErrVoucherNotLoaded or ErrVoucherUnsafe.
+	// buckets is the voucher's stock buckets (model.SeckillVoucher.Buckets).
 	Admit(ctx context.Context, orderID, userID, voucherID int64, buckets int, now time.Time) error
 	// OrderInfo returns the record of an order not yet in the database.
 	// It returns model.ErrOrderNotFound when there is none.
