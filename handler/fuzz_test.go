@@ -28,9 +28,8 @@ import (
 	"seckill/model"
 )
 
-// rawRequest parses "METHOD TARGET HTTP/1.1" as the server would, with body;
-// a request line the server itself would refuse (400 before any handler)
-// skips the input.
+// rawRequest parses "METHOD TARGET HTTP/1.1" with body, as the server would.
+// A request line the server itself would refuse skips the input.
 func rawRequest(t *testing.T, method, target, body string) *http.Request {
 	t.Helper()
 	line := method + " " + target + " HTTP/1.1\r\nHost: seckill\r\n\r\n"

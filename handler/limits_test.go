@@ -108,9 +108,9 @@ func TestBodyOverLimitRefused(t *testing.T) {
 	}
 }
 
-// TestLongAuthorizationRefused: a correctly signed token made longer than
-// MaxAuthorization by an extra claim is refused without being decoded;
-// the same token without the padding is accepted.
+// TestLongAuthorizationRefused: a signed token made longer than MaxAuthorization
+// by an extra claim is refused without being decoded. The same token without
+// the padding is accepted.
 func TestLongAuthorizationRefused(t *testing.T) {
 	e := newEnv(t)
 	sign := func(pad int) string {

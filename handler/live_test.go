@@ -21,9 +21,9 @@ import (
 	"seckill/model"
 )
 
-// liveEnv is an env with the live dashboard wired: a Recorder, a
-// Publisher (publishing every 10 ms until the test ends) and a Board over
-// the fake seckiller's audit.
+// liveEnv is an env with the live dashboard wired: a Recorder, a Publisher and a
+// Board over the fake seckiller's audit. The Publisher publishes every 10 ms
+// until the test ends.
 type liveEnv struct {
 	*env
 	store *livetest.Store
@@ -306,8 +306,8 @@ func TestSeckillAnswersCounted(t *testing.T) {
 	}
 	e.do(http.MethodPost, "/voucher-order/seckill/abc", "", e.userTok)
 	e.do(http.MethodPost, "/voucher-order/seckill/1", "", "") // no token
-	// An outage or a bug does not prove a voucher exists: counted only
-	// for one that an earlier answer proved (1 and 2), not for 9 and 10.
+	// An outage or a bug does not prove a voucher exists. It counts only for a
+	// voucher an earlier answer proved (1 and 2), not for 9 and 10.
 	answers[1], answers[2] = model.Unavailable(errors.New("down")), errors.New("bug")
 	e.do(http.MethodPost, "/voucher-order/seckill/1", "", e.userTok)
 	e.do(http.MethodPost, "/voucher-order/seckill/2", "", e.userTok)
@@ -362,10 +362,9 @@ func TestRateLimitedAnswersCounted(t *testing.T) {
 	}
 }
 
-// TestLiveFloodOfUnknownVouchers: one user with a rate limit of 1 sends
-// 1,100 purchases of made-up vouchers, nearly all refused by the limiter
-// before any voucher is read. None is counted, no place of the recorder
-// is taken, and a real purchase afterwards is counted.
+// TestLiveFloodOfUnknownVouchers: one user with a rate limit of 1 sends 1,100
+// purchases of made-up vouchers. The limiter refuses nearly all of them before
+// any voucher is read.
 func TestLiveFloodOfUnknownVouchers(t *testing.T) {
 	e := newLiveEnv(t, func(d *handler.Deps) { d.Limits = newFakeLimits(1) })
 	const real = 424242

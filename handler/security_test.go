@@ -178,9 +178,9 @@ func TestCodePhoneFromQueryOnly(t *testing.T) {
 	}
 }
 
-// TestCodeClientAddress: the per-address limit counts the connection's peer;
-// a spoofed X-Forwarded-For does not escape it, unless the peer is a
-// trusted proxy, whose X-Forwarded-For names the client.
+// TestCodeClientAddress: the per-address limit counts the connection's peer. A
+// spoofed X-Forwarded-For does not escape it. Behind a trusted proxy, the
+// proxy's X-Forwarded-For names the client.
 func TestCodeClientAddress(t *testing.T) {
 	cfg := service.CodeConfig{Cooldown: time.Minute, Daily: 10, PerAddr: 2}
 	t.Run("no trusted proxy", func(t *testing.T) {

@@ -21,10 +21,9 @@ type ShopSearch interface {
 	List(ctx context.Context, name string) ([]model.Shop, error)
 }
 
-// shopRequest is the body of POST /shop and PUT /shop, in the course's
-// field names. Pointers tell a missing (or null) field from a zero one;
-// fields the server owns (createTime, updateTime, the course's distance)
-// are ignored like any unknown field.
+// shopRequest is the body of POST /shop and PUT /shop, in the course's field
+// names. Pointers tell a missing or null field from a zero one. Fields the
+// server owns, such as createTime, are ignored like any unknown field.
 type shopRequest struct {
 	ID        *int64   `json:"id"`
 	Name      *string  `json:"name"`

@@ -228,8 +228,8 @@ func TestPublishUnknownShop(t *testing.T) {
 	assertOK(t, e.do(http.MethodPost, "/voucher/seckill", publishBody(nil), e.adminTok))
 }
 
-// FuzzShop: any body of POST /shop and PUT /shop is 200 or 400 (404 for an
-// unknown id), never a 5xx; a shop created is read back as sent.
+// FuzzShop: any body of POST /shop and PUT /shop is 200 or 400, never a 5xx. An
+// unknown id is 404. A shop created is read back as sent.
 func FuzzShop(f *testing.F) {
 	raw := func(s string) json.RawMessage { return json.RawMessage(s) }
 	for _, b := range []string{

@@ -131,8 +131,8 @@ func (e *raceEnv) claimer(queue OrderQueue) *consumer {
 }
 
 // claim has b claim and process what is idle. The entry read by the other
-// consumer must be idle for ClaimIdle (1ms) first: sleeping longer than
-// that can only make it idler, so a slow machine cannot change the outcome.
+// consumer must be idle for ClaimIdle (1ms) first. Sleeping longer can only make
+// it idler, so a slow machine cannot change the outcome.
 func claim(t *testing.T, b *consumer) {
 	t.Helper()
 	time.Sleep(5 * time.Millisecond)

@@ -93,7 +93,7 @@ func TestWatchRebuildsAfterRedisLostItsData(t *testing.T) {
 		t.Errorf("rebuilt %v after it was marked unsafe, want RebuildAfter (200ms) or more", d)
 	}
 	w.mu.Lock()
-	rv, epoch, values := w.redisVoucher(reconVID), w.epoch, len(w.values)
+	rv, epoch, records := w.redisVoucher(reconVID), w.epoch, len(w.values)
 	w.mu.Unlock()
 	if rv.State != model.VoucherStateOK || rv.Stock != 7 || rv.Buyers != 3 {
 		t.Errorf("after the automatic rebuild: got %+v, want state ok, stock 7, 3 buyers", rv)
@@ -101,11 +101,11 @@ func TestWatchRebuildsAfterRedisLostItsData(t *testing.T) {
 	if epoch != "e1" {
 		t.Errorf("redis epoch %q, want the database's e1", epoch)
 	}
-	if values != 1 {
-		t.Errorf("got %d loss records, want 1", values)
+	if records != 1 {
+		t.Errorf("got %d loss records, want 1", records)
 	}
-	// An order made before the loss (within the reach of its record) and
-	// found nowhere is failed; one made after it, or long before, is not.
+	// An order made before the loss, within the reach of its record, and found
+	// nowhere is failed. One made after it, or long before, is not.
 	for _, id := range []int64{idAt(wiped.Add(-time.Second)), idAt(wiped)} {
 		lost, err := lostWith(context.Background(), &reconValues{w: w}, id, time.Hour)
 		if err != nil || !lost {
