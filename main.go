@@ -387,7 +387,7 @@ func newAsync(d *deps, cfg config.Config, log *slog.Logger, locker lock.Locker, 
 		Consumers:     cfg.ConsumerCount(),
 		ClaimIdle:     cfg.ClaimIdleOrDefault(),
 		ConsumerDelay: cfg.ConsumerDelay,
-		Duty:          cfg.ConsumerDuty,
+		DutyCycle:     cfg.ConsumerDuty,
 	}
 	if cfg.LockMode == "mysql" {
 		// Each held named lock pins a pooled connection: keep a batch's
@@ -425,7 +425,7 @@ func newAsync(d *deps, cfg config.Config, log *slog.Logger, locker lock.Locker, 
 		}, ccfg),
 		Reconciler: service.NewReconciler(service.ReconcilerDeps{
 			Vouchers: vouchers, Orders: orders, Redis: admission, Queue: queue,
-			Meta: repository.NewMeta(d.DB), Sequence: repository.NewIDSequence(d.Redis, d.DB, time.Now, ids),
+			Values: repository.NewMeta(d.DB), Sequence: repository.NewIDSequence(d.Redis, d.DB, time.Now, ids),
 			Lock: reconcileLock, Now: time.Now, Log: log, TrustFacts: d.EmbeddedRedis,
 		}),
 	}, nil

@@ -68,8 +68,8 @@ func (t *Tokens) Issue(userID int64, role string) (string, error) {
 	return s, nil
 }
 
-// Parse verifies token and returns its claims, or ErrInvalidToken. The
-// tokens Issue signs, and forged signatures, take a fast path (fast.go);
+// Parse verifies token and returns its claims, or ErrInvalidToken.
+// The tokens Issue signs, and forged signatures, take a fast path (fast.go).
 // golang-jwt decides every other token.
 func (t *Tokens) Parse(token string) (*Claims, error) {
 	switch c, v := t.parseFast(token); v {

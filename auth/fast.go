@@ -13,26 +13,9 @@ import (
 	"github.com/golang-jwt/jwt/v5"
 )
 
-// The fast path verifies the tokens Issue signs without golang-jwt's
-// generic decoding (a header map, encoding/json on the claims, a new HMAC
-// per call). It decides only what it is sure golang-jwt would decide the
-// same way, and hands everything else to golang-jwt (Tokens.parseJWT):
-//
-//   - a token whose signature segment decodes (base64url, as golang-jwt
-//     decodes it) to 32 bytes that are not the HMAC-SHA256 of its first two
-//     segments under the secret is refused: golang-jwt accepts only HS256
-//     with this secret, so it refuses it too, whatever the rest says;
-//   - a correctly signed token is accepted only when its header segment is
-//     the very one Issue writes and its claims are in the canonical form of
-//     encoding/json's output for Claims (no whitespace, lowercase known keys,
-//     each at most once, plain integers, strings of printable ASCII without
-//     escapes), valid (exp present and in the future, nbf absent or past,
-//     iss the seckill issuer, uid positive);
-//   - everything else (other headers, unknown, duplicate or differently
-//     cased keys, null, escapes, fractions, exponents, aud, expired, not yet
-//     valid, ...) goes to golang-jwt, which accepts or refuses it as before.
-//
-// FuzzParseDifferential holds the two paths to the same verdict and claims.
+// The fast path verifies the tokens Issue signs without golang-jwt's generic
+// decoding. It decides only what golang-jwt would surely decide the same way.
+// What it decides, and why that is safe, is in docs/tokens.md.
 
 // canonicalHeader is the header segment of every token Issue signs:
 // base64url of {"alg":"HS256","typ":"JWT"}.
@@ -58,9 +41,9 @@ const (
 	refused
 )
 
-// scratch is one verification's state, pooled per Tokens: the keyed HMAC
-// (reset, not rebuilt) and buffers, so that a verification allocates only
-// the claims it returns.
+// scratch is one verification's state, pooled per Tokens.
+// It keeps the keyed HMAC, reset rather than rebuilt, and the buffers.
+// So a verification allocates only the claims it returns.
 type scratch struct {
 	mac    hash.Hash
 	token  [maxFastToken]byte

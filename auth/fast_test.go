@@ -13,8 +13,8 @@ import (
 )
 
 // diffSecret and diffNow are the secret and the clock of the differential
-// tests; diffNow has a fraction of a second so that exp == its second is
-// expired and exp == its second + 1 is not.
+// tests. diffNow has a fraction of a second. So exp equal to its second is
+// expired, and its second + 1 is not.
 const diffSecret = "diff-secret"
 
 var diffNow = time.Unix(1_800_000_000, 500_000_000)
@@ -115,9 +115,9 @@ func diffPayloads() []string {
 	return p
 }
 
-// TestParseFastDecides: the fast path decides the tokens Issue signs (with
-// golang-jwt's claims) and forged signatures; and on every neighbour of the
-// canonical form it agrees with golang-jwt.
+// TestParseFastDecides: the fast path decides the tokens Issue signs and forged
+// signatures. On every neighbour of the canonical form it agrees with
+// golang-jwt.
 func TestParseFastDecides(t *testing.T) {
 	tok := diffTokens()
 	for _, role := range []string{"user", "admin", "auditor"} {
@@ -154,9 +154,9 @@ func TestParseFastDecides(t *testing.T) {
 
 const base64URLAlphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_"
 
-// FuzzParseDifferential: Parse (fast path, then golang-jwt) and golang-jwt
-// alone reach the same verdict, and the same claims, on the raw string and
-// on header and claims texts signed with the secret and with another key.
+// FuzzParseDifferential: Parse and golang-jwt alone reach the same verdict and
+// claims. The inputs are the raw string, and header and claims texts signed
+// with the secret or another key.
 func FuzzParseDifferential(f *testing.F) {
 	tok := diffTokens()
 	issued, err := tok.Issue(7, "user")

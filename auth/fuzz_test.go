@@ -9,9 +9,9 @@ import (
 	"github.com/golang-jwt/jwt/v5"
 )
 
-// FuzzParse: Parse never panics, refuses every token with ErrInvalidToken,
-// and accepts only HS256 tokens signed with the secret, unexpired, from the
-// seckill issuer, with a positive user id.
+// FuzzParse: Parse never panics and refuses every bad token with
+// ErrInvalidToken. It accepts only unexpired HS256 tokens signed with the
+// secret. They come from the seckill issuer, with a positive user id.
 func FuzzParse(f *testing.F) {
 	const secret = "fuzz-secret"
 	tok := NewTokens(secret, time.Hour)

@@ -12,11 +12,11 @@ import (
 	"seckill/service"
 )
 
-// accessLog logs one info line per request ("request": method, route,
-// path, status, code, duration, client), at most perSecond lines a second;
-// the lines over it are counted and the next line written says how many
-// were dropped. It never logs the authorization header or a body, and a
-// phone in the query is masked (138****5678).
+// accessLog logs one info line per request, at most perSecond lines a second.
+// The line "request" holds method, route, path, status, code, duration and
+// client. Lines over the cap are counted; the next line written says how many
+// were dropped. It never logs the authorization header or a body. A phone in
+// the query is masked (138****5678).
 func accessLog(log *slog.Logger, perSecond int) gin.HandlerFunc {
 	// The budget of the current second, without a lock (every request
 	// passes here): second is the unix second the count belongs to.

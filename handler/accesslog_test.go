@@ -10,8 +10,8 @@ import (
 )
 
 // TestAccessLog: one JSON info line per request with its route, status and
-// code; the phone masked, the token never written; beyond the per-second
-// cap, lines are dropped and the next line written counts them.
+// code. The phone is masked and the token never written. Beyond the per-second
+// cap, lines are dropped and the next line counts them.
 func TestAccessLog(t *testing.T) {
 	e := newEnv(t, func(d *handler.Deps) { d.AccessLog = 3 })
 	e.do(http.MethodPost, "/user/code?phone=13812345678", "", "")

@@ -10,10 +10,9 @@ import (
 	"seckill/model"
 )
 
-// TestCannedEnvelopesAsGinWritesThem: each error envelope written from the
-// bytes encoded once is byte for byte, with the same Content-Type, what
-// gin's AbortWithStatusJSON writes for it; and a message of its own (not
-// canned) still goes through gin.
+// TestCannedEnvelopesAsGinWritesThem: a canned envelope equals what gin writes
+// for it. The bytes and the Content-Type match gin's AbortWithStatusJSON. A
+// message of its own, not canned, still goes through gin.
 func TestCannedEnvelopesAsGinWritesThem(t *testing.T) {
 	gin.SetMode(gin.TestMode)
 	render := func(f func(c *gin.Context)) *httptest.ResponseRecorder {

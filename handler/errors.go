@@ -60,10 +60,10 @@ const (
 	// ...) and an English message. The default.
 	StyleREST Style = "rest"
 	// StyleHeima: the course's frontend style. Business refusals and input
-	// errors (every 4xx but 401) are HTTP 200 with success:false and the
-	// course's Chinese message in errorMsg, the code kept; 401 stays 401
-	// (the frontend sends the user to its login page on it) and
-	// infrastructure failures stay 5xx.
+	// errors (every 4xx but 401) are HTTP 200 with success:false. They keep the
+	// code and carry the course's Chinese message in errorMsg. 401 stays 401,
+	// since the frontend then sends the user to its login page. Infrastructure
+	// failures stay 5xx.
 	StyleHeima Style = "heima"
 )
 
@@ -107,11 +107,9 @@ var heimaFieldMessages = map[string]string{
 	"code":  "验证码错误",
 }
 
-// classify names the code of err and, where the error says more than the
-// code's message, an English detail (never an internal error's text).
 // invalidArgument finds an *model.InvalidArgumentError in err's chain, as
-// errors.As would, without the heap allocation errors.As costs (its target
-// escapes): classify runs on every refusal of the hot path.
+// errors.As would. It avoids the heap allocation of errors.As, whose target
+// escapes. classify calls it on every refusal of the hot path.
 func invalidArgument(err error) *model.InvalidArgumentError {
 	for err != nil {
 		switch e := err.(type) {
@@ -151,6 +149,8 @@ func RetryAfter(err error) time.Duration {
 	return 0
 }
 
+// classify names the code of err, and an English detail where the error says
+// more. The detail is never an internal error's text.
 func classify(err error) (code, detail string) {
 	switch ia := invalidArgument(err); {
 	case ia != nil:
@@ -236,13 +236,11 @@ func (s Style) Classify(err error) (status int, code, msg string) {
 }
 
 // Fail writes err as an error envelope in style and aborts the chain.
-// Server-side failures (5xx) are logged once, with their text, here. A
-// refusal that names its wait (model.RateLimitedError) carries it in the
-// Retry-After header, in whole seconds rounded up. An
-// envelope with a code's own message (SOLD_OUT, DUPLICATE_ORDER, ...: the
-// refusals a sale answers most) is written from bytes encoded once
-// (cannedEnvelopes); one with a more precise message is encoded for the
-// request.
+// Server-side failures (5xx) are logged once, with their text, here. A refusal
+// that names its wait carries it in Retry-After, in whole seconds rounded up. A
+// code's own message is written from bytes encoded once (cannedEnvelopes).
+// Those are the refusals a sale answers most, such as SOLD_OUT. A more precise
+// message is encoded for the request.
 func Fail(log *slog.Logger, style Style) func(c *gin.Context, err error) {
 	return func(c *gin.Context, err error) {
 		status, code, msg := style.Classify(err)

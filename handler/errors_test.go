@@ -116,3 +116,115 @@ func TestInvalidArgumentFindsLikeErrorsAs(t *testing.T) {
 		}
 	}
 }
+
+func heima(d *handler.Deps) { d.Style = handler.StyleHeima }
+
+// TestHeimaStyle drives refusals of every kind through the routes in the heima
+// style. Business refusals and input errors are 200 with success:false, the
+// code and the course's message. 401 and 5xx keep their status.
+func TestHeimaStyle(t *testing.T) {
+	e := newEnv(t, heima)
+	buyErr := map[int64]error{
+		1: model.ErrSoldOut, 2: model.ErrDuplicateOrder, 3: model.ErrStaleFence, 4: model.ErrSeckillNotStarted,
+		5: model.ErrSeckillEnded, 6: model.ErrVoucherNotFound, 7: model.ErrRateLimited,
+		8: model.Unavailable(errors.New("dial tcp: refused")), 9: errors.New("boom"),
+		10: fmt.Errorf("order tx: %w", model.ErrSoldOut),
+	}
+	e.seck.buy = func(_ context.Context, _, voucherID int64) (int64, error) { return 0, buyErr[voucherID] }
+	tests := []struct {
+		name, method, path, body, token string
+		wantStatus                      int
+		wantCode, wantMsg               string
+	}{
+		{"sold out", http.MethodPost, "/voucher-order/seckill/1", "", e.userTok, 200, handler.CodeSoldOut, "库存不足"},
+		{"wrapped sold out", http.MethodPost, "/voucher-order/seckill/10", "", e.userTok, 200, handler.CodeSoldOut, "库存不足"},
+		{"duplicate", http.MethodPost, "/voucher-order/seckill/2", "", e.userTok, 200, handler.CodeDuplicateOrder, "不允许重复下单"},
+		{"stale fence", http.MethodPost, "/voucher-order/seckill/3", "", e.userTok, 200, handler.CodeDuplicateOrder, "不允许重复下单"},
+		{"not started", http.MethodPost, "/voucher-order/seckill/4", "", e.userTok, 200, handler.CodeSeckillNotStarted, "秒杀尚未开始"},
+		{"ended", http.MethodPost, "/voucher-order/seckill/5", "", e.userTok, 200, handler.CodeSeckillEnded, "秒杀已经结束"},
+		{"a missing shop's vouchers", http.MethodGet, "/voucher/list/999", "", "", 200, handler.CodeShopNotFound, "店铺不存在"},
+		{"another method", http.MethodGet, "/user/code", "", "", 405, handler.CodeMethodNotAllowed, "method not allowed: GET /user/code"},
+		{"unknown voucher", http.MethodPost, "/voucher-order/seckill/6", "", e.userTok, 200, handler.CodeVoucherNotFound, "优惠券不存在"},
+		{"rate limited", http.MethodPost, "/voucher-order/seckill/7", "", e.userTok, 200, handler.CodeRateLimited, "请求过于频繁，请稍后再试"},
+		{"unavailable stays 503", http.MethodPost, "/voucher-order/seckill/8", "", e.userTok, 503, handler.CodeUnavailable, "服务繁忙，请稍后再试"},
+		{"internal stays 500", http.MethodPost, "/voucher-order/seckill/9", "", e.userTok, 500, handler.CodeInternal, "服务器异常"},
+		{"bad id", http.MethodPost, "/voucher-order/seckill/abc", "", e.userTok, 200, handler.CodeInvalidArgument, "参数错误：invalid id: must be a number"},
+		{"no token stays 401", http.MethodPost, "/voucher-order/seckill/1", "", "", 401, handler.CodeUnauthorized, "请先登录"},
+		{"bad token stays 401", http.MethodGet, "/user/me", "", "not-a-jwt", 401, handler.CodeUnauthorized, "请先登录"},
+		{"not admin", http.MethodGet, "/admin/vouchers/1/audit", "", e.userTok, 200, handler.CodeForbidden, "无权访问，仅限管理员"},
+		{"unknown order", http.MethodGet, "/voucher-order/1", "", e.userTok, 200, handler.CodeOrderNotFound, "订单不存在"},
+		{"unknown shop", http.MethodGet, "/shop/999", "", "", 200, handler.CodeShopNotFound, "店铺不存在"},
+		{"publish for an unknown shop", http.MethodPost, "/voucher/seckill", publishBody(map[string]any{"shopId": 42}), e.adminTok, 200, handler.CodeInvalidArgument, "店铺不存在"},
+		{"publish stock 0", http.MethodPost, "/voucher/seckill", publishBody(map[string]any{"stock": 0}), e.adminTok, 200, handler.CodeInvalidArgument, "参数错误：invalid stock: must be ≥ 1"},
+		{"bad phone", http.MethodPost, "/user/code?phone=123", "", "", 200, handler.CodeInvalidArgument, "手机号格式错误"},
+		{"wrong code", http.MethodPost, "/user/login", `{"phone":"13800000001","code":"000000"}`, "", 200, handler.CodeInvalidArgument, "验证码错误"},
+		{"malformed body", http.MethodPost, "/user/login", `{`, "", 200, handler.CodeInvalidArgument, "参数错误：invalid body: malformed JSON"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := e.do(tt.method, tt.path, tt.body, tt.token)
+			assertError(t, r, tt.wantStatus, tt.wantCode)
+			if got := r.str("errorMsg"); got != tt.wantMsg {
+				t.Errorf("errorMsg: got %q, want %q", got, tt.wantMsg)
+			}
+		})
+	}
+
+	// Success answers are the same in both styles; a route that does not
+	// exist stays 404.
+	if data := assertOK(t, e.do(http.MethodGet, "/shop/1", "", "")); !strings.Contains(string(data), `"name":"seed"`) {
+		t.Errorf("GET /shop/1: got %s, want the shop", data)
+	}
+	e.seck.buy = nil
+	if data := assertOK(t, e.do(http.MethodPost, "/voucher-order/seckill/1", "", e.userTok)); string(data) != `"1"` {
+		t.Errorf("buy: got data %s, want the order id as a string", data)
+	}
+	assertError(t, e.do(http.MethodGet, "/no/such/route", "", ""), http.StatusNotFound, handler.CodeNotFound)
+}
+
+// TestHeimaRawToken: the course's frontend sends the token raw in the
+// authorization header (no Bearer prefix).
+func TestHeimaRawToken(t *testing.T) {
+	e := newEnv(t, heima)
+	for _, h := range []string{e.userTok, "Bearer " + e.userTok, "bearer " + e.userTok} {
+		assertOK(t, e.do(http.MethodGet, "/user/me", "", h))
+	}
+}
+
+func TestClassifyStyles(t *testing.T) {
+	errs := []error{
+		model.InvalidArgument("stock", "x"), model.ErrUnauthorized, model.ErrForbidden, model.ErrVoucherNotFound,
+		model.ErrOrderNotFound, model.ErrShopNotFound, model.ErrUserNotFound, model.ErrSeckillNotStarted,
+		model.ErrSeckillEnded, model.ErrSoldOut, model.ErrDuplicateOrder, model.ErrRateLimited,
+		model.Unavailable(errors.New(secretText)), errors.New(secretText),
+	}
+	for _, err := range errs {
+		restStatus, restCode, _ := handler.StyleREST.Classify(err)
+		status, code, msg := handler.StyleHeima.Classify(err)
+		if code != restCode {
+			t.Errorf("%v: code got %s in heima, %s in rest; want the same", err, code, restCode)
+		}
+		wantStatus := http.StatusOK
+		if restStatus == http.StatusUnauthorized || restStatus >= 500 {
+			wantStatus = restStatus
+		}
+		if status != wantStatus {
+			t.Errorf("%v: heima status got %d, want %d (rest %d)", err, status, wantStatus, restStatus)
+		}
+		if !hasHan(msg) {
+			t.Errorf("%v: heima message %q is not the course's Chinese", err, msg)
+		}
+		if strings.Contains(msg, "hunter2") {
+			t.Errorf("%v: heima message leaks the internal error: %q", err, msg)
+		}
+	}
+}
+
+func hasHan(s string) bool {
+	for _, r := range s {
+		if r >= 0x4e00 && r <= 0x9fff {
+			return true
+		}
+	}
+	return false
+}

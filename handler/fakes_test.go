@@ -20,9 +20,8 @@ import (
 	"seckill/service"
 )
 
-// In-memory stores behind the real user and voucher services (the routes'
-// Users and Vouchers), whose rules the tests assert through the routes, and
-// a fake Seckiller.
+// In-memory stores behind the real user and voucher services, and a fake
+// Seckiller. The tests assert the services' rules through the routes.
 
 type memUsers struct {
 	mu   sync.Mutex

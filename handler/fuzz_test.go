@@ -1,11 +1,11 @@
 package handler_test
 
-// Fuzz tests of every route's parsing (path ids, the phone query, the login
-// and voucher bodies, the authorization header, any method and target) over
-// the real handler, real services and in-memory stores (fakes_test.go).
-// Each asserts that no input gives a 5xx or escapes the recovery middleware
-// as a panic, that every answer is a JSON body, and a property of its route.
-// `make fuzz` runs each for FUZZTIME; `go test` runs the seeds only.
+// Fuzz tests of every route's parsing over the real handler and services. They
+// cover path ids, the phone query, the bodies, the authorization header, any
+// method and target. The stores are in memory (fakes_test.go). No input may
+// give a 5xx or a panic, and every answer must be a JSON body. Each also
+// asserts a property of its route. `make fuzz` runs each for FUZZTIME; `go
+// test` runs the seeds only.
 
 import (
 	"bufio"
@@ -28,9 +28,8 @@ import (
 	"seckill/model"
 )
 
-// rawRequest parses "METHOD TARGET HTTP/1.1" as the server would, with body;
-// a request line the server itself would refuse (400 before any handler)
-// skips the input.
+// rawRequest parses "METHOD TARGET HTTP/1.1" with body, as the server would.
+// A request line the server itself would refuse skips the input.
 func rawRequest(t *testing.T, method, target, body string) *http.Request {
 	t.Helper()
 	line := method + " " + target + " HTTP/1.1\r\nHost: seckill\r\n\r\n"
@@ -73,9 +72,9 @@ var pathIDRoutes = []struct {
 	{http.MethodGet, "/shop/", "", false, true},
 }
 
-// FuzzPathID: any voucher id, order id, audit id or shop id in the path is a
-// 2xx, 4xx, never a 5xx; an id the route accepts reaches the service as the
-// positive number it spells.
+// FuzzPathID: any id in the path is a 2xx or 4xx, never a 5xx.
+// The ids are voucher, order, audit and shop ids.
+// An id the route accepts reaches the service as the positive number it spells.
 func FuzzPathID(f *testing.F) {
 	for r := range pathIDRoutes {
 		for _, id := range []string{"1", "abc", "0", "-1", "99999999999999999999", "9223372036854775807",
@@ -109,9 +108,9 @@ func FuzzPathID(f *testing.F) {
 	})
 }
 
-// FuzzUserCode: any phone in the query is 200 with a code (development:
-// an admin's phone too, like any other) or 400 INVALID_ARGUMENT naming the
-// phone; a phone in a form body is never read (400).
+// FuzzUserCode: any phone in the query is 200 with a code, or 400
+// INVALID_ARGUMENT naming the phone. In development an admin's phone gets a
+// code like any other. A phone in a form body is never read (400).
 func FuzzUserCode(f *testing.F) {
 	for _, p := range []string{"13812345678", "19900000009", "19000000001", "", "123", "1381234567x",
 		" 13812345678", "13812345678\n", "+8613812345678", "１３８１２３４５６７８", "13812345678&phone=1"} {
@@ -241,9 +240,9 @@ func FuzzPublishTimes(f *testing.F) {
 	})
 }
 
-// checkPublished: a publish answer is 200 with a voucher whose window MySQL
-// can store (years 1000 to 9999 in UTC and in the local zone, whichever the
-// driver converts to), or 400 INVALID_ARGUMENT.
+// checkPublished: a publish answer is 200 or 400 INVALID_ARGUMENT. A published
+// voucher's window is storable by MySQL: years 1000 to 9999, in UTC and the
+// local zone.
 func checkPublished(t *testing.T, e *env, rec *httptest.ResponseRecorder) *httptest.ResponseRecorder {
 	t.Helper()
 	switch rec.Code {

@@ -91,10 +91,10 @@ type Deps struct {
 	// Web is the web app's files (index.html, assets/), served at / and
 	// /assets/; nil leaves them out.
 	Web fs.FS
-	// Streams ends every live stream when it is done: cancel it when the
-	// server shuts down (http.Server.Shutdown waits for requests to end,
-	// and a stream ends only with its client or its lifetime). Nil: a
-	// stream ends with its client or its lifetime only.
+	// Streams ends every live stream when it is done; cancel it at shutdown.
+	// http.Server.Shutdown waits for requests, and a stream ends only with its
+	// client or lifetime. Nil: a stream ends with its client or its lifetime
+	// only.
 	Streams context.Context
 }
 
@@ -132,8 +132,6 @@ type Seckiller interface {
 type api struct {
 	Deps
 	fail func(c *gin.Context, err error)
-	// streams holds one token per live dashboard stream being served.
-	streams chan struct{}
 }
 
 // telemetryService is the server name of the request spans.
@@ -148,7 +146,7 @@ func New(d Deps) http.Handler {
 	if d.Style == "" {
 		d.Style = StyleREST
 	}
-	a := &api{Deps: d, fail: Fail(d.Log, d.Style), streams: make(chan struct{}, maxLiveStreams)}
+	a := &api{Deps: d, fail: Fail(d.Log, d.Style)}
 	if d.AccessLog > 0 {
 		// The access log names each refusal's code.
 		fail := a.fail
@@ -195,13 +193,14 @@ func New(d Deps) http.Handler {
 		r.GET("/user/orders", authed, a.myOrders)
 	}
 
+	shops := shopAPI{a}
 	if d.ShopSearch != nil {
-		r.GET("/shop/list", a.listShops)
+		r.GET("/shop/list", shops.listShops)
 	}
 	if d.Shops != nil {
-		r.GET("/shop/:id", a.getShop)
-		r.POST("/shop", authed, admin, a.createShop)
-		r.PUT("/shop", authed, admin, a.updateShop)
+		r.GET("/shop/:id", shops.getShop)
+		r.POST("/shop", authed, admin, shops.createShop)
+		r.PUT("/shop", authed, admin, shops.updateShop)
 	}
 
 	r.POST("/voucher/seckill", authed, admin, a.publish)
@@ -234,7 +233,7 @@ func New(d Deps) http.Handler {
 	}
 
 	r.GET("/admin/vouchers/:id/audit", authed, admin, a.audit)
-	a.liveRoutes(r, authed, admin)
+	liveRoutes(a, r, authed, admin)
 	a.webRoutes(r)
 
 	if d.Development {

@@ -12,14 +12,13 @@ import (
 	"seckill/model"
 )
 
-// Idempotency-Key on the purchase: the first answer to a key is stored
-// with it for IdempotencyTTL and replayed to every retry with the same key,
-// by any instance; the same key on another request is 422
-// IDEMPOTENCY_KEY_REUSED; a retry while the first attempt runs is 409
-// IDEMPOTENCY_KEY_IN_FLIGHT (retry later). Each user has a key space of
-// their own. Answers that say the request did not run to its end
-// (RATE_LIMITED, UNAVAILABLE, INTERNAL) are not stored: the key is given
-// up and a retry runs the request again.
+// Idempotency-Key on the purchase; docs/api.md has the contract. The first
+// answer to a key is stored for IdempotencyTTL and replayed to every retry. Any
+// instance replays it; each user has a key space of their own. The same key on
+// another request is 422 IDEMPOTENCY_KEY_REUSED. A retry while the first
+// attempt runs is 409 IDEMPOTENCY_KEY_IN_FLIGHT. Answers that say the request
+// did not finish are not stored: RATE_LIMITED, UNAVAILABLE, INTERNAL. Then the
+// key is given up and a retry runs the request again.
 
 // IdempotencyHeader is the request header naming the key.
 const IdempotencyHeader = "Idempotency-Key"
@@ -39,9 +38,9 @@ const idempotencyGrace = 10 * time.Second
 
 // Idempotency stores the Idempotency-Key records (*repository.Idempotency).
 type Idempotency interface {
-	// Begin claims the user's key for a request with fingerprint fp, in
-	// flight for lease, and returns the attempt's owner token; a key
-	// already claimed returns its record instead.
+	// Begin claims the user's key for a request with fingerprint fp, in flight
+	// for lease. It returns the attempt's owner token. A key already claimed
+	// returns its record instead.
 	Begin(ctx context.Context, userID int64, key, fp string, lease time.Duration) (owner string, prior *model.IdempotentRecord, err error)
 	// Finish stores the answer of owner's attempt, kept for ttl.
 	Finish(ctx context.Context, userID int64, key, owner string, status int, body []byte, ttl time.Duration) (bool, error)

@@ -23,10 +23,10 @@ import (
 	"seckill/service"
 )
 
-// TestOversizedUploadLeavesNoFile: a multipart upload larger than gin's
-// in-memory form limit (32 MiB), sent to routes that take no form, leaves
-// no temporary file behind: refused before it is read when its length is
-// declared, cut at the limit when it is sent chunked.
+// TestOversizedUploadLeavesNoFile: a large multipart upload leaves no temporary
+// file behind. It is larger than gin's in-memory form limit (32 MiB), sent to
+// routes that take no form. With a declared length it is refused before it is
+// read. Sent chunked, it is cut at the limit.
 func TestOversizedUploadLeavesNoFile(t *testing.T) {
 	tmp := t.TempDir()
 	t.Setenv("TMPDIR", tmp) // where mime/multipart spills large parts
@@ -108,9 +108,9 @@ func TestBodyOverLimitRefused(t *testing.T) {
 	}
 }
 
-// TestLongAuthorizationRefused: a correctly signed token made longer than
-// MaxAuthorization by an extra claim is refused without being decoded;
-// the same token without the padding is accepted.
+// TestLongAuthorizationRefused: a signed token made longer than MaxAuthorization
+// by an extra claim is refused without being decoded. The same token without
+// the padding is accepted.
 func TestLongAuthorizationRefused(t *testing.T) {
 	e := newEnv(t)
 	sign := func(pad int) string {
@@ -137,9 +137,9 @@ func TestLongAuthorizationRefused(t *testing.T) {
 }
 
 // TestPurchaseLimited: a purchase over a limit is 429 RATE_LIMITED with
-// Retry-After in whole seconds; the limit sees the peer's address, or the
-// X-Forwarded-For client when the peer is a trusted proxy; a malformed id
-// passes the limits and is refused by the route.
+// Retry-After in seconds. The limit sees the peer's address, or the
+// X-Forwarded-For client behind a trusted proxy. A malformed id passes the
+// limits and is refused by the route.
 func TestPurchaseLimited(t *testing.T) {
 	limits := newFakeLimits(1)
 	e := newEnv(t, func(d *handler.Deps) {

@@ -13,18 +13,12 @@ import (
 	"seckill/model"
 )
 
-// The live sale dashboard: GET /admin/vouchers/:id/live streams one
-// snapshot of the voucher a second as Server-Sent Events
-// (text/event-stream, events "snapshot" and, when the stream's lifetime is
-// over, "end"). Every instance counts its seckill answers in memory
-// (observe) and publishes them to Redis; the stream reads Redis and the
-// database, so any instance shows the whole sale.
-//
-// Authentication is the ordinary authorization header of every admin
-// route: the web app reads the stream with fetch(), which can send
-// headers, not with EventSource, which cannot. So the token never travels
-// in a URL (URLs end up in access logs, browser history and Referer
-// headers), and no ticket store is needed.
+// The live sale dashboard: GET /admin/vouchers/:id/live streams Server-Sent
+// Events. It sends one "snapshot" event a second, and "end" when its lifetime
+// is over. Every instance counts its answers in memory (observe) and publishes
+// them to Redis. The stream reads Redis and the database, so any instance shows
+// the whole sale. The route takes the ordinary authorization header;
+// docs/api.md says why.
 
 // LiveRoute is the route of the live dashboard stream.
 const LiveRoute = "/admin/vouchers/:id/live"
@@ -44,17 +38,26 @@ const (
 	liveWriteTimeout = 10 * time.Second
 )
 
-func (a *api) liveRoutes(r *gin.Engine, authed, admin gin.HandlerFunc) {
+// liveAPI serves the live dashboard's routes.
+type liveAPI struct {
+	*api
+	// streams holds one token per live dashboard stream being served.
+	streams chan struct{}
+}
+
+// liveRoutes adds the dashboard's routes when a board is configured.
+func liveRoutes(a *api, r *gin.Engine, authed, admin gin.HandlerFunc) {
 	if a.Board == nil {
 		return
 	}
-	r.GET(LiveRoute, authed, admin, a.liveStream)
-	r.GET("/admin/live", authed, admin, a.liveSales)
+	l := &liveAPI{api: a, streams: make(chan struct{}, maxLiveStreams)}
+	r.GET(LiveRoute, authed, admin, l.liveStream)
+	r.GET("/admin/live", authed, admin, l.liveSales)
 }
 
 // liveSales is GET /admin/live: the instances publishing live counters and
 // the vouchers they answered for in the last seconds (the sales to watch).
-func (a *api) liveSales(c *gin.Context) {
+func (a *liveAPI) liveSales(c *gin.Context) {
 	sales, err := a.Board.Sales(c.Request.Context())
 	if err != nil {
 		a.fail(c, err)
@@ -63,7 +66,7 @@ func (a *api) liveSales(c *gin.Context) {
 	ok(c, sales)
 }
 
-func (a *api) liveStream(c *gin.Context) {
+func (a *liveAPI) liveStream(c *gin.Context) {
 	id, err := pathID(c, "id")
 	if err != nil {
 		a.fail(c, err)
@@ -140,12 +143,11 @@ func (a *api) liveStream(c *gin.Context) {
 	}
 }
 
-// observe counts one seckill answer for the live dashboard: code ("OK" on
-// success), where a duplicate was stopped (from err), and the time since
-// start. Answers that never reached a voucher (bad id, unknown voucher)
-// are not counted; a refusal given before the voucher was read (the rate
-// limiter) or an outage counts only for a voucher an earlier answer proved
-// to exist (live.Recorder.Observe). It costs no I/O.
+// observe counts one seckill answer for the live dashboard. It costs no I/O. It
+// records the code ("OK" on success), where a duplicate was stopped, and the
+// time since start. Answers that never reached a voucher are not counted. A
+// refusal before the voucher was read, or an outage, counts only for a proven
+// voucher. live.Recorder.Observe keeps that proof.
 func (a *api) observe(voucherID int64, code string, err error, start time.Time) {
 	if a.Live == nil || code == CodeInvalidArgument || code == CodeVoucherNotFound || code == CodeUnauthorized {
 		return

@@ -21,9 +21,9 @@ import (
 	"seckill/model"
 )
 
-// liveEnv is an env with the live dashboard wired: a Recorder, a
-// Publisher (publishing every 10 ms until the test ends) and a Board over
-// the fake seckiller's audit.
+// liveEnv is an env with the live dashboard wired: a Recorder, a Publisher and a
+// Board over the fake seckiller's audit. The Publisher publishes every 10 ms
+// until the test ends.
 type liveEnv struct {
 	*env
 	store *livetest.Store
@@ -135,10 +135,9 @@ func nextSnapshot(t *testing.T, ch <-chan sseEvent, within time.Duration) live.S
 	return live.Snapshot{}
 }
 
-// TestLiveStream: over a real server whose read and write timeouts and
-// request deadline are far shorter than the stream, snapshots come once a
-// second with the audit and the answers counted by the seckill route; the
-// stream outlives every timeout.
+// TestLiveStream: a snapshot comes once a second, with the audit and the
+// answers counted. The server's timeouts and the request deadline are far
+// shorter than the stream. The stream outlives every timeout.
 func TestLiveStream(t *testing.T) {
 	e := newLiveEnv(t, func(d *handler.Deps) { d.RequestTimeout = 300 * time.Millisecond })
 	var orders int64
@@ -168,12 +167,7 @@ func TestLiveStream(t *testing.T) {
 
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, srv.URL+"/admin/vouchers/5/live", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	req.Header.Set("authorization", e.adminTok)
-	res, err := http.DefaultClient.Do(req)
+	res, err := openLive(ctx, srv.URL+"/admin/vouchers/5/live", e.adminTok)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -226,6 +220,16 @@ func TestLiveStream(t *testing.T) {
 	}
 }
 
+// openLive opens the live stream at url with the token tok.
+func openLive(ctx context.Context, url, tok string) (*http.Response, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return nil, err
+	}
+	req.Header.Set("authorization", tok)
+	return http.DefaultClient.Do(req)
+}
+
 // TestLiveStreamLimit: an instance serves at most 32 streams at a time; one
 // more is refused with 429, and a place frees when a stream ends.
 func TestLiveStreamLimit(t *testing.T) {
@@ -234,12 +238,7 @@ func TestLiveStreamLimit(t *testing.T) {
 	srv := httptest.NewServer(e.h)
 	t.Cleanup(srv.Close)
 	open := func(ctx context.Context) (*http.Response, error) {
-		req, err := http.NewRequestWithContext(ctx, http.MethodGet, srv.URL+"/admin/vouchers/1/live", nil)
-		if err != nil {
-			return nil, err
-		}
-		req.Header.Set("authorization", e.adminTok)
-		return http.DefaultClient.Do(req)
+		return openLive(ctx, srv.URL+"/admin/vouchers/1/live", e.adminTok)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -283,10 +282,10 @@ func TestLiveStreamLimit(t *testing.T) {
 	}
 }
 
-// TestSeckillAnswersCounted: every answer of the seckill route that
-// reached a voucher is counted for it, by code and by where a duplicate
-// was stopped; answers that reached no voucher are not, and an outage's
-// answer only for a voucher known to exist.
+// TestSeckillAnswersCounted: every answer that reached a voucher is counted for
+// it. It is counted by code and by where a duplicate was stopped. Answers that
+// reached no voucher are not counted. An outage's answer counts only for a
+// voucher known to exist.
 func TestSeckillAnswersCounted(t *testing.T) {
 	uniqueKey := fmt.Errorf("%w: %w", model.ErrDuplicateOrder, model.ErrUniqueKey)
 	lockRefused := fmt.Errorf("%w: %w", model.ErrDuplicateOrder, model.ErrLockRefused)
@@ -307,8 +306,8 @@ func TestSeckillAnswersCounted(t *testing.T) {
 	}
 	e.do(http.MethodPost, "/voucher-order/seckill/abc", "", e.userTok)
 	e.do(http.MethodPost, "/voucher-order/seckill/1", "", "") // no token
-	// An outage or a bug does not prove a voucher exists: counted only
-	// for one that an earlier answer proved (1 and 2), not for 9 and 10.
+	// An outage or a bug does not prove a voucher exists. It counts only for a
+	// voucher an earlier answer proved (1 and 2), not for 9 and 10.
 	answers[1], answers[2] = model.Unavailable(errors.New("down")), errors.New("bug")
 	e.do(http.MethodPost, "/voucher-order/seckill/1", "", e.userTok)
 	e.do(http.MethodPost, "/voucher-order/seckill/2", "", e.userTok)
@@ -363,10 +362,9 @@ func TestRateLimitedAnswersCounted(t *testing.T) {
 	}
 }
 
-// TestLiveFloodOfUnknownVouchers: one user with a rate limit of 1 sends
-// 1,100 purchases of made-up vouchers, nearly all refused by the limiter
-// before any voucher is read. None is counted, no place of the recorder
-// is taken, and a real purchase afterwards is counted.
+// TestLiveFloodOfUnknownVouchers: one user with a rate limit of 1 sends 1,100
+// purchases of made-up vouchers. The limiter refuses nearly all of them before
+// any voucher is read.
 func TestLiveFloodOfUnknownVouchers(t *testing.T) {
 	e := newLiveEnv(t, func(d *handler.Deps) { d.Limits = newFakeLimits(1) })
 	const real = 424242
@@ -420,12 +418,7 @@ func TestLiveStreamEndsWithStreams(t *testing.T) {
 	e.seck.audit = func(context.Context, int64) (*model.Audit, error) { return &model.Audit{VoucherID: 1}, nil }
 	srv := httptest.NewServer(e.h)
 	t.Cleanup(srv.Close)
-	req, err := http.NewRequest(http.MethodGet, srv.URL+"/admin/vouchers/1/live", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	req.Header.Set("authorization", e.adminTok)
-	res, err := http.DefaultClient.Do(req)
+	res, err := openLive(context.Background(), srv.URL+"/admin/vouchers/1/live", e.adminTok)
 	if err != nil {
 		t.Fatal(err)
 	}

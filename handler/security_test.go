@@ -16,11 +16,11 @@ import (
 	"seckill/service"
 )
 
-// TestAdminNotReachableByCode: an admin's phone is answered like any
-// other (a code stored, returned in development only, logged alike) so that
-// the predictable admin phones of `seckill tokens --admin` (19000000001,
-// ...) cannot be told apart, and its login is refused exactly like a wrong
-// code, even with the right code, so they give nobody an admin token.
+// TestAdminNotReachableByCode: an admin's phone is answered like any other. A
+// code is stored, returned in development only, and logged alike. So the
+// predictable admin phones of `seckill tokens --admin` cannot be told apart.
+// Its login is refused exactly like a wrong code, even with the right code. So
+// the code flow gives nobody an admin token.
 func TestAdminNotReachableByCode(t *testing.T) {
 	for _, dev := range []bool{true, false} {
 		t.Run(fmt.Sprintf("development=%v", dev), func(t *testing.T) {
@@ -89,10 +89,10 @@ func labelValues(t *testing.T, m *metrics.Metrics, name string) map[string][]str
 	return out
 }
 
-// TestMetricLabelsBounded: requests with made-up methods and random paths
-// add no label value of their own to the request metrics: the method label
-// takes known methods (others are OTHER), the route label registered routes
-// (others are unmatched), the status label three-digit codes.
+// TestMetricLabelsBounded: made-up methods and random paths add no label
+// values. The method label takes known methods, others are OTHER. The route
+// label takes registered routes, others are unmatched. The status label takes
+// three-digit codes.
 func TestMetricLabelsBounded(t *testing.T) {
 	var m *metrics.Metrics
 	e := newEnv(t, func(d *handler.Deps) { m = d.Metrics })
@@ -178,9 +178,9 @@ func TestCodePhoneFromQueryOnly(t *testing.T) {
 	}
 }
 
-// TestCodeClientAddress: the per-address limit counts the connection's peer;
-// a spoofed X-Forwarded-For does not escape it, unless the peer is a
-// trusted proxy, whose X-Forwarded-For names the client.
+// TestCodeClientAddress: the per-address limit counts the connection's peer. A
+// spoofed X-Forwarded-For does not escape it. Behind a trusted proxy, the
+// proxy's X-Forwarded-For names the client.
 func TestCodeClientAddress(t *testing.T) {
 	cfg := service.CodeConfig{Cooldown: time.Minute, Daily: 10, PerAddr: 2}
 	t.Run("no trusted proxy", func(t *testing.T) {

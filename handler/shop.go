@@ -16,10 +16,14 @@ type Shops interface {
 	Update(ctx context.Context, id int64, p model.ShopPatch) error
 }
 
-// shopRequest is the body of POST /shop and PUT /shop, in the course's
-// field names. Pointers tell a missing (or null) field from a zero one;
-// fields the server owns (createTime, updateTime, the course's distance)
-// are ignored like any unknown field.
+// ShopSearch lists shops by name (service.ShopSearch).
+type ShopSearch interface {
+	List(ctx context.Context, name string) ([]model.Shop, error)
+}
+
+// shopRequest is the body of POST /shop and PUT /shop, in the course's field
+// names. Pointers tell a missing or null field from a zero one. Fields the
+// server owns, such as createTime, are ignored like any unknown field.
 type shopRequest struct {
 	ID        *int64   `json:"id"`
 	Name      *string  `json:"name"`
@@ -64,7 +68,11 @@ type shopResponse struct {
 	UpdateTime time.Time `json:"updateTime"`
 }
 
-func (a *api) getShop(c *gin.Context) {
+// shopAPI serves the shop routes.
+type shopAPI struct{ *api }
+
+// getShop is GET /shop/:id.
+func (a shopAPI) getShop(c *gin.Context) {
 	id, err := pathID(c, "id")
 	if err != nil {
 		a.fail(c, err)
@@ -83,7 +91,7 @@ func (a *api) getShop(c *gin.Context) {
 }
 
 // createShop is POST /shop (admin): data is the new shop's id.
-func (a *api) createShop(c *gin.Context) {
+func (a shopAPI) createShop(c *gin.Context) {
 	var req shopRequest
 	if err := decodeJSONLenient(c, &req); err != nil {
 		a.fail(c, err)
@@ -103,7 +111,7 @@ func (a *api) createShop(c *gin.Context) {
 
 // updateShop is PUT /shop (admin): the body's id names the shop, the other
 // fields present are set, the absent ones kept.
-func (a *api) updateShop(c *gin.Context) {
+func (a shopAPI) updateShop(c *gin.Context) {
 	var req shopRequest
 	if err := decodeJSONLenient(c, &req); err != nil {
 		a.fail(c, err)
@@ -118,4 +126,27 @@ func (a *api) updateShop(c *gin.Context) {
 		return
 	}
 	ok(c, nil)
+}
+
+// shopListItem is a shop in GET /shop/list.
+type shopListItem struct {
+	ID      int64  `json:"id"`
+	Name    string `json:"name"`
+	Address string `json:"address"`
+	Area    string `json:"area"`
+}
+
+// listShops is GET /shop/list?name=: at most 50 shops whose name contains
+// name, in id order.
+func (a shopAPI) listShops(c *gin.Context) {
+	list, err := a.ShopSearch.List(c.Request.Context(), c.Query("name"))
+	if err != nil {
+		a.fail(c, err)
+		return
+	}
+	out := make([]shopListItem, len(list))
+	for i, s := range list {
+		out[i] = shopListItem{ID: s.ID, Name: s.Name, Address: s.Address, Area: s.Area}
+	}
+	okList(c, out, int64(len(out)))
 }

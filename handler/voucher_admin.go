@@ -2,7 +2,6 @@ package handler
 
 import (
 	"context"
-
 	"time"
 
 	"github.com/gin-gonic/gin"
@@ -15,11 +14,6 @@ type VoucherAdmin interface {
 	Get(ctx context.Context, voucherID int64) (*model.SeckillVoucherInfo, error)
 	Edit(ctx context.Context, voucherID int64, e model.VoucherEdit) error
 	Close(ctx context.Context, voucherID int64) error
-}
-
-// ShopSearch lists shops by name (service.ShopSearch).
-type ShopSearch interface {
-	List(ctx context.Context, name string) ([]model.Shop, error)
 }
 
 // getVoucher is GET /voucher/seckill/:id: one voucher as the list shows it.
@@ -117,27 +111,4 @@ func (a *api) closeVoucher(c *gin.Context) {
 		return
 	}
 	a.getVoucher(c)
-}
-
-// shopListItem is a shop in GET /shop/list.
-type shopListItem struct {
-	ID      int64  `json:"id"`
-	Name    string `json:"name"`
-	Address string `json:"address"`
-	Area    string `json:"area"`
-}
-
-// listShops is GET /shop/list?name=: at most 50 shops whose name contains
-// name, in id order.
-func (a *api) listShops(c *gin.Context) {
-	list, err := a.ShopSearch.List(c.Request.Context(), c.Query("name"))
-	if err != nil {
-		a.fail(c, err)
-		return
-	}
-	out := make([]shopListItem, len(list))
-	for i, s := range list {
-		out[i] = shopListItem{ID: s.ID, Name: s.Name, Address: s.Address, Area: s.Area}
-	}
-	okList(c, out, int64(len(out)))
 }

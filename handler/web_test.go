@@ -31,8 +31,8 @@ func get(h http.Handler, method, path string, header ...string) *httptest.Respon
 	return rec
 }
 
-// TestWebApp: / is the page and /assets/ its files, with their types, a
-// strict CSP, no sniffing and revalidation by ETag; HEAD works; anything
+// TestWebApp: / is the page and /assets/ its files, with their types. They come
+// with a strict CSP, no sniffing and revalidation by ETag. HEAD works; anything
 // else stays a JSON 404.
 func TestWebApp(t *testing.T) {
 	e := newEnv(t, withWeb)
@@ -92,9 +92,9 @@ func TestWebWithoutApp(t *testing.T) {
 	assertError(t, e.do(http.MethodGet, "/", "", ""), http.StatusNotFound, handler.CodeNotFound)
 }
 
-// TestWebDoesNotShadowAPI: the app's routes are / and /assets/* only; no
-// API route is under /assets/, every embedded file is index.html or under
-// assets/, and the API routes still answer JSON with the app wired.
+// TestWebDoesNotShadowAPI: the app's routes are / and /assets/* only. No API
+// route is under /assets/, and every embedded file is index.html or under
+// assets/. The API routes still answer JSON with the app wired.
 func TestWebDoesNotShadowAPI(t *testing.T) {
 	e := newEnv(t, withWeb, func(d *handler.Deps) { d.History = fakeHistory{} })
 	engine, ok := e.h.(*gin.Engine)
@@ -190,8 +190,8 @@ func TestMyOrders(t *testing.T) {
 	}
 }
 
-// FuzzWebPath: any path under /assets/ is one of the app's files (200) or
-// a JSON 404, never a 5xx, and never serves a file outside assets/.
+// FuzzWebPath: any path under /assets/ is one of the app's files or a JSON 404,
+// never a 5xx. It never serves a file outside assets/.
 func FuzzWebPath(f *testing.F) {
 	for _, s := range []string{"app.js", "", "../index.html", "%2e%2e/index.html", "..%2findex.html", "style.css/", "a/../app.js", "//app.js", "app.js?x=1", "\x00"} {
 		f.Add(s)

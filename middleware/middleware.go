@@ -61,9 +61,10 @@ type AdminCheck interface {
 	CheckAdmin(ctx context.Context, userID int64, iat time.Time) error
 }
 
-// Auth requires a valid token in the authorization header ("Bearer " prefix
-// optional), not revoked in revoked (nil: none checked), and puts the caller
-// in the request context. Authentication costs no Redis or database lookup.
+// Auth requires a valid token in the authorization header; "Bearer " is
+// optional. The token must not be revoked in revoked (nil checks none). It puts
+// the caller in the request context. Authentication costs no Redis or database
+// lookup.
 func Auth(tokens *auth.Tokens, revoked Revocations, fail FailFunc) gin.HandlerFunc {
 	return func(c *gin.Context) {
 		h := c.GetHeader("authorization")
@@ -97,8 +98,8 @@ func Auth(tokens *auth.Tokens, revoked Revocations, fail FailFunc) gin.HandlerFu
 	}
 }
 
-// Admin requires the caller's role to be admin (after Auth), in the token
-// and then in check (nil: the token alone), which reads the database.
+// Admin requires the caller's role to be admin, after Auth. It checks the
+// token, then check, which reads the database (nil: the token alone).
 func Admin(check AdminCheck, fail FailFunc) gin.HandlerFunc {
 	return func(c *gin.Context) {
 		u, ok := UserFrom(c.Request.Context())
@@ -120,12 +121,11 @@ func Admin(check AdminCheck, fail FailFunc) gin.HandlerFunc {
 	}
 }
 
-// BodyLimit bounds every request body to limit bytes before any handler
-// reads it: a declared length over the limit is refused at once, and a
-// longer body without one fails where it is read. No route takes a form, so
-// a multipart body never reaches the disk; if one is parsed anyway, its
-// temporary files are removed when the request ends, whichever copy of the
-// request parsed it.
+// BodyLimit bounds every request body to limit bytes before any handler reads
+// it. A declared length over the limit is refused at once. A longer body
+// without one fails where it is read. No route takes a form, so a multipart
+// body never reaches the disk. If one is parsed anyway, its temporary files are
+// removed when the request ends.
 func BodyLimit(limit int64, log *slog.Logger, fail FailFunc) gin.HandlerFunc {
 	tooLarge := model.InvalidArgument("body", "larger than "+byteSize(limit))
 	return func(c *gin.Context) {
@@ -154,11 +154,10 @@ func byteSize(n int64) string {
 	return strconv.FormatInt(n, 10) + " bytes"
 }
 
-// Deadline bounds every request: work still waiting on Redis or the database
-// when d elapses fails with UNAVAILABLE instead of hanging. d ≤ 0 sets none.
-// The routes named in streams (route patterns, as c.FullPath() spells
-// them) answer with a stream and bound their own reads and writes: they
-// get no deadline.
+// Deadline bounds every request; d ≤ 0 sets none. Work still waiting on Redis
+// or the database fails with UNAVAILABLE when d elapses. The routes named in
+// streams answer with a stream and get no deadline. They bound their own reads
+// and writes; their names are c.FullPath() patterns.
 func Deadline(d time.Duration, streams ...string) gin.HandlerFunc {
 	if d <= 0 {
 		return func(c *gin.Context) { c.Next() }
@@ -175,11 +174,10 @@ func Deadline(d time.Duration, streams ...string) gin.HandlerFunc {
 	}
 }
 
-// Metrics counts requests by route, method and status and times them.
-// Every label takes a bounded set of values whatever the client sends: the
-// route is a registered route pattern or "unmatched" (never the path), the
-// method a standard one or "OTHER", the status a three-digit code or
-// "other".
+// Metrics counts requests by route, method and status and times them. Every
+// label takes a bounded set of values whatever the client sends. The route is a
+// registered pattern or "unmatched", never the path. The method is a standard
+// one or "OTHER"; the status is three digits or "other".
 func Metrics(m *metrics.Metrics) gin.HandlerFunc {
 	return func(c *gin.Context) {
 		start := time.Now()
@@ -193,8 +191,8 @@ func Metrics(m *metrics.Metrics) gin.HandlerFunc {
 	}
 }
 
-// MethodLabel is the metric label of an HTTP method: the method itself when
-// it is one of the nine of RFC 9110 and RFC 5789, "OTHER" otherwise.
+// MethodLabel is the metric label of an HTTP method. It is the method itself
+// when RFC 9110 or RFC 5789 names it, "OTHER" otherwise.
 func MethodLabel(method string) string {
 	switch method {
 	case http.MethodGet, http.MethodHead, http.MethodPost, http.MethodPut, http.MethodPatch,

@@ -23,9 +23,9 @@ func (s revokedSet) Revoked(userID int64, iat time.Time) bool {
 	return ok && iat.Before(nb)
 }
 
-// TestAuthRevoked: a token revoked in the set is refused with
-// UNAUTHORIZED; one issued after its user's revocation, and other users',
-// pass with their iat in the context.
+// TestAuthRevoked: a token revoked in the set is refused with UNAUTHORIZED.
+// Tokens issued after their user's revocation, and other users', pass.
+// Their iat is in the context.
 func TestAuthRevoked(t *testing.T) {
 	tokens := auth.NewTokens("mw-secret", time.Hour)
 	old, err := tokens.Issue(7, model.RoleUser)
@@ -69,9 +69,9 @@ func (a *adminCheck) CheckAdmin(_ context.Context, userID int64, iat time.Time) 
 	return a.err
 }
 
-// TestAdminCheck: an admin token passes only when the check does, and the
-// check's error (forbidden, unauthorized, unavailable) is what fails; a
-// user token is refused before any check.
+// TestAdminCheck: an admin token passes only when the check does.
+// The check's error is what fails: forbidden, unauthorized or unavailable.
+// A user token is refused before any check.
 func TestAdminCheck(t *testing.T) {
 	iat := time.Unix(1_800_000_000, 0)
 	for _, tt := range []struct {

@@ -33,8 +33,8 @@ var (
 	// (unsafe, or frozen while a reconciler works on it).
 	ErrVoucherUnsafe = errors.New("voucher state in redis not trusted")
 	// ErrOrderIDTaken means an order's id belongs to another order in the
-	// database (the ID sequence restarted after Redis lost its data): the
-	// order can never be written under the id it was announced with.
+	// database. The ID sequence restarted after Redis lost its data. The order
+	// can never be written under the id it was announced with.
 	ErrOrderIDTaken = errors.New("order id taken by another order")
 )
 
@@ -56,8 +56,7 @@ type QueuedOrder struct {
 	// settled it already): it only needs an acknowledgement.
 	Deleted bool
 	// Away marks an order admitted in a bucket other than the user's home
-	// bucket (a voucher whose stock is split in buckets): its buyer mark is
-	// in shard BuyerShard, not in the entry's own.
+	// bucket. Its buyer mark is in shard BuyerShard, not in the entry's own.
 	Away       bool
 	BuyerShard int
 	// TraceParent is the W3C traceparent of the request that admitted the
@@ -72,9 +71,8 @@ type QueuedOrder struct {
 // its unit of stock, and its buyer mark (the user may buy again).
 type GiveBack struct{ Stock, Buyer bool }
 
-// RedisIdentity says which Redis data a process talks to: the server's run
-// id (new at each start, different on each node) and the async epoch
-// stored in it.
+// RedisIdentity says which Redis data a process talks to. RunID is new at each
+// start and differs per node; Epoch is the async epoch stored there.
 type RedisIdentity struct{ RunID, Epoch string }
 
 // RedisVoucher is the state of one voucher in Redis.
@@ -89,11 +87,11 @@ type RedisVoucher struct {
 	Returned int64
 }
 
-// CheckAsync fills Oversold and Consistent from the counts, with invariant 5
-// (RedisStock and Pending must be set): Redis stock + orders + pending +
-// give-backs due = initial stock, and the buyers set size = orders +
-// cancelled + pending. returned is how many cancelled orders Redis took
-// back (the returned sets' sizes), read with the Redis stock.
+// CheckAsync fills Oversold and Consistent from the counts, with invariant 5.
+// RedisStock and Pending must be set. Invariant 5: Redis stock + orders +
+// pending + give-backs due = initial stock. The buyers set size must also equal
+// orders + cancelled + pending. returned is how many cancelled orders Redis
+// took back, read with the Redis stock.
 func (a *Audit) CheckAsync(buyers, returned int64) {
 	if a.RedisStock == nil || a.Pending == nil {
 		a.Check()
@@ -107,10 +105,9 @@ func (a *Audit) CheckAsync(buyers, returned int64) {
 	a.judge(c)
 }
 
-// OrderFacts is what the database says about some vouchers' orders and some
-// stream entries, read in one transaction (one consistent snapshot), so that
-// an order committed while they are read is counted once: either written
-// (in Orders and Written) or not yet (pending).
+// OrderFacts is what the database says about some vouchers' orders and stream
+// entries. It is read in one transaction, one consistent snapshot. So an order
+// committed meanwhile is counted once: written, or pending.
 type OrderFacts struct {
 	// Orders is the number of live orders (unpaid and paid) of each
 	// voucher that has some.

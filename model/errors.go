@@ -28,9 +28,9 @@ var (
 	// ErrOrderPending refuses to pay or cancel an async order not yet
 	// written to the database; retrying shortly succeeds.
 	ErrOrderPending = errors.New("order pending")
-	// ErrStaleFence means a lock holder presented a fencing token older than
-	// one already used for the same lock: its lease expired and another
-	// holder wrote since. It is a duplicate order attempt.
+	// ErrStaleFence means a lock holder presented an outdated fencing token. A
+	// newer token was used for the same lock: its lease expired and another
+	// holder wrote. It is a duplicate order attempt.
 	ErrStaleFence   = errors.New("stale fencing token")
 	ErrUnauthorized = errors.New("unauthorized")
 	ErrForbidden    = errors.New("forbidden")
@@ -93,9 +93,8 @@ func Unavailable(err error) error {
 // always returned together with ErrDuplicateOrder.
 var ErrUniqueKey = errors.New("unique key violation")
 
-// ErrLockRefused marks a duplicate order that the per-user lock stopped: the
-// lock was held by another request of the same user. It is always returned
-// together with ErrDuplicateOrder, so that the live dashboard can tell the
-// duplicates the lock stopped from those the transaction's check or the
-// unique key stopped.
+// ErrLockRefused marks a duplicate order that the per-user lock stopped.
+// Another request of the same user held the lock.
+// It always comes with ErrDuplicateOrder.
+// So the live dashboard can tell which check stopped each duplicate.
 var ErrLockRefused = errors.New("per-user lock held")

@@ -6,12 +6,12 @@ import (
 	"strings"
 )
 
-// This file is the one implementation of the invariants of docs/contract.md
-// ("Invariants"). Orders holding a unit are the unpaid and paid ones; a
-// cancelled or expired order's unit is back on sale, exactly once. The server's audit (Audit.Check, Audit.CheckAsync), the
-// end-to-end tests, the load-test driver and the harness (cmd/harness) all
-// call it: Counts.Violations for what can be judged from counts,
-// Facts.Violations for the full facts (order lists, announced orders).
+// This file is the one implementation of the invariants of docs/contract.md.
+// Orders holding a unit are the unpaid and paid ones. A cancelled or expired
+// order's unit is back on sale, exactly once. The audit, the end-to-end tests,
+// the load-test driver and the harness all call it. Counts.Violations judges
+// what counts can tell. Facts.Violations judges the full facts: order lists and
+// announced orders.
 
 // Violation is one broken invariant.
 type Violation struct {
@@ -22,9 +22,9 @@ type Violation struct {
 func (v Violation) String() string { return fmt.Sprintf("invariant %d: %s", v.Invariant, v.Msg) }
 
 // Counts is what the invariants need to know about one voucher as numbers.
-// Orders counts the orders holding a unit (unpaid and paid); Cancelled
-// the cancelled and expired ones, whose units are back on sale (their
-// buyers keep the slot: DistinctUsers counts every order's buyer).
+// Orders counts the orders holding a unit: unpaid and paid. Cancelled counts
+// the cancelled and expired ones, whose units are back on sale. Their buyers
+// keep the slot: DistinctUsers counts every order's buyer.
 type Counts struct {
 	InitialStock, Stock   int64
 	Orders, DistinctUsers int64
@@ -99,9 +99,9 @@ type Announced struct {
 	UserID  int64 // 0 when the client did not record it
 }
 
-// Facts is everything known about one voucher after a load: the database
-// (stock, initial stock, its orders), what the clients saw (the 200
-// responses) and, in async mode, Redis.
+// Facts is everything known about one voucher after a load.
+// It holds the database's stock and orders, the 200 responses the clients saw,
+// and in async mode Redis.
 type Facts struct {
 	InitialStock, Stock int64
 	Orders              map[int64]int64 // order id -> user id, every status
@@ -134,8 +134,8 @@ func (f Facts) Counts() Counts {
 }
 
 // Violations returns the broken invariants, at most one per invariant, in
-// order: 1, 2, 3 and 5 from the counts (3 naming the users), 4 from the
-// order lists.
+// order. Invariants 1, 2, 3 and 5 come from the counts, 3 naming the users.
+// Invariant 4 comes from the order lists.
 func (f Facts) Violations() []Violation {
 	v := f.Counts().Violations()
 	for i := range v {
@@ -176,9 +176,9 @@ func (f Facts) multiBuyers() string {
 	return fmt.Sprintf("%d users hold more than one order (%s)", len(users), strings.Join(parts, ", "))
 }
 
-// announcedMismatch compares the 200 responses with the orders: every
-// announced order is in the database (for the announced user), announced
-// once, and every order was announced. "" when they agree.
+// announcedMismatch compares the 200 responses with the orders; "" when they
+// agree. Every announced order is in the database for its user, announced once.
+// Every order was announced.
 func (f Facts) announcedMismatch() string {
 	seen := map[int64]int{}
 	var missing, wrongUser, twice, unannounced []int64

@@ -2,9 +2,9 @@ package model
 
 import "time"
 
-// LiveInstance is what one serving process publishes about itself, about
-// once a second, for the live sale dashboard: its modes, when it started
-// and published last, and how many seckill requests it has answered.
+// LiveInstance is what one serving process publishes about itself for the live
+// dashboard. It publishes about once a second. It holds its modes, when it
+// started and published last, and its answer count.
 type LiveInstance struct {
 	ID        string    `json:"id"`
 	LockMode  string    `json:"lockMode"`

@@ -108,10 +108,11 @@ type SeckillVoucherInfo struct {
 	EndTime      time.Time
 }
 
-// Order statuses of tb_voucher_order.status, Heima's numbers: 1 unpaid
-// (the order holds its unit of stock), 2 paid, 4 cancelled (by the buyer
-// or by the pay timeout, CancelReason says which; the unit is back on
-// sale). Pending and failed exist only in Redis (async mode).
+// Order statuses of tb_voucher_order.status, in Heima's numbers.
+// 1 is unpaid: the order holds its unit of stock. 2 is paid.
+// 4 is cancelled by the buyer or the pay timeout; CancelReason says which.
+// A cancelled order's unit is back on sale.
+// Pending and failed exist only in Redis, in async mode.
 const (
 	OrderStatusPending   = 0 // async mode: admitted in Redis, not yet written
 	OrderStatusCreated   = 1 // written to the database, unpaid
@@ -187,8 +188,8 @@ type VoucherOrder struct {
 // TableName is the Heima table name.
 func (VoucherOrder) TableName() string { return "tb_voucher_order" }
 
-// Fence is the fencing token a lock holder presents with its write: the write
-// is refused when a newer token was already used for the same lock key.
+// Fence is the fencing token a lock holder presents with its write.
+// The write is refused when a newer token was used for the same lock key.
 type Fence struct {
 	Key   string
 	Token int64
@@ -218,12 +219,12 @@ type Audit struct {
 	GivebacksDue *int64 `json:"givebacksDue,omitempty"`
 }
 
-// Tally is what the database says about one voucher, read in one snapshot:
-// its stock and initial stock, its orders by status and distinct buyers
-// and, when asked about stream entries, which of their orders are written
-// (same id, user and voucher). Both audits read it. Orders counts unpaid
-// and paid orders; DistinctUsers counts the buyers of every order.
-type Tally struct {
+// VoucherSnapshot is what the database says about one voucher, in one snapshot.
+// It holds the stock and initial stock, the orders by status and the distinct
+// buyers. Asked about stream entries, Written says which of their orders are
+// written. Both audits read it. Orders counts unpaid and paid orders;
+// DistinctUsers counts the buyers of every order.
+type VoucherSnapshot struct {
 	Stock, InitialStock   int
 	Orders, DistinctUsers int64
 	Paid, Cancelled       int64
@@ -232,8 +233,8 @@ type Tally struct {
 	Written               map[int64]bool
 }
 
-// Audit returns the tally as an audit of voucherID (no Redis side).
-func (t Tally) Audit(voucherID, duplicateRejections int64) *Audit {
+// Audit returns the snapshot as an audit of voucherID (no Redis side).
+func (t VoucherSnapshot) Audit(voucherID, duplicateRejections int64) *Audit {
 	return &Audit{
 		VoucherID: voucherID, InitialStock: t.InitialStock, Stock: t.Stock,
 		Orders: t.Orders, Unpaid: t.Orders - t.Paid, Paid: t.Paid, Cancelled: t.Cancelled,

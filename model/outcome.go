@@ -6,9 +6,9 @@ import "errors"
 // dead-lettered (given up, its stock given back). The database records
 // exactly one per order id, so an order is never both.
 
-// ErrOrderDeadLettered means the order's outcome is recorded as dead: it
-// must never be written, and its dead letter is to be finished (the
-// dead-letter script is idempotent).
+// ErrOrderDeadLettered means the order's outcome is recorded as dead.
+// It must never be written; its dead letter is to be finished.
+// The dead-letter script is idempotent.
 var ErrOrderDeadLettered = errors.New("order dead-lettered")
 
 // Outcome is the outcome recorded for an async order.

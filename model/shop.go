@@ -8,9 +8,9 @@ import (
 // ErrShopNotFound means no shop has the id.
 var ErrShopNotFound = errors.New("shop not found")
 
-// Shop is a row of tb_shop, the course's shop. Images is a comma-separated
-// list of image paths, as the course stores it; Score is 1 to 5 points
-// times ten (no fractions), 0 for none yet.
+// Shop is a row of tb_shop, the course's shop.
+// Images is a comma-separated list of image paths, as the course stores it.
+// Score is 1 to 5 points times ten, 0 for none yet.
 type Shop struct {
 	ID         int64     `gorm:"column:id;primaryKey;autoIncrement"`
 	Name       string    `gorm:"column:name"`

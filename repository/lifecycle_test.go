@@ -41,7 +41,7 @@ func oldOrders(t *testing.T, db *DB, vid int64, n int) []*model.VoucherOrder {
 // checkTally asserts the tally's counts and that the invariants hold.
 func checkTally(t *testing.T, db *DB, vid int64, stock int, live, paid, cancelled, expired int64) {
 	t.Helper()
-	tl, err := NewOrders(db).Tally(context.Background(), vid, nil)
+	tl, err := NewOrders(db).VoucherSnapshot(context.Background(), vid, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -222,7 +222,7 @@ func TestPayRacesExpiryAndCancel(t *testing.T) {
 					t.Errorf("order %d left in status %d", o.ID, got.Status)
 				}
 			}
-			tl, err := r.Tally(ctx, vid, nil)
+			tl, err := r.VoucherSnapshot(ctx, vid, nil)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -364,14 +364,14 @@ func (r *Orders) GetOrder(ctx context.Context, id int64) (*model.VoucherOrder, e
 	return &o, nil
 }
 
-// Tally reads the voucher's stock and initial stock with its orders and
+// VoucherSnapshot reads the voucher's stock and initial stock with its orders and
 // distinct buyers in one statement and, given entries, which of their
 // orders are written, in the same snapshot (one read-only transaction; see
 // snapshot): the counts agree with the stock and with the entries even
 // while orders are being written. model.ErrVoucherNotFound for an unknown
 // voucher.
-func (r *Orders) Tally(ctx context.Context, voucherID int64, entries []model.QueuedOrder) (model.Tally, error) {
-	var t model.Tally
+func (r *Orders) VoucherSnapshot(ctx context.Context, voucherID int64, entries []model.QueuedOrder) (model.VoucherSnapshot, error) {
+	var t model.VoucherSnapshot
 	read := func(db *gorm.DB) error {
 		var rows []struct {
 			Stock         int
@@ -399,7 +399,7 @@ WHERE sv.voucher_id = ? GROUP BY sv.voucher_id, sv.stock, sv.initial_stock`, vou
 			return model.ErrVoucherNotFound
 		}
 		r0 := rows[0]
-		t = model.Tally{Stock: r0.Stock, InitialStock: r0.InitialStock, Orders: r0.Orders, DistinctUsers: r0.DistinctUsers,
+		t = model.VoucherSnapshot{Stock: r0.Stock, InitialStock: r0.InitialStock, Orders: r0.Orders, DistinctUsers: r0.DistinctUsers,
 			Paid: r0.Paid, Cancelled: r0.Cancelled, Expired: r0.Expired, PaidCancelled: r0.PaidCancelled}
 		if len(entries) == 0 {
 			return nil
@@ -415,9 +415,9 @@ WHERE sv.voucher_id = ? GROUP BY sv.voucher_id, sv.stock, sv.initial_stock`, vou
 	}
 	switch {
 	case errors.Is(err, model.ErrVoucherNotFound):
-		return model.Tally{}, err
+		return model.VoucherSnapshot{}, err
 	case err != nil:
-		return model.Tally{}, translate(err)
+		return model.VoucherSnapshot{}, translate(err)
 	}
 	return t, nil
 }

@@ -11,7 +11,7 @@ import (
 
 func stockAndOrders(t *testing.T, db *DB, vid int64) (stock int, orders int64) {
 	t.Helper()
-	tally, err := NewOrders(db).Tally(context.Background(), vid, nil)
+	tally, err := NewOrders(db).VoucherSnapshot(context.Background(), vid, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -107,13 +107,13 @@ func TestWriteOneAndWritten(t *testing.T) {
 			if err != nil || !has {
 				t.Errorf("HasOrder: got %v, %v, want true", has, err)
 			}
-			tally, err := r.Tally(ctx, vid, nil)
+			tally, err := r.VoucherSnapshot(ctx, vid, nil)
 			if err != nil || tally.Stock != 0 || tally.InitialStock != 1 || tally.Orders != 1 || tally.DistinctUsers != 1 || tally.Written != nil {
 				t.Errorf("Tally: got %+v, %v, want stock 0, initial 1, 1 order, 1 buyer, no entries asked", tally, err)
 			}
 			// With entries, which of their orders are written, in the same
 			// snapshot: the same id, user and voucher only.
-			tally, err = r.Tally(ctx, vid, []model.QueuedOrder{
+			tally, err = r.VoucherSnapshot(ctx, vid, []model.QueuedOrder{
 				{OrderID: o.ID, UserID: u, VoucherID: vid},
 				{OrderID: o.ID, UserID: u + 1, VoucherID: vid},
 				{OrderID: o.ID + 1, UserID: u, VoucherID: vid},
@@ -121,10 +121,10 @@ func TestWriteOneAndWritten(t *testing.T) {
 			if err != nil || tally.Orders != 1 || len(tally.Written) != 1 || !tally.Written[o.ID] {
 				t.Errorf("Tally with entries: got %+v, %v, want 1 order and only order %d written", tally, err, o.ID)
 			}
-			if _, err := r.Tally(ctx, -1, nil); !errors.Is(err, model.ErrVoucherNotFound) {
+			if _, err := r.VoucherSnapshot(ctx, -1, nil); !errors.Is(err, model.ErrVoucherNotFound) {
 				t.Errorf("Tally of an unknown voucher: got %v, want ErrVoucherNotFound", err)
 			}
-			if _, err := r.Tally(ctx, -1, []model.QueuedOrder{{OrderID: o.ID, UserID: u, VoucherID: vid}}); !errors.Is(err, model.ErrVoucherNotFound) {
+			if _, err := r.VoucherSnapshot(ctx, -1, []model.QueuedOrder{{OrderID: o.ID, UserID: u, VoucherID: vid}}); !errors.Is(err, model.ErrVoucherNotFound) {
 				t.Errorf("Tally of an unknown voucher, with entries: got %v, want ErrVoucherNotFound", err)
 			}
 			empty := newVoucher(t, db, 1)

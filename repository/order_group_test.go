@@ -41,7 +41,7 @@ func writtenIDs(t *testing.T, db *DB, orders []model.VoucherOrder) map[int64]boo
 // checkStock fails unless the voucher has stock left and orders written.
 func checkStock(t *testing.T, orders *Orders, vid int64, stock int, n int64) {
 	t.Helper()
-	tally, err := orders.Tally(context.Background(), vid, nil)
+	tally, err := orders.VoucherSnapshot(context.Background(), vid, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

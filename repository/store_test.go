@@ -106,7 +106,7 @@ func TestCreateOrder(t *testing.T) {
 			if !errors.Is(err, model.ErrSoldOut) {
 				t.Fatalf("third user: got %v, want ErrSoldOut", err)
 			}
-			tally, err := orders.Tally(ctx, vid, nil)
+			tally, err := orders.VoucherSnapshot(ctx, vid, nil)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -180,7 +180,7 @@ func TestFence(t *testing.T) {
 					t.Errorf("token %d: got %v, want %v", s.token, err, s.want)
 				}
 			}
-			tally, err := orders.Tally(ctx, vid, nil)
+			tally, err := orders.VoucherSnapshot(ctx, vid, nil)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -240,7 +240,7 @@ func TestCreateOrderIDTaken(t *testing.T) {
 			if !errors.Is(err, model.ErrOrderIDTaken) || errors.Is(err, model.ErrDuplicateOrder) || errors.Is(err, model.ErrUniqueKey) {
 				t.Errorf("id of another order: got %v, want ErrOrderIDTaken alone", err)
 			}
-			if tally, _ := orders.Tally(ctx, vid, nil); tally.Orders != 1 {
+			if tally, _ := orders.VoucherSnapshot(ctx, vid, nil); tally.Orders != 1 {
 				t.Errorf("got %d orders, want 1", tally.Orders)
 			}
 		})
@@ -270,7 +270,7 @@ func TestCreateOrderOutsideWindow(t *testing.T) {
 			if err := orders.CreateOrder(ctx, order(vid, rand.Int64N(1<<40)), nil); err != nil {
 				t.Fatalf("order in the window: %v", err)
 			}
-			if tally, _ := orders.Tally(ctx, vid, nil); tally.Stock != 4 || tally.Orders != 1 {
+			if tally, _ := orders.VoucherSnapshot(ctx, vid, nil); tally.Stock != 4 || tally.Orders != 1 {
 				t.Errorf("got stock %d, %d orders; want 4, 1 (refusals leave nothing)", tally.Stock, tally.Orders)
 			}
 		})

@@ -9,10 +9,10 @@ import (
 	"seckill/model"
 )
 
-// voucherCache keeps each voucher's sale window (immutable once published)
-// and a sold-out flag, so that the refusals of a flash sale (not started,
-// ended, sold out) cost no database read. Concurrent misses of one voucher
-// share a single load.
+// voucherCache keeps each voucher's sale window and a sold-out flag.
+// The window never changes once published.
+// So the refusals of a flash sale cost no database read.
+// Concurrent misses of one voucher share a single load.
 type voucherCache struct {
 	store VoucherStore
 	ttl   time.Duration
@@ -32,10 +32,9 @@ type cachedVoucher struct {
 	soldOutAt atomic.Int64
 }
 
-// soldOutTTL is how long a voucher seen sold out is refused without asking
-// the store: stock can come back (an async dead letter gives its unit
-// back), so the flag must not outlive a second; then one request goes
-// through and sets it again if the voucher is still sold out.
+// soldOutTTL is how long a voucher seen sold out is refused without asking the
+// store. Stock can come back: an async dead letter gives its unit back. So the
+// flag lasts a second; then one request goes through and sets it again.
 const soldOutTTL = time.Second
 
 // markSoldOut records that the voucher was seen sold out at now.

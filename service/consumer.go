@@ -3,7 +3,6 @@ package service
 import (
 	"context"
 	"crypto/rand"
-	"errors"
 	"fmt"
 	"log/slog"
 	"os"
@@ -25,42 +24,40 @@ const (
 	ReasonIDTaken    = "id_taken"   // its id belongs to another order
 )
 
-// ConsumerConfig configures the stream consumers. Zero values mean the
-// defaults given.
+// ConsumerConfig configures the stream consumers.
+// Zero values mean the defaults given.
 type ConsumerConfig struct {
 	// Consumers is the number of stream consumers of this process.
 	// Default DefaultConsumers.
 	Consumers int
-	// ClaimIdle is how long an entry stays pending with a consumer before
-	// another claims it; at least BatchTimeout (StartConsumers refuses a
-	// shorter one). Default DefaultClaimIdle.
+	// ClaimIdle is how long an entry stays pending before another consumer
+	// claims it. It must be at least BatchTimeout. Default DefaultClaimIdle.
 	ClaimIdle time.Duration
-	// ConsumerDelay is a development-only pause of each batch between read
-	// and write. Default 0.
+	// ConsumerDelay pauses each batch between read and write, for development.
+	// Default 0.
 	ConsumerDelay time.Duration
 	// Batch is the most entries a consumer reads and writes at once.
 	// Default 100.
 	Batch int
 	// Block is how long a consumer's read waits for new entries. Default 2s.
 	Block time.Duration
-	// BatchTimeout bounds the handling of one batch (locks, transaction,
-	// acknowledgement); keep it below the lock lease and ClaimIdle.
-	// Default DefaultBatchTimeout.
+	// BatchTimeout bounds one batch: locks, transaction, acknowledgement.
+	// Keep it below the lock lease and ClaimIdle. Default DefaultBatchTimeout.
 	BatchTimeout time.Duration
-	// MaxAttempts is how many deliveries (consumers that died with the
-	// entry) or failed writes of unknown cause an entry gets before it is
-	// dead-lettered. Default 5.
+	// MaxAttempts is how many tries an entry gets before it is dead-lettered. A
+	// try is a delivery (a consumer died with it) or a write failing for an
+	// unknown cause. Default 5.
 	MaxAttempts int
-	// ConsumerPrefix starts the consumer names (then -<random>). Default
-	// <hostname>-<pid>.
+	// ConsumerPrefix starts the consumer names, then -<random>.
+	// Default <hostname>-<pid>.
 	ConsumerPrefix string
-	// Duty is the most of its time a consumer spends on full batches
-	// (a backlog) while this process admits orders (ConsumerDeps.Admitted
-	// moves): after such a batch it pauses until the batch's time is that
-	// share of the whole (at most yieldMax), so that on shared cores the
-	// admissions keep the CPU and the backlog is written in the gaps and
-	// after the burst. 1 never pauses. Default DefaultDuty.
-	Duty float64
+	// DutyCycle is the most of its time a consumer spends on full batches
+	// while this process admits orders.
+	// After such a batch it pauses, at most yieldMax.
+	// So on shared cores the admissions keep the CPU,
+	// and the backlog is written in the gaps and after the burst.
+	// 1 never pauses. Default DefaultDuty.
+	DutyCycle float64
 }
 
 // Defaults of ConsumerConfig, which config reads for its settings.
@@ -91,34 +88,35 @@ func (c *ConsumerConfig) defaults() {
 	if c.MaxAttempts <= 0 {
 		c.MaxAttempts = 5
 	}
-	if c.Duty <= 0 {
-		c.Duty = DefaultDuty
+	if c.DutyCycle <= 0 {
+		c.DutyCycle = DefaultDuty
 	}
-	c.Duty = min(c.Duty, 1)
+	c.DutyCycle = min(c.DutyCycle, 1)
 }
 
-// yieldMax bounds a consumer's pause after a full batch (ConsumerConfig.Duty).
+// yieldMax bounds a consumer's pause after a full batch
+// (ConsumerConfig.DutyCycle).
 const yieldMax = 250 * time.Millisecond
 
-// linger is how long a consumer that read less than half a batch waits for
-// more before writing: at a low arrival rate, batches of one or two orders
-// each cost a transaction and its fsync.
+// linger is how long a consumer waits for more after reading under half a
+// batch. At a low arrival rate, each tiny batch would cost a transaction and
+// its fsync.
 const linger = 10 * time.Millisecond
 
 // ConsumerDeps are the collaborators of the stream consumers.
 type ConsumerDeps struct {
 	Queue  OrderQueue
 	Orders OrderWriter
-	// Locker takes the per-user lock lock:order:<userId> around each
-	// write: a second line of defence behind the buyers set.
+	// Locker takes lock:order:<userId> around each write.
+	// It is a second line of defence behind the buyers set.
 	Locker lock.Locker
 	// Rejects counts the duplicates only the unique key stopped.
 	Rejects RejectionCounter
-	// Admitted counts this process's admissions (optional): while it
-	// moves, consumers keep to ConsumerConfig.Duty.
+	// Admitted counts this process's admissions (optional).
+	// While it moves, consumers keep to ConsumerConfig.DutyCycle.
 	Admitted func() uint64
 	// Tracer traces each batch, linked to the requests that admitted its
-	// orders; optional (nil traces nothing).
+	// orders. Optional: nil traces nothing.
 	Tracer   BatchTracer
 	Observer Observer         // optional: lock refusals, unique-key rejections
 	Metrics  ConsumerObserver // optional: batches, writes, dead letters, claims
@@ -126,15 +124,15 @@ type ConsumerDeps struct {
 	Log      *slog.Logger
 }
 
-// ConsumerGroup writes the orders of the stream to the database: each
-// process runs cfg.Consumers consumers of the group.
+// ConsumerGroup writes the orders of the stream to the database.
+// Each process runs cfg.Consumers consumers of the group.
 type ConsumerGroup struct {
 	d    ConsumerDeps
 	cfg  ConsumerConfig
 	dups uniqueKeyRejections
 }
 
-// NewConsumerGroup returns the consumers' settings and collaborators;
+// NewConsumerGroup returns the consumers' settings and collaborators.
 // StartConsumers starts them.
 func NewConsumerGroup(d ConsumerDeps, cfg ConsumerConfig) *ConsumerGroup {
 	cfg.defaults()
@@ -151,17 +149,17 @@ func NewConsumerGroup(d ConsumerDeps, cfg ConsumerConfig) *ConsumerGroup {
 		dups: uniqueKeyRejections{obs: d.Observer, counter: d.Rejects, log: d.Log, locker: d.Locker}}
 }
 
-// Consumers are the stream consumers of one process. Stop them before
-// closing Redis and the database.
+// Consumers are the stream consumers of one process.
+// Stop them before closing Redis and the database.
 type Consumers struct {
 	stop chan struct{}
 	wg   sync.WaitGroup
 	once sync.Once
 }
 
-// StartConsumers creates the consumer group if needed and starts the
-// configured number of consumers, each named <prefix>-<random>. It refuses
-// a ClaimIdle shorter than BatchTimeout.
+// StartConsumers creates the consumer group if needed and starts the consumers.
+// Each is named <prefix>-<random>.
+// It refuses a ClaimIdle shorter than BatchTimeout.
 func (g *ConsumerGroup) StartConsumers(ctx context.Context) (*Consumers, error) {
 	if g.cfg.ClaimIdle < g.cfg.BatchTimeout {
 		// An entry could be claimed by another consumer while its batch
@@ -193,8 +191,8 @@ func (g *ConsumerGroup) StartConsumers(ctx context.Context) (*Consumers, error) 
 	return p, nil
 }
 
-// Stop asks the consumers to finish the batch in hand (written and
-// acknowledged) and waits for them until ctx ends.
+// Stop asks the consumers to finish the batch in hand and waits until ctx ends.
+// A finished batch is written and acknowledged.
 func (p *Consumers) Stop(ctx context.Context) error {
 	p.once.Do(func() { close(p.stop) })
 	done := make(chan struct{})
@@ -210,20 +208,20 @@ func (p *Consumers) Stop(ctx context.Context) error {
 	}
 }
 
-// newConsumer returns a consumer of the group named name that stops when
-// stop is closed.
+// newConsumer returns a consumer of the group, named name.
+// It stops when stop is closed.
 func (g *ConsumerGroup) newConsumer(name string, stop <-chan struct{}) *consumer {
 	return &consumer{ConsumerGroup: g, stop: stop, name: name, failures: map[string]int{}, cursor: "0-0"}
 }
 
-// consumer is one goroutine reading the stream, with the group's
-// collaborators (d) and settings (cfg).
+// consumer is one goroutine reading the stream.
+// It holds the group's collaborators (d) and settings (cfg).
 type consumer struct {
 	*ConsumerGroup
 	stop <-chan struct{}
 	name string
-	// failures counts this consumer's failed writes of unknown cause per
-	// entry.
+	// failures counts, per entry, this consumer's writes that failed for an
+	// unknown cause.
 	failures  map[string]int
 	cursor    string // XAUTOCLAIM scan position
 	nextClaim time.Time
@@ -238,11 +236,11 @@ func (c *consumer) yield(took time.Duration) {
 	}
 }
 
-// yieldPause is the pause after a full batch that took took: when this
-// process admitted orders since the last full batch, long enough that the
-// batch was ConsumerConfig.Duty of the time, at most yieldMax; else none.
+// yieldPause is the pause after a full batch that took took. It pauses only if
+// this process admitted orders since the last full batch. Then the batch
+// becomes ConsumerConfig.DutyCycle of the time, at most yieldMax.
 func (c *consumer) yieldPause(took time.Duration) time.Duration {
-	if c.cfg.Duty >= 1 || c.d.Admitted == nil {
+	if c.cfg.DutyCycle >= 1 || c.d.Admitted == nil {
 		return 0
 	}
 	n := c.d.Admitted()
@@ -251,12 +249,12 @@ func (c *consumer) yieldPause(took time.Duration) time.Duration {
 	if !busy {
 		return 0
 	}
-	return min(time.Duration(float64(took)*(1-c.cfg.Duty)/c.cfg.Duty), yieldMax)
+	return min(time.Duration(float64(took)*(1-c.cfg.DutyCycle)/c.cfg.DutyCycle), yieldMax)
 }
 
-// pruneIdle is how long a consumer with nothing pending must have been idle
-// before it is taken for dead and deleted from the group; pruneEvery is how
-// often a consumer looks for such.
+// pruneIdle is how long an idle consumer with nothing pending lives in the
+// group. After it, the consumer is taken for dead and deleted. pruneEvery is
+// how often a consumer looks for such.
 const (
 	pruneIdle  = time.Hour
 	pruneEvery = 10 * time.Minute
@@ -288,12 +286,11 @@ func (c *consumer) claimEvery() time.Duration {
 	return min(max(c.cfg.ClaimIdle/2, 500*time.Millisecond), 5*time.Second)
 }
 
-// run reads until stop: entries of dead consumers (XAUTOCLAIM) every few
-// seconds, and new entries (XREADGROUP > COUNT BLOCK) together with the
-// entries the last batch left pending, which it retries from memory after
-// a backoff (reading its own pending entries again would count as
-// deliveries, and deliveries count consumers that died with an entry).
-// Reads use a context that stop does not cancel, so an entry is never
+// run reads until stop. Every few seconds it claims the entries of dead
+// consumers (XAUTOCLAIM). Otherwise it reads new entries (XREADGROUP) with
+// those the last batch left pending. It retries those from memory after a
+// backoff. Reading them again would count deliveries, which mean a consumer
+// died. Reads use a context that stop does not cancel. So an entry is never
 // delivered to a read nobody sees.
 func (c *consumer) run() {
 	log := c.d.Log.With("consumer", c.name)
@@ -322,11 +319,9 @@ func (c *consumer) run() {
 				log.InfoContext(ctx, "deleted dead consumers with nothing pending", "count", n)
 			}
 		}
-		// The entries kept from earlier batches (and those the claim just
-		// left): only those still pending with this consumer, their idle
-		// time reset, so that no other consumer claims them while this
-		// batch runs (BatchTimeout <= ClaimIdle). Unchecked, none is
-		// written.
+		// Keep only the kept entries still pending with this consumer. Their
+		// idle time is reset, so no other consumer claims them during this
+		// batch. An unchecked entry is never written.
 		var msgs []model.QueuedOrder
 		if len(retry) > 0 {
 			owned, err := c.touch(ctx, retry)
@@ -358,11 +353,10 @@ func (c *consumer) run() {
 			}
 			msgs = append(msgs, fresh...)
 			if len(fresh) > 0 && len(msgs) < c.cfg.Batch/2 && c.sleep(linger) {
-				// A trickle: let a few more orders arrive, so that one
-				// transaction (one fsync, one lock round trip) writes
-				// them together. Entries read later in this batch are
-				// not lost on error: the next read of the group's
-				// pending entries is by claim, as for any batch.
+				// A trickle: let a few more orders arrive. Then one
+				// transaction, one fsync and one lock round trip write them.
+				// Entries read now are not lost on error: a later claim reads
+				// them.
 				if more, err := c.d.Queue.ReadNew(ctx, c.name, c.cfg.Batch-len(msgs), -1); err == nil {
 					msgs = append(msgs, more...)
 				}
@@ -372,8 +366,7 @@ func (c *consumer) run() {
 			continue
 		}
 		if retry = c.process(msgs); len(retry) > 0 {
-			// Touched now too, so that they are not claimed while this
-			// consumer backs off.
+			// Touched now too, so they are not claimed during the backoff.
 			if owned, err := c.touch(ctx, retry); err != nil {
 				log.DebugContext(ctx, "touch pending entries", "err", err)
 			} else {
@@ -390,11 +383,11 @@ func (c *consumer) run() {
 	}
 }
 
-// touch resets the idle time of the entries kept for a retry, so that
-// other consumers do not take them for a dead consumer's, and returns those
-// this consumer still owns: an entry another consumer claimed meanwhile
-// (this one was slow, or paused) or that was settled is dropped, never
-// written. On error it returns msgs unchecked, with the error.
+// touch resets the idle time of the entries kept for a retry. So other
+// consumers do not take them for a dead consumer's. It returns those this
+// consumer still owns. An entry claimed by another consumer, or settled, is
+// dropped and never written. On error it returns msgs unchecked, with the
+// error.
 func (c *consumer) touch(ctx context.Context, msgs []model.QueuedOrder) ([]model.QueuedOrder, error) {
 	owned, err := c.d.Queue.Touch(ctx, c.name, msgs)
 	if err != nil {
@@ -416,8 +409,8 @@ func (c *consumer) touch(ctx context.Context, msgs []model.QueuedOrder) ([]model
 	return owned, nil
 }
 
-// nextBackoff doubles from 50ms up to 2s, and stays under half the claim
-// idle time so that retried entries are not taken for a dead consumer's.
+// nextBackoff doubles from 50ms up to 2s.
+// It stays under half of ClaimIdle, so retried entries do not look dead.
 func (c *consumer) nextBackoff(d time.Duration) time.Duration {
 	if d <= 0 {
 		d = 25 * time.Millisecond
@@ -425,13 +418,11 @@ func (c *consumer) nextBackoff(d time.Duration) time.Duration {
 	return max(min(2*d, 2*time.Second, c.cfg.ClaimIdle/2), time.Millisecond)
 }
 
-// claim takes over and processes the entries idle for ClaimIdle, a page
-// at a time, and returns kept (the entries this consumer kept for a retry)
-// with those the pages left pending. Each page may take up to
-// BatchTimeout, so before every page after the first the kept entries are
-// touched: unattended through ten slow pages (a database brownout), they
-// would go idle past ClaimIdle, be claimed by a peer, and every such claim
-// counts as a delivery, until MaxAttempts dead-letters orders whose
+// claim takes over the entries idle for ClaimIdle and processes them, a page at
+// a time. It returns kept, the entries kept for a retry, with those the pages
+// left pending. Each page may take up to BatchTimeout, so kept entries are
+// touched between pages. Else, through slow pages, a peer would claim them and
+// each claim counts a delivery. MaxAttempts would then dead-letter orders whose
 // consumers never died.
 func (c *consumer) claim(ctx context.Context, kept []model.QueuedOrder) []model.QueuedOrder {
 	left := kept
@@ -462,11 +453,10 @@ func (c *consumer) claim(ctx context.Context, kept []model.QueuedOrder) []model.
 	return left
 }
 
-// process writes a batch and settles each entry: acknowledged when its
-// order is in the database, dead-lettered when it never can be, left
-// pending (retried) otherwise. It runs on a context that stop does not
-// cancel, bounded by BatchTimeout, and returns the entries it left
-// pending.
+// process writes a batch and settles each entry. An entry is acknowledged when
+// its order is written, dead-lettered when it never can be, and left pending
+// for a retry otherwise. It runs until BatchTimeout on a context that stop does
+// not cancel. It returns the entries it left pending.
 func (c *consumer) process(msgs []model.QueuedOrder) []model.QueuedOrder {
 	ctx, cancel := context.WithTimeout(context.Background(), c.cfg.BatchTimeout)
 	defer cancel()
@@ -506,241 +496,4 @@ func (c *consumer) process(msgs []model.QueuedOrder) []model.QueuedOrder {
 		b.keep(b.ack...)
 	}
 	return b.left
-}
-
-// batch is the state of one process call.
-type batch struct {
-	c    *consumer
-	ctx  context.Context
-	ack  []model.QueuedOrder
-	left []model.QueuedOrder
-}
-
-// keep leaves entries pending, to be retried.
-func (b *batch) keep(msgs ...model.QueuedOrder) { b.left = append(b.left, msgs...) }
-
-// lockUsers takes lock:order:<userId> for the users of work, all in one
-// call of lock.ObtainAll (one round trip with a lock.BatchLocker such as
-// lua, else one Obtain per user in parallel), and returns the entries whose
-// user is locked; the others stay pending. The returned function releases
-// the locks (after the batch committed and was acknowledged), all in one
-// call as well.
-func (b *batch) lockUsers(work []model.QueuedOrder) ([]model.QueuedOrder, func()) {
-	c := b.c
-	if len(work) == 0 {
-		return nil, func() {}
-	}
-	// The watchdog of renewing backends stops when lockCtx ends.
-	lockCtx, cancelLocks := context.WithCancel(b.ctx)
-	var users []int64
-	var keys []string
-	seen := map[int64]bool{}
-	for _, m := range work {
-		if !seen[m.UserID] {
-			seen[m.UserID] = true
-			users = append(users, m.UserID)
-			keys = append(keys, lockKey(m.UserID))
-		}
-	}
-	obtained, errs := lock.ObtainAll(lockCtx, c.d.Locker, keys)
-	locks := make(map[int64]bool, len(users))
-	var held []lock.Lock
-	for i, u := range users {
-		switch err := errs[i]; {
-		case obtained[i] != nil:
-			locks[u] = true
-			held = append(held, obtained[i])
-		case errors.Is(err, lock.ErrNotObtained):
-			c.d.Observer.LockNotObtained()
-		default:
-			c.d.Log.WarnContext(b.ctx, "consumer lock", "user_id", u, "err", err)
-		}
-	}
-	var locked []model.QueuedOrder
-	for _, m := range work {
-		if locks[m.UserID] {
-			locked = append(locked, m)
-		} else {
-			b.keep(m)
-		}
-	}
-	return locked, func() {
-		defer cancelLocks()
-		if len(held) == 0 {
-			return
-		}
-		rctx, cancel := context.WithTimeout(context.WithoutCancel(b.ctx), releaseTimeout)
-		defer cancel()
-		for i, err := range lock.ReleaseAll(rctx, c.d.Locker, held) {
-			if err != nil {
-				c.d.Log.WarnContext(b.ctx, "consumer lock release failed", "key", held[i].Key(), "err", err)
-			}
-		}
-	}
-}
-
-// order is the order of entry m.
-func (b *batch) order(m model.QueuedOrder) model.VoucherOrder {
-	o := newOrder(m.OrderID, m.UserID, m.VoucherID, b.c.d.Now())
-	o.CreateTime = admittedAt(m, o.UpdateTime)
-	return o
-}
-
-// admittedAt is when the order's pay time starts: its admission in Redis,
-// not its write; now when the admission time is unknown or after now
-// (the Redis server's clock ahead of this one).
-func admittedAt(m model.QueuedOrder, now time.Time) time.Time {
-	if m.Admitted.IsZero() || m.Admitted.After(now) {
-		return now
-	}
-	return m.Admitted
-}
-
-// write writes the locked entries in one transaction, falling back to one
-// transaction per entry when the batch fails for a business reason, to find
-// the culprit.
-func (b *batch) write(msgs []model.QueuedOrder) {
-	if len(msgs) == 0 {
-		return
-	}
-	c := b.c
-	orders := make([]model.VoucherOrder, len(msgs))
-	for i, m := range msgs {
-		orders[i] = b.order(m)
-	}
-	existing, err := c.d.Orders.WriteBatch(b.ctx, orders)
-	switch {
-	case err == nil:
-		b.ack = append(b.ack, msgs...)
-		c.d.Metrics.OrdersWritten(len(msgs) - len(existing))
-		for _, m := range msgs {
-			delete(c.failures, m.MsgID)
-		}
-		return
-	case errors.Is(err, model.ErrUnavailable):
-		c.d.Log.WarnContext(b.ctx, "order batch not written: database unavailable", "consumer", c.name, "count", len(msgs), "err", err)
-		b.keep(msgs...)
-		return
-	}
-	c.d.Log.InfoContext(b.ctx, "order batch refused, writing one by one", "consumer", c.name, "count", len(msgs), "err", err)
-	for _, m := range msgs {
-		b.writeOne(m)
-	}
-}
-
-func (b *batch) writeOne(m model.QueuedOrder) {
-	c := b.c
-	o := b.order(m)
-	existed, err := c.d.Orders.WriteOne(b.ctx, &o)
-	switch {
-	case err == nil:
-		b.ack = append(b.ack, m)
-		delete(c.failures, m.MsgID)
-		if !existed {
-			c.d.Metrics.OrdersWritten(1)
-		}
-	case errors.Is(err, model.ErrSoldOut):
-		b.deadLetter(m, ReasonSoldOut, 1)
-	case errors.Is(err, model.ErrDuplicateOrder):
-		if errors.Is(err, model.ErrUniqueKey) {
-			c.dups.count(b.ctx, m.VoucherID, m.UserID)
-		}
-		b.deadLetter(m, ReasonDuplicate, 1)
-	case errors.Is(err, model.ErrOrderIDTaken):
-		c.d.Log.ErrorContext(b.ctx, "order id already used by another order (the id sequence restarted)", orderAttrs(m)...)
-		b.deadLetter(m, ReasonIDTaken, 1)
-	case errors.Is(err, model.ErrOrderDeadLettered):
-		// Another consumer gave it up (and may have died before giving
-		// the stock back): finish its dead letter, with the reason it
-		// recorded (the arguments here are not used).
-		b.deadLetter(m, ReasonFailures, 1)
-	case errors.Is(err, model.ErrUnavailable):
-		b.keep(m)
-	default:
-		c.failures[m.MsgID]++
-		attempts := c.failures[m.MsgID] + int(max(m.Deliveries-1, 0))
-		c.d.Log.ErrorContext(b.ctx, "order write failed", append(orderAttrs(m), "attempts", attempts, "err", err)...)
-		if attempts >= c.cfg.MaxAttempts {
-			b.deadLetter(m, ReasonFailures, attempts)
-		} else {
-			b.keep(m)
-		}
-	}
-}
-
-// deadLetter gives up on m: its stock goes back to Redis, and its buyer
-// mark too unless the user has an order for the voucher in the database.
-// The database decides first, atomically, between written and given up:
-// an entry whose order is written is acknowledged instead, and one given
-// up already (by another consumer that may have died before finishing)
-// is finished with the reason recorded then; the dead-letter script is
-// idempotent.
-func (b *batch) deadLetter(m model.QueuedOrder, reason string, attempts int) {
-	c := b.c
-	out, err := c.d.Orders.RecordDeadLetter(b.ctx, m, reason, attempts)
-	switch {
-	case errors.Is(err, model.ErrOrderIDTaken):
-		// Its id is another order's: nobody can ever write this entry.
-	case err != nil:
-		c.d.Log.WarnContext(b.ctx, "dead-letter deferred", append(orderAttrs(m), "reason", reason, "err", err)...)
-		b.keep(m)
-		return
-	case out.Written:
-		b.ack = append(b.ack, m)
-		return
-	default:
-		reason, attempts = out.Reason, out.Attempts
-	}
-	has, err := c.d.Orders.HasOrder(b.ctx, m.UserID, m.VoucherID)
-	if err != nil {
-		b.keep(m)
-		return
-	}
-	done, err := c.d.Queue.DeadLetter(b.ctx, m, reason, attempts, giveBack(reason, has))
-	switch {
-	case err != nil && done:
-		// Dead-lettered; only the buyer mark kept in the user's home
-		// bucket (another slot) could not be given back.
-		c.d.Log.WarnContext(b.ctx, "dead letter: buyer mark not given back (until a rebuild)", append(orderAttrs(m), "err", err)...)
-	case err != nil:
-		c.d.Log.WarnContext(b.ctx, "dead-letter deferred", append(orderAttrs(m), "reason", reason, "err", err)...)
-		b.keep(m)
-		return
-	}
-	delete(c.failures, m.MsgID)
-	if done {
-		c.d.Metrics.DeadLettered(reason)
-		c.d.Log.WarnContext(b.ctx, "order dead-lettered", append(orderAttrs(m), "reason", reason, "attempts", attempts,
-			"stock_given_back", reason != ReasonSoldOut, "buyer_kept", has)...)
-	}
-}
-
-// giveBack is what a dead letter returns to Redis: the buyer mark unless
-// the user has an order for the voucher in the database, and the unit of
-// stock unless the database had none for it (sold out). While invariant 5
-// holds the database has a unit for every pending order, so a sold-out
-// dead letter means Redis counted units the database does not have (as
-// after a failover to a replica that missed decrements): returning the
-// unit would keep that excess, and each later admission on it would end
-// as one more sold-out dead letter; keeping it taken removes the excess
-// one unit at a time.
-func giveBack(reason string, hasOrder bool) model.GiveBack {
-	return model.GiveBack{Stock: reason != ReasonSoldOut, Buyer: !hasOrder}
-}
-
-func (b *batch) malformed(m model.QueuedOrder) {
-	c := b.c
-	if err := c.d.Queue.DeadLetterMalformed(b.ctx, m, ReasonMalformed+": "+m.Malformed); err != nil {
-		c.d.Log.WarnContext(b.ctx, "dead-letter malformed entry", "msg_id", m.MsgID, "err", err)
-		b.keep(m)
-		return
-	}
-	c.d.Metrics.DeadLettered(ReasonMalformed)
-	c.d.Log.ErrorContext(b.ctx, "malformed stream entry dead-lettered, nothing given back", "msg_id", m.MsgID, "why", m.Malformed, "fields", m.Raw)
-}
-
-// orderAttrs are the log attributes of an entry.
-func orderAttrs(m model.QueuedOrder) []any {
-	return []any{slog.String("msg_id", m.MsgID), slog.Int64("order_id", m.OrderID),
-		slog.Int64("user_id", m.UserID), slog.Int64("voucher_id", m.VoucherID)}
 }

@@ -5,14 +5,15 @@ import (
 	"time"
 )
 
-// TestConsumerYieldPause: after a full batch, a consumer pauses only while
-// its process admits orders, for (1-Duty)/Duty of the batch's time, at
-// most yieldMax; with Duty 1 or no admission counter it never pauses.
+// TestConsumerYieldPause: after a full batch, a consumer pauses only while its
+// process admits orders. The pause is (1-DutyCycle)/DutyCycle of the batch's
+// time, at most yieldMax. With DutyCycle 1 or no admission counter it never
+// pauses.
 func TestConsumerYieldPause(t *testing.T) {
 	var admitted uint64
 	counter := func() uint64 { return admitted }
 	c := func(duty float64, count func() uint64) *consumer {
-		cfg := ConsumerConfig{Duty: duty}
+		cfg := ConsumerConfig{DutyCycle: duty}
 		cfg.defaults()
 		return &consumer{ConsumerGroup: &ConsumerGroup{d: ConsumerDeps{Admitted: count}, cfg: cfg}}
 	}

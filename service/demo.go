@@ -11,9 +11,9 @@ import (
 // DemoMarks records, once per database, that the development demo data
 // was seeded, so that a restart does not seed it twice.
 type DemoMarks interface {
-	// ClaimDemo records a claim unless a claim or a seed is recorded
-	// already; it reports whether this call recorded it, and the recorded
-	// value when not.
+	// ClaimDemo records a claim unless a claim or a seed is recorded already.
+	// It reports whether this call recorded it, and the recorded value when
+	// not.
 	ClaimDemo(ctx context.Context) (claimed bool, existing string, err error)
 	// SetDemo replaces the claim with the value (the seeded ids).
 	SetDemo(ctx context.Context, value string) error
@@ -22,9 +22,9 @@ type DemoMarks interface {
 	ReleaseDemo(ctx context.Context) error
 }
 
-// Demo seeds the demo data of development mode: one shop with one seckill
-// voucher on sale, so that a newcomer running `go run .` sees something at
-// once. It never runs in production (the caller decides).
+// Demo seeds the demo data of development mode: one shop, one voucher on sale.
+// A newcomer running `go run .` sees something at once.
+// It never runs in production; the caller decides.
 type Demo struct {
 	Shops    *Shops
 	Vouchers *Vouchers

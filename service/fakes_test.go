@@ -129,9 +129,9 @@ type createCall struct {
 	ctxErr error
 }
 
-// fakeOrders is an OrderStore. CreateOrder returns createErr when set, else
-// it applies the rules of the real transaction on maps: one order per user
-// and voucher, stock decremented if positive.
+// fakeOrders is an OrderStore. CreateOrder returns createErr when set, else it
+// applies the real transaction's rules on maps. One order per user and voucher;
+// the stock is decremented if positive.
 type fakeOrders struct {
 	mu        sync.Mutex
 	ev        *events
@@ -208,15 +208,15 @@ func (f *fakeOrders) GetOrder(_ context.Context, id int64) (*model.VoucherOrder,
 	return &o, nil
 }
 
-// Tally reads the stock from the vouchers and the counts from counts.
-func (f *fakeOrders) Tally(ctx context.Context, voucherID int64, _ []model.QueuedOrder) (model.Tally, error) {
+// VoucherSnapshot reads the stock from the vouchers and the counts from counts.
+func (f *fakeOrders) VoucherSnapshot(ctx context.Context, voucherID int64, _ []model.QueuedOrder) (model.VoucherSnapshot, error) {
 	sv, err := f.vouchers.GetSeckill(ctx, voucherID)
 	if err != nil {
-		return model.Tally{}, err
+		return model.VoucherSnapshot{}, err
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	return model.Tally{Stock: sv.Stock, InitialStock: sv.InitialStock, Orders: f.counts[0], DistinctUsers: f.counts[1]}, f.countEr
+	return model.VoucherSnapshot{Stock: sv.Stock, InitialStock: sv.InitialStock, Orders: f.counts[0], DistinctUsers: f.counts[1]}, f.countEr
 }
 
 // fakeRejects is a RejectionCounter.

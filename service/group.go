@@ -10,12 +10,12 @@ import (
 
 // GroupOrderStore commits concurrent sync orders of one voucher together.
 type GroupOrderStore interface {
-	// CreateOrders writes orders (one voucher, arrival order) in one
-	// transaction and answers each: nil when written, a refusal
-	// (model.ErrStaleFence, model.ErrDuplicateOrder, model.ErrSoldOut to
-	// the last ones when units run short, a closed window), or
-	// model.ErrNotGrouped for an order its buyer must write alone.
-	// fences[i] belongs to orders[i] and may be nil.
+	// CreateOrders writes orders of one voucher in one transaction, in arrival
+	// order. It answers each: nil when written, else a refusal. Refusals are
+	// model.ErrStaleFence, ErrDuplicateOrder, ErrSoldOut or a closed window.
+	// When units run short, the last orders are sold out. model.ErrNotGrouped
+	// marks an order its buyer must write alone. fences[i] belongs to orders[i]
+	// and may be nil.
 	CreateOrders(ctx context.Context, orders []model.VoucherOrder, fences []*model.Fence) []error
 }
 
@@ -33,9 +33,9 @@ const DefaultGroupMax = 64
 const groupCommitTimeout = 10 * time.Second
 
 // groupCommitter commits the orders of one voucher's concurrent buyers
-// together. The first buyer of a voucher commits at once, alone; buyers
-// arriving while a commit of that voucher runs wait, and form the next
-// group when it ends. So a group adds no delay without contention.
+// together. The first buyer of a voucher commits at once, alone. Buyers
+// arriving during a commit wait, and form the next group when it ends. So a
+// group adds no delay without contention.
 type groupCommitter struct {
 	groups GroupOrderStore
 	single func(ctx context.Context, o *model.VoucherOrder, fence *model.Fence) error

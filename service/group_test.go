@@ -95,6 +95,32 @@ func holdFirstCreate(r *rig) (started <-chan struct{}, release func()) {
 	return st, func() { rel.Do(func() { close(gate) }) }
 }
 
+// buyBehindFirst buys for users[0], holds its commit, and queues the others
+// one by one behind it in arrival order. Then it releases the commit and
+// returns each buyer's answer.
+func buyBehindFirst(t *testing.T, r *rig, users ...int64) []error {
+	t.Helper()
+	started, release := holdFirstCreate(r)
+	defer release()
+	var wg sync.WaitGroup
+	errs := make([]error, len(users))
+	buy := func(i int) {
+		defer wg.Done()
+		_, errs[i] = r.svc.Buy(context.Background(), users[i], voucherOpen)
+	}
+	wg.Add(1)
+	go buy(0)
+	<-started
+	for i := 1; i < len(users); i++ {
+		wg.Add(1)
+		go buy(i)
+		waitQueued(t, r.svc, voucherOpen, i)
+	}
+	release()
+	wg.Wait()
+	return errs
+}
+
 // waitQueued polls until n buyers of voucher wait in the committer.
 func waitQueued(t *testing.T, s *Seckill, voucher int64, n int) {
 	t.Helper()
@@ -144,24 +170,7 @@ func TestGroupLoneBuyerCommitsAlone(t *testing.T) {
 
 func TestGroupFormsFromWaitersInArrivalOrder(t *testing.T) {
 	r, g, obs := newGroupRig(t, SeckillConfig{GroupMax: 2})
-	started, release := holdFirstCreate(r)
-	defer release()
-	var wg sync.WaitGroup
-	errs := make([]error, 6)
-	buy := func(i int) {
-		defer wg.Done()
-		_, errs[i] = r.svc.Buy(context.Background(), int64(100+i), voucherOpen)
-	}
-	wg.Add(1)
-	go buy(0)
-	<-started
-	for i := 1; i < 6; i++ {
-		wg.Add(1)
-		go buy(i)
-		waitQueued(t, r.svc, voucherOpen, i)
-	}
-	release()
-	wg.Wait()
+	errs := buyBehindFirst(t, r, 100, 101, 102, 103, 104, 105)
 	for i, err := range errs {
 		if err != nil {
 			t.Errorf("buyer %d: got %v, want nil", i, err)
@@ -289,24 +298,7 @@ func TestGroupWaiterGoneWhileCommittingGetsOutcome(t *testing.T) {
 func TestGroupUndecidedOrdersWrittenAlone(t *testing.T) {
 	r, g, _ := newGroupRig(t, SeckillConfig{})
 	g.err = model.ErrNotGrouped
-	started, release := holdFirstCreate(r)
-	defer release()
-	var wg sync.WaitGroup
-	errs := make([]error, 3)
-	buy := func(i int) {
-		defer wg.Done()
-		_, errs[i] = r.svc.Buy(context.Background(), int64(10+i), voucherOpen)
-	}
-	wg.Add(1)
-	go buy(0)
-	<-started
-	for i := 1; i < 3; i++ {
-		wg.Add(1)
-		go buy(i)
-		waitQueued(t, r.svc, voucherOpen, i)
-	}
-	release()
-	wg.Wait()
+	errs := buyBehindFirst(t, r, 10, 11, 12)
 	for i, err := range errs {
 		if err != nil {
 			t.Errorf("buyer %d: got %v, want nil (written alone)", i, err)

@@ -9,28 +9,27 @@ import (
 	"seckill/model"
 )
 
-// LifecycleStore changes an order's status after it is written. Every
-// change is a conditional update on the status, so racing changes of one
-// order end with exactly one of them; a cancel gives the unit back to the
-// database stock in its own transaction.
+// LifecycleStore changes an order's status after it is written.
+// Every change is a conditional update on the status.
+// So racing changes of one order end with exactly one of them.
+// A cancel gives the unit back to the database stock in its own transaction.
 type LifecycleStore interface {
-	// Pay marks the user's unpaid order paid when it was created after
-	// cutoff, recording now, the amount and key; a paid order is returned
-	// as it is. Refusals: model.ErrOrderNotFound, model.ErrOrderExpired,
-	// model.ErrOrderCancelled.
-	// The bool says whether this call paid it.
+	// Pay marks the user's unpaid order paid when it was created after cutoff.
+	// It records now, the amount and key; a paid order is returned as it is.
+	// Refusals: model.ErrOrderNotFound, model.ErrOrderExpired,
+	// model.ErrOrderCancelled. The bool says whether this call paid it.
 	Pay(ctx context.Context, userID, orderID int64, key string, now, cutoff time.Time) (*model.VoucherOrder, bool, error)
-	// Cancel cancels the user's unpaid order (as expired when created at
-	// or before cutoff: model.ErrOrderExpired) and gives its unit back;
-	// due marks the Redis give-back owed. A cancelled order is returned
-	// as it is; model.ErrOrderPaid refuses a paid one. The order is
-	// returned with the error when it exists; the bool says whether this
+	// Cancel cancels the user's unpaid order and gives its unit back. An order
+	// created at or before cutoff is cancelled as expired
+	// (model.ErrOrderExpired). due marks the Redis give-back owed. A cancelled
+	// order is returned as it is; model.ErrOrderPaid refuses a paid one. The
+	// order comes with the error when it exists. The bool says whether this
 	// call cancelled it.
 	Cancel(ctx context.Context, userID, orderID int64, now, cutoff time.Time, due bool) (*model.VoucherOrder, bool, error)
-	// Expire cancels up to limit unpaid orders created at or before
-	// cutoff, giving their units back, in one transaction that several
-	// sweepers can run at once on disjoint orders; it returns them.
-	// Non-empty vouchers limits it to their orders.
+	// Expire cancels up to limit unpaid orders created at or before cutoff, and
+	// returns them. Their units go back in one transaction. Several sweepers
+	// can run it at once on disjoint orders. Non-empty vouchers limits it to
+	// their orders.
 	Expire(ctx context.Context, cutoff, now time.Time, limit int, due bool, vouchers []int64) ([]model.VoucherOrder, error)
 	// GivebacksDue returns up to limit orders whose Redis give-back is owed.
 	GivebacksDue(ctx context.Context, limit int) ([]model.VoucherOrder, error)
@@ -46,8 +45,7 @@ const (
 )
 
 // StockReturner gives a cancelled order's unit back to the voucher's Redis
-// stock (async mode), idempotently by order id: at most once per order,
-// however often it is called, across a Redis rebuild too.
+// stock. It is idempotent by order id, across a Redis rebuild too.
 type StockReturner interface {
 	// Return adds the order's unit to bucket orderID mod buckets of the
 	// voucher unless that bucket's returned set has the order already.
@@ -255,9 +253,9 @@ func checkOrderArgs(orderID int64, key string) error {
 	return nil
 }
 
-// Sweep runs one round: it expires unpaid orders past the pay timeout, a
-// batch per transaction until none is left, then gives owed units back to
-// Redis. It returns how many orders it expired.
+// Sweep runs one round and returns how many orders it expired. It expires
+// unpaid orders past the pay timeout, a batch per transaction, until none is
+// left. Then it gives owed units back to Redis.
 func (l *Lifecycle) Sweep(ctx context.Context) (int, error) {
 	start, batches := time.Now(), 0
 	total, err := l.sweep(ctx, &batches)
@@ -305,10 +303,10 @@ func (l *Lifecycle) sweep(ctx context.Context, batches *int) (int, error) {
 	}
 }
 
-// returnUnits gives the orders' units back to Redis and records each one
-// done; a bucket not loaded is left owed (a rebuild puts the order in the
-// returned set, after which Return answers GiveBackAlready), unless the
-// sale is over. It returns how many it recorded done.
+// returnUnits gives the orders' units back to Redis and records each one done.
+// A bucket not loaded is left owed, unless the sale is over. A rebuild puts
+// such an order in the returned set, so Return then answers GiveBackAlready. It
+// returns how many it recorded done.
 func (l *Lifecycle) returnUnits(ctx context.Context, orders []model.VoucherOrder) int {
 	var done []int64
 	applied := 0

@@ -203,10 +203,10 @@ func (okReturner) Return(_ context.Context, orderID, _ int64, _ int) (int, error
 	return GiveBackApplied, nil
 }
 
-// TestLifecycleMetrics: a payment and a cancel count once however often
-// they are repeated; a cancel past the deadline counts as an expiry; a
-// sweep counts its expiries, batches and give-backs (a unit Redis had
-// taken back already is not done again); a failing round counts an error.
+// TestLifecycleMetrics: a payment and a cancel count once, however often
+// repeated. A cancel past the deadline counts as an expiry. A sweep counts its
+// expiries, batches and give-backs. A unit Redis had taken back already is not
+// counted again. A failing round counts an error.
 func TestLifecycleMetrics(t *testing.T) {
 	st := &scriptStore{batches: []int{2, 2, 1}}
 	obs := &lifeCounts{}

@@ -63,14 +63,12 @@ func (p *PurchaseLimits) Enabled() bool {
 func perSecond(n int) model.Limit { return model.Limit{Rate: n, Burst: n, Period: time.Second} }
 
 // Admit counts one purchase of userID for voucherID from addr against the
-// address's limit and the user's, both at once, then, when both passed,
-// against the voucher's: a refusal is a *model.RateLimitedError (the
-// address's when both refuse). The voucher's limit comes last, so that it
-// counts only admissions that passed the others: a user over their limit
-// never spends the voucher's. The address's and the user's are checked
-// together, so that their Redis scripts share one round trip (the store
-// pipelines concurrent checks); each counts the purchase even when the
-// other refuses it, which spends only the sender's own allowance.
+// limits. The address's and the user's limits go first, at once; the voucher's
+// comes last. A refusal is a *model.RateLimitedError, the address's when both
+// refuse. The voucher's limit counts only purchases that passed the others. So
+// a user over their limit never spends the voucher's allowance. The first two
+// share one Redis round trip, and each counts even when the other refuses. That
+// spends only the sender's own allowance.
 func (p *PurchaseLimits) Admit(ctx context.Context, userID, voucherID int64, addr string) error {
 	var byAddr, byUser answer
 	switch {

@@ -47,11 +47,11 @@ func (s *stubLimiter) AllowVoucher(_ context.Context, _ int64, l model.Limit) (b
 	return s.do("voucher", l)
 }
 
-// TestPurchaseLimits: the address's and the user's limits are checked
-// (at once), then the voucher's only when both passed; a refusal is
-// RATE_LIMITED with its wait (the address's first); a limit that cannot
-// be checked (Redis down) lets the purchase through and is counted; an
-// unset limit is never asked. Calls and events are compared sorted.
+// TestPurchaseLimits: the address's and the user's limits are checked at once.
+// The voucher's is checked only when both passed.
+// A refusal is RATE_LIMITED with its wait, the address's first.
+// A limit that cannot be checked lets the purchase through and is counted.
+// An unset limit is never asked. Calls and events are compared sorted.
 func TestPurchaseLimits(t *testing.T) {
 	down := model.Unavailable(errors.New("dial tcp: connection refused"))
 	all := PurchaseLimitConfig{PerUser: 2, PerVoucher: 100, PerAddr: 5}

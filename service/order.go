@@ -10,10 +10,9 @@ import (
 	"seckill/model"
 )
 
-// The rules every order write shares, sync Buy and the async consumer
-// alike: the order itself, the per-user lock's key, how the lock is given
-// back, and how a duplicate that only the database's unique key stopped is
-// counted.
+// The rules every order write shares, in sync Buy and the async consumer alike.
+// They build the order, name the per-user lock, give the lock back,
+// and count a duplicate that only the database's unique key stopped.
 
 // newOrder is the order a purchase writes, in both modes: the user's order
 // id of the voucher, created (unpaid, Heima pay type 1) at now.
@@ -30,9 +29,9 @@ const LockKeyPrefix = "lock:order:"
 // lockKey names the per-user lock lock:order:<userId>.
 func lockKey(userID int64) string { return LockKeyPrefix + strconv.FormatInt(userID, 10) }
 
-// releaseTimeout bounds a lock release after the work; it runs on a
-// context detached from the caller's so a cancelled request (or an expired
-// batch) still releases.
+// releaseTimeout bounds a lock release after the work.
+// The release runs on a context detached from the caller's.
+// So a cancelled request or an expired batch still releases.
 const releaseTimeout = 2 * time.Second
 
 // releaseLock gives lk back on a context that survives ctx's cancellation,
@@ -43,9 +42,9 @@ func releaseLock(ctx context.Context, lk lock.Lock) error {
 	return lk.Release(rctx)
 }
 
-// uniqueKeyRejections counts the duplicate orders that only the database's
-// unique key stopped (the lock let them through): the metric, a warning,
-// and the voucher's cross-instance count (the audit's duplicateRejections).
+// uniqueKeyRejections counts the duplicates that only the unique key stopped.
+// The lock let them through.
+// It feeds the metric, a warning and the voucher's count across instances.
 type uniqueKeyRejections struct {
 	obs     Observer
 	counter RejectionCounter

@@ -2,16 +2,15 @@ package service
 
 import "seckill/model"
 
-// What is pending in async mode, computed one way for the audit, the
-// start-up check and the rebuild: an order is pending while its stream
-// entry exists and its order is not written. The caller reads which
-// orders are written in the same database snapshot as the counts it
-// compares them with, so an order committed meanwhile is counted once:
-// written or pending, never both.
+// What is pending in async mode, computed one way for the audit, the check and
+// the rebuild. An order is pending while its stream entry exists and its order
+// is not written. The caller reads the written orders in the same snapshot as
+// the counts. So an order committed meanwhile is counted once: written or
+// pending.
 
-// queued returns the stream entries that name an order (parsed, not
-// settled already) of the vouchers of accepts (of every voucher when
-// accepts is nil).
+// queued returns the stream entries that name an order of the vouchers of
+// accepts. Malformed and settled entries are left out; a nil accepts takes
+// every voucher.
 func queued(entries []model.QueuedOrder, accepts func(voucherID int64) bool) []model.QueuedOrder {
 	var out []model.QueuedOrder
 	for _, e := range entries {

@@ -13,7 +13,7 @@ import (
 	"seckill/model"
 )
 
-// EpochName is the name of the async epoch in the meta store.
+// EpochName is the name of the async epoch among the named values.
 const EpochName = "async_epoch"
 
 // ReconcileLockKey serializes reconcilers and rebuilds across processes.
@@ -25,22 +25,22 @@ type ReconcilerDeps struct {
 	Orders   FactsReader
 	Redis    Admitter
 	Queue    OrderQueue
-	Meta     MetaStore
+	Values   NamedValues
 	// Sequence repairs the id sequence when Redis lost its data (optional).
 	Sequence IDSequence
-	// Lock serializes start-up reconciliation and rebuilds across
-	// processes; it must wait (lock.WithWait) and outlive a reconciliation.
+	// Lock serializes reconciliation and rebuilds across processes.
+	// It must wait (lock.WithWait) and outlive a reconciliation.
 	Lock lock.Locker
 	Now  func() time.Time
 	Log  *slog.Logger
-	// TrustFacts rebuilds every live voucher from the database's facts at
-	// start instead of checking the epoch: for an embedded Redis, which
-	// starts empty with each process. Default false.
+	// TrustFacts rebuilds every live voucher from the facts at start.
+	// It skips the epoch check, for an embedded Redis that starts empty.
+	// Default false.
 	TrustFacts bool
 }
 
-// Reconciler keeps each live voucher's Redis state of async mode true to
-// the facts: at start (Reconcile) and on the operator's demand (Rebuild).
+// Reconciler keeps each live voucher's Redis state true to the facts.
+// It runs at start (Reconcile) and on the operator's demand (Rebuild).
 type Reconciler struct {
 	d ReconcilerDeps
 }
@@ -53,34 +53,16 @@ func NewReconciler(d ReconcilerDeps) *Reconciler {
 	return &Reconciler{d: d}
 }
 
-// Reconcile checks, before the process serves in async mode, that Redis
-// holds what the service put there, and rebuilds each live voucher's Redis
-// state only from facts:
-//
-//   - no epoch in the database: the first async start. A new epoch goes to
-//     the database, then to Redis, and every live voucher is rebuilt.
-//   - Redis holds the database's epoch: Redis is intact. A live voucher
-//     missing from Redis is rebuilt; one in state ok is checked against
-//     invariant 5 and rebuilt when it does not hold; an unsafe one stays
-//     unsafe.
-//   - Redis holds no epoch or another one (it lost its data, or it is
-//     another Redis): admissions it accepted may be lost, and no fact tells
-//     which. Every live voucher is marked unsafe (refused with 503) until
-//     the operator runs `seckill rebuild --voucher N`.
-//
-// Facts are the initial stock and the orders in the database and the
-// orders pending in the stream (entries whose order is not in the
-// database): stock = initial − orders − pending, buyers = database buyers ∪
-// pending buyers. Each rebuild first freezes the voucher (state frozen: no
-// admissions, no give-backs) so that the facts cannot move under it.
+// Reconcile checks, before serving, that Redis holds what the service put
+// there. It rebuilds a live voucher's Redis state only from the facts. The
+// epoch rule it follows is in docs/async.md ("the epoch rule").
 func (s *Reconciler) Reconcile(ctx context.Context) error {
 	return s.withReconcileLock(ctx, s.reconcile)
 }
 
-// Rebuild is the operator's `seckill rebuild --voucher N`: it reconciles
-// like a starting process, then rebuilds the voucher from the facts and
-// sets it ok, whatever its state. Admissions that Redis lost are not
-// honoured: their orders were announced but will never be written.
+// Rebuild is the operator's `seckill rebuild --voucher N`. It reconciles like a
+// starting process, then rebuilds the voucher and sets it ok. Admissions that
+// Redis lost are not honoured: they will never be written.
 func (s *Reconciler) Rebuild(ctx context.Context, voucherID int64) (model.RedisVoucher, error) {
 	var rv model.RedisVoucher
 	err := s.withReconcileLock(ctx, func(ctx context.Context) error {
@@ -114,17 +96,17 @@ func (s *Reconciler) withReconcileLock(ctx context.Context, f func(context.Conte
 }
 
 func (s *Reconciler) reconcile(ctx context.Context) error {
-	dbEpoch, err := s.d.Meta.Get(ctx, EpochName)
+	dbEpoch, err := s.d.Values.Get(ctx, EpochName)
 	if err != nil {
 		return fmt.Errorf("reconcile: read epoch: %w", err)
 	}
 	first := false
 	if dbEpoch == "" {
 		candidate := rand.Text()
-		if err := s.d.Meta.InsertIfAbsent(ctx, EpochName, candidate); err != nil {
+		if err := s.d.Values.InsertIfAbsent(ctx, EpochName, candidate); err != nil {
 			return fmt.Errorf("reconcile: write epoch: %w", err)
 		}
-		if dbEpoch, err = s.d.Meta.Get(ctx, EpochName); err != nil {
+		if dbEpoch, err = s.d.Values.Get(ctx, EpochName); err != nil {
 			return fmt.Errorf("reconcile: read epoch: %w", err)
 		}
 		first = dbEpoch == candidate
@@ -133,10 +115,10 @@ func (s *Reconciler) reconcile(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("reconcile: read redis epoch: %w", err)
 	}
-	// An upgrade from the key layout before the shards: no epoch in the
-	// shards, this deployment's epoch under the old key. Start-up refused
-	// to run while the old stream held orders, so every order the old
-	// version admitted is in the database: the facts are whole.
+	// The unsharded key layout: no epoch in the shards, ours under the
+	// unsharded key. Start-up refuses to run while the unsharded stream holds
+	// orders. So every order admitted there is in the database: the facts are
+	// whole.
 	upgrade := false
 	if redisEpoch == "" && !first && !s.d.TrustFacts {
 		legacy, err := s.d.Redis.LegacyEpoch(ctx)
@@ -215,8 +197,8 @@ func (s *Reconciler) reconcile(ctx context.Context) error {
 	return nil
 }
 
-// resyncIDs moves the id sequence past the database's ids: Redis lost its
-// counter with the rest.
+// resyncIDs moves the id sequence past the database's ids.
+// Redis lost its counter with the rest.
 func (s *Reconciler) resyncIDs(ctx context.Context) error {
 	if s.d.Sequence == nil {
 		return nil
@@ -227,34 +209,29 @@ func (s *Reconciler) resyncIDs(ctx context.Context) error {
 	return nil
 }
 
-// settleChecks, settleMaxChecks and settleGap bound checkSettled: a
-// mismatch is confirmed when the same residual is seen settleChecks times
-// in a row, settleGap apart, within settleMaxChecks checks.
+// settleChecks, settleMaxChecks and settleGap bound checkSettled.
+// A mismatch is confirmed by the same residual settleChecks times in a row.
+// The checks are settleGap apart, at most settleMaxChecks of them.
 const (
 	settleChecks    = 3
 	settleMaxChecks = 10
 	settleGap       = 250 * time.Millisecond
 )
 
-// residual is how far a voucher's Redis state is from the facts:
-// stock + orders + pending − initial, and buyers − orders − pending. Both
-// are zero when invariant 5 holds, and admissions, drained orders and
-// dead letters keep them constant: only a state that is really stale (sales
-// Redis never saw, lost admissions) moves them.
+// residual is how far a voucher's Redis state is from the facts.
+// It holds stock + orders + pending − initial, and buyers − orders − pending.
+// Both are zero when invariant 5 holds.
+// Admissions, drained orders and dead letters keep them constant.
+// Only a really stale state moves them: sales Redis never saw, lost admissions.
 type residual struct{ stock, buyers int64 }
 
 func (r residual) zero() bool { return r == residual{} }
 
-// checkSettled runs checkAll and re-checks the mismatches. Each check reads
-// Redis atomically and the database in one snapshot, but the two are not
-// one snapshot together: an order admitted after the Redis read and
-// written before the database read shows for an instant as a residual of
-// one. A voucher is ok as soon as a check finds its residual zero; it is
-// rebuilt (which freezes it for a moment) when the same non-zero residual
-// comes back settleChecks times in a row, or when the residual never
-// settles within settleMaxChecks. Whether the sale is moving does not
-// matter: a voucher on sale through an intact Redis has a zero residual,
-// and a stale one keeps its residual however many orders go through it.
+// checkSettled runs checkAll and re-checks the mismatches.
+// A voucher is ok as soon as a check finds its residual zero.
+// It is rebuilt when the same residual comes back settleChecks times,
+// or when the residual never settles within settleMaxChecks.
+// docs/async.md ("the epoch rule") says why a residual can show for an instant.
 func (s *Reconciler) checkSettled(ctx context.Context, live []model.SeckillVoucher) ([]string, error) {
 	outcomes, res, counts, err := s.checkAll(ctx, live)
 	if err != nil {
@@ -313,12 +290,11 @@ func (s *Reconciler) checkSettled(ctx context.Context, live []model.SeckillVouch
 	return outcomes, nil
 }
 
-// checkAll verifies the live vouchers of an intact Redis against
-// invariant 5, from counts (buyer lists are read only to rebuild), with two
-// reads: every voucher's Redis state and the stream in one MULTI, then the
-// orders per voucher and which entries are written in one database
-// transaction. For each voucher it returns "ok", "unsafe" (left so) or why
-// it needs a rebuild, its residual, and the counts it compared.
+// checkAll checks the live vouchers of an intact Redis against invariant 5. It
+// compares counts; buyer lists are read only to rebuild. It reads Redis and the
+// stream in one MULTI, then the database in one transaction. For each voucher
+// it returns "ok", "unsafe" or why it needs a rebuild, with its residual and
+// the counts it compared.
 func (s *Reconciler) checkAll(ctx context.Context, live []model.SeckillVoucher) (outcomes []string, res []residual, counts []string, err error) {
 	ids := make([]int64, len(live))
 	isLive := make(map[int64]bool, len(live))
@@ -346,8 +322,8 @@ func (s *Reconciler) checkAll(ctx context.Context, live []model.SeckillVoucher) 
 		rv, o, p := states[sv.VoucherID], f.Orders[sv.VoucherID], pendingBy[sv.VoucherID]
 		c := f.Cancelled[sv.VoucherID]
 		counts[i] = fmt.Sprintf("%d/%d/%d/%d/%d/%d", rv.Stock, rv.Buyers, o, p, c, rv.Returned)
-		// A cancelled order Redis has not taken back yet (c - returned)
-		// still holds its unit there: its give-back is due.
+		// A cancelled order Redis has not taken back yet still holds its unit.
+		// Its give-back is due.
 		res[i] = residual{stock: rv.Stock + o + p + (c - rv.Returned) - int64(sv.InitialStock), buyers: rv.Buyers - o - c - p}
 		switch {
 		case !rv.Exists:
@@ -379,9 +355,9 @@ func groupByVoucher(entries []model.QueuedOrder) map[int64][]model.QueuedOrder {
 	return out
 }
 
-// facts are what the database and the stream say about one voucher:
-// orders counts the live ones (unpaid and paid), returned lists the
-// cancelled ones, whose units stock counts as on sale.
+// facts are what the database and the stream say about one voucher.
+// orders counts the live orders, unpaid and paid.
+// returned lists the cancelled ones, whose units stock counts as on sale.
 type facts struct {
 	orders, pending int
 	stock           int64
@@ -389,9 +365,9 @@ type facts struct {
 	returned        []int64
 }
 
-// factsOf derives a voucher's facts from the database's snapshot f and the
-// voucher's stream entries: an entry is pending unless f has its order
-// written, so an order committed while the facts are read is counted once.
+// factsOf derives a voucher's facts from the snapshot f and its stream entries.
+// An entry is pending unless f has its order written.
+// So an order committed while the facts are read is counted once.
 func (s *Reconciler) factsOf(ctx context.Context, sv *model.SeckillVoucher, f model.OrderFacts, entries []model.QueuedOrder) facts {
 	dbBuyers := f.Buyers[sv.VoucherID]
 	buyers := slices.Clone(dbBuyers)
@@ -420,10 +396,10 @@ func (s *Reconciler) rebuild(ctx context.Context, sv *model.SeckillVoucher, why 
 	return s.rebuildAll(ctx, []model.SeckillVoucher{*sv}, []string{why})
 }
 
-// rebuildAll freezes the vouchers (no admissions, no give-backs: their
-// facts stop moving, except orders going from the stream to the database),
-// reads the stream once, then the database, and replaces each voucher's
-// Redis state (state ok).
+// rebuildAll freezes the vouchers, reads the facts and replaces their Redis
+// state. Frozen vouchers take no admissions and no give-backs, so their facts
+// stop moving. Only orders still go from the stream to the database. It reads
+// the stream once, then the database, and sets each voucher ok.
 func (s *Reconciler) rebuildAll(ctx context.Context, vouchers []model.SeckillVoucher, reasons []string) error {
 	if len(vouchers) == 0 {
 		return nil

@@ -13,9 +13,9 @@ import (
 	"seckill/model"
 )
 
-// Unit tests of start-up reconciliation and rebuilds over an in-memory
-// Redis, stream and database (recon*), with hooks that move the facts at
-// chosen points, to show which interleavings the reconciler survives.
+// Unit tests of reconciliation and rebuilds over an in-memory Redis, stream and
+// database. Hooks move the facts at chosen points. They show which
+// interleavings the reconciler survives.
 
 // reconWorld is the shared state of the fakes.
 type reconWorld struct {
@@ -28,15 +28,14 @@ type reconWorld struct {
 	loads  map[int64]int // Load calls per voucher
 	// database
 	dbEpoch string
-	meta    map[string]string            // meta rows other than the epoch
+	values  map[string]string            // named values other than the epoch
 	orders  map[int64]model.VoucherOrder // by order id
 	live    []model.SeckillVoucher
 	// onRedisRead runs (under mu) before each read of the vouchers' Redis
 	// state: the sale moves between checks.
 	onRedisRead func(w *reconWorld)
-	// afterDBRead runs (under mu) after each database read once armed
-	// (armed by freezing a voucher, that is inside a rebuild): an order is
-	// committed while the facts are read.
+	// afterDBRead runs under mu after each database read, once armed. Freezing
+	// a voucher arms it: an order commits while a rebuild reads the facts.
 	afterDBRead func(w *reconWorld)
 	armed       bool
 	// beforeDBRead runs (under mu) before each database read.
@@ -102,14 +101,19 @@ func (r *reconRedis) Voucher(_ context.Context, id int64) (model.RedisVoucher, e
 func (r *reconRedis) Vouchers(_ context.Context, ids []int64) (map[int64]model.RedisVoucher, error) {
 	r.w.mu.Lock()
 	defer r.w.mu.Unlock()
-	if r.w.onRedisRead != nil {
-		r.w.onRedisRead(r.w)
+	return r.w.readRedis(ids), nil
+}
+
+// readRedis is one atomic read of the vouchers' Redis state; mu is held.
+func (w *reconWorld) readRedis(ids []int64) map[int64]model.RedisVoucher {
+	if w.onRedisRead != nil {
+		w.onRedisRead(w)
 	}
 	out := map[int64]model.RedisVoucher{}
 	for _, id := range ids {
-		out[id] = r.w.redisVoucher(id)
+		out[id] = w.redisVoucher(id)
 	}
-	return out, nil
+	return out
 }
 
 func (r *reconRedis) SetState(_ context.Context, id int64, state string) error {
@@ -169,14 +173,7 @@ func (q *reconQueue) Entries(context.Context) ([]model.QueuedOrder, error) {
 func (q *reconQueue) Snapshot(_ context.Context, ids []int64) (map[int64]model.RedisVoucher, []model.QueuedOrder, error) {
 	q.w.mu.Lock()
 	defer q.w.mu.Unlock()
-	if q.w.onRedisRead != nil {
-		q.w.onRedisRead(q.w)
-	}
-	out := map[int64]model.RedisVoucher{}
-	for _, id := range ids {
-		out[id] = q.w.redisVoucher(id)
-	}
-	return out, slices.Clone(q.w.stream), nil
+	return q.w.readRedis(ids), slices.Clone(q.w.stream), nil
 }
 
 // reconOrders is the database (AsyncOrderStore).
@@ -279,24 +276,24 @@ func (v *reconVouchers) GetSeckill(_ context.Context, id int64) (*model.SeckillV
 	return nil, model.ErrVoucherNotFound
 }
 
-// reconMeta is the database's named values (MetaStore).
-type reconMeta struct{ w *reconWorld }
+// reconValues is the database's named values (NamedValues).
+type reconValues struct{ w *reconWorld }
 
-func (m *reconMeta) Get(context.Context, string) (string, error) {
+func (m *reconValues) Get(context.Context, string) (string, error) {
 	m.w.mu.Lock()
 	defer m.w.mu.Unlock()
 	return m.w.dbEpoch, nil
 }
 
-func (m *reconMeta) InsertIfAbsent(_ context.Context, name, value string) error {
+func (m *reconValues) InsertIfAbsent(_ context.Context, name, value string) error {
 	m.w.mu.Lock()
 	defer m.w.mu.Unlock()
 	if name != EpochName {
-		if m.w.meta == nil {
-			m.w.meta = map[string]string{}
+		if m.w.values == nil {
+			m.w.values = map[string]string{}
 		}
-		if _, ok := m.w.meta[name]; !ok {
-			m.w.meta[name] = value
+		if _, ok := m.w.values[name]; !ok {
+			m.w.values[name] = value
 		}
 		return nil
 	}
@@ -308,9 +305,9 @@ func (m *reconMeta) InsertIfAbsent(_ context.Context, name, value string) error 
 
 const reconVID = 7
 
-// newReconWorld is voucher 7 (initial stock 10) with 3 orders written and
-// 2 pending in the stream, and a Redis state that matches (stock 5, 5
-// buyers), epochs equal.
+// newReconWorld is voucher 7, initial stock 10, with 3 orders written and 2
+// pending. Its Redis state matches (stock 5, 5 buyers) and the epochs are
+// equal.
 func newReconWorld() *reconWorld {
 	w := &reconWorld{
 		epoch: "e1", dbEpoch: "e1",
@@ -340,15 +337,14 @@ func newReconciler(t *testing.T, w *reconWorld) *Reconciler {
 	}
 	return NewReconciler(ReconcilerDeps{
 		Vouchers: &reconVouchers{w: w}, Orders: &reconOrders{w: w},
-		Redis: &reconRedis{w: w}, Queue: &reconQueue{w: w}, Meta: &reconMeta{w: w},
+		Redis: &reconRedis{w: w}, Queue: &reconQueue{w: w}, Values: &reconValues{w: w},
 		Lock: rl, Log: slog.New(slog.NewTextHandler(io.Discard, nil)),
 	})
 }
 
-// TestRebuildCountsAnOrderCommittedDuringTheReadOnce: a pending order is
-// committed while the rebuild reads the facts. Read in two queries (which
-// entries are written, then the buyers) it was counted as pending AND as
-// written, leaving the stock one unit low forever.
+// TestRebuildCountsAnOrderCommittedDuringTheReadOnce: a pending order commits
+// while the rebuild reads the facts. It must count once, as written, not also
+// as pending. Counted twice, it would leave the stock one unit low forever.
 func TestRebuildCountsAnOrderCommittedDuringTheReadOnce(t *testing.T) {
 	w := newReconWorld()
 	w.afterDBRead = func(w *reconWorld) {
@@ -367,11 +363,10 @@ func TestRebuildCountsAnOrderCommittedDuringTheReadOnce(t *testing.T) {
 	}
 }
 
-// TestCheckRebuildsAStaleVoucherOnSale: a voucher whose Redis stock is one
-// unit off (sales that Redis never saw) while the sale goes on through it:
-// each check sees other counts, since admissions and drained orders move
-// them, but the residual (stock + orders + pending − initial) stays one.
-// Trusting a voucher because its counts move left it stale.
+// TestCheckRebuildsAStaleVoucherOnSale: a voucher one unit off is rebuilt
+// during its sale. Its Redis stock missed sales, and each check sees other
+// counts as orders flow. But the residual (stock + orders + pending − initial)
+// stays one. Trusting a voucher because its counts move would leave it stale.
 func TestCheckRebuildsAStaleVoucherOnSale(t *testing.T) {
 	w := newReconWorld()
 	w.states[reconVID].stock = 6 // one too many
@@ -398,10 +393,10 @@ func TestCheckRebuildsAStaleVoucherOnSale(t *testing.T) {
 	}
 }
 
-// TestCheckTrustsAVoucherOnSale: an order admitted after the Redis read and
-// written before the database read makes the first check see a residual of
-// one; the next check finds the state consistent: no rebuild (a rebuild
-// freezes the voucher, refusing buyers for a moment).
+// TestCheckTrustsAVoucherOnSale: a race between the reads shows a residual
+// once. The order is admitted after the Redis read and written before the
+// database read. The next check finds the state consistent, so there is no
+// rebuild. A rebuild would freeze the voucher and refuse buyers for a moment.
 func TestCheckTrustsAVoucherOnSale(t *testing.T) {
 	w := newReconWorld()
 	w.beforeDBRead = func(w *reconWorld) {
@@ -431,9 +426,9 @@ func (w *reconWorld) addVoucher(vid int64, initial int) {
 	w.states[vid] = &reconVoucher{state: model.VoucherStateOK, stock: int64(initial), buyers: map[int64]bool{}}
 }
 
-// TestReconcileEpochs: what a start does for each epoch case, over one
-// voucher whose Redis state matches the facts (stock 5: 10 − 3 written − 2
-// pending) and one without orders.
+// TestReconcileEpochs: what a start does for each epoch case. One voucher's
+// Redis state matches the facts (stock 5: 10 − 3 written − 2 pending). The
+// other voucher has no orders.
 func TestReconcileEpochs(t *testing.T) {
 	tests := []struct {
 		name               string
@@ -496,10 +491,10 @@ func TestReconcileEpochs(t *testing.T) {
 	}
 }
 
-// TestReconcileVoucherStates: with the epochs equal, a voucher missing from
-// Redis, left frozen (by a reconciler that died mid-rebuild) or off the
-// facts by a settled residual is rebuilt from the facts; an unsafe one stays unsafe, whatever its counts, until
-// the operator's Rebuild.
+// TestReconcileVoucherStates: with the epochs equal, some vouchers are rebuilt
+// from the facts. They are a voucher missing from Redis, one left frozen, and
+// one with a settled residual. An unsafe one stays unsafe, whatever its counts,
+// until the operator's Rebuild.
 func TestReconcileVoucherStates(t *testing.T) {
 	t.Run("frozen", func(t *testing.T) {
 		w := newReconWorld()

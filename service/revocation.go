@@ -11,10 +11,9 @@ import (
 	"seckill/model"
 )
 
-// A revoked user's tokens issued (iat, whole seconds) before its not_before
-// are refused. Admin routes read the revocation and the role from the
-// database on each request (AdminAccess); every other route reads an
-// in-memory copy reloaded every period (RevocationSet).
+// A revoked user's tokens issued before its not_before are refused. Admin
+// routes read the revocation and the role from the database (AdminAccess).
+// Other routes read an in-memory copy reloaded every period (RevocationSet).
 
 // RevocationLister reads every revocation: user id to not_before.
 type RevocationLister interface {
@@ -40,9 +39,9 @@ func revokedAt(iat, notBefore time.Time) bool {
 	return !notBefore.IsZero() && (iat.IsZero() || iat.Unix() < notBefore.Unix())
 }
 
-// NotBeforeOf is the not_before of a revocation made at t: t rounded up to
-// the next whole second, so that every token issued up to t (iat has second
-// precision) is refused, and so is one issued in the rest of that second.
+// NotBeforeOf is the not_before of a revocation made at t. It is t rounded up
+// to the next whole second, since iat has second precision. So every token
+// issued up to t is refused, and so is one issued in that second.
 func NotBeforeOf(t time.Time) time.Time {
 	s := t.Truncate(time.Second)
 	if s.Before(t) {
@@ -80,10 +79,10 @@ func RevokeTokens(ctx context.Context, users UserFinder, store RevocationWriter,
 // current role and its revocation, in one read.
 type AdminAccess struct{ Store AccessStore }
 
-// CheckAdmin returns model.ErrUnauthorized when the token (of userID, issued
-// at iat) is revoked or its user gone, model.ErrForbidden when the user is
-// no longer an admin, an error wrapping model.ErrUnavailable when the
-// database cannot answer.
+// CheckAdmin checks that the token of userID, issued at iat, still speaks for
+// an admin. A revoked token or a gone user is model.ErrUnauthorized. A user no
+// longer an admin is model.ErrForbidden. A database that cannot answer is an
+// error wrapping model.ErrUnavailable.
 func (a AdminAccess) CheckAdmin(ctx context.Context, userID int64, iat time.Time) error {
 	role, nb, err := a.Store.Access(ctx, userID)
 	switch {
@@ -135,10 +134,10 @@ func (s *RevocationSet) Load(ctx context.Context) error {
 	return nil
 }
 
-// Run reloads the set every period until ctx ends. A failed reload keeps
-// the last set: revocations made since are not enforced on the routes that
-// read it until a reload succeeds (admin routes read the database). It
-// logs a warning at most once a minute while reloads fail.
+// Run reloads the set every period until ctx ends. A failed reload keeps the
+// last set, so newer revocations wait for a good reload. Admin routes read the
+// database and are not affected. It logs a warning at most once a minute while
+// reloads fail.
 func (s *RevocationSet) Run(ctx context.Context, period time.Duration) {
 	t := time.NewTicker(period)
 	defer t.Stop()

@@ -120,9 +120,9 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 	}
 }
 
-// TestRevocationSetRun: Run picks up new revocations; failing reloads keep
-// the last set and log one warning per warnEvery, not one per failure; Run
-// returns when its context ends.
+// TestRevocationSetRun: Run picks up new revocations and returns when its
+// context ends. Failing reloads keep the last set and log one warning per
+// warnEvery.
 func TestRevocationSetRun(t *testing.T) {
 	nb := time.Unix(1_800_000_000, 0)
 	store := &fakeRevocations{set: map[int64]time.Time{}}

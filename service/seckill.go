@@ -89,8 +89,8 @@ func (s *Seckill) checkWindow(ctx context.Context, voucherID int64) (*cachedVouc
 	return checkWindow(ctx, s.cache, s.now, voucherID)
 }
 
-// Buy runs the seckill flow of docs/contract.md for one request and returns the new
-// order's id.
+// Buy runs the seckill flow of docs/contract.md for one request and returns the
+// new order's id.
 func (s *Seckill) Buy(ctx context.Context, userID, voucherID int64) (int64, error) {
 	if voucherID <= 0 {
 		return 0, model.InvalidArgument("id", "must be a positive number")
@@ -188,12 +188,11 @@ func (s *Seckill) freshID(ctx context.Context) (int64, error) {
 	return s.ids.NextID(ctx)
 }
 
-// fenceKey names the fence row of a lock key in one token space. Each lock
-// mode mints its tokens in its own space (a Redis counter, the largest of
-// several nodes' counters, a ZooKeeper czxid), and tokens of two spaces
-// say nothing about each other: compared, a czxid would refuse a returning
-// user's Redis tokens forever after a switch of mode. So the mode is part
-// of the row's key.
+// fenceKey names the fence row of a lock key in one token space. Each lock mode
+// mints its tokens in its own space: a Redis counter, the largest of several
+// nodes' counters, a ZooKeeper czxid. Tokens of two spaces say nothing about
+// each other. Compared, a czxid would refuse a user's Redis tokens forever
+// after a switch of mode. So the mode is part of the row's key.
 func fenceKey(mode, key string) string { return mode + "|" + key }
 
 // release gives the lock back after the transaction has ended, on a context
@@ -226,7 +225,7 @@ func (s *Seckill) Audit(ctx context.Context, voucherID int64) (*model.Audit, err
 	if voucherID <= 0 {
 		return nil, model.InvalidArgument("id", "must be a positive number")
 	}
-	t, err := s.orders.Tally(ctx, voucherID, nil)
+	t, err := s.orders.VoucherSnapshot(ctx, voucherID, nil)
 	if err != nil {
 		return nil, err
 	}

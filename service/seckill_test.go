@@ -473,145 +473,6 @@ func TestBuyManyUsersNoLockLeft(t *testing.T) {
 	r.assertNoLockHeld(t)
 }
 
-func TestVoucherCacheConcurrentFirstRequestsLoadOnce(t *testing.T) {
-	r := newRig(t, SeckillConfig{})
-	r.vouchers.put(model.SeckillVoucher{VoucherID: 9, Stock: 100, InitialStock: 100, BeginTime: testBegin, EndTime: testEnd})
-	gate := make(chan struct{})
-	r.vouchers.gate = gate
-	const n = 50
-	var started, done sync.WaitGroup
-	errs := make([]error, n)
-	started.Add(n)
-	for i := range n {
-		done.Go(func() {
-			started.Done()
-			_, errs[i] = r.svc.Buy(context.Background(), int64(i+1), 9)
-		})
-	}
-	started.Wait()
-	// Let the goroutines pile up on the first load; a cache without shared
-	// loads would now have many GetSeckill calls blocked on the gate.
-	for r.vouchers.getCalls.Load() == 0 {
-		time.Sleep(time.Millisecond)
-	}
-	time.Sleep(20 * time.Millisecond)
-	close(gate)
-	done.Wait()
-	if got := r.vouchers.getCalls.Load(); got != 1 {
-		t.Errorf("GetSeckill calls: got %d, want 1", got)
-	}
-	for i, err := range errs {
-		if err != nil {
-			t.Errorf("buyer %d: got %v, want nil", i+1, err)
-		}
-	}
-}
-
-func TestVoucherCacheHitAndTTL(t *testing.T) {
-	tests := []struct {
-		name    string
-		ttl     time.Duration
-		wantTTL time.Duration
-	}{
-		{"default one minute", 0, time.Minute},
-		{"configured", 10 * time.Second, 10 * time.Second},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			r := newRig(t, SeckillConfig{VoucherCacheTTL: tt.ttl})
-			ctx := context.Background()
-			start := r.clock.now()
-			buy := func(user int64) {
-				t.Helper()
-				if _, err := r.svc.Buy(ctx, user, voucherOpen); err != nil {
-					t.Fatalf("buyer %d: got %v, want nil", user, err)
-				}
-			}
-			for user := int64(1); user <= 3; user++ {
-				buy(user)
-			}
-			r.clock.set(start.Add(tt.wantTTL - time.Millisecond))
-			buy(4)
-			if got := r.vouchers.getCalls.Load(); got != 1 {
-				t.Fatalf("GetSeckill calls within the TTL: got %d, want 1", got)
-			}
-			r.clock.set(start.Add(tt.wantTTL + time.Millisecond))
-			buy(5)
-			if got := r.vouchers.getCalls.Load(); got != 2 {
-				t.Errorf("GetSeckill calls after the TTL: got %d, want 2", got)
-			}
-		})
-	}
-}
-
-func TestVoucherCacheErrorsNotCached(t *testing.T) {
-	tests := []struct {
-		name    string
-		loadErr error
-	}{
-		{"unavailable", model.Unavailable(errIO)},
-		{"not found yet", model.ErrVoucherNotFound},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			r := newRig(t, SeckillConfig{})
-			r.vouchers.getErrs = []error{tt.loadErr}
-			ctx := context.Background()
-			if _, err := r.svc.Buy(ctx, 7, voucherOpen); !errors.Is(err, tt.loadErr) {
-				t.Fatalf("first request: got %v, want %v", err, tt.loadErr)
-			}
-			if _, err := r.svc.Buy(ctx, 7, voucherOpen); err != nil {
-				t.Fatalf("second request: got %v, want nil (the error must not be cached)", err)
-			}
-			if got := r.vouchers.getCalls.Load(); got != 2 {
-				t.Errorf("GetSeckill calls: got %d, want 2", got)
-			}
-		})
-	}
-}
-
-func TestVoucherCacheWaiterHonoursContext(t *testing.T) {
-	r := newRig(t, SeckillConfig{})
-	gate := make(chan struct{})
-	r.vouchers.gate = gate
-	r.vouchers.entered = make(chan struct{}, 10)
-	first := make(chan error, 1)
-	go func() {
-		_, err := r.svc.Buy(context.Background(), 1, voucherOpen)
-		first <- err
-	}()
-	<-r.vouchers.entered
-	defer func() {
-		select {
-		case <-gate:
-		default:
-			close(gate)
-		}
-	}()
-	ctx, cancel := context.WithCancel(context.Background())
-	cancel()
-	waiter := make(chan error, 1)
-	go func() {
-		_, err := r.svc.Buy(ctx, 2, voucherOpen)
-		waiter <- err
-	}()
-	select {
-	case err := <-waiter:
-		if !errors.Is(err, model.ErrUnavailable) {
-			t.Errorf("waiter with a cancelled context: got %v, want %v", err, model.ErrUnavailable)
-		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("waiter with a cancelled context: still blocked on another request's load")
-	}
-	close(gate)
-	if err := <-first; err != nil {
-		t.Errorf("loader: got %v, want nil", err)
-	}
-	if got := r.vouchers.getCalls.Load(); got != 1 {
-		t.Errorf("GetSeckill calls: got %d, want 1", got)
-	}
-}
-
 func TestOrder(t *testing.T) {
 	r := newRig(t, SeckillConfig{})
 	id, err := r.svc.Buy(context.Background(), 7, voucherOpen)
@@ -695,9 +556,9 @@ func TestAudit(t *testing.T) {
 	}
 }
 
-// TestSoldOutFlagExpires: the sold-out flag that spares the store a round
-// trip lasts a second, not the voucher cache's minute: a unit given back
-// (an async dead letter returns stock) sells again within a second.
+// TestSoldOutFlagExpires: the sold-out flag lasts a second, not the cache's
+// minute. A unit given back, as by an async dead letter, sells again within a
+// second.
 func TestSoldOutFlagExpires(t *testing.T) {
 	r := newRig(t, SeckillConfig{})
 	r.vouchers.put(model.SeckillVoucher{VoucherID: voucherOpen, Stock: 1, InitialStock: 1, BeginTime: testBegin, EndTime: testEnd})

@@ -26,9 +26,9 @@ type CodeStore interface {
 	// SaveCode stores code for phone (replacing any other) with no wrong
 	// guesses.
 	SaveCode(ctx context.Context, phone, code string, ttl time.Duration) error
-	// CheckCode compares code with phone's code in one atomic step, safe
-	// across instances: a match deletes it (true); a mismatch counts a
-	// wrong guess and the maxWrong-th deletes the code; no code is false.
+	// CheckCode compares code with phone's code in one atomic step, across
+	// instances. A match deletes the code and answers true. A mismatch counts a
+	// wrong guess, and the maxWrong-th deletes the code. No code answers false.
 	CheckCode(ctx context.Context, phone, code string, maxWrong int) (bool, error)
 }
 
@@ -70,11 +70,11 @@ type OrderStore interface {
 	CreateOrder(ctx context.Context, o *model.VoucherOrder, fence *model.Fence) error
 	// GetOrder returns model.ErrOrderNotFound for an unknown order.
 	GetOrder(ctx context.Context, id int64) (*model.VoucherOrder, error)
-	// Tally reads in one snapshot the voucher's stock, initial stock,
-	// orders and distinct buyers and which of entries' orders are written
-	// (Written is nil without entries); model.ErrVoucherNotFound for an
-	// unknown voucher.
-	Tally(ctx context.Context, voucherID int64, entries []model.QueuedOrder) (model.Tally, error)
+	// VoucherSnapshot reads the voucher's counts in one snapshot. They are its
+	// stock, initial stock, orders and distinct buyers. It also says which of
+	// entries' orders are written; Written is nil without entries. An unknown
+	// voucher is model.ErrVoucherNotFound.
+	VoucherSnapshot(ctx context.Context, voucherID int64, entries []model.QueuedOrder) (model.VoucherSnapshot, error)
 }
 
 // RejectionCounter counts, across instances, the order attempts that only the
@@ -102,9 +102,9 @@ func (nopObserver) LockNotObtained()    {}
 func (nopObserver) UniqueKeyRejected()  {}
 func (nopObserver) StaleFenceRejected() {}
 
-// BatchTracer starts the span of one consumer batch, linked to the spans
-// named by parents (W3C traceparents, "" for none), and returns its
-// context and its end.
+// BatchTracer starts the span of one consumer batch and returns its context and
+// end. The span links to the spans named by parents: W3C traceparents, "" for
+// none.
 type BatchTracer interface {
 	StartBatch(ctx context.Context, size int, parents []string) (context.Context, func())
 }

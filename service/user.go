@@ -64,8 +64,8 @@ func NewUsers(users UserStore, codes CodeStore, limits CodeLimiter, tokens Token
 	return &Users{users: users, codes: codes, limits: limits, tokens: tokens, log: log, cfg: cfg}
 }
 
-// errWrongCode is the refusal of a wrong or expired code, and of any login
-// of an admin's phone, which must not be told apart from it.
+// errWrongCode refuses a wrong or expired code, and any login of an admin's
+// phone. The two must not be told apart.
 var errWrongCode = model.InvalidArgument("code", "wrong or expired")
 
 // SendCode stores a fresh 6-digit code for phone, asked for by the client

@@ -195,12 +195,12 @@ func TestLoginCreatesUserOnce(t *testing.T) {
 	}
 }
 
-// TestLoginRefusesAdmin: an admin is never reachable through the public
-// code flow. SendCode serves an admin's phone like any other (a code
-// stored and returned: the answer and its work do not tell admins apart),
-// and Login of an admin's phone is refused exactly like a wrong code, even
-// with the right code, a code stored before the phone became an admin's or
-// an admin created concurrently with the login.
+// TestLoginRefusesAdmin: an admin is never reachable through the public code
+// flow. SendCode serves an admin's phone like any other: a code stored and
+// returned. Login of an admin's phone is refused exactly like a wrong code.
+// That holds even with the right code, and with a code stored before the phone
+// became an admin's. It holds for an admin created concurrently with the login
+// too.
 func TestLoginRefusesAdmin(t *testing.T) {
 	ctx := context.Background()
 	wrongCode := func(t *testing.T, tok string, err error) {
@@ -311,9 +311,9 @@ func wrongOf(code string) string {
 	return "000000"
 }
 
-// TestSendCodeLimits: beyond the address's limit, the phone's cooldown or
-// its daily cap SendCode refuses with a *model.RateLimitedError naming the
-// wait; a limiter error is returned as it is.
+// TestSendCodeLimits: SendCode refuses beyond a limit with a
+// *model.RateLimitedError naming the wait. The limits are the address's, the
+// phone's cooldown and its daily cap. A limiter error is returned as it is.
 func TestSendCodeLimits(t *testing.T) {
 	ctx := context.Background()
 	newSvc := func(cfg CodeConfig) (*Users, *fakeLimits, *fakeCodes) {

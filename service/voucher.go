@@ -97,11 +97,10 @@ func (s *Vouchers) Validate(in PublishInput) error {
 	return nil
 }
 
-// Voucher times must lie in years MinYear to MaxYear both in UTC and in the
-// server's local zone. A MySQL DATETIME stores years 1000 to 9999 with no
-// zone, and the driver first converts a time to the zone of its DSN (loc,
-// UTC by default or Local): a bound on both keeps every time storable
-// whatever that zone, and the JSON of a listed voucher encodable.
+// Voucher times must lie in years MinYear to MaxYear, in UTC and in the local
+// zone. A MySQL DATETIME stores years 1000 to 9999 with no zone. The driver
+// first converts a time to the zone of its DSN. A bound on both keeps every
+// time storable, and a listed voucher's JSON encodable.
 const (
 	MinYear = 2000
 	MaxYear = 9999

@@ -12,9 +12,9 @@ type VoucherAdminStore interface {
 	// GetInfo returns the voucher with its seckill fields, or
 	// model.ErrVoucherNotFound.
 	GetInfo(ctx context.Context, voucherID int64) (*model.SeckillVoucherInfo, error)
-	// UpdateSeckill replaces the content of a voucher whose sale has not
-	// started at now and which is not closed (model.ErrVoucherNotEditable
-	// otherwise); it never sets the initial stock below the units sold.
+	// UpdateSeckill replaces the content of a voucher not closed whose sale has
+	// not started. Otherwise it returns model.ErrVoucherNotEditable. It never
+	// sets the initial stock below the units sold.
 	UpdateSeckill(ctx context.Context, voucherID int64, e model.VoucherEdit, now time.Time) error
 	// CloseSeckill sets the voucher closed and ends its window at now.
 	CloseSeckill(ctx context.Context, voucherID int64, now time.Time) error
@@ -29,10 +29,10 @@ type VoucherAdmin struct {
 	changed  func(ctx context.Context, voucherID int64) error
 }
 
-// NewVoucherAdmin returns a VoucherAdmin. vouchers holds the publishing
-// rules an edit must meet; changed, called after each edit or close, drops
-// cached copies and, in async mode, rebuilds the voucher's Redis state (nil:
-// nothing to do).
+// NewVoucherAdmin returns a VoucherAdmin. vouchers holds the publishing rules
+// an edit must meet. changed runs after each edit or close; nil does nothing.
+// It drops cached copies and, in async mode, rebuilds the voucher's Redis
+// state.
 func NewVoucherAdmin(store VoucherAdminStore, vouchers *Vouchers, now func() time.Time,
 	changed func(ctx context.Context, voucherID int64) error) *VoucherAdmin {
 	return &VoucherAdmin{store: store, vouchers: vouchers, now: now, changed: changed}

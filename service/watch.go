@@ -11,32 +11,11 @@ import (
 )
 
 // Async mode keeps admitted orders in Redis until a consumer writes them.
-// When Redis restarts empty, or Sentinel promotes a replica that had not
-// received the last writes, what Redis held is gone while the processes
-// run. Watch notices it, without a person:
-//
-//   - it reads the answering server's run id and the epoch every second;
-//     a new run id or a missing epoch means another Redis answers now;
-//   - it records the loss in the database (a row redislost:<unix ms> of
-//     tb_seckill_meta): an order whose id was made before that moment, and
-//     which is neither in the database nor in Redis, was lost with Redis,
-//     and its owner is told so (status failed) rather than "not found";
-//   - it reconciles at once (Reconcile): an empty Redis gets its epoch back
-//     and every live voucher is marked unsafe (refused with 503); a
-//     promoted replica that kept the epoch is checked voucher by voucher
-//     against the facts (stock + orders + pending = initial), and a voucher
-//     whose state lags what the database already holds is rebuilt;
-//   - after RebuildAfter, it rebuilds each unsafe live voucher from the
-//     facts (the database's orders and what is left in the stream). The
-//     wait lets every consumer batch that read entries before the loss
-//     finish or time out (BatchTimeout), so that no order moves into the
-//     database after the facts are read; from then on the rebuilt stock is
-//     what the database says is left, so the voucher cannot be oversold,
-//     and the stock of lost admissions is on sale again.
+// If Redis loses its data, Watch notices and recovers without a person.
+// The steps and their reasons are in docs/async.md ("the Redis watch").
 
-// LossPrefix starts the tb_seckill_meta rows that record a Redis that lost
-// data: redislost:<unix milliseconds of the detection>, valued with what
-// was seen.
+// LossPrefix starts the rows that record a Redis data loss.
+// A row is redislost:<unix ms of the detection>; its value says what was seen.
 const LossPrefix = "redislost:"
 
 // WatchConfig configures Watch.
@@ -49,8 +28,8 @@ type WatchConfig struct {
 	RebuildAfter time.Duration
 }
 
-// Watch follows the Redis identity until ctx ends (see above). Run it in
-// its own goroutine after Reconcile.
+// Watch follows the Redis identity until ctx ends.
+// Run it in its own goroutine after Reconcile.
 func (s *Reconciler) Watch(ctx context.Context, cfg WatchConfig) {
 	if cfg.Every <= 0 {
 		cfg.Every = time.Second
@@ -102,15 +81,15 @@ func (s *Reconciler) Watch(ctx context.Context, cfg WatchConfig) {
 func (s *Reconciler) redisChanged(ctx context.Context, before, now model.RedisIdentity) error {
 	at := s.d.Now()
 	what := fmt.Sprintf("run_id %s -> %s, epoch %q -> %q", before.RunID, now.RunID, before.Epoch, now.Epoch)
-	if err := s.d.Meta.InsertIfAbsent(ctx, LossPrefix+strconv.FormatInt(at.UnixMilli(), 10), what); err != nil {
+	if err := s.d.Values.InsertIfAbsent(ctx, LossPrefix+strconv.FormatInt(at.UnixMilli(), 10), what); err != nil {
 		return fmt.Errorf("record the loss: %w", err)
 	}
 	return s.Reconcile(ctx)
 }
 
-// rebuildUnsafe rebuilds, in one rebuild, each live voucher that has been
-// unsafe for at least after since this process first saw it so. It
-// reports whether unsafe vouchers remain to be watched.
+// rebuildUnsafe rebuilds each live voucher unsafe for at least after.
+// The time counts from when this process first saw it unsafe.
+// It reports whether unsafe vouchers remain to be watched.
 func (s *Reconciler) rebuildUnsafe(ctx context.Context, since map[int64]time.Time, after time.Duration) (bool, error) {
 	live, err := s.d.Vouchers.ListLive(ctx, s.d.Now())
 	if err != nil {
@@ -155,9 +134,9 @@ func (s *Reconciler) rebuildUnsafe(ctx context.Context, since map[int64]time.Tim
 	return left, nil
 }
 
-// rebuildIfUnsafe rebuilds, under the reconcile lock, those of vouchers
-// that are still unsafe then (another process may have rebuilt them
-// meanwhile), and returns how many it rebuilt.
+// rebuildIfUnsafe rebuilds the vouchers still unsafe, under the reconcile lock.
+// Another process may have rebuilt some meanwhile.
+// It returns how many it rebuilt.
 func (s *Reconciler) rebuildIfUnsafe(ctx context.Context, vouchers []model.SeckillVoucher) (int, error) {
 	var todo []model.SeckillVoucher
 	err := s.withReconcileLock(ctx, func(ctx context.Context) error {
@@ -185,15 +164,15 @@ func voucherIDs(vs []model.SeckillVoucher) []int64 {
 	return ids
 }
 
-// lostWith reports whether an order id that is neither in the database nor
-// in Redis was made before a recorded loss of Redis data, within the life
-// of an order-info record before it: such an order, if it was admitted,
-// was lost with Redis and will never be written.
-func lostWith(ctx context.Context, meta MetaStore, orderID int64, infoTTL time.Duration) (bool, error) {
-	if meta == nil {
+// lostWith reports whether an order found nowhere was lost with Redis.
+// That is so when its id was made before a recorded loss,
+// within the life of an order-info record before it.
+// Such an order will never be written.
+func lostWith(ctx context.Context, values NamedValues, orderID int64, infoTTL time.Duration) (bool, error) {
+	if values == nil {
 		return false, nil
 	}
-	rows, err := meta.List(ctx, LossPrefix)
+	rows, err := values.List(ctx, LossPrefix)
 	if err != nil {
 		return false, err
 	}

@@ -12,7 +12,7 @@ import (
 )
 
 // The Redis watch over the in-memory world of reconcile_test.go: the
-// world's Redis gets a run id, the meta store keeps rows.
+// world's Redis gets a run id, the named values keep rows.
 
 func (r *reconRedis) Identity(context.Context) (model.RedisIdentity, error) {
 	r.w.mu.Lock()
@@ -23,11 +23,11 @@ func (r *reconRedis) Identity(context.Context) (model.RedisIdentity, error) {
 	return model.RedisIdentity{RunID: r.w.runID, Epoch: r.w.epoch}, nil
 }
 
-func (m *reconMeta) List(_ context.Context, prefix string) (map[string]string, error) {
+func (m *reconValues) List(_ context.Context, prefix string) (map[string]string, error) {
 	m.w.mu.Lock()
 	defer m.w.mu.Unlock()
 	out := map[string]string{}
-	for k, v := range m.w.meta {
+	for k, v := range m.w.values {
 		if strings.HasPrefix(k, prefix) {
 			out[k] = v
 		}
@@ -61,12 +61,11 @@ func (w *reconWorld) waitFor(t *testing.T, what string, cond func() bool) {
 	}
 }
 
-// TestWatchRebuildsAfterRedisLostItsData: Redis restarts empty under a
-// running service. The watch records the loss, marks the live voucher
-// unsafe at once, and rebuilds it from the facts after RebuildAfter: the
-// two pending admissions are gone, so the stock is 10 − 3 written = 7 and
-// the buyers are the 3 of the database. Before: the voucher stayed
-// unavailable until an operator ran `seckill rebuild`.
+// TestWatchRebuildsAfterRedisLostItsData: Redis restarts empty under a running
+// service. The watch records the loss and marks the live voucher unsafe at
+// once. After RebuildAfter it rebuilds the voucher from the facts, with no
+// operator. The two pending admissions are gone: the stock is 10 − 3 written =
+// 7. The buyers are the 3 of the database.
 func TestWatchRebuildsAfterRedisLostItsData(t *testing.T) {
 	w := newReconWorld()
 	s := newReconciler(t, w)
@@ -79,8 +78,8 @@ func TestWatchRebuildsAfterRedisLostItsData(t *testing.T) {
 	defer func() { cancel(); <-done }()
 	w.waitFor(t, "the watch read the identity", func() bool { return w.runID != "" })
 	time.Sleep(20 * time.Millisecond) // a few ticks on the intact Redis: nothing happens
-	if w.loads[reconVID] != 0 || len(w.meta) != 0 {
-		t.Fatalf("intact redis: got %d rebuilds, meta %v, want none", w.loads[reconVID], w.meta)
+	if w.loads[reconVID] != 0 || len(w.values) != 0 {
+		t.Fatalf("intact redis: got %d rebuilds, values %v, want none", w.loads[reconVID], w.values)
 	}
 	wiped := time.Now()
 	w.wipe()
@@ -94,7 +93,7 @@ func TestWatchRebuildsAfterRedisLostItsData(t *testing.T) {
 		t.Errorf("rebuilt %v after it was marked unsafe, want RebuildAfter (200ms) or more", d)
 	}
 	w.mu.Lock()
-	rv, epoch, meta := w.redisVoucher(reconVID), w.epoch, len(w.meta)
+	rv, epoch, records := w.redisVoucher(reconVID), w.epoch, len(w.values)
 	w.mu.Unlock()
 	if rv.State != model.VoucherStateOK || rv.Stock != 7 || rv.Buyers != 3 {
 		t.Errorf("after the automatic rebuild: got %+v, want state ok, stock 7, 3 buyers", rv)
@@ -102,19 +101,19 @@ func TestWatchRebuildsAfterRedisLostItsData(t *testing.T) {
 	if epoch != "e1" {
 		t.Errorf("redis epoch %q, want the database's e1", epoch)
 	}
-	if meta != 1 {
-		t.Errorf("got %d loss records, want 1", meta)
+	if records != 1 {
+		t.Errorf("got %d loss records, want 1", records)
 	}
-	// An order made before the loss (within the reach of its record) and
-	// found nowhere is failed; one made after it, or long before, is not.
+	// An order made before the loss, within the reach of its record, and found
+	// nowhere is failed. One made after it, or long before, is not.
 	for _, id := range []int64{idAt(wiped.Add(-time.Second)), idAt(wiped)} {
-		lost, err := lostWith(context.Background(), &reconMeta{w: w}, id, time.Hour)
+		lost, err := lostWith(context.Background(), &reconValues{w: w}, id, time.Hour)
 		if err != nil || !lost {
 			t.Errorf("order made at %v: lost %v, %v, want true", model.OrderIDTime(id), lost, err)
 		}
 	}
 	for _, id := range []int64{idAt(wiped.Add(2 * time.Second)), idAt(wiped.Add(-2 * time.Hour))} {
-		if lost, err := lostWith(context.Background(), &reconMeta{w: w}, id, time.Hour); err != nil || lost {
+		if lost, err := lostWith(context.Background(), &reconValues{w: w}, id, time.Hour); err != nil || lost {
 			t.Errorf("order made at %v: lost %v, %v, want false", model.OrderIDTime(id), lost, err)
 		}
 	}
@@ -155,17 +154,16 @@ func (noInfoAdmitter) OrderInfo(context.Context, int64) (*model.VoucherOrder, er
 	return nil, model.ErrOrderNotFound
 }
 
-// TestOrderLostWithRedis: an order found neither in the database nor in
-// Redis is failed when it was made before a recorded loss of Redis data,
-// and not found otherwise.
+// TestOrderLostWithRedis: an order found nowhere is failed when made before a
+// recorded loss. Otherwise it is not found.
 func TestOrderLostWithRedis(t *testing.T) {
 	w := newReconWorld()
 	loss := time.Now().Add(-time.Minute)
-	w.meta = map[string]string{LossPrefix + strconv.FormatInt(loss.UnixMilli(), 10): "test"}
+	w.values = map[string]string{LossPrefix + strconv.FormatInt(loss.UnixMilli(), 10): "test"}
 	v := newFakeVouchers()
 	s := NewAsyncAdmission(AdmissionDeps{
 		Vouchers: ambigVouchers{v}, Orders: &ambigOrders{f: newFakeOrders(nil, v)},
-		Redis: noInfoAdmitter{}, Losses: &reconMeta{w: w}, Log: discardLog(),
+		Redis: noInfoAdmitter{}, Losses: &reconValues{w: w}, Log: discardLog(),
 	})
 	before, after := idAt(loss.Add(-5*time.Second)), idAt(loss.Add(5*time.Second))
 	o, err := s.Order(context.Background(), 42, before)

@@ -11,15 +11,13 @@ import (
 	"seckill/model"
 )
 
-// Async mode (SECKILL_ORDER_MODE=async) in three parts, each with its own
-// collaborators: AsyncAdmission is the request path (one Redis script
-// admits each order and queues it in a stream), ConsumerGroup writes the
-// stream's orders to the database (consumer.go), and Reconciler checks and
-// rebuilds each voucher's Redis state from the facts (reconcile.go).
+// Async mode (SECKILL_ORDER_MODE=async) has three parts.
+// AsyncAdmission admits each order in Redis and queues it in a stream.
+// ConsumerGroup writes the stream's orders to the database (consumer.go).
+// Reconciler keeps each voucher's Redis state true to the facts (reconcile.go).
 
-// AsyncSeckill is async mode wired from its parts; it serves the same
-// Buy/Order/Audit as Seckill (AsyncAdmission), Published (AsyncAdmission),
-// StartConsumers (ConsumerGroup), and Reconcile and Rebuild (Reconciler).
+// AsyncSeckill is async mode wired from its three parts.
+// It serves Buy, Order and Audit like Seckill does.
 type AsyncSeckill struct {
 	*AsyncAdmission
 	*ConsumerGroup
@@ -34,12 +32,11 @@ type AdmissionDeps struct {
 	Redis    Admitter
 	Queue    OrderQueue
 	Rejects  RejectionCounter
-	// Losses holds the recorded losses of Redis data (optional): an order
-	// neither in the database nor in Redis that was made before one is
-	// reported failed to its owner.
-	Losses MetaStore
-	// OrderInfoTTL is how long Redis keeps an order's record: the reach
-	// back of a loss. Default 24h.
+	// Losses holds the recorded losses of Redis data (optional).
+	// An order found nowhere and made before a loss is reported failed.
+	Losses NamedValues
+	// OrderInfoTTL is how long Redis keeps an order's record.
+	// It is also how far back a loss reaches. Default 24h.
 	OrderInfoTTL time.Duration
 	Now          func() time.Time
 	Log          *slog.Logger
@@ -48,17 +45,17 @@ type AdmissionDeps struct {
 	VoucherCacheTTL time.Duration
 }
 
-// AsyncAdmission is the request path of async mode: it admits orders in
-// Redis (Buy), reads them (Order), audits a voucher (Audit) and loads a
-// voucher just published (Published).
+// AsyncAdmission is the request path of async mode. It admits orders in Redis
+// (Buy), reads them (Order) and audits a voucher (Audit). It loads a voucher
+// just published (Published).
 type AsyncAdmission struct {
 	d        AdmissionDeps
 	cache    *voucherCache
 	admitted atomic.Uint64 // orders admitted by this process
 }
 
-// Admitted is the number of orders this process admitted so far (the
-// consumers' ConsumerDeps.Admitted).
+// Admitted is the number of orders this process admitted so far.
+// The consumers read it as ConsumerDeps.Admitted.
 func (s *AsyncAdmission) Admitted() uint64 { return s.admitted.Load() }
 
 // NewAsyncAdmission returns the request path of async mode.
@@ -75,21 +72,17 @@ func NewAsyncAdmission(d AdmissionDeps) *AsyncAdmission {
 	return &AsyncAdmission{d: d, cache: newVoucherCache(d.Vouchers, d.VoucherCacheTTL, d.Now)}
 }
 
-// writtenCheckTimeout bounds Buy's database read after an admission whose
-// outcome Redis could not tell.
+// writtenCheckTimeout bounds Buy's database read after an unknown admission
+// outcome.
 const writtenCheckTimeout = time.Second
 
-// Buy admits one order: the window and a known sold-out state from the
-// cache (no round trip), an order id from the ID worker (leased blocks: no
-// round trip per id), then one EVALSHA of the admission script. The order
-// id is returned at once; the order is pending until a consumer writes it.
+// Buy admits one order with one EVALSHA of the admission script. The window and
+// a known sold-out state come from the cache, the order id from leased blocks.
+// The id is returned at once; the order is pending until a consumer writes it.
 //
-// When the admission's answer was lost, Admit settles it in Redis: nil if
-// the order was admitted, else ErrUnavailable with the order id void there
-// (never admitted later). A consumer may have written and acknowledged the
-// order in between, which drops its Redis record, so Buy reads the order
-// from the database (on a context detached from the request's) before it
-// answers 503.
+// When the script's answer is lost, Admit settles it in Redis: nil if the order
+// was admitted, else ErrUnavailable with the id voided. A consumer may have
+// written it meanwhile, so Buy reads the database before it answers 503.
 func (s *AsyncAdmission) Buy(ctx context.Context, userID, voucherID int64) (int64, error) {
 	if voucherID <= 0 {
 		return 0, model.InvalidArgument("id", "must be a positive number")
@@ -122,10 +115,9 @@ func (s *AsyncAdmission) Buy(ctx context.Context, userID, voucherID int64) (int6
 	return orderID, nil
 }
 
-// Order returns the order with id if it belongs to userID: from the
-// database (created) when it is there, else from Redis (pending or failed),
-// else failed when it was made before a recorded loss of Redis data (see
-// Watch).
+// Order returns the order with id if it belongs to userID.
+// It reads the database first (created), then Redis (pending or failed).
+// An order made before a recorded loss of Redis data is failed (see Watch).
 // Another user's order is model.ErrOrderNotFound, like a missing one.
 func (s *AsyncAdmission) Order(ctx context.Context, userID, orderID int64) (*model.VoucherOrder, error) {
 	if orderID <= 0 {
@@ -135,15 +127,14 @@ func (s *AsyncAdmission) Order(ctx context.Context, userID, orderID int64) (*mod
 	if errors.Is(err, model.ErrOrderNotFound) {
 		o, err = s.d.Redis.OrderInfo(ctx, orderID)
 		if errors.Is(err, model.ErrOrderNotFound) {
-			// A consumer may have written it (and dropped its Redis
-			// record) between the two reads.
+			// A consumer may have written it between the two reads.
 			o, err = s.d.Orders.GetOrder(ctx, orderID)
 		}
 	}
 	if errors.Is(err, model.ErrOrderNotFound) {
-		// Made before Redis lost its data, and found nowhere: if it was
-		// admitted, it was lost with Redis and will never be written. Who
-		// owned it is lost too, so any user asking is told the same.
+		// Made before Redis lost its data, and found nowhere.
+		// If it was admitted, it was lost with Redis and will never be written.
+		// Its owner is lost too, so any user asking is told the same.
 		lost, lerr := lostWith(ctx, s.d.Losses, orderID, s.d.OrderInfoTTL)
 		if lerr != nil {
 			return nil, lerr
@@ -163,17 +154,14 @@ func (s *AsyncAdmission) Order(ctx context.Context, userID, orderID int64) (*mod
 	return o, nil
 }
 
-// Audit reads the voucher's state against invariants 1 to 3 and 5: the
-// Redis stock and buyers and the stream (a full scan) in one MULTI, then
-// the database's tally and which of the voucher's entries are written in
-// one snapshot. Redis first: an order written meanwhile moves from pending
-// to written and is counted once.
+// Audit checks the voucher's state against invariants 1 to 3 and 5. It reads
+// Redis and the stream in one MULTI, then the database in one snapshot. Redis
+// goes first, so an order written meanwhile is counted once.
 func (s *AsyncAdmission) Audit(ctx context.Context, voucherID int64) (*model.Audit, error) {
 	if voucherID <= 0 {
 		return nil, model.InvalidArgument("id", "must be a positive number")
 	}
-	// An unknown voucher is 404 before anything reads Redis (and scans
-	// the stream).
+	// An unknown voucher is 404 before anything scans Redis.
 	if _, err := s.d.Vouchers.GetSeckill(ctx, voucherID); err != nil {
 		return nil, err
 	}
@@ -182,7 +170,7 @@ func (s *AsyncAdmission) Audit(ctx context.Context, voucherID int64) (*model.Aud
 		return nil, err
 	}
 	mine := queued(entries, func(v int64) bool { return v == voucherID })
-	t, err := s.d.Orders.Tally(ctx, voucherID, mine)
+	t, err := s.d.Orders.VoucherSnapshot(ctx, voucherID, mine)
 	if err != nil {
 		return nil, err
 	}
@@ -201,9 +189,8 @@ func (s *AsyncAdmission) Audit(ctx context.Context, voucherID int64) (*model.Aud
 	return a, nil
 }
 
-// Published loads a voucher just published into Redis (stock, window,
-// empty buyers); wire it with Vouchers.OnPublished so that publishing
-// answers only once the voucher can be sold.
+// Published loads a voucher just published into Redis. Wire it with
+// Vouchers.OnPublished: publishing answers once the voucher can be sold.
 func (s *AsyncAdmission) Published(ctx context.Context, sv *model.SeckillVoucher) error {
 	loaded, err := s.d.Redis.LoadNew(ctx, sv)
 	if err != nil {
@@ -215,9 +202,8 @@ func (s *AsyncAdmission) Published(ctx context.Context, sv *model.SeckillVoucher
 	return nil
 }
 
-// VoucherChanged drops this process's cached copy of the voucher and
-// rebuilds its Redis state (stock, window, buyers) from the database's
-// facts, through the reconciler's rebuild: an admin edited or closed it.
+// VoucherChanged is called after an admin edited or closed the voucher.
+// It drops the cached copy and rebuilds the Redis state from the facts.
 func (s *AsyncSeckill) VoucherChanged(ctx context.Context, voucherID int64) error {
 	s.cache.forget(voucherID)
 	if _, err := s.Rebuild(ctx, voucherID); err != nil {

@@ -40,10 +40,10 @@ func (o *ambigOrders) GetOrder(ctx context.Context, id int64) (*model.VoucherOrd
 	return o.f.GetOrder(ctx, id)
 }
 
-// TestAsyncBuyAmbiguousAdmission: when the admission's outcome is unknown
-// (Admit reports Redis unavailable, having voided the order id there unless
-// it was admitted), Buy reads the order from the database before answering:
-// a consumer may have written it already, and then it was admitted.
+// TestAsyncBuyAmbiguousAdmission: Buy reads the database when the admission's
+// outcome is unknown. Admit then reports Redis unavailable, having voided the
+// order id unless it was admitted. A consumer may have written the order
+// already, and then it was admitted.
 func TestAsyncBuyAmbiguousAdmission(t *testing.T) {
 	ioErr := model.Unavailable(errors.New("read tcp: i/o timeout"))
 	tests := []struct {

@@ -17,12 +17,11 @@ import (
 	"seckill/repository"
 )
 
-// Integration tests of the consumers against the real MariaDB and Redis
-// (SECKILL_MYSQL_DSN and SECKILL_REDIS_ADDR; skipped without them): two
-// consumers race for one entry, their steps driven one by one, and
-// invariant 5 (Redis stock + orders + pending = initial) is checked after.
-// Each test has a stream and a dead-letter stream of its own and a voucher
-// of its own (its Redis keys are the voucher's).
+// Integration tests of the consumers against the real MariaDB and Redis.
+// They need SECKILL_MYSQL_DSN and SECKILL_REDIS_ADDR, and skip without them.
+// Two consumers race for one entry, their steps driven one by one.
+// Invariant 5 (Redis stock + orders + pending = initial) is checked after.
+// Each test has its own stream, dead-letter stream and voucher.
 
 // raceEnv is one test's stores.
 type raceEnv struct {
@@ -124,16 +123,16 @@ func (e *raceEnv) consumer(name string, cfg ConsumerConfig, queue OrderQueue) *c
 	return g.newConsumer(name+"-"+rand.Text()[:6], make(chan struct{}))
 }
 
-// claimer is consumer B: it claims what was idle for a millisecond and
-// dead-letters an entry delivered twice (MaxAttempts 1), the way entries of
-// a consumer taken for dead are given up after their deliveries.
+// claimer is consumer B: it claims what was idle for a millisecond.
+// It dead-letters an entry delivered twice (MaxAttempts 1).
+// That is how the entries of a consumer taken for dead are given up.
 func (e *raceEnv) claimer(queue OrderQueue) *consumer {
 	return e.consumer("B", ConsumerConfig{ClaimIdle: time.Millisecond, MaxAttempts: 1}, queue)
 }
 
 // claim has b claim and process what is idle. The entry read by the other
-// consumer must be idle for ClaimIdle (1ms) first: sleeping longer than
-// that can only make it idler, so a slow machine cannot change the outcome.
+// consumer must be idle for ClaimIdle (1ms) first. Sleeping longer can only make
+// it idler, so a slow machine cannot change the outcome.
 func claim(t *testing.T, b *consumer) {
 	t.Helper()
 	time.Sleep(5 * time.Millisecond)
@@ -160,7 +159,7 @@ func (e *raceEnv) state(t *testing.T, vid int64) raceState {
 		t.Fatal(err)
 	}
 	mine := queued(entries, func(v int64) bool { return v == vid })
-	tally, err := e.orders.Tally(ctx, vid, mine)
+	tally, err := e.orders.VoucherSnapshot(ctx, vid, mine)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -180,10 +179,9 @@ func checkInvariant5(t *testing.T, st raceState, initial int64) {
 	}
 }
 
-// TestConsumerDoesNotWriteEntryItLost: consumer A keeps an entry for a
-// retry (its user's lock was busy); while A backs off, B claims the entry
-// and dead-letters it (stock and buyer given back); A's retry must then
-// drop the entry, not write it.
+// TestConsumerDoesNotWriteEntryItLost: A keeps an entry for a retry, its user's
+// lock busy. While A backs off, B claims the entry and dead-letters it. A's
+// retry must then drop the entry, not write it.
 func TestConsumerDoesNotWriteEntryItLost(t *testing.T) {
 	e := newRaceEnv(t)
 	ctx := context.Background()
@@ -249,11 +247,10 @@ func (h *deadLetterHook) DeadLetter(ctx context.Context, m model.QueuedOrder, re
 	return h.OrderQueue.DeadLetter(ctx, m, reason, attempts, give)
 }
 
-// TestDeadLetterRacesWrite: consumer A's batch transaction is still running
-// when B claims the entry and decides to dead-letter it; A's transaction
-// commits after B's decision and before B's dead-letter script. The entry
-// must end up either written or dead-lettered, never both, and invariant 5
-// must hold.
+// TestDeadLetterRacesWrite: A's batch transaction runs while B decides to
+// dead-letter the entry. A's transaction commits after B's decision and before
+// B's dead-letter script. The entry must end up written or dead-lettered, never
+// both. Invariant 5 must hold.
 func TestDeadLetterRacesWrite(t *testing.T) {
 	e := newRaceEnv(t)
 	ctx := context.Background()

@@ -2,8 +2,6 @@ package service
 
 import (
 	"context"
-	"io"
-	"log/slog"
 	"slices"
 	"sync/atomic"
 	"testing"
@@ -43,24 +41,12 @@ func newLuaConsRig(t *testing.T) (*consRig, *miniredis.Miniredis, *scriptCalls) 
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := &consRig{
-		q:      &consQueue{dead: map[string]consDead{}},
-		orders: &consOrders{written: map[int64]model.VoucherOrder{}, dead: map[int64]model.Outcome{}, oneErr: map[int64]error{}},
-		counts: &consCounts{dead: map[string]int{}},
-	}
-	g := NewConsumerGroup(ConsumerDeps{
-		Orders: r.orders, Queue: r.q, Locker: locker, Rejects: r.counts,
-		Observer: r.counts, Metrics: r.counts,
-		Log: slog.New(slog.NewTextHandler(io.Discard, nil)),
-	}, ConsumerConfig{})
-	r.c = g.newConsumer("test", make(chan struct{}))
-	return r, srv, calls
+	return newConsRigWith(locker), srv, calls
 }
 
-// TestConsumerBatchLocks: with the lua lock a batch takes the locks of
-// its users in one script call and gives them back in one more; the user
-// whose lock someone else holds, in the middle of the batch, is left
-// pending alone, and that holder's lock is untouched.
+// TestConsumerBatchLocks: with the lua lock a batch locks its users in one
+// script call. It gives them back in one more. A user whose lock someone else
+// holds is left pending alone. That holder's lock is untouched.
 func TestConsumerBatchLocks(t *testing.T) {
 	r, srv, calls := newLuaConsRig(t)
 	msgs := entries(5)
@@ -91,10 +77,9 @@ func TestConsumerBatchLocks(t *testing.T) {
 	}
 }
 
-// TestConsumerBatchLocksRedisError: the lock script fails part-way through
-// the batch (one user's fencing counter is not a number): nothing is
-// written, every entry stays pending, and no lock of the batch is left
-// held.
+// TestConsumerBatchLocksRedisError: the lock script fails part-way through the
+// batch. One user's fencing counter is not a number. Nothing is written, every
+// entry stays pending, and no lock of the batch stays held.
 func TestConsumerBatchLocksRedisError(t *testing.T) {
 	r, srv, _ := newLuaConsRig(t)
 	srv.HSet(lock.FenceKey(lockKey(3)), "not", "a counter")

@@ -112,10 +112,9 @@ func (q *consQueue) DeadLetterMalformed(_ context.Context, m model.QueuedOrder, 
 	return nil
 }
 
-// consOrders is the database: batchErr fails WriteBatch, oneErr[orderID]
-// fails WriteOne; written holds the orders written (their outcome
-// 'written'), dead the outcomes 'dead' recorded; recordErr fails
-// RecordDeadLetter.
+// consOrders is the database. batchErr fails WriteBatch, oneErr[orderID] fails
+// WriteOne, recordErr fails RecordDeadLetter. written holds the orders written,
+// dead the outcomes 'dead' recorded.
 type consOrders struct {
 	OrderStore
 	mu        sync.Mutex
@@ -200,8 +199,8 @@ func (o *consOrders) HasOrder(context.Context, int64, int64) (bool, error) { ret
 func (o *consOrders) OrderFacts(context.Context, []int64, []model.QueuedOrder, bool) (model.OrderFacts, error) {
 	return model.OrderFacts{}, nil
 }
-func (o *consOrders) Tally(context.Context, int64, []model.QueuedOrder) (model.Tally, error) {
-	return model.Tally{}, nil
+func (o *consOrders) VoucherSnapshot(context.Context, int64, []model.QueuedOrder) (model.VoucherSnapshot, error) {
+	return model.VoucherSnapshot{}, nil
 }
 
 // consCounts counts the observer's and the rejection counter's events.
@@ -235,7 +234,7 @@ type consRig struct {
 	q      *consQueue
 	orders *consOrders
 	counts *consCounts
-	locker *lock.Local
+	locker *lock.Local // set by newConsRig only
 	c      *consumer
 }
 
@@ -245,11 +244,17 @@ func newConsRig(t *testing.T) *consRig {
 	if err != nil {
 		t.Fatal(err)
 	}
+	r := newConsRigWith(locker)
+	r.locker = locker
+	return r
+}
+
+// newConsRigWith is a consumer over fakes that locks with locker.
+func newConsRigWith(locker lock.Locker) *consRig {
 	r := &consRig{
 		q:      &consQueue{dead: map[string]consDead{}},
 		orders: &consOrders{written: map[int64]model.VoucherOrder{}, dead: map[int64]model.Outcome{}, oneErr: map[int64]error{}},
 		counts: &consCounts{dead: map[string]int{}},
-		locker: locker,
 	}
 	g := NewConsumerGroup(ConsumerDeps{
 		Orders: r.orders, Queue: r.q, Locker: locker, Rejects: r.counts,
@@ -534,11 +539,10 @@ func TestStartConsumersRejectsShortClaimIdle(t *testing.T) {
 	}
 }
 
-// TestClaimTouchesKeptEntriesBetweenPages: each claimed page may take up to
-// the batch timeout, so the entries kept for a retry (and those earlier
-// pages left) are touched before every later page; unattended through
-// slow pages they would go idle past ClaimIdle and be claimed by a peer,
-// each claim counting a delivery.
+// TestClaimTouchesKeptEntriesBetweenPages: kept entries are touched before
+// every later page. Each claimed page may take up to the batch timeout.
+// Unattended through slow pages, kept entries would be claimed by a peer. Each
+// such claim would count a delivery.
 func TestClaimTouchesKeptEntriesBetweenPages(t *testing.T) {
 	r := newConsRig(t)
 	r.c.cfg.Batch = 2
