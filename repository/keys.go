@@ -153,12 +153,14 @@ func OrderInfoKey(shard int, orderID int64) string {
 // or template the order-info keys).
 func OrderInfoPrefix(shard int) string { return shardPrefix(shard) + "orderinfo:" }
 
-// DuprejPrefix is the prefix of DuprejKey (one key, outside the shards).
-const DuprejPrefix = "seckill:duprej:"
+// DuplicateRejectionsPrefix is the prefix of DuplicateRejectionsKey (one key, outside the shards).
+const DuplicateRejectionsPrefix = "seckill:duprej:"
 
-// DuprejKey is seckill:duprej:<voucherId>, the count of unique-key
+// DuplicateRejectionsKey is seckill:duprej:<voucherId>, the count of unique-key
 // rejections of the voucher.
-func DuprejKey(voucherID int64) string { return DuprejPrefix + strconv.FormatInt(voucherID, 10) }
+func DuplicateRejectionsKey(voucherID int64) string {
+	return DuplicateRejectionsPrefix + strconv.FormatInt(voucherID, 10)
+}
 
 // The live dashboard's keys (package live): each instance adds its counts
 // to the voucher's hash and records itself in the instances hash about four
@@ -176,9 +178,9 @@ const (
 // buckets) summed over every instance.
 func LiveKey(voucherID int64) string { return LivePrefix + strconv.FormatInt(voucherID, 10) }
 
-// loginCodeKey is login:code:<phone>, the login code sent to phone and
+// LoginCodeKey is login:code:<phone>, the login code sent to phone and
 // its wrong guesses ("<code>:<wrong guesses>").
-func loginCodeKey(phone string) string { return "login:code:" + phone }
+func LoginCodeKey(phone string) string { return "login:code:" + phone }
 
 // RatePrefix is the prefix redis_rate gives every key of a Limiter: the
 // key of Limiter.Allow(ctx, key, ...) is rate:<key>, one key per call.
@@ -206,13 +208,13 @@ func IdempotencyKey(userID int64, key string) string {
 	return "seckill:idem:" + strconv.FormatInt(userID, 10) + ":" + key
 }
 
-// idDay is the day of t (UTC) as the ID worker's sequence key spells it:
+// IDDay is the day of t (UTC) as the ID worker's sequence key spells it:
 // yyyy:MM:dd.
-func idDay(t time.Time) string { return t.UTC().Format("2006:01:02") }
+func IDDay(t time.Time) string { return t.UTC().Format("2006:01:02") }
 
-// idSequenceKey is icr:order:<yyyy:MM:dd>, the ID worker's sequence of day
-// (an idDay).
-func idSequenceKey(day string) string { return "icr:order:" + day }
+// IDSequenceKey is icr:order:<yyyy:MM:dd>, the ID worker's sequence of day
+// (an IDDay).
+func IDSequenceKey(day string) string { return "icr:order:" + day }
 
 // The TTLs of the keys above. Keys not listed here never expire (stream,
 // dead-letter stream, epoch, duprej counters, ID sequences); the login

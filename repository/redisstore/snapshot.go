@@ -1,0 +1,204 @@
+package redisstore
+
+import (
+	"context"
+	"errors"
+	"seckill/repository"
+	"strings"
+
+	"github.com/redis/go-redis/v9"
+
+	"seckill/model"
+)
+
+// The reads of start-up reconciliation and rebuilds, each one consistent
+// snapshot: one MULTI on the Redis side, one transaction on the database
+// side. Read in several steps, a voucher on sale looks inconsistent for an
+// instant (an order admitted between the stock read and the stream read, or
+// written between two queries, is counted twice or not at all).
+
+// Snapshot returns the Redis state of each voucher and every entry of the
+// streams of the shards holding their buckets, one MULTI per shard (a voucher's bucket and its entries are in
+// one shard): the admission script decrements the stock and appends the
+// entry atomically, and the dead-letter script gives the stock back and
+// removes the entry atomically, so stock + entries is exact for each
+// bucket, and so for a voucher summed over its buckets once they are
+// quiet.
+func (s *OrderStream) Snapshot(ctx context.Context, voucherIDs []int64) (map[int64]model.RedisVoucher, []model.QueuedOrder, error) {
+	refs, err := bucketRefs(ctx, s.rdb, voucherIDs)
+	if err != nil {
+		return nil, nil, err
+	}
+	agg := newVoucherSums(len(voucherIDs))
+	var entries []model.QueuedOrder
+	for shard := range repository.Shards {
+		if len(refs[shard]) == 0 {
+			// No bucket of these vouchers here: none of their entries
+			// either. (Reading it would only widen the gap between the
+			// Redis read and the caller's database read.)
+			continue
+		}
+		var read func(*voucherSums)
+		var rng *redis.XMessageSliceCmd
+		_, err := s.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
+			read = queueBucketReads(ctx, p, shard, refs[shard])
+			rng = p.XRange(ctx, s.key(shard), "-", "+")
+			return nil
+		})
+		if err != nil && !errors.Is(err, redis.Nil) {
+			return nil, nil, redisErr(err)
+		}
+		read(agg)
+		msgs, err := rng.Result()
+		if err != nil && !errors.Is(err, redis.Nil) {
+			return nil, nil, redisErr(err)
+		}
+		for _, m := range msgs {
+			entries = append(entries, parseEntry(shard, m))
+		}
+	}
+	return agg.out, entries, nil
+}
+
+// bucketRefs returns, per shard, the vouchers with a bucket in it
+// (VoucherBuckets of each voucher).
+func bucketRefs(ctx context.Context, rdb redis.UniversalClient, voucherIDs []int64) ([repository.Shards][]int64, error) {
+	var refs [repository.Shards][]int64
+	n, err := VoucherBuckets(ctx, rdb, voucherIDs)
+	if err != nil {
+		return refs, err
+	}
+	for _, id := range voucherIDs {
+		for b := range n[id] {
+			sh := repository.BucketShard(id, b)
+			refs[sh] = append(refs[sh], id)
+		}
+	}
+	return refs, nil
+}
+
+// VoucherBuckets returns how many buckets each voucher's Redis state has:
+// the "buckets" field of its hash in bucket 0; when that hash is missing
+// (its master lost it), the most any of the shards that could hold one of
+// its buckets says; 1 when none does (a voucher not loaded).
+func VoucherBuckets(ctx context.Context, rdb redis.UniversalClient, voucherIDs []int64) (map[int64]int, error) {
+	out := make(map[int64]int, len(voucherIDs))
+	first, err := hgetBuckets(ctx, rdb, voucherIDs, 1)
+	if err != nil {
+		return nil, err
+	}
+	var probe []int64
+	for _, id := range voucherIDs {
+		if n := first[id]; n > 0 {
+			out[id] = n
+		} else {
+			probe = append(probe, id)
+		}
+	}
+	if len(probe) == 0 {
+		return out, nil
+	}
+	all, err := hgetBuckets(ctx, rdb, probe, repository.MaxBuckets)
+	if err != nil {
+		return nil, err
+	}
+	for _, id := range probe {
+		out[id] = max(all[id], 1)
+	}
+	return out, nil
+}
+
+// hgetBuckets reads the "buckets" field of the hashes of the first n
+// buckets of each voucher in one pipeline; it returns the largest per
+// voucher (0 when none).
+func hgetBuckets(ctx context.Context, rdb redis.UniversalClient, voucherIDs []int64, n int) (map[int64]int, error) {
+	cmds := make([][]*redis.StringCmd, len(voucherIDs))
+	_, _ = rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for i, id := range voucherIDs {
+			for b := range n {
+				cmds[i] = append(cmds[i], p.HGet(ctx, repository.VoucherKeyIn(repository.BucketShard(id, b), id), "buckets"))
+			}
+		}
+		return nil
+	})
+	out := make(map[int64]int, len(voucherIDs))
+	for i, id := range voucherIDs {
+		for _, c := range cmds[i] {
+			v, err := c.Int()
+			if errors.Is(err, redis.Nil) {
+				continue
+			}
+			if err != nil && !strings.Contains(err.Error(), "strconv") {
+				return nil, redisErr(err)
+			}
+			out[id] = max(out[id], min(v, repository.MaxBuckets))
+		}
+	}
+	return out, nil
+}
+
+// voucherSums adds up each voucher's buckets into one model.RedisVoucher:
+// stock and buyers summed; the hash (and the stock) exist only when they
+// exist in every bucket; the state is the first bucket's that is not ok,
+// else ok.
+type voucherSums struct {
+	out  map[int64]model.RedisVoucher
+	seen map[int64]bool
+}
+
+func newVoucherSums(n int) *voucherSums {
+	return &voucherSums{out: make(map[int64]model.RedisVoucher, n), seen: make(map[int64]bool, n)}
+}
+
+func (a *voucherSums) add(id int64, rv model.RedisVoucher) {
+	if !a.seen[id] {
+		a.seen[id] = true
+		a.out[id] = rv
+		return
+	}
+	acc := a.out[id]
+	acc.Exists = acc.Exists && rv.Exists
+	acc.StockExists = acc.StockExists && rv.StockExists
+	acc.Stock += rv.Stock
+	acc.Buyers += rv.Buyers
+	acc.Returned += rv.Returned
+	if acc.State == model.VoucherStateOK || acc.State == "" {
+		if rv.State != model.VoucherStateOK {
+			acc.State = rv.State
+		}
+	}
+	a.out[id] = acc
+}
+
+// queueBucketReads queues the reads of the bucket in shard of each voucher
+// (state, stock, buyers set size) on p, all in one shard; the returned
+// function adds them to the sums once p has run.
+func queueBucketReads(ctx context.Context, p redis.Pipeliner, shard int, voucherIDs []int64) func(*voucherSums) {
+	type cmds struct {
+		state, stock     *redis.StringCmd
+		buyers, returned *redis.IntCmd
+	}
+	all := make([]cmds, len(voucherIDs))
+	for i, id := range voucherIDs {
+		all[i] = cmds{
+			state:    p.HGet(ctx, repository.VoucherKeyIn(shard, id), "state"),
+			stock:    p.Get(ctx, repository.StockKeyIn(shard, id)),
+			buyers:   p.SCard(ctx, repository.BuyersKeyIn(shard, id)),
+			returned: p.SCard(ctx, repository.ReturnedKeyIn(shard, id)),
+		}
+	}
+	return func(sums *voucherSums) {
+		for i, id := range voucherIDs {
+			var rv model.RedisVoucher
+			if s, err := all[i].state.Result(); err == nil {
+				rv.Exists, rv.State = true, s
+			}
+			if s, err := all[i].stock.Int64(); err == nil {
+				rv.StockExists, rv.Stock = true, s
+			}
+			rv.Buyers = all[i].buyers.Val()
+			rv.Returned = all[i].returned.Val()
+			sums.add(id, rv)
+		}
+	}
+}

@@ -1,0 +1,193 @@
+package sqlstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"gorm.io/gorm"
+
+	"seckill/model"
+)
+
+// The database side of async mode: the consumers' batch writes and the
+// facts that start-up reconciliation and the audit read.
+
+// WriteBatch writes orders in one transaction, every statement on the
+// transaction handle: orders already in the database (same id, user and
+// voucher) are skipped and returned in existing (idempotence: a redelivered
+// entry is not written twice); the others go in one multi-row INSERT, then
+// each voucher's stock drops by its number of orders if it has that many
+// (RowsAffected checked, vouchers in id order so that concurrent batches
+// cannot deadlock on them). When a voucher lacks the stock the batch fails
+// with model.ErrSoldOut; a unique-key violation fails it with
+// model.ErrDuplicateOrder and model.ErrUniqueKey; an id held by another
+// order with model.ErrOrderIDTaken; nothing is written then. The outcome
+// 'written' of the orders it writes is recorded in the same transaction
+// (tb_order_outcome, before the orders): when an order of the batch was
+// dead-lettered meanwhile the batch fails with model.ErrOrderDeadLettered,
+// and with another error when one was written concurrently.
+func (r *Orders) WriteBatch(ctx context.Context, orders []model.VoucherOrder) (existing []int64, err error) {
+	if len(orders) == 0 {
+		return nil, nil
+	}
+	err = r.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+		existing = existing[:0]
+		ids := make([]int64, len(orders))
+		for i, o := range orders {
+			ids[i] = o.ID
+		}
+		have, err := orderKeys(tx, ids)
+		if err != nil {
+			return err
+		}
+		todo := make([]model.VoucherOrder, 0, len(orders))
+		for _, o := range orders {
+			k, ok := have[o.ID]
+			switch {
+			case !ok:
+				todo = append(todo, o)
+			case k.same(o.UserID, o.VoucherID):
+				existing = append(existing, o.ID)
+			default:
+				return fmt.Errorf("order %d: %w", o.ID, model.ErrOrderIDTaken)
+			}
+		}
+		if len(todo) == 0 {
+			return nil
+		}
+		// The outcome first: an order given up meanwhile stops the batch
+		// before anything is written, and one given up later finds it.
+		if err := recordWritten(tx, todo); err != nil {
+			return err
+		}
+		return insertOrders(tx, todo, false)
+	})
+	if errors.Is(err, errOutcomeTaken) {
+		ids := make([]int64, len(orders))
+		for i, o := range orders {
+			ids[i] = o.ID
+		}
+		dead, derr := r.deadOf(ctx, ids)
+		if derr != nil {
+			return nil, derr
+		}
+		if len(dead) > 0 {
+			return nil, fmt.Errorf("orders %v: %w", dead, model.ErrOrderDeadLettered)
+		}
+		return nil, fmt.Errorf("database: an order of the batch was written concurrently: %w", err)
+	}
+	if err != nil {
+		return nil, asyncOrderErr(err)
+	}
+	return existing, nil
+}
+
+func asyncOrderErr(err error) error {
+	if errors.Is(err, model.ErrOrderIDTaken) || errors.Is(err, model.ErrOrderDeadLettered) {
+		return err
+	}
+	return orderErr(err)
+}
+
+// WriteOne writes one order in its own transaction (the sync path's order
+// transaction, without fencing), unless it is in the database already (same
+// id, user and voucher): then it reports existed. An id held by another
+// order is model.ErrOrderIDTaken. An order written concurrently under the
+// same id (a unique-key violation) counts as existing. Its outcome
+// 'written' is recorded in the same transaction; an order dead-lettered
+// meanwhile (outcome 'dead') is model.ErrOrderDeadLettered, never written.
+func (r *Orders) WriteOne(ctx context.Context, o *model.VoucherOrder) (existed bool, err error) {
+	err = r.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+		var err error
+		existed, err = sameOrder(tx, o)
+		if err != nil || existed {
+			return err
+		}
+		if err := recordWritten(tx, []model.VoucherOrder{*o}); err != nil {
+			return err
+		}
+		return createOrder(tx, o, nil)
+	})
+	if errors.Is(err, errOutcomeTaken) {
+		out, oerr := r.recordedOutcome(ctx, o)
+		if oerr != nil {
+			return false, oerr
+		}
+		if out.Written {
+			return true, nil
+		}
+		return false, fmt.Errorf("order %d: %w", o.ID, model.ErrOrderDeadLettered)
+	}
+	if errors.Is(err, model.ErrDuplicateOrder) || errors.Is(err, model.ErrOrderIDTaken) {
+		again, cerr := sameOrder(r.db.WithContext(ctx), o)
+		if cerr != nil {
+			return false, translate(cerr)
+		}
+		if again {
+			return true, nil
+		}
+	}
+	return existed, asyncOrderErr(err)
+}
+
+// sameOrder reports whether o is in the database; an id held by another
+// order is model.ErrOrderIDTaken.
+func sameOrder(db *gorm.DB, o *model.VoucherOrder) (bool, error) {
+	have, err := orderKeys(db, []int64{o.ID})
+	if err != nil {
+		return false, err
+	}
+	k, ok := have[o.ID]
+	if !ok {
+		return false, nil
+	}
+	if !k.same(o.UserID, o.VoucherID) {
+		return false, fmt.Errorf("order %d: %w", o.ID, model.ErrOrderIDTaken)
+	}
+	return true, nil
+}
+
+// writtenChunk bounds the IN list of Written.
+const writtenChunk = 500
+
+// Written returns the order ids of entries whose order is in the database
+// (same id, user and voucher).
+func (r *Orders) Written(ctx context.Context, entries []model.QueuedOrder) (map[int64]bool, error) {
+	out := make(map[int64]bool)
+	if err := written(r.db.WithContext(ctx), entries, out); err != nil {
+		return nil, translate(err)
+	}
+	return out, nil
+}
+
+// written marks in out the order ids of entries whose order is in the
+// database (same id, user and voucher), reading through db (a transaction
+// handle, or the pool).
+func written(db *gorm.DB, entries []model.QueuedOrder, out map[int64]bool) error {
+	for start := 0; start < len(entries); start += writtenChunk {
+		chunk := entries[start:min(start+writtenChunk, len(entries))]
+		ids := make([]int64, len(chunk))
+		for i, e := range chunk {
+			ids[i] = e.OrderID
+		}
+		have, err := orderKeys(db, ids)
+		if err != nil {
+			return err
+		}
+		for _, e := range chunk {
+			if k, ok := have[e.OrderID]; ok && k.same(e.UserID, e.VoucherID) {
+				out[e.OrderID] = true
+			}
+		}
+	}
+	return nil
+}
+
+// HasOrder reports whether the user has an order for the voucher.
+func (r *Orders) HasOrder(ctx context.Context, userID, voucherID int64) (bool, error) {
+	var n int64
+	err := r.db.WithContext(ctx).Model(&model.VoucherOrder{}).
+		Where("user_id = ? AND voucher_id = ?", userID, voucherID).Limit(1).Count(&n).Error
+	return n > 0, translate(err)
+}
