@@ -5,20 +5,21 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"seckill/model"
 	"slices"
 	"time"
 
 	"gorm.io/gorm"
 	"gorm.io/gorm/clause"
-
-	"seckill/model"
 )
 
-// The order's life after it is written: pay, cancel, expire. Every change
+// OrderLifecycle changes an order after it is written: pay, cancel,
+// expire, and the give-backs they leave. Every change
 // of status is one conditional UPDATE on the status (never a read and then
 // a write), so a payment and a cancel or expiry racing on one order end
 // with exactly one of them. A cancel gives the unit back to the voucher's
 // stock in the same transaction.
+type OrderLifecycle struct{ db *gorm.DB }
 
 // Pay marks the user's order paid if it is unpaid and was created after
 // cutoff (its pay deadline not passed), recording now, the voucher's pay
@@ -27,7 +28,7 @@ import (
 // answers the same). Refusals:
 // model.ErrOrderNotFound (missing or another user's), model.ErrOrderExpired
 // (past the deadline, or cancelled by the timeout), model.ErrOrderCancelled.
-func (r *Orders) Pay(ctx context.Context, userID, orderID int64, key string, now, cutoff time.Time) (*model.VoucherOrder, bool, error) {
+func (r *OrderLifecycle) Pay(ctx context.Context, userID, orderID int64, key string, now, cutoff time.Time) (*model.VoucherOrder, bool, error) {
 	for attempt := 1; ; attempt++ {
 		o, changed, err := r.pay(ctx, userID, orderID, key, now, cutoff)
 		switch {
@@ -48,7 +49,7 @@ var errWrittenMeanwhile = errors.New("order written meanwhile")
 // written meanwhile (it is written once: the second attempt sees it).
 const writtenRetries = 3
 
-func (r *Orders) pay(ctx context.Context, userID, orderID int64, key string, now, cutoff time.Time) (*model.VoucherOrder, bool, error) {
+func (r *OrderLifecycle) pay(ctx context.Context, userID, orderID int64, key string, now, cutoff time.Time) (*model.VoucherOrder, bool, error) {
 	var payKey any
 	if key != "" {
 		payKey = key
@@ -86,7 +87,7 @@ WHERE id = ? AND user_id = ? AND status = ? AND create_time > ?`,
 // (reason timeout) and answered model.ErrOrderExpired. A cancelled order is
 // returned as it is; model.ErrOrderPaid refuses a paid one. The bool says
 // whether this call cancelled it (by its buyer or as expired).
-func (r *Orders) Cancel(ctx context.Context, userID, orderID int64, now, cutoff time.Time, due bool) (*model.VoucherOrder, bool, error) {
+func (r *OrderLifecycle) Cancel(ctx context.Context, userID, orderID int64, now, cutoff time.Time, due bool) (*model.VoucherOrder, bool, error) {
 	for attempt := 1; ; attempt++ {
 		o, changed, err := r.cancel(ctx, userID, orderID, now, cutoff, due)
 		switch {
@@ -98,7 +99,7 @@ func (r *Orders) Cancel(ctx context.Context, userID, orderID int64, now, cutoff 
 	}
 }
 
-func (r *Orders) cancel(ctx context.Context, userID, orderID int64, now, cutoff time.Time, due bool) (*model.VoucherOrder, bool, error) {
+func (r *OrderLifecycle) cancel(ctx context.Context, userID, orderID int64, now, cutoff time.Time, due bool) (*model.VoucherOrder, bool, error) {
 	changed := false
 	err := r.retryDeadlock(ctx, func(tx *gorm.DB) error {
 		changed = false
@@ -146,7 +147,7 @@ WHERE id = ? AND user_id = ? AND status = ?`,
 // killed mid-batch rolls back: its orders stay unpaid for the next one.
 // Non-empty vouchers limits it to their orders. It returns the orders it
 // expired.
-func (r *Orders) Expire(ctx context.Context, cutoff, now time.Time, limit int, due bool, vouchers []int64) ([]model.VoucherOrder, error) {
+func (r *OrderLifecycle) Expire(ctx context.Context, cutoff, now time.Time, limit int, due bool, vouchers []int64) ([]model.VoucherOrder, error) {
 	var out []model.VoucherOrder
 	// READ COMMITTED on MySQL: the claim's range scan then locks the rows it
 	// takes and no gap, so new orders are never held up behind a sweep.
@@ -206,7 +207,7 @@ WHERE id IN ? AND status = ?`, model.OrderStatusCancelled, now, model.CancelByTi
 
 // GivebacksDue returns up to limit cancelled orders whose unit Redis still
 // owes back (their id, user and voucher).
-func (r *Orders) GivebacksDue(ctx context.Context, limit int) ([]model.VoucherOrder, error) {
+func (r *OrderLifecycle) GivebacksDue(ctx context.Context, limit int) ([]model.VoucherOrder, error) {
 	var rows []orderKey
 	err := r.db.WithContext(ctx).Raw("SELECT id, user_id, voucher_id FROM tb_voucher_order WHERE giveback_due = 1 ORDER BY id LIMIT ?", limit).Scan(&rows).Error
 	if err != nil {
@@ -221,7 +222,7 @@ func (r *Orders) GivebacksDue(ctx context.Context, limit int) ([]model.VoucherOr
 }
 
 // GivebacksDone records that Redis took back the units of the orders.
-func (r *Orders) GivebacksDone(ctx context.Context, ids []int64) error {
+func (r *OrderLifecycle) GivebacksDone(ctx context.Context, ids []int64) error {
 	if len(ids) == 0 {
 		return nil
 	}
@@ -252,8 +253,8 @@ func giveBack(tx *gorm.DB, per map[int64]int) error {
 
 // owned reads the order and checks that it is the user's: another user's
 // order is model.ErrOrderNotFound, like a missing one.
-func (r *Orders) owned(ctx context.Context, userID, orderID int64) (*model.VoucherOrder, error) {
-	o, err := r.GetOrder(ctx, orderID)
+func (r *OrderLifecycle) owned(ctx context.Context, userID, orderID int64) (*model.VoucherOrder, error) {
+	o, err := (&OrderReads{db: r.db}).GetOrder(ctx, orderID)
 	if err != nil {
 		return nil, err
 	}
@@ -273,7 +274,7 @@ func cancelledErr(o *model.VoucherOrder) error {
 
 // retryDeadlock runs fn in a transaction, again when InnoDB chose it as a
 // deadlock victim (up to deadlockRetries attempts).
-func (r *Orders) retryDeadlock(ctx context.Context, fn func(tx *gorm.DB) error, opts ...*sql.TxOptions) error {
+func (r *OrderLifecycle) retryDeadlock(ctx context.Context, fn func(tx *gorm.DB) error, opts ...*sql.TxOptions) error {
 	var err error
 	for attempt := 0; attempt < deadlockRetries; attempt++ {
 		err = r.db.WithContext(ctx).Transaction(fn, opts...)

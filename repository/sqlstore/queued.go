@@ -4,14 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"seckill/model"
 
 	"gorm.io/gorm"
-
-	"seckill/model"
 )
 
-// The database side of async mode: the consumers' batch writes and the
-// facts that start-up reconciliation and the audit read.
+// QueuedOrders writes the orders the async consumers read from the
+// streams, and records the orders they give up on.
+type QueuedOrders struct{ db *gorm.DB }
 
 // WriteBatch writes orders in one transaction, every statement on the
 // transaction handle: orders already in the database (same id, user and
@@ -27,7 +27,7 @@ import (
 // (tb_order_outcome, before the orders): when an order of the batch was
 // dead-lettered meanwhile the batch fails with model.ErrOrderDeadLettered,
 // and with another error when one was written concurrently.
-func (r *Orders) WriteBatch(ctx context.Context, orders []model.VoucherOrder) (existing []int64, err error) {
+func (r *QueuedOrders) WriteBatch(ctx context.Context, orders []model.VoucherOrder) (existing []int64, err error) {
 	if len(orders) == 0 {
 		return nil, nil
 	}
@@ -97,7 +97,7 @@ func asyncOrderErr(err error) error {
 // same id (a unique-key violation) counts as existing. Its outcome
 // 'written' is recorded in the same transaction; an order dead-lettered
 // meanwhile (outcome 'dead') is model.ErrOrderDeadLettered, never written.
-func (r *Orders) WriteOne(ctx context.Context, o *model.VoucherOrder) (existed bool, err error) {
+func (r *QueuedOrders) WriteOne(ctx context.Context, o *model.VoucherOrder) (existed bool, err error) {
 	err = r.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
 		var err error
 		existed, err = sameOrder(tx, o)
@@ -153,7 +153,7 @@ const writtenChunk = 500
 
 // Written returns the order ids of entries whose order is in the database
 // (same id, user and voucher).
-func (r *Orders) Written(ctx context.Context, entries []model.QueuedOrder) (map[int64]bool, error) {
+func (r *QueuedOrders) Written(ctx context.Context, entries []model.QueuedOrder) (map[int64]bool, error) {
 	out := make(map[int64]bool)
 	if err := written(r.db.WithContext(ctx), entries, out); err != nil {
 		return nil, translate(err)
@@ -185,9 +185,82 @@ func written(db *gorm.DB, entries []model.QueuedOrder, out map[int64]bool) error
 }
 
 // HasOrder reports whether the user has an order for the voucher.
-func (r *Orders) HasOrder(ctx context.Context, userID, voucherID int64) (bool, error) {
+func (r *QueuedOrders) HasOrder(ctx context.Context, userID, voucherID int64) (bool, error) {
 	var n int64
 	err := r.db.WithContext(ctx).Model(&model.VoucherOrder{}).
 		Where("user_id = ? AND voucher_id = ?", userID, voucherID).Limit(1).Count(&n).Error
 	return n > 0, translate(err)
+}
+
+// RecordDeadLetter records that the entry's order is given up (outcome
+// 'dead', with reason and attempts), unless its order is written or an
+// outcome is recorded already; the caller runs the dead-letter script only
+// after it. It returns the outcome that holds: Written when the order is in
+// the database (the entry is to be acknowledged, never given back), else
+// the dead letter recorded first, this one or an earlier one (whose reason
+// and attempts it returns: the dead letter is to be finished).
+// model.ErrOrderIDTaken when the id belongs to another order: no outcome
+// can be recorded under it, and the entry can never be written.
+func (r *QueuedOrders) RecordDeadLetter(ctx context.Context, m model.QueuedOrder, reason string, attempts int) (model.Outcome, error) {
+	if len(reason) > maxReason {
+		reason = reason[:maxReason]
+	}
+	o := &model.VoucherOrder{ID: m.OrderID, UserID: m.UserID, VoucherID: m.VoucherID}
+	written := false
+	err := r.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+		var err error
+		// An order written without an outcome (before the table existed)
+		// is found here; one written since then collides on the key.
+		if written, err = sameOrder(tx, o); err != nil || written {
+			return err
+		}
+		return tx.Exec("INSERT INTO tb_order_outcome (order_id, outcome, reason, attempts) VALUES (?, ?, ?, ?)",
+			o.ID, outcomeDead, reason, attempts).Error
+	})
+	switch {
+	case err == nil && written:
+		return model.Outcome{Written: true}, nil
+	case err == nil:
+		return model.Outcome{Reason: reason, Attempts: attempts}, nil
+	case isUniqueViolation(err):
+		return r.recordedOutcome(ctx, o)
+	}
+	return model.Outcome{}, asyncOrderErr(err)
+}
+
+// recordedOutcome returns the outcome recorded for o, which has one.
+func (r *QueuedOrders) recordedOutcome(ctx context.Context, o *model.VoucherOrder) (model.Outcome, error) {
+	var rows []outcomeRow
+	if err := r.db.WithContext(ctx).Where("order_id = ?", o.ID).Limit(1).Find(&rows).Error; err != nil {
+		return model.Outcome{}, translate(err)
+	}
+	if len(rows) == 0 {
+		return model.Outcome{}, fmt.Errorf("database: order %d: no outcome recorded", o.ID)
+	}
+	if rows[0].Outcome == outcomeDead {
+		return model.Outcome{Reason: rows[0].Reason, Attempts: rows[0].Attempts}, nil
+	}
+	written, err := sameOrder(r.db.WithContext(ctx), o)
+	if err != nil {
+		return model.Outcome{}, asyncOrderErr(err)
+	}
+	if !written {
+		return model.Outcome{}, fmt.Errorf("database: order %d: recorded written but not in the database", o.ID)
+	}
+	return model.Outcome{Written: true}, nil
+}
+
+// deadOf returns the ids among ids whose outcome is 'dead'.
+func (r *QueuedOrders) deadOf(ctx context.Context, ids []int64) ([]int64, error) {
+	var dead []int64
+	for start := 0; start < len(ids); start += writtenChunk {
+		chunk := ids[start:min(start+writtenChunk, len(ids))]
+		var got []int64
+		if err := r.db.WithContext(ctx).Model(&outcomeRow{}).Where("order_id IN ? AND outcome = ?", chunk, outcomeDead).
+			Pluck("order_id", &got).Error; err != nil {
+			return nil, translate(err)
+		}
+		dead = append(dead, got...)
+	}
+	return dead, nil
 }

@@ -1,138 +1,19 @@
 package sqlstore
 
 import (
-	"context"
-	"database/sql/driver"
 	"errors"
 	"fmt"
-	"io"
-	"net"
+	"seckill/model"
 	"slices"
 	"strings"
 	"time"
 
 	"github.com/go-sql-driver/mysql"
 	"gorm.io/gorm"
-
-	"seckill/model"
 )
 
-// Orders stores orders in tb_voucher_order.
-type Orders struct{ db *gorm.DB }
-
-// NewOrders returns the order store.
-func NewOrders(db *DB) *Orders { return &Orders{db: db.Gorm} }
-
-// CreateOrder runs the order transaction of the seckill flow. Every statement
-// runs on the transaction handle; the stock update's RowsAffected decides
-// sold out; a unique-key violation is a duplicate that the lock let through.
-func (r *Orders) CreateOrder(ctx context.Context, o *model.VoucherOrder, fence *model.Fence) error {
-	var err error
-	var committing bool // every statement succeeded: the error is the commit's
-	for attempt := 0; attempt < deadlockRetries; attempt++ {
-		committing = false
-		err = r.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
-			if err := createOrder(tx, o, fence); err != nil {
-				return err
-			}
-			committing = true
-			return nil
-		})
-		if !isDeadlock(err) {
-			break
-		}
-	}
-	if err != nil && committing && outcomeUnknown(err) {
-		// The connection broke at the commit: the order may be in the
-		// database although the commit reported an error. Answering a
-		// failure for a committed order would leave the buyer holding an
-		// order no 200 announced, so the order is read back by its id
-		// first. (A statement that failed before the commit leaves
-		// nothing to resolve: the server rolls back a transaction whose
-		// connection broke.)
-		written, rerr := r.readBack(ctx, o)
-		switch {
-		case rerr != nil:
-			return model.Unavailable(fmt.Errorf("order %d: the commit's outcome is unknown (%v) and reading it back failed: %w", o.ID, err, rerr))
-		case written:
-			return nil
-		}
-	}
-	return orderErr(err)
-}
-
-// readBackTimeout bounds the reads that resolve an order transaction whose
-// outcome is unknown: long enough for a database that restarts to come
-// back, short enough that the per-user lock (lease 10 s by default) is not
-// held much past a client's patience.
-const readBackTimeout = 8 * time.Second
-
-// outcomeUnknown reports an error after which an order transaction may
-// have committed or not: the connection broke (bad or invalid connection,
-// EOF, a network error, the server gone away or lost, killed or shutting
-// down) or the context ended while a statement ran. A MySQL error about a
-// statement (a duplicate key, a deadlock) says the transaction did not
-// commit.
-func outcomeUnknown(err error) bool {
-	var me *mysql.MySQLError
-	if errors.As(err, &me) {
-		switch me.Number {
-		case 1053, 1927, 2006, 2013: // shutdown in progress, connection killed, gone away, lost
-			return true
-		}
-		return false
-	}
-	if isRefusal(err) {
-		return false
-	}
-	var netErr net.Error
-	return errors.Is(err, driver.ErrBadConn) || errors.Is(err, mysql.ErrInvalidConn) ||
-		errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.As(err, &netErr) ||
-		errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled)
-}
-
-// readBack tells whether order o is in the database, on a context detached
-// from the request's (which may be what ended) and bounded by
-// readBackTimeout, retrying while the database does not answer. On MySQL
-// the read is a locking read (LOCK IN SHARE MODE) on the primary key: if
-// the transaction that inserted the row is still running on the server
-// (its connection broke, not the server), the read waits until it has
-// committed or rolled back, so the answer is final either way.
-func (r *Orders) readBack(ctx context.Context, o *model.VoucherOrder) (bool, error) {
-	q := "SELECT id, user_id, voucher_id FROM tb_voucher_order WHERE id = ? LOCK IN SHARE MODE"
-	if r.db.Dialector.Name() == "sqlite" {
-		q = "SELECT id, user_id, voucher_id FROM tb_voucher_order WHERE id = ?"
-	}
-	var rows []orderKey
-	if err := r.readUntilAnswered(ctx, func(db *gorm.DB) error {
-		rows = nil
-		return db.Raw(q, o.ID).Scan(&rows).Error
-	}); err != nil {
-		return false, err
-	}
-	return len(rows) == 1 && rows[0].same(o.UserID, o.VoucherID), nil
-}
-
-// readUntilAnswered runs read on a context detached from ctx and bounded
-// by readBackTimeout, again with a growing pause while the database
-// fails, and returns the last error when the time is up.
-func (r *Orders) readUntilAnswered(ctx context.Context, read func(db *gorm.DB) error) error {
-	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), readBackTimeout)
-	defer cancel()
-	for wait := 50 * time.Millisecond; ; wait = min(2*wait, time.Second) {
-		err := read(r.db.WithContext(rctx))
-		if err == nil {
-			return nil
-		}
-		t := time.NewTimer(wait)
-		select {
-		case <-rctx.Done():
-			t.Stop()
-			return err
-		case <-t.C:
-		}
-	}
-}
+// The rows of tb_voucher_order as the commits write them: inserts, the
+// sale window's checks, the fences, and the errors they answer.
 
 // deadlockRetries bounds the attempts of an order transaction that InnoDB
 // chose as a deadlock victim. Deadlocks need concurrent inserts of one
@@ -349,75 +230,4 @@ func checkFence(tx *gorm.DB, fence *model.Fence) error {
 		return model.ErrStaleFence
 	}
 	return nil
-}
-
-// GetOrder returns the order or model.ErrOrderNotFound.
-func (r *Orders) GetOrder(ctx context.Context, id int64) (*model.VoucherOrder, error) {
-	var o model.VoucherOrder
-	err := r.db.WithContext(ctx).Where("id = ?", id).Take(&o).Error
-	if errors.Is(err, gorm.ErrRecordNotFound) {
-		return nil, model.ErrOrderNotFound
-	}
-	if err != nil {
-		return nil, translate(err)
-	}
-	return &o, nil
-}
-
-// Tally reads the voucher's stock and initial stock with its orders and
-// distinct buyers in one statement and, given entries, which of their
-// orders are written, in the same snapshot (one read-only transaction; see
-// snapshot): the counts agree with the stock and with the entries even
-// while orders are being written. model.ErrVoucherNotFound for an unknown
-// voucher.
-func (r *Orders) Tally(ctx context.Context, voucherID int64, entries []model.QueuedOrder) (model.Tally, error) {
-	var t model.Tally
-	read := func(db *gorm.DB) error {
-		var rows []struct {
-			Stock         int
-			InitialStock  int
-			Orders        int64
-			Paid          int64
-			Cancelled     int64
-			Expired       int64
-			PaidCancelled int64
-			DistinctUsers int64
-		}
-		err := db.Raw(`SELECT sv.stock AS stock, sv.initial_stock AS initial_stock,
-  COALESCE(SUM(CASE WHEN o.status IN (1, 2) THEN 1 ELSE 0 END), 0) AS orders,
-  COALESCE(SUM(CASE WHEN o.status = 2 THEN 1 ELSE 0 END), 0) AS paid,
-  COALESCE(SUM(CASE WHEN o.status = 4 THEN 1 ELSE 0 END), 0) AS cancelled,
-  COALESCE(SUM(CASE WHEN o.status = 4 AND o.cancel_reason = 'timeout' THEN 1 ELSE 0 END), 0) AS expired,
-  COALESCE(SUM(CASE WHEN o.status = 4 AND o.pay_time IS NOT NULL THEN 1 ELSE 0 END), 0) AS paid_cancelled,
-  COUNT(DISTINCT o.user_id) AS distinct_users
-FROM tb_seckill_voucher sv LEFT JOIN tb_voucher_order o ON o.voucher_id = sv.voucher_id
-WHERE sv.voucher_id = ? GROUP BY sv.voucher_id, sv.stock, sv.initial_stock`, voucherID).Scan(&rows).Error
-		if err != nil {
-			return err
-		}
-		if len(rows) == 0 {
-			return model.ErrVoucherNotFound
-		}
-		r0 := rows[0]
-		t = model.Tally{Stock: r0.Stock, InitialStock: r0.InitialStock, Orders: r0.Orders, DistinctUsers: r0.DistinctUsers,
-			Paid: r0.Paid, Cancelled: r0.Cancelled, Expired: r0.Expired, PaidCancelled: r0.PaidCancelled}
-		if len(entries) == 0 {
-			return nil
-		}
-		t.Written = map[int64]bool{}
-		return written(db, entries, t.Written)
-	}
-	var err error
-	if len(entries) == 0 {
-		err = read(r.db.WithContext(ctx)) // one statement: one snapshot
-	} else {
-		err = r.snapshot(ctx, read)
-	}
-	switch {
-	case errors.Is(err, model.ErrVoucherNotFound):
-		return model.Tally{}, err
-	case err != nil:
-		return model.Tally{}, translate(err)
-	}
-	return t, nil
 }

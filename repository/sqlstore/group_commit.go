@@ -4,13 +4,16 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"seckill/model"
 	"slices"
 	"strings"
 
 	"gorm.io/gorm"
-
-	"seckill/model"
 )
+
+// GroupCommits writes a group of sync orders of one voucher per
+// transaction (group commit).
+type GroupCommits struct{ db *gorm.DB }
 
 // CreateOrders commits a group of sync orders of one voucher, in arrival
 // order, in one transaction, and returns one answer per order: nil for an
@@ -25,7 +28,7 @@ import (
 // orders get them and the rest are sold out. A failure that is not a
 // refusal (an order id taken, a unique-key violation, any other error)
 // leaves every undecided order to its buyer.
-func (r *Orders) CreateOrders(ctx context.Context, orders []model.VoucherOrder, fences []*model.Fence) []error {
+func (r *GroupCommits) CreateOrders(ctx context.Context, orders []model.VoucherOrder, fences []*model.Fence) []error {
 	var out []error
 	var winners []int64
 	var err error
@@ -344,13 +347,10 @@ func stockLeft(tx *gorm.DB, v int64) (int, error) {
 }
 
 // readBackIDs reads which of ids are in the database, like readBack.
-func (r *Orders) readBackIDs(ctx context.Context, ids []int64) (map[int64]bool, error) {
-	q := "SELECT id FROM tb_voucher_order WHERE id IN ? LOCK IN SHARE MODE"
-	if r.db.Dialector.Name() == "sqlite" {
-		q = "SELECT id FROM tb_voucher_order WHERE id IN ?"
-	}
+func (r *GroupCommits) readBackIDs(ctx context.Context, ids []int64) (map[int64]bool, error) {
+	q := lockingRead(r.db, "SELECT id FROM tb_voucher_order WHERE id IN ?")
 	var got []int64
-	if err := r.readUntilAnswered(ctx, func(db *gorm.DB) error {
+	if err := readUntilAnswered(ctx, r.db, func(db *gorm.DB) error {
 		got = nil
 		return db.Raw(q, ids).Scan(&got).Error
 	}); err != nil {
