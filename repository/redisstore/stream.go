@@ -5,15 +5,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"seckill/lua"
+	"seckill/model"
 	"seckill/repository"
-	"strconv"
 	"strings"
 	"time"
 
 	"github.com/redis/go-redis/v9"
-
-	"seckill/lua"
-	"seckill/model"
 )
 
 // OrderStream is the order stream, one per shard (StreamKey(i)), read
@@ -41,42 +39,9 @@ func NewOrderStreamOn(rdb redis.UniversalClient, stream, dlq string) *OrderStrea
 }
 
 // key is shard i's stream; dlqKey its dead-letter stream.
-func (s *OrderStream) key(i int) string    { return repository.ShardKey(i, s.stream) }
+func (s *OrderStream) key(i int) string { return repository.ShardKey(i, s.stream) }
+
 func (s *OrderStream) dlqKey(i int) string { return repository.ShardKey(i, s.dlq) }
-
-// msgID is the MsgID of entry id of shard i; entryID reads it back (ok
-// false for an id this package did not make).
-func msgID(shard int, id string) string { return strconv.Itoa(shard) + "/" + id }
-
-func entryID(msgID string) (shard int, id string, ok bool) {
-	sh, id, found := strings.Cut(msgID, "/")
-	n, err := strconv.Atoi(sh)
-	if !found || err != nil || n < 0 || n >= repository.Shards {
-		return 0, "", false
-	}
-	return n, id, true
-}
-
-// byShard groups msgs by shard, with their entry ids; an id this package
-// did not make is an error.
-func byShard(msgs []model.QueuedOrder) (map[int][]model.QueuedOrder, error) {
-	out := map[int][]model.QueuedOrder{}
-	for _, m := range msgs {
-		sh, _, ok := entryID(m.MsgID)
-		if !ok {
-			return nil, fmt.Errorf("stream entry %q: not an id of the order stream", m.MsgID)
-		}
-		out[sh] = append(out[sh], m)
-	}
-	return out, nil
-}
-
-// isCluster reports whether c is a Redis Cluster client: there a command
-// may name the keys of one slot only, so each shard is read on its own.
-func isCluster(c redis.UniversalClient) bool {
-	_, ok := c.(*redis.ClusterClient)
-	return ok
-}
 
 // EnsureGroup creates group g1 (and the stream) of every shard when
 // missing. The group starts at the beginning of the stream: every entry in
@@ -331,53 +296,6 @@ func (s *OrderStream) Touch(ctx context.Context, consumer string, msgs []model.Q
 	return out, nil
 }
 
-// parseEntry reads entry m of shard: orderId, userId and voucherId; an
-// entry without fields was deleted after delivery.
-func parseEntry(shard int, m redis.XMessage) model.QueuedOrder {
-	q := model.QueuedOrder{MsgID: msgID(shard, m.ID)}
-	if len(m.Values) == 0 {
-		q.Deleted = true
-		return q
-	}
-	q.Raw = make(map[string]string, len(m.Values))
-	for k, v := range m.Values {
-		q.Raw[k] = fmt.Sprint(v)
-	}
-	var bad []string
-	field := func(name string) int64 {
-		n, err := strconv.ParseInt(q.Raw[name], 10, 64)
-		if err != nil || n <= 0 {
-			bad = append(bad, name)
-		}
-		return n
-	}
-	q.OrderID, q.UserID, q.VoucherID = field("orderId"), field("userId"), field("voucherId")
-	q.TraceParent = q.Raw["traceparent"] // absent in entries of untraced requests
-	q.Admitted = entryTime(m.ID)
-	if raw, ok := q.Raw["buyerShard"]; ok {
-		n, err := strconv.Atoi(raw)
-		if err != nil || n < 0 || n >= repository.Shards {
-			bad = append(bad, "buyerShard")
-		}
-		q.Away, q.BuyerShard = true, n
-	}
-	if len(bad) > 0 {
-		q.Malformed = "malformed " + strings.Join(bad, ", ")
-	}
-	return q
-}
-
-// entryTime is the time in a stream entry id ("<ms>-<seq>"), zero when
-// the id has none.
-func entryTime(id string) time.Time {
-	ms, _, ok := strings.Cut(id, "-")
-	n, err := strconv.ParseInt(ms, 10, 64)
-	if !ok || err != nil || n <= 0 {
-		return time.Time{}
-	}
-	return time.UnixMilli(n)
-}
-
 // Ack settles written orders: XACK and XDEL their entries and delete their
 // order-info keys (the database answers for them now), in one MULTI per
 // shard.
@@ -559,4 +477,52 @@ func (s *OrderStream) PruneConsumers(ctx context.Context, idle time.Duration) (i
 		}
 	}
 	return n, nil
+}
+
+// The reads of start-up reconciliation and rebuilds, each one consistent
+// snapshot: one MULTI on the Redis side, and OrderReads.OrderFacts reads the database side. Read in several steps, a voucher on sale looks inconsistent for an
+// instant (an order admitted between the stock read and the stream read, or
+// written between two queries, is counted twice or not at all).
+
+// Snapshot returns the Redis state of each voucher and every entry of the
+// streams of the shards holding their buckets, one MULTI per shard (a voucher's bucket and its entries are in
+// one shard): the admission script decrements the stock and appends the
+// entry atomically, and the dead-letter script gives the stock back and
+// removes the entry atomically, so stock + entries is exact for each
+// bucket, and so for a voucher summed over its buckets once they are
+// quiet.
+func (s *OrderStream) Snapshot(ctx context.Context, voucherIDs []int64) (map[int64]model.RedisVoucher, []model.QueuedOrder, error) {
+	refs, err := bucketRefs(ctx, s.rdb, voucherIDs)
+	if err != nil {
+		return nil, nil, err
+	}
+	agg := newVoucherSums(len(voucherIDs))
+	var entries []model.QueuedOrder
+	for shard := range repository.Shards {
+		if len(refs[shard]) == 0 {
+			// No bucket of these vouchers here: none of their entries
+			// either. (Reading it would only widen the gap between the
+			// Redis read and the caller's database read.)
+			continue
+		}
+		var read func(*voucherSums)
+		var rng *redis.XMessageSliceCmd
+		_, err := s.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
+			read = queueBucketReads(ctx, p, shard, refs[shard])
+			rng = p.XRange(ctx, s.key(shard), "-", "+")
+			return nil
+		})
+		if err != nil && !errors.Is(err, redis.Nil) {
+			return nil, nil, redisErr(err)
+		}
+		read(agg)
+		msgs, err := rng.Result()
+		if err != nil && !errors.Is(err, redis.Nil) {
+			return nil, nil, redisErr(err)
+		}
+		for _, m := range msgs {
+			entries = append(entries, parseEntry(shard, m))
+		}
+	}
+	return agg.out, entries, nil
 }

@@ -3,62 +3,15 @@ package redisstore
 import (
 	"context"
 	"errors"
+	"seckill/model"
 	"seckill/repository"
 	"strings"
 
 	"github.com/redis/go-redis/v9"
-
-	"seckill/model"
 )
 
-// The reads of start-up reconciliation and rebuilds, each one consistent
-// snapshot: one MULTI on the Redis side, one transaction on the database
-// side. Read in several steps, a voucher on sale looks inconsistent for an
-// instant (an order admitted between the stock read and the stream read, or
-// written between two queries, is counted twice or not at all).
-
-// Snapshot returns the Redis state of each voucher and every entry of the
-// streams of the shards holding their buckets, one MULTI per shard (a voucher's bucket and its entries are in
-// one shard): the admission script decrements the stock and appends the
-// entry atomically, and the dead-letter script gives the stock back and
-// removes the entry atomically, so stock + entries is exact for each
-// bucket, and so for a voucher summed over its buckets once they are
-// quiet.
-func (s *OrderStream) Snapshot(ctx context.Context, voucherIDs []int64) (map[int64]model.RedisVoucher, []model.QueuedOrder, error) {
-	refs, err := bucketRefs(ctx, s.rdb, voucherIDs)
-	if err != nil {
-		return nil, nil, err
-	}
-	agg := newVoucherSums(len(voucherIDs))
-	var entries []model.QueuedOrder
-	for shard := range repository.Shards {
-		if len(refs[shard]) == 0 {
-			// No bucket of these vouchers here: none of their entries
-			// either. (Reading it would only widen the gap between the
-			// Redis read and the caller's database read.)
-			continue
-		}
-		var read func(*voucherSums)
-		var rng *redis.XMessageSliceCmd
-		_, err := s.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
-			read = queueBucketReads(ctx, p, shard, refs[shard])
-			rng = p.XRange(ctx, s.key(shard), "-", "+")
-			return nil
-		})
-		if err != nil && !errors.Is(err, redis.Nil) {
-			return nil, nil, redisErr(err)
-		}
-		read(agg)
-		msgs, err := rng.Result()
-		if err != nil && !errors.Is(err, redis.Nil) {
-			return nil, nil, redisErr(err)
-		}
-		for _, m := range msgs {
-			entries = append(entries, parseEntry(shard, m))
-		}
-	}
-	return agg.out, entries, nil
-}
+// The reads of a voucher's buckets: how many it has, and each one's
+// stock, buyers and hash summed over them.
 
 // bucketRefs returns, per shard, the vouchers with a bucket in it
 // (VoucherBuckets of each voucher).

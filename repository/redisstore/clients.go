@@ -3,17 +3,10 @@ package redisstore
 import (
 	"context"
 	"crypto/tls"
-	"errors"
-	"fmt"
-	"io"
-	"net"
-	"seckill/lua"
-	"seckill/repository"
+	"seckill/model"
 	"time"
 
 	"github.com/redis/go-redis/v9"
-
-	"seckill/model"
 )
 
 // The timeouts and pool of the service's Redis client, plain or
@@ -125,86 +118,4 @@ func PingRedis(ctx context.Context, c redis.UniversalClient) error {
 		return model.Unavailable(err)
 	}
 	return nil
-}
-
-// redisErr maps go-redis errors: redis.Nil is not an error of this layer;
-// connection problems (including a connection closed mid-reply: io.EOF)
-// are model.ErrUnavailable.
-func redisErr(err error) error {
-	if err == nil {
-		return nil
-	}
-	var netErr net.Error
-	if isClusterUnavailable(err) {
-		return model.Unavailable(err)
-	}
-	if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) ||
-		errors.Is(err, redis.ErrClosed) || errors.As(err, &netErr) || errors.Is(err, redis.ErrPoolTimeout) ||
-		errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
-		return model.Unavailable(err)
-	}
-	return fmt.Errorf("redis: %w", err)
-}
-
-// isClusterUnavailable reports the errors a Redis node answers while it
-// cannot serve the key for now: a cluster without a master for some slots
-// (CLUSTERDOWN, during a failover), a slot being moved (TRYAGAIN), a node
-// loading its data (LOADING), a replica cut from its master (MASTERDOWN),
-// or a write sent to a replica (READONLY: a demoted master).
-func isClusterUnavailable(err error) bool {
-	for _, p := range []string{"CLUSTERDOWN", "TRYAGAIN", "LOADING", "MASTERDOWN", "READONLY"} {
-		if redis.HasErrorPrefix(err, p) {
-			return true
-		}
-	}
-	return false
-}
-
-// Codes keeps login codes in Redis under login:code:<phone>, each with its
-// count of wrong guesses ("<code>:<wrong>").
-type Codes struct{ rdb redis.UniversalClient }
-
-// NewCodes returns the code store.
-func NewCodes(rdb redis.UniversalClient) *Codes { return &Codes{rdb: rdb} }
-
-// SaveCode stores code for phone for ttl, with no wrong guesses. Redis
-// errors are model.ErrUnavailable (the code flow needs Redis).
-func (c *Codes) SaveCode(ctx context.Context, phone, code string, ttl time.Duration) error {
-	if err := c.rdb.Set(ctx, repository.LoginCodeKey(phone), code+":0", ttl).Err(); err != nil {
-		return model.Unavailable(err)
-	}
-	return nil
-}
-
-// CheckCode compares code with phone's code atomically (check_code.lua): ok on
-// a match, which deletes it; a wrong guess is counted and the maxWrong-th
-// deletes the code; no code is not ok. Redis errors are
-// model.ErrUnavailable.
-func (c *Codes) CheckCode(ctx context.Context, phone, code string, maxWrong int) (bool, error) {
-	n, err := lua.CheckCode.Run(ctx, c.rdb, codeKeys(phone), code, maxWrong).Int()
-	if err != nil {
-		return false, model.Unavailable(err)
-	}
-	return n == 1, nil
-}
-
-// Rejections counts unique-key rejections per voucher in Redis
-// (seckill:duprej:<voucherId>), shared by every instance.
-type Rejections struct{ rdb redis.UniversalClient }
-
-// NewRejections returns the counter.
-func NewRejections(rdb redis.UniversalClient) *Rejections { return &Rejections{rdb: rdb} }
-
-// IncrDuplicateRejections adds one rejection.
-func (r *Rejections) IncrDuplicateRejections(ctx context.Context, voucherID int64) error {
-	return redisErr(r.rdb.Incr(ctx, repository.DuplicateRejectionsKey(voucherID)).Err())
-}
-
-// DuplicateRejections returns the count (0 when none).
-func (r *Rejections) DuplicateRejections(ctx context.Context, voucherID int64) (int64, error) {
-	n, err := r.rdb.Get(ctx, repository.DuplicateRejectionsKey(voucherID)).Int64()
-	if errors.Is(err, redis.Nil) {
-		return 0, nil
-	}
-	return n, redisErr(err)
 }
