@@ -5,12 +5,9 @@ import (
 	"time"
 )
 
-// Every Redis key this package reads or writes, and every TTL it gives
-// them, in one place (README, "Redis keys"). The Lua scripts of seckill/lua
-// receive their keys from here as KEYS; the lock keys (lock:order:<userId>,
-// the reconciler's lock, their fencing counters) belong to package service
-// and package lock. internal/audit (the harness and the root tests) and the
-// benchmark (cmd/harness) use these names too.
+// Every Redis key the stores read or write, and every TTL they give them.
+// The lock keys belong to package service and package lock instead.
+// redisstore builds each Lua script's KEYS from these names.
 
 // The async-mode keys live in Shards shards. Shard i's keys carry the hash
 // tag ShardTag(i), chosen so that its Redis Cluster slot lies in the i-th

@@ -58,34 +58,14 @@ func newAdmissionOn(rdb redis.UniversalClient, stream string) *Admission {
 // what cut the admission short.
 const settleTimeout = time.Second
 
-// Admit runs lua/seckill.lua for one order: nil when admitted (queued in
-// stream.orders, status pending); otherwise model.ErrSoldOut,
-// model.ErrDuplicateOrder, model.ErrSeckillNotStarted, model.ErrSeckillEnded,
-// or model.ErrUnavailable wrapping model.ErrVoucherNotLoaded or
-// model.ErrVoucherUnsafe.
-//
-// The script is sent once: go-redis does not repeat it after a lost reply
-// (a repeat after a consumer wrote the order would find the user among the
-// buyers and answer DUPLICATE_ORDER for an admitted order). When no answer
-// comes (a timeout, a dropped connection, the context's end: the script may
-// or may not have run, or may still run), Admit settles the order id with
-// lua/seckill_settle.lua: nil when the order was admitted; otherwise the id
-// is void in Redis (a late admission is refused) and the error is
-// model.ErrUnavailable. The order may then have been admitted and written
-// to the database already (its Redis record dropped): the caller reads the
-// database before answering. A caller whose context ends while its
-// admission still waits for a round trip (evalBatcher) gets
-// model.ErrUnavailable at once: the admission was never sent.
-//
-// Concurrent admissions share pipelined round trips (evalBatcher); each
-// keeps its own verdict and its own settlement.
-//
-// A voucher whose stock is split in buckets (buckets > 1) admits the user in
-// the user's home bucket (HomeBucket) when it has stock; otherwise the home
-// bucket reserves the user's buyer mark (lua.SeckillMove) and the other
-// buckets are tried in a fixed order for that user (lua.SeckillAway), the
-// first with stock admitting the order; SOLD_OUT only when every bucket
-// was empty, the reservation then undone (seckill_release.lua).
+// Admit runs seckill.lua for one order: nil when admitted and queued.
+// Otherwise model.ErrSoldOut, model.ErrDuplicateOrder,
+// model.ErrSeckillNotStarted, model.ErrSeckillEnded, or model.ErrUnavailable
+// (wrapping model.ErrVoucherNotLoaded or model.ErrVoucherUnsafe).
+// The script is sent at most once; a lost answer is settled by
+// seckill_settle.lua, and a void order id answers ErrUnavailable.
+// A split voucher tries the home bucket, then the others in mode "away".
+// docs/async.md tells the lost answers and the buckets in full.
 func (a *Admission) Admit(ctx context.Context, orderID, userID, voucherID int64, buckets int, now time.Time) error {
 	if buckets <= 1 {
 		return a.admitIn(ctx, repository.VoucherShard(voucherID), orderID, userID, voucherID, false, now)

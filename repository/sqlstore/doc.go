@@ -2,7 +2,8 @@
 // It runs on MySQL or MariaDB, or on the embedded SQLite file.
 // Driver errors become model errors here and never escape.
 //
-// Orders holds the order table: the sync commits (commit.go), the
-// consumer's writes (queued.go), the reads (reads.go) and the lifecycle.
-// Users, Vouchers, Shops, Revocations and ServiceValues hold the rest.
+// Orders joins the order table's stores: OrderCommits (commit.go),
+// GroupCommits (group_commit.go), QueuedOrders (queued.go), OrderReads
+// (reads.go) and OrderLifecycle (lifecycle.go). Users, Vouchers, Shops,
+// Revocations, NamedValues and DemoMarks hold the other tables.
 package sqlstore
