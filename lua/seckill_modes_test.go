@@ -22,10 +22,10 @@ func (k asyncKeys) runMode(t *testing.T, c redis.UniversalClient, user, order in
 	return code
 }
 
-// TestSeckillModes: the home bucket reserves the buyer mark when sold out
-// (8, repeated on a retry); a bucket run "away" skips the buyer mark,
-// neither refusing a known buyer nor adding one, and records the home
-// shard in the entry; it answers 0 on a retry of its own order.
+// TestSeckillModes: sold out, the home bucket reserves the buyer mark
+// (8, again on a retry). A bucket run "away" skips the buyer mark: it
+// neither refuses a known buyer nor adds one. Its entry records the home
+// shard, and a retry of its own order answers 0.
 func TestSeckillModes(t *testing.T) {
 	for name, c := range asyncBackends(t) {
 		t.Run(name, func(t *testing.T) {

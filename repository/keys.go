@@ -9,15 +9,14 @@ import (
 // The lock keys belong to package service and package lock instead.
 // redisstore builds each Lua script's KEYS from these names.
 
-// The async-mode keys live in Shards shards. Shard i's keys carry the hash
-// tag ShardTag(i), chosen so that its Redis Cluster slot lies in the i-th
-// sixteenth of the slot space: a script touches the keys of one shard only
-// (one slot), and the shards spread over the masters of a cluster whose
-// slots are split in ranges (redis-cli --cluster create). A voucher lives
-// in shard VoucherShard(voucherId) (its stock, buyers, hash, and the order
-// info and stream entries of its orders); each shard has its own order
-// stream, dead-letter stream and epoch, and the consumers read every shard.
-// On one Redis the layout is the same (the tags are then only names).
+// The async-mode keys live in Shards shards. Shard i's keys carry the
+// hash tag ShardTag(i), whose cluster slot lies in the i-th sixteenth of
+// the slot space. So a script touches the keys of one slot only. The
+// shards spread over the masters of a cluster split in slot ranges.
+// A voucher lives in shard VoucherShard(voucherId), with its orders' info
+// and stream entries. Each shard has its own stream, dead-letter stream
+// and epoch; the consumers read every shard. One Redis uses the same
+// layout, where the tags are only names.
 const (
 	// Shards is the number of shards: fixed, part of the key layout.
 	Shards = 16
@@ -78,18 +77,18 @@ func DeadLetterKey(i int) string { return shardPrefix(i) + DeadLetterName }
 func EpochKey(i int) string { return shardPrefix(i) + "epoch" }
 
 // A voucher's Redis stock may be split in buckets (SECKILL_STOCK_BUCKETS,
-// or the voucher's stockBuckets at publish time): bucket b lives in shard
-// BucketShard(voucherId, b), so that the buckets of one voucher are on
-// different slots, with the same key names in each shard. Bucket 0 is the
-// voucher's shard: a voucher of one bucket has exactly the keys below.
+// or the voucher's stockBuckets at publish time). Bucket b lives in shard
+// BucketShard(voucherId, b), so a voucher's buckets are on different
+// slots. Each shard uses the same key names. Bucket 0 is the voucher's
+// shard, so a voucher of one bucket has exactly the keys below.
 // A user's home bucket (HomeBucket) holds the user's buyer mark.
 const MaxBuckets = Shards
 
 // BucketShard is the shard of bucket b (0 <= b < MaxBuckets) of the
-// voucher: bucketStride shards after the previous bucket's, so that
-// consecutive buckets fall in different ranges of the slot space (on three
-// masters with the slots in three ranges, buckets 0, 1, 2 on three
-// different masters); the stride is odd, so the 16 buckets are 16 shards.
+// voucher: bucketStride shards after the previous bucket's. Consecutive
+// buckets so fall in different ranges of the slot space: on three masters,
+// buckets 0, 1 and 2 are on three masters. The stride is odd, so the 16
+// buckets are 16 shards.
 func BucketShard(voucherID int64, b int) int {
 	return (VoucherShard(voucherID) + b*bucketStride) % Shards
 }

@@ -35,6 +35,14 @@ type Admission struct {
 // can be linked to the request.
 func (a *Admission) CarryTrace(f func(context.Context) string) { a.traceParent = f }
 
+// ObservePipelines has f told of every admission round trip to Redis with
+// the number of admissions it carries: 1 for an admission sent at once,
+// alone; up to evalBatchMax for a pipeline (a pipeline re-sent after
+// NOSCRIPT counts once). f runs on the admitting goroutines and must be
+// quick and safe for concurrent use (a metric). nil (the default) turns it
+// off. Set it before the first Admit: it is not guarded.
+func (a *Admission) ObservePipelines(f func(n int)) { a.batch.observe = f }
+
 // traceOf is the traceparent of ctx for the stream entry, "" when none.
 func (a *Admission) traceOf(ctx context.Context) string {
 	if a.traceParent == nil {
@@ -200,13 +208,12 @@ func (a *Admission) fallOver(ctx context.Context, orderID, userID, voucherID int
 	return a.release(ctx, homeShard, orderID, userID, voucherID, false, model.ErrSoldOut)
 }
 
-// release ends the home bucket's reservation of an order (moved: admitted
-// in another bucket; else void: the buyer mark goes) and returns result.
-// When the release itself fails, an order that was not admitted is
-// answered 503: its buyer mark may still be held (until a rebuild from the
-// facts drops it); an admitted order stays admitted (the reservation is
-// its buyer mark; only its home record stays, as "moving", until it
-// expires).
+// release ends the home bucket's reservation of an order and returns
+// result. Moved means admitted in another bucket; void drops the buyer
+// mark. When the release fails, an order not admitted is answered 503:
+// its buyer mark may stay until a rebuild from the facts drops it.
+// An admitted order stays admitted: the reservation is its buyer mark,
+// and its home record stays "moving" until it expires.
 func (a *Admission) release(ctx context.Context, homeShard int, orderID, userID, voucherID int64, moved bool, result error) error {
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), settleTimeout)
 	defer cancel()

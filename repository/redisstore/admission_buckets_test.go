@@ -54,13 +54,12 @@ func (r *bucketRig) admit(ctx context.Context, user int64) (int64, error) {
 }
 
 // TestBuckets: a voucher of 4 buckets and 10 units (3, 3, 2, 2). 40 users
-// buy at once, each twice: exactly 10 are admitted, none twice; each
-// bucket ends empty, and the buyers (summed over the buckets, each in the
-// user's home bucket) are the 10 admitted users; every user's home being
-// bucket 0 or 1, the units of buckets 2 and 3 go to users admitted away
-// from home (their entries carry their home shard); SOLD_OUT only once
-// every bucket was empty. On miniredis, the
-// real Redis and the cluster.
+// buy at once, each twice. Exactly 10 are admitted, none twice, and each
+// bucket ends empty. The buyers, summed over the buckets, are the 10
+// admitted users, each in the home bucket. Every home is bucket 0 or 1, so
+// the units of buckets 2 and 3 go to users admitted away from home. Their
+// entries carry their home shard. SOLD_OUT comes only once every bucket
+// was empty. On miniredis, the real Redis and the cluster.
 func TestBuckets(t *testing.T) {
 	for name, rdb := range testClients(t) {
 		t.Run(name, func(t *testing.T) {
@@ -153,11 +152,10 @@ func TestBuckets(t *testing.T) {
 
 // TestBucketsDeadLetterGivesBack: a unit given back to a bucket by a dead
 // letter never lets a user buy twice. User u, whose home bucket is empty,
-// is admitted in another bucket; a dead letter of the order that keeps the
-// buyer mark (the user has an order) gives the unit back there, and u is
-// still refused as a duplicate while another user gets the unit; a dead
-// letter that gives the buyer mark back (the user has no order) lets u
-// buy again.
+// is admitted in another bucket. A dead letter that keeps the buyer mark
+// gives the unit back there. Then u is still a duplicate, while another
+// user gets the unit. A dead letter that gives the mark back lets u buy
+// again.
 func TestBucketsDeadLetterGivesBack(t *testing.T) {
 	for name, rdb := range testClients(t) {
 		t.Run(name, func(t *testing.T) {

@@ -30,10 +30,10 @@ func bucketRefs(ctx context.Context, rdb redis.UniversalClient, voucherIDs []int
 	return refs, nil
 }
 
-// VoucherBuckets returns how many buckets each voucher's Redis state has:
-// the "buckets" field of its hash in bucket 0; when that hash is missing
-// (its master lost it), the most any of the shards that could hold one of
-// its buckets says; 1 when none does (a voucher not loaded).
+// VoucherBuckets returns how many buckets each voucher's Redis state has.
+// It reads the "buckets" field of the hash in bucket 0. When that hash is
+// missing (its master lost it), it takes the most that any shard which
+// could hold a bucket says. A voucher not loaded has 1.
 func VoucherBuckets(ctx context.Context, rdb redis.UniversalClient, voucherIDs []int64) (map[int64]int, error) {
 	out := make(map[int64]int, len(voucherIDs))
 	first, err := hgetBuckets(ctx, rdb, voucherIDs, 1)

@@ -69,23 +69,22 @@ func NewRedisClient(addr string, auth RedisAuth) *redis.Client {
 }
 
 // NewSentinelRedisClient returns go-redis's failover client for the master
-// named master, found through the Sentinels at sentinelAddrs, with the same
-// settings as NewRedisClient. It is a *redis.Client like the plain one: it
-// asks the Sentinels for the master's address when it dials, and on a
-// failover (+switch-master) it drops its connections to the old master, so
-// every user of the client follows the master without knowing.
+// named master, found through the Sentinels at sentinelAddrs. Its settings
+// are NewRedisClient's, and it is a *redis.Client too. It asks the
+// Sentinels for the master's address when it dials. On a failover
+// (+switch-master) it drops its connections to the old master, so every
+// user of the client follows the master.
 func NewSentinelRedisClient(master string, sentinelAddrs []string, auth RedisAuth) *redis.Client {
 	return redis.NewFailoverClient(serviceOptions(sentinelAddrs, master, auth).Failover())
 }
 
-// NewClusterRedisClient returns go-redis's Redis Cluster client, which
-// learns the cluster's slots from the seed nodes at addrs and follows
-// MOVED/ASK redirections, with the same settings as NewRedisClient (per
-// node). It reloads the slot map every clusterReload: go-redis reloads it on
-// MOVED and, by default, once a minute, and a master that died answers no
-// MOVED, so without it the client kept sending to the dead master for up
-// to a minute after its replica was promoted (seen in
-// internal/redisproc's TestCluster).
+// NewClusterRedisClient returns go-redis's Redis Cluster client, with
+// NewRedisClient's settings per node. It learns the slots from the seed
+// nodes at addrs and follows MOVED and ASK. It also reloads the slot map
+// every clusterReload. go-redis reloads it on MOVED and once a minute, but
+// a dead master answers no MOVED. Without the reload, the client kept
+// sending to a dead master for up to a minute after the failover
+// (internal/redisproc's TestCluster).
 func NewClusterRedisClient(addrs []string, auth RedisAuth) *redis.ClusterClient {
 	o := serviceOptions(addrs, "", auth).Cluster()
 	o.ClusterStateReloadInterval = clusterReload

@@ -19,12 +19,12 @@ type Epochs struct{ rdb redis.UniversalClient }
 // NewEpochs returns the epochs kept in rdb.
 func NewEpochs(rdb redis.UniversalClient) *Epochs { return &Epochs{rdb: rdb} }
 
-// Identity returns who answers for the shards and the epoch they hold, in
-// one round trip per master: RunID joins, shard by shard, the run id of
-// the server that answered (new at each start of a server, different on
-// every node, so it changes when Redis restarts, a replica is promoted or
-// a slot moves; empty when a server does not tell), and Epoch is the
-// shards' epoch (Epoch's rule).
+// Identity returns who answers for the shards and the epoch they hold,
+// in one round trip per master. RunID joins the run id of each shard's
+// server, which is new at each start of a server and differs per node.
+// So it changes when Redis restarts, a replica is promoted or a slot
+// moves; it is empty when a server does not tell. Epoch follows Epoch's
+// rule.
 func (a *Epochs) Identity(ctx context.Context) (model.RedisIdentity, error) {
 	epoch, err := a.Epoch(ctx)
 	if err != nil {

@@ -30,11 +30,11 @@ func redisErr(err error) error {
 	return fmt.Errorf("redis: %w", err)
 }
 
-// isClusterUnavailable reports the errors a Redis node answers while it
-// cannot serve the key for now: a cluster without a master for some slots
-// (CLUSTERDOWN, during a failover), a slot being moved (TRYAGAIN), a node
-// loading its data (LOADING), a replica cut from its master (MASTERDOWN),
-// or a write sent to a replica (READONLY: a demoted master).
+// isClusterUnavailable reports the errors of a Redis node that cannot
+// serve the key for now. CLUSTERDOWN: some slots have no master, as during
+// a failover. TRYAGAIN: a slot is moving. LOADING: the node loads its data.
+// MASTERDOWN: a replica lost its master. READONLY: a write reached a
+// replica, such as a demoted master.
 func isClusterUnavailable(err error) bool {
 	for _, p := range []string{"CLUSTERDOWN", "TRYAGAIN", "LOADING", "MASTERDOWN", "READONLY"} {
 		if redis.HasErrorPrefix(err, p) {

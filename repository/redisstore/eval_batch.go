@@ -24,23 +24,12 @@ const (
 var errAdmitNotSent = errors.New("script not sent")
 
 // evalBatcher coalesces concurrent script runs (EVALSHA) into pipelined
-// round trips to Redis: the admissions (Admission) and the limit checks
-// (Limiter) each have one. When no round trip is in flight a script goes
-// at once, on its caller's goroutine and context, alone (no added wait).
-// Scripts arriving while evalInFlight round trips are in flight queue up,
-// and the next round trip takes up to evalBatchMax of them in one
-// pipeline, each sent at most once (onceCmd: a pipeline holding one is
-// never re-sent by go-redis). Each script keeps its own reply: a result, a
-// Redis error, or, when the pipeline was cut (a timeout, a dropped
-// connection), the transport error, which the caller settles exactly as a
-// lone script's. A Redis Cluster client splits each pipeline by node.
-//
-// The queued round trips are sent by a goroutine that runs while the
-// queue is not empty; each of its round trips is bounded by the client's
-// I/O timeouts, so it ends at the latest one timeout after the last
-// script arrived.
-//
-// Its zero value is ready to use.
+// round trips; Admission and Limiter each have one. With no round trip in
+// flight, a script goes at once and alone, on its caller's goroutine.
+// Scripts arriving while evalInFlight round trips fly queue up. The next
+// round trip takes up to evalBatchMax of them, each sent at most once.
+// Each script keeps its own reply, so a cut pipeline is settled per script.
+// docs/async.md tells the rest. Its zero value is ready to use.
 type evalBatcher struct {
 	mu       sync.Mutex
 	queue    []*evalCall
@@ -49,14 +38,6 @@ type evalBatcher struct {
 	// scripts it carries (Admission.ObservePipelines).
 	observe func(n int)
 }
-
-// ObservePipelines has f told of every admission round trip to Redis with
-// the number of admissions it carries: 1 for an admission sent at once,
-// alone; up to evalBatchMax for a pipeline (a pipeline re-sent after
-// NOSCRIPT counts once). f runs on the admitting goroutines and must be
-// quick and safe for concurrent use (a metric). nil (the default) turns it
-// off. Set it before the first Admit: it is not guarded.
-func (a *Admission) ObservePipelines(f func(n int)) { a.batch.observe = f }
 
 // sent tells the observer of a round trip of n scripts.
 func (b *evalBatcher) sent(n int) {

@@ -18,11 +18,11 @@ import (
 	"seckill/model"
 )
 
-// pipeProxy forwards connections to a Redis server and meets the first
-// chunk that carries several admissions (a pipeline) with one fault:
-// cutAfter >= 0 forwards only the first cutAfter admissions and half of
-// the next, then drops the connection (those after the cut never reach
-// Redis); otherwise the replies on that connection are held for stall.
+// pipeProxy forwards connections to a Redis server. It meets the first
+// chunk carrying several admissions (a pipeline) with one fault. With
+// cutAfter >= 0 it forwards the first cutAfter admissions and half of the
+// next, then drops the connection. Otherwise it holds the replies on that
+// connection for stall.
 type pipeProxy struct {
 	ln       net.Listener
 	target   string

@@ -17,10 +17,9 @@ type onceCmd struct{ *redis.Cmd }
 // NoRetry tells go-redis not to send the command a second time.
 func (onceCmd) NoRetry() bool { return true }
 
-// evalOnce runs script by EVALSHA with args (what follows the script's
-// hash: the key count, the keys, then ARGV), sent at most once; when the
-// server does not have the script (NOSCRIPT: it did not run), it loads it
-// and sends EVALSHA once more.
+// evalOnce sends script by EVALSHA with args, at most once. args are what
+// follows the hash: the key count, the keys, then ARGV. On NOSCRIPT the
+// script did not run: it loads the script and sends EVALSHA once more.
 func evalOnce(ctx context.Context, c redis.UniversalClient, script *redis.Script, args []any) *redis.Cmd {
 	send := func() *redis.Cmd {
 		cmd := newEvalSHA(ctx, script.Hash(), args)

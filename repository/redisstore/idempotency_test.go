@@ -12,9 +12,9 @@ import (
 )
 
 // TestIdempotency: a key is claimed once however many attempts race for
-// it; the others read it in flight; the answer of the holder is kept with
-// its TTL and read back; an attempt that lost its lease changes nothing;
-// a released key is free again; each user has a key space of their own.
+// it, and the others read it in flight. The holder's answer is kept with
+// its TTL and read back. An attempt that lost its lease changes nothing.
+// A released key is free again, and each user has a key space of its own.
 func TestIdempotency(t *testing.T) {
 	ctx := context.Background()
 	for name, rdb := range limiterBackends(t) {

@@ -12,17 +12,12 @@ import (
 	"seckill/model"
 )
 
-// Limiter counts events against limits shared by every instance: GCRA in
-// Redis (github.com/go-redis/redis_rate), one key per call (rate:<key>),
-// so a Redis Cluster serves it like one Redis. Its script runs on the
-// embedded miniredis too (TestLimiter).
-//
-// Two things make a check cheap under load. Concurrent checks of one key
-// and limit (a hot voucher, one address) coalesce: while one is in
-// flight, the next ones wait and then go as one AllowAtMost of their
-// count, which lets through exactly as many as checking them one by one
-// would. And concurrent scripts share pipelined round trips: redis_rate
-// runs its script through a batchedEval, as the admissions do theirs.
+// Limiter counts events against limits shared by every instance. It runs
+// GCRA in Redis (github.com/go-redis/redis_rate), one key per call
+// (rate:<key>), so a Redis Cluster serves it like one Redis. Concurrent
+// checks of one key and limit coalesce into one AllowAtMost, which lets
+// through exactly as many as one by one. Concurrent scripts also share
+// pipelined round trips, through a batchedEval.
 type Limiter struct {
 	l    *redis_rate.Limiter
 	eval *batchedEval // the client l runs on

@@ -29,10 +29,10 @@ func NewLiveStats(rdb redis.UniversalClient, now func() time.Time) *LiveStats {
 }
 
 // Publish adds deltas to the vouchers' counters (HINCRBY, refreshing their
-// TTL) and records inst, in one pipeline: one round trip. It is not a
-// transaction (the keys of two vouchers may live on two Cluster nodes): a
-// pipeline broken midway may have applied part of it, which the caller's
-// retry then adds again; the dashboard may be off by that, never the audit.
+// TTL) and records inst, in one pipeline. It is not a transaction: two
+// vouchers' keys may live on two Cluster nodes. A pipeline broken midway
+// may have applied part of it, which the caller's retry adds again.
+// The dashboard may be off by that; the audit never is.
 func (s *LiveStats) Publish(ctx context.Context, inst model.LiveInstance, deltas map[int64]model.LiveCounts) error {
 	b, err := json.Marshal(inst)
 	if err != nil {

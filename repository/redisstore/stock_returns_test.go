@@ -13,10 +13,10 @@ import (
 	"seckill/model"
 )
 
-// TestStockReturns: on every Redis (the cluster too), many concurrent
+// TestStockReturns: on every Redis, the cluster too, many concurrent
 // give-backs of the same cancelled orders add each unit once, to the
-// order's bucket; a rebuild that lists an order as returned makes its
-// give-back add nothing; a bucket not loaded changes nothing.
+// order's bucket. An order a rebuild listed as returned adds nothing.
+// A bucket not loaded changes nothing.
 func TestStockReturns(t *testing.T) {
 	ctx := context.Background()
 	for name, rdb := range limiterBackends(t) {

@@ -252,12 +252,11 @@ func (s *OrderStream) claim(ctx context.Context, shard int, consumer string, min
 // touchChunk bounds the ids of one touch.lua call.
 const touchChunk = 100
 
-// Touch runs lua/touch.lua: of msgs, the entries a consumer keeps for a
-// retry, it returns those still pending with consumer, their idle time
-// reset (XCLAIM JUSTID, which counts no delivery) so that other consumers
-// do not take them for a dead consumer's. An entry claimed by another
-// consumer is left with it, and one no longer pending is not returned:
-// the consumer must drop both, never write them.
+// Touch runs touch.lua on msgs, the entries a consumer keeps for a retry.
+// It returns those still pending with consumer, their idle time reset
+// (XCLAIM JUSTID, which counts no delivery). Other consumers then do not
+// take them for a dead consumer's. An entry another consumer claimed, or
+// one no longer pending, is not returned: the consumer drops it.
 func (s *OrderStream) Touch(ctx context.Context, consumer string, msgs []model.QueuedOrder) ([]model.QueuedOrder, error) {
 	shards, err := byShard(msgs)
 	if err != nil {
@@ -485,12 +484,10 @@ func (s *OrderStream) PruneConsumers(ctx context.Context, idle time.Duration) (i
 // written between two queries, is counted twice or not at all).
 
 // Snapshot returns the Redis state of each voucher and every entry of the
-// streams of the shards holding their buckets, one MULTI per shard (a voucher's bucket and its entries are in
-// one shard): the admission script decrements the stock and appends the
-// entry atomically, and the dead-letter script gives the stock back and
-// removes the entry atomically, so stock + entries is exact for each
-// bucket, and so for a voucher summed over its buckets once they are
-// quiet.
+// streams of the shards holding its buckets, in one MULTI per shard.
+// A bucket and its entries share a shard, and the scripts change stock and
+// entries together. So stock plus entries is exact for each bucket, and
+// for a voucher once its buckets are quiet.
 func (s *OrderStream) Snapshot(ctx context.Context, voucherIDs []int64) (map[int64]model.RedisVoucher, []model.QueuedOrder, error) {
 	refs, err := bucketRefs(ctx, s.rdb, voucherIDs)
 	if err != nil {

@@ -80,11 +80,11 @@ func (a *VoucherStates) SetState(ctx context.Context, voucherID int64, state str
 	return redisErr(err)
 }
 
-// Load replaces the voucher's Redis state, one MULTI per bucket: stock
-// (split evenly over the buckets), buyers (each in the user's home
-// bucket), the returned sets (each cancelled order in its ReturnBucket,
-// so that giveback.lua never adds its unit again) and the voucher hash
-// with state ok.
+// Load replaces the voucher's Redis state, in one MULTI per bucket.
+// The stock is split evenly over the buckets; each buyer goes to the
+// user's home bucket. Each cancelled order goes to the returned set of its
+// ReturnBucket, so giveback.lua never adds its unit again. The voucher
+// hash gets state ok.
 func (a *VoucherStates) Load(ctx context.Context, sv *model.SeckillVoucher, stock int64, buyers, returned []int64) error {
 	n := sv.Buckets()
 	byHome := make([][]int64, n)

@@ -55,18 +55,17 @@ func (r *OrderCommits) CreateOrder(ctx context.Context, o *model.VoucherOrder, f
 	return orderErr(err)
 }
 
-// readBackTimeout bounds the reads that resolve an order transaction whose
-// outcome is unknown: long enough for a database that restarts to come
-// back, short enough that the per-user lock (lease 10 s by default) is not
-// held much past a client's patience.
+// readBackTimeout bounds the reads that resolve an order transaction of
+// unknown outcome. It is long enough for a restarting database to come
+// back. It is short enough not to hold the per-user lock (10 s lease by
+// default) much past a client's patience.
 const readBackTimeout = 8 * time.Second
 
 // outcomeUnknown reports an error after which an order transaction may
-// have committed or not: the connection broke (bad or invalid connection,
-// EOF, a network error, the server gone away or lost, killed or shutting
-// down) or the context ended while a statement ran. A MySQL error about a
-// statement (a duplicate key, a deadlock) says the transaction did not
-// commit.
+// have committed or not. Either the connection broke (bad connection, EOF,
+// a network error, the server gone, killed or shutting down), or the
+// context ended during a statement. A MySQL error about a statement, such
+// as a duplicate key or a deadlock, means no commit.
 func outcomeUnknown(err error) bool {
 	var me *mysql.MySQLError
 	if errors.As(err, &me) {
@@ -85,13 +84,11 @@ func outcomeUnknown(err error) bool {
 		errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled)
 }
 
-// readBack tells whether order o is in the database, on a context detached
-// from the request's (which may be what ended) and bounded by
-// readBackTimeout, retrying while the database does not answer. On MySQL
-// the read is a locking read (LOCK IN SHARE MODE) on the primary key: if
-// the transaction that inserted the row is still running on the server
-// (its connection broke, not the server), the read waits until it has
-// committed or rolled back, so the answer is final either way.
+// readBack tells whether order o is in the database. It reads on a
+// context detached from the request's and bounded by readBackTimeout,
+// retrying while the database does not answer. On MySQL it is a locking
+// read of the primary key. If the inserting transaction still runs on the
+// server, the read waits for its commit or rollback: the answer is final.
 func (r *OrderCommits) readBack(ctx context.Context, o *model.VoucherOrder) (bool, error) {
 	q := lockingRead(r.db, "SELECT id, user_id, voucher_id FROM tb_voucher_order WHERE id = ?")
 	var rows []orderKey

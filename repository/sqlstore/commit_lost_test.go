@@ -17,12 +17,10 @@ import (
 )
 
 // commitProxy is a TCP proxy between the MySQL driver and MariaDB that
-// loses one COMMIT: either its reply (the server commits, the client sees
-// the connection break: the ambiguous commit of a database that dies at
-// that moment) or the command itself (the server never commits and rolls
-// back when the connection closes). It recognises the COMMIT as a
-// COM_QUERY packet (0x03) whose text is COMMIT; the driver sends one per
-// transaction, without TLS or compression here.
+// loses one COMMIT. Losing its reply, the server commits while the client
+// sees the connection break. Losing the command, the server never commits
+// and rolls back on close. It spots the COMMIT as a COM_QUERY packet
+// (0x03) whose text is COMMIT: one per transaction, without TLS here.
 type commitProxy struct {
 	ln       net.Listener
 	target   string

@@ -238,10 +238,10 @@ func translate(err error) error {
 }
 
 // isTransient reports the MySQL/MariaDB errors that say the server cannot
-// serve now, not that the request is wrong: too many connections (1040),
-// lock wait timeout (1205), deadlock (1213), server shutting down (1053),
+// serve now, not that the request is wrong. They are: too many connections
+// (1040), lock wait timeout (1205), deadlock (1213), shutting down (1053),
 // query interrupted (1317), connection killed (1927), gone away (2006),
-// lost (2013), cannot connect (2002, 2003).
+// lost (2013), and cannot connect (2002, 2003).
 func isTransient(n uint16) bool {
 	switch n {
 	case 1040, 1205, 1213, 1053, 1317, 1927, 2002, 2003, 2006, 2013:

@@ -16,18 +16,13 @@ import (
 type GroupCommits struct{ db *gorm.DB }
 
 // CreateOrders commits a group of sync orders of one voucher, in arrival
-// order, in one transaction, and returns one answer per order: nil for an
-// order written, a refusal (model.ErrStaleFence, model.ErrDuplicateOrder,
-// model.ErrSoldOut, a closed window), or model.ErrNotGrouped for an order
-// the group did not decide, which its buyer then writes alone with
-// CreateOrder. fences[i] is the fence of orders[i] (nil for none).
-//
-// The transaction records the fences one by one, finds the users' existing
-// orders in one query, inserts the rest in one statement and takes their
-// units in one conditional update. When fewer units are left, the first
-// orders get them and the rest are sold out. A failure that is not a
-// refusal (an order id taken, a unique-key violation, any other error)
-// leaves every undecided order to its buyer.
+// order, in one transaction, and returns one answer per order. An answer
+// is nil for an order written, or a refusal (model.ErrStaleFence,
+// model.ErrDuplicateOrder, model.ErrSoldOut, a closed window). Or it is
+// model.ErrNotGrouped: the group did not decide it, so its buyer writes it
+// with CreateOrder. fences[i] is the fence of orders[i] (nil for none).
+// When fewer units are left, the first orders get them. Any failure that
+// is not a refusal leaves every undecided order to its buyer.
 func (r *GroupCommits) CreateOrders(ctx context.Context, orders []model.VoucherOrder, fences []*model.Fence) []error {
 	var out []error
 	var winners []int64

@@ -69,17 +69,14 @@ func createOrder(tx *gorm.DB, o *model.VoucherOrder, fence *model.Fence) error {
 	return insertOrders(tx, []model.VoucherOrder{*o}, true)
 }
 
-// insertOrders is the write both the order transactions and the consumers'
-// batch run on tx: the orders in one (multi-row) INSERT, then each
-// voucher's stock down by its number of orders if it has that many
-// (RowsAffected checked; vouchers in id order, so that concurrent batches
-// cannot deadlock on them). A failed insert is mapped by insertErr; a
-// voucher short of stock is model.ErrSoldOut. With window set, the same
-// update also requires every order's create time to lie in the sale
-// window: the database has the last word on a voucher closed or edited
-// since an instance cached it. (The consumers leave it unset: their
-// orders were admitted in the window.) The caller's transaction rolls
-// everything back on an error.
+// insertOrders is the write of the order transactions and the consumers'
+// batches, on tx. It inserts the orders in one statement. Then each
+// voucher's stock drops by its number of orders, if it has that many;
+// vouchers go in id order, so that batches cannot deadlock. A failed
+// insert is mapped by insertErr; a voucher short of stock is ErrSoldOut.
+// With window, the update also checks every order's time against the
+// sale window; consumers leave it off, their orders admitted in it.
+// On an error the caller's transaction rolls everything back.
 func insertOrders(tx *gorm.DB, orders []model.VoucherOrder, window bool) error {
 	// The insert comes before the stock update so that the hot stock rows
 	// stay locked for one round trip (the commit), not two; the outcome is
@@ -180,12 +177,11 @@ func orderKeys(db *gorm.DB, ids []int64) (map[int64]orderKey, error) {
 	return have, nil
 }
 
-// insertErr maps the failed insert of an order: a primary-key violation
-// means its id belongs to another order (model.ErrOrderIDTaken: the id
-// sequence restarted, nothing a lock could prevent); a violation of the
-// unique key (user_id, voucher_id) is a duplicate order that the lock let
-// through (model.ErrDuplicateOrder with model.ErrUniqueKey). id names the
-// order in the error (for a multi-row insert, the first of them).
+// insertErr maps the failed insert of an order; id names it in the error.
+// A primary-key violation means the id belongs to another order
+// (model.ErrOrderIDTaken: the id sequence restarted). A violation of the
+// unique key (user_id, voucher_id) is a duplicate the lock let through:
+// model.ErrDuplicateOrder with model.ErrUniqueKey.
 func insertErr(err error, id int64) error {
 	switch {
 	case !isUniqueViolation(err):
@@ -206,14 +202,12 @@ func isPrimaryViolation(err error) bool {
 	return strings.Contains(err.Error(), "tb_voucher_order.id")
 }
 
-// checkFence records fence.Token as the newest token used for fence.Key, or
-// returns model.ErrStaleFence when a token at least as new was used already.
-// It is one upsert, which takes no gap lock before its insert: a conditional
-// UPDATE of a missing key followed by an INSERT (the earlier design) locked
-// the gap under REPEATABLE READ, and concurrent first-time users then
-// deadlocked on their inserts. The upsert changes a row only when the token
-// is newer, so 0 rows affected means stale (1 inserted; MySQL says 2 for an
-// update; go-sql-driver does not ask for found rows).
+// checkFence records fence.Token as the newest token used for fence.Key,
+// or returns model.ErrStaleFence when a token as new was used already.
+// It is one upsert, which takes no gap lock before its insert. (An UPDATE
+// then INSERT locked the gap under REPEATABLE READ, and first-time users
+// deadlocked.) The upsert changes a row only for a newer token, so zero
+// rows affected means stale.
 func checkFence(tx *gorm.DB, fence *model.Fence) error {
 	q := "INSERT INTO tb_lock_fence (lock_key, token) VALUES (?, ?) " +
 		"ON DUPLICATE KEY UPDATE token = IF(VALUES(token) > token, VALUES(token), token)"

@@ -76,10 +76,10 @@ func TestOrderOutcome(t *testing.T) {
 	}
 }
 
-// TestOrderOutcomeRace: for each of many orders a write (batch or single)
-// and a dead letter run at the same time; in every interleaving exactly
-// one wins: a written order is never reported given up, and a given-up
-// order is never in the database.
+// TestOrderOutcomeRace: for each of many orders, a write (batch or
+// single) and a dead letter run at once. In every interleaving exactly one
+// wins. A written order is never reported given up, and a given-up order
+// is never in the database.
 func TestOrderOutcomeRace(t *testing.T) {
 	ctx := context.Background()
 	for name, db := range databases(t) {

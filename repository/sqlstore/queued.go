@@ -13,20 +13,13 @@ import (
 // streams, and records the orders they give up on.
 type QueuedOrders struct{ db *gorm.DB }
 
-// WriteBatch writes orders in one transaction, every statement on the
-// transaction handle: orders already in the database (same id, user and
-// voucher) are skipped and returned in existing (idempotence: a redelivered
-// entry is not written twice); the others go in one multi-row INSERT, then
-// each voucher's stock drops by its number of orders if it has that many
-// (RowsAffected checked, vouchers in id order so that concurrent batches
-// cannot deadlock on them). When a voucher lacks the stock the batch fails
-// with model.ErrSoldOut; a unique-key violation fails it with
-// model.ErrDuplicateOrder and model.ErrUniqueKey; an id held by another
-// order with model.ErrOrderIDTaken; nothing is written then. The outcome
-// 'written' of the orders it writes is recorded in the same transaction
-// (tb_order_outcome, before the orders): when an order of the batch was
-// dead-lettered meanwhile the batch fails with model.ErrOrderDeadLettered,
-// and with another error when one was written concurrently.
+// WriteBatch writes orders in one transaction. Orders already written
+// (same id, user and voucher) are skipped and returned in existing, so a
+// redelivered entry is not written twice. The others go through
+// insertOrders, whose errors fail the batch with nothing written. The
+// outcome 'written' is recorded in the same transaction, before the
+// orders. An order dead-lettered meanwhile fails the batch with
+// model.ErrOrderDeadLettered; one written concurrently, with another error.
 func (r *QueuedOrders) WriteBatch(ctx context.Context, orders []model.VoucherOrder) (existing []int64, err error) {
 	if len(orders) == 0 {
 		return nil, nil
@@ -193,14 +186,12 @@ func (r *QueuedOrders) HasOrder(ctx context.Context, userID, voucherID int64) (b
 }
 
 // RecordDeadLetter records that the entry's order is given up (outcome
-// 'dead', with reason and attempts), unless its order is written or an
-// outcome is recorded already; the caller runs the dead-letter script only
-// after it. It returns the outcome that holds: Written when the order is in
-// the database (the entry is to be acknowledged, never given back), else
-// the dead letter recorded first, this one or an earlier one (whose reason
-// and attempts it returns: the dead letter is to be finished).
-// model.ErrOrderIDTaken when the id belongs to another order: no outcome
-// can be recorded under it, and the entry can never be written.
+// 'dead', with reason and attempts), unless an outcome is recorded
+// already. The caller runs the dead-letter script only after it. It
+// returns the outcome that holds: Written when the order is in the
+// database, so the entry is acknowledged, never given back. Otherwise the
+// first dead letter recorded, with its reason and attempts. It returns
+// model.ErrOrderIDTaken when the id belongs to another order.
 func (r *QueuedOrders) RecordDeadLetter(ctx context.Context, m model.QueuedOrder, reason string, attempts int) (model.Outcome, error) {
 	if len(reason) > maxReason {
 		reason = reason[:maxReason]

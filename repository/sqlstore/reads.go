@@ -26,12 +26,11 @@ func (r *OrderReads) GetOrder(ctx context.Context, id int64) (*model.VoucherOrde
 	return &o, nil
 }
 
-// Tally reads the voucher's stock and initial stock with its orders and
-// distinct buyers in one statement and, given entries, which of their
-// orders are written, in the same snapshot (one read-only transaction; see
-// snapshot): the counts agree with the stock and with the entries even
-// while orders are being written. model.ErrVoucherNotFound for an unknown
-// voucher.
+// Tally reads the voucher's stock, initial stock, orders and distinct
+// buyers in one statement. Given entries, it reads which of their orders
+// are written, in the same snapshot (see snapshot). So the counts agree
+// with the stock and the entries while orders are being written.
+// An unknown voucher is model.ErrVoucherNotFound.
 func (r *OrderReads) Tally(ctx context.Context, voucherID int64, entries []model.QueuedOrder) (model.Tally, error) {
 	var t model.Tally
 	read := func(db *gorm.DB) error {
