@@ -1,8 +1,8 @@
-// Package audit reads the facts of one voucher that the invariants of
-// docs/contract.md are judged on (model.Facts, model.Violations) from the
-// database and from Redis. The end-to-end tests and the harness
-// (cmd/harness) use it; it imports model, database/sql, go-redis, and
-// repository for the Redis key names only (never service).
+// Package audit reads one voucher's facts from the database and Redis.
+// The invariants of docs/contract.md are judged on them (model.Facts,
+// model.Violations). The end-to-end tests and cmd/harness use it. It takes
+// key names from repository and bucket counts from redisstore, and never
+// imports service.
 package audit
 
 import (
