@@ -1,7 +1,7 @@
 -- seckill schema for MySQL 8 / MariaDB 10.6+. Applied idempotently at start
 -- and by `seckill migrate`: every statement is CREATE ... IF NOT EXISTS;
 -- columns and indexes added to an existing table are added by Migrate
--- (repository/db.go) when missing. tb_voucher_order's status is Heima's:
+-- (repository/sqlstore/db.go) when missing. tb_voucher_order's status is Heima's:
 -- 1 unpaid, 2 paid, 4 cancelled (cancel_reason 'buyer' or 'timeout').
 -- Statements are separated by a line ending in ";".
 

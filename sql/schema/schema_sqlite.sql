@@ -61,7 +61,7 @@ CREATE TABLE IF NOT EXISTS tb_voucher_order (
 
 CREATE INDEX IF NOT EXISTS idx_order_voucher ON tb_voucher_order (voucher_id);
 
--- idx_status_time and idx_giveback are created by Migrate (repository/db.go)
+-- idx_status_time and idx_giveback are created by Migrate (repository/sqlstore/db.go)
 -- once the columns they cover exist on a table created before them.
 
 CREATE TABLE IF NOT EXISTS tb_lock_fence (
