@@ -2,9 +2,8 @@ package main
 
 import (
 	"net/http"
+	"seckill/repository/redisstore"
 	"testing"
-
-	"seckill/repository"
 )
 
 // TestAsyncBuckets: the concurrency test of async mode on a voucher whose
@@ -31,7 +30,7 @@ func TestAsyncBuckets(t *testing.T) {
 	if !au.Consistent || au.Oversold {
 		t.Errorf("audit: got %+v, want consistent, not oversold", au)
 	}
-	n, err := repository.VoucherBuckets(t.Context(), rdb, []int64{vid})
+	n, err := redisstore.VoucherBuckets(t.Context(), rdb, []int64{vid})
 	if err != nil || n[vid] != 8 {
 		t.Errorf("buckets in Redis: got %v, %v, want 8", n, err)
 	}

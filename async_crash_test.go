@@ -21,6 +21,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"seckill/repository"
+	"seckill/repository/redisstore"
 )
 
 // buildBinary builds the seckill binary into a temporary directory.
@@ -114,7 +115,7 @@ func (in *instance) handler() http.Handler { return httputil.NewSingleHostRevers
 // voucherPending counts the entries of stream.orders for the voucher.
 func voucherPending(t *testing.T, rdb redis.UniversalClient, vid int64) int {
 	t.Helper()
-	entries, err := repository.NewOrderStream(rdb).Entries(context.Background())
+	entries, err := redisstore.NewOrderStream(rdb).Entries(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}

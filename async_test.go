@@ -15,6 +15,7 @@ import (
 
 	"seckill/model"
 	"seckill/repository"
+	"seckill/repository/redisstore"
 )
 
 // Integration tests of async mode (SECKILL_ORDER_MODE=async) on the real
@@ -87,7 +88,7 @@ func TestAsyncPoisonMessage(t *testing.T) {
 	}
 	base := randomBase()
 	owners := map[int64]int64{} // order id -> user
-	ids := repository.NewIDWorker(rdb, 1, time.Now)
+	ids := redisstore.NewIDWorker(rdb, 1, time.Now)
 	for u := base; u < base+stock+1; u++ {
 		orderID, err := ids.NextID(ctx)
 		if err != nil {
@@ -95,7 +96,7 @@ func TestAsyncPoisonMessage(t *testing.T) {
 		}
 		// The script itself, so that the test does not race the
 		// consumers' view of the HTTP path.
-		if err := repository.NewAdmission(rdb).Admit(ctx, orderID, u, vid, 1, time.Now()); err != nil {
+		if err := redisstore.NewAdmission(rdb).Admit(ctx, orderID, u, vid, 1, time.Now()); err != nil {
 			t.Fatalf("admit user %d: %v", u, err)
 		}
 		owners[orderID] = u

@@ -62,6 +62,7 @@ import (
 
 	"seckill/config"
 	"seckill/repository"
+	"seckill/repository/redisstore"
 )
 
 // benchApp wires an app from vars (config.Load), logging at warn into
@@ -495,10 +496,10 @@ func benchDelete(b *testing.B, v int64) {
 		}
 	}
 	_, redisAddr := integrationEnv(b)
-	rdb := repository.NewRedisClient(redisAddr, repository.RedisAuth{})
+	rdb := redisstore.NewRedisClient(redisAddr, redisstore.RedisAuth{})
 	defer rdb.Close()
 	if err := rdb.Del(ctx, repository.StockKey(v), repository.BuyersKey(v), repository.VoucherKey(v),
-		repository.DuprejKey(v), repository.LiveKey(v)).Err(); err != nil {
+		repository.DuplicateRejectionsKey(v), repository.LiveKey(v)).Err(); err != nil {
 		b.Errorf("deleting the keys of voucher %d: %v", v, err)
 	}
 }

@@ -14,7 +14,7 @@ import (
 	"seckill/config"
 	"seckill/lock"
 	"seckill/model"
-	"seckill/repository"
+	"seckill/repository/sqlstore"
 	"seckill/service"
 )
 
@@ -40,7 +40,7 @@ real Redis, and a SECKILL_JWT_SECRET of at least 32 bytes (openssl rand -hex 32)
 
 // openMigrated opens the database and applies the schema: what the offline
 // commands need.
-func openMigrated(ctx context.Context, cfg config.Config) (*repository.DB, error) {
+func openMigrated(ctx context.Context, cfg config.Config) (*sqlstore.DB, error) {
 	db, err := openDB(ctx, cfg)
 	if err != nil {
 		return nil, err
@@ -99,7 +99,7 @@ func tokens(ctx context.Context, cfg config.Config, log *slog.Logger, args []str
 	if *admin {
 		role = model.RoleAdmin
 	}
-	n, err := service.WriteTokens(ctx, repository.NewUsers(db), auth.NewTokens(secret, cfg.JWTTTL), role, *count, w)
+	n, err := service.WriteTokens(ctx, sqlstore.NewUsers(db), auth.NewTokens(secret, cfg.JWTTTL), role, *count, w)
 	if err != nil {
 		return err
 	}
@@ -161,7 +161,7 @@ func revoke(ctx context.Context, cfg config.Config, log *slog.Logger, args []str
 		return err
 	}
 	defer db.Close()
-	r, err := service.RevokeTokens(ctx, repository.NewUsers(db), repository.NewRevocations(db), *user, time.Now())
+	r, err := service.RevokeTokens(ctx, sqlstore.NewUsers(db), sqlstore.NewRevocations(db), *user, time.Now())
 	if err != nil {
 		return fmt.Errorf("revoke: %w", err)
 	}

@@ -13,12 +13,13 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"seckill/config"
-	"seckill/repository"
+	"seckill/repository/redisstore"
+	"seckill/repository/sqlstore"
 )
 
 // deps are the opened database and Redis clients of a serving process.
 type deps struct {
-	DB            *repository.DB
+	DB            *sqlstore.DB
 	Redis         redis.UniversalClient
 	Nodes         []redis.UniversalClient // independent Redlock nodes
 	EmbeddedRedis bool
@@ -26,11 +27,11 @@ type deps struct {
 	owned         []*redis.Client
 }
 
-func openDB(ctx context.Context, cfg config.Config) (*repository.DB, error) {
+func openDB(ctx context.Context, cfg config.Config) (*sqlstore.DB, error) {
 	if cfg.MySQLDSN == "" {
-		return repository.OpenEmbedded(ctx, cfg.DataDir)
+		return sqlstore.OpenEmbedded(ctx, cfg.DataDir)
 	}
-	return repository.OpenMySQL(ctx, cfg.MySQLDSN)
+	return sqlstore.OpenMySQL(ctx, cfg.MySQLDSN)
 }
 
 // openDeps opens the database and Redis (embedded ones when not configured)
@@ -53,14 +54,14 @@ func openDeps(ctx context.Context, cfg config.Config, log *slog.Logger) (*deps, 
 		// nodes and sends each command to the master of its key's slot.
 		// Every script and MULTI of this service names the keys of one
 		// slot (repository/keys.go).
-		d.Redis = repository.NewClusterRedisClient(cfg.RedisClusterAddrs, auth)
+		d.Redis = redisstore.NewClusterRedisClient(cfg.RedisClusterAddrs, auth)
 		target = "SECKILL_REDIS_CLUSTER_ADDRS: " + strings.Join(cfg.RedisClusterAddrs, ",")
 	case cfg.Sentinel():
 		// go-redis's failover client: the master found through the
 		// Sentinels and followed across failovers. It is a *redis.Client
 		// like the plain one, so every user of d.Redis (locks, ID worker,
 		// admission, stream consumers, reconciliation) works through it.
-		d.Redis = repository.NewSentinelRedisClient(cfg.RedisMaster, cfg.RedisSentinelAddrs, auth)
+		d.Redis = redisstore.NewSentinelRedisClient(cfg.RedisMaster, cfg.RedisSentinelAddrs, auth)
 		target = fmt.Sprintf("SECKILL_REDIS_SENTINEL_ADDRS: master %q through the Sentinels %s",
 			cfg.RedisMaster, strings.Join(cfg.RedisSentinelAddrs, ","))
 	default:
@@ -76,7 +77,7 @@ func openDeps(ctx context.Context, cfg config.Config, log *slog.Logger) (*deps, 
 			addr, d.EmbeddedRedis = d.mini.Addr(), true
 		}
 		// auth is empty with the embedded Redis (config refuses it otherwise).
-		d.Redis = repository.NewRedisClient(addr, auth)
+		d.Redis = redisstore.NewRedisClient(addr, auth)
 		target = "SECKILL_REDIS_ADDR: " + addr
 	}
 	pctx, cancel := context.WithTimeout(ctx, 3*time.Second)
@@ -88,9 +89,9 @@ func openDeps(ctx context.Context, cfg config.Config, log *slog.Logger) (*deps, 
 	// The Redlock nodes stay independent plain clients, Sentinel or not,
 	// with the same credentials and TLS.
 	for _, a := range cfg.RedlockAddrs {
-		c := repository.NewRedlockNodeClient(a, auth)
+		c := redisstore.NewRedlockNodeClient(a, auth)
 		d.owned = append(d.owned, c)
-		if err := repository.PingRedis(ctx, c); err != nil {
+		if err := redisstore.PingRedis(ctx, c); err != nil {
 			// A node down is an outage the lock tolerates; refused
 			// credentials are a configuration error.
 			if v := redisCredentialVar(cfg, err); v != "" {
@@ -112,12 +113,12 @@ func openDeps(ctx context.Context, cfg config.Config, log *slog.Logger) (*deps, 
 
 // redisAuth is the credentials and TLS of every Redis client of cfg; it
 // reads SECKILL_REDIS_TLS_CA, once.
-func redisAuth(cfg config.Config) (repository.RedisAuth, error) {
+func redisAuth(cfg config.Config) (redisstore.RedisAuth, error) {
 	t, err := cfg.RedisTLSConfig()
 	if err != nil {
-		return repository.RedisAuth{}, err
+		return redisstore.RedisAuth{}, err
 	}
-	return repository.RedisAuth{
+	return redisstore.RedisAuth{
 		Username:         cfg.RedisUsername,
 		Password:         cfg.RedisPassword,
 		SentinelPassword: cfg.RedisSentinelPassword,
@@ -168,7 +169,7 @@ func (d *deps) Ready(ctx context.Context) error {
 	if err := d.DB.Ping(ctx); err != nil {
 		return fmt.Errorf("database: %w", err)
 	}
-	if err := repository.PingRedis(ctx, d.Redis); err != nil {
+	if err := redisstore.PingRedis(ctx, d.Redis); err != nil {
 		return fmt.Errorf("redis: %w", err)
 	}
 	return nil

@@ -31,7 +31,8 @@ import (
 	"seckill/config"
 	auditdb "seckill/internal/audit"
 	"seckill/model"
-	"seckill/repository"
+	"seckill/repository/redisstore"
+	"seckill/repository/sqlstore"
 	"seckill/service"
 )
 
@@ -189,18 +190,18 @@ func sharedRedis(t testing.TB) redis.UniversalClient {
 	t.Helper()
 	v := redisVars(t)
 	if addrs := v["SECKILL_REDIS_CLUSTER_ADDRS"]; addrs != "" {
-		c := repository.NewClusterRedisClient(strings.Split(addrs, ","), repository.RedisAuth{})
+		c := redisstore.NewClusterRedisClient(strings.Split(addrs, ","), redisstore.RedisAuth{})
 		t.Cleanup(func() { c.Close() })
 		return c
 	}
-	c := repository.NewRedisClient(v["SECKILL_REDIS_ADDR"], repository.RedisAuth{})
+	c := redisstore.NewRedisClient(v["SECKILL_REDIS_ADDR"], redisstore.RedisAuth{})
 	t.Cleanup(func() { c.Close() })
 	return c
 }
 
 func testRedis(t *testing.T, addr string) *redis.Client {
 	t.Helper()
-	c := repository.NewRedisClient(addr, repository.RedisAuth{})
+	c := redisstore.NewRedisClient(addr, redisstore.RedisAuth{})
 	t.Cleanup(func() { c.Close() })
 	return c
 }
@@ -279,8 +280,8 @@ var sharedAdmin struct {
 // (registerAppDB), else in the shared MariaDB.
 func adminToken(t testing.TB, h http.Handler) string {
 	t.Helper()
-	ensure := func(db *repository.DB) (string, error) {
-		us, err := repository.NewUsers(db).EnsureUsers(context.Background(),
+	ensure := func(db *sqlstore.DB) (string, error) {
+		us, err := sqlstore.NewUsers(db).EnsureUsers(context.Background(),
 			[]string{service.LoadTestPhone(model.RoleAdmin, 1)}, model.RoleAdmin, func(int) string { return "admin_1" })
 		if err != nil {
 			return "", err
@@ -292,7 +293,7 @@ func adminToken(t testing.TB, h http.Handler) string {
 			return tok.(string)
 		}
 		if db, ok := appDBs.Load(h); ok {
-			tok, err := ensure(db.(*repository.DB))
+			tok, err := ensure(db.(*sqlstore.DB))
 			if err != nil {
 				t.Fatalf("admin token: %v", err)
 			}
@@ -301,7 +302,7 @@ func adminToken(t testing.TB, h http.Handler) string {
 	}
 	dsn, _ := integrationEnv(t)
 	sharedAdmin.once.Do(func() {
-		db, err := repository.OpenMySQL(context.Background(), dsn)
+		db, err := sqlstore.OpenMySQL(context.Background(), dsn)
 		if err != nil {
 			sharedAdmin.err = err
 			return

@@ -17,6 +17,8 @@ import (
 	auditdb "seckill/internal/audit"
 	"seckill/model"
 	"seckill/repository"
+	"seckill/repository/redisstore"
+	"seckill/repository/sqlstore"
 	"seckill/service"
 )
 
@@ -261,12 +263,12 @@ func TestOrderLifecycleAsync(t *testing.T) {
 // expire other tests' orders.
 func voucherSweeper(t *testing.T, dsn string, rdb redis.UniversalClient, vid int64, payTimeout time.Duration) {
 	t.Helper()
-	db, err := repository.OpenMySQL(context.Background(), dsn)
+	db, err := sqlstore.OpenMySQL(context.Background(), dsn)
 	if err != nil {
 		t.Fatal(err)
 	}
-	l := service.NewLifecycle(service.LifecycleDeps{Store: repository.NewOrders(db), Vouchers: repository.NewVouchers(db),
-		Returner: repository.NewStockReturns(rdb)}, service.LifecycleConfig{PayTimeout: payTimeout, Vouchers: []int64{vid}})
+	l := service.NewLifecycle(service.LifecycleDeps{Store: sqlstore.NewOrders(db), Vouchers: sqlstore.NewVouchers(db),
+		Returner: redisstore.NewStockReturns(rdb)}, service.LifecycleConfig{PayTimeout: payTimeout, Vouchers: []int64{vid}})
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() {
@@ -329,7 +331,7 @@ func TestGiveBackAfterCrash(t *testing.T) {
 		rdb = sharedRedis(t)
 	}
 	ctx := context.Background()
-	db, err := repository.OpenMySQL(ctx, dsn)
+	db, err := sqlstore.OpenMySQL(ctx, dsn)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -342,7 +344,7 @@ func TestGiveBackAfterCrash(t *testing.T) {
 	if _, err := sqlDB.Exec(fmt.Sprintf("ALTER TABLE tb_voucher AUTO_INCREMENT = %d", randomBase())); err != nil {
 		t.Fatal(err)
 	}
-	orders, vouchers := repository.NewOrders(db), repository.NewVouchers(db)
+	orders, vouchers := sqlstore.NewOrders(db), sqlstore.NewVouchers(db)
 	now := time.Now()
 	const stock = 6
 	v := &model.Voucher{ShopID: 1, Title: "t", PayValue: 5, ActualValue: 9, Type: 1, Status: 1, CreateTime: now, UpdateTime: now}
@@ -365,7 +367,7 @@ func TestGiveBackAfterCrash(t *testing.T) {
 			}
 		}
 	}
-	returner := repository.NewStockReturns(rdb)
+	returner := redisstore.NewStockReturns(rdb)
 	sweeper := func() *service.Lifecycle {
 		return service.NewLifecycle(service.LifecycleDeps{Store: orders, Vouchers: vouchers, Returner: returner},
 			service.LifecycleConfig{Vouchers: []int64{v.ID}, Batch: 2})
@@ -379,7 +381,7 @@ func TestGiveBackAfterCrash(t *testing.T) {
 		t.Fatalf("give-backs due with redis empty: got %d (%v), want %d", due, err, stock/2)
 	}
 	// Loaded as before the cancels: no stock, every buyer.
-	if err := repository.NewAdmission(rdb).Load(ctx, sv, 0, users, nil); err != nil {
+	if err := redisstore.NewAdmission(rdb).Load(ctx, sv, 0, users, nil); err != nil {
 		t.Fatal(err)
 	}
 	var wg sync.WaitGroup

@@ -32,6 +32,8 @@ import (
 	"seckill/lock"
 	"seckill/metrics"
 	"seckill/repository"
+	"seckill/repository/redisstore"
+	"seckill/repository/sqlstore"
 	"seckill/service"
 	"seckill/telemetry"
 	"seckill/web"
@@ -175,7 +177,7 @@ func newApp(ctx context.Context, cfg config.Config, log *slog.Logger, opts ...ap
 
 	lockDeps := lock.Deps{Redis: d.Redis, Nodes: d.Nodes, ZKServers: cfg.ZKAddrs}
 	if cfg.LockMode == "mysql" {
-		lockDB, err := repository.OpenLockDB(ctx, cfg.MySQLDSN)
+		lockDB, err := sqlstore.OpenLockDB(ctx, cfg.MySQLDSN)
 		if err != nil {
 			return nil, err
 		}
@@ -200,10 +202,10 @@ func newApp(ctx context.Context, cfg config.Config, log *slog.Logger, opts ...ap
 
 	m := metrics.New()
 	tok := auth.NewTokens(secret, cfg.JWTTTL)
-	users := repository.NewUsers(d.DB)
+	users := sqlstore.NewUsers(d.DB)
 	// Revoked tokens: admin routes read the database on each request, the
 	// others this copy, reloaded every revocationReload.
-	revocations := repository.NewRevocations(d.DB)
+	revocations := sqlstore.NewRevocations(d.DB)
 	revoked := service.NewRevocationSet(revocations, log)
 	if err := revoked.Load(ctx); err != nil {
 		return nil, fmt.Errorf("token revocations: %w", err)
@@ -215,9 +217,9 @@ func newApp(ctx context.Context, cfg config.Config, log *slog.Logger, opts ...ap
 		revoked.Run(revCtx, revocationReload)
 	}()
 	a.stopRevocations = func() { stopRev(); <-revDone }
-	vouchers := repository.NewVouchers(d.DB)
-	orders := repository.NewOrders(d.DB)
-	shops := repository.NewShops(d.DB)
+	vouchers := sqlstore.NewVouchers(d.DB)
+	orders := sqlstore.NewOrders(d.DB)
+	shops := sqlstore.NewShops(d.DB)
 	voucherSvc := service.NewVouchers(vouchers, shops, time.Now)
 	voucherSvc.SetDefaultStockBuckets(cfg.StockBuckets)
 	shopSvc := service.NewShops(shops, time.Now)
@@ -235,7 +237,7 @@ func newApp(ctx context.Context, cfg config.Config, log *slog.Logger, opts ...ap
 		// must write them first (docs/operations.md, "Upgrading the key
 		// layout"); then the reconciliation below rebuilds every live
 		// voucher from the database's facts into the shards.
-		if n, err := repository.NewOrderStream(d.Redis).LegacyEntries(ctx); err != nil {
+		if n, err := redisstore.NewOrderStream(d.Redis).LegacyEntries(ctx); err != nil {
 			return nil, fmt.Errorf("async start-up: reading %s: %w", repository.LegacyStreamKey, err)
 		} else if n > 0 {
 			return nil, fmt.Errorf("async start-up: %s holds %d orders admitted by a version before the sharded key layout; let that version's consumers write them (until XLEN %s is 0), then start this one (docs/operations.md, \"Upgrading the key layout\")",
@@ -260,8 +262,8 @@ func newApp(ctx context.Context, cfg config.Config, log *slog.Logger, opts ...ap
 		}
 		a.Async, seckill, changed = as, as, as.VoucherChanged
 	} else {
-		ids := repository.NewIDWorker(d.Redis, syncIDBlock, time.Now)
-		seq := repository.NewIDSequence(d.Redis, d.DB, time.Now, ids)
+		ids := redisstore.NewIDWorker(d.Redis, syncIDBlock, time.Now)
+		seq := redisstore.NewIDSequence(d.Redis, d.DB, time.Now, ids)
 		// Redis may have lost the sequence while no instance ran: start
 		// past the database's ids rather than meet them order by order.
 		if err := seq.Resync(ctx); err != nil {
@@ -269,7 +271,7 @@ func newApp(ctx context.Context, cfg config.Config, log *slog.Logger, opts ...ap
 		}
 		deps := service.SeckillDeps{
 			Vouchers: vouchers, Orders: orders, IDs: ids, Sequence: seq,
-			Locker: locker, Rejects: repository.NewRejections(d.Redis),
+			Locker: locker, Rejects: redisstore.NewRejections(d.Redis),
 			Observer: m, Now: time.Now, Log: log,
 		}
 		if cfg.SyncGroupCommit {
@@ -285,7 +287,7 @@ func newApp(ctx context.Context, cfg config.Config, log *slog.Logger, opts ...ap
 	// database's row locks) and, in async mode, gives units back to Redis.
 	lifeDeps := service.LifecycleDeps{Store: orders, Vouchers: vouchers, Orders: seckill, Now: time.Now, Log: log}
 	if a.Async != nil {
-		lifeDeps.Returner = repository.NewStockReturns(d.Redis)
+		lifeDeps.Returner = redisstore.NewStockReturns(d.Redis)
 	}
 	if m != nil {
 		lifeDeps.Metrics = m
@@ -298,10 +300,10 @@ func newApp(ctx context.Context, cfg config.Config, log *slog.Logger, opts ...ap
 		a.Lifecycle.Run(sweepCtx)
 	}()
 	a.stopSweeper = func() { stopSweep(); <-sweepDone }
-	a.demo = service.Demo{Shops: shopSvc, Vouchers: voucherSvc, Marks: repository.NewDemoMarks(d.DB), Now: time.Now}
+	a.demo = service.Demo{Shops: shopSvc, Vouchers: voucherSvc, Marks: sqlstore.NewDemoMarks(d.DB), Now: time.Now}
 	// The live dashboard: this process's answers per voucher, published to
 	// Redis four times a second; any instance's stream reads them all.
-	liveStats := repository.NewLiveStats(d.Redis, time.Now)
+	liveStats := redisstore.NewLiveStats(d.Redis, time.Now)
 	recorder := live.NewRecorder()
 	pub := live.NewPublisher(recorder, liveStats, live.PublisherConfig{LockMode: locker.Name(), OrderMode: cfg.OrderMode}, log)
 	liveCtx, stopLive := context.WithCancel(context.WithoutCancel(ctx))
@@ -315,7 +317,7 @@ func newApp(ctx context.Context, cfg config.Config, log *slog.Logger, opts ...ap
 	streams, endStreams := context.WithCancel(context.Background())
 	a.EndStreams = endStreams
 	a.Handler = handler.New(handler.Deps{
-		Users: service.NewUsers(users, repository.NewCodes(d.Redis), repository.NewCodeLimits(d.Redis), tok, log, service.CodeConfig{
+		Users: service.NewUsers(users, redisstore.NewCodes(d.Redis), redisstore.NewCodeLimits(d.Redis), tok, log, service.CodeConfig{
 			Cooldown: cfg.CodeCooldown, Daily: cfg.CodeDailyLimit, PerAddr: cfg.CodeIPLimit, Development: cfg.Development(),
 		}),
 		Vouchers:       voucherSvc,
@@ -332,9 +334,9 @@ func newApp(ctx context.Context, cfg config.Config, log *slog.Logger, opts ...ap
 		Development:    cfg.Development(),
 		RequestTimeout: cfg.RequestTimeout,
 		AccessLog:      cfg.AccessLog,
-		Idempotency:    repository.NewIdempotency(d.Redis),
+		Idempotency:    redisstore.NewIdempotency(d.Redis),
 		Tracer:         tr.Provider(),
-		Limits: service.NewPurchaseLimits(repository.NewPurchaseLimits(d.Redis), service.PurchaseLimitConfig{
+		Limits: service.NewPurchaseLimits(redisstore.NewPurchaseLimits(d.Redis), service.PurchaseLimitConfig{
 			PerUser: cfg.RateLimit, PerVoucher: cfg.RateLimitVoucher, PerAddr: cfg.RateLimitIP,
 			Refused: m.PurchaseLimitRefused, Failed: m.PurchaseLimitFailed,
 		}, log),
@@ -394,27 +396,27 @@ func newAsync(d *deps, cfg config.Config, log *slog.Logger, locker lock.Locker, 
 		// locks well below the pool (64) so the transaction gets one.
 		ccfg.Batch = max(1, 32/ccfg.Consumers)
 	}
-	ids := repository.NewIDWorker(d.Redis, asyncIDBlock, time.Now)
+	ids := redisstore.NewIDWorker(d.Redis, asyncIDBlock, time.Now)
 	var obs service.Observer
 	var cobs service.ConsumerObserver
 	if m != nil {
 		obs, cobs = m, m
 	}
-	vouchers, orders := repository.NewVouchers(d.DB), repository.NewOrders(d.DB)
-	admission, queue := repository.NewAdmission(d.Redis), repository.NewOrderStream(d.Redis)
+	vouchers, orders := sqlstore.NewVouchers(d.DB), sqlstore.NewOrders(d.DB)
+	admission, queue := redisstore.NewAdmission(d.Redis), redisstore.NewOrderStream(d.Redis)
 	admission.ObservePipelines(m.AdmissionRoundTrip) // nil-safe: m may be nil
 	if m != nil {
-		repository.ObserveRoundTrips(d.Redis, m.RedisRoundTrip)
+		redisstore.ObserveRoundTrips(d.Redis, m.RedisRoundTrip)
 	}
 	var batches service.BatchTracer
 	if tr != nil {
 		admission.CarryTrace(tr.TraceParent)
 		batches = tr
 	}
-	rejects := repository.NewRejections(d.Redis)
+	rejects := redisstore.NewRejections(d.Redis)
 	adm := service.NewAsyncAdmission(service.AdmissionDeps{
 		Vouchers: vouchers, Orders: orders, IDs: ids, Redis: admission, Queue: queue,
-		Rejects: rejects, Losses: repository.NewMeta(d.DB), OrderInfoTTL: repository.OrderInfoTTL,
+		Rejects: rejects, Losses: sqlstore.NewNamedValues(d.DB), OrderInfoTTL: repository.OrderInfoTTL,
 		Now: time.Now, Log: log,
 	})
 	return &service.AsyncSeckill{
@@ -425,7 +427,7 @@ func newAsync(d *deps, cfg config.Config, log *slog.Logger, locker lock.Locker, 
 		}, ccfg),
 		Reconciler: service.NewReconciler(service.ReconcilerDeps{
 			Vouchers: vouchers, Orders: orders, Redis: admission, Queue: queue,
-			Values: repository.NewMeta(d.DB), Sequence: repository.NewIDSequence(d.Redis, d.DB, time.Now, ids),
+			Values: sqlstore.NewNamedValues(d.DB), Sequence: redisstore.NewIDSequence(d.Redis, d.DB, time.Now, ids),
 			Lock: reconcileLock, Now: time.Now, Log: log, TrustFacts: d.EmbeddedRedis,
 		}),
 	}, nil

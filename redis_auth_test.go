@@ -17,7 +17,7 @@ import (
 	"seckill/config"
 	"seckill/internal/redisproc"
 	"seckill/internal/testcert"
-	"seckill/repository"
+	"seckill/repository/redisstore"
 )
 
 // protectedRedis starts a throwaway redis-server with o (Dir filled in),
@@ -112,7 +112,7 @@ func TestRedisPassword(t *testing.T) {
 	srv := protectedRedis(t, redisproc.Options{Password: pw, Args: []string{"--requirepass", pw}})
 	other := protectedRedis(t, redisproc.Options{Password: "other", Args: []string{"--requirepass", "other"}})
 
-	c := repository.NewRedisClient(srv.Addr(), repository.RedisAuth{Password: pw})
+	c := redisstore.NewRedisClient(srv.Addr(), redisstore.RedisAuth{Password: pw})
 	t.Cleanup(func() { c.Close() })
 	wantWorks(t, c)
 
@@ -126,7 +126,7 @@ func TestRedisPassword(t *testing.T) {
 		}
 		wantReady(t, a)
 		for i, n := range a.deps.Nodes {
-			if err := repository.PingRedis(context.Background(), n); err != nil {
+			if err := redisstore.PingRedis(context.Background(), n); err != nil {
 				t.Errorf("Redlock node %d: %v", i, err)
 			}
 		}
@@ -162,7 +162,7 @@ func TestRedisACLUser(t *testing.T) {
 		Username: "seckill", Password: "app-pw",
 		Args: []string{"--user", "default", "off", "--user", "seckill", "on", ">app-pw", "~*", "&*", "+@all"},
 	})
-	c := repository.NewRedisClient(srv.Addr(), repository.RedisAuth{Username: "seckill", Password: "app-pw"})
+	c := redisstore.NewRedisClient(srv.Addr(), redisstore.RedisAuth{Username: "seckill", Password: "app-pw"})
 	t.Cleanup(func() { c.Close() })
 	wantWorks(t, c)
 
@@ -219,7 +219,7 @@ func TestRedisTLS(t *testing.T) {
 	}
 	wantReady(t, a)
 	wantWorks(t, a.deps.Redis)
-	if err := repository.PingRedis(context.Background(), a.deps.Nodes[0]); err != nil {
+	if err := redisstore.PingRedis(context.Background(), a.deps.Nodes[0]); err != nil {
 		t.Errorf("Redlock node over TLS: %v", err)
 	}
 

@@ -15,7 +15,7 @@ import (
 
 	"seckill/config"
 	"seckill/model"
-	"seckill/repository"
+	"seckill/repository/sqlstore"
 )
 
 // Token revocation (docs/operations.md, "Revoking tokens"): admin routes
@@ -24,10 +24,10 @@ import (
 
 // freshUser creates a user of role with a random phone in db and returns
 // its id and a development token.
-func freshUser(t *testing.T, db *repository.DB, role string) (int64, string) {
+func freshUser(t *testing.T, db *sqlstore.DB, role string) (int64, string) {
 	t.Helper()
 	u := &model.User{Phone: fmt.Sprintf("18%09d", rand.IntN(1_000_000_000)), Role: role}
-	if err := repository.NewUsers(db).Create(context.Background(), u); err != nil {
+	if err := sqlstore.NewUsers(db).Create(context.Background(), u); err != nil {
 		t.Fatal(err)
 	}
 	if u.Role != role {

@@ -36,7 +36,7 @@ const maxIdempotencyKey = 255
 // attempt in flight: past it, a crashed attempt no longer blocks its key.
 const idempotencyGrace = 10 * time.Second
 
-// Idempotency stores the Idempotency-Key records (*repository.Idempotency).
+// Idempotency stores the Idempotency-Key records (*redisstore.Idempotency).
 type Idempotency interface {
 	// Begin claims the user's key for a request with fingerprint fp, in flight
 	// for lease. It returns the attempt's owner token. A key already claimed

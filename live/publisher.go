@@ -14,7 +14,7 @@ import (
 )
 
 // Store keeps the live counters every instance publishes and the dashboards
-// read (repository.LiveStats: Redis).
+// read (redisstore.LiveStats: Redis).
 type Store interface {
 	// Publish adds deltas to the vouchers' shared counters and records inst
 	// as alive, in one round trip, all or nothing.

@@ -54,6 +54,19 @@ func newAsyncKeys(t *testing.T, c redis.UniversalClient) asyncKeys {
 	return k
 }
 
+// onSale runs f on every backend, with fresh keys of a voucher on sale
+// holding stock units.
+func onSale(t *testing.T, stock int, f func(t *testing.T, c redis.UniversalClient, k asyncKeys, now time.Time)) {
+	for name, c := range asyncBackends(t) {
+		t.Run(name, func(t *testing.T) {
+			k := newAsyncKeys(t, c)
+			now := time.Now()
+			k.openSale(context.Background(), c, now, stock)
+			f(t, c, k, now)
+		})
+	}
+}
+
 // infoOf is the order-info key of one order (it expires within a minute).
 func (k asyncKeys) infoOf(order int64) string { return k.info + ":" + strconv.FormatInt(order, 10) }
 
@@ -136,73 +149,68 @@ func TestSeckillScript(t *testing.T) {
 // TestDeadLetterScript: deadletter.lua gives an entry's stock and buyer
 // back exactly once, and not while the voucher is not ok.
 func TestDeadLetterScript(t *testing.T) {
-	for name, c := range asyncBackends(t) {
-		t.Run(name, func(t *testing.T) {
-			ctx := context.Background()
-			k := newAsyncKeys(t, c)
-			now := time.Now()
-			k.openSale(ctx, c, now, 1)
-			if err := c.XGroupCreateMkStream(ctx, k.stream, "g1", "0").Err(); err != nil {
-				t.Fatal(err)
+	onSale(t, 1, func(t *testing.T, c redis.UniversalClient, k asyncKeys, now time.Time) {
+		ctx := context.Background()
+		if err := c.XGroupCreateMkStream(ctx, k.stream, "g1", "0").Err(); err != nil {
+			t.Fatal(err)
+		}
+		if got := k.admit(t, c, 5, 7, 200, now); got != 0 {
+			t.Fatalf("admission: got %d, want 0", got)
+		}
+		res, err := c.XReadGroup(ctx, &redis.XReadGroupArgs{Group: "g1", Consumer: "c1", Streams: []string{k.stream, ">"}, Count: 10, Block: -1}).Result()
+		if err != nil || len(res) != 1 || len(res[0].Messages) != 1 {
+			t.Fatalf("read: got %v, %v", res, err)
+		}
+		id := res[0].Messages[0].ID
+		dead := func(removeBuyer string) int64 {
+			t.Helper()
+			code, err := lua.DeadLetter.Run(ctx, c, []string{k.stream, k.dlq, k.stock, k.buyers, k.voucher, k.infoOf(200)},
+				"g1", id, 200, 5, 7, "failures", 1, removeBuyer, 60, "1").Int64()
+			if err != nil {
+				t.Fatalf("deadletter.lua: %v", err)
 			}
-			if got := k.admit(t, c, 5, 7, 200, now); got != 0 {
-				t.Fatalf("admission: got %d, want 0", got)
-			}
-			res, err := c.XReadGroup(ctx, &redis.XReadGroupArgs{Group: "g1", Consumer: "c1", Streams: []string{k.stream, ">"}, Count: 10, Block: -1}).Result()
-			if err != nil || len(res) != 1 || len(res[0].Messages) != 1 {
-				t.Fatalf("read: got %v, %v", res, err)
-			}
-			id := res[0].Messages[0].ID
-			dead := func(removeBuyer string) int64 {
-				t.Helper()
-				code, err := lua.DeadLetter.Run(ctx, c, []string{k.stream, k.dlq, k.stock, k.buyers, k.voucher, k.infoOf(200)},
-					"g1", id, 200, 5, 7, "failures", 1, removeBuyer, 60, "1").Int64()
-				if err != nil {
-					t.Fatalf("deadletter.lua: %v", err)
-				}
-				return code
-			}
-			c.HSet(ctx, k.voucher, "state", "frozen")
-			if got := dead("1"); got != -1 {
-				t.Errorf("frozen voucher: got %d, want -1 (deferred)", got)
-			}
-			if stock, _ := c.Get(ctx, k.stock).Int64(); stock != 0 {
-				t.Errorf("deferred dead letter changed the stock to %d", stock)
-			}
-			c.HSet(ctx, k.voucher, "state", "ok")
-			if got := dead("1"); got != 1 {
-				t.Fatalf("dead letter: got %d, want 1", got)
-			}
-			if got := dead("1"); got != 0 {
-				t.Errorf("second dead letter of the entry: got %d, want 0 (settled)", got)
-			}
-			stock, _ := c.Get(ctx, k.stock).Int64()
-			member, _ := c.SIsMember(ctx, k.buyers, 5).Result()
-			left, _ := c.XLen(ctx, k.stream).Result()
-			dlq, _ := c.XRange(ctx, k.dlq, "-", "+").Result()
-			info, _ := c.Get(ctx, k.infoOf(200)).Result()
-			if stock != 1 || member || left != 0 || len(dlq) != 1 || info != "5:7:failed" {
-				t.Errorf("got stock %d, buyer %v, %d left, %d dead letters, info %q; want 1, false, 0, 1, 5:7:failed", stock, member, left, len(dlq), info)
-			}
-			if len(dlq) == 1 && (dlq[0].Values["orderId"] != "200" || dlq[0].Values["reason"] != "failures") {
-				t.Errorf("dead letter: got %v", dlq[0].Values)
-			}
-			// A sold-out dead letter (ARGV[10] "0") keeps its unit taken.
-			if err := c.XAdd(ctx, &redis.XAddArgs{Stream: k.stream, Values: []any{"orderId", 201, "userId", 6, "voucherId", 7}}).Err(); err != nil {
-				t.Fatal(err)
-			}
-			res, err = c.XReadGroup(ctx, &redis.XReadGroupArgs{Group: "g1", Consumer: "c1", Streams: []string{k.stream, ">"}, Count: 10, Block: -1}).Result()
-			if err != nil || len(res) != 1 || len(res[0].Messages) != 1 {
-				t.Fatalf("read: got %v, %v", res, err)
-			}
-			code, err := lua.DeadLetter.Run(ctx, c, []string{k.stream, k.dlq, k.stock, k.buyers, k.voucher, k.infoOf(201)},
-				"g1", res[0].Messages[0].ID, 201, 6, 7, "sold_out", 1, "1", 60, "0").Int64()
-			if err != nil || code != 1 {
-				t.Fatalf("sold-out dead letter: got %d, %v, want 1", code, err)
-			}
-			if after, _ := c.Get(ctx, k.stock).Int64(); after != stock {
-				t.Errorf("sold-out dead letter: stock %d -> %d, want it kept taken", stock, after)
-			}
-		})
-	}
+			return code
+		}
+		c.HSet(ctx, k.voucher, "state", "frozen")
+		if got := dead("1"); got != -1 {
+			t.Errorf("frozen voucher: got %d, want -1 (deferred)", got)
+		}
+		if stock, _ := c.Get(ctx, k.stock).Int64(); stock != 0 {
+			t.Errorf("deferred dead letter changed the stock to %d", stock)
+		}
+		c.HSet(ctx, k.voucher, "state", "ok")
+		if got := dead("1"); got != 1 {
+			t.Fatalf("dead letter: got %d, want 1", got)
+		}
+		if got := dead("1"); got != 0 {
+			t.Errorf("second dead letter of the entry: got %d, want 0 (settled)", got)
+		}
+		stock, _ := c.Get(ctx, k.stock).Int64()
+		member, _ := c.SIsMember(ctx, k.buyers, 5).Result()
+		left, _ := c.XLen(ctx, k.stream).Result()
+		dlq, _ := c.XRange(ctx, k.dlq, "-", "+").Result()
+		info, _ := c.Get(ctx, k.infoOf(200)).Result()
+		if stock != 1 || member || left != 0 || len(dlq) != 1 || info != "5:7:failed" {
+			t.Errorf("got stock %d, buyer %v, %d left, %d dead letters, info %q; want 1, false, 0, 1, 5:7:failed", stock, member, left, len(dlq), info)
+		}
+		if len(dlq) == 1 && (dlq[0].Values["orderId"] != "200" || dlq[0].Values["reason"] != "failures") {
+			t.Errorf("dead letter: got %v", dlq[0].Values)
+		}
+		// A sold-out dead letter (ARGV[10] "0") keeps its unit taken.
+		if err := c.XAdd(ctx, &redis.XAddArgs{Stream: k.stream, Values: []any{"orderId", 201, "userId", 6, "voucherId", 7}}).Err(); err != nil {
+			t.Fatal(err)
+		}
+		res, err = c.XReadGroup(ctx, &redis.XReadGroupArgs{Group: "g1", Consumer: "c1", Streams: []string{k.stream, ">"}, Count: 10, Block: -1}).Result()
+		if err != nil || len(res) != 1 || len(res[0].Messages) != 1 {
+			t.Fatalf("read: got %v, %v", res, err)
+		}
+		code, err := lua.DeadLetter.Run(ctx, c, []string{k.stream, k.dlq, k.stock, k.buyers, k.voucher, k.infoOf(201)},
+			"g1", res[0].Messages[0].ID, 201, 6, 7, "sold_out", 1, "1", 60, "0").Int64()
+		if err != nil || code != 1 {
+			t.Fatalf("sold-out dead letter: got %d, %v, want 1", code, err)
+		}
+		if after, _ := c.Get(ctx, k.stock).Int64(); after != stock {
+			t.Errorf("sold-out dead letter: stock %d -> %d, want it kept taken", stock, after)
+		}
+	})
 }

@@ -1,12 +1,13 @@
--- deadletter.lua: give up on one pending order of stream.orders and give its
--- stock and buyer mark back (as asked), exactly once, keeping invariant 5.
+-- deadletter.lua: give up on one pending order of a shard's order stream
+-- and give its stock and buyer mark back (as asked), exactly once, keeping
+-- invariant 5. Every key is in the shard of the entry's bucket.
 --
--- KEYS[1]  stream.orders
--- KEYS[2]  stream.orders.dlq                the dead-letter stream
--- KEYS[3]  seckill:stock:<voucherId>
--- KEYS[4]  seckill:order:<voucherId>        buyers
--- KEYS[5]  seckill:voucher:<voucherId>      hash with the state
--- KEYS[6]  seckill:orderinfo:<orderId>
+-- KEYS[1]  seckill:{<tag>}:orders  the shard's order stream
+-- KEYS[2]  seckill:{<tag>}:orders.dlq  the shard's dead-letter stream
+-- KEYS[3]  seckill:{<tag>}:stock:<voucherId>  the bucket's stock
+-- KEYS[4]  seckill:{<tag>}:order:<voucherId>  the bucket's buyers
+-- KEYS[5]  seckill:{<tag>}:voucher:<voucherId>  hash with the state
+-- KEYS[6]  seckill:{<tag>}:orderinfo:<orderId>  the order's record
 -- ARGV[1]  consumer group (g1)
 -- ARGV[2]  stream entry id
 -- ARGV[3]  order id

@@ -1,8 +1,8 @@
 -- giveback.lua: put a cancelled order's unit back into one bucket's stock,
 -- at most once per order id, however often it runs.
 --
--- KEYS[1]  the bucket's stock            seckill:{<tag>}:stock:<voucherId>
--- KEYS[2]  the bucket's returned orders  seckill:{<tag>}:returned:<voucherId>
+-- KEYS[1]  seckill:{<tag>}:stock:<voucherId>  the bucket's stock
+-- KEYS[2]  seckill:{<tag>}:returned:<voucherId>  the bucket's returned orders
 -- ARGV[1]  order id
 --
 -- Returns 1 when it added the unit (and the order to the returned set), 0

@@ -1,8 +1,8 @@
 -- idempotency_begin.lua: claim an Idempotency-Key for a request, or read
 -- what the key already holds, in one atomic step.
 --
--- KEYS[1]  the key's record (a hash: owner, fp, and once answered status,
---          body)
+-- KEYS[1]  seckill:idem:<userId>:<key>  the key's record (a hash: owner,
+--          fp, and once answered status, body)
 -- ARGV[1]  the owner token of this attempt
 -- ARGV[2]  the request's fingerprint (method and path)
 -- ARGV[3]  the lease of an attempt in flight, in milliseconds

@@ -1,7 +1,7 @@
 -- idempotency_finish.lua: store the answer of the attempt holding an
 -- Idempotency-Key, or give the key up, only while that attempt holds it.
 --
--- KEYS[1]  the key's record (idempotency_begin.lua)
+-- KEYS[1]  seckill:idem:<userId>:<key>  the key's record (idempotency_begin.lua)
 -- ARGV[1]  the owner token the attempt claimed the key with
 -- ARGV[2]  the answer's HTTP status, or "" to give the key up (delete)
 -- ARGV[3]  the answer's body

@@ -4,125 +4,108 @@
 // the server does not have the script cached yet. The values a script
 // returns that its callers interpret are named here, beside the script.
 //
+// A header's KEYS lines are the one place a script's keys are written
+// down (KeysOf reads them); repository/redisstore tests its key builders
+// against them.
+//
 // The package is a leaf: it imports nothing of the project. Package lock
-// runs the lock scripts, package repository the async seckill scripts.
+// runs the lock scripts, repository/redisstore the others.
 package lua
 
 import (
-	_ "embed"
+	"embed"
 
 	"github.com/redis/go-redis/v9"
 )
 
-var (
-	//go:embed acquire.lua
-	acquireSrc string
-	//go:embed unlock.lua
-	unlockSrc string
-	//go:embed acquire_all.lua
-	acquireAllSrc string
-	//go:embed acquire_node.lua
-	acquireNodeSrc string
-	//go:embed unlock_node.lua
-	unlockNodeSrc string
-	//go:embed unlock_all.lua
-	unlockAllSrc string
-	//go:embed reentrant_lock.lua
-	reentrantLockSrc string
-	//go:embed reentrant_unlock.lua
-	reentrantUnlockSrc string
-	//go:embed reentrant_renew.lua
-	reentrantRenewSrc string
-	//go:embed seckill.lua
-	seckillSrc string
-	//go:embed deadletter.lua
-	deadLetterSrc string
-	//go:embed seckill_settle.lua
-	seckillSettleSrc string
-	//go:embed seckill_away.lua
-	seckillAwaySrc string
-	//go:embed seckill_release.lua
-	seckillReleaseSrc string
-	//go:embed touch.lua
-	touchSrc string
-	//go:embed giveback.lua
-	giveBackSrc string
-	//go:embed idempotency_begin.lua
-	idempotencyBeginSrc string
-	//go:embed idempotency_finish.lua
-	idempotencyFinishSrc string
-)
+// sources holds every script of the package.
+//
+//go:embed *.lua
+var sources embed.FS
+
+// load wraps the script in file name once.
+func load(name string) *redis.Script { return redis.NewScript(source(name)) }
+
+// source is the text of the script in file name; a missing file is a
+// build mistake, so it panics at start-up.
+func source(name string) string {
+	b, err := sources.ReadFile(name)
+	if err != nil {
+		panic("lua: " + err.Error())
+	}
+	return string(b)
+}
 
 // The Idempotency-Key scripts, one key each.
 var (
 	// IdempotencyBegin is idempotency_begin.lua: claim a key for an
 	// attempt, or return its record (fingerprint, answer).
-	IdempotencyBegin = redis.NewScript(idempotencyBeginSrc)
+	IdempotencyBegin = load("idempotency_begin.lua")
 	// IdempotencyFinish is idempotency_finish.lua: store the attempt's
 	// answer, or give the key up, if the attempt still holds it.
-	IdempotencyFinish = redis.NewScript(idempotencyFinishSrc)
+	IdempotencyFinish = load("idempotency_finish.lua")
 )
+
+// CheckCode is check_code.lua: compare a login code and count wrong
+// guesses in one step.
+var CheckCode = load("check_code.lua")
 
 // The lock scripts. They are immutable once built and safe for concurrent
 // use.
 var (
 	// Acquire is acquire.lua: SET NX PX plus a fencing token INCR.
-	Acquire = redis.NewScript(acquireSrc)
+	Acquire = load("acquire.lua")
 	// Unlock is unlock.lua: compare-and-delete.
-	Unlock = redis.NewScript(unlockSrc)
+	Unlock = load("unlock.lua")
 	// AcquireAll is acquire_all.lua: Acquire for many locks in one call,
 	// each with its own owner token; one fencing token (or 0) per lock.
-	AcquireAll = redis.NewScript(acquireAllSrc)
+	AcquireAll = load("acquire_all.lua")
 	// UnlockAll is unlock_all.lua: Unlock for many locks in one call; 1 or
 	// 0 per lock.
-	UnlockAll = redis.NewScript(unlockAllSrc)
+	UnlockAll = load("unlock_all.lua")
 	// AcquireNode is acquire_node.lua: AcquireAll for the keys of one
 	// Redis Cluster node, given in ARGV (keys of many slots).
-	AcquireNode = redis.NewScript(acquireNodeSrc)
+	AcquireNode = load("acquire_node.lua")
 	// UnlockNode is unlock_node.lua: UnlockAll for the keys of one Redis
 	// Cluster node, given in ARGV.
-	UnlockNode = redis.NewScript(unlockNodeSrc)
+	UnlockNode = load("unlock_node.lua")
 	// ReentrantLock is reentrant_lock.lua: hash owner -> count acquire.
-	ReentrantLock = redis.NewScript(reentrantLockSrc)
+	ReentrantLock = load("reentrant_lock.lua")
 	// ReentrantUnlock is reentrant_unlock.lua: decrement, delete at zero,
 	// publish the release.
-	ReentrantUnlock = redis.NewScript(reentrantUnlockSrc)
+	ReentrantUnlock = load("reentrant_unlock.lua")
 	// ReentrantRenew is reentrant_renew.lua: the watchdog's renewal.
-	ReentrantRenew = redis.NewScript(reentrantRenewSrc)
+	ReentrantRenew = load("reentrant_renew.lua")
 )
 
 // The async seckill scripts (SECKILL_ORDER_MODE=async).
 var (
-	// Seckill is seckill.lua: the admission of one order (window, buyer,
-	// stock, stream append) in one atomic step; it returns one of the
-	// Seckill* codes below. It recognises its own order, so a second run
+	// Seckill is seckill.lua: the admission of one order in one bucket
+	// (window, buyer, stock, stream append) in one atomic step; it returns
+	// one of the Seckill* codes below. ARGV[6] picks the bucket's mode:
+	// SeckillOnly, SeckillHome or SeckillAway. A second run of one order
 	// admits nothing more.
-	Seckill = redis.NewScript(seckillSrc)
+	Seckill = load("seckill.lua")
 	// SeckillSettle is seckill_settle.lua: after an admission whose answer
 	// was lost, report it admitted or void the order id so that it never
 	// is: SettleAdmitted or SettleVoid.
-	SeckillSettle = redis.NewScript(seckillSettleSrc)
-	// SeckillAway is seckill_away.lua: the admission of an order in a
-	// bucket other than the user's home bucket (a voucher whose stock is
-	// split in buckets), after the home bucket reserved the buyer mark
-	// (SeckillMove); it returns a Seckill* code (never SeckillDuplicate).
-	SeckillAway = redis.NewScript(seckillAwaySrc)
+	SeckillSettle = load("seckill_settle.lua")
 	// SeckillRelease is seckill_release.lua: end a home bucket's
 	// reservation, the order admitted elsewhere ("moved") or nowhere
 	// ("void").
-	SeckillRelease = redis.NewScript(seckillReleaseSrc)
+	SeckillRelease = load("seckill_release.lua")
 	// DeadLetter is deadletter.lua: move a pending order to the dead-letter
 	// stream and give its stock and buyer mark back, exactly once:
 	// DeadLettered, DeadLetterNotPending or DeadLetterUnsafe.
-	DeadLetter = redis.NewScript(deadLetterSrc)
+	DeadLetter = load("deadletter.lua")
 	// Touch is touch.lua: reset the idle time of the pending entries a
 	// consumer keeps for a retry, only those still pending with it; it
 	// returns their ids.
-	Touch = redis.NewScript(touchSrc)
+	Touch = load("touch.lua")
 	// GiveBack is giveback.lua: put a cancelled order's unit back into a
 	// bucket's stock, once per order id: GiveBackApplied, GiveBackAlready
 	// or GiveBackNotLoaded.
-	GiveBack = redis.NewScript(giveBackSrc)
+	GiveBack = load("giveback.lua")
 )
 
 // The results GiveBack (giveback.lua) returns.
@@ -130,6 +113,18 @@ const (
 	GiveBackApplied   = 1
 	GiveBackAlready   = 0
 	GiveBackNotLoaded = -1
+)
+
+// The modes of Seckill (seckill.lua's ARGV[6]).
+const (
+	// SeckillOnly: the voucher's stock is in one bucket.
+	SeckillOnly = ""
+	// SeckillHome: the user's home bucket of a split voucher; sold out
+	// there, it reserves the buyer mark and answers SeckillMove.
+	SeckillHome = "reserve"
+	// SeckillAway: another bucket, after the home bucket's SeckillMove;
+	// it never answers SeckillDuplicate.
+	SeckillAway = "away"
 )
 
 // The integer codes Seckill (seckill.lua) returns. Nothing changes in Redis
@@ -188,7 +183,7 @@ const (
 
 // The values of an order-info key (seckill:{<tag>}:orderinfo:<orderId>)
 // the scripts write: "<userId>:<voucherId>:<status>" with status
-// OrderInfoPending (seckill.lua, seckill_away.lua), OrderInfoFailed
+// OrderInfoPending (seckill.lua), OrderInfoFailed
 // (deadletter.lua) or OrderInfoMoving (seckill.lua's reservation in a home
 // bucket), or OrderInfoVoid alone (seckill_settle.lua, seckill_release.lua).
 const (

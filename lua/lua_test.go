@@ -45,6 +45,9 @@ func TestHeaders(t *testing.T) {
 				t.Errorf("%s: header does not mention %s", f, want)
 			}
 		}
+		if _, err := lua.KeysOf(f); err != nil {
+			t.Error(err)
+		}
 	}
 }
 
@@ -61,7 +64,8 @@ func TestScriptsLoad(t *testing.T) {
 	scripts := map[string]*redis.Script{
 		"Acquire": lua.Acquire, "Unlock": lua.Unlock, "AcquireAll": lua.AcquireAll, "UnlockAll": lua.UnlockAll, "ReentrantLock": lua.ReentrantLock,
 		"ReentrantUnlock": lua.ReentrantUnlock, "ReentrantRenew": lua.ReentrantRenew,
-		"Seckill": lua.Seckill, "SeckillSettle": lua.SeckillSettle,
+		"Seckill": lua.Seckill, "SeckillSettle": lua.SeckillSettle, "SeckillRelease": lua.SeckillRelease,
+		"CheckCode":  lua.CheckCode,
 		"DeadLetter": lua.DeadLetter, "Touch": lua.Touch, "GiveBack": lua.GiveBack,
 		"IdempotencyBegin": lua.IdempotencyBegin, "IdempotencyFinish": lua.IdempotencyFinish,
 	}

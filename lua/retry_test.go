@@ -69,82 +69,72 @@ func checkAdmissions(t *testing.T, c redis.UniversalClient, k asyncKeys, want in
 // admits once; an order id whose order-info key is void (or names another
 // order) is refused with 7 and nothing changes.
 func TestSeckillScriptSameOrder(t *testing.T) {
-	for name, c := range asyncBackends(t) {
-		t.Run(name, func(t *testing.T) {
-			ctx := context.Background()
-			k := newAsyncKeys(t, c)
-			now := time.Now()
-			k.openSale(ctx, c, now, 2)
-			if got := k.admit(t, c, 1, 7, 100, now); got != 0 {
-				t.Fatalf("admission: got %d, want 0", got)
+	onSale(t, 2, func(t *testing.T, c redis.UniversalClient, k asyncKeys, now time.Time) {
+		ctx := context.Background()
+		if got := k.admit(t, c, 1, 7, 100, now); got != 0 {
+			t.Fatalf("admission: got %d, want 0", got)
+		}
+		if got := k.admit(t, c, 1, 7, 100, now); got != 0 {
+			t.Errorf("the same order again: got %d, want 0 (already admitted)", got)
+		}
+		checkAdmissions(t, c, k, 1)
+		c.Set(ctx, k.infoOf(100), "1:7:failed", time.Minute)
+		if got := k.admit(t, c, 1, 7, 100, now); got != 0 {
+			t.Errorf("the same order, dead-lettered since: got %d, want 0 (it was admitted)", got)
+		}
+		for _, info := range []string{"void", "2:7:pending", "1:8:pending"} {
+			c.Set(ctx, k.infoOf(100), info, time.Minute)
+			if got := k.admit(t, c, 1, 7, 100, now); got != 7 {
+				t.Errorf("order info %q: got %d, want 7 (the order id is void or not this order)", info, got)
 			}
-			if got := k.admit(t, c, 1, 7, 100, now); got != 0 {
-				t.Errorf("the same order again: got %d, want 0 (already admitted)", got)
-			}
-			checkAdmissions(t, c, k, 1)
-			c.Set(ctx, k.infoOf(100), "1:7:failed", time.Minute)
-			if got := k.admit(t, c, 1, 7, 100, now); got != 0 {
-				t.Errorf("the same order, dead-lettered since: got %d, want 0 (it was admitted)", got)
-			}
-			for _, info := range []string{"void", "2:7:pending", "1:8:pending"} {
-				c.Set(ctx, k.infoOf(100), info, time.Minute)
-				if got := k.admit(t, c, 1, 7, 100, now); got != 7 {
-					t.Errorf("order info %q: got %d, want 7 (the order id is void or not this order)", info, got)
-				}
-			}
-			checkAdmissions(t, c, k, 1)
-		})
-	}
+		}
+		checkAdmissions(t, c, k, 1)
+	})
 }
 
 // TestSeckillSettleScript: every verdict of seckill_settle.lua, and that a
 // voided order id is refused by seckill.lua afterwards.
 func TestSeckillSettleScript(t *testing.T) {
-	for name, c := range asyncBackends(t) {
-		t.Run(name, func(t *testing.T) {
-			ctx := context.Background()
-			k := newAsyncKeys(t, c)
-			now := time.Now()
-			k.openSale(ctx, c, now, 2)
-			settle := func(order, user int64) int64 {
-				t.Helper()
-				v, err := lua.SeckillSettle.Run(ctx, c, []string{k.infoOf(order)}, user, 7, 60).Int64()
-				if err != nil {
-					t.Fatalf("seckill_settle.lua: %v", err)
-				}
-				return v
+	onSale(t, 2, func(t *testing.T, c redis.UniversalClient, k asyncKeys, now time.Time) {
+		ctx := context.Background()
+		settle := func(order, user int64) int64 {
+			t.Helper()
+			v, err := lua.SeckillSettle.Run(ctx, c, []string{k.infoOf(order)}, user, 7, 60).Int64()
+			if err != nil {
+				t.Fatalf("seckill_settle.lua: %v", err)
 			}
-			if got := k.admit(t, c, 1, 7, 100, now); got != 0 {
-				t.Fatalf("admission: got %d, want 0", got)
-			}
-			if got := settle(100, 1); got != 0 {
-				t.Errorf("admitted order: got %d, want 0 (admitted)", got)
-			}
-			c.Set(ctx, k.infoOf(100), "1:7:failed", time.Minute)
-			if got := settle(100, 1); got != 0 {
-				t.Errorf("admitted, dead-lettered since: got %d, want 0 (admitted)", got)
-			}
-			if got := settle(100, 2); got != 1 {
-				t.Errorf("another user's order under the id: got %d, want 1 (void)", got)
-			}
-			if v := c.Get(ctx, k.infoOf(100)).Val(); v != "1:7:failed" {
-				t.Errorf("another order's record: got %q, want it untouched", v)
-			}
-			if got := settle(101, 2); got != 1 {
-				t.Errorf("unknown order: got %d, want 1 (void)", got)
-			}
-			if v, ttl := c.Get(ctx, k.infoOf(101)).Val(), c.TTL(ctx, k.infoOf(101)).Val(); v != "void" || ttl <= 0 {
-				t.Errorf("voided order info: got %q with TTL %v, want void with a TTL", v, ttl)
-			}
-			if got := settle(101, 2); got != 1 {
-				t.Errorf("settled again: got %d, want 1 (void)", got)
-			}
-			if got := k.admit(t, c, 2, 7, 101, now); got != 7 {
-				t.Errorf("late admission of the void order: got %d, want 7", got)
-			}
-			checkAdmissions(t, c, k, 1)
-		})
-	}
+			return v
+		}
+		if got := k.admit(t, c, 1, 7, 100, now); got != 0 {
+			t.Fatalf("admission: got %d, want 0", got)
+		}
+		if got := settle(100, 1); got != 0 {
+			t.Errorf("admitted order: got %d, want 0 (admitted)", got)
+		}
+		c.Set(ctx, k.infoOf(100), "1:7:failed", time.Minute)
+		if got := settle(100, 1); got != 0 {
+			t.Errorf("admitted, dead-lettered since: got %d, want 0 (admitted)", got)
+		}
+		if got := settle(100, 2); got != 1 {
+			t.Errorf("another user's order under the id: got %d, want 1 (void)", got)
+		}
+		if v := c.Get(ctx, k.infoOf(100)).Val(); v != "1:7:failed" {
+			t.Errorf("another order's record: got %q, want it untouched", v)
+		}
+		if got := settle(101, 2); got != 1 {
+			t.Errorf("unknown order: got %d, want 1 (void)", got)
+		}
+		if v, ttl := c.Get(ctx, k.infoOf(101)).Val(), c.TTL(ctx, k.infoOf(101)).Val(); v != "void" || ttl <= 0 {
+			t.Errorf("voided order info: got %q with TTL %v, want void with a TTL", v, ttl)
+		}
+		if got := settle(101, 2); got != 1 {
+			t.Errorf("settled again: got %d, want 1 (void)", got)
+		}
+		if got := k.admit(t, c, 2, 7, 101, now); got != 7 {
+			t.Errorf("late admission of the void order: got %d, want 7", got)
+		}
+		checkAdmissions(t, c, k, 1)
+	})
 }
 
 // TestLockScriptsRepeated: a lock script sent twice with the same owner

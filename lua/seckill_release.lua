@@ -1,8 +1,8 @@
 -- seckill_release.lua: end the reservation seckill.lua made in the user's
 -- home bucket (code 8) once the other buckets have answered.
 --
--- KEYS[1]  the home bucket's buyers   seckill:{<tag>}:order:<voucherId>
--- KEYS[2]  seckill:{<tag>}:orderinfo:<orderId> in the home bucket's shard
+-- KEYS[1]  seckill:{<tag>}:order:<voucherId>  the home bucket's buyers
+-- KEYS[2]  seckill:{<tag>}:orderinfo:<orderId>  in the home bucket's shard
 -- ARGV[1]  user id
 -- ARGV[2]  voucher id
 -- ARGV[3]  "moved": another bucket admitted the order (the buyer mark

@@ -2,7 +2,7 @@
 -- reply, a timeout, a dropped connection): either seckill.lua admitted the
 -- order, or it never will.
 --
--- KEYS[1]  seckill:orderinfo:<orderId>
+-- KEYS[1]  seckill:{<tag>}:orderinfo:<orderId>  in the admitting bucket's shard
 -- ARGV[1]  user id
 -- ARGV[2]  voucher id
 -- ARGV[3]  TTL of the void mark, seconds

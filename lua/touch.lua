@@ -1,4 +1,4 @@
--- touch.lua: a consumer keeps some pending entries of stream.orders in
+-- touch.lua: a consumer keeps some pending entries of an order stream in
 -- memory to retry them; before each retry (and while it backs off) it
 -- resets their idle time so that no other consumer takes them for a dead
 -- consumer's, but only for the entries still pending with it. An entry
@@ -7,7 +7,7 @@
 -- written or dead-lettered) is not pending any more. Check and reset are
 -- one atomic step: no claim can come between them.
 --
--- KEYS[1]    stream.orders
+-- KEYS[1]    seckill:{<tag>}:orders  the shard's order stream
 -- ARGV[1]    consumer group (g1)
 -- ARGV[2]    consumer name
 -- ARGV[3..]  stream entry ids

@@ -210,7 +210,7 @@ func (m *Metrics) SweepDone(d time.Duration, batches int) {
 func (m *Metrics) SweepFailed() { m.SweepErrors.Inc() }
 
 // AdmissionRoundTrip observes one admission round trip to Redis carrying n
-// admissions (repository.Admission.ObservePipelines). A nil *Metrics
+// admissions (redisstore.Admission.ObservePipelines). A nil *Metrics
 // observes nothing, so that m.AdmissionRoundTrip can be wired with or
 // without metrics.
 func (m *Metrics) AdmissionRoundTrip(n int) {
@@ -221,7 +221,7 @@ func (m *Metrics) AdmissionRoundTrip(n int) {
 }
 
 // RedisRoundTrip counts one round trip to a Redis node carrying cmds
-// commands (repository.ObserveRoundTrips). A nil *Metrics counts nothing.
+// commands (redisstore.ObserveRoundTrips). A nil *Metrics counts nothing.
 func (m *Metrics) RedisRoundTrip(node string, cmds int) {
 	if m == nil {
 		return

@@ -7,22 +7,18 @@ import (
 	"seckill/model"
 )
 
-// Every Redis key this package reads or writes, and every TTL it gives
-// them, in one place (README, "Redis keys"). The Lua scripts of seckill/lua
-// receive their keys from here as KEYS; the lock keys (lock:order:<userId>,
-// the reconciler's lock, their fencing counters) belong to package service
-// and package lock. internal/audit (the harness and the root tests) and the
-// benchmark (cmd/harness) use these names too.
+// Every Redis key the stores read or write, and every TTL they give them.
+// The lock keys belong to package service and package lock instead.
+// redisstore builds each Lua script's KEYS from these names.
 
-// The async-mode keys live in Shards shards. Shard i's keys carry the hash
-// tag ShardTag(i), chosen so that its Redis Cluster slot lies in the i-th
-// sixteenth of the slot space: a script touches the keys of one shard only
-// (one slot), and the shards spread over the masters of a cluster whose
-// slots are split in ranges (redis-cli --cluster create). A voucher lives
-// in shard VoucherShard(voucherId) (its stock, buyers, hash, and the order
-// info and stream entries of its orders); each shard has its own order
-// stream, dead-letter stream and epoch, and the consumers read every shard.
-// On one Redis the layout is the same (the tags are then only names).
+// The async-mode keys live in Shards shards. Shard i's keys carry the
+// hash tag ShardTag(i), whose cluster slot lies in the i-th sixteenth of
+// the slot space. So a script touches the keys of one slot only. The
+// shards spread over the masters of a cluster split in slot ranges.
+// A voucher lives in shard VoucherShard(voucherId), with its orders' info
+// and stream entries. Each shard has its own stream, dead-letter stream
+// and epoch; the consumers read every shard. One Redis uses the same
+// layout, where the tags are only names.
 const (
 	// Shards is the number of shards: fixed, part of the key layout.
 	Shards = 16
@@ -83,18 +79,18 @@ func DeadLetterKey(i int) string { return shardPrefix(i) + DeadLetterName }
 func EpochKey(i int) string { return shardPrefix(i) + "epoch" }
 
 // A voucher's Redis stock may be split in buckets (SECKILL_STOCK_BUCKETS,
-// or the voucher's stockBuckets at publish time): bucket b lives in shard
-// BucketShard(voucherId, b), so that the buckets of one voucher are on
-// different slots, with the same key names in each shard. Bucket 0 is the
-// voucher's shard: a voucher of one bucket has exactly the keys below.
+// or the voucher's stockBuckets at publish time). Bucket b lives in shard
+// BucketShard(voucherId, b), so a voucher's buckets are on different
+// slots. Each shard uses the same key names. Bucket 0 is the voucher's
+// shard, so a voucher of one bucket has exactly the keys below.
 // A user's home bucket (HomeBucket) holds the user's buyer mark.
 const MaxBuckets = model.MaxStockBuckets
 
 // BucketShard is the shard of bucket b (0 <= b < MaxBuckets) of the
-// voucher: bucketStride shards after the previous bucket's, so that
-// consecutive buckets fall in different ranges of the slot space (on three
-// masters with the slots in three ranges, buckets 0, 1, 2 on three
-// different masters); the stride is odd, so the 16 buckets are 16 shards.
+// voucher: bucketStride shards after the previous bucket's. Consecutive
+// buckets so fall in different ranges of the slot space: on three masters,
+// buckets 0, 1 and 2 are on three masters. The stride is odd, so the 16
+// buckets are 16 shards.
 func BucketShard(voucherID int64, b int) int {
 	return (VoucherShard(voucherID) + b*bucketStride) % Shards
 }
@@ -155,12 +151,14 @@ func OrderInfoKey(shard int, orderID int64) string {
 // or template the order-info keys).
 func OrderInfoPrefix(shard int) string { return shardPrefix(shard) + "orderinfo:" }
 
-// DuprejPrefix is the prefix of DuprejKey (one key, outside the shards).
-const DuprejPrefix = "seckill:duprej:"
+// DuplicateRejectionsPrefix is the prefix of DuplicateRejectionsKey (one key, outside the shards).
+const DuplicateRejectionsPrefix = "seckill:duprej:"
 
-// DuprejKey is seckill:duprej:<voucherId>, the count of unique-key
+// DuplicateRejectionsKey is seckill:duprej:<voucherId>, the count of unique-key
 // rejections of the voucher.
-func DuprejKey(voucherID int64) string { return DuprejPrefix + strconv.FormatInt(voucherID, 10) }
+func DuplicateRejectionsKey(voucherID int64) string {
+	return DuplicateRejectionsPrefix + strconv.FormatInt(voucherID, 10)
+}
 
 // The live dashboard's keys (package live): each instance adds its counts
 // to the voucher's hash and records itself in the instances hash about four
@@ -178,9 +176,9 @@ const (
 // buckets) summed over every instance.
 func LiveKey(voucherID int64) string { return LivePrefix + strconv.FormatInt(voucherID, 10) }
 
-// loginCodeKey is login:code:<phone>, the login code sent to phone and
+// LoginCodeKey is login:code:<phone>, the login code sent to phone and
 // its wrong guesses ("<code>:<wrong guesses>").
-func loginCodeKey(phone string) string { return "login:code:" + phone }
+func LoginCodeKey(phone string) string { return "login:code:" + phone }
 
 // RatePrefix is the prefix redis_rate gives every key of a Limiter: the
 // key of Limiter.Allow(ctx, key, ...) is rate:<key>, one key per call.
@@ -208,13 +206,13 @@ func IdempotencyKey(userID int64, key string) string {
 	return "seckill:idem:" + strconv.FormatInt(userID, 10) + ":" + key
 }
 
-// idDay is the day of t (UTC) as the ID worker's sequence key spells it:
+// IDDay is the day of t (UTC) as the ID worker's sequence key spells it:
 // yyyy:MM:dd.
-func idDay(t time.Time) string { return t.UTC().Format("2006:01:02") }
+func IDDay(t time.Time) string { return t.UTC().Format("2006:01:02") }
 
-// idSequenceKey is icr:order:<yyyy:MM:dd>, the ID worker's sequence of day
-// (an idDay).
-func idSequenceKey(day string) string { return "icr:order:" + day }
+// IDSequenceKey is icr:order:<yyyy:MM:dd>, the ID worker's sequence of day
+// (an IDDay).
+func IDSequenceKey(day string) string { return "icr:order:" + day }
 
 // The TTLs of the keys above. Keys not listed here never expire (stream,
 // dead-letter stream, epoch, duprej counters, ID sequences); the login

@@ -5,6 +5,8 @@ import (
 	"os"
 	"strings"
 	"testing"
+
+	"github.com/redis/go-redis/v9"
 )
 
 // TestSlot: CRC16/XMODEM's check value, slots from the Redis Cluster
@@ -55,7 +57,7 @@ func TestSlotAgreesWithCluster(t *testing.T) {
 	if addrs == "" {
 		t.Skip("SECKILL_TEST_CLUSTER_ADDRS not set")
 	}
-	c := NewClusterRedisClient(strings.Split(addrs, ","), RedisAuth{})
+	c := redis.NewClusterClient(&redis.ClusterOptions{Addrs: strings.Split(addrs, ",")})
 	defer c.Close()
 	for i := range Shards {
 		for _, k := range []string{StreamKey(i), StockKey(int64(i)), "lock:order:" + ShardTag(i)} {

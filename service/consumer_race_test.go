@@ -15,6 +15,8 @@ import (
 	"seckill/lua"
 	"seckill/model"
 	"seckill/repository"
+	"seckill/repository/redisstore"
+	"seckill/repository/sqlstore"
 )
 
 // Integration tests of the consumers against the real MariaDB and Redis.
@@ -26,9 +28,9 @@ import (
 // raceEnv is one test's stores.
 type raceEnv struct {
 	rdb    *redis.Client
-	db     *repository.DB
-	orders *repository.Orders
-	queue  *repository.OrderStream
+	db     *sqlstore.DB
+	orders *sqlstore.Orders
+	queue  *redisstore.OrderStream
 	stream string
 	dlq    string
 	locker *lock.Local
@@ -44,7 +46,7 @@ func newRaceEnv(t *testing.T) *raceEnv {
 		t.Skip("SECKILL_MYSQL_DSN or SECKILL_REDIS_ADDR not set")
 	}
 	ctx := context.Background()
-	db, err := repository.OpenMySQL(ctx, dsn)
+	db, err := sqlstore.OpenMySQL(ctx, dsn)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -52,11 +54,11 @@ func newRaceEnv(t *testing.T) *raceEnv {
 	if err := db.Migrate(ctx); err != nil {
 		t.Fatal(err)
 	}
-	rdb := repository.NewRedisClient(addr, repository.RedisAuth{})
+	rdb := redisstore.NewRedisClient(addr, redisstore.RedisAuth{})
 	sfx := rand.Text()[:10]
-	e := &raceEnv{rdb: rdb, db: db, orders: repository.NewOrders(db),
+	e := &raceEnv{rdb: rdb, db: db, orders: sqlstore.NewOrders(db),
 		stream: "test:race:stream:" + sfx, dlq: "test:race:dlq:" + sfx}
-	e.queue = repository.NewOrderStreamOn(rdb, e.stream, e.dlq)
+	e.queue = redisstore.NewOrderStreamOn(rdb, e.stream, e.dlq)
 	t.Cleanup(func() {
 		for i := range repository.Shards {
 			rdb.Del(context.Background(), repository.ShardKey(i, e.stream), repository.ShardKey(i, e.dlq))
@@ -80,10 +82,10 @@ func (e *raceEnv) voucher(t *testing.T, stock int) int64 {
 	now := time.Now()
 	v := &model.Voucher{ShopID: 9, Title: "race", PayValue: 1, ActualValue: 2, Type: 1, Status: 1, CreateTime: now, UpdateTime: now}
 	sv := &model.SeckillVoucher{Stock: stock, InitialStock: stock, BeginTime: now.Add(-time.Hour), EndTime: now.Add(time.Hour), CreateTime: now, UpdateTime: now}
-	if err := repository.NewVouchers(e.db).CreateSeckill(ctx, v, sv); err != nil {
+	if err := sqlstore.NewVouchers(e.db).CreateSeckill(ctx, v, sv); err != nil {
 		t.Fatal(err)
 	}
-	if err := repository.NewAdmission(e.rdb).Load(ctx, sv, int64(stock), nil, nil); err != nil {
+	if err := redisstore.NewAdmission(e.rdb).Load(ctx, sv, int64(stock), nil, nil); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
@@ -98,7 +100,7 @@ func (e *raceEnv) admit(t *testing.T, vid int64) (user, orderID int64) {
 	t.Helper()
 	user, orderID = 1_000_000+mrand.Int64N(1<<40), 1_000_000+mrand.Int64N(1<<50)
 	code, err := lua.Seckill.Run(context.Background(), e.rdb,
-		repository.SeckillKeys(e.stream, vid, orderID),
+		redisstore.SeckillKeys(e.stream, vid, orderID),
 		user, vid, orderID, time.Now().UnixMilli(), 60).Int()
 	if err != nil || code != 0 {
 		t.Fatalf("admission: got %d, %v, want 0", code, err)

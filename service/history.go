@@ -6,7 +6,7 @@ import (
 	"seckill/model"
 )
 
-// UserOrderStore lists a user's orders (repository.Orders).
+// UserOrderStore lists a user's orders (sqlstore.Orders).
 type UserOrderStore interface {
 	// ListByUser returns up to limit of the user's orders in the database,
 	// newest first.

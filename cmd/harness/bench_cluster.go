@@ -24,6 +24,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"seckill/repository"
+	"seckill/repository/redisstore"
 )
 
 // clusterNode is one node of the cluster the bench measures.
@@ -85,7 +86,7 @@ func (b *bench) clusterRuns() {
 	if addrs == "" || len(set) == 0 || !b.cfg.wantAsync() {
 		return
 	}
-	cc := repository.NewClusterRedisClient(strings.Split(addrs, ","), repository.RedisAuth{})
+	cc := redisstore.NewClusterRedisClient(strings.Split(addrs, ","), redisstore.RedisAuth{})
 	defer cc.Close()
 	nodes, err := b.clusterNodes(cc)
 	if err != nil {

@@ -365,7 +365,7 @@ func (b *bench) cleanup() {
 		}
 		for _, v := range b.vouchers {
 			b.deleteVoucher(v)
-			b.rdb.Del(b.ctx, repository.DuprejKey(v))
+			b.rdb.Del(b.ctx, repository.DuplicateRejectionsKey(v))
 			for shard := range repository.Shards { // every bucket a voucher can have
 				b.rdb.Del(b.ctx, repository.StockKeyIn(shard, v), repository.BuyersKeyIn(shard, v), repository.VoucherKeyIn(shard, v))
 			}

@@ -44,7 +44,7 @@ import (
 
 	auditdb "seckill/internal/audit"
 	"seckill/model"
-	"seckill/repository"
+	"seckill/repository/redisstore"
 )
 
 // allCodes are the response codes the drivers count, in table order.
@@ -567,7 +567,7 @@ func (l *loadtest) run() (ltResult, error) {
 	defer db.Close()
 	rdb := openRedis(l.RedisAddr)
 	if l.Cluster {
-		rdb = repository.NewClusterRedisClient(strings.Split(l.ClusterAddrs, ","), repository.RedisAuth{})
+		rdb = redisstore.NewClusterRedisClient(strings.Split(l.ClusterAddrs, ","), redisstore.RedisAuth{})
 	}
 	defer rdb.Close()
 

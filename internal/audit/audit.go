@@ -1,8 +1,8 @@
-// Package audit reads the facts of one voucher that the invariants of
-// docs/contract.md are judged on (model.Facts, model.Violations) from the
-// database and from Redis. The end-to-end tests and the harness
-// (cmd/harness) use it; it imports model, database/sql, go-redis, and
-// repository for the Redis key names only (never service).
+// Package audit reads one voucher's facts from the database and Redis.
+// The invariants of docs/contract.md are judged on them (model.Facts,
+// model.Violations). The end-to-end tests and cmd/harness use it. It takes
+// key names from repository and bucket counts from redisstore, and never
+// imports service.
 package audit
 
 import (
@@ -15,6 +15,7 @@ import (
 
 	"seckill/model"
 	"seckill/repository"
+	"seckill/repository/redisstore"
 )
 
 // ReadDB reads the voucher's initial stock, stock and orders (order id ->
@@ -126,7 +127,7 @@ func Buyers(ctx context.Context, rdb redis.UniversalClient, voucherID int64) (in
 
 // buckets is the voucher's bucket count in Redis.
 func buckets(ctx context.Context, rdb redis.UniversalClient, voucherID int64) (int, error) {
-	n, err := repository.VoucherBuckets(ctx, rdb, []int64{voucherID})
+	n, err := redisstore.VoucherBuckets(ctx, rdb, []int64{voucherID})
 	if err != nil {
 		return 0, fmt.Errorf("read the buckets of voucher %d: %w", voucherID, err)
 	}
@@ -136,7 +137,7 @@ func buckets(ctx context.Context, rdb redis.UniversalClient, voucherID int64) (i
 // DuplicateRejections is the voucher's unique-key rejection counter (0 when
 // absent).
 func DuplicateRejections(ctx context.Context, rdb redis.UniversalClient, voucherID int64) (int64, error) {
-	n, err := rdb.Get(ctx, repository.DuprejKey(voucherID)).Int64()
+	n, err := rdb.Get(ctx, repository.DuplicateRejectionsKey(voucherID)).Int64()
 	if errors.Is(err, redis.Nil) {
 		return 0, nil
 	}

@@ -1,0 +1,348 @@
+package redisstore
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"net"
+	"os"
+	"seckill/repository"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"seckill/lua"
+	"seckill/model"
+)
+
+// pipeProxy forwards connections to a Redis server. It meets the first
+// chunk carrying several admissions (a pipeline) with one fault. With
+// cutAfter >= 0 it forwards the first cutAfter admissions and half of the
+// next, then drops the connection. Otherwise it holds the replies on that
+// connection for stall.
+type pipeProxy struct {
+	ln       net.Listener
+	target   string
+	cutAfter int
+	stall    time.Duration
+
+	mu    sync.Mutex
+	armed bool
+	conns []net.Conn
+}
+
+func startPipeProxy(t *testing.T, target string, cutAfter int, stall time.Duration) *pipeProxy {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &pipeProxy{ln: ln, target: target, cutAfter: cutAfter, stall: stall, armed: true}
+	t.Cleanup(func() {
+		ln.Close()
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		for _, c := range p.conns {
+			c.Close()
+		}
+	})
+	go p.serve()
+	return p
+}
+
+func (p *pipeProxy) serve() {
+	for {
+		c, err := p.ln.Accept()
+		if err != nil {
+			return
+		}
+		up, err := net.Dial("tcp", p.target)
+		if err != nil {
+			c.Close()
+			continue
+		}
+		p.mu.Lock()
+		p.conns = append(p.conns, c, up)
+		p.mu.Unlock()
+		stalled := make(chan struct{})
+		go func() { // client -> server
+			defer up.Close()
+			buf := make([]byte, 64<<10)
+			for {
+				n, err := c.Read(buf)
+				if err != nil {
+					return
+				}
+				chunk := buf[:n]
+				hash := []byte(lua.Seckill.Hash())
+				p.mu.Lock()
+				hit := p.armed && bytes.Count(chunk, hash) > 1
+				if hit {
+					p.armed = false
+				}
+				p.mu.Unlock()
+				if hit && p.cutAfter >= 0 {
+					// The commands' starts: each EVALSHA of seckill.lua is
+					// an array of 13.
+					starts := indexAll(chunk, []byte("*13\r\n"))
+					cut := starts[p.cutAfter] + (starts[p.cutAfter+1]-starts[p.cutAfter])/2
+					up.Write(chunk[:cut])
+					time.Sleep(100 * time.Millisecond) // Redis runs what it got
+					c.Close()
+					return
+				}
+				if hit {
+					close(stalled)
+				}
+				if _, err := up.Write(chunk); err != nil {
+					return
+				}
+			}
+		}()
+		go func() { // server -> client
+			defer c.Close()
+			buf := make([]byte, 64<<10)
+			for {
+				n, err := up.Read(buf)
+				if err != nil {
+					return
+				}
+				select {
+				case <-stalled:
+					time.Sleep(p.stall)
+				default:
+				}
+				if _, err := c.Write(buf[:n]); err != nil {
+					return
+				}
+			}
+		}()
+	}
+}
+
+func indexAll(b, sep []byte) []int {
+	var out []int
+	for i := 0; ; {
+		j := bytes.Index(b[i:], sep)
+		if j < 0 {
+			return out
+		}
+		out = append(out, i+j)
+		i += j + len(sep)
+	}
+}
+
+// admitBatch runs one Admit per user at once and returns their answers,
+// with every admission sent in one pipeline: the batcher's round trips
+// all count as in flight until every admission waits, then one ends.
+func admitBatch(t *testing.T, r *admitRig, ctx context.Context, oids []int64, users []int64) []error {
+	t.Helper()
+	b := &r.a.batch
+	b.mu.Lock()
+	b.inFlight = evalInFlight
+	b.mu.Unlock()
+	errs := make([]error, len(users))
+	var wg sync.WaitGroup
+	for i := range users {
+		wg.Go(func() { errs[i] = r.a.Admit(ctx, oids[i], users[i], r.vid, 1, time.Now()) })
+	}
+	for deadline := time.Now().Add(5 * time.Second); ; {
+		b.mu.Lock()
+		n := len(b.queue)
+		b.mu.Unlock()
+		if n == len(users) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d admissions queued, want %d", n, len(users))
+		}
+		time.Sleep(time.Millisecond)
+	}
+	b.release(r.a.rdb) // one round trip ends: the next takes the queue
+	wg.Wait()
+	b.mu.Lock()
+	b.inFlight -= evalInFlight - 1 // the ones the test pretended
+	b.mu.Unlock()
+	return errs
+}
+
+// TestAdmitPipelineCut: a pipeline of five admissions is cut after the
+// second (the third reaches Redis half, the rest not at all). Each member
+// is either admitted exactly once and told so, or told 503 with its order
+// id void, so that the command, should it still arrive, is refused.
+func TestAdmitPipelineCut(t *testing.T) {
+	const cutAfter = 2
+	r := newAdmitRig(t, func(string) *redis.Client {
+		return NewRedisClient(startPipeProxy(t, os.Getenv("SECKILL_REDIS_ADDR"), cutAfter, 0).ln.Addr().String(), RedisAuth{})
+	})
+	ctx := context.Background()
+
+	users := []int64{41, 42, 43, 44, 45}
+	oids := make([]int64, len(users))
+	for i := range oids {
+		oids[i] = r.orderID(t)
+	}
+	errs := admitBatch(t, r, ctx, oids, users)
+
+	admitted := int64(0)
+	for i, err := range errs {
+		info := r.direct.Get(ctx, repository.OrderInfoKey(repository.VoucherShard(r.vid), oids[i])).Val()
+		switch {
+		case err == nil:
+			admitted++
+			if want := strconv.FormatInt(users[i], 10) + ":" + strconv.FormatInt(r.vid, 10) + ":pending"; info != want {
+				t.Errorf("member %d told admitted: order info %q, want %q", i, info, want)
+			}
+		case errors.Is(err, model.ErrUnavailable):
+			if info != lua.OrderInfoVoid {
+				t.Errorf("member %d told %v: order info %q, want %q", i, err, info, lua.OrderInfoVoid)
+			}
+			// Its command arrives late: refused.
+			code, lerr := lua.Seckill.Run(ctx, r.direct,
+				r.a.keys(r.vid, oids[i]),
+				users[i], r.vid, oids[i], time.Now().UnixMilli(), int64(repository.OrderInfoTTL/time.Second)).Int()
+			if lerr != nil || code != lua.SeckillVoid {
+				t.Errorf("member %d's late command: got %d, %v; want %d (void)", i, code, lerr, lua.SeckillVoid)
+			}
+		default:
+			t.Errorf("member %d: got %v, want admitted or ErrUnavailable", i, err)
+		}
+	}
+	if admitted != cutAfter {
+		t.Errorf("%d members admitted, want the %d sent whole before the cut", admitted, cutAfter)
+	}
+	r.admissions(t, admitted)
+}
+
+// TestAdmitPipelineReplyAndCommandLost: a whole pipeline's replies lost
+// (every admission ran: each member told admitted, each sent once) or its
+// commands lost (none ran: each member told 503, its order id void).
+func TestAdmitPipelineReplyAndCommandLost(t *testing.T) {
+	tests := []struct {
+		name     string
+		loseCmd  bool
+		admitted int64
+	}{
+		{"reply lost", false, 3},
+		{"command lost", true, 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := newAdmitRig(t, serviceClient)
+			ctx := context.Background()
+			if tt.loseCmd {
+				r.p.LoseCommand("evalsha")
+			} else {
+				r.p.LoseReply("evalsha", nil)
+			}
+			users := []int64{41, 42, 43}
+			oids := []int64{r.orderID(t), r.orderID(t), r.orderID(t)}
+			errs := admitBatch(t, r, ctx, oids, users)
+			for i, err := range errs {
+				if tt.admitted > 0 && err != nil {
+					t.Errorf("member %d: got %v, want admitted", i, err)
+				}
+				if tt.admitted == 0 && !errors.Is(err, model.ErrUnavailable) {
+					t.Errorf("member %d: got %v, want ErrUnavailable", i, err)
+				}
+			}
+			// (A lost command's pipeline is counted, though dropped.)
+			if n := int64(r.p.SeenWith("evalsha", lua.Seckill.Hash())); !tt.loseCmd && n != tt.admitted {
+				t.Errorf("EVALSHA of seckill.lua reached Redis %d times, want %d (each at most once)", n, tt.admitted)
+			}
+			r.admissions(t, tt.admitted)
+		})
+	}
+}
+
+// TestAdmitDeadlineWhileQueued: a caller whose context ends while its
+// admission waits for a round trip is answered at once, and its admission
+// is never sent.
+func TestAdmitDeadlineWhileQueued(t *testing.T) {
+	r := newAdmitRig(t, serviceClient)
+	b := &r.a.batch
+	b.mu.Lock()
+	b.inFlight = evalInFlight // every round trip busy
+	b.mu.Unlock()
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	start := time.Now()
+	err := r.a.Admit(ctx, r.orderID(t), 42, r.vid, 1, time.Now())
+	if took := time.Since(start); took > 500*time.Millisecond {
+		t.Errorf("Admit answered after %v, want about the 50 ms deadline", took)
+	}
+	if !errors.Is(err, model.ErrUnavailable) || !errors.Is(err, errAdmitNotSent) {
+		t.Errorf("Admit: got %v, want ErrUnavailable, not sent", err)
+	}
+	b.mu.Lock()
+	queued := len(b.queue)
+	b.inFlight = 0
+	b.mu.Unlock()
+	if queued != 0 {
+		t.Errorf("%d admissions left queued, want 0", queued)
+	}
+	if n := r.p.SeenWith("evalsha", lua.Seckill.Hash()); n != 0 {
+		t.Errorf("EVALSHA of seckill.lua sent %d times, want 0", n)
+	}
+	r.admissions(t, 0)
+}
+
+// TestAdmitDeadlineInFlight: a caller whose context ends while its
+// pipeline is in flight (the replies held for 2 s) is answered promptly,
+// by the settlement: the admission ran, so it is admitted, once.
+func TestAdmitDeadlineInFlight(t *testing.T) {
+	r := newAdmitRig(t, func(string) *redis.Client {
+		return NewRedisClient(startPipeProxy(t, os.Getenv("SECKILL_REDIS_ADDR"), -1, 2*time.Second).ln.Addr().String(), RedisAuth{})
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+	defer cancel()
+	users := []int64{41, 42}
+	oids := []int64{r.orderID(t), r.orderID(t)}
+	start := time.Now()
+	errs := admitBatch(t, r, ctx, oids, users)
+	if took := time.Since(start); took > time.Second {
+		t.Errorf("answers after %v, want about the 200 ms deadline", took)
+	}
+	for i, err := range errs {
+		if err != nil {
+			t.Errorf("member %d: got %v, want admitted (settled)", i, err)
+		}
+	}
+	r.admissions(t, 2)
+	time.Sleep(2200 * time.Millisecond) // the held replies arrive: nothing more
+	r.admissions(t, 2)
+}
+
+// TestAdmitPipelineObserved: ObservePipelines is told of every round trip
+// with the admissions it carries: 1 for an admission sent alone, the
+// pipeline's size for queued ones.
+func TestAdmitPipelineObserved(t *testing.T) {
+	r := newAdmitRig(t, serviceClient)
+	var mu sync.Mutex
+	var seen []int
+	r.a.ObservePipelines(func(n int) {
+		mu.Lock()
+		seen = append(seen, n)
+		mu.Unlock()
+	})
+	ctx := context.Background()
+	if err := r.a.Admit(ctx, r.orderID(t), 40, r.vid, 1, time.Now()); err != nil {
+		t.Fatalf("lone admission: %v", err)
+	}
+	users := []int64{41, 42, 43}
+	oids := []int64{r.orderID(t), r.orderID(t), r.orderID(t)}
+	for i, err := range admitBatch(t, r, ctx, oids, users) {
+		if err != nil {
+			t.Errorf("member %d: %v", i, err)
+		}
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(seen) != 2 || seen[0] != 1 || seen[1] != 3 {
+		t.Errorf("round trips observed: %v, want [1 3] (one alone, then a pipeline of 3)", seen)
+	}
+	r.admissions(t, 4)
+}

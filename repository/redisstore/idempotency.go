@@ -1,0 +1,70 @@
+package redisstore
+
+import (
+	"context"
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"seckill/lua"
+	"seckill/model"
+)
+
+// Idempotency stores the Idempotency-Key records of every instance in
+// Redis, one key per record (IdempotencyKey), so a Redis Cluster serves it
+// like one Redis.
+type Idempotency struct{ rdb redis.UniversalClient }
+
+// NewIdempotency returns the records on rdb.
+func NewIdempotency(rdb redis.UniversalClient) *Idempotency { return &Idempotency{rdb: rdb} }
+
+// Begin claims the user's key for a request with fingerprint fp, in flight
+// for lease: it returns the attempt's owner token. A key already claimed
+// returns its record instead (owner empty).
+func (s *Idempotency) Begin(ctx context.Context, userID int64, key, fp string, lease time.Duration) (string, *model.IdempotentRecord, error) {
+	owner := rand.Text()
+	v, err := lua.IdempotencyBegin.Run(ctx, s.rdb, idempotencyKeys(userID, key), owner, fp, lease.Milliseconds()).Slice()
+	switch {
+	case errors.Is(err, redis.Nil):
+		return owner, nil, nil
+	case err != nil:
+		return "", nil, model.Unavailable(err)
+	case len(v) != 3:
+		return "", nil, fmt.Errorf("idempotency record: %d fields, want 3", len(v))
+	}
+	rec := &model.IdempotentRecord{}
+	rec.Fingerprint, _ = v[0].(string)
+	if st, ok := v[1].(string); ok {
+		n, err := strconv.Atoi(st)
+		if err != nil {
+			return "", nil, fmt.Errorf("idempotency record: status %q: %w", st, err)
+		}
+		body, _ := v[2].(string)
+		rec.Done, rec.Status, rec.Body = true, n, []byte(body)
+	}
+	return "", rec, nil
+}
+
+// Finish stores the answer of the attempt of owner, kept for ttl; false
+// when the attempt no longer holds the key (its lease ran out).
+func (s *Idempotency) Finish(ctx context.Context, userID int64, key, owner string, status int, body []byte, ttl time.Duration) (bool, error) {
+	return s.finish(ctx, userID, key, owner, strconv.Itoa(status), body, ttl)
+}
+
+// Release gives the key up, so that a retry runs the request again; false
+// when the attempt of owner no longer holds it.
+func (s *Idempotency) Release(ctx context.Context, userID int64, key, owner string) (bool, error) {
+	return s.finish(ctx, userID, key, owner, "", nil, 0)
+}
+
+func (s *Idempotency) finish(ctx context.Context, userID int64, key, owner, status string, body []byte, ttl time.Duration) (bool, error) {
+	n, err := lua.IdempotencyFinish.Run(ctx, s.rdb, idempotencyKeys(userID, key), owner, status, body, ttl.Milliseconds()).Int()
+	if err != nil {
+		return false, model.Unavailable(err)
+	}
+	return n == 1, nil
+}

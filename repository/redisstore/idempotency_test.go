@@ -1,0 +1,73 @@
+package redisstore
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"seckill/repository"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// TestIdempotency: a key is claimed once however many attempts race for
+// it, and the others read it in flight. The holder's answer is kept with
+// its TTL and read back. An attempt that lost its lease changes nothing.
+// A released key is free again, and each user has a key space of its own.
+func TestIdempotency(t *testing.T) {
+	ctx := context.Background()
+	for name, rdb := range limiterBackends(t) {
+		t.Run(name, func(t *testing.T) {
+			s := NewIdempotency(rdb)
+			user, key := rand.Int64N(1<<50)+1, fmt.Sprintf("k-%d", rand.Int64())
+			t.Cleanup(func() {
+				rdb.Del(ctx, repository.IdempotencyKey(user, key), repository.IdempotencyKey(user+1, key))
+			})
+			var claimed atomic.Int64
+			var owner atomic.Value
+			var wg sync.WaitGroup
+			for range 50 {
+				wg.Go(func() {
+					o, prior, err := s.Begin(ctx, user, key, "POST /a/1", time.Minute)
+					switch {
+					case err != nil:
+						t.Error(err)
+					case prior == nil:
+						claimed.Add(1)
+						owner.Store(o)
+					case prior.Done || prior.Fingerprint != "POST /a/1":
+						t.Errorf("in flight: got %+v, want the fingerprint, not done", prior)
+					}
+				})
+			}
+			wg.Wait()
+			if claimed.Load() != 1 {
+				t.Fatalf("got %d attempts claiming the key, want 1", claimed.Load())
+			}
+			if held, err := s.Finish(ctx, user, key, "someone-else", 200, []byte("x"), time.Hour); held || err != nil {
+				t.Errorf("Finish by another owner: got %v, %v, want false", held, err)
+			}
+			if held, err := s.Finish(ctx, user, key, owner.Load().(string), 409, []byte(`{"code":"SOLD_OUT"}`), time.Hour); !held || err != nil {
+				t.Fatalf("Finish: got %v, %v, want true", held, err)
+			}
+			if ttl := rdb.PTTL(ctx, repository.IdempotencyKey(user, key)).Val(); ttl <= time.Minute || ttl > time.Hour {
+				t.Errorf("TTL after the answer: %v, want the answer's hour", ttl)
+			}
+			_, prior, err := s.Begin(ctx, user, key, "POST /a/2", time.Minute)
+			if err != nil || prior == nil || !prior.Done || prior.Status != 409 || string(prior.Body) != `{"code":"SOLD_OUT"}` || prior.Fingerprint != "POST /a/1" {
+				t.Errorf("Begin after the answer: got %+v, %v, want the stored answer", prior, err)
+			}
+			o2, prior, err := s.Begin(ctx, user+1, key, "POST /a/2", time.Minute)
+			if err != nil || prior != nil {
+				t.Fatalf("another user's same key: got %+v, %v, want claimed", prior, err)
+			}
+			if held, err := s.Release(ctx, user+1, key, o2); !held || err != nil {
+				t.Errorf("Release: got %v, %v, want true", held, err)
+			}
+			if _, prior, err := s.Begin(ctx, user+1, key, "POST /a/2", time.Minute); err != nil || prior != nil {
+				t.Errorf("Begin after Release: got %+v, %v, want claimed again", prior, err)
+			}
+		})
+	}
+}

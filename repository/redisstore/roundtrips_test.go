@@ -1,0 +1,88 @@
+package redisstore
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"seckill/repository"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// tripLog records what ObserveRoundTrips reports.
+type tripLog struct {
+	mu    sync.Mutex
+	trips map[string]int
+	cmds  map[string]int
+}
+
+func (l *tripLog) observe(node string, n int) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.trips[node]++
+	l.cmds[node] += n
+}
+
+// TestObserveRoundTripsCluster: a pipeline over keys of every shard is one
+// round trip to each master that holds some of them, carrying their
+// commands; a command alone is one round trip of one command.
+func TestObserveRoundTripsCluster(t *testing.T) {
+	addrs := os.Getenv("SECKILL_TEST_CLUSTER_ADDRS")
+	if addrs == "" {
+		t.Skip("SECKILL_TEST_CLUSTER_ADDRS not set")
+	}
+	c := NewClusterRedisClient(strings.Split(addrs, ","), RedisAuth{})
+	defer c.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := c.Ping(ctx).Err(); err != nil {
+		t.Fatal(err)
+	}
+	l := &tripLog{trips: map[string]int{}, cmds: map[string]int{}}
+	ObserveRoundTrips(c, l.observe)
+	key := func(i int) string {
+		return repository.ShardKey(i, fmt.Sprintf("roundtrip-test:%d", time.Now().UnixNano()))
+	}
+	pipeline := func() {
+		_, err := c.Pipelined(ctx, func(p redis.Pipeliner) error {
+			for i := range repository.Shards {
+				p.Get(ctx, key(i))
+			}
+			return nil
+		})
+		if err != nil && err != redis.Nil {
+			t.Fatal(err)
+		}
+	}
+	// A new connection's handshake (HELLO, CLIENT SETINFO) is a round trip
+	// too: count only once every node has a connection.
+	pipeline()
+	l.mu.Lock()
+	clear(l.trips)
+	clear(l.cmds)
+	l.mu.Unlock()
+	pipeline()
+	trips, cmds := 0, 0
+	for node, n := range l.trips {
+		trips += n
+		cmds += l.cmds[node]
+	}
+	if cmds != repository.Shards || trips < 1 || trips > 3 {
+		t.Errorf("pipeline of %d commands: %d round trips carrying %d, want 1 to 3 carrying %d (%v)", repository.Shards, trips, cmds, repository.Shards, l.trips)
+	}
+	before := trips
+	if err := c.Get(ctx, key(0)).Err(); err != redis.Nil {
+		t.Fatal(err)
+	}
+	trips = 0
+	for _, n := range l.trips {
+		trips += n
+	}
+	if trips != before+1 {
+		t.Errorf("a command alone: %d round trips, want 1", trips-before)
+	}
+}

@@ -1,0 +1,200 @@
+package redisstore
+
+import (
+	"context"
+	"errors"
+
+	"github.com/redis/go-redis/v9"
+
+	"seckill/model"
+	"seckill/repository"
+)
+
+// VoucherStates loads each voucher's buckets into Redis and reads them
+// back: stock, buyers, returned orders and the voucher hash.
+type VoucherStates struct{ rdb redis.UniversalClient }
+
+// NewVoucherStates returns the voucher states kept in rdb.
+func NewVoucherStates(rdb redis.UniversalClient) *VoucherStates { return &VoucherStates{rdb: rdb} }
+
+// Voucher returns the voucher's Redis state, read in one MULTI.
+func (a *VoucherStates) Voucher(ctx context.Context, voucherID int64) (model.RedisVoucher, error) {
+	m, err := a.Vouchers(ctx, []int64{voucherID})
+	return m[voucherID], err
+}
+
+// vouchersChunk is how many vouchers one MULTI of Vouchers reads.
+const vouchersChunk = 100
+
+// Vouchers returns the Redis state of each voucher summed over its
+// buckets, each bucket read atomically (one MULTI per shard per chunk of
+// vouchers).
+func (a *VoucherStates) Vouchers(ctx context.Context, voucherIDs []int64) (map[int64]model.RedisVoucher, error) {
+	sums := newVoucherSums(len(voucherIDs))
+	for start := 0; start < len(voucherIDs); start += vouchersChunk {
+		if err := a.vouchers(ctx, voucherIDs[start:min(start+vouchersChunk, len(voucherIDs))], sums); err != nil {
+			return nil, err
+		}
+	}
+	return sums.out, nil
+}
+
+// vouchers reads the buckets in each shard in one MULTI (a MULTI names the
+// keys of one slot only on a cluster).
+func (a *VoucherStates) vouchers(ctx context.Context, voucherIDs []int64, sums *voucherSums) error {
+	refs, err := bucketRefs(ctx, a.rdb, voucherIDs)
+	if err != nil {
+		return err
+	}
+	for shard, ids := range refs {
+		if len(ids) == 0 {
+			continue
+		}
+		var read func(*voucherSums)
+		_, err := a.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
+			read = queueBucketReads(ctx, p, shard, ids)
+			return nil
+		})
+		if err != nil && !errors.Is(err, redis.Nil) {
+			return redisErr(err)
+		}
+		read(sums)
+	}
+	return nil
+}
+
+// SetState sets the state field of the voucher's hash in every bucket
+// (VoucherBuckets; creating a hash holding only the state where a bucket
+// is not loaded: the admission scripts then refuse it as not trusted).
+func (a *VoucherStates) SetState(ctx context.Context, voucherID int64, state string) error {
+	n, err := VoucherBuckets(ctx, a.rdb, []int64{voucherID})
+	if err != nil {
+		return err
+	}
+	_, err = a.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for b := range n[voucherID] {
+			p.HSet(ctx, repository.VoucherKeyIn(repository.BucketShard(voucherID, b), voucherID), "state", state)
+		}
+		return nil
+	})
+	return redisErr(err)
+}
+
+// Load replaces the voucher's Redis state, in one MULTI per bucket.
+// The stock is split evenly over the buckets; each buyer goes to the
+// user's home bucket. Each cancelled order goes to the returned set of its
+// ReturnBucket, so giveback.lua never adds its unit again. The voucher
+// hash gets state ok.
+func (a *VoucherStates) Load(ctx context.Context, sv *model.SeckillVoucher, stock int64, buyers, returned []int64) error {
+	n := sv.Buckets()
+	byHome := make([][]int64, n)
+	for _, u := range buyers {
+		h := repository.HomeBucket(u, n)
+		byHome[h] = append(byHome[h], u)
+	}
+	byReturn := make([][]int64, n)
+	for _, o := range returned {
+		b := repository.ReturnBucket(o, n)
+		byReturn[b] = append(byReturn[b], o)
+	}
+	for b := range n {
+		_, err := a.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
+			loadBucket(ctx, p, sv, b, share(stock, n, b), byHome[b])
+			loadReturned(ctx, p, sv, b, byReturn[b])
+			return nil
+		})
+		if err != nil {
+			return redisErr(err)
+		}
+	}
+	return nil
+}
+
+// share is bucket b's part of total split evenly over n buckets (the
+// first total mod n buckets one more).
+func share(total int64, n, b int) int64 {
+	q, r := total/int64(n), total%int64(n)
+	if int64(b) < r {
+		return q + 1
+	}
+	return q
+}
+
+// LoadNew loads a voucher just published (stock = initial, split over its
+// buckets, no buyers): each bucket unless its hash exists already (a
+// reconciler got there first and owns it). It reports whether it loaded
+// every bucket.
+func (a *VoucherStates) LoadNew(ctx context.Context, sv *model.SeckillVoucher) (bool, error) {
+	n := sv.Buckets()
+	all := true
+	for b := range n {
+		key := repository.VoucherKeyIn(repository.BucketShard(sv.VoucherID, b), sv.VoucherID)
+		loaded := false
+		err := a.rdb.Watch(ctx, func(tx *redis.Tx) error {
+			exists, err := tx.Exists(ctx, key).Result()
+			if err != nil || exists > 0 {
+				return err
+			}
+			_, err = tx.TxPipelined(ctx, func(p redis.Pipeliner) error {
+				loadBucket(ctx, p, sv, b, share(int64(sv.InitialStock), n, b), nil)
+				return nil
+			})
+			loaded = err == nil
+			return err
+		}, key)
+		if err != nil && !errors.Is(err, redis.TxFailedErr) {
+			return false, redisErr(err)
+		}
+		// TxFailedErr: someone touched the hash: they own it.
+		all = all && loaded
+	}
+	return all, nil
+}
+
+// buyersChunk bounds the members of one SADD.
+const buyersChunk = 5000
+
+// loadBucket queues the load of bucket b of the voucher: its stock, its
+// buyers, and its hash (the window, its part of the initial stock, the
+// voucher's bucket count, state ok), all in the bucket's shard.
+func loadBucket(ctx context.Context, p redis.Pipeliner, sv *model.SeckillVoucher, b int, stock int64, buyers []int64) {
+	id, shard := sv.VoucherID, repository.BucketShard(sv.VoucherID, b)
+	stockKey, buyersKey, hashKey := repository.StockKeyIn(shard, id), repository.BuyersKeyIn(shard, id), repository.VoucherKeyIn(shard, id)
+	p.Del(ctx, stockKey, buyersKey, hashKey)
+	p.Set(ctx, stockKey, stock, 0)
+	for start := 0; start < len(buyers); start += buyersChunk {
+		end := min(start+buyersChunk, len(buyers))
+		members := make([]any, 0, end-start)
+		for _, u := range buyers[start:end] {
+			members = append(members, u)
+		}
+		p.SAdd(ctx, buyersKey, members...)
+	}
+	p.HSet(ctx, hashKey,
+		"begin", sv.BeginTime.UnixMilli(), "end", sv.EndTime.UnixMilli(),
+		"initial", share(int64(sv.InitialStock), sv.Buckets(), b), "state", model.VoucherStateOK,
+		"buckets", sv.Buckets())
+	// The state outlives the sale by a week, time for late entries to be
+	// written or dead-lettered; then Redis forgets it.
+	expire := sv.EndTime.Add(repository.VoucherStateGrace)
+	for _, k := range []string{stockKey, buyersKey, hashKey} {
+		p.ExpireAt(ctx, k, expire)
+	}
+}
+
+// loadReturned queues the replacement of bucket b's returned set by ids.
+func loadReturned(ctx context.Context, p redis.Pipeliner, sv *model.SeckillVoucher, b int, ids []int64) {
+	key := repository.ReturnedKeyIn(repository.BucketShard(sv.VoucherID, b), sv.VoucherID)
+	p.Del(ctx, key)
+	for start := 0; start < len(ids); start += buyersChunk {
+		end := min(start+buyersChunk, len(ids))
+		members := make([]any, 0, end-start)
+		for _, o := range ids[start:end] {
+			members = append(members, o)
+		}
+		p.SAdd(ctx, key, members...)
+	}
+	if len(ids) > 0 {
+		p.ExpireAt(ctx, key, sv.EndTime.Add(repository.VoucherStateGrace))
+	}
+}

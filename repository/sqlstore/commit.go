@@ -1,0 +1,132 @@
+package sqlstore
+
+import (
+	"context"
+	"database/sql/driver"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"seckill/model"
+	"time"
+
+	"github.com/go-sql-driver/mysql"
+	"gorm.io/gorm"
+)
+
+// OrderCommits writes one sync order per transaction: the course's path.
+type OrderCommits struct{ db *gorm.DB }
+
+// CreateOrder runs the order transaction of the seckill flow. Every statement
+// runs on the transaction handle; the stock update's RowsAffected decides
+// sold out; a unique-key violation is a duplicate that the lock let through.
+func (r *OrderCommits) CreateOrder(ctx context.Context, o *model.VoucherOrder, fence *model.Fence) error {
+	var err error
+	var committing bool // every statement succeeded: the error is the commit's
+	for attempt := 0; attempt < deadlockRetries; attempt++ {
+		committing = false
+		err = r.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+			if err := createOrder(tx, o, fence); err != nil {
+				return err
+			}
+			committing = true
+			return nil
+		})
+		if !isDeadlock(err) {
+			break
+		}
+	}
+	if err != nil && committing && outcomeUnknown(err) {
+		// The connection broke at the commit: the order may be in the
+		// database although the commit reported an error. Answering a
+		// failure for a committed order would leave the buyer holding an
+		// order no 200 announced, so the order is read back by its id
+		// first. (A statement that failed before the commit leaves
+		// nothing to resolve: the server rolls back a transaction whose
+		// connection broke.)
+		written, rerr := r.readBack(ctx, o)
+		switch {
+		case rerr != nil:
+			return model.Unavailable(fmt.Errorf("order %d: the commit's outcome is unknown (%v) and reading it back failed: %w", o.ID, err, rerr))
+		case written:
+			return nil
+		}
+	}
+	return orderErr(err)
+}
+
+// readBackTimeout bounds the reads that resolve an order transaction of
+// unknown outcome. It is long enough for a restarting database to come
+// back. It is short enough not to hold the per-user lock (10 s lease by
+// default) much past a client's patience.
+const readBackTimeout = 8 * time.Second
+
+// outcomeUnknown reports an error after which an order transaction may
+// have committed or not. Either the connection broke (bad connection, EOF,
+// a network error, the server gone, killed or shutting down), or the
+// context ended during a statement. A MySQL error about a statement, such
+// as a duplicate key or a deadlock, means no commit.
+func outcomeUnknown(err error) bool {
+	var me *mysql.MySQLError
+	if errors.As(err, &me) {
+		switch me.Number {
+		case 1053, 1927, 2006, 2013: // shutdown in progress, connection killed, gone away, lost
+			return true
+		}
+		return false
+	}
+	if isRefusal(err) {
+		return false
+	}
+	var netErr net.Error
+	return errors.Is(err, driver.ErrBadConn) || errors.Is(err, mysql.ErrInvalidConn) ||
+		errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.As(err, &netErr) ||
+		errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled)
+}
+
+// readBack tells whether order o is in the database. It reads on a
+// context detached from the request's and bounded by readBackTimeout,
+// retrying while the database does not answer. On MySQL it is a locking
+// read of the primary key. If the inserting transaction still runs on the
+// server, the read waits for its commit or rollback: the answer is final.
+func (r *OrderCommits) readBack(ctx context.Context, o *model.VoucherOrder) (bool, error) {
+	q := lockingRead(r.db, "SELECT id, user_id, voucher_id FROM tb_voucher_order WHERE id = ?")
+	var rows []orderKey
+	if err := readUntilAnswered(ctx, r.db, func(db *gorm.DB) error {
+		rows = nil
+		return db.Raw(q, o.ID).Scan(&rows).Error
+	}); err != nil {
+		return false, err
+	}
+	return len(rows) == 1 && rows[0].same(o.UserID, o.VoucherID), nil
+}
+
+// lockingRead is query q as a shared-lock read on MySQL; SQLite has no
+// such clause and serialises writers anyway.
+func lockingRead(db *gorm.DB, q string) string {
+	if db.Dialector.Name() == "sqlite" {
+		return q
+	}
+	return q + " LOCK IN SHARE MODE"
+}
+
+// readUntilAnswered runs read on a context detached from ctx and bounded
+// by readBackTimeout, again with a growing pause while the database
+// fails, and returns the last error when the time is up.
+func readUntilAnswered(ctx context.Context, gdb *gorm.DB, read func(db *gorm.DB) error) error {
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), readBackTimeout)
+	defer cancel()
+	for wait := 50 * time.Millisecond; ; wait = min(2*wait, time.Second) {
+		err := read(gdb.WithContext(rctx))
+		if err == nil {
+			return nil
+		}
+		t := time.NewTimer(wait)
+		select {
+		case <-rctx.Done():
+			t.Stop()
+			return err
+		case <-t.C:
+		}
+	}
+}

@@ -1,0 +1,9 @@
+// Package sqlstore implements the service's database stores with GORM.
+// It runs on MySQL or MariaDB, or on the embedded SQLite file.
+// Driver errors become model errors here and never escape.
+//
+// Orders joins the order table's stores: OrderCommits (commit.go),
+// GroupCommits (group_commit.go), QueuedOrders (queued.go), OrderReads
+// (reads.go) and OrderLifecycle (lifecycle.go). Users, Vouchers, Shops,
+// Revocations, NamedValues and DemoMarks hold the other tables.
+package sqlstore

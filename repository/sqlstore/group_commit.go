@@ -1,0 +1,359 @@
+package sqlstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"seckill/model"
+	"slices"
+	"strings"
+
+	"gorm.io/gorm"
+)
+
+// GroupCommits writes a group of sync orders of one voucher per
+// transaction (group commit).
+type GroupCommits struct{ db *gorm.DB }
+
+// CreateOrders commits a group of sync orders of one voucher, in arrival
+// order, in one transaction, and returns one answer per order. An answer
+// is nil for an order written, or a refusal (model.ErrStaleFence,
+// model.ErrDuplicateOrder, model.ErrSoldOut, a closed window). Or it is
+// model.ErrNotGrouped: the group did not decide it, so its buyer writes it
+// with CreateOrder. fences[i] is the fence of orders[i] (nil for none).
+// When fewer units are left, the first orders get them. Any failure that
+// is not a refusal leaves every undecided order to its buyer.
+func (r *GroupCommits) CreateOrders(ctx context.Context, orders []model.VoucherOrder, fences []*model.Fence) []error {
+	var out []error
+	var winners []int64
+	var err error
+	var committing bool
+	for attempt := 0; attempt < deadlockRetries; attempt++ {
+		committing = false
+		err = r.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+			var terr error
+			out, winners, terr = createGroup(tx, orders, fences)
+			if terr != nil {
+				return terr
+			}
+			committing = true
+			return nil
+		})
+		if !isDeadlock(err) {
+			break
+		}
+	}
+	switch {
+	case err == nil:
+		return out
+	case out == nil:
+		out = make([]error, len(orders))
+	case committing && outcomeUnknown(err):
+		// The commit's outcome is unknown: the group's orders are read
+		// back, all or none of them being written.
+		if len(winners) == 0 {
+			return out
+		}
+		have, rerr := r.readBackIDs(ctx, winners)
+		if rerr != nil {
+			rerr = model.Unavailable(fmt.Errorf("orders %v: the commit's outcome is unknown (%v) and reading them back failed: %w", winners, err, rerr))
+			for i, e := range out {
+				if e == nil || errors.Is(e, model.ErrSoldOut) {
+					out[i] = rerr
+				}
+			}
+			return out
+		}
+		if len(have) > 0 {
+			return out
+		}
+	}
+	return undecided(out)
+}
+
+// undecided leaves to their buyers the orders of a group that did not
+// commit; the refusals it found before (stale fences, duplicates) stay.
+func undecided(out []error) []error {
+	for i, e := range out {
+		if e == nil || errors.Is(e, model.ErrSoldOut) {
+			out[i] = model.ErrNotGrouped
+		}
+	}
+	return out
+}
+
+// errGroupFailed stops a group transaction whose remaining orders go back
+// to their buyers.
+var errGroupFailed = errors.New("group commit failed")
+
+// createGroup is the body of the group transaction, every statement on tx.
+// It returns the answers and the ids of the orders inserted; an error
+// rolls the transaction back, and the orders then answered nil (or sold
+// out) are left to their buyers.
+func createGroup(tx *gorm.DB, orders []model.VoucherOrder, fences []*model.Fence) ([]error, []int64, error) {
+	out := make([]error, len(orders))
+	seen := make(map[int64]bool, len(orders))
+	var fenced []int // orders with a fence to check
+	for i, o := range orders {
+		if seen[o.UserID] {
+			// A second order of one user in the group (its lock failed):
+			// written alone after the group, it finds the first one.
+			out[i] = model.ErrNotGrouped
+			continue
+		}
+		seen[o.UserID] = true
+		if fences[i] != nil {
+			fenced = append(fenced, i)
+		}
+	}
+	if len(fenced) > 0 {
+		fs := make([]*model.Fence, len(fenced))
+		for j, i := range fenced {
+			fs[j] = fences[i]
+		}
+		stale, err := checkFences(tx, fs)
+		if err != nil {
+			return out, nil, err
+		}
+		for j, i := range fenced {
+			if stale[j] {
+				out[i] = model.ErrStaleFence
+			}
+		}
+	}
+	users := make([]int64, 0, len(orders))
+	for i, o := range orders {
+		if out[i] == nil {
+			users = append(users, o.UserID)
+		}
+	}
+	if len(users) == 0 {
+		return out, nil, nil
+	}
+	var dups []int64
+	if err := tx.Model(&model.VoucherOrder{}).Where("voucher_id = ? AND user_id IN ?", orders[0].VoucherID, users).
+		Pluck("user_id", &dups).Error; err != nil {
+		return out, nil, err
+	}
+	dup := make(map[int64]bool, len(dups))
+	for _, u := range dups {
+		dup[u] = true
+	}
+	var todo []model.VoucherOrder
+	var at []int // todo[j] is orders[at[j]]
+	for i, o := range orders {
+		switch {
+		case out[i] != nil:
+		case dup[o.UserID]:
+			out[i] = model.ErrDuplicateOrder
+		default:
+			todo = append(todo, o)
+			at = append(at, i)
+		}
+	}
+	if len(todo) == 0 {
+		return out, nil, nil
+	}
+	if err := tx.SavePoint("units").Error; err != nil {
+		return out, nil, err
+	}
+	var err error
+	for short := false; ; {
+		err = insertOrders(tx, todo, true)
+		switch {
+		case errors.Is(err, model.ErrUniqueKey):
+			// A user's order written meanwhile by another transaction
+			// (the lock let it through): that user is a duplicate, the
+			// others go on without it.
+			if todo, at, err = dropWritten(tx, todo, at, out); err != nil {
+				return out, nil, err
+			}
+			if len(todo) == 0 {
+				return out, nil, nil
+			}
+			continue
+		case errors.Is(err, model.ErrSoldOut) && !short:
+			// Fewer units than orders: the first ones in arrival order
+			// get what is left, read under the row's lock.
+			short = true
+			if err := tx.RollbackTo("units").Error; err != nil {
+				return out, nil, err
+			}
+			left, err := stockLeft(tx, todo[0].VoucherID)
+			if err != nil {
+				return out, nil, err
+			}
+			k := min(max(left, 0), len(todo))
+			for _, i := range at[k:] {
+				out[i] = model.ErrSoldOut
+			}
+			todo, at = todo[:k], at[:k]
+			if k == 0 {
+				return out, nil, nil
+			}
+			continue
+		}
+		break
+	}
+	switch {
+	case err == nil:
+	case errors.Is(err, model.ErrSeckillEnded), errors.Is(err, model.ErrSeckillNotStarted):
+		// The window closed: the orders inserted go, the fences stay.
+		if err := tx.RollbackTo("units").Error; err != nil {
+			return out, nil, err
+		}
+		for _, i := range at {
+			out[i] = err
+		}
+		return out, nil, nil
+	default:
+		return out, nil, fmt.Errorf("%w: %w", errGroupFailed, err)
+	}
+	ids := make([]int64, len(todo))
+	for j, o := range todo {
+		ids[j] = o.ID
+	}
+	return out, ids, nil
+}
+
+// checkFences records several fences (distinct keys) like checkFence and
+// tells which are stale, in three statements whatever their number: the
+// tokens read before, one multi-row upsert that keeps the newer token, and
+// a locking read of the rows after it. A token is stale when the row held
+// one at least as new before, or holds a newer one now.
+func checkFences(tx *gorm.DB, fences []*model.Fence) ([]bool, error) {
+	if len(fences) == 1 {
+		err := checkFence(tx, fences[0])
+		if errors.Is(err, model.ErrStaleFence) {
+			return []bool{true}, nil
+		}
+		return []bool{false}, err
+	}
+	sorted := slices.Clone(fences)
+	slices.SortFunc(sorted, func(a, b *model.Fence) int { return strings.Compare(a.Key, b.Key) })
+	keys := make([]string, len(sorted))
+	args := make([]any, 0, 2*len(sorted))
+	for i, f := range sorted {
+		keys[i] = f.Key
+		args = append(args, f.Key, f.Token)
+	}
+	before, err := fenceTokens(tx, keys, false)
+	if err != nil {
+		return nil, err
+	}
+	values := strings.TrimSuffix(strings.Repeat("(?, ?), ", len(sorted)), ", ")
+	q := "INSERT INTO tb_lock_fence (lock_key, token) VALUES " + values +
+		" ON DUPLICATE KEY UPDATE token = IF(VALUES(token) > token, VALUES(token), token)"
+	if tx.Dialector.Name() == "sqlite" {
+		q = "INSERT INTO tb_lock_fence (lock_key, token) VALUES " + values +
+			" ON CONFLICT (lock_key) DO UPDATE SET token = excluded.token, update_time = CURRENT_TIMESTAMP" +
+			" WHERE excluded.token > tb_lock_fence.token"
+	}
+	if err := tx.Exec(q, args...).Error; err != nil {
+		return nil, err
+	}
+	after, err := fenceTokens(tx, keys, true)
+	if err != nil {
+		return nil, err
+	}
+	stale := make([]bool, len(fences))
+	for i, f := range fences {
+		old, had := before[f.Key]
+		stale[i] = had && old >= f.Token || after[f.Key] > f.Token
+	}
+	return stale, nil
+}
+
+// fenceTokens reads the tokens of keys, with locking a locking read (the
+// latest committed rows, locked until the end of the transaction).
+func fenceTokens(tx *gorm.DB, keys []string, locking bool) (map[string]int64, error) {
+	q := "SELECT lock_key, token FROM tb_lock_fence WHERE lock_key IN ?"
+	if locking && tx.Dialector.Name() != "sqlite" {
+		q += " FOR UPDATE"
+	}
+	var rows []struct {
+		LockKey string `gorm:"column:lock_key"`
+		Token   int64  `gorm:"column:token"`
+	}
+	if err := tx.Raw(q, keys).Scan(&rows).Error; err != nil {
+		return nil, err
+	}
+	out := make(map[string]int64, len(rows))
+	for _, r := range rows {
+		out[r.LockKey] = r.Token
+	}
+	return out, nil
+}
+
+// dropWritten rolls the group's insert back after a unique-key violation
+// and answers the users whose order of the voucher is now in the database
+// (a locking read, which sees the latest commit) as duplicates that only
+// the unique key stopped. It returns the orders left; none found is an
+// error.
+func dropWritten(tx *gorm.DB, todo []model.VoucherOrder, at []int, out []error) ([]model.VoucherOrder, []int, error) {
+	if err := tx.RollbackTo("units").Error; err != nil {
+		return nil, nil, err
+	}
+	users := make([]int64, len(todo))
+	for j, o := range todo {
+		users[j] = o.UserID
+	}
+	q := "SELECT user_id FROM tb_voucher_order WHERE voucher_id = ? AND user_id IN ? LOCK IN SHARE MODE"
+	if tx.Dialector.Name() == "sqlite" {
+		q = "SELECT user_id FROM tb_voucher_order WHERE voucher_id = ? AND user_id IN ?"
+	}
+	var found []int64
+	if err := tx.Raw(q, todo[0].VoucherID, users).Scan(&found).Error; err != nil {
+		return nil, nil, err
+	}
+	if len(found) == 0 {
+		return nil, nil, fmt.Errorf("%w: a unique-key violation with no order found", errGroupFailed)
+	}
+	dup := make(map[int64]bool, len(found))
+	for _, u := range found {
+		dup[u] = true
+	}
+	keep, keepAt := todo[:0:0], at[:0:0]
+	for j, o := range todo {
+		if dup[o.UserID] {
+			out[at[j]] = fmt.Errorf("%w: %w", model.ErrDuplicateOrder, model.ErrUniqueKey)
+			continue
+		}
+		keep, keepAt = append(keep, o), append(keepAt, at[j])
+	}
+	return keep, keepAt, nil
+}
+
+// stockLeft reads voucher v's stock, locking its row on MySQL (SQLite's
+// writing transaction holds the whole database already).
+func stockLeft(tx *gorm.DB, v int64) (int, error) {
+	q := "SELECT stock FROM tb_seckill_voucher WHERE voucher_id = ? FOR UPDATE"
+	if tx.Dialector.Name() == "sqlite" {
+		q = "SELECT stock FROM tb_seckill_voucher WHERE voucher_id = ?"
+	}
+	var stock []int
+	if err := tx.Raw(q, v).Scan(&stock).Error; err != nil {
+		return 0, err
+	}
+	if len(stock) == 0 {
+		return 0, nil
+	}
+	return stock[0], nil
+}
+
+// readBackIDs reads which of ids are in the database, like readBack.
+func (r *GroupCommits) readBackIDs(ctx context.Context, ids []int64) (map[int64]bool, error) {
+	q := lockingRead(r.db, "SELECT id FROM tb_voucher_order WHERE id IN ?")
+	var got []int64
+	if err := readUntilAnswered(ctx, r.db, func(db *gorm.DB) error {
+		got = nil
+		return db.Raw(q, ids).Scan(&got).Error
+	}); err != nil {
+		return nil, err
+	}
+	have := make(map[int64]bool, len(got))
+	for _, id := range got {
+		have[id] = true
+	}
+	return have, nil
+}

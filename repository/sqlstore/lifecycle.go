@@ -1,0 +1,286 @@
+package sqlstore
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"seckill/model"
+	"slices"
+	"time"
+
+	"gorm.io/gorm"
+	"gorm.io/gorm/clause"
+)
+
+// OrderLifecycle changes an order after it is written: pay, cancel,
+// expire, and the give-backs they leave. Every change
+// of status is one conditional UPDATE on the status (never a read and then
+// a write), so a payment and a cancel or expiry racing on one order end
+// with exactly one of them. A cancel gives the unit back to the voucher's
+// stock in the same transaction.
+type OrderLifecycle struct{ db *gorm.DB }
+
+// Pay marks the user's order paid if it is unpaid and was created after
+// cutoff (its pay deadline not passed), recording now, the voucher's pay
+// value and key. It returns the order as it is afterwards and whether
+// this call paid it; a paid order is returned as it is (paying twice
+// answers the same). Refusals:
+// model.ErrOrderNotFound (missing or another user's), model.ErrOrderExpired
+// (past the deadline, or cancelled by the timeout), model.ErrOrderCancelled.
+func (r *OrderLifecycle) Pay(ctx context.Context, userID, orderID int64, key string, now, cutoff time.Time) (*model.VoucherOrder, bool, error) {
+	for attempt := 1; ; attempt++ {
+		o, changed, err := r.pay(ctx, userID, orderID, key, now, cutoff)
+		switch {
+		case !errors.Is(err, errWrittenMeanwhile):
+			return o, changed, err
+		case attempt == writtenRetries:
+			return o, false, model.ErrOrderPending
+		}
+	}
+}
+
+// errWrittenMeanwhile means the order was written (async mode) between a
+// conditional update that found nothing and the read after it: the update
+// is tried again.
+var errWrittenMeanwhile = errors.New("order written meanwhile")
+
+// writtenRetries bounds the attempts of a pay or cancel whose order was
+// written meanwhile (it is written once: the second attempt sees it).
+const writtenRetries = 3
+
+func (r *OrderLifecycle) pay(ctx context.Context, userID, orderID int64, key string, now, cutoff time.Time) (*model.VoucherOrder, bool, error) {
+	var payKey any
+	if key != "" {
+		payKey = key
+	}
+	res := r.db.WithContext(ctx).Exec(`UPDATE tb_voucher_order SET status = ?, pay_time = ?,
+  pay_amount = (SELECT v.pay_value FROM tb_voucher v WHERE v.id = tb_voucher_order.voucher_id),
+  pay_key = ?, update_time = ?
+WHERE id = ? AND user_id = ? AND status = ? AND create_time > ?`,
+		model.OrderStatusPaid, now, payKey, now, orderID, userID, model.OrderStatusCreated, cutoff)
+	if res.Error != nil {
+		return nil, false, translate(res.Error)
+	}
+	changed := res.RowsAffected > 0
+	o, err := r.owned(ctx, userID, orderID)
+	if err != nil {
+		return nil, false, err
+	}
+	switch {
+	case o.Status == model.OrderStatusPaid:
+		return o, changed, nil
+	case o.Status == model.OrderStatusCancelled:
+		return o, false, cancelledErr(o)
+	case o.Status == model.OrderStatusCreated && !o.CreateTime.After(cutoff):
+		// Unpaid and past its deadline: the sweeper cancels it soon.
+		return o, false, model.ErrOrderExpired
+	case o.Status == model.OrderStatusCreated:
+		return o, false, errWrittenMeanwhile
+	}
+	return o, false, fmt.Errorf("order %d: unexpected status %d", o.ID, o.Status)
+}
+
+// Cancel cancels the user's unpaid order and gives its unit back to the
+// voucher's stock in one transaction; due marks the Redis give-back as
+// owed (async mode). An order already past cutoff is cancelled as expired
+// (reason timeout) and answered model.ErrOrderExpired. A cancelled order is
+// returned as it is; model.ErrOrderPaid refuses a paid one. The bool says
+// whether this call cancelled it (by its buyer or as expired).
+func (r *OrderLifecycle) Cancel(ctx context.Context, userID, orderID int64, now, cutoff time.Time, due bool) (*model.VoucherOrder, bool, error) {
+	for attempt := 1; ; attempt++ {
+		o, changed, err := r.cancel(ctx, userID, orderID, now, cutoff, due)
+		switch {
+		case !errors.Is(err, errWrittenMeanwhile):
+			return o, changed, err
+		case attempt == writtenRetries:
+			return o, false, model.ErrOrderPending
+		}
+	}
+}
+
+func (r *OrderLifecycle) cancel(ctx context.Context, userID, orderID int64, now, cutoff time.Time, due bool) (*model.VoucherOrder, bool, error) {
+	changed := false
+	err := r.retryDeadlock(ctx, func(tx *gorm.DB) error {
+		changed = false
+		res := tx.Exec(`UPDATE tb_voucher_order SET status = ?, cancel_time = ?,
+  cancel_reason = CASE WHEN create_time > ? THEN ? ELSE ? END, giveback_due = ?, update_time = ?
+WHERE id = ? AND user_id = ? AND status = ?`,
+			model.OrderStatusCancelled, now, cutoff, model.CancelByBuyer, model.CancelByTimeout, due, now,
+			orderID, userID, model.OrderStatusCreated)
+		if res.Error != nil || res.RowsAffected == 0 {
+			return res.Error
+		}
+		changed = true
+		var voucherID int64
+		if err := tx.Raw("SELECT voucher_id FROM tb_voucher_order WHERE id = ?", orderID).Scan(&voucherID).Error; err != nil {
+			return err
+		}
+		return giveBack(tx, map[int64]int{voucherID: 1})
+	})
+	if err != nil {
+		return nil, false, translate(err)
+	}
+	o, err := r.owned(ctx, userID, orderID)
+	if err != nil {
+		return nil, false, err
+	}
+	switch o.Status {
+	case model.OrderStatusCancelled:
+		if o.CancelReason == model.CancelByTimeout {
+			return o, changed, model.ErrOrderExpired
+		}
+		return o, changed, nil
+	case model.OrderStatusPaid:
+		return o, false, model.ErrOrderPaid
+	case model.OrderStatusCreated:
+		return o, false, errWrittenMeanwhile
+	}
+	return o, false, fmt.Errorf("order %d: unexpected status %d", o.ID, o.Status)
+}
+
+// Expire cancels up to limit unpaid orders created at or before cutoff
+// (reason timeout) and gives their units back, in one transaction; due
+// marks their Redis give-backs as owed. On MySQL the orders are claimed
+// with FOR UPDATE SKIP LOCKED: sweepers of several instances take disjoint
+// batches, and an order a payment holds is left to the payment. A sweeper
+// killed mid-batch rolls back: its orders stay unpaid for the next one.
+// Non-empty vouchers limits it to their orders. It returns the orders it
+// expired.
+func (r *OrderLifecycle) Expire(ctx context.Context, cutoff, now time.Time, limit int, due bool, vouchers []int64) ([]model.VoucherOrder, error) {
+	var out []model.VoucherOrder
+	// READ COMMITTED on MySQL: the claim's range scan then locks the rows it
+	// takes and no gap, so new orders are never held up behind a sweep.
+	var opts []*sql.TxOptions
+	if r.db.Dialector.Name() != "sqlite" {
+		opts = append(opts, &sql.TxOptions{Isolation: sql.LevelReadCommitted})
+	}
+	err := r.retryDeadlock(ctx, func(tx *gorm.DB) error {
+		out = nil
+		var rows []orderKey
+		q := tx.Model(&model.VoucherOrder{}).Select("id, user_id, voucher_id").
+			Where("status = ? AND create_time <= ?", model.OrderStatusCreated, cutoff)
+		if len(vouchers) > 0 {
+			q = q.Where("voucher_id IN ?", vouchers)
+		}
+		q = q.Order("create_time").Limit(limit)
+		if r.db.Dialector.Name() != "sqlite" {
+			// SQLite has one writer at a time: nothing to skip there.
+			q = q.Clauses(clause.Locking{Strength: clause.LockingStrengthUpdate, Options: clause.LockingOptionsSkipLocked})
+		}
+		if err := q.Scan(&rows).Error; err != nil {
+			return err
+		}
+		if len(rows) == 0 {
+			return nil
+		}
+		ids := make([]int64, len(rows))
+		per := map[int64]int{}
+		for i, k := range rows {
+			ids[i] = k.ID
+			per[k.VoucherID]++
+		}
+		res := tx.Exec(`UPDATE tb_voucher_order SET status = ?, cancel_time = ?, cancel_reason = ?, giveback_due = ?, update_time = ?
+WHERE id IN ? AND status = ?`, model.OrderStatusCancelled, now, model.CancelByTimeout, due, now, ids, model.OrderStatusCreated)
+		if res.Error != nil {
+			return res.Error
+		}
+		if res.RowsAffected != int64(len(ids)) {
+			// The claim holds the rows: this cannot happen. Roll back
+			// rather than give back units of orders not cancelled.
+			return fmt.Errorf("expire: %d of %d claimed orders changed", res.RowsAffected, len(ids))
+		}
+		if err := giveBack(tx, per); err != nil {
+			return err
+		}
+		for _, k := range rows {
+			out = append(out, model.VoucherOrder{ID: k.ID, UserID: k.UserID, VoucherID: k.VoucherID,
+				Status: model.OrderStatusCancelled, CancelReason: model.CancelByTimeout, GivebackDue: due})
+		}
+		return nil
+	}, opts...)
+	if err != nil {
+		return nil, translate(err)
+	}
+	return out, nil
+}
+
+// GivebacksDue returns up to limit cancelled orders whose unit Redis still
+// owes back (their id, user and voucher).
+func (r *OrderLifecycle) GivebacksDue(ctx context.Context, limit int) ([]model.VoucherOrder, error) {
+	var rows []orderKey
+	err := r.db.WithContext(ctx).Raw("SELECT id, user_id, voucher_id FROM tb_voucher_order WHERE giveback_due = 1 ORDER BY id LIMIT ?", limit).Scan(&rows).Error
+	if err != nil {
+		return nil, translate(err)
+	}
+	out := make([]model.VoucherOrder, len(rows))
+	for i, k := range rows {
+		out[i] = model.VoucherOrder{ID: k.ID, UserID: k.UserID, VoucherID: k.VoucherID,
+			Status: model.OrderStatusCancelled, GivebackDue: true}
+	}
+	return out, nil
+}
+
+// GivebacksDone records that Redis took back the units of the orders.
+func (r *OrderLifecycle) GivebacksDone(ctx context.Context, ids []int64) error {
+	if len(ids) == 0 {
+		return nil
+	}
+	err := r.db.WithContext(ctx).Exec("UPDATE tb_voucher_order SET giveback_due = 0 WHERE id IN ? AND giveback_due = 1", ids).Error
+	return translate(err)
+}
+
+// giveBack puts n units back into each voucher's stock, vouchers in id
+// order (as insertOrders takes them: concurrent transactions cannot
+// deadlock on them).
+func giveBack(tx *gorm.DB, per map[int64]int) error {
+	vouchers := make([]int64, 0, len(per))
+	for v := range per {
+		vouchers = append(vouchers, v)
+	}
+	slices.Sort(vouchers)
+	for _, v := range vouchers {
+		res := tx.Exec("UPDATE tb_seckill_voucher SET stock = stock + ? WHERE voucher_id = ?", per[v], v)
+		if res.Error != nil {
+			return res.Error
+		}
+		if res.RowsAffected != 1 {
+			return fmt.Errorf("give back to voucher %d: %w", v, model.ErrVoucherNotFound)
+		}
+	}
+	return nil
+}
+
+// owned reads the order and checks that it is the user's: another user's
+// order is model.ErrOrderNotFound, like a missing one.
+func (r *OrderLifecycle) owned(ctx context.Context, userID, orderID int64) (*model.VoucherOrder, error) {
+	o, err := (&OrderReads{db: r.db}).GetOrder(ctx, orderID)
+	if err != nil {
+		return nil, err
+	}
+	if o.UserID != userID {
+		return nil, model.ErrOrderNotFound
+	}
+	return o, nil
+}
+
+// cancelledErr is the refusal to pay a cancelled order.
+func cancelledErr(o *model.VoucherOrder) error {
+	if o.CancelReason == model.CancelByTimeout {
+		return model.ErrOrderExpired
+	}
+	return model.ErrOrderCancelled
+}
+
+// retryDeadlock runs fn in a transaction, again when InnoDB chose it as a
+// deadlock victim (up to deadlockRetries attempts).
+func (r *OrderLifecycle) retryDeadlock(ctx context.Context, fn func(tx *gorm.DB) error, opts ...*sql.TxOptions) error {
+	var err error
+	for attempt := 0; attempt < deadlockRetries; attempt++ {
+		err = r.db.WithContext(ctx).Transaction(fn, opts...)
+		if !isDeadlock(err) {
+			return err
+		}
+	}
+	return err
+}

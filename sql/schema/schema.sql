@@ -1,0 +1,140 @@
+-- seckill schema for MySQL 8 / MariaDB 10.6+. Applied idempotently at start
+-- and by `seckill migrate`: every statement is CREATE ... IF NOT EXISTS;
+-- columns and indexes added to an existing table are added by Migrate
+-- (repository/sqlstore/db.go) when missing. tb_voucher_order's status is Heima's:
+-- 1 unpaid, 2 paid, 4 cancelled (cancel_reason 'buyer' or 'timeout').
+-- Statements are separated by a line ending in ";".
+
+CREATE TABLE IF NOT EXISTS tb_user (
+  id          BIGINT UNSIGNED NOT NULL AUTO_INCREMENT,
+  phone       VARCHAR(11)  NOT NULL,
+  password    VARCHAR(128) NOT NULL DEFAULT '',
+  nick_name   VARCHAR(32)  NOT NULL DEFAULT '',
+  icon        VARCHAR(255) NOT NULL DEFAULT '',
+  role        VARCHAR(16)  NOT NULL DEFAULT 'user',
+  create_time TIMESTAMP    NOT NULL DEFAULT CURRENT_TIMESTAMP,
+  update_time TIMESTAMP    NOT NULL DEFAULT CURRENT_TIMESTAMP ON UPDATE CURRENT_TIMESTAMP,
+  PRIMARY KEY (id),
+  UNIQUE KEY uniqe_key_phone (phone)
+) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4;
+
+CREATE TABLE IF NOT EXISTS tb_voucher (
+  id           BIGINT UNSIGNED NOT NULL AUTO_INCREMENT,
+  shop_id      BIGINT UNSIGNED NOT NULL,
+  title        VARCHAR(255) NOT NULL,
+  sub_title    VARCHAR(255) NOT NULL DEFAULT '',
+  rules        VARCHAR(1024) NOT NULL DEFAULT '',
+  pay_value    BIGINT UNSIGNED NOT NULL,
+  actual_value BIGINT NOT NULL,
+  type         TINYINT UNSIGNED NOT NULL DEFAULT 0,
+  status       TINYINT UNSIGNED NOT NULL DEFAULT 1,
+  create_time  TIMESTAMP NOT NULL DEFAULT CURRENT_TIMESTAMP,
+  update_time  TIMESTAMP NOT NULL DEFAULT CURRENT_TIMESTAMP ON UPDATE CURRENT_TIMESTAMP,
+  PRIMARY KEY (id),
+  KEY idx_shop (shop_id)
+) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4;
+
+CREATE TABLE IF NOT EXISTS tb_seckill_voucher (
+  voucher_id    BIGINT UNSIGNED NOT NULL,
+  stock         INT NOT NULL,
+  initial_stock INT NOT NULL,
+  create_time   TIMESTAMP NOT NULL DEFAULT CURRENT_TIMESTAMP,
+  begin_time    DATETIME NOT NULL,
+  end_time      DATETIME NOT NULL,
+  stock_buckets INT NOT NULL DEFAULT 1,
+  update_time   TIMESTAMP NOT NULL DEFAULT CURRENT_TIMESTAMP ON UPDATE CURRENT_TIMESTAMP,
+  PRIMARY KEY (voucher_id)
+) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4;
+
+CREATE TABLE IF NOT EXISTS tb_voucher_order (
+  id          BIGINT NOT NULL,
+  user_id     BIGINT UNSIGNED NOT NULL,
+  voucher_id  BIGINT UNSIGNED NOT NULL,
+  pay_type    TINYINT UNSIGNED NOT NULL DEFAULT 1,
+  status      TINYINT UNSIGNED NOT NULL DEFAULT 1,
+  fence_token BIGINT NULL,
+  create_time TIMESTAMP NOT NULL DEFAULT CURRENT_TIMESTAMP,
+  pay_time    TIMESTAMP NULL,
+  use_time    TIMESTAMP NULL,
+  refund_time TIMESTAMP NULL,
+  update_time TIMESTAMP NOT NULL DEFAULT CURRENT_TIMESTAMP ON UPDATE CURRENT_TIMESTAMP,
+  pay_amount    BIGINT NULL,
+  pay_key       VARCHAR(64) NULL,
+  cancel_time   TIMESTAMP NULL,
+  cancel_reason VARCHAR(16) NOT NULL DEFAULT '',
+  giveback_due  TINYINT NOT NULL DEFAULT 0,
+  PRIMARY KEY (id),
+  KEY idx_voucher (voucher_id),
+  KEY idx_status_time (status, create_time),
+  KEY idx_giveback (giveback_due),
+  UNIQUE KEY uk_user_voucher (user_id, voucher_id)
+) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4;
+
+-- The newest fencing token used per lock key (SECKILL_FENCING=on): an order
+-- transaction carrying an older token is refused.
+CREATE TABLE IF NOT EXISTS tb_lock_fence (
+  lock_key    VARCHAR(128) NOT NULL,
+  token       BIGINT NOT NULL,
+  update_time TIMESTAMP NOT NULL DEFAULT CURRENT_TIMESTAMP ON UPDATE CURRENT_TIMESTAMP,
+  PRIMARY KEY (lock_key)
+) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4;
+
+-- Named values of the service. Async mode keeps its epoch here (name
+-- 'async_epoch'), also stored in Redis as seckill:epoch: equal values mean
+-- Redis still holds the state the service put there.
+CREATE TABLE IF NOT EXISTS tb_seckill_meta (
+  name        VARCHAR(64)  NOT NULL,
+  value       VARCHAR(255) NOT NULL,
+  update_time TIMESTAMP NOT NULL DEFAULT CURRENT_TIMESTAMP ON UPDATE CURRENT_TIMESTAMP,
+  PRIMARY KEY (name)
+) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4;
+
+-- The outcome of each order of async mode (SECKILL_ORDER_MODE=async), the
+-- one arbiter between writing an order and giving it up: a consumer inserts
+-- 'written' in the transaction that writes the order, and 'dead' (with the
+-- reason) on its own before the dead-letter script gives the stock back.
+-- The primary key lets exactly one outcome win; the loser acknowledges the
+-- entry (written) or finishes the dead letter (dead), never both.
+CREATE TABLE IF NOT EXISTS tb_order_outcome (
+  order_id    BIGINT NOT NULL,
+  outcome     VARCHAR(8)  NOT NULL,
+  reason      VARCHAR(64) NOT NULL DEFAULT '',
+  attempts    INT NOT NULL DEFAULT 0,
+  create_time TIMESTAMP NOT NULL DEFAULT CURRENT_TIMESTAMP,
+  PRIMARY KEY (order_id)
+) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4;
+
+-- The course's shop (GET /shop/:id, POST /shop, PUT /shop). images is a
+-- comma-separated list of image paths, as the course stores it; x and y
+-- are longitude and latitude; score is 1 to 5 points times ten. A
+-- voucher's shop_id must name a row here (checked by the service when a
+-- voucher is published; shops are never deleted).
+CREATE TABLE IF NOT EXISTS tb_shop (
+  id          BIGINT UNSIGNED NOT NULL AUTO_INCREMENT,
+  name        VARCHAR(128)  NOT NULL,
+  type_id     BIGINT UNSIGNED NOT NULL,
+  images      VARCHAR(1024) NOT NULL DEFAULT '',
+  area        VARCHAR(128)  NOT NULL DEFAULT '',
+  address     VARCHAR(255)  NOT NULL,
+  x           DOUBLE        NOT NULL,
+  y           DOUBLE        NOT NULL,
+  avg_price   BIGINT UNSIGNED NOT NULL DEFAULT 0,
+  sold        INT UNSIGNED  NOT NULL DEFAULT 0,
+  comments    INT UNSIGNED  NOT NULL DEFAULT 0,
+  score       TINYINT UNSIGNED NOT NULL DEFAULT 0,
+  open_hours  VARCHAR(32)   NOT NULL DEFAULT '',
+  create_time TIMESTAMP     NOT NULL DEFAULT CURRENT_TIMESTAMP,
+  update_time TIMESTAMP     NOT NULL DEFAULT CURRENT_TIMESTAMP ON UPDATE CURRENT_TIMESTAMP,
+  PRIMARY KEY (id),
+  KEY idx_type (type_id)
+) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4;
+
+-- Token revocations: every token of user_id issued (iat) before not_before
+-- (Unix seconds) is refused (`seckill revoke`). One row per revoked user.
+CREATE TABLE IF NOT EXISTS tb_token_revocation (
+  user_id     BIGINT UNSIGNED NOT NULL,
+  not_before  BIGINT NOT NULL,
+  create_time TIMESTAMP NOT NULL DEFAULT CURRENT_TIMESTAMP,
+  update_time TIMESTAMP NOT NULL DEFAULT CURRENT_TIMESTAMP ON UPDATE CURRENT_TIMESTAMP,
+  PRIMARY KEY (user_id)
+) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4;
