@@ -19,7 +19,7 @@ import (
 //
 //	go test -run '^$' -bench AcquireRelease -benchtime 2000x ./lock/
 func BenchmarkAcquireRelease(b *testing.B) {
-	for _, be := range contractBackends {
+	for _, be := range family() {
 		b.Run(be.name, func(b *testing.B) {
 			acquireRelease(b, be.new(b))
 		})

@@ -3,6 +3,7 @@ package lock_test
 import (
 	"context"
 	"errors"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -44,6 +45,15 @@ type backend struct {
 // contractBackends is filled by init() functions of the backends' test files.
 var contractBackends []backend
 
+// family returns contractBackends in the order of lock.Modes.
+func family() []backend {
+	out := slices.Clone(contractBackends)
+	slices.SortStableFunc(out, func(a, b backend) int {
+		return slices.Index(lock.Modes, a.name) - slices.Index(lock.Modes, b.name)
+	})
+	return out
+}
+
 // contractOpts are applied before each subtest's own options: fast retries so
 // that 100 goroutines queue up quickly.
 var contractOpts = []lock.Option{lock.WithBackoff(time.Millisecond, 20*time.Millisecond)}
@@ -52,7 +62,7 @@ func TestContract(t *testing.T) {
 	if len(contractBackends) == 0 {
 		t.Fatal("no backend registered")
 	}
-	for _, b := range contractBackends {
+	for _, b := range family() {
 		t.Run(b.name, func(t *testing.T) { runContract(t, b) })
 	}
 }

@@ -10,9 +10,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/redis/go-redis/v9"
-
 	"seckill/lock"
+
+	"github.com/redis/go-redis/v9"
 )
 
 // needEnv returns the environment variable name, or skips the test when it
@@ -88,4 +88,45 @@ func simultaneous(t *testing.T, ctx context.Context, key string, contenders []lo
 	close(start)
 	wg.Wait()
 	return winners
+}
+
+const demoTTL = 200 * time.Millisecond
+
+// waitGone blocks until key no longer exists in Redis: a lease has lapsed.
+func waitGone(tb testing.TB, c redis.UniversalClient, key string) {
+	tb.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		n, err := c.Exists(context.Background(), key).Result()
+		if err != nil {
+			tb.Fatalf("EXISTS %s: %v", key, err)
+		}
+		if n == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			tb.Fatalf("%s still exists after 5s, want its lease to lapse", key)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+func obtain(tb testing.TB, lk lock.Locker, ctx context.Context, key string) lock.Lock {
+	tb.Helper()
+	l, err := lk.Obtain(ctx, key)
+	if err != nil {
+		tb.Fatalf("Obtain %q: %v", key, err)
+	}
+	return l
+}
+
+// must returns a function that fails tb on a constructor error.
+func must(tb testing.TB) func(lock.Locker, error) lock.Locker {
+	return func(l lock.Locker, err error) lock.Locker {
+		tb.Helper()
+		if err != nil {
+			tb.Fatalf("new locker: %v", err)
+		}
+		return l
+	}
 }

@@ -9,6 +9,16 @@ import (
 	"seckill/lock"
 )
 
+func init() {
+	contractBackends = append(contractBackends, backend{
+		name: "local",
+		new: func(tb testing.TB, opts ...lock.Option) lock.Locker {
+			return must(tb)(lock.NewLocal(opts...))
+		},
+		exclusive: true,
+	})
+}
+
 // TestLocalFreesEntries: the per-key map holds a key only while someone
 // holds or waits for it, whatever way the wait ended.
 func TestLocalFreesEntries(t *testing.T) {

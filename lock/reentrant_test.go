@@ -11,6 +11,16 @@ import (
 	"seckill/lock"
 )
 
+func init() {
+	contractBackends = append(contractBackends, backend{
+		name: "reentrant",
+		new: func(tb testing.TB, opts ...lock.Option) lock.Locker {
+			return must(tb)(lock.NewReentrant(redisClient(tb), opts...))
+		},
+		exclusive: true, sharedAcrossLockers: true, lease: true, tokens: true,
+	})
+}
+
 func newReentrant(tb testing.TB, c redis.UniversalClient, opts ...lock.Option) *lock.Reentrant {
 	tb.Helper()
 	r, err := lock.NewReentrant(c, opts...)
