@@ -272,7 +272,7 @@ func withoutEnv(env []string, name string) []string {
 }
 
 // TestDockerfileStartsInProduction: the image's default start is
-// production, which refuses to run without its backends and a secret; a
+// production, which refuses to run without its backends and a secret. A
 // development container is asked for explicitly.
 func TestDockerfileStartsInProduction(t *testing.T) {
 	b, err := os.ReadFile("../Dockerfile")

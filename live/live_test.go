@@ -37,7 +37,7 @@ func (c *clock) add(d time.Duration) {
 func discard() *slog.Logger { return slog.New(slog.DiscardHandler) }
 
 // TestPublisherDeltas: a publication adds what was observed since the last
-// one, by code, duplicate kind and latency bucket; nothing twice.
+// one, by code, duplicate kind and latency bucket. Nothing twice.
 func TestPublisherDeltas(t *testing.T) {
 	rec, st, clk := NewRecorder(), livetest.New(), newClock()
 	p := NewPublisher(rec, st, PublisherConfig{LockMode: "lua", OrderMode: "sync", Now: clk.now}, discard())
@@ -97,8 +97,8 @@ func TestPublisherRetries(t *testing.T) {
 }
 
 // TestPublisherForgetsIdleVouchers: a voucher idle for IdleAfter leaves the
-// Recorder (its place is free again); an answer counted on it meanwhile is
-// published once more; the instance's total keeps its answers.
+// Recorder (its place is free again). An answer counted on it meanwhile is
+// published once more. The instance's total keeps its answers.
 func TestPublisherForgetsIdleVouchers(t *testing.T) {
 	rec, st, clk := NewRecorder(), livetest.New(), newClock()
 	p := NewPublisher(rec, st, PublisherConfig{Now: clk.now}, discard())
@@ -127,7 +127,7 @@ func TestPublisherForgetsIdleVouchers(t *testing.T) {
 	}
 }
 
-// TestRecorderBounded: no more than MaxVouchers vouchers are counted; the
+// TestRecorderBounded: no more than MaxVouchers vouchers are counted. The
 // answers of others are dropped and counted as dropped.
 func TestRecorderBounded(t *testing.T) {
 	rec := NewRecorder()

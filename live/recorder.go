@@ -1,9 +1,9 @@
 // Package live feeds the live sale dashboard (GET /admin/vouchers/:id/live).
 //
 // Each serving process counts its seckill answers per voucher in memory
-// (Recorder: a map lookup and a few atomic adds per request, no I/O); a
+// (Recorder: a map lookup and a few atomic adds per request, no I/O). A
 // Publisher adds the counts to shared per-voucher counters in Redis every
-// quarter second and records the process as alive; a View, one per
+// quarter second and records the process as alive. A View, one per
 // dashboard stream, reads the shared counters of every instance together
 // with the voucher's audit (database and Redis) and turns them into one
 // Snapshot per second: totals, rates over the last seconds, latency
@@ -21,7 +21,7 @@ import (
 	"seckill/model"
 )
 
-// Codes are the answer codes counted per voucher; any other code counts as
+// Codes are the answer codes counted per voucher. Any other code counts as
 // OTHER. They are the codes the seckill route answers (handler.Classify)
 // but the ones of requests that never reach a voucher (bad id, unknown
 // voucher, no token), which are not counted at all.
@@ -75,7 +75,7 @@ const (
 // dupNames name the Dup values in the counters (DupNone has none).
 var dupNames = [...]string{"", "lock", "fence", "check", "unique"}
 
-// latencyBounds are the upper bounds of the latency buckets; one more
+// latencyBounds are the upper bounds of the latency buckets. One more
 // bucket holds the slower answers.
 var latencyBounds = [...]time.Duration{
 	250 * time.Microsecond, 500 * time.Microsecond, time.Millisecond, 2500 * time.Microsecond,
@@ -150,7 +150,7 @@ func (c *counters) values() [nFields]int64 {
 }
 
 // MaxVouchers bounds how many vouchers one Recorder counts at a time
-// (voucher ids come from clients); a voucher idle for IdleAfter is dropped
+// (voucher ids come from clients). A voucher idle for IdleAfter is dropped
 // (after its counts are published) and frees its place.
 const (
 	MaxVouchers = 1024
@@ -173,7 +173,7 @@ func NewRecorder() *Recorder { return &Recorder{} }
 // Observe counts one seckill answer for voucherID: its code ("OK" on
 // success), where a duplicate was stopped, and how long the answer took.
 // Only an answer that proves the voucher exists (ExistenceProof) gives it
-// counters; any other answer is counted for a voucher that has them
+// counters. Any other answer is counted for a voucher that has them
 // already, and dropped otherwise. So made-up voucher ids, refused before
 // the voucher was read (a rate limit), never take a place.
 func (r *Recorder) Observe(voucherID int64, code string, dup Dup, elapsed time.Duration) {

@@ -116,14 +116,14 @@ type Snapshot struct {
 	Duplicates Duplicates `json:"duplicates"`
 	// PerSecond is the answers per second by code over the last
 	// WindowSeconds, RequestsPerSecond their sum, Latency the quantiles
-	// of those answers; all three are absent on a stream's first
+	// of those answers. All three are absent on a stream's first
 	// snapshot (no earlier reading to compare with).
 	PerSecond         map[string]float64 `json:"perSecond,omitempty"`
 	RequestsPerSecond *float64           `json:"requestsPerSecond,omitempty"`
 	Latency           *Latency           `json:"latency,omitempty"`
 	WindowSeconds     float64            `json:"windowSeconds"`
-	// Error says that the counters could not be read (Redis unavailable);
-	// the counters are then the last ones read.
+	// Error says that the counters could not be read (Redis unavailable).
+	// The counters are then the last ones read.
 	Error string `json:"error,omitempty"`
 }
 

@@ -67,12 +67,12 @@ func acquireRelease(b *testing.B, lk lock.Locker) {
 	}
 }
 
-// BenchmarkObtainAllRelease measures what the async consumer does per
-// batch: lock.ObtainAll then lock.ReleaseAll of 100 free keys with lua,
-// in one script call each ("batch") and, for comparison, one Obtain and one
-// Release per key in parallel ("per-key", the fallback of backends without
-// a batch). Besides ns/op (per batch) it reports this process's CPU and
-// Redis's CPU per key (getrusage, INFO cpu):
+// BenchmarkObtainAllRelease measures what the async consumer does per batch:
+// ObtainAll then ReleaseAll of 100 free keys with lua. "batch" uses one
+// script call each. "per-key" uses one Obtain and one Release per key in
+// parallel, the fallback of backends without a batch. Besides ns/op per
+// batch, it reports this process's and Redis's CPU per key (getrusage, INFO
+// cpu):
 //
 //	go test -run '^$' -bench ObtainAllRelease -benchtime 300x ./lock/
 func BenchmarkObtainAllRelease(b *testing.B) {

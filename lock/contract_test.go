@@ -31,14 +31,14 @@ type backend struct {
 	// TTL (with the watchdog off), and Release after that returns ErrNotHeld.
 	lease bool
 	// kill, when set, simulates the holder's process dying (closing its
-	// session or connection); the lock must then become free within 10s.
+	// session or connection). The lock must then become free within 10s.
 	kill func(tb testing.TB, l lock.Lock)
 	// tokens says the backend mints fencing tokens.
 	tokens bool
 	// splitVotes says a grant needs several independent nodes to agree
 	// (redsync, multi): contenders arriving at the same instant can split
 	// the nodes among them so that nobody wins. OneWinner then accepts zero
-	// winners; more than one is still a failure.
+	// winners. More than one is still a failure.
 	splitVotes bool
 }
 
@@ -88,7 +88,7 @@ func runContract(t *testing.T, b backend) {
 	})
 
 	t.Run("OneWinner", func(t *testing.T) {
-		// 100 goroutines try once at the same moment; the winner holds until
+		// 100 goroutines try once at the same moment. The winner holds until
 		// all have tried. Exactly one may win (everyone, for "none").
 		const n = 120
 		lk := b.locker(t)

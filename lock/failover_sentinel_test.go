@@ -157,11 +157,11 @@ func (p *pendingSet) close() error {
 	return p.set.Close()
 }
 
-// waitReceivedNotApplied waits until the paused replica has received
-// everything the primary wrote (its applied offset plus the unapplied
-// input of its link equals the primary's offset) without having applied
-// the grant (the key is absent on the replica): the state the primary's
-// death must find.
+// waitReceivedNotApplied waits until the paused replica has received all the
+// primary wrote but not applied the grant. Received means its applied offset
+// plus its link's unapplied input equals the primary's offset. Not applied
+// means the key is absent on the replica. The primary must die in that
+// state.
 func waitReceivedNotApplied(t *testing.T, ctx context.Context, pc, rc *redis.Client, key string) {
 	t.Helper()
 	waitFor(t, ctx, "the replica to receive A's grant without applying it", func() error {

@@ -42,7 +42,7 @@ type failoverCase struct {
 	// newLocker builds A's or B's locker: on c (a Sentinel failover client)
 	// or, with nodes, on the three node clients.
 	newLocker func(t *testing.T, c redis.UniversalClient, nodes []redis.UniversalClient) lock.Locker
-	// grantFirst: A obtains with the replica in sync and applying; the
+	// grantFirst: A obtains with the replica in sync and applying. The
 	// replica is paused after the grant, not before.
 	grantFirst bool
 	// inRedis: A's attempt writes to the Redis primary (all the Redis
@@ -132,11 +132,11 @@ var failoverCases = []failoverCase{
 		}},
 }
 
-// TestFailoverTwoHolders reproduces two holders of one lock:order:<userId>
-// across a Sentinel failover for simple, owner, lua and reentrant (the test
-// fails if they stop failing), and shows one holder for lua and reentrant
-// with replica-synced acquire, redsync and multi across independent nodes
-// (one lost), mysql and zookeeper.
+// TestFailoverTwoHolders shows two holders of one lock:order:<userId> across
+// a Sentinel failover for simple, owner, lua and reentrant. It fails if they
+// stop failing. It shows one holder for lua and reentrant with
+// replica-synced acquire, for redsync and multi with one node lost, and for
+// mysql and zookeeper.
 func TestFailoverTwoHolders(t *testing.T) {
 	if err := redisproc.Available(); err != nil {
 		if os.Getenv("CI") == "true" {

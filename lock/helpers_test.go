@@ -62,7 +62,7 @@ func bg(tb testing.TB, d time.Duration) context.Context {
 }
 
 // simultaneous has every contender try key once at the same moment and
-// returns the locks obtained; any error but ErrNotObtained fails the test.
+// returns the locks obtained. Any error but ErrNotObtained fails the test.
 func simultaneous(t *testing.T, ctx context.Context, key string, contenders []lock.Locker) []lock.Lock {
 	t.Helper()
 	var (

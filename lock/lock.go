@@ -27,7 +27,7 @@ type Locker interface {
 	// Obtain takes the lock on key. It tries once when the configured wait is
 	// zero, otherwise it retries (or waits for a release notification) until
 	// the wait elapses or ctx ends. It returns ErrNotObtained when the lock is
-	// held by someone else; when ctx ends first the error wraps both
+	// held by someone else. When ctx ends first the error wraps both
 	// ErrNotObtained and ctx.Err(). It returns a wrapped I/O error when the
 	// backend cannot be reached.
 	Obtain(ctx context.Context, key string) (Lock, error)
@@ -64,7 +64,7 @@ type Options struct {
 	// honour it, the others ignore it. The factory New turns it on for those
 	// three.
 	Watchdog bool
-	// BackoffMin is the first retry delay while waiting; it doubles up to
+	// BackoffMin is the first retry delay while waiting. It doubles up to
 	// BackoffMax, with full jitter. Default 2ms.
 	BackoffMin time.Duration
 	// BackoffMax caps the retry delay. Default 100ms.
@@ -77,17 +77,14 @@ type Options struct {
 	// ReleaseTimeout bounds calls that run on a detached context (watchdog
 	// renewals, rollback of partial grants). Default 2s.
 	ReleaseTimeout time.Duration
-	// WaitReplicas, when positive, makes lua and reentrant follow every
-	// grant, and every watchdog renewal, with WAIT WaitReplicas
-	// WaitReplicasTimeout on the same connection (one pipeline): a grant
-	// that fewer replicas acknowledge is undone at once (this owner's
-	// compare-and-delete, or the release of this one hold) and Obtain
-	// reports ErrNotObtained; such a renewal makes the watchdog stop, as
-	// if the lock were lost. WAIT is not consensus: see README. Default 0:
-	// off. The other backends ignore it. It needs one primary (plain or
-	// Sentinel-managed), not Redis Cluster.
+	// WaitReplicas, when positive, makes lua and reentrant send WAIT after
+	// every grant and watchdog renewal, on the same connection. A grant that
+	// fewer replicas acknowledge is undone at once, and Obtain reports
+	// ErrNotObtained. Such a renewal stops the watchdog, as if the lock were
+	// lost. WAIT is not consensus (see docs/locks.md). Default 0: off. Other
+	// backends ignore it. It needs one primary, not Redis Cluster.
 	WaitReplicas int
-	// WaitReplicasTimeout bounds each WAIT; keep it below the Redis
+	// WaitReplicasTimeout bounds each WAIT. Keep it below the Redis
 	// client's read timeout (go-redis: 3s). Default 100ms.
 	WaitReplicasTimeout time.Duration
 }
@@ -136,7 +133,7 @@ func WithReleaseTimeout(d time.Duration) Option {
 
 // WithWaitReplicas makes lua and reentrant wait, after each grant and
 // renewal, until n replicas acknowledge it or timeout passes (default 0:
-// off, and 100ms); see Options.WaitReplicas.
+// off, and 100ms). See Options.WaitReplicas.
 func WithWaitReplicas(n int, timeout time.Duration) Option {
 	return func(o *Options) { o.WaitReplicas, o.WaitReplicasTimeout = n, timeout }
 }

@@ -10,20 +10,13 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// Lua stores a random owner token (SET NX PX, inside lua/acquire.lua) and
-// releases with a compare-and-delete script (lua/unlock.lua), so a holder
-// can only ever delete its own lock. The acquire script also INCRs a
-// companion counter, <key>:fence, which never expires, and returns its value
-// as the fencing token: grant and token are one atomic step, so a later
-// grant always carries a larger token. What it cannot prevent is the lease
-// expiring while the holder still works (then two holders exist; the token
-// lets the protected resource refuse the stale one). Two round trips per
-// acquire and release; ObtainAll and ReleaseAll (BatchLocker) take and give
-// back the locks of many keys in one round trip each (lua/acquire_all.lua,
-// lua/unlock_all.lua), every key with its own owner and fencing token. An acquire sent again after its reply was lost
-// (go-redis retries a command whose connection dropped) finds the key
-// holding its own owner token and gets the same grant and token back,
-// instead of a refusal.
+// Lua stores a random owner token with SET NX PX and releases with a
+// compare-and-delete script. So a holder only ever deletes its own lock. The
+// acquire script also increments <key>:fence and returns it as the fencing
+// token. A lease can still lapse while the holder works. The token lets the
+// resource refuse the stale holder. An acquire resent after a lost reply
+// gets the same grant back. Lua is a BatchLocker. docs/locks.md explains
+// these choices.
 type Lua struct {
 	client redis.UniversalClient
 	opts   Options
@@ -58,9 +51,8 @@ func (*Lua) Name() string { return "lua" }
 func FenceKey(key string) string { return key + ":fence" }
 
 // ClusterFenceKey is the fencing counter of key on Redis Cluster:
-// {<key>}:fence, whose hash tag is the whole lock key, so that it lies in
-// the lock key's slot (a key without a tag hashes whole) while the lock
-// key keeps its name.
+// {<key>}:fence. Its hash tag is the whole lock key, so it lies in the lock
+// key's slot, while the lock key keeps its name.
 func ClusterFenceKey(key string) string { return "{" + key + "}:fence" }
 
 // fenceKey is key's fencing counter on client c.
@@ -121,7 +113,7 @@ func (s *Lua) acquire(ctx context.Context, key, owner string) (token, acks int64
 	return token, acks, waitErr
 }
 
-// abandon runs the compare-and-delete for owner on a detached context; it
+// abandon runs the compare-and-delete for owner on a detached context. It
 // deletes nothing unless owner holds key.
 func (s *Lua) abandon(ctx context.Context, key, owner string) {
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.opts.ReleaseTimeout)

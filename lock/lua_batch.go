@@ -86,7 +86,7 @@ func (s *Lua) ObtainAll(ctx context.Context, keys []string) ([]Lock, []error) {
 // ReleaseAll releases the locks this locker obtained in one run of
 // lua/unlock_all.lua (compare-and-delete of each key with its own owner
 // token); locks of another locker are released one by one. On Redis
-// Cluster it runs one script call per master (lua_cluster.go); with WAIT
+// Cluster it runs one script call per master (lua_cluster.go). With WAIT
 // there, it releases each lock on its own.
 func (s *Lua) ReleaseAll(ctx context.Context, locks []Lock) []error {
 	if !s.batches() && !s.pipelines() {
@@ -174,7 +174,7 @@ func (s *Lua) releaseAll(ctx context.Context, keys, owners []string) ([]int64, e
 }
 
 // abandonAll runs the compare-and-delete of every key for its owner on a
-// detached context; it deletes nothing that its owner does not hold.
+// detached context. It deletes nothing that its owner does not hold.
 func (s *Lua) abandonAll(ctx context.Context, keys, owners []string) {
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.opts.ReleaseTimeout)
 	defer cancel()

@@ -68,10 +68,10 @@ func exists(t *testing.T, c redis.UniversalClient, keys ...string) int64 {
 	return n
 }
 
-// TestLuaObtainAll: one script call takes every free key of the batch,
-// each with its own owner and fencing token; a key another holder has in
-// the middle of the batch is refused alone and stays that holder's; one
-// script call gives the batch back.
+// TestLuaObtainAll: one script call takes every free key of the batch, each
+// with its own owner and fencing token. A key another holder has in the
+// middle of the batch is refused alone and stays that holder's. One script
+// call gives the batch back.
 func TestLuaObtainAll(t *testing.T) {
 	c := redisClient(t)
 	var calls scriptCounter
@@ -186,7 +186,7 @@ func TestLuaObtainAllRedisErrorMidBatch(t *testing.T) {
 }
 
 // TestLuaObtainAllReplyLost: go-redis sends the batch again after its
-// reply was lost; the second run finds every key holding its own owner
+// reply was lost. The second run finds every key holding its own owner
 // token and answers the same grants: every fencing counter advanced once.
 func TestLuaObtainAllReplyLost(t *testing.T) {
 	c := redisClient(t)

@@ -52,7 +52,7 @@ func clusterKeys(t *testing.T, c *redis.ClusterClient, n int) []string {
 
 // TestLuaObtainAllCluster: on Redis Cluster a batch spans slots and nodes;
 // ObtainAll and ReleaseAll make one script call per master (not one per
-// key), with every lock's own owner and fencing token; a key held by
+// key), with every lock's own owner and fencing token. A key held by
 // another is refused alone.
 func TestLuaObtainAllCluster(t *testing.T) {
 	c := clusterClient(t)
@@ -126,7 +126,7 @@ func TestLuaObtainAllCluster(t *testing.T) {
 }
 
 // TestLuaObtainAllClusterOneWinner: many goroutines take the same batch
-// at once on Redis Cluster; every key has exactly one holder.
+// at once on Redis Cluster. Every key has exactly one holder.
 func TestLuaObtainAllClusterOneWinner(t *testing.T) {
 	c := clusterClient(t)
 	ctx := bg(t, 20*time.Second)
@@ -160,9 +160,9 @@ func TestLuaObtainAllClusterOneWinner(t *testing.T) {
 }
 
 // TestLuaObtainAllClusterFallback: a key of the wrong type fails its
-// master's script call part-way, after it granted the keys before it; the
-// master's keys go again one by one with the same owner tokens: the wrong
-// key alone reports the error, every other key is held once, with token 1.
+// master's script call part-way, after it granted the keys before it. The
+// master's keys go again one by one with the same owner tokens. The wrong
+// key alone reports the error. Every other key is held once, with token 1.
 func TestLuaObtainAllClusterFallback(t *testing.T) {
 	c := clusterClient(t)
 	lk := must(t)(lock.NewLua(c))

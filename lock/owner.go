@@ -14,7 +14,7 @@ import (
 // expire between the GET and the DEL (a GC pause, a slow network), another
 // client obtains the lock, and the DEL removes that client's lock
 // (TestOwnerCheckThenDeleteRace). Three round trips per acquire and
-// release; no fencing token.
+// release. No fencing token.
 type Owner struct {
 	client redis.UniversalClient
 	opts   Options

@@ -13,17 +13,10 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// Redsync is the Redlock backend, built on go-redsync/redsync v4: the lock
-// is granted when a majority (N/2+1) of N independent Redis nodes accepted
-// SET NX PX with one random owner value, and the grant came back before
-// the lease (minus a clock drift allowance) ran out. Release deletes the
-// value by compare-and-delete on every node.
-//
-// It keeps working with a minority of the nodes down (one of three) and
-// refuses with a majority down. It inherits Redlock's known limits: it
-// assumes bounded clock drift and process pauses shorter than the lease,
-// and it cannot mint a fencing token (see redsyncLock.Token). Each attempt
-// is one round trip to every node, in parallel; so is Release.
+// Redsync is the Redlock backend, built on go-redsync/redsync v4. A grant
+// needs a majority (N/2+1) of N independent nodes within the lease. It works
+// with a minority of nodes down. It assumes bounded clock drift and short
+// pauses, and mints no fencing token.
 type Redsync struct {
 	rs     *redsync.Redsync
 	nodes  int
@@ -73,27 +66,13 @@ func NewRedsync(clients []redis.UniversalClient, opts ...Option) (*Redsync, erro
 func (*Redsync) Name() string { return "redsync" }
 
 // Obtain takes the lock on a quorum of the nodes. With a zero Wait it makes
-// one attempt; otherwise it retries with exponential backoff and full
-// jitter until Wait elapses or ctx ends. With a majority of the nodes
-// unreachable it returns an I/O error (not ErrNotObtained) at once.
+// one attempt. Otherwise it retries with backoff until Wait elapses or ctx
+// ends. With a majority of nodes unreachable it returns an I/O error at
+// once.
 //
-// Each attempt is redsync's TryLockContext, and the waiting loop is ours
-// rather than redsync's own (WithTries with WithRetryDelayFunc), because
-// redsync bounds retries by a count, not by a duration, and rolls a failed
-// attempt back on the caller's context: once that context is cancelled the
-// rollback cannot run, and the partial grants would sit on the nodes for a
-// whole lease. Here an attempt cut short by ctx is rolled back on a
-// detached context.
-//
-// Split votes: contenders that arrive together can each win some nodes,
-// none a majority, and all fail (that is Redlock's design: the write-up
-// tells them to retry after a random delay). Goroutines of one process
-// need not fight that way, so a Redsync runs at most one attempt per key
-// at a time: the others wait for it (not for the lock) and then try in
-// turn; with a zero Wait a goroutine waits for the gate at most one
-// attempt's time (redsync's node timeout) and is refused otherwise.
-// Contenders in different processes can still split the vote
-// (TestRedsyncSplitVote).
+// The retry loop is ours, so that an attempt cut short by ctx is rolled back
+// on a detached context. One process runs one attempt per key at a time, so
+// its goroutines cannot split the vote. docs/locks.md explains both.
 func (r *Redsync) Obtain(ctx context.Context, key string) (Lock, error) {
 	value := newOwnerToken()
 	factor := redsyncTimeoutFactor(r.opts.TTL)
@@ -223,13 +202,8 @@ type redsyncLock struct {
 // Key returns the locked key.
 func (l *redsyncLock) Key() string { return l.key }
 
-// Token returns false: Redlock cannot mint a fencing token. A token must
-// come from one linearizable counter bumped in the same atomic step as the
-// grant, and Redlock has no such thing: its N nodes are independent by
-// design, a grant is a majority of separate SET NX calls, and counters kept
-// on each node would disagree (a node that was down, or restarted without
-// persistence, lags behind), so no token could be "strictly greater than
-// every token before" for sure.
+// Token returns false: Redlock cannot mint a fencing token. Its nodes are
+// independent, so per-node counters would disagree.
 func (*redsyncLock) Token() (int64, bool) { return 0, false }
 
 // Release stops the watchdog, then deletes the owner value from every node

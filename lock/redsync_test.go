@@ -233,7 +233,7 @@ func TestRedsyncGrantsWithOneOfThreeDown(t *testing.T) {
 
 // TestRedsyncRefusesWithTwoOfThreeDown: with two of three nodes killed no
 // quorum is possible: Obtain fails with an I/O error (an outage, not
-// contention) and leaves nothing on the node still up; a lock held before
+// contention) and leaves nothing on the node still up. A lock held before
 // the crash cannot be released either.
 func TestRedsyncRefusesWithTwoOfThreeDown(t *testing.T) {
 	procs, clients := threeNodes(t)

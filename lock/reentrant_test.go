@@ -140,7 +140,7 @@ func TestWatchdogKeepsLockPastLeases(t *testing.T) {
 }
 
 // TestWatchdogStopsAfterRelease: an inner hold with a watchdog keeps the key
-// alive for an outer hold that has none; once the inner hold is released,
+// alive for an outer hold that has none. Once the inner hold is released,
 // its watchdog stops and the (abandoned) outer hold expires.
 func TestWatchdogStopsAfterRelease(t *testing.T) {
 	c := redisClient(t)
@@ -169,7 +169,7 @@ func TestWatchdogStopsAfterRelease(t *testing.T) {
 }
 
 // TestWatchdogStopsOnContextEnd: the holder's context ends without a
-// Release (the request was abandoned); the watchdog stops and the lease
+// Release (the request was abandoned). The watchdog stops and the lease
 // lapses, so a waiter gets the lock.
 func TestWatchdogStopsOnContextEnd(t *testing.T) {
 	c := redisClient(t)

@@ -21,7 +21,7 @@ import (
 // apply it a second time.
 
 // lossyClient returns a client that reaches addr through a fault proxy,
-// with go-redis's default command retries; the lock scripts are loaded on
+// with go-redis's default command retries. The lock scripts are loaded on
 // the server first, so the first EVALSHA is the one that runs.
 func lossyClient(tb testing.TB, addr string) (*faultproxy.Proxy, *redis.Client) {
 	tb.Helper()
@@ -91,8 +91,8 @@ func TestLuaObtainReplyLost(t *testing.T) {
 }
 
 // TestReentrantObtainReplyLost: a retried first acquire counts once, so
-// one Release frees the lock; before, the retry counted a second hold and
-// the key stayed held for a lease after the holder released it.
+// one Release frees the lock. Counted twice, the key would stay held for a
+// lease after the holder released it.
 func TestReentrantObtainReplyLost(t *testing.T) {
 	c := redisClient(t)
 	p, pc := lossyClient(t, c.Options().Addr)
@@ -124,8 +124,8 @@ func TestReentrantObtainReplyLost(t *testing.T) {
 }
 
 // TestReentrantReleaseReplyLost: a retried release of a nested hold
-// decrements once. Before, the retry decremented the outer hold too and
-// deleted the lock under its holder.
+// decrements once. Decremented twice, it would drop the outer hold too and
+// delete the lock under its holder.
 func TestReentrantReleaseReplyLost(t *testing.T) {
 	c := redisClient(t)
 	p, pc := lossyClient(t, c.Options().Addr)
@@ -154,7 +154,7 @@ func TestReentrantReleaseReplyLost(t *testing.T) {
 	}
 }
 
-// TestMultiObtainReplyLost: MultiLock runs acquire.lua on each node; a
+// TestMultiObtainReplyLost: MultiLock runs acquire.lua on each node. A
 // node client that retries (the product's node clients do not) gets the
 // grant it made back instead of a refusal that rolls the whole attempt
 // back.

@@ -9,11 +9,11 @@ import (
 )
 
 // Simple is the textbook first attempt: SET key 1 NX PX ttl to obtain, a
-// plain DEL to release. It is deliberately flawed: the value does not say
-// who holds the lock, so a holder whose lease expired while it worked
-// deletes the next holder's lock on Release, and a third client gets in
-// while the second still works (TestSimpleDeletesAnotherHoldersLock). Two
-// round trips per acquire and release; no fencing token.
+// plain DEL to release. It is flawed on purpose. The value does not say who
+// holds the lock. A holder whose lease lapsed deletes the next holder's lock
+// on Release, and a third client gets in beside the second
+// (TestSimpleDeletesAnotherHoldersLock). Two round trips per acquire and
+// release. No fencing token.
 type Simple struct {
 	client redis.UniversalClient
 	opts   Options

@@ -79,15 +79,12 @@ func waitInSync(tb testing.TB, primary, replica *redis.Client) {
 	}
 }
 
-// stallReplica holds back replica's replication for d: CLIENT PAUSE d WRITE
-// on the replica, so the replication stream it receives waits unapplied in
-// its input buffer and its acknowledged offset does not advance (WAIT
-// counts no ack); it then applies the stream and catches up by itself (no
-// role change, no Sentinel action as long as d stays well below
-// down-after-milliseconds). The pause lasts d whatever the machine's load
-// (a busy Lua loop calibrated beforehand did not: on a loaded machine the
-// calibration ran slow and the loop ended early). It returns a channel
-// closed when the pause is over.
+// stallReplica holds back replica's replication for d with CLIENT PAUSE d
+// WRITE. The stream it receives waits unapplied, and WAIT counts no ack.
+// Afterwards it applies the stream and catches up by itself. Sentinel does
+// nothing while d stays well below down-after-milliseconds. The pause lasts
+// d whatever the machine's load. It returns a channel closed when the pause
+// is over.
 func stallReplica(tb testing.TB, replica *redis.Client, d time.Duration) <-chan struct{} {
 	tb.Helper()
 	ctx := context.Background()
@@ -202,7 +199,7 @@ func TestWaitReplicasMoreThanExist(t *testing.T) {
 }
 
 // TestWaitReplicasWatchdogLost: a renewal the stalled replica does not
-// acknowledge stops the watchdog; the lease then runs out and Release
+// acknowledge stops the watchdog. The lease then runs out and Release
 // reports ErrNotHeld.
 func TestWaitReplicasWatchdogLost(t *testing.T) {
 	primary, replica := sentinelPair(t)

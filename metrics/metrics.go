@@ -1,8 +1,8 @@
 // Package metrics holds the Prometheus metrics of one process, in a registry
 // of its own (no global state).
 //
-// The Grafana dashboard deploy/grafana/dashboards/seckill.json draws them;
-// the tests of deploy/ read the names registered here and fail when the
+// The Grafana dashboard deploy/grafana/dashboards/seckill.json draws them.
+// The tests of deploy/ read the names registered here and fail when the
 // dashboard queries a metric this package does not register, or leaves one
 // of the seckill_ metrics out.
 package metrics

@@ -70,7 +70,7 @@ func New(tp trace.TracerProvider) *Tracing {
 	return &Tracing{tp: tp, tracer: tp.Tracer(scope), prop: propagation.TraceContext{}}
 }
 
-// Provider is the tracer provider; nil for a nil Tracing (tracing off).
+// Provider is the tracer provider. Nil for a nil Tracing (tracing off).
 func (t *Tracing) Provider() trace.TracerProvider {
 	if t == nil {
 		return nil

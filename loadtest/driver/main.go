@@ -200,7 +200,7 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 	return nil
 }
 
-// writeFile writes s to path; an empty path writes nothing.
+// writeFile writes s to path. An empty path writes nothing.
 func writeFile(path, s string) error {
 	if path == "" {
 		return nil
