@@ -80,17 +80,17 @@ func hostPath(m map[string]string, container string) string {
 
 func provisionedDatasourceUID(t *testing.T) string {
 	t.Helper()
-	var ds struct {
+	var datasources struct {
 		Datasources []struct {
 			Name, UID, Type, URL string
 			IsDefault            bool `yaml:"isDefault"`
 		} `yaml:"datasources"`
 	}
-	readYAML(t, "grafana/provisioning/datasources/prometheus.yml", &ds)
-	if len(ds.Datasources) != 1 {
-		t.Fatalf("datasources: got %d, want 1", len(ds.Datasources))
+	readYAML(t, "grafana/provisioning/datasources/prometheus.yml", &datasources)
+	if len(datasources.Datasources) != 1 {
+		t.Fatalf("datasources: got %d, want 1", len(datasources.Datasources))
 	}
-	return ds.Datasources[0].UID
+	return datasources.Datasources[0].UID
 }
 
 func TestProvisioning(t *testing.T) {
@@ -106,23 +106,23 @@ func TestProvisioning(t *testing.T) {
 	}
 
 	// Grafana reads its provisioning directory from the repository.
-	gm := mounts(t, c, "grafana")
-	prov := hostPath(gm, "/etc/grafana/provisioning")
-	if prov == "" {
+	grafanaMounts := mounts(t, c, "grafana")
+	provisioning := hostPath(grafanaMounts, "/etc/grafana/provisioning")
+	if provisioning == "" {
 		t.Fatal("grafana: nothing mounted at /etc/grafana/provisioning")
 	}
 
 	// The data source is the compose file's Prometheus.
-	var ds struct {
+	var datasources struct {
 		Datasources []struct {
 			UID, Type, URL string
 		} `yaml:"datasources"`
 	}
-	readYAML(t, filepath.Join(prov, "datasources/prometheus.yml"), &ds)
-	if len(ds.Datasources) != 1 || ds.Datasources[0].Type != "prometheus" {
-		t.Fatalf("datasources: %+v, want one of type prometheus", ds.Datasources)
+	readYAML(t, filepath.Join(provisioning, "datasources/prometheus.yml"), &datasources)
+	if len(datasources.Datasources) != 1 || datasources.Datasources[0].Type != "prometheus" {
+		t.Fatalf("datasources: %+v, want one of type prometheus", datasources.Datasources)
 	}
-	if u := ds.Datasources[0].URL; u != "http://prometheus:9090" {
+	if u := datasources.Datasources[0].URL; u != "http://prometheus:9090" {
 		t.Errorf("datasource url %s, want http://prometheus:9090", u)
 	}
 	if _, ok := c.Services["prometheus"]; !ok {
@@ -130,7 +130,7 @@ func TestProvisioning(t *testing.T) {
 	}
 
 	// The dashboard provider's folder is mounted and holds the dashboard.
-	var dp struct {
+	var dashboards struct {
 		Providers []struct {
 			Name, Type string
 			Options    struct {
@@ -138,19 +138,19 @@ func TestProvisioning(t *testing.T) {
 			} `yaml:"options"`
 		} `yaml:"providers"`
 	}
-	readYAML(t, filepath.Join(prov, "dashboards/seckill.yml"), &dp)
-	if len(dp.Providers) != 1 || dp.Providers[0].Type != "file" {
-		t.Fatalf("dashboard providers: %+v, want one of type file", dp.Providers)
+	readYAML(t, filepath.Join(provisioning, "dashboards/seckill.yml"), &dashboards)
+	if len(dashboards.Providers) != 1 || dashboards.Providers[0].Type != "file" {
+		t.Fatalf("dashboard providers: %+v, want one of type file", dashboards.Providers)
 	}
-	dir := hostPath(gm, dp.Providers[0].Options.Path)
+	dir := hostPath(grafanaMounts, dashboards.Providers[0].Options.Path)
 	if dir == "" {
-		t.Fatalf("the provider's path %s is not mounted into grafana", dp.Providers[0].Options.Path)
+		t.Fatalf("the provider's path %s is not mounted into grafana", dashboards.Providers[0].Options.Path)
 	}
 	if want := filepath.Join("..", "deploy", dashboardPath); filepath.Join(dir, filepath.Base(dashboardPath)) != want {
-		t.Errorf("the provider's path %s is %s on the host, want the folder of %s", dp.Providers[0].Options.Path, dir, want)
+		t.Errorf("the provider's path %s is %s on the host, want the folder of %s", dashboards.Providers[0].Options.Path, dir, want)
 	}
 	if home := c.Services["grafana"].Environment["GF_DASHBOARDS_DEFAULT_HOME_DASHBOARD_PATH"]; home != "" {
-		if p := hostPath(gm, home); p == "" {
+		if p := hostPath(grafanaMounts, home); p == "" {
 			t.Errorf("home dashboard %s is not mounted", home)
 		} else if _, err := os.Stat(p); err != nil {
 			t.Errorf("home dashboard %s: %v", home, err)
@@ -159,14 +159,14 @@ func TestProvisioning(t *testing.T) {
 
 	// Prometheus reads deploy/prometheus.yml and scrapes the app services
 	// on the port they listen on.
-	pm := mounts(t, c, "prometheus")
+	promMounts := mounts(t, c, "prometheus")
 	cfg := "/etc/prometheus/prometheus.yml"
 	for _, arg := range c.Services["prometheus"].Command {
 		if v, ok := strings.CutPrefix(arg, "--config.file="); ok {
 			cfg = v
 		}
 	}
-	promFile := hostPath(pm, cfg)
+	promFile := hostPath(promMounts, cfg)
 	if promFile != filepath.Join("..", "deploy", "prometheus.yml") {
 		t.Fatalf("prometheus reads %s from %q, want deploy/prometheus.yml", cfg, promFile)
 	}

@@ -1,8 +1,8 @@
-// Package deploy_test checks the deployment files beside it: the Grafana
-// dashboard names only metrics the product registers (read from
-// metrics.New(), not from a list kept by hand), and the Prometheus and
-// Grafana provisioning files, wired in docker-compose.yml, point at paths
-// that exist.
+// Package deploy_test checks the deployment files beside it. The Grafana
+// dashboard may only name metrics the product registers, read from
+// metrics.New() rather than a list kept by hand. The Prometheus and Grafana
+// provisioning files, wired in docker-compose.yml, must point at paths that
+// exist.
 package deploy_test
 
 import (
@@ -87,19 +87,19 @@ func queries(t *testing.T, d dashboard) map[string]string {
 	t.Helper()
 	q := map[string]string{}
 	for _, p := range allPanels(d.Panels) {
-		for _, tg := range p.Targets {
-			q[fmt.Sprintf("panel %q target %s", p.Title, tg.RefID)] = tg.Expr
+		for _, target := range p.Targets {
+			q[fmt.Sprintf("panel %q target %s", p.Title, target.RefID)] = target.Expr
 		}
 	}
 	for _, v := range d.Templating.List {
 		if v.Type != "query" {
 			continue
 		}
-		switch qv := v.Query.(type) {
+		switch query := v.Query.(type) {
 		case string:
-			q["variable "+v.Name] = qv
+			q["variable "+v.Name] = query
 		case map[string]any:
-			s, _ := qv["query"].(string)
+			s, _ := query["query"].(string)
 			q["variable "+v.Name] = s
 		default:
 			t.Errorf("variable %s: query of type %T", v.Name, v.Query)
@@ -134,9 +134,9 @@ func TestDashboardParses(t *testing.T) {
 		if len(p.Targets) == 0 {
 			t.Errorf("panel %q has no query", p.Title)
 		}
-		for _, tg := range p.Targets {
-			if strings.TrimSpace(tg.Expr) == "" {
-				t.Errorf("panel %q target %s: empty expression", p.Title, tg.RefID)
+		for _, target := range p.Targets {
+			if strings.TrimSpace(target.Expr) == "" {
+				t.Errorf("panel %q target %s: empty expression", p.Title, target.RefID)
 			}
 		}
 		if p.Datasource == nil || p.Datasource.UID != ds {

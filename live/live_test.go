@@ -42,14 +42,14 @@ func TestPublisherDeltas(t *testing.T) {
 	rec, st, clk := NewRecorder(), livetest.New(), newClock()
 	p := NewPublisher(rec, st, PublisherConfig{LockMode: "lua", OrderMode: "sync", Now: clk.now}, discard())
 	ctx := context.Background()
-	rec.Observe(7, "OK", DupNone, 100*time.Microsecond)
-	rec.Observe(7, "DUPLICATE_ORDER", DupLock, 3*time.Millisecond)
-	rec.Observe(7, "DUPLICATE_ORDER", DupUniqueKey, 3*time.Millisecond)
-	rec.Observe(7, "SOMETHING_NEW", DupNone, 10*time.Second)
-	rec.Observe(8, "SOLD_OUT", DupNone, time.Millisecond)
+	rec.Observe(7, "OK", NotDuplicate, 100*time.Microsecond)
+	rec.Observe(7, "DUPLICATE_ORDER", StoppedByLock, 3*time.Millisecond)
+	rec.Observe(7, "DUPLICATE_ORDER", StoppedByUniqueKey, 3*time.Millisecond)
+	rec.Observe(7, "SOMETHING_NEW", NotDuplicate, 10*time.Second)
+	rec.Observe(8, "SOLD_OUT", NotDuplicate, time.Millisecond)
 	p.Flush(ctx)
 	p.Flush(ctx) // nothing new: nothing added twice
-	rec.Observe(7, "OK", DupNone, 100*time.Microsecond)
+	rec.Observe(7, "OK", NotDuplicate, 100*time.Microsecond)
 	p.Flush(ctx)
 
 	tests := []struct {
@@ -83,10 +83,10 @@ func TestPublisherRetries(t *testing.T) {
 	rec, st, clk := NewRecorder(), livetest.New(), newClock()
 	p := NewPublisher(rec, st, PublisherConfig{Now: clk.now}, discard())
 	ctx := context.Background()
-	rec.Observe(1, "OK", DupNone, time.Millisecond)
+	rec.Observe(1, "OK", NotDuplicate, time.Millisecond)
 	st.SetFail(errors.New("redis down"))
 	p.Flush(ctx)
-	rec.Observe(1, "OK", DupNone, time.Millisecond)
+	rec.Observe(1, "OK", NotDuplicate, time.Millisecond)
 	p.Flush(ctx)
 	st.SetFail(nil)
 	p.Flush(ctx)
@@ -103,7 +103,7 @@ func TestPublisherForgetsIdleVouchers(t *testing.T) {
 	rec, st, clk := NewRecorder(), livetest.New(), newClock()
 	p := NewPublisher(rec, st, PublisherConfig{Now: clk.now}, discard())
 	ctx := context.Background()
-	rec.Observe(1, "OK", DupNone, time.Millisecond)
+	rec.Observe(1, "OK", NotDuplicate, time.Millisecond)
 	c := rec.counters(1)
 	p.Flush(ctx)
 	clk.add(IdleAfter)
@@ -112,7 +112,7 @@ func TestPublisherForgetsIdleVouchers(t *testing.T) {
 		t.Fatalf("vouchers counted after %v idle: got %d, want 0", IdleAfter, n)
 	}
 	c.codes[codeIndex("SOLD_OUT")].Add(1) // a request that held the counters while they were dropped
-	rec.Observe(1, "OK", DupNone, time.Millisecond)
+	rec.Observe(1, "OK", NotDuplicate, time.Millisecond)
 	p.Flush(ctx)
 	p.Flush(ctx)
 	if got := st.Count(1, "code:OK"); got != 2 {
@@ -132,7 +132,7 @@ func TestPublisherForgetsIdleVouchers(t *testing.T) {
 func TestRecorderBounded(t *testing.T) {
 	rec := NewRecorder()
 	for id := int64(1); id <= MaxVouchers+10; id++ {
-		rec.Observe(id, "OK", DupNone, time.Millisecond)
+		rec.Observe(id, "OK", NotDuplicate, time.Millisecond)
 	}
 	if n := rec.n.Load(); n != MaxVouchers {
 		t.Errorf("vouchers counted: got %d, want %d", n, MaxVouchers)
@@ -166,7 +166,7 @@ func TestConcurrentObserveAndPublish(t *testing.T) {
 			defer wg.Done()
 			rec := recs[g%2]
 			for i := range 1000 {
-				rec.Observe(int64(1+i%3), Codes[i%len(Codes)], Dup(i%nDups), time.Duration(i)*time.Microsecond)
+				rec.Observe(int64(1+i%3), Codes[i%len(Codes)], StoppedBy(i%nDups), time.Duration(i)*time.Microsecond)
 			}
 		}()
 	}
@@ -222,8 +222,8 @@ func (s *stubAudit) set(a *model.Audit, err error) {
 // with their own rates and their modes.
 func TestViewRates(t *testing.T) {
 	st, clk := livetest.New(), newClock()
-	au := &stubAudit{a: &model.Audit{VoucherID: 5, InitialStock: 10, Stock: 10, Consistent: true}}
-	b := NewBoard(st, au.audit, clk.now)
+	audits := &stubAudit{a: &model.Audit{VoucherID: 5, InitialStock: 10, Stock: 10, Consistent: true}}
+	b := NewBoard(st, audits.audit, clk.now)
 	ctx := context.Background()
 	put := func(d model.LiveCounts, insts ...model.LiveInstance) {
 		for _, in := range insts {
@@ -306,29 +306,29 @@ func TestViewRates(t *testing.T) {
 // at most once a second, and a failed one keeps the audit before it.
 func TestViewAudits(t *testing.T) {
 	st, clk := livetest.New(), newClock()
-	au := &stubAudit{err: model.ErrVoucherNotFound}
-	b := NewBoard(st, au.audit, clk.now)
+	audits := &stubAudit{err: model.ErrVoucherNotFound}
+	b := NewBoard(st, audits.audit, clk.now)
 	ctx := context.Background()
 	if _, err := b.View(5).Start(ctx); !errors.Is(err, model.ErrVoucherNotFound) {
 		t.Fatalf("Start of an unknown voucher: got %v, want ErrVoucherNotFound", err)
 	}
-	au.set(&model.Audit{VoucherID: 5, Orders: 1, Consistent: true}, nil)
+	audits.set(&model.Audit{VoucherID: 5, Orders: 1, Consistent: true}, nil)
 	v := b.View(5)
 	defer v.Close()
 	if _, err := v.Start(ctx); err != nil {
 		t.Fatal(err)
 	}
-	calls := au.calls.Load()
+	calls := audits.calls.Load()
 	v.Next(ctx) // within a second of the first audit: none started
-	if got := au.calls.Load(); got != calls {
+	if got := audits.calls.Load(); got != calls {
 		t.Errorf("audits within a second: got %d more, want 0", got-calls)
 	}
 
 	release := make(chan struct{})
-	au.mu.Lock()
-	au.delay = release
-	au.a = &model.Audit{VoucherID: 5, Orders: 2, Consistent: true}
-	au.mu.Unlock()
+	audits.mu.Lock()
+	audits.delay = release
+	audits.a = &model.Audit{VoucherID: 5, Orders: 2, Consistent: true}
+	audits.mu.Unlock()
 	clk.add(time.Second)
 	done := make(chan Snapshot)
 	go func() { done <- v.Next(ctx) }()
@@ -353,9 +353,9 @@ func TestViewAudits(t *testing.T) {
 		time.Sleep(time.Millisecond)
 	}
 
-	au.mu.Lock()
-	au.delay, au.a, au.err = nil, nil, fmt.Errorf("%w: db", model.ErrUnavailable)
-	au.mu.Unlock()
+	audits.mu.Lock()
+	audits.delay, audits.a, audits.err = nil, nil, fmt.Errorf("%w: db", model.ErrUnavailable)
+	audits.mu.Unlock()
 	clk.add(time.Hour)
 	v.Next(ctx) // starts the failing audit
 	deadline = time.Now().Add(5 * time.Second)
@@ -385,18 +385,18 @@ func TestActiveVouchers(t *testing.T) {
 	st, clk := livetest.New(), newClock()
 	ctx := context.Background()
 	recA, recB := NewRecorder(), NewRecorder()
-	pa := NewPublisher(recA, st, PublisherConfig{Now: clk.now}, discard())
-	pb := NewPublisher(recB, st, PublisherConfig{Now: clk.now}, discard())
-	recA.Observe(1, "OK", DupNone, time.Millisecond)
-	pa.Flush(ctx)
+	pubA := NewPublisher(recA, st, PublisherConfig{Now: clk.now}, discard())
+	pubB := NewPublisher(recB, st, PublisherConfig{Now: clk.now}, discard())
+	recA.Observe(1, "OK", NotDuplicate, time.Millisecond)
+	pubA.Flush(ctx)
 	clk.add(time.Second)
-	recA.Observe(2, "OK", DupNone, time.Millisecond)
-	recB.Observe(3, "SOLD_OUT", DupNone, time.Millisecond)
-	pa.Flush(ctx)
-	pb.Flush(ctx)
+	recA.Observe(2, "OK", NotDuplicate, time.Millisecond)
+	recB.Observe(3, "SOLD_OUT", NotDuplicate, time.Millisecond)
+	pubA.Flush(ctx)
+	pubB.Flush(ctx)
 	insts, _ := st.Instances(ctx)
 	for _, in := range insts {
-		if in.ID == pa.ID() && fmt.Sprint(in.Vouchers) != "[2 1]" {
+		if in.ID == pubA.ID() && fmt.Sprint(in.Vouchers) != "[2 1]" {
 			t.Errorf("instance a's vouchers: got %v, want [2 1] (the most recent first)", in.Vouchers)
 		}
 	}
@@ -411,8 +411,8 @@ func TestActiveVouchers(t *testing.T) {
 
 	// Voucher 1 falls out after ActiveFor; b goes silent.
 	clk.add(ActiveFor - time.Second)
-	recA.Observe(2, "OK", DupNone, time.Millisecond)
-	pa.Flush(ctx)
+	recA.Observe(2, "OK", NotDuplicate, time.Millisecond)
+	pubA.Flush(ctx)
 	s, err = b.Sales(ctx)
 	if err != nil {
 		t.Fatal(err)

@@ -283,8 +283,8 @@ func (v *View) read(ctx context.Context) Snapshot {
 		s.Answers[c] = cur.counts[i]
 	}
 	s.Requests = answers(cur.counts)
-	d := func(k Dup) int64 { return cur.counts[nCodes+int(k)] }
-	s.Duplicates = Duplicates{Lock: d(DupLock), Fence: d(DupFence), Check: d(DupCheck), UniqueKey: d(DupUniqueKey)}
+	d := func(k StoppedBy) int64 { return cur.counts[nCodes+int(k)] }
+	s.Duplicates = Duplicates{Lock: d(StoppedByLock), Fence: d(StoppedByFence), Check: d(StoppedByCheck), UniqueKey: d(StoppedByUniqueKey)}
 	s.PerSecond, s.RequestsPerSecond, s.Latency = nil, nil, nil
 	if base, ok := v.base(now); ok {
 		secs := now.Sub(base.at).Seconds()
@@ -350,17 +350,17 @@ func (v *View) instanceViews(insts []model.LiveInstance) ([]InstanceView, []stri
 	}
 	v.instances = next
 	slices.SortFunc(out, func(a, b InstanceView) int { return strings.Compare(a.ID, b.ID) })
-	serving := slices.ContainsFunc(out, func(iv InstanceView) bool { return iv.Serving })
+	serving := slices.ContainsFunc(out, func(instance InstanceView) bool { return instance.Serving })
 	var locks, orders []string
-	for _, iv := range out {
-		if serving && !iv.Serving {
+	for _, instance := range out {
+		if serving && !instance.Serving {
 			continue
 		}
-		if !slices.Contains(locks, iv.LockMode) {
-			locks = append(locks, iv.LockMode)
+		if !slices.Contains(locks, instance.LockMode) {
+			locks = append(locks, instance.LockMode)
 		}
-		if !slices.Contains(orders, iv.OrderMode) {
-			orders = append(orders, iv.OrderMode)
+		if !slices.Contains(orders, instance.OrderMode) {
+			orders = append(orders, instance.OrderMode)
 		}
 	}
 	slices.Sort(locks)
@@ -387,10 +387,10 @@ func latency(delta [nFields]int64) *Latency {
 	}
 	q := func(p float64) float64 {
 		rank := p * float64(n)
-		var cum int64
+		var below int64
 		for i, c := range b {
-			if c == 0 || float64(cum+c) < rank {
-				cum += c
+			if c == 0 || float64(below+c) < rank {
+				below += c
 				continue
 			}
 			lo, hi := 0.0, 0.0
@@ -402,7 +402,7 @@ func latency(delta [nFields]int64) *Latency {
 			} else {
 				return lo // the open last bucket: its lower bound
 			}
-			return round(lo+(hi-lo)*(rank-float64(cum))/float64(c), 3)
+			return round(lo+(hi-lo)*(rank-float64(below))/float64(c), 3)
 		}
 		return ms(latencyBounds[len(latencyBounds)-1])
 	}

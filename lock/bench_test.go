@@ -92,7 +92,7 @@ func BenchmarkObtainAllRelease(b *testing.B) {
 				keys[i] = testKey(b)
 			}
 			ctx := bg(b, 10*time.Minute)
-			cpu0, redis0 := processCPU(b), serverCPU(b, c)
+			cpuBefore, redisCPUBefore := processCPU(b), serverCPU(b, c)
 			for b.Loop() {
 				locks, errs := lock.ObtainAll(ctx, tt.lk, keys)
 				for i, err := range errs {
@@ -107,8 +107,8 @@ func BenchmarkObtainAllRelease(b *testing.B) {
 				}
 			}
 			keysDone := float64(b.N * n)
-			b.ReportMetric(float64((processCPU(b)-cpu0).Nanoseconds())/1e3/keysDone, "cpu-µs/key")
-			b.ReportMetric(float64((serverCPU(b, c)-redis0).Nanoseconds())/1e3/keysDone, "redis-µs/key")
+			b.ReportMetric(float64((processCPU(b)-cpuBefore).Nanoseconds())/1e3/keysDone, "cpu-µs/key")
+			b.ReportMetric(float64((serverCPU(b, c)-redisCPUBefore).Nanoseconds())/1e3/keysDone, "redis-µs/key")
 			for _, k := range keys {
 				c.Del(ctx, lock.FenceKey(k))
 			}

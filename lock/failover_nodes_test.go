@@ -31,11 +31,11 @@ func runNodeLoss(t *testing.T, c failoverCase, row *failoverRow) string {
 		servers[i] = s
 	}
 	clients := func() []redis.UniversalClient {
-		cs := make([]redis.UniversalClient, len(servers))
+		nodes := make([]redis.UniversalClient, len(servers))
 		for i, s := range servers {
-			cs[i] = nodeClient(t, s.Addr())
+			nodes[i] = nodeClient(t, s.Addr())
 		}
-		return cs
+		return nodes
 	}
 	key := failoverKey()
 

@@ -38,17 +38,17 @@ func runSentinelFailover(t *testing.T, c failoverCase, row *failoverRow, p *pend
 		t.Fatal(err)
 	}
 	primary, replica := set.Servers[0], set.Servers[1]
-	pc, rc := plainClient(t, primary.Addr()), plainClient(t, replica.Addr())
+	primaryClient, replicaClient := plainClient(t, primary.Addr()), plainClient(t, replica.Addr())
 	key := failoverKey()
 
 	lkA := c.newLocker(t, failoverClient(t, set), nil)
 	var (
-		a    lock.Lock
-		errA error
-		tA   time.Time
+		a         lock.Lock
+		errA      error
+		grantedAt time.Time
 	)
 	obtainA := func() {
-		tA = time.Now()
+		grantedAt = time.Now()
 		a, errA = lkA.Obtain(ctx, key)
 		if errA != nil && !errors.Is(errA, lock.ErrNotObtained) {
 			t.Fatalf("A's Obtain: %v, want a grant or ErrNotObtained", errA)
@@ -57,19 +57,19 @@ func runSentinelFailover(t *testing.T, c failoverCase, row *failoverRow, p *pend
 	if c.grantFirst {
 		obtainA()
 		if errA == nil {
-			if n, err := rc.Exists(ctx, key).Result(); err != nil || n != 1 {
+			if n, err := replicaClient.Exists(ctx, key).Result(); err != nil || n != 1 {
 				t.Fatalf("replica after A's replica-synced grant: EXISTS %s got %d, %v, want 1", key, n, err)
 			}
 		}
 	}
-	if err := rc.Do(ctx, "CLIENT", "PAUSE", failoverWait.Milliseconds(), "WRITE").Err(); err != nil {
+	if err := replicaClient.Do(ctx, "CLIENT", "PAUSE", failoverWait.Milliseconds(), "WRITE").Err(); err != nil {
 		t.Fatalf("CLIENT PAUSE WRITE on the replica: %v", err)
 	}
 	if !c.grantFirst {
 		obtainA()
 	}
 	if c.inRedis && !c.grantFirst {
-		waitReceivedNotApplied(t, ctx, pc, rc, key)
+		waitReceivedNotApplied(t, ctx, primaryClient, replicaClient, key)
 	}
 
 	if err := primary.Kill(); err != nil {
@@ -86,7 +86,7 @@ func runSentinelFailover(t *testing.T, c failoverCase, row *failoverRow, p *pend
 		}
 		return nil
 	})
-	if err := rc.Do(ctx, "CLIENT", "UNPAUSE").Err(); err != nil {
+	if err := replicaClient.Do(ctx, "CLIENT", "UNPAUSE").Err(); err != nil {
 		t.Fatalf("CLIENT UNPAUSE on the replica: %v", err)
 	}
 	if err := set.WaitPrimary(bounded(t, ctx), replica); err != nil {
@@ -108,8 +108,8 @@ func runSentinelFailover(t *testing.T, c failoverCase, row *failoverRow, p *pend
 	if errB != nil && !errors.Is(errB, lock.ErrNotObtained) {
 		t.Fatalf("B's Obtain after the failover: %v, want a grant or ErrNotObtained", errB)
 	}
-	if errA == nil && errB == nil && time.Since(tA) >= failoverTTL {
-		t.Fatalf("B obtained %v after A, past A's lease %v: not a lost grant", time.Since(tA), failoverTTL)
+	if errA == nil && errB == nil && time.Since(grantedAt) >= failoverTTL {
+		t.Fatalf("B obtained %v after A, past A's lease %v: not a lost grant", time.Since(grantedAt), failoverTTL)
 	}
 	judge(t, c, row, errA, errB)
 	if c.grantFirst && errA == nil {
@@ -122,7 +122,7 @@ func runSentinelFailover(t *testing.T, c failoverCase, row *failoverRow, p *pend
 	if !c.inRedis {
 		releaseAll(t, a, b)
 	}
-	return redisVersion(t, ctx, rc)
+	return redisVersion(t, ctx, replicaClient)
 }
 
 // pendingSet is a Sentinel set (a primary, a replica, three Sentinels:
@@ -162,41 +162,41 @@ func (p *pendingSet) close() error {
 // plus its link's unapplied input equals the primary's offset. Not applied
 // means the key is absent on the replica. The primary must die in that
 // state.
-func waitReceivedNotApplied(t *testing.T, ctx context.Context, pc, rc *redis.Client, key string) {
+func waitReceivedNotApplied(t *testing.T, ctx context.Context, primaryClient, replicaClient *redis.Client, key string) {
 	t.Helper()
 	waitFor(t, ctx, "the replica to receive A's grant without applying it", func() error {
-		pinfo, err := redisproc.Info(ctx, pc.Options().Addr, "replication")
+		primaryInfo, err := redisproc.Info(ctx, primaryClient.Options().Addr, "replication")
 		if err != nil {
 			return err
 		}
-		rinfo, err := redisproc.Info(ctx, rc.Options().Addr, "replication")
+		replicaInfo, err := redisproc.Info(ctx, replicaClient.Options().Addr, "replication")
 		if err != nil {
 			return err
 		}
-		list, err := rc.ClientList(ctx).Result()
+		list, err := replicaClient.ClientList(ctx).Result()
 		if err != nil {
 			return err
 		}
-		var qbuf int64 = -1
+		var unapplied int64 = -1
 		for _, line := range strings.Split(list, "\n") {
 			if !strings.Contains(line, " flags=M") {
 				continue
 			}
 			for _, f := range strings.Fields(line) {
 				if v, ok := strings.CutPrefix(f, "qbuf="); ok {
-					qbuf, _ = strconv.ParseInt(v, 10, 64)
+					unapplied, _ = strconv.ParseInt(v, 10, 64)
 				}
 			}
 		}
-		written, _ := strconv.ParseInt(pinfo["master_repl_offset"], 10, 64)
-		applied, _ := strconv.ParseInt(rinfo["master_repl_offset"], 10, 64)
-		if qbuf < 0 {
+		written, _ := strconv.ParseInt(primaryInfo["master_repl_offset"], 10, 64)
+		applied, _ := strconv.ParseInt(replicaInfo["master_repl_offset"], 10, 64)
+		if unapplied < 0 {
 			return errors.New("no master client on the replica")
 		}
-		if applied+qbuf < written {
-			return fmt.Errorf("replica applied %d + unapplied input %d < primary's %d", applied, qbuf, written)
+		if applied+unapplied < written {
+			return fmt.Errorf("replica applied %d + unapplied input %d < primary's %d", applied, unapplied, written)
 		}
-		if n, err := rc.Exists(ctx, key).Result(); err != nil || n != 0 {
+		if n, err := replicaClient.Exists(ctx, key).Result(); err != nil || n != 0 {
 			return fmt.Errorf("the replica applied the grant (EXISTS %d, %v): the pause did not hold it back", n, err)
 		}
 		return nil

@@ -98,10 +98,10 @@ func (s *Lua) ReleaseAll(ctx context.Context, locks []Lock) []error {
 	var others []Lock
 	var otherAt []int
 	for i, l := range locks {
-		switch ll, ok := l.(*luaLock); {
+		switch ours, ok := l.(*luaLock); {
 		case l == nil:
-		case ok && ll.s == s:
-			keys, owners, at = append(keys, ll.key), append(owners, ll.owner), append(at, i)
+		case ok && ours.s == s:
+			keys, owners, at = append(keys, ours.key), append(owners, ours.owner), append(at, i)
 		default:
 			others, otherAt = append(others, l), append(otherAt, i)
 		}

@@ -139,8 +139,8 @@ func (m *MySQL) kill(id int64) error {
 // mysqlUnknownThread reports the server's "Unknown thread id" error
 // (1094): the session is already gone.
 func mysqlUnknownThread(err error) bool {
-	var me *mysqldrv.MySQLError
-	return errors.As(err, &me) && me.Number == 1094
+	var mysqlErr *mysqldrv.MySQLError
+	return errors.As(err, &mysqlErr) && mysqlErr.Number == 1094
 }
 
 // mysqlLockName maps key to a server lock name that is at most 64

@@ -18,10 +18,10 @@ import (
 // with a minority of nodes down. It assumes bounded clock drift and short
 // pauses, and mints no fencing token.
 type Redsync struct {
-	rs     *redsync.Redsync
-	nodes  int
-	quorum int
-	opts   Options
+	redlock *redsync.Redsync
+	nodes   int
+	quorum  int
+	opts    Options
 	// gate lets one goroutine per key at a time run an attempt (not hold
 	// the lock): see Obtain.
 	gate *Local
@@ -54,11 +54,11 @@ func NewRedsync(clients []redis.UniversalClient, opts ...Option) (*Redsync, erro
 		return nil, fmt.Errorf("lock: redsync: attempt gate: %w", err)
 	}
 	return &Redsync{
-		rs:     redsync.New(pools...),
-		nodes:  len(clients),
-		quorum: len(clients)/2 + 1,
-		opts:   o,
-		gate:   gate,
+		redlock: redsync.New(pools...),
+		nodes:   len(clients),
+		quorum:  len(clients)/2 + 1,
+		opts:    o,
+		gate:    gate,
 	}, nil
 }
 
@@ -76,7 +76,7 @@ func (*Redsync) Name() string { return "redsync" }
 func (r *Redsync) Obtain(ctx context.Context, key string) (Lock, error) {
 	value := newOwnerToken()
 	factor := redsyncTimeoutFactor(r.opts.TTL)
-	m := r.rs.NewMutex(key,
+	m := r.redlock.NewMutex(key,
 		redsync.WithExpiry(r.opts.TTL),
 		redsync.WithTimeoutFactor(factor),
 		redsync.WithTries(1),
@@ -158,7 +158,7 @@ func redsyncTimeoutFactor(ttl time.Duration) float64 {
 func (r *Redsync) rollback(key, value string) error {
 	ctx, cancel := context.WithTimeout(context.Background(), r.opts.ReleaseTimeout)
 	defer cancel()
-	ok, err := r.rs.NewMutex(key, redsync.WithValue(value)).UnlockContext(ctx)
+	ok, err := r.redlock.NewMutex(key, redsync.WithValue(value)).UnlockContext(ctx)
 	if ok || !r.unreachable(err) {
 		return nil // released, or nothing of ours was left on a quorum
 	}

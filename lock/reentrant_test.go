@@ -70,10 +70,10 @@ func TestReentrantCount(t *testing.T) {
 	if got := holdCount(t, c, key, owner); got != 2 {
 		t.Fatalf("count after re-entry: got %d, want 2", got)
 	}
-	to, _ := outer.Token()
-	ti, _ := inner.Token()
-	if to != ti {
-		t.Errorf("re-entry token: got %d, want the first grant's %d", ti, to)
+	outerToken, _ := outer.Token()
+	innerToken, _ := inner.Token()
+	if outerToken != innerToken {
+		t.Errorf("re-entry token: got %d, want the first grant's %d", innerToken, outerToken)
 	}
 	if l, err := r.Obtain(bg(t, 10*time.Second), key); !errors.Is(err, lock.ErrNotObtained) {
 		if err == nil {
@@ -101,8 +101,8 @@ func TestReentrantCount(t *testing.T) {
 		t.Fatalf("EXISTS after the last Release: got %d, %v; want 0 (deleted at zero)", n, err)
 	}
 	other := obtain(t, r, bg(t, 10*time.Second), key)
-	if tok, _ := other.Token(); tok <= to {
-		t.Errorf("next holder's token: got %d, want > %d", tok, to)
+	if tok, _ := other.Token(); tok <= outerToken {
+		t.Errorf("next holder's token: got %d, want > %d", tok, outerToken)
 	}
 	mustRelease(t, other)
 }
@@ -147,10 +147,10 @@ func TestWatchdogStopsAfterRelease(t *testing.T) {
 	key := testKey(t)
 	ctx := lock.WithOwner(bg(t, 20*time.Second), "owner-"+key)
 	plain := newReentrant(t, c, lock.WithTTL(wdTTL))
-	wd := newReentrant(t, c, lock.WithTTL(wdTTL), lock.WithWatchdog(true))
+	watched := newReentrant(t, c, lock.WithTTL(wdTTL), lock.WithWatchdog(true))
 
 	outer := obtain(t, plain, ctx, key)
-	inner := obtain(t, wd, ctx, key)
+	inner := obtain(t, watched, ctx, key)
 	time.Sleep(3 * wdTTL)
 	if got := holdCount(t, c, key, "owner-"+key); got != 2 {
 		t.Fatalf("count after 3 leases with the watchdog: got %d, want 2", got)
@@ -158,9 +158,9 @@ func TestWatchdogStopsAfterRelease(t *testing.T) {
 	if err := inner.Release(ctx); err != nil {
 		t.Fatalf("inner Release: %v", err)
 	}
-	n := lock.RenewalsForTest(wd)
+	n := lock.RenewalsForTest(watched)
 	waitGone(t, c, key)
-	if got := lock.RenewalsForTest(wd); got != n {
+	if got := lock.RenewalsForTest(watched); got != n {
 		t.Errorf("renewals after Release: got %d, want %d (stopped)", got, n)
 	}
 	if err := outer.Release(ctx); !errors.Is(err, lock.ErrNotHeld) {
@@ -174,18 +174,18 @@ func TestWatchdogStopsAfterRelease(t *testing.T) {
 func TestWatchdogStopsOnContextEnd(t *testing.T) {
 	c := redisClient(t)
 	key := testKey(t)
-	wd := newReentrant(t, c, lock.WithTTL(wdTTL), lock.WithWatchdog(true))
+	watched := newReentrant(t, c, lock.WithTTL(wdTTL), lock.WithWatchdog(true))
 	waiter := newReentrant(t, c, lock.WithTTL(10*time.Second), lock.WithWait(10*time.Second))
 
 	holderCtx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	l := obtain(t, wd, holderCtx, key)
-	waitRenewals(t, wd, 2)
+	l := obtain(t, watched, holderCtx, key)
+	waitRenewals(t, watched, 2)
 	cancel()
 	w := obtain(t, waiter, bg(t, 20*time.Second), key)
-	n := lock.RenewalsForTest(wd)
+	n := lock.RenewalsForTest(watched)
 	time.Sleep(2 * wdTTL)
-	if got := lock.RenewalsForTest(wd); got != n {
+	if got := lock.RenewalsForTest(watched); got != n {
 		t.Errorf("renewals after the context ended: got %d, want %d (stopped)", got, n)
 	}
 	if err := l.Release(bg(t, 5*time.Second)); !errors.Is(err, lock.ErrNotHeld) {

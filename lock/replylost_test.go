@@ -32,8 +32,8 @@ func lossyClient(tb testing.TB, addr string) (*faultproxy.Proxy, *redis.Client) 
 	tb.Cleanup(p.Close)
 	direct := redis.NewClient(&redis.Options{Addr: addr})
 	defer direct.Close()
-	for _, sc := range []*redis.Script{lua.Acquire, lua.Unlock, lua.ReentrantLock, lua.ReentrantUnlock, lua.ReentrantRenew} {
-		if err := sc.Load(context.Background(), direct).Err(); err != nil {
+	for _, script := range []*redis.Script{lua.Acquire, lua.Unlock, lua.ReentrantLock, lua.ReentrantUnlock, lua.ReentrantRenew} {
+		if err := script.Load(context.Background(), direct).Err(); err != nil {
 			tb.Fatalf("SCRIPT LOAD: %v", err)
 		}
 	}

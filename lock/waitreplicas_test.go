@@ -29,16 +29,16 @@ func sentinelPair(tb testing.TB) (primary, replica *redis.Client) {
 	for _, a := range addrs {
 		sc := redis.NewSentinelClient(&redis.Options{Addr: strings.TrimSpace(a)})
 		m, err := sc.GetMasterAddrByName(ctx, name).Result()
-		var reps []map[string]string
+		var replicas []map[string]string
 		if err == nil {
-			reps, err = sc.Replicas(ctx, name).Result()
+			replicas, err = sc.Replicas(ctx, name).Result()
 		}
 		_ = sc.Close()
 		if err != nil {
 			lastErr = err
 			continue
 		}
-		for _, r := range reps {
+		for _, r := range replicas {
 			if strings.Contains(r["flags"], "down") || strings.Contains(r["flags"], "disconnected") {
 				continue
 			}

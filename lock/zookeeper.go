@@ -122,11 +122,11 @@ func (z *Zookeeper) Name() string { return "zookeeper" }
 // QueuePath returns the znode whose children queue for the lock on key.
 // Keys are escaped into one path segment.
 func (z *Zookeeper) QueuePath(key string) string {
-	seg := url.PathEscape(key)
-	if seg == "" || seg == "." || seg == ".." {
-		seg = "%" + seg // impossible in an escaped key: no clash
+	segment := url.PathEscape(key)
+	if segment == "" || segment == "." || segment == ".." {
+		segment = "%" + segment // impossible in an escaped key: no clash
 	}
-	return ZookeeperRoot + "/" + seg
+	return ZookeeperRoot + "/" + segment
 }
 
 // Obtain queues an ephemeral sequential node for key and waits until every

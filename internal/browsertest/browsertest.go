@@ -1,9 +1,9 @@
-// Package browsertest drives a headless Chromium from Go tests (chromedp):
-// it finds the browser, starts it with bounded timeouts (as root with
-// --no-sandbox), runs steps each under its own deadline and, when a test
-// fails, saves a screenshot, the page's HTML and its console next to the
-// test's output (testdata/browser-failures/<Test>/ in the package
-// directory, or $SECKILL_BROWSER_ARTIFACTS), logging their paths.
+// Package browsertest drives a headless Chromium from Go tests (chromedp).
+// It finds the browser and starts it with bounded timeouts (as root with
+// --no-sandbox). It runs steps, each under its own deadline. When a test
+// fails, it saves a screenshot, the page's HTML and its console, and logs
+// their paths. They go to testdata/browser-failures/<Test>/ in the package
+// directory, or to $SECKILL_BROWSER_ARTIFACTS.
 //
 // Without a Chromium the test is skipped, unless CI=true: there a missing
 // browser is a failure (.ci/services.sh installs Debian's chromium).

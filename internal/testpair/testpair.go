@@ -1,7 +1,7 @@
 // Package testpair serializes the tests that use the Sentinel-managed
-// primary/replica pair of .ci/services.sh across test processes: `go test
-// ./...` runs packages in parallel, and a test that forces a failover must
-// not run while another stalls the replica or expects the roles to hold.
+// primary/replica pair of .ci/services.sh across test processes. `go test
+// ./...` runs packages in parallel. A test that forces a failover must not
+// run while another stalls the replica or expects the roles to hold.
 package testpair
 
 import (

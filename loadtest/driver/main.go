@@ -1,9 +1,9 @@
-// Command driver is the load-test driver that needs nothing but Go: the
-// scenario of loadtest/k6/seckill.js (publish a voucher, buy it with many
-// users' tokens, duplicates per user, across several instances, then read the
-// audit) for machines where k6 is not built yet. The harness (cmd/harness) uses it with
-// DRIVER=go, and CI uses it when k6 is not installed, because building k6
-// takes minutes on a cold two-core machine.
+// Command driver is a load-test driver that needs nothing but Go. It runs
+// the scenario of loadtest/k6/seckill.js: publish a voucher, buy it with
+// many users' tokens and duplicates per user, across several instances,
+// then read the audit. The harness uses it with DRIVER=go. CI uses it when
+// k6 is not installed, since building k6 takes minutes on a cold two-core
+// machine.
 //
 // It leaves the files the harness reads: -voucher-file (the voucher id),
 // -orders-file (the order id of every 200, one per line) and -summary-file
