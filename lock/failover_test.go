@@ -61,31 +61,17 @@ type failoverRow struct {
 	expected, result     string
 }
 
-func redisLocker(mk func(redis.UniversalClient, ...lock.Option) (lock.Locker, error), opts ...lock.Option) func(*testing.T, redis.UniversalClient, []redis.UniversalClient) lock.Locker {
+func redisLocker[L lock.Locker](mk func(redis.UniversalClient, ...lock.Option) (L, error), opts ...lock.Option) func(*testing.T, redis.UniversalClient, []redis.UniversalClient) lock.Locker {
 	return func(t *testing.T, c redis.UniversalClient, _ []redis.UniversalClient) lock.Locker {
-		return must(t)(mk(c, append([]lock.Option{lock.WithTTL(failoverTTL)}, opts...)...))
+		return must(t)(asLocker(mk)(c, append([]lock.Option{lock.WithTTL(failoverTTL)}, opts...)...))
 	}
 }
 
-func nodesLocker(mk func([]redis.UniversalClient, ...lock.Option) (lock.Locker, error)) func(*testing.T, redis.UniversalClient, []redis.UniversalClient) lock.Locker {
+func nodesLocker[L lock.Locker](mk func([]redis.UniversalClient, ...lock.Option) (L, error)) func(*testing.T, redis.UniversalClient, []redis.UniversalClient) lock.Locker {
 	return func(t *testing.T, _ redis.UniversalClient, nodes []redis.UniversalClient) lock.Locker {
-		return must(t)(mk(nodes, lock.WithTTL(failoverTTL)))
+		return must(t)(asLocker(mk)(nodes, lock.WithTTL(failoverTTL)))
 	}
 }
-
-// Adapters from the concrete constructors to one signature.
-var (
-	mkSimple    = func(c redis.UniversalClient, o ...lock.Option) (lock.Locker, error) { return lock.NewSimple(c, o...) }
-	mkOwner     = func(c redis.UniversalClient, o ...lock.Option) (lock.Locker, error) { return lock.NewOwner(c, o...) }
-	mkLua       = func(c redis.UniversalClient, o ...lock.Option) (lock.Locker, error) { return lock.NewLua(c, o...) }
-	mkReentrant = func(c redis.UniversalClient, o ...lock.Option) (lock.Locker, error) {
-		return lock.NewReentrant(c, o...)
-	}
-	mkRedsync = func(n []redis.UniversalClient, o ...lock.Option) (lock.Locker, error) {
-		return lock.NewRedsync(n, o...)
-	}
-	mkMulti = func(n []redis.UniversalClient, o ...lock.Option) (lock.Locker, error) { return lock.NewMulti(n, o...) }
-)
 
 // waitOne is the replica-synced acquire of the demonstration: WAIT 1 with
 // a timeout generous enough for a loaded machine's healthy replica.
@@ -103,25 +89,25 @@ const (
 
 var failoverCases = []failoverCase{
 	{name: "simple", mode: "simple", fault: pausedBefore, inRedis: true, wantA: true, wantB: true,
-		newLocker: redisLocker(mkSimple)},
+		newLocker: redisLocker(lock.NewSimple)},
 	{name: "owner", mode: "owner", fault: pausedBefore, inRedis: true, wantA: true, wantB: true,
-		newLocker: redisLocker(mkOwner)},
+		newLocker: redisLocker(lock.NewOwner)},
 	{name: "lua", mode: "lua", fault: pausedBefore, inRedis: true, wantA: true, wantB: true,
-		newLocker: redisLocker(mkLua)},
+		newLocker: redisLocker(lock.NewLua)},
 	{name: "reentrant", mode: "reentrant", fault: pausedBefore, inRedis: true, wantA: true, wantB: true,
-		newLocker: redisLocker(mkReentrant)},
+		newLocker: redisLocker(lock.NewReentrant)},
 	{name: "lua_wait1", mode: "lua + WAIT 1", fault: pausedBefore, inRedis: true, wantA: false, wantB: true,
-		newLocker: redisLocker(mkLua, waitOne)},
+		newLocker: redisLocker(lock.NewLua, waitOne)},
 	{name: "lua_wait1_granted", mode: "lua + WAIT 1", fault: pausedAfter, inRedis: true, grantFirst: true, wantA: true, wantB: false,
-		newLocker: redisLocker(mkLua, waitOne)},
+		newLocker: redisLocker(lock.NewLua, waitOne)},
 	{name: "reentrant_wait1", mode: "reentrant + WAIT 1", fault: pausedBefore, inRedis: true, wantA: false, wantB: true,
-		newLocker: redisLocker(mkReentrant, waitOne)},
+		newLocker: redisLocker(lock.NewReentrant, waitOne)},
 	{name: "reentrant_wait1_granted", mode: "reentrant + WAIT 1", fault: pausedAfter, inRedis: true, grantFirst: true, wantA: true, wantB: false,
-		newLocker: redisLocker(mkReentrant, waitOne)},
+		newLocker: redisLocker(lock.NewReentrant, waitOne)},
 	{name: "redsync", mode: "redsync", fault: nodeLost, nodes: true, wantA: true, wantB: false,
-		newLocker: nodesLocker(mkRedsync)},
+		newLocker: nodesLocker(lock.NewRedsync)},
 	{name: "multi", mode: "multi", fault: nodeLost, nodes: true, wantA: true, wantB: false,
-		newLocker: nodesLocker(mkMulti)},
+		newLocker: nodesLocker(lock.NewMulti)},
 	{name: "mysql", mode: "mysql", fault: notInRedis, needs: "SECKILL_MYSQL_DSN", wantA: true, wantB: false,
 		newLocker: func(t *testing.T, _ redis.UniversalClient, _ []redis.UniversalClient) lock.Locker {
 			return must(t)(lock.NewMySQL(mysqlDB(t))) // a pool of its own: another process

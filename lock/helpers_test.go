@@ -130,3 +130,15 @@ func must(tb testing.TB) func(lock.Locker, error) lock.Locker {
 		return l
 	}
 }
+
+// asLocker turns a backend's constructor into one that returns a Locker.
+func asLocker[C any, L lock.Locker](mk func(C, ...lock.Option) (L, error)) func(C, ...lock.Option) (lock.Locker, error) {
+	return func(conn C, opts ...lock.Option) (lock.Locker, error) { return mk(conn, opts...) }
+}
+
+// onRedis returns a contract backend's constructor: mk on SECKILL_REDIS_ADDR.
+func onRedis[L lock.Locker](mk func(redis.UniversalClient, ...lock.Option) (L, error)) func(testing.TB, ...lock.Option) lock.Locker {
+	return func(tb testing.TB, opts ...lock.Option) lock.Locker {
+		return must(tb)(asLocker(mk)(redisClient(tb), opts...))
+	}
+}

@@ -42,6 +42,16 @@ func (h *scriptCounter) count(cmd redis.Cmder) {
 	}
 }
 
+// heldByOther has another Lua locker hold key until the test ends.
+func heldByOther(t *testing.T, c redis.UniversalClient, key string) {
+	t.Helper()
+	held, err := must(t)(lock.NewLua(c)).Obtain(bg(t, 10*time.Second), key)
+	if err != nil {
+		t.Fatalf("other holder's Obtain: %v", err)
+	}
+	t.Cleanup(func() { mustRelease(t, held) })
+}
+
 // batchKeys returns n keys no other test uses, deleted (with their fencing
 // counters) when the test ends.
 func batchKeys(t *testing.T, c redis.UniversalClient, n int) []string {
@@ -77,15 +87,9 @@ func TestLuaObtainAll(t *testing.T) {
 	var calls scriptCounter
 	c.AddHook(&calls)
 	lk := must(t)(lock.NewLua(c))
-	other := must(t)(lock.NewLua(c))
 	ctx := bg(t, 10*time.Second)
 	keys := batchKeys(t, c, 5)
-
-	held, err := other.Obtain(ctx, keys[2])
-	if err != nil {
-		t.Fatalf("other holder's Obtain: %v", err)
-	}
-	defer mustRelease(t, held)
+	heldByOther(t, c, keys[2])
 	// An earlier grant of keys[4], so its next token must be 2.
 	first, err := lk.Obtain(ctx, keys[4])
 	if err != nil {

@@ -57,14 +57,9 @@ func clusterKeys(t *testing.T, c *redis.ClusterClient, n int) []string {
 func TestLuaObtainAllCluster(t *testing.T) {
 	c := clusterClient(t)
 	lk := must(t)(lock.NewLua(c))
-	other := must(t)(lock.NewLua(c))
 	ctx := bg(t, 10*time.Second)
 	keys := clusterKeys(t, c, 40)
-	held, err := other.Obtain(ctx, keys[7])
-	if err != nil {
-		t.Fatalf("other holder's Obtain: %v", err)
-	}
-	defer mustRelease(t, held)
+	heldByOther(t, c, keys[7])
 	// Load the scripts on every node first: a node without them costs a
 	// second pipeline (NOSCRIPT, then the body).
 	warm, _ := lock.ObtainAll(ctx, lk, clusterKeys(t, c, 40))

@@ -15,13 +15,8 @@ import (
 )
 
 func init() {
-	contractBackends = append(contractBackends, backend{
-		name: "lua",
-		new: func(tb testing.TB, opts ...lock.Option) lock.Locker {
-			return must(tb)(lock.NewLua(redisClient(tb), opts...))
-		},
-		exclusive: true, sharedAcrossLockers: true, lease: true, tokens: true,
-	})
+	contractBackends = append(contractBackends, backend{name: "lua", new: onRedis(lock.NewLua),
+		exclusive: true, sharedAcrossLockers: true, lease: true, tokens: true})
 }
 
 // TestLuaKeepsAnotherHoldersLock is the same sequence with the Lua backend:

@@ -9,13 +9,8 @@ import (
 )
 
 func init() {
-	contractBackends = append(contractBackends, backend{
-		name: "owner",
-		new: func(tb testing.TB, opts ...lock.Option) lock.Locker {
-			return must(tb)(lock.NewOwner(redisClient(tb), opts...))
-		},
-		exclusive: true, sharedAcrossLockers: true, lease: true,
-	})
+	contractBackends = append(contractBackends, backend{name: "owner", new: onRedis(lock.NewOwner),
+		exclusive: true, sharedAcrossLockers: true, lease: true})
 }
 
 // TestOwnerCheckThenDeleteRace: A's Release reads its own token, then pauses

@@ -12,13 +12,8 @@ import (
 )
 
 func init() {
-	contractBackends = append(contractBackends, backend{
-		name: "reentrant",
-		new: func(tb testing.TB, opts ...lock.Option) lock.Locker {
-			return must(tb)(lock.NewReentrant(redisClient(tb), opts...))
-		},
-		exclusive: true, sharedAcrossLockers: true, lease: true, tokens: true,
-	})
+	contractBackends = append(contractBackends, backend{name: "reentrant", new: onRedis(lock.NewReentrant),
+		exclusive: true, sharedAcrossLockers: true, lease: true, tokens: true})
 }
 
 func newReentrant(tb testing.TB, c redis.UniversalClient, opts ...lock.Option) *lock.Reentrant {

@@ -51,6 +51,20 @@ func retried(tb testing.TB, p *faultproxy.Proxy, want int) {
 	}
 }
 
+// obtainReplyLost obtains key with lk while the proxy loses the reply of
+// the first script call. The retried call must still grant the lock.
+func obtainReplyLost(tb testing.TB, p *faultproxy.Proxy, lk lock.Locker, ctx context.Context, key string) lock.Lock {
+	tb.Helper()
+	p.LoseReply("evalsha", nil)
+	l, err := lk.Obtain(ctx, key)
+	retried(tb, p, 2)
+	if err != nil {
+		tb.Fatalf("Obtain whose reply was lost: got %v, want the lock (the script granted it)", err)
+	}
+	return l
+}
+
+// fence returns the fencing counter of key, 0 when there is none.
 func fence(tb testing.TB, c redis.UniversalClient, key string) int64 {
 	tb.Helper()
 	n, err := c.Get(context.Background(), lock.FenceKey(key)).Int64()
@@ -72,12 +86,7 @@ func TestLuaObtainReplyLost(t *testing.T) {
 	ctx := bg(t, 10*time.Second)
 	t.Cleanup(func() { c.Del(context.Background(), key, lock.FenceKey(key)) })
 
-	p.LoseReply("evalsha", nil)
-	l, err := lk.Obtain(ctx, key)
-	retried(t, p, 2)
-	if err != nil {
-		t.Fatalf("Obtain whose reply was lost: got %v, want the lock (the script granted it)", err)
-	}
+	l := obtainReplyLost(t, p, lk, ctx, key)
 	tok, _ := l.Token()
 	if f := fence(t, c, key); f != 1 || tok != 1 {
 		t.Errorf("fencing: counter %d, token %d; want 1 and 1 (one grant, one INCR)", f, tok)
@@ -90,24 +99,34 @@ func TestLuaObtainReplyLost(t *testing.T) {
 	}
 }
 
+// replyLostReentrant is the setting of a reentrant reply-lost test: a
+// locker behind a lossy proxy, a fresh key and an owner's context.
+type replyLostReentrant struct {
+	direct     *redis.Client
+	proxy      *faultproxy.Proxy
+	locker     *lock.Reentrant
+	key, owner string
+	ctx        context.Context
+}
+
+func newReplyLostReentrant(t *testing.T) replyLostReentrant {
+	c := redisClient(t)
+	p, pc := lossyClient(t, c.Options().Addr)
+	key := testKey(t)
+	owner := "owner-" + key
+	t.Cleanup(func() { c.Del(context.Background(), key, lock.FenceKey(key)) })
+	return replyLostReentrant{direct: c, proxy: p, locker: newReentrant(t, pc), key: key, owner: owner,
+		ctx: lock.WithOwner(bg(t, 10*time.Second), owner)}
+}
+
 // TestReentrantObtainReplyLost: a retried first acquire counts once, so
 // one Release frees the lock. Counted twice, the key would stay held for a
 // lease after the holder released it.
 func TestReentrantObtainReplyLost(t *testing.T) {
-	c := redisClient(t)
-	p, pc := lossyClient(t, c.Options().Addr)
-	r := newReentrant(t, pc)
-	key := testKey(t)
-	owner := "owner-" + key
-	ctx := lock.WithOwner(bg(t, 10*time.Second), owner)
-	t.Cleanup(func() { c.Del(context.Background(), key, lock.FenceKey(key)) })
+	rt := newReplyLostReentrant(t)
+	c, p, r, key, owner, ctx := rt.direct, rt.proxy, rt.locker, rt.key, rt.owner, rt.ctx
 
-	p.LoseReply("evalsha", nil)
-	l, err := r.Obtain(ctx, key)
-	retried(t, p, 2)
-	if err != nil {
-		t.Fatalf("Obtain whose reply was lost: got %v, want the lock", err)
-	}
+	l := obtainReplyLost(t, p, r, ctx, key)
 	if got := holdCount(t, c, key, owner); got != 1 {
 		t.Errorf("hold count after the retried first acquire: got %d, want 1", got)
 	}
@@ -127,13 +146,8 @@ func TestReentrantObtainReplyLost(t *testing.T) {
 // decrements once. Decremented twice, it would drop the outer hold too and
 // delete the lock under its holder.
 func TestReentrantReleaseReplyLost(t *testing.T) {
-	c := redisClient(t)
-	p, pc := lossyClient(t, c.Options().Addr)
-	r := newReentrant(t, pc)
-	key := testKey(t)
-	owner := "owner-" + key
-	ctx := lock.WithOwner(bg(t, 10*time.Second), owner)
-	t.Cleanup(func() { c.Del(context.Background(), key, lock.FenceKey(key)) })
+	rt := newReplyLostReentrant(t)
+	c, p, r, key, owner, ctx := rt.direct, rt.proxy, rt.locker, rt.key, rt.owner, rt.ctx
 
 	outer := obtain(t, r, ctx, key)
 	inner := obtain(t, r, ctx, key)
@@ -171,12 +185,7 @@ func TestMultiObtainReplyLost(t *testing.T) {
 		}
 	})
 
-	p.LoseReply("evalsha", nil)
-	l, err := lk.Obtain(ctx, key)
-	retried(t, p, 2)
-	if err != nil {
-		t.Fatalf("Obtain whose node-0 reply was lost: got %v, want the lock", err)
-	}
+	l := obtainReplyLost(t, p, lk, ctx, key)
 	if tok, _ := l.Token(); tok != 1 {
 		t.Errorf("token: got %d, want 1 (one INCR per node)", tok)
 	}

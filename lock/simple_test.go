@@ -9,13 +9,8 @@ import (
 )
 
 func init() {
-	contractBackends = append(contractBackends, backend{
-		name: "simple",
-		new: func(tb testing.TB, opts ...lock.Option) lock.Locker {
-			return must(tb)(lock.NewSimple(redisClient(tb), opts...))
-		},
-		exclusive: true, sharedAcrossLockers: true, lease: true,
-	})
+	contractBackends = append(contractBackends, backend{name: "simple", new: onRedis(lock.NewSimple),
+		exclusive: true, sharedAcrossLockers: true, lease: true})
 }
 
 // TestSimpleDeletesAnotherHoldersLock: A's lease lapses while A works, B
