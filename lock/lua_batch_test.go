@@ -52,8 +52,9 @@ func heldByOther(t *testing.T, c redis.UniversalClient, key string) {
 	t.Cleanup(func() { mustRelease(t, held) })
 }
 
-// batchKeys returns n keys no other test uses, deleted (with their fencing
-// counters) when the test ends.
+// batchKeys returns n keys no other test uses. They and their fencing
+// counters are deleted when the test ends, one key per call, so that the
+// cleanup also works on Redis Cluster.
 func batchKeys(t *testing.T, c redis.UniversalClient, n int) []string {
 	t.Helper()
 	keys := make([]string, n)
@@ -62,7 +63,9 @@ func batchKeys(t *testing.T, c redis.UniversalClient, n int) []string {
 	}
 	t.Cleanup(func() {
 		for _, k := range keys {
-			c.Del(context.Background(), k, lock.FenceKey(k))
+			c.Del(context.Background(), k)
+			c.Del(context.Background(), lock.FenceKey(k))
+			c.Del(context.Background(), lock.ClusterFenceKey(k))
 		}
 	})
 	return keys

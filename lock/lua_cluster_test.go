@@ -33,23 +33,6 @@ func clusterClient(tb testing.TB) *redis.ClusterClient {
 	return c
 }
 
-// clusterKeys returns n keys no other test uses, deleted with their
-// cluster fencing counters when the test ends.
-func clusterKeys(t *testing.T, c *redis.ClusterClient, n int) []string {
-	t.Helper()
-	keys := make([]string, n)
-	for i := range keys {
-		keys[i] = testKey(t)
-	}
-	t.Cleanup(func() {
-		for _, k := range keys {
-			c.Del(context.Background(), k)
-			c.Del(context.Background(), lock.ClusterFenceKey(k))
-		}
-	})
-	return keys
-}
-
 // TestLuaObtainAllCluster: on Redis Cluster a batch spans slots and nodes;
 // ObtainAll and ReleaseAll make one script call per master (not one per
 // key), with every lock's own owner and fencing token. A key held by
@@ -58,11 +41,11 @@ func TestLuaObtainAllCluster(t *testing.T) {
 	c := clusterClient(t)
 	lk := must(t)(lock.NewLua(c))
 	ctx := bg(t, 10*time.Second)
-	keys := clusterKeys(t, c, 40)
+	keys := batchKeys(t, c, 40)
 	heldByOther(t, c, keys[7])
 	// Load the scripts on every node first: a node without them costs a
 	// second pipeline (NOSCRIPT, then the body).
-	warm, _ := lock.ObtainAll(ctx, lk, clusterKeys(t, c, 40))
+	warm, _ := lock.ObtainAll(ctx, lk, batchKeys(t, c, 40))
 	lock.ReleaseAll(ctx, lk, warm)
 
 	var calls scriptCounter
@@ -125,7 +108,7 @@ func TestLuaObtainAllCluster(t *testing.T) {
 func TestLuaObtainAllClusterOneWinner(t *testing.T) {
 	c := clusterClient(t)
 	ctx := bg(t, 20*time.Second)
-	keys := clusterKeys(t, c, 30)
+	keys := batchKeys(t, c, 30)
 	const racers = 32
 	wins := make([]atomic.Int64, len(keys))
 	var wg sync.WaitGroup
@@ -162,7 +145,7 @@ func TestLuaObtainAllClusterFallback(t *testing.T) {
 	c := clusterClient(t)
 	lk := must(t)(lock.NewLua(c))
 	ctx := bg(t, 10*time.Second)
-	keys := clusterKeys(t, c, 30)
+	keys := batchKeys(t, c, 30)
 	bad := len(keys) - 1 // last in its master's ARGV: the others before it are granted
 	if err := c.HSet(ctx, keys[bad], "f", "v").Err(); err != nil {
 		t.Fatal(err)
