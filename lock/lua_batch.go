@@ -9,14 +9,13 @@ import (
 	"seckill/lua"
 )
 
-// ObtainAll obtains the locks of keys in one run of lua/acquire_all.lua
-// (one round trip, one script call): each key gets its own owner token and
-// fencing token, exactly as from Obtain. With Options.WaitReplicas the run
-// is followed by WAIT on the same connection, and when too few replicas
-// acknowledge it every grant is undone and reported as ErrNotObtained.
-// On Redis Cluster (whose keys of one call may live on different nodes) it
-// runs one script call per master (lua_cluster.go). With a wait
-// (Options.Wait), or WAIT on a cluster, it calls Obtain per key instead.
+// ObtainAll obtains the locks of keys in one run of lua/acquire_all.lua.
+// Each key gets its own owner and fencing token, exactly as from Obtain.
+// With Options.WaitReplicas, WAIT follows on the same connection. If too few
+// replicas acknowledge, every grant is undone and reported as
+// ErrNotObtained. On Redis Cluster it runs one script call per master
+// (lua_cluster.go). With a wait, or WAIT on a cluster, it calls Obtain per
+// key instead.
 func (s *Lua) ObtainAll(ctx context.Context, keys []string) ([]Lock, []error) {
 	if s.pipelines() {
 		return s.obtainPipelined(ctx, keys)
@@ -52,9 +51,9 @@ func (s *Lua) ObtainAll(ctx context.Context, keys []string) ([]Lock, []error) {
 		err = fmt.Errorf("acquire_all.lua answered %d tokens for %d keys", len(tokens), len(keys))
 	}
 	if err != nil {
-		// The script may have run with its answer lost, or stopped part-way
-		// (a key of the wrong type) after granting the keys before: give
-		// back whatever these owners may hold.
+		// The script may have run with its answer lost. It may have stopped
+		// part-way at a key of the wrong type, after granting the keys
+		// before. Give back whatever these owners may hold.
 		s.abandonAll(ctx, keys, owners)
 		if ctx.Err() != nil {
 			return fail(fmt.Errorf("lock: lua: obtain %d keys: %w", len(keys), waitErr(ctx)))
@@ -83,11 +82,10 @@ func (s *Lua) ObtainAll(ctx context.Context, keys []string) ([]Lock, []error) {
 	return locks, errs
 }
 
-// ReleaseAll releases the locks this locker obtained in one run of
-// lua/unlock_all.lua (compare-and-delete of each key with its own owner
-// token); locks of another locker are released one by one. On Redis
-// Cluster it runs one script call per master (lua_cluster.go). With WAIT
-// there, it releases each lock on its own.
+// ReleaseAll releases this locker's locks in one run of lua/unlock_all.lua,
+// a compare-and-delete per key. Locks of another locker are released one by
+// one. On Redis Cluster it runs one script call per master. With WAIT there,
+// it releases each lock on its own.
 func (s *Lua) ReleaseAll(ctx context.Context, locks []Lock) []error {
 	if !s.batches() && !s.pipelines() {
 		return releaseEach(ctx, locks)
@@ -137,8 +135,8 @@ func (s *Lua) ReleaseAll(ctx context.Context, locks []Lock) []error {
 }
 
 // batches reports whether ObtainAll and ReleaseAll can run one script for
-// all keys: not with a wait (each key retries on its own schedule), not on
-// Redis Cluster (the keys of a batch span slots).
+// all keys. Not with a wait: each key retries on its own schedule. Not on
+// Redis Cluster: the keys of a batch span slots.
 func (s *Lua) batches() bool {
 	_, cluster := s.client.(*redis.ClusterClient)
 	return s.opts.Wait <= 0 && !cluster

@@ -140,9 +140,8 @@ func later(a, b time.Time) time.Time {
 }
 
 // redsyncTimeoutFactor is the share of the lease one node may take to
-// answer an attempt: redsync's 5%, raised for short leases so that a node
-// gets at least 100ms (and at most half the lease) before it counts as
-// down. A 300ms lease would otherwise give each node 15ms.
+// answer. It is redsync's 5%, raised for short leases. A node gets at least
+// 100ms, and at most half the lease, before it counts as down.
 func redsyncTimeoutFactor(ttl time.Duration) float64 {
 	const floor = 100 * time.Millisecond
 	f := 0.05
@@ -165,9 +164,9 @@ func (r *Redsync) rollback(key, value string) error {
 	return fmt.Errorf("lock: redsync: roll back %q: %w", key, err)
 }
 
-// unreachable reports whether err says that too many nodes failed with I/O
-// errors for a quorum to be possible at all: that is an outage, not
-// contention, and the caller should see it as such.
+// unreachable reports whether so many nodes failed with I/O errors that no
+// quorum is possible. That is an outage, not contention, and the caller
+// should see it as such.
 func (r *Redsync) unreachable(err error) bool {
 	return countRedisErrors(err) > r.nodes-r.quorum
 }
@@ -208,8 +207,8 @@ func (*redsyncLock) Token() (int64, bool) { return 0, false }
 
 // Release stops the watchdog, then deletes the owner value from every node
 // where it is still the owner. It returns ErrNotHeld when fewer than a
-// quorum still held it (the lease expired, or it was released already),
-// and an I/O error when a majority of the nodes cannot be reached.
+// quorum still held it: the lease lapsed, or it was released already. It
+// returns an I/O error when a majority of the nodes cannot be reached.
 func (l *redsyncLock) Release(ctx context.Context) error {
 	l.keep.stop()
 	ok, err := l.m.UnlockContext(ctx)
@@ -222,9 +221,9 @@ func (l *redsyncLock) Release(ctx context.Context) error {
 	return fmt.Errorf("lock: redsync: release %q: %w (%w)", l.key, ErrNotHeld, err)
 }
 
-// keepAlive is the watchdog of redsync and multi: it renews a lease
-// periodically in its own goroutine until stopped, until the holder's
-// context ends, or until the renewal says the lock is lost.
+// keepAlive is the watchdog of redsync and multi. It renews a lease in its
+// own goroutine until stopped or until the holder's context ends. It also
+// stops when a renewal says the lock is lost.
 type keepAlive struct {
 	cancel context.CancelFunc
 	done   chan struct{}

@@ -48,8 +48,8 @@ func redlockClients(tb testing.TB) []redis.UniversalClient {
 	return clients
 }
 
-// nodeClient is a client for one Redlock node that fails fast when the node
-// is down (no retries, short dial timeout), closed when the test ends.
+// nodeClient is a client for one Redlock node, closed when the test ends. It
+// fails fast when the node is down: no retries, a short dial timeout.
 func nodeClient(tb testing.TB, addr string) *redis.Client {
 	tb.Helper()
 	c := redis.NewClient(&redis.Options{
@@ -231,10 +231,9 @@ func TestRedsyncGrantsWithOneOfThreeDown(t *testing.T) {
 	mustRelease(t, l)
 }
 
-// TestRedsyncRefusesWithTwoOfThreeDown: with two of three nodes killed no
-// quorum is possible: Obtain fails with an I/O error (an outage, not
-// contention) and leaves nothing on the node still up. A lock held before
-// the crash cannot be released either.
+// TestRedsyncRefusesWithTwoOfThreeDown: with two of three nodes killed, no
+// quorum is possible. Obtain fails with an I/O error, since this is an
+// outage and not contention. It leaves nothing on the node still up.
 func TestRedsyncRefusesWithTwoOfThreeDown(t *testing.T) {
 	procs, clients := threeNodes(t)
 	lk := must(t)(lock.NewRedsync(clients, lock.WithTTL(5*time.Second), lock.WithWait(300*time.Millisecond)))
@@ -277,10 +276,9 @@ func TestRedsyncWatchdog(t *testing.T) {
 	})
 }
 
-// checkWatchdog holds a lock with a 500ms lease for 2s under the
-// watchdog, checks that a rival is still refused, then ends the holder's
-// context without releasing and checks that the lock frees within a lease
-// or two.
+// checkWatchdog holds a lock with a 500ms lease for 2s under the watchdog. A
+// rival must still be refused. Then it ends the holder's context without
+// releasing. The lock must free within a lease or two.
 func checkWatchdog(t *testing.T, mk func(opts ...lock.Option) lock.Locker) {
 	t.Helper()
 	const ttl = 500 * time.Millisecond // renewals every ~167ms: slack for a loaded -race run
@@ -314,13 +312,12 @@ func checkWatchdog(t *testing.T, mk func(opts ...lock.Option) lock.Locker) {
 	}
 }
 
-// TestRedsyncSplitVote: Redlock's liveness gap. Two rival contenders, each
-// caught mid-attempt with one node, leave no majority for anyone: a third
-// contender is refused although nobody holds the lock. Contenders in
-// different processes (separate lockers) that arrive together can end the
-// same way, so a round of simultaneous single attempts has at most one
-// winner, possibly none; within one locker the attempt gate serialises
-// them (the contract's OneWinner).
+// TestRedsyncSplitVote shows Redlock's liveness gap. Two rivals, each caught
+// mid-attempt with one node, leave no majority for anyone. A third contender
+// is refused although nobody holds the lock. Separate lockers that arrive
+// together can end the same way. So a round of simultaneous attempts has at
+// most one winner, possibly none. Within one locker the attempt gate
+// serialises them (the contract's OneWinner).
 func TestRedsyncSplitVote(t *testing.T) {
 	clients := redlockClients(t)
 	ctx := bg(t, 20*time.Second)

@@ -15,10 +15,10 @@ import (
 )
 
 // The tests of this file lose the reply of one script call on its way back
-// from Redis: the script ran, the client sees its connection drop, and
-// go-redis runs the same EVALSHA again on a new connection. A lock script
-// must answer that retry as the grant (or release) it already made, not
-// apply it a second time.
+// from Redis. The script ran, but the client sees its connection drop.
+// go-redis then runs the same EVALSHA again on a new connection. A lock
+// script must answer that retry with the grant or release it already made.
+// It must not apply it a second time.
 
 // lossyClient returns a client that reaches addr through a fault proxy,
 // with go-redis's default command retries. The lock scripts are loaded on
@@ -74,10 +74,9 @@ func fence(tb testing.TB, c redis.UniversalClient, key string) int64 {
 	return n
 }
 
-// TestLuaObtainReplyLost: the retried acquire finds the key holding its
-// own owner token and answers the grant it made, with the token it minted:
-// obtained, fencing counter advanced once, and Release (compare-and-delete
-// with this holder's token) frees the key.
+// TestLuaObtainReplyLost: the retried acquire finds the key holding its own
+// owner token. It answers the grant it made, with the token it minted. The
+// fencing counter advanced once, and Release frees the key.
 func TestLuaObtainReplyLost(t *testing.T) {
 	c := redisClient(t)
 	p, pc := lossyClient(t, c.Options().Addr)
