@@ -222,9 +222,9 @@ func TestComposeImagesPinned(t *testing.T) {
 }
 
 // TestComposeRequiresSecret: every seckill instance of docker-compose.yml
-// takes its JWT secret from the environment with no default (a default
-// in a public file is a public secret that signs admin tokens), and
-// docker-compose refuses to start without it.
+// takes its JWT secret from the environment, with no default. A default in a
+// public file is a public secret that signs admin tokens. docker-compose
+// must refuse to start without it.
 func TestComposeRequiresSecret(t *testing.T) {
 	c := readCompose(t)
 	apps := 0

@@ -153,9 +153,9 @@ func TestDashboardParses(t *testing.T) {
 	}
 }
 
-// registered are the metric names a PromQL query may use for the
-// product's metrics: every family metrics.New() registers (its registry's
-// descriptors), and for histograms and summaries their series' names.
+// registered are the metric names a PromQL query may use for the product's
+// metrics. They are every family metrics.New() registers, read from its
+// registry's descriptors. Histograms and summaries add their series' names.
 func registered(t *testing.T) map[string]bool {
 	t.Helper()
 	m := metrics.New()
@@ -166,9 +166,9 @@ func registered(t *testing.T) map[string]bool {
 	if len(families) == 0 {
 		t.Fatal("metrics.New registers nothing")
 	}
-	// Which families are histograms or summaries: the gathered ones say
-	// so; vectors with no series yet are not gathered, so the collectors
-	// the struct holds are looked at by type.
+	// Which families are histograms or summaries? The gathered ones say so.
+	// Vectors with no series yet are not gathered, so the collectors the struct
+	// holds are looked at by type.
 	split := map[string]bool{}
 	mfs, err := m.Registry.Gather()
 	if err != nil {

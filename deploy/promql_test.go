@@ -16,10 +16,10 @@ var promqlWords = map[string]bool{
 	"and": true, "or": true, "unless": true, "bool": true, "offset": true, "atan2": true, "inf": true, "nan": true,
 }
 
-// metricNames are the metric names a PromQL expression selects: the
-// identifiers outside label matchers, ranges, strings, grouping label
-// lists and Grafana variables that neither call a function nor are a
-// keyword. Grafana's label_values(metric, label) names its first argument.
+// metricNames are the metric names a PromQL expression selects. They are the
+// identifiers that neither call a function nor are a keyword. Label
+// matchers, ranges, strings, grouping label lists and Grafana variables are
+// skipped. Grafana's label_values(metric, label) names its first argument.
 func metricNames(expr string) ([]string, error) {
 	if rest, ok := strings.CutPrefix(strings.TrimSpace(expr), "label_values("); ok {
 		i := strings.LastIndex(rest, ",")

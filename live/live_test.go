@@ -301,8 +301,8 @@ func TestViewRates(t *testing.T) {
 	}
 }
 
-// TestViewAudits: the first audit's error stops the stream before it
-// starts; later audits run beside the snapshots (a slow one delays none),
+// TestViewAudits: the first audit's error stops the stream before it starts.
+// Later audits run beside the snapshots, so a slow one delays none. They run
 // at most once a second, and a failed one keeps the audit before it.
 func TestViewAudits(t *testing.T) {
 	st, clk := livetest.New(), newClock()
@@ -377,10 +377,9 @@ func TestViewAudits(t *testing.T) {
 	}
 }
 
-// TestActiveVouchers: an instance lists the vouchers it answered for
-// within ActiveFor, the most recent first; Sales merges the live
-// instances' lists, newest voucher first, and leaves out instances gone
-// silent.
+// TestActiveVouchers: an instance lists the vouchers it answered for within
+// ActiveFor, the most recent first. Sales merges the live instances' lists,
+// newest voucher first, and leaves out instances gone silent.
 func TestActiveVouchers(t *testing.T) {
 	st, clk := livetest.New(), newClock()
 	ctx := context.Background()
@@ -423,8 +422,8 @@ func TestActiveVouchers(t *testing.T) {
 }
 
 // TestViewModesOfServingInstances: the modes shown are those of the
-// instances serving the voucher; another deployment's instance on the
-// same Redis is listed, not serving, and its modes are left out.
+// instances serving the voucher. Another deployment's instance on the same
+// Redis is listed as not serving, and its modes are left out.
 func TestViewModesOfServingInstances(t *testing.T) {
 	st, clk := livetest.New(), newClock()
 	ctx := context.Background()
@@ -460,9 +459,9 @@ func TestViewModesOfServingInstances(t *testing.T) {
 	}
 }
 
-// TestViewWindowSlack: the rates compare with the reading about Window
-// old: one a scheduling delay short of it counts, so a burst that ended
-// two snapshots ago no longer shows.
+// TestViewWindowSlack: the rates compare with the reading about Window old.
+// One a scheduling delay short of it counts. So a burst that ended two
+// snapshots ago no longer shows.
 func TestViewWindowSlack(t *testing.T) {
 	st, clk := livetest.New(), newClock()
 	ctx := context.Background()

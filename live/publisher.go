@@ -139,11 +139,11 @@ func (p *Publisher) Run(ctx context.Context) {
 	}
 }
 
-// Flush publishes the counts observed since the last successful
-// publication. A failed one is retried with the next: its counts are kept.
-// (A publication whose reply was lost although Redis applied it is added
-// again: the dashboard may over-count by one interval then, never the
-// audit.) Flush is not safe for concurrent use; Run calls it.
+// Flush publishes the counts observed since the last successful publication.
+// A failed one is retried with the next, so its counts are kept. A
+// publication whose reply was lost after Redis applied it is added again.
+// The dashboard may then over-count by one interval; the audit never does.
+// Flush is not safe for concurrent use; Run calls it.
 func (p *Publisher) Flush(ctx context.Context) {
 	now := p.now()
 	all := map[int64]model.LiveCounts{}

@@ -5,7 +5,7 @@
 // Publisher adds the counts to shared per-voucher counters in Redis every
 // quarter second, and records the process as alive. A View serves one
 // dashboard stream. It reads the shared counters of every instance and the
-// voucher's audit, and turns them into one Snapshot per second: totals,
+// voucher's audit. It turns them into one Snapshot per second: totals,
 // rates, latency quantiles, the instances and their modes. A process's
 // counts reach the dashboard only through Redis. So any instance behind a
 // load balancer shows the whole sale.
@@ -21,9 +21,9 @@ import (
 )
 
 // Codes are the answer codes counted per voucher. Any other code counts as
-// OTHER. They are the codes the seckill route answers (handler.Classify)
-// but the ones of requests that never reach a voucher (bad id, unknown
-// voucher, no token), which are not counted at all.
+// OTHER. They are the codes the seckill route answers (handler.Classify).
+// Requests that never reach a voucher are not counted at all: a bad id, an
+// unknown voucher, no token.
 var Codes = []string{
 	"OK", "SOLD_OUT", "DUPLICATE_ORDER", "SECKILL_NOT_STARTED", "SECKILL_ENDED",
 	"RATE_LIMITED", "UNAVAILABLE", "INTERNAL", "OTHER",

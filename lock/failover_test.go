@@ -22,7 +22,7 @@ import (
 // in a failover. docs/locks.md describes the scenario and its results.
 // With SECKILL_FAILOVER_TABLE set, the results table is written to that file.
 
-// failoverTTL is every lease: far longer than a failover takes, so that B
+// failoverTTL is every lease. It is far longer than a failover takes. So B
 // can only obtain the key because the grant was lost, never because A's
 // lease ran out (checked).
 const failoverTTL = 2 * time.Minute
@@ -45,9 +45,9 @@ type failoverCase struct {
 	// grantFirst: A obtains with the replica in sync and applying. The
 	// replica is paused after the grant, not before.
 	grantFirst bool
-	// inRedis: A's attempt writes to the Redis primary (all the Redis
-	// modes), so the scenario checks that the replica received it and did
-	// not apply it before the primary is killed.
+	// inRedis: A's attempt writes to the Redis primary (all the Redis modes).
+	// The scenario then checks that the replica received it but did not apply
+	// it before the primary is killed.
 	inRedis bool
 	// wantA, wantB: whether A and B are expected to obtain the lock.
 	wantA, wantB bool

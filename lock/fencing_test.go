@@ -33,7 +33,7 @@ func (s *fencedStore) write(token int64, v string) error {
 }
 
 // TestFencingTokensIncreaseAcrossHolders: A's lease lapses while it is
-// paused, B obtains with a larger token and writes; A's late write is
+// paused. B obtains with a larger token and writes. A's late write is
 // refused by the store because its token is older.
 func TestFencingTokensIncreaseAcrossHolders(t *testing.T) {
 	tests := []struct {

@@ -11,13 +11,13 @@ import (
 
 // Errors returned by every backend. Callers compare with errors.Is.
 var (
-	// ErrNotObtained means the lock is held by someone else and could not be
-	// taken within the wait allowed by the options, or the caller's context
-	// ended while waiting (then the error wraps ctx.Err() as well).
+	// ErrNotObtained means someone else holds the lock, and it could not be
+	// taken within the wait the options allow. It also means the caller's
+	// context ended while waiting; then the error wraps ctx.Err() as well.
 	ErrNotObtained = errors.New("lock: not obtained")
-	// ErrNotHeld means Release (or a renewal) was called on a lock this
-	// holder no longer owns: it was already released, or its lease expired
-	// and someone else may hold it now.
+	// ErrNotHeld means Release, or a renewal, was called on a lock this holder
+	// no longer owns. It was released already, or its lease expired and someone
+	// else may hold it now.
 	ErrNotHeld = errors.New("lock: not held")
 )
 

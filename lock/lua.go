@@ -84,11 +84,11 @@ func (s *Lua) Obtain(ctx context.Context, key string) (Lock, error) {
 		return n > 0, nil
 	})
 	if err != nil {
-		// The script may have run even though its answer was lost (the
-		// context ended or the connection broke in flight): give back
-		// whatever this owner may hold instead of leaving it for the lease.
-		// A refusal is an answer: the owner holds nothing, and a storm of
-		// duplicates costs no second round trip each.
+		// The script may have run though its answer was lost: the context ended,
+		// or the connection broke in flight. Give back whatever this owner may
+		// hold instead of leaving it for the lease. A refusal is an answer: the
+		// owner holds nothing, and a storm of duplicates costs no second round
+		// trip.
 		if unanswered {
 			s.abandon(ctx, key, owner)
 		}

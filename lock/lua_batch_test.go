@@ -156,9 +156,9 @@ func TestLuaObtainAll(t *testing.T) {
 	}
 }
 
-// TestLuaObtainAllRedisErrorMidBatch: the script fails at the third key
-// (its fencing counter is not an integer) after granting the first two:
-// every key reports the error, and no lock of the batch is left held.
+// TestLuaObtainAllRedisErrorMidBatch: the script fails at the third key,
+// whose fencing counter is not an integer, after granting the first two.
+// Every key reports the error, and no lock of the batch is left held.
 func TestLuaObtainAllRedisErrorMidBatch(t *testing.T) {
 	c := redisClient(t)
 	lk := must(t)(lock.NewLua(c))
@@ -223,9 +223,9 @@ func TestLuaObtainAllReplyLost(t *testing.T) {
 	}
 }
 
-// TestLuaObtainAllUnanswered: the batch ran but its reply never came back
-// (no client retry): ObtainAll reports the error for every key and takes
-// back the grants it may have made.
+// TestLuaObtainAllUnanswered: the batch ran but its reply never came back,
+// and the client does not retry. ObtainAll reports the error for every key
+// and takes back the grants it may have made.
 func TestLuaObtainAllUnanswered(t *testing.T) {
 	c := redisClient(t)
 	p, err := faultproxy.Start(c.Options().Addr)

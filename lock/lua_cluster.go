@@ -16,8 +16,8 @@ import (
 // docs/locks.md explains the design.
 
 // pipelines reports whether ObtainAll and ReleaseAll pipeline one script
-// call per key: on Redis Cluster, without a wait and without WAIT (which
-// must follow its grant on the same connection).
+// call per key. They do on Redis Cluster, without a wait and without WAIT.
+// WAIT must follow its grant on the same connection.
 func (s *Lua) pipelines() bool {
 	_, cluster := s.client.(*redis.ClusterClient)
 	return cluster && s.opts.Wait <= 0 && s.opts.WaitReplicas <= 0

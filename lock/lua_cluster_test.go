@@ -33,10 +33,10 @@ func clusterClient(tb testing.TB) *redis.ClusterClient {
 	return c
 }
 
-// TestLuaObtainAllCluster: on Redis Cluster a batch spans slots and nodes;
-// ObtainAll and ReleaseAll make one script call per master (not one per
-// key), with every lock's own owner and fencing token. A key held by
-// another is refused alone.
+// TestLuaObtainAllCluster: on Redis Cluster a batch spans slots and nodes.
+// ObtainAll and ReleaseAll make one script call per master, not one per key.
+// Every lock has its own owner and fencing token. A key held by another is
+// refused alone.
 func TestLuaObtainAllCluster(t *testing.T) {
 	c := clusterClient(t)
 	lk := must(t)(lock.NewLua(c))

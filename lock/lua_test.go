@@ -43,10 +43,10 @@ func TestLuaKeepsAnotherHoldersLock(t *testing.T) {
 	mustRelease(t, b)
 }
 
-// TestLuaObtainCancelledLeavesNothing: an Obtain whose context ends after
-// the acquire script ran on the server but before its answer arrived gives
-// back what it took, instead of leaving the key held for the whole lease. A
-// proxy delays Redis's answers by 200ms. The caller gives up after 50ms.
+// TestLuaObtainCancelledLeavesNothing: an Obtain's context ends after the
+// acquire script ran but before its answer arrived. Obtain gives back what
+// it took, instead of leaving the key held for the whole lease. A proxy
+// delays Redis's answers by 200ms. The caller gives up after 50ms.
 func TestLuaObtainCancelledLeavesNothing(t *testing.T) {
 	direct := redisClient(t)
 	slow := redis.NewClient(&redis.Options{Addr: slowReplyProxy(t, direct.Options().Addr, 200*time.Millisecond), MaxRetries: -1, ContextTimeoutEnabled: true})

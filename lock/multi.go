@@ -173,8 +173,8 @@ func (l *multiLock) Token() (int64, bool) { return l.token, true }
 var errLost = errors.New("lock lost")
 
 // renew resets the lease on every node where the key still holds this
-// owner's token: an optimistic transaction per node (WATCH, GET, then
-// MULTI/PEXPIRE/EXEC), so that a key that changed hands in between is not
+// owner's token. It runs an optimistic transaction per node (WATCH, GET,
+// then MULTI/PEXPIRE/EXEC). A key that changed hands in between is not
 // touched. It reports (false, nil) when some node no longer holds it.
 func (l *multiLock) renew(ctx context.Context) (bool, error) {
 	ttl := l.m.opts.TTL
@@ -215,9 +215,9 @@ func (l *multiLock) renew(ctx context.Context) (bool, error) {
 
 // Release stops the watchdog and deletes the key on every node where it
 // still holds this owner's token. It returns ErrNotHeld when some node no
-// longer held it (the lease expired there, or it was released already),
-// and an I/O error when a node cannot be reached (the key left there
-// expires with the lease).
+// longer held it: the lease expired there, or it was released already. It
+// returns an I/O error when a node cannot be reached; the key left there
+// expires with the lease.
 func (l *multiLock) Release(ctx context.Context) error {
 	l.keep.stop()
 	var errs []error

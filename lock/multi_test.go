@@ -20,9 +20,9 @@ func init() {
 	})
 }
 
-// TestMultiRefusesWithAnyNodeDown: MultiLock needs every node, so one node
-// killed, whichever it is, refuses the lock with an I/O error (an outage,
-// not contention), and the live nodes are left without the key.
+// TestMultiRefusesWithAnyNodeDown: MultiLock needs every node. One node
+// killed, whichever it is, refuses the lock with an I/O error: an outage,
+// not contention. The live nodes are left without the key.
 func TestMultiRefusesWithAnyNodeDown(t *testing.T) {
 	for down := range 3 {
 		t.Run(fmt.Sprintf("node%d", down), func(t *testing.T) {
@@ -50,9 +50,9 @@ func TestMultiRefusesWithAnyNodeDown(t *testing.T) {
 }
 
 // TestMultiLeavesNoPartialGrant: an attempt that some node refuses rolls
-// back the nodes that granted it at once (not after the lease), whether
-// the refusal is contention (a rival holds the last node) or an outage (the
-// last node was killed).
+// back the nodes that granted it at once, not after the lease. The refusal
+// may be contention (a rival holds the last node) or an outage (the last
+// node was killed).
 func TestMultiLeavesNoPartialGrant(t *testing.T) {
 	t.Run("Contention", func(t *testing.T) {
 		clients := redlockClients(t)

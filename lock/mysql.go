@@ -46,11 +46,10 @@ func NewMySQL(db *sql.DB, opts ...Option) (*MySQL, error) {
 func (m *MySQL) Name() string { return "mysql" }
 
 // Obtain pins a connection and runs GET_LOCK on it. The server waits up to
-// Options.Wait (fractions of a second allowed; 0 is a single attempt).
-// When ctx ends during the wait the driver closes the connection, and
-// Obtain kills the orphaned session from another connection and waits
-// until it is gone, so that the server cannot grant the lock to a session
-// nobody listens to.
+// Options.Wait (fractions of a second allowed; 0 is a single attempt). When
+// ctx ends during the wait, the driver closes the connection. Obtain then
+// kills the orphaned session from another connection and waits until it is
+// gone. So the server cannot grant the lock to a session nobody listens to.
 func (m *MySQL) Obtain(ctx context.Context, key string) (Lock, error) {
 	if ctx.Err() != nil {
 		return nil, fmt.Errorf("lock: mysql: obtain %q: %w", key, waitErr(ctx))

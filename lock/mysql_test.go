@@ -106,8 +106,8 @@ func TestMySQLReleasedOnDisconnect(t *testing.T) {
 }
 
 // TestMySQLCancelledWaiterLeavesNoGhost: a waiter whose context ends in the
-// middle of GET_LOCK has its server session killed, so when the holder
-// releases, the lock is free for the next caller instead of going to the
+// middle of GET_LOCK has its server session killed. When the holder
+// releases, the lock is free for the next caller. It does not go to the
 // abandoned wait.
 func TestMySQLCancelledWaiterLeavesNoGhost(t *testing.T) {
 	db := mysqlDB(t)
@@ -130,8 +130,8 @@ func TestMySQLCancelledWaiterLeavesNoGhost(t *testing.T) {
 }
 
 // TestMySQLLockNames: keys longer than MySQL's 64-character limit, or with
-// characters that are not safe in SQL text, are hashed into distinct
-// names: they lock, exclude and do not collide.
+// characters unsafe in SQL text, are hashed into distinct names. They lock,
+// exclude and do not collide.
 func TestMySQLLockNames(t *testing.T) {
 	lk := must(t)(lock.NewMySQL(mysqlDB(t)))
 	ctx := bg(t, 10*time.Second)

@@ -14,8 +14,9 @@ func init() {
 }
 
 // TestOwnerCheckThenDeleteRace: A's Release reads its own token, then pauses
-// (a GC pause, a slow network) before the DEL; meanwhile the lease lapses and
-// B obtains the lock; A's DEL then removes B's lock and C gets in.
+// before the DEL, as in a GC pause or a slow network. Meanwhile the lease
+// lapses and B obtains the lock. A's DEL then removes B's lock, and C gets
+// in.
 func TestOwnerCheckThenDeleteRace(t *testing.T) {
 	c := redisClient(t)
 	o := must(t)(lock.NewOwner(c, lock.WithTTL(demoTTL))).(*lock.Owner)

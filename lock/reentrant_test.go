@@ -189,8 +189,8 @@ func TestWatchdogStopsOnContextEnd(t *testing.T) {
 	mustRelease(t, w)
 }
 
-// TestReentrantWaiterWokenByPubSub: with the fallback timer and the lease
-// both 30s, a waiter still gets the lock right after the release, because
+// TestReentrantWaiterWokenByPubSub: the fallback timer and the lease are
+// both 30s. A waiter still gets the lock right after the release, because
 // the release script publishes on the key's channel.
 func TestReentrantWaiterWokenByPubSub(t *testing.T) {
 	c := redisClient(t)

@@ -13,8 +13,8 @@ func init() {
 		exclusive: true, sharedAcrossLockers: true, lease: true})
 }
 
-// TestSimpleDeletesAnotherHoldersLock: A's lease lapses while A works, B
-// obtains the lock, A's plain DEL deletes B's lock, and C obtains it while B
+// TestSimpleDeletesAnotherHoldersLock: A's lease lapses while A works, and B
+// obtains the lock. A's plain DEL deletes B's lock. C obtains it while B
 // still works: two holders at once.
 func TestSimpleDeletesAnotherHoldersLock(t *testing.T) {
 	c := redisClient(t)

@@ -13,10 +13,10 @@ import (
 	"seckill/lock"
 )
 
-// sentinelPair holds the pair (testpair.Lock), asks the Sentinels of SECKILL_TEST_SENTINEL_ADDRS for the
-// current primary and its replica (skipping without the env, failing with
-// CI=true), waits until the replica is in sync, and closes both clients
-// when the test ends.
+// sentinelPair holds the pair (testpair.Lock) and asks the Sentinels of
+// SECKILL_TEST_SENTINEL_ADDRS for the primary and its replica. Without the
+// variable it skips, or fails with CI=true. It waits until the replica is in
+// sync and closes both clients when the test ends.
 func sentinelPair(tb testing.TB) (primary, replica *redis.Client) {
 	tb.Helper()
 	addrs := strings.Split(needEnv(tb, "SECKILL_TEST_SENTINEL_ADDRS"), ",")
@@ -54,9 +54,9 @@ func sentinelPair(tb testing.TB) (primary, replica *redis.Client) {
 	return nil, nil
 }
 
-// waitInSync polls (bounded, 15s) until a marker written on primary is
-// acknowledged by at least one replica and replica's link is up: the pair
-// is healthy and the replica has everything written before the call.
+// waitInSync polls, for at most 15s, until a marker written on primary is
+// acknowledged by a replica and replica's link is up. Then the pair is
+// healthy, and the replica has everything written before the call.
 func waitInSync(tb testing.TB, primary, replica *redis.Client) {
 	tb.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)

@@ -51,10 +51,10 @@ func NewZookeeper(conn *zk.Conn, opts ...Option) (*Zookeeper, error) {
 }
 
 // DialZookeeper connects to the ZooKeeper servers addrs with a session
-// timeout of Options.TTL, waits until the session is established or ctx
-// ends, and returns a backend owning that one connection (Close ends it).
-// The client library's log lines go to log at debug level. A nil log
-// discards them.
+// timeout of Options.TTL. It waits until the session is established or ctx
+// ends. It returns a backend owning that one connection; Close ends it. The
+// client library's log lines go to log at debug level. A nil log discards
+// them.
 func DialZookeeper(ctx context.Context, addrs []string, log *slog.Logger, opts ...Option) (*Zookeeper, error) {
 	o := NewOptions(opts...)
 	if err := o.Validate(); err != nil {
@@ -129,10 +129,10 @@ func (z *Zookeeper) QueuePath(key string) string {
 	return ZookeeperRoot + "/" + segment
 }
 
-// Obtain queues an ephemeral sequential node for key and waits until every
-// node queued before it is gone, up to Options.Wait (0: only when the
-// queue was empty) or until ctx ends. On giving up it deletes its own node,
-// so the waiters behind it move up.
+// Obtain queues an ephemeral sequential node for key. It waits until every
+// node queued before it is gone, up to Options.Wait or until ctx ends. With
+// a zero Wait it only gets the lock when the queue was empty. On giving up
+// it deletes its own node, so the waiters behind it move up.
 func (z *Zookeeper) Obtain(ctx context.Context, key string) (Lock, error) {
 	if ctx.Err() != nil {
 		return nil, fmt.Errorf("lock: zookeeper: obtain %q: %w", key, waitErr(ctx))
@@ -328,11 +328,11 @@ func (l *zkLock) Key() string { return l.key }
 // Token returns the czxid of the holder's node (see Zookeeper).
 func (l *zkLock) Token() (int64, bool) { return l.token, true }
 
-// Release deletes the holder's node, which wakes the next waiter,
-// retrying a lost connection until ctx ends (the session, and so the
-// node, survive a reconnect within the session timeout). It returns
-// ErrNotHeld when the node is already gone (released before, or deleted
-// with an expired session) or when this backend's session was closed.
+// Release deletes the holder's node, which wakes the next waiter. It retries
+// a lost connection until ctx ends. The session, and so the node, survive a
+// reconnect within the session timeout. It returns ErrNotHeld when the node
+// is already gone, released before or deleted with an expired session. So it
+// does when this backend's session was closed.
 func (l *zkLock) Release(ctx context.Context) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()

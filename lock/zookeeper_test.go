@@ -165,9 +165,9 @@ func TestZookeeperWaitersFIFO(t *testing.T) {
 	}
 }
 
-// TestZookeeperGiveUpLeavesQueue: a waiter that gives up (its wait elapses,
-// or its context ends) deletes its node at once, so it neither lingers in
-// the queue nor blocks the waiter behind it.
+// TestZookeeperGiveUpLeavesQueue: a waiter that gives up deletes its node at
+// once, whether its wait elapses or its context ends. So it neither lingers
+// in the queue nor blocks the waiter behind it.
 func TestZookeeperGiveUpLeavesQueue(t *testing.T) {
 	z := zkLocker(t)
 	short := zkLocker(t, lock.WithWait(150*time.Millisecond))

@@ -2,9 +2,9 @@
 // of its own (no global state).
 //
 // The Grafana dashboard deploy/grafana/dashboards/seckill.json draws them.
-// The tests of deploy/ read the names registered here and fail when the
-// dashboard queries a metric this package does not register, or leaves one
-// of the seckill_ metrics out.
+// The tests of deploy/ read the names registered here. They fail when the
+// dashboard queries a metric this package does not register. They also
+// fail when it leaves one of the seckill_ metrics out.
 package metrics
 
 import (

@@ -1,5 +1,5 @@
 // Package telemetry turns OpenTelemetry tracing on from the standard
-// OTEL_* variables and instruments the service with the maintained
+// OTEL_* variables. It instruments the service with the maintained
 // instrumentation of its libraries: gin (otelgin, in package handler),
 // go-redis (redisotel) and gorm (gorm.io/plugin/opentelemetry). It adds
 // what no library does: spans around the lock's obtain and release, and
@@ -34,10 +34,10 @@ const ServiceName = "seckill"
 // scope is the instrumentation scope of the spans this package makes.
 const scope = "seckill/telemetry"
 
-// Start returns a tracer provider exporting with the exporter the OTEL_*
-// variables name (OTLP by default; see autoexport) in batches, sampling as
-// OTEL_TRACES_SAMPLER says (parent-based, always on by default). Shut it
-// down to flush the last spans.
+// Start returns a tracer provider that exports spans in batches. The
+// exporter is the one the OTEL_* variables name (OTLP by default; see
+// autoexport). It samples as OTEL_TRACES_SAMPLER says, parent-based and
+// always on by default. Shut it down to flush the last spans.
 func Start(ctx context.Context) (*sdktrace.TracerProvider, error) {
 	exporter, err := autoexport.NewSpanExporter(ctx)
 	if err != nil {
@@ -104,9 +104,9 @@ func (t *Tracing) TraceParent(ctx context.Context) string {
 	return c["traceparent"]
 }
 
-// StartBatch starts the span of one consumer batch, linked to the spans
-// of the requests that admitted its orders (their traceparents; empty ones
-// are skipped), and returns its context and its end.
+// StartBatch starts the span of one consumer batch and returns its context
+// and its end. The span links to the spans of the requests that admitted its
+// orders, read from their traceparents. Empty traceparents are skipped.
 func (t *Tracing) StartBatch(ctx context.Context, size int, parents []string) (context.Context, func()) {
 	links := make([]trace.Link, 0, len(parents))
 	for _, p := range parents {

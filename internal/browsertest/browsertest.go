@@ -383,10 +383,9 @@ func (b *Browser) Screenshot(name string) string {
 	return b.write(name+".png", png)
 }
 
-// SaveArtifacts saves a screenshot, the page's HTML and URL, the console
-// and the browser's own output under the artifact directory, prefixed with
-// a counter and label, and logs where. Failed steps and failed tests call
-// it. A test may call it to keep a picture of a step.
+// SaveArtifacts saves a screenshot, the page's HTML and URL, the console and
+// the browser's own output, and logs where. The files go under the artifact
+// directory, prefixed with a counter and label.
 func (b *Browser) SaveArtifacts(label string) {
 	b.t.Helper()
 	b.mu.Lock()

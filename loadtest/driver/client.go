@@ -208,9 +208,10 @@ func (c *client) audit(ctx context.Context, base, adminToken, voucherID string) 
 	return &a, nil
 }
 
-// violations lists the invariants of docs/contract.md the audit shows broken
-// (the shared checker, model.Counts; the buyers set is not in the audit, so
-// invariant 5 is judged on the Redis stock only) and the audit's own verdict.
+// violations lists the invariants of docs/contract.md that the audit shows
+// broken, by the shared checker model.Counts, and the audit's own verdict.
+// The buyers set is not in the audit, so invariant 5 is judged on the Redis
+// stock only.
 func (a audit) violations() []string {
 	modelAudit := model.Audit(a)
 	c := modelAudit.Counts()

@@ -5,11 +5,11 @@
 // k6 is not installed, since building k6 takes minutes on a cold two-core
 // machine.
 //
-// It leaves the files the harness reads: -voucher-file (the voucher id),
-// -orders-file (the order id of every 200, one per line) and -summary-file
-// (KEY=VALUE lines: purchases, seconds, rps, p50_ms, p95_ms, p99_ms,
-// driver_violations, code_<CODE>). It exits 1 when the audit shows a broken
-// invariant and 2 when it cannot run.
+// It leaves the files the harness reads. -voucher-file holds the voucher
+// id. -orders-file holds the order id of every 200, one per line.
+// -summary-file holds KEY=VALUE lines: purchases, seconds, rps, p50_ms,
+// p95_ms, p99_ms, driver_violations, code_<CODE>. It exits 1 when the audit
+// shows a broken invariant, and 2 when it cannot run.
 package main
 
 import (
