@@ -142,3 +142,11 @@ func onRedis[L lock.Locker](mk func(redis.UniversalClient, ...lock.Option) (L, e
 		return must(tb)(asLocker(mk)(redisClient(tb), opts...))
 	}
 }
+
+// onRedlockNodes returns a contract backend's constructor: mk on the
+// independent nodes of SECKILL_REDLOCK_ADDRS.
+func onRedlockNodes[L lock.Locker](mk func([]redis.UniversalClient, ...lock.Option) (L, error)) func(testing.TB, ...lock.Option) lock.Locker {
+	return func(tb testing.TB, opts ...lock.Option) lock.Locker {
+		return must(tb)(asLocker(mk)(redlockClients(tb), opts...))
+	}
+}

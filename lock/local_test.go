@@ -10,13 +10,8 @@ import (
 )
 
 func init() {
-	contractBackends = append(contractBackends, backend{
-		name: "local",
-		new: func(tb testing.TB, opts ...lock.Option) lock.Locker {
-			return must(tb)(lock.NewLocal(opts...))
-		},
-		exclusive: true,
-	})
+	newLocal := func(tb testing.TB, opts ...lock.Option) lock.Locker { return must(tb)(lock.NewLocal(opts...)) }
+	contractBackends = append(contractBackends, backend{name: "local", new: newLocal, exclusive: true})
 }
 
 // TestLocalFreesEntries: the per-key map holds a key only while someone

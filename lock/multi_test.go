@@ -11,13 +11,8 @@ import (
 )
 
 func init() {
-	contractBackends = append(contractBackends, backend{
-		name: "multi",
-		new: func(tb testing.TB, opts ...lock.Option) lock.Locker {
-			return must(tb)(lock.NewMulti(redlockClients(tb), opts...))
-		},
-		exclusive: true, sharedAcrossLockers: true, lease: true, tokens: true,
-	})
+	contractBackends = append(contractBackends, backend{name: "multi", new: onRedlockNodes(lock.NewMulti),
+		exclusive: true, sharedAcrossLockers: true, lease: true, tokens: true})
 }
 
 // TestMultiRefusesWithAnyNodeDown: MultiLock needs every node. One node

@@ -7,11 +7,6 @@ import (
 )
 
 func init() {
-	contractBackends = append(contractBackends, backend{
-		name: "none",
-		new: func(tb testing.TB, _ ...lock.Option) lock.Locker {
-			return lock.NewNone()
-		},
-		sharedAcrossLockers: true,
-	})
+	newNone := func(testing.TB, ...lock.Option) lock.Locker { return lock.NewNone() }
+	contractBackends = append(contractBackends, backend{name: "none", new: newNone, sharedAcrossLockers: true})
 }

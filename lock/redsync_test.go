@@ -20,13 +20,8 @@ import (
 )
 
 func init() {
-	contractBackends = append(contractBackends, backend{
-		name: "redsync",
-		new: func(tb testing.TB, opts ...lock.Option) lock.Locker {
-			return must(tb)(lock.NewRedsync(redlockClients(tb), opts...))
-		},
-		exclusive: true, sharedAcrossLockers: true, lease: true,
-	})
+	contractBackends = append(contractBackends, backend{name: "redsync", new: onRedlockNodes(lock.NewRedsync),
+		exclusive: true, sharedAcrossLockers: true, lease: true})
 }
 
 // redlockClients connects to every node of SECKILL_REDLOCK_ADDRS (skipping
