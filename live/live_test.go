@@ -39,8 +39,8 @@ func discard() *slog.Logger { return slog.New(slog.DiscardHandler) }
 // TestPublisherDeltas: a publication adds what was observed since the last
 // one, by code, duplicate kind and latency bucket. Nothing twice.
 func TestPublisherDeltas(t *testing.T) {
-	rec, st, clk := NewRecorder(), livetest.New(), newClock()
-	p := NewPublisher(rec, st, PublisherConfig{LockMode: "lua", OrderMode: "sync", Now: clk.now}, discard())
+	rec, store, clk := NewRecorder(), livetest.New(), newClock()
+	p := NewPublisher(rec, store, PublisherConfig{LockMode: "lua", OrderMode: "sync", Now: clk.now}, discard())
 	ctx := context.Background()
 	rec.Observe(7, "OK", NotDuplicate, 100*time.Microsecond)
 	rec.Observe(7, "DUPLICATE_ORDER", StoppedByLock, 3*time.Millisecond)
@@ -64,34 +64,34 @@ func TestPublisherDeltas(t *testing.T) {
 		{8, "code:SOLD_OUT", 1}, {8, "lat:2", 1},
 	}
 	for _, tt := range tests {
-		if got := st.Count(tt.voucher, tt.field); got != tt.want {
+		if got := store.Count(tt.voucher, tt.field); got != tt.want {
 			t.Errorf("voucher %d %s: got %d, want %d", tt.voucher, tt.field, got, tt.want)
 		}
 	}
-	insts, _ := st.Instances(ctx)
-	if len(insts) != 1 || insts[0].Requests != 6 || insts[0].LockMode != "lua" || insts[0].OrderMode != "sync" || insts[0].ID != p.ID() {
-		t.Errorf("instance: got %+v, want one, lua/sync, 6 requests", insts)
+	instances, _ := store.Instances(ctx)
+	if len(instances) != 1 || instances[0].Requests != 6 || instances[0].LockMode != "lua" || instances[0].OrderMode != "sync" || instances[0].ID != p.ID() {
+		t.Errorf("instance: got %+v, want one, lua/sync, 6 requests", instances)
 	}
-	if st.Publishes() != 3 {
-		t.Errorf("publications: got %d, want 3 (a heartbeat even with nothing new)", st.Publishes())
+	if store.Publishes() != 3 {
+		t.Errorf("publications: got %d, want 3 (a heartbeat even with nothing new)", store.Publishes())
 	}
 }
 
 // TestPublisherRetries: counts of a failed publication are added by the
 // next one that succeeds, once.
 func TestPublisherRetries(t *testing.T) {
-	rec, st, clk := NewRecorder(), livetest.New(), newClock()
-	p := NewPublisher(rec, st, PublisherConfig{Now: clk.now}, discard())
+	rec, store, clk := NewRecorder(), livetest.New(), newClock()
+	p := NewPublisher(rec, store, PublisherConfig{Now: clk.now}, discard())
 	ctx := context.Background()
 	rec.Observe(1, "OK", NotDuplicate, time.Millisecond)
-	st.SetFail(errors.New("redis down"))
+	store.SetFail(errors.New("redis down"))
 	p.Flush(ctx)
 	rec.Observe(1, "OK", NotDuplicate, time.Millisecond)
 	p.Flush(ctx)
-	st.SetFail(nil)
+	store.SetFail(nil)
 	p.Flush(ctx)
 	p.Flush(ctx)
-	if got := st.Count(1, "code:OK"); got != 2 {
+	if got := store.Count(1, "code:OK"); got != 2 {
 		t.Errorf("OK after two failed publications and two good ones: got %d, want 2", got)
 	}
 }
@@ -100,8 +100,8 @@ func TestPublisherRetries(t *testing.T) {
 // Recorder (its place is free again). An answer counted on it meanwhile is
 // published once more. The instance's total keeps its answers.
 func TestPublisherForgetsIdleVouchers(t *testing.T) {
-	rec, st, clk := NewRecorder(), livetest.New(), newClock()
-	p := NewPublisher(rec, st, PublisherConfig{Now: clk.now}, discard())
+	rec, store, clk := NewRecorder(), livetest.New(), newClock()
+	p := NewPublisher(rec, store, PublisherConfig{Now: clk.now}, discard())
 	ctx := context.Background()
 	rec.Observe(1, "OK", NotDuplicate, time.Millisecond)
 	c := rec.counters(1)
@@ -115,15 +115,15 @@ func TestPublisherForgetsIdleVouchers(t *testing.T) {
 	rec.Observe(1, "OK", NotDuplicate, time.Millisecond)
 	p.Flush(ctx)
 	p.Flush(ctx)
-	if got := st.Count(1, "code:OK"); got != 2 {
+	if got := store.Count(1, "code:OK"); got != 2 {
 		t.Errorf("OK: got %d, want 2", got)
 	}
-	if got := st.Count(1, "code:SOLD_OUT"); got != 1 {
+	if got := store.Count(1, "code:SOLD_OUT"); got != 1 {
 		t.Errorf("SOLD_OUT counted on the dropped counters: got %d, want 1", got)
 	}
-	insts, _ := st.Instances(ctx)
-	if len(insts) != 1 || insts[0].Requests != 3 {
-		t.Errorf("instance total: got %+v, want 3 requests", insts)
+	instances, _ := store.Instances(ctx)
+	if len(instances) != 1 || instances[0].Requests != 3 {
+		t.Errorf("instance total: got %+v, want 3 requests", instances)
 	}
 }
 
@@ -145,14 +145,14 @@ func TestRecorderBounded(t *testing.T) {
 // TestConcurrentObserveAndPublish: answers counted by many goroutines while
 // two instances publish all reach the shared counters, exactly.
 func TestConcurrentObserveAndPublish(t *testing.T) {
-	st := livetest.New()
+	store := livetest.New()
 	ctx, cancel := context.WithCancel(context.Background())
 	var pubs sync.WaitGroup
 	var recs []*Recorder
 	for range 2 {
 		rec := NewRecorder()
 		recs = append(recs, rec)
-		p := NewPublisher(rec, st, PublisherConfig{Interval: time.Millisecond}, discard())
+		p := NewPublisher(rec, store, PublisherConfig{Interval: time.Millisecond}, discard())
 		pubs.Add(1)
 		go func() {
 			defer pubs.Done()
@@ -176,14 +176,14 @@ func TestConcurrentObserveAndPublish(t *testing.T) {
 	var total int64
 	for id := int64(1); id <= 3; id++ {
 		for _, c := range Codes {
-			total += st.Count(id, codePrefix+c)
+			total += store.Count(id, codePrefix+c)
 		}
 	}
 	if total != 8000 {
 		t.Errorf("answers published: got %d, want 8000", total)
 	}
-	if insts, _ := st.Instances(context.Background()); len(insts) != 0 {
-		t.Errorf("instances after both stopped: got %d, want 0 (retired)", len(insts))
+	if instances, _ := store.Instances(context.Background()); len(instances) != 0 {
+		t.Errorf("instances after both stopped: got %d, want 0 (retired)", len(instances))
 	}
 }
 
@@ -221,13 +221,13 @@ func (s *stubAudit) set(a *model.Audit, err error) {
 // quantiles from the shared counters; instances alive within InstanceTTL
 // with their own rates and their modes.
 func TestViewRates(t *testing.T) {
-	st, clk := livetest.New(), newClock()
+	store, clk := livetest.New(), newClock()
 	audits := &stubAudit{a: &model.Audit{VoucherID: 5, InitialStock: 10, Stock: 10, Consistent: true}}
-	b := NewBoard(st, audits.audit, clk.now)
+	b := NewBoard(store, audits.audit, clk.now)
 	ctx := context.Background()
-	put := func(d model.LiveCounts, insts ...model.LiveInstance) {
-		for _, in := range insts {
-			if err := st.Publish(ctx, in, map[int64]model.LiveCounts{5: d}); err != nil {
+	put := func(d model.LiveCounts, instances ...model.LiveInstance) {
+		for _, in := range instances {
+			if err := store.Publish(ctx, in, map[int64]model.LiveCounts{5: d}); err != nil {
 				t.Fatal(err)
 			}
 			d = nil
@@ -294,7 +294,7 @@ func TestViewRates(t *testing.T) {
 	}
 
 	// Redis unavailable: the last counters, an error, no rates.
-	st.SetFail(fmt.Errorf("%w: dial", model.ErrUnavailable))
+	store.SetFail(fmt.Errorf("%w: dial", model.ErrUnavailable))
 	s = v.Next(ctx)
 	if s.Error == "" || s.Answers["OK"] != 110 || s.RequestsPerSecond != nil {
 		t.Errorf("with Redis down: got error %q, OK %d, rate %v; want an error, the last 110 OK, no rate", s.Error, s.Answers["OK"], s.RequestsPerSecond)
@@ -305,9 +305,9 @@ func TestViewRates(t *testing.T) {
 // Later audits run beside the snapshots, so a slow one delays none. They run
 // at most once a second, and a failed one keeps the audit before it.
 func TestViewAudits(t *testing.T) {
-	st, clk := livetest.New(), newClock()
+	store, clk := livetest.New(), newClock()
 	audits := &stubAudit{err: model.ErrVoucherNotFound}
-	b := NewBoard(st, audits.audit, clk.now)
+	b := NewBoard(store, audits.audit, clk.now)
 	ctx := context.Background()
 	if _, err := b.View(5).Start(ctx); !errors.Is(err, model.ErrVoucherNotFound) {
 		t.Fatalf("Start of an unknown voucher: got %v, want ErrVoucherNotFound", err)
@@ -381,11 +381,11 @@ func TestViewAudits(t *testing.T) {
 // ActiveFor, the most recent first. Sales merges the live instances' lists,
 // newest voucher first, and leaves out instances gone silent.
 func TestActiveVouchers(t *testing.T) {
-	st, clk := livetest.New(), newClock()
+	store, clk := livetest.New(), newClock()
 	ctx := context.Background()
 	recA, recB := NewRecorder(), NewRecorder()
-	pubA := NewPublisher(recA, st, PublisherConfig{Now: clk.now}, discard())
-	pubB := NewPublisher(recB, st, PublisherConfig{Now: clk.now}, discard())
+	pubA := NewPublisher(recA, store, PublisherConfig{Now: clk.now}, discard())
+	pubB := NewPublisher(recB, store, PublisherConfig{Now: clk.now}, discard())
 	recA.Observe(1, "OK", NotDuplicate, time.Millisecond)
 	pubA.Flush(ctx)
 	clk.add(time.Second)
@@ -393,13 +393,13 @@ func TestActiveVouchers(t *testing.T) {
 	recB.Observe(3, "SOLD_OUT", NotDuplicate, time.Millisecond)
 	pubA.Flush(ctx)
 	pubB.Flush(ctx)
-	insts, _ := st.Instances(ctx)
-	for _, in := range insts {
+	instances, _ := store.Instances(ctx)
+	for _, in := range instances {
 		if in.ID == pubA.ID() && fmt.Sprint(in.Vouchers) != "[2 1]" {
 			t.Errorf("instance a's vouchers: got %v, want [2 1] (the most recent first)", in.Vouchers)
 		}
 	}
-	b := NewBoard(st, nil, clk.now)
+	b := NewBoard(store, nil, clk.now)
 	s, err := b.Sales(ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -425,18 +425,18 @@ func TestActiveVouchers(t *testing.T) {
 // instances serving the voucher. Another deployment's instance on the same
 // Redis is listed as not serving, and its modes are left out.
 func TestViewModesOfServingInstances(t *testing.T) {
-	st, clk := livetest.New(), newClock()
+	store, clk := livetest.New(), newClock()
 	ctx := context.Background()
 	for _, in := range []model.LiveInstance{
 		{ID: "a", LockMode: "lua", OrderMode: "sync", Seen: clk.now(), Vouchers: []int64{9, 5}},
 		{ID: "b", LockMode: "lua", OrderMode: "sync", Seen: clk.now(), Vouchers: []int64{5}},
 		{ID: "c", LockMode: "redsync", OrderMode: "async", Seen: clk.now(), Vouchers: []int64{7}},
 	} {
-		if err := st.Publish(ctx, in, nil); err != nil {
+		if err := store.Publish(ctx, in, nil); err != nil {
 			t.Fatal(err)
 		}
 	}
-	b := NewBoard(st, (&stubAudit{a: &model.Audit{VoucherID: 5}}).audit, clk.now)
+	b := NewBoard(store, (&stubAudit{a: &model.Audit{VoucherID: 5}}).audit, clk.now)
 	v := b.View(5)
 	defer v.Close()
 	s, err := v.Start(ctx)
@@ -463,16 +463,16 @@ func TestViewModesOfServingInstances(t *testing.T) {
 // One a scheduling delay short of it counts. So a burst that ended two
 // snapshots ago no longer shows.
 func TestViewWindowSlack(t *testing.T) {
-	st, clk := livetest.New(), newClock()
+	store, clk := livetest.New(), newClock()
 	ctx := context.Background()
-	b := NewBoard(st, (&stubAudit{a: &model.Audit{VoucherID: 5}}).audit, clk.now)
+	b := NewBoard(store, (&stubAudit{a: &model.Audit{VoucherID: 5}}).audit, clk.now)
 	v := b.View(5)
 	defer v.Close()
 	if _, err := v.Start(ctx); err != nil { // t0: no answer
 		t.Fatal(err)
 	}
 	clk.add(time.Second)
-	if err := st.Publish(ctx, model.LiveInstance{ID: "a", Seen: clk.now()}, map[int64]model.LiveCounts{5: {"code:OK": 100}}); err != nil {
+	if err := store.Publish(ctx, model.LiveInstance{ID: "a", Seen: clk.now()}, map[int64]model.LiveCounts{5: {"code:OK": 100}}); err != nil {
 		t.Fatal(err)
 	}
 	v.Next(ctx) // t0+1: 100 OK

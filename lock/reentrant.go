@@ -149,10 +149,10 @@ func (r *Reentrant) try(ctx context.Context, key, owner, req string) (grant, err
 	return grant{}, fmt.Errorf("lock: reentrant: obtain %q: unexpected script reply %v", key, res)
 }
 
-// wait subscribes to the key's release channel, then tries again on every
-// release message and on the fallback timer, until a grant, the end of the
-// wait, or the end of ctx. Subscribing before the next attempt means a
-// release that happens after that attempt is never missed.
+// wait subscribes to the key's release channel. Then it tries again on every
+// release message and on the fallback timer. It stops at a grant, at the end
+// of the wait, or when ctx ends. It subscribes before the next attempt, so a
+// release after that attempt is never missed.
 func (r *Reentrant) wait(ctx context.Context, key, owner, req string) (grant, error) {
 	deadline := time.Now().Add(r.opts.Wait)
 	sub := r.client.Subscribe(ctx, ReleaseChannel(key))
