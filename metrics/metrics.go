@@ -18,13 +18,13 @@ import (
 
 // Metrics are the service's counters and histograms.
 type Metrics struct {
-	Registry    *prometheus.Registry
-	Requests    *prometheus.CounterVec   // by route, method, status
-	Latency     *prometheus.HistogramVec // by route
-	Outcomes    *prometheus.CounterVec   // seckill outcomes by code ("OK" on success)
-	LockRefused prometheus.Counter
-	UniqueKey   prometheus.Counter
-	StaleFence  prometheus.Counter
+	Registry             *prometheus.Registry
+	Requests             *prometheus.CounterVec   // by route, method, status
+	Latency              *prometheus.HistogramVec // by route
+	Outcomes             *prometheus.CounterVec   // seckill outcomes by code ("OK" on success)
+	LockRefused          prometheus.Counter
+	UniqueKeyRejections  prometheus.Counter
+	StaleFenceRejections prometheus.Counter
 	// Async mode: the stream consumers.
 	AsyncWritten     prometheus.Counter
 	AsyncDeadLetters *prometheus.CounterVec // by reason
@@ -45,14 +45,14 @@ type Metrics struct {
 	// The order's life: payments and cancels by buyers, expiries by the
 	// pay timeout, Redis give-backs owed and done (async mode), and the
 	// sweeper's rounds (duration, expiry batches, errors).
-	LifePaid      prometheus.Counter
-	LifeCancelled prometheus.Counter
-	LifeExpired   prometheus.Counter
-	LifeOwed      prometheus.Counter
-	LifeReturned  prometheus.Counter
-	SweepDuration prometheus.Histogram
-	SweepBatches  prometheus.Counter
-	SweepErrors   prometheus.Counter
+	PaidOrders      prometheus.Counter
+	CancelledOrders prometheus.Counter
+	ExpiredOrders   prometheus.Counter
+	OwedGivebacks   prometheus.Counter
+	DoneGivebacks   prometheus.Counter
+	SweepDuration   prometheus.Histogram
+	SweepBatches    prometheus.Counter
+	SweepErrors     prometheus.Counter
 }
 
 // New registers the metrics in a fresh registry.
@@ -69,9 +69,9 @@ func New() *Metrics {
 			"Seckill requests by outcome code (OK on success).", "code"),
 		LockRefused: counter("seckill_lock_not_obtained_total",
 			"Per-user lock attempts refused because the lock was held."),
-		UniqueKey: counter("seckill_unique_key_rejections_total",
+		UniqueKeyRejections: counter("seckill_unique_key_rejections_total",
 			"Duplicate orders that only the database unique key stopped (the lock failed)."),
-		StaleFence: counter("seckill_stale_fence_rejections_total",
+		StaleFenceRejections: counter("seckill_stale_fence_rejections_total",
 			"Order writes refused for a stale fencing token."),
 		AsyncWritten: counter("seckill_async_orders_written_total",
 			"Orders the stream consumers wrote to the database."),
@@ -99,15 +99,15 @@ func New() *Metrics {
 		}),
 		PurchaseLimits: counterVec("seckill_purchase_limit_total",
 			"Purchase limit decisions by limit (addr, user, voucher) and result: refused (429), or unchecked (Redis failed, let through).", "limit", "result"),
-		LifePaid: counter("seckill_orders_paid_total",
+		PaidOrders: counter("seckill_orders_paid_total",
 			"Orders their buyers paid (a repeated payment counts once)."),
-		LifeCancelled: counter("seckill_orders_cancelled_total",
+		CancelledOrders: counter("seckill_orders_cancelled_total",
 			"Unpaid orders their buyers cancelled (a repeated cancel counts once)."),
-		LifeExpired: counter("seckill_orders_expired_total",
+		ExpiredOrders: counter("seckill_orders_expired_total",
 			"Unpaid orders cancelled by the pay timeout (SECKILL_PAY_TIMEOUT), their units back on sale."),
-		LifeOwed: counter("seckill_givebacks_owed_total",
+		OwedGivebacks: counter("seckill_givebacks_owed_total",
 			"Async mode: cancelled or expired orders whose unit Redis must take back."),
-		LifeReturned: counter("seckill_givebacks_done_total",
+		DoneGivebacks: counter("seckill_givebacks_done_total",
 			"Async mode: units Redis took back into their bucket (once per order, whichever instance gave it back)."),
 		SweepDuration: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name: "seckill_expiry_sweep_duration_seconds", Help: "Duration of one expiry sweep round (expiries and give-backs).",
@@ -118,8 +118,8 @@ func New() *Metrics {
 		SweepErrors: counter("seckill_expiry_sweep_errors_total",
 			"Expiry sweep rounds that ended with an error (retried next round)."),
 	}
-	m.Registry.MustRegister(m.LifePaid, m.LifeCancelled, m.LifeExpired, m.LifeOwed, m.LifeReturned,
-		m.SweepDuration, m.SweepBatches, m.SweepErrors, m.PurchaseLimits, m.Requests, m.Latency, m.Outcomes, m.LockRefused, m.UniqueKey, m.StaleFence,
+	m.Registry.MustRegister(m.PaidOrders, m.CancelledOrders, m.ExpiredOrders, m.OwedGivebacks, m.DoneGivebacks,
+		m.SweepDuration, m.SweepBatches, m.SweepErrors, m.PurchaseLimits, m.Requests, m.Latency, m.Outcomes, m.LockRefused, m.UniqueKeyRejections, m.StaleFenceRejections,
 		m.AsyncWritten, m.AsyncDeadLetters, m.AsyncBatch, m.AsyncClaimed, m.AdmissionPipeline, m.SyncGroup,
 		m.RedisRoundTrips, m.RedisCommands,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
@@ -145,10 +145,10 @@ func (m *Metrics) PurchaseLimitFailed(limit string) {
 func (m *Metrics) LockNotObtained() { m.LockRefused.Inc() }
 
 // UniqueKeyRejected counts a duplicate stopped by the unique key.
-func (m *Metrics) UniqueKeyRejected() { m.UniqueKey.Inc() }
+func (m *Metrics) UniqueKeyRejected() { m.UniqueKeyRejections.Inc() }
 
 // StaleFenceRejected counts a write refused for a stale fencing token.
-func (m *Metrics) StaleFenceRejected() { m.StaleFence.Inc() }
+func (m *Metrics) StaleFenceRejected() { m.StaleFenceRejections.Inc() }
 
 // SyncGroupCommitted observes the size of one sync commit group
 // (service.GroupObserver).
@@ -167,19 +167,19 @@ func (m *Metrics) DeadLettered(reason string) { m.AsyncDeadLetters.WithLabelValu
 func (m *Metrics) Claimed(n int) { m.AsyncClaimed.Add(float64(n)) }
 
 // OrderPaid counts an order its buyer paid (service.LifecycleObserver).
-func (m *Metrics) OrderPaid() { m.LifePaid.Inc() }
+func (m *Metrics) OrderPaid() { m.PaidOrders.Inc() }
 
 // OrderCancelled counts an order its buyer cancelled.
-func (m *Metrics) OrderCancelled() { m.LifeCancelled.Inc() }
+func (m *Metrics) OrderCancelled() { m.CancelledOrders.Inc() }
 
 // OrdersExpired counts orders the pay timeout cancelled.
-func (m *Metrics) OrdersExpired(n int) { m.LifeExpired.Add(float64(n)) }
+func (m *Metrics) OrdersExpired(n int) { m.ExpiredOrders.Add(float64(n)) }
 
 // GivebacksOwed counts Redis give-backs left owed.
-func (m *Metrics) GivebacksOwed(n int) { m.LifeOwed.Add(float64(n)) }
+func (m *Metrics) GivebacksOwed(n int) { m.OwedGivebacks.Add(float64(n)) }
 
 // GivebacksDone counts units Redis took back.
-func (m *Metrics) GivebacksDone(n int) { m.LifeReturned.Add(float64(n)) }
+func (m *Metrics) GivebacksDone(n int) { m.DoneGivebacks.Add(float64(n)) }
 
 // SweepDone observes one sweep round and counts its batches.
 func (m *Metrics) SweepDone(d time.Duration, batches int) {
