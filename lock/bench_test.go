@@ -47,7 +47,7 @@ func BenchmarkAcquireReleaseWait(b *testing.B) {
 // key and reports the p50-ns and p99-ns of a pair.
 func acquireRelease(b *testing.B, lk lock.Locker) {
 	key := testKey(b)
-	ctx := bg(b, 10*time.Minute)
+	ctx := testContext(b, 10*time.Minute)
 	took := make([]time.Duration, 0, 4096)
 	for b.Loop() {
 		start := time.Now()
@@ -91,7 +91,7 @@ func BenchmarkObtainAllRelease(b *testing.B) {
 			for i := range keys {
 				keys[i] = testKey(b)
 			}
-			ctx := bg(b, 10*time.Minute)
+			ctx := testContext(b, 10*time.Minute)
 			cpuBefore, redisCPUBefore := processCPU(b), serverCPU(b, c)
 			for b.Loop() {
 				locks, errs := lock.ObtainAll(ctx, tt.lk, keys)

@@ -74,7 +74,7 @@ func (b backend) locker(tb testing.TB, opts ...lock.Option) lock.Locker {
 
 func mustRelease(tb testing.TB, l lock.Lock) {
 	tb.Helper()
-	if err := l.Release(bg(tb, 5*time.Second)); err != nil {
+	if err := l.Release(testContext(tb, 5*time.Second)); err != nil {
 		tb.Errorf("release %q: %v", l.Key(), err)
 	}
 }
@@ -93,7 +93,7 @@ func runContract(t *testing.T, b backend) {
 		const n = 120
 		lk := b.locker(t)
 		key := testKey(t)
-		ctx := bg(t, 30*time.Second)
+		ctx := testContext(t, 30*time.Second)
 		contenders := make([]lock.Locker, n)
 		for i := range contenders {
 			contenders[i] = lk
@@ -126,7 +126,7 @@ func runContract(t *testing.T, b backend) {
 		const n = 120
 		lk := b.locker(t, lock.WithWait(60*time.Second))
 		key := testKey(t)
-		ctx := bg(t, 90*time.Second)
+		ctx := testContext(t, 90*time.Second)
 		var inside, maxInside, entered atomic.Int64
 		var wg sync.WaitGroup
 		for range n {
@@ -165,7 +165,7 @@ func runContract(t *testing.T, b backend) {
 		}
 		l1, l2 := b.locker(t), b.locker(t)
 		key := testKey(t)
-		ctx := bg(t, 10*time.Second)
+		ctx := testContext(t, 10*time.Second)
 		a, err := l1.Obtain(ctx, key)
 		if err != nil {
 			t.Fatalf("first Obtain: %v", err)
@@ -191,7 +191,7 @@ func runContract(t *testing.T, b backend) {
 		const ttl = 500 * time.Millisecond
 		lk := b.locker(t, lock.WithTTL(ttl), lock.WithWatchdog(false))
 		key := testKey(t)
-		ctx := bg(t, 20*time.Second)
+		ctx := testContext(t, 20*time.Second)
 		dead, err := lk.Obtain(ctx, key)
 		if err != nil {
 			t.Fatalf("Obtain: %v", err)
@@ -218,7 +218,7 @@ func runContract(t *testing.T, b backend) {
 		}
 		lk := b.locker(t, lock.WithTTL(300*time.Millisecond), lock.WithWatchdog(false))
 		key := testKey(t)
-		ctx := bg(t, 10*time.Second)
+		ctx := testContext(t, 10*time.Second)
 		l, err := lk.Obtain(ctx, key)
 		if err != nil {
 			t.Fatalf("Obtain: %v", err)
@@ -248,7 +248,7 @@ func runContract(t *testing.T, b backend) {
 		}
 		lk := b.locker(t, lock.WithWait(200*time.Millisecond))
 		key := testKey(t)
-		ctx := bg(t, 10*time.Second)
+		ctx := testContext(t, 10*time.Second)
 		h, err := lk.Obtain(ctx, key)
 		if err != nil {
 			t.Fatalf("Obtain: %v", err)
@@ -269,7 +269,7 @@ func runContract(t *testing.T, b backend) {
 		}
 		lk := b.locker(t, lock.WithWait(30*time.Second))
 		key := testKey(t)
-		h, err := lk.Obtain(bg(t, 10*time.Second), key)
+		h, err := lk.Obtain(testContext(t, 10*time.Second), key)
 		if err != nil {
 			t.Fatalf("Obtain: %v", err)
 		}
@@ -311,7 +311,7 @@ func runContract(t *testing.T, b backend) {
 		// locker holds in the middle of the batch is refused alone.
 		lk, other := b.locker(t), b.locker(t)
 		keys := []string{testKey(t), testKey(t), testKey(t)}
-		ctx := bg(t, 20*time.Second)
+		ctx := testContext(t, 20*time.Second)
 		h, err := other.Obtain(ctx, keys[1])
 		if err != nil {
 			t.Fatalf("other holder's Obtain: %v", err)
@@ -339,7 +339,7 @@ func runContract(t *testing.T, b backend) {
 				mustRelease(t, l)
 			}
 		}
-		for i, err := range lock.ReleaseAll(bg(t, 5*time.Second), lk, locks) {
+		for i, err := range lock.ReleaseAll(testContext(t, 5*time.Second), lk, locks) {
 			if err != nil {
 				t.Errorf("ReleaseAll %d: %v", i, err)
 			}
@@ -355,7 +355,7 @@ func runContract(t *testing.T, b backend) {
 	t.Run("Tokens", func(t *testing.T) {
 		lockers := []lock.Locker{b.locker(t), b.locker(t)}
 		key := testKey(t)
-		ctx := bg(t, 10*time.Second)
+		ctx := testContext(t, 10*time.Second)
 		var prev int64
 		for i := range 6 {
 			l, err := lockers[i%2].Obtain(ctx, key)

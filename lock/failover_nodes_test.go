@@ -15,7 +15,7 @@ import (
 // runNodeLoss runs c's scenario on three private independent nodes: A
 // obtains, node 1 is killed and restarted empty, B tries.
 func runNodeLoss(t *testing.T, c failoverCase, row *failoverRow) string {
-	ctx := bg(t, 3*failoverWait)
+	ctx := testContext(t, 3*failoverWait)
 	dir := t.TempDir()
 	servers := make([]*redisproc.Server, 3)
 	for i := range servers {

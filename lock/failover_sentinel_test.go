@@ -20,7 +20,7 @@ import (
 // runSentinelFailover runs c's scenario on a private Sentinel set and
 // returns the Redis version.
 func runSentinelFailover(t *testing.T, c failoverCase, row *failoverRow, p *pendingSet) string {
-	ctx := bg(t, 3*failoverWait)
+	ctx := testContext(t, 3*failoverWait)
 	t.Cleanup(func() {
 		if t.Failed() {
 			logTails(t, p.dir)

@@ -50,7 +50,7 @@ func TestFencingTokensIncreaseAcrossHolders(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			c := redisClient(t)
-			ctx := bg(t, 10*time.Second)
+			ctx := testContext(t, 10*time.Second)
 			key := testKey(t)
 			store := &fencedStore{}
 

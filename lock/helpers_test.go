@@ -54,8 +54,8 @@ func testKey(tb testing.TB) string {
 	return "locktest:" + name + ":" + rand.Text()[:10]
 }
 
-// bg returns a context bounded by d, cancelled when the test ends.
-func bg(tb testing.TB, d time.Duration) context.Context {
+// testContext returns a context bounded by d, cancelled when the test ends.
+func testContext(tb testing.TB, d time.Duration) context.Context {
 	ctx, cancel := context.WithTimeout(context.Background(), d)
 	tb.Cleanup(cancel)
 	return ctx

@@ -47,7 +47,7 @@ func TestLocalServesWaitersInOrder(t *testing.T) {
 	if err != nil {
 		t.Fatalf("NewLocal: %v", err)
 	}
-	ctx := bg(t, 20*time.Second)
+	ctx := testContext(t, 20*time.Second)
 	h := obtain(t, l, ctx, "k")
 	const n = 5
 	order := make(chan int, n)

@@ -45,7 +45,7 @@ func (h *scriptCounter) count(cmd redis.Cmder) {
 // heldByOther has another Lua locker hold key until the test ends.
 func heldByOther(t *testing.T, c redis.UniversalClient, key string) {
 	t.Helper()
-	held, err := must(t)(lock.NewLua(c)).Obtain(bg(t, 10*time.Second), key)
+	held, err := must(t)(lock.NewLua(c)).Obtain(testContext(t, 10*time.Second), key)
 	if err != nil {
 		t.Fatalf("other holder's Obtain: %v", err)
 	}
@@ -90,7 +90,7 @@ func TestLuaObtainAll(t *testing.T) {
 	var calls scriptCounter
 	c.AddHook(&calls)
 	lk := must(t)(lock.NewLua(c))
-	ctx := bg(t, 10*time.Second)
+	ctx := testContext(t, 10*time.Second)
 	keys := batchKeys(t, c, 5)
 	heldByOther(t, c, keys[2])
 	// An earlier grant of keys[4], so its next token must be 2.
@@ -162,7 +162,7 @@ func TestLuaObtainAll(t *testing.T) {
 func TestLuaObtainAllRedisErrorMidBatch(t *testing.T) {
 	c := redisClient(t)
 	lk := must(t)(lock.NewLua(c))
-	ctx := bg(t, 10*time.Second)
+	ctx := testContext(t, 10*time.Second)
 	keys := batchKeys(t, c, 4)
 	if err := c.HSet(ctx, lock.FenceKey(keys[2]), "not", "a counter").Err(); err != nil {
 		t.Fatal(err)
@@ -199,7 +199,7 @@ func TestLuaObtainAllReplyLost(t *testing.T) {
 	c := redisClient(t)
 	p, pc := lossyClient(t, c.Options().Addr)
 	lk := must(t)(lock.NewLua(pc))
-	ctx := bg(t, 10*time.Second)
+	ctx := testContext(t, 10*time.Second)
 	keys := batchKeys(t, c, 3)
 
 	p.LoseReply("evalsha", nil)
@@ -236,7 +236,7 @@ func TestLuaObtainAllUnanswered(t *testing.T) {
 	pc := redis.NewClient(&redis.Options{Addr: p.Addr(), MaxRetries: -1})
 	t.Cleanup(func() { pc.Close() })
 	lk := must(t)(lock.NewLua(pc))
-	ctx := bg(t, 10*time.Second)
+	ctx := testContext(t, 10*time.Second)
 	keys := batchKeys(t, c, 3)
 
 	p.LoseReply("evalsha", func() {
@@ -260,7 +260,7 @@ func TestLuaObtainAllUnanswered(t *testing.T) {
 func TestLuaObtainAllWaitReplicasMoreThanExist(t *testing.T) {
 	primary, _ := sentinelPair(t)
 	lk := waitLocker(t, "lua", primary, lock.WithWaitReplicas(2, 30*time.Millisecond))
-	ctx := bg(t, 10*time.Second)
+	ctx := testContext(t, 10*time.Second)
 	keys := batchKeys(t, primary, 3)
 	locks, errs := lock.ObtainAll(ctx, lk, keys)
 	for i := range keys {
@@ -279,7 +279,7 @@ func TestLuaObtainAllWaitReplicasMoreThanExist(t *testing.T) {
 func TestLuaObtainAllWaitReplicasHealthy(t *testing.T) {
 	primary, replica := sentinelPair(t)
 	lk := waitLocker(t, "lua", primary, lock.WithWaitReplicas(1, time.Second))
-	ctx := bg(t, 10*time.Second)
+	ctx := testContext(t, 10*time.Second)
 	keys := batchKeys(t, primary, 3)
 	locks, errs := lock.ObtainAll(ctx, lk, keys)
 	for i := range keys {

@@ -40,7 +40,7 @@ func clusterClient(tb testing.TB) *redis.ClusterClient {
 func TestLuaObtainAllCluster(t *testing.T) {
 	c := clusterClient(t)
 	lk := must(t)(lock.NewLua(c))
-	ctx := bg(t, 10*time.Second)
+	ctx := testContext(t, 10*time.Second)
 	keys := batchKeys(t, c, 40)
 	heldByOther(t, c, keys[7])
 	// Load the scripts on every node first: a node without them costs a
@@ -107,7 +107,7 @@ func TestLuaObtainAllCluster(t *testing.T) {
 // at once on Redis Cluster. Every key has exactly one holder.
 func TestLuaObtainAllClusterOneWinner(t *testing.T) {
 	c := clusterClient(t)
-	ctx := bg(t, 20*time.Second)
+	ctx := testContext(t, 20*time.Second)
 	keys := batchKeys(t, c, 30)
 	const racers = 32
 	wins := make([]atomic.Int64, len(keys))
@@ -144,7 +144,7 @@ func TestLuaObtainAllClusterOneWinner(t *testing.T) {
 func TestLuaObtainAllClusterFallback(t *testing.T) {
 	c := clusterClient(t)
 	lk := must(t)(lock.NewLua(c))
-	ctx := bg(t, 10*time.Second)
+	ctx := testContext(t, 10*time.Second)
 	keys := batchKeys(t, c, 30)
 	bad := len(keys) - 1 // last in its master's ARGV: the others before it are granted
 	if err := c.HSet(ctx, keys[bad], "f", "v").Err(); err != nil {

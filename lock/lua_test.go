@@ -24,7 +24,7 @@ func init() {
 func TestLuaKeepsAnotherHoldersLock(t *testing.T) {
 	c := redisClient(t)
 	lk := must(t)(lock.NewLua(c, lock.WithTTL(demoTTL)))
-	ctx := bg(t, 10*time.Second)
+	ctx := testContext(t, 10*time.Second)
 	key := testKey(t)
 
 	a := obtain(t, lk, ctx, key)

@@ -23,7 +23,7 @@ func TestMultiRefusesWithAnyNodeDown(t *testing.T) {
 		t.Run(fmt.Sprintf("node%d", down), func(t *testing.T) {
 			procs, clients := threeNodes(t)
 			lk := must(t)(lock.NewMulti(clients, lock.WithTTL(5*time.Second)))
-			ctx := bg(t, 20*time.Second)
+			ctx := testContext(t, 20*time.Second)
 			key := testKey(t)
 
 			procs[down].kill()
@@ -52,7 +52,7 @@ func TestMultiLeavesNoPartialGrant(t *testing.T) {
 	t.Run("Contention", func(t *testing.T) {
 		clients := redlockClients(t)
 		lk := must(t)(lock.NewMulti(clients, lock.WithTTL(30*time.Second)))
-		ctx := bg(t, 10*time.Second)
+		ctx := testContext(t, 10*time.Second)
 		key := testKey(t)
 		last := clients[len(clients)-1]
 		if err := last.Set(ctx, key, "rival", 30*time.Second).Err(); err != nil {
@@ -82,7 +82,7 @@ func TestMultiLeavesNoPartialGrant(t *testing.T) {
 	t.Run("NodeDown", func(t *testing.T) {
 		procs, clients := threeNodes(t)
 		lk := must(t)(lock.NewMulti(clients, lock.WithTTL(30*time.Second)))
-		ctx := bg(t, 10*time.Second)
+		ctx := testContext(t, 10*time.Second)
 		key := testKey(t)
 
 		procs[2].kill()
@@ -104,7 +104,7 @@ func TestMultiLeavesNoPartialGrant(t *testing.T) {
 func TestMultiReleaseAfterPartialExpiry(t *testing.T) {
 	clients := redlockClients(t)
 	lk := must(t)(lock.NewMulti(clients, lock.WithTTL(30*time.Second)))
-	ctx := bg(t, 10*time.Second)
+	ctx := testContext(t, 10*time.Second)
 	key := testKey(t)
 	l := obtain(t, lk, ctx, key)
 	if err := clients[1].Del(ctx, key).Err(); err != nil {

@@ -21,7 +21,7 @@ func TestOwnerCheckThenDeleteRace(t *testing.T) {
 	c := redisClient(t)
 	o := must(t)(lock.NewOwner(c, lock.WithTTL(demoTTL))).(*lock.Owner)
 	long := must(t)(lock.NewOwner(c, lock.WithTTL(10*time.Second)))
-	ctx := bg(t, 10*time.Second)
+	ctx := testContext(t, 10*time.Second)
 	key := testKey(t)
 
 	var b lock.Lock

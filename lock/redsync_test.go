@@ -195,7 +195,7 @@ func TestRedsyncGrantsWithOneOfThreeDown(t *testing.T) {
 	procs, clients := threeNodes(t)
 	lk := must(t)(lock.NewRedsync(clients, lock.WithTTL(5*time.Second)))
 	other := must(t)(lock.NewRedsync(clients, lock.WithTTL(5*time.Second)))
-	ctx := bg(t, 20*time.Second)
+	ctx := testContext(t, 20*time.Second)
 	key := testKey(t)
 
 	procs[2].kill()
@@ -232,7 +232,7 @@ func TestRedsyncGrantsWithOneOfThreeDown(t *testing.T) {
 func TestRedsyncRefusesWithTwoOfThreeDown(t *testing.T) {
 	procs, clients := threeNodes(t)
 	lk := must(t)(lock.NewRedsync(clients, lock.WithTTL(5*time.Second), lock.WithWait(300*time.Millisecond)))
-	ctx := bg(t, 20*time.Second)
+	ctx := testContext(t, 20*time.Second)
 	key, held := testKey(t), testKey(t)
 
 	before, err := lk.Obtain(ctx, held)
@@ -280,7 +280,7 @@ func checkWatchdog(t *testing.T, mk func(opts ...lock.Option) lock.Locker) {
 	holder := mk(lock.WithTTL(ttl), lock.WithWatchdog(true))
 	rival := mk(lock.WithTTL(ttl))
 	key := testKey(t)
-	ctx := bg(t, 20*time.Second)
+	ctx := testContext(t, 20*time.Second)
 
 	holderCtx, endHolder := context.WithCancel(ctx)
 	defer endHolder()
@@ -315,7 +315,7 @@ func checkWatchdog(t *testing.T, mk func(opts ...lock.Option) lock.Locker) {
 // serialises them (the contract's OneWinner).
 func TestRedsyncSplitVote(t *testing.T) {
 	clients := redlockClients(t)
-	ctx := bg(t, 20*time.Second)
+	ctx := testContext(t, 20*time.Second)
 	key := testKey(t)
 	for i, owner := range []string{"rival-x", "rival-y"} {
 		if err := clients[i].Set(ctx, key, owner, 30*time.Second).Err(); err != nil {
@@ -372,7 +372,7 @@ func miniNodes(tb testing.TB, n int) []redis.UniversalClient {
 // Deps.Nodes, falls back to Deps.Redis alone, and names what is missing.
 func TestNewBuildsRedlockModes(t *testing.T) {
 	nodes := miniNodes(t, 3)
-	ctx := bg(t, 10*time.Second)
+	ctx := testContext(t, 10*time.Second)
 	tests := []struct {
 		mode string
 		deps lock.Deps

@@ -55,7 +55,7 @@ func TestReentrantCount(t *testing.T) {
 	r := newReentrant(t, c)
 	key := testKey(t)
 	owner := "owner-" + key
-	ctx := lock.WithOwner(bg(t, 10*time.Second), owner)
+	ctx := lock.WithOwner(testContext(t, 10*time.Second), owner)
 
 	outer := obtain(t, r, ctx, key)
 	if got := holdCount(t, c, key, owner); got != 1 {
@@ -70,7 +70,7 @@ func TestReentrantCount(t *testing.T) {
 	if outerToken != innerToken {
 		t.Errorf("re-entry token: got %d, want the first grant's %d", innerToken, outerToken)
 	}
-	if l, err := r.Obtain(bg(t, 10*time.Second), key); !errors.Is(err, lock.ErrNotObtained) {
+	if l, err := r.Obtain(testContext(t, 10*time.Second), key); !errors.Is(err, lock.ErrNotObtained) {
 		if err == nil {
 			mustRelease(t, l)
 		}
@@ -95,7 +95,7 @@ func TestReentrantCount(t *testing.T) {
 	if n, err := c.Exists(ctx, key).Result(); err != nil || n != 0 {
 		t.Fatalf("EXISTS after the last Release: got %d, %v; want 0 (deleted at zero)", n, err)
 	}
-	other := obtain(t, r, bg(t, 10*time.Second), key)
+	other := obtain(t, r, testContext(t, 10*time.Second), key)
 	if tok, _ := other.Token(); tok <= outerToken {
 		t.Errorf("next holder's token: got %d, want > %d", tok, outerToken)
 	}
@@ -107,7 +107,7 @@ const wdTTL = 300 * time.Millisecond
 func TestWatchdogKeepsLockPastLeases(t *testing.T) {
 	c := redisClient(t)
 	key := testKey(t)
-	ctx := bg(t, 20*time.Second)
+	ctx := testContext(t, 20*time.Second)
 	r := newReentrant(t, c, lock.WithTTL(wdTTL), lock.WithWatchdog(true))
 	other := newReentrant(t, c, lock.WithTTL(wdTTL))
 
@@ -140,7 +140,7 @@ func TestWatchdogKeepsLockPastLeases(t *testing.T) {
 func TestWatchdogStopsAfterRelease(t *testing.T) {
 	c := redisClient(t)
 	key := testKey(t)
-	ctx := lock.WithOwner(bg(t, 20*time.Second), "owner-"+key)
+	ctx := lock.WithOwner(testContext(t, 20*time.Second), "owner-"+key)
 	plain := newReentrant(t, c, lock.WithTTL(wdTTL))
 	watched := newReentrant(t, c, lock.WithTTL(wdTTL), lock.WithWatchdog(true))
 
@@ -177,13 +177,13 @@ func TestWatchdogStopsOnContextEnd(t *testing.T) {
 	l := obtain(t, watched, holderCtx, key)
 	waitRenewals(t, watched, 2)
 	cancel()
-	w := obtain(t, waiter, bg(t, 20*time.Second), key)
+	w := obtain(t, waiter, testContext(t, 20*time.Second), key)
 	n := lock.RenewalsForTest(watched)
 	time.Sleep(2 * wdTTL)
 	if got := lock.RenewalsForTest(watched); got != n {
 		t.Errorf("renewals after the context ended: got %d, want %d (stopped)", got, n)
 	}
-	if err := l.Release(bg(t, 5*time.Second)); !errors.Is(err, lock.ErrNotHeld) {
+	if err := l.Release(testContext(t, 5*time.Second)); !errors.Is(err, lock.ErrNotHeld) {
 		t.Errorf("stale holder's Release: got %v, want ErrNotHeld", err)
 	}
 	mustRelease(t, w)
@@ -198,7 +198,7 @@ func TestReentrantWaiterWokenByPubSub(t *testing.T) {
 	const long = 30 * time.Second
 	holder := newReentrant(t, c, lock.WithTTL(long))
 	waiter := newReentrant(t, c, lock.WithTTL(long), lock.WithWaitPoll(long), lock.WithWait(20*time.Second))
-	ctx := bg(t, 30*time.Second)
+	ctx := testContext(t, 30*time.Second)
 
 	h := obtain(t, holder, ctx, key)
 	type result struct {

@@ -82,7 +82,7 @@ func TestLuaObtainReplyLost(t *testing.T) {
 	p, pc := lossyClient(t, c.Options().Addr)
 	lk := must(t)(lock.NewLua(pc))
 	key := testKey(t)
-	ctx := bg(t, 10*time.Second)
+	ctx := testContext(t, 10*time.Second)
 	t.Cleanup(func() { c.Del(context.Background(), key, lock.FenceKey(key)) })
 
 	l := obtainReplyLost(t, p, lk, ctx, key)
@@ -115,7 +115,7 @@ func newReplyLostReentrant(t *testing.T) replyLostReentrant {
 	owner := "owner-" + key
 	t.Cleanup(func() { c.Del(context.Background(), key, lock.FenceKey(key)) })
 	return replyLostReentrant{direct: c, proxy: p, locker: newReentrant(t, pc), key: key, owner: owner,
-		ctx: lock.WithOwner(bg(t, 10*time.Second), owner)}
+		ctx: lock.WithOwner(testContext(t, 10*time.Second), owner)}
 }
 
 // TestReentrantObtainReplyLost: a retried first acquire counts once, so
@@ -177,7 +177,7 @@ func TestMultiObtainReplyLost(t *testing.T) {
 	clients := append([]redis.UniversalClient{first}, redlockClients(t)[1:]...)
 	lk := must(t)(lock.NewMulti(clients))
 	key := testKey(t)
-	ctx := bg(t, 10*time.Second)
+	ctx := testContext(t, 10*time.Second)
 	t.Cleanup(func() {
 		for _, c := range clients {
 			c.Del(context.Background(), key, lock.FenceKey(key))

@@ -19,7 +19,7 @@ func init() {
 func TestSimpleDeletesAnotherHoldersLock(t *testing.T) {
 	c := redisClient(t)
 	lk := must(t)(lock.NewSimple(c, lock.WithTTL(demoTTL)))
-	ctx := bg(t, 10*time.Second)
+	ctx := testContext(t, 10*time.Second)
 	key := testKey(t)
 
 	a := obtain(t, lk, ctx, key)

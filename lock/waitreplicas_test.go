@@ -129,7 +129,7 @@ func TestWaitReplicasHealthy(t *testing.T) {
 		t.Run(mode, func(t *testing.T) {
 			lk := waitLocker(t, mode, primary, lock.WithWaitReplicas(1, time.Second))
 			key := testKey(t)
-			ctx := bg(t, 10*time.Second)
+			ctx := testContext(t, 10*time.Second)
 			l, err := lk.Obtain(ctx, key)
 			if err != nil {
 				t.Fatalf("Obtain: %v", err)
@@ -153,7 +153,7 @@ func TestWaitReplicasLagging(t *testing.T) {
 		t.Run(mode, func(t *testing.T) {
 			lk := waitLocker(t, mode, primary, lock.WithWaitReplicas(1, 50*time.Millisecond))
 			key := testKey(t)
-			ctx := bg(t, 10*time.Second)
+			ctx := testContext(t, 10*time.Second)
 			stalled := stallReplica(t, replica, 400*time.Millisecond)
 			l, err := lk.Obtain(ctx, key)
 			select {
@@ -184,7 +184,7 @@ func TestWaitReplicasMoreThanExist(t *testing.T) {
 		t.Run(mode, func(t *testing.T) {
 			lk := waitLocker(t, mode, primary, lock.WithWaitReplicas(2, 30*time.Millisecond))
 			key := testKey(t)
-			ctx := bg(t, 10*time.Second)
+			ctx := testContext(t, 10*time.Second)
 			for range 3 {
 				if l, err := lk.Obtain(ctx, key); !errors.Is(err, lock.ErrNotObtained) ||
 					!strings.Contains(err.Error(), "1 of 2 replicas") {
@@ -207,7 +207,7 @@ func TestWaitReplicasWatchdogLost(t *testing.T) {
 	r := newReentrant(t, primary, lock.WithTTL(ttl), lock.WithWatchdog(true),
 		lock.WithWaitReplicas(1, 50*time.Millisecond))
 	key := testKey(t)
-	ctx := bg(t, 10*time.Second)
+	ctx := testContext(t, 10*time.Second)
 	l := obtain(t, r, ctx, key)
 	waitRenewals(t, r, 1)
 	stalled := stallReplica(t, replica, 400*time.Millisecond)
