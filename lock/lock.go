@@ -7,6 +7,8 @@ import (
 	"fmt"
 	mrand "math/rand/v2"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 )
 
 // Errors returned by every backend. Callers compare with errors.Is.
@@ -145,6 +147,37 @@ func NewOptions(opts ...Option) Options {
 		opt(&o)
 	}
 	return o
+}
+
+// redisOptions applies opts over the defaults and checks them and the
+// client of the Redis backend named mode.
+func redisOptions(mode string, client redis.UniversalClient, opts []Option) (Options, error) {
+	o := NewOptions(opts...)
+	if err := o.Validate(); err != nil {
+		return o, err
+	}
+	if client == nil {
+		return o, fmt.Errorf("lock: %s: nil Redis client", mode)
+	}
+	return o, nil
+}
+
+// nodesOptions applies opts over the defaults and checks them and the
+// independent nodes of the backend named mode.
+func nodesOptions(mode string, clients []redis.UniversalClient, opts []Option) (Options, error) {
+	o := NewOptions(opts...)
+	if err := o.Validate(); err != nil {
+		return o, err
+	}
+	if len(clients) == 0 {
+		return o, fmt.Errorf("lock: %s: no Redis nodes", mode)
+	}
+	for i, c := range clients {
+		if c == nil {
+			return o, fmt.Errorf("lock: %s: Redis node %d is nil", mode, i)
+		}
+	}
+	return o, nil
 }
 
 // Validate reports the first option out of range.

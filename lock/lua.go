@@ -2,7 +2,6 @@ package lock
 
 import (
 	"context"
-	"errors"
 	"fmt"
 
 	"seckill/lua"
@@ -29,14 +28,11 @@ var (
 
 // NewLua returns the Lua-script locker (lua/acquire.lua, lua/unlock.lua).
 func NewLua(client redis.UniversalClient, opts ...Option) (*Lua, error) {
-	o := NewOptions(opts...)
-	if err := o.Validate(); err != nil {
-		return nil, err
+	o, err := redisOptions("lua", client, opts)
+	if err == nil {
+		err = checkWaitClient(o, client)
 	}
-	if client == nil {
-		return nil, errors.New("lock: lua: nil Redis client")
-	}
-	if err := checkWaitClient(o, client); err != nil {
+	if err != nil {
 		return nil, err
 	}
 	return &Lua{client: client, opts: o}, nil

@@ -26,21 +26,13 @@ var _ Locker = (*Multi)(nil)
 
 // NewMulti returns a MultiLock over clients, one per independent Redis
 // node. The clients stay owned by the caller. It runs lua/acquire.lua and
-// lua/unlock.lua on every node. Options: TTL is the lease on every node, Wait the time spent
-// retrying with backoff, Watchdog extends the lease on every node every
-// TTL/3 while held.
+// lua/unlock.lua on every node. TTL is the lease on every node. Wait is the
+// time spent retrying with backoff. Watchdog extends the lease on every
+// node every TTL/3 while held.
 func NewMulti(clients []redis.UniversalClient, opts ...Option) (*Multi, error) {
-	o := NewOptions(opts...)
-	if err := o.Validate(); err != nil {
+	o, err := nodesOptions("multi", clients, opts)
+	if err != nil {
 		return nil, err
-	}
-	if len(clients) == 0 {
-		return nil, errors.New("lock: multi: no Redis nodes")
-	}
-	for i, c := range clients {
-		if c == nil {
-			return nil, fmt.Errorf("lock: multi: Redis node %d is nil", i)
-		}
 	}
 	return &Multi{clients: clients, opts: o}, nil
 }

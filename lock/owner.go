@@ -28,12 +28,9 @@ var _ Locker = (*Owner)(nil)
 
 // NewOwner returns the owner-token locker on client.
 func NewOwner(client redis.UniversalClient, opts ...Option) (*Owner, error) {
-	o := NewOptions(opts...)
-	if err := o.Validate(); err != nil {
+	o, err := redisOptions("owner", client, opts)
+	if err != nil {
 		return nil, err
-	}
-	if client == nil {
-		return nil, errors.New("lock: owner: nil Redis client")
 	}
 	return &Owner{client: client, opts: o}, nil
 }

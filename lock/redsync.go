@@ -35,18 +35,12 @@ var _ Locker = (*Redsync)(nil)
 // TTL is the lease (redsync's expiry), Wait the time spent retrying with
 // backoff, Watchdog extends the lease every TTL/3 while held.
 func NewRedsync(clients []redis.UniversalClient, opts ...Option) (*Redsync, error) {
-	o := NewOptions(opts...)
-	if err := o.Validate(); err != nil {
+	o, err := nodesOptions("redsync", clients, opts)
+	if err != nil {
 		return nil, err
 	}
-	if len(clients) == 0 {
-		return nil, errors.New("lock: redsync: no Redis nodes")
-	}
 	pools := make([]rsredis.Pool, 0, len(clients))
-	for i, c := range clients {
-		if c == nil {
-			return nil, fmt.Errorf("lock: redsync: Redis node %d is nil", i)
-		}
+	for _, c := range clients {
 		pools = append(pools, goredispool.NewPool(c))
 	}
 	gate, err := NewLocal(WithWait(24 * time.Hour)) // bounded per call by a context deadline

@@ -2,7 +2,6 @@ package lock
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"sync"
 	"sync/atomic"
@@ -31,14 +30,11 @@ var _ Locker = (*Reentrant)(nil)
 // NewReentrant returns the re-entrant locker (lua/reentrant_lock.lua,
 // lua/reentrant_unlock.lua, lua/reentrant_renew.lua).
 func NewReentrant(client redis.UniversalClient, opts ...Option) (*Reentrant, error) {
-	o := NewOptions(opts...)
-	if err := o.Validate(); err != nil {
-		return nil, err
+	o, err := redisOptions("reentrant", client, opts)
+	if err == nil {
+		err = checkWaitClient(o, client)
 	}
-	if client == nil {
-		return nil, errors.New("lock: reentrant: nil Redis client")
-	}
-	if err := checkWaitClient(o, client); err != nil {
+	if err != nil {
 		return nil, err
 	}
 	return &Reentrant{client: client, opts: o}, nil

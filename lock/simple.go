@@ -2,7 +2,6 @@ package lock
 
 import (
 	"context"
-	"errors"
 	"fmt"
 
 	"github.com/redis/go-redis/v9"
@@ -23,12 +22,9 @@ var _ Locker = (*Simple)(nil)
 
 // NewSimple returns the SETNX/DEL locker on client.
 func NewSimple(client redis.UniversalClient, opts ...Option) (*Simple, error) {
-	o := NewOptions(opts...)
-	if err := o.Validate(); err != nil {
+	o, err := redisOptions("simple", client, opts)
+	if err != nil {
 		return nil, err
-	}
-	if client == nil {
-		return nil, errors.New("lock: simple: nil Redis client")
 	}
 	return &Simple{client: client, opts: o}, nil
 }
