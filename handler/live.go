@@ -152,17 +152,17 @@ func (a *api) observe(voucherID int64, code string, err error, start time.Time) 
 	if a.Live == nil || code == CodeInvalidArgument || code == CodeVoucherNotFound || code == CodeUnauthorized {
 		return
 	}
-	dup := live.DupNone
+	dup := live.NotDuplicate
 	if code == CodeDuplicateOrder {
 		switch {
 		case errors.Is(err, model.ErrUniqueKey):
-			dup = live.DupUniqueKey
+			dup = live.StoppedByUniqueKey
 		case errors.Is(err, model.ErrLockRefused):
-			dup = live.DupLock
+			dup = live.StoppedByLock
 		case errors.Is(err, model.ErrStaleFence):
-			dup = live.DupFence
+			dup = live.StoppedByFence
 		default:
-			dup = live.DupCheck
+			dup = live.StoppedByCheck
 		}
 	}
 	a.Live.Observe(voucherID, code, dup, time.Since(start))

@@ -110,10 +110,10 @@ func newInstanceID() string {
 // ID is the instance's id.
 func (p *Publisher) ID() string { return p.inst.ID }
 
-// Run publishes at once and every interval until ctx ends, then once more and
-// retires the instance (on a context detached from ctx, bounded), so that
-// no count is lost at a graceful stop and dashboards drop the instance at
-// once.
+// Run publishes at once and every interval until ctx ends. Then it publishes
+// once more and retires the instance, on a bounded context detached from
+// ctx. So no count is lost at a graceful stop, and dashboards drop the
+// instance at once.
 func (p *Publisher) Run(ctx context.Context) {
 	flush := func() {
 		fctx, cancel := context.WithTimeout(ctx, flushTimeout)
@@ -139,11 +139,11 @@ func (p *Publisher) Run(ctx context.Context) {
 	}
 }
 
-// Flush publishes the counts observed since the last successful
-// publication. A failed one is retried with the next: its counts are kept.
-// (A publication whose reply was lost although Redis applied it is added
-// again: the dashboard may over-count by one interval then, never the
-// audit.) Flush is not safe for concurrent use; Run calls it.
+// Flush publishes the counts observed since the last successful publication.
+// A failed one is retried with the next, so its counts are kept. A
+// publication whose reply was lost after Redis applied it is added again.
+// The dashboard may then over-count by one interval; the audit never does.
+// Flush is not safe for concurrent use; Run calls it.
 func (p *Publisher) Flush(ctx context.Context) {
 	now := p.now()
 	all := map[int64]model.LiveCounts{}
@@ -162,18 +162,18 @@ func (p *Publisher) Flush(ctx context.Context) {
 		}
 		return cur
 	}
-	curs := map[int64][nFields]int64{}
+	counts := map[int64][nFields]int64{}
 	p.rec.each(func(id int64, c *counters) {
 		pub := p.sent[id]
 		if pub == nil || pub.c != c {
 			pub = &published{c: c, changed: now}
 			p.sent[id] = pub
 		}
-		curs[id] = add(id, pub)
+		counts[id] = add(id, pub)
 	})
-	retiredCurs := map[int64][nFields]int64{}
+	retiredCounts := map[int64][nFields]int64{}
 	for id, pub := range p.retired {
-		retiredCurs[id] = add(id, pub)
+		retiredCounts[id] = add(id, pub)
 	}
 	inst := p.inst
 	inst.Seen, inst.Requests = now, total
@@ -189,11 +189,11 @@ func (p *Publisher) Flush(ctx context.Context) {
 		p.log.InfoContext(ctx, "live stats: publishing again", "instance", p.inst.ID)
 		p.failing = false
 	}
-	for id, cur := range retiredCurs {
+	for id, cur := range retiredCounts {
 		p.gone += answers(cur)
 		delete(p.retired, id)
 	}
-	for id, cur := range curs {
+	for id, cur := range counts {
 		pub := p.sent[id]
 		if cur != pub.values {
 			pub.values, pub.changed = cur, now
@@ -210,7 +210,7 @@ func (p *Publisher) Flush(ctx context.Context) {
 		}
 	}
 	for id := range p.sent {
-		if _, ok := curs[id]; !ok {
+		if _, ok := counts[id]; !ok {
 			delete(p.sent, id)
 		}
 	}

@@ -1,14 +1,13 @@
 // Package live feeds the live sale dashboard (GET /admin/vouchers/:id/live).
 //
 // Each serving process counts its seckill answers per voucher in memory
-// (Recorder: a map lookup and a few atomic adds per request, no I/O); a
+// (Recorder: a map lookup and a few atomic adds per request, no I/O). A
 // Publisher adds the counts to shared per-voucher counters in Redis every
-// quarter second and records the process as alive; a View, one per
-// dashboard stream, reads the shared counters of every instance together
-// with the voucher's audit (database and Redis) and turns them into one
-// Snapshot per second: totals, rates over the last seconds, latency
-// quantiles, the instances and their modes. Nothing of one process's
-// memory reaches the dashboard but through Redis, so any instance behind a
+// quarter second, and records the process as alive. A View serves one
+// dashboard stream. It reads the shared counters of every instance and the
+// voucher's audit. It turns them into one Snapshot per second: totals,
+// rates, latency quantiles, the instances and their modes. A process's
+// counts reach the dashboard only through Redis. So any instance behind a
 // load balancer shows the whole sale.
 package live
 
@@ -21,10 +20,10 @@ import (
 	"seckill/model"
 )
 
-// Codes are the answer codes counted per voucher; any other code counts as
-// OTHER. They are the codes the seckill route answers (handler.Classify)
-// but the ones of requests that never reach a voucher (bad id, unknown
-// voucher, no token), which are not counted at all.
+// Codes are the answer codes counted per voucher. Any other code counts as
+// OTHER. They are the codes the seckill route answers (handler.Classify).
+// Requests that never reach a voucher are not counted at all: a bad id, an
+// unknown voucher, no token.
 var Codes = []string{
 	"OK", "SOLD_OUT", "DUPLICATE_ORDER", "SECKILL_NOT_STARTED", "SECKILL_ENDED",
 	"RATE_LIMITED", "UNAVAILABLE", "INTERNAL", "OTHER",
@@ -52,30 +51,30 @@ func codeIndex(code string) int {
 	return 8
 }
 
-// Dup says where a DUPLICATE_ORDER answer was stopped.
-type Dup int
+// StoppedBy says where a DUPLICATE_ORDER answer was stopped.
+type StoppedBy int
 
 // Where a duplicate was stopped.
 const (
-	// DupNone: not a duplicate.
-	DupNone Dup = iota
-	// DupLock: the per-user lock was held (model.ErrLockRefused).
-	DupLock
-	// DupFence: past the lock, the fencing token was stale
+	// NotDuplicate: not a duplicate.
+	NotDuplicate StoppedBy = iota
+	// StoppedByLock: the per-user lock was held (model.ErrLockRefused).
+	StoppedByLock
+	// StoppedByFence: past the lock, the fencing token was stale
 	// (model.ErrStaleFence).
-	DupFence
-	// DupCheck: past the lock by the transaction's "already bought" check
+	StoppedByFence
+	// StoppedByCheck: past the lock by the transaction's "already bought" check
 	// (sync), or by the admission script's buyers set (async).
-	DupCheck
-	// DupUniqueKey: only by the database's unique key (model.ErrUniqueKey):
+	StoppedByCheck
+	// StoppedByUniqueKey: only by the database's unique key (model.ErrUniqueKey):
 	// the lock did not do its job.
-	DupUniqueKey
+	StoppedByUniqueKey
 )
 
-// dupNames name the Dup values in the counters (DupNone has none).
+// dupNames name the StoppedBy values in the counters (NotDuplicate has none).
 var dupNames = [...]string{"", "lock", "fence", "check", "unique"}
 
-// latencyBounds are the upper bounds of the latency buckets; one more
+// latencyBounds are the upper bounds of the latency buckets. One more
 // bucket holds the slower answers.
 var latencyBounds = [...]time.Duration{
 	250 * time.Microsecond, 500 * time.Microsecond, time.Millisecond, 2500 * time.Microsecond,
@@ -110,7 +109,7 @@ var fieldNames = func() [nFields]string {
 		i++
 	}
 	for _, d := range dupNames {
-		f[i] = dupPrefix + d // "dup:" for DupNone: never incremented
+		f[i] = dupPrefix + d // "dup:" for NotDuplicate: never incremented
 		i++
 	}
 	for b := 0; b < nBuckets; b++ {
@@ -123,10 +122,10 @@ var fieldNames = func() [nFields]string {
 
 // counters are one voucher's counters in one process.
 type counters struct {
-	codes  [nCodes]atomic.Int64
-	dups   [nDups]atomic.Int64
-	lat    [nBuckets]atomic.Int64
-	latSum atomic.Int64 // microseconds
+	codes      [nCodes]atomic.Int64
+	dups       [nDups]atomic.Int64
+	latency    [nBuckets]atomic.Int64
+	latencySum atomic.Int64 // microseconds
 }
 
 // values returns the counters in the order of fieldNames.
@@ -141,16 +140,16 @@ func (c *counters) values() [nFields]int64 {
 		v[i] = c.dups[k].Load()
 		i++
 	}
-	for k := range c.lat {
-		v[i] = c.lat[k].Load()
+	for k := range c.latency {
+		v[i] = c.latency[k].Load()
 		i++
 	}
-	v[i] = c.latSum.Load()
+	v[i] = c.latencySum.Load()
 	return v
 }
 
 // MaxVouchers bounds how many vouchers one Recorder counts at a time
-// (voucher ids come from clients); a voucher idle for IdleAfter is dropped
+// (voucher ids come from clients). A voucher idle for IdleAfter is dropped
 // (after its counts are published) and frees its place.
 const (
 	MaxVouchers = 1024
@@ -173,10 +172,10 @@ func NewRecorder() *Recorder { return &Recorder{} }
 // Observe counts one seckill answer for voucherID: its code ("OK" on
 // success), where a duplicate was stopped, and how long the answer took.
 // Only an answer that proves the voucher exists (ExistenceProof) gives it
-// counters; any other answer is counted for a voucher that has them
+// counters. Any other answer is counted for a voucher that has them
 // already, and dropped otherwise. So made-up voucher ids, refused before
 // the voucher was read (a rate limit), never take a place.
-func (r *Recorder) Observe(voucherID int64, code string, dup Dup, elapsed time.Duration) {
+func (r *Recorder) Observe(voucherID int64, code string, dup StoppedBy, elapsed time.Duration) {
 	var c *counters
 	if ExistenceProof(code) {
 		c = r.counters(voucherID)
@@ -187,15 +186,15 @@ func (r *Recorder) Observe(voucherID int64, code string, dup Dup, elapsed time.D
 		return
 	}
 	c.codes[codeIndex(code)].Add(1)
-	if dup > DupNone && int(dup) < nDups {
+	if dup > NotDuplicate && int(dup) < nDups {
 		c.dups[dup].Add(1)
 	}
 	b := 0
 	for b < len(latencyBounds) && elapsed > latencyBounds[b] {
 		b++
 	}
-	c.lat[b].Add(1)
-	c.latSum.Add(elapsed.Microseconds())
+	c.latency[b].Add(1)
+	c.latencySum.Add(elapsed.Microseconds())
 }
 
 // ExistenceProof reports whether an answer with code can only be given

@@ -15,20 +15,19 @@ import (
 // Reading defaults.
 const (
 	// Window is how far back the rates and latency quantiles of a Snapshot
-	// look: two seconds, so that each instance's four publications a
-	// second make them steady.
+	// look. Two seconds hold eight publications of each instance, which keeps
+	// them steady.
 	Window = 2 * time.Second
-	// windowSlack is how much younger than Window a reading may be and
-	// still serve as the base of the rates (snapshots come once a second,
-	// give or take a scheduling delay).
+	// windowSlack is how much younger than Window a base reading may be.
+	// Snapshots come once a second, give or take a scheduling delay.
 	windowSlack = 300 * time.Millisecond
 	// readTimeout bounds a Snapshot's read of the counters.
 	readTimeout = 800 * time.Millisecond
 	// auditTimeout bounds one audit.
 	auditTimeout = 5 * time.Second
-	// auditDuty is the share of the time audits may take: an audit that
-	// took d is followed by the next one after max(1s, d/auditDuty), so
-	// that a slow database under a load test is not audited back to back.
+	// auditDuty is the share of time audits may take. After an audit that took
+	// d, the next one waits max(1s, d/auditDuty). So a slow database under load
+	// is not audited back to back.
 	auditDuty = 0.2
 )
 
@@ -52,9 +51,8 @@ func NewBoard(store Store, audit AuditFunc, now func() time.Time) *Board {
 	return &Board{store: store, audit: audit, now: now}
 }
 
-// Sales is what goes on over every instance: the live instances and the
-// vouchers they answered for within ActiveFor (a sale going on), newest
-// voucher first.
+// Sales is what goes on over every instance. It lists the live instances and
+// the vouchers they answered for within ActiveFor, newest first.
 type Sales struct {
 	Instances []model.LiveInstance `json:"instances"`
 	Vouchers  []int64              `json:"vouchers"`
@@ -92,38 +90,39 @@ func (b *Board) Sales(ctx context.Context) (Sales, error) {
 type Snapshot struct {
 	VoucherID int64     `json:"voucherId"`
 	At        time.Time `json:"at"`
-	// Audit is the voucher's latest audit (stock, orders, pending in
-	// async mode, the verdict), taken at AuditAt; AuditError says why the
-	// latest attempt failed (the audit shown is then the one before).
+	// Audit is the voucher's latest audit (stock, orders, async pending, the
+	// verdict), taken at AuditAt. AuditError says why the latest attempt
+	// failed. The audit shown is then the one before.
 	Audit      *model.Audit `json:"audit"`
 	AuditAt    time.Time    `json:"auditAt"`
 	AuditError string       `json:"auditError,omitempty"`
 	// Instances are the live ones (published within InstanceTTL).
-	// LockModes and OrderModes are the distinct modes of those serving the
-	// voucher (answered for it within ActiveFor), of all of them while
-	// none does: every instance should run the same.
-	Instances  []InstanceView `json:"instances"`
-	LockModes  []string       `json:"lockModes"`
-	OrderModes []string       `json:"orderModes"`
+	Instances []InstanceView `json:"instances"`
+	// LockModes and OrderModes are the distinct modes of the instances
+	// serving the voucher, that is, answering for it within ActiveFor.
+	// While none does, they are the modes of all instances. Every instance
+	// should run the same.
+	LockModes  []string `json:"lockModes"`
+	OrderModes []string `json:"orderModes"`
 	// Answers counts the voucher's seckill answers by code over every
 	// instance since its first request; Requests is their sum.
 	Answers  map[string]int64 `json:"answers"`
 	Requests int64            `json:"requests"`
-	// Duplicates splits the DUPLICATE_ORDER answers by where they were
-	// stopped: lock, fence, check (sync: the transaction's check; async:
-	// the admission script's buyers set), uniqueKey (the database's unique
-	// key only: the lock failed).
+	// Duplicates splits the DUPLICATE_ORDER answers by where they were stopped.
+	// lock: the per-user lock. fence: a stale fencing token. check: the
+	// transaction's check (sync) or the buyers set (async). uniqueKey: only the
+	// database's unique key, so the lock failed.
 	Duplicates Duplicates `json:"duplicates"`
 	// PerSecond is the answers per second by code over the last
 	// WindowSeconds, RequestsPerSecond their sum, Latency the quantiles
-	// of those answers; all three are absent on a stream's first
+	// of those answers. All three are absent on a stream's first
 	// snapshot (no earlier reading to compare with).
 	PerSecond         map[string]float64 `json:"perSecond,omitempty"`
 	RequestsPerSecond *float64           `json:"requestsPerSecond,omitempty"`
 	Latency           *Latency           `json:"latency,omitempty"`
 	WindowSeconds     float64            `json:"windowSeconds"`
-	// Error says that the counters could not be read (Redis unavailable);
-	// the counters are then the last ones read.
+	// Error says that the counters could not be read (Redis unavailable).
+	// The counters are then the last ones read.
 	Error string `json:"error,omitempty"`
 }
 
@@ -283,8 +282,8 @@ func (v *View) read(ctx context.Context) Snapshot {
 		s.Answers[c] = cur.counts[i]
 	}
 	s.Requests = answers(cur.counts)
-	d := func(k Dup) int64 { return cur.counts[nCodes+int(k)] }
-	s.Duplicates = Duplicates{Lock: d(DupLock), Fence: d(DupFence), Check: d(DupCheck), UniqueKey: d(DupUniqueKey)}
+	d := func(k StoppedBy) int64 { return cur.counts[nCodes+int(k)] }
+	s.Duplicates = Duplicates{Lock: d(StoppedByLock), Fence: d(StoppedByFence), Check: d(StoppedByCheck), UniqueKey: d(StoppedByUniqueKey)}
 	s.PerSecond, s.RequestsPerSecond, s.Latency = nil, nil, nil
 	if base, ok := v.base(now); ok {
 		secs := now.Sub(base.at).Seconds()
@@ -315,10 +314,9 @@ func (v *View) read(ctx context.Context) Snapshot {
 	return s
 }
 
-// base returns the reading the rates are computed against: the latest one
-// about Window old (a tick's jitter short of it counts), else the oldest
-// (a stream younger than Window). The rates divide by the time actually
-// between the two readings.
+// base returns the reading the rates are computed against. That is the
+// latest one about Window old, a tick's jitter short of it included. A
+// stream younger than Window uses its oldest reading.
 func (v *View) base(now time.Time) (reading, bool) {
 	for i := len(v.history) - 1; i >= 0; i-- {
 		if now.Sub(v.history[i].at) >= Window-windowSlack {
@@ -350,17 +348,17 @@ func (v *View) instanceViews(insts []model.LiveInstance) ([]InstanceView, []stri
 	}
 	v.instances = next
 	slices.SortFunc(out, func(a, b InstanceView) int { return strings.Compare(a.ID, b.ID) })
-	serving := slices.ContainsFunc(out, func(iv InstanceView) bool { return iv.Serving })
+	serving := slices.ContainsFunc(out, func(instance InstanceView) bool { return instance.Serving })
 	var locks, orders []string
-	for _, iv := range out {
-		if serving && !iv.Serving {
+	for _, instance := range out {
+		if serving && !instance.Serving {
 			continue
 		}
-		if !slices.Contains(locks, iv.LockMode) {
-			locks = append(locks, iv.LockMode)
+		if !slices.Contains(locks, instance.LockMode) {
+			locks = append(locks, instance.LockMode)
 		}
-		if !slices.Contains(orders, iv.OrderMode) {
-			orders = append(orders, iv.OrderMode)
+		if !slices.Contains(orders, instance.OrderMode) {
+			orders = append(orders, instance.OrderMode)
 		}
 	}
 	slices.Sort(locks)
@@ -387,10 +385,10 @@ func latency(delta [nFields]int64) *Latency {
 	}
 	q := func(p float64) float64 {
 		rank := p * float64(n)
-		var cum int64
+		var below int64
 		for i, c := range b {
-			if c == 0 || float64(cum+c) < rank {
-				cum += c
+			if c == 0 || float64(below+c) < rank {
+				below += c
 				continue
 			}
 			lo, hi := 0.0, 0.0
@@ -402,7 +400,7 @@ func latency(delta [nFields]int64) *Latency {
 			} else {
 				return lo // the open last bucket: its lower bound
 			}
-			return round(lo+(hi-lo)*(rank-float64(cum))/float64(c), 3)
+			return round(lo+(hi-lo)*(rank-float64(below))/float64(c), 3)
 		}
 		return ms(latencyBounds[len(latencyBounds)-1])
 	}

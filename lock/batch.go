@@ -11,13 +11,12 @@ import (
 // otherwise, so callers never need to ask.
 type BatchLocker interface {
 	Locker
-	// ObtainAll obtains the lock of each key with the semantics of Obtain
-	// (the configured wait, fencing tokens, replica acknowledgement), and
-	// returns per key the lock, or nil with the error Obtain would have
-	// returned: ErrNotObtained when someone else holds it, an I/O error
-	// when the backend could not be reached. An I/O error leaves none of
-	// the keys it failed for held. keys should be distinct: a repeated key
-	// is refused after its first occurrence.
+	// ObtainAll obtains the lock of each key with the semantics of Obtain: the
+	// configured wait, fencing tokens, replica acknowledgement. It returns per
+	// key the lock, or nil with the error Obtain would have returned. That is
+	// ErrNotObtained when someone else holds it, or an I/O error. An I/O error
+	// leaves none of the keys it failed for held. keys should be distinct: a
+	// repeated key is refused after its first occurrence.
 	ObtainAll(ctx context.Context, keys []string) ([]Lock, []error)
 	// ReleaseAll gives back locks obtained from this locker and returns
 	// per lock the error Release would have returned (nil, ErrNotHeld or
@@ -39,7 +38,7 @@ func ObtainAll(ctx context.Context, l Locker, keys []string) ([]Lock, []error) {
 
 // ReleaseAll gives back locks obtained with l: in one call of l.ReleaseAll
 // when l is a BatchLocker, else with one Release per lock, in parallel. It
-// returns per lock the error of its release; nil entries are skipped.
+// returns per lock the error of its release. Nil entries are skipped.
 func ReleaseAll(ctx context.Context, l Locker, locks []Lock) []error {
 	if b, ok := l.(BatchLocker); ok {
 		return b.ReleaseAll(ctx, locks)

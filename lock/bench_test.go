@@ -19,7 +19,7 @@ import (
 //
 //	go test -run '^$' -bench AcquireRelease -benchtime 2000x ./lock/
 func BenchmarkAcquireRelease(b *testing.B) {
-	for _, be := range contractBackends {
+	for _, be := range family() {
 		b.Run(be.name, func(b *testing.B) {
 			acquireRelease(b, be.new(b))
 		})
@@ -47,7 +47,7 @@ func BenchmarkAcquireReleaseWait(b *testing.B) {
 // key and reports the p50-ns and p99-ns of a pair.
 func acquireRelease(b *testing.B, lk lock.Locker) {
 	key := testKey(b)
-	ctx := bg(b, 10*time.Minute)
+	ctx := testContext(b, 10*time.Minute)
 	took := make([]time.Duration, 0, 4096)
 	for b.Loop() {
 		start := time.Now()
@@ -67,12 +67,12 @@ func acquireRelease(b *testing.B, lk lock.Locker) {
 	}
 }
 
-// BenchmarkObtainAllRelease measures what the async consumer does per
-// batch: lock.ObtainAll then lock.ReleaseAll of 100 free keys with lua,
-// in one script call each ("batch") and, for comparison, one Obtain and one
-// Release per key in parallel ("per-key", the fallback of backends without
-// a batch). Besides ns/op (per batch) it reports this process's CPU and
-// Redis's CPU per key (getrusage, INFO cpu):
+// BenchmarkObtainAllRelease measures what the async consumer does per batch:
+// ObtainAll then ReleaseAll of 100 free keys with lua. "batch" uses one
+// script call each. "per-key" uses one Obtain and one Release per key in
+// parallel, the fallback of backends without a batch. Besides ns/op per
+// batch, it reports this process's and Redis's CPU per key (getrusage, INFO
+// cpu):
 //
 //	go test -run '^$' -bench ObtainAllRelease -benchtime 300x ./lock/
 func BenchmarkObtainAllRelease(b *testing.B) {
@@ -91,8 +91,8 @@ func BenchmarkObtainAllRelease(b *testing.B) {
 			for i := range keys {
 				keys[i] = testKey(b)
 			}
-			ctx := bg(b, 10*time.Minute)
-			cpu0, redis0 := processCPU(b), serverCPU(b, c)
+			ctx := testContext(b, 10*time.Minute)
+			cpuBefore, redisCPUBefore := processCPU(b), serverCPU(b, c)
 			for b.Loop() {
 				locks, errs := lock.ObtainAll(ctx, tt.lk, keys)
 				for i, err := range errs {
@@ -107,8 +107,8 @@ func BenchmarkObtainAllRelease(b *testing.B) {
 				}
 			}
 			keysDone := float64(b.N * n)
-			b.ReportMetric(float64((processCPU(b)-cpu0).Nanoseconds())/1e3/keysDone, "cpu-µs/key")
-			b.ReportMetric(float64((serverCPU(b, c)-redis0).Nanoseconds())/1e3/keysDone, "redis-µs/key")
+			b.ReportMetric(float64((processCPU(b)-cpuBefore).Nanoseconds())/1e3/keysDone, "cpu-µs/key")
+			b.ReportMetric(float64((serverCPU(b, c)-redisCPUBefore).Nanoseconds())/1e3/keysDone, "redis-µs/key")
 			for _, k := range keys {
 				c.Del(ctx, lock.FenceKey(k))
 			}

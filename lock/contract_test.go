@@ -3,6 +3,7 @@ package lock_test
 import (
 	"context"
 	"errors"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -30,19 +31,28 @@ type backend struct {
 	// TTL (with the watchdog off), and Release after that returns ErrNotHeld.
 	lease bool
 	// kill, when set, simulates the holder's process dying (closing its
-	// session or connection); the lock must then become free within 10s.
+	// session or connection). The lock must then become free within 10s.
 	kill func(tb testing.TB, l lock.Lock)
 	// tokens says the backend mints fencing tokens.
 	tokens bool
 	// splitVotes says a grant needs several independent nodes to agree
 	// (redsync, multi): contenders arriving at the same instant can split
 	// the nodes among them so that nobody wins. OneWinner then accepts zero
-	// winners; more than one is still a failure.
+	// winners. More than one is still a failure.
 	splitVotes bool
 }
 
 // contractBackends is filled by init() functions of the backends' test files.
 var contractBackends []backend
+
+// family returns contractBackends in the order of lock.Modes.
+func family() []backend {
+	out := slices.Clone(contractBackends)
+	slices.SortStableFunc(out, func(a, b backend) int {
+		return slices.Index(lock.Modes, a.name) - slices.Index(lock.Modes, b.name)
+	})
+	return out
+}
 
 // contractOpts are applied before each subtest's own options: fast retries so
 // that 100 goroutines queue up quickly.
@@ -52,7 +62,7 @@ func TestContract(t *testing.T) {
 	if len(contractBackends) == 0 {
 		t.Fatal("no backend registered")
 	}
-	for _, b := range contractBackends {
+	for _, b := range family() {
 		t.Run(b.name, func(t *testing.T) { runContract(t, b) })
 	}
 }
@@ -64,7 +74,7 @@ func (b backend) locker(tb testing.TB, opts ...lock.Option) lock.Locker {
 
 func mustRelease(tb testing.TB, l lock.Lock) {
 	tb.Helper()
-	if err := l.Release(bg(tb, 5*time.Second)); err != nil {
+	if err := l.Release(testContext(tb, 5*time.Second)); err != nil {
 		tb.Errorf("release %q: %v", l.Key(), err)
 	}
 }
@@ -78,12 +88,12 @@ func runContract(t *testing.T, b backend) {
 	})
 
 	t.Run("OneWinner", func(t *testing.T) {
-		// 100 goroutines try once at the same moment; the winner holds until
+		// 100 goroutines try once at the same moment. The winner holds until
 		// all have tried. Exactly one may win (everyone, for "none").
 		const n = 120
 		lk := b.locker(t)
 		key := testKey(t)
-		ctx := bg(t, 30*time.Second)
+		ctx := testContext(t, 30*time.Second)
 		contenders := make([]lock.Locker, n)
 		for i := range contenders {
 			contenders[i] = lk
@@ -116,7 +126,7 @@ func runContract(t *testing.T, b backend) {
 		const n = 120
 		lk := b.locker(t, lock.WithWait(60*time.Second))
 		key := testKey(t)
-		ctx := bg(t, 90*time.Second)
+		ctx := testContext(t, 90*time.Second)
 		var inside, maxInside, entered atomic.Int64
 		var wg sync.WaitGroup
 		for range n {
@@ -155,7 +165,7 @@ func runContract(t *testing.T, b backend) {
 		}
 		l1, l2 := b.locker(t), b.locker(t)
 		key := testKey(t)
-		ctx := bg(t, 10*time.Second)
+		ctx := testContext(t, 10*time.Second)
 		a, err := l1.Obtain(ctx, key)
 		if err != nil {
 			t.Fatalf("first Obtain: %v", err)
@@ -181,7 +191,7 @@ func runContract(t *testing.T, b backend) {
 		const ttl = 500 * time.Millisecond
 		lk := b.locker(t, lock.WithTTL(ttl), lock.WithWatchdog(false))
 		key := testKey(t)
-		ctx := bg(t, 20*time.Second)
+		ctx := testContext(t, 20*time.Second)
 		dead, err := lk.Obtain(ctx, key)
 		if err != nil {
 			t.Fatalf("Obtain: %v", err)
@@ -208,7 +218,7 @@ func runContract(t *testing.T, b backend) {
 		}
 		lk := b.locker(t, lock.WithTTL(300*time.Millisecond), lock.WithWatchdog(false))
 		key := testKey(t)
-		ctx := bg(t, 10*time.Second)
+		ctx := testContext(t, 10*time.Second)
 		l, err := lk.Obtain(ctx, key)
 		if err != nil {
 			t.Fatalf("Obtain: %v", err)
@@ -238,7 +248,7 @@ func runContract(t *testing.T, b backend) {
 		}
 		lk := b.locker(t, lock.WithWait(200*time.Millisecond))
 		key := testKey(t)
-		ctx := bg(t, 10*time.Second)
+		ctx := testContext(t, 10*time.Second)
 		h, err := lk.Obtain(ctx, key)
 		if err != nil {
 			t.Fatalf("Obtain: %v", err)
@@ -259,7 +269,7 @@ func runContract(t *testing.T, b backend) {
 		}
 		lk := b.locker(t, lock.WithWait(30*time.Second))
 		key := testKey(t)
-		h, err := lk.Obtain(bg(t, 10*time.Second), key)
+		h, err := lk.Obtain(testContext(t, 10*time.Second), key)
 		if err != nil {
 			t.Fatalf("Obtain: %v", err)
 		}
@@ -301,7 +311,7 @@ func runContract(t *testing.T, b backend) {
 		// locker holds in the middle of the batch is refused alone.
 		lk, other := b.locker(t), b.locker(t)
 		keys := []string{testKey(t), testKey(t), testKey(t)}
-		ctx := bg(t, 20*time.Second)
+		ctx := testContext(t, 20*time.Second)
 		h, err := other.Obtain(ctx, keys[1])
 		if err != nil {
 			t.Fatalf("other holder's Obtain: %v", err)
@@ -329,7 +339,7 @@ func runContract(t *testing.T, b backend) {
 				mustRelease(t, l)
 			}
 		}
-		for i, err := range lock.ReleaseAll(bg(t, 5*time.Second), lk, locks) {
+		for i, err := range lock.ReleaseAll(testContext(t, 5*time.Second), lk, locks) {
 			if err != nil {
 				t.Errorf("ReleaseAll %d: %v", i, err)
 			}
@@ -345,7 +355,7 @@ func runContract(t *testing.T, b backend) {
 	t.Run("Tokens", func(t *testing.T) {
 		lockers := []lock.Locker{b.locker(t), b.locker(t)}
 		key := testKey(t)
-		ctx := bg(t, 10*time.Second)
+		ctx := testContext(t, 10*time.Second)
 		var prev int64
 		for i := range 6 {
 			l, err := lockers[i%2].Obtain(ctx, key)

@@ -32,7 +32,7 @@ type Deps struct {
 }
 
 // New returns the backend named mode. Reentrant, redsync and multi get the
-// watchdog on unless opts turn it off; the others never renew. An unknown
+// watchdog on unless opts turn it off. The others never renew. An unknown
 // mode or a missing dependency is an error naming it.
 func New(mode string, deps Deps, opts ...Option) (Locker, error) {
 	needRedis := func() error {
@@ -66,7 +66,6 @@ func New(mode string, deps Deps, opts ...Option) (Locker, error) {
 			return nil, err
 		}
 		return NewReentrant(deps.Redis, withWatchdogDefault(opts)...)
-	// Part B's backends: each case below is replaced by its constructor.
 	case "redsync":
 		nodes, err := nodesOrRedis(deps)
 		if err != nil {

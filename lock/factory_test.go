@@ -94,7 +94,7 @@ func TestNewTurnsWatchdogOnForReentrant(t *testing.T) {
 			if err != nil {
 				t.Fatalf("New: %v", err)
 			}
-			ctx := bg(t, 10*time.Second)
+			ctx := testContext(t, 10*time.Second)
 			l := obtain(t, lk, ctx, testKey(t))
 			time.Sleep(4 * ttl)
 			err = l.Release(ctx)

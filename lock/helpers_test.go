@@ -10,9 +10,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/redis/go-redis/v9"
-
 	"seckill/lock"
+
+	"github.com/redis/go-redis/v9"
 )
 
 // needEnv returns the environment variable name, or skips the test when it
@@ -54,15 +54,15 @@ func testKey(tb testing.TB) string {
 	return "locktest:" + name + ":" + rand.Text()[:10]
 }
 
-// bg returns a context bounded by d, cancelled when the test ends.
-func bg(tb testing.TB, d time.Duration) context.Context {
+// testContext returns a context bounded by d, cancelled when the test ends.
+func testContext(tb testing.TB, d time.Duration) context.Context {
 	ctx, cancel := context.WithTimeout(context.Background(), d)
 	tb.Cleanup(cancel)
 	return ctx
 }
 
 // simultaneous has every contender try key once at the same moment and
-// returns the locks obtained; any error but ErrNotObtained fails the test.
+// returns the locks obtained. Any error but ErrNotObtained fails the test.
 func simultaneous(t *testing.T, ctx context.Context, key string, contenders []lock.Locker) []lock.Lock {
 	t.Helper()
 	var (
@@ -88,4 +88,65 @@ func simultaneous(t *testing.T, ctx context.Context, key string, contenders []lo
 	close(start)
 	wg.Wait()
 	return winners
+}
+
+const demoTTL = 200 * time.Millisecond
+
+// waitGone blocks until key no longer exists in Redis: a lease has lapsed.
+func waitGone(tb testing.TB, c redis.UniversalClient, key string) {
+	tb.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		n, err := c.Exists(context.Background(), key).Result()
+		if err != nil {
+			tb.Fatalf("EXISTS %s: %v", key, err)
+		}
+		if n == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			tb.Fatalf("%s still exists after 5s, want its lease to lapse", key)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+func obtain(tb testing.TB, lk lock.Locker, ctx context.Context, key string) lock.Lock {
+	tb.Helper()
+	l, err := lk.Obtain(ctx, key)
+	if err != nil {
+		tb.Fatalf("Obtain %q: %v", key, err)
+	}
+	return l
+}
+
+// must returns a function that fails tb on a constructor error.
+func must(tb testing.TB) func(lock.Locker, error) lock.Locker {
+	return func(l lock.Locker, err error) lock.Locker {
+		tb.Helper()
+		if err != nil {
+			tb.Fatalf("new locker: %v", err)
+		}
+		return l
+	}
+}
+
+// asLocker turns a backend's constructor into one that returns a Locker.
+func asLocker[C any, L lock.Locker](mk func(C, ...lock.Option) (L, error)) func(C, ...lock.Option) (lock.Locker, error) {
+	return func(conn C, opts ...lock.Option) (lock.Locker, error) { return mk(conn, opts...) }
+}
+
+// onRedis returns a contract backend's constructor: mk on SECKILL_REDIS_ADDR.
+func onRedis[L lock.Locker](mk func(redis.UniversalClient, ...lock.Option) (L, error)) func(testing.TB, ...lock.Option) lock.Locker {
+	return func(tb testing.TB, opts ...lock.Option) lock.Locker {
+		return must(tb)(asLocker(mk)(redisClient(tb), opts...))
+	}
+}
+
+// onRedlockNodes returns a contract backend's constructor: mk on the
+// independent nodes of SECKILL_REDLOCK_ADDRS.
+func onRedlockNodes[L lock.Locker](mk func([]redis.UniversalClient, ...lock.Option) (L, error)) func(testing.TB, ...lock.Option) lock.Locker {
+	return func(tb testing.TB, opts ...lock.Option) lock.Locker {
+		return must(tb)(asLocker(mk)(redlockClients(tb), opts...))
+	}
 }

@@ -108,7 +108,7 @@ type localLock struct {
 func (k *localLock) Key() string        { return k.key }
 func (*localLock) Token() (int64, bool) { return 0, false }
 
-// Release frees the mutex; a second Release returns ErrNotHeld.
+// Release frees the mutex. A second Release returns ErrNotHeld.
 func (k *localLock) Release(context.Context) error {
 	if !k.released.CompareAndSwap(false, true) {
 		return ErrNotHeld

@@ -9,6 +9,11 @@ import (
 	"seckill/lock"
 )
 
+func init() {
+	newLocal := func(tb testing.TB, opts ...lock.Option) lock.Locker { return must(tb)(lock.NewLocal(opts...)) }
+	contractBackends = append(contractBackends, backend{name: "local", new: newLocal, exclusive: true})
+}
+
 // TestLocalFreesEntries: the per-key map holds a key only while someone
 // holds or waits for it, whatever way the wait ended.
 func TestLocalFreesEntries(t *testing.T) {
@@ -42,7 +47,7 @@ func TestLocalServesWaitersInOrder(t *testing.T) {
 	if err != nil {
 		t.Fatalf("NewLocal: %v", err)
 	}
-	ctx := bg(t, 20*time.Second)
+	ctx := testContext(t, 20*time.Second)
 	h := obtain(t, l, ctx, "k")
 	const n = 5
 	order := make(chan int, n)

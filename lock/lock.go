@@ -7,17 +7,19 @@ import (
 	"fmt"
 	mrand "math/rand/v2"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 )
 
 // Errors returned by every backend. Callers compare with errors.Is.
 var (
-	// ErrNotObtained means the lock is held by someone else and could not be
-	// taken within the wait allowed by the options, or the caller's context
-	// ended while waiting (then the error wraps ctx.Err() as well).
+	// ErrNotObtained means someone else holds the lock, and it could not be
+	// taken within the wait the options allow. It also means the caller's
+	// context ended while waiting; then the error wraps ctx.Err() as well.
 	ErrNotObtained = errors.New("lock: not obtained")
-	// ErrNotHeld means Release (or a renewal) was called on a lock this
-	// holder no longer owns: it was already released, or its lease expired
-	// and someone else may hold it now.
+	// ErrNotHeld means Release, or a renewal, was called on a lock this holder
+	// no longer owns. It was released already, or its lease expired and someone
+	// else may hold it now.
 	ErrNotHeld = errors.New("lock: not held")
 )
 
@@ -27,7 +29,7 @@ type Locker interface {
 	// Obtain takes the lock on key. It tries once when the configured wait is
 	// zero, otherwise it retries (or waits for a release notification) until
 	// the wait elapses or ctx ends. It returns ErrNotObtained when the lock is
-	// held by someone else; when ctx ends first the error wraps both
+	// held by someone else. When ctx ends first the error wraps both
 	// ErrNotObtained and ctx.Err(). It returns a wrapped I/O error when the
 	// backend cannot be reached.
 	Obtain(ctx context.Context, key string) (Lock, error)
@@ -64,7 +66,7 @@ type Options struct {
 	// honour it, the others ignore it. The factory New turns it on for those
 	// three.
 	Watchdog bool
-	// BackoffMin is the first retry delay while waiting; it doubles up to
+	// BackoffMin is the first retry delay while waiting. It doubles up to
 	// BackoffMax, with full jitter. Default 2ms.
 	BackoffMin time.Duration
 	// BackoffMax caps the retry delay. Default 100ms.
@@ -77,17 +79,14 @@ type Options struct {
 	// ReleaseTimeout bounds calls that run on a detached context (watchdog
 	// renewals, rollback of partial grants). Default 2s.
 	ReleaseTimeout time.Duration
-	// WaitReplicas, when positive, makes lua and reentrant follow every
-	// grant, and every watchdog renewal, with WAIT WaitReplicas
-	// WaitReplicasTimeout on the same connection (one pipeline): a grant
-	// that fewer replicas acknowledge is undone at once (this owner's
-	// compare-and-delete, or the release of this one hold) and Obtain
-	// reports ErrNotObtained; such a renewal makes the watchdog stop, as
-	// if the lock were lost. WAIT is not consensus: see README. Default 0:
-	// off. The other backends ignore it. It needs one primary (plain or
-	// Sentinel-managed), not Redis Cluster.
+	// WaitReplicas, when positive, makes lua and reentrant send WAIT after
+	// every grant and watchdog renewal, on the same connection. A grant that
+	// fewer replicas acknowledge is undone at once, and Obtain reports
+	// ErrNotObtained. Such a renewal stops the watchdog, as if the lock were
+	// lost. WAIT is not consensus (see docs/locks.md). Default 0: off. Other
+	// backends ignore it. It needs one primary, not Redis Cluster.
 	WaitReplicas int
-	// WaitReplicasTimeout bounds each WAIT; keep it below the Redis
+	// WaitReplicasTimeout bounds each WAIT. Keep it below the Redis
 	// client's read timeout (go-redis: 3s). Default 100ms.
 	WaitReplicasTimeout time.Duration
 }
@@ -136,7 +135,7 @@ func WithReleaseTimeout(d time.Duration) Option {
 
 // WithWaitReplicas makes lua and reentrant wait, after each grant and
 // renewal, until n replicas acknowledge it or timeout passes (default 0:
-// off, and 100ms); see Options.WaitReplicas.
+// off, and 100ms). See Options.WaitReplicas.
 func WithWaitReplicas(n int, timeout time.Duration) Option {
 	return func(o *Options) { o.WaitReplicas, o.WaitReplicasTimeout = n, timeout }
 }
@@ -148,6 +147,37 @@ func NewOptions(opts ...Option) Options {
 		opt(&o)
 	}
 	return o
+}
+
+// redisOptions applies opts over the defaults and checks them and the
+// client of the Redis backend named mode.
+func redisOptions(mode string, client redis.UniversalClient, opts []Option) (Options, error) {
+	o := NewOptions(opts...)
+	if err := o.Validate(); err != nil {
+		return o, err
+	}
+	if client == nil {
+		return o, fmt.Errorf("lock: %s: nil Redis client", mode)
+	}
+	return o, nil
+}
+
+// nodesOptions applies opts over the defaults and checks them and the
+// independent nodes of the backend named mode.
+func nodesOptions(mode string, clients []redis.UniversalClient, opts []Option) (Options, error) {
+	o := NewOptions(opts...)
+	if err := o.Validate(); err != nil {
+		return o, err
+	}
+	if len(clients) == 0 {
+		return o, fmt.Errorf("lock: %s: no Redis nodes", mode)
+	}
+	for i, c := range clients {
+		if c == nil {
+			return o, fmt.Errorf("lock: %s: Redis node %d is nil", mode, i)
+		}
+	}
+	return o, nil
 }
 
 // Validate reports the first option out of range.

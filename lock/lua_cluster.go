@@ -10,18 +10,14 @@ import (
 	"seckill/lua"
 )
 
-// On Redis Cluster the keys of one batch live in many slots, and a script
-// may name the keys of one slot only. There ObtainAll and ReleaseAll group
-// the keys by the master that serves them and run lua/acquire_node.lua
-// and lua/unlock_node.lua once per master, the keys in ARGV: one script
-// call and one round trip per master and batch, as one script call per
-// batch on one Redis. The keys of a master whose call failed (a slot
-// moving, a failover) go again one script call per key, all in one
-// pipeline, which the cluster client routes and redirects.
+// On Redis Cluster a script may name the keys of one slot only. So
+// ObtainAll and ReleaseAll run one script call per master, with the keys
+// in ARGV. A master whose call failed gets one call per key, pipelined.
+// docs/locks.md explains the design.
 
 // pipelines reports whether ObtainAll and ReleaseAll pipeline one script
-// call per key: on Redis Cluster, without a wait and without WAIT (which
-// must follow its grant on the same connection).
+// call per key. They do on Redis Cluster, without a wait and without WAIT.
+// WAIT must follow its grant on the same connection.
 func (s *Lua) pipelines() bool {
 	_, cluster := s.client.(*redis.ClusterClient)
 	return cluster && s.opts.Wait <= 0 && s.opts.WaitReplicas <= 0

@@ -33,41 +33,19 @@ func clusterClient(tb testing.TB) *redis.ClusterClient {
 	return c
 }
 
-// clusterKeys returns n keys no other test uses, deleted with their
-// cluster fencing counters when the test ends.
-func clusterKeys(t *testing.T, c *redis.ClusterClient, n int) []string {
-	t.Helper()
-	keys := make([]string, n)
-	for i := range keys {
-		keys[i] = testKey(t)
-	}
-	t.Cleanup(func() {
-		for _, k := range keys {
-			c.Del(context.Background(), k)
-			c.Del(context.Background(), lock.ClusterFenceKey(k))
-		}
-	})
-	return keys
-}
-
-// TestLuaObtainAllCluster: on Redis Cluster a batch spans slots and nodes;
-// ObtainAll and ReleaseAll make one script call per master (not one per
-// key), with every lock's own owner and fencing token; a key held by
-// another is refused alone.
+// TestLuaObtainAllCluster: on Redis Cluster a batch spans slots and nodes.
+// ObtainAll and ReleaseAll make one script call per master, not one per key.
+// Every lock has its own owner and fencing token. A key held by another is
+// refused alone.
 func TestLuaObtainAllCluster(t *testing.T) {
 	c := clusterClient(t)
 	lk := must(t)(lock.NewLua(c))
-	other := must(t)(lock.NewLua(c))
-	ctx := bg(t, 10*time.Second)
-	keys := clusterKeys(t, c, 40)
-	held, err := other.Obtain(ctx, keys[7])
-	if err != nil {
-		t.Fatalf("other holder's Obtain: %v", err)
-	}
-	defer mustRelease(t, held)
+	ctx := testContext(t, 10*time.Second)
+	keys := batchKeys(t, c, 40)
+	heldByOther(t, c, keys[7])
 	// Load the scripts on every node first: a node without them costs a
 	// second pipeline (NOSCRIPT, then the body).
-	warm, _ := lock.ObtainAll(ctx, lk, clusterKeys(t, c, 40))
+	warm, _ := lock.ObtainAll(ctx, lk, batchKeys(t, c, 40))
 	lock.ReleaseAll(ctx, lk, warm)
 
 	var calls scriptCounter
@@ -126,11 +104,11 @@ func TestLuaObtainAllCluster(t *testing.T) {
 }
 
 // TestLuaObtainAllClusterOneWinner: many goroutines take the same batch
-// at once on Redis Cluster; every key has exactly one holder.
+// at once on Redis Cluster. Every key has exactly one holder.
 func TestLuaObtainAllClusterOneWinner(t *testing.T) {
 	c := clusterClient(t)
-	ctx := bg(t, 20*time.Second)
-	keys := clusterKeys(t, c, 30)
+	ctx := testContext(t, 20*time.Second)
+	keys := batchKeys(t, c, 30)
 	const racers = 32
 	wins := make([]atomic.Int64, len(keys))
 	var wg sync.WaitGroup
@@ -160,14 +138,14 @@ func TestLuaObtainAllClusterOneWinner(t *testing.T) {
 }
 
 // TestLuaObtainAllClusterFallback: a key of the wrong type fails its
-// master's script call part-way, after it granted the keys before it; the
-// master's keys go again one by one with the same owner tokens: the wrong
-// key alone reports the error, every other key is held once, with token 1.
+// master's script call part-way, after it granted the keys before it. The
+// master's keys go again one by one with the same owner tokens. The wrong
+// key alone reports the error. Every other key is held once, with token 1.
 func TestLuaObtainAllClusterFallback(t *testing.T) {
 	c := clusterClient(t)
 	lk := must(t)(lock.NewLua(c))
-	ctx := bg(t, 10*time.Second)
-	keys := clusterKeys(t, c, 30)
+	ctx := testContext(t, 10*time.Second)
+	keys := batchKeys(t, c, 30)
 	bad := len(keys) - 1 // last in its master's ARGV: the others before it are granted
 	if err := c.HSet(ctx, keys[bad], "f", "v").Err(); err != nil {
 		t.Fatal(err)

@@ -12,32 +12,11 @@ import (
 	"seckill/lua"
 )
 
-// Multi is the MultiLock backend (Redisson's RedissonMultiLock over
-// independent nodes): the lock is held only when every node granted it.
-// Each attempt runs lua/acquire.lua (SET NX PX with one random owner token,
-// plus a per-node fencing counter) on the first node, then on all the
-// others in parallel (see Obtain); if any node refuses, errs or answers
-// too late, the nodes that did grant are rolled back at once by
-// compare-and-delete (lua/unlock.lua), on a detached context, so a failed
-// attempt leaves nothing behind.
-//
-// Compared with Redlock it trades availability for safety: a single node
-// down refuses every lock (an I/O error, not ErrNotObtained), but as long as
-// one node keeps its key (one restart without persistence is not enough to
-// break it) nobody else can get in.
-//
-// Fencing: Token is the largest of the per-node counters the grant bumped.
-// It grows strictly from holder to holder: a later holder's SET NX on each
-// node can only succeed after the earlier holder's key there is gone (a
-// grant is counted only when it completed within the lease, so its keys
-// were all alive together), so each node's counter moved forward for it,
-// and so did their maximum. It would go back only if every node that had
-// the largest counter lost its data.
-//
-// Cost: two round trips to obtain (the first node, then the others in
-// parallel), one (all nodes in parallel) to release; an attempt refused
-// at the first node costs one, one refused further on costs one more for
-// the rollback.
+// Multi is the MultiLock backend: the lock is held only when every
+// independent node granted it. An attempt asks the first node, then the
+// others in parallel. A refusal or error anywhere rolls back what was
+// granted. One node down refuses every lock. Token is the largest per-node
+// fencing counter. docs/locks.md explains these choices.
 type Multi struct {
 	clients []redis.UniversalClient
 	opts    Options
@@ -46,22 +25,14 @@ type Multi struct {
 var _ Locker = (*Multi)(nil)
 
 // NewMulti returns a MultiLock over clients, one per independent Redis
-// node; the clients stay owned by the caller. It runs lua/acquire.lua and
-// lua/unlock.lua on every node. Options: TTL is the lease on every node, Wait the time spent
-// retrying with backoff, Watchdog extends the lease on every node every
-// TTL/3 while held.
+// node. The clients stay owned by the caller. It runs lua/acquire.lua and
+// lua/unlock.lua on every node. TTL is the lease on every node. Wait is the
+// time spent retrying with backoff. Watchdog extends the lease on every
+// node every TTL/3 while held.
 func NewMulti(clients []redis.UniversalClient, opts ...Option) (*Multi, error) {
-	o := NewOptions(opts...)
-	if err := o.Validate(); err != nil {
+	o, err := nodesOptions("multi", clients, opts)
+	if err != nil {
 		return nil, err
-	}
-	if len(clients) == 0 {
-		return nil, errors.New("lock: multi: no Redis nodes")
-	}
-	for i, c := range clients {
-		if c == nil {
-			return nil, fmt.Errorf("lock: multi: Redis node %d is nil", i)
-		}
 	}
 	return &Multi{clients: clients, opts: o}, nil
 }
@@ -89,17 +60,12 @@ func onNodes(ctx context.Context, nodes []redis.UniversalClient, f func(context.
 }
 
 // Obtain takes the lock on every node. With a zero Wait it makes one
-// attempt; otherwise it retries with exponential backoff and full jitter
-// until Wait elapses or ctx ends. Any node unreachable ends it at once
-// with an I/O error.
+// attempt. Otherwise it retries with backoff until Wait elapses or ctx ends.
+// An unreachable node ends it at once with an I/O error.
 //
-// An attempt asks the first node alone, then all the others in parallel.
-// The first node is the gate: contenders that arrive together are ordered
-// by it (one wins it, the others are refused there in one round trip and
-// touch nothing else), so they cannot each win a different node and all
-// fail, which is what asking every node at once leads to (Redisson's
-// MultiLock avoids it the same way, by locking its locks in list order).
-// Two round trips for a grant, one for a refusal at the gate.
+// The first node is a gate. Contenders arriving together are ordered by it,
+// so they cannot each win a different node and all fail. A grant costs two
+// round trips. A refusal at the gate costs one.
 func (m *Multi) Obtain(ctx context.Context, key string) (Lock, error) {
 	owner := newOwnerToken()
 	var token int64
@@ -199,8 +165,8 @@ func (l *multiLock) Token() (int64, bool) { return l.token, true }
 var errLost = errors.New("lock lost")
 
 // renew resets the lease on every node where the key still holds this
-// owner's token: an optimistic transaction per node (WATCH, GET, then
-// MULTI/PEXPIRE/EXEC), so that a key that changed hands in between is not
+// owner's token. It runs an optimistic transaction per node (WATCH, GET,
+// then MULTI/PEXPIRE/EXEC). A key that changed hands in between is not
 // touched. It reports (false, nil) when some node no longer holds it.
 func (l *multiLock) renew(ctx context.Context) (bool, error) {
 	ttl := l.m.opts.TTL
@@ -241,9 +207,9 @@ func (l *multiLock) renew(ctx context.Context) (bool, error) {
 
 // Release stops the watchdog and deletes the key on every node where it
 // still holds this owner's token. It returns ErrNotHeld when some node no
-// longer held it (the lease expired there, or it was released already),
-// and an I/O error when a node cannot be reached (the key left there
-// expires with the lease).
+// longer held it: the lease expired there, or it was released already. It
+// returns an I/O error when a node cannot be reached; the key left there
+// expires with the lease.
 func (l *multiLock) Release(ctx context.Context) error {
 	l.keep.stop()
 	var errs []error

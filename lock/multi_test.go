@@ -11,24 +11,19 @@ import (
 )
 
 func init() {
-	contractBackends = append(contractBackends, backend{
-		name: "multi",
-		new: func(tb testing.TB, opts ...lock.Option) lock.Locker {
-			return must(tb)(lock.NewMulti(redlockClients(tb), opts...))
-		},
-		exclusive: true, sharedAcrossLockers: true, lease: true, tokens: true,
-	})
+	contractBackends = append(contractBackends, backend{name: "multi", new: onRedlockNodes(lock.NewMulti),
+		exclusive: true, sharedAcrossLockers: true, lease: true, tokens: true})
 }
 
-// TestMultiRefusesWithAnyNodeDown: MultiLock needs every node, so one node
-// killed, whichever it is, refuses the lock with an I/O error (an outage,
-// not contention), and the live nodes are left without the key.
+// TestMultiRefusesWithAnyNodeDown: MultiLock needs every node. One node
+// killed, whichever it is, refuses the lock with an I/O error: an outage,
+// not contention. The live nodes are left without the key.
 func TestMultiRefusesWithAnyNodeDown(t *testing.T) {
 	for down := range 3 {
 		t.Run(fmt.Sprintf("node%d", down), func(t *testing.T) {
 			procs, clients := threeNodes(t)
 			lk := must(t)(lock.NewMulti(clients, lock.WithTTL(5*time.Second)))
-			ctx := bg(t, 20*time.Second)
+			ctx := testContext(t, 20*time.Second)
 			key := testKey(t)
 
 			procs[down].kill()
@@ -50,14 +45,14 @@ func TestMultiRefusesWithAnyNodeDown(t *testing.T) {
 }
 
 // TestMultiLeavesNoPartialGrant: an attempt that some node refuses rolls
-// back the nodes that granted it at once (not after the lease), whether
-// the refusal is contention (a rival holds the last node) or an outage (the
-// last node was killed).
+// back the nodes that granted it at once, not after the lease. The refusal
+// may be contention (a rival holds the last node) or an outage (the last
+// node was killed).
 func TestMultiLeavesNoPartialGrant(t *testing.T) {
 	t.Run("Contention", func(t *testing.T) {
 		clients := redlockClients(t)
 		lk := must(t)(lock.NewMulti(clients, lock.WithTTL(30*time.Second)))
-		ctx := bg(t, 10*time.Second)
+		ctx := testContext(t, 10*time.Second)
 		key := testKey(t)
 		last := clients[len(clients)-1]
 		if err := last.Set(ctx, key, "rival", 30*time.Second).Err(); err != nil {
@@ -87,7 +82,7 @@ func TestMultiLeavesNoPartialGrant(t *testing.T) {
 	t.Run("NodeDown", func(t *testing.T) {
 		procs, clients := threeNodes(t)
 		lk := must(t)(lock.NewMulti(clients, lock.WithTTL(30*time.Second)))
-		ctx := bg(t, 10*time.Second)
+		ctx := testContext(t, 10*time.Second)
 		key := testKey(t)
 
 		procs[2].kill()
@@ -109,7 +104,7 @@ func TestMultiLeavesNoPartialGrant(t *testing.T) {
 func TestMultiReleaseAfterPartialExpiry(t *testing.T) {
 	clients := redlockClients(t)
 	lk := must(t)(lock.NewMulti(clients, lock.WithTTL(30*time.Second)))
-	ctx := bg(t, 10*time.Second)
+	ctx := testContext(t, 10*time.Second)
 	key := testKey(t)
 	l := obtain(t, lk, ctx, key)
 	if err := clients[1].Del(ctx, key).Err(); err != nil {

@@ -15,42 +15,12 @@ import (
 	mysqldrv "github.com/go-sql-driver/mysql"
 )
 
-// MySQL is the database lock backend: MySQL/MariaDB named locks,
-// GET_LOCK/RELEASE_LOCK, each held by one connection pinned from the pool
-// for the life of the lock.
-//
-// Why named locks rather than a lock table with a unique key: a named lock
-// needs no table and no schema; the server frees it when the session that
-// holds it ends, so a dead holder (crashed process, killed connection,
-// network partition noticed by the server) never leaves a row behind that
-// someone must expire or clean up; waiting is done by the server
-// (GET_LOCK's timeout) instead of by polling a row; and IS_USED_LOCK tells
-// who holds it. A table would be needed only for a fencing counter or to
-// survive a reconnect, which this backend does not offer.
-//
-// Lease: there is no TTL. The lock lives exactly as long as the session:
-// "a holder that dies frees the lock" means the holder's connection dies
-// (process exit, KILL <id>, a TCP reset, or the server's wait_timeout
-// for an idle session, 8 hours by default). A holder that is alive but
-// stuck keeps the lock forever; Options.TTL and Options.Watchdog are
-// ignored.
-//
-// Fencing: none (Token returns false). GET_LOCK has no counter, and a
-// holder whose lock session died can still write through another
-// connection, so a token would be the only defence; minting one needs a
-// counter table incremented under the lock, which this backend leaves out.
-//
-// Costs: every held lock occupies one connection of db. Give the backend
-// its own *sql.DB (or a pool large enough for the concurrent holders plus
-// the application's queries) so that holders cannot starve the queries
-// they protect.
-//
-// Names: the server's lock namespace is global (across databases), and
-// MySQL 5.7+ limits a name to 64 characters. A key of at most 64
-// characters from [A-Za-z0-9:_.-] is used as is; any other key is replaced
-// by the hex SHA-256 of the key (64 characters). Names are therefore safe
-// to inline into the SQL text, which saves the prepare round trip:
-// Obtain and Release cost one round trip each (two for Obtain with a Wait).
+// MySQL is the database lock backend: MySQL or MariaDB named locks
+// (GET_LOCK, RELEASE_LOCK). Each lock pins one pooled connection while held.
+// The server frees a lock when its session ends, so there is no lease. A
+// stuck but live holder keeps the lock; TTL and Watchdog are ignored. It
+// mints no fencing token. Give it a pool sized for the holders plus the
+// queries. docs/locks.md explains these choices.
 type MySQL struct {
 	db   *sql.DB
 	opts Options
@@ -76,11 +46,10 @@ func NewMySQL(db *sql.DB, opts ...Option) (*MySQL, error) {
 func (m *MySQL) Name() string { return "mysql" }
 
 // Obtain pins a connection and runs GET_LOCK on it. The server waits up to
-// Options.Wait (fractions of a second allowed; 0 is a single attempt).
-// When ctx ends during the wait the driver closes the connection, and
-// Obtain kills the orphaned session from another connection and waits
-// until it is gone, so that the server cannot grant the lock to a session
-// nobody listens to.
+// Options.Wait (fractions of a second allowed; 0 is a single attempt). When
+// ctx ends during the wait, the driver closes the connection. Obtain then
+// kills the orphaned session from another connection and waits until it is
+// gone. So the server cannot grant the lock to a session nobody listens to.
 func (m *MySQL) Obtain(ctx context.Context, key string) (Lock, error) {
 	if ctx.Err() != nil {
 		return nil, fmt.Errorf("lock: mysql: obtain %q: %w", key, waitErr(ctx))
@@ -135,7 +104,7 @@ func (m *MySQL) HolderConnID(ctx context.Context, key string) (int64, bool, erro
 
 // kill ends session id from another connection, on a context that
 // survives the caller's cancellation, and waits until the session is gone.
-// The driver has already closed its side; without the KILL the server
+// The driver has already closed its side. Without the KILL the server
 // would go on waiting and might grant the lock to a session nobody listens
 // to, until it noticed the disconnect. KILL only flags the session, so
 // kill then watches the process list until the session has ended (and its
@@ -169,8 +138,8 @@ func (m *MySQL) kill(id int64) error {
 // mysqlUnknownThread reports the server's "Unknown thread id" error
 // (1094): the session is already gone.
 func mysqlUnknownThread(err error) bool {
-	var me *mysqldrv.MySQLError
-	return errors.As(err, &me) && me.Number == 1094
+	var mysqlErr *mysqldrv.MySQLError
+	return errors.As(err, &mysqlErr) && mysqlErr.Number == 1094
 }
 
 // mysqlLockName maps key to a server lock name that is at most 64

@@ -61,7 +61,7 @@ func killMySQLHolder(tb testing.TB, key string) {
 	tb.Helper()
 	db := mysqlDB(tb)
 	m := must(tb)(lock.NewMySQL(db)).(*lock.MySQL)
-	ctx := bg(tb, 5*time.Second)
+	ctx := testContext(tb, 5*time.Second)
 	id, held, err := m.HolderConnID(ctx, key)
 	if err != nil {
 		tb.Fatalf("holder of %q: %v", key, err)
@@ -80,7 +80,7 @@ func killMySQLHolder(tb testing.TB, key string) {
 func TestMySQLReleasedOnDisconnect(t *testing.T) {
 	holder := must(t)(lock.NewMySQL(mysqlDB(t))).(*lock.MySQL)
 	waiter := must(t)(lock.NewMySQL(mysqlDB(t), lock.WithWait(10*time.Second)))
-	ctx := bg(t, 20*time.Second)
+	ctx := testContext(t, 20*time.Second)
 	key := testKey(t)
 
 	dead := obtain(t, holder, ctx, key)
@@ -106,13 +106,13 @@ func TestMySQLReleasedOnDisconnect(t *testing.T) {
 }
 
 // TestMySQLCancelledWaiterLeavesNoGhost: a waiter whose context ends in the
-// middle of GET_LOCK has its server session killed, so when the holder
-// releases, the lock is free for the next caller instead of going to the
+// middle of GET_LOCK has its server session killed. When the holder
+// releases, the lock is free for the next caller. It does not go to the
 // abandoned wait.
 func TestMySQLCancelledWaiterLeavesNoGhost(t *testing.T) {
 	db := mysqlDB(t)
 	lk := must(t)(lock.NewMySQL(db, lock.WithWait(30*time.Second))).(*lock.MySQL)
-	ctx := bg(t, 20*time.Second)
+	ctx := testContext(t, 20*time.Second)
 	key := testKey(t)
 	h := obtain(t, lk, ctx, key)
 
@@ -130,11 +130,11 @@ func TestMySQLCancelledWaiterLeavesNoGhost(t *testing.T) {
 }
 
 // TestMySQLLockNames: keys longer than MySQL's 64-character limit, or with
-// characters that are not safe in SQL text, are hashed into distinct
-// names: they lock, exclude and do not collide.
+// characters unsafe in SQL text, are hashed into distinct names. They lock,
+// exclude and do not collide.
 func TestMySQLLockNames(t *testing.T) {
 	lk := must(t)(lock.NewMySQL(mysqlDB(t)))
-	ctx := bg(t, 10*time.Second)
+	ctx := testContext(t, 10*time.Second)
 	base := testKey(t)
 	keys := []string{
 		base + ":" + strings.Repeat("x", 80) + ":1",
@@ -181,7 +181,7 @@ func TestNewBuildsMySQL(t *testing.T) {
 		t.Errorf("Name() = %q, want mysql", lk.Name())
 	}
 	// The server is unreachable: an I/O error, not a refusal.
-	if _, err := lk.Obtain(bg(t, 5*time.Second), testKey(t)); err == nil || errors.Is(err, lock.ErrNotObtained) {
+	if _, err := lk.Obtain(testContext(t, 5*time.Second), testKey(t)); err == nil || errors.Is(err, lock.ErrNotObtained) {
 		t.Errorf("Obtain with the server down: got %v, want an I/O error", err)
 	}
 }

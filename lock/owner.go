@@ -8,13 +8,13 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// Owner stores a random owner token as the value (SET key token NX PX ttl)
-// and releases with GET, compare, DEL: two round trips that are not atomic.
-// It fixes Simple's blind delete in the common case, but the lease can
-// expire between the GET and the DEL (a GC pause, a slow network), another
+// Owner stores a random owner token as the value (SET key token NX PX ttl).
+// It releases with GET, compare, DEL: two round trips that are not atomic.
+// It fixes Simple's blind delete in the common case. But the lease can lapse
+// between the GET and the DEL, in a GC pause or a slow network. Another
 // client obtains the lock, and the DEL removes that client's lock
-// (TestOwnerCheckThenDeleteRace). Three round trips per acquire and
-// release; no fencing token.
+// (TestOwnerCheckThenDeleteRace). Three round trips per acquire and release.
+// No fencing token.
 type Owner struct {
 	client redis.UniversalClient
 	opts   Options
@@ -28,12 +28,9 @@ var _ Locker = (*Owner)(nil)
 
 // NewOwner returns the owner-token locker on client.
 func NewOwner(client redis.UniversalClient, opts ...Option) (*Owner, error) {
-	o := NewOptions(opts...)
-	if err := o.Validate(); err != nil {
+	o, err := redisOptions("owner", client, opts)
+	if err != nil {
 		return nil, err
-	}
-	if client == nil {
-		return nil, errors.New("lock: owner: nil Redis client")
 	}
 	return &Owner{client: client, opts: o}, nil
 }

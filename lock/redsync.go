@@ -13,22 +13,15 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// Redsync is the Redlock backend, built on go-redsync/redsync v4: the lock
-// is granted when a majority (N/2+1) of N independent Redis nodes accepted
-// SET NX PX with one random owner value, and the grant came back before
-// the lease (minus a clock drift allowance) ran out. Release deletes the
-// value by compare-and-delete on every node.
-//
-// It keeps working with a minority of the nodes down (one of three) and
-// refuses with a majority down. It inherits Redlock's known limits: it
-// assumes bounded clock drift and process pauses shorter than the lease,
-// and it cannot mint a fencing token (see redsyncLock.Token). Each attempt
-// is one round trip to every node, in parallel; so is Release.
+// Redsync is the Redlock backend, built on go-redsync/redsync v4. A grant
+// needs a majority (N/2+1) of N independent nodes within the lease. It works
+// with a minority of nodes down. It assumes bounded clock drift and short
+// pauses, and mints no fencing token.
 type Redsync struct {
-	rs     *redsync.Redsync
-	nodes  int
-	quorum int
-	opts   Options
+	redlock *redsync.Redsync
+	nodes   int
+	quorum  int
+	opts    Options
 	// gate lets one goroutine per key at a time run an attempt (not hold
 	// the lock): see Obtain.
 	gate *Local
@@ -42,18 +35,12 @@ var _ Locker = (*Redsync)(nil)
 // TTL is the lease (redsync's expiry), Wait the time spent retrying with
 // backoff, Watchdog extends the lease every TTL/3 while held.
 func NewRedsync(clients []redis.UniversalClient, opts ...Option) (*Redsync, error) {
-	o := NewOptions(opts...)
-	if err := o.Validate(); err != nil {
+	o, err := nodesOptions("redsync", clients, opts)
+	if err != nil {
 		return nil, err
 	}
-	if len(clients) == 0 {
-		return nil, errors.New("lock: redsync: no Redis nodes")
-	}
 	pools := make([]rsredis.Pool, 0, len(clients))
-	for i, c := range clients {
-		if c == nil {
-			return nil, fmt.Errorf("lock: redsync: Redis node %d is nil", i)
-		}
+	for _, c := range clients {
 		pools = append(pools, goredispool.NewPool(c))
 	}
 	gate, err := NewLocal(WithWait(24 * time.Hour)) // bounded per call by a context deadline
@@ -61,11 +48,11 @@ func NewRedsync(clients []redis.UniversalClient, opts ...Option) (*Redsync, erro
 		return nil, fmt.Errorf("lock: redsync: attempt gate: %w", err)
 	}
 	return &Redsync{
-		rs:     redsync.New(pools...),
-		nodes:  len(clients),
-		quorum: len(clients)/2 + 1,
-		opts:   o,
-		gate:   gate,
+		redlock: redsync.New(pools...),
+		nodes:   len(clients),
+		quorum:  len(clients)/2 + 1,
+		opts:    o,
+		gate:    gate,
 	}, nil
 }
 
@@ -73,31 +60,17 @@ func NewRedsync(clients []redis.UniversalClient, opts ...Option) (*Redsync, erro
 func (*Redsync) Name() string { return "redsync" }
 
 // Obtain takes the lock on a quorum of the nodes. With a zero Wait it makes
-// one attempt; otherwise it retries with exponential backoff and full
-// jitter until Wait elapses or ctx ends. With a majority of the nodes
-// unreachable it returns an I/O error (not ErrNotObtained) at once.
+// one attempt. Otherwise it retries with backoff until Wait elapses or ctx
+// ends. With a majority of nodes unreachable it returns an I/O error at
+// once.
 //
-// Each attempt is redsync's TryLockContext, and the waiting loop is ours
-// rather than redsync's own (WithTries with WithRetryDelayFunc), because
-// redsync bounds retries by a count, not by a duration, and rolls a failed
-// attempt back on the caller's context: once that context is cancelled the
-// rollback cannot run, and the partial grants would sit on the nodes for a
-// whole lease. Here an attempt cut short by ctx is rolled back on a
-// detached context.
-//
-// Split votes: contenders that arrive together can each win some nodes,
-// none a majority, and all fail (that is Redlock's design: the write-up
-// tells them to retry after a random delay). Goroutines of one process
-// need not fight that way, so a Redsync runs at most one attempt per key
-// at a time: the others wait for it (not for the lock) and then try in
-// turn; with a zero Wait a goroutine waits for the gate at most one
-// attempt's time (redsync's node timeout) and is refused otherwise.
-// Contenders in different processes can still split the vote
-// (TestRedsyncSplitVote).
+// The retry loop is ours, so that an attempt cut short by ctx is rolled back
+// on a detached context. One process runs one attempt per key at a time, so
+// its goroutines cannot split the vote. docs/locks.md explains both.
 func (r *Redsync) Obtain(ctx context.Context, key string) (Lock, error) {
 	value := newOwnerToken()
 	factor := redsyncTimeoutFactor(r.opts.TTL)
-	m := r.rs.NewMutex(key,
+	m := r.redlock.NewMutex(key,
 		redsync.WithExpiry(r.opts.TTL),
 		redsync.WithTimeoutFactor(factor),
 		redsync.WithTries(1),
@@ -161,9 +134,8 @@ func later(a, b time.Time) time.Time {
 }
 
 // redsyncTimeoutFactor is the share of the lease one node may take to
-// answer an attempt: redsync's 5%, raised for short leases so that a node
-// gets at least 100ms (and at most half the lease) before it counts as
-// down. A 300ms lease would otherwise give each node 15ms.
+// answer. It is redsync's 5%, raised for short leases. A node gets at least
+// 100ms, and at most half the lease, before it counts as down.
 func redsyncTimeoutFactor(ttl time.Duration) float64 {
 	const floor = 100 * time.Millisecond
 	f := 0.05
@@ -179,16 +151,16 @@ func redsyncTimeoutFactor(ttl time.Duration) float64 {
 func (r *Redsync) rollback(key, value string) error {
 	ctx, cancel := context.WithTimeout(context.Background(), r.opts.ReleaseTimeout)
 	defer cancel()
-	ok, err := r.rs.NewMutex(key, redsync.WithValue(value)).UnlockContext(ctx)
+	ok, err := r.redlock.NewMutex(key, redsync.WithValue(value)).UnlockContext(ctx)
 	if ok || !r.unreachable(err) {
 		return nil // released, or nothing of ours was left on a quorum
 	}
 	return fmt.Errorf("lock: redsync: roll back %q: %w", key, err)
 }
 
-// unreachable reports whether err says that too many nodes failed with I/O
-// errors for a quorum to be possible at all: that is an outage, not
-// contention, and the caller should see it as such.
+// unreachable reports whether so many nodes failed with I/O errors that no
+// quorum is possible. That is an outage, not contention, and the caller
+// should see it as such.
 func (r *Redsync) unreachable(err error) bool {
 	return countRedisErrors(err) > r.nodes-r.quorum
 }
@@ -223,19 +195,14 @@ type redsyncLock struct {
 // Key returns the locked key.
 func (l *redsyncLock) Key() string { return l.key }
 
-// Token returns false: Redlock cannot mint a fencing token. A token must
-// come from one linearizable counter bumped in the same atomic step as the
-// grant, and Redlock has no such thing: its N nodes are independent by
-// design, a grant is a majority of separate SET NX calls, and counters kept
-// on each node would disagree (a node that was down, or restarted without
-// persistence, lags behind), so no token could be "strictly greater than
-// every token before" for sure.
+// Token returns false: Redlock cannot mint a fencing token. Its nodes are
+// independent, so per-node counters would disagree.
 func (*redsyncLock) Token() (int64, bool) { return 0, false }
 
 // Release stops the watchdog, then deletes the owner value from every node
 // where it is still the owner. It returns ErrNotHeld when fewer than a
-// quorum still held it (the lease expired, or it was released already),
-// and an I/O error when a majority of the nodes cannot be reached.
+// quorum still held it: the lease lapsed, or it was released already. It
+// returns an I/O error when a majority of the nodes cannot be reached.
 func (l *redsyncLock) Release(ctx context.Context) error {
 	l.keep.stop()
 	ok, err := l.m.UnlockContext(ctx)
@@ -248,9 +215,9 @@ func (l *redsyncLock) Release(ctx context.Context) error {
 	return fmt.Errorf("lock: redsync: release %q: %w (%w)", l.key, ErrNotHeld, err)
 }
 
-// keepAlive is the watchdog of redsync and multi: it renews a lease
-// periodically in its own goroutine until stopped, until the holder's
-// context ends, or until the renewal says the lock is lost.
+// keepAlive is the watchdog of redsync and multi. It renews a lease in its
+// own goroutine until stopped or until the holder's context ends. It also
+// stops when a renewal says the lock is lost.
 type keepAlive struct {
 	cancel context.CancelFunc
 	done   chan struct{}

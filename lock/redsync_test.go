@@ -20,13 +20,8 @@ import (
 )
 
 func init() {
-	contractBackends = append(contractBackends, backend{
-		name: "redsync",
-		new: func(tb testing.TB, opts ...lock.Option) lock.Locker {
-			return must(tb)(lock.NewRedsync(redlockClients(tb), opts...))
-		},
-		exclusive: true, sharedAcrossLockers: true, lease: true,
-	})
+	contractBackends = append(contractBackends, backend{name: "redsync", new: onRedlockNodes(lock.NewRedsync),
+		exclusive: true, sharedAcrossLockers: true, lease: true})
 }
 
 // redlockClients connects to every node of SECKILL_REDLOCK_ADDRS (skipping
@@ -48,8 +43,8 @@ func redlockClients(tb testing.TB) []redis.UniversalClient {
 	return clients
 }
 
-// nodeClient is a client for one Redlock node that fails fast when the node
-// is down (no retries, short dial timeout), closed when the test ends.
+// nodeClient is a client for one Redlock node, closed when the test ends. It
+// fails fast when the node is down: no retries, a short dial timeout.
 func nodeClient(tb testing.TB, addr string) *redis.Client {
 	tb.Helper()
 	c := redis.NewClient(&redis.Options{
@@ -200,7 +195,7 @@ func TestRedsyncGrantsWithOneOfThreeDown(t *testing.T) {
 	procs, clients := threeNodes(t)
 	lk := must(t)(lock.NewRedsync(clients, lock.WithTTL(5*time.Second)))
 	other := must(t)(lock.NewRedsync(clients, lock.WithTTL(5*time.Second)))
-	ctx := bg(t, 20*time.Second)
+	ctx := testContext(t, 20*time.Second)
 	key := testKey(t)
 
 	procs[2].kill()
@@ -231,14 +226,13 @@ func TestRedsyncGrantsWithOneOfThreeDown(t *testing.T) {
 	mustRelease(t, l)
 }
 
-// TestRedsyncRefusesWithTwoOfThreeDown: with two of three nodes killed no
-// quorum is possible: Obtain fails with an I/O error (an outage, not
-// contention) and leaves nothing on the node still up; a lock held before
-// the crash cannot be released either.
+// TestRedsyncRefusesWithTwoOfThreeDown: with two of three nodes killed, no
+// quorum is possible. Obtain fails with an I/O error, since this is an
+// outage and not contention. It leaves nothing on the node still up.
 func TestRedsyncRefusesWithTwoOfThreeDown(t *testing.T) {
 	procs, clients := threeNodes(t)
 	lk := must(t)(lock.NewRedsync(clients, lock.WithTTL(5*time.Second), lock.WithWait(300*time.Millisecond)))
-	ctx := bg(t, 20*time.Second)
+	ctx := testContext(t, 20*time.Second)
 	key, held := testKey(t), testKey(t)
 
 	before, err := lk.Obtain(ctx, held)
@@ -277,17 +271,16 @@ func TestRedsyncWatchdog(t *testing.T) {
 	})
 }
 
-// checkWatchdog holds a lock with a 500ms lease for 2s under the
-// watchdog, checks that a rival is still refused, then ends the holder's
-// context without releasing and checks that the lock frees within a lease
-// or two.
+// checkWatchdog holds a lock with a 500ms lease for 2s under the watchdog. A
+// rival must still be refused. Then it ends the holder's context without
+// releasing. The lock must free within a lease or two.
 func checkWatchdog(t *testing.T, mk func(opts ...lock.Option) lock.Locker) {
 	t.Helper()
 	const ttl = 500 * time.Millisecond // renewals every ~167ms: slack for a loaded -race run
 	holder := mk(lock.WithTTL(ttl), lock.WithWatchdog(true))
 	rival := mk(lock.WithTTL(ttl))
 	key := testKey(t)
-	ctx := bg(t, 20*time.Second)
+	ctx := testContext(t, 20*time.Second)
 
 	holderCtx, endHolder := context.WithCancel(ctx)
 	defer endHolder()
@@ -314,16 +307,15 @@ func checkWatchdog(t *testing.T, mk func(opts ...lock.Option) lock.Locker) {
 	}
 }
 
-// TestRedsyncSplitVote: Redlock's liveness gap. Two rival contenders, each
-// caught mid-attempt with one node, leave no majority for anyone: a third
-// contender is refused although nobody holds the lock. Contenders in
-// different processes (separate lockers) that arrive together can end the
-// same way, so a round of simultaneous single attempts has at most one
-// winner, possibly none; within one locker the attempt gate serialises
-// them (the contract's OneWinner).
+// TestRedsyncSplitVote shows Redlock's liveness gap. Two rivals, each caught
+// mid-attempt with one node, leave no majority for anyone. A third contender
+// is refused although nobody holds the lock. Separate lockers that arrive
+// together can end the same way. So a round of simultaneous attempts has at
+// most one winner, possibly none. Within one locker the attempt gate
+// serialises them (the contract's OneWinner).
 func TestRedsyncSplitVote(t *testing.T) {
 	clients := redlockClients(t)
-	ctx := bg(t, 20*time.Second)
+	ctx := testContext(t, 20*time.Second)
 	key := testKey(t)
 	for i, owner := range []string{"rival-x", "rival-y"} {
 		if err := clients[i].Set(ctx, key, owner, 30*time.Second).Err(); err != nil {
@@ -380,7 +372,7 @@ func miniNodes(tb testing.TB, n int) []redis.UniversalClient {
 // Deps.Nodes, falls back to Deps.Redis alone, and names what is missing.
 func TestNewBuildsRedlockModes(t *testing.T) {
 	nodes := miniNodes(t, 3)
-	ctx := bg(t, 10*time.Second)
+	ctx := testContext(t, 10*time.Second)
 	tests := []struct {
 		mode string
 		deps lock.Deps

@@ -2,7 +2,6 @@ package lock
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"sync"
 	"sync/atomic"
@@ -14,30 +13,11 @@ import (
 )
 
 // Reentrant is a Redisson-style re-entrant lock. The lock is a Redis hash
-// mapping the owner to a hold count (lua/reentrant_lock.lua); an Obtain by
-// the same owner on a held key nests and increments the count, each Release
-// decrements it, and the hash is deleted at zero. Go has no thread ids, so
-// the owner is the value set with WithOwner on the context, or a fresh
-// random id per Obtain when there is none (then nothing nests).
-//
-// With Options.Watchdog each Lock renews the lease every TTL/3 while held
-// (lua/reentrant_renew.lua), and stops on Release or when the context given
-// to Obtain ends; after that the lease runs out normally. A waiting Obtain
-// subscribes to the key's release channel, which the release script
-// publishes on, and retries when woken, with a fallback timer (the lock's
-// remaining lease, at most Options.WaitPoll) for a lost message or a lease
-// that lapsed unreleased; it does not poll blindly. The fencing token is
-// minted on the first grant and carried by the nested ones. Two round
-// trips per acquire and release, plus one per renewal.
-//
-// Each Obtain, and each Lock's release, carries a random request id that
-// the scripts record as the last one applied to the hash: a script run
-// again after its reply was lost (go-redis retries a command whose
-// connection dropped) finds its own request id and changes nothing, so a
-// retried acquire does not count a second hold and a retried release does
-// not drop a second one. Only the last request is remembered, which covers
-// an owner's calls made one after another (nesting); one owner's calls
-// from several goroutines at once may still count twice on a retry.
+// from owner to hold count. The same owner (see WithOwner) nests. Each
+// Release takes one hold away. The watchdog renews the lease every TTL/3.
+// Waiters wake on the key's release channel instead of polling. Each call
+// carries a request id, so a retried script changes nothing twice.
+// docs/locks.md explains these choices.
 type Reentrant struct {
 	client redis.UniversalClient
 	opts   Options
@@ -50,14 +30,11 @@ var _ Locker = (*Reentrant)(nil)
 // NewReentrant returns the re-entrant locker (lua/reentrant_lock.lua,
 // lua/reentrant_unlock.lua, lua/reentrant_renew.lua).
 func NewReentrant(client redis.UniversalClient, opts ...Option) (*Reentrant, error) {
-	o := NewOptions(opts...)
-	if err := o.Validate(); err != nil {
-		return nil, err
+	o, err := redisOptions("reentrant", client, opts)
+	if err == nil {
+		err = checkWaitClient(o, client)
 	}
-	if client == nil {
-		return nil, errors.New("lock: reentrant: nil Redis client")
-	}
-	if err := checkWaitClient(o, client); err != nil {
+	if err != nil {
 		return nil, err
 	}
 	return &Reentrant{client: client, opts: o}, nil
@@ -102,7 +79,7 @@ func (r *Reentrant) Obtain(ctx context.Context, key string) (Lock, error) {
 	return r.newLock(ctx, key, owner, g.token), nil
 }
 
-// abandon releases owner's hold on key on a detached context; it changes
+// abandon releases owner's hold on key on a detached context. It changes
 // nothing unless owner holds key.
 func (r *Reentrant) abandon(ctx context.Context, key, owner string) {
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), r.opts.ReleaseTimeout)
@@ -168,10 +145,10 @@ func (r *Reentrant) try(ctx context.Context, key, owner, req string) (grant, err
 	return grant{}, fmt.Errorf("lock: reentrant: obtain %q: unexpected script reply %v", key, res)
 }
 
-// wait subscribes to the key's release channel, then tries again on every
-// release message and on the fallback timer, until a grant, the end of the
-// wait, or the end of ctx. Subscribing before the next attempt means a
-// release that happens after that attempt is never missed.
+// wait subscribes to the key's release channel. Then it tries again on every
+// release message and on the fallback timer. It stops at a grant, at the end
+// of the wait, or when ctx ends. It subscribes before the next attempt, so a
+// release after that attempt is never missed.
 func (r *Reentrant) wait(ctx context.Context, key, owner, req string) (grant, error) {
 	deadline := time.Now().Add(r.opts.Wait)
 	sub := r.client.Subscribe(ctx, ReleaseChannel(key))
@@ -247,9 +224,9 @@ func (l *reentrantLock) Token() (int64, bool) { return l.token, true }
 // holder's ctx, or a renewal that finds the lock gone. With
 // Options.WaitReplicas a renewal that fewer replicas acknowledge counts as
 // the lock lost too: the watchdog stops and the lease runs out. The holder
-// is not told at that moment (Lock has no lost signal); it sees the lock
+// is not told at that moment (Lock has no lost signal). It sees the lock
 // expire after at most TTL, and a Release after that returns ErrNotHeld. A failed renewal
-// (network) is retried at the next tick; if they keep failing the lease
+// (network) is retried at the next tick. If they keep failing the lease
 // lapses, as it must when the holder cannot reach Redis.
 func (l *reentrantLock) watchdog(holder context.Context) {
 	defer close(l.done)
@@ -304,7 +281,7 @@ func (l *reentrantLock) renew(ctx context.Context) (n, acks int64, err error) {
 // Release stops this hold's watchdog and decrements the owner's count,
 // deleting the lock and waking the waiters at zero. It returns ErrNotHeld
 // when this Lock was released before or the owner no longer holds the key.
-// After an I/O error the Lock may be released again; its watchdog stays
+// After an I/O error the Lock may be released again. Its watchdog stays
 // stopped, so the lease runs out if no later Release gets through.
 func (l *reentrantLock) Release(ctx context.Context) error {
 	if !l.released.CompareAndSwap(false, true) {

@@ -11,6 +11,11 @@ import (
 	"seckill/lock"
 )
 
+func init() {
+	contractBackends = append(contractBackends, backend{name: "reentrant", new: onRedis(lock.NewReentrant),
+		exclusive: true, sharedAcrossLockers: true, lease: true, tokens: true})
+}
+
 func newReentrant(tb testing.TB, c redis.UniversalClient, opts ...lock.Option) *lock.Reentrant {
 	tb.Helper()
 	r, err := lock.NewReentrant(c, opts...)
@@ -50,7 +55,7 @@ func TestReentrantCount(t *testing.T) {
 	r := newReentrant(t, c)
 	key := testKey(t)
 	owner := "owner-" + key
-	ctx := lock.WithOwner(bg(t, 10*time.Second), owner)
+	ctx := lock.WithOwner(testContext(t, 10*time.Second), owner)
 
 	outer := obtain(t, r, ctx, key)
 	if got := holdCount(t, c, key, owner); got != 1 {
@@ -60,12 +65,12 @@ func TestReentrantCount(t *testing.T) {
 	if got := holdCount(t, c, key, owner); got != 2 {
 		t.Fatalf("count after re-entry: got %d, want 2", got)
 	}
-	to, _ := outer.Token()
-	ti, _ := inner.Token()
-	if to != ti {
-		t.Errorf("re-entry token: got %d, want the first grant's %d", ti, to)
+	outerToken, _ := outer.Token()
+	innerToken, _ := inner.Token()
+	if outerToken != innerToken {
+		t.Errorf("re-entry token: got %d, want the first grant's %d", innerToken, outerToken)
 	}
-	if l, err := r.Obtain(bg(t, 10*time.Second), key); !errors.Is(err, lock.ErrNotObtained) {
+	if l, err := r.Obtain(testContext(t, 10*time.Second), key); !errors.Is(err, lock.ErrNotObtained) {
 		if err == nil {
 			mustRelease(t, l)
 		}
@@ -90,9 +95,9 @@ func TestReentrantCount(t *testing.T) {
 	if n, err := c.Exists(ctx, key).Result(); err != nil || n != 0 {
 		t.Fatalf("EXISTS after the last Release: got %d, %v; want 0 (deleted at zero)", n, err)
 	}
-	other := obtain(t, r, bg(t, 10*time.Second), key)
-	if tok, _ := other.Token(); tok <= to {
-		t.Errorf("next holder's token: got %d, want > %d", tok, to)
+	other := obtain(t, r, testContext(t, 10*time.Second), key)
+	if tok, _ := other.Token(); tok <= outerToken {
+		t.Errorf("next holder's token: got %d, want > %d", tok, outerToken)
 	}
 	mustRelease(t, other)
 }
@@ -102,7 +107,7 @@ const wdTTL = 300 * time.Millisecond
 func TestWatchdogKeepsLockPastLeases(t *testing.T) {
 	c := redisClient(t)
 	key := testKey(t)
-	ctx := bg(t, 20*time.Second)
+	ctx := testContext(t, 20*time.Second)
 	r := newReentrant(t, c, lock.WithTTL(wdTTL), lock.WithWatchdog(true))
 	other := newReentrant(t, c, lock.WithTTL(wdTTL))
 
@@ -130,17 +135,17 @@ func TestWatchdogKeepsLockPastLeases(t *testing.T) {
 }
 
 // TestWatchdogStopsAfterRelease: an inner hold with a watchdog keeps the key
-// alive for an outer hold that has none; once the inner hold is released,
+// alive for an outer hold that has none. Once the inner hold is released,
 // its watchdog stops and the (abandoned) outer hold expires.
 func TestWatchdogStopsAfterRelease(t *testing.T) {
 	c := redisClient(t)
 	key := testKey(t)
-	ctx := lock.WithOwner(bg(t, 20*time.Second), "owner-"+key)
+	ctx := lock.WithOwner(testContext(t, 20*time.Second), "owner-"+key)
 	plain := newReentrant(t, c, lock.WithTTL(wdTTL))
-	wd := newReentrant(t, c, lock.WithTTL(wdTTL), lock.WithWatchdog(true))
+	watched := newReentrant(t, c, lock.WithTTL(wdTTL), lock.WithWatchdog(true))
 
 	outer := obtain(t, plain, ctx, key)
-	inner := obtain(t, wd, ctx, key)
+	inner := obtain(t, watched, ctx, key)
 	time.Sleep(3 * wdTTL)
 	if got := holdCount(t, c, key, "owner-"+key); got != 2 {
 		t.Fatalf("count after 3 leases with the watchdog: got %d, want 2", got)
@@ -148,9 +153,9 @@ func TestWatchdogStopsAfterRelease(t *testing.T) {
 	if err := inner.Release(ctx); err != nil {
 		t.Fatalf("inner Release: %v", err)
 	}
-	n := lock.RenewalsForTest(wd)
+	n := lock.RenewalsForTest(watched)
 	waitGone(t, c, key)
-	if got := lock.RenewalsForTest(wd); got != n {
+	if got := lock.RenewalsForTest(watched); got != n {
 		t.Errorf("renewals after Release: got %d, want %d (stopped)", got, n)
 	}
 	if err := outer.Release(ctx); !errors.Is(err, lock.ErrNotHeld) {
@@ -159,33 +164,33 @@ func TestWatchdogStopsAfterRelease(t *testing.T) {
 }
 
 // TestWatchdogStopsOnContextEnd: the holder's context ends without a
-// Release (the request was abandoned); the watchdog stops and the lease
+// Release (the request was abandoned). The watchdog stops and the lease
 // lapses, so a waiter gets the lock.
 func TestWatchdogStopsOnContextEnd(t *testing.T) {
 	c := redisClient(t)
 	key := testKey(t)
-	wd := newReentrant(t, c, lock.WithTTL(wdTTL), lock.WithWatchdog(true))
+	watched := newReentrant(t, c, lock.WithTTL(wdTTL), lock.WithWatchdog(true))
 	waiter := newReentrant(t, c, lock.WithTTL(10*time.Second), lock.WithWait(10*time.Second))
 
 	holderCtx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	l := obtain(t, wd, holderCtx, key)
-	waitRenewals(t, wd, 2)
+	l := obtain(t, watched, holderCtx, key)
+	waitRenewals(t, watched, 2)
 	cancel()
-	w := obtain(t, waiter, bg(t, 20*time.Second), key)
-	n := lock.RenewalsForTest(wd)
+	w := obtain(t, waiter, testContext(t, 20*time.Second), key)
+	n := lock.RenewalsForTest(watched)
 	time.Sleep(2 * wdTTL)
-	if got := lock.RenewalsForTest(wd); got != n {
+	if got := lock.RenewalsForTest(watched); got != n {
 		t.Errorf("renewals after the context ended: got %d, want %d (stopped)", got, n)
 	}
-	if err := l.Release(bg(t, 5*time.Second)); !errors.Is(err, lock.ErrNotHeld) {
+	if err := l.Release(testContext(t, 5*time.Second)); !errors.Is(err, lock.ErrNotHeld) {
 		t.Errorf("stale holder's Release: got %v, want ErrNotHeld", err)
 	}
 	mustRelease(t, w)
 }
 
-// TestReentrantWaiterWokenByPubSub: with the fallback timer and the lease
-// both 30s, a waiter still gets the lock right after the release, because
+// TestReentrantWaiterWokenByPubSub: the fallback timer and the lease are
+// both 30s. A waiter still gets the lock right after the release, because
 // the release script publishes on the key's channel.
 func TestReentrantWaiterWokenByPubSub(t *testing.T) {
 	c := redisClient(t)
@@ -193,7 +198,7 @@ func TestReentrantWaiterWokenByPubSub(t *testing.T) {
 	const long = 30 * time.Second
 	holder := newReentrant(t, c, lock.WithTTL(long))
 	waiter := newReentrant(t, c, lock.WithTTL(long), lock.WithWaitPoll(long), lock.WithWait(20*time.Second))
-	ctx := bg(t, 30*time.Second)
+	ctx := testContext(t, 30*time.Second)
 
 	h := obtain(t, holder, ctx, key)
 	type result struct {

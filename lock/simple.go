@@ -2,18 +2,17 @@ package lock
 
 import (
 	"context"
-	"errors"
 	"fmt"
 
 	"github.com/redis/go-redis/v9"
 )
 
 // Simple is the textbook first attempt: SET key 1 NX PX ttl to obtain, a
-// plain DEL to release. It is deliberately flawed: the value does not say
-// who holds the lock, so a holder whose lease expired while it worked
-// deletes the next holder's lock on Release, and a third client gets in
-// while the second still works (TestSimpleDeletesAnotherHoldersLock). Two
-// round trips per acquire and release; no fencing token.
+// plain DEL to release. It is flawed on purpose. The value does not say who
+// holds the lock. A holder whose lease lapsed deletes the next holder's lock
+// on Release, and a third client gets in beside the second
+// (TestSimpleDeletesAnotherHoldersLock). Two round trips per acquire and
+// release. No fencing token.
 type Simple struct {
 	client redis.UniversalClient
 	opts   Options
@@ -23,12 +22,9 @@ var _ Locker = (*Simple)(nil)
 
 // NewSimple returns the SETNX/DEL locker on client.
 func NewSimple(client redis.UniversalClient, opts ...Option) (*Simple, error) {
-	o := NewOptions(opts...)
-	if err := o.Validate(); err != nil {
+	o, err := redisOptions("simple", client, opts)
+	if err != nil {
 		return nil, err
-	}
-	if client == nil {
-		return nil, errors.New("lock: simple: nil Redis client")
 	}
 	return &Simple{client: client, opts: o}, nil
 }

@@ -20,32 +20,12 @@ import (
 // the lock on key k is the queue of children of ZookeeperRoot + "/" + k.
 const ZookeeperRoot = "/seckill/locks"
 
-// Zookeeper is the ZooKeeper backend, the classic lock recipe: every
-// contender creates an ephemeral sequential znode under the key's queue
-// node; the lowest sequence number holds the lock; every other contender
-// watches only its immediate predecessor (no herd effect when the lock is
-// released), so waiters are served strictly in the order they queued
-// (fair, FIFO).
-//
-// Lease: the ephemeral nodes belong to the ZooKeeper session. A holder
-// whose process dies frees the lock when the server expires its session,
-// Options.TTL after the last heartbeat (TTL is the requested session
-// timeout; the server clamps it to [2, 20] ticks, 4s to 40s by default);
-// a holder that closes its session frees it at once. There is no watchdog:
-// the client's heartbeats keep the session, and with it the lock, alive
-// for as long as the process runs, and Options.Watchdog is ignored.
-//
-// Fencing: Token is the czxid of the holder's znode, the ZooKeeper
-// transaction id that created it. Zxids are assigned by the leader in one
-// total order, so a contender that queued later always has a larger czxid,
-// for the same key and across keys, also after the queue node was removed
-// and recreated (the per-parent sequence number would restart then).
-//
-// Costs: Obtain is three round trips when the lock is free (create,
-// list the queue, read the own node's stat) plus one per predecessor that
-// goes away while waiting; Release is one (delete). ZooKeeper client calls
-// take no context: each is bounded by the session's receive timeout, and
-// only the waits between them honour ctx.
+// Zookeeper is the ZooKeeper backend, the classic lock recipe. Each
+// contender queues an ephemeral sequential znode under the key. The lowest
+// sequence number holds the lock. Each waiter watches only its predecessor,
+// so waiters are served in order. The session is the lease: TTL is its
+// timeout. Token is the czxid of the holder's znode. docs/locks.md explains
+// these choices.
 type Zookeeper struct {
 	conn   *zk.Conn
 	owned  bool
@@ -71,10 +51,10 @@ func NewZookeeper(conn *zk.Conn, opts ...Option) (*Zookeeper, error) {
 }
 
 // DialZookeeper connects to the ZooKeeper servers addrs with a session
-// timeout of Options.TTL, waits until the session is established or ctx
-// ends, and returns a backend owning that one connection (Close ends it).
-// The client library's log lines go to log at debug level; a nil log
-// discards them.
+// timeout of Options.TTL. It waits until the session is established or ctx
+// ends. It returns a backend owning that one connection; Close ends it. The
+// client library's log lines go to log at debug level. A nil log discards
+// them.
 func DialZookeeper(ctx context.Context, addrs []string, log *slog.Logger, opts ...Option) (*Zookeeper, error) {
 	o := NewOptions(opts...)
 	if err := o.Validate(); err != nil {
@@ -142,17 +122,17 @@ func (z *Zookeeper) Name() string { return "zookeeper" }
 // QueuePath returns the znode whose children queue for the lock on key.
 // Keys are escaped into one path segment.
 func (z *Zookeeper) QueuePath(key string) string {
-	seg := url.PathEscape(key)
-	if seg == "" || seg == "." || seg == ".." {
-		seg = "%" + seg // impossible in an escaped key: no clash
+	segment := url.PathEscape(key)
+	if segment == "" || segment == "." || segment == ".." {
+		segment = "%" + segment // impossible in an escaped key: no clash
 	}
-	return ZookeeperRoot + "/" + seg
+	return ZookeeperRoot + "/" + segment
 }
 
-// Obtain queues an ephemeral sequential node for key and waits until every
-// node queued before it is gone, up to Options.Wait (0: only when the
-// queue was empty) or until ctx ends. On giving up it deletes its own node,
-// so the waiters behind it move up.
+// Obtain queues an ephemeral sequential node for key. It waits until every
+// node queued before it is gone, up to Options.Wait or until ctx ends. With
+// a zero Wait it only gets the lock when the queue was empty. On giving up
+// it deletes its own node, so the waiters behind it move up.
 func (z *Zookeeper) Obtain(ctx context.Context, key string) (Lock, error) {
 	if ctx.Err() != nil {
 		return nil, fmt.Errorf("lock: zookeeper: obtain %q: %w", key, waitErr(ctx))
@@ -348,11 +328,11 @@ func (l *zkLock) Key() string { return l.key }
 // Token returns the czxid of the holder's node (see Zookeeper).
 func (l *zkLock) Token() (int64, bool) { return l.token, true }
 
-// Release deletes the holder's node, which wakes the next waiter,
-// retrying a lost connection until ctx ends (the session, and so the
-// node, survive a reconnect within the session timeout). It returns
-// ErrNotHeld when the node is already gone (released before, or deleted
-// with an expired session) or when this backend's session was closed.
+// Release deletes the holder's node, which wakes the next waiter. It retries
+// a lost connection until ctx ends. The session, and so the node, survive a
+// reconnect within the session timeout. It returns ErrNotHeld when the node
+// is already gone, released before or deleted with an expired session. So it
+// does when this backend's session was closed.
 func (l *zkLock) Release(ctx context.Context) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()

@@ -130,7 +130,7 @@ func TestZookeeperWaitersFIFO(t *testing.T) {
 		zkLocker(t, lock.WithWait(20*time.Second)),
 	}
 	observer := zkObserver(t)
-	ctx := bg(t, 30*time.Second)
+	ctx := testContext(t, 30*time.Second)
 	key := testKey(t)
 
 	holder := obtain(t, sessions[0], ctx, key)
@@ -165,15 +165,15 @@ func TestZookeeperWaitersFIFO(t *testing.T) {
 	}
 }
 
-// TestZookeeperGiveUpLeavesQueue: a waiter that gives up (its wait elapses,
-// or its context ends) deletes its node at once, so it neither lingers in
-// the queue nor blocks the waiter behind it.
+// TestZookeeperGiveUpLeavesQueue: a waiter that gives up deletes its node at
+// once, whether its wait elapses or its context ends. So it neither lingers
+// in the queue nor blocks the waiter behind it.
 func TestZookeeperGiveUpLeavesQueue(t *testing.T) {
 	z := zkLocker(t)
 	short := zkLocker(t, lock.WithWait(150*time.Millisecond))
 	patient := zkLocker(t, lock.WithWait(10*time.Second))
 	observer := zkObserver(t)
-	ctx := bg(t, 20*time.Second)
+	ctx := testContext(t, 20*time.Second)
 	key := testKey(t)
 
 	holder := obtain(t, z, ctx, key)
@@ -210,7 +210,7 @@ func TestZookeeperSessionDeathFrees(t *testing.T) {
 	holderSession := zkLocker(t)
 	waiter := zkLocker(t, lock.WithWait(10*time.Second))
 	observer := zkObserver(t)
-	ctx := bg(t, 20*time.Second)
+	ctx := testContext(t, 20*time.Second)
 	key := testKey(t)
 
 	dead := obtain(t, holderSession, ctx, key)
@@ -269,6 +269,6 @@ func TestNewBuildsZookeeper(t *testing.T) {
 			t.Errorf("close: %v", err)
 		}
 	})
-	ctx = bg(t, 10*time.Second)
+	ctx = testContext(t, 10*time.Second)
 	mustRelease(t, obtain(t, lk, ctx, testKey(t)))
 }

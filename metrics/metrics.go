@@ -1,10 +1,10 @@
 // Package metrics holds the Prometheus metrics of one process, in a registry
 // of its own (no global state).
 //
-// The Grafana dashboard deploy/grafana/dashboards/seckill.json draws them;
-// the tests of deploy/ read the names registered here and fail when the
-// dashboard queries a metric this package does not register, or leaves one
-// of the seckill_ metrics out.
+// The Grafana dashboard deploy/grafana/dashboards/seckill.json draws them.
+// The tests of deploy/ read the names registered here. They fail when the
+// dashboard queries a metric this package does not register. They also
+// fail when it leaves one of the seckill_ metrics out.
 package metrics
 
 import (
@@ -18,13 +18,13 @@ import (
 
 // Metrics are the service's counters and histograms.
 type Metrics struct {
-	Registry    *prometheus.Registry
-	Requests    *prometheus.CounterVec   // by route, method, status
-	Latency     *prometheus.HistogramVec // by route
-	Outcomes    *prometheus.CounterVec   // seckill outcomes by code ("OK" on success)
-	LockRefused prometheus.Counter
-	UniqueKey   prometheus.Counter
-	StaleFence  prometheus.Counter
+	Registry             *prometheus.Registry
+	Requests             *prometheus.CounterVec   // by route, method, status
+	Latency              *prometheus.HistogramVec // by route
+	Outcomes             *prometheus.CounterVec   // seckill outcomes by code ("OK" on success)
+	LockRefused          prometheus.Counter
+	UniqueKeyRejections  prometheus.Counter
+	StaleFenceRejections prometheus.Counter
 	// Async mode: the stream consumers.
 	AsyncWritten     prometheus.Counter
 	AsyncDeadLetters *prometheus.CounterVec // by reason
@@ -45,100 +45,81 @@ type Metrics struct {
 	// The order's life: payments and cancels by buyers, expiries by the
 	// pay timeout, Redis give-backs owed and done (async mode), and the
 	// sweeper's rounds (duration, expiry batches, errors).
-	LifePaid      prometheus.Counter
-	LifeCancelled prometheus.Counter
-	LifeExpired   prometheus.Counter
-	LifeOwed      prometheus.Counter
-	LifeReturned  prometheus.Counter
-	SweepDuration prometheus.Histogram
-	SweepBatches  prometheus.Counter
-	SweepErrors   prometheus.Counter
+	PaidOrders      prometheus.Counter
+	CancelledOrders prometheus.Counter
+	ExpiredOrders   prometheus.Counter
+	OwedGivebacks   prometheus.Counter
+	DoneGivebacks   prometheus.Counter
+	SweepDuration   prometheus.Histogram
+	SweepBatches    prometheus.Counter
+	SweepErrors     prometheus.Counter
 }
 
 // New registers the metrics in a fresh registry.
 func New() *Metrics {
 	m := &Metrics{
 		Registry: prometheus.NewRegistry(),
-		Requests: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "seckill_http_requests_total", Help: "HTTP requests by route, method and status.",
-		}, []string{"route", "method", "status"}),
+		Requests: counterVec("seckill_http_requests_total",
+			"HTTP requests by route, method and status.", "route", "method", "status"),
 		Latency: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name: "seckill_http_request_duration_seconds", Help: "HTTP request latency by route.",
 			Buckets: []float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5},
 		}, []string{"route"}),
-		Outcomes: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "seckill_seckill_outcomes_total", Help: "Seckill requests by outcome code (OK on success).",
-		}, []string{"code"}),
-		LockRefused: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "seckill_lock_not_obtained_total", Help: "Per-user lock attempts refused because the lock was held.",
-		}),
-		UniqueKey: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "seckill_unique_key_rejections_total", Help: "Duplicate orders that only the database unique key stopped (the lock failed).",
-		}),
-		StaleFence: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "seckill_stale_fence_rejections_total", Help: "Order writes refused for a stale fencing token.",
-		}),
-		AsyncWritten: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "seckill_async_orders_written_total", Help: "Orders the stream consumers wrote to the database.",
-		}),
-		AsyncDeadLetters: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "seckill_async_dead_letters_total", Help: "Orders given up and moved to stream.orders.dlq, by reason.",
-		}, []string{"reason"}),
+		Outcomes: counterVec("seckill_seckill_outcomes_total",
+			"Seckill requests by outcome code (OK on success).", "code"),
+		LockRefused: counter("seckill_lock_not_obtained_total",
+			"Per-user lock attempts refused because the lock was held."),
+		UniqueKeyRejections: counter("seckill_unique_key_rejections_total",
+			"Duplicate orders that only the database unique key stopped (the lock failed)."),
+		StaleFenceRejections: counter("seckill_stale_fence_rejections_total",
+			"Order writes refused for a stale fencing token."),
+		AsyncWritten: counter("seckill_async_orders_written_total",
+			"Orders the stream consumers wrote to the database."),
+		AsyncDeadLetters: counterVec("seckill_async_dead_letters_total",
+			"Orders given up and moved to stream.orders.dlq, by reason.", "reason"),
 		AsyncBatch: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name: "seckill_async_batch_size", Help: "Stream entries handled per consumer batch.",
 			Buckets: []float64{1, 2, 5, 10, 20, 50, 100, 200, 500},
 		}),
-		AsyncClaimed: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "seckill_async_claimed_total", Help: "Pending entries claimed from idle (presumed dead) consumers.",
-		}),
+		AsyncClaimed: counter("seckill_async_claimed_total",
+			"Pending entries claimed from idle (presumed dead) consumers."),
 		AdmissionPipeline: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name:    "seckill_admission_pipeline_size",
 			Help:    "Async admissions per round trip to Redis: 1 sent alone at once, up to 64 in one pipeline (sum ÷ count: the mean pipelining depth).",
 			Buckets: []float64{1, 2, 4, 8, 16, 32, 64},
 		}),
-		RedisRoundTrips: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "seckill_redis_round_trips_total", Help: "Round trips to Redis by node: a command sent alone or one pipeline.",
-		}, []string{"node"}),
-		RedisCommands: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "seckill_redis_commands_total", Help: "Commands sent to Redis by node (÷ round trips: the mean pipelining depth per node).",
-		}, []string{"node"}),
+		RedisRoundTrips: counterVec("seckill_redis_round_trips_total",
+			"Round trips to Redis by node: a command sent alone or one pipeline.", "node"),
+		RedisCommands: counterVec("seckill_redis_commands_total",
+			"Commands sent to Redis by node (÷ round trips: the mean pipelining depth per node).", "node"),
 		SyncGroup: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name:    "seckill_sync_group_size",
 			Help:    "Sync orders per commit: 1 alone, up to 64 buyers of one voucher in one transaction (sum ÷ count: the mean group size).",
 			Buckets: []float64{1, 2, 4, 8, 16, 32, 64},
 		}),
-		PurchaseLimits: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "seckill_purchase_limit_total",
-			Help: "Purchase limit decisions by limit (addr, user, voucher) and result: refused (429), or unchecked (Redis failed, let through).",
-		}, []string{"limit", "result"}),
-		LifePaid: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "seckill_orders_paid_total", Help: "Orders their buyers paid (a repeated payment counts once).",
-		}),
-		LifeCancelled: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "seckill_orders_cancelled_total", Help: "Unpaid orders their buyers cancelled (a repeated cancel counts once).",
-		}),
-		LifeExpired: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "seckill_orders_expired_total", Help: "Unpaid orders cancelled by the pay timeout (SECKILL_PAY_TIMEOUT), their units back on sale.",
-		}),
-		LifeOwed: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "seckill_givebacks_owed_total", Help: "Async mode: cancelled or expired orders whose unit Redis must take back.",
-		}),
-		LifeReturned: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "seckill_givebacks_done_total", Help: "Async mode: units Redis took back into their bucket (once per order, whichever instance gave it back).",
-		}),
+		PurchaseLimits: counterVec("seckill_purchase_limit_total",
+			"Purchase limit decisions by limit (addr, user, voucher) and result: refused (429), or unchecked (Redis failed, let through).", "limit", "result"),
+		PaidOrders: counter("seckill_orders_paid_total",
+			"Orders their buyers paid (a repeated payment counts once)."),
+		CancelledOrders: counter("seckill_orders_cancelled_total",
+			"Unpaid orders their buyers cancelled (a repeated cancel counts once)."),
+		ExpiredOrders: counter("seckill_orders_expired_total",
+			"Unpaid orders cancelled by the pay timeout (SECKILL_PAY_TIMEOUT), their units back on sale."),
+		OwedGivebacks: counter("seckill_givebacks_owed_total",
+			"Async mode: cancelled or expired orders whose unit Redis must take back."),
+		DoneGivebacks: counter("seckill_givebacks_done_total",
+			"Async mode: units Redis took back into their bucket (once per order, whichever instance gave it back)."),
 		SweepDuration: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name: "seckill_expiry_sweep_duration_seconds", Help: "Duration of one expiry sweep round (expiries and give-backs).",
 			Buckets: []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10},
 		}),
-		SweepBatches: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "seckill_expiry_sweep_batches_total", Help: "Expiry transactions the sweeper ran (up to 100 orders each).",
-		}),
-		SweepErrors: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "seckill_expiry_sweep_errors_total", Help: "Expiry sweep rounds that ended with an error (retried next round).",
-		}),
+		SweepBatches: counter("seckill_expiry_sweep_batches_total",
+			"Expiry transactions the sweeper ran (up to 100 orders each)."),
+		SweepErrors: counter("seckill_expiry_sweep_errors_total",
+			"Expiry sweep rounds that ended with an error (retried next round)."),
 	}
-	m.Registry.MustRegister(m.LifePaid, m.LifeCancelled, m.LifeExpired, m.LifeOwed, m.LifeReturned,
-		m.SweepDuration, m.SweepBatches, m.SweepErrors, m.PurchaseLimits, m.Requests, m.Latency, m.Outcomes, m.LockRefused, m.UniqueKey, m.StaleFence,
+	m.Registry.MustRegister(m.PaidOrders, m.CancelledOrders, m.ExpiredOrders, m.OwedGivebacks, m.DoneGivebacks,
+		m.SweepDuration, m.SweepBatches, m.SweepErrors, m.PurchaseLimits, m.Requests, m.Latency, m.Outcomes, m.LockRefused, m.UniqueKeyRejections, m.StaleFenceRejections,
 		m.AsyncWritten, m.AsyncDeadLetters, m.AsyncBatch, m.AsyncClaimed, m.AdmissionPipeline, m.SyncGroup,
 		m.RedisRoundTrips, m.RedisCommands,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
@@ -164,10 +145,10 @@ func (m *Metrics) PurchaseLimitFailed(limit string) {
 func (m *Metrics) LockNotObtained() { m.LockRefused.Inc() }
 
 // UniqueKeyRejected counts a duplicate stopped by the unique key.
-func (m *Metrics) UniqueKeyRejected() { m.UniqueKey.Inc() }
+func (m *Metrics) UniqueKeyRejected() { m.UniqueKeyRejections.Inc() }
 
 // StaleFenceRejected counts a write refused for a stale fencing token.
-func (m *Metrics) StaleFenceRejected() { m.StaleFence.Inc() }
+func (m *Metrics) StaleFenceRejected() { m.StaleFenceRejections.Inc() }
 
 // SyncGroupCommitted observes the size of one sync commit group
 // (service.GroupObserver).
@@ -186,19 +167,19 @@ func (m *Metrics) DeadLettered(reason string) { m.AsyncDeadLetters.WithLabelValu
 func (m *Metrics) Claimed(n int) { m.AsyncClaimed.Add(float64(n)) }
 
 // OrderPaid counts an order its buyer paid (service.LifecycleObserver).
-func (m *Metrics) OrderPaid() { m.LifePaid.Inc() }
+func (m *Metrics) OrderPaid() { m.PaidOrders.Inc() }
 
 // OrderCancelled counts an order its buyer cancelled.
-func (m *Metrics) OrderCancelled() { m.LifeCancelled.Inc() }
+func (m *Metrics) OrderCancelled() { m.CancelledOrders.Inc() }
 
 // OrdersExpired counts orders the pay timeout cancelled.
-func (m *Metrics) OrdersExpired(n int) { m.LifeExpired.Add(float64(n)) }
+func (m *Metrics) OrdersExpired(n int) { m.ExpiredOrders.Add(float64(n)) }
 
 // GivebacksOwed counts Redis give-backs left owed.
-func (m *Metrics) GivebacksOwed(n int) { m.LifeOwed.Add(float64(n)) }
+func (m *Metrics) GivebacksOwed(n int) { m.OwedGivebacks.Add(float64(n)) }
 
 // GivebacksDone counts units Redis took back.
-func (m *Metrics) GivebacksDone(n int) { m.LifeReturned.Add(float64(n)) }
+func (m *Metrics) GivebacksDone(n int) { m.DoneGivebacks.Add(float64(n)) }
 
 // SweepDone observes one sweep round and counts its batches.
 func (m *Metrics) SweepDone(d time.Duration, batches int) {
@@ -228,4 +209,14 @@ func (m *Metrics) RedisRoundTrip(node string, cmds int) {
 	}
 	m.RedisRoundTrips.WithLabelValues(node).Inc()
 	m.RedisCommands.WithLabelValues(node).Add(float64(cmds))
+}
+
+// counter returns a counter named name.
+func counter(name, help string) prometheus.Counter {
+	return prometheus.NewCounter(prometheus.CounterOpts{Name: name, Help: help})
+}
+
+// counterVec returns a counter named name with labels.
+func counterVec(name, help string, labels ...string) *prometheus.CounterVec {
+	return prometheus.NewCounterVec(prometheus.CounterOpts{Name: name, Help: help}, labels)
 }

@@ -6,7 +6,7 @@ import (
 )
 
 // TestAdmissionRoundTrip: the admission pipelines' histogram gives the
-// mean depth as sum ÷ count, with 1 for an admission sent alone; a nil
+// mean depth as sum ÷ count, with 1 for an admission sent alone. A nil
 // *Metrics observes nothing.
 func TestAdmissionRoundTrip(t *testing.T) {
 	m := New()

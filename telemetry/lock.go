@@ -15,11 +15,11 @@ import (
 // (SECKILL_LOCK_MODE) and the key as attributes. A lock.BatchLocker stays
 // one, its batch calls traced as one span each.
 func (t *Tracing) Locker(l lock.Locker) lock.Locker {
-	tl := &tracedLocker{inner: l, t: t, mode: attribute.String("seckill.lock.mode", l.Name())}
+	traced := &tracedLocker{inner: l, t: t, mode: attribute.String("seckill.lock.mode", l.Name())}
 	if b, ok := l.(lock.BatchLocker); ok {
-		return &tracedBatchLocker{tracedLocker: tl, batch: b}
+		return &tracedBatchLocker{tracedLocker: traced, batch: b}
 	}
-	return tl
+	return traced
 }
 
 type tracedLocker struct {
@@ -103,8 +103,8 @@ func (l *tracedBatchLocker) ReleaseAll(ctx context.Context, locks []lock.Lock) [
 	defer span.End()
 	inner := make([]lock.Lock, len(locks))
 	for i, lk := range locks {
-		if tl, ok := lk.(*tracedLock); ok {
-			inner[i] = tl.Lock
+		if traced, ok := lk.(*tracedLock); ok {
+			inner[i] = traced.Lock
 		} else {
 			inner[i] = lk
 		}

@@ -1,5 +1,5 @@
 // Package telemetry turns OpenTelemetry tracing on from the standard
-// OTEL_* variables and instruments the service with the maintained
+// OTEL_* variables. It instruments the service with the maintained
 // instrumentation of its libraries: gin (otelgin, in package handler),
 // go-redis (redisotel) and gorm (gorm.io/plugin/opentelemetry). It adds
 // what no library does: spans around the lock's obtain and release, and
@@ -34,12 +34,12 @@ const ServiceName = "seckill"
 // scope is the instrumentation scope of the spans this package makes.
 const scope = "seckill/telemetry"
 
-// Start returns a tracer provider exporting with the exporter the OTEL_*
-// variables name (OTLP by default; see autoexport) in batches, sampling as
-// OTEL_TRACES_SAMPLER says (parent-based, always on by default). Shut it
-// down to flush the last spans.
+// Start returns a tracer provider that exports spans in batches. The
+// exporter is the one the OTEL_* variables name (OTLP by default; see
+// autoexport). It samples as OTEL_TRACES_SAMPLER says, parent-based and
+// always on by default. Shut it down to flush the last spans.
 func Start(ctx context.Context) (*sdktrace.TracerProvider, error) {
-	exp, err := autoexport.NewSpanExporter(ctx)
+	exporter, err := autoexport.NewSpanExporter(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("OTEL_TRACES_EXPORTER: %w", err)
 	}
@@ -55,41 +55,41 @@ func Start(ctx context.Context) (*sdktrace.TracerProvider, error) {
 			res = merged
 		}
 	}
-	return sdktrace.NewTracerProvider(sdktrace.WithBatcher(exp), sdktrace.WithResource(res)), nil
+	return sdktrace.NewTracerProvider(sdktrace.WithBatcher(exporter), sdktrace.WithResource(res)), nil
 }
 
 // Tracing instruments the service on one tracer provider.
 type Tracing struct {
-	tp     trace.TracerProvider
-	tracer trace.Tracer
-	prop   propagation.TextMapPropagator
+	provider   trace.TracerProvider
+	tracer     trace.Tracer
+	propagator propagation.TextMapPropagator
 }
 
 // New returns the instrumentation on tp.
-func New(tp trace.TracerProvider) *Tracing {
-	return &Tracing{tp: tp, tracer: tp.Tracer(scope), prop: propagation.TraceContext{}}
+func New(provider trace.TracerProvider) *Tracing {
+	return &Tracing{provider: provider, tracer: provider.Tracer(scope), propagator: propagation.TraceContext{}}
 }
 
-// Provider is the tracer provider; nil for a nil Tracing (tracing off).
+// Provider is the tracer provider. Nil for a nil Tracing (tracing off).
 func (t *Tracing) Provider() trace.TracerProvider {
 	if t == nil {
 		return nil
 	}
-	return t.tp
+	return t.provider
 }
 
 // Propagator is the W3C trace-context propagator every span crosses
 // processes with.
-func (t *Tracing) Propagator() propagation.TextMapPropagator { return t.prop }
+func (t *Tracing) Propagator() propagation.TextMapPropagator { return t.propagator }
 
 // Redis adds a span to every command, pipeline and script of rdb.
-func (t *Tracing) Redis(rdb redis.UniversalClient) error {
-	return redisotel.InstrumentTracing(rdb, redisotel.WithTracerProvider(t.tp))
+func (t *Tracing) Redis(client redis.UniversalClient) error {
+	return redisotel.InstrumentTracing(client, redisotel.WithTracerProvider(t.provider))
 }
 
 // DB adds a span to every SQL statement of db, its values left out.
 func (t *Tracing) DB(db *gorm.DB) error {
-	return db.Use(gormtracing.NewPlugin(gormtracing.WithTracerProvider(t.tp), gormtracing.WithoutMetrics(),
+	return db.Use(gormtracing.NewPlugin(gormtracing.WithTracerProvider(t.provider), gormtracing.WithoutMetrics(),
 		gormtracing.WithoutQueryVariables()))
 }
 
@@ -100,20 +100,20 @@ func (t *Tracing) TraceParent(ctx context.Context) string {
 		return ""
 	}
 	c := propagation.MapCarrier{}
-	t.prop.Inject(ctx, c)
+	t.propagator.Inject(ctx, c)
 	return c["traceparent"]
 }
 
-// StartBatch starts the span of one consumer batch, linked to the spans
-// of the requests that admitted its orders (their traceparents; empty ones
-// are skipped), and returns its context and its end.
+// StartBatch starts the span of one consumer batch and returns its context
+// and its end. The span links to the spans of the requests that admitted its
+// orders, read from their traceparents. Empty traceparents are skipped.
 func (t *Tracing) StartBatch(ctx context.Context, size int, parents []string) (context.Context, func()) {
 	links := make([]trace.Link, 0, len(parents))
 	for _, p := range parents {
 		if p == "" {
 			continue
 		}
-		sc := trace.SpanContextFromContext(t.prop.Extract(context.Background(), propagation.MapCarrier{"traceparent": p}))
+		sc := trace.SpanContextFromContext(t.propagator.Extract(context.Background(), propagation.MapCarrier{"traceparent": p}))
 		if sc.IsValid() {
 			links = append(links, trace.Link{SpanContext: sc})
 		}

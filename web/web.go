@@ -1,5 +1,5 @@
 // Package web is the web app served by the binary at / (handler): plain
-// HTML, CSS and JavaScript modules, embedded at build time; no Node build.
+// HTML, CSS and JavaScript modules, embedded at build time. No Node build.
 //
 //	static/index.html           the one page (hash routes: #/ buyer, #/admin, #/admin/live/<voucherId>)
 //	static/assets/app.js        entry: routing between the views

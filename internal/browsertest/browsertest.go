@@ -1,9 +1,9 @@
-// Package browsertest drives a headless Chromium from Go tests (chromedp):
-// it finds the browser, starts it with bounded timeouts (as root with
-// --no-sandbox), runs steps each under its own deadline and, when a test
-// fails, saves a screenshot, the page's HTML and its console next to the
-// test's output (testdata/browser-failures/<Test>/ in the package
-// directory, or $SECKILL_BROWSER_ARTIFACTS), logging their paths.
+// Package browsertest drives a headless Chromium from Go tests (chromedp).
+// It finds the browser and starts it with bounded timeouts (as root with
+// --no-sandbox). It runs steps, each under its own deadline. When a test
+// fails, it saves a screenshot, the page's HTML and its console, and logs
+// their paths. They go to testdata/browser-failures/<Test>/ in the package
+// directory, or to $SECKILL_BROWSER_ARTIFACTS.
 //
 // Without a Chromium the test is skipped, unless CI=true: there a missing
 // browser is a failure (.ci/services.sh installs Debian's chromium).
@@ -42,10 +42,10 @@ type Options struct {
 	// (default 15s).
 	StepTimeout time.Duration
 	// Lifetime bounds everything the browser does for the test (default
-	// 3m); the browser is killed when it ends.
+	// 3m). The browser is killed when it ends.
 	Lifetime time.Duration
 	// Width and Height are the window's and the viewport's size (default
-	// 1280x900); any width works, a phone's 390 too.
+	// 1280x900). Any width works, a phone's 390 too.
 	Width, Height int
 }
 
@@ -250,7 +250,7 @@ func (b *Browser) Console() []string {
 	return append([]string(nil), b.console...)
 }
 
-// Do runs actions as one step named name, bounded by the step timeout; on
+// Do runs actions as one step named name, bounded by the step timeout. On
 // an error it saves the page's artifacts and fails the test.
 func (b *Browser) Do(name string, actions ...chromedp.Action[chromedp.Void]) {
 	b.t.Helper()
@@ -328,7 +328,7 @@ func (b *Browser) WaitURL(pattern string) string {
 
 // WaitFor polls cond every 50ms until it reports true, within the step
 // timeout. Errors of single polls (a page navigating away, say) are
-// retried; the last one is reported if the step times out.
+// retried. The last one is reported if the step times out.
 func (b *Browser) WaitFor(name string, cond func(ctx context.Context) (bool, error)) {
 	b.t.Helper()
 	deadline := time.Now().Add(b.opts.StepTimeout)
@@ -383,10 +383,9 @@ func (b *Browser) Screenshot(name string) string {
 	return b.write(name+".png", png)
 }
 
-// SaveArtifacts saves a screenshot, the page's HTML and URL, the console
-// and the browser's own output under the artifact directory, prefixed with
-// a counter and label, and logs where. Failed steps and failed tests call
-// it; a test may call it to keep a picture of a step.
+// SaveArtifacts saves a screenshot, the page's HTML and URL, the console and
+// the browser's own output, and logs where. The files go under the artifact
+// directory, prefixed with a counter and label.
 func (b *Browser) SaveArtifacts(label string) {
 	b.t.Helper()
 	b.mu.Lock()

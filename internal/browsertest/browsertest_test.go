@@ -98,8 +98,8 @@ func TestFailedStepSavesArtifacts(t *testing.T) {
 	dir := t.TempDir()
 	t.Setenv("SECKILL_BROWSER_ARTIFACTS", dir)
 	srv := server(t)
-	ft := &fatalTB{TB: t}
-	b := New(ft, Options{StepTimeout: 500 * time.Millisecond})
+	failing := &fatalTB{TB: t}
+	b := New(failing, Options{StepTimeout: 500 * time.Millisecond})
 	b.Navigate(srv.URL + "/")
 	start := time.Now()
 	func() {
@@ -115,8 +115,8 @@ func TestFailedStepSavesArtifacts(t *testing.T) {
 	if took := time.Since(start); took > 5*time.Second {
 		t.Errorf("failed step took %v, want about the step timeout", took)
 	}
-	if !strings.Contains(ft.fatal, "text of #out to contain") || !strings.Contains(ft.fatal, "never shown") {
-		t.Errorf("failure: got %q, want it to name the step", ft.fatal)
+	if !strings.Contains(failing.fatal, "text of #out to contain") || !strings.Contains(failing.fatal, "never shown") {
+		t.Errorf("failure: got %q, want it to name the step", failing.fatal)
 	}
 	files, err := filepath.Glob(filepath.Join(dir, "*", "*"))
 	if err != nil {

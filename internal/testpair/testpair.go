@@ -1,7 +1,7 @@
 // Package testpair serializes the tests that use the Sentinel-managed
-// primary/replica pair of .ci/services.sh across test processes: `go test
-// ./...` runs packages in parallel, and a test that forces a failover must
-// not run while another stalls the replica or expects the roles to hold.
+// primary/replica pair of .ci/services.sh across test processes. `go test
+// ./...` runs packages in parallel. A test that forces a failover must not
+// run while another stalls the replica or expects the roles to hold.
 package testpair
 
 import (
@@ -11,9 +11,9 @@ import (
 	"testing"
 )
 
-// Lock holds an exclusive lock on the pair until the test ends (an flock on
-// a file in the temporary directory, released by the kernel if the test
-// process dies).
+// Lock holds an exclusive lock on the pair until the test ends. It is an
+// flock on a file in the temporary directory. The kernel releases it if the
+// test process dies.
 func Lock(tb testing.TB) {
 	tb.Helper()
 	f, err := os.OpenFile(filepath.Join(os.TempDir(), "seckill-sentinel-pair.lock"), os.O_CREATE|os.O_RDWR, 0o644)

@@ -57,10 +57,10 @@ func readTokens(path string) ([]user, error) {
 type client struct{ http *http.Client }
 
 func newClient(conns int, timeout time.Duration) *client {
-	tr := http.DefaultTransport.(*http.Transport).Clone()
-	tr.MaxIdleConns = conns + 16
-	tr.MaxIdleConnsPerHost = conns + 16
-	return &client{http: &http.Client{Transport: tr, Timeout: timeout}}
+	transport := http.DefaultTransport.(*http.Transport).Clone()
+	transport.MaxIdleConns = conns + 16
+	transport.MaxIdleConnsPerHost = conns + 16
+	return &client{http: &http.Client{Transport: transport, Timeout: timeout}}
 }
 
 // envelope is the Heima response body.
@@ -72,11 +72,11 @@ type envelope struct {
 }
 
 func (c *client) do(ctx context.Context, method, url, token string, body []byte) (int, *envelope, []byte, error) {
-	var rd io.Reader
+	var reader io.Reader
 	if body != nil {
-		rd = bytes.NewReader(body)
+		reader = bytes.NewReader(body)
 	}
-	req, err := http.NewRequestWithContext(ctx, method, url, rd)
+	req, err := http.NewRequestWithContext(ctx, method, url, reader)
 	if err != nil {
 		return 0, nil, nil, fmt.Errorf("%s %s: %w", method, url, err)
 	}
@@ -208,12 +208,13 @@ func (c *client) audit(ctx context.Context, base, adminToken, voucherID string) 
 	return &a, nil
 }
 
-// violations lists the invariants of docs/contract.md the audit shows broken
-// (the shared checker, model.Counts; the buyers set is not in the audit, so
-// invariant 5 is judged on the Redis stock only) and the audit's own verdict.
+// violations lists the invariants of docs/contract.md that the audit shows
+// broken, by the shared checker model.Counts, and the audit's own verdict.
+// The buyers set is not in the audit, so invariant 5 is judged on the Redis
+// stock only.
 func (a audit) violations() []string {
-	ma := model.Audit(a)
-	c := ma.Counts()
+	modelAudit := model.Audit(a)
+	c := modelAudit.Counts()
 	if a.RedisStock != nil && a.Pending != nil {
 		c.Async = &model.AsyncCounts{RedisStock: *a.RedisStock, Pending: *a.Pending}
 		if a.GivebacksDue != nil {
@@ -221,9 +222,9 @@ func (a audit) violations() []string {
 			c.Async.Returned = &returned
 		}
 	}
-	vs := c.Violations()
+	broken := c.Violations()
 	var v []string
-	for _, x := range vs {
+	for _, x := range broken {
 		if x.Invariant == 5 {
 			continue // reported after the flags, as before
 		}
@@ -235,7 +236,7 @@ func (a audit) violations() []string {
 	if !a.Consistent {
 		v = append(v, "consistent flag false")
 	}
-	for _, x := range vs {
+	for _, x := range broken {
 		if x.Invariant == 5 {
 			v = append(v, fmt.Sprintf("%d: %s", x.Invariant, x.Msg))
 		}

@@ -84,10 +84,10 @@ func (l *life) lines() string {
 
 // settle polls the audit until no order is unpaid or pending and no
 // give-back is due (every walked-away order expired), for at most wait.
-func settle(ctx context.Context, cl *client, base, admin, vid string, wait time.Duration) (*audit, error) {
+func settle(ctx context.Context, cl *client, base, admin, voucherID string, wait time.Duration) (*audit, error) {
 	deadline := time.Now().Add(wait)
 	for {
-		a, err := cl.audit(ctx, base, admin, vid)
+		a, err := cl.audit(ctx, base, admin, voucherID)
 		if err == nil && a.Unpaid == 0 && (a.Pending == nil || *a.Pending == 0) && (a.GivebacksDue == nil || *a.GivebacksDue == 0) {
 			return a, nil
 		}

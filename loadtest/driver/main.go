@@ -1,15 +1,15 @@
-// Command driver is the load-test driver that needs nothing but Go: the
-// scenario of loadtest/k6/seckill.js (publish a voucher, buy it with many
-// users' tokens, duplicates per user, across several instances, then read the
-// audit) for machines where k6 is not built yet. The harness (cmd/harness) uses it with
-// DRIVER=go, and CI uses it when k6 is not installed, because building k6
-// takes minutes on a cold two-core machine.
+// Command driver is a load-test driver that needs nothing but Go. It runs
+// the scenario of loadtest/k6/seckill.js: publish a voucher, buy it with
+// many users' tokens and duplicates per user, across several instances,
+// then read the audit. The harness uses it with DRIVER=go. CI uses it when
+// k6 is not installed, since building k6 takes minutes on a cold two-core
+// machine.
 //
-// It leaves the files the harness reads: -voucher-file (the voucher id),
-// -orders-file (the order id of every 200, one per line) and -summary-file
-// (KEY=VALUE lines: purchases, seconds, rps, p50_ms, p95_ms, p99_ms,
-// driver_violations, code_<CODE>). It exits 1 when the audit shows a broken
-// invariant and 2 when it cannot run.
+// It leaves the files the harness reads. -voucher-file holds the voucher
+// id. -orders-file holds the order id of every 200, one per line.
+// -summary-file holds KEY=VALUE lines: purchases, seconds, rps, p50_ms,
+// p95_ms, p99_ms, driver_violations, code_<CODE>. It exits 1 when the audit
+// shows a broken invariant, and 2 when it cannot run.
 package main
 
 import (
@@ -200,7 +200,7 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 	return nil
 }
 
-// writeFile writes s to path; an empty path writes nothing.
+// writeFile writes s to path. An empty path writes nothing.
 func writeFile(path, s string) error {
 	if path == "" {
 		return nil

@@ -1,61 +1,9 @@
 // seckill.js: the flash-sale experiment for k6 (v1.x).
 //
 // Many users buy one seckill voucher at once, each several times, across one
-// or more instances; afterwards the audit endpoint must show that nothing was
-// oversold and nobody bought twice.
-//
-//   setup()    creates a shop (or uses SHOP_ID) and publishes a fresh
-//              voucher of it through the admin API (or uses VOUCHER_ID)
-//              and returns its id;
-//   default    one purchase per iteration by a random user against a random
-//              base URL (SCENARIO=random);
-//   burst      one user per iteration firing DUPS purchases, spaced SPACING_MS
-//              apart and spread round-robin over the base URLs
-//              (SCENARIO=burst): the schedule that shows broken locks;
-//   life       after a purchase answered 200, the buyer pays (PAY_SHARE),
-//              cancels (CANCEL_SHARE) or walks away (the rest), on the
-//              instance that sold; ORDER_PENDING (async) is retried for 30 s;
-//   teardown() with SETTLE_S, first waits until no order is unpaid or
-//              pending and no give-back is due (every walked-away order
-//              expired); then reads GET /admin/vouchers/:id/audit and
-//              records its verdict (oversold, not consistent) and the
-//              restated invariants (stock + unpaid + paid = initial; Redis
-//              stock + unpaid + paid + pending = initial; no paid order
-//              cancelled) in the `invariant_violations` counter, whose
-//              threshold (count==0) fails the run.
-//
-// Outcomes are counted by response code (`code_OK`, `code_SOLD_OUT`,
-// `code_DUPLICATE_ORDER`, ...). 409 refusals are expected responses; anything
-// but 200 and 409 counts as failed (`http_req_failed`). With LOG_ORDERS=1 (the
-// default) each 200 logs one line `ORDER <orderId> <userId> <baseUrl>`, so that
-// a runner can check every announced order against the database
-// (k6 run --console-output=FILE).
-//
-// Environment (all optional but the token files):
-//   BASE_URLS          comma list of instance URLs          http://127.0.0.1:8080
-//   TOKENS_FILE        `seckill tokens` output (userId,token) tokens.csv
-//   ADMIN_TOKENS_FILE  `seckill tokens --admin` output       (or ADMIN_TOKEN)
-//   ADMIN_TOKEN        an admin token
-//   VOUCHER_ID         buy this existing voucher instead of publishing one
-//   SHOP_ID            publish the voucher for this existing shop   a new shop
-//   USERS              how many users of TOKENS_FILE take part   all
-//   STOCK              stock of the published voucher            100
-//   DUPS               purchases per user                        3
-//   SCENARIO           random | burst                            random
-//   ITERATIONS         random: total purchases                   USERS*DUPS
-//   DURATION           random: run for this long instead (e.g. 30s)
-//   RATE               random: arrivals per second (with DURATION)
-//   VUS                concurrent virtual users                  50
-//   SPACING_MS         burst: gap between one user's purchases   0
-//   MAX_DURATION       hard stop of the scenario                 5m
-//   REQUEST_TIMEOUT    client timeout of one purchase            30s
-//   SUMMARY_FILE       also write the summary as KEY=VALUE lines (for scripts)
-//   LOG_ORDERS         1 to log every 200 (ORDER lines)          1
-//   FAIL_ON_DUPREJ     1: unique-key rejections in the audit count as violations  0
-//   PAY_SHARE          share of buyers who pay after a purchase (0 to 1)  0
-//   CANCEL_SHARE       share of buyers who cancel; the rest walk away     0
-//   SETTLE_S           seconds to wait for unpaid orders to expire        0
-//                      (run the server with a short SECKILL_PAY_TIMEOUT)
+// or more instances. Afterwards the audit must show that nothing was
+// oversold and nobody bought twice. loadtest/README.md describes the phases
+// (setup, default, burst, life, teardown), the counters and the environment.
 
 import http from 'k6/http';
 import exec from 'k6/execution';

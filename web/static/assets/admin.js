@@ -1,7 +1,7 @@
-// The admin's page: the admin token (admins never log in by code: their
-// tokens come from `seckill tokens --admin`), checked when pasted; a shop;
-// publishing a voucher (prices in yuan), editing one before its sale,
-// closing one; and a shop's vouchers with their live dashboards.
+// The admin's page. Admins never log in by code: their tokens come from
+// `seckill tokens --admin`, checked when pasted. The page picks a shop,
+// publishes a voucher (prices in yuan), edits one before its sale and closes
+// one. It lists a shop's vouchers with their live dashboards.
 import { api, ApiError, explain, claims, tokens } from './api.js';
 import { h, setText, field, money, localTime, message, yuan, fen, scroll } from './dom.js';
 

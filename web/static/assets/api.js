@@ -1,6 +1,6 @@
 // The API client. Every answer is the envelope {success, data, total} or
-// {success: false, code, errorMsg}; refusals are read from the envelope,
-// not from the HTTP status, so the page works with SECKILL_API_STYLE=rest
+// {success: false, code, errorMsg}. Refusals are read from the envelope,
+// not from the HTTP status. So the page works with SECKILL_API_STYLE=rest
 // (refusals carry their status) and =heima (refusals are 200).
 
 // ApiError is a refusal or a failure: status (0 when the server could not be
@@ -46,10 +46,11 @@ export function explain(e) {
   return typeof w === 'function' ? w(e) : w || e.message;
 }
 
-// The server's clock, from the Date header of its answers: the server's time
-// lies in [date, date + 1 s) at some moment between sending and receiving,
-// which bounds the offset; countdowns use the middle of the bounds, so a
-// browser whose clock is wrong still counts down to the server's window.
+// The server's clock, from the Date header of its answers. The server's
+// time lies in [date, date + 1 s) at some moment between sending and
+// receiving, which bounds the offset. Countdowns use the middle of the
+// bounds. So a browser whose clock is wrong still counts down to the
+// server's window.
 let offsetLo = -Infinity;
 let offsetHi = Infinity;
 

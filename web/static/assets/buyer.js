@@ -1,9 +1,10 @@
-// The buyer's page: log in by code, pick a shop, its vouchers with a
-// countdown to their window, live stock and a buy button that knows what
-// the buyer already owns, and the buyer's orders (an async-mode order shows
-// pending until a consumer writes it, then created). An unpaid order shows
-// the time left to pay, with Pay and Cancel; a cancelled or expired order
-// puts its unit back on sale, which the card's stock shows.
+// The buyer's page. The buyer logs in by code and picks a shop. Its
+// vouchers show a countdown to their window, live stock and a buy button
+// that knows what the buyer already owns. The buyer's orders follow. An
+// async-mode order shows pending until a consumer writes it, then created.
+// An unpaid order shows the time left to pay, with Pay and Cancel. A
+// cancelled or expired order puts its unit back on sale, as the card's
+// stock shows.
 import { api, ApiError, explain, serverNow, tokens } from './api.js';
 import { h, setText, field, money, duration, localTime, message, shortId, scroll } from './dom.js';
 

@@ -1,6 +1,6 @@
-// The live sale dashboard of one voucher: the server pushes a snapshot a
-// second (GET /admin/vouchers/:id/live, Server-Sent Events read with fetch so
-// that the admin token travels in the authorization header, never in a URL).
+// The live sale dashboard of one voucher. The server pushes a snapshot a
+// second (GET /admin/vouchers/:id/live). The page reads the Server-Sent
+// Events with fetch, so the admin token travels in a header, never in a URL.
 // Every number is the whole sale's, over every instance: the server sums
 // what each instance published to Redis and adds the voucher's audit.
 import { api, stream, ApiError, explain, serverNow, tokens } from './api.js';

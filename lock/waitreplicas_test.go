@@ -13,10 +13,10 @@ import (
 	"seckill/lock"
 )
 
-// sentinelPair holds the pair (testpair.Lock), asks the Sentinels of SECKILL_TEST_SENTINEL_ADDRS for the
-// current primary and its replica (skipping without the env, failing with
-// CI=true), waits until the replica is in sync, and closes both clients
-// when the test ends.
+// sentinelPair holds the pair (testpair.Lock) and asks the Sentinels of
+// SECKILL_TEST_SENTINEL_ADDRS for the primary and its replica. Without the
+// variable it skips, or fails with CI=true. It waits until the replica is in
+// sync and closes both clients when the test ends.
 func sentinelPair(tb testing.TB) (primary, replica *redis.Client) {
 	tb.Helper()
 	addrs := strings.Split(needEnv(tb, "SECKILL_TEST_SENTINEL_ADDRS"), ",")
@@ -29,16 +29,16 @@ func sentinelPair(tb testing.TB) (primary, replica *redis.Client) {
 	for _, a := range addrs {
 		sc := redis.NewSentinelClient(&redis.Options{Addr: strings.TrimSpace(a)})
 		m, err := sc.GetMasterAddrByName(ctx, name).Result()
-		var reps []map[string]string
+		var replicas []map[string]string
 		if err == nil {
-			reps, err = sc.Replicas(ctx, name).Result()
+			replicas, err = sc.Replicas(ctx, name).Result()
 		}
 		_ = sc.Close()
 		if err != nil {
 			lastErr = err
 			continue
 		}
-		for _, r := range reps {
+		for _, r := range replicas {
 			if strings.Contains(r["flags"], "down") || strings.Contains(r["flags"], "disconnected") {
 				continue
 			}
@@ -54,9 +54,9 @@ func sentinelPair(tb testing.TB) (primary, replica *redis.Client) {
 	return nil, nil
 }
 
-// waitInSync polls (bounded, 15s) until a marker written on primary is
-// acknowledged by at least one replica and replica's link is up: the pair
-// is healthy and the replica has everything written before the call.
+// waitInSync polls, for at most 15s, until a marker written on primary is
+// acknowledged by a replica and replica's link is up. Then the pair is
+// healthy, and the replica has everything written before the call.
 func waitInSync(tb testing.TB, primary, replica *redis.Client) {
 	tb.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
@@ -79,15 +79,12 @@ func waitInSync(tb testing.TB, primary, replica *redis.Client) {
 	}
 }
 
-// stallReplica holds back replica's replication for d: CLIENT PAUSE d WRITE
-// on the replica, so the replication stream it receives waits unapplied in
-// its input buffer and its acknowledged offset does not advance (WAIT
-// counts no ack); it then applies the stream and catches up by itself (no
-// role change, no Sentinel action as long as d stays well below
-// down-after-milliseconds). The pause lasts d whatever the machine's load
-// (a busy Lua loop calibrated beforehand did not: on a loaded machine the
-// calibration ran slow and the loop ended early). It returns a channel
-// closed when the pause is over.
+// stallReplica holds back replica's replication for d with CLIENT PAUSE d
+// WRITE. The stream it receives waits unapplied, and WAIT counts no ack.
+// Afterwards it applies the stream and catches up by itself. Sentinel does
+// nothing while d stays well below down-after-milliseconds. The pause lasts
+// d whatever the machine's load. It returns a channel closed when the pause
+// is over.
 func stallReplica(tb testing.TB, replica *redis.Client, d time.Duration) <-chan struct{} {
 	tb.Helper()
 	ctx := context.Background()
@@ -132,7 +129,7 @@ func TestWaitReplicasHealthy(t *testing.T) {
 		t.Run(mode, func(t *testing.T) {
 			lk := waitLocker(t, mode, primary, lock.WithWaitReplicas(1, time.Second))
 			key := testKey(t)
-			ctx := bg(t, 10*time.Second)
+			ctx := testContext(t, 10*time.Second)
 			l, err := lk.Obtain(ctx, key)
 			if err != nil {
 				t.Fatalf("Obtain: %v", err)
@@ -156,7 +153,7 @@ func TestWaitReplicasLagging(t *testing.T) {
 		t.Run(mode, func(t *testing.T) {
 			lk := waitLocker(t, mode, primary, lock.WithWaitReplicas(1, 50*time.Millisecond))
 			key := testKey(t)
-			ctx := bg(t, 10*time.Second)
+			ctx := testContext(t, 10*time.Second)
 			stalled := stallReplica(t, replica, 400*time.Millisecond)
 			l, err := lk.Obtain(ctx, key)
 			select {
@@ -187,7 +184,7 @@ func TestWaitReplicasMoreThanExist(t *testing.T) {
 		t.Run(mode, func(t *testing.T) {
 			lk := waitLocker(t, mode, primary, lock.WithWaitReplicas(2, 30*time.Millisecond))
 			key := testKey(t)
-			ctx := bg(t, 10*time.Second)
+			ctx := testContext(t, 10*time.Second)
 			for range 3 {
 				if l, err := lk.Obtain(ctx, key); !errors.Is(err, lock.ErrNotObtained) ||
 					!strings.Contains(err.Error(), "1 of 2 replicas") {
@@ -202,7 +199,7 @@ func TestWaitReplicasMoreThanExist(t *testing.T) {
 }
 
 // TestWaitReplicasWatchdogLost: a renewal the stalled replica does not
-// acknowledge stops the watchdog; the lease then runs out and Release
+// acknowledge stops the watchdog. The lease then runs out and Release
 // reports ErrNotHeld.
 func TestWaitReplicasWatchdogLost(t *testing.T) {
 	primary, replica := sentinelPair(t)
@@ -210,7 +207,7 @@ func TestWaitReplicasWatchdogLost(t *testing.T) {
 	r := newReentrant(t, primary, lock.WithTTL(ttl), lock.WithWatchdog(true),
 		lock.WithWaitReplicas(1, 50*time.Millisecond))
 	key := testKey(t)
-	ctx := bg(t, 10*time.Second)
+	ctx := testContext(t, 10*time.Second)
 	l := obtain(t, r, ctx, key)
 	waitRenewals(t, r, 1)
 	stalled := stallReplica(t, replica, 400*time.Millisecond)

@@ -9,13 +9,12 @@ import (
 )
 
 // runWaited runs script and then WAIT o.WaitReplicas o.WaitReplicasTimeout
-// in one pipeline. A go-redis pipeline (of a plain or Sentinel-managed
-// client) writes its commands on one pooled connection and reads the
-// replies in order, and WAIT counts the replicas that acknowledged that
-// connection's last write: the script's. It falls back to EVAL when the
-// server does not know the script (NOSCRIPT), as redis.Script.Run does.
-// cmd is the script's reply; acks is WAIT's answer, or waitErr when WAIT
-// got none (the script may still have run: the caller undoes its grant).
+// in one pipeline. A go-redis pipeline writes its commands on one pooled
+// connection and reads the replies in order. WAIT counts the replicas that
+// acknowledged that connection's last write, which is the script's. It falls
+// back to EVAL on NOSCRIPT, as redis.Script.Run does. cmd is the script's
+// reply. acks is WAIT's answer, or waitErr when WAIT got none. The script
+// may still have run then, and the caller undoes its grant.
 func runWaited(ctx context.Context, c redis.UniversalClient, o Options, script *redis.Script,
 	keys []string, args ...any) (cmd *redis.Cmd, acks int64, waitErr error) {
 	run := func(eval bool) (*redis.Cmd, *redis.Cmd) {

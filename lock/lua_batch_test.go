@@ -42,8 +42,19 @@ func (h *scriptCounter) count(cmd redis.Cmder) {
 	}
 }
 
-// batchKeys returns n keys no other test uses, deleted (with their fencing
-// counters) when the test ends.
+// heldByOther has another Lua locker hold key until the test ends.
+func heldByOther(t *testing.T, c redis.UniversalClient, key string) {
+	t.Helper()
+	held, err := must(t)(lock.NewLua(c)).Obtain(testContext(t, 10*time.Second), key)
+	if err != nil {
+		t.Fatalf("other holder's Obtain: %v", err)
+	}
+	t.Cleanup(func() { mustRelease(t, held) })
+}
+
+// batchKeys returns n keys no other test uses. They and their fencing
+// counters are deleted when the test ends, one key per call, so that the
+// cleanup also works on Redis Cluster.
 func batchKeys(t *testing.T, c redis.UniversalClient, n int) []string {
 	t.Helper()
 	keys := make([]string, n)
@@ -52,7 +63,9 @@ func batchKeys(t *testing.T, c redis.UniversalClient, n int) []string {
 	}
 	t.Cleanup(func() {
 		for _, k := range keys {
-			c.Del(context.Background(), k, lock.FenceKey(k))
+			c.Del(context.Background(), k)
+			c.Del(context.Background(), lock.FenceKey(k))
+			c.Del(context.Background(), lock.ClusterFenceKey(k))
 		}
 	})
 	return keys
@@ -68,24 +81,18 @@ func exists(t *testing.T, c redis.UniversalClient, keys ...string) int64 {
 	return n
 }
 
-// TestLuaObtainAll: one script call takes every free key of the batch,
-// each with its own owner and fencing token; a key another holder has in
-// the middle of the batch is refused alone and stays that holder's; one
-// script call gives the batch back.
+// TestLuaObtainAll: one script call takes every free key of the batch, each
+// with its own owner and fencing token. A key another holder has in the
+// middle of the batch is refused alone and stays that holder's. One script
+// call gives the batch back.
 func TestLuaObtainAll(t *testing.T) {
 	c := redisClient(t)
 	var calls scriptCounter
 	c.AddHook(&calls)
 	lk := must(t)(lock.NewLua(c))
-	other := must(t)(lock.NewLua(c))
-	ctx := bg(t, 10*time.Second)
+	ctx := testContext(t, 10*time.Second)
 	keys := batchKeys(t, c, 5)
-
-	held, err := other.Obtain(ctx, keys[2])
-	if err != nil {
-		t.Fatalf("other holder's Obtain: %v", err)
-	}
-	defer mustRelease(t, held)
+	heldByOther(t, c, keys[2])
 	// An earlier grant of keys[4], so its next token must be 2.
 	first, err := lk.Obtain(ctx, keys[4])
 	if err != nil {
@@ -149,13 +156,13 @@ func TestLuaObtainAll(t *testing.T) {
 	}
 }
 
-// TestLuaObtainAllRedisErrorMidBatch: the script fails at the third key
-// (its fencing counter is not an integer) after granting the first two:
-// every key reports the error, and no lock of the batch is left held.
+// TestLuaObtainAllRedisErrorMidBatch: the script fails at the third key,
+// whose fencing counter is not an integer, after granting the first two.
+// Every key reports the error, and no lock of the batch is left held.
 func TestLuaObtainAllRedisErrorMidBatch(t *testing.T) {
 	c := redisClient(t)
 	lk := must(t)(lock.NewLua(c))
-	ctx := bg(t, 10*time.Second)
+	ctx := testContext(t, 10*time.Second)
 	keys := batchKeys(t, c, 4)
 	if err := c.HSet(ctx, lock.FenceKey(keys[2]), "not", "a counter").Err(); err != nil {
 		t.Fatal(err)
@@ -186,13 +193,13 @@ func TestLuaObtainAllRedisErrorMidBatch(t *testing.T) {
 }
 
 // TestLuaObtainAllReplyLost: go-redis sends the batch again after its
-// reply was lost; the second run finds every key holding its own owner
+// reply was lost. The second run finds every key holding its own owner
 // token and answers the same grants: every fencing counter advanced once.
 func TestLuaObtainAllReplyLost(t *testing.T) {
 	c := redisClient(t)
 	p, pc := lossyClient(t, c.Options().Addr)
 	lk := must(t)(lock.NewLua(pc))
-	ctx := bg(t, 10*time.Second)
+	ctx := testContext(t, 10*time.Second)
 	keys := batchKeys(t, c, 3)
 
 	p.LoseReply("evalsha", nil)
@@ -216,9 +223,9 @@ func TestLuaObtainAllReplyLost(t *testing.T) {
 	}
 }
 
-// TestLuaObtainAllUnanswered: the batch ran but its reply never came back
-// (no client retry): ObtainAll reports the error for every key and takes
-// back the grants it may have made.
+// TestLuaObtainAllUnanswered: the batch ran but its reply never came back,
+// and the client does not retry. ObtainAll reports the error for every key
+// and takes back the grants it may have made.
 func TestLuaObtainAllUnanswered(t *testing.T) {
 	c := redisClient(t)
 	p, err := faultproxy.Start(c.Options().Addr)
@@ -229,7 +236,7 @@ func TestLuaObtainAllUnanswered(t *testing.T) {
 	pc := redis.NewClient(&redis.Options{Addr: p.Addr(), MaxRetries: -1})
 	t.Cleanup(func() { pc.Close() })
 	lk := must(t)(lock.NewLua(pc))
-	ctx := bg(t, 10*time.Second)
+	ctx := testContext(t, 10*time.Second)
 	keys := batchKeys(t, c, 3)
 
 	p.LoseReply("evalsha", func() {
@@ -253,7 +260,7 @@ func TestLuaObtainAllUnanswered(t *testing.T) {
 func TestLuaObtainAllWaitReplicasMoreThanExist(t *testing.T) {
 	primary, _ := sentinelPair(t)
 	lk := waitLocker(t, "lua", primary, lock.WithWaitReplicas(2, 30*time.Millisecond))
-	ctx := bg(t, 10*time.Second)
+	ctx := testContext(t, 10*time.Second)
 	keys := batchKeys(t, primary, 3)
 	locks, errs := lock.ObtainAll(ctx, lk, keys)
 	for i := range keys {
@@ -272,7 +279,7 @@ func TestLuaObtainAllWaitReplicasMoreThanExist(t *testing.T) {
 func TestLuaObtainAllWaitReplicasHealthy(t *testing.T) {
 	primary, replica := sentinelPair(t)
 	lk := waitLocker(t, "lua", primary, lock.WithWaitReplicas(1, time.Second))
-	ctx := bg(t, 10*time.Second)
+	ctx := testContext(t, 10*time.Second)
 	keys := batchKeys(t, primary, 3)
 	locks, errs := lock.ObtainAll(ctx, lk, keys)
 	for i := range keys {

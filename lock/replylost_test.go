@@ -15,13 +15,13 @@ import (
 )
 
 // The tests of this file lose the reply of one script call on its way back
-// from Redis: the script ran, the client sees its connection drop, and
-// go-redis runs the same EVALSHA again on a new connection. A lock script
-// must answer that retry as the grant (or release) it already made, not
-// apply it a second time.
+// from Redis. The script ran, but the client sees its connection drop.
+// go-redis then runs the same EVALSHA again on a new connection. A lock
+// script must answer that retry with the grant or release it already made.
+// It must not apply it a second time.
 
 // lossyClient returns a client that reaches addr through a fault proxy,
-// with go-redis's default command retries; the lock scripts are loaded on
+// with go-redis's default command retries. The lock scripts are loaded on
 // the server first, so the first EVALSHA is the one that runs.
 func lossyClient(tb testing.TB, addr string) (*faultproxy.Proxy, *redis.Client) {
 	tb.Helper()
@@ -32,8 +32,8 @@ func lossyClient(tb testing.TB, addr string) (*faultproxy.Proxy, *redis.Client) 
 	tb.Cleanup(p.Close)
 	direct := redis.NewClient(&redis.Options{Addr: addr})
 	defer direct.Close()
-	for _, sc := range []*redis.Script{lua.Acquire, lua.Unlock, lua.ReentrantLock, lua.ReentrantUnlock, lua.ReentrantRenew} {
-		if err := sc.Load(context.Background(), direct).Err(); err != nil {
+	for _, script := range []*redis.Script{lua.Acquire, lua.Unlock, lua.ReentrantLock, lua.ReentrantUnlock, lua.ReentrantRenew} {
+		if err := script.Load(context.Background(), direct).Err(); err != nil {
 			tb.Fatalf("SCRIPT LOAD: %v", err)
 		}
 	}
@@ -51,6 +51,20 @@ func retried(tb testing.TB, p *faultproxy.Proxy, want int) {
 	}
 }
 
+// obtainReplyLost obtains key with lk while the proxy loses the reply of
+// the first script call. The retried call must still grant the lock.
+func obtainReplyLost(tb testing.TB, p *faultproxy.Proxy, lk lock.Locker, ctx context.Context, key string) lock.Lock {
+	tb.Helper()
+	p.LoseReply("evalsha", nil)
+	l, err := lk.Obtain(ctx, key)
+	retried(tb, p, 2)
+	if err != nil {
+		tb.Fatalf("Obtain whose reply was lost: got %v, want the lock (the script granted it)", err)
+	}
+	return l
+}
+
+// fence returns the fencing counter of key, 0 when there is none.
 func fence(tb testing.TB, c redis.UniversalClient, key string) int64 {
 	tb.Helper()
 	n, err := c.Get(context.Background(), lock.FenceKey(key)).Int64()
@@ -60,24 +74,18 @@ func fence(tb testing.TB, c redis.UniversalClient, key string) int64 {
 	return n
 }
 
-// TestLuaObtainReplyLost: the retried acquire finds the key holding its
-// own owner token and answers the grant it made, with the token it minted:
-// obtained, fencing counter advanced once, and Release (compare-and-delete
-// with this holder's token) frees the key.
+// TestLuaObtainReplyLost: the retried acquire finds the key holding its own
+// owner token. It answers the grant it made, with the token it minted. The
+// fencing counter advanced once, and Release frees the key.
 func TestLuaObtainReplyLost(t *testing.T) {
 	c := redisClient(t)
 	p, pc := lossyClient(t, c.Options().Addr)
 	lk := must(t)(lock.NewLua(pc))
 	key := testKey(t)
-	ctx := bg(t, 10*time.Second)
+	ctx := testContext(t, 10*time.Second)
 	t.Cleanup(func() { c.Del(context.Background(), key, lock.FenceKey(key)) })
 
-	p.LoseReply("evalsha", nil)
-	l, err := lk.Obtain(ctx, key)
-	retried(t, p, 2)
-	if err != nil {
-		t.Fatalf("Obtain whose reply was lost: got %v, want the lock (the script granted it)", err)
-	}
+	l := obtainReplyLost(t, p, lk, ctx, key)
 	tok, _ := l.Token()
 	if f := fence(t, c, key); f != 1 || tok != 1 {
 		t.Errorf("fencing: counter %d, token %d; want 1 and 1 (one grant, one INCR)", f, tok)
@@ -90,24 +98,34 @@ func TestLuaObtainReplyLost(t *testing.T) {
 	}
 }
 
-// TestReentrantObtainReplyLost: a retried first acquire counts once, so
-// one Release frees the lock; before, the retry counted a second hold and
-// the key stayed held for a lease after the holder released it.
-func TestReentrantObtainReplyLost(t *testing.T) {
+// replyLostReentrant is the setting of a reentrant reply-lost test: a
+// locker behind a lossy proxy, a fresh key and an owner's context.
+type replyLostReentrant struct {
+	direct     *redis.Client
+	proxy      *faultproxy.Proxy
+	locker     *lock.Reentrant
+	key, owner string
+	ctx        context.Context
+}
+
+func newReplyLostReentrant(t *testing.T) replyLostReentrant {
 	c := redisClient(t)
 	p, pc := lossyClient(t, c.Options().Addr)
-	r := newReentrant(t, pc)
 	key := testKey(t)
 	owner := "owner-" + key
-	ctx := lock.WithOwner(bg(t, 10*time.Second), owner)
 	t.Cleanup(func() { c.Del(context.Background(), key, lock.FenceKey(key)) })
+	return replyLostReentrant{direct: c, proxy: p, locker: newReentrant(t, pc), key: key, owner: owner,
+		ctx: lock.WithOwner(testContext(t, 10*time.Second), owner)}
+}
 
-	p.LoseReply("evalsha", nil)
-	l, err := r.Obtain(ctx, key)
-	retried(t, p, 2)
-	if err != nil {
-		t.Fatalf("Obtain whose reply was lost: got %v, want the lock", err)
-	}
+// TestReentrantObtainReplyLost: a retried first acquire counts once, so
+// one Release frees the lock. Counted twice, the key would stay held for a
+// lease after the holder released it.
+func TestReentrantObtainReplyLost(t *testing.T) {
+	rt := newReplyLostReentrant(t)
+	c, p, r, key, owner, ctx := rt.direct, rt.proxy, rt.locker, rt.key, rt.owner, rt.ctx
+
+	l := obtainReplyLost(t, p, r, ctx, key)
 	if got := holdCount(t, c, key, owner); got != 1 {
 		t.Errorf("hold count after the retried first acquire: got %d, want 1", got)
 	}
@@ -124,16 +142,11 @@ func TestReentrantObtainReplyLost(t *testing.T) {
 }
 
 // TestReentrantReleaseReplyLost: a retried release of a nested hold
-// decrements once. Before, the retry decremented the outer hold too and
-// deleted the lock under its holder.
+// decrements once. Decremented twice, it would drop the outer hold too and
+// delete the lock under its holder.
 func TestReentrantReleaseReplyLost(t *testing.T) {
-	c := redisClient(t)
-	p, pc := lossyClient(t, c.Options().Addr)
-	r := newReentrant(t, pc)
-	key := testKey(t)
-	owner := "owner-" + key
-	ctx := lock.WithOwner(bg(t, 10*time.Second), owner)
-	t.Cleanup(func() { c.Del(context.Background(), key, lock.FenceKey(key)) })
+	rt := newReplyLostReentrant(t)
+	c, p, r, key, owner, ctx := rt.direct, rt.proxy, rt.locker, rt.key, rt.owner, rt.ctx
 
 	outer := obtain(t, r, ctx, key)
 	inner := obtain(t, r, ctx, key)
@@ -154,7 +167,7 @@ func TestReentrantReleaseReplyLost(t *testing.T) {
 	}
 }
 
-// TestMultiObtainReplyLost: MultiLock runs acquire.lua on each node; a
+// TestMultiObtainReplyLost: MultiLock runs acquire.lua on each node. A
 // node client that retries (the product's node clients do not) gets the
 // grant it made back instead of a refusal that rolls the whole attempt
 // back.
@@ -164,19 +177,14 @@ func TestMultiObtainReplyLost(t *testing.T) {
 	clients := append([]redis.UniversalClient{first}, redlockClients(t)[1:]...)
 	lk := must(t)(lock.NewMulti(clients))
 	key := testKey(t)
-	ctx := bg(t, 10*time.Second)
+	ctx := testContext(t, 10*time.Second)
 	t.Cleanup(func() {
 		for _, c := range clients {
 			c.Del(context.Background(), key, lock.FenceKey(key))
 		}
 	})
 
-	p.LoseReply("evalsha", nil)
-	l, err := lk.Obtain(ctx, key)
-	retried(t, p, 2)
-	if err != nil {
-		t.Fatalf("Obtain whose node-0 reply was lost: got %v, want the lock", err)
-	}
+	l := obtainReplyLost(t, p, lk, ctx, key)
 	if tok, _ := l.Token(); tok != 1 {
 		t.Errorf("token: got %d, want 1 (one INCR per node)", tok)
 	}
