@@ -18,6 +18,11 @@ package main
 import (
 	"fmt"
 	"os"
+	"seckill/cmd/harness/bench"
+	"seckill/cmd/harness/faults"
+	"seckill/cmd/harness/loadrun"
+	"seckill/cmd/harness/lockrun"
+	"seckill/cmd/harness/pictures"
 )
 
 func main() {
@@ -28,21 +33,21 @@ func main() {
 	var run func(args []string) int // returns the exit status
 	switch os.Args[1] {
 	case "loadtest":
-		run = runLoadtest
+		run = loadrun.RunLoadtest
 	case "matrix":
-		run = runMatrix
+		run = loadrun.RunMatrix
 	case "ci":
-		run = runCI
+		run = loadrun.RunCI
 	case "bench":
-		run = runBench
+		run = bench.Run
 	case "faults":
-		run = runFaults
+		run = faults.Run
 	case "pictures":
-		run = runPictures
+		run = pictures.Run
 	case "lockcheck":
-		run = runLockCheck
+		run = lockrun.Run
 	case "lockcheck-client":
-		run = runLockCheckClient
+		run = lockrun.RunClient
 	default:
 		usage()
 		os.Exit(2)
