@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"seckill/cmd/harness/testbed"
 	"seckill/internal/audit"
+	"seckill/internal/proc"
 	"seckill/model"
 	"seckill/repository"
 	"strconv"
@@ -408,7 +409,7 @@ func (b *bench) slapBench(name string, stmts int, query string, reps int) {
 	out, err := cmd.CombinedOutput()
 	os.WriteFile(filepath.Join(c.Out, name+".txt"), out, 0o644)
 	if err != nil {
-		b.die("mariadb-slap failed: %s", testbed.LastLines(filepath.Join(c.Out, name+".txt"), 3))
+		b.die("mariadb-slap failed: %s", proc.Tail(filepath.Join(c.Out, name+".txt"), 3))
 	}
 	m1 := pidTicks(b.mariadbPID)
 	q1 := b.dbCounters()
@@ -923,7 +924,7 @@ func (b *bench) k6Exec(name string, rate int, v int64, path string) {
 	txt := filepath.Join(c.Out, "k6-"+name+".txt")
 	os.WriteFile(txt, out, 0o644)
 	if err != nil {
-		b.die("k6 failed: %s", testbed.LastLines(txt, 5))
+		b.die("k6 failed: %s", proc.Tail(txt, 5))
 	}
 	b.put(name, "t_end", strconv.FormatInt(time.Now().UnixNano(), 10))
 	b.noteCmd(fmt.Sprintf("%s run --quiet -e BENCH_BASE=%s -e BENCH_VOUCHER=%d -e BENCH_PATH=%s -e BENCH_TOKENS=tokens-k6.csv -e BENCH_RATE=%d -e BENCH_DURATION=%d -e BENCH_VUS=%d -e BENCH_SUMMARY=k6-%s.json bench/arrival.js   # %s; tokens-k6.csv: the first %d lines of tokens-async.csv",

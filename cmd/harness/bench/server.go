@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"seckill/cmd/harness/testbed"
+	"seckill/internal/proc"
 	"seckill/repository"
 	"strconv"
 	"strings"
@@ -31,27 +32,14 @@ func (b *bench) startServer(orderMode, lockMode, logname string, env ...string) 
 	if testbed.PortOpen(b.cfg.Port) {
 		b.die("something already serves %s (BENCH_PORT=%d): stop it or pick another port", b.base, b.cfg.Port)
 	}
-	in := &testbed.Instance{URL: b.base, Log: filepath.Join(b.cfg.Out, "server-"+logname+".log"), Done: make(chan struct{})}
-	logf, err := os.Create(in.Log)
-	if err != nil {
-		b.die("%v", err)
-	}
-	in.Cmd = exec.Command(b.bin, "serve")
-	in.Cmd.Env = append(os.Environ(),
-		fmt.Sprintf("SECKILL_HTTP_ADDR=127.0.0.1:%d", b.cfg.Port), "SECKILL_ORDER_MODE="+orderMode,
-		"SECKILL_LOCK_MODE="+lockMode, "SECKILL_ENV=development", "SECKILL_LOG_LEVEL=warn")
-	in.Cmd.Env = append(in.Cmd.Env, env...)
-	in.Cmd.Stdout, in.Cmd.Stderr = logf, logf
-	in.Cmd.SysProcAttr = testbed.ChildAttr()
-	err = in.Cmd.Start()
-	logf.Close()
+	in, err := testbed.StartInstance(b.bin, b.cfg.Port, filepath.Join(b.cfg.Out, "server-"+logname+".log"),
+		append([]string{"SECKILL_ORDER_MODE=" + orderMode, "SECKILL_LOCK_MODE=" + lockMode, "SECKILL_LOG_LEVEL=warn"}, env...)...)
 	if err != nil {
 		b.die("starting the server: %v", err)
 	}
-	go func() { in.Cmd.Wait(); close(in.Done) }()
 	b.server = in
 	if err := testbed.WaitReady(b.ctx, in, 20*time.Second); err != nil {
-		b.die("the server (%s, %s) is not ready: %v: %s", orderMode, lockMode, err, testbed.LastLines(in.Log, 3))
+		b.die("the server (%s, %s) is not ready: %v: %s", orderMode, lockMode, err, proc.Tail(in.Log, 3))
 	}
 }
 
@@ -65,10 +53,10 @@ func (b *bench) stopServer() {
 }
 
 func (b *bench) serverPID() int {
-	if b.server == nil || b.server.Cmd.Process == nil {
+	if b.server == nil {
 		return 0
 	}
-	return b.server.Cmd.Process.Pid
+	return b.server.Proc.Pid()
 }
 
 // call makes one HTTP request with the token; it returns the status and body.

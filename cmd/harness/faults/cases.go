@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"seckill/cmd/harness/testbed"
+	"seckill/internal/proc"
 	"seckill/internal/redisproc"
 	"seckill/model"
 	"seckill/repository"
@@ -203,17 +204,16 @@ var faultCases = []faultCase{
 // something to claim, and measures them.
 func killInstance(ctx context.Context, s *suite, e *caseEnv, l *loadRun) error {
 	in := e.ins[1]
-	pid := "-" + strconv.Itoa(in.Cmd.Process.Pid) + "-"
+	pid := "-" + strconv.Itoa(in.Proc.Pid()) + "-"
 	async := strings.Contains(strings.Join(e.env, " "), "SECKILL_ORDER_MODE=async")
 	var held int64
 	if async {
-		testbed.WaitFor(ctx, "", 2*time.Second, 2*time.Millisecond, nil, func() bool {
+		proc.WaitFor(ctx, "", 2*time.Second, 2*time.Millisecond, nil, func() bool {
 			n, err := pendingOf(ctx, e.rdb, pid)
 			return err == nil && n >= 1
 		})
 	}
-	in.Cmd.Process.Signal(syscall.SIGKILL)
-	<-in.Done
+	in.Proc.Kill(0)
 	e.killed[1] = true
 	l.takeDown(1)
 	l.mark("instance 2 killed")
@@ -301,7 +301,7 @@ func redisRestart(ctx context.Context, s *suite, e *caseEnv, l *loadRun) error {
 		n, err := e.rdb.Exists(ctx, repository.StockKey(e.voucher)).Result()
 		return err == nil && n == 1
 	}
-	if testbed.WaitFor(ctx, "", s.AutoWait, 50*time.Millisecond, nil, onSale) == nil {
+	if proc.WaitFor(ctx, "", s.AutoWait, 50*time.Millisecond, nil, onSale) == nil {
 		l.mark("back on sale by itself")
 		return nil
 	}
@@ -313,10 +313,10 @@ func redisRestart(ctx context.Context, s *suite, e *caseEnv, l *loadRun) error {
 	logPath := filepath.Join(e.dir, "rebuild.log")
 	env := append(append([]string{}, e.env...), "SECKILL_ENV=development")
 	if _, err := testbed.RunTool(ctx, time.Minute, logPath, env, s.bin, "rebuild", "--voucher", strconv.FormatInt(e.voucher, 10)); err != nil {
-		l.note("seckill rebuild failed: %v: %s", err, testbed.LastLines(logPath, 2))
+		l.note("seckill rebuild failed: %v: %s", err, proc.Tail(logPath, 2))
 		return nil
 	}
-	if testbed.WaitFor(ctx, "", 15*time.Second, 50*time.Millisecond, nil, onSale) == nil {
+	if proc.WaitFor(ctx, "", 15*time.Second, 50*time.Millisecond, nil, onSale) == nil {
 		l.mark("back on sale after the rebuild")
 	}
 	return nil
@@ -448,7 +448,7 @@ func sentinelFailover(ctx context.Context, s *suite, e *caseEnv, l *loadRun) err
 	}
 	l.mark("primary killed")
 	if lag {
-		err := testbed.WaitFor(ctx, "the replica sees its primary gone", 15*time.Second, 20*time.Millisecond, nil, func() bool {
+		err := proc.WaitFor(ctx, "the replica sees its primary gone", 15*time.Second, 20*time.Millisecond, nil, func() bool {
 			info, err := redisproc.Info(ctx, heir.Addr(), "replication")
 			return err == nil && info["master_link_status"] == "down"
 		})
@@ -482,7 +482,7 @@ func clusterFailover(ctx context.Context, s *suite, e *caseEnv, l *loadRun) erro
 	}
 	l.mark("primary killed")
 	l.note("killed %s, the master of slot %d (the voucher's bucket 0)", master.Addr(), slot)
-	return testbed.WaitFor(ctx, "the cluster promotes a replica", 30*time.Second, 50*time.Millisecond, nil, func() bool {
+	return proc.WaitFor(ctx, "the cluster promotes a replica", 30*time.Second, 50*time.Millisecond, nil, func() bool {
 		m, err := e.cluster.MasterOfSlot(ctx, slot)
 		if err == nil && m != master {
 			l.mark("replica promoted")
@@ -569,22 +569,22 @@ func freezeHolder(ctx context.Context, s *suite, e *caseEnv, l *loadRun) error {
 	for p := range keys {
 		keys[p] = testbed.LockKey(s.users[p].ID)
 	}
-	err := testbed.WaitFor(ctx, "instance 1 holds the probes' locks", 10*time.Second, 5*time.Millisecond, nil, func() bool {
+	err := proc.WaitFor(ctx, "instance 1 holds the probes' locks", 10*time.Second, 5*time.Millisecond, nil, func() bool {
 		n, err := e.rdb.Exists(ctx, keys...).Result()
 		return err == nil && n == fenceProbes
 	})
 	if err != nil {
 		return err
 	}
-	if err := a.Cmd.Process.Signal(syscall.SIGSTOP); err != nil {
+	if err := a.Proc.Signal(syscall.SIGSTOP); err != nil {
 		return err
 	}
-	defer a.Cmd.Process.Signal(syscall.SIGCONT)
+	defer a.Proc.Signal(syscall.SIGCONT)
 	l.mark("holder frozen")
 	if len(first) > 0 {
 		return fmt.Errorf("instance 1 answered a probe before it was frozen: its critical section is too short")
 	}
-	err = testbed.WaitFor(ctx, "the frozen holder's leases expire", 15*time.Second, 10*time.Millisecond, nil, func() bool {
+	err = proc.WaitFor(ctx, "the frozen holder's leases expire", 15*time.Second, 10*time.Millisecond, nil, func() bool {
 		n, err := e.rdb.Exists(ctx, keys...).Result()
 		return err == nil && n == 0
 	})
@@ -600,7 +600,7 @@ func freezeHolder(ctx context.Context, s *suite, e *caseEnv, l *loadRun) error {
 		<-second
 	}
 	l.mark("second holder done")
-	if err := a.Cmd.Process.Signal(syscall.SIGCONT); err != nil {
+	if err := a.Proc.Signal(syscall.SIGCONT); err != nil {
 		return err
 	}
 	l.mark("holder resumed")

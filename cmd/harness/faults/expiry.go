@@ -4,7 +4,7 @@ import (
 	"context"
 	"seckill/cmd/harness/testbed"
 	auditdb "seckill/internal/audit"
-	"syscall"
+	"seckill/internal/proc"
 	"time"
 )
 
@@ -15,7 +15,7 @@ import (
 // marks the moment and measures how many had.
 func waitExpiry(ctx context.Context, s *suite, e *caseEnv, l *loadRun) {
 	var t testbed.ExpiryTally
-	err := testbed.WaitFor(ctx, "", 20*time.Second, 5*time.Millisecond, nil, func() bool {
+	err := proc.WaitFor(ctx, "", 20*time.Second, 5*time.Millisecond, nil, func() bool {
 		var err error
 		t, err = testbed.ReadExpiryTally(ctx, s.sqlDB, e.voucher)
 		return err == nil && t.Expired > 0
@@ -33,8 +33,7 @@ func waitExpiry(ctx context.Context, s *suite, e *caseEnv, l *loadRun) {
 func expiryKill(ctx context.Context, s *suite, e *caseEnv, l *loadRun) error {
 	waitExpiry(ctx, s, e, l)
 	in := e.ins[1]
-	in.Cmd.Process.Signal(syscall.SIGKILL)
-	<-in.Done
+	in.Proc.Kill(0)
 	e.killed[1] = true
 	l.takeDown(1)
 	l.mark("instance 2 killed")
@@ -57,7 +56,7 @@ func expiryRedis(ctx context.Context, s *suite, e *caseEnv, l *loadRun) error {
 // give-back is due: the surviving sweepers finished the expiry.
 func (s *suite) settleExpiry(ctx context.Context, e *caseEnv, r *CaseResult) {
 	t0 := time.Now()
-	err := testbed.WaitFor(ctx, "", time.Minute, 100*time.Millisecond, nil, func() bool {
+	err := proc.WaitFor(ctx, "", time.Minute, 100*time.Millisecond, nil, func() bool {
 		t, err := testbed.ReadExpiryTally(ctx, s.sqlDB, e.voucher)
 		return err == nil && t.Unpaid == 0 && t.GivebackDue == 0
 	})

@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"seckill/cmd/harness/testbed"
 	auditdb "seckill/internal/audit"
+	"seckill/internal/proc"
 	"seckill/internal/redisproc"
 	"seckill/model"
 	"sort"
@@ -700,12 +701,12 @@ func (s *suite) run(ctx context.Context, cases []faultCase) ([]CaseResult, error
 	}
 	s.db = db
 	s.logf("private MariaDB on 127.0.0.1:%d ready in %.1f s (datadir %s)", s.ports.MariaDB, time.Since(t0).Seconds(), db.Dir)
-	if s.sqlDB, err = testbed.OpenDB(ctx, db.Dsn()); err != nil {
+	if s.sqlDB, err = testbed.OpenDB(ctx, db.DSN()); err != nil {
 		return nil, err
 	}
-	env := []string{"SECKILL_ENV=development", "SECKILL_MYSQL_DSN=" + db.Dsn()}
+	env := []string{"SECKILL_ENV=development", "SECKILL_MYSQL_DSN=" + db.DSN()}
 	if _, err := testbed.RunTool(ctx, 2*time.Minute, filepath.Join(s.work, "migrate.log"), env, s.bin, "migrate"); err != nil {
-		return nil, fmt.Errorf("seckill migrate: %v: %s", err, testbed.LastLines(filepath.Join(s.work, "migrate.log"), 3))
+		return nil, fmt.Errorf("seckill migrate: %v: %s", err, proc.Tail(filepath.Join(s.work, "migrate.log"), 3))
 	}
 	if err := s.ensureShop(ctx); err != nil {
 		return nil, err
@@ -776,7 +777,7 @@ func (s *suite) makeTokens(ctx context.Context, env []string) error {
 	users, admin := filepath.Join(s.work, "tokens.csv"), filepath.Join(s.work, "admin.csv")
 	for _, args := range [][]string{{"tokens", "--count", strconv.Itoa(s.Users), "--out", users}, {"tokens", "--count", "1", "--admin", "--out", admin}} {
 		if _, err := testbed.RunTool(ctx, 2*time.Minute, logPath, env, s.bin, args...); err != nil {
-			return fmt.Errorf("seckill %s: %v: %s", strings.Join(args, " "), err, testbed.LastLines(logPath, 3))
+			return fmt.Errorf("seckill %s: %v: %s", strings.Join(args, " "), err, proc.Tail(logPath, 3))
 		}
 	}
 	b, err := os.ReadFile(users)
@@ -832,7 +833,7 @@ type privateDeps struct {
 
 // deps are the case's private dependencies.
 func (s *suite) deps(e *caseEnv) privateDeps {
-	d := privateDeps{DSN: s.db.Dsn()}
+	d := privateDeps{DSN: s.db.DSN()}
 	switch {
 	case e.sent != nil:
 		d.Sentinels, d.Master = e.sent.SentinelAddrs(), e.sent.MasterName
@@ -998,7 +999,7 @@ func (s *suite) setupCase(ctx context.Context, c faultCase, e *caseEnv, procs *t
 func (s *suite) audit(ctx context.Context, c faultCase, e *caseEnv, l *loadRun, shots []shot, r *CaseResult) error {
 	if c.OrderMode == "async" {
 		t0 := time.Now()
-		err := testbed.WaitFor(ctx, "the order stream drains", s.DrainLimit, 100*time.Millisecond, nil, func() bool {
+		err := proc.WaitFor(ctx, "the order stream drains", s.DrainLimit, 100*time.Millisecond, nil, func() bool {
 			n, err := streamLen(ctx, e.rdb)
 			return err == nil && n == 0
 		})

@@ -8,7 +8,7 @@ import (
 	"io"
 	"math/rand/v2"
 	"net/http"
-	"seckill/cmd/harness/testbed"
+	"seckill/internal/proc"
 	"slices"
 	"strconv"
 	"sync"
@@ -337,7 +337,7 @@ func (l *loadRun) count(f func(shot) bool) int {
 func (l *loadRun) waitAnswers(ctx context.Context, n int, limit time.Duration, f func(shot) bool) int {
 	from := l.since()
 	got := 0
-	testbed.WaitFor(ctx, "", limit, 10*time.Millisecond, nil, func() bool {
+	proc.WaitFor(ctx, "", limit, 10*time.Millisecond, nil, func() bool {
 		got = l.count(func(s shot) bool { return s.Done >= from && f(s) })
 		return got >= n
 	})
@@ -360,7 +360,7 @@ func (l *loadRun) probe(ctx context.Context, inst, u int) shot {
 // waitSent waits until n more purchases were sent (bounded by limit).
 func (l *loadRun) waitSent(ctx context.Context, n int, limit time.Duration) {
 	target := l.sent.Load() + int64(n)
-	testbed.WaitFor(ctx, "", limit, 10*time.Millisecond, nil, func() bool { return l.sent.Load() >= target })
+	proc.WaitFor(ctx, "", limit, 10*time.Millisecond, nil, func() bool { return l.sent.Load() >= target })
 }
 
 // run sends the load and waits for every answer and for the fault's

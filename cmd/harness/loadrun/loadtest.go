@@ -13,6 +13,7 @@ import (
 	"regexp"
 	"seckill/cmd/harness/testbed"
 	auditdb "seckill/internal/audit"
+	"seckill/internal/proc"
 	"seckill/model"
 	"seckill/repository"
 	"sort"
@@ -597,7 +598,7 @@ func (l *loadtest) run() (LtResult, error) {
 	// Schema, tokens, instances.
 	migrateLog := filepath.Join(out, "migrate.log")
 	if _, err := testbed.RunTool(l.ctx, 2*time.Minute, migrateLog, []string{"SECKILL_ENV=development"}, bin, "migrate"); err != nil {
-		return r, fmt.Errorf("seckill migrate failed: %s", testbed.LastLines(migrateLog, 3))
+		return r, fmt.Errorf("seckill migrate failed: %s", proc.Tail(migrateLog, 3))
 	}
 	if l.PayTimeout != "" {
 		if err := startVoucherIDs(l.ctx, db); err != nil {
@@ -816,7 +817,7 @@ func countLines(path string) int {
 }
 
 func lastLinesN(path string, n int) string {
-	return strings.ReplaceAll(testbed.LastLines(path, n), " | ", "\n")
+	return strings.ReplaceAll(proc.Tail(path, n), " | ", "\n")
 }
 
 func atofOr0(s string) float64 {

@@ -17,6 +17,7 @@ import (
 	"seckill/cmd/harness/testbed"
 	"seckill/internal/faultproxy"
 	"seckill/internal/lockcheck"
+	"seckill/internal/proc"
 	"seckill/internal/redisproc"
 	"seckill/lock"
 	"slices"
@@ -365,7 +366,7 @@ func (e *lcEnv) setup(ctx context.Context) error {
 	if e.maria, err = testbed.StartMariaDB(ctx, filepath.Join(e.work, "mariadb"), port); err != nil {
 		return err
 	}
-	if e.db, err = testbed.OpenDB(ctx, e.maria.Dsn()); err != nil {
+	if e.db, err = testbed.OpenDB(ctx, e.maria.DSN()); err != nil {
 		return err
 	}
 	if _, err := e.db.ExecContext(ctx, "CREATE TABLE IF NOT EXISTS lockcheck_register ("+
@@ -521,11 +522,11 @@ func (e *lcEnv) workload(ctx context.Context, r LcRow, dir string) ([]lockcheck.
 	var ops []lockcheck.Op
 	for i, p := range procs {
 		if code := p.cmd.ProcessState.ExitCode(); code > 0 {
-			return nil, fmt.Errorf("client process %d exited %d: %s", i, code, testbed.LastLines(filepath.Join(dir, fmt.Sprintf("client-%d.log", i)), 3))
+			return nil, fmt.Errorf("client process %d exited %d: %s", i, code, proc.Tail(filepath.Join(dir, fmt.Sprintf("client-%d.log", i)), 3))
 		}
 		h, err := lockcheck.ReadFile(p.out)
 		if err != nil {
-			return nil, fmt.Errorf("process %d: %w (log %s)", i, err, testbed.LastLines(filepath.Join(dir, fmt.Sprintf("client-%d.log", i)), 3))
+			return nil, fmt.Errorf("process %d: %w (log %s)", i, err, proc.Tail(filepath.Join(dir, fmt.Sprintf("client-%d.log", i)), 3))
 		}
 		ops = append(ops, h...)
 	}

@@ -7,7 +7,7 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"os/exec"
+	"seckill/internal/proc"
 	"strconv"
 	"strings"
 	"syscall"
@@ -19,8 +19,7 @@ type Instance struct {
 	URL string // http://127.0.0.1:port
 	Log string // its stdout and stderr
 
-	Cmd  *exec.Cmd
-	Done chan struct{} // closed when the process has exited
+	Proc *proc.Proc // the `seckill serve` process
 }
 
 // InstanceSpec says how to start instances: Env is added to the harness's
@@ -42,6 +41,22 @@ func PortOpen(port int) bool {
 	return err == nil
 }
 
+// StartInstance starts `bin serve` on 127.0.0.1:port in development mode,
+// with env added to the harness's environment and its output in log
+// (truncated first). It does not wait for readiness.
+func StartInstance(bin string, port int, log string, env ...string) (*Instance, error) {
+	if err := os.WriteFile(log, nil, 0o644); err != nil {
+		return nil, err
+	}
+	in := &Instance{URL: fmt.Sprintf("http://127.0.0.1:%d", port), Log: log}
+	e := append(append(os.Environ(), env...), "SECKILL_ENV=development", fmt.Sprintf("SECKILL_HTTP_ADDR=127.0.0.1:%d", port))
+	in.Proc = &proc.Proc{Name: bin + " serve", Args: []string{bin, "serve"}, Env: e, Out: log, Attr: ChildAttr()}
+	if err := in.Proc.Start(); err != nil {
+		return nil, err
+	}
+	return in, nil
+}
+
 // StartInstances starts the instances (`seckill serve`) and waits until
 // each answers /readyz (30 s each). On error the ones started are stopped.
 func StartInstances(ctx context.Context, s InstanceSpec) ([]*Instance, error) {
@@ -52,31 +67,17 @@ func StartInstances(ctx context.Context, s InstanceSpec) ([]*Instance, error) {
 			StopInstances(ins)
 			return nil, fmt.Errorf("port %d is already in use (BASE_PORT=%d)", port, s.BasePort)
 		}
-		in := &Instance{URL: fmt.Sprintf("http://127.0.0.1:%d", port), Log: fmt.Sprintf("%s/instance-%d.log", s.LogDir, i+1)}
-		f, err := os.Create(in.Log)
+		in, err := StartInstance(s.Bin, port, fmt.Sprintf("%s/instance-%d.log", s.LogDir, i+1), s.Env...)
 		if err != nil {
 			StopInstances(ins)
 			return nil, err
 		}
-		in.Cmd = exec.Command(s.Bin, "serve")
-		in.Cmd.Env = append(os.Environ(), s.Env...)
-		in.Cmd.Env = append(in.Cmd.Env, "SECKILL_ENV=development", fmt.Sprintf("SECKILL_HTTP_ADDR=127.0.0.1:%d", port))
-		in.Cmd.Stdout, in.Cmd.Stderr = f, f
-		in.Cmd.SysProcAttr = ChildAttr()
-		err = in.Cmd.Start()
-		f.Close()
-		if err != nil {
-			StopInstances(ins)
-			return nil, fmt.Errorf("start %s serve: %w", s.Bin, err)
-		}
-		in.Done = make(chan struct{})
-		go func() { in.Cmd.Wait(); close(in.Done) }()
 		ins = append(ins, in)
 	}
 	for i, in := range ins {
 		if err := WaitReady(ctx, in, 30*time.Second); err != nil {
 			StopInstances(ins)
-			return nil, fmt.Errorf("instance %d (%s) is not ready: %v: %s", i+1, in.URL, err, LastLines(in.Log, 3))
+			return nil, fmt.Errorf("instance %d (%s) is not ready: %v: %s", i+1, in.URL, err, proc.Tail(in.Log, 3))
 		}
 	}
 	return ins, nil
@@ -96,7 +97,7 @@ func WaitReady(ctx context.Context, in *Instance, limit time.Duration) error {
 			}
 		}
 		select {
-		case <-in.Done:
+		case <-in.Proc.Exited():
 			return fmt.Errorf("the process exited")
 		case <-ctx.Done():
 			return ctx.Err()
@@ -110,20 +111,18 @@ func WaitReady(ctx context.Context, in *Instance, limit time.Duration) error {
 // then kills it.
 func StopInstances(ins []*Instance) {
 	for _, in := range ins {
-		if in.Done != nil {
-			in.Cmd.Process.Signal(syscall.SIGTERM)
-		}
+		in.Proc.Signal(syscall.SIGTERM)
 	}
 	for _, in := range ins {
-		if in.Done == nil {
+		pid := in.Proc.Pid()
+		if pid == 0 {
 			continue
 		}
 		select {
-		case <-in.Done:
+		case <-in.Proc.Exited():
 		case <-time.After(12 * time.Second):
-			fmt.Fprintf(os.Stderr, "[harness] instance %d did not stop in 12 s: killing it\n", in.Cmd.Process.Pid)
-			in.Cmd.Process.Kill()
-			<-in.Done
+			fmt.Fprintf(os.Stderr, "[harness] instance %d did not stop in 12 s: killing it\n", pid)
+			in.Proc.Kill(0)
 		}
 	}
 }
@@ -146,7 +145,7 @@ func MakeTokens(ctx context.Context, bin, out string, count int, admin bool, log
 		args = append(args, "--admin")
 	}
 	if _, err := RunTool(ctx, 2*time.Minute, logPath, []string{"SECKILL_ENV=development"}, bin, args...); err != nil {
-		return fmt.Errorf("seckill %s failed: %v: %s", strings.Join(args, " "), err, LastLines(logPath, 3))
+		return fmt.Errorf("seckill %s failed: %v: %s", strings.Join(args, " "), err, proc.Tail(logPath, 3))
 	}
 	return nil
 }

@@ -5,8 +5,8 @@ import (
 	"database/sql"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
+	"seckill/internal/proc"
 	"strconv"
 	"strings"
 	"sync"
@@ -24,96 +24,11 @@ import (
 // die; the MariaDB runs in its own process group (a Ctrl-C in the terminal
 // reaches the harness, which stops it).
 
-// proc is one private server process.
-type proc struct {
-	name string
-	args []string // argv, [0] the program
-	log  string
+// Kill sends SIGKILL and waits until the server has exited.
+func (m *PrivateMariaDB) Kill() { _ = m.sup.Kill(0) }
 
-	mu   sync.Mutex
-	cmd  *exec.Cmd
-	done chan struct{}
-}
-
-// start starts the process (again, after a kill); its output is appended
-// to its log.
-func (p *proc) start() error {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.cmd != nil {
-		select {
-		case <-p.done:
-		default:
-			return fmt.Errorf("%s is running already", p.name)
-		}
-	}
-	f, err := os.OpenFile(p.log, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
-	if err != nil {
-		return err
-	}
-	defer f.Close()
-	cmd := exec.Command(p.args[0], p.args[1:]...)
-	cmd.Stdout, cmd.Stderr = f, f
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-	if err := cmd.Start(); err != nil {
-		return fmt.Errorf("start %s: %w", p.name, err)
-	}
-	done := make(chan struct{})
-	go func() { cmd.Wait(); close(done) }()
-	p.cmd, p.done = cmd, done
-	return nil
-}
-
-// running says the process has been started and has not exited.
-func (p *proc) running() bool {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.cmd == nil {
-		return false
-	}
-	select {
-	case <-p.done:
-		return false
-	default:
-		return true
-	}
-}
-
-// Kill sends SIGKILL and waits until the process has exited (it is
-// resumed first, should it be stopped).
-func (p *proc) Kill() {
-	if !p.running() {
-		return
-	}
-	p.mu.Lock()
-	cmd, done := p.cmd, p.done
-	p.mu.Unlock()
-	cmd.Process.Signal(syscall.SIGKILL)
-	cmd.Process.Signal(syscall.SIGCONT)
-	<-done
-}
-
-// WaitFor polls cond every step until it is true, the process exits
-// (p may be nil), ctx ends or limit passes; the error names what.
-func WaitFor(ctx context.Context, what string, limit, step time.Duration, p *proc, cond func() bool) error {
-	deadline := time.Now().Add(limit)
-	for {
-		if cond() {
-			return nil
-		}
-		if p != nil && !p.running() {
-			return fmt.Errorf("%s: %s exited (log %s: %s)", what, p.name, p.log, LastLines(p.log, 3))
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("%s: not within %s", what, limit)
-		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(step):
-		}
-	}
-}
+// Running says the server runs.
+func (m *PrivateMariaDB) Running() bool { return m.sup.Running() }
 
 // FreePort says nothing accepts connections on 127.0.0.1:port.
 func FreePort(port int) bool { return !PortOpen(port) }
@@ -121,13 +36,13 @@ func FreePort(port int) bool { return !PortOpen(port) }
 // PrivateMariaDB is a mariadbd of the suite's own, on its own datadir,
 // port and socket; user seckill/seckill owns database seckill.
 type PrivateMariaDB struct {
-	proc
+	sup  proc.Proc
 	Port int
 	Dir  string
 }
 
 // mariadbDSN is the DSN the instances and the audit use.
-func (m *PrivateMariaDB) Dsn() string {
+func (m *PrivateMariaDB) DSN() string {
 	return fmt.Sprintf("seckill:seckill@tcp(127.0.0.1:%d)/seckill?parseTime=true&loc=Local", m.Port)
 }
 
@@ -153,7 +68,7 @@ func StartMariaDB(ctx context.Context, dir string, port int) (*PrivateMariaDB, e
 	}
 	logPath := filepath.Join(dir, "mariadb.log")
 	if code, err := RunTool(ctx, 2*time.Minute, filepath.Join(dir, "install.log"), nil, install[0], install[1:]...); err != nil {
-		return nil, fmt.Errorf("mariadb-install-db exited %d: %v: %s", code, err, LastLines(filepath.Join(dir, "install.log"), 3))
+		return nil, fmt.Errorf("mariadb-install-db exited %d: %v: %s", code, err, proc.Tail(filepath.Join(dir, "install.log"), 3))
 	}
 	args := []string{"mariadbd", "--no-defaults", "--datadir=" + data,
 		"--port=" + strconv.Itoa(port), "--bind-address=127.0.0.1",
@@ -163,13 +78,14 @@ func StartMariaDB(ctx context.Context, dir string, port int) (*PrivateMariaDB, e
 	if user != "" {
 		args = append(args, "--user="+user)
 	}
-	m := &PrivateMariaDB{proc: proc{name: "mariadbd", args: args, log: filepath.Join(dir, "mariadbd.out")}, Port: port, Dir: dir}
-	if err := m.start(); err != nil {
+	m := &PrivateMariaDB{Port: port, Dir: dir, sup: proc.Proc{Name: "mariadbd", Args: args, Out: filepath.Join(dir, "mariadbd.out"),
+		Attr: &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}}}
+	if err := m.sup.Start(); err != nil {
 		return nil, err
 	}
 	if err := m.waitReady(ctx, "root:@tcp(127.0.0.1:"+strconv.Itoa(port)+")/", 60*time.Second); err != nil {
 		m.Kill()
-		return nil, fmt.Errorf("private MariaDB: %v (log %s: %s)", err, logPath, LastLines(logPath, 3))
+		return nil, fmt.Errorf("private MariaDB: %v (log %s: %s)", err, logPath, proc.Tail(logPath, 3))
 	}
 	db, err := sql.Open("mysql", "root:@tcp(127.0.0.1:"+strconv.Itoa(port)+")/")
 	if err != nil {
@@ -200,7 +116,7 @@ func (m *PrivateMariaDB) waitReady(ctx context.Context, dsn string, limit time.D
 	}
 	defer db.Close()
 	db.SetMaxIdleConns(0)
-	return WaitFor(ctx, "MariaDB on port "+strconv.Itoa(m.Port)+" answers", limit, 100*time.Millisecond, &m.proc, func() bool {
+	return proc.WaitFor(ctx, "MariaDB on port "+strconv.Itoa(m.Port)+" answers", limit, 100*time.Millisecond, &m.sup, func() bool {
 		c, cancel := context.WithTimeout(ctx, time.Second)
 		defer cancel()
 		return db.PingContext(c) == nil
@@ -210,13 +126,13 @@ func (m *PrivateMariaDB) waitReady(ctx context.Context, dsn string, limit time.D
 // Restart starts the killed server again on its datadir (InnoDB recovers
 // its log) and waits until user seckill can log in.
 func (m *PrivateMariaDB) Restart(ctx context.Context, limit time.Duration) error {
-	if err := WaitFor(ctx, "MariaDB port free", 10*time.Second, 50*time.Millisecond, nil, func() bool { return FreePort(m.Port) }); err != nil {
+	if err := proc.WaitFor(ctx, "MariaDB port free", 10*time.Second, 50*time.Millisecond, nil, func() bool { return FreePort(m.Port) }); err != nil {
 		return err
 	}
-	if err := m.start(); err != nil {
+	if err := m.sup.Start(); err != nil {
 		return err
 	}
-	return m.waitReady(ctx, strings.Split(m.Dsn(), "?")[0], limit)
+	return m.waitReady(ctx, strings.Split(m.DSN(), "?")[0], limit)
 }
 
 // ProcGroup stops what it holds, in reverse order of adding.

@@ -134,19 +134,6 @@ func OpenRedis(addr string) redis.UniversalClient {
 	return redis.NewClient(&redis.Options{Addr: addr})
 }
 
-// LastLines is the last n lines of a file, joined by " | " (for errors).
-func LastLines(path string, n int) string {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return ""
-	}
-	lines := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
-	if len(lines) > n {
-		lines = lines[len(lines)-n:]
-	}
-	return strings.Join(lines, " | ")
-}
-
 // ReadKV reads a KEY=VALUE file (the last value of a key wins).
 func ReadKV(path string) (map[string]string, error) {
 	f, err := os.Open(path)

@@ -1,0 +1,111 @@
+package proc
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+func TestStartKillStartAgain(t *testing.T) {
+	out := filepath.Join(t.TempDir(), "out.log")
+	p := &Proc{Name: "sleeper", Args: []string{"sh", "-c", "echo started; exec sleep 60"}, Out: out}
+	if p.Running() || p.Pid() != 0 {
+		t.Fatal("running before the start")
+	}
+	if err := p.Kill(time.Second); err != nil {
+		t.Fatalf("Kill before the start: %v", err)
+	}
+	for round := range 2 {
+		if err := p.Start(); err != nil {
+			t.Fatalf("round %d: %v", round, err)
+		}
+		if !p.Running() || p.Pid() == 0 {
+			t.Fatalf("round %d: not running after the start", round)
+		}
+		if err := p.Start(); err == nil || !strings.Contains(err.Error(), "running already") {
+			t.Fatalf("round %d: a second start: %v", round, err)
+		}
+		if err := p.Signal(syscall.SIGSTOP); err != nil {
+			t.Fatal(err)
+		}
+		if err := p.Kill(0); err != nil {
+			t.Fatalf("round %d: kill of a stopped process: %v", round, err)
+		}
+		if p.Running() || p.Pid() != 0 {
+			t.Fatalf("round %d: running after the kill", round)
+		}
+		select {
+		case <-p.Exited():
+		default:
+			t.Fatalf("round %d: Exited not closed after the kill", round)
+		}
+	}
+	if got := Tail(out, 5); got != "started | started" {
+		t.Errorf("the output of both starts: %q", got)
+	}
+}
+
+func TestStopKillsWhatIgnoresTERM(t *testing.T) {
+	dir := t.TempDir()
+	ready := filepath.Join(dir, "ready")
+	p := &Proc{Name: "stubborn", Args: []string{"sh", "-c", `trap "" TERM; touch ` + ready + `; while :; do sleep 1; done`}}
+	if err := p.Start(); err != nil {
+		t.Fatal(err)
+	}
+	err := WaitFor(context.Background(), "the trap is set", 30*time.Second, 10*time.Millisecond, p, func() bool {
+		_, err := os.Stat(ready)
+		return err == nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Stop(100 * time.Millisecond); err != nil {
+		t.Fatal(err)
+	}
+	if p.Running() {
+		t.Fatal("running after Stop")
+	}
+}
+
+func TestStopEndsAGentleProcess(t *testing.T) {
+	p := &Proc{Name: "gentle", Args: []string{"sleep", "60"}}
+	if err := p.Start(); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Stop(30 * time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if p.Running() {
+		t.Fatal("running after Stop")
+	}
+}
+
+func TestWaitForNamesTheExitAndTheDeadline(t *testing.T) {
+	out := filepath.Join(t.TempDir(), "out.log")
+	p := &Proc{Name: "quitter", Args: []string{"sh", "-c", "echo bye; exit 3"}, Out: out}
+	if err := p.Start(); err != nil {
+		t.Fatal(err)
+	}
+	<-p.Exited()
+	err := WaitFor(context.Background(), "never", time.Minute, time.Millisecond, p, func() bool { return false })
+	if err == nil || !strings.Contains(err.Error(), "quitter exited") || !strings.Contains(err.Error(), "bye") {
+		t.Errorf("WaitFor on an exited process: %v", err)
+	}
+	err = WaitFor(context.Background(), "never", 20*time.Millisecond, time.Millisecond, nil, func() bool { return false })
+	if err == nil || !strings.Contains(err.Error(), "never: not within") {
+		t.Errorf("WaitFor past its limit: %v", err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if err := WaitFor(ctx, "never", time.Minute, time.Millisecond, nil, func() bool { return false }); err != context.Canceled {
+		t.Errorf("WaitFor after its context ended: %v", err)
+	}
+	if err := p.Start(); err != nil {
+		t.Errorf("a start after the exit: %v", err)
+	}
+	p.Kill(0)
+}
