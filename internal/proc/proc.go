@@ -101,6 +101,16 @@ func (p *Proc) Pid() int {
 	return cmd.Process.Pid
 }
 
+// ExitCode is the exit status of the last start's process once it has
+// exited; -1 while it runs, before the first start, or after a signal.
+func (p *Proc) ExitCode() int {
+	cmd, exited := p.current()
+	if cmd == nil || !closed(exited) {
+		return -1
+	}
+	return cmd.ProcessState.ExitCode()
+}
+
 // Exited is closed when the last start's process has exited. Before the
 // first start it is nil, which blocks forever in a select.
 func (p *Proc) Exited() <-chan struct{} {
@@ -108,13 +118,14 @@ func (p *Proc) Exited() <-chan struct{} {
 	return exited
 }
 
-// Signal sends sig to the running process; nothing when none runs.
+// Signal sends sig to the running process; it returns os.ErrProcessDone
+// when none runs.
 func (p *Proc) Signal(sig os.Signal) error {
 	cmd, exited := p.current()
 	if cmd == nil || closed(exited) {
-		return nil
+		return os.ErrProcessDone
 	}
-	if err := cmd.Process.Signal(sig); err != nil && !errors.Is(err, os.ErrProcessDone) {
+	if err := cmd.Process.Signal(sig); err != nil {
 		return fmt.Errorf("signal %s: %w", p.Name, err)
 	}
 	return nil
@@ -128,7 +139,7 @@ func (p *Proc) Kill(limit time.Duration) error {
 	if cmd == nil || closed(exited) {
 		return nil
 	}
-	if err := p.Signal(syscall.SIGKILL); err != nil {
+	if err := p.Signal(syscall.SIGKILL); err != nil && !errors.Is(err, os.ErrProcessDone) {
 		return err
 	}
 	_ = p.Signal(syscall.SIGCONT)
@@ -141,7 +152,7 @@ func (p *Proc) Stop(grace time.Duration) error {
 	if cmd == nil || closed(exited) {
 		return nil
 	}
-	if err := p.Signal(syscall.SIGTERM); err != nil {
+	if err := p.Signal(syscall.SIGTERM); err != nil && !errors.Is(err, os.ErrProcessDone) {
 		return err
 	}
 	if p.wait(cmd, exited, grace, "SIGTERM") == nil {

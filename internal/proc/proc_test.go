@@ -2,6 +2,7 @@ package proc
 
 import (
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -90,7 +91,13 @@ func TestWaitForNamesTheExitAndTheDeadline(t *testing.T) {
 	if err := p.Start(); err != nil {
 		t.Fatal(err)
 	}
+	if p.ExitCode() != -1 && p.Running() {
+		t.Error("an exit code while running")
+	}
 	<-p.Exited()
+	if p.ExitCode() != 3 {
+		t.Errorf("exit code %d, want 3", p.ExitCode())
+	}
 	err := WaitFor(context.Background(), "never", time.Minute, time.Millisecond, p, func() bool { return false })
 	if err == nil || !strings.Contains(err.Error(), "quitter exited") || !strings.Contains(err.Error(), "bye") {
 		t.Errorf("WaitFor on an exited process: %v", err)
@@ -103,6 +110,9 @@ func TestWaitForNamesTheExitAndTheDeadline(t *testing.T) {
 	cancel()
 	if err := WaitFor(ctx, "never", time.Minute, time.Millisecond, nil, func() bool { return false }); err != context.Canceled {
 		t.Errorf("WaitFor after its context ended: %v", err)
+	}
+	if err := p.Signal(syscall.SIGTERM); !errors.Is(err, os.ErrProcessDone) {
+		t.Errorf("a signal to an exited process: %v", err)
 	}
 	if err := p.Start(); err != nil {
 		t.Errorf("a start after the exit: %v", err)

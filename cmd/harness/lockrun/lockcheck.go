@@ -11,7 +11,6 @@ import (
 	mrand "math/rand/v2"
 	"net"
 	"os"
-	"os/exec"
 	"os/signal"
 	"path/filepath"
 	"seckill/cmd/harness/testbed"
@@ -419,8 +418,7 @@ func lcFreePort() (int, error) {
 
 // lcProc is one client process and the proxies of its links.
 type lcProc struct {
-	cmd      *exec.Cmd
-	done     chan struct{}
+	sup      *proc.Proc
 	out      string
 	lockLink []*faultproxy.Proxy
 	dbLink   []*faultproxy.Proxy
@@ -521,7 +519,7 @@ func (e *lcEnv) workload(ctx context.Context, r LcRow, dir string) ([]lockcheck.
 	}
 	var ops []lockcheck.Op
 	for i, p := range procs {
-		if code := p.cmd.ProcessState.ExitCode(); code > 0 {
+		if code := p.sup.ExitCode(); code > 0 {
 			return nil, fmt.Errorf("client process %d exited %d: %s", i, code, proc.Tail(filepath.Join(dir, fmt.Sprintf("client-%d.log", i)), 3))
 		}
 		h, err := lockcheck.ReadFile(p.out)
@@ -601,20 +599,13 @@ func (e *lcEnv) start(r LcRow, dir string, i int, users []int64) (*lcProc, error
 	if err := testbed.WriteJSON(cfgPath, cfg); err != nil {
 		return p, err
 	}
-	logFile, err := os.Create(filepath.Join(dir, fmt.Sprintf("client-%d.log", i)))
-	if err != nil {
+	logPath := filepath.Join(dir, fmt.Sprintf("client-%d.log", i))
+	if err := os.WriteFile(logPath, nil, 0o644); err != nil {
 		return p, err
 	}
-	defer logFile.Close()
-	p.cmd = exec.Command(e.self, "lockcheck-client", cfgPath)
-	p.cmd.Stdout, p.cmd.Stderr = logFile, logFile
-	p.cmd.SysProcAttr = testbed.ChildAttr()
-	if err := p.cmd.Start(); err != nil {
-		return p, err
-	}
-	p.done = make(chan struct{})
-	go func() { _ = p.cmd.Wait(); close(p.done) }() // the exit status is in the log
-	return p, nil
+	// The exit status is in the log.
+	p.sup = &proc.Proc{Name: "lockcheck-client", Args: []string{e.self, "lockcheck-client", cfgPath}, Out: logPath, Attr: testbed.ChildAttr()}
+	return p, p.sup.Start()
 }
 
 // fault waits for the warm-up, applies the row's fault to process 0, and
@@ -624,7 +615,7 @@ func (e *lcEnv) fault(ctx context.Context, r LcRow, p *lcProc) error {
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
-		case <-p.done:
+		case <-p.sup.Exited():
 			return errors.New("client process 0 exited early")
 		case <-time.After(d):
 			return nil
@@ -646,7 +637,7 @@ func (e *lcEnv) fault(ctx context.Context, r LcRow, p *lcProc) error {
 		case <-ctx.Done():
 		case <-time.After(n):
 		}
-		if cerr := p.cmd.Process.Signal(syscall.SIGCONT); cerr != nil {
+		if cerr := p.sup.Signal(syscall.SIGCONT); cerr != nil {
 			return cerr
 		}
 	case "partition-lock", "partition-db":
@@ -660,7 +651,7 @@ func (e *lcEnv) fault(ctx context.Context, r LcRow, p *lcProc) error {
 		for _, l := range links {
 			l.Partition()
 		}
-		if err = p.cmd.Process.Signal(syscall.SIGCONT); err != nil {
+		if err = p.sup.Signal(syscall.SIGCONT); err != nil {
 			return err
 		}
 		err = sleep(n)
@@ -677,7 +668,7 @@ func (e *lcEnv) fault(ctx context.Context, r LcRow, p *lcProc) error {
 		for _, l := range p.lockLink {
 			l.Cut()
 		}
-		if err = p.cmd.Process.Signal(syscall.SIGCONT); err != nil {
+		if err = p.sup.Signal(syscall.SIGCONT); err != nil {
 			return err
 		}
 		err = sleep(n)
@@ -691,7 +682,7 @@ func (e *lcEnv) fault(ctx context.Context, r LcRow, p *lcProc) error {
 		if err = node.Kill(); err == nil {
 			err = node.Restart(ctx, "")
 		}
-		if cerr := p.cmd.Process.Signal(syscall.SIGCONT); err == nil {
+		if cerr := p.sup.Signal(syscall.SIGCONT); err == nil {
 			err = cerr
 		}
 		if err == nil {
@@ -765,7 +756,7 @@ func (e *lcEnv) failover(ctx context.Context, p *lcProc) error {
 		return err
 	}
 	time.Sleep(lcTTL) // process 1 takes locks on the new primary
-	return p.cmd.Process.Signal(syscall.SIGCONT)
+	return p.sup.Signal(syscall.SIGCONT)
 }
 
 // waitLinkDown polls until the replica reports its primary link down.
@@ -788,13 +779,13 @@ func waitLinkDown(ctx context.Context, replica *redisproc.Server) error {
 // After a bounded number of tries it leaves p stopped anyway.
 func (e *lcEnv) stopHolding(ctx context.Context, p *lcProc) error {
 	for try := 0; ; try++ {
-		if err := p.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
+		if err := p.sup.Signal(syscall.SIGSTOP); err != nil {
 			return err
 		}
 		if try >= 100 || holding(p.out) || ctx.Err() != nil {
 			return nil
 		}
-		if err := p.cmd.Process.Signal(syscall.SIGCONT); err != nil {
+		if err := p.sup.Signal(syscall.SIGCONT); err != nil {
 			return err
 		}
 		time.Sleep(time.Duration(5+mrand.IntN(20)) * time.Millisecond)
@@ -844,21 +835,20 @@ func holding(path string) bool {
 // cycle under way), then SIGKILL after a bound.
 func (e *lcEnv) stopAll(procs []*lcProc) {
 	for _, p := range procs {
-		if p.cmd == nil || p.cmd.Process == nil {
+		if p.sup == nil {
 			continue
 		}
-		_ = p.cmd.Process.Signal(syscall.SIGCONT) // it may have exited
-		_ = p.cmd.Process.Signal(syscall.SIGTERM)
+		_ = p.sup.Signal(syscall.SIGCONT) // it may have exited
+		_ = p.sup.Signal(syscall.SIGTERM)
 	}
 	for _, p := range procs {
-		if p.done == nil {
+		if p.sup == nil || p.sup.Exited() == nil {
 			continue
 		}
 		select {
-		case <-p.done:
+		case <-p.sup.Exited():
 		case <-time.After(4*lcOpTimeout + 10*time.Second):
-			_ = p.cmd.Process.Kill()
-			<-p.done
+			_ = p.sup.Kill(0)
 		}
 	}
 }
