@@ -7,7 +7,7 @@
 //	go run ./cmd/harness loadtest   one experiment (make loadtest; settings in the environment)
 //	go run ./cmd/harness matrix     every lock mode x 1, 2 instances x normal, slow (make loadtest-matrix)
 //	go run ./cmd/harness ci         the short load test of CI (make loadtest-ci)
-//	go run ./cmd/harness bench      the machine's limits and the seckill in every mode (make bench; BENCH_* settings, see bench.go)
+//	go run ./cmd/harness bench      the machine's limits and the seckill in every mode (make bench; BENCH_* settings in docs/bench-harness.md)
 //	go run ./cmd/harness faults     the fault suite on private MariaDB/Redis/Sentinel processes (make faults; settings in faults/README.md)
 //	go run ./cmd/harness lockcheck  recorded lock histories under faults, checked by porcupine (make lock-check)
 //	go run ./cmd/harness pictures   docs/*.svg from the results.json files above (make pictures; -check: exit 1 when one is out of date)

@@ -20,134 +20,10 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// `harness bench` (make bench): measures, in ONE run, the limits of this
-// machine and the seckill against them, then writes bench/RESULTS.md
-// (machine, date, exact commands, tables, ratios, targets) and
-// bench/results.json beside it (the same figures, for tools).
-//
-// Limits (what the service cannot beat on this machine):
-//   noop     wrk on GET /debug/noop: the same gin stack and auth middleware
-//            (JWT check) as the seckill route, no business work;
-//   acquire  redis-benchmark EVALSHA of lua/acquire.lua (SET NX PX + fencing
-//            INCR), a fresh random key per call;
-//   release  redis-benchmark EVALSHA of lua/unlock.lua (compare-and-delete) on
-//            keys written beforehand, so that most calls delete;
-//   admit    redis-benchmark EVALSHA of lua/seckill.lua (async admission) with
-//            the service's key shapes on a scratch voucher (huge stock, window
-//            open) and a scratch stream (bench:stream.orders, which the
-//            service's consumers never read), a random user and order id per
-//            call; everything removed afterwards; depth 1 (no -P);
-//   admit-P<d>  the same with -P <d>, run right after the async-<first async
-//            lock mode> run: <d> is the mean pipelining depth that run's
-//            server used (admissions per round trip to Redis: its /metrics,
-//            seckill_admission_pipeline_size sum ÷ count, the run's figure
-//            pipeline_mean; an admission sent alone counts 1), rounded, at
-//            least 1. The server coalesces concurrent admissions into
-//            pipelines (repository/admit_batch.go: up to 64 per pipeline, 2
-//            round trips in flight), so "async ÷ EVALSHA" compares it with
-//            this row, not with depth 1 (kept in the limits table);
-//   slap     mariadb-slap of the order transaction (BEGIN; stock UPDATE;
-//            order INSERT; COMMIT) on a scratch voucher with huge stock;
-//   insert   mariadb-slap of a single-row order INSERT (autocommit), the
-//            partner of the async consumers' drain rate.
-// Runs of the service (wrk, bench/rotate.lua: every request a new user):
-//   soldout            a voucher of stock 1 already sold: every request 409 SOLD_OUT;
-//   sync-<lock>        for each lock mode of BENCH_LOCK_MODES, stock far above
-//                      the request count: every request creates an order
-//                      (concurrent buyers committed together: group commit);
-//   sync-<lock>-pertxn right after the first lock mode's run: the same with
-//                      SECKILL_SYNC_GROUP_COMMIT=off (one transaction per
-//                      order, the course's path); RESULTS.md compares both
-//                      with slap (req/s, p99, mean group size from
-//                      seckill_sync_group_size, CPU per order);
-//   async-<lock>       the same in async mode (SECKILL_ORDER_MODE=async) for
-//                      each lock mode of BENCH_ASYNC_LOCK_MODES (the lock is
-//                      only the consumers' second line of defence); after the
-//                      load, the drain: how long the consumers take until the
-//                      database holds every admitted order, and their rate;
-//   async-<lock>-nodrain  right after the first async lock mode's run: the
-//                      same admission on a fresh voucher, with the same
-//                      tokens, by a server whose consumers do not write during
-//                      the load (SECKILL_DEV_CONSUMER_DELAY longer than the
-//                      load: each consumer holds the batch it read); then that
-//                      server stops (SIGTERM ends the consumer's sleep at
-//                      once), a normal async server drains the backlog (after
-//                      a load longer than the batch timeout, 8 s, it claims
-//                      the batch the first one held after SECKILL_CLAIM_IDLE,
-//                      30 s), and the audit. The target "admission with
-//                      the consumers writing ÷ without them ≥ 0.8" (the drain
-//                      may slow admission by at most 20 %) divides async-<lock>
-//                      req/s by this run's;
-//   async-<lock>-limits, async-<lock>-traced  right after the -nodrain run:
-//                      the async-<lock> run with every purchase limit on and
-//                      none reached (limitsNotHit), then with tracing on at
-//                      a 1 % sample (tracedAt1Percent, console exporter to
-//                      the server's log); their cost is their req/s ÷
-//                      async-<lock>'s (target for the limits: ≥ 0.9);
-//   k6-async-<lock>    k6, constant arrival rate at half the sync `lua` req/s
-//                      (bench/arrival.js, a new user per request): latency.
-// After every run the voucher is audited (admin audit endpoint, and the
-// database and Redis directly, judged by model.Counts: the invariants of
-// docs/contract.md as the tests judge them; in async mode after the drain,
-// with invariant 5) and the client's counts are checked against what the
-// run must produce; any violation makes the command exit 1 after writing
-// RESULTS.md. A missed ratio target is reported in RESULTS.md, with a CPU
-// profile, not failed. Exit 2: the bench could not run.
-//
-// Settings (environment or make variables), defaults in brackets:
-//   BENCH_DURATION [10]   seconds per wrk run (and per k6 run)
-//   BENCH_THREADS [2]     wrk threads
-//   BENCH_CONNS [32]      wrk connections = redis-benchmark clients = mariadb-slap
-//                         clients = k6 pre-allocated VUs
-//   BENCH_USERS [200000]  user tokens of the sync runs, in two halves that the
-//                         runs alternate (each request spends one of its half)
-//   BENCH_ASYNC_USERS [400000]  user tokens of the async runs (each run has its
-//                         own voucher, so the runs share them: a user is a
-//                         duplicate only on the same voucher, and a drained
-//                         run leaves no per-user lock behind). Each wrk run
-//                         must not spend more than its file: an async run did
-//                         16,000 req/s (160,000 requests in 10 s) on 2 cores on
-//                         2026-11-23, and a reused token is a DUPLICATE_ORDER
-//                         refusal, reported as a violation
-//   BENCH_SKIP_USERS [5000]  the first users are left out: tests and load tests
-//                         use the low user ids (and their lock:order:<id> keys)
-//   BENCH_ORDER_MODES [sync async]  sync first: the async targets are ratios to
-//                         the sync `lua` run
-//   BENCH_LOCK_MODES [lua none local simple owner reentrant redsync multi mysql zookeeper]
-//                         sync runs (lua first: it runs right after mariadb-slap,
-//                         its ratio partner)
-//   BENCH_ASYNC_LOCK_MODES [lua]  async runs
-//   BENCH_K6_RATE []      k6 arrivals per second; empty = half the sync `lua` req/s
-//   BENCH_DRAIN_TIMEOUT [120]  seconds the consumers get to drain after a run
-//                         (from the end of the load; the -nodrain run's drain
-//                         needs more than the 30 s of SECKILL_CLAIM_IDLE)
-//   BENCH_REDIS_N [150000] redis-benchmark requests per script
-//   BENCH_SLAP_TXNS [500] transactions (rows) per mariadb-slap client
-//   BENCH_PORT [18181]    the server's port on 127.0.0.1
-//   BENCH_PROFILE []      run names to CPU-profile (e.g. "sync-lua soldout");
-//                         the profile and its `go tool pprof -top` land in the out dir
-//   BENCH_ADMISSION_PROFILE [1]  1 = profile the async admission run (async-<first
-//                         async lock mode>) itself: a CPU profile over its middle (as
-//                         BENCH_PROFILE) and the server's allocations during the wrk
-//                         run (/debug/pprof/allocs before and after), saved with their
-//                         top 20 in the profiles dir and RESULTS.md (issue 13), and the
-//                         same CPU profile of its -nodrain partner (not kept: so that
-//                         their ratio compares like with like); 0 = not (the runs'
-//                         figures then carry no profiler cost at all)
-//   BENCH_LIMITS []       the -limits run's settings instead of limitsNotHit
-//                         (e.g. "SECKILL_RATE_LIMIT_VOUCHER=100000000" alone)
-//   BENCH_OUT [bench/out/<date>]  logs, wrk outputs, profiles
-//   BENCH_RESULTS [bench/RESULTS.md]  (results.json is written beside it, the
-//                         admission profiles in profiles/ beside it)
-//   BENCH_KEEP [0]        1 = keep the bench vouchers and their orders
-//   BENCH_BIN []          a prebuilt seckill binary to measure instead of building
-//                         the working tree (to compare two builds)
-//   BENCH_ONLY []         cluster = only async-lua on one Redis, on a Redis with a
-//                         replica and the Redis Cluster block, with COMMANDS.md
-//                         (bench_cost.go): a quick measure of the cluster's cost
-//   BENCH_CLUSTER_LOCK [lua]  lock mode of the cluster block, its one-Redis partners
-//                         and COMMANDS.md (none: the cost without the consumers'
-//                         per-user locks)
+// Package bench is `harness bench` (make bench): in one run it measures
+// the machine's limits and the seckill against them. It writes
+// bench/RESULTS.md and bench/results.json beside it. The runs, targets and
+// BENCH_* settings are described in docs/bench-harness.md.
 
 // benchConfig is the BENCH_* settings.
 type benchConfig struct {
@@ -248,12 +124,83 @@ func (c benchConfig) wantAsync() bool {
 	return false
 }
 
+// figures holds the figures of every run and limit by name, the
+// violations found and the commands run.
+type figures struct {
+	mu         sync.Mutex
+	runs       map[string]benchFigures
+	violations []string
+	commands   []string
+}
+
+// serverUnderTest starts, meters and stops the seckill server.
+type serverUnderTest struct{ *bench }
+
+// limitRuns measures the machine's limits: Redis, MariaDB and the no-op route.
+type limitRuns struct{ *bench }
+
+// seckillRuns measures the seckill in each mode and audits each run.
+type seckillRuns struct{ *bench }
+
+// costTables measures the cost per command and the Redis Cluster block.
+type costTables struct{ *bench }
+
+// reporter turns the figures into RESULTS.md and results.json.
+type reporter struct{ *bench }
+
+// newBench is a bench with empty figures and its method sets wired.
+func newBench(root string) *bench {
+	b := &bench{root: root, figures: &figures{runs: map[string]benchFigures{}},
+		profiles: map[string]chan bool{}, info: map[string]string{}}
+	b.serverUnderTest, b.limitRuns, b.seckillRuns = serverUnderTest{b}, limitRuns{b}, seckillRuns{b}
+	b.costTables, b.reporter = costTables{b}, reporter{b}
+	return b
+}
+
+func (b *figures) get(run, k string) string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.runs[run][k]
+}
+
+func (b *figures) put(run, k, v string) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.runs[run] == nil {
+		b.runs[run] = benchFigures{}
+	}
+	b.runs[run][k] = v
+}
+
+func (b *figures) putAll(run string, f benchFigures) {
+	for k, v := range f {
+		b.put(run, k, v)
+	}
+}
+
+func (b *figures) violate(run, msg string) {
+	b.violations = append(b.violations, run+": "+msg)
+	logf("VIOLATION %s: %s", run, msg)
+}
+
+func (b *figures) noteCmd(s string) { b.commands = append(b.commands, s) }
+
+// runBench is `harness bench`: 0 when every check passed, 1 on a violation
+// (RESULTS.md written), 2 when the bench could not run.
 // benchDie is the panic of bench.die: the bench cannot go on (exit 2).
 type benchDie struct{ msg string }
 
 // bench is one run of the benchmark: its settings, connections and every
 // figure measured so far.
 type bench struct {
+	// The method sets by concern; each reaches the run's state through
+	// its *bench.
+	serverUnderTest
+	limitRuns
+	seckillRuns
+	costTables
+	reporter
+
 	cfg  benchConfig
 	root string
 	ctx  context.Context
@@ -266,27 +213,23 @@ type bench struct {
 	bin, build, k6, k6ver, slap            string
 	hz                                     float64
 	mariadbPID, redisPID                   int
-	// The Redis Cluster block (bench_cluster.go): the nodes measured (their
+	// The Redis Cluster block (cluster.go): the nodes measured (their
 	// CPU is the Redis CPU of a run while nodePIDs is set) and its runs.
 	nodePIDs      []int
 	clusterNodes_ []clusterNode
 	clusterRows   []string
-	// The per-command figures (bench_cost.go): the nodes of the current
+	// The per-command figures (cost.go): the nodes of the current
 	// run, their first reading, and every measured run.
 	costNodes  []costNode
 	costBefore []nodeStats
 	costs      []*costRun
 
-	// runs holds the figures of every run and limit by name.
-	mu         sync.Mutex
-	runs       map[string]benchFigures
+	*figures
 	rows       []string // seckill runs in table order
 	k6Runs     []string
 	profiled   []string
 	profiledK6 []string
-	violations []string
 	disturbed  []string
-	commands   []string
 	vouchers   []int64
 
 	adminToken, firstUser string
@@ -303,7 +246,10 @@ type bench struct {
 	info map[string]string
 }
 
-func (b *bench) logf(format string, a ...any) {
+func (b *bench) logf(format string, a ...any) { logf(format, a...) }
+
+// logf prints one line of the bench's progress on stderr.
+func logf(format string, a ...any) {
 	fmt.Fprintf(os.Stderr, "[bench] %s\n", fmt.Sprintf(format, a...))
 }
 
@@ -311,39 +257,9 @@ func (b *bench) die(format string, a ...any) {
 	panic(benchDie{fmt.Sprintf(format, a...)})
 }
 
-func (b *bench) get(run, k string) string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.runs[run][k]
-}
-
-func (b *bench) put(run, k, v string) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if b.runs[run] == nil {
-		b.runs[run] = benchFigures{}
-	}
-	b.runs[run][k] = v
-}
-
-func (b *bench) putAll(run string, f benchFigures) {
-	for k, v := range f {
-		b.put(run, k, v)
-	}
-}
-
-func (b *bench) violate(run, msg string) {
-	b.violations = append(b.violations, run+": "+msg)
-	b.logf("VIOLATION %s: %s", run, msg)
-}
-
-func (b *bench) noteCmd(s string) { b.commands = append(b.commands, s) }
-
-// runBench is `harness bench`: 0 when every check passed, 1 on a violation
-// (RESULTS.md written), 2 when the bench could not run.
 func Run(args []string) (code int) {
 	if len(args) > 0 {
-		fmt.Fprintln(os.Stderr, "usage: harness bench (settings: the BENCH_* variables, see cmd/harness/bench.go)")
+		fmt.Fprintln(os.Stderr, "usage: harness bench (settings: the BENCH_* variables, see docs/bench-harness.md)")
 		return 2
 	}
 	root, err := testbed.ProjectRoot()
@@ -351,7 +267,7 @@ func Run(args []string) (code int) {
 		fmt.Fprintf(os.Stderr, "[bench] ERROR: %v\n", err)
 		return 2
 	}
-	b := &bench{root: root, runs: map[string]benchFigures{}, profiles: map[string]chan bool{}, info: map[string]string{}}
+	b := newBench(root)
 	ctx, stop := context.WithCancel(context.Background())
 	defer stop()
 	b.ctx = ctx

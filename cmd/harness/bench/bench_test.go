@@ -40,7 +40,7 @@ func TestBenchRatioAndVerdicts(t *testing.T) {
 // fixedBench is a bench holding the figures of a run of the shape of
 // bench/RESULTS.md of 2026-11-23 04:50 (rounded).
 func fixedBench() *bench {
-	b := &bench{root: "/repo", info: map[string]string{}, runs: map[string]benchFigures{}}
+	b := newBench("/repo")
 	b.cfg = benchConfig{Duration: 10, Threads: 2, Conns: 32, RedisN: 150000, SlapTxns: 500, Port: 18181,
 		OrderModes: []string{"sync", "async"}, LockModes: []string{"lua"}, AsyncLockModes: []string{"lua"},
 		Out: "/repo/bench/out/x", Results: "/repo/bench/RESULTS.md"}

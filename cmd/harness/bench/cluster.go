@@ -79,7 +79,7 @@ func BusiestMaster(roles []string, us func(node int) (float64, bool)) (node int,
 }
 
 // clusterRuns runs the block; the run names are cluster-<N>.
-func (b *bench) clusterRuns() {
+func (b costTables) clusterRuns() {
 	addrs := os.Getenv("SECKILL_TEST_CLUSTER_ADDRS")
 	set := strings.Fields(testbed.EnvOr("BENCH_CLUSTER_BUCKETS", "1 2 4 8"))
 	if addrs == "" || len(set) == 0 || !b.cfg.wantAsync() {
@@ -113,7 +113,7 @@ func (b *bench) clusterRuns() {
 }
 
 // clusterRun is one run of the block.
-func (b *bench) clusterRun(name string, buckets int, addrs string) {
+func (b costTables) clusterRun(name string, buckets int, addrs string) {
 	lm := b.clusterLock()
 	b.logf("seckill %s (async, %s, Redis Cluster, %d bucket(s))", name, lm, buckets)
 	b.startServer("async", lm, name, "SECKILL_REDIS_ADDR=", "SECKILL_REDIS_CLUSTER_ADDRS="+addrs)
@@ -129,7 +129,7 @@ func (b *bench) clusterRun(name string, buckets int, addrs string) {
 
 // clusterNodes lists the cluster's nodes (CLUSTER NODES of a seed) with
 // their roles and process ids, masters first.
-func (b *bench) clusterNodes(cc *redis.ClusterClient) ([]clusterNode, error) {
+func (b costTables) clusterNodes(cc *redis.ClusterClient) ([]clusterNode, error) {
 	text, err := cc.ClusterNodes(b.ctx).Result()
 	if err != nil {
 		return nil, err
@@ -165,7 +165,7 @@ func (b *bench) clusterNodes(cc *redis.ClusterClient) ([]clusterNode, error) {
 
 // nodeOrderCPU puts, for a run with cluster nodes, each node's CPU per
 // admitted order (cpu_node<i>_order, µs) from two samples.
-func (b *bench) nodeOrderCPU(name string, m0, m1 cpuSample) {
+func (b costTables) nodeOrderCPU(name string, m0, m1 cpuSample) {
 	n := figNum0(b.get(name, "status_200"))
 	if n <= 0 || len(m1.Nodes) == 0 || len(m0.Nodes) != len(m1.Nodes) {
 		return
@@ -180,7 +180,7 @@ func (b *bench) nodeOrderCPU(name string, m0, m1 cpuSample) {
 }
 
 // clusterSection is RESULTS.md's section of the block ("" without it).
-func (b *bench) clusterSection() string {
+func (b costTables) clusterSection() string {
 	if len(b.clusterRows) == 0 {
 		return ""
 	}
@@ -229,7 +229,7 @@ order of the master that spent the most (one Redis, async-lua: %s us,
 }
 
 // nodeLabels names the nodes in table order: port:role.
-func (b *bench) nodeLabels() string {
+func (b costTables) nodeLabels() string {
 	var out []string
 	for _, n := range b.clusterNodes_ {
 		_, port, _ := strings.Cut(n.Addr, ":")

@@ -159,7 +159,7 @@ func costNodesOf(ctx context.Context, addr, role string) []costNode {
 }
 
 // costBegin reads the nodes of the run about to start (b.costNodes).
-func (b *bench) costBegin(name string) {
+func (b costTables) costBegin(name string) {
 	if len(b.costNodes) == 0 || strings.HasPrefix(name, "profile-") ||
 		strings.HasSuffix(name, "-limits") || strings.HasSuffix(name, "-traced") {
 		return
@@ -178,7 +178,7 @@ func (b *bench) costBegin(name string) {
 
 // costEnd reads them again after the drain and keeps the run's work per
 // admitted order, with the server's round trips to each node.
-func (b *bench) costEnd(name string) {
+func (b costTables) costEnd(name string) {
 	before := b.costBefore
 	b.costBefore = nil
 	orders := figNum0(b.get(name, "status_200"))
@@ -231,7 +231,7 @@ func (b *bench) costEnd(name string) {
 }
 
 // costPrimaries are the addresses of the run's nodes that take writes.
-func (b *bench) costPrimaries() []string {
+func (b costTables) costPrimaries() []string {
 	var out []string
 	for _, n := range b.costNodes {
 		if n.Role != "replica" {
@@ -270,7 +270,7 @@ func nodeRoundTrips(text string) (trips, cmds map[string]float64) {
 // replicaRun is async-lua again on a Redis with a replica: the master of
 // SECKILL_TEST_SENTINEL_ADDRS, through Sentinel as the service runs there.
 // Its name is async-lua-replica; nothing when Sentinel is not configured.
-func (b *bench) replicaRun() {
+func (b costTables) replicaRun() {
 	sentinels, master := os.Getenv("SECKILL_TEST_SENTINEL_ADDRS"), os.Getenv("SECKILL_TEST_SENTINEL_MASTER")
 	if sentinels == "" || master == "" {
 		return
@@ -304,7 +304,7 @@ func (b *bench) replicaRun() {
 // clusterLock is the lock mode of the runs this file compares:
 // BENCH_CLUSTER_LOCK, lua by default (none shows what the consumers'
 // per-user locks cost).
-func (b *bench) clusterLock() string { return testbed.EnvOr("BENCH_CLUSTER_LOCK", "lua") }
+func (b costTables) clusterLock() string { return testbed.EnvOr("BENCH_CLUSTER_LOCK", "lua") }
 
 // redisPID is the process id of the Redis at addr (0 when unknown).
 func redisPID(ctx context.Context, addr string) int {
@@ -320,7 +320,7 @@ func redisPID(ctx context.Context, addr string) int {
 
 // clusterOnly is BENCH_ONLY=cluster: async-lua on one Redis, on a Redis
 // with a replica, and the cluster block, with their per-command tables.
-func (b *bench) clusterOnly() {
+func (b costTables) clusterOnly() {
 	b.machine()
 	b.logf("machine: %s x %s, %s, %s; load %s", b.info["nproc"], b.info["cpu"], b.info["mem"], b.info["kernel"], b.info["load_before"])
 	b.cfg.AdmissionProfile = false
@@ -332,7 +332,7 @@ func (b *bench) clusterOnly() {
 }
 
 // costByName is the measured run of that name (nil when none).
-func (b *bench) costByName(name string) *costRun {
+func (b costTables) costByName(name string) *costRun {
 	for _, r := range b.costs {
 		if r.Name == name {
 			return r
@@ -358,7 +358,7 @@ func costSums(r *costRun) (cmd, cpu, replicas, busiest float64) {
 
 // writeCommands writes COMMANDS.md beside BENCH_RESULTS (nothing when no
 // run was measured).
-func (b *bench) writeCommands() {
+func (b costTables) writeCommands() {
 	if len(b.costs) == 0 {
 		return
 	}
@@ -378,11 +378,11 @@ func (b *bench) writeCommands() {
 }
 
 // commandsMarkdown is COMMANDS.md.
-func (b *bench) commandsMarkdown() string {
+func (b costTables) commandsMarkdown() string {
 	var w strings.Builder
 	fmt.Fprintf(&w, `# Redis work per admitted order, by node and by command
 
-Written by `+"`harness bench`"+` (cmd/harness/bench_cost.go), %s, %s x %s,
+Written by `+"`harness bench`"+` (cmd/harness/bench/cost.go), %s, %s x %s,
 load %s before and %s after. wrk %d s, %d connections, async, a new
 user per request (lock mode %s). Every figure is per admitted order (wrk's 200 responses),
 read from INFO before the wrk run and after the drain, so the consumers'

@@ -41,7 +41,7 @@ type admissionProfile struct {
 
 // allocsProfile saves the server's /debug/pprof/allocs as <run><suffix> in
 // the profiles dir (a failure is logged: the run goes on without it).
-func (b *bench) allocsProfile(run, suffix string) {
+func (b reporter) allocsProfile(run, suffix string) {
 	dir := b.cfg.profilesDir()
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		b.logf("profiles dir: %v", err)
@@ -77,7 +77,7 @@ func benchFetch(url, dst string, timeout time.Duration) error {
 // saveAdmissionProfiles keeps the run's CPU profile (taken by wrkRun, in
 // the out dir) beside its allocation profiles and writes the top 20 of
 // each into <run>.top.txt; RESULTS.md shows them (admissionSection).
-func (b *bench) saveAdmissionProfiles(run string) {
+func (b reporter) saveAdmissionProfiles(run string) {
 	dir := b.cfg.profilesDir()
 	p := &admissionProfile{Run: run, Dir: dir, Secs: b.get(run, "profile_secs"),
 		CPUServerOrder: b.get(run, "cpu_server_order"), CPURedisOrder: b.get(run, "cpu_redis_order"), Orders: b.get(run, "status_200")}

@@ -30,7 +30,7 @@ type benchTargets struct {
 }
 
 // targets computes the ratios from the figures.
-func (b *bench) targets() benchTargets {
+func (b reporter) targets() benchTargets {
 	t := benchTargets{
 		T1: benchRatio(b.get("sync-lua", "rps"), b.get("slap", "rps")),
 		T2: benchRatio(b.get("soldout", "rps"), b.get("noop", "rps")),
@@ -65,7 +65,7 @@ func (b *bench) targets() benchTargets {
 }
 
 // invariants is "ok" or the number of violations of a run.
-func (b *bench) invariants(name string) string {
+func (b reporter) invariants(name string) string {
 	n := 0
 	for _, v := range b.violations {
 		if strings.HasPrefix(v, name+":") {
@@ -80,7 +80,7 @@ func (b *bench) invariants(name string) string {
 
 // report writes RESULTS.md (with NOTES.md appended) and results.json; 1
 // when a check failed.
-func (b *bench) report() int {
+func (b reporter) report() int {
 	b.info["load_after"] = benchLoadAvg()
 	b.info["end"] = time.Now().UTC().Format("2006-01-02 15:04:05 UTC")
 	t := b.targets()
@@ -153,13 +153,13 @@ func flatTop(top string) string {
 	return strings.TrimRight(top[i:], "\n")
 }
 
-func (b *bench) pprof(args ...string) string {
+func (b reporter) pprof(args ...string) string {
 	out, _ := exec.Command("go", append([]string{"tool", "pprof"}, args...)...).Output()
 	return string(out)
 }
 
 // profileSection is the RESULTS.md section of a profile ("" without one).
-func (b *bench) profileSection(name string) string {
+func (b reporter) profileSection(name string) string {
 	p := filepath.Join(b.cfg.Out, name+".pprof")
 	if st, err := os.Stat(p); err != nil || st.Size() == 0 {
 		return ""
@@ -170,7 +170,7 @@ func (b *bench) profileSection(name string) string {
 }
 
 // profileText renders a profile section from its two pprof extracts.
-func (b *bench) profileText(name, cum, flat string) string {
+func (b reporter) profileText(name, cum, flat string) string {
 	g := func(k string) string { return b.get(name, k) }
 	var what string
 	if run, ok := strings.CutSuffix(name, "-drain"); ok {
@@ -187,7 +187,7 @@ func (b *bench) profileText(name, cum, flat string) string {
 }
 
 // seckillRow is one row of the seckill table.
-func (b *bench) seckillRow(name string) string {
+func (b reporter) seckillRow(name string) string {
 	var om, lm string
 	switch {
 	case name == "soldout":
@@ -218,7 +218,7 @@ func (b *bench) seckillRow(name string) string {
 // groupSection compares, for the first sync lock mode, group commit with
 // one transaction per order and with mariadb-slap's order transaction, at
 // the same concurrency; "" without the -pertxn run.
-func (b *bench) groupSection() string {
+func (b reporter) groupSection() string {
 	var lm string
 	for _, name := range b.rows {
 		if m, ok := strings.CutSuffix(name, "-pertxn"); ok {
@@ -266,7 +266,7 @@ func runModes(name string) (orderMode, lockMode string) {
 
 // render is RESULTS.md without NOTES.md; profile renders a profile's
 // section.
-func (b *bench) render(t benchTargets, profile func(string) string) string {
+func (b reporter) render(t benchTargets, profile func(string) string) string {
 	c := b.cfg
 	in := b.info
 	var w strings.Builder
@@ -529,7 +529,7 @@ one for its drain.
 }
 
 // k6Rows are the rows of the k6 table: each k6 run after its -noop floor.
-func (b *bench) k6Rows() []string {
+func (b reporter) k6Rows() []string {
 	var rows []string
 	for _, name := range append(append([]string{}, b.k6Runs...), b.profiledK6...) {
 		if b.get(name+"-noop", "requests") != "" {
@@ -562,7 +562,7 @@ type BenchJSON struct {
 	// (absent without the block); its runs are cluster-<buckets>.
 	ClusterNodes []BenchJSONNode `json:"clusterNodes,omitempty"`
 	// CommandCosts are the Redis work per admitted order by node and
-	// command (bench_cost.go; COMMANDS.md), absent when none was measured.
+	// command (cost.go; COMMANDS.md), absent when none was measured.
 	CommandCosts []*costRun `json:"commandCosts,omitempty"`
 	// AdmissionProfile names the files of BENCH_ADMISSION_PROFILE's
 	// profiles, relative to the repository (absent without them).
@@ -641,7 +641,7 @@ func jsonFigures(f benchFigures) map[string]any {
 	return out
 }
 
-func (b *bench) resultsJSON(t benchTargets) BenchJSON {
+func (b reporter) resultsJSON(t benchTargets) BenchJSON {
 	c := b.cfg
 	rel := func(p string) string { return strings.TrimPrefix(p, b.root+"/") }
 	j := BenchJSON{

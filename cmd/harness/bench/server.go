@@ -28,7 +28,7 @@ var benchHTTP = &http.Client{Timeout: 60 * time.Second}
 // startServer starts the server in orderMode and lockMode, its log in
 // server-<logname>.log, with env (NAME=value) added to its environment,
 // and waits for /readyz (20 s).
-func (b *bench) startServer(orderMode, lockMode, logname string, env ...string) {
+func (b serverUnderTest) startServer(orderMode, lockMode, logname string, env ...string) {
 	if testbed.PortOpen(b.cfg.Port) {
 		b.die("something already serves %s (BENCH_PORT=%d): stop it or pick another port", b.base, b.cfg.Port)
 	}
@@ -44,7 +44,7 @@ func (b *bench) startServer(orderMode, lockMode, logname string, env ...string) 
 }
 
 // stopServer stops the server (SIGTERM) and waits for it.
-func (b *bench) stopServer() {
+func (b serverUnderTest) stopServer() {
 	if b.server == nil {
 		return
 	}
@@ -52,7 +52,7 @@ func (b *bench) stopServer() {
 	b.server = nil
 }
 
-func (b *bench) serverPID() int {
+func (b serverUnderTest) serverPID() int {
 	if b.server == nil {
 		return 0
 	}
@@ -60,7 +60,7 @@ func (b *bench) serverPID() int {
 }
 
 // call makes one HTTP request with the token; it returns the status and body.
-func (b *bench) call(method, path, token string, body []byte) (int, []byte, error) {
+func (b serverUnderTest) call(method, path, token string, body []byte) (int, []byte, error) {
 	req, err := http.NewRequestWithContext(b.ctx, method, b.base+path, bytes.NewReader(body))
 	if err != nil {
 		return 0, nil, err
@@ -80,10 +80,10 @@ func (b *bench) call(method, path, token string, body []byte) (int, []byte, erro
 
 // publish creates a shop and a seckill voucher of it with stock through the
 // admin API; the voucher's id joins the vouchers cleaned up at exit.
-func (b *bench) publish(stock int) int64 { return b.publishWith(stock, "") }
+func (b serverUnderTest) publish(stock int) int64 { return b.publishWith(stock, "") }
 
 // publishWith is publish with more fields of the body (`,"stockBuckets":4`).
-func (b *bench) publishWith(stock int, more string) int64 {
+func (b serverUnderTest) publishWith(stock int, more string) int64 {
 	status, data, err := b.call("POST", "/shop", b.adminToken,
 		[]byte(`{"name":"bench shop","typeId":1,"address":"loopback 1","x":120.15,"y":30.28}`))
 	var shop struct {
@@ -129,7 +129,7 @@ func pidTicks(pid int) float64 {
 }
 
 // dbCounters are MariaDB's Questions, Com_stmt_prepare, Com_stmt_close.
-func (b *bench) dbCounters() [3]float64 {
+func (b serverUnderTest) dbCounters() [3]float64 {
 	var out [3]float64
 	rows, err := b.db.QueryContext(b.ctx, "SHOW GLOBAL STATUS WHERE Variable_name IN ('Questions', 'Com_stmt_prepare', 'Com_stmt_close')")
 	if err != nil {
@@ -155,7 +155,7 @@ func (b *bench) dbCounters() [3]float64 {
 
 // sample reads the meter; client is the load generator's CPU so far in
 // clock ticks (it is known only once it exited: 0 before).
-func (b *bench) sample(client float64) cpuSample {
+func (b serverUnderTest) sample(client float64) cpuSample {
 	s := cpuSample{DB: b.dbCounters()}
 	s.Server, s.MariaDB, s.Redis = pidTicks(b.serverPID()), pidTicks(b.mariadbPID), b.redisTicks(&s)
 	s.Client = client
@@ -166,7 +166,7 @@ func (b *bench) sample(client float64) cpuSample {
 
 // sampleEnd reads the meter at the end of a run, in the reverse order of
 // sample (the machine first, the database counters last), as run.sh did.
-func (b *bench) sampleEnd(client float64) cpuSample {
+func (b serverUnderTest) sampleEnd(client float64) cpuSample {
 	busy, total, _ := machineTicks(benchReadFile("/proc/stat"))
 	s := cpuSample{Busy: float64(busy), Total: float64(total), Client: client}
 	s.Server, s.MariaDB, s.Redis = pidTicks(b.serverPID()), pidTicks(b.mariadbPID), b.redisTicks(&s)
@@ -176,7 +176,7 @@ func (b *bench) sampleEnd(client float64) cpuSample {
 
 // redisTicks is the Redis CPU so far: the one Redis's, or, in the cluster
 // block, the sum of the nodes' (each recorded in s.Nodes).
-func (b *bench) redisTicks(s *cpuSample) float64 {
+func (b serverUnderTest) redisTicks(s *cpuSample) float64 {
 	if len(b.nodePIDs) == 0 {
 		return pidTicks(b.redisPID)
 	}
@@ -190,7 +190,7 @@ func (b *bench) redisTicks(s *cpuSample) float64 {
 }
 
 // childTicks is the CPU an exited child used, in clock ticks.
-func (b *bench) childTicks(cmd *exec.Cmd) float64 {
+func (b serverUnderTest) childTicks(cmd *exec.Cmd) float64 {
 	if cmd.ProcessState == nil {
 		return 0
 	}
@@ -199,7 +199,7 @@ func (b *bench) childTicks(cmd *exec.Cmd) float64 {
 
 // profileStart takes a CPU profile of the server over secs (at most 30: the
 // server's write timeout), starting after delay, in the background.
-func (b *bench) profileStart(name string, secs int, delay time.Duration) {
+func (b serverUnderTest) profileStart(name string, secs int, delay time.Duration) {
 	secs = min(secs, 30)
 	if secs < 1 {
 		return
@@ -230,7 +230,7 @@ func (b *bench) profileStart(name string, secs int, delay time.Duration) {
 
 // profileFinish waits for the profile and writes its `go tool pprof -top`
 // (flat and cumulative) next to it.
-func (b *bench) profileFinish(name string) {
+func (b serverUnderTest) profileFinish(name string) {
 	done, ok := b.profiles[name]
 	if !ok {
 		return
@@ -280,7 +280,7 @@ end
 return n`)
 
 // unlinkPattern removes the keys matching pattern (SCAN, UNLINK in batches).
-func (b *bench) unlinkPattern(pattern string) {
+func (b serverUnderTest) unlinkPattern(pattern string) {
 	iter := b.rdb.Scan(b.ctx, 0, pattern, 1000).Iterator()
 	var batch []string
 	for iter.Next(b.ctx) {
@@ -295,20 +295,20 @@ func (b *bench) unlinkPattern(pattern string) {
 	}
 }
 
-func (b *bench) deleteVoucher(v int64) {
+func (b serverUnderTest) deleteVoucher(v int64) {
 	for _, q := range []string{"DELETE FROM tb_voucher_order WHERE voucher_id=?", "DELETE FROM tb_seckill_voucher WHERE voucher_id=?", "DELETE FROM tb_voucher WHERE id=?"} {
 		b.db.ExecContext(b.ctx, q, v)
 	}
 }
 
-func (b *bench) admitKeysClean() {
+func (b serverUnderTest) admitKeysClean() {
 	v, shard := b.admitV, repository.VoucherShard(b.admitV)
 	b.rdb.Unlink(b.ctx, repository.StockKey(v), repository.BuyersKey(v), repository.VoucherKey(v), repository.ShardKey(shard, admitStream))
 	b.unlinkPattern(repository.OrderInfoPrefix(shard) + "????????????")
 }
 
 // cleanup stops the server and removes what the bench wrote (once).
-func (b *bench) cleanup() {
+func (b serverUnderTest) cleanup() {
 	b.mu.Lock()
 	if b.cleaned {
 		b.mu.Unlock()

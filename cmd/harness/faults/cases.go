@@ -18,7 +18,7 @@ import (
 )
 
 // The fault suite's cases: each one's fault, its expectation and its
-// judgement (faults.go runs them).
+// judgement (suite.run runs them).
 
 // faultCase is one case of the suite.
 type faultCase struct {

@@ -460,7 +460,7 @@ func exitStatus(cases []CaseResult) int {
 func renderFaultsMarkdown(rep FaultsReport) string {
 	var b strings.Builder
 	b.WriteString("# Fault suite results\n\n")
-	fmt.Fprintf(&b, "Written by `harness faults` (`cmd/harness/faults*.go`); what each case does and\n"+
+	fmt.Fprintf(&b, "Written by `harness faults` (`cmd/harness/faults`); what each case does and\n"+
 		"its settings: [README.md](README.md).\n\n")
 	settings := strings.Join(rep.Settings, " ")
 	if settings == "" {

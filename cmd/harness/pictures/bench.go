@@ -48,7 +48,7 @@ type benchComparison struct {
 }
 
 // benchComparisons are the targets of issues 4, 5 and 13, as
-// bench_report.go computes them; async runs are named after the first async
+// package bench computes them; async runs are named after the first async
 // lock mode, admit is the admission limit of "async ÷ EVALSHA" and
 // admitLabel its label (benchData.admitLimit).
 func benchComparisons(async, admit, admitLabel string) []benchComparison {
@@ -404,7 +404,7 @@ func benchViolations(d *svgDoc, b benchData, y float64) float64 {
 }
 
 // benchOtherTargets lists the targets no comparison draws (a target added
-// to bench_report.go shows here until it gets a block of its own) and
+// to package bench shows here until it gets a block of its own) and
 // returns the y after them.
 func benchOtherTargets(d *svgDoc, b benchData, drawn map[string]bool, y float64) float64 {
 	var rest []bench.BenchJSONTarget

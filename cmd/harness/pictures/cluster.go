@@ -11,7 +11,7 @@ import (
 )
 
 // docs/bench-cluster.svg: the Redis Cluster block of `harness bench`
-// (bench/results.json, bench_cluster.go) beside async admission on
+// (bench/results.json, cmd/harness/bench/cluster.go) beside async admission on
 // one Redis. Two panels on one scale, a row per run: the admissions/s
 // measured on the machine the run shared (every Redis process, the server,
 // wrk and MariaDB on the same cores), then the admissions/s the busiest
