@@ -12,7 +12,6 @@ import (
 	"seckill/cmd/harness/testbed"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"time"
 
@@ -24,114 +23,6 @@ import (
 // the machine's limits and the seckill against them. It writes
 // bench/RESULTS.md and bench/results.json beside it. The runs, targets and
 // BENCH_* settings are described in docs/bench-harness.md.
-
-// benchConfig is the BENCH_* settings.
-type benchConfig struct {
-	Duration, Threads, Conns, Users, AsyncUsers, SkipUsers int
-	DrainTimeout, RedisN, SlapTxns, Port                   int
-	LockModes, OrderModes, AsyncLockModes                  []string
-	K6Rate                                                 string
-	Profile                                                string // grows by the extra profiled runs
-	ProfileSetting                                         string // BENCH_PROFILE as given
-	Out, Results                                           string
-	Keep                                                   bool
-	Bin                                                    string
-	AdmissionProfile                                       bool
-	Only                                                   string // BENCH_ONLY
-}
-
-// benchConfigFromEnv reads the BENCH_* variables with bench/run.sh's
-// defaults; getenv is os.Getenv outside the tests.
-func benchConfigFromEnv(getenv func(string) string, root string, now time.Time) (benchConfig, error) {
-	def := func(k, d string) string {
-		if v := getenv(k); v != "" {
-			return v
-		}
-		return d
-	}
-	c := benchConfig{
-		LockModes:      strings.Fields(def("BENCH_LOCK_MODES", "lua none local simple owner reentrant redsync multi mysql zookeeper")),
-		OrderModes:     strings.Fields(def("BENCH_ORDER_MODES", "sync async")),
-		AsyncLockModes: strings.Fields(def("BENCH_ASYNC_LOCK_MODES", "lua")),
-		K6Rate:         getenv("BENCH_K6_RATE"),
-		Profile:        getenv("BENCH_PROFILE"),
-		ProfileSetting: getenv("BENCH_PROFILE"),
-		Out:            def("BENCH_OUT", filepath.Join(root, "bench", "out", now.Format("20060102-150405"))),
-		Results:        def("BENCH_RESULTS", filepath.Join(root, "bench", "RESULTS.md")),
-		Keep:           getenv("BENCH_KEEP") == "1",
-		Bin:            getenv("BENCH_BIN"),
-		Only:           getenv("BENCH_ONLY"),
-	}
-	if c.Only != "" && c.Only != "cluster" {
-		return c, fmt.Errorf("BENCH_ONLY=%s: the only block to run alone is cluster", c.Only)
-	}
-	c.AdmissionProfile = def("BENCH_ADMISSION_PROFILE", "1") != "0"
-	ints := []struct {
-		name string
-		def  string
-		dst  *int
-	}{
-		{"DURATION", "10", &c.Duration}, {"THREADS", "2", &c.Threads}, {"CONNS", "32", &c.Conns},
-		{"USERS", "200000", &c.Users}, {"ASYNC_USERS", "400000", &c.AsyncUsers},
-		{"REDIS_N", "150000", &c.RedisN}, {"SLAP_TXNS", "500", &c.SlapTxns}, {"PORT", "18181", &c.Port},
-		{"SKIP_USERS", "5000", &c.SkipUsers}, {"DRAIN_TIMEOUT", "120", &c.DrainTimeout},
-	}
-	for _, v := range ints {
-		s := def("BENCH_"+v.name, v.def)
-		n, err := strconv.Atoi(s)
-		if err != nil || n < 0 || strings.Trim(s, "0123456789") != "" || (n == 0 && v.name != "SKIP_USERS") {
-			return c, fmt.Errorf("BENCH_%s=%s is not a positive number", v.name, s)
-		}
-		*v.dst = n
-	}
-	if c.Conns < c.Threads {
-		return c, fmt.Errorf("BENCH_CONNS (%d) must be at least BENCH_THREADS (%d)", c.Conns, c.Threads)
-	}
-	if c.K6Rate != "" {
-		if n, err := strconv.Atoi(c.K6Rate); err != nil || n <= 0 || strings.Trim(c.K6Rate, "0123456789") != "" || c.K6Rate[0] == '0' {
-			return c, fmt.Errorf("BENCH_K6_RATE=%s is not a positive number", c.K6Rate)
-		}
-	}
-	for _, om := range c.OrderModes {
-		if om != "sync" && om != "async" {
-			return c, fmt.Errorf("BENCH_ORDER_MODES: unknown order mode %s (sync, async)", om)
-		}
-	}
-	return c, nil
-}
-
-// admissionRun is the run whose profiles BENCH_ADMISSION_PROFILE asks for:
-// the async run of the first async lock mode ("" when there is none).
-func (c benchConfig) admissionRun() string {
-	if !c.AdmissionProfile || !c.wantAsync() || len(c.AsyncLockModes) == 0 {
-		return ""
-	}
-	return "async-" + c.AsyncLockModes[0]
-}
-
-// profilesDir is where the admission profiles go: profiles/ beside
-// BENCH_RESULTS (bench/profiles by default).
-func (c benchConfig) profilesDir() string {
-	return filepath.Join(filepath.Dir(c.Results), "profiles")
-}
-
-func (c benchConfig) wantAsync() bool {
-	for _, om := range c.OrderModes {
-		if om == "async" {
-			return true
-		}
-	}
-	return false
-}
-
-// figures holds the figures of every run and limit by name, the
-// violations found and the commands run.
-type figures struct {
-	mu         sync.Mutex
-	runs       map[string]benchFigures
-	violations []string
-	commands   []string
-}
 
 // serverUnderTest starts, meters and stops the seckill server.
 type serverUnderTest struct{ *bench }
@@ -156,34 +47,6 @@ func newBench(root string) *bench {
 	b.costTables, b.reporter = costTables{b}, reporter{b}
 	return b
 }
-
-func (b *figures) get(run, k string) string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.runs[run][k]
-}
-
-func (b *figures) put(run, k, v string) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if b.runs[run] == nil {
-		b.runs[run] = benchFigures{}
-	}
-	b.runs[run][k] = v
-}
-
-func (b *figures) putAll(run string, f benchFigures) {
-	for k, v := range f {
-		b.put(run, k, v)
-	}
-}
-
-func (b *figures) violate(run, msg string) {
-	b.violations = append(b.violations, run+": "+msg)
-	logf("VIOLATION %s: %s", run, msg)
-}
-
-func (b *figures) noteCmd(s string) { b.commands = append(b.commands, s) }
 
 // runBench is `harness bench`: 0 when every check passed, 1 on a violation
 // (RESULTS.md written), 2 when the bench could not run.

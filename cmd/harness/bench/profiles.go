@@ -5,7 +5,9 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"time"
 )
@@ -175,4 +177,70 @@ each profile, allocated objects too, in %s%s).
 		fmt.Fprintf(&w, "\n%s:\n\n```\n%s\n```\n", s.title, s.table)
 	}
 	return w.String()
+}
+
+// profileKeep selects the cumulative pprof lines of the project's frames and
+// the library calls that matter for the order path.
+var profileKeep = regexp.MustCompile(`seckill/|gorm[.]io/gorm[.][(][*](DB|processor)[)][.]|database/sql[.][(][*](DB|Tx|Stmt)[)][.][A-Z]|go-sql-driver/mysql[.][(][*](mysqlConn|mysqlStmt|mysqlTx)[)][.][A-Z]|go-redis/v9[.][(][*]baseClient[)][.]process$|golang-jwt/jwt/v5[.][(][*]Parser[)][.]ParseWithClaims|gin[.][(][*]Engine[)][.]ServeHTTP|linux[.]Syscall6$|runtime[.](gcBgMarkWorker|mallocgc|schedule)$`)
+
+// profileSummary keeps, of `go tool pprof -top -cum` output, the header and
+// the kept frames at ≥ 1.5% cumulative, at most 50 lines.
+func profileSummary(top string) string {
+	var out []string
+	for _, line := range strings.Split(top, "\n") {
+		f := strings.Fields(line)
+		switch {
+		case len(f) > 0 && f[0] == "flat" && strings.HasPrefix(strings.TrimLeft(line, " "), "flat"):
+			out = append(out, line)
+		case len(f) >= 6 && profileKeep.MatchString(line) && figNum0(strings.TrimSuffix(f[4], "%")) >= 1.5:
+			out = append(out, line)
+		}
+		if len(out) == 50 {
+			break
+		}
+	}
+	return strings.Join(out, "\n")
+}
+
+// flatTop is `go tool pprof -top` output from its "flat%" header on.
+func flatTop(top string) string {
+	i := strings.Index(top, "flat%")
+	if i < 0 {
+		return ""
+	}
+	i = strings.LastIndex(top[:i], "\n") + 1
+	return strings.TrimRight(top[i:], "\n")
+}
+
+func (b reporter) pprof(args ...string) string {
+	out, _ := exec.Command("go", append([]string{"tool", "pprof"}, args...)...).Output()
+	return string(out)
+}
+
+// profileSection is the RESULTS.md section of a profile ("" without one).
+func (b reporter) profileSection(name string) string {
+	p := filepath.Join(b.cfg.Out, name+".pprof")
+	if st, err := os.Stat(p); err != nil || st.Size() == 0 {
+		return ""
+	}
+	cum := profileSummary(b.pprof("-top", "-cum", "-nodecount=500", b.bin, p))
+	flat := flatTop(b.pprof("-top", "-nodecount=15", b.bin, p))
+	return b.profileText(name, cum, flat)
+}
+
+// profileText renders a profile section from its two pprof extracts.
+func (b reporter) profileText(name, cum, flat string) string {
+	g := func(k string) string { return b.get(name, k) }
+	var what string
+	if run, ok := strings.CutSuffix(name, "-drain"); ok {
+		what = fmt.Sprintf("The drain after the load of %s (no load meanwhile): backlog\n%s orders at the end of the load, drained in %s s,\n%s orders/s; profile over the first %s s after the load.",
+			run, b.get(run, "backlog"), b.get(run, "drain_secs"), b.get(run, "drain_rate"), g("profile_secs"))
+	} else {
+		what = fmt.Sprintf("An extra run (its figures count for no target: profiling costs CPU) with the server's CPU profile\ntaken during it (%s s from its second second): %s requests,\n%s req/s, p99 %s ms; CPU %% server / client / MariaDB / Redis / rest:\n%s / %s; CPU us/req server / MariaDB / Redis:\n%s / %s / %s;\nMariaDB per request, queries / prepares / closes: %s.",
+			g("profile_secs"), g("requests"), fmtRate(g("rps")), benchMS(g("p99_us")), g("share"), g("rest"),
+			g("cpu_server"), g("cpu_mariadb"), g("cpu_redis"), g("db_stmts"))
+	}
+	p := filepath.Join(b.cfg.Out, name+".pprof")
+	return fmt.Sprintf("\n## Profile: %s (a target was missed)\n\n%s\nThe profile is %s (`go tool pprof -top -cum %s %s`).\n\nCumulative, the frames of this project and of the libraries it calls, at 1.5%%\nor more of the server's CPU samples:\n\n```\n%s\n```\n\nFlat, the 15 hottest functions:\n\n```\n%s\n```\n",
+		name, what, p, b.bin, p, cum, flat)
 }

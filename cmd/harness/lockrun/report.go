@@ -1,7 +1,9 @@
 package lockrun
 
 import (
+	"encoding/json"
 	"fmt"
+	"os"
 	"strings"
 )
 
@@ -56,4 +58,46 @@ func pageLabel(path string) string {
 		return "register"
 	}
 	return "mutex"
+}
+
+// readLockCheck reads a results.json.
+func readLockCheck(path string) (LcReport, error) {
+	var rep LcReport
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return rep, err
+	}
+	return rep, json.Unmarshal(b, &rep)
+}
+
+// mergeLockCheck puts the rows of a narrowed run into an earlier report:
+// a row of the same mode, fault and fencing is replaced, a new one is
+// added, and the rows keep the order of the full plan.
+func mergeLockCheck(old, run LcReport) LcReport {
+	key := func(r LcRow) string { return fmt.Sprintf("%s|%s|%v", r.Mode, r.Fault, r.Fencing) }
+	byKey := map[string]LcRow{}
+	for _, r := range old.Rows {
+		byKey[key(r)] = r
+	}
+	for _, r := range run.Rows {
+		byKey[key(r)] = r
+	}
+	var rows []LcRow
+	for _, r := range lcPlan("", "", false) {
+		if got, ok := byKey[key(r)]; ok {
+			rows = append(rows, got)
+			delete(byKey, key(r))
+		}
+	}
+	for _, r := range append(old.Rows, run.Rows...) { // rows outside the plan, in their order
+		if got, ok := byKey[key(r)]; ok {
+			rows = append(rows, got)
+			delete(byKey, key(r))
+		}
+	}
+	out := run
+	out.Rows = rows
+	out.Command = old.Command + "; then " + run.Command
+	out.ElapsedS = old.ElapsedS + run.ElapsedS
+	return out
 }
