@@ -18,6 +18,7 @@ package main
 import (
 	"fmt"
 	"os"
+
 	"seckill/cmd/harness/bench"
 	"seckill/cmd/harness/faults"
 	"seckill/cmd/harness/loadrun"

@@ -9,7 +9,6 @@ import (
 	"os/signal"
 	"path/filepath"
 	"regexp"
-	"seckill/cmd/harness/testbed"
 	"strconv"
 	"strings"
 	"syscall"
@@ -17,6 +16,8 @@ import (
 
 	"github.com/go-sql-driver/mysql"
 	"github.com/redis/go-redis/v9"
+
+	"seckill/cmd/harness/testbed"
 )
 
 // Package bench is `harness bench` (make bench): in one run it measures

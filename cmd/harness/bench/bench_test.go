@@ -439,7 +439,7 @@ func TestBenchClusterBlock(t *testing.T) {
 		}
 	}
 	j := b.resultsJSON(b.targets())
-	var cl *BenchJSONRun
+	var cl *JSONRun
 	for i := range j.Runs {
 		if j.Runs[i].Name == "cluster-2" {
 			cl = &j.Runs[i]
@@ -448,7 +448,7 @@ func TestBenchClusterBlock(t *testing.T) {
 	if cl == nil || cl.OrderMode != "async" || cl.LockMode != "lua" || cl.Figures["cpu_node1_order"] != 13.3 || cl.Figures["buckets"] != 2.0 {
 		t.Errorf("results.json cluster-2: %+v", cl)
 	}
-	if len(j.ClusterNodes) != 3 || j.ClusterNodes[2] != (BenchJSONNode{Addr: "127.0.0.1:7004", Role: "replica"}) {
+	if len(j.ClusterNodes) != 3 || j.ClusterNodes[2] != (JSONNode{Addr: "127.0.0.1:7004", Role: "replica"}) {
 		t.Errorf("results.json clusterNodes: %+v", j.ClusterNodes)
 	}
 	// The cluster picture is drawn from this results.json in package

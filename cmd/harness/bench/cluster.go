@@ -5,13 +5,14 @@ import (
 	"math"
 	"os"
 	"path/filepath"
-	"seckill/cmd/harness/testbed"
-	"seckill/repository"
 	"sort"
 	"strconv"
 	"strings"
 
 	"github.com/redis/go-redis/v9"
+
+	"seckill/cmd/harness/testbed"
+	"seckill/repository"
 )
 
 // The Redis Cluster block of `harness bench` (issue 14): async admission
@@ -32,9 +33,9 @@ type clusterNode struct {
 	PID        int
 }
 
-// BenchJSONNode is a node of results.json's clusterNodes (masters first):
+// JSONNode is a node of results.json's clusterNodes (masters first):
 // the figure cpu_node<i>_order of a cluster run is clusterNodes[i]'s.
-type BenchJSONNode struct {
+type JSONNode struct {
 	Addr string `json:"addr"`
 	Role string `json:"role"` // master or replica
 }

@@ -7,13 +7,14 @@ import (
 	"math"
 	"os"
 	"path/filepath"
-	"seckill/cmd/harness/testbed"
 	"slices"
 	"sort"
 	"strconv"
 	"strings"
 
 	"github.com/redis/go-redis/v9"
+
+	"seckill/cmd/harness/testbed"
 )
 
 // The Redis work per admitted order, per node and per command: INFO

@@ -7,19 +7,19 @@ import (
 	"strings"
 )
 
-// BenchJSON is results.json: every figure of the run, for tools (charts, a
+// JSON is results.json: every figure of the run, for tools (charts, a
 // dashboard). Figures are numbers where RESULTS.md shows one number, else
 // strings ("34 / 4 / 37 / 5": see the *_parts fields).
-type BenchJSON struct {
+type JSON struct {
 	Schema     int               `json:"schema"`
 	Started    string            `json:"started"`
 	Finished   string            `json:"finished"`
 	Machine    map[string]string `json:"machine"`
 	Settings   map[string]any    `json:"settings"`
-	Limits     []BenchJSONRun    `json:"limits"`
-	Runs       []BenchJSONRun    `json:"runs"` // wrk runs (then the cluster block's), then k6 runs
-	Profiled   []BenchJSONRun    `json:"profiled"`
-	Targets    []BenchJSONTarget `json:"targets"`
+	Limits     []JSONRun         `json:"limits"`
+	Runs       []JSONRun         `json:"runs"` // wrk runs (then the cluster block's), then k6 runs
+	Profiled   []JSONRun         `json:"profiled"`
+	Targets    []JSONTarget      `json:"targets"`
 	Violations []string          `json:"violations"`
 	Disturbed  []string          `json:"disturbed"`
 	Commands   []string          `json:"commands"`
@@ -27,7 +27,7 @@ type BenchJSON struct {
 	OutDir     string            `json:"outDir"`
 	// ClusterNodes are the nodes of the Redis Cluster block, masters first
 	// (absent without the block); its runs are cluster-<buckets>.
-	ClusterNodes []BenchJSONNode `json:"clusterNodes,omitempty"`
+	ClusterNodes []JSONNode `json:"clusterNodes,omitempty"`
 	// CommandCosts are the Redis work per admitted order by node and
 	// command (cost.go; COMMANDS.md), absent when none was measured.
 	CommandCosts []*costRun `json:"commandCosts,omitempty"`
@@ -42,7 +42,7 @@ type benchJSONProfile struct {
 	Files []string `json:"files"`
 }
 
-type BenchJSONRun struct {
+type JSONRun struct {
 	Name      string         `json:"name"`
 	Kind      string         `json:"kind"` // limit, wrk, k6
 	OrderMode string         `json:"orderMode,omitempty"`
@@ -68,7 +68,7 @@ const (
 	TargetNoDrain     = "async req/s ÷ async req/s without the consumers writing"
 )
 
-type BenchJSONTarget struct {
+type JSONTarget struct {
 	Issue    string   `json:"issue"`
 	Name     string   `json:"name"`
 	Measured *float64 `json:"measured"` // null: not measured
@@ -108,10 +108,10 @@ func jsonFigures(f benchFigures) map[string]any {
 	return out
 }
 
-func (b reporter) resultsJSON(t benchTargets) BenchJSON {
+func (b reporter) resultsJSON(t benchTargets) JSON {
 	c := b.cfg
 	rel := func(p string) string { return strings.TrimPrefix(p, b.root+"/") }
-	j := BenchJSON{
+	j := JSON{
 		Schema: 1, Started: b.info["start"], Finished: b.info["end"],
 		Machine: map[string]string{
 			"nproc": b.info["nproc"], "cpu": b.info["cpu"], "memory": b.info["mem"], "kernel": b.info["kernel"],
@@ -140,14 +140,14 @@ func (b reporter) resultsJSON(t benchTargets) BenchJSON {
 		}
 		j.AdmissionProfile = jp
 	}
-	run := func(name, kind, tool string) BenchJSONRun {
+	run := func(name, kind, tool string) JSONRun {
 		b.mu.Lock()
 		f := jsonFigures(b.runs[name])
 		b.mu.Unlock()
 		if cmd, ok := f["cmd"].(string); ok {
 			f["cmd"] = strings.ReplaceAll(cmd, b.root+"/", "")
 		}
-		r := BenchJSONRun{Name: name, Kind: kind, Tool: tool, OK: b.invariants(name) == "ok", Figures: f}
+		r := JSONRun{Name: name, Kind: kind, Tool: tool, OK: b.invariants(name) == "ok", Figures: f}
 		switch {
 		case name == "soldout":
 			r.OrderMode, r.LockMode = "sync", "lua"
@@ -196,7 +196,7 @@ func (b reporter) resultsJSON(t benchTargets) BenchJSON {
 		j.Runs = append(j.Runs, r)
 	}
 	for _, n := range b.clusterNodes_ {
-		j.ClusterNodes = append(j.ClusterNodes, BenchJSONNode{Addr: n.Addr, Role: n.Role})
+		j.ClusterNodes = append(j.ClusterNodes, JSONNode{Addr: n.Addr, Role: n.Role})
 	}
 	for _, name := range b.k6Rows() {
 		if strings.HasPrefix(name, "profile-") {
@@ -222,7 +222,7 @@ func (b reporter) resultsJSON(t benchTargets) BenchJSON {
 		j.Profiled = append(j.Profiled, run(name, kind, tool))
 	}
 	target := func(issue, name, measured, op string, required float64) {
-		tg := BenchJSONTarget{Issue: issue, Name: name, Op: op, Required: required}
+		tg := JSONTarget{Issue: issue, Name: name, Op: op, Required: required}
 		if x, ok := figNum(measured); ok {
 			tg.Measured = &x
 		}

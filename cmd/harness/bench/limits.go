@@ -5,11 +5,12 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"seckill/internal/proc"
-	"seckill/repository"
 	"strconv"
 	"strings"
 	"time"
+
+	"seckill/internal/proc"
+	"seckill/repository"
 )
 
 // queryString is the one value of a query ("" on error).

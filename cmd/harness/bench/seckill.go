@@ -6,14 +6,15 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
 	"seckill/cmd/harness/testbed"
 	"seckill/internal/audit"
 	"seckill/internal/proc"
 	"seckill/model"
 	"seckill/repository"
-	"strconv"
-	"strings"
-	"time"
 )
 
 // audit reads the audit endpoint (waiting, in async mode, for the queue to

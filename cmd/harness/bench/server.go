@@ -10,12 +10,13 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"seckill/cmd/harness/testbed"
-	"seckill/internal/proc"
-	"seckill/repository"
 	"strconv"
 	"strings"
 	"time"
+
+	"seckill/cmd/harness/testbed"
+	"seckill/internal/proc"
+	"seckill/repository"
 )
 
 // The server under test, the HTTP calls of the bench, the meter (/proc) and

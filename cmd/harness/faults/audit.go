@@ -3,11 +3,12 @@ package faults
 import (
 	"context"
 	"fmt"
+	"time"
+
 	"seckill/cmd/harness/testbed"
-	auditdb "seckill/internal/audit"
+	"seckill/internal/audit"
 	"seckill/internal/proc"
 	"seckill/model"
-	"time"
 )
 
 // audit waits for the outcome (async: the stream drained), reads the
@@ -53,7 +54,7 @@ func (s *suite) audit(ctx context.Context, c faultCase, e *caseEnv, l *loadRun, 
 
 	// The owners' view of the 200s not in the database (async: failed
 	// or pending), asked while the instances run.
-	facts, err := auditdb.ReadDB(ctx, s.sqlDB, e.voucher)
+	facts, err := audit.ReadDB(ctx, s.sqlDB, e.voucher)
 	if err != nil {
 		return err
 	}
@@ -76,13 +77,13 @@ func (s *suite) audit(ctx context.Context, c faultCase, e *caseEnv, l *loadRun, 
 	testbed.StopInstances(e.ins)
 
 	// The final facts, from the database and Redis directly.
-	if facts, err = auditdb.ReadDB(ctx, s.sqlDB, e.voucher); err != nil {
+	if facts, err = audit.ReadDB(ctx, s.sqlDB, e.voucher); err != nil {
 		return err
 	}
 	cl := classify(shots, s.users, facts.Orders, states)
 	facts.Announced, facts.CheckAnnounced = cl.Announced, true
 	if c.OrderMode == "async" {
-		a, err := auditdb.ReadRedis(ctx, e.rdb, e.voucher)
+		a, err := audit.ReadRedis(ctx, e.rdb, e.voucher)
 		if err != nil {
 			r.Violations = append(r.Violations, model.Violation{Invariant: 5, Msg: err.Error()})
 		} else {

@@ -2,10 +2,11 @@ package faults
 
 import (
 	"context"
-	"seckill/cmd/harness/testbed"
-	auditdb "seckill/internal/audit"
-	"seckill/internal/proc"
 	"time"
+
+	"seckill/cmd/harness/testbed"
+	"seckill/internal/audit"
+	"seckill/internal/proc"
 )
 
 // The expiry cases: unpaid orders expire during the load (a short pay
@@ -127,7 +128,7 @@ func judgeExpiryRedis(j judgement, t testbed.ExpiryTally) {
 	default:
 		r.addMeasure("recovery", "none")
 	}
-	a, err := auditdb.ReadRedis(ctx, j.e.rdb, j.e.voucher)
+	a, err := audit.ReadRedis(ctx, j.e.rdb, j.e.voucher)
 	if err != nil {
 		r.fail("read Redis: %v", err)
 		return

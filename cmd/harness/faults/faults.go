@@ -14,9 +14,6 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
-	"seckill/cmd/harness/testbed"
-	"seckill/internal/proc"
-	"seckill/internal/redisproc"
 	"sort"
 	"strconv"
 	"strings"
@@ -25,6 +22,10 @@ import (
 
 	"github.com/go-sql-driver/mysql"
 	"github.com/redis/go-redis/v9"
+
+	"seckill/cmd/harness/testbed"
+	"seckill/internal/proc"
+	"seckill/internal/redisproc"
 )
 
 // suite is the fault suite being run.
@@ -32,7 +33,7 @@ type suite struct {
 	faultSettings
 	root, bin, work string
 	ports           faultPorts
-	db              *testbed.PrivateMariaDB
+	db              *testbed.MariaDB
 	sqlDB           *sql.DB
 	users           []faultUser
 	admin           string
@@ -93,7 +94,7 @@ func Run(args []string) int {
 		s.logf("ERROR: %v (work directory kept: %s)", setupErr, s.work)
 		return 2
 	}
-	rep := FaultsReport{Date: started.UTC().Format("2006-01-02 15:04 UTC"), Command: faultsCommand(os.Getenv),
+	rep := Report{Date: started.UTC().Format("2006-01-02 15:04 UTC"), Command: faultsCommand(os.Getenv),
 		Machine: testbed.Machine(), Settings: faultSettingsText(os.Getenv), ElapsedS: time.Since(started).Seconds(), Cases: results}
 	rep.Status = exitStatus(results)
 	fmt.Println()

@@ -4,17 +4,18 @@ import (
 	"context"
 	"fmt"
 	"path/filepath"
-	"seckill/cmd/harness/testbed"
-	"seckill/internal/proc"
-	"seckill/internal/redisproc"
-	"seckill/model"
-	"seckill/repository"
 	"strconv"
 	"strings"
 	"syscall"
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"seckill/cmd/harness/testbed"
+	"seckill/internal/proc"
+	"seckill/internal/redisproc"
+	"seckill/model"
+	"seckill/repository"
 )
 
 // killInstance kills instance 2 (SIGKILL) and takes it out of the

@@ -2,9 +2,10 @@ package faults
 
 import (
 	"fmt"
-	"seckill/model"
 	"sort"
 	"time"
+
+	"seckill/model"
 )
 
 // CaseResult is what one case found: the printed line, a row of

@@ -8,12 +8,13 @@ import (
 	"io"
 	"math/rand/v2"
 	"net/http"
-	"seckill/internal/proc"
 	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"seckill/internal/proc"
 )
 
 // The fault suite's load: generated in process (one goroutine per

@@ -4,10 +4,11 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
-	"seckill/cmd/harness/testbed"
 	"sort"
 	"strconv"
 	"strings"
+
+	"seckill/cmd/harness/testbed"
 )
 
 // faultLine is the one printed line of a case.
@@ -31,8 +32,8 @@ func measuresText(r CaseResult) string {
 	return strings.Join(parts, "; ")
 }
 
-// FaultsReport is results.json.
-type FaultsReport struct {
+// Report is results.json.
+type Report struct {
 	Date     string       `json:"date"`
 	Command  string       `json:"command"`
 	Machine  string       `json:"machine"`
@@ -58,7 +59,7 @@ func exitStatus(cases []CaseResult) int {
 }
 
 // renderFaultsMarkdown is RESULTS.md.
-func renderFaultsMarkdown(rep FaultsReport) string {
+func renderFaultsMarkdown(rep Report) string {
 	var b strings.Builder
 	b.WriteString("# Fault suite results\n\n")
 	fmt.Fprintf(&b, "Written by `harness faults` (`cmd/harness/faults`); what each case does and\n"+
@@ -128,8 +129,8 @@ func codesText(codes map[string]int) string {
 }
 
 // readFaultsReport reads a results.json.
-func readFaultsReport(path string) (FaultsReport, error) {
-	var rep FaultsReport
+func readFaultsReport(path string) (Report, error) {
+	var rep Report
 	b, err := os.ReadFile(path)
 	if err != nil {
 		return rep, err

@@ -4,11 +4,12 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
-	"seckill/cmd/harness/testbed"
 	"sort"
 	"strconv"
 	"strings"
 	"time"
+
+	"seckill/cmd/harness/testbed"
 )
 
 // faultSettings are the suite's settings (environment variables).

@@ -6,9 +6,10 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"seckill/cmd/harness/testbed"
 	"strings"
 	"time"
+
+	"seckill/cmd/harness/testbed"
 )
 
 // harness ci: the short load test that CI runs (make loadtest-ci, inside
@@ -63,11 +64,11 @@ var ciRuns = []struct {
 
 // ciRun is one run in results.json.
 type ciRun struct {
-	Name     string    `json:"name"`
-	Settings []string  `json:"settings"`
-	OK       bool      `json:"ok"`
-	AtS      int       `json:"atS"` // seconds since the start when it ended
-	Result   *LtResult `json:"result"`
+	Name     string   `json:"name"`
+	Settings []string `json:"settings"`
+	OK       bool     `json:"ok"`
+	AtS      int      `json:"atS"` // seconds since the start when it ended
+	Result   *Result  `json:"result"`
 }
 
 func RunCI(args []string) int {
@@ -101,7 +102,7 @@ func RunCI(args []string) int {
 		env := append(append([]string{}, r.env...), "INSTANCES=2", "SKIP_BUILD=1", "OUT="+dir)
 		code, _ := testbed.RunTool(context.Background(), 30*time.Minute, "-", env, self, "loadtest")
 		run := ciRun{Name: r.name, Settings: r.env, OK: code == 0, AtS: int(time.Since(started).Seconds())}
-		var res LtResult
+		var res Result
 		if b, err := os.ReadFile(filepath.Join(dir, "results.json")); err == nil && json.Unmarshal(b, &res) == nil {
 			run.Result = &res
 		}

@@ -11,12 +11,13 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
-	"seckill/cmd/harness/testbed"
-	"seckill/model"
 	"sort"
 	"strconv"
 	"strings"
 	"time"
+
+	"seckill/cmd/harness/testbed"
+	"seckill/model"
 )
 
 // driverRun is what a driver left: the voucher it published, the order ids

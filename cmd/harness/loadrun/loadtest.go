@@ -14,11 +14,6 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
-	"seckill/cmd/harness/testbed"
-	auditdb "seckill/internal/audit"
-	"seckill/internal/proc"
-	"seckill/model"
-	"seckill/repository"
 	"strconv"
 	"strings"
 	"syscall"
@@ -26,6 +21,12 @@ import (
 
 	"github.com/go-sql-driver/mysql"
 	"github.com/redis/go-redis/v9"
+
+	"seckill/cmd/harness/testbed"
+	"seckill/internal/audit"
+	"seckill/internal/proc"
+	"seckill/model"
+	"seckill/repository"
 )
 
 // allCodes are the response codes the drivers count, in table order.
@@ -80,8 +81,8 @@ func RunLoadtest(args []string) int {
 }
 
 // run makes the experiment; the caller stops the instances.
-func (l *loadtest) run() (LtResult, error) {
-	r := LtResult{Mode: l.Mode, Instances: l.Instances, Setting: l.Setting, LockTTL: l.LockTTL,
+func (l *loadtest) run() (Result, error) {
+	r := Result{Mode: l.Mode, Instances: l.Instances, Setting: l.Setting, LockTTL: l.LockTTL,
 		CriticalDelay: l.CriticalDelay, Scenario: l.Scenario, OrderMode: l.OrderMode, Fencing: l.Fencing,
 		Redis: map[bool]string{false: "single", true: "cluster"}[l.Cluster], Buckets: atoiOr1(l.Buckets),
 		Users: l.Users, Dups: l.Dups, SpacingMS: l.SpacingMS, VUs: l.VUs, Codes: map[string]int64{},
@@ -230,7 +231,7 @@ func (l *loadtest) run() (LtResult, error) {
 	testbed.StopInstances(l.ins)
 
 	// The audit: the shared invariant code over the database and Redis.
-	facts, err := auditdb.ReadDB(l.ctx, db, d.voucher)
+	facts, err := audit.ReadDB(l.ctx, db, d.voucher)
 	if err != nil {
 		return r, err
 	}
@@ -239,7 +240,7 @@ func (l *loadtest) run() (LtResult, error) {
 	var redisErr error
 	if l.OrderMode == "async" {
 		// The queue has drained: nothing is pending.
-		facts.Async, redisErr = auditdb.ReadRedis(l.ctx, rdb, d.voucher)
+		facts.Async, redisErr = audit.ReadRedis(l.ctx, rdb, d.voucher)
 		if redisErr == nil {
 			r.Invariant5 = fmt.Sprintf("redis stock %d, buyers %d", facts.Async.RedisStock, *facts.Async.Buyers)
 		} else {
@@ -252,7 +253,7 @@ func (l *loadtest) run() (LtResult, error) {
 	}
 	c := facts.Counts()
 	r.InitialStock, r.StockLeft, r.Orders, r.DistinctUsers = c.InitialStock, c.Stock, c.Orders, c.DistinctUsers
-	if r.DupRejAudit, err = auditdb.DuplicateRejections(l.ctx, rdb, d.voucher); err != nil {
+	if r.DupRejAudit, err = audit.DuplicateRejections(l.ctx, rdb, d.voucher); err != nil {
 		r.DupRejAudit = 0
 	}
 	t, err := testbed.ReadExpiryTally(l.ctx, db, d.voucher)

@@ -2,15 +2,16 @@ package loadrun
 
 import (
 	"encoding/json"
-	"seckill/cmd/harness/testbed"
-	"seckill/model"
 	"strings"
 	"testing"
 	"time"
+
+	"seckill/cmd/harness/testbed"
+	"seckill/model"
 )
 
-func fixedResult() LtResult {
-	return LtResult{Mode: "lua", Instances: 2, Setting: "normal", LockTTL: "10s", CriticalDelay: "0s",
+func fixedResult() Result {
+	return Result{Mode: "lua", Instances: 2, Setting: "normal", LockTTL: "10s", CriticalDelay: "0s",
 		Driver: "k6", Scenario: "burst", Users: 300, Dups: 4, VUs: 40, VoucherID: 489, InitialStock: 200,
 		Requests: 1200, Codes: map[string]int64{"OK": 200, "SOLD_OUT": 358, "DUPLICATE_ORDER": 642},
 		LockRefused: 551, ServerDup: 642, ServerOK: 200, Orders: 200, DistinctUsers: 200, Invariant5: "n/a",
@@ -61,21 +62,21 @@ func TestRenderTable(t *testing.T) {
 func TestJudge(t *testing.T) {
 	tests := []struct {
 		name                     string
-		change                   func(*LtResult)
+		change                   func(*Result)
 		slow, allowBreach, matrx bool
 		status                   int
 		breaches                 int64
 		note                     string
 	}{
-		{"sound", func(*LtResult) {}, false, false, false, 0, 0, ""},
-		{"violation", func(r *LtResult) { r.Violations = []model.Violation{{Invariant: 2}} }, false, false, false, 1, 0, "FAIL: 1 invariant violation(s)"},
-		{"violation in the matrix", func(r *LtResult) { r.Violations = []model.Violation{{Invariant: 2}} }, false, false, true, 0, 0, "matrix mode"},
-		{"unique key breach", func(r *LtResult) { r.UniqueKey = 3 }, false, false, false, 1, 3, "FAIL: the lua lock let 3"},
-		{"breach allowed", func(r *LtResult) { r.UniqueKey = 3 }, false, true, false, 0, 3, "note: the lua lock let 3"},
-		{"past lock is a breach when slow", func(*LtResult) {}, true, false, false, 1, 91, "FAIL: the lua lock let 91"},
-		{"unexpected code", func(r *LtResult) { r.Codes["UNAVAILABLE"] = 2 }, false, false, false, 1, 0, "(UNAVAILABLE=2)"},
-		{"driver exit", func(r *LtResult) { r.DriverExit = 99 }, false, false, false, 1, 0, "the driver exited 99"},
-		{"oversold by stock", func(r *LtResult) { r.StockLeft = -1 }, false, false, false, 0, 0, ""},
+		{"sound", func(*Result) {}, false, false, false, 0, 0, ""},
+		{"violation", func(r *Result) { r.Violations = []model.Violation{{Invariant: 2}} }, false, false, false, 1, 0, "FAIL: 1 invariant violation(s)"},
+		{"violation in the matrix", func(r *Result) { r.Violations = []model.Violation{{Invariant: 2}} }, false, false, true, 0, 0, "matrix mode"},
+		{"unique key breach", func(r *Result) { r.UniqueKey = 3 }, false, false, false, 1, 3, "FAIL: the lua lock let 3"},
+		{"breach allowed", func(r *Result) { r.UniqueKey = 3 }, false, true, false, 0, 3, "note: the lua lock let 3"},
+		{"past lock is a breach when slow", func(*Result) {}, true, false, false, 1, 91, "FAIL: the lua lock let 91"},
+		{"unexpected code", func(r *Result) { r.Codes["UNAVAILABLE"] = 2 }, false, false, false, 1, 0, "(UNAVAILABLE=2)"},
+		{"driver exit", func(r *Result) { r.DriverExit = 99 }, false, false, false, 1, 0, "the driver exited 99"},
+		{"oversold by stock", func(r *Result) { r.StockLeft = -1 }, false, false, false, 0, 0, ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -105,7 +106,7 @@ func TestResultsJSONRoundTrip(t *testing.T) {
 	if !strings.Contains(string(b), `"rps":3786.4`) || !strings.Contains(string(b), `"p95Ms":57.0`) {
 		t.Errorf("numbers are not JSON numbers: %s", b)
 	}
-	var back LtResult
+	var back Result
 	if err := json.Unmarshal(b, &back); err != nil {
 		t.Fatal(err)
 	}
@@ -219,16 +220,16 @@ func TestMatrixVerdicts(t *testing.T) {
 	judge(&r, false, true, true)
 	tests := []struct {
 		mode, setting string
-		change        func(*LtResult)
+		change        func(*Result)
 		verdict       string
 		problem       bool
 	}{
-		{"lua", "normal", func(*LtResult) {}, "holds (as expected)", false},
-		{"none", "normal", func(r *LtResult) { r.Breaches = 5 }, "breaks (as expected)", false},
-		{"none", "normal", func(*LtResult) {}, "held this time (expected to break)", false},
-		{"redsync", "slow", func(r *LtResult) { r.Breaches = 1 }, "**breaks, expected to hold**", true},
-		{"lua", "normal", func(r *LtResult) { r.Violations = []model.Violation{{Invariant: 3}} }, "**VIOLATED INVARIANTS**", true},
-		{"lua", "normal", func(r *LtResult) { r.Unexpected, r.OtherCodes = 2, "INTERNAL=2" }, "holds, **2 unexpected answers**", true},
+		{"lua", "normal", func(*Result) {}, "holds (as expected)", false},
+		{"none", "normal", func(r *Result) { r.Breaches = 5 }, "breaks (as expected)", false},
+		{"none", "normal", func(*Result) {}, "held this time (expected to break)", false},
+		{"redsync", "slow", func(r *Result) { r.Breaches = 1 }, "**breaks, expected to hold**", true},
+		{"lua", "normal", func(r *Result) { r.Violations = []model.Violation{{Invariant: 3}} }, "**VIOLATED INVARIANTS**", true},
+		{"lua", "normal", func(r *Result) { r.Unexpected, r.OtherCodes = 2, "INTERNAL=2" }, "holds, **2 unexpected answers**", true},
 	}
 	for _, tt := range tests {
 		res := r
@@ -352,7 +353,7 @@ func TestConfigLife(t *testing.T) {
 // TestJudgeLife: a pay or cancel answered with anything but the business's
 // codes, an order left unpaid, no expiry or a unit sold twice fails the run.
 func TestJudgeLife(t *testing.T) {
-	base := func() LtResult {
+	base := func() Result {
 		r := fixedResult()
 		r.PayShare, r.CancelShare, r.PayTimeout = 0.4, 0.2, "2s"
 		r.Life = map[string]int64{"pay_OK": 80, "pay_ORDER_EXPIRED": 2, "cancel_OK": 40, "cancel_ORDER_PAID": 1, "walk_away": 78}
@@ -366,14 +367,14 @@ func TestJudgeLife(t *testing.T) {
 	if got := renderTable(r); !strings.Contains(got, "cancel_OK=40 cancel_ORDER_PAID=1 pay_OK=80 pay_ORDER_EXPIRED=2 walk_away=78") {
 		t.Errorf("table without the life answers:\n%s", got)
 	}
-	for name, spoil := range map[string]func(*LtResult){
-		"internal":   func(r *LtResult) { r.Life["pay_INTERNAL"] = 1 },
-		"pending":    func(r *LtResult) { r.Life["cancel_ORDER_PENDING"] = 1 },
-		"transport":  func(r *LtResult) { r.Life["pay_TRANSPORT"] = 1 },
-		"unpaid":     func(r *LtResult) { r.Unpaid = 1 },
-		"due":        func(r *LtResult) { r.GivebackDue = 1 },
-		"no expiry":  func(r *LtResult) { r.Expired = 0 },
-		"sold twice": func(r *LtResult) { r.SoldTwice = 1 },
+	for name, spoil := range map[string]func(*Result){
+		"internal":   func(r *Result) { r.Life["pay_INTERNAL"] = 1 },
+		"pending":    func(r *Result) { r.Life["cancel_ORDER_PENDING"] = 1 },
+		"transport":  func(r *Result) { r.Life["pay_TRANSPORT"] = 1 },
+		"unpaid":     func(r *Result) { r.Unpaid = 1 },
+		"due":        func(r *Result) { r.GivebackDue = 1 },
+		"no expiry":  func(r *Result) { r.Expired = 0 },
+		"sold twice": func(r *Result) { r.SoldTwice = 1 },
 	} {
 		r := base()
 		spoil(&r)

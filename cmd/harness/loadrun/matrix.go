@@ -10,9 +10,10 @@ import (
 	"path/filepath"
 	"regexp"
 	"runtime"
-	"seckill/cmd/harness/testbed"
 	"strings"
 	"time"
+
+	"seckill/cmd/harness/testbed"
 )
 
 // harness matrix: every lock mode x 1 and 2 instances x {normal, slow
@@ -73,16 +74,16 @@ var asyncVariants = []asyncVariant{{"single", 1}, {"cluster", 1}, {"cluster", 8}
 
 // MatrixRun is one cell of the matrix.
 type MatrixRun struct {
-	Mode      string    `json:"mode"`
-	Instances int       `json:"instances"`
-	Setting   string    `json:"setting"`
-	Redis     string    `json:"redis,omitempty"`   // async rows: single | cluster
-	Buckets   int       `json:"buckets,omitempty"` // async rows
-	Expected  string    `json:"expected"`          // holds | breaks
-	Verdict   string    `json:"verdict"`           // as in the table
-	Problem   string    `json:"problem,omitempty"`
-	Log       string    `json:"log"`
-	Result    *LtResult `json:"result"` // nil when the run failed
+	Mode      string  `json:"mode"`
+	Instances int     `json:"instances"`
+	Setting   string  `json:"setting"`
+	Redis     string  `json:"redis,omitempty"`   // async rows: single | cluster
+	Buckets   int     `json:"buckets,omitempty"` // async rows
+	Expected  string  `json:"expected"`          // holds | breaks
+	Verdict   string  `json:"verdict"`           // as in the table
+	Problem   string  `json:"problem,omitempty"`
+	Log       string  `json:"log"`
+	Result    *Result `json:"result"` // nil when the run failed
 }
 
 // JudgeCell fills the verdict and the problem of a run (the former matrix.sh rules).
@@ -221,7 +222,7 @@ func RunMatrix(args []string) int {
 		m.Log = dir + ".log"
 		logf("%s", m.cell())
 		if code, _ := testbed.RunTool(context.Background(), 30*time.Minute, m.Log, env, self, "loadtest"); code == 0 {
-			var r LtResult
+			var r Result
 			if b, err := os.ReadFile(filepath.Join(dir, "results.json")); err == nil && json.Unmarshal(b, &r) == nil {
 				m.Result = &r
 			}

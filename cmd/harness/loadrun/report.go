@@ -2,9 +2,10 @@ package loadrun
 
 import (
 	"fmt"
-	"seckill/cmd/harness/testbed"
 	"sort"
 	"strings"
+
+	"seckill/cmd/harness/testbed"
 )
 
 // lifeText renders the life answers as action_code=n, sorted.
@@ -25,7 +26,7 @@ func lifeText(m map[string]int64) string {
 }
 
 // renderTable is the printed report.
-func renderTable(r LtResult) string {
+func renderTable(r Result) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "\nseckill load test: mode=%s instances=%d setting=%s (lease %s, critical delay %s) driver=%s scenario=%s\n",
 		r.Mode, r.Instances, r.Setting, r.LockTTL, r.CriticalDelay, r.Driver, r.Scenario)
@@ -86,7 +87,7 @@ func renderTable(r LtResult) string {
 }
 
 // resultEnv is OUT/result.env (KEY=VALUE lines).
-func resultEnv(r LtResult) string {
+func resultEnv(r Result) string {
 	kv := [][2]string{
 		{"mode", r.Mode}, {"instances", fmt.Sprint(r.Instances)}, {"setting", r.Setting}, {"driver", r.Driver},
 		{"requests", fmt.Sprint(r.Requests)}, {"ok", fmt.Sprint(r.Codes["OK"])}, {"sold_out", fmt.Sprint(r.Codes["SOLD_OUT"])},

@@ -3,9 +3,10 @@ package loadrun
 import (
 	"fmt"
 	"regexp"
-	"seckill/model"
 	"sort"
 	"strings"
+
+	"seckill/model"
 )
 
 // number is a decimal as a driver printed it ("1234.5"): the table shows
@@ -27,9 +28,9 @@ func (n *number) UnmarshalJSON(b []byte) error {
 	return nil
 }
 
-// LtResult is what one experiment found: the table, result.env and
+// Result is what one experiment found: the table, result.env and
 // results.json.
-type LtResult struct {
+type Result struct {
 	Mode          string           `json:"mode"`
 	Instances     int              `json:"instances"`
 	Setting       string           `json:"setting"`
@@ -103,7 +104,7 @@ var lifeExpected = map[string]bool{"OK": true, "ORDER_EXPIRED": true, "ORDER_CAN
 // judge fills the derived figures (past lock, breaches, oversold,
 // consistent, unexpected answers), the failures and the exit status, as
 // the former loadtest/run.sh did, and returns the log lines to print after the table.
-func judge(r *LtResult, slow, allowBreach, matrix bool) (notes []string) {
+func judge(r *Result, slow, allowBreach, matrix bool) (notes []string) {
 	// Duplicates that obtained the lock and were stopped by the
 	// transaction's "already bought" check: a later duplicate normally, a
 	// broken lock under the slow-business schedule. In async mode every

@@ -9,14 +9,15 @@ import (
 	mrand "math/rand/v2"
 	"os"
 	"os/signal"
-	"seckill/cmd/harness/testbed"
-	"seckill/internal/lockcheck"
-	"seckill/lock"
 	"sync"
 	"syscall"
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"seckill/cmd/harness/testbed"
+	"seckill/internal/lockcheck"
+	"seckill/lock"
 )
 
 // lcClientConfig is what the parent hands one client process.

@@ -8,18 +8,19 @@ import (
 	"io"
 	mrand "math/rand/v2"
 	"os"
-	"seckill/internal/lockcheck"
-	"seckill/internal/redisproc"
 	"strings"
 	"syscall"
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"seckill/internal/lockcheck"
+	"seckill/internal/redisproc"
 )
 
 // fault waits for the warm-up, applies the row's fault to process 0, and
 // waits for the tail.
-func (e *lcEnv) fault(ctx context.Context, r LcRow, p *lcProc) error {
+func (e *lcEnv) fault(ctx context.Context, r Row, p *lcProc) error {
 	sleep := func(d time.Duration) error {
 		select {
 		case <-ctx.Done():

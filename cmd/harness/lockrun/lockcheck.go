@@ -15,11 +15,6 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
-	"seckill/cmd/harness/testbed"
-	"seckill/internal/faultproxy"
-	"seckill/internal/lockcheck"
-	"seckill/internal/proc"
-	"seckill/internal/redisproc"
 	"slices"
 	"strconv"
 	"strings"
@@ -28,6 +23,12 @@ import (
 
 	"github.com/go-sql-driver/mysql"
 	"github.com/redis/go-redis/v9"
+
+	"seckill/cmd/harness/testbed"
+	"seckill/internal/faultproxy"
+	"seckill/internal/lockcheck"
+	"seckill/internal/proc"
+	"seckill/internal/redisproc"
 )
 
 // The lock-check workload: two client processes of three clients each,
@@ -48,7 +49,7 @@ const (
 type lcEnv struct {
 	work     string
 	self     string
-	maria    *testbed.PrivateMariaDB
+	maria    *testbed.MariaDB
 	db       *sql.DB
 	redis    *redisproc.Server
 	redlock  []*redisproc.Server
@@ -136,7 +137,7 @@ func Run(args []string) int {
 		logf("%-9s %-14s fencing=%-5v ops=%-5d mutex=%-3d register=%-3d %s %s", r.Mode, r.Fault, r.Fencing,
 			r.Operations, r.MutexViolations, r.RegisterViolations, r.Verdict, r.Error)
 	}
-	rep := LcReport{Date: started.UTC().Format("2006-01-02 15:04 UTC"), Command: lcCommand(ci), Machine: testbed.Machine(),
+	rep := Report{Date: started.UTC().Format("2006-01-02 15:04 UTC"), Command: lcCommand(ci), Machine: testbed.Machine(),
 		Settings: lcSettingsText(), ElapsedS: time.Since(started).Seconds(), Rows: rows}
 	if narrowed && !ci {
 		if old, err := readLockCheck(filepath.Join(e.out, "results.json")); err == nil {
@@ -238,7 +239,7 @@ func (p *lcProc) links() []*faultproxy.Proxy { return append(slices.Clone(p.lock
 
 // row runs one row: fresh users, the client processes, the fault, the
 // checker.
-func (e *lcEnv) row(ctx context.Context, r LcRow) LcRow {
+func (e *lcEnv) row(ctx context.Context, r Row) Row {
 	if r.Mode == "zookeeper" && len(e.zk) == 0 {
 		r.Error = "no ZooKeeper (SECKILL_ZK_ADDRS)"
 		r.Verdict = verdictOf(r)
@@ -295,7 +296,7 @@ func (e *lcEnv) row(ctx context.Context, r LcRow) LcRow {
 
 // workload runs the client processes with the row's fault on process 0
 // and returns every operation they recorded.
-func (e *lcEnv) workload(ctx context.Context, r LcRow, dir string) ([]lockcheck.Op, error) {
+func (e *lcEnv) workload(ctx context.Context, r Row, dir string) ([]lockcheck.Op, error) {
 	users := make([]int64, lcUsers)
 	base := 1_000_000_000 + mrand.Int64N(1_000_000_000)
 	for i := range users {
@@ -345,7 +346,7 @@ func (e *lcEnv) workload(ctx context.Context, r LcRow, dir string) ([]lockcheck.
 }
 
 // start starts client process i behind its own proxies.
-func (e *lcEnv) start(r LcRow, dir string, i int, users []int64) (*lcProc, error) {
+func (e *lcEnv) start(r Row, dir string, i int, users []int64) (*lcProc, error) {
 	p := &lcProc{out: filepath.Join(dir, fmt.Sprintf("history-%d.jsonl", i))}
 	link := func(target string, lockSide bool) (string, error) {
 		px, err := faultproxy.Start(target)

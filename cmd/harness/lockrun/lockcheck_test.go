@@ -3,10 +3,11 @@ package lockrun
 import (
 	"os"
 	"path/filepath"
-	"seckill/internal/lockcheck"
-	"seckill/lock"
 	"strings"
 	"testing"
+
+	"seckill/internal/lockcheck"
+	"seckill/lock"
 )
 
 func TestLockCheckPlan(t *testing.T) {
@@ -32,22 +33,22 @@ func TestLockCheckPlan(t *testing.T) {
 
 func TestLockCheckVerdicts(t *testing.T) {
 	tests := []struct {
-		r    LcRow
+		r    Row
 		want string
 	}{
-		{LcRow{}, "holds"},
-		{LcRow{MutexViolations: 1, Fencing: true}, "fenced"},
-		{LcRow{MutexViolations: 1}, "lock fails"},
-		{LcRow{MutexViolations: 1, RegisterViolations: 1, Fencing: true}, "fails"},
-		{LcRow{Undecided: 1}, "undecided"},
-		{LcRow{Error: "x"}, "error"},
+		{Row{}, "holds"},
+		{Row{MutexViolations: 1, Fencing: true}, "fenced"},
+		{Row{MutexViolations: 1}, "lock fails"},
+		{Row{MutexViolations: 1, RegisterViolations: 1, Fencing: true}, "fails"},
+		{Row{Undecided: 1}, "undecided"},
+		{Row{Error: "x"}, "error"},
 	}
 	for _, tt := range tests {
 		if got := verdictOf(tt.r); got != tt.want {
 			t.Errorf("verdictOf(%+v): got %q, want %q", tt.r, got, tt.want)
 		}
 	}
-	mustHold := LcRow{Mode: "lua", Fault: "pause", Fencing: true, MutexViolations: 2}
+	mustHold := Row{Mode: "lua", Fault: "pause", Fencing: true, MutexViolations: 2}
 	if why := lcBroken(mustHold); why != "" {
 		t.Errorf("a fenced lua row with a kept register broke: %s", why)
 	}
@@ -55,20 +56,20 @@ func TestLockCheckVerdicts(t *testing.T) {
 	if lcBroken(mustHold) == "" {
 		t.Error("a fenced lua row with a register violation passed")
 	}
-	if lcBroken(LcRow{Mode: "mysql", Fault: "partition-lock", MutexViolations: 1}) == "" {
+	if lcBroken(Row{Mode: "mysql", Fault: "partition-lock", MutexViolations: 1}) == "" {
 		t.Error("mysql with two holders under a partition passed")
 	}
-	if why := lcBroken(LcRow{Mode: "lua", Fault: "pause", RegisterViolations: 1}); why != "" {
+	if why := lcBroken(Row{Mode: "lua", Fault: "pause", RegisterViolations: 1}); why != "" {
 		t.Errorf("unfenced lua must not hold, got %q", why)
 	}
 }
 
 func TestLockCheckMerge(t *testing.T) {
-	old := LcReport{Command: "make lock-check", ElapsedS: 10, Rows: []LcRow{
+	old := Report{Command: "make lock-check", ElapsedS: 10, Rows: []Row{
 		{Mode: "lua", Fault: "pause", Verdict: "fails"},
 		{Mode: "mysql", Fault: "pause", Verdict: "holds"},
 	}}
-	run := LcReport{Command: "LOCKCHECK_MODES=lua make lock-check", ElapsedS: 5, Rows: []LcRow{
+	run := Report{Command: "LOCKCHECK_MODES=lua make lock-check", ElapsedS: 5, Rows: []Row{
 		{Mode: "lua", Fault: "pause", Verdict: "lock fails"},
 		{Mode: "lua", Fault: "none", Verdict: "holds"},
 	}}

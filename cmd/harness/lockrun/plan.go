@@ -3,10 +3,11 @@ package lockrun
 import (
 	"fmt"
 	"os"
-	"seckill/lock"
 	"slices"
 	"strings"
 	"time"
+
+	"seckill/lock"
 )
 
 // lcFaults are the faults, in the order of the table.
@@ -21,8 +22,8 @@ var lcFaultModes = map[string][]string{
 // lcTokenModes mint fencing tokens; only they have fenced rows.
 var lcTokenModes = []string{"lua", "reentrant", "multi", "zookeeper"}
 
-// LcRow is one row of lock-check/results.json.
-type LcRow struct {
+// Row is one row of lock-check/results.json.
+type Row struct {
 	Mode               string `json:"mode"`
 	Fault              string `json:"fault"`
 	Fencing            bool   `json:"fencing"`
@@ -39,18 +40,18 @@ type LcRow struct {
 	Error        string `json:"error,omitempty"`
 }
 
-// LcReport is lock-check/results.json.
-type LcReport struct {
+// Report is lock-check/results.json.
+type Report struct {
 	Date     string   `json:"date"`
 	Command  string   `json:"command"`
 	Machine  string   `json:"machine"`
 	Settings []string `json:"settings"`
 	ElapsedS float64  `json:"elapsedS"`
-	Rows     []LcRow  `json:"rows"`
+	Rows     []Row    `json:"rows"`
 }
 
 // verdictOf names a row's outcome.
-func verdictOf(r LcRow) string {
+func verdictOf(r Row) string {
 	switch {
 	case r.Error != "":
 		return "error"
@@ -69,7 +70,7 @@ func verdictOf(r LcRow) string {
 // lcMustHold says whether the row is one that must hold: the fenced
 // register of every token mode, and mysql's session lock, under pause and
 // partition. CI fails when such a row shows a violation.
-func lcMustHold(r LcRow) bool {
+func lcMustHold(r Row) bool {
 	if r.Fault != "pause" && r.Fault != "partition-lock" && r.Fault != "none" {
 		return false
 	}
@@ -77,7 +78,7 @@ func lcMustHold(r LcRow) bool {
 }
 
 // lcBroken is the reason a must-hold row broke its promise, or "".
-func lcBroken(r LcRow) string {
+func lcBroken(r Row) string {
 	if !lcMustHold(r) {
 		return ""
 	}
@@ -120,7 +121,7 @@ func lcSettingsText() []string {
 // lcPlan lists the rows: every mode x fault, fencing off, and fencing on
 // for the token modes; CI keeps the must-hold rows under pause and
 // partition.
-func lcPlan(modes, faults string, ci bool) []LcRow {
+func lcPlan(modes, faults string, ci bool) []Row {
 	ms, fs := lock.Modes, lcFaults
 	if modes != "" {
 		ms = strings.Split(modes, ",")
@@ -128,11 +129,11 @@ func lcPlan(modes, faults string, ci bool) []LcRow {
 	if faults != "" {
 		fs = strings.Split(faults, ",")
 	}
-	var rows []LcRow
+	var rows []Row
 	for _, m := range ms {
 		for _, f := range fs {
 			for _, fencing := range []bool{false, true} {
-				r := LcRow{Mode: m, Fault: f, Fencing: fencing}
+				r := Row{Mode: m, Fault: f, Fencing: fencing}
 				if fencing && !slices.Contains(lcTokenModes, m) {
 					continue
 				}

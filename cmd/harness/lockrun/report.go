@@ -8,7 +8,7 @@ import (
 )
 
 // renderLockCheck is lock-check/RESULTS.md.
-func renderLockCheck(rep LcReport) string {
+func renderLockCheck(rep Report) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "# Lock histories checked for linearizability\n\n")
 	fmt.Fprintf(&b, "`%s`, %s, on %s, %.0f s.\n\n", rep.Command, rep.Date, rep.Machine, rep.ElapsedS)
@@ -61,8 +61,8 @@ func pageLabel(path string) string {
 }
 
 // readLockCheck reads a results.json.
-func readLockCheck(path string) (LcReport, error) {
-	var rep LcReport
+func readLockCheck(path string) (Report, error) {
+	var rep Report
 	b, err := os.ReadFile(path)
 	if err != nil {
 		return rep, err
@@ -73,16 +73,16 @@ func readLockCheck(path string) (LcReport, error) {
 // mergeLockCheck puts the rows of a narrowed run into an earlier report:
 // a row of the same mode, fault and fencing is replaced, a new one is
 // added, and the rows keep the order of the full plan.
-func mergeLockCheck(old, run LcReport) LcReport {
-	key := func(r LcRow) string { return fmt.Sprintf("%s|%s|%v", r.Mode, r.Fault, r.Fencing) }
-	byKey := map[string]LcRow{}
+func mergeLockCheck(old, run Report) Report {
+	key := func(r Row) string { return fmt.Sprintf("%s|%s|%v", r.Mode, r.Fault, r.Fencing) }
+	byKey := map[string]Row{}
 	for _, r := range old.Rows {
 		byKey[key(r)] = r
 	}
 	for _, r := range run.Rows {
 		byKey[key(r)] = r
 	}
-	var rows []LcRow
+	var rows []Row
 	for _, r := range lcPlan("", "", false) {
 		if got, ok := byKey[key(r)]; ok {
 			rows = append(rows, got)

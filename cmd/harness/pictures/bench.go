@@ -4,9 +4,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"strings"
+
 	"seckill/cmd/harness/bench"
 	"seckill/cmd/harness/testbed"
-	"strings"
 )
 
 // docs/bench.svg: the benchmark (bench/results.json) against the limits
@@ -80,12 +81,12 @@ func benchComparisons(async, admit, admitLabel string) []benchComparison {
 
 // benchData answers figure lookups over a results.json.
 type benchData struct {
-	bench.BenchJSON
+	bench.JSON
 }
 
 // run is the limit or run of that name (nil when absent).
-func (b benchData) run(name string) *bench.BenchJSONRun {
-	for _, list := range [][]bench.BenchJSONRun{b.Limits, b.Runs} {
+func (b benchData) run(name string) *bench.JSONRun {
+	for _, list := range [][]bench.JSONRun{b.Limits, b.Runs} {
 		for i := range list {
 			if list[i].Name == name {
 				return &list[i]
@@ -108,7 +109,7 @@ func (b benchData) fig(g benchFigure) (float64, bool) {
 	return v / g.scale, true
 }
 
-func (b benchData) target(name string) *bench.BenchJSONTarget {
+func (b benchData) target(name string) *bench.JSONTarget {
 	for i := range b.Targets {
 		if b.Targets[i].Name == name {
 			return &b.Targets[i]
@@ -153,7 +154,7 @@ func (b benchData) setting(key string) string {
 // renderBenchPicture is docs/bench.svg from bench/results.json.
 func renderBenchPicture(data []byte) ([]byte, error) {
 	var b benchData
-	if err := json.Unmarshal(data, &b.BenchJSON); err != nil {
+	if err := json.Unmarshal(data, &b.JSON); err != nil {
 		return nil, fmt.Errorf("bench/results.json: %w", err)
 	}
 	if len(b.Runs) == 0 && len(b.Limits) == 0 {
@@ -319,7 +320,7 @@ func benchBlock(d *svgDoc, b benchData, c benchComparison, y float64) float64 {
 // benchModes draws the sync seckill of every lock mode against the order
 // transaction's rate and returns the y after it.
 func benchModes(d *svgDoc, b benchData, y float64) float64 {
-	var runs []bench.BenchJSONRun
+	var runs []bench.JSONRun
 	for _, r := range b.Runs {
 		if r.Kind == "wrk" && r.OrderMode == "sync" && strings.HasPrefix(r.Name, "sync-") {
 			runs = append(runs, r)
@@ -407,7 +408,7 @@ func benchViolations(d *svgDoc, b benchData, y float64) float64 {
 // to package bench shows here until it gets a block of its own) and
 // returns the y after them.
 func benchOtherTargets(d *svgDoc, b benchData, drawn map[string]bool, y float64) float64 {
-	var rest []bench.BenchJSONTarget
+	var rest []bench.JSONTarget
 	for _, t := range b.Targets {
 		if !drawn[t.Name] {
 			rest = append(rest, t)

@@ -5,9 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"strings"
+
 	"seckill/cmd/harness/bench"
 	"seckill/cmd/harness/testbed"
-	"strings"
 )
 
 // docs/bench-cluster.svg: the Redis Cluster block of `harness bench`
@@ -54,7 +55,7 @@ func clusterRows(b benchData) []clusterRow {
 	for _, n := range b.ClusterNodes {
 		roles = append(roles, n.Role)
 	}
-	str := func(r *bench.BenchJSONRun, key string) string {
+	str := func(r *bench.JSONRun, key string) string {
 		if v, ok := r.Figures[key].(float64); ok {
 			return fmt.Sprint(v)
 		}
@@ -114,7 +115,7 @@ func clusterRows(b benchData) []clusterRow {
 // block.
 func RenderClusterPicture(data []byte) ([]byte, error) {
 	var b benchData
-	if err := json.Unmarshal(data, &b.BenchJSON); err != nil {
+	if err := json.Unmarshal(data, &b.JSON); err != nil {
 		return nil, fmt.Errorf("bench/results.json: %w", err)
 	}
 	if len(b.Runs) == 0 {

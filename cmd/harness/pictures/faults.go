@@ -3,9 +3,10 @@ package pictures
 import (
 	"encoding/json"
 	"fmt"
+	"strings"
+
 	"seckill/cmd/harness/faults"
 	"seckill/cmd/harness/testbed"
-	"strings"
 )
 
 // docs/faults.svg: the fault suite's table (faults/results.json, written by
@@ -45,7 +46,7 @@ var ftStatuses = []struct {
 
 // renderFaultsPicture is docs/faults.svg from faults/results.json.
 func renderFaultsPicture(data []byte) ([]byte, error) {
-	var rep faults.FaultsReport
+	var rep faults.Report
 	if err := json.Unmarshal(data, &rep); err != nil {
 		return nil, fmt.Errorf("faults/results.json: %w", err)
 	}
@@ -67,7 +68,7 @@ func faultVerdictColour(v string) string {
 	return colBad
 }
 
-func faultsSVG(rep faults.FaultsReport) []byte {
+func faultsSVG(rep faults.Report) []byte {
 	d := newSVG(ftWidth, "Fault suite: what every request got while a dependency was killed or frozen")
 	y := 30.0
 	d.text(ftLeft, y, "title", "", "", "Fault suite: what every request got while a dependency died")

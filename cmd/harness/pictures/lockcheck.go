@@ -3,9 +3,10 @@ package pictures
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
+
 	"seckill/cmd/harness/lockrun"
 	"seckill/cmd/harness/testbed"
-	"slices"
 )
 
 // Layout of docs/lock-check.svg: one row per mode, one column per fault
@@ -20,7 +21,7 @@ const (
 // renderLockCheckPicture draws docs/lock-check.svg from
 // lock-check/results.json.
 func renderLockCheckPicture(data []byte) ([]byte, error) {
-	var rep lockrun.LcReport
+	var rep lockrun.Report
 	if err := json.Unmarshal(data, &rep); err != nil {
 		return nil, fmt.Errorf("lock-check/results.json: %w", err)
 	}
@@ -45,9 +46,9 @@ func lcVerdictColours(v string) (string, string) {
 	return colStripe, colMuted
 }
 
-func lockCheckSVG(rep lockrun.LcReport) []byte {
+func lockCheckSVG(rep lockrun.Report) []byte {
 	var modes, faults []string
-	cell := map[[3]string]lockrun.LcRow{}
+	cell := map[[3]string]lockrun.Row{}
 	for _, r := range rep.Rows {
 		if !slices.Contains(modes, r.Mode) {
 			modes = append(modes, r.Mode)

@@ -3,9 +3,10 @@ package pictures
 import (
 	"encoding/json"
 	"fmt"
+	"strings"
+
 	"seckill/cmd/harness/loadrun"
 	"seckill/cmd/harness/testbed"
-	"strings"
 )
 
 // docs/lock-matrix.svg: the load-test matrix (loadtest/results.json) as a
@@ -49,7 +50,7 @@ func renderMatrixPicture(data []byte) ([]byte, error) {
 
 // oversoldUnits is how many units a run sold beyond its stock (0 when
 // none), and whether the audit called it oversold.
-func oversoldUnits(r *loadrun.LtResult) (int64, bool) {
+func oversoldUnits(r *loadrun.Result) (int64, bool) {
 	n := r.Orders - r.InitialStock
 	if n < 0 {
 		n = 0
@@ -81,7 +82,7 @@ func verdictParts(m loadrun.MatrixRun) (word, note, colour string) {
 }
 
 // settingTitle names a setting and describes it from its first run.
-func settingTitle(setting string, r *loadrun.LtResult) (string, string) {
+func settingTitle(setting string, r *loadrun.Result) (string, string) {
 	title := setting
 	switch setting {
 	case "normal":
@@ -146,7 +147,7 @@ func matrixSVG(rep loadrun.MatrixReport) []byte {
 	}
 	for _, s := range settings {
 		var runs []loadrun.MatrixRun
-		var first *loadrun.LtResult
+		var first *loadrun.Result
 		for _, m := range rep.Runs {
 			if m.Setting == s {
 				runs = append(runs, m)
@@ -183,7 +184,7 @@ func rowGroup(m loadrun.MatrixRun) string {
 }
 
 // matrixPanel draws one setting's rows from y and returns the y after it.
-func matrixPanel(d *svgDoc, y float64, setting string, first *loadrun.LtResult, runs []loadrun.MatrixRun) float64 {
+func matrixPanel(d *svgDoc, y float64, setting string, first *loadrun.Result, runs []loadrun.MatrixRun) float64 {
 	title, desc := settingTitle(setting, first)
 	d.text(mxLeft, y, "head", "", "", title)
 	for i, l := range svgWrap(desc, mxWidth-mxLeft-160, 12) {

@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+
 	"seckill/cmd/harness/testbed"
 )
 

@@ -9,12 +9,13 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"seckill/cmd/harness/bench"
-	"seckill/cmd/harness/loadrun"
-	"seckill/cmd/harness/testbed"
 	"slices"
 	"strings"
 	"testing"
+
+	"seckill/cmd/harness/bench"
+	"seckill/cmd/harness/loadrun"
+	"seckill/cmd/harness/testbed"
 )
 
 // svgElem is one element of a rendered picture: its name, attributes and
@@ -110,7 +111,7 @@ func badges(elems []svgElem, fill string) []string {
 
 // fixtureRun is one cell of the matrix fixture.
 func fixtureRun(mode string, instances int, setting string, lock, past, unique, orders int64) loadrun.MatrixRun {
-	r := &loadrun.LtResult{Mode: mode, Instances: instances, Setting: setting, LockTTL: "10s", CriticalDelay: "0s",
+	r := &loadrun.Result{Mode: mode, Instances: instances, Setting: setting, LockTTL: "10s", CriticalDelay: "0s",
 		Users: 300, Dups: 4, InitialStock: 200, Orders: orders, LockRefused: lock, PastLock: past, UniqueKey: unique,
 		Oversold: orders > 200, Consistent: orders <= 200, Breaches: unique}
 	if setting == "slow" {
@@ -183,27 +184,27 @@ func TestMatrixPictureRunFailed(t *testing.T) {
 	}
 }
 
-func benchFixture(violations []string) bench.BenchJSON {
-	run := func(name, kind string, figs map[string]any) bench.BenchJSONRun {
-		r := bench.BenchJSONRun{Name: name, Kind: kind, OK: true, Figures: figs}
+func benchFixture(violations []string) bench.JSON {
+	run := func(name, kind string, figs map[string]any) bench.JSONRun {
+		r := bench.JSONRun{Name: name, Kind: kind, OK: true, Figures: figs}
 		if kind == "wrk" && strings.HasPrefix(name, "sync-") {
 			r.OrderMode, r.LockMode, _ = strings.Cut(name, "-")
 		}
 		return r
 	}
 	m := func(v float64) *float64 { return &v }
-	return bench.BenchJSON{
+	return bench.JSON{
 		Schema: 1, Started: "2031-02-03 04:05:06 UTC", Finished: "2031-02-03 04:09:10 UTC",
 		Machine:  map[string]string{"nproc": "2", "cpu": "Fixture CPU", "kernel": "Linux fixture", "loadBefore": "1.11 1.0 1.0", "loadAfter": "2.22 2 2"},
 		Settings: map[string]any{"conns": 32.0, "duration": 10.0, "asyncLockModes": []any{"lua"}},
-		Limits: []bench.BenchJSONRun{
+		Limits: []bench.JSONRun{
 			run("noop", "limit", map[string]any{"rps": 41234.0}),
 			run("admit", "limit", map[string]any{"rps": 67891.0}),
 			run("admit-P12", "limit", map[string]any{"rps": 171717.0, "depth": 12.0}),
 			run("slap", "limit", map[string]any{"rps": 4567.0}),
 			run("insert", "limit", map[string]any{"rps": 22222.0}),
 		},
-		Runs: []bench.BenchJSONRun{
+		Runs: []bench.JSONRun{
 			run("soldout", "wrk", map[string]any{"rps": 40321.0}),
 			run("sync-lua", "wrk", map[string]any{"rps": 1987.0, "p99_us": 26360.0}),
 			run("sync-zookeeper", "wrk", map[string]any{"rps": 975.0, "p99_us": 59500.0}),
@@ -212,7 +213,7 @@ func benchFixture(violations []string) bench.BenchJSON {
 			run("k6-async-lua-noop", "k6", map[string]any{"p99_us": 1860.0}),
 			run("k6-async-lua", "k6", map[string]any{"p99_us": 4260.0}),
 		},
-		Targets: []bench.BenchJSONTarget{
+		Targets: []bench.JSONTarget{
 			{Name: bench.TargetSyncSlap, Measured: m(0.44), Op: ">=", Required: 0.6},
 			{Name: bench.TargetSoldoutNoop, Measured: m(0.98), Op: ">=", Required: 0.9, Met: true},
 			{Name: bench.TargetAsyncSync, Measured: m(7.77), Op: ">=", Required: 8},
@@ -270,8 +271,8 @@ func TestBenchPicture(t *testing.T) {
 // did not have is left out, and a target of then is listed.
 func TestBenchPictureOlderResults(t *testing.T) {
 	b := benchFixture(nil)
-	b.Limits = slices.DeleteFunc(b.Limits, func(r bench.BenchJSONRun) bool { return r.Name == "admit-P12" })
-	b.Targets = slices.DeleteFunc(b.Targets, func(tg bench.BenchJSONTarget) bool { return tg.Name == bench.TargetNoDrain })
+	b.Limits = slices.DeleteFunc(b.Limits, func(r bench.JSONRun) bool { return r.Name == "admit-P12" })
+	b.Targets = slices.DeleteFunc(b.Targets, func(tg bench.JSONTarget) bool { return tg.Name == bench.TargetNoDrain })
 	data, _ := json.Marshal(b)
 	svg, err := renderBenchPicture(data)
 	if err != nil {
@@ -300,7 +301,7 @@ func TestBenchPictureOlderResults(t *testing.T) {
 func TestBenchPictureOtherTargets(t *testing.T) {
 	b := benchFixture(nil)
 	v := 71.3
-	b.Targets = append(b.Targets, bench.BenchJSONTarget{Name: "server CPU us per fixture order", Measured: &v, Op: "<=", Required: 60})
+	b.Targets = append(b.Targets, bench.JSONTarget{Name: "server CPU us per fixture order", Measured: &v, Op: "<=", Required: 60})
 	data, _ := json.Marshal(b)
 	svg, err := renderBenchPicture(data)
 	if err != nil {
@@ -328,7 +329,7 @@ func TestBenchPictureDrainKeptUp(t *testing.T) {
 
 // clusterFixture is bench results with the Redis Cluster block: one Redis
 // (async-lua) and two cluster runs on three masters and their replicas.
-func clusterFixture() bench.BenchJSON {
+func clusterFixture() bench.JSON {
 	b := benchFixture(nil)
 	b.Runs[3].Figures = map[string]any{"rps": 24657.0, "cpu_server_order": 37.5, "cpu_redis_order": 16.8}
 	node := func(run map[string]any, us ...float64) map[string]any {
@@ -338,11 +339,11 @@ func clusterFixture() bench.BenchJSON {
 		return run
 	}
 	b.Runs = append(b.Runs,
-		bench.BenchJSONRun{Name: "cluster-1", Kind: "wrk", OrderMode: "async", LockMode: "lua", OK: true,
+		bench.JSONRun{Name: "cluster-1", Kind: "wrk", OrderMode: "async", LockMode: "lua", OK: true,
 			Figures: node(map[string]any{"buckets": 1.0, "rps": 19046.6, "cpu_server_order": 43.7, "cpu_redis_order": 41.3}, 2.2, 22.4, 2.3, 11.6, 1.4, 1.5)},
-		bench.BenchJSONRun{Name: "cluster-8", Kind: "wrk", OrderMode: "async", LockMode: "lua", OK: true,
+		bench.JSONRun{Name: "cluster-8", Kind: "wrk", OrderMode: "async", LockMode: "lua", OK: true,
 			Figures: node(map[string]any{"buckets": 8.0, "rps": 14780.2, "cpu_server_order": 52.5, "cpu_redis_order": 56.7}, 13.7, 13.8, 10.2, 6.9, 5.1, 6.9)})
-	b.ClusterNodes = []bench.BenchJSONNode{{Addr: "127.0.0.1:7001", Role: "master"}, {Addr: "127.0.0.1:7002", Role: "master"}, {Addr: "127.0.0.1:7003", Role: "master"},
+	b.ClusterNodes = []bench.JSONNode{{Addr: "127.0.0.1:7001", Role: "master"}, {Addr: "127.0.0.1:7002", Role: "master"}, {Addr: "127.0.0.1:7003", Role: "master"},
 		{Addr: "127.0.0.1:7004", Role: "replica"}, {Addr: "127.0.0.1:7005", Role: "replica"}, {Addr: "127.0.0.1:7006", Role: "replica"}}
 	b.Results = "bench/RESULTS.md"
 	return b
@@ -557,7 +558,7 @@ func TestMatrixPictureAsync(t *testing.T) {
 		buckets int
 		script  int64
 	}{{"single", 1, 587}, {"cluster", 8, 611}} {
-		r := &loadrun.LtResult{Mode: "lua", Instances: 2, Setting: "async", OrderMode: "async", Redis: v.redis, Buckets: v.buckets,
+		r := &loadrun.Result{Mode: "lua", Instances: 2, Setting: "async", OrderMode: "async", Redis: v.redis, Buckets: v.buckets,
 			LockTTL: "10s", CriticalDelay: "0s", Users: 300, Dups: 4, InitialStock: 200, Orders: 200,
 			ScriptRefused: v.script, Consistent: true}
 		m := loadrun.MatrixRun{Mode: "lua", Instances: 2, Setting: "async", Redis: v.redis, Buckets: v.buckets, Expected: "holds", Result: r}

@@ -7,11 +7,12 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"seckill/internal/proc"
 	"strconv"
 	"strings"
 	"syscall"
 	"time"
+
+	"seckill/internal/proc"
 )
 
 // Instance is one seckill process started by the harness.

@@ -6,12 +6,13 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"seckill/internal/proc"
 	"strconv"
 	"strings"
 	"sync"
 	"syscall"
 	"time"
+
+	"seckill/internal/proc"
 )
 
 // The fault suite's private processes: a MariaDB of its own (here) and
@@ -25,31 +26,31 @@ import (
 // reaches the harness, which stops it).
 
 // Kill sends SIGKILL and waits until the server has exited.
-func (m *PrivateMariaDB) Kill() { _ = m.sup.Kill(0) }
+func (m *MariaDB) Kill() { _ = m.sup.Kill(0) }
 
 // Running says the server runs.
-func (m *PrivateMariaDB) Running() bool { return m.sup.Running() }
+func (m *MariaDB) Running() bool { return m.sup.Running() }
 
 // FreePort says nothing accepts connections on 127.0.0.1:port.
 func FreePort(port int) bool { return !PortOpen(port) }
 
-// PrivateMariaDB is a mariadbd of the suite's own, on its own datadir,
+// MariaDB is a mariadbd of the suite's own, on its own datadir,
 // port and socket; user seckill/seckill owns database seckill.
-type PrivateMariaDB struct {
+type MariaDB struct {
 	sup  proc.Proc
 	Port int
 	Dir  string
 }
 
 // mariadbDSN is the DSN the instances and the audit use.
-func (m *PrivateMariaDB) DSN() string {
+func (m *MariaDB) DSN() string {
 	return fmt.Sprintf("seckill:seckill@tcp(127.0.0.1:%d)/seckill?parseTime=true&loc=Local", m.Port)
 }
 
 // StartMariaDB initialises a datadir under dir (mariadb-install-db) and
 // starts mariadbd on port; --no-defaults keeps /etc/mysql's port and socket
 // (the shared server's) out of it.
-func StartMariaDB(ctx context.Context, dir string, port int) (*PrivateMariaDB, error) {
+func StartMariaDB(ctx context.Context, dir string, port int) (*MariaDB, error) {
 	if !FreePort(port) {
 		return nil, fmt.Errorf("MariaDB port %d is taken", port)
 	}
@@ -78,7 +79,7 @@ func StartMariaDB(ctx context.Context, dir string, port int) (*PrivateMariaDB, e
 	if user != "" {
 		args = append(args, "--user="+user)
 	}
-	m := &PrivateMariaDB{Port: port, Dir: dir, sup: proc.Proc{Name: "mariadbd", Args: args, Out: filepath.Join(dir, "mariadbd.out"),
+	m := &MariaDB{Port: port, Dir: dir, sup: proc.Proc{Name: "mariadbd", Args: args, Out: filepath.Join(dir, "mariadbd.out"),
 		Attr: &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}}}
 	if err := m.sup.Start(); err != nil {
 		return nil, err
@@ -109,7 +110,7 @@ func StartMariaDB(ctx context.Context, dir string, port int) (*PrivateMariaDB, e
 }
 
 // waitReady polls until the server answers a ping with dsn.
-func (m *PrivateMariaDB) waitReady(ctx context.Context, dsn string, limit time.Duration) error {
+func (m *MariaDB) waitReady(ctx context.Context, dsn string, limit time.Duration) error {
 	db, err := sql.Open("mysql", dsn+"?timeout=1s")
 	if err != nil {
 		return err
@@ -125,7 +126,7 @@ func (m *PrivateMariaDB) waitReady(ctx context.Context, dsn string, limit time.D
 
 // Restart starts the killed server again on its datadir (InnoDB recovers
 // its log) and waits until user seckill can log in.
-func (m *PrivateMariaDB) Restart(ctx context.Context, limit time.Duration) error {
+func (m *MariaDB) Restart(ctx context.Context, limit time.Duration) error {
 	if err := proc.WaitFor(ctx, "MariaDB port free", 10*time.Second, 50*time.Millisecond, nil, func() bool { return FreePort(m.Port) }); err != nil {
 		return err
 	}

@@ -3,12 +3,13 @@ package testbed
 import (
 	"context"
 	"database/sql"
-	auditdb "seckill/internal/audit"
-	"seckill/model"
 	"strconv"
 
 	"github.com/go-sql-driver/mysql"
 	"github.com/redis/go-redis/v9"
+
+	"seckill/internal/audit"
+	"seckill/model"
 )
 
 // LockKey is the per-user lock's key (docs/contract.md).
@@ -60,7 +61,7 @@ func DbName(dsn string) string {
 }
 
 func Drained(ctx context.Context, db *sql.DB, rdb redis.UniversalClient, voucher int64) bool {
-	a, err := auditdb.ReadRedis(ctx, rdb, voucher)
+	a, err := audit.ReadRedis(ctx, rdb, voucher)
 	if err != nil {
 		return false
 	}
