@@ -26,30 +26,25 @@ import (
 	"seckill/cmd/harness/pictures"
 )
 
+// commands maps each subcommand to its run, which returns the exit status.
+var commands = map[string]func(args []string) int{
+	"loadtest":         loadrun.RunLoadtest,
+	"matrix":           loadrun.RunMatrix,
+	"ci":               loadrun.RunCI,
+	"bench":            bench.Run,
+	"faults":           faults.Run,
+	"pictures":         pictures.Run,
+	"lockcheck":        lockrun.Run,
+	"lockcheck-client": lockrun.RunClient,
+}
+
 func main() {
 	if len(os.Args) < 2 {
 		usage()
 		os.Exit(2)
 	}
-	var run func(args []string) int // returns the exit status
-	switch os.Args[1] {
-	case "loadtest":
-		run = loadrun.RunLoadtest
-	case "matrix":
-		run = loadrun.RunMatrix
-	case "ci":
-		run = loadrun.RunCI
-	case "bench":
-		run = bench.Run
-	case "faults":
-		run = faults.Run
-	case "pictures":
-		run = pictures.Run
-	case "lockcheck":
-		run = lockrun.Run
-	case "lockcheck-client":
-		run = lockrun.RunClient
-	default:
+	run, ok := commands[os.Args[1]]
+	if !ok {
 		usage()
 		os.Exit(2)
 	}

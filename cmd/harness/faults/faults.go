@@ -94,8 +94,7 @@ func Run(args []string) int {
 		s.logf("ERROR: %v (work directory kept: %s)", setupErr, s.work)
 		return 2
 	}
-	rep := Report{Date: started.UTC().Format("2006-01-02 15:04 UTC"), Command: faultsCommand(os.Getenv),
-		Machine: testbed.Machine(), Settings: faultSettingsText(os.Getenv), ElapsedS: time.Since(started).Seconds(), Cases: results}
+	rep := Report{RunInfo: testbed.NewRunInfo(started, faultsCommand(os.Getenv), faultSettingsText(os.Getenv)), Cases: results}
 	rep.Status = exitStatus(results)
 	fmt.Println()
 	for _, c := range results {

@@ -296,7 +296,7 @@ func TestFaultsReportRoundTrip(t *testing.T) {
 		Codes: map[string]int{"OK": 4, "UNAVAILABLE": 6}, Verdict: "FAIL", Failures: []string{"2 order(s) answered 200 are neither written nor reported failed (lost)"},
 		Violations: []model.Violation{{Invariant: 4, Msg: "2 order ids answered with 200 are not in the database [1 2]"}}, Lost: 2}
 	r.addMeasure("recovery", "operator rebuild")
-	rep := Report{Date: "2026-11-23 07:00 UTC", Command: "make faults", Machine: "m", Cases: []CaseResult{r}}
+	rep := Report{RunInfo: testbed.RunInfo{Date: "2026-11-23 07:00 UTC", Command: "make faults", Machine: "m"}, Cases: []CaseResult{r}}
 	rep.Status = exitStatus(rep.Cases)
 	path := filepath.Join(t.TempDir(), "results.json")
 	if err := testbed.WriteJSON(path, rep); err != nil {

@@ -34,13 +34,9 @@ func measuresText(r CaseResult) string {
 
 // Report is results.json.
 type Report struct {
-	Date     string       `json:"date"`
-	Command  string       `json:"command"`
-	Machine  string       `json:"machine"`
-	Settings []string     `json:"settings"`
-	ElapsedS float64      `json:"elapsedS"`
-	Status   int          `json:"status"`
-	Cases    []CaseResult `json:"cases"`
+	testbed.RunInfo
+	Status int          `json:"status"`
+	Cases  []CaseResult `json:"cases"`
 }
 
 // exitStatus is 1 when a case failed its expectation, else 2 when one

@@ -137,8 +137,7 @@ func Run(args []string) int {
 		logf("%-9s %-14s fencing=%-5v ops=%-5d mutex=%-3d register=%-3d %s %s", r.Mode, r.Fault, r.Fencing,
 			r.Operations, r.MutexViolations, r.RegisterViolations, r.Verdict, r.Error)
 	}
-	rep := Report{Date: started.UTC().Format("2006-01-02 15:04 UTC"), Command: lcCommand(ci), Machine: testbed.Machine(),
-		Settings: lcSettingsText(), ElapsedS: time.Since(started).Seconds(), Rows: rows}
+	rep := Report{RunInfo: testbed.NewRunInfo(started, lcCommand(ci), lcSettingsText()), Rows: rows}
 	if narrowed && !ci {
 		if old, err := readLockCheck(filepath.Join(e.out, "results.json")); err == nil {
 			rep = mergeLockCheck(old, rep)

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"seckill/cmd/harness/testbed"
 	"seckill/internal/lockcheck"
 	"seckill/lock"
 )
@@ -65,11 +66,11 @@ func TestLockCheckVerdicts(t *testing.T) {
 }
 
 func TestLockCheckMerge(t *testing.T) {
-	old := Report{Command: "make lock-check", ElapsedS: 10, Rows: []Row{
+	old := Report{RunInfo: testbed.RunInfo{Command: "make lock-check", ElapsedS: 10}, Rows: []Row{
 		{Mode: "lua", Fault: "pause", Verdict: "fails"},
 		{Mode: "mysql", Fault: "pause", Verdict: "holds"},
 	}}
-	run := Report{Command: "LOCKCHECK_MODES=lua make lock-check", ElapsedS: 5, Rows: []Row{
+	run := Report{RunInfo: testbed.RunInfo{Command: "LOCKCHECK_MODES=lua make lock-check", ElapsedS: 5}, Rows: []Row{
 		{Mode: "lua", Fault: "pause", Verdict: "lock fails"},
 		{Mode: "lua", Fault: "none", Verdict: "holds"},
 	}}

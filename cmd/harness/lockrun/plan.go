@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"seckill/cmd/harness/testbed"
 	"seckill/lock"
 )
 
@@ -42,12 +43,8 @@ type Row struct {
 
 // Report is lock-check/results.json.
 type Report struct {
-	Date     string   `json:"date"`
-	Command  string   `json:"command"`
-	Machine  string   `json:"machine"`
-	Settings []string `json:"settings"`
-	ElapsedS float64  `json:"elapsedS"`
-	Rows     []Row    `json:"rows"`
+	testbed.RunInfo
+	Rows []Row `json:"rows"`
 }
 
 // verdictOf names a row's outcome.
