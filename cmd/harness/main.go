@@ -1,8 +1,7 @@
-// Command harness runs the project's load tests and benchmark: it builds and
-// starts seckill instances, drives the external tools (k6, JMeter, the Go
-// driver, wrk, redis-benchmark, mariadb-slap), audits the vouchers with the
-// invariant code the tests use (model.Facts, internal/audit) and writes its
-// reports with a results.json beside them.
+// Command harness runs the load tests, the benchmark and the fault suite.
+// Each subcommand is a package below this one; main only dispatches.
+// Each run audits its vouchers with the tests' invariant code. It writes a
+// report with a results.json beside it.
 //
 //	go run ./cmd/harness loadtest   one experiment (make loadtest; settings in the environment)
 //	go run ./cmd/harness matrix     every lock mode x 1, 2 instances x normal, slow (make loadtest-matrix)

@@ -276,7 +276,7 @@ func TestBenchProc(t *testing.T) {
 	if !reflect.DeepEqual(f, want) {
 		t.Fatalf("meterFigures = %v\nwant %v", f, want)
 	}
-	// No responses, no time: zeros and empty cells, as run.sh's awk.
+	// No responses, no time: zeros and empty cells.
 	f = meterFigures(a, a, 0, 100)
 	if f["share"] != "" || f["cpu_server"] != "0" || f["db_stmts"] != "" || f["busy"] != "0" {
 		t.Fatalf("empty meter: %v", f)

@@ -9,9 +9,8 @@ import (
 )
 
 // The arithmetic of `harness bench`, without I/O: CPU accounting from /proc
-// samples, ratios and target verdicts, figure formatting. Every function
-// formats exactly as bench/run.sh's awk did (printf "%.0f" and the like), so
-// that RESULTS.md keeps its content.
+// samples, ratios and target verdicts, figure formatting. The number
+// formats (printf "%.0f" and the like) are part of RESULTS.md's content.
 
 // figures holds one run's (or one limit's) figures by name, as the strings
 // RESULTS.md shows; a missing figure is an empty cell.
@@ -164,8 +163,7 @@ func meterFigures(a, b cpuSample, n, hz float64) benchFigures {
 	return f
 }
 
-// orderCPUFigures turns two samples into the CPU per admitted order (issue
-// 13): the server's and Redis's CPU over the run, in microseconds, divided
+// orderCPUFigures turns two samples into the CPU per admitted order: the server's and Redis's CPU over the run, in microseconds, divided
 // by the orders the run admitted (its 200 answers: each one an order, sync
 // or async), with one decimal; none when no order was admitted. Unlike the
 // per-response figures of meterFigures, refusals (a 503 while a voucher is

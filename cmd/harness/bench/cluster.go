@@ -15,7 +15,7 @@ import (
 	"seckill/repository"
 )
 
-// The Redis Cluster block of `harness bench` (issue 14): async admission
+// The Redis Cluster block of `harness bench`: async admission
 // (lua) on the cluster of SECKILL_TEST_CLUSTER_ADDRS (.ci/services.sh:
 // three masters with a replica each) with the voucher's stock in N buckets
 // for each N of BENCH_CLUSTER_BUCKETS [1 2 4 8], beside the async-lua run

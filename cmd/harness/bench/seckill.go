@@ -390,7 +390,7 @@ func (b seckillRuns) k6Exec(name string, rate int, v int64, path string) {
 }
 
 // k6Figures reads a k6 JSON summary (handleSummary's data) into the run's
-// figures, as run.sh's jq did.
+// figures.
 func k6Figures(data []byte) (benchFigures, error) {
 	var s struct {
 		Metrics map[string]struct {

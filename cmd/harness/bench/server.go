@@ -166,7 +166,7 @@ func (b serverUnderTest) sample(client float64) cpuSample {
 }
 
 // sampleEnd reads the meter at the end of a run, in the reverse order of
-// sample (the machine first, the database counters last), as run.sh did.
+// sample (the machine first, the database counters last).
 func (b serverUnderTest) sampleEnd(client float64) cpuSample {
 	busy, total, _ := machineTicks(benchReadFile("/proc/stat"))
 	s := cpuSample{Busy: float64(busy), Total: float64(total), Client: client}

@@ -5,8 +5,8 @@ import (
 	"strings"
 )
 
-// benchTargets are the ratios of issues 4 and 5 and the CPU figures and
-// ratios of issue 13 in this run ("-": not measured).
+// benchTargets are the target ratios and the CPU figures of this run
+// ("-": not measured).
 type benchTargets struct {
 	T1, T2         string // sync lua ÷ slap; soldout ÷ noop
 	G1, GP         string // sync lua with group commit ÷ slap; its -pertxn run ÷ slap

@@ -153,7 +153,7 @@ func sentinelFailover(ctx context.Context, s *suite, e *caseEnv, l *loadRun) err
 	lag := strings.Contains(l.plan.Tag, "replica-lag")
 	var hc *redis.Client
 	if lag {
-		// Measured on Redis 7.0 (issue 11): a replica under CLIENT PAUSE
+		// Measured on Redis 7.0: a replica under CLIENT PAUSE
 		// WRITE keeps what its primary sends unapplied, and loses it when
 		// the link drops before the pause is lifted.
 		hc = redis.NewClient(&redis.Options{Addr: heir.Addr(), DialTimeout: time.Second, MaxRetries: -1})

@@ -44,7 +44,7 @@ type ltConfig struct {
 // life says whether buyers pay or cancel after a purchase.
 func (c ltConfig) life() bool { return c.PayShare+c.CancelShare > 0 }
 
-// ltConfigFromEnv reads the settings (the former loadtest/run.sh's).
+// ltConfigFromEnv reads the settings.
 func ltConfigFromEnv(getenv func(string) string, root string, now time.Time) (ltConfig, error) {
 	get := func(k, def string) string {
 		if v := getenv(k); v != "" {

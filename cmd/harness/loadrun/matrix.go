@@ -86,7 +86,7 @@ type MatrixRun struct {
 	Result    *Result `json:"result"` // nil when the run failed
 }
 
-// JudgeCell fills the verdict and the problem of a run (the former matrix.sh rules).
+// JudgeCell fills the verdict and the problem of a run.
 func JudgeCell(m *MatrixRun) {
 	r := m.Result
 	if r == nil {

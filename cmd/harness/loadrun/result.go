@@ -102,8 +102,8 @@ type Result struct {
 var lifeExpected = map[string]bool{"OK": true, "ORDER_EXPIRED": true, "ORDER_CANCELLED": true, "ORDER_PAID": true}
 
 // judge fills the derived figures (past lock, breaches, oversold,
-// consistent, unexpected answers), the failures and the exit status, as
-// the former loadtest/run.sh did, and returns the log lines to print after the table.
+// consistent, unexpected answers), the failures and the exit status. It
+// returns the log lines to print after the table.
 func judge(r *Result, slow, allowBreach, matrix bool) (notes []string) {
 	// Duplicates that obtained the lock and were stopped by the
 	// transaction's "already bought" check: a later duplicate normally, a
