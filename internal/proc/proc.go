@@ -131,34 +131,32 @@ func (p *Proc) Signal(sig os.Signal) error {
 	return nil
 }
 
-// Kill sends SIGKILL (and SIGCONT, should the process be stopped) and
-// waits up to limit until it has been reaped; limit 0 waits as long as it
-// takes.
+// Kill sends SIGKILL and waits up to limit until the process has been
+// reaped; limit 0 waits as long as it takes.
 func (p *Proc) Kill(limit time.Duration) error {
-	cmd, exited := p.current()
-	if cmd == nil || closed(exited) {
-		return nil
-	}
-	if err := p.Signal(syscall.SIGKILL); err != nil && !errors.Is(err, os.ErrProcessDone) {
-		return err
-	}
-	_ = p.Signal(syscall.SIGCONT)
-	return p.wait(cmd, exited, limit, "SIGKILL")
+	return p.end(syscall.SIGKILL, "SIGKILL", limit)
 }
 
 // Stop sends SIGTERM, waits up to grace for the exit, then kills.
 func (p *Proc) Stop(grace time.Duration) error {
+	if p.end(syscall.SIGTERM, "SIGTERM", grace) == nil {
+		return nil
+	}
+	return p.Kill(0)
+}
+
+// end sends sig, then SIGCONT so that a stopped process receives it, and
+// waits up to limit for the exit.
+func (p *Proc) end(sig syscall.Signal, name string, limit time.Duration) error {
 	cmd, exited := p.current()
 	if cmd == nil || closed(exited) {
 		return nil
 	}
-	if err := p.Signal(syscall.SIGTERM); err != nil && !errors.Is(err, os.ErrProcessDone) {
+	if err := p.Signal(sig); err != nil && !errors.Is(err, os.ErrProcessDone) {
 		return err
 	}
-	if p.wait(cmd, exited, grace, "SIGTERM") == nil {
-		return nil
-	}
-	return p.Kill(0)
+	_ = p.Signal(syscall.SIGCONT)
+	return p.wait(cmd, exited, limit, name)
 }
 
 // wait waits up to limit (0: no limit) for exited to close.

@@ -50,38 +50,33 @@ func TestStartKillStartAgain(t *testing.T) {
 	}
 }
 
-func TestStopKillsWhatIgnoresTERM(t *testing.T) {
-	dir := t.TempDir()
-	ready := filepath.Join(dir, "ready")
-	p := &Proc{Name: "stubborn", Args: []string{"sh", "-c", `trap "" TERM; touch ` + ready + `; while :; do sleep 1; done`}}
-	if err := p.Start(); err != nil {
-		t.Fatal(err)
-	}
-	err := WaitFor(context.Background(), "the trap is set", 30*time.Second, 10*time.Millisecond, p, func() bool {
-		_, err := os.Stat(ready)
-		return err == nil
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := p.Stop(100 * time.Millisecond); err != nil {
-		t.Fatal(err)
-	}
-	if p.Running() {
-		t.Fatal("running after Stop")
-	}
-}
-
-func TestStopEndsAGentleProcess(t *testing.T) {
-	p := &Proc{Name: "gentle", Args: []string{"sleep", "60"}}
-	if err := p.Start(); err != nil {
-		t.Fatal(err)
-	}
-	if err := p.Stop(30 * time.Second); err != nil {
-		t.Fatal(err)
-	}
-	if p.Running() {
-		t.Fatal("running after Stop")
+// TestStop ends a process that exits on SIGTERM and one that ignores it.
+func TestStop(t *testing.T) {
+	for _, tt := range []struct {
+		name, script string
+		grace        time.Duration
+	}{
+		{"gentle", `touch "$0"; exec sleep 60`, 30 * time.Second},
+		{"stubborn", `trap "" TERM; touch "$0"; while :; do sleep 1; done`, 100 * time.Millisecond},
+	} {
+		ready := filepath.Join(t.TempDir(), "ready")
+		p := &Proc{Name: tt.name, Args: []string{"sh", "-c", tt.script, ready}}
+		if err := p.Start(); err != nil {
+			t.Fatal(err)
+		}
+		err := WaitFor(context.Background(), tt.name+" is ready", 30*time.Second, 10*time.Millisecond, p, func() bool {
+			_, err := os.Stat(ready)
+			return err == nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := p.Stop(tt.grace); err != nil {
+			t.Fatalf("%s: %v", tt.name, err)
+		}
+		if p.Running() {
+			t.Fatalf("%s: running after Stop", tt.name)
+		}
 	}
 }
 
