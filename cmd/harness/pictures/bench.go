@@ -186,14 +186,9 @@ func opText(op string) string {
 func benchSVG(b benchData) []byte {
 	d := newSVG(bnWidth, "Benchmark: the service against the limits of the machine it ran on")
 	y := 30.0
-	d.text(bnLeft, y, "title", "", "", "Benchmark: the service against the machine's own limits")
-	y += 20
-	for _, l := range svgWrap("Each target compares a rate of the service with a limit measured in the same run on the same machine "+
-		"(the database, Redis or the HTTP stack doing only its part); the dashed line is the target.", bnWidth-2*bnLeft, 12) {
-		d.text(bnLeft, y, "sub", "", "", l)
-		y += 16
-	}
-	y += 8
+	y = d.heading(bnLeft, y, bnWidth-2*bnLeft, "Benchmark: the service against the machine's own limits",
+		"Each target compares a rate of the service with a limit measured in the same run on the same machine "+
+			"(the database, Redis or the HTTP stack doing only its part); the dashed line is the target.")
 	x := d.legend(bnLeft, y, colLimit, "limit measured in the same run")
 	x = d.legend(x, y, colMeasured, "the service")
 	d.line(x, y-11, x, y+3, colInk, `stroke-width="1.5"`, `stroke-dasharray="4 3"`)

@@ -71,15 +71,10 @@ func faultVerdictColour(v string) string {
 func faultsSVG(rep faults.Report) []byte {
 	d := newSVG(ftWidth, "Fault suite: what every request got while a dependency was killed or frozen")
 	y := 30.0
-	d.text(ftLeft, y, "title", "", "", "Fault suite: what every request got while a dependency died")
-	y += 20
-	for _, l := range svgWrap("Each case kills or freezes one dependency in the middle of a paced load over two instances (an instance, Redis, "+
-		"the Sentinel primary, MariaDB, a Redlock node, a lock holder past its lease) and audits every answer against the database. "+
-		"Oversold and lost must be 0 in every case; 503 while a dependency is down is the expected answer, 500 never is.", ftWidth-2*ftLeft, 12) {
-		d.text(ftLeft, y, "sub", "", "", l)
-		y += 16
-	}
-	y += 8
+	y = d.heading(ftLeft, y, ftWidth-2*ftLeft, "Fault suite: what every request got while a dependency died",
+		"Each case kills or freezes one dependency in the middle of a paced load over two instances (an instance, Redis, "+
+			"the Sentinel primary, MariaDB, a Redlock node, a lock holder past its lease) and audits every answer against the database. "+
+			"Oversold and lost must be 0 in every case; 503 while a dependency is down is the expected answer, 500 never is.")
 	x := ftLeft
 	for _, s := range ftStatuses {
 		label := "HTTP " + s.head

@@ -61,15 +61,10 @@ func lockCheckSVG(rep lockrun.Report) []byte {
 	width := 2*lcpLeft + lcpModeW + float64(2*len(faults))*lcpCellW
 	d := newSVG(width, "Lock histories under faults, checked for linearizability")
 	y := 30.0
-	d.text(lcpLeft, y, "title", "", "", "Lock histories under faults, checked for linearizability")
-	y += 20
-	for _, l := range svgWrap("Two client processes take lock:order:<userId> and update a register in MariaDB under it; one process is paused, "+
-		"partitioned from the lock service or the database, or slowed. Porcupine checks every recorded operation against a mutex "+
-		"(one holder) and a register (no lost update, no stale write). Fencing on: the database refuses a write with an older token.", width-2*lcpLeft, 12) {
-		d.text(lcpLeft, y, "sub", "", "", l)
-		y += 16
-	}
-	y += 8
+	y = d.heading(lcpLeft, y, width-2*lcpLeft, "Lock histories under faults, checked for linearizability",
+		"Two client processes take lock:order:<userId> and update a register in MariaDB under it; one process is paused, "+
+			"partitioned from the lock service or the database, or slowed. Porcupine checks every recorded operation against a mutex "+
+			"(one holder) and a register (no lost update, no stale write). Fencing on: the database refuses a write with an older token.")
 	x := lcpLeft
 	for _, v := range []struct{ name, label string }{
 		{"holds", "holds: no violation"}, {"fenced", "fenced: two holders, register kept"},

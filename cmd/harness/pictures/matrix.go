@@ -115,14 +115,9 @@ func settingTitle(setting string, r *loadrun.Result) (string, string) {
 func matrixSVG(rep loadrun.MatrixReport) []byte {
 	d := newSVG(mxWidth, "Load-test matrix: duplicate purchases by where they were stopped, per lock mode")
 	y := 30.0
-	d.text(mxLeft, y, "title", "", "", "Which locks hold: duplicate purchases by where they were stopped")
-	y += 20
-	for _, l := range svgWrap("Every lock mode on 1 and 2 instances, every user buying several times. A lock breaks when a duplicate gets past it. "+
-		"Oversold must be 0 in every run, whatever the lock: the stock UPDATE is conditional and the unique key is the last line of defence.", mxCaption, 12) {
-		d.text(mxLeft, y, "sub", "", "", l)
-		y += 16
-	}
-	y += 8
+	y = d.heading(mxLeft, y, mxCaption, "Which locks hold: duplicate purchases by where they were stopped",
+		"Every lock mode on 1 and 2 instances, every user buying several times. A lock breaks when a duplicate gets past it. "+
+			"Oversold must be 0 in every run, whatever the lock: the stock UPDATE is conditional and the unique key is the last line of defence.")
 	x := d.legend(mxLeft, y, colLock, "stopped by the lock")
 	x = d.legend(x, y, colPast, "past the lock, by the order's check")
 	x = d.legend(x, y, colUnique, "only by the unique key")

@@ -247,3 +247,15 @@ func svgWrap(s string, width, size float64) []string {
 	}
 	return lines
 }
+
+// heading draws a title and its subtitle wrapped at width from y; it
+// returns the y below them.
+func (d *svgDoc) heading(x, y, width float64, title, sub string) float64 {
+	d.text(x, y, "title", "", "", title)
+	y += 20
+	for _, l := range svgWrap(sub, width, 12) {
+		d.text(x, y, "sub", "", "", l)
+		y += 16
+	}
+	return y + 8
+}
