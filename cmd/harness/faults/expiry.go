@@ -118,16 +118,8 @@ func judgeExpiry(j judgement) {
 // initial, with no give-back still owed.
 func judgeExpiryRedis(j judgement, t testbed.ExpiryTally) {
 	r, ctx := j.r, context.Background()
-	switch {
-	case hasMark(j.l, "back on sale by itself"):
-		at, _ := j.markAt("back on sale by itself")
-		back, _ := j.markAt("redis restarted")
-		r.addMeasure("recovery", "automatic %.1fs after the restart", (at - back).Seconds())
-	case hasMark(j.l, "back on sale after the rebuild"):
-		r.addMeasure("recovery", "operator rebuild")
-	default:
-		r.addMeasure("recovery", "none")
-	}
+	back, _ := j.markAt("redis restarted")
+	measureRecovery(j, back)
 	a, err := audit.ReadRedis(ctx, j.e.rdb, j.e.voucher)
 	if err != nil {
 		r.fail("read Redis: %v", err)

@@ -3,6 +3,7 @@ package faults
 import (
 	"strconv"
 	"strings"
+	"time"
 )
 
 func judgeAppKill(j judgement) {
@@ -64,15 +65,7 @@ func judgeRedisAsync(j judgement) {
 	default:
 		r.addMeasure("unavailable", "until the end")
 	}
-	switch {
-	case hasMark(j.l, "back on sale by itself"):
-		at, _ := j.markAt("back on sale by itself")
-		r.addMeasure("recovery", "automatic %.1fs after the restart", (at - restart).Seconds())
-	case hasMark(j.l, "back on sale after the rebuild"):
-		r.addMeasure("recovery", "operator rebuild")
-	default:
-		r.addMeasure("recovery", "none")
-	}
+	measureRecovery(j, restart)
 	r.addMeasure("503 after restart", "%d", between(j.shots, restart, 1<<62)["503"])
 	// The 200s before the crash: written, reported failed, lost.
 	kill, _ := j.markAt("redis killed")
@@ -204,5 +197,19 @@ func judgeRedlock(j judgement) {
 			r.fail("multi answered no 503 while a node was down")
 		}
 		sellsAgain(j, "node back")
+	}
+}
+
+// measureRecovery records how the voucher came back on sale after the
+// Redis restart at restart: by itself, by an operator's rebuild, or not.
+func measureRecovery(j judgement, restart time.Duration) {
+	switch {
+	case hasMark(j.l, "back on sale by itself"):
+		at, _ := j.markAt("back on sale by itself")
+		j.r.addMeasure("recovery", "automatic %.1fs after the restart", (at - restart).Seconds())
+	case hasMark(j.l, "back on sale after the rebuild"):
+		j.r.addMeasure("recovery", "operator rebuild")
+	default:
+		j.r.addMeasure("recovery", "none")
 	}
 }
