@@ -49,8 +49,6 @@ func newBench(root string) *bench {
 	return b
 }
 
-// runBench is `harness bench`: 0 when every check passed, 1 on a violation
-// (RESULTS.md written), 2 when the bench could not run.
 // benchDie is the panic of bench.die: the bench cannot go on (exit 2).
 type benchDie struct{ msg string }
 
@@ -121,6 +119,8 @@ func (b *bench) die(format string, a ...any) {
 	panic(benchDie{fmt.Sprintf(format, a...)})
 }
 
+// Run is `harness bench`: 0 when every check passed, 1 on a violation
+// (RESULTS.md written), 2 when the bench could not run.
 func Run(args []string) (code int) {
 	if len(args) > 0 {
 		fmt.Fprintln(os.Stderr, "usage: harness bench (settings: the BENCH_* variables, see docs/bench-harness.md)")

@@ -42,6 +42,7 @@ type benchJSONProfile struct {
 	Files []string `json:"files"`
 }
 
+// JSONRun is one run or limit of results.json with its figures.
 type JSONRun struct {
 	Name      string         `json:"name"`
 	Kind      string         `json:"kind"` // limit, wrk, k6
@@ -68,6 +69,7 @@ const (
 	TargetNoDrain     = "async req/s ÷ async req/s without the consumers writing"
 )
 
+// JSONTarget is one target of results.json: measured against required.
 type JSONTarget struct {
 	Issue    string   `json:"issue"`
 	Name     string   `json:"name"`

@@ -45,7 +45,7 @@ func (s *suite) logf(format string, a ...any) {
 	fmt.Fprintf(os.Stderr, "[faults] "+format+"\n", a...)
 }
 
-// runFaults is `harness faults`.
+// Run is `harness faults`.
 func Run(args []string) int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()

@@ -71,6 +71,7 @@ type ciRun struct {
 	Result   *Result  `json:"result"`
 }
 
+// RunCI is `harness ci`: the short load test that CI runs.
 func RunCI(args []string) int {
 	root, err := testbed.ProjectRoot()
 	if err == nil {

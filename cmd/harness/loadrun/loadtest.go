@@ -49,8 +49,11 @@ func (l *loadtest) logf(format string, a ...any) {
 // ltDie is a run that could not be made (exit status 2).
 type ltDie struct{ msg string }
 
+// Error is the reason the run stops.
 func (e ltDie) Error() string { return e.msg }
 
+// RunLoadtest is `harness loadtest`: one experiment, 1 on a violation, 2
+// when the run could not be made.
 func RunLoadtest(args []string) int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()

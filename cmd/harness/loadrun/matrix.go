@@ -180,6 +180,8 @@ type MatrixReport struct {
 	Problems  []string          `json:"problems"`
 }
 
+// RunMatrix is `harness matrix`: every lock mode, setting and instance
+// count, each one loadtest run.
 func RunMatrix(args []string) int {
 	root, err := testbed.ProjectRoot()
 	if err == nil {

@@ -21,8 +21,10 @@ func toNumber(v string) number {
 	return "0"
 }
 
+// MarshalJSON writes the number bare, 0 when it is not one.
 func (n number) MarshalJSON() ([]byte, error) { return []byte(toNumber(string(n))), nil }
 
+// UnmarshalJSON reads a number, bare or quoted; anything else is 0.
 func (n *number) UnmarshalJSON(b []byte) error {
 	*n = toNumber(strings.Trim(string(b), `"`))
 	return nil

@@ -43,7 +43,7 @@ type lcClientConfig struct {
 	Out           string   // the JSON-lines history
 }
 
-// runLockCheckClient is one client process of the lock-check workload: its
+// RunClient is one client process of the lock-check workload: its
 // clients loop over obtain, guarded read-modify-write, release until
 // SIGTERM, recording every operation.
 func RunClient(args []string) int {

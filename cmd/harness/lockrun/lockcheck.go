@@ -61,7 +61,7 @@ type lcEnv struct {
 	set      *redisproc.Set // the row's Sentinel set (failover rows)
 }
 
-// runLockCheck runs modes x faults x fencing (LOCKCHECK_MODES,
+// Run runs modes x faults x fencing (LOCKCHECK_MODES,
 // LOCKCHECK_FAULTS narrow it; LOCKCHECK_CI=1 runs the must-hold subset)
 // and writes lock-check/RESULTS.md and results.json.
 func Run(args []string) int {

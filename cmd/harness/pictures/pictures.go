@@ -90,6 +90,8 @@ func (p picture) stale(root string) (string, error) {
 	return "", nil
 }
 
+// Run is `harness pictures`: it redraws every picture, or with -check
+// exits 1 when one is out of date.
 func Run(args []string) int {
 	fl := flag.NewFlagSet("pictures", flag.ContinueOnError)
 	check := fl.Bool("check", false, "write nothing; exit 1 when a picture is out of date with its results")

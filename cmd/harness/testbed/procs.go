@@ -42,7 +42,7 @@ type MariaDB struct {
 	Dir  string
 }
 
-// mariadbDSN is the DSN the instances and the audit use.
+// DSN is the DSN the instances and the audit use.
 func (m *MariaDB) DSN() string {
 	return fmt.Sprintf("seckill:seckill@tcp(127.0.0.1:%d)/seckill?parseTime=true&loc=Local", m.Port)
 }

@@ -60,6 +60,8 @@ func DbName(dsn string) string {
 	return cfg.DBName
 }
 
+// Drained says every unit of the voucher is accounted for: Redis stock
+// plus its orders (unpaid, paid, give-back due) equals the initial stock.
 func Drained(ctx context.Context, db *sql.DB, rdb redis.UniversalClient, voucher int64) bool {
 	a, err := audit.ReadRedis(ctx, rdb, voucher)
 	if err != nil {

@@ -163,8 +163,10 @@ func WriteJSON(path string, v any) error {
 // QuietRedis is go-redis's logger in the suite: silent.
 type QuietRedis struct{}
 
+// Printf drops the line.
 func (QuietRedis) Printf(context.Context, string, ...any) {}
 
+// YesNo is "yes" or "no".
 func YesNo(b bool) string {
 	if b {
 		return "yes"
@@ -172,11 +174,13 @@ func YesNo(b bool) string {
 	return "no"
 }
 
+// IsExe says p is an executable file.
 func IsExe(p string) bool {
 	st, err := os.Stat(p)
 	return err == nil && !st.IsDir() && st.Mode()&0o111 != 0
 }
 
+// Or is v, or def when v is empty.
 func Or(v, def string) string {
 	if v == "" {
 		return def
