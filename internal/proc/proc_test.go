@@ -30,6 +30,13 @@ func TestStartKillStartAgain(t *testing.T) {
 		if err := p.Start(); err == nil || !strings.Contains(err.Error(), "running already") {
 			t.Fatalf("round %d: a second start: %v", round, err)
 		}
+		want := strings.TrimSuffix(strings.Repeat("started | ", round+1), " | ")
+		err := WaitFor(context.Background(), "the output", 30*time.Second, 5*time.Millisecond, p, func() bool {
+			return Tail(out, 5) == want
+		})
+		if err != nil {
+			t.Fatalf("round %d: %v", round, err)
+		}
 		if err := p.Signal(syscall.SIGSTOP); err != nil {
 			t.Fatal(err)
 		}
