@@ -2,7 +2,6 @@ package handler
 
 import (
 	"context"
-
 	"time"
 
 	"github.com/gin-gonic/gin"

@@ -7,3 +7,9 @@ import "syscall"
 func DieWithParent() *syscall.SysProcAttr {
 	return &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 }
+
+// TermWithParent asks the child to stop (SIGTERM) when the thread that
+// started it exits: a server that shuts down cleanly.
+func TermWithParent() *syscall.SysProcAttr {
+	return &syscall.SysProcAttr{Pdeathsig: syscall.SIGTERM}
+}

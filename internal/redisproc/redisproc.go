@@ -31,11 +31,12 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"seckill/internal/proc"
 	"strconv"
 	"strings"
 	"sync"
 	"time"
+
+	"seckill/internal/proc"
 )
 
 // DefaultWait bounds a wait (a start, a kill, a health check) whose context

@@ -414,6 +414,6 @@ func (e *lcEnv) start(r Row, dir string, i int, users []int64) (*lcProc, error) 
 		return p, err
 	}
 	// The exit status is in the log.
-	p.sup = &proc.Proc{Name: "lockcheck-client", Args: []string{e.self, "lockcheck-client", cfgPath}, Out: logPath, Attr: testbed.ChildAttr()}
+	p.sup = &proc.Proc{Name: "lockcheck-client", Args: []string{e.self, "lockcheck-client", cfgPath}, Out: logPath, Attr: proc.TermWithParent()}
 	return p, p.sup.Start()
 }

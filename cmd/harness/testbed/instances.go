@@ -51,7 +51,7 @@ func StartInstance(bin string, port int, log string, env ...string) (*Instance, 
 	}
 	in := &Instance{URL: fmt.Sprintf("http://127.0.0.1:%d", port), Log: log}
 	e := append(append(os.Environ(), env...), "SECKILL_ENV=development", fmt.Sprintf("SECKILL_HTTP_ADDR=127.0.0.1:%d", port))
-	in.Proc = &proc.Proc{Name: bin + " serve", Args: []string{bin, "serve"}, Env: e, Out: log, Attr: ChildAttr()}
+	in.Proc = &proc.Proc{Name: bin + " serve", Args: []string{bin, "serve"}, Env: e, Out: log, Attr: proc.TermWithParent()}
 	if err := in.Proc.Start(); err != nil {
 		return nil, err
 	}

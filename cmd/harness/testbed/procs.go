@@ -80,7 +80,7 @@ func StartMariaDB(ctx context.Context, dir string, port int) (*MariaDB, error) {
 		args = append(args, "--user="+user)
 	}
 	m := &MariaDB{Port: port, Dir: dir, sup: proc.Proc{Name: "mariadbd", Args: args, Out: filepath.Join(dir, "mariadbd.out"),
-		Attr: &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}}}
+		Attr: ownGroup(proc.DieWithParent())}}
 	if err := m.sup.Start(); err != nil {
 		return nil, err
 	}
@@ -159,4 +159,14 @@ func (g *ProcGroup) KillAll() {
 	for i := len(stops) - 1; i >= 0; i-- {
 		stops[i]()
 	}
+}
+
+// ownGroup puts the child in a process group of its own, so that a Ctrl-C
+// in the terminal reaches only the harness, which stops it.
+func ownGroup(a *syscall.SysProcAttr) *syscall.SysProcAttr {
+	if a == nil {
+		a = &syscall.SysProcAttr{}
+	}
+	a.Setpgid = true
+	return a
 }

@@ -15,6 +15,8 @@ import (
 
 	_ "github.com/go-sql-driver/mysql"
 	"github.com/redis/go-redis/v9"
+
+	"seckill/internal/proc"
 )
 
 // ProjectRoot is the repository root: the nearest directory upwards from
@@ -75,7 +77,7 @@ func RunTool(ctx context.Context, limit time.Duration, logPath string, env []str
 	cmd.WaitDelay = 5 * time.Second
 	// A tool (a driver, or a child harness of the matrix) ends with the
 	// harness, so that none keeps sending traffic to the next run's ports.
-	cmd.SysProcAttr = ChildAttr()
+	cmd.SysProcAttr = proc.TermWithParent()
 	if env != nil {
 		cmd.Env = append(os.Environ(), env...)
 	}
