@@ -77,7 +77,7 @@ loadtest-matrix:
 loadtest-ci:
 	$(HARNESS) ci
 
-# ---- fault suite (cmd/harness/faults*.go, faults/README.md): each case kills
+# ---- fault suite (cmd/harness/faults, faults/README.md): each case kills
 # or freezes a dependency mid-load (an instance, Redis, the Sentinel primary,
 # MariaDB, a Redlock node, a lock holder) and audits what every request got.
 # It runs on PRIVATE MariaDB/Redis/Sentinel processes of its own (ports from
@@ -91,7 +91,7 @@ loadtest-ci:
 faults:
 	$(HARNESS) faults && bin/harness pictures
 
-# ---- lock histories (cmd/harness/lockcheck*.go, internal/lockcheck): two
+# ---- lock histories (cmd/harness/lockrun, internal/lockcheck): two
 # client processes take lock:order:<userId> in every mode and update a
 # register in MariaDB under it, while one process is paused, partitioned
 # (from the lock service or the database) or slowed; every operation is
@@ -126,9 +126,9 @@ failover:
 		status=$$?; echo; if [ -f $(FAILOVER_TABLE) ]; then cat $(FAILOVER_TABLE); fi; exit $$status
 
 # ---- benchmark (bench/): the machine's limits and the seckill in every lock
-# mode, measured in one run by `harness bench` (cmd/harness/bench.go); writes
+# mode, measured in one run by `harness bench` (cmd/harness/bench); writes
 # bench/RESULTS.md and bench/results.json. Settings are the BENCH_*
-# variables documented in cmd/harness/bench.go, e.g. `make bench
+# variables documented in docs/bench-harness.md, e.g. `make bench
 # BENCH_DURATION=5 BENCH_LOCK_MODES="lua redsync"`. Needs the MariaDB and
 # Redis of .ci/env.sh, wrk, redis-tools, mariadb-client and k6.
 .PHONY: bench
@@ -148,7 +148,7 @@ BENCHCOUNT ?= 1
 bench-go:
 	$(GO) test -run '^$$' -bench Admission -benchmem -benchtime $(BENCHTIME) -count $(BENCHCOUNT) .
 
-# ---- the README's pictures (cmd/harness/pictures*.go): docs/lock-matrix.svg,
+# ---- the README's pictures (cmd/harness/pictures): docs/lock-matrix.svg,
 # docs/bench.svg, docs/faults.svg and docs/bench-cluster.svg drawn from
 # loadtest/results.json, bench/results.json (both bench pictures; the
 # cluster one is skipped while the run had no Redis Cluster block) and

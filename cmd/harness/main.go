@@ -1,13 +1,12 @@
-// Command harness runs the project's load tests and benchmark: it builds and
-// starts seckill instances, drives the external tools (k6, JMeter, the Go
-// driver, wrk, redis-benchmark, mariadb-slap), audits the vouchers with the
-// invariant code the tests use (model.Facts, internal/audit) and writes its
-// reports with a results.json beside them.
+// Command harness runs the load tests, the benchmark and the fault suite.
+// Each subcommand is a package below this one; main only dispatches.
+// Each run audits its vouchers with the tests' invariant code. It writes a
+// report with a results.json beside it.
 //
 //	go run ./cmd/harness loadtest   one experiment (make loadtest; settings in the environment)
 //	go run ./cmd/harness matrix     every lock mode x 1, 2 instances x normal, slow (make loadtest-matrix)
 //	go run ./cmd/harness ci         the short load test of CI (make loadtest-ci)
-//	go run ./cmd/harness bench      the machine's limits and the seckill in every mode (make bench; BENCH_* settings, see bench.go)
+//	go run ./cmd/harness bench      the machine's limits and the seckill in every mode (make bench; BENCH_* settings in docs/bench-harness.md)
 //	go run ./cmd/harness faults     the fault suite on private MariaDB/Redis/Sentinel processes (make faults; settings in faults/README.md)
 //	go run ./cmd/harness lockcheck  recorded lock histories under faults, checked by porcupine (make lock-check)
 //	go run ./cmd/harness pictures   docs/*.svg from the results.json files above (make pictures; -check: exit 1 when one is out of date)
@@ -19,35 +18,34 @@ import (
 	"fmt"
 	"os"
 
+	"seckill/cmd/harness/bench"
+	"seckill/cmd/harness/faults"
+	"seckill/cmd/harness/loadrun"
+	"seckill/cmd/harness/lockrun"
+	"seckill/cmd/harness/pictures"
 	"seckill/internal/house"
 )
+
+// commands maps each subcommand to its run, which returns the exit status.
+var commands = map[string]func(args []string) int{
+	"loadtest":         loadrun.RunLoadtest,
+	"matrix":           loadrun.RunMatrix,
+	"ci":               loadrun.RunCI,
+	"bench":            bench.Run,
+	"faults":           faults.Run,
+	"pictures":         pictures.Run,
+	"lockcheck":        lockrun.Run,
+	"lockcheck-client": lockrun.RunClient,
+	"house":            house.Main,
+}
 
 func main() {
 	if len(os.Args) < 2 {
 		usage()
 		os.Exit(2)
 	}
-	var run func(args []string) int // returns the exit status
-	switch os.Args[1] {
-	case "loadtest":
-		run = runLoadtest
-	case "matrix":
-		run = runMatrix
-	case "ci":
-		run = runCI
-	case "bench":
-		run = runBench
-	case "faults":
-		run = runFaults
-	case "pictures":
-		run = runPictures
-	case "lockcheck":
-		run = runLockCheck
-	case "lockcheck-client":
-		run = runLockCheckClient
-	case "house":
-		run = house.Main
-	default:
+	run, ok := commands[os.Args[1]]
+	if !ok {
 		usage()
 		os.Exit(2)
 	}
@@ -55,5 +53,5 @@ func main() {
 }
 
 func usage() {
-	fmt.Fprintln(os.Stderr, "usage: harness loadtest|matrix|ci|bench|faults|lockcheck|pictures (settings in the environment, see loadtest/README.md and faults/README.md)")
+	fmt.Fprintln(os.Stderr, "usage: harness loadtest|matrix|ci|bench|faults|lockcheck|pictures|house (settings in the environment, see loadtest/README.md and faults/README.md)")
 }

@@ -34,8 +34,9 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
+
+	"seckill/internal/proc"
 )
 
 // DefaultWait bounds a wait (a start, a kill, a health check) whose context
@@ -90,7 +91,7 @@ type Options struct {
 // methods are safe for concurrent use.
 type Server struct {
 	opts Options
-	p    *proc
+	p    *process
 }
 
 // Start starts a redis-server and waits, within ctx (DefaultWait when ctx
@@ -146,10 +147,10 @@ func (s *Server) Port() int { return s.p.port }
 func (s *Server) LogFile() string { return filepath.Join(s.p.dir, "redis.log") }
 
 // Pid is the process id of the running server, 0 when it is not running.
-func (s *Server) Pid() int { return s.p.pid() }
+func (s *Server) Pid() int { return s.p.sup.Pid() }
 
 // Running reports whether the server process is alive.
-func (s *Server) Running() bool { return s.p.running() }
+func (s *Server) Running() bool { return s.p.sup.Running() }
 
 // Kill sends SIGKILL (a crash: nothing is flushed, clients see their
 // connections reset) and waits, within DefaultWait, until the process is
@@ -162,7 +163,7 @@ func (s *Server) Kill() error { return s.p.kill() }
 // waits within ctx until the server answers PING; a replica may still be
 // syncing then. Restarting a running server is an error.
 func (s *Server) Restart(ctx context.Context, replicaOf string) error {
-	if s.p.running() {
+	if s.p.sup.Running() {
 		return fmt.Errorf("redisproc: restart %s: still running (Kill it first)", s.Addr())
 	}
 	rdbs, err := filepath.Glob(filepath.Join(s.p.dir, "*.rdb"))
@@ -193,24 +194,21 @@ type procSpec struct {
 	args func(dir string, port int) ([]string, error)
 }
 
-// proc is one started process: the redis-server or redis-sentinel of a
-// Server or a Sentinel.
-type proc struct {
-	kind, bin string
-	dir       string // the process's own working directory
-	port      int
-	log       *slog.Logger
-	ping      PingOptions
-
-	mu     sync.Mutex
-	cmd    *exec.Cmd
-	exited chan struct{} // closed when cmd has been waited for
+// process is one started process: the redis-server or redis-sentinel of
+// a Server or a Sentinel, on its own port and directory.
+type process struct {
+	kind string // redis-server or redis-sentinel, for messages
+	dir  string // the process's own working directory
+	port int
+	log  *slog.Logger
+	ping PingOptions
+	sup  proc.Proc
 }
 
 // startProc starts spec's process on spec.port or, when it is 0, on a
 // free port (another one when the first is taken meanwhile), and waits
 // until it answers PING.
-func startProc(ctx context.Context, spec procSpec) (*proc, error) {
+func startProc(ctx context.Context, spec procSpec) (*process, error) {
 	ctx, cancel := bounded(ctx)
 	defer cancel()
 	log := spec.log
@@ -238,8 +236,10 @@ func startProc(ctx context.Context, spec procSpec) (*proc, error) {
 		if err != nil {
 			return nil, err
 		}
-		p := &proc{kind: spec.kind, bin: spec.bin, dir: dir, port: port, log: log, ping: spec.ping}
-		if lastErr = p.run(ctx, args); lastErr == nil {
+		p := &process{kind: spec.kind, dir: dir, port: port, log: log, ping: spec.ping}
+		p.sup = proc.Proc{Name: spec.kind, Args: append([]string{spec.bin}, args...),
+			Dir: dir, Out: filepath.Join(dir, "stdout.log")}
+		if lastErr = p.run(ctx); lastErr == nil {
 			return p, nil
 		}
 		if ctx.Err() != nil {
@@ -250,57 +250,36 @@ func startProc(ctx context.Context, spec procSpec) (*proc, error) {
 }
 
 // restart runs the process again with args on its port.
-func (p *proc) restart(ctx context.Context, args []string) error {
+func (p *process) restart(ctx context.Context, args []string) error {
 	ctx, cancel := bounded(ctx)
 	defer cancel()
-	if err := p.run(ctx, args); err != nil {
+	p.sup.Args = append([]string{p.sup.Args[0]}, args...)
+	if err := p.run(ctx); err != nil {
 		return err
 	}
 	p.log.Info("redisproc: restarted", "kind", p.kind, "addr", p.addr())
 	return nil
 }
 
-// run starts the process with args and waits until it answers PING; on
-// failure the process is killed and the error quotes the end of its
-// output.
-func (p *proc) run(ctx context.Context, args []string) error {
-	out, err := os.OpenFile(filepath.Join(p.dir, "stdout.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
-	if err != nil {
-		return err
+// run starts the process and waits until it answers PING; on failure the
+// process is killed and the error quotes the end of its output.
+func (p *process) run(ctx context.Context) error {
+	if err := p.sup.Start(); err != nil {
+		return fmt.Errorf("redisproc: %w", err)
 	}
-	defer out.Close() // the child has its own descriptor
-	cmd := exec.Command(p.bin, args...)
-	cmd.Dir = p.dir
-	cmd.Stdout, cmd.Stderr = out, out
-	cmd.SysProcAttr = sysProcAttr()
-	if err := cmd.Start(); err != nil {
-		return fmt.Errorf("redisproc: start %s: %w", p.kind, err)
-	}
-	exited := make(chan struct{})
-	go func() {
-		defer close(exited)
-		// A killed process exits with an error status: expected. What
-		// matters is that it is gone and reaped.
-		_ = cmd.Wait() //nolint:errcheck
-	}()
-	p.mu.Lock()
-	p.cmd, p.exited = cmd, exited
-	p.mu.Unlock()
 	if err := p.waitReady(ctx); err != nil {
 		if kerr := p.kill(); kerr != nil {
 			err = errors.Join(err, kerr)
 		}
 		return fmt.Errorf("redisproc: %s on %s did not come up: %w (log tail: %s)", p.kind, p.addr(), err, p.tail())
 	}
-	p.log.Info("redisproc: started", "kind", p.kind, "addr", p.addr(), "pid", cmd.Process.Pid, "dir", p.dir)
+	p.log.Info("redisproc: started", "kind", p.kind, "addr", p.addr(), "pid", p.sup.Pid(), "dir", p.dir)
 	return nil
 }
 
 // waitReady polls PING until the process answers, exits or ctx ends.
-func (p *proc) waitReady(ctx context.Context) error {
-	p.mu.Lock()
-	exited := p.exited
-	p.mu.Unlock()
+func (p *process) waitReady(ctx context.Context) error {
+	exited := p.sup.Exited()
 	for {
 		err := PingWith(ctx, p.addr(), p.ping)
 		if err == nil {
@@ -316,63 +295,23 @@ func (p *proc) waitReady(ctx context.Context) error {
 	}
 }
 
-func (p *proc) addr() string { return net.JoinHostPort("127.0.0.1", strconv.Itoa(p.port)) }
-
-func (p *proc) running() bool {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.cmd == nil {
-		return false
-	}
-	select {
-	case <-p.exited:
-		return false
-	default:
-		return true
-	}
-}
-
-func (p *proc) pid() int {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.cmd == nil {
-		return 0
-	}
-	select {
-	case <-p.exited:
-		return 0
-	default:
-		return p.cmd.Process.Pid
-	}
-}
+func (p *process) addr() string { return net.JoinHostPort("127.0.0.1", strconv.Itoa(p.port)) }
 
 // kill sends SIGKILL and waits until the process has been reaped.
-func (p *proc) kill() error {
-	p.mu.Lock()
-	cmd, exited := p.cmd, p.exited
-	p.mu.Unlock()
-	if cmd == nil {
+func (p *process) kill() error {
+	pid := p.sup.Pid()
+	if pid == 0 {
 		return nil
 	}
-	select {
-	case <-exited:
-		return nil
-	default:
+	if err := p.sup.Kill(DefaultWait); err != nil {
+		return fmt.Errorf("redisproc: %s on %s: %w", p.kind, p.addr(), err)
 	}
-	if err := cmd.Process.Signal(syscall.SIGKILL); err != nil && !errors.Is(err, os.ErrProcessDone) {
-		return fmt.Errorf("redisproc: kill %s on %s: %w", p.kind, p.addr(), err)
-	}
-	select {
-	case <-exited:
-	case <-time.After(DefaultWait):
-		return fmt.Errorf("redisproc: %s on %s (pid %d) still there %v after SIGKILL", p.kind, p.addr(), cmd.Process.Pid, DefaultWait)
-	}
-	p.log.Info("redisproc: killed", "kind", p.kind, "addr", p.addr(), "pid", cmd.Process.Pid)
+	p.log.Info("redisproc: killed", "kind", p.kind, "addr", p.addr(), "pid", pid)
 	return nil
 }
 
 // tail returns the last lines of the process's log and output, for errors.
-func (p *proc) tail() string {
+func (p *process) tail() string {
 	var lines []string
 	for _, name := range []string{"stdout.log", "redis.log", "sentinel.log"} {
 		b, err := os.ReadFile(filepath.Join(p.dir, name))

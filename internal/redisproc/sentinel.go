@@ -50,7 +50,7 @@ type SentinelOptions struct {
 
 // Sentinel is one redis-sentinel process that this package started.
 type Sentinel struct {
-	p *proc
+	p *process
 }
 
 // StartSentinel starts a redis-sentinel that monitors o.Master under

@@ -1,0 +1,32 @@
+package bench
+
+// The measurements of `harness bench`: the limits (redis-benchmark,
+// mariadb-slap, wrk on the no-op endpoint), the seckill runs (wrk, k6), the
+// drain and the audit of every run, and the extra profiled runs of a missed
+// target.
+
+// admitStream is the scratch stream of the admission limit (no consumer
+// group reads it).
+const admitStream = "bench:orders"
+
+// auditResponse is the admin audit endpoint's answer (model.Audit).
+type auditResponse struct {
+	Data struct {
+		DuplicateRejections int64  `json:"duplicateRejections"`
+		Consistent          bool   `json:"consistent"`
+		Pending             *int64 `json:"pending"`
+	} `json:"data"`
+}
+
+// groupCommitOff is the server setting of the sync -pertxn run: one
+// transaction per order, the course's path.
+const groupCommitOff = "SECKILL_SYNC_GROUP_COMMIT=off"
+
+// limitsNotHit are the purchase limits of the -limits run: every limit
+// on, none reached (every request is a new user; one voucher and one
+// address get far fewer requests than their limits).
+var limitsNotHit = []string{"SECKILL_RATE_LIMIT=1000", "SECKILL_RATE_LIMIT_VOUCHER=100000000", "SECKILL_RATE_LIMIT_IP=100000000"}
+
+// tracedAt1Percent is tracing in the -traced run: 1 % of the requests
+// sampled, their spans written by the console exporter to the server's log.
+var tracedAt1Percent = []string{"OTEL_TRACES_EXPORTER=console", "OTEL_TRACES_SAMPLER=parentbased_traceidratio", "OTEL_TRACES_SAMPLER_ARG=0.01"}
