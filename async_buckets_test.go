@@ -4,6 +4,7 @@ import (
 	"net/http"
 	"testing"
 
+	"seckill/e2e/apptest"
 	"seckill/repository"
 )
 
@@ -14,20 +15,20 @@ import (
 // five invariants hold, invariant 5 summed over the buckets. On one Redis,
 // and on the cluster with `make test-cluster`.
 func TestAsyncBuckets(t *testing.T) {
-	a1, a2 := asyncApp(t, nil), asyncApp(t, nil)
-	db := openTestDB(t)
+	a1, a2 := apptest.StartAsync(t, nil), apptest.StartAsync(t, nil)
+	db := apptest.OpenDB(t)
 	const users, dup, stock = 300, 3, 120
-	vid := publishVoucherWith(t, a1.Handler, stock, map[string]any{"stockBuckets": 8})
-	seen := storm(t, []http.Handler{a1.Handler, a2.Handler}, vid, randomBase(), users, dup)
-	if got := seen.byCode["OK"]; got != stock {
-		t.Errorf("got %d admissions, want the whole stock %d: %v", got, stock, seen.byCode)
+	vid := apptest.PublishVoucherWith(t, a1.Handler(), stock, map[string]any{"stockBuckets": 8})
+	seen := apptest.Storm(t, []http.Handler{a1.Handler(), a2.Handler()}, vid, apptest.RandomBase(), users, dup)
+	if got := seen.ByCode["OK"]; got != stock {
+		t.Errorf("got %d admissions, want the whole stock %d: %v", got, stock, seen.ByCode)
 	}
-	au, _ := waitDrained(t, a1.Handler, vid, int64(len(seen.orderIDs)))
-	if orders := checkInvariants(t, db, vid, seen); orders != stock {
+	au, _ := apptest.WaitDrained(t, a1.Handler(), vid, int64(len(seen.OrderIDs)))
+	if orders := apptest.CheckInvariants(t, db, vid, seen); orders != stock {
 		t.Errorf("got %d orders, want %d", orders, stock)
 	}
-	rdb := sharedRedis(t)
-	checkInvariant5(t, rdb, vid, au)
+	rdb := apptest.SharedRedis(t)
+	apptest.CheckInvariant5(t, rdb, vid, au)
 	if !au.Consistent || au.Oversold {
 		t.Errorf("audit: got %+v, want consistent, not oversold", au)
 	}
@@ -35,17 +36,17 @@ func TestAsyncBuckets(t *testing.T) {
 	if err != nil || n[vid] != 8 {
 		t.Errorf("buckets in Redis: got %v, %v, want 8", n, err)
 	}
-	t.Logf("answers %v", seen.byCode)
+	t.Logf("answers %v", seen.ByCode)
 }
 
 // TestAsyncBucketsPublishRefused: stockBuckets out of 1..16 is refused
 // with INVALID_ARGUMENT naming the field.
 func TestAsyncBucketsPublishRefused(t *testing.T) {
-	a := asyncApp(t, nil)
-	admin := adminToken(t, a.Handler)
+	a := apptest.StartAsync(t, nil)
+	admin := apptest.AdminToken(t, a.Handler())
 	for _, n := range []any{0, 17, -1, "4"} {
-		r := call(t, a.Handler, http.MethodPost, "/voucher/seckill", admin, map[string]any{
-			"shopId": createShop(t, a.Handler), "title": "b", "payValue": 1, "actualValue": 2, "type": 1, "stock": 5,
+		r := apptest.Call(t, a.Handler(), http.MethodPost, "/voucher/seckill", admin, map[string]any{
+			"shopId": apptest.CreateShop(t, a.Handler()), "title": "b", "payValue": 1, "actualValue": 2, "type": 1, "stock": 5,
 			"beginTime": "2030-01-01T00:00:00Z", "endTime": "2030-01-02T00:00:00Z", "stockBuckets": n,
 		})
 		if r.Status != http.StatusBadRequest || r.Body.Code != "INVALID_ARGUMENT" {

@@ -20,6 +20,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"seckill/e2e/apptest"
 	"seckill/repository"
 )
 
@@ -84,7 +85,7 @@ func startInstance(t *testing.T, bin, name string, env map[string]string) *insta
 		}
 		if t.Failed() {
 			b, _ := os.ReadFile(logf)
-			t.Logf("%s log (last 4 KiB):\n%s", name, tail(b, 4096))
+			t.Logf("%s log (last 4 KiB):\n%s", name, apptest.Tail(b, 4096))
 		}
 	})
 	for deadline := time.Now().Add(60 * time.Second); ; {
@@ -98,7 +99,7 @@ func startInstance(t *testing.T, bin, name string, env map[string]string) *insta
 		select {
 		case err := <-in.done:
 			b, _ := os.ReadFile(logf)
-			t.Fatalf("%s exited at start: %v\n%s", name, err, tail(b, 4096))
+			t.Fatalf("%s exited at start: %v\n%s", name, err, apptest.Tail(b, 4096))
 		default:
 		}
 		if time.Now().After(deadline) {
@@ -133,27 +134,27 @@ func voucherPending(t *testing.T, rdb redis.UniversalClient, vid int64) int {
 // order written exactly once and all invariants holding; then the second
 // instance stops gracefully on SIGTERM.
 func TestAsyncCrashRecovery(t *testing.T) {
-	dsn, _ := integrationEnv(t)
+	dsn, _ := apptest.IntegrationEnv(t)
 	bin := buildBinary(t)
-	rdb := sharedRedis(t)
-	db := openTestDB(t)
+	rdb := apptest.SharedRedis(t)
+	db := apptest.OpenDB(t)
 	ctx := context.Background()
 	env := map[string]string{
 		"SECKILL_MYSQL_DSN":  dsn,
 		"SECKILL_ORDER_MODE": "async", "SECKILL_LOCK_MODE": "lua",
 		"SECKILL_ENV": "development", // real backends default to production
 	}
-	maps.Copy(env, redisVars(t))
+	maps.Copy(env, apptest.RedisVars(t))
 	envA := map[string]string{"SECKILL_DEV_CONSUMER_DELAY": "1h"}
 	for k, v := range env {
 		envA[k] = v
 	}
 	a := startInstance(t, bin, "A", envA)
 	const users, stock = 60, 40
-	vid := publishVoucher(t, a.handler(), stock)
-	seen := storm(t, []http.Handler{a.handler()}, vid, randomBase(), users, 1)
-	if seen.byCode["OK"] != stock {
-		t.Fatalf("admissions: got %v, want %d OK", seen.byCode, stock)
+	vid := apptest.PublishVoucher(t, a.handler(), stock)
+	seen := apptest.Storm(t, []http.Handler{a.handler()}, vid, apptest.RandomBase(), users, 1)
+	if seen.ByCode["OK"] != stock {
+		t.Fatalf("admissions: got %v, want %d OK", seen.ByCode, stock)
 	}
 
 	// A's consumer holds some of the orders pending.
@@ -192,7 +193,7 @@ func TestAsyncCrashRecovery(t *testing.T) {
 	start := time.Now()
 	b := startInstance(t, bin, "B", envB)
 	for deadline := time.Now().Add(60 * time.Second); ; {
-		_, orders := stockOf(t, vid)
+		_, orders := apptest.StockOf(t, vid)
 		if orders == stock && voucherPending(t, rdb, vid) == 0 {
 			break
 		}
@@ -203,7 +204,7 @@ func TestAsyncCrashRecovery(t *testing.T) {
 	}
 	t.Logf("A held %d of %d orders pending when killed; B drained them %v after its start", held, stock, time.Since(start).Round(time.Millisecond))
 
-	orders := checkInvariants(t, db, vid, seen) // each announced order exactly once
+	orders := apptest.CheckInvariants(t, db, vid, seen) // each announced order exactly once
 	if orders != stock {
 		t.Errorf("got %d orders, want %d", orders, stock)
 	}
@@ -246,6 +247,6 @@ func TestAsyncCrashRecovery(t *testing.T) {
 	}
 	logB, _ := os.ReadFile(b.logf)
 	if !strings.Contains(string(logB), `"consumer stopped"`) {
-		t.Errorf("B's log has no consumer stop: %s", tail(logB, 2048))
+		t.Errorf("B's log has no consumer stop: %s", apptest.Tail(logB, 2048))
 	}
 }

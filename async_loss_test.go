@@ -4,12 +4,11 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
-	"log/slog"
 	"net/http"
 	"testing"
 	"time"
 
+	"seckill/e2e/apptest"
 	"seckill/model"
 	"seckill/repository"
 )
@@ -17,8 +16,8 @@ import (
 // orderStatus reads GET /voucher-order/:id as user ("" when not 200).
 func orderStatus(t *testing.T, h http.Handler, orderID, user int64) (string, int) {
 	t.Helper()
-	tok, _ := devTokens().Issue(user, "user")
-	r := call(t, h, http.MethodGet, fmt.Sprintf("/voucher-order/%d", orderID), tok, nil)
+	tok, _ := apptest.DevTokens().Issue(user, "user")
+	r := apptest.Call(t, h, http.MethodGet, fmt.Sprintf("/voucher-order/%d", orderID), tok, nil)
 	if r.Status != http.StatusOK {
 		return "", r.Status
 	}
@@ -42,30 +41,30 @@ func orderStatus(t *testing.T, h http.Handler, orderID, user int64) (string, int
 // for the voucher was 503 until someone ran `seckill rebuild`, and the lost
 // orders were "not found".
 func TestAsyncRedisDataLostRecoversItself(t *testing.T) {
-	m, rdb, dsn, db := privateBackends(t)
+	m, rdb, dsn, db := apptest.PrivateBackends(t)
 	// a1's consumer sleeps past the 8s batch timeout with each batch in
 	// hand: nothing it reads is written.
-	a1 := asyncApp(t, map[string]string{"SECKILL_REDIS_ADDR": m.Addr(), "SECKILL_MYSQL_DSN": dsn,
+	a1 := apptest.StartAsync(t, map[string]string{"SECKILL_REDIS_ADDR": m.Addr(), "SECKILL_MYSQL_DSN": dsn,
 		"SECKILL_AUTO_REBUILD_AFTER": "8s", "SECKILL_DEV_CONSUMER_DELAY": "20s"})
 	const stock = 10
-	vid := publishVoucher(t, a1.Handler, stock)
-	base := randomBase()
-	first := storm(t, []http.Handler{a1.Handler}, vid, base, 3, 1)
-	if first.byCode["OK"] != 3 {
-		t.Fatalf("before the loss: got %v, want 3 admissions", first.byCode)
+	vid := apptest.PublishVoucher(t, a1.Handler(), stock)
+	base := apptest.RandomBase()
+	first := apptest.Storm(t, []http.Handler{a1.Handler()}, vid, base, 3, 1)
+	if first.ByCode["OK"] != 3 {
+		t.Fatalf("before the loss: got %v, want 3 admissions", first.ByCode)
 	}
 
 	m.FlushAll()
 	lost := time.Now()
 	path := fmt.Sprintf("/voucher-order/seckill/%d", vid)
-	tok, _ := devTokens().Issue(base+100, "user")
-	if r := call(t, a1.Handler, http.MethodPost, path, tok, nil); r.Status != http.StatusServiceUnavailable {
+	tok, _ := apptest.DevTokens().Issue(base+100, "user")
+	if r := apptest.Call(t, a1.Handler(), http.MethodPost, path, tok, nil); r.Status != http.StatusServiceUnavailable {
 		t.Errorf("just after the loss: got %d %s, want 503", r.Status, r.Body.Code)
 	}
 	var back time.Duration
 	refused := 0
 	for deadline := lost.Add(40 * time.Second); back == 0; time.Sleep(100 * time.Millisecond) {
-		r := call(t, a1.Handler, http.MethodPost, path, tok, nil)
+		r := apptest.Call(t, a1.Handler(), http.MethodPost, path, tok, nil)
 		switch {
 		case r.Status == http.StatusOK:
 			back = time.Since(lost)
@@ -82,23 +81,23 @@ func TestAsyncRedisDataLostRecoversItself(t *testing.T) {
 	if back < 8*time.Second {
 		t.Errorf("on sale again after %v, want SECKILL_AUTO_REBUILD_AFTER (8s) or more", back)
 	}
-	for id, u := range first.orderIDs {
-		if st, code := orderStatus(t, a1.Handler, id, u); st != "failed" {
+	for id, u := range first.OrderIDs {
+		if st, code := orderStatus(t, a1.Handler(), id, u); st != "failed" {
 			t.Errorf("order %d lost with redis: got status %q (http %d), want failed", id, st, code)
 		}
 	}
 
 	// A second instance that writes at once; the first stops.
-	a2 := asyncApp(t, map[string]string{"SECKILL_REDIS_ADDR": m.Addr(), "SECKILL_MYSQL_DSN": dsn})
-	a1.stopWorkers(slog.New(slog.NewTextHandler(io.Discard, nil)), time.Now().Add(20*time.Second))
-	second := storm(t, []http.Handler{a2.Handler}, vid, base, 20, 1)
+	a2 := apptest.StartAsync(t, map[string]string{"SECKILL_REDIS_ADDR": m.Addr(), "SECKILL_MYSQL_DSN": dsn})
+	a1.StopWorkers(time.Now().Add(20 * time.Second))
+	second := apptest.Storm(t, []http.Handler{a2.Handler()}, vid, base, 20, 1)
 	// 9 units left (one went to user base+100 above): the 3 whose orders
 	// were lost buy again.
-	if second.byCode["OK"] != 9 || second.byCode["SOLD_OUT"] != 11 {
-		t.Errorf("after the automatic rebuild: got %v, want 9 OK and 11 SOLD_OUT", second.byCode)
+	if second.ByCode["OK"] != 9 || second.ByCode["SOLD_OUT"] != 11 {
+		t.Errorf("after the automatic rebuild: got %v, want 9 OK and 11 SOLD_OUT", second.ByCode)
 	}
-	au, _ := waitDrained(t, a2.Handler, vid, stock)
-	checkInvariant5(t, rdb, vid, au)
+	au, _ := apptest.WaitDrained(t, a2.Handler(), vid, stock)
+	apptest.CheckInvariant5(t, rdb, vid, au)
 	if !au.Consistent || au.Oversold {
 		t.Errorf("audit: got %+v, want consistent, not oversold", au)
 	}
@@ -106,7 +105,7 @@ func TestAsyncRedisDataLostRecoversItself(t *testing.T) {
 	if err := db.QueryRow("SELECT COUNT(*) FROM tb_voucher_order WHERE voucher_id = ?", vid).Scan(&orders); err != nil || orders != stock {
 		t.Errorf("database: %d orders (%v), want %d", orders, err, stock)
 	}
-	for id := range first.orderIDs {
+	for id := range first.OrderIDs {
 		var n int
 		if err := db.QueryRow("SELECT COUNT(*) FROM tb_voucher_order WHERE id = ?", id).Scan(&n); err != nil || n != 0 {
 			t.Errorf("order %d lost with redis is in the database (%d, %v)", id, n, err)
@@ -122,13 +121,13 @@ func TestAsyncRedisDataLostRecoversItself(t *testing.T) {
 // is admitted twice: the 200s never exceed the stock, and every invariant
 // holds after the drain.
 func TestAsyncRebuildDuringSale(t *testing.T) {
-	m, rdb, dsn, db := privateBackends(t)
+	m, rdb, dsn, db := apptest.PrivateBackends(t)
 	env := map[string]string{"SECKILL_REDIS_ADDR": m.Addr(), "SECKILL_MYSQL_DSN": dsn, "SECKILL_AUTO_REBUILD_AFTER": "8s"}
-	a1, a2 := asyncApp(t, env), asyncApp(t, env)
+	a1, a2 := apptest.StartAsync(t, env), apptest.StartAsync(t, env)
 	const stock = 400
-	vid := publishVoucher(t, a1.Handler, stock)
+	vid := apptest.PublishVoucher(t, a1.Handler(), stock)
 	// A steady sale that outlasts the rebuild.
-	sl := steadySale(t, []http.Handler{a1.Handler, a2.Handler}, vid, 4, 25*time.Millisecond)
+	sl := steadySale(t, []http.Handler{a1.Handler(), a2.Handler()}, vid, 4, 25*time.Millisecond)
 	time.Sleep(time.Second) // the sale is under way
 	if err := rdb.Set(context.Background(), repository.EpochKey(repository.VoucherShard(vid)), "another-deployment", 0).Err(); err != nil {
 		t.Fatal(err)
@@ -152,9 +151,9 @@ func TestAsyncRebuildDuringSale(t *testing.T) {
 	if byStatus[http.StatusOK] > stock {
 		t.Errorf("got %d admissions for a stock of %d", byStatus[http.StatusOK], stock)
 	}
-	au, _ := waitDrained(t, a1.Handler, vid, int64(len(sl.seen.orderIDs)))
-	checkInvariant5(t, rdb, vid, au)
-	checkInvariants(t, db, vid, sl.seen)
+	au, _ := apptest.WaitDrained(t, a1.Handler(), vid, int64(len(sl.seen.OrderIDs)))
+	apptest.CheckInvariant5(t, rdb, vid, au)
+	apptest.CheckInvariants(t, db, vid, sl.seen)
 	if !au.Consistent || au.Oversold {
 		t.Errorf("audit: got %+v, want consistent, not oversold", au)
 	}

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"database/sql"
 	"encoding/json"
 	"fmt"
 	"maps"
@@ -12,10 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/alicebob/miniredis/v2"
-	"github.com/go-sql-driver/mysql"
-	"github.com/redis/go-redis/v9"
-
+	"seckill/e2e/apptest"
 	"seckill/repository"
 )
 
@@ -26,12 +22,12 @@ import (
 // after the drain. Redis is an in-process miniredis and the database a
 // fresh one, so that no other test's vouchers or consumers take part.
 func TestAsyncStartupChecks(t *testing.T) {
-	m, rdb, dsn, db := privateBackends(t)
+	m, rdb, dsn, db := apptest.PrivateBackends(t)
 	env := map[string]string{"SECKILL_REDIS_ADDR": m.Addr(), "SECKILL_MYSQL_DSN": dsn}
-	a1 := asyncApp(t, env)
+	a1 := apptest.StartAsync(t, env)
 	ctx := context.Background()
 
-	stale := publishVoucher(t, a1.Handler, 10)
+	stale := apptest.PublishVoucher(t, a1.Handler(), 10)
 	// A stale Redis stock (as after sync-mode sales since it was loaded):
 	// three units fewer than the facts say.
 	if err := rdb.Set(ctx, repository.StockKey(stale), 7, 0).Err(); err != nil {
@@ -39,10 +35,10 @@ func TestAsyncStartupChecks(t *testing.T) {
 	}
 
 	const stock = 100000
-	onSale := publishVoucher(t, a1.Handler, stock)
-	sl := steadySale(t, []http.Handler{a1.Handler}, onSale, 3, 2*time.Millisecond) // a steady sale, not a flood of the in-process Redis
-	time.Sleep(300 * time.Millisecond)                                             // the sale is under way
-	asyncApp(t, env)                                                               // a second instance starts during the sale
+	onSale := apptest.PublishVoucher(t, a1.Handler(), stock)
+	sl := steadySale(t, []http.Handler{a1.Handler()}, onSale, 3, 2*time.Millisecond) // a steady sale, not a flood of the in-process Redis
+	time.Sleep(300 * time.Millisecond)                                               // the sale is under way
+	apptest.StartAsync(t, env)                                                       // a second instance starts during the sale
 	time.Sleep(200 * time.Millisecond)
 	sl.end()
 
@@ -53,9 +49,9 @@ func TestAsyncStartupChecks(t *testing.T) {
 	if err != nil || got != 10 {
 		t.Errorf("stale voucher after the start: got redis stock %d (%v), want 10 rebuilt from the facts", got, err)
 	}
-	a, _ := waitDrained(t, a1.Handler, onSale, int64(len(sl.seen.orderIDs)))
-	checkInvariant5(t, rdb, onSale, a)
-	checkInvariants(t, db, onSale, sl.seen)
+	a, _ := apptest.WaitDrained(t, a1.Handler(), onSale, int64(len(sl.seen.OrderIDs)))
+	apptest.CheckInvariant5(t, rdb, onSale, a)
+	apptest.CheckInvariants(t, db, onSale, sl.seen)
 }
 
 func jsonString(raw []byte, dst *string) error { return json.Unmarshal(raw, dst) }
@@ -68,15 +64,15 @@ type sale struct {
 	stop     atomic.Bool
 	mu       sync.Mutex
 	byStatus map[int]int
-	seen     stormResult
+	seen     apptest.StormResult
 }
 
 // steadySale starts a sale of voucher vid.
 func steadySale(t *testing.T, handlers []http.Handler, vid int64, workers int, pause time.Duration) *sale {
 	t.Helper()
-	s := &sale{byStatus: map[int]int{}, seen: stormResult{byCode: map[string]int{}, orderIDs: map[int64]int64{}}}
-	base := randomBase()
-	tok := devTokens()
+	s := &sale{byStatus: map[int]int{}, seen: apptest.StormResult{ByCode: map[string]int{}, OrderIDs: map[int64]int64{}}}
+	base := apptest.RandomBase()
+	tok := apptest.DevTokens()
 	path := fmt.Sprintf("/voucher-order/seckill/%d", vid)
 	for w := 0; w < workers; w++ {
 		s.wg.Add(1)
@@ -86,7 +82,7 @@ func steadySale(t *testing.T, handlers []http.Handler, vid int64, workers int, p
 			for i := 0; !s.stop.Load(); i++ {
 				user := base + int64(w*1_000_000+i)
 				token, _ := tok.Issue(user, "user")
-				r := call(t, h, http.MethodPost, path, token, nil)
+				r := apptest.Call(t, h, http.MethodPost, path, token, nil)
 				s.mu.Lock()
 				s.byStatus[r.Status]++
 				if r.Status == http.StatusOK {
@@ -94,7 +90,7 @@ func steadySale(t *testing.T, handlers []http.Handler, vid int64, workers int, p
 					if err := jsonString(r.Body.Data, &id); err == nil {
 						var n int64
 						fmt.Sscan(id, &n) //nolint:errcheck // checked by the invariants after
-						s.seen.orderIDs[n] = user
+						s.seen.OrderIDs[n] = user
 					}
 				}
 				s.mu.Unlock()
@@ -116,49 +112,4 @@ func (s *sale) statuses() map[int]int {
 func (s *sale) end() {
 	s.stop.Store(true)
 	s.wg.Wait()
-}
-
-// privateBackends starts an in-process Redis (a miniredis, on wall-clock
-// TTLs) and a fresh database for one test, so that a process on them sees
-// only that test's vouchers and consumers; it returns the Redis, a client
-// of it, the database's DSN and a handle.
-func privateBackends(t *testing.T) (*miniredis.Miniredis, *redis.Client, string, *sql.DB) {
-	t.Helper()
-	m := miniredis.NewMiniRedis()
-	m.ClockTTL(true)
-	if err := m.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(m.Close)
-	dsn, db := freshDatabase(t)
-	return m, testRedis(t, m.Addr()), dsn, db
-}
-
-// freshDatabase creates an empty database next to the one of
-// SECKILL_MYSQL_DSN, dropped when the test ends, and returns its DSN and a
-// handle.
-func freshDatabase(t *testing.T) (string, *sql.DB) {
-	t.Helper()
-	dsn, _ := integrationEnv(t)
-	cfg, err := mysql.ParseDSN(dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	admin := openTestDB(t)
-	name := fmt.Sprintf("seckill_t%d", randomBase())
-	if _, err := admin.Exec("CREATE DATABASE " + name); err != nil {
-		t.Fatalf("create database: %v", err)
-	}
-	cfg.DBName = name
-	db, err := sql.Open("mysql", cfg.FormatDSN())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		db.Close()
-		if _, err := admin.Exec("DROP DATABASE " + name); err != nil {
-			t.Errorf("drop database %s: %v", name, err)
-		}
-	})
-	return cfg.FormatDSN(), db
 }

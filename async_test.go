@@ -13,6 +13,8 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"seckill/app"
+	"seckill/e2e/apptest"
 	"seckill/model"
 	"seckill/repository"
 )
@@ -25,41 +27,41 @@ import (
 // users, 4 requests each at once, 100 units; after the stream drains all
 // five invariants hold.
 func TestAsyncConcurrentSeckill(t *testing.T) {
-	a := asyncApp(t, map[string]string{"SECKILL_CONSUMERS": "2"})
-	db := openTestDB(t)
+	a := apptest.StartAsync(t, map[string]string{"SECKILL_CONSUMERS": "2"})
+	db := apptest.OpenDB(t)
 	const users, dup, stock = 250, 4, 100
-	vid := publishVoucher(t, a.Handler, stock)
+	vid := apptest.PublishVoucher(t, a.Handler(), stock)
 	start := time.Now()
-	seen := storm(t, []http.Handler{a.Handler}, vid, randomBase(), users, dup)
+	seen := apptest.Storm(t, []http.Handler{a.Handler()}, vid, apptest.RandomBase(), users, dup)
 	stormTook := time.Since(start)
-	if got := seen.byCode["OK"]; got != stock {
-		t.Errorf("got %d admissions, want the whole stock %d (250 distinct buyers): %v", got, stock, seen.byCode)
+	if got := seen.ByCode["OK"]; got != stock {
+		t.Errorf("got %d admissions, want the whole stock %d (250 distinct buyers): %v", got, stock, seen.ByCode)
 	}
-	au, drain := waitDrained(t, a.Handler, vid, int64(len(seen.orderIDs)))
-	t.Logf("requests %d in %v, outcomes %v; drained %d orders %v after the storm", users*dup, stormTook.Round(time.Millisecond), seen.byCode, au.Orders, drain.Round(time.Millisecond))
-	orders := checkInvariants(t, db, vid, seen)
+	au, drain := apptest.WaitDrained(t, a.Handler(), vid, int64(len(seen.OrderIDs)))
+	t.Logf("requests %d in %v, outcomes %v; drained %d orders %v after the storm", users*dup, stormTook.Round(time.Millisecond), seen.ByCode, au.Orders, drain.Round(time.Millisecond))
+	orders := apptest.CheckInvariants(t, db, vid, seen)
 	if orders != stock {
 		t.Errorf("got %d orders, want %d", orders, stock)
 	}
-	checkInvariant5(t, sharedRedis(t), vid, au)
+	apptest.CheckInvariant5(t, apptest.SharedRedis(t), vid, au)
 	if !au.Consistent || au.Oversold || au.DupRejs != 0 {
 		t.Errorf("audit: got %+v, want consistent, not oversold, no duplicate rejections", au)
 	}
 	// (Consumers of other processes on the same Redis may write some.)
-	t.Logf("orders written by this process's consumers: %v", counterValue(t, a, "seckill_async_orders_written_total"))
+	t.Logf("orders written by this process's consumers: %v", apptest.CounterValue(t, a, "seckill_async_orders_written_total"))
 
 	// Order status: created for the owner, not found for another user.
-	for id, user := range seen.orderIDs {
-		tok, _ := devTokens().Issue(user, "user")
-		r := call(t, a.Handler, http.MethodGet, fmt.Sprintf("/voucher-order/%d", id), tok, nil)
+	for id, user := range seen.OrderIDs {
+		tok, _ := apptest.DevTokens().Issue(user, "user")
+		r := apptest.Call(t, a.Handler(), http.MethodGet, fmt.Sprintf("/voucher-order/%d", id), tok, nil)
 		var o struct {
 			Status string `json:"status"`
 		}
 		if err := json.Unmarshal(r.Body.Data, &o); err != nil || r.Status != http.StatusOK || o.Status != "created" {
 			t.Errorf("order %d: got %d %s, want 200 created", id, r.Status, r.Body.Data)
 		}
-		other, _ := devTokens().Issue(user+1_000_000_000, "user")
-		if r := call(t, a.Handler, http.MethodGet, fmt.Sprintf("/voucher-order/%d", id), other, nil); r.Status != http.StatusNotFound {
+		other, _ := apptest.DevTokens().Issue(user+1_000_000_000, "user")
+		if r := apptest.Call(t, a.Handler(), http.MethodGet, fmt.Sprintf("/voucher-order/%d", id), other, nil); r.Status != http.StatusNotFound {
 			t.Errorf("order %d for another user: got %d, want 404", id, r.Status)
 		}
 		break
@@ -77,15 +79,15 @@ func TestAsyncConcurrentSeckill(t *testing.T) {
 // 200 followed by failed. An entry that cannot be parsed is dead-lettered
 // too.
 func TestAsyncPoisonMessage(t *testing.T) {
-	a := asyncApp(t, nil)
-	rdb := sharedRedis(t)
+	a := apptest.StartAsync(t, nil)
+	rdb := apptest.SharedRedis(t)
 	ctx := context.Background()
 	const stock = 5
-	vid := publishVoucher(t, a.Handler, stock)
+	vid := apptest.PublishVoucher(t, a.Handler(), stock)
 	if err := rdb.Set(ctx, repository.StockKey(vid), stock+1, 0).Err(); err != nil {
 		t.Fatal(err)
 	}
-	base := randomBase()
+	base := apptest.RandomBase()
 	owners := map[int64]int64{} // order id -> user
 	ids := repository.NewIDWorker(rdb, 1, time.Now)
 	for u := base; u < base+stock+1; u++ {
@@ -105,7 +107,7 @@ func TestAsyncPoisonMessage(t *testing.T) {
 	for deadline := time.Now().Add(30 * time.Second); statuses["created"] != stock || statuses["failed"] != 1; time.Sleep(50 * time.Millisecond) {
 		clear(statuses)
 		for id, u := range owners {
-			st, _ := orderStatus(t, a.Handler, id, u)
+			st, _ := orderStatus(t, a.Handler(), id, u)
 			statuses[st]++
 			if st == "failed" {
 				failedID, failedUser = id, u
@@ -119,11 +121,11 @@ func TestAsyncPoisonMessage(t *testing.T) {
 	if dlq == nil || dlq["reason"] != "sold_out" {
 		t.Errorf("dead letter of order %d: got %v, want reason sold_out", failedID, dlq)
 	}
-	au := audit(t, a.Handler, vid)
+	au := apptest.Audit(t, a.Handler(), vid)
 	if *au.RedisStock != 0 || au.Orders != stock || *au.Pending != 0 {
 		t.Errorf("after dead-lettering: got redis stock %d, orders %d, pending %d, want 0, %d, 0 (the unit kept taken)", *au.RedisStock, au.Orders, *au.Pending, stock)
 	}
-	checkInvariant5(t, rdb, vid, au)
+	apptest.CheckInvariant5(t, rdb, vid, au)
 	if member, err := rdb.SIsMember(ctx, repository.BuyersKey(vid), failedUser).Result(); err != nil || member {
 		t.Errorf("buyer mark: got member %v (%v), want removed", member, err)
 	}
@@ -173,40 +175,40 @@ func findDeadLetter(t *testing.T, rdb redis.UniversalClient, field, value string
 // voucher unsafe (503); `seckill rebuild --voucher N` makes it sell again,
 // from the facts, without overselling.
 func TestAsyncRedisDataLost(t *testing.T) {
-	m, rdb, dsn, db := privateBackends(t)
+	m, rdb, dsn, db := apptest.PrivateBackends(t)
 	// The operator's rebuild is the subject here: no automatic one.
 	env := map[string]string{"SECKILL_REDIS_ADDR": m.Addr(), "SECKILL_MYSQL_DSN": dsn, "SECKILL_AUTO_REBUILD_AFTER": "0"}
-	a1 := asyncApp(t, env)
+	a1 := apptest.StartAsync(t, env)
 	const stock = 10
-	vid := publishVoucher(t, a1.Handler, stock)
-	base := randomBase()
-	first := storm(t, []http.Handler{a1.Handler}, vid, base, 3, 1)
-	if first.byCode["OK"] != 3 {
-		t.Fatalf("before the loss: got %v, want 3 admissions", first.byCode)
+	vid := apptest.PublishVoucher(t, a1.Handler(), stock)
+	base := apptest.RandomBase()
+	first := apptest.Storm(t, []http.Handler{a1.Handler()}, vid, base, 3, 1)
+	if first.ByCode["OK"] != 3 {
+		t.Fatalf("before the loss: got %v, want 3 admissions", first.ByCode)
 	}
-	waitDrained(t, a1.Handler, vid, 3)
+	apptest.WaitDrained(t, a1.Handler(), vid, 3)
 
 	m.FlushAll()
 	path := fmt.Sprintf("/voucher-order/seckill/%d", vid)
-	tok, _ := devTokens().Issue(base+100, "user")
-	if r := call(t, a1.Handler, http.MethodPost, path, tok, nil); r.Status != http.StatusServiceUnavailable || r.Body.Code != "UNAVAILABLE" {
+	tok, _ := apptest.DevTokens().Issue(base+100, "user")
+	if r := apptest.Call(t, a1.Handler(), http.MethodPost, path, tok, nil); r.Status != http.StatusServiceUnavailable || r.Body.Code != "UNAVAILABLE" {
 		t.Errorf("after FLUSHALL: got %d %s, want 503 UNAVAILABLE (not loaded)", r.Status, r.Body.Code)
 	}
 
-	a2 := asyncApp(t, env)
+	a2 := apptest.StartAsync(t, env)
 	state, err := rdb.HGet(context.Background(), repository.VoucherKey(vid), "state").Result()
 	if err != nil || state != model.VoucherStateUnsafe {
 		t.Errorf("after a start on the emptied redis: got state %q (%v), want unsafe", state, err)
 	}
-	for _, h := range []http.Handler{a1.Handler, a2.Handler} {
-		if r := call(t, h, http.MethodPost, path, tok, nil); r.Status != http.StatusServiceUnavailable {
+	for _, h := range []http.Handler{a1.Handler(), a2.Handler()} {
+		if r := apptest.Call(t, h, http.MethodPost, path, tok, nil); r.Status != http.StatusServiceUnavailable {
 			t.Errorf("unsafe voucher: got %d %s, want 503", r.Status, r.Body.Code)
 		}
 	}
 
 	var out bytes.Buffer
 	vars := map[string]string{"SECKILL_MYSQL_DSN": dsn, "SECKILL_REDIS_ADDR": m.Addr(), "SECKILL_ORDER_MODE": "async", "SECKILL_LOG_LEVEL": "error", "SECKILL_ENV": "development"}
-	if err := run(context.Background(), []string{"rebuild", "--voucher", strconv.FormatInt(vid, 10)},
+	if err := app.Run(context.Background(), []string{"rebuild", "--voucher", strconv.FormatInt(vid, 10)},
 		func(k string) string { return vars[k] }, &out, &bytes.Buffer{}); err != nil {
 		t.Fatalf("rebuild: %v", err)
 	}
@@ -215,16 +217,16 @@ func TestAsyncRedisDataLost(t *testing.T) {
 	}
 
 	// The earlier buyers are buyers again; 7 units are left for the rest.
-	second := storm(t, []http.Handler{a2.Handler}, vid, base, 20, 1)
-	if second.byCode["OK"] != 7 || second.byCode["DUPLICATE_ORDER"] != 3 || second.byCode["SOLD_OUT"] != 10 {
-		t.Errorf("after rebuild: got %v, want 7 OK, 3 DUPLICATE_ORDER, 10 SOLD_OUT", second.byCode)
+	second := apptest.Storm(t, []http.Handler{a2.Handler()}, vid, base, 20, 1)
+	if second.ByCode["OK"] != 7 || second.ByCode["DUPLICATE_ORDER"] != 3 || second.ByCode["SOLD_OUT"] != 10 {
+		t.Errorf("after rebuild: got %v, want 7 OK, 3 DUPLICATE_ORDER, 10 SOLD_OUT", second.ByCode)
 	}
-	au, _ := waitDrained(t, a2.Handler, vid, stock)
-	for id, u := range first.orderIDs {
-		second.orderIDs[id] = u
+	au, _ := apptest.WaitDrained(t, a2.Handler(), vid, stock)
+	for id, u := range first.OrderIDs {
+		second.OrderIDs[id] = u
 	}
-	checkInvariants(t, db, vid, second)
-	checkInvariant5(t, rdb, vid, au)
+	apptest.CheckInvariants(t, db, vid, second)
+	apptest.CheckInvariant5(t, rdb, vid, au)
 	if !au.Consistent {
 		t.Errorf("audit: got %+v, want consistent", au)
 	}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"seckill/e2e/apptest"
 	"seckill/repository"
 )
 
@@ -20,14 +21,14 @@ import (
 // voucher into its shard from the facts (the old keys play no part), and
 // sells on with every invariant.
 func TestAsyncUpgradeFromOneStream(t *testing.T) {
-	m, rdb, dsn, db := privateBackends(t)
+	m, rdb, dsn, db := apptest.PrivateBackends(t)
 	env := map[string]string{"SECKILL_REDIS_ADDR": m.Addr(), "SECKILL_MYSQL_DSN": dsn, "SECKILL_AUTO_REBUILD_AFTER": "0"}
-	a1 := asyncApp(t, env)
+	a1 := apptest.StartAsync(t, env)
 	const stock = 10
-	vid := publishVoucher(t, a1.Handler, stock)
-	before := storm(t, []http.Handler{a1.Handler}, vid, randomBase(), 3, 1)
-	waitDrained(t, a1.Handler, vid, 3)
-	a1.Close(nil)
+	vid := apptest.PublishVoucher(t, a1.Handler(), stock)
+	before := apptest.Storm(t, []http.Handler{a1.Handler()}, vid, apptest.RandomBase(), 3, 1)
+	apptest.WaitDrained(t, a1.Handler(), vid, 3)
+	a1.Close()
 
 	// Redis as the previous version leaves it: its own keys only.
 	ctx := context.Background()
@@ -44,24 +45,24 @@ func TestAsyncUpgradeFromOneStream(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := startAsyncApp(t, env); err == nil || !strings.Contains(err.Error(), repository.LegacyStreamKey) {
+	if _, err := apptest.TryStartAsync(t, env); err == nil || !strings.Contains(err.Error(), repository.LegacyStreamKey) {
 		t.Fatalf("start with an order left in %s: got %v, want a start-up error naming it", repository.LegacyStreamKey, err)
 	}
 
 	// The previous version wrote it: the stream is empty.
 	rdb.XDel(ctx, repository.LegacyStreamKey, entry)
-	a2 := asyncApp(t, env)
+	a2 := apptest.StartAsync(t, env)
 	if got, err := rdb.Get(ctx, repository.StockKey(vid)).Int64(); err != nil || got != stock-3 {
 		t.Errorf("redis stock in the voucher's shard after the upgrade: got %d (%v), want %d from the facts", got, err, stock-3)
 	}
-	after := storm(t, []http.Handler{a2.Handler}, vid, randomBase(), stock, 1)
-	if after.byCode["OK"] != stock-3 {
-		t.Errorf("after the upgrade: %d orders admitted, want the %d units left (%v)", after.byCode["OK"], stock-3, after.byCode)
+	after := apptest.Storm(t, []http.Handler{a2.Handler()}, vid, apptest.RandomBase(), stock, 1)
+	if after.ByCode["OK"] != stock-3 {
+		t.Errorf("after the upgrade: %d orders admitted, want the %d units left (%v)", after.ByCode["OK"], stock-3, after.ByCode)
 	}
-	a, _ := waitDrained(t, a2.Handler, vid, stock)
-	checkInvariant5(t, rdb, vid, a)
-	for oid, u := range after.orderIDs {
-		before.orderIDs[oid] = u
+	a, _ := apptest.WaitDrained(t, a2.Handler(), vid, stock)
+	apptest.CheckInvariant5(t, rdb, vid, a)
+	for oid, u := range after.OrderIDs {
+		before.OrderIDs[oid] = u
 	}
-	checkInvariants(t, db, vid, before)
+	apptest.CheckInvariants(t, db, vid, before)
 }

@@ -60,34 +60,36 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"seckill/app"
 	"seckill/config"
+	"seckill/e2e/apptest"
 	"seckill/repository"
 )
 
 // benchApp wires an app from vars (config.Load), logging at warn into
 // nothing, as `make bench` runs the server.
-func benchApp(b *testing.B, vars map[string]string) *app {
+func benchApp(b *testing.B, vars map[string]string) *app.App {
 	b.Helper()
 	vars["SECKILL_HTTP_ADDR"] = "127.0.0.1:0"
-	cfg, err := config.Load(envOf(vars))
+	cfg, err := config.Load(apptest.EnvOf(vars))
 	if err != nil {
 		b.Fatalf("config: %v", err)
 	}
-	log := newLogger(io.Discard, "warn")
-	a, err := newApp(context.Background(), cfg, log)
+	log := app.NewLogger(io.Discard, "warn")
+	a, err := app.New(context.Background(), cfg, log)
 	if err != nil {
-		b.Fatalf("newApp: %v", err)
+		b.Fatalf("app.New: %v", err)
 	}
-	b.Cleanup(func() { a.Close(log) })
+	b.Cleanup(func() { a.Close() })
 	return a
 }
 
 // realBenchApp is benchApp on the real backends of .ci/env.sh (skipped
 // without them) in development mode (the public development secret and
 // /debug/noop).
-func realBenchApp(b *testing.B, orderMode string, extra ...string) *app {
+func realBenchApp(b *testing.B, orderMode string, extra ...string) *app.App {
 	b.Helper()
-	dsn, redisAddr := integrationEnv(b)
+	dsn, redisAddr := apptest.IntegrationEnv(b)
 	vars := map[string]string{
 		"SECKILL_MYSQL_DSN": dsn, "SECKILL_REDIS_ADDR": redisAddr, "SECKILL_ENV": "development",
 		"SECKILL_ORDER_MODE": orderMode, "SECKILL_LOCK_MODE": "lua",
@@ -103,7 +105,7 @@ func realBenchApp(b *testing.B, orderMode string, extra ...string) *app {
 // backends: the Lua script runs in the in-process Redis, so ns/op includes
 // it (and no network).
 //
-// The embedded Redis follows the wall clock for TTLs (deps.go) by walking
+// The embedded Redis follows the wall clock for TTLs (app/deps.go) by walking
 // and sorting every key on every command, so its commands slow down with
 // each key a run leaves (an order's record, a user's fencing counter): with
 // it, ns/op grows with b.N (an admission took 2.6 ms once 2,600 orders were
@@ -112,7 +114,7 @@ func realBenchApp(b *testing.B, orderMode string, extra ...string) *app {
 // sweep.
 func BenchmarkAdmissionEmbedded(b *testing.B) {
 	a := benchApp(b, map[string]string{"SECKILL_DATA_DIR": b.TempDir(), "SECKILL_ORDER_MODE": "async", "SECKILL_LOCK_MODE": "lua"})
-	a.deps.mini.ClockTTL(false)
+	a.StopEmbeddedClock()
 	benchAsync(b, a, false)
 }
 
@@ -144,7 +146,7 @@ func BenchmarkAdmissionRedisLimits(b *testing.B) {
 // transaction in MariaDB.
 func BenchmarkAdmissionSyncLua(b *testing.B) {
 	a := realBenchApp(b, "sync")
-	h := a.Handler
+	h := a.Handler()
 	users := newBenchUsers()
 	soldV := benchNoopAndSoldOut(b, h, users)
 	v := benchVoucher(b, h)
@@ -170,24 +172,22 @@ func BenchmarkAdmissionSyncLua(b *testing.B) {
 // benchAsync runs the sub-benchmarks of async mode on a, then drains and
 // checks; real: on the real backends (their rows and keys are deleted
 // afterwards).
-func benchAsync(b *testing.B, a *app, real bool) {
-	h := a.Handler
+func benchAsync(b *testing.B, a *app.App, real bool) {
+	h := a.Handler()
 	users := newBenchUsers()
 	soldV := benchNoopAndSoldOut(b, h, users)
 	v := benchVoucher(b, h)
-	a.stopWorkers(newLogger(io.Discard, "warn"), time.Now().Add(9*time.Second))
+	a.StopWorkers(time.Now().Add(9 * time.Second))
 	var ok atomic.Int64
 	b.Run("admit", func(b *testing.B) { ok.Add(benchSerial(b, h, benchBuy(v), http.StatusOK, users)) })
 	b.Run("admit-parallel", func(b *testing.B) {
-		ok.Add(benchParallel(b, h, benchBuy(v), http.StatusOK, users, func() func() { return benchCPU(b, a.deps.Redis) }))
+		ok.Add(benchParallel(b, h, benchBuy(v), http.StatusOK, users, func() func() { return benchCPU(b, a.Redis()) }))
 	})
 
 	// Drain with the consumers started again, then the invariants.
-	c, err := a.Async.StartConsumers(context.Background())
-	if err != nil {
+	if err := a.StartConsumers(context.Background()); err != nil {
 		b.Fatalf("restarting the consumers: %v", err)
 	}
-	a.consumers = c
 	for _, c := range []struct {
 		v      int64
 		orders int64
@@ -196,7 +196,7 @@ func benchAsync(b *testing.B, a *app, real bool) {
 		if !r.Consistent {
 			b.Errorf("voucher %d after the drain: %+v, want consistent", c.v, r)
 		}
-		checkInvariant5(b, a.deps.Redis, c.v, r)
+		apptest.CheckInvariant5(b, a.Redis(), c.v, r)
 		if c.orders > 1 {
 			b.Logf("%d admitted orders drained %v after the last admission", c.orders, took.Round(time.Millisecond))
 		}
@@ -219,14 +219,14 @@ type benchUsers struct{ next atomic.Int64 }
 
 func newBenchUsers() *benchUsers {
 	u := &benchUsers{}
-	u.next.Store(randomBase())
+	u.next.Store(apptest.RandomBase())
 	return u
 }
 
 // tokens returns the authorization header values of n new users.
 func (u *benchUsers) tokens(b *testing.B, n int) [][]string {
 	b.Helper()
-	tok := devTokens()
+	tok := apptest.DevTokens()
 	first := u.next.Add(int64(n)) - int64(n)
 	out := make([][]string, n)
 	for i := range out {
@@ -399,7 +399,7 @@ func benchCPU(b *testing.B, rdb redis.UniversalClient) func() {
 // (the largest the service accepts).
 func benchVoucher(b *testing.B, h http.Handler) int64 {
 	b.Helper()
-	return publishVoucher(b, h, 100_000_000)
+	return apptest.PublishVoucher(b, h, 100_000_000)
 }
 
 // benchNoopAndSoldOut runs the noop and soldout sub-benchmarks; the sold-out
@@ -412,9 +412,9 @@ func benchNoopAndSoldOut(b *testing.B, h http.Handler, users *benchUsers) int64 
 		benchSerial(b, h, benchTarget{method: http.MethodGet, path: "/debug/noop"}, http.StatusOK, users)
 		noopNS.Store(b.Elapsed().Nanoseconds() / int64(b.N))
 	})
-	v := publishVoucher(b, h, 1)
+	v := apptest.PublishVoucher(b, h, 1)
 	tok := users.tokens(b, 1)[0][0]
-	if r := call(b, h, http.MethodPost, benchBuy(v).path, tok, nil); r.Status != http.StatusOK {
+	if r := apptest.Call(b, h, http.MethodPost, benchBuy(v).path, tok, nil); r.Status != http.StatusOK {
 		b.Fatalf("buying the only voucher of %d: got %d %s, want 200", v, r.Status, r.Body.Code)
 	}
 	b.Run("soldout", func(b *testing.B) {
@@ -429,13 +429,13 @@ func benchNoopAndSoldOut(b *testing.B, h http.Handler, users *benchUsers) int64 
 // benchDrained is waitDrained for a stream of a hundred thousand entries
 // on a busy machine: the audit scans the whole stream, and an answer 503
 // (the request's deadline passed meanwhile) is asked again, not a failure.
-func benchDrained(b *testing.B, h http.Handler, v, want int64) (auditResult, time.Duration) {
+func benchDrained(b *testing.B, h http.Handler, v, want int64) (apptest.AuditResult, time.Duration) {
 	b.Helper()
-	admin := adminToken(b, h)
+	admin := apptest.AdminToken(b, h)
 	start := time.Now()
 	for {
-		r := call(b, h, http.MethodGet, fmt.Sprintf("/admin/vouchers/%d/audit", v), admin, nil)
-		var a auditResult
+		r := apptest.Call(b, h, http.MethodGet, fmt.Sprintf("/admin/vouchers/%d/audit", v), admin, nil)
+		var a apptest.AuditResult
 		switch {
 		case r.Status == http.StatusServiceUnavailable:
 		case r.Status != http.StatusOK || json.Unmarshal(r.Body.Data, &a) != nil || a.RedisStock == nil || a.Pending == nil:
@@ -459,8 +459,8 @@ type syncAuditResult struct {
 // syncAudit reads the audit endpoint of a sync-mode app.
 func syncAudit(b *testing.B, h http.Handler, v int64) syncAuditResult {
 	b.Helper()
-	admin := adminToken(b, h)
-	r := call(b, h, http.MethodGet, fmt.Sprintf("/admin/vouchers/%d/audit", v), admin, nil)
+	admin := apptest.AdminToken(b, h)
+	r := apptest.Call(b, h, http.MethodGet, fmt.Sprintf("/admin/vouchers/%d/audit", v), admin, nil)
 	var a syncAuditResult
 	if r.Status != http.StatusOK || json.Unmarshal(r.Body.Data, &a) != nil {
 		b.Fatalf("audit of %d: got %d %s %s", v, r.Status, r.Body.Code, r.Body.Data)
@@ -473,7 +473,7 @@ func syncAudit(b *testing.B, h http.Handler, v int64) syncAuditResult {
 // few hundred thousand orders).
 func benchDelete(b *testing.B, v int64) {
 	b.Helper()
-	db := openTestDB(b)
+	db := apptest.OpenDB(b)
 	ctx := context.Background()
 	var shop int64
 	if err := db.QueryRowContext(ctx, "SELECT shop_id FROM tb_voucher WHERE id = ?", v).Scan(&shop); err != nil {
@@ -494,7 +494,7 @@ func benchDelete(b *testing.B, v int64) {
 			b.Errorf("deleting voucher %d: %v", v, err)
 		}
 	}
-	_, redisAddr := integrationEnv(b)
+	_, redisAddr := apptest.IntegrationEnv(b)
 	rdb := repository.NewRedisClient(redisAddr, repository.RedisAuth{})
 	defer rdb.Close()
 	if err := rdb.Del(ctx, repository.StockKey(v), repository.BuyersKey(v), repository.VoucherKey(v),

@@ -2,13 +2,14 @@ package main
 
 import (
 	"context"
-	"io"
 	"net/http"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"seckill/app"
+	"seckill/e2e/apptest"
 	"seckill/internal/cpu"
 )
 
@@ -24,11 +25,11 @@ import (
 // takes entries too and skews both figures: run it alone.
 func BenchmarkDrain(b *testing.B) {
 	a := realBenchApp(b, "async")
-	h := a.Handler
+	h := a.Handler()
 	users := newBenchUsers()
 	v := benchVoucher(b, h)
-	a.stopWorkers(newLogger(io.Discard, "warn"), time.Now().Add(9*time.Second))
-	db := openTestDB(b)
+	a.StopWorkers(time.Now().Add(9 * time.Second))
+	db := apptest.OpenDB(b)
 	b.StopTimer()
 	b.ResetTimer()
 
@@ -60,11 +61,9 @@ func BenchmarkDrain(b *testing.B) {
 	cpu0, redis0 := processCPU(b), redisCPU(b, a)
 	b.StartTimer()
 	start := time.Now()
-	c, err := a.Async.StartConsumers(ctx)
-	if err != nil {
+	if err := a.StartConsumers(ctx); err != nil {
 		b.Fatalf("starting the consumers: %v", err)
 	}
-	a.consumers = c
 	for {
 		var n int64
 		if err := db.QueryRowContext(ctx, "SELECT COUNT(*) FROM tb_voucher_order WHERE voucher_id = ?", v).Scan(&n); err != nil {
@@ -89,7 +88,7 @@ func BenchmarkDrain(b *testing.B) {
 	if !r.Consistent {
 		b.Errorf("voucher %d after the drain: %+v, want consistent", v, r)
 	}
-	checkInvariant5(b, a.deps.Redis, v, r)
+	apptest.CheckInvariant5(b, a.Redis(), v, r)
 	if !b.Failed() {
 		benchDelete(b, v)
 	}
@@ -106,9 +105,9 @@ func processCPU(b *testing.B) time.Duration {
 }
 
 // redisCPU is the Redis server's CPU time so far.
-func redisCPU(b *testing.B, a *app) time.Duration {
+func redisCPU(b *testing.B, a *app.App) time.Duration {
 	b.Helper()
-	d, err := cpu.Redis(context.Background(), a.deps.Redis)
+	d, err := cpu.Redis(context.Background(), a.Redis())
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -7,7 +7,6 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"net/http"
-	"net/http/httptest"
 	"strconv"
 	"strings"
 	"testing"
@@ -15,7 +14,9 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"seckill/app"
 	"seckill/config"
+	"seckill/e2e/apptest"
 	"seckill/repository"
 	"seckill/service"
 )
@@ -53,53 +54,8 @@ func forgetCodeLimits(t testing.TB, rdb redis.UniversalClient, phone string) {
 	}
 }
 
-// codeAnswer is an answer of the code flow with its Retry-After header.
-type codeAnswer struct {
-	apiResult
-	RetryAfter string
-}
-
-// post sends POST path with body from the peer remote (host:port) with the
-// X-Forwarded-For header xff ("" = none).
-func post(t testing.TB, h http.Handler, path, remote, xff string, body any) codeAnswer {
-	t.Helper()
-	var rd *strings.Reader
-	if body != nil {
-		b, err := json.Marshal(body)
-		if err != nil {
-			t.Fatal(err)
-		}
-		rd = strings.NewReader(string(b))
-	} else {
-		rd = strings.NewReader("")
-	}
-	req := httptest.NewRequest(http.MethodPost, path, rd)
-	req.RemoteAddr = remote
-	if xff != "" {
-		req.Header.Set("X-Forwarded-For", xff)
-	}
-	rec := httptest.NewRecorder()
-	h.ServeHTTP(rec, req)
-	a := codeAnswer{RetryAfter: rec.Header().Get("Retry-After")}
-	a.Status = rec.Code
-	if err := json.Unmarshal(rec.Body.Bytes(), &a.Body); err != nil {
-		t.Errorf("POST %s: body %q is not an envelope: %v", path, rec.Body.String(), err)
-	}
-	return a
-}
-
-func sendCode(t testing.TB, h http.Handler, phone, remote string) codeAnswer {
-	t.Helper()
-	return post(t, h, "/user/code?phone="+phone, remote, "", nil)
-}
-
-func login(t testing.TB, h http.Handler, phone, code, remote string) codeAnswer {
-	t.Helper()
-	return post(t, h, "/user/login", remote, "", map[string]string{"phone": phone, "code": code})
-}
-
 // dataCode is the code of a development answer.
-func dataCode(t testing.TB, a codeAnswer) string {
+func dataCode(t testing.TB, a apptest.CodeAnswer) string {
 	t.Helper()
 	var code string
 	if a.Status != http.StatusOK || json.Unmarshal(a.Body.Data, &code) != nil || len(code) != 6 {
@@ -119,29 +75,29 @@ func otherCode(code string) string {
 // TestCodeSurvivesWrongGuess: a wrong guess does not void the owner's code
 // (the right one then logs in); the CodeGuesses-th wrong guess does.
 func TestCodeSurvivesWrongGuess(t *testing.T) {
-	h := testApp(t, nil).Handler
+	h := apptest.Start(t, nil).Handler()
 	phone, addr := randomPhone(), randomAddr()
-	code := dataCode(t, sendCode(t, h, phone, addr))
-	if r := login(t, h, phone, otherCode(code), addr); r.Status != http.StatusBadRequest {
+	code := dataCode(t, apptest.SendCode(t, h, phone, addr))
+	if r := apptest.Login(t, h, phone, otherCode(code), addr); r.Status != http.StatusBadRequest {
 		t.Fatalf("wrong code: got %d %s, want 400", r.Status, r.Body.Code)
 	}
-	if r := login(t, h, phone, code, addr); r.Status != http.StatusOK {
+	if r := apptest.Login(t, h, phone, code, addr); r.Status != http.StatusOK {
 		t.Errorf("right code after a wrong one: got %d %s %q, want a login", r.Status, r.Body.Code, r.Body.ErrorMsg)
 	}
 
 	phone = randomPhone()
-	code = dataCode(t, sendCode(t, h, phone, addr))
+	code = dataCode(t, apptest.SendCode(t, h, phone, addr))
 	for range service.CodeGuesses {
-		login(t, h, phone, otherCode(code), addr)
+		apptest.Login(t, h, phone, otherCode(code), addr)
 	}
-	if r := login(t, h, phone, code, addr); r.Status != http.StatusBadRequest || r.Body.ErrorMsg != "invalid code: wrong or expired" {
+	if r := apptest.Login(t, h, phone, code, addr); r.Status != http.StatusBadRequest || r.Body.ErrorMsg != "invalid code: wrong or expired" {
 		t.Errorf("right code after %d wrong ones: got %d %q, want 400 invalid code", service.CodeGuesses, r.Status, r.Body.ErrorMsg)
 	}
 }
 
 // refused checks a 429 RATE_LIMITED naming the wait (at most max) in
 // Retry-After and in the message, which starts with reason.
-func refused(t *testing.T, a codeAnswer, reason string, max time.Duration) {
+func refused(t *testing.T, a apptest.CodeAnswer, reason string, max time.Duration) {
 	t.Helper()
 	secs, err := strconv.Atoi(a.RetryAfter)
 	if a.Status != http.StatusTooManyRequests || a.Body.Code != "RATE_LIMITED" || err != nil || secs <= 0 || time.Duration(secs)*time.Second > max+time.Second {
@@ -158,83 +114,83 @@ func refused(t *testing.T, a codeAnswer, reason string, max time.Duration) {
 // a trusted proxy.
 func TestCodeLimits(t *testing.T) {
 	t.Run("cooldown", func(t *testing.T) {
-		h := testApp(t, nil).Handler // the default cooldown, 60s
+		h := apptest.Start(t, nil).Handler() // the default cooldown, 60s
 		phone := randomPhone()
-		dataCode(t, sendCode(t, h, phone, randomAddr()))
-		refused(t, sendCode(t, h, phone, randomAddr()), "a code was just sent to this phone", time.Minute)
+		dataCode(t, apptest.SendCode(t, h, phone, randomAddr()))
+		refused(t, apptest.SendCode(t, h, phone, randomAddr()), "a code was just sent to this phone", time.Minute)
 	})
 	t.Run("daily cap", func(t *testing.T) {
-		h := testApp(t, map[string]string{"SECKILL_CODE_COOLDOWN": "1s", "SECKILL_CODE_DAILY_LIMIT": "3"}).Handler
+		h := apptest.Start(t, map[string]string{"SECKILL_CODE_COOLDOWN": "1s", "SECKILL_CODE_DAILY_LIMIT": "3"}).Handler()
 		phone := randomPhone()
 		for i := range 3 {
 			if i > 0 {
 				time.Sleep(1050 * time.Millisecond)
 			}
-			dataCode(t, sendCode(t, h, phone, randomAddr()))
+			dataCode(t, apptest.SendCode(t, h, phone, randomAddr()))
 		}
 		time.Sleep(1050 * time.Millisecond)
-		refused(t, sendCode(t, h, phone, randomAddr()), "too many codes for this phone", 8*time.Hour)
+		refused(t, apptest.SendCode(t, h, phone, randomAddr()), "too many codes for this phone", 8*time.Hour)
 	})
 	t.Run("address", func(t *testing.T) {
-		h := testApp(t, map[string]string{"SECKILL_CODE_IP_LIMIT": "3"}).Handler
+		h := apptest.Start(t, map[string]string{"SECKILL_CODE_IP_LIMIT": "3"}).Handler()
 		addr := randomAddr()
 		for range 3 {
-			dataCode(t, sendCode(t, h, randomPhone(), addr))
+			dataCode(t, apptest.SendCode(t, h, randomPhone(), addr))
 		}
-		refused(t, sendCode(t, h, randomPhone(), addr), "too many codes from this address", 20*time.Second)
+		refused(t, apptest.SendCode(t, h, randomPhone(), addr), "too many codes from this address", 20*time.Second)
 		// A spoofed X-Forwarded-For is not believed by default.
 		for i := range 3 {
-			a := post(t, h, "/user/code?phone="+randomPhone(), addr, fmt.Sprintf("198.51.100.%d", i+1), nil)
+			a := apptest.Post(t, h, "/user/code?phone="+randomPhone(), addr, fmt.Sprintf("198.51.100.%d", i+1), nil)
 			refused(t, a, "too many codes from this address", 20*time.Second)
 		}
 	})
 	t.Run("trusted proxy", func(t *testing.T) {
 		proxy := randomAddr()
 		host, _, _ := strings.Cut(proxy, ":")
-		h := testApp(t, map[string]string{"SECKILL_CODE_IP_LIMIT": "3", "SECKILL_TRUSTED_PROXIES": host}).Handler
+		h := apptest.Start(t, map[string]string{"SECKILL_CODE_IP_LIMIT": "3", "SECKILL_TRUSTED_PROXIES": host}).Handler()
 		for range 5 {
 			client, _, _ := strings.Cut(randomAddr(), ":")
-			dataCode(t, post(t, h, "/user/code?phone="+randomPhone(), proxy, client, nil))
+			dataCode(t, apptest.Post(t, h, "/user/code?phone="+randomPhone(), proxy, client, nil))
 		}
 		client, _, _ := strings.Cut(randomAddr(), ":")
 		for range 3 {
-			dataCode(t, post(t, h, "/user/code?phone="+randomPhone(), proxy, client, nil))
+			dataCode(t, apptest.Post(t, h, "/user/code?phone="+randomPhone(), proxy, client, nil))
 		}
-		refused(t, post(t, h, "/user/code?phone="+randomPhone(), proxy, client, nil), "too many codes from this address", 20*time.Second)
+		refused(t, apptest.Post(t, h, "/user/code?phone="+randomPhone(), proxy, client, nil), "too many codes from this address", 20*time.Second)
 	})
 }
 
 // TestBadTrustedProxyStopsStart: a malformed SECKILL_TRUSTED_PROXIES is a
 // start error naming the variable.
 func TestBadTrustedProxyStopsStart(t *testing.T) {
-	_, err := config.Load(envOf(map[string]string{"SECKILL_TRUSTED_PROXIES": "10.0.0.0/40"}))
+	_, err := config.Load(apptest.EnvOf(map[string]string{"SECKILL_TRUSTED_PROXIES": "10.0.0.0/40"}))
 	if err == nil || !strings.HasPrefix(err.Error(), "SECKILL_TRUSTED_PROXIES:") {
 		t.Errorf("got %v, want an error naming SECKILL_TRUSTED_PROXIES", err)
 	}
 }
 
-// loggedApp is testApp keeping the app's log (debug level).
-func loggedApp(t *testing.T, env map[string]string) (*app, *syncBuffer) {
+// loggedApp is apptest.Start keeping the app's log (debug level).
+func loggedApp(t *testing.T, env map[string]string) (*app.App, *apptest.SyncBuffer) {
 	t.Helper()
-	dsn, _ := integrationEnv(t)
+	dsn, _ := apptest.IntegrationEnv(t)
 	vars := map[string]string{"SECKILL_MYSQL_DSN": dsn, "SECKILL_HTTP_ADDR": "127.0.0.1:0", "SECKILL_ENV": "development"}
-	for k, v := range redisVars(t) {
+	for k, v := range apptest.RedisVars(t) {
 		vars[k] = v
 	}
 	for k, v := range env {
 		vars[k] = v
 	}
-	cfg, err := config.Load(envOf(vars))
+	cfg, err := config.Load(apptest.EnvOf(vars))
 	if err != nil {
 		t.Fatalf("config: %v", err)
 	}
-	buf := &syncBuffer{}
+	buf := &apptest.SyncBuffer{}
 	log := slog.New(slog.NewTextHandler(buf, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	a, err := newApp(context.Background(), cfg, log)
+	a, err := app.New(context.Background(), cfg, log)
 	if err != nil {
-		t.Fatalf("newApp: %v", err)
+		t.Fatalf("app.New: %v", err)
 	}
-	t.Cleanup(func() { a.Close(log) })
+	t.Cleanup(func() { a.Close() })
 	return a, buf
 }
 
@@ -243,18 +199,18 @@ func loggedApp(t *testing.T, env map[string]string) (*app, *syncBuffer) {
 // phone, only the masked one (138****5678).
 func TestProductionLogHidesCodes(t *testing.T) {
 	a, buf := loggedApp(t, map[string]string{"SECKILL_ENV": "production", "SECKILL_JWT_SECRET": "codes-test-secret-0123456789abcdef"})
-	h, rdb := a.Handler, sharedRedis(t)
+	h, rdb := a.Handler(), apptest.SharedRedis(t)
 	start := len(buf.Bytes())
 	phone, addr := randomPhone(), randomAddr()
-	if r := sendCode(t, h, phone, addr); r.Status != http.StatusOK || len(r.Body.Data) != 0 {
+	if r := apptest.SendCode(t, h, phone, addr); r.Status != http.StatusOK || len(r.Body.Data) != 0 {
 		t.Fatalf("/user/code in production: got %d %s, want 200 and no data", r.Status, r.Body.Data)
 	}
 	code := storedCode(t, rdb, phone)
-	login(t, h, phone, otherCode(code), addr)
-	if r := login(t, h, phone, code, addr); r.Status != http.StatusOK {
+	apptest.Login(t, h, phone, otherCode(code), addr)
+	if r := apptest.Login(t, h, phone, code, addr); r.Status != http.StatusOK {
 		t.Fatalf("login: got %d %s", r.Status, r.Body.Code)
 	}
-	sendCode(t, h, phone, addr) // refused by the cooldown
+	apptest.SendCode(t, h, phone, addr) // refused by the cooldown
 	log := string(buf.Bytes()[start:])
 	masked := phone[:3] + "****" + phone[7:]
 	if !strings.Contains(log, "phone="+masked) {
@@ -276,8 +232,8 @@ func TestBruteForceTwoInstances(t *testing.T) {
 		"SECKILL_ENV": "production", "SECKILL_JWT_SECRET": "brute-force-secret-0123456789abcdef",
 		"SECKILL_CODE_COOLDOWN": "1s", "SECKILL_CODE_DAILY_LIMIT": strconv.Itoa(daily),
 	}
-	apps := []http.Handler{testApp(t, env).Handler, testApp(t, env).Handler}
-	rdb := sharedRedis(t)
+	apps := []http.Handler{apptest.Start(t, env).Handler(), apptest.Start(t, env).Handler()}
+	rdb := apptest.SharedRedis(t)
 	victim := randomPhone()
 
 	var sent, limited, guesses, evaluated, logins, requests int
@@ -287,7 +243,7 @@ func TestBruteForceTwoInstances(t *testing.T) {
 	for i := 0; time.Since(start) < run; i++ {
 		h := apps[i%2]
 		requests++
-		switch r := sendCode(t, h, victim, randomAddr()); r.Status {
+		switch r := apptest.SendCode(t, h, victim, randomAddr()); r.Status {
 		case http.StatusOK:
 			sent++
 		case http.StatusTooManyRequests:
@@ -301,7 +257,7 @@ func TestBruteForceTwoInstances(t *testing.T) {
 			// the guess meets.
 			stored := storedCode(t, rdb, victim)
 			requests++
-			r := login(t, apps[(i+j)%2], victim, guess, randomAddr())
+			r := apptest.Login(t, apps[(i+j)%2], victim, guess, randomAddr())
 			guesses++
 			if stored != "" {
 				evaluated++

@@ -12,11 +12,14 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"seckill/app"
+	"seckill/e2e/apptest"
 )
 
 // serveForTest runs `seckill serve` with vars on a free loopback port until
 // the test ends, and returns its base URL and its log.
-func serveForTest(t *testing.T, vars map[string]string) (base string, logs *syncBuffer, stop func()) {
+func serveForTest(t *testing.T, vars map[string]string) (base string, logs *apptest.SyncBuffer, stop func()) {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -25,10 +28,10 @@ func serveForTest(t *testing.T, vars map[string]string) (base string, logs *sync
 	addr := ln.Addr().String()
 	ln.Close()
 	vars["SECKILL_HTTP_ADDR"] = addr
-	logs = &syncBuffer{}
+	logs = &apptest.SyncBuffer{}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() { done <- run(ctx, nil, envOf(vars), io.Discard, logs) }()
+	go func() { done <- app.Run(ctx, nil, apptest.EnvOf(vars), io.Discard, logs) }()
 	stopped := false
 	stop = func() {
 		if stopped {
@@ -63,7 +66,7 @@ func serveForTest(t *testing.T, vars map[string]string) (base string, logs *sync
 }
 
 // logLines returns the log records with the message msg.
-func logLines(t *testing.T, logs *syncBuffer, msg string) []map[string]any {
+func logLines(t *testing.T, logs *apptest.SyncBuffer, msg string) []map[string]any {
 	t.Helper()
 	var out []map[string]any
 	sc := bufio.NewScanner(bytes.NewReader(logs.Bytes()))
@@ -161,7 +164,7 @@ func TestDemoSeededOnceInDevelopment(t *testing.T) {
 // TestDemoNotSeededInProduction: production (real backends, which it
 // requires) never seeds demo data.
 func TestDemoNotSeededInProduction(t *testing.T) {
-	vars := realEnv(t, map[string]string{"SECKILL_JWT_SECRET": "demo-test-secret-0123456789abcdef"})
+	vars := apptest.RealEnv(t, map[string]string{"SECKILL_JWT_SECRET": "demo-test-secret-0123456789abcdef"})
 	delete(vars, "SECKILL_LOG_LEVEL") // the seed's line is at info level
 	base, logs, _ := serveForTest(t, vars)
 	if status, _ := getJSON(t, http.MethodGet, base+"/healthz", "", ""); status != http.StatusOK {

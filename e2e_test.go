@@ -10,26 +10,27 @@ import (
 	"time"
 
 	"seckill/config"
+	"seckill/e2e/apptest"
 )
 
 // TestConcurrentSeckill is the concurrency test of the service: 250 users,
 // each sending 4 requests at once, 100 units of stock.
 func TestConcurrentSeckill(t *testing.T) {
-	a := testApp(t, map[string]string{"SECKILL_LOCK_MODE": "lua"})
-	db := openTestDB(t)
+	a := apptest.Start(t, map[string]string{"SECKILL_LOCK_MODE": "lua"})
+	db := apptest.OpenDB(t)
 	const users, dup, stock = 250, 4, 100
-	vid := publishVoucher(t, a.Handler, stock)
-	seen := storm(t, []http.Handler{a.Handler}, vid, randomBase(), users, dup)
-	t.Logf("outcomes: %v", seen.byCode)
-	orders := checkInvariants(t, db, vid, seen)
+	vid := apptest.PublishVoucher(t, a.Handler(), stock)
+	seen := apptest.Storm(t, []http.Handler{a.Handler()}, vid, apptest.RandomBase(), users, dup)
+	t.Logf("outcomes: %v", seen.ByCode)
+	orders := apptest.CheckInvariants(t, db, vid, seen)
 	if orders != stock {
 		t.Errorf("got %d orders, want the whole stock %d sold (250 distinct buyers)", orders, stock)
 	}
-	if got := seen.byCode["OK"] + seen.byCode["SOLD_OUT"] + seen.byCode["DUPLICATE_ORDER"]; got != users*dup {
-		t.Errorf("got %d answered requests, want %d: %v", got, users*dup, seen.byCode)
+	if got := seen.ByCode["OK"] + seen.ByCode["SOLD_OUT"] + seen.ByCode["DUPLICATE_ORDER"]; got != users*dup {
+		t.Errorf("got %d answered requests, want %d: %v", got, users*dup, seen.ByCode)
 	}
-	admin := adminToken(t, a.Handler)
-	r := call(t, a.Handler, http.MethodGet, fmt.Sprintf("/admin/vouchers/%d/audit", vid), admin, nil)
+	admin := apptest.AdminToken(t, a.Handler())
+	r := apptest.Call(t, a.Handler(), http.MethodGet, fmt.Sprintf("/admin/vouchers/%d/audit", vid), admin, nil)
 	var audit struct {
 		Orders              int64 `json:"orders"`
 		DuplicateRejections int64 `json:"duplicateRejections"`
@@ -59,14 +60,14 @@ func TestLocalLockAcrossInstances(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.mode, func(t *testing.T) {
 			env := map[string]string{"SECKILL_LOCK_MODE": tt.mode, "SECKILL_DEV_CRITICAL_DELAY": "30ms"}
-			a1, a2 := testApp(t, env), testApp(t, env)
-			db := openTestDB(t)
+			a1, a2 := apptest.Start(t, env), apptest.Start(t, env)
+			db := apptest.OpenDB(t)
 			const users, dup, stock = 60, 2, 1000
-			vid := publishVoucher(t, a1.Handler, stock)
-			seen := storm(t, []http.Handler{a1.Handler, a2.Handler}, vid, randomBase(), users, dup)
-			orders := checkInvariants(t, db, vid, seen)
-			uk := counterValue(t, a1, "seckill_unique_key_rejections_total") + counterValue(t, a2, "seckill_unique_key_rejections_total")
-			t.Logf("%s: orders %d, outcomes %v, unique-key rejections %v", tt.mode, orders, seen.byCode, uk)
+			vid := apptest.PublishVoucher(t, a1.Handler(), stock)
+			seen := apptest.Storm(t, []http.Handler{a1.Handler(), a2.Handler()}, vid, apptest.RandomBase(), users, dup)
+			orders := apptest.CheckInvariants(t, db, vid, seen)
+			uk := apptest.CounterValue(t, a1, "seckill_unique_key_rejections_total") + apptest.CounterValue(t, a2, "seckill_unique_key_rejections_total")
+			t.Logf("%s: orders %d, outcomes %v, unique-key rejections %v", tt.mode, orders, seen.ByCode, uk)
 			if orders != users {
 				t.Errorf("got %d orders, want one per user (%d)", orders, users)
 			}
@@ -86,14 +87,14 @@ func TestLocalLockAcrossInstances(t *testing.T) {
 func TestEveryLockModeServes(t *testing.T) {
 	for _, mode := range config.LockModes {
 		t.Run(mode, func(t *testing.T) {
-			a := testApp(t, map[string]string{"SECKILL_LOCK_MODE": mode})
-			if got := a.Locker.Name(); got != mode {
+			a := apptest.Start(t, map[string]string{"SECKILL_LOCK_MODE": mode})
+			if got := a.Locker().Name(); got != mode {
 				t.Fatalf("locker: got %q, want %q", got, mode)
 			}
-			db := openTestDB(t)
-			vid := publishVoucher(t, a.Handler, 20)
-			seen := storm(t, []http.Handler{a.Handler}, vid, randomBase(), 30, 3)
-			if orders := checkInvariants(t, db, vid, seen); orders != 20 {
+			db := apptest.OpenDB(t)
+			vid := apptest.PublishVoucher(t, a.Handler(), 20)
+			seen := apptest.Storm(t, []http.Handler{a.Handler()}, vid, apptest.RandomBase(), 30, 3)
+			if orders := apptest.CheckInvariants(t, db, vid, seen); orders != 20 {
 				t.Errorf("got %d orders, want 20 (stock sold out to 30 buyers)", orders)
 			}
 		})
@@ -116,8 +117,8 @@ func TestRateLimit(t *testing.T) {
 				env["SECKILL_RATE_LIMIT"] = strconv.Itoa(perUser)
 				env["SECKILL_RATE_LIMIT_VOUCHER"] = strconv.Itoa(perVoucher)
 			}
-			apps := []http.Handler{testApp(t, env).Handler, testApp(t, env).Handler}
-			tok := devTokens()
+			apps := []http.Handler{apptest.Start(t, env).Handler(), apptest.Start(t, env).Handler()}
+			tok := apptest.DevTokens()
 			burst := func(vid int64, users []int64, n int) (passed int, elapsed time.Duration) {
 				var mu sync.Mutex
 				var wg sync.WaitGroup
@@ -128,7 +129,7 @@ func TestRateLimit(t *testing.T) {
 						t.Fatal(err)
 					}
 					wg.Go(func() {
-						r := call(t, apps[i%2], http.MethodPost, fmt.Sprintf("/voucher-order/seckill/%d", vid), token, nil)
+						r := apptest.Call(t, apps[i%2], http.MethodPost, fmt.Sprintf("/voucher-order/seckill/%d", vid), token, nil)
 						mu.Lock()
 						defer mu.Unlock()
 						switch {
@@ -147,8 +148,8 @@ func TestRateLimit(t *testing.T) {
 			// refill at the edge.
 			bound := func(n int, d time.Duration) int { return n + int(float64(n)*d.Seconds()) + 1 }
 
-			vid := publishVoucher(t, apps[0], 1000)
-			passed, elapsed := burst(vid, []int64{randomBase()}, 8*perUser)
+			vid := apptest.PublishVoucher(t, apps[0], 1000)
+			passed, elapsed := burst(vid, []int64{apptest.RandomBase()}, 8*perUser)
 			switch {
 			case limited && passed > bound(perUser, elapsed):
 				t.Errorf("one user over two instances: %d passed in %v, want at most %d", passed, elapsed, bound(perUser, elapsed))
@@ -158,9 +159,9 @@ func TestRateLimit(t *testing.T) {
 				t.Errorf("no limits: %d of %d passed, want all", passed, 8*perUser)
 			}
 
-			vid = publishVoucher(t, apps[0], 1000)
+			vid = apptest.PublishVoucher(t, apps[0], 1000)
 			users := make([]int64, 6*perVoucher)
-			base := randomBase()
+			base := apptest.RandomBase()
 			for i := range users {
 				users[i] = base + int64(i)
 			}

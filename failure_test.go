@@ -12,6 +12,8 @@ import (
 
 	"github.com/alicebob/miniredis/v2"
 	"github.com/go-sql-driver/mysql"
+
+	"seckill/e2e/apptest"
 )
 
 // proxy forwards TCP to target until cut (connections refused and closed)
@@ -123,7 +125,7 @@ func (p *proxy) close() {
 // gets 503 UNAVAILABLE within the request deadline, never a 500, and no
 // stock is taken without an order.
 func TestDependencyFailures(t *testing.T) {
-	dsn, _ := integrationEnv(t)
+	dsn, _ := apptest.IntegrationEnv(t)
 	tests := []struct {
 		name  string
 		setup func(t *testing.T) (env map[string]string, breakIt func())
@@ -145,7 +147,7 @@ func TestDependencyFailures(t *testing.T) {
 			return map[string]string{"SECKILL_MYSQL_DSN": withAddr(t, dsn, p.addr())}, p.freeze
 		}},
 		{"redis hangs", func(t *testing.T) (map[string]string, func()) {
-			_, redisAddr := integrationEnv(t)
+			_, redisAddr := apptest.IntegrationEnv(t)
 			p := newProxy(t, redisAddr)
 			return map[string]string{"SECKILL_REDIS_ADDR": p.addr()}, p.freeze
 		}},
@@ -155,18 +157,18 @@ func TestDependencyFailures(t *testing.T) {
 			env, breakIt := tt.setup(t)
 			env["SECKILL_LOCK_MODE"] = "lua"
 			env["SECKILL_REQUEST_TIMEOUT"] = "1s"
-			a := testApp(t, env)
-			vid := publishVoucher(t, a.Handler, 10)
-			tok, _ := devTokens().Issue(randomBase(), "user")
+			a := apptest.Start(t, env)
+			vid := apptest.PublishVoucher(t, a.Handler(), 10)
+			tok, _ := apptest.DevTokens().Issue(apptest.RandomBase(), "user")
 			path := fmt.Sprintf("/voucher-order/seckill/%d", vid)
-			if r := call(t, a.Handler, http.MethodPost, path, tok, nil); r.Status != http.StatusOK {
+			if r := apptest.Call(t, a.Handler(), http.MethodPost, path, tok, nil); r.Status != http.StatusOK {
 				t.Fatalf("before the failure: got %d %s, want 200", r.Status, r.Body.Code)
 			}
 			breakIt()
 			for i := 0; i < 3; i++ {
-				tok2, _ := devTokens().Issue(randomBase(), "user")
+				tok2, _ := apptest.DevTokens().Issue(apptest.RandomBase(), "user")
 				start := time.Now()
-				r := call(t, a.Handler, http.MethodPost, path, tok2, nil)
+				r := apptest.Call(t, a.Handler(), http.MethodPost, path, tok2, nil)
 				took := time.Since(start)
 				if r.Status != http.StatusServiceUnavailable || r.Body.Code != "UNAVAILABLE" {
 					t.Errorf("attempt %d: got %d %s, want 503 UNAVAILABLE", i, r.Status, r.Body.Code)
@@ -175,11 +177,11 @@ func TestDependencyFailures(t *testing.T) {
 					t.Errorf("attempt %d: answered after %v, want an answer near the 1s request deadline, not a hang", i, took)
 				}
 			}
-			if r := call(t, a.Handler, http.MethodGet, "/readyz", "", nil); r.Status != http.StatusServiceUnavailable {
+			if r := apptest.Call(t, a.Handler(), http.MethodGet, "/readyz", "", nil); r.Status != http.StatusServiceUnavailable {
 				t.Errorf("readyz: got %d, want 503", r.Status)
 			}
 			if strings.Contains(tt.name, "redis") {
-				stock, orders := stockOf(t, vid)
+				stock, orders := apptest.StockOf(t, vid)
 				if stock != 9 || orders != 1 {
 					t.Errorf("got stock %d and %d orders, want 9 and 1: nothing taken without an order", stock, orders)
 				}

@@ -6,6 +6,8 @@ import (
 	"os"
 	"testing"
 	"time"
+
+	"seckill/e2e/apptest"
 )
 
 // TestFencingRefusesStaleHolder: holder A (instance 1, paused 900ms inside
@@ -30,16 +32,16 @@ func TestFencingRefusesStaleHolder(t *testing.T) {
 			for k, v := range base {
 				slow[k] = v
 			}
-			a1, a2 := testApp(t, slow), testApp(t, base)
-			v1, v2 := publishVoucher(t, a1.Handler, 5), publishVoucher(t, a1.Handler, 5)
-			tok, _ := devTokens().Issue(randomBase(), "user")
+			a1, a2 := apptest.Start(t, slow), apptest.Start(t, base)
+			v1, v2 := apptest.PublishVoucher(t, a1.Handler(), 5), apptest.PublishVoucher(t, a1.Handler(), 5)
+			tok, _ := apptest.DevTokens().Issue(apptest.RandomBase(), "user")
 
-			done := make(chan apiResult, 1)
+			done := make(chan apptest.Result, 1)
 			go func() {
-				done <- call(t, a1.Handler, http.MethodPost, fmt.Sprintf("/voucher-order/seckill/%d", v1), tok, nil)
+				done <- apptest.Call(t, a1.Handler(), http.MethodPost, fmt.Sprintf("/voucher-order/seckill/%d", v1), tok, nil)
 			}()
 			time.Sleep(500 * time.Millisecond) // A holds the lock, its 300ms lease has lapsed
-			rb := call(t, a2.Handler, http.MethodPost, fmt.Sprintf("/voucher-order/seckill/%d", v2), tok, nil)
+			rb := apptest.Call(t, a2.Handler(), http.MethodPost, fmt.Sprintf("/voucher-order/seckill/%d", v2), tok, nil)
 			if rb.Status != http.StatusOK {
 				t.Fatalf("holder B: got %d %s, want 200 (A's lease had expired)", rb.Status, rb.Body.Code)
 			}
@@ -47,11 +49,11 @@ func TestFencingRefusesStaleHolder(t *testing.T) {
 			if ra.Status != tt.wantStatus {
 				t.Errorf("stale holder A: got %d %s, want %d", ra.Status, ra.Body.Code, tt.wantStatus)
 			}
-			_, orders := stockOf(t, v1)
+			_, orders := apptest.StockOf(t, v1)
 			if orders != tt.wantOrders {
 				t.Errorf("voucher of A: got %d orders, want %d", orders, tt.wantOrders)
 			}
-			stale := counterValue(t, a1, "seckill_stale_fence_rejections_total")
+			stale := apptest.CounterValue(t, a1, "seckill_stale_fence_rejections_total")
 			if want := float64(1 - tt.wantOrders); stale != want {
 				t.Errorf("stale-fence metric: got %v, want %v", stale, want)
 			}
@@ -67,13 +69,13 @@ func TestFencingUnderLoad(t *testing.T) {
 	for _, mode := range []string{"lua", "reentrant"} {
 		t.Run(mode, func(t *testing.T) {
 			env := map[string]string{"SECKILL_LOCK_MODE": mode, "SECKILL_FENCING": "on"}
-			a1, a2 := testApp(t, env), testApp(t, env)
-			db := openTestDB(t)
+			a1, a2 := apptest.Start(t, env), apptest.Start(t, env)
+			db := apptest.OpenDB(t)
 			const users, dup, stock = 400, 4, 250
-			vid := publishVoucher(t, a1.Handler, stock)
-			seen := storm(t, []http.Handler{a1.Handler, a2.Handler}, vid, randomBase(), users, dup)
-			t.Logf("%s: outcomes %v", mode, seen.byCode)
-			if orders := checkInvariants(t, db, vid, seen); orders != stock {
+			vid := apptest.PublishVoucher(t, a1.Handler(), stock)
+			seen := apptest.Storm(t, []http.Handler{a1.Handler(), a2.Handler()}, vid, apptest.RandomBase(), users, dup)
+			t.Logf("%s: outcomes %v", mode, seen.ByCode)
+			if orders := apptest.CheckInvariants(t, db, vid, seen); orders != stock {
 				t.Errorf("got %d orders, want the whole stock %d sold", orders, stock)
 			}
 		})
@@ -88,14 +90,14 @@ func TestFencingTokenSpacesApart(t *testing.T) {
 	if os.Getenv("SECKILL_ZK_ADDRS") == "" {
 		t.Skip("SECKILL_ZK_ADDRS not set")
 	}
-	zk := testApp(t, map[string]string{"SECKILL_LOCK_MODE": "zookeeper", "SECKILL_FENCING": "on"})
-	lu := testApp(t, map[string]string{"SECKILL_LOCK_MODE": "lua", "SECKILL_FENCING": "on"})
-	v1, v2 := publishVoucher(t, zk.Handler, 5), publishVoucher(t, zk.Handler, 5)
-	tok, _ := devTokens().Issue(randomBase(), "user")
-	if r := call(t, zk.Handler, http.MethodPost, fmt.Sprintf("/voucher-order/seckill/%d", v1), tok, nil); r.Status != http.StatusOK {
+	zk := apptest.Start(t, map[string]string{"SECKILL_LOCK_MODE": "zookeeper", "SECKILL_FENCING": "on"})
+	lu := apptest.Start(t, map[string]string{"SECKILL_LOCK_MODE": "lua", "SECKILL_FENCING": "on"})
+	v1, v2 := apptest.PublishVoucher(t, zk.Handler(), 5), apptest.PublishVoucher(t, zk.Handler(), 5)
+	tok, _ := apptest.DevTokens().Issue(apptest.RandomBase(), "user")
+	if r := apptest.Call(t, zk.Handler(), http.MethodPost, fmt.Sprintf("/voucher-order/seckill/%d", v1), tok, nil); r.Status != http.StatusOK {
 		t.Fatalf("zookeeper mode: got %d %s, want 200", r.Status, r.Body.Code)
 	}
-	if r := call(t, lu.Handler, http.MethodPost, fmt.Sprintf("/voucher-order/seckill/%d", v2), tok, nil); r.Status != http.StatusOK {
+	if r := apptest.Call(t, lu.Handler(), http.MethodPost, fmt.Sprintf("/voucher-order/seckill/%d", v2), tok, nil); r.Status != http.StatusOK {
 		t.Errorf("lua mode after zookeeper mode: got %d %s, want 200 (a czxid must not fence a lua token)", r.Status, r.Body.Code)
 	}
 }

@@ -3,13 +3,16 @@ package main
 import (
 	"net/http"
 	"testing"
+
+	"seckill/app"
+	"seckill/e2e/apptest"
 )
 
 // histogramOf reads a histogram of the app's metrics: its count and the
 // observations above 1.
-func histogramOf(t *testing.T, a *app, name string) (count, above1 uint64) {
+func histogramOf(t *testing.T, a *app.App, name string) (count, above1 uint64) {
 	t.Helper()
-	mfs, err := a.Metrics.Registry.Gather()
+	mfs, err := a.Metrics().Registry.Gather()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -52,29 +55,29 @@ func TestSyncGroupCommitUnderLoad(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.mode+"_fencing_"+tt.fencing, func(t *testing.T) {
 			env := map[string]string{"SECKILL_LOCK_MODE": tt.mode, "SECKILL_FENCING": tt.fencing}
-			a1, a2 := testApp(t, env), testApp(t, env)
-			db := openTestDB(t)
+			a1, a2 := apptest.Start(t, env), apptest.Start(t, env)
+			db := apptest.OpenDB(t)
 			const dup = 2
 			users, stock := tt.users, tt.stock
 			var grouped uint64
 			for round := 1; round <= 5 && grouped == 0; round++ {
-				vid := publishVoucher(t, a1.Handler, stock)
-				seen := storm(t, []http.Handler{a1.Handler, a2.Handler}, vid, randomBase(), users, dup)
-				if orders := checkInvariants(t, db, vid, seen); orders != stock {
+				vid := apptest.PublishVoucher(t, a1.Handler(), stock)
+				seen := apptest.Storm(t, []http.Handler{a1.Handler(), a2.Handler()}, vid, apptest.RandomBase(), users, dup)
+				if orders := apptest.CheckInvariants(t, db, vid, seen); orders != stock {
 					t.Errorf("round %d: got %d orders, want the whole stock %d sold", round, orders, stock)
 				}
-				if seen.byCode["OK"] != stock {
-					t.Errorf("round %d: got %d answers 200, want %d: %v", round, seen.byCode["OK"], stock, seen.byCode)
+				if seen.ByCode["OK"] != stock {
+					t.Errorf("round %d: got %d answers 200, want %d: %v", round, seen.ByCode["OK"], stock, seen.ByCode)
 				}
 				c1, g1 := histogramOf(t, a1, "seckill_sync_group_size")
 				c2, g2 := histogramOf(t, a2, "seckill_sync_group_size")
 				grouped = g1 + g2
-				t.Logf("round %d: outcomes %v, commits %d, of which grouped %d", round, seen.byCode, c1+c2, grouped)
+				t.Logf("round %d: outcomes %v, commits %d, of which grouped %d", round, seen.ByCode, c1+c2, grouped)
 			}
 			if grouped == 0 {
 				t.Error("no commit group of more than one order formed in 5 storms")
 			}
-			uk := counterValue(t, a1, "seckill_unique_key_rejections_total") + counterValue(t, a2, "seckill_unique_key_rejections_total")
+			uk := apptest.CounterValue(t, a1, "seckill_unique_key_rejections_total") + apptest.CounterValue(t, a2, "seckill_unique_key_rejections_total")
 			if uk != 0 {
 				t.Errorf("got %v unique-key rejections, want 0 (the lock holds)", uk)
 			}

@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"seckill/e2e/apptest"
 	"seckill/internal/browsertest"
 )
 
@@ -33,13 +34,13 @@ func TestHeimaFrontend(t *testing.T) {
 	// Over the real MariaDB and Redis when they are set, in development
 	// mode (login codes in answers), else on the embedded backends.
 	a := webTestApp(t, map[string]string{"SECKILL_API_STYLE": "heima"})
-	backend := httptest.NewServer(a.Handler)
+	backend := httptest.NewServer(a.Handler())
 	t.Cleanup(backend.Close)
 
 	// The data, through the admin API: a shop and three vouchers.
-	admin := adminToken(t, a.Handler)
+	admin := apptest.AdminToken(t, a.Handler())
 	now := time.Now()
-	r := call(t, a.Handler, http.MethodPost, "/shop", admin, map[string]any{
+	r := apptest.Call(t, a.Handler(), http.MethodPost, "/shop", admin, map[string]any{
 		"name": "103茶餐厅", "typeId": 1, "images": "/imgs/shop/1.jpg,/imgs/shop/2.jpg", "area": "大关",
 		"address": "金华路锦昌文华苑29号", "x": 120.149192, "y": 30.316078, "avgPrice": 80, "score": 37,
 		"openHours": "10:00-22:00",
@@ -47,7 +48,7 @@ func TestHeimaFrontend(t *testing.T) {
 	shop := dataID(t, "create shop", r)
 	publish := func(title string, stock int, begin, end time.Time) int64 {
 		t.Helper()
-		r := call(t, a.Handler, http.MethodPost, "/voucher/seckill", admin, map[string]any{
+		r := apptest.Call(t, a.Handler(), http.MethodPost, "/voucher/seckill", admin, map[string]any{
 			"shopId": shop, "title": title, "subTitle": "周一至周日", "rules": "每人限购一张",
 			"payValue": 8000, "actualValue": 10000, "type": 1, "stock": stock,
 			"beginTime": begin.Format(time.RFC3339), "endTime": end.Format(time.RFC3339),
@@ -58,11 +59,11 @@ func TestHeimaFrontend(t *testing.T) {
 	lastOne := publish("50元代金券", 1, now.Add(-time.Minute), now.Add(time.Hour))
 	later := publish("明日秒杀", 5, now.Add(time.Hour), now.Add(2*time.Hour))
 	// Someone else buys the last unit of lastOne.
-	other, err := devTokens().Issue(randomBase(), "user")
+	other, err := apptest.DevTokens().Issue(apptest.RandomBase(), "user")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if r := call(t, a.Handler, http.MethodPost, fmt.Sprintf("/voucher-order/seckill/%d", lastOne), other, nil); r.Status != http.StatusOK {
+	if r := apptest.Call(t, a.Handler(), http.MethodPost, fmt.Sprintf("/voucher-order/seckill/%d", lastOne), other, nil); r.Status != http.StatusOK {
 		t.Fatalf("buying the last unit: got %d %s", r.Status, r.Body.Code)
 	}
 
@@ -127,7 +128,7 @@ func TestHeimaFrontend(t *testing.T) {
 	if orderID == nil {
 		t.Fatalf("message: got %q, want the order id", msg)
 	}
-	if r := call(t, a.Handler, http.MethodGet, "/voucher-order/"+orderID[1], token, nil); r.Status != http.StatusOK || !strings.Contains(string(r.Body.Data), `"status":"created"`) {
+	if r := apptest.Call(t, a.Handler(), http.MethodGet, "/voucher-order/"+orderID[1], token, nil); r.Status != http.StatusOK || !strings.Contains(string(r.Body.Data), `"status":"created"`) {
 		t.Errorf("the order %s the page showed: got %d %s, want the buyer's created order", orderID[1], r.Status, r.Body.Data)
 	}
 	b.WaitText(fmt.Sprintf("#voucher-%d .stock", onSale), "剩余 4")
@@ -183,7 +184,7 @@ func TestHeimaFrontend(t *testing.T) {
 }
 
 // dataID reads a numeric id from a success answer.
-func dataID(t *testing.T, what string, r apiResult) int64 {
+func dataID(t *testing.T, what string, r apptest.Result) int64 {
 	t.Helper()
 	if r.Status != http.StatusOK || !r.Body.Success {
 		t.Fatalf("%s: got %d %s %s", what, r.Status, r.Body.Code, r.Body.ErrorMsg)

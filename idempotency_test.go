@@ -14,12 +14,14 @@ import (
 	"testing"
 	"time"
 
+	"seckill/app"
+	"seckill/e2e/apptest"
 	"seckill/handler"
 )
 
 // keyedAnswer is an answer to a purchase with an Idempotency-Key.
 type keyedAnswer struct {
-	apiResult
+	apptest.Result
 	Replayed bool
 }
 
@@ -72,14 +74,14 @@ func TestIdempotentPurchase(t *testing.T) {
 			var apps []http.Handler
 			for range 2 {
 				if mode == "sync" {
-					apps = append(apps, testApp(t, map[string]string{"SECKILL_LOCK_MODE": "lua", "SECKILL_DEV_CRITICAL_DELAY": "50ms"}).Handler)
+					apps = append(apps, apptest.Start(t, map[string]string{"SECKILL_LOCK_MODE": "lua", "SECKILL_DEV_CRITICAL_DELAY": "50ms"}).Handler())
 				} else {
-					apps = append(apps, asyncApp(t, nil).Handler)
+					apps = append(apps, apptest.StartAsync(t, nil).Handler())
 				}
 			}
-			vid := publishVoucher(t, apps[0], 10)
-			user := randomBase()
-			tok, _ := devTokens().Issue(user, "user")
+			vid := apptest.PublishVoucher(t, apps[0], 10)
+			user := apptest.RandomBase()
+			tok, _ := apptest.DevTokens().Issue(user, "user")
 			key := fmt.Sprintf("buy-%d", user)
 
 			var mu sync.Mutex
@@ -117,17 +119,17 @@ func TestIdempotentPurchase(t *testing.T) {
 				}
 			}
 			if mode == "async" {
-				waitDrained(t, apps[1], vid, 1)
+				apptest.WaitDrained(t, apps[1], vid, 1)
 			}
-			if _, orders := stockOf(t, vid); orders != 1 {
+			if _, orders := apptest.StockOf(t, vid); orders != 1 {
 				t.Errorf("got %d orders in the database, want 1", orders)
 			}
 
-			other := publishVoucher(t, apps[0], 10)
+			other := apptest.PublishVoucher(t, apps[0], 10)
 			if a := buyWithKey(t, apps[1], other, tok, key); a.Status != http.StatusUnprocessableEntity || a.Body.Code != handler.CodeIdempotencyReused {
 				t.Errorf("same key, another voucher: got %d %s, want 422 %s", a.Status, a.Body.Code, handler.CodeIdempotencyReused)
 			}
-			tok2, _ := devTokens().Issue(user+1, "user")
+			tok2, _ := apptest.DevTokens().Issue(user+1, "user")
 			if a := buyWithKey(t, apps[1], vid, tok2, key); a.Status != http.StatusOK || a.Replayed || string(a.Body.Data) == want {
 				t.Errorf("another user's same key: got %d %s replayed=%v, want a purchase of their own", a.Status, a.Body.Data, a.Replayed)
 			}
@@ -145,16 +147,16 @@ func TestIdempotentPurchase(t *testing.T) {
 // not run (429 RATE_LIMITED) is not kept: the retry with the same key runs
 // the purchase once the limit allows it.
 func TestIdempotentRetryAfterRateLimit(t *testing.T) {
-	a := testApp(t, map[string]string{"SECKILL_LOCK_MODE": "lua", "SECKILL_RATE_LIMIT": "1"})
-	vid, warm := publishVoucher(t, a.Handler, 5), publishVoucher(t, a.Handler, 5)
-	tok, _ := devTokens().Issue(randomBase(), "user")
-	buyWithKey(t, a.Handler, warm, tok, "") // spends the user's burst
-	if r := buyWithKey(t, a.Handler, vid, tok, "k1"); r.Status != http.StatusTooManyRequests {
+	a := apptest.Start(t, map[string]string{"SECKILL_LOCK_MODE": "lua", "SECKILL_RATE_LIMIT": "1"})
+	vid, warm := apptest.PublishVoucher(t, a.Handler(), 5), apptest.PublishVoucher(t, a.Handler(), 5)
+	tok, _ := apptest.DevTokens().Issue(apptest.RandomBase(), "user")
+	buyWithKey(t, a.Handler(), warm, tok, "") // spends the user's burst
+	if r := buyWithKey(t, a.Handler(), vid, tok, "k1"); r.Status != http.StatusTooManyRequests {
 		t.Fatalf("over the limit: got %d %s, want 429", r.Status, r.Body.Code)
 	}
 	deadline := time.Now().Add(10 * time.Second)
 	for {
-		r := buyWithKey(t, a.Handler, vid, tok, "k1")
+		r := buyWithKey(t, a.Handler(), vid, tok, "k1")
 		if r.Status == http.StatusOK && !r.Replayed {
 			break
 		}
@@ -176,21 +178,21 @@ func TestIdempotentLostReply(t *testing.T) {
 	}{{"sync", "cut"}, {"sync", "client timeout"}, {"async", "cut"}}
 	for _, tt := range tests {
 		t.Run(tt.mode+" "+tt.loss, func(t *testing.T) {
-			var app *app
+			var inst *app.App
 			if tt.mode == "sync" {
-				app = testApp(t, map[string]string{"SECKILL_LOCK_MODE": "lua", "SECKILL_DEV_CRITICAL_DELAY": "300ms"})
+				inst = apptest.Start(t, map[string]string{"SECKILL_LOCK_MODE": "lua", "SECKILL_DEV_CRITICAL_DELAY": "300ms"})
 			} else {
-				app = asyncApp(t, nil)
+				inst = apptest.StartAsync(t, nil)
 			}
 			var cut atomic.Bool
 			cut.Store(tt.loss == "cut")
 			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 				if !cut.CompareAndSwap(true, false) {
-					app.Handler.ServeHTTP(w, r)
+					inst.Handler().ServeHTTP(w, r)
 					return
 				}
 				// The purchase runs to its end; its answer is lost.
-				app.Handler.ServeHTTP(httptest.NewRecorder(), r)
+				inst.Handler().ServeHTTP(httptest.NewRecorder(), r)
 				conn, _, err := http.NewResponseController(w).Hijack()
 				if err != nil {
 					t.Error(err)
@@ -199,8 +201,8 @@ func TestIdempotentLostReply(t *testing.T) {
 				conn.Close()
 			}))
 			t.Cleanup(srv.Close)
-			vid := publishVoucher(t, app.Handler, 5)
-			tok, _ := devTokens().Issue(randomBase(), "user")
+			vid := apptest.PublishVoucher(t, inst.Handler(), 5)
+			tok, _ := apptest.DevTokens().Issue(apptest.RandomBase(), "user")
 			send := func(timeout time.Duration) (*http.Response, error) {
 				ctx, cancel := context.WithTimeout(context.Background(), timeout)
 				defer cancel()
@@ -223,7 +225,7 @@ func TestIdempotentLostReply(t *testing.T) {
 			} else if tt.loss == "client timeout" && !errors.Is(err, context.DeadlineExceeded) {
 				t.Fatalf("first attempt: %v, want the client's deadline", err)
 			}
-			r := replayUntilDone(t, app.Handler, vid, tok, `"lost-reply"`)
+			r := replayUntilDone(t, inst.Handler(), vid, tok, `"lost-reply"`)
 			if r.Status != http.StatusOK || !r.Replayed {
 				t.Fatalf("retry: got %d %s replayed=%v, want the first attempt's 200 replayed", r.Status, r.Body.Code, r.Replayed)
 			}
@@ -232,9 +234,9 @@ func TestIdempotentLostReply(t *testing.T) {
 				t.Fatalf("order id %s: %v", r.Body.Data, err)
 			}
 			if tt.mode == "async" {
-				waitDrained(t, app.Handler, vid, 1)
+				apptest.WaitDrained(t, inst.Handler(), vid, 1)
 			}
-			o := call(t, app.Handler, http.MethodGet, "/voucher-order/"+orderID, tok, nil)
+			o := apptest.Call(t, inst.Handler(), http.MethodGet, "/voucher-order/"+orderID, tok, nil)
 			if o.Status != http.StatusOK {
 				t.Errorf("the replayed order %s: got %d %s, want it in the database", orderID, o.Status, o.Body.Code)
 			}

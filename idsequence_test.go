@@ -8,6 +8,9 @@ import (
 	"strconv"
 	"testing"
 	"time"
+
+	"seckill/app"
+	"seckill/e2e/apptest"
 )
 
 // TestSyncOrderIDCollision: Redis loses the order-id sequence while two
@@ -17,18 +20,18 @@ import (
 // the database's ids and the order written under a fresh id (200), and no
 // unique-key rejection is counted.
 func TestSyncOrderIDCollision(t *testing.T) {
-	_, addr := integrationEnv(t)
-	rdb := testRedis(t, addr)
+	_, addr := apptest.IntegrationEnv(t)
+	rdb := apptest.Redis(t, addr)
 	ctx := context.Background()
 	for try := 0; try < 5; try++ {
-		a1 := testApp(t, map[string]string{"SECKILL_LOCK_MODE": "lua"})
-		a2 := testApp(t, map[string]string{"SECKILL_LOCK_MODE": "lua"})
-		vid := publishVoucher(t, a1.Handler, 10)
+		a1 := apptest.Start(t, map[string]string{"SECKILL_LOCK_MODE": "lua"})
+		a2 := apptest.Start(t, map[string]string{"SECKILL_LOCK_MODE": "lua"})
+		vid := apptest.PublishVoucher(t, a1.Handler(), 10)
 		key := "icr:order:" + time.Now().UTC().Format("2006:01:02")
-		base := randomBase()
-		buy := func(a *app, user int64) (int64, apiResult) {
-			tok, _ := devTokens().Issue(user, "user")
-			r := call(t, a.Handler, http.MethodPost, fmt.Sprintf("/voucher-order/seckill/%d", vid), tok, nil)
+		base := apptest.RandomBase()
+		buy := func(a *app.App, user int64) (int64, apptest.Result) {
+			tok, _ := apptest.DevTokens().Issue(user, "user")
+			r := apptest.Call(t, a.Handler(), http.MethodPost, fmt.Sprintf("/voucher-order/seckill/%d", vid), tok, nil)
 			var s string
 			if r.Status == http.StatusOK {
 				if err := json.Unmarshal(r.Body.Data, &s); err != nil {
@@ -58,10 +61,10 @@ func TestSyncOrderIDCollision(t *testing.T) {
 		if second == first {
 			t.Fatalf("second purchase: got order id %d, the first order's", second)
 		}
-		if uk := counterValue(t, a2, "seckill_unique_key_rejections_total"); uk != 0 {
+		if uk := apptest.CounterValue(t, a2, "seckill_unique_key_rejections_total"); uk != 0 {
 			t.Errorf("unique-key rejections: got %v, want 0 (an id collision is not a lock failure)", uk)
 		}
-		_, orders := stockOf(t, vid)
+		_, orders := apptest.StockOf(t, vid)
 		if orders != 2 {
 			t.Errorf("got %d orders, want 2", orders)
 		}

@@ -14,6 +14,7 @@ import (
 	"github.com/alicebob/miniredis/v2"
 	"github.com/redis/go-redis/v9"
 
+	"seckill/e2e/apptest"
 	auditdb "seckill/internal/audit"
 	"seckill/model"
 	"seckill/repository"
@@ -36,7 +37,7 @@ type lifeOutcome struct {
 // may fail.
 func payCancelWalk(t *testing.T, handlers []http.Handler, orders map[int64]int64) lifeOutcome {
 	t.Helper()
-	tok := devTokens()
+	tok := apptest.DevTokens()
 	out := lifeOutcome{paid: map[int64]bool{}, cancelled: map[int64]bool{}}
 	var mu sync.Mutex
 	var wg sync.WaitGroup
@@ -58,7 +59,7 @@ func payCancelWalk(t *testing.T, handlers []http.Handler, orders map[int64]int64
 			}
 			path := fmt.Sprintf("/voucher-order/%d/%s", id, action)
 			for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(50 * time.Millisecond) {
-				r := call(t, h, http.MethodPost, path, token, nil)
+				r := apptest.Call(t, h, http.MethodPost, path, token, nil)
 				switch {
 				case r.Status == http.StatusOK:
 					mu.Lock()
@@ -69,7 +70,7 @@ func payCancelWalk(t *testing.T, handlers []http.Handler, orders map[int64]int64
 					}
 					mu.Unlock()
 					// Repeating answers the same.
-					if again := call(t, h, http.MethodPost, path, token, nil); again.Status != http.StatusOK {
+					if again := apptest.Call(t, h, http.MethodPost, path, token, nil); again.Status != http.StatusOK {
 						t.Errorf("%s order %d again: got %d %s, want 200", action, id, again.Status, again.Body.Code)
 					}
 					return
@@ -89,7 +90,7 @@ func payCancelWalk(t *testing.T, handlers []http.Handler, orders map[int64]int64
 	// Someone else may not touch the orders.
 	other, _ := tok.Issue(1, "user")
 	for id := range orders {
-		if r := call(t, handlers[0], http.MethodPost, fmt.Sprintf("/voucher-order/%d/pay", id), other, nil); r.Status != http.StatusNotFound || r.Body.Code != "ORDER_NOT_FOUND" {
+		if r := apptest.Call(t, handlers[0], http.MethodPost, fmt.Sprintf("/voucher-order/%d/pay", id), other, nil); r.Status != http.StatusNotFound || r.Body.Code != "ORDER_NOT_FOUND" {
 			t.Errorf("pay another user's order: got %d %s, want 404 ORDER_NOT_FOUND", r.Status, r.Body.Code)
 		}
 		break
@@ -100,14 +101,14 @@ func payCancelWalk(t *testing.T, handlers []http.Handler, orders map[int64]int64
 // waitSettled polls the audit until no order is unpaid and no give-back
 // is due, and returns it. An audit answered 503 (a dependency too slow on
 // a loaded machine) is read again.
-func waitSettled(t *testing.T, h http.Handler, vid int64) auditResult {
+func waitSettled(t *testing.T, h http.Handler, vid int64) apptest.AuditResult {
 	t.Helper()
 	for deadline := time.Now().Add(60 * time.Second); ; time.Sleep(100 * time.Millisecond) {
-		r := call(t, h, http.MethodGet, fmt.Sprintf("/admin/vouchers/%d/audit", vid), adminToken(t, h), nil)
+		r := apptest.Call(t, h, http.MethodGet, fmt.Sprintf("/admin/vouchers/%d/audit", vid), apptest.AdminToken(t, h), nil)
 		if r.Status == http.StatusServiceUnavailable && time.Now().Before(deadline) {
 			continue
 		}
-		var a auditResult
+		var a apptest.AuditResult
 		if r.Status != http.StatusOK || json.Unmarshal(r.Body.Data, &a) != nil {
 			t.Fatalf("audit: got %d %s", r.Status, r.Body.Data)
 		}
@@ -123,12 +124,12 @@ func waitSettled(t *testing.T, h http.Handler, vid int64) auditResult {
 // checkLife asserts the settled state: each order paid exactly when a
 // payment was answered 200, cancelled by its buyer exactly when a cancel
 // was, the rest expired; the stock holds one unit per cancelled order.
-func checkLife(t *testing.T, h http.Handler, orders map[int64]int64, seen lifeOutcome, a auditResult) {
+func checkLife(t *testing.T, h http.Handler, orders map[int64]int64, seen lifeOutcome, a apptest.AuditResult) {
 	t.Helper()
-	tok := devTokens()
+	tok := apptest.DevTokens()
 	for id, user := range orders {
 		token, _ := tok.Issue(user, "user")
-		r := call(t, h, http.MethodGet, fmt.Sprintf("/voucher-order/%d", id), token, nil)
+		r := apptest.Call(t, h, http.MethodGet, fmt.Sprintf("/voucher-order/%d", id), token, nil)
 		var o struct {
 			Status      string     `json:"status"`
 			PayDeadline *time.Time `json:"payDeadline"`
@@ -153,27 +154,27 @@ func checkLife(t *testing.T, h http.Handler, orders map[int64]int64, seen lifeOu
 }
 
 func TestOrderLifecycleSync(t *testing.T) {
-	dsn, _ := freshDatabase(t)
+	dsn, _ := apptest.FreshDatabase(t)
 	env := map[string]string{"SECKILL_MYSQL_DSN": dsn, "SECKILL_PAY_TIMEOUT": "3s"}
-	a1, a2 := testApp(t, env), testApp(t, env)
-	registerAppDB(t, a1)
-	registerAppDB(t, a2)
-	hs := []http.Handler{a1.Handler, a2.Handler}
+	a1, a2 := apptest.Start(t, env), apptest.Start(t, env)
+	apptest.RegisterDB(t, a1)
+	apptest.RegisterDB(t, a2)
+	hs := []http.Handler{a1.Handler(), a2.Handler()}
 	const stock = 30
-	vid := publishVoucher(t, a1.Handler, stock)
-	first := storm(t, hs, vid, randomBase(), stock, 2)
-	if first.byCode["OK"] != stock {
-		t.Fatalf("first wave: got %v, want %d OK", first.byCode, stock)
+	vid := apptest.PublishVoucher(t, a1.Handler(), stock)
+	first := apptest.Storm(t, hs, vid, apptest.RandomBase(), stock, 2)
+	if first.ByCode["OK"] != stock {
+		t.Fatalf("first wave: got %v, want %d OK", first.ByCode, stock)
 	}
-	seen := payCancelWalk(t, hs, first.orderIDs)
-	a := waitSettled(t, a1.Handler, vid)
-	checkLife(t, a1.Handler, first.orderIDs, seen, a)
+	seen := payCancelWalk(t, hs, first.OrderIDs)
+	a := waitSettled(t, a1.Handler(), vid)
+	checkLife(t, a1.Handler(), first.OrderIDs, seen, a)
 	// The buyers keep their slot; the units go to others, once.
-	again := storm(t, hs, vid, randomBase(), stock, 1)
-	if want := stock - len(seen.paid); again.byCode["OK"] != want {
-		t.Errorf("second wave: got %v, want %d OK (the units given back)", again.byCode, want)
+	again := apptest.Storm(t, hs, vid, apptest.RandomBase(), stock, 1)
+	if want := stock - len(seen.paid); again.ByCode["OK"] != want {
+		t.Errorf("second wave: got %v, want %d OK (the units given back)", again.ByCode, want)
 	}
-	t.Logf("%d paid, %d cancelled, %d expired; %d sold again", len(seen.paid), len(seen.cancelled), a.Expired, again.byCode["OK"])
+	t.Logf("%d paid, %d cancelled, %d expired; %d sold again", len(seen.paid), len(seen.cancelled), a.Expired, again.ByCode["OK"])
 }
 
 // TestOrderLifecycleAsync: the order's life in async mode, on a voucher
@@ -188,35 +189,35 @@ func TestOrderLifecycleAsync(t *testing.T) {
 	env := map[string]string{"SECKILL_PAY_TIMEOUT": payTimeout.String(), "SECKILL_AUTO_REBUILD_AFTER": "8s"}
 	var m *miniredis.Miniredis
 	var rdb redis.UniversalClient
-	if onCluster() {
-		rdb = sharedRedis(t)
+	if apptest.OnCluster() {
+		rdb = apptest.SharedRedis(t)
 		delete(env, "SECKILL_PAY_TIMEOUT")
 	} else {
 		var r *redis.Client
-		m, r, env["SECKILL_MYSQL_DSN"], _ = privateBackends(t)
+		m, r, env["SECKILL_MYSQL_DSN"], _ = apptest.PrivateBackends(t)
 		rdb, env["SECKILL_REDIS_ADDR"] = r, m.Addr()
 	}
-	a1, a2 := asyncApp(t, env), asyncApp(t, env)
-	registerAppDB(t, a1)
-	registerAppDB(t, a2)
-	hs := []http.Handler{a1.Handler, a2.Handler}
+	a1, a2 := apptest.StartAsync(t, env), apptest.StartAsync(t, env)
+	apptest.RegisterDB(t, a1)
+	apptest.RegisterDB(t, a2)
+	hs := []http.Handler{a1.Handler(), a2.Handler()}
 	const stock, buckets = 30, 4
-	vid := publishVoucherWith(t, a1.Handler, stock, map[string]any{"stockBuckets": buckets})
+	vid := apptest.PublishVoucherWith(t, a1.Handler(), stock, map[string]any{"stockBuckets": buckets})
 	dsn := env["SECKILL_MYSQL_DSN"]
-	if onCluster() {
-		dsn, _ = integrationEnv(t)
+	if apptest.OnCluster() {
+		dsn, _ = apptest.IntegrationEnv(t)
 		for range 2 {
 			voucherSweeper(t, dsn, rdb, vid, payTimeout)
 		}
 	}
-	first := storm(t, hs, vid, randomBase(), stock, 2)
-	if first.byCode["OK"] != stock {
-		t.Fatalf("first wave: got %v, want %d OK", first.byCode, stock)
+	first := apptest.Storm(t, hs, vid, apptest.RandomBase(), stock, 2)
+	if first.ByCode["OK"] != stock {
+		t.Fatalf("first wave: got %v, want %d OK", first.ByCode, stock)
 	}
-	seen := payCancelWalk(t, hs, first.orderIDs)
-	a := waitSettled(t, a1.Handler, vid)
-	checkLife(t, a1.Handler, first.orderIDs, seen, a)
-	checkInvariant5(t, rdb, vid, a)
+	seen := payCancelWalk(t, hs, first.OrderIDs)
+	a := waitSettled(t, a1.Handler(), vid)
+	checkLife(t, a1.Handler(), first.OrderIDs, seen, a)
+	apptest.CheckInvariant5(t, rdb, vid, a)
 	checkReturnBuckets(t, dsn, rdb, vid, buckets)
 	if want := int64(stock - len(seen.paid)); *a.RedisStock != want {
 		t.Errorf("redis stock %d, want %d (every cancelled unit back once)", *a.RedisStock, want)
@@ -227,9 +228,9 @@ func TestOrderLifecycleAsync(t *testing.T) {
 		// on sale and marks them given back, so no give-back adds them
 		// twice.
 		m.FlushAll()
-		var b auditResult
+		var b apptest.AuditResult
 		for deadline := time.Now().Add(60 * time.Second); ; time.Sleep(200 * time.Millisecond) {
-			r := call(t, a1.Handler, http.MethodGet, fmt.Sprintf("/admin/vouchers/%d/audit", vid), adminToken(t, a1.Handler), nil)
+			r := apptest.Call(t, a1.Handler(), http.MethodGet, fmt.Sprintf("/admin/vouchers/%d/audit", vid), apptest.AdminToken(t, a1.Handler()), nil)
 			if r.Status == http.StatusOK && json.Unmarshal(r.Body.Data, &b) == nil && b.RedisStock != nil && b.Consistent {
 				break
 			}
@@ -241,18 +242,18 @@ func TestOrderLifecycleAsync(t *testing.T) {
 			t.Errorf("after the rebuild: redis stock %d, want %d", *b.RedisStock, want)
 		}
 	}
-	again := storm(t, hs, vid, randomBase(), stock, 1)
-	if want := stock - len(seen.paid); again.byCode["OK"] != want {
-		t.Errorf("second wave: got %v, want %d OK (the units given back, once)", again.byCode, want)
+	again := apptest.Storm(t, hs, vid, apptest.RandomBase(), stock, 1)
+	if want := stock - len(seen.paid); again.ByCode["OK"] != want {
+		t.Errorf("second wave: got %v, want %d OK (the units given back, once)", again.ByCode, want)
 	}
-	c := waitSettled(t, a1.Handler, vid)
-	checkInvariant5(t, rdb, vid, c)
+	c := waitSettled(t, a1.Handler(), vid)
+	apptest.CheckInvariant5(t, rdb, vid, c)
 	checkReturnBuckets(t, dsn, rdb, vid, buckets)
 	// The second wave's orders expire too: only the first payments hold.
 	if want := int64(stock - len(seen.paid)); c.Paid != int64(len(seen.paid)) || c.Orders != c.Paid || *c.RedisStock != want {
 		t.Errorf("end: %+v, want %d paid and a redis stock of %d", c, len(seen.paid), want)
 	}
-	t.Logf("%d paid, %d cancelled, %d expired; %d sold again", len(seen.paid), len(seen.cancelled), a.Expired, again.byCode["OK"])
+	t.Logf("%d paid, %d cancelled, %d expired; %d sold again", len(seen.paid), len(seen.cancelled), a.Expired, again.ByCode["OK"])
 }
 
 // voucherSweeper runs, until the test ends, a sweeper that expires only
@@ -323,10 +324,10 @@ func checkReturnBuckets(t *testing.T, dsn string, rdb redis.UniversalClient, vid
 // reaches Redis exactly once, in the order's bucket. On one Redis (a
 // private one) and on the cluster (`make test-cluster`).
 func TestGiveBackAfterCrash(t *testing.T) {
-	_, single, dsn, sqlDB := privateBackends(t)
+	_, single, dsn, sqlDB := apptest.PrivateBackends(t)
 	var rdb redis.UniversalClient = single
-	if onCluster() {
-		rdb = sharedRedis(t)
+	if apptest.OnCluster() {
+		rdb = apptest.SharedRedis(t)
 	}
 	ctx := context.Background()
 	db, err := repository.OpenMySQL(ctx, dsn)
@@ -339,7 +340,7 @@ func TestGiveBackAfterCrash(t *testing.T) {
 	}
 	// Voucher ids of their own: a fresh database's 1, 2, ... name other
 	// vouchers' keys on the shared cluster.
-	if _, err := sqlDB.Exec(fmt.Sprintf("ALTER TABLE tb_voucher AUTO_INCREMENT = %d", randomBase())); err != nil {
+	if _, err := sqlDB.Exec(fmt.Sprintf("ALTER TABLE tb_voucher AUTO_INCREMENT = %d", apptest.RandomBase())); err != nil {
 		t.Fatal(err)
 	}
 	orders, vouchers := repository.NewOrders(db), repository.NewVouchers(db)
@@ -350,7 +351,7 @@ func TestGiveBackAfterCrash(t *testing.T) {
 	if err := vouchers.CreateSeckill(ctx, v, sv); err != nil {
 		t.Fatal(err)
 	}
-	base := randomBase()
+	base := apptest.RandomBase()
 	var users []int64
 	for i := range stock {
 		o := &model.VoucherOrder{ID: base + int64(i), UserID: base + int64(i), VoucherID: v.ID, PayType: 1,
@@ -428,17 +429,17 @@ func TestGiveBackAfterCrash(t *testing.T) {
 // write: with the consumer holding each batch 3 s before writing it, the
 // deadline is at most the pay timeout after the 200 answer.
 func TestAsyncPayDeadlineFromAdmission(t *testing.T) {
-	m, _, dsn, _ := privateBackends(t)
+	m, _, dsn, _ := apptest.PrivateBackends(t)
 	const payTimeout = time.Minute
-	a := asyncApp(t, map[string]string{"SECKILL_REDIS_ADDR": m.Addr(), "SECKILL_MYSQL_DSN": dsn,
+	a := apptest.StartAsync(t, map[string]string{"SECKILL_REDIS_ADDR": m.Addr(), "SECKILL_MYSQL_DSN": dsn,
 		"SECKILL_PAY_TIMEOUT": payTimeout.String(), "SECKILL_DEV_CONSUMER_DELAY": "3s"})
-	vid := publishVoucher(t, a.Handler, 5)
-	user := randomBase()
-	token, err := devTokens().Issue(user, "user")
+	vid := apptest.PublishVoucher(t, a.Handler(), 5)
+	user := apptest.RandomBase()
+	token, err := apptest.DevTokens().Issue(user, "user")
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := call(t, a.Handler, http.MethodPost, fmt.Sprintf("/voucher-order/seckill/%d", vid), token, nil)
+	r := apptest.Call(t, a.Handler(), http.MethodPost, fmt.Sprintf("/voucher-order/seckill/%d", vid), token, nil)
 	answered := time.Now()
 	var id string
 	if r.Status != http.StatusOK || json.Unmarshal(r.Body.Data, &id) != nil {
@@ -450,7 +451,7 @@ func TestAsyncPayDeadlineFromAdmission(t *testing.T) {
 		PayDeadline *time.Time `json:"payDeadline"`
 	}
 	for deadline := time.Now().Add(60 * time.Second); ; time.Sleep(100 * time.Millisecond) {
-		g := call(t, a.Handler, http.MethodGet, "/voucher-order/"+id, token, nil)
+		g := apptest.Call(t, a.Handler(), http.MethodGet, "/voucher-order/"+id, token, nil)
 		if g.Status == http.StatusOK && json.Unmarshal(g.Body.Data, &o) == nil && o.Status == "created" && o.PayDeadline != nil {
 			break
 		}

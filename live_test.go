@@ -20,6 +20,8 @@ import (
 	"testing"
 	"time"
 
+	"seckill/app"
+	"seckill/e2e/apptest"
 	"seckill/live"
 )
 
@@ -27,7 +29,7 @@ import (
 // returns its snapshots as they come; the stream closes with the test.
 func liveStream(t *testing.T, url string, voucherID int64) <-chan live.Snapshot {
 	t.Helper()
-	admin := adminToken(t, nil)
+	admin := apptest.AdminToken(t, nil)
 	ctx, cancel := context.WithCancel(context.Background())
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, fmt.Sprintf("%s/admin/vouchers/%d/live", url, voucherID), nil)
 	if err != nil {
@@ -76,29 +78,6 @@ func liveStream(t *testing.T, url string, voucherID int64) <-chan live.Snapshot 
 	return out
 }
 
-// settle waits for a snapshot for which ok holds and returns it (the last
-// one seen when none did within 15 s, failing).
-func settle(t *testing.T, name string, ch <-chan live.Snapshot, ok func(live.Snapshot) bool) live.Snapshot {
-	t.Helper()
-	deadline := time.After(15 * time.Second)
-	var last live.Snapshot
-	for {
-		select {
-		case s, open := <-ch:
-			if !open {
-				t.Fatalf("%s: the stream ended", name)
-			}
-			last = s
-			if ok(s) {
-				return s
-			}
-		case <-deadline:
-			t.Fatalf("%s: no snapshot settled within 15s; last: answers %v, requests %d, audit %+v", name, last.Answers, last.Requests, last.Audit)
-			return last
-		}
-	}
-}
-
 // TestLiveDashboardAcrossInstances: a storm over two instances; the stream
 // of either instance shows the sum of both instances' answers by code
 // (equal to what the clients received), the duplicates by where they were
@@ -110,30 +89,30 @@ func TestLiveDashboardAcrossInstances(t *testing.T) {
 	for _, mode := range []string{"lua", "none", "async"} {
 		t.Run(mode, func(t *testing.T) {
 			env := map[string]string{"SECKILL_LOCK_MODE": mode}
-			newApp := testApp
+			start := apptest.Start
 			if mode == "async" {
 				env = map[string]string{}
-				newApp = asyncApp
+				start = apptest.StartAsync
 			}
-			a, b := newApp(t, env), newApp(t, env)
-			srvA, srvB := httptest.NewServer(a.Handler), httptest.NewServer(b.Handler)
+			a, b := start(t, env), start(t, env)
+			srvA, srvB := httptest.NewServer(a.Handler()), httptest.NewServer(b.Handler())
 			t.Cleanup(srvA.Close)
 			t.Cleanup(srvB.Close)
 			const users, dup, stock = 120, 3, 80
-			vid := publishVoucher(t, a.Handler, stock)
+			vid := apptest.PublishVoucher(t, a.Handler(), stock)
 			fromA, fromB := liveStream(t, srvA.URL, vid), liveStream(t, srvB.URL, vid)
 
-			seen := storm(t, []http.Handler{a.Handler, b.Handler}, vid, randomBase(), users, dup)
+			seen := apptest.Storm(t, []http.Handler{a.Handler(), b.Handler()}, vid, apptest.RandomBase(), users, dup)
 			sent := users * dup
 			if mode == "async" {
-				waitDrained(t, a.Handler, vid, int64(seen.byCode["OK"]))
+				apptest.WaitDrained(t, a.Handler(), vid, int64(seen.ByCode["OK"]))
 			}
 			for name, ch := range map[string]<-chan live.Snapshot{"instance a": fromA, "instance b": fromB} {
-				s := settle(t, name, ch, func(s live.Snapshot) bool {
-					return s.Requests == int64(sent) && s.Audit != nil && s.Audit.Orders == int64(seen.byCode["OK"])
+				s := apptest.Settle(t, name, ch, func(s live.Snapshot) bool {
+					return s.Requests == int64(sent) && s.Audit != nil && s.Audit.Orders == int64(seen.ByCode["OK"])
 				})
 				for _, code := range []string{"OK", "SOLD_OUT", "DUPLICATE_ORDER"} {
-					if got, want := s.Answers[code], int64(seen.byCode[code]); got != want {
+					if got, want := s.Answers[code], int64(seen.ByCode[code]); got != want {
 						t.Errorf("%s: %s answers: got %d, want %d (what the clients received)", name, code, got, want)
 					}
 				}
@@ -168,8 +147,8 @@ func TestLiveDashboardAcrossInstances(t *testing.T) {
 				for _, in := range s.Instances {
 					ids = append(ids, in.ID)
 				}
-				if !slices.Contains(ids, a.LiveInstance) || !slices.Contains(ids, b.LiveInstance) {
-					t.Errorf("%s: instances %v, want both %s and %s", name, ids, a.LiveInstance, b.LiveInstance)
+				if !slices.Contains(ids, a.LiveInstance()) || !slices.Contains(ids, b.LiveInstance()) {
+					t.Errorf("%s: instances %v, want both %s and %s", name, ids, a.LiveInstance(), b.LiveInstance())
 				}
 				wantOrder := "sync"
 				if mode == "async" {
@@ -179,7 +158,7 @@ func TestLiveDashboardAcrossInstances(t *testing.T) {
 					t.Errorf("%s: order modes of the instances serving the voucher: got %v, want [%s]", name, s.OrderModes, wantOrder)
 				}
 			}
-			checkInvariants(t, openTestDB(t), vid, seen)
+			apptest.CheckInvariants(t, apptest.OpenDB(t), vid, seen)
 		})
 	}
 }
@@ -198,7 +177,7 @@ func TestServeEndsLiveStreamsAtShutdown(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	done := make(chan error, 1)
-	go func() { done <- run(ctx, nil, envOf(vars), io.Discard, io.Discard) }()
+	go func() { done <- app.Run(ctx, nil, apptest.EnvOf(vars), io.Discard, io.Discard) }()
 	base := "http://" + addr
 	for i := 0; ; i++ {
 		resp, err := http.Get(base + "/readyz")
@@ -215,12 +194,12 @@ func TestServeEndsLiveStreamsAtShutdown(t *testing.T) {
 		time.Sleep(50 * time.Millisecond)
 	}
 	var out bytes.Buffer
-	if err := run(ctx, []string{"tokens", "--count", "1", "--admin"}, envOf(vars), &out, io.Discard); err != nil {
+	if err := app.Run(ctx, []string{"tokens", "--count", "1", "--admin"}, apptest.EnvOf(vars), &out, io.Discard); err != nil {
 		t.Fatalf("tokens --admin: %v", err)
 	}
 	_, adminTok, _ := strings.Cut(strings.TrimSpace(out.String()), ",")
 	h := &forwarder{func(w http.ResponseWriter, r *http.Request) {
-		// call() serves in process; this handler forwards to the server.
+		// apptest.Call serves in process; this handler forwards to the server.
 		req, err := http.NewRequest(r.Method, base+r.URL.RequestURI(), r.Body)
 		if err != nil {
 			t.Fatal(err)
@@ -234,11 +213,10 @@ func TestServeEndsLiveStreamsAtShutdown(t *testing.T) {
 		w.WriteHeader(resp.StatusCode)
 		io.Copy(w, resp.Body)
 	}}
-	appAdmins.Store(h, adminTok)
-	t.Cleanup(func() { appAdmins.Delete(h) })
-	vid := publishVoucher(t, h, 5)
+	apptest.UseAdminToken(t, h, adminTok)
+	vid := apptest.PublishVoucher(t, h, 5)
 
-	admin := adminToken(t, h)
+	admin := apptest.AdminToken(t, h)
 	req, err := http.NewRequest(http.MethodGet, fmt.Sprintf("%s/admin/vouchers/%d/live", base, vid), nil)
 	if err != nil {
 		t.Fatal(err)
@@ -285,7 +263,7 @@ func TestServeEndsLiveStreamsAtShutdown(t *testing.T) {
 }
 
 // forwarder is an http.Handler of its own function; unlike a HandlerFunc
-// it can be a map key (appAdmins).
+// it can be a map key (apptest.UseAdminToken).
 type forwarder struct{ f http.HandlerFunc }
 
 func (f *forwarder) ServeHTTP(w http.ResponseWriter, r *http.Request) { f.f(w, r) }

@@ -12,8 +12,10 @@ import (
 	"testing"
 	"time"
 
+	"seckill/app"
 	"seckill/auth"
 	"seckill/config"
+	"seckill/e2e/apptest"
 )
 
 // TestRunRefusesBadConfig: a bad setting stops the process at start with an
@@ -52,7 +54,7 @@ func TestRunRefusesBadConfig(t *testing.T) {
 			if _, ok := tt.vars["SECKILL_HTTP_ADDR"]; !ok {
 				tt.vars["SECKILL_HTTP_ADDR"] = "127.0.0.1:0" // serve binds first
 			}
-			err := run(context.Background(), []string{"serve"}, envOf(tt.vars), io.Discard, &stderr)
+			err := app.Run(context.Background(), []string{"serve"}, apptest.EnvOf(tt.vars), io.Discard, &stderr)
 			if err == nil {
 				t.Fatal("got nil error, want a refusal")
 			}
@@ -78,10 +80,10 @@ func TestTokensCommand(t *testing.T) {
 			role = "admin"
 		}
 		var out1, out2 bytes.Buffer
-		if err := run(context.Background(), args, envOf(vars), &out1, io.Discard); err != nil {
+		if err := app.Run(context.Background(), args, apptest.EnvOf(vars), &out1, io.Discard); err != nil {
 			t.Fatal(err)
 		}
-		if err := run(context.Background(), args, envOf(vars), &out2, io.Discard); err != nil {
+		if err := app.Run(context.Background(), args, apptest.EnvOf(vars), &out2, io.Discard); err != nil {
 			t.Fatal(err)
 		}
 		lines := strings.Split(strings.TrimSpace(out1.String()), "\n")
@@ -107,10 +109,10 @@ func TestTokensCommand(t *testing.T) {
 			}
 		}
 	}
-	if err := run(context.Background(), []string{"tokens", "--count", "0"}, envOf(vars), io.Discard, io.Discard); err == nil {
+	if err := app.Run(context.Background(), []string{"tokens", "--count", "0"}, apptest.EnvOf(vars), io.Discard, io.Discard); err == nil {
 		t.Error("--count 0: got nil error, want a refusal")
 	}
-	if err := run(context.Background(), []string{"migrate"}, envOf(vars), io.Discard, io.Discard); err != nil {
+	if err := app.Run(context.Background(), []string{"migrate"}, apptest.EnvOf(vars), io.Discard, io.Discard); err != nil {
 		t.Errorf("migrate after tokens: %v", err)
 	}
 }
@@ -125,7 +127,7 @@ func TestTokensFileOwnerOnly(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, path := range []string{fresh, old} {
-		if err := run(context.Background(), []string{"tokens", "--count", "2", "--admin", "--out", path}, envOf(vars), io.Discard, io.Discard); err != nil {
+		if err := app.Run(context.Background(), []string{"tokens", "--count", "2", "--admin", "--out", path}, apptest.EnvOf(vars), io.Discard, io.Discard); err != nil {
 			t.Fatal(err)
 		}
 		fi, err := os.Stat(path)
@@ -166,7 +168,7 @@ func TestServeStopsGracefully(t *testing.T) {
 	vars := map[string]string{"SECKILL_DATA_DIR": t.TempDir(), "SECKILL_HTTP_ADDR": addr}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() { done <- run(ctx, nil, envOf(vars), io.Discard, io.Discard) }()
+	go func() { done <- app.Run(ctx, nil, apptest.EnvOf(vars), io.Discard, io.Discard) }()
 	var up bool
 	for i := 0; i < 100 && !up; i++ {
 		resp, err := http.Get("http://" + addr + "/readyz")
@@ -203,7 +205,7 @@ func TestHelpPrintsUsage(t *testing.T) {
 			var stdout, stderr bytes.Buffer
 			vars := map[string]string{"SECKILL_HTTP_ADDR": "127.0.0.1:0", "SECKILL_DATA_DIR": t.TempDir()}
 			start := time.Now()
-			err := run(ctx, []string{arg}, envOf(vars), &stdout, &stderr)
+			err := app.Run(ctx, []string{arg}, apptest.EnvOf(vars), &stdout, &stderr)
 			if err != nil {
 				t.Fatalf("got %v, want nil", err)
 			}
@@ -230,7 +232,7 @@ func TestServingLoggedOnceBound(t *testing.T) {
 	vars := map[string]string{"SECKILL_HTTP_ADDR": taken.Addr().String(), "SECKILL_DATA_DIR": t.TempDir()}
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	err = run(ctx, []string{"serve"}, envOf(vars), io.Discard, &stderr)
+	err = app.Run(ctx, []string{"serve"}, apptest.EnvOf(vars), io.Discard, &stderr)
 	if err == nil || !strings.Contains(err.Error(), "SECKILL_HTTP_ADDR") {
 		t.Errorf("port taken: got %v, want an error naming SECKILL_HTTP_ADDR", err)
 	}

@@ -7,6 +7,9 @@ import (
 	"os"
 	"testing"
 	"time"
+
+	"seckill/app"
+	"seckill/e2e/apptest"
 )
 
 // TestMeasurePath serves what `make measure-path` measures: with
@@ -26,25 +29,25 @@ func TestMeasurePath(t *testing.T) {
 	}
 	for _, mode := range []string{"sync", "async"} {
 		t.Run(mode, func(t *testing.T) {
-			var a *app
+			var a *app.App
 			if mode == "sync" {
-				a = testApp(t, map[string]string{"SECKILL_LOCK_MODE": "lua"})
+				a = apptest.Start(t, map[string]string{"SECKILL_LOCK_MODE": "lua"})
 			} else {
-				a = asyncApp(t, nil)
+				a = apptest.StartAsync(t, nil)
 			}
-			vid := publishVoucher(t, a.Handler, 5)
+			vid := apptest.PublishVoucher(t, a.Handler(), 5)
 			// Ended afterwards, so that the other run's start-up check
 			// sees the same live vouchers as this one did.
 			t.Cleanup(func() {
-				if _, err := openTestDB(t).Exec("UPDATE tb_seckill_voucher SET end_time = NOW() - INTERVAL 1 SECOND WHERE voucher_id = ?", vid); err != nil {
+				if _, err := apptest.OpenDB(t).Exec("UPDATE tb_seckill_voucher SET end_time = NOW() - INTERVAL 1 SECOND WHERE voucher_id = ?", vid); err != nil {
 					t.Error(err)
 				}
 			})
 			path := fmt.Sprintf("/voucher-order/seckill/%d", vid)
 			buy := func() {
 				t.Helper()
-				tok, _ := devTokens().Issue(randomBase(), "user")
-				r := call(t, a.Handler, http.MethodPost, path, tok, nil)
+				tok, _ := apptest.DevTokens().Issue(apptest.RandomBase(), "user")
+				r := apptest.Call(t, a.Handler(), http.MethodPost, path, tok, nil)
 				if r.Status != http.StatusOK {
 					t.Fatalf("purchase: got %d %s", r.Status, r.Body.Code)
 				}
@@ -69,9 +72,9 @@ func TestMeasurePath(t *testing.T) {
 // directly.
 func waitAcknowledged(t *testing.T, id string) {
 	t.Helper()
-	db := openTestDB(t)
-	_, addr := integrationEnv(t)
-	rdb := testRedis(t, addr)
+	db := apptest.OpenDB(t)
+	_, addr := apptest.IntegrationEnv(t)
+	rdb := apptest.Redis(t, addr)
 	deadline := time.Now().Add(30 * time.Second)
 	for {
 		var n int

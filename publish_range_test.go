@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"seckill/e2e/apptest"
 )
 
 // TestPublishTimesOutOfRange: voucher times the database cannot store (a
@@ -12,9 +14,9 @@ import (
 // first) are a 400 INVALID_ARGUMENT naming the field, never a 500 from the
 // driver, over the real MariaDB.
 func TestPublishTimesOutOfRange(t *testing.T) {
-	a := testApp(t, map[string]string{"SECKILL_LOCK_MODE": "lua"})
-	admin := adminToken(t, a.Handler)
-	shop := createShop(t, a.Handler)
+	a := apptest.Start(t, map[string]string{"SECKILL_LOCK_MODE": "lua"})
+	admin := apptest.AdminToken(t, a.Handler())
+	shop := apptest.CreateShop(t, a.Handler())
 	soon := time.Now().Add(time.Hour).Format(time.RFC3339)
 	tests := []struct {
 		name, begin, end, wantField string
@@ -27,7 +29,7 @@ func TestPublishTimesOutOfRange(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			r := call(t, a.Handler, http.MethodPost, "/voucher/seckill", admin, map[string]any{
+			r := apptest.Call(t, a.Handler(), http.MethodPost, "/voucher/seckill", admin, map[string]any{
 				"shopId": shop, "title": "range", "payValue": 100, "actualValue": 200, "type": 1, "stock": 1,
 				"beginTime": tt.begin, "endTime": tt.end,
 			})
@@ -40,7 +42,7 @@ func TestPublishTimesOutOfRange(t *testing.T) {
 		})
 	}
 	// The far end of the range is stored and listed back.
-	r := call(t, a.Handler, http.MethodPost, "/voucher/seckill", admin, map[string]any{
+	r := apptest.Call(t, a.Handler(), http.MethodPost, "/voucher/seckill", admin, map[string]any{
 		"shopId": shop, "title": "range", "payValue": 100, "actualValue": 200, "type": 1, "stock": 1,
 		"beginTime": "2000-01-01T14:00:00Z", "endTime": "9999-12-30T00:00:00Z",
 	})

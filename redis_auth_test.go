@@ -14,7 +14,9 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"seckill/app"
 	"seckill/config"
+	"seckill/e2e/apptest"
 	"seckill/internal/redisproc"
 	"seckill/internal/testcert"
 	"seckill/repository"
@@ -43,9 +45,9 @@ func protectedRedis(t *testing.T, o redisproc.Options) *redisproc.Server {
 
 // authApp starts the app on MariaDB and the Redis of vars, with no Redlock
 // nodes unless vars names them; it returns the start-up error.
-func authApp(t *testing.T, vars map[string]string) (*app, error) {
+func authApp(t *testing.T, vars map[string]string) (*app.App, error) {
 	t.Helper()
-	dsn, _ := integrationEnv(t)
+	dsn, _ := apptest.IntegrationEnv(t)
 	all := map[string]string{
 		"SECKILL_MYSQL_DSN": dsn, "SECKILL_HTTP_ADDR": "127.0.0.1:0",
 		"SECKILL_ENV": "development", // real backends default to production
@@ -53,23 +55,23 @@ func authApp(t *testing.T, vars map[string]string) (*app, error) {
 	for k, v := range vars {
 		all[k] = v
 	}
-	cfg, err := config.Load(envOf(all))
+	cfg, err := config.Load(apptest.EnvOf(all))
 	if err != nil {
 		t.Fatalf("config: %v", err)
 	}
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	a, err := newApp(context.Background(), cfg, log)
+	a, err := app.New(context.Background(), cfg, log)
 	if err != nil {
 		return nil, err
 	}
-	t.Cleanup(func() { a.Close(log) })
+	t.Cleanup(func() { a.Close() })
 	return a, nil
 }
 
 // wantReady checks that the app serves /readyz with 200.
-func wantReady(t *testing.T, a *app) {
+func wantReady(t *testing.T, a *app.App) {
 	t.Helper()
-	if r := call(t, a.Handler, http.MethodGet, "/readyz", "", nil); r.Status != http.StatusOK {
+	if r := apptest.Call(t, a.Handler(), http.MethodGet, "/readyz", "", nil); r.Status != http.StatusOK {
 		t.Errorf("/readyz: got %d %+v, want 200", r.Status, r.Body)
 	}
 }
@@ -122,10 +124,10 @@ func TestRedisPassword(t *testing.T) {
 			"SECKILL_LOCK_MODE": "redsync", "SECKILL_REDLOCK_ADDRS": srv.Addr(),
 		})
 		if err != nil {
-			t.Fatalf("newApp: %v", err)
+			t.Fatalf("app.New: %v", err)
 		}
 		wantReady(t, a)
-		for i, n := range a.deps.Nodes {
+		for i, n := range a.RedlockNodes() {
 			if err := repository.PingRedis(context.Background(), n); err != nil {
 				t.Errorf("Redlock node %d: %v", i, err)
 			}
@@ -147,7 +149,7 @@ func TestRedisPassword(t *testing.T) {
 		})
 	}
 	// The binary prints the same line, with no stack trace.
-	err := run(context.Background(), []string{"serve"}, envOf(map[string]string{
+	err := app.Run(context.Background(), []string{"serve"}, apptest.EnvOf(map[string]string{
 		"SECKILL_REDIS_ADDR": srv.Addr(), "SECKILL_DATA_DIR": t.TempDir(), "SECKILL_ENV": "development",
 		"SECKILL_HTTP_ADDR": "127.0.0.1:0",
 	}), io.Discard, io.Discard)
@@ -170,7 +172,7 @@ func TestRedisACLUser(t *testing.T) {
 		"SECKILL_REDIS_ADDR": srv.Addr(), "SECKILL_REDIS_USERNAME": "seckill", "SECKILL_REDIS_PASSWORD": "app-pw",
 	})
 	if err != nil {
-		t.Fatalf("newApp: %v", err)
+		t.Fatalf("app.New: %v", err)
 	}
 	wantReady(t, a)
 
@@ -215,11 +217,11 @@ func TestRedisTLS(t *testing.T) {
 		"SECKILL_LOCK_MODE": "redsync", "SECKILL_REDLOCK_ADDRS": srv.Addr(),
 	})
 	if err != nil {
-		t.Fatalf("newApp: %v", err)
+		t.Fatalf("app.New: %v", err)
 	}
 	wantReady(t, a)
-	wantWorks(t, a.deps.Redis)
-	if err := repository.PingRedis(context.Background(), a.deps.Nodes[0]); err != nil {
+	wantWorks(t, a.Redis())
+	if err := repository.PingRedis(context.Background(), a.RedlockNodes()[0]); err != nil {
 		t.Errorf("Redlock node over TLS: %v", err)
 	}
 
@@ -269,10 +271,10 @@ func TestRedisSentinelPassword(t *testing.T) {
 	}
 	a, err := authApp(t, vars(dataPW, sentinelPW))
 	if err != nil {
-		t.Fatalf("newApp: %v", err)
+		t.Fatalf("app.New: %v", err)
 	}
 	wantReady(t, a)
-	wantWorks(t, a.deps.Redis)
+	wantWorks(t, a.Redis())
 
 	_, err = authApp(t, vars(dataPW, "wrong"))
 	wantRefused(t, err, "SECKILL_REDIS_SENTINEL_PASSWORD")
@@ -299,10 +301,10 @@ func TestRedisClusterPassword(t *testing.T) {
 
 	a, err := authApp(t, map[string]string{"SECKILL_REDIS_CLUSTER_ADDRS": addrs, "SECKILL_REDIS_PASSWORD": pw})
 	if err != nil {
-		t.Fatalf("newApp: %v", err)
+		t.Fatalf("app.New: %v", err)
 	}
 	wantReady(t, a)
-	wantWorks(t, a.deps.Redis)
+	wantWorks(t, a.Redis())
 
 	_, err = authApp(t, map[string]string{"SECKILL_REDIS_CLUSTER_ADDRS": addrs, "SECKILL_REDIS_PASSWORD": "wrong"})
 	wantRefused(t, err, "SECKILL_REDIS_PASSWORD")

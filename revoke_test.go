@@ -13,7 +13,9 @@ import (
 	"testing"
 	"time"
 
+	"seckill/app"
 	"seckill/config"
+	"seckill/e2e/apptest"
 	"seckill/model"
 	"seckill/repository"
 )
@@ -33,7 +35,7 @@ func freshUser(t *testing.T, db *repository.DB, role string) (int64, string) {
 	if u.Role != role {
 		t.Fatalf("phone %s taken by a %s", u.Phone, u.Role)
 	}
-	tok, err := devTokens().Issue(u.ID, role)
+	tok, err := apptest.DevTokens().Issue(u.ID, role)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -41,25 +43,25 @@ func freshUser(t *testing.T, db *repository.DB, role string) (int64, string) {
 }
 
 // createShopAs is POST /shop (an admin route) with token.
-func createShopAs(t *testing.T, h http.Handler, token string) apiResult {
+func createShopAs(t *testing.T, h http.Handler, token string) apptest.Result {
 	t.Helper()
-	return call(t, h, http.MethodPost, "/shop", token, map[string]any{
+	return apptest.Call(t, h, http.MethodPost, "/shop", token, map[string]any{
 		"name": "revocation test shop", "typeId": 1, "address": "test street 1", "x": 120.15, "y": 30.28,
 	})
 }
 
 // eventually polls the request until it answers want, failing after a
 // deadline well past revocationReload.
-func eventually(t *testing.T, what string, want int, req func() apiResult) {
+func eventually(t *testing.T, what string, want int, req func() apptest.Result) {
 	t.Helper()
-	deadline := time.Now().Add(5*revocationReload + 5*time.Second)
+	deadline := time.Now().Add(5*app.RevocationReload + 5*time.Second)
 	for {
 		r := req()
 		if r.Status == want {
 			return
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("%s: still %d %s after %s, want %d", what, r.Status, r.Body.Code, 5*revocationReload+5*time.Second, want)
+			t.Fatalf("%s: still %d %s after %s, want %d", what, r.Status, r.Body.Code, 5*app.RevocationReload+5*time.Second, want)
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
@@ -76,26 +78,26 @@ func waitNextSecond() {
 // admin routes on its next request (403), while its token still
 // authenticates the other routes.
 func TestDemotedAdminRefusedAtOnce(t *testing.T) {
-	a := testApp(t, map[string]string{"SECKILL_LOCK_MODE": "lua"})
-	id, tok := freshUser(t, a.deps.DB, model.RoleAdmin)
-	if r := createShopAs(t, a.Handler, tok); r.Status != http.StatusOK {
+	a := apptest.Start(t, map[string]string{"SECKILL_LOCK_MODE": "lua"})
+	id, tok := freshUser(t, a.DB(), model.RoleAdmin)
+	if r := createShopAs(t, a.Handler(), tok); r.Status != http.StatusOK {
 		t.Fatalf("admin before demotion: got %d %s, want 200", r.Status, r.Body.Code)
 	}
-	if err := a.deps.DB.Gorm.Exec("UPDATE tb_user SET role = 'user' WHERE id = ?", id).Error; err != nil {
+	if err := a.DB().Gorm.Exec("UPDATE tb_user SET role = 'user' WHERE id = ?", id).Error; err != nil {
 		t.Fatal(err)
 	}
-	if r := createShopAs(t, a.Handler, tok); r.Status != http.StatusForbidden || r.Body.Code != "FORBIDDEN" {
+	if r := createShopAs(t, a.Handler(), tok); r.Status != http.StatusForbidden || r.Body.Code != "FORBIDDEN" {
 		t.Errorf("demoted admin on POST /shop: got %d %s, want 403 FORBIDDEN", r.Status, r.Body.Code)
 	}
-	if r := call(t, a.Handler, http.MethodGet, "/user/me", tok, nil); r.Status != http.StatusOK {
+	if r := apptest.Call(t, a.Handler(), http.MethodGet, "/user/me", tok, nil); r.Status != http.StatusOK {
 		t.Errorf("demoted admin on /user/me: got %d %s, want 200", r.Status, r.Body.Code)
 	}
 	// A token of a user the database does not know is no admin either.
-	ghost, err := devTokens().Issue(1<<50+rand.Int64N(1<<40), model.RoleAdmin)
+	ghost, err := apptest.DevTokens().Issue(1<<50+rand.Int64N(1<<40), model.RoleAdmin)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if r := createShopAs(t, a.Handler, ghost); r.Status != http.StatusUnauthorized {
+	if r := createShopAs(t, a.Handler(), ghost); r.Status != http.StatusUnauthorized {
 		t.Errorf("admin token of no user: got %d %s, want 401", r.Status, r.Body.Code)
 	}
 }
@@ -106,18 +108,18 @@ func TestDemotedAdminRefusedAtOnce(t *testing.T) {
 // running instance and on one started afterwards; tokens issued after the
 // revocation work.
 func TestRevokeCommand(t *testing.T) {
-	a := testApp(t, map[string]string{"SECKILL_LOCK_MODE": "lua"})
-	h := a.Handler
-	vid := publishVoucher(t, h, 10)
-	adminID, adminTok := freshUser(t, a.deps.DB, model.RoleAdmin)
-	userID, userTok := freshUser(t, a.deps.DB, model.RoleUser)
-	buy := func(tok string) func() apiResult {
-		return func() apiResult {
-			return call(t, h, http.MethodPost, fmt.Sprintf("/voucher-order/seckill/%d", vid), tok, nil)
+	a := apptest.Start(t, map[string]string{"SECKILL_LOCK_MODE": "lua"})
+	h := a.Handler()
+	vid := apptest.PublishVoucher(t, h, 10)
+	adminID, adminTok := freshUser(t, a.DB(), model.RoleAdmin)
+	userID, userTok := freshUser(t, a.DB(), model.RoleUser)
+	buy := func(tok string) func() apptest.Result {
+		return func() apptest.Result {
+			return apptest.Call(t, h, http.MethodPost, fmt.Sprintf("/voucher-order/seckill/%d", vid), tok, nil)
 		}
 	}
-	me := func(h http.Handler, tok string) func() apiResult {
-		return func() apiResult { return call(t, h, http.MethodGet, "/user/me", tok, nil) }
+	me := func(h http.Handler, tok string) func() apptest.Result {
+		return func() apptest.Result { return apptest.Call(t, h, http.MethodGet, "/user/me", tok, nil) }
 	}
 	if r := createShopAs(t, h, adminTok); r.Status != http.StatusOK {
 		t.Fatalf("admin before revocation: got %d %s, want 200", r.Status, r.Body.Code)
@@ -126,10 +128,10 @@ func TestRevokeCommand(t *testing.T) {
 		t.Fatalf("user before revocation: got %d %s, want 200", r.Status, r.Body.Code)
 	}
 
-	vars := realEnv(t, map[string]string{"SECKILL_ENV": "development"})
+	vars := apptest.RealEnv(t, map[string]string{"SECKILL_ENV": "development"})
 	for _, id := range []int64{adminID, userID} {
 		var out bytes.Buffer
-		if err := run(context.Background(), []string{"revoke", "--user", strconv.FormatInt(id, 10)}, envOf(vars), &out, io.Discard); err != nil {
+		if err := app.Run(context.Background(), []string{"revoke", "--user", strconv.FormatInt(id, 10)}, apptest.EnvOf(vars), &out, io.Discard); err != nil {
 			t.Fatalf("revoke --user %d: %v", id, err)
 		}
 		if want := fmt.Sprintf("user %d (role ", id); !strings.HasPrefix(out.String(), want) {
@@ -148,20 +150,20 @@ func TestRevokeCommand(t *testing.T) {
 
 	// The revocation is in the database: an instance started now refuses
 	// the old tokens from its first request.
-	b := testApp(t, map[string]string{"SECKILL_LOCK_MODE": "lua"})
-	if r := me(b.Handler, userTok)(); r.Status != http.StatusUnauthorized {
+	b := apptest.Start(t, map[string]string{"SECKILL_LOCK_MODE": "lua"})
+	if r := me(b.Handler(), userTok)(); r.Status != http.StatusUnauthorized {
 		t.Errorf("new instance, revoked user on /user/me: got %d %s, want 401", r.Status, r.Body.Code)
 	}
-	if r := createShopAs(t, b.Handler, adminTok); r.Status != http.StatusUnauthorized {
+	if r := createShopAs(t, b.Handler(), adminTok); r.Status != http.StatusUnauthorized {
 		t.Errorf("new instance, revoked admin on POST /shop: got %d %s, want 401", r.Status, r.Body.Code)
 	}
 
 	waitNextSecond()
-	newAdmin, err := devTokens().Issue(adminID, model.RoleAdmin)
+	newAdmin, err := apptest.DevTokens().Issue(adminID, model.RoleAdmin)
 	if err != nil {
 		t.Fatal(err)
 	}
-	newUser, err := devTokens().Issue(userID, model.RoleUser)
+	newUser, err := apptest.DevTokens().Issue(userID, model.RoleUser)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -185,7 +187,7 @@ func TestRevokeCommandEmbedded(t *testing.T) {
 	tokenOf := func(args ...string) (int64, string) {
 		t.Helper()
 		var out bytes.Buffer
-		if err := run(ctx, append([]string{"tokens", "--count", "1"}, args...), envOf(vars), &out, io.Discard); err != nil {
+		if err := app.Run(ctx, append([]string{"tokens", "--count", "1"}, args...), apptest.EnvOf(vars), &out, io.Discard); err != nil {
 			t.Fatal(err)
 		}
 		idStr, tok, _ := strings.Cut(strings.TrimSpace(out.String()), ",")
@@ -198,19 +200,19 @@ func TestRevokeCommandEmbedded(t *testing.T) {
 	userID, userTok := tokenOf()
 	adminID, adminTok := tokenOf("--admin")
 
-	cfg, err := config.Load(envOf(vars))
+	cfg, err := config.Load(apptest.EnvOf(vars))
 	if err != nil {
 		t.Fatal(err)
 	}
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	a, err := newApp(ctx, cfg, log)
+	a, err := app.New(ctx, cfg, log)
 	if err != nil {
-		t.Fatalf("newApp: %v", err)
+		t.Fatalf("app.New: %v", err)
 	}
-	t.Cleanup(func() { a.Close(log) })
-	h := a.Handler
-	me := func(tok string) func() apiResult {
-		return func() apiResult { return call(t, h, http.MethodGet, "/user/me", tok, nil) }
+	t.Cleanup(func() { a.Close() })
+	h := a.Handler()
+	me := func(tok string) func() apptest.Result {
+		return func() apptest.Result { return apptest.Call(t, h, http.MethodGet, "/user/me", tok, nil) }
 	}
 	if r := createShopAs(t, h, adminTok); r.Status != http.StatusOK {
 		t.Fatalf("admin before revocation: got %d %s, want 200", r.Status, r.Body.Code)
@@ -221,7 +223,7 @@ func TestRevokeCommandEmbedded(t *testing.T) {
 
 	for _, id := range []int64{userID, adminID} {
 		var out bytes.Buffer
-		if err := run(ctx, []string{"revoke", "--user", strconv.FormatInt(id, 10)}, envOf(vars), &out, io.Discard); err != nil {
+		if err := app.Run(ctx, []string{"revoke", "--user", strconv.FormatInt(id, 10)}, apptest.EnvOf(vars), &out, io.Discard); err != nil {
 			t.Fatalf("revoke --user %d: %v", id, err)
 		}
 		if !strings.Contains(out.String(), "are refused") {
@@ -241,7 +243,7 @@ func TestRevokeCommandEmbedded(t *testing.T) {
 	}
 
 	for _, args := range [][]string{{"revoke"}, {"revoke", "--user", "0"}, {"revoke", "--user", "987654321"}} {
-		err := run(ctx, args, envOf(vars), io.Discard, io.Discard)
+		err := app.Run(ctx, args, apptest.EnvOf(vars), io.Discard, io.Discard)
 		if err == nil {
 			t.Errorf("%v: got nil error, want a refusal", args)
 		} else if args[len(args)-1] == "987654321" && !strings.Contains(err.Error(), "user not found") {

@@ -12,36 +12,24 @@ import (
 	"testing"
 	"time"
 
+	"seckill/app"
 	"seckill/auth"
 	"seckill/config"
+	"seckill/e2e/apptest"
 )
-
-// realEnv is the environment of the real backends, with no SECKILL_ENV.
-func realEnv(t *testing.T, extra map[string]string) map[string]string {
-	t.Helper()
-	dsn, redisAddr := integrationEnv(t)
-	vars := map[string]string{
-		"SECKILL_MYSQL_DSN": dsn, "SECKILL_REDIS_ADDR": redisAddr,
-		"SECKILL_HTTP_ADDR": "127.0.0.1:0", "SECKILL_LOG_LEVEL": "error",
-	}
-	for k, v := range extra {
-		vars[k] = v
-	}
-	return vars
-}
 
 // TestRealBackendsRefuseWithoutSecret: on the real MariaDB and Redis with no
 // SECKILL_ENV, the process is in production, and without
 // SECKILL_JWT_SECRET it stops at start with one line naming the variable,
 // never serving with the public development secret.
 func TestRealBackendsRefuseWithoutSecret(t *testing.T) {
-	vars := realEnv(t, nil)
+	vars := apptest.RealEnv(t, nil)
 	for _, cmd := range []string{"migrate", "tokens"} {
 		args := []string{cmd}
 		if cmd == "tokens" {
 			args = append(args, "--count", "1", "--admin")
 		}
-		err := run(context.Background(), args, envOf(vars), io.Discard, io.Discard)
+		err := app.Run(context.Background(), args, apptest.EnvOf(vars), io.Discard, io.Discard)
 		if err == nil || !strings.HasPrefix(err.Error(), "SECKILL_JWT_SECRET:") || strings.Contains(err.Error(), "\n") {
 			t.Errorf("%s on real backends without SECKILL_ENV and secret: got %v, want one line naming SECKILL_JWT_SECRET", cmd, err)
 		}
@@ -56,8 +44,8 @@ func TestRealBackendsRefuseWithoutSecret(t *testing.T) {
 // the code flow, not even with that code.
 func TestProductionByDefaultOnRealBackends(t *testing.T) {
 	const secret = "security-test-secret-0123456789abcdef"
-	vars := realEnv(t, map[string]string{"SECKILL_JWT_SECRET": secret})
-	cfg, err := config.Load(envOf(vars))
+	vars := apptest.RealEnv(t, map[string]string{"SECKILL_JWT_SECRET": secret})
+	cfg, err := config.Load(apptest.EnvOf(vars))
 	if err != nil {
 		t.Fatalf("config: %v", err)
 	}
@@ -65,30 +53,30 @@ func TestProductionByDefaultOnRealBackends(t *testing.T) {
 		t.Fatalf("Env: got %q, want production on real backends", cfg.Env)
 	}
 	var out bytes.Buffer
-	if err := run(context.Background(), []string{"tokens", "--count", "1", "--admin"}, envOf(vars), &out, io.Discard); err != nil {
+	if err := app.Run(context.Background(), []string{"tokens", "--count", "1", "--admin"}, apptest.EnvOf(vars), &out, io.Discard); err != nil {
 		t.Fatalf("tokens --admin: %v", err)
 	}
 	adminLine := strings.TrimSpace(out.String())
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	a, err := newApp(context.Background(), cfg, log)
+	a, err := app.New(context.Background(), cfg, log)
 	if err != nil {
-		t.Fatalf("newApp: %v", err)
+		t.Fatalf("app.New: %v", err)
 	}
-	t.Cleanup(func() { a.Close(log) })
-	h := a.Handler
+	t.Cleanup(func() { a.Close() })
+	h := a.Handler()
 
 	// The admin token of the offline command works.
 	_, adminTok, _ := strings.Cut(adminLine, ",")
-	if r := call(t, h, http.MethodGet, "/user/me", adminTok, nil); r.Status != http.StatusOK {
+	if r := apptest.Call(t, h, http.MethodGet, "/user/me", adminTok, nil); r.Status != http.StatusOK {
 		t.Errorf("admin token from seckill tokens --admin: got %d %s, want 200", r.Status, r.Body.Code)
 	}
 
 	// An ordinary phone: a code is stored, none is returned.
 	phone := fmt.Sprintf("13%09d", time.Now().UnixNano()%1_000_000_000)
-	if r := call(t, h, http.MethodPost, "/user/code?phone="+phone, "", nil); r.Status != http.StatusOK || len(r.Body.Data) != 0 {
+	if r := apptest.Call(t, h, http.MethodPost, "/user/code?phone="+phone, "", nil); r.Status != http.StatusOK || len(r.Body.Data) != 0 {
 		t.Errorf("/user/code in production: got %d data %s, want 200 and no data", r.Status, r.Body.Data)
 	}
-	rdb := testRedis(t, vars["SECKILL_REDIS_ADDR"])
+	rdb := apptest.Redis(t, vars["SECKILL_REDIS_ADDR"])
 	if n, err := rdb.Exists(context.Background(), "login:code:"+phone).Result(); err != nil || n != 1 {
 		t.Errorf("code of an ordinary phone: got %d keys (%v), want it stored", n, err)
 	}
@@ -97,7 +85,7 @@ func TestProductionByDefaultOnRealBackends(t *testing.T) {
 	// login refused like a wrong code, with that code too.
 	const adminPhone = "19000000001"
 	forgetCodeLimits(t, rdb, adminPhone)
-	if r := call(t, h, http.MethodPost, "/user/code?phone="+adminPhone, "", nil); r.Status != http.StatusOK || len(r.Body.Data) != 0 {
+	if r := apptest.Call(t, h, http.MethodPost, "/user/code?phone="+adminPhone, "", nil); r.Status != http.StatusOK || len(r.Body.Data) != 0 {
 		t.Errorf("/user/code of the admin phone: got %d data %s, want 200 and no data (like any phone)", r.Status, r.Body.Data)
 	}
 	stored := storedCode(t, rdb, adminPhone)
@@ -105,7 +93,7 @@ func TestProductionByDefaultOnRealBackends(t *testing.T) {
 		t.Errorf("code of the admin phone: none stored, want one like any phone's")
 	}
 	for _, code := range []string{"123456", stored} {
-		r := call(t, h, http.MethodPost, "/user/login", "", map[string]string{"phone": adminPhone, "code": code})
+		r := apptest.Call(t, h, http.MethodPost, "/user/login", "", map[string]string{"phone": adminPhone, "code": code})
 		if r.Status != http.StatusBadRequest || r.Body.Code != "INVALID_ARGUMENT" || r.Body.ErrorMsg != "invalid code: wrong or expired" {
 			t.Errorf("login of the admin phone with %q: got %d %s %q, want 400 INVALID_ARGUMENT (wrong code)", code, r.Status, r.Body.Code, r.Body.ErrorMsg)
 		}
@@ -117,11 +105,11 @@ func TestProductionByDefaultOnRealBackends(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, path := range []string{"/debug/noop", "/debug/pprof/", "/debug/pprof/heap"} {
-		if r := call(t, h, http.MethodGet, path, adminTok, nil); r.Status != http.StatusNotFound {
+		if r := apptest.Call(t, h, http.MethodGet, path, adminTok, nil); r.Status != http.StatusNotFound {
 			t.Errorf("GET %s in production: got %d, want 404", path, r.Status)
 		}
 	}
-	if r := call(t, h, http.MethodGet, "/user/me", devTok, nil); r.Status != http.StatusUnauthorized {
+	if r := apptest.Call(t, h, http.MethodGet, "/user/me", devTok, nil); r.Status != http.StatusUnauthorized {
 		t.Errorf("token signed with the public development secret: got %d, want 401", r.Status)
 	}
 }
@@ -132,25 +120,25 @@ func TestProductionByDefaultOnRealBackends(t *testing.T) {
 // phone gets a code like any (the same answer, a code stored) that does
 // not log in.
 func TestDevelopmentOnRealBackendsWhenAsked(t *testing.T) {
-	a := testApp(t, nil) // SECKILL_ENV=development
-	h := a.Handler
-	r := call(t, h, http.MethodPost, "/user/code?phone="+randomPhone(), "", nil)
+	a := apptest.Start(t, nil) // SECKILL_ENV=development
+	h := a.Handler()
+	r := apptest.Call(t, h, http.MethodPost, "/user/code?phone="+randomPhone(), "", nil)
 	if r.Status != http.StatusOK || len(r.Body.Data) == 0 {
 		t.Errorf("/user/code in development: got %d data %s, want the code", r.Status, r.Body.Data)
 	}
-	tok, _ := devTokens().Issue(1, "user")
-	if r := call(t, h, http.MethodGet, "/debug/noop", tok, nil); r.Status != http.StatusOK {
+	tok, _ := apptest.DevTokens().Issue(1, "user")
+	if r := apptest.Call(t, h, http.MethodGet, "/debug/noop", tok, nil); r.Status != http.StatusOK {
 		t.Errorf("/debug/noop in development: got %d, want 200", r.Status)
 	}
 	var out bytes.Buffer
-	vars := realEnv(t, map[string]string{"SECKILL_ENV": "development"})
-	if err := run(context.Background(), []string{"tokens", "--count", "1", "--admin"}, envOf(vars), &out, io.Discard); err != nil {
+	vars := apptest.RealEnv(t, map[string]string{"SECKILL_ENV": "development"})
+	if err := app.Run(context.Background(), []string{"tokens", "--count", "1", "--admin"}, apptest.EnvOf(vars), &out, io.Discard); err != nil {
 		t.Fatalf("tokens --admin: %v", err)
 	}
 	const adminPhone = "19000000001"
-	rdb := sharedRedis(t)
+	rdb := apptest.SharedRedis(t)
 	forgetCodeLimits(t, rdb, adminPhone)
-	r = call(t, h, http.MethodPost, "/user/code?phone="+adminPhone, "", nil)
+	r = apptest.Call(t, h, http.MethodPost, "/user/code?phone="+adminPhone, "", nil)
 	var code string
 	if r.Status != http.StatusOK || json.Unmarshal(r.Body.Data, &code) != nil || len(code) != 6 {
 		t.Fatalf("/user/code of the admin phone in development: got %d data %s, want 200 and a code like any phone's", r.Status, r.Body.Data)
@@ -158,7 +146,7 @@ func TestDevelopmentOnRealBackendsWhenAsked(t *testing.T) {
 	if stored := storedCode(t, rdb, adminPhone); stored != code {
 		t.Errorf("code of the admin phone in Redis: got %q, want %q", stored, code)
 	}
-	r = call(t, h, http.MethodPost, "/user/login", "", map[string]string{"phone": adminPhone, "code": code})
+	r = apptest.Call(t, h, http.MethodPost, "/user/login", "", map[string]string{"phone": adminPhone, "code": code})
 	if r.Status != http.StatusBadRequest || r.Body.ErrorMsg != "invalid code: wrong or expired" {
 		t.Errorf("login of the admin phone with its code: got %d %s %q, want 400 like a wrong code", r.Status, r.Body.Code, r.Body.ErrorMsg)
 	}

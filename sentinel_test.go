@@ -15,7 +15,9 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"seckill/app"
 	"seckill/config"
+	"seckill/e2e/apptest"
 	"seckill/internal/testpair"
 )
 
@@ -46,7 +48,7 @@ func sentinelEnv(t *testing.T) (addrs []string, master string) {
 // sentinelVars is the environment of an app on the Sentinel-managed Redis.
 func sentinelVars(t *testing.T, env map[string]string) map[string]string {
 	t.Helper()
-	dsn, _ := integrationEnv(t)
+	dsn, _ := apptest.IntegrationEnv(t)
 	addrs, master := sentinelEnv(t)
 	vars := map[string]string{
 		"SECKILL_MYSQL_DSN":            dsn,
@@ -64,25 +66,25 @@ func sentinelVars(t *testing.T, env map[string]string) map[string]string {
 
 // sentinelApp starts an app wired through the Sentinels; its log shows
 // when the test fails.
-func sentinelApp(t *testing.T, env map[string]string) *app {
+func sentinelApp(t *testing.T, env map[string]string) *app.App {
 	t.Helper()
-	cfg, err := config.Load(envOf(sentinelVars(t, env)))
+	cfg, err := config.Load(apptest.EnvOf(sentinelVars(t, env)))
 	if err != nil {
 		t.Fatalf("config: %v", err)
 	}
 	if cfg.RedisAddr != "" || !cfg.Sentinel() {
 		t.Fatalf("config: got RedisAddr %q, Sentinel %v, want the Sentinels only", cfg.RedisAddr, cfg.Sentinel())
 	}
-	buf := &syncBuffer{}
+	buf := &apptest.SyncBuffer{}
 	log := slog.New(slog.NewTextHandler(buf, &slog.HandlerOptions{Level: slog.LevelInfo}))
-	a, err := newApp(context.Background(), cfg, log)
+	a, err := app.New(context.Background(), cfg, log)
 	if err != nil {
-		t.Fatalf("newApp through the Sentinels: %v", err)
+		t.Fatalf("app.New through the Sentinels: %v", err)
 	}
 	t.Cleanup(func() {
-		a.Close(log)
+		a.Close()
 		if t.Failed() {
-			t.Logf("app log (%s mode, last 8 KiB):\n%s", cfg.OrderMode, tail(buf.Bytes(), 8192))
+			t.Logf("app log (%s mode, last 8 KiB):\n%s", cfg.OrderMode, apptest.Tail(buf.Bytes(), 8192))
 		}
 	})
 	return a
@@ -209,13 +211,13 @@ func waitTalksTo(t *testing.T, name string, rdb redis.UniversalClient, want stri
 }
 
 // buyer sends one purchase and records a 200's order id into seen.
-func buy(t *testing.T, h http.Handler, vid, user int64, seen *stormResult) apiResult {
+func buy(t *testing.T, h http.Handler, vid, user int64, seen *apptest.StormResult) apptest.Result {
 	t.Helper()
-	tok, err := devTokens().Issue(user, "user")
+	tok, err := apptest.DevTokens().Issue(user, "user")
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := call(t, h, http.MethodPost, fmt.Sprintf("/voucher-order/seckill/%d", vid), tok, nil)
+	r := apptest.Call(t, h, http.MethodPost, fmt.Sprintf("/voucher-order/seckill/%d", vid), tok, nil)
 	if r.Status == http.StatusOK {
 		var s string
 		if err := jsonString(r.Body.Data, &s); err != nil {
@@ -225,14 +227,14 @@ func buy(t *testing.T, h http.Handler, vid, user int64, seen *stormResult) apiRe
 		if err != nil {
 			t.Fatalf("order id %q is not a number", s)
 		}
-		seen.orderIDs[id] = user
+		seen.OrderIDs[id] = user
 	}
 	return r
 }
 
 // buyRound buys once for each of users (each a 200) and repeats the first
 // (DUPLICATE_ORDER).
-func buyRound(t *testing.T, when string, h http.Handler, vid int64, users []int64, seen *stormResult) {
+func buyRound(t *testing.T, when string, h http.Handler, vid int64, users []int64, seen *apptest.StormResult) {
 	t.Helper()
 	for _, u := range users {
 		if r := buy(t, h, vid, u, seen); r.Status != http.StatusOK {
@@ -259,22 +261,22 @@ func TestSentinelFailover(t *testing.T) {
 	// hold: not while this test moves them.
 	testpair.Lock(t)
 	ctx := context.Background()
-	db := openTestDB(t)
+	db := apptest.OpenDB(t)
 	oldMaster := s.waitHealthy(t, 60*time.Second)
 	t.Logf("master before the failover: %s", oldMaster)
 
 	syncApp := sentinelApp(t, nil)
 	asyncA := sentinelApp(t, map[string]string{"SECKILL_ORDER_MODE": "async"})
-	for name, a := range map[string]*app{"sync app": syncApp, "async app": asyncA} {
-		if addr, role, err := serverAddr(ctx, a.deps.Redis); err != nil || addr != oldMaster || role != "master" {
+	for name, a := range map[string]*app.App{"sync app": syncApp, "async app": asyncA} {
+		if addr, role, err := serverAddr(ctx, a.Redis()); err != nil || addr != oldMaster || role != "master" {
 			t.Fatalf("%s: talks to %s (role %q, err %v), want the master %s", name, addr, role, err, oldMaster)
 		}
-		if r := call(t, a.Handler, http.MethodGet, "/readyz", "", nil); r.Status != http.StatusOK {
+		if r := apptest.Call(t, a.Handler(), http.MethodGet, "/readyz", "", nil); r.Status != http.StatusOK {
 			t.Fatalf("%s: readyz %d %s, want 200", name, r.Status, r.Body.Code)
 		}
 	}
 
-	base := randomBase()
+	base := apptest.RandomBase()
 	users := func(from, n int64) []int64 {
 		out := make([]int64, n)
 		for i := range out {
@@ -283,15 +285,15 @@ func TestSentinelFailover(t *testing.T) {
 		return out
 	}
 	const stock = 20
-	syncVID := publishVoucher(t, syncApp.Handler, stock)
-	asyncVID := publishVoucher(t, asyncA.Handler, stock)
-	syncSeen := stormResult{byCode: map[string]int{}, orderIDs: map[int64]int64{}}
-	asyncSeen := stormResult{byCode: map[string]int{}, orderIDs: map[int64]int64{}}
+	syncVID := apptest.PublishVoucher(t, syncApp.Handler(), stock)
+	asyncVID := apptest.PublishVoucher(t, asyncA.Handler(), stock)
+	syncSeen := apptest.StormResult{ByCode: map[string]int{}, OrderIDs: map[int64]int64{}}
+	asyncSeen := apptest.StormResult{ByCode: map[string]int{}, OrderIDs: map[int64]int64{}}
 
-	buyRound(t, "sync, before the failover", syncApp.Handler, syncVID, users(1, 4), &syncSeen)
-	buyRound(t, "async, before the failover", asyncA.Handler, asyncVID, users(101, 4), &asyncSeen)
-	waitDrained(t, asyncA.Handler, asyncVID, int64(len(asyncSeen.orderIDs)))
-	written := counterValue(t, asyncA, "seckill_async_orders_written_total")
+	buyRound(t, "sync, before the failover", syncApp.Handler(), syncVID, users(1, 4), &syncSeen)
+	buyRound(t, "async, before the failover", asyncA.Handler(), asyncVID, users(101, 4), &asyncSeen)
+	apptest.WaitDrained(t, asyncA.Handler(), asyncVID, int64(len(asyncSeen.OrderIDs)))
+	written := apptest.CounterValue(t, asyncA, "seckill_async_orders_written_total")
 
 	// Let the replica have every write before it is promoted: this test is
 	// about following the master, not about what an asynchronous replica
@@ -331,32 +333,32 @@ func TestSentinelFailover(t *testing.T) {
 			time.Sleep(50 * time.Millisecond)
 		}
 	}
-	waitTalksTo(t, "sync app", syncApp.deps.Redis, newMaster, 30*time.Second)
-	waitTalksTo(t, "async app", asyncA.deps.Redis, newMaster, 30*time.Second)
+	waitTalksTo(t, "sync app", syncApp.Redis(), newMaster, 30*time.Second)
+	waitTalksTo(t, "async app", asyncA.Redis(), newMaster, 30*time.Second)
 	t.Logf("master after the failover: %s (Sentinels and both apps' clients agree after %v)", newMaster, time.Since(start).Round(time.Millisecond))
 
-	buyRound(t, "sync, after the failover", syncApp.Handler, syncVID, users(11, 4), &syncSeen)
+	buyRound(t, "sync, after the failover", syncApp.Handler(), syncVID, users(11, 4), &syncSeen)
 	// Users of before the failover stay refused.
-	if r := buy(t, syncApp.Handler, syncVID, base+2, &syncSeen); r.Body.Code != "DUPLICATE_ORDER" {
+	if r := buy(t, syncApp.Handler(), syncVID, base+2, &syncSeen); r.Body.Code != "DUPLICATE_ORDER" {
 		t.Errorf("sync, after the failover: user %d of before again: got %d %s, want DUPLICATE_ORDER", base+2, r.Status, r.Body.Code)
 	}
-	buyRound(t, "async, after the failover", asyncA.Handler, asyncVID, users(111, 4), &asyncSeen)
-	if r := buy(t, asyncA.Handler, asyncVID, base+102, &asyncSeen); r.Body.Code != "DUPLICATE_ORDER" {
+	buyRound(t, "async, after the failover", asyncA.Handler(), asyncVID, users(111, 4), &asyncSeen)
+	if r := buy(t, asyncA.Handler(), asyncVID, base+102, &asyncSeen); r.Body.Code != "DUPLICATE_ORDER" {
 		t.Errorf("async, after the failover: user %d of before again: got %d %s, want DUPLICATE_ORDER", base+102, r.Status, r.Body.Code)
 	}
 
-	if got := checkInvariants(t, db, syncVID, syncSeen); got != 8 {
+	if got := apptest.CheckInvariants(t, db, syncVID, syncSeen); got != 8 {
 		t.Errorf("sync voucher: got %d orders, want 8", got)
 	}
-	au, drain := waitDrained(t, asyncA.Handler, asyncVID, int64(len(asyncSeen.orderIDs)))
-	if got := checkInvariants(t, db, asyncVID, asyncSeen); got != 8 {
+	au, drain := apptest.WaitDrained(t, asyncA.Handler(), asyncVID, int64(len(asyncSeen.OrderIDs)))
+	if got := apptest.CheckInvariants(t, db, asyncVID, asyncSeen); got != 8 {
 		t.Errorf("async voucher: got %d orders, want 8", got)
 	}
-	checkInvariant5(t, asyncA.deps.Redis, asyncVID, au)
+	apptest.CheckInvariant5(t, asyncA.Redis(), asyncVID, au)
 	if !au.Consistent || au.Oversold {
 		t.Errorf("async audit: got %+v, want consistent, not oversold", au)
 	}
-	if after := counterValue(t, asyncA, "seckill_async_orders_written_total"); after-written < 4 {
+	if after := apptest.CounterValue(t, asyncA, "seckill_async_orders_written_total"); after-written < 4 {
 		t.Errorf("async consumers: wrote %v orders after the failover, want the 4 new admissions", after-written)
 	}
 	t.Logf("async: the admissions of after the failover written in %v", drain.Round(time.Millisecond))
@@ -365,17 +367,17 @@ func TestSentinelFailover(t *testing.T) {
 	// only).
 	var out bytes.Buffer
 	vars := sentinelVars(t, map[string]string{"SECKILL_ORDER_MODE": "async", "SECKILL_LOG_LEVEL": "error"})
-	if err := run(ctx, []string{"rebuild", "--voucher", strconv.FormatInt(asyncVID, 10)}, envOf(vars), &out, &bytes.Buffer{}); err != nil {
+	if err := app.Run(ctx, []string{"rebuild", "--voucher", strconv.FormatInt(asyncVID, 10)}, apptest.EnvOf(vars), &out, &bytes.Buffer{}); err != nil {
 		t.Fatalf("rebuild through the Sentinels: %v", err)
 	}
 	if want := fmt.Sprintf("redis stock %d", stock-8); !strings.Contains(out.String(), want) {
 		t.Errorf("rebuild output: got %q, want %q", out.String(), want)
 	}
-	if r := buy(t, asyncA.Handler, asyncVID, base+200, &asyncSeen); r.Status != http.StatusOK {
+	if r := buy(t, asyncA.Handler(), asyncVID, base+200, &asyncSeen); r.Status != http.StatusOK {
 		t.Errorf("async, after rebuild: got %d %s, want 200", r.Status, r.Body.Code)
 	}
-	waitDrained(t, asyncA.Handler, asyncVID, int64(len(asyncSeen.orderIDs)))
-	checkInvariants(t, db, asyncVID, asyncSeen)
+	apptest.WaitDrained(t, asyncA.Handler(), asyncVID, int64(len(asyncSeen.OrderIDs)))
+	apptest.CheckInvariants(t, db, asyncVID, asyncSeen)
 
 	// Leave a master with an in-sync replica (the old master, reconfigured
 	// by the Sentinels) for the next run.

@@ -17,21 +17,23 @@ import (
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"go.opentelemetry.io/otel/trace"
 
+	"seckill/app"
 	"seckill/config"
+	"seckill/e2e/apptest"
 	"seckill/telemetry"
 )
 
 // tracedApp starts an app on the embedded backends (its own Redis and
 // database: no other process's consumer takes its orders) whose spans go
 // to the returned in-memory exporter.
-func tracedApp(t *testing.T, env map[string]string) (*app, *tracetest.InMemoryExporter) {
+func tracedApp(t *testing.T, env map[string]string) (*app.App, *tracetest.InMemoryExporter) {
 	t.Helper()
 	vars := map[string]string{"SECKILL_HTTP_ADDR": "127.0.0.1:0", "SECKILL_ENV": "development",
 		"SECKILL_DATA_DIR": t.TempDir(), "SECKILL_LOCK_MODE": "lua"}
 	for k, v := range env {
 		vars[k] = v
 	}
-	cfg, err := config.Load(envOf(vars))
+	cfg, err := config.Load(apptest.EnvOf(vars))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -39,12 +41,12 @@ func tracedApp(t *testing.T, env map[string]string) (*app, *tracetest.InMemoryEx
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(exp))
 	t.Cleanup(func() { tp.Shutdown(context.Background()) })
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	a, err := newApp(context.Background(), cfg, log, withTracing(telemetry.New(tp)))
+	a, err := app.New(context.Background(), cfg, log, app.WithTracing(telemetry.New(tp)))
 	if err != nil {
-		t.Fatalf("newApp: %v", err)
+		t.Fatalf("app.New: %v", err)
 	}
-	t.Cleanup(func() { a.Close(log) })
-	registerAppDB(t, a)
+	t.Cleanup(func() { a.Close() })
+	apptest.RegisterDB(t, a)
 	return a, exp
 }
 
@@ -153,10 +155,10 @@ func TestTracing(t *testing.T) {
 	for _, mode := range []string{"sync", "async"} {
 		t.Run(mode, func(t *testing.T) {
 			a, exp := tracedApp(t, map[string]string{"SECKILL_ORDER_MODE": mode})
-			vid := publishVoucher(t, a.Handler, 5)
-			tok, _ := devTokens().Issue(randomBase(), "user")
+			vid := apptest.PublishVoucher(t, a.Handler(), 5)
+			tok, _ := apptest.DevTokens().Issue(apptest.RandomBase(), "user")
 			exp.Reset()
-			if r := call(t, a.Handler, http.MethodPost, fmt.Sprintf("/voucher-order/seckill/%d", vid), tok, nil); r.Status != http.StatusOK {
+			if r := apptest.Call(t, a.Handler(), http.MethodPost, fmt.Sprintf("/voucher-order/seckill/%d", vid), tok, nil); r.Status != http.StatusOK {
 				t.Fatalf("purchase: got %d %s", r.Status, r.Body.Code)
 			}
 			var tree spanTree

@@ -23,18 +23,20 @@ import (
 
 	"github.com/chromedp/chromedp"
 
+	"seckill/app"
 	"seckill/config"
+	"seckill/e2e/apptest"
 	"seckill/internal/browsertest"
 )
 
 // webTestApp starts an app for a browser test: on the real MariaDB and
 // Redis when they are set (development mode, as the other tests), else on
 // the embedded backends (CI requires the real ones).
-func webTestApp(t *testing.T, env map[string]string) *app {
+func webTestApp(t *testing.T, env map[string]string) *app.App {
 	t.Helper()
 	vars := map[string]string{"SECKILL_HTTP_ADDR": "127.0.0.1:0", "SECKILL_ENV": "development",
 		// The shared database holds other tests' unpaid orders.
-		"SECKILL_PAY_TIMEOUT": sharedPayTimeout}
+		"SECKILL_PAY_TIMEOUT": apptest.SharedPayTimeout}
 	dsn, redisAddr := os.Getenv("SECKILL_MYSQL_DSN"), os.Getenv("SECKILL_REDIS_ADDR")
 	switch {
 	case dsn != "" && redisAddr != "":
@@ -48,22 +50,22 @@ func webTestApp(t *testing.T, env map[string]string) *app {
 	for k, v := range env {
 		vars[k] = v
 	}
-	cfg, err := config.Load(envOf(vars))
+	cfg, err := config.Load(apptest.EnvOf(vars))
 	if err != nil {
 		t.Fatal(err)
 	}
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	a, err := newApp(context.Background(), cfg, log)
+	a, err := app.New(context.Background(), cfg, log)
 	if err != nil {
-		t.Fatalf("newApp: %v", err)
+		t.Fatalf("app.New: %v", err)
 	}
-	t.Cleanup(func() { a.Close(log) })
-	registerAppDB(t, a)
+	t.Cleanup(func() { a.Close() })
+	apptest.RegisterDB(t, a)
 	return a
 }
 
 // webID reads a numeric id from a success answer.
-func webID(t *testing.T, what string, r apiResult) int64 {
+func webID(t *testing.T, what string, r apptest.Result) int64 {
 	t.Helper()
 	if r.Status != http.StatusOK || !r.Body.Success {
 		t.Fatalf("%s: got %d %s %s", what, r.Status, r.Body.Code, r.Body.ErrorMsg)
@@ -78,11 +80,11 @@ func webID(t *testing.T, what string, r apiResult) int64 {
 // webVoucher creates a shop and publishes a voucher of it on sale now.
 func webVoucher(t *testing.T, h http.Handler, title string, stock int) (shop, voucher int64) {
 	t.Helper()
-	admin := adminToken(t, h)
-	shop = webID(t, "create shop", call(t, h, http.MethodPost, "/shop", admin, map[string]any{
+	admin := apptest.AdminToken(t, h)
+	shop = webID(t, "create shop", apptest.Call(t, h, http.MethodPost, "/shop", admin, map[string]any{
 		"name": "Web test shop", "typeId": 1, "address": "Test street 1", "x": 120.15, "y": 30.28,
 	}))
-	voucher = webID(t, "publish", call(t, h, http.MethodPost, "/voucher/seckill", admin, map[string]any{
+	voucher = webID(t, "publish", apptest.Call(t, h, http.MethodPost, "/voucher/seckill", admin, map[string]any{
 		"shopId": shop, "title": title, "subTitle": "weekdays", "rules": "one per user",
 		"payValue": 8000, "actualValue": 10000, "type": 1, "stock": stock,
 		"beginTime": time.Now().Add(-time.Minute).Format(time.RFC3339),
@@ -148,20 +150,20 @@ func TestWebBuyerFlow(t *testing.T) {
 					// A Redis and a database of its own: a consumer of
 					// another process on the shared stream would write
 					// the order before the page sees it pending.
-					m, _, dsn, _ := privateBackends(t)
+					m, _, dsn, _ := apptest.PrivateBackends(t)
 					env["SECKILL_REDIS_ADDR"], env["SECKILL_MYSQL_DSN"] = m.Addr(), dsn
 				}
 			}
 			a := webTestApp(t, env)
-			srv := httptest.NewServer(a.Handler)
+			srv := httptest.NewServer(a.Handler())
 			t.Cleanup(srv.Close)
 			title := fmt.Sprintf("100 off, %s %d", mode, rand.IntN(1_000_000))
-			shop, vid := webVoucher(t, a.Handler, title, 1)
-			shopName := browsertestShopName(t, a.Handler, shop)
-			_, otherVid := webVoucher(t, a.Handler, "Other shop's tea "+title, 5)
+			shop, vid := webVoucher(t, a.Handler(), title, 1)
+			shopName := browsertestShopName(t, a.Handler(), shop)
+			_, otherVid := webVoucher(t, a.Handler(), "Other shop's tea "+title, 5)
 			// A second voucher of the shop, bought and cancelled elsewhere.
 			thirdTitle := "Cake " + title
-			thirdVid := webID(t, "publish the second voucher", call(t, a.Handler, http.MethodPost, "/voucher/seckill", adminToken(t, a.Handler), map[string]any{
+			thirdVid := webID(t, "publish the second voucher", apptest.Call(t, a.Handler(), http.MethodPost, "/voucher/seckill", apptest.AdminToken(t, a.Handler()), map[string]any{
 				"shopId": shop, "title": thirdTitle, "payValue": 3000, "actualValue": 5000, "type": 1, "stock": 1,
 				"beginTime": time.Now().Add(-time.Minute).Format(time.RFC3339),
 				"endTime":   time.Now().Add(time.Hour).Format(time.RFC3339),
@@ -224,10 +226,10 @@ func TestWebBuyerFlow(t *testing.T) {
 			b.WaitText("#orders", "No order yet")
 
 			// An order of another shop's voucher, bought elsewhere.
-			if r := call(t, a.Handler, http.MethodPost, fmt.Sprintf("/voucher-order/seckill/%d", otherVid), token, nil); r.Status != http.StatusOK {
+			if r := apptest.Call(t, a.Handler(), http.MethodPost, fmt.Sprintf("/voucher-order/seckill/%d", otherVid), token, nil); r.Status != http.StatusOK {
 				t.Fatalf("buying the other shop's voucher: got %d %s", r.Status, r.Body.Code)
 			}
-			thirdID := strconv.FormatInt(webID(t, "buying the second voucher", call(t, a.Handler, http.MethodPost, fmt.Sprintf("/voucher-order/seckill/%d", thirdVid), token, nil)), 10)
+			thirdID := strconv.FormatInt(webID(t, "buying the second voucher", apptest.Call(t, a.Handler(), http.MethodPost, fmt.Sprintf("/voucher-order/seckill/%d", thirdVid), token, nil)), 10)
 
 			b.Click(card + " .buy")
 			b.WaitText("#buy-result", "you bought “"+title+"”")
@@ -239,7 +241,7 @@ func TestWebBuyerFlow(t *testing.T) {
 			b.WaitText(row+" .status", "created")
 			b.WaitText(row, title)
 			b.WaitText("#orders", "Other shop's tea "+title)
-			r := call(t, a.Handler, http.MethodGet, "/voucher-order/"+orderID, token, nil)
+			r := apptest.Call(t, a.Handler(), http.MethodGet, "/voucher-order/"+orderID, token, nil)
 			if r.Status != http.StatusOK || !strings.Contains(string(r.Body.Data), `"status":"created"`) {
 				t.Errorf("the order %s the page showed: got %d %s, want the buyer's created order", orderID, r.Status, r.Body.Data)
 			}
@@ -255,7 +257,7 @@ func TestWebBuyerFlow(t *testing.T) {
 				t.Errorf("orders shown: got %d, want 3", n)
 			}
 			noOverflow(t, b, "buyer")
-			lifecycleSteps(t, b, a.Handler, token, lifecycleIDs{
+			lifecycleSteps(t, b, a.Handler(), token, lifecycleIDs{
 				card: card, row: row, title: title, otherTitle: "Other shop's tea " + title,
 				thirdCard: fmt.Sprintf(`[data-voucher="%d"]`, thirdVid), thirdID: thirdID,
 			})
@@ -325,7 +327,7 @@ func lifecycleSteps(t *testing.T, b *browsertest.Browser, h http.Handler, token 
 
 	// Cancelled elsewhere: the row still offers Pay, and the server refuses.
 	b.WaitText(ids.thirdCard+" .stock", "Stock 0 / 1")
-	if r := call(t, h, http.MethodPost, "/voucher-order/"+ids.thirdID+"/cancel", token, nil); r.Status != http.StatusOK {
+	if r := apptest.Call(t, h, http.MethodPost, "/voucher-order/"+ids.thirdID+"/cancel", token, nil); r.Status != http.StatusOK {
 		t.Fatalf("cancelling the second voucher's order: got %d %s", r.Status, r.Body.Code)
 	}
 	b.WaitText(ids.thirdCard+" .stock", "Stock 1 / 1")
@@ -334,7 +336,7 @@ func lifecycleSteps(t *testing.T, b *browsertest.Browser, h http.Handler, token 
 	b.WaitText(third+" .row-msg", "ORDER_CANCELLED")
 	b.WaitText(third+" .status", "cancelled")
 	for id, want := range map[string]string{strings.TrimPrefix(strings.TrimSuffix(other, `"]`), `#orders [data-order="`): `"status":"paid"`, ids.thirdID: `"status":"cancelled"`} {
-		if r := call(t, h, http.MethodGet, "/voucher-order/"+id, token, nil); !strings.Contains(string(r.Body.Data), want) {
+		if r := apptest.Call(t, h, http.MethodGet, "/voucher-order/"+id, token, nil); !strings.Contains(string(r.Body.Data), want) {
 			t.Errorf("order %s after the page's steps: got %s, want %s", id, r.Body.Data, want)
 		}
 	}
@@ -344,7 +346,7 @@ func lifecycleSteps(t *testing.T, b *browsertest.Browser, h http.Handler, token 
 func browsertestShopName(t *testing.T, h http.Handler, shop int64) string {
 	t.Helper()
 	name := fmt.Sprintf("Tea house %d", rand.IntN(1_000_000_000))
-	if r := call(t, h, http.MethodPut, "/shop", adminToken(t, h), map[string]any{"id": shop, "name": name}); r.Status != http.StatusOK {
+	if r := apptest.Call(t, h, http.MethodPut, "/shop", apptest.AdminToken(t, h), map[string]any{"id": shop, "name": name}); r.Status != http.StatusOK {
 		t.Fatalf("rename shop: got %d %s", r.Status, r.Body.Code)
 	}
 	return name
@@ -361,11 +363,11 @@ func TestWebAdminFlow(t *testing.T) {
 	for _, width := range webWidths {
 		t.Run(strconv.Itoa(width), func(t *testing.T) {
 			a := webTestApp(t, nil)
-			srv := httptest.NewServer(a.Handler)
+			srv := httptest.NewServer(a.Handler())
 			t.Cleanup(srv.Close)
-			admin := adminToken(t, a.Handler)
-			shop, _ := webVoucher(t, a.Handler, "seed", 3)
-			user, err := devTokens().Issue(randomBase(), "user")
+			admin := apptest.AdminToken(t, a.Handler())
+			shop, _ := webVoucher(t, a.Handler(), "seed", 3)
+			user, err := apptest.DevTokens().Issue(apptest.RandomBase(), "user")
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -410,7 +412,7 @@ func TestWebAdminFlow(t *testing.T) {
 			}
 			read := func() {
 				t.Helper()
-				r := call(t, a.Handler, http.MethodGet, "/voucher/seckill/"+vid, "", nil)
+				r := apptest.Call(t, a.Handler(), http.MethodGet, "/voucher/seckill/"+vid, "", nil)
 				if err := json.Unmarshal(r.Body.Data, &v); err != nil || r.Status != http.StatusOK {
 					t.Fatalf("voucher %s: %d %s", vid, r.Status, r.Body.Data)
 				}
@@ -482,12 +484,12 @@ const dashboardNumbers = `(() => {
 // answers by code, duplicates, verdict, both instances) equal the audit's
 // and what the clients received.
 func TestWebDashboardFlow(t *testing.T) {
-	a, bApp := testApp(t, map[string]string{"SECKILL_LOCK_MODE": "lua"}), testApp(t, map[string]string{"SECKILL_LOCK_MODE": "lua"})
-	srv := httptest.NewServer(a.Handler)
+	a, bApp := apptest.Start(t, map[string]string{"SECKILL_LOCK_MODE": "lua"}), apptest.Start(t, map[string]string{"SECKILL_LOCK_MODE": "lua"})
+	srv := httptest.NewServer(a.Handler())
 	t.Cleanup(srv.Close)
 	const stock = 100
-	_, vid := webVoucher(t, a.Handler, "dashboard", stock)
-	admin := adminToken(t, a.Handler)
+	_, vid := webVoucher(t, a.Handler(), "dashboard", stock)
+	admin := apptest.AdminToken(t, a.Handler())
 	b := browsertest.New(t)
 
 	b.Navigate(srv.URL + "/#/admin")
@@ -503,24 +505,24 @@ func TestWebDashboardFlow(t *testing.T) {
 	b.WaitText(`[data-field="stock"]`, strconv.Itoa(stock))
 
 	const users, dup = 150, 2
-	seen := storm(t, []http.Handler{a.Handler, bApp.Handler}, vid, randomBase(), users, dup)
-	checkInvariants(t, openTestDB(t), vid, seen)
+	seen := apptest.Storm(t, []http.Handler{a.Handler(), bApp.Handler()}, vid, apptest.RandomBase(), users, dup)
+	apptest.CheckInvariants(t, apptest.OpenDB(t), vid, seen)
 	// Its buyers pay one order and cancel another.
 	var acted []string
-	for id, uid := range seen.orderIDs {
-		tok, err := devTokens().Issue(uid, "user")
+	for id, uid := range seen.OrderIDs {
+		tok, err := apptest.DevTokens().Issue(uid, "user")
 		if err != nil {
 			t.Fatal(err)
 		}
 		action := []string{"pay", "cancel"}[len(acted)]
-		if r := call(t, a.Handler, http.MethodPost, fmt.Sprintf("/voucher-order/%d/%s", id, action), tok, nil); r.Status != http.StatusOK {
+		if r := apptest.Call(t, a.Handler(), http.MethodPost, fmt.Sprintf("/voucher-order/%d/%s", id, action), tok, nil); r.Status != http.StatusOK {
 			t.Fatalf("%s order %d: got %d %s", action, id, r.Status, r.Body.Code)
 		}
 		if acted = append(acted, action); len(acted) == 2 {
 			break
 		}
 	}
-	au := call(t, a.Handler, http.MethodGet, fmt.Sprintf("/admin/vouchers/%d/audit", vid), admin, nil)
+	au := apptest.Call(t, a.Handler(), http.MethodGet, fmt.Sprintf("/admin/vouchers/%d/audit", vid), admin, nil)
 	var want struct {
 		InitialStock, Stock         int
 		Orders, DuplicateRejections int64
@@ -531,8 +533,8 @@ func TestWebDashboardFlow(t *testing.T) {
 	if err := json.Unmarshal(au.Body.Data, &want); err != nil || au.Status != http.StatusOK {
 		t.Fatalf("audit: %d %s (%v)", au.Status, au.Body.Data, err)
 	}
-	if !want.Consistent || want.Oversold || want.Orders != int64(seen.byCode["OK"]-1) || want.Paid != 1 || want.Cancelled != 1 {
-		t.Fatalf("audit after the load: %+v, clients saw %v", want, seen.byCode)
+	if !want.Consistent || want.Oversold || want.Orders != int64(seen.ByCode["OK"]-1) || want.Paid != 1 || want.Cancelled != 1 {
+		t.Fatalf("audit after the load: %+v, clients saw %v", want, seen.ByCode)
 	}
 
 	// The dashboard settles on the final numbers within a few snapshots.
@@ -557,9 +559,9 @@ func TestWebDashboardFlow(t *testing.T) {
 		{"paid", "1"},
 		{"cancelled", "1"},
 		{"expired", strconv.FormatInt(want.Expired, 10)},
-		{"answers.OK", strconv.Itoa(seen.byCode["OK"])},
-		{"answers.SOLD_OUT", strconv.Itoa(seen.byCode["SOLD_OUT"])},
-		{"answers.DUPLICATE_ORDER", strconv.Itoa(seen.byCode["DUPLICATE_ORDER"])},
+		{"answers.OK", strconv.Itoa(seen.ByCode["OK"])},
+		{"answers.SOLD_OUT", strconv.Itoa(seen.ByCode["SOLD_OUT"])},
+		{"answers.DUPLICATE_ORDER", strconv.Itoa(seen.ByCode["DUPLICATE_ORDER"])},
 		{"duplicates.uniqueKey", "0"},
 		{"verdict", "consistent"},
 		{"lockModes", "lua"},
@@ -582,10 +584,10 @@ func TestWebDashboardFlow(t *testing.T) {
 	})
 	lock, _ := strconv.Atoi(got["duplicates.lock"])
 	check, _ := strconv.Atoi(got["duplicates.check"])
-	if lock+check != seen.byCode["DUPLICATE_ORDER"] {
-		t.Errorf("dashboard duplicates: lock %d + check %d, want the %d DUPLICATE_ORDER answers", lock, check, seen.byCode["DUPLICATE_ORDER"])
+	if lock+check != seen.ByCode["DUPLICATE_ORDER"] {
+		t.Errorf("dashboard duplicates: lock %d + check %d, want the %d DUPLICATE_ORDER answers", lock, check, seen.ByCode["DUPLICATE_ORDER"])
 	}
-	for _, id := range []string{a.LiveInstance, bApp.LiveInstance} {
+	for _, id := range []string{a.LiveInstance(), bApp.LiveInstance()} {
 		if !strings.Contains(got["instanceIds"], id) {
 			t.Errorf("dashboard instances serving the voucher %q: want %s among them", got["instanceIds"], id)
 		}
@@ -606,15 +608,15 @@ func TestWebDashboardFlow(t *testing.T) {
 // row shows expired while the card's stock rises back to one, with no
 // reload of the page.
 func TestWebOrderExpires(t *testing.T) {
-	dsn, _ := freshDatabase(t)
+	dsn, _ := apptest.FreshDatabase(t)
 	a := webTestApp(t, map[string]string{"SECKILL_MYSQL_DSN": dsn, "SECKILL_PAY_TIMEOUT": "8s"})
-	srv := httptest.NewServer(a.Handler)
+	srv := httptest.NewServer(a.Handler())
 	t.Cleanup(srv.Close)
 	title := fmt.Sprintf("Expiring %d", rand.IntN(1_000_000))
-	shop, vid := webVoucher(t, a.Handler, title, 1)
+	shop, vid := webVoucher(t, a.Handler(), title, 1)
 	phone := fmt.Sprintf("138%08d", rand.IntN(100_000_000))
-	code := strings.Trim(string(call(t, a.Handler, http.MethodPost, "/user/code?phone="+phone, "", nil).Body.Data), `"`)
-	r := call(t, a.Handler, http.MethodPost, "/user/login", "", map[string]any{"phone": phone, "code": code})
+	code := strings.Trim(string(apptest.Call(t, a.Handler(), http.MethodPost, "/user/code?phone="+phone, "", nil).Body.Data), `"`)
+	r := apptest.Call(t, a.Handler(), http.MethodPost, "/user/login", "", map[string]any{"phone": phone, "code": code})
 	token := strings.Trim(string(r.Body.Data), `"`)
 	if r.Status != http.StatusOK || strings.Count(token, ".") != 2 {
 		t.Fatalf("login: got %d %s %s", r.Status, r.Body.Code, r.Body.Data)

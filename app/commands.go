@@ -1,4 +1,4 @@
-package main
+package app
 
 import (
 	"context"
@@ -8,7 +8,12 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"slices"
+	"strings"
 	"time"
+
+	"github.com/go-sql-driver/mysql"
+	"github.com/redis/go-redis/v9"
 
 	"seckill/auth"
 	"seckill/config"
@@ -18,11 +23,8 @@ import (
 	"seckill/service"
 )
 
-// The subcommands of the binary other than serve (see run in main.go) and
-// the usage text.
-
-// usage is what --help prints.
-const usage = `Usage:
+// Usage is what --help prints.
+const Usage = `Usage:
   seckill [serve]                               run the HTTP server (SECKILL_HTTP_ADDR, default 127.0.0.1:8080 in development, :8080 in production)
   seckill migrate                               apply sql/schema.sql and exit
   seckill tokens --count N [--admin] [--out F]  make sure N users exist; print userId,token lines
@@ -37,6 +39,69 @@ development mode, on 127.0.0.1 only. With either one set it runs in production
 unless SECKILL_ENV=development: production needs both a real database and a
 real Redis, and a SECKILL_JWT_SECRET of at least 32 bytes (openssl rand -hex 32).
 `
+
+// Run executes one command of the binary, args without the program name,
+// and returns when it is done: serve returns once ctx ends and the server
+// has stopped. getenv reads the SECKILL_* settings.
+func Run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+	cmd := "serve"
+	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
+		cmd, args = args[0], args[1:]
+	}
+	if cmd == "help" || slices.ContainsFunc(args, isHelpFlag) {
+		_, err := io.WriteString(stdout, Usage)
+		return err
+	}
+	if cmd == "serve" && len(args) > 0 {
+		return fmt.Errorf("serve takes no arguments, got %q (see seckill --help)", args)
+	}
+	cfg, err := config.Load(getenv)
+	if err != nil {
+		return err
+	}
+	log := NewLogger(stderr, getenv("SECKILL_LOG_LEVEL"))
+	quietLibraries(log)
+	switch cmd {
+	case "serve":
+		return Serve(ctx, cfg, log)
+	case "migrate":
+		return Migrate(ctx, cfg, log)
+	case "tokens":
+		return Tokens(ctx, cfg, log, args, stdout)
+	case "rebuild":
+		return Rebuild(ctx, cfg, log, args, stdout)
+	case "revoke":
+		return Revoke(ctx, cfg, log, args, stdout)
+	default:
+		return fmt.Errorf("unknown command %q (serve, migrate, tokens, rebuild, revoke)", cmd)
+	}
+}
+
+// NewLogger returns the JSON logger of the binary at level (debug, info,
+// warn or error; info when empty or unknown).
+func NewLogger(w io.Writer, level string) *slog.Logger {
+	var l slog.Level
+	if err := l.UnmarshalText([]byte(level)); err != nil || level == "" {
+		l = slog.LevelInfo
+	}
+	return slog.New(slog.NewJSONHandler(w, &slog.HandlerOptions{Level: l}))
+}
+
+// quietLibraries routes the go-redis and MySQL drivers' own loggers (one
+// line per failed dial during an outage) to slog at debug level; the
+// service reports outages itself, once per request, as 503.
+func quietLibraries(log *slog.Logger) {
+	redis.SetLogger(redisLogger{log})
+	if err := mysql.SetLogger(slog.NewLogLogger(log.Handler(), slog.LevelDebug)); err != nil {
+		log.Warn("mysql logger", "err", err)
+	}
+}
+
+type redisLogger struct{ log *slog.Logger }
+
+func (l redisLogger) Printf(ctx context.Context, format string, v ...any) {
+	l.log.DebugContext(ctx, fmt.Sprintf(format, v...), "source", "go-redis")
+}
 
 // openMigrated opens the database and applies the schema: what the offline
 // commands need.
@@ -54,7 +119,8 @@ func openMigrated(ctx context.Context, cfg config.Config) (*repository.DB, error
 
 func isHelpFlag(a string) bool { return a == "-h" || a == "-help" || a == "--help" }
 
-func migrate(ctx context.Context, cfg config.Config, log *slog.Logger) error {
+// Migrate is `seckill migrate`: it applies the schema and returns.
+func Migrate(ctx context.Context, cfg config.Config, log *slog.Logger) error {
 	db, err := openMigrated(ctx, cfg)
 	if err != nil {
 		return err
@@ -64,7 +130,9 @@ func migrate(ctx context.Context, cfg config.Config, log *slog.Logger) error {
 	return nil
 }
 
-func tokens(ctx context.Context, cfg config.Config, log *slog.Logger, args []string, stdout io.Writer) error {
+// Tokens is `seckill tokens`: it makes sure --count users exist and
+// writes a userId,token line for each to stdout or --out.
+func Tokens(ctx context.Context, cfg config.Config, log *slog.Logger, args []string, stdout io.Writer) error {
 	fs := flag.NewFlagSet("tokens", flag.ContinueOnError)
 	count := fs.Int("count", 0, "number of users (required, ≥ 1)")
 	admin := fs.Bool("admin", false, "admin users instead of ordinary ones")
@@ -107,10 +175,10 @@ func tokens(ctx context.Context, cfg config.Config, log *slog.Logger, args []str
 	return nil
 }
 
-// rebuild is `seckill rebuild --voucher N`: it rebuilds the voucher's Redis
+// Rebuild is `seckill rebuild --voucher N`: it rebuilds the voucher's Redis
 // state of async mode from the database's facts and sets it ok, the only
 // way to clear an unsafe voucher.
-func rebuild(ctx context.Context, cfg config.Config, log *slog.Logger, args []string, stdout io.Writer) error {
+func Rebuild(ctx context.Context, cfg config.Config, log *slog.Logger, args []string, stdout io.Writer) error {
 	fs := flag.NewFlagSet("rebuild", flag.ContinueOnError)
 	voucher := fs.Int64("voucher", 0, "voucher id (required)")
 	if err := fs.Parse(args); err != nil {
@@ -144,10 +212,10 @@ func rebuild(ctx context.Context, cfg config.Config, log *slog.Logger, args []st
 	return nil
 }
 
-// revoke is `seckill revoke --user N`: every token of user N issued until
-// now is refused, at once on admin routes and within revocationReload on
+// Revoke is `seckill revoke --user N`: every token of user N issued until
+// now is refused, at once on admin routes and within RevocationReload on
 // the others, on every instance.
-func revoke(ctx context.Context, cfg config.Config, log *slog.Logger, args []string, stdout io.Writer) error {
+func Revoke(ctx context.Context, cfg config.Config, log *slog.Logger, args []string, stdout io.Writer) error {
 	fs := flag.NewFlagSet("revoke", flag.ContinueOnError)
 	user := fs.Int64("user", 0, "user id (required)")
 	if err := fs.Parse(args); err != nil {
@@ -167,7 +235,7 @@ func revoke(ctx context.Context, cfg config.Config, log *slog.Logger, args []str
 	}
 	nb := r.NotBefore.UTC().Format(time.RFC3339)
 	fmt.Fprintf(stdout, "user %d (role %s): tokens issued before %s are refused, on admin routes at once, on the others within %s on every instance; tokens issued from then on work\n",
-		r.User.ID, r.User.Role, nb, revocationReload)
+		r.User.ID, r.User.Role, nb, RevocationReload)
 	if r.User.Role == model.RoleAdmin {
 		fmt.Fprintf(stdout, "user %d is still an admin: to take admin away, demote it: UPDATE tb_user SET role = 'user' WHERE id = %d;\n", r.User.ID, r.User.ID)
 	}

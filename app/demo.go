@@ -1,4 +1,4 @@
-package main
+package app
 
 import (
 	"context"
@@ -10,7 +10,7 @@ import (
 // (development only: serve calls it when SECKILL_ENV=development, which
 // `go run .` on the embedded backends is). A failure is logged, not fatal:
 // the demo is a convenience.
-func (a *app) seedDemo(ctx context.Context, log *slog.Logger) {
+func (a *App) seedDemo(ctx context.Context, log *slog.Logger) {
 	seed, err := a.demo.Seed(ctx)
 	switch {
 	case err != nil:
