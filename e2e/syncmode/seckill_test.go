@@ -1,4 +1,4 @@
-package main
+package syncmode
 
 import (
 	"encoding/json"
