@@ -15,6 +15,7 @@ import (
 	"io"
 	"log/slog"
 	"maps"
+	"net"
 	"os"
 	"strings"
 	"sync"
@@ -267,4 +268,16 @@ func FreshDatabase(t *testing.T) (string, *sql.DB) {
 		}
 	})
 	return cfg.FormatDSN(), db
+}
+
+// FreeAddr returns a loopback address whose port was free a moment ago,
+// for a server the test starts.
+func FreeAddr(t testing.TB) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().String()
 }

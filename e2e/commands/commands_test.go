@@ -159,12 +159,7 @@ func idsOf(s string) []string {
 // TestServeStopsGracefully: serve on embedded backends answers, and returns
 // nil soon after its context ends.
 func TestServeStopsGracefully(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
+	addr := apptest.FreeAddr(t)
 	vars := map[string]string{"SECKILL_DATA_DIR": t.TempDir(), "SECKILL_HTTP_ADDR": addr}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)

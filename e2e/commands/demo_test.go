@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"strings"
 	"testing"
@@ -21,12 +20,7 @@ import (
 // the test ends, and returns its base URL and its log.
 func serveForTest(t *testing.T, vars map[string]string) (base string, logs *apptest.SyncBuffer, stop func()) {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
+	addr := apptest.FreeAddr(t)
 	vars["SECKILL_HTTP_ADDR"] = addr
 	logs = &apptest.SyncBuffer{}
 	ctx, cancel := context.WithCancel(context.Background())
