@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"log/slog"
 	"net"
@@ -220,7 +221,7 @@ func buy(t *testing.T, h http.Handler, vid, user int64, seen *apptest.StormResul
 	r := apptest.Call(t, h, http.MethodPost, fmt.Sprintf("/voucher-order/seckill/%d", vid), tok, nil)
 	if r.Status == http.StatusOK {
 		var s string
-		if err := jsonString(r.Body.Data, &s); err != nil {
+		if err := json.Unmarshal(r.Body.Data, &s); err != nil {
 			t.Fatalf("order id %s is not a JSON string", r.Body.Data)
 		}
 		id, err := strconv.ParseInt(s, 10, 64)

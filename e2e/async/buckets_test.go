@@ -1,4 +1,4 @@
-package main
+package async
 
 import (
 	"net/http"

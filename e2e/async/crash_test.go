@@ -1,11 +1,10 @@
-package main
+package async
 
 import (
 	"context"
 	"errors"
 	"io"
 	"maps"
-	"net"
 	"net/http"
 	"net/http/httputil"
 	"net/url"
@@ -32,7 +31,7 @@ func buildBinary(t *testing.T) string {
 		t.Fatalf("go not on PATH: %v", err)
 	}
 	bin := filepath.Join(t.TempDir(), "seckill")
-	out, err := exec.Command(gobin, "build", "-o", bin, ".").CombinedOutput()
+	out, err := exec.Command(gobin, "build", "-o", bin, "seckill").CombinedOutput()
 	if err != nil {
 		t.Fatalf("go build: %v\n%s", err, out)
 	}
@@ -51,12 +50,7 @@ type instance struct {
 // port and waits until it is ready.
 func startInstance(t *testing.T, bin, name string, env map[string]string) *instance {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
+	addr := apptest.FreeAddr(t)
 	logf := filepath.Join(t.TempDir(), name+".log")
 	f, err := os.Create(logf)
 	if err != nil {
