@@ -1,4 +1,4 @@
-package main
+package observability
 
 // The live sale dashboard across instances: two wired apps on the real
 // MariaDB and Redis, a storm of buyers spread over both, and each
@@ -12,7 +12,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"slices"
@@ -167,12 +166,7 @@ func TestLiveDashboardAcrossInstances(t *testing.T) {
 // streams (an "end" event) instead of waiting for them until its shutdown
 // deadline, and stops gracefully.
 func TestServeEndsLiveStreamsAtShutdown(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
+	addr := apptest.FreeAddr(t)
 	vars := map[string]string{"SECKILL_DATA_DIR": t.TempDir(), "SECKILL_HTTP_ADDR": addr}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
