@@ -17,8 +17,10 @@ import (
 	"maps"
 	"net"
 	"os"
+	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 
 	"github.com/alicebob/miniredis/v2"
@@ -64,6 +66,7 @@ func Start(t *testing.T, env map[string]string) *app.App {
 	for k, v := range env {
 		vars[k] = v
 	}
+	TakeStreamTurn(t, vars)
 	cfg, err := config.Load(func(k string) string { return vars[k] })
 	if err != nil {
 		t.Fatalf("config: %v", err)
@@ -103,6 +106,7 @@ func TryStartAsync(t *testing.T, env map[string]string) (*app.App, error) {
 	for k, v := range env {
 		vars[k] = v
 	}
+	TakeStreamTurn(t, vars)
 	cfg, err := config.Load(func(k string) string { return vars[k] })
 	if err != nil {
 		t.Fatalf("config: %v", err)
@@ -280,4 +284,49 @@ func FreeAddr(t testing.TB) string {
 	}
 	defer ln.Close()
 	return ln.Addr().String()
+}
+
+// streamTurn counts this process's holders of the stream turn and keeps
+// the locked file while any holds it.
+var streamTurn struct {
+	mu sync.Mutex
+	n  int
+	f  *os.File
+}
+
+// TakeStreamTurn holds, until the test ends, the turn of the apps whose
+// consumers read the shared Redis's order streams, when vars describe
+// one. `go test ./...` runs packages in parallel: another package's
+// consumers would claim this test's entries. Holders in one process
+// share the turn (an flock, released by the kernel if the process dies).
+func TakeStreamTurn(t testing.TB, vars map[string]string) {
+	t.Helper()
+	shared := vars["SECKILL_REDIS_CLUSTER_ADDRS"] != "" ||
+		(vars["SECKILL_REDIS_ADDR"] != "" && vars["SECKILL_REDIS_ADDR"] == os.Getenv("SECKILL_REDIS_ADDR"))
+	if vars["SECKILL_ORDER_MODE"] != "async" || !shared {
+		return
+	}
+	streamTurn.mu.Lock()
+	defer streamTurn.mu.Unlock()
+	if streamTurn.n == 0 {
+		f, err := os.OpenFile(filepath.Join(os.TempDir(), "seckill-e2e-streams.lock"), os.O_CREATE|os.O_RDWR, 0o644)
+		if err != nil {
+			t.Fatalf("stream turn: %v", err)
+		}
+		if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX); err != nil {
+			f.Close()
+			t.Fatalf("stream turn: %v", err)
+		}
+		streamTurn.f = f
+	}
+	streamTurn.n++
+	t.Cleanup(func() {
+		streamTurn.mu.Lock()
+		defer streamTurn.mu.Unlock()
+		if streamTurn.n--; streamTurn.n == 0 {
+			_ = syscall.Flock(int(streamTurn.f.Fd()), syscall.LOCK_UN)
+			streamTurn.f.Close()
+			streamTurn.f = nil
+		}
+	})
 }

@@ -57,6 +57,7 @@ func startInstance(t *testing.T, bin, name string, env map[string]string) *insta
 		t.Fatal(err)
 	}
 	cmd := exec.Command(bin, "serve")
+	apptest.TakeStreamTurn(t, env)
 	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + os.Getenv("HOME"), "SECKILL_HTTP_ADDR=" + addr}
 	for k, v := range env {
 		cmd.Env = append(cmd.Env, k+"="+v)
