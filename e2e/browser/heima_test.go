@@ -1,4 +1,4 @@
-package main
+package browser
 
 import (
 	"encoding/json"
