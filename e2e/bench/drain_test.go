@@ -1,4 +1,4 @@
-package main
+package bench
 
 import (
 	"context"
@@ -20,7 +20,7 @@ import (
 // database. It reports orders/s, the process's CPU per order (getrusage:
 // the consumers, the drain poll and the runtime; nothing else runs) and
 // Redis's CPU per order (INFO cpu). Run it with a fixed count, e.g.
-// `go test -run '^$' -bench Drain -benchtime 20000x .`. Every consumer of
+// `go test -run '^$' -bench Drain -benchtime 20000x ./e2e/bench/`. Every consumer of
 // group g1 on the same Redis (another test or benchmark running meanwhile)
 // takes entries too and skews both figures: run it alone.
 func BenchmarkDrain(b *testing.B) {

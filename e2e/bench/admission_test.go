@@ -1,10 +1,10 @@
-package main
+package bench
 
 // Benchmarks of the seckill request through the whole HTTP handler as the
 // server calls it (gin's router, the middleware chain, JWT authentication,
 // the handler, the service and, in async mode, the admission script), so
 // that a regression of the hot path shows in review (issue 13). `make
-// bench-go` runs them: `go test -run '^$' -bench Admission -benchmem .`;
+// bench-go` runs them: `go test -run '^$' -bench Admission -benchmem ./e2e/bench/`;
 // `go test` without -bench never does.
 //
 //	BenchmarkAdmissionEmbedded  async mode on the embedded backends
