@@ -291,12 +291,6 @@ func (a *App) Locker() lock.Locker { return a.locker }
 // Metrics is the app's Prometheus registry and its instruments.
 func (a *App) Metrics() *metrics.Metrics { return a.metrics }
 
-// Async is the async seckill, nil in sync mode.
-func (a *App) Async() *service.AsyncSeckill { return a.async }
-
-// Lifecycle pays, cancels and expires the app's orders.
-func (a *App) Lifecycle() *service.Lifecycle { return a.lifecycle }
-
 // LiveInstance is the id under which the app publishes its live dashboard
 // counters (seckill:live:instances).
 func (a *App) LiveInstance() string { return a.liveInstance }

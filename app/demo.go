@@ -3,14 +3,14 @@ package app
 import (
 	"context"
 	"fmt"
-	"log/slog"
 )
 
-// seedDemo seeds the demo shop and its voucher once per database
-// (development only: serve calls it when SECKILL_ENV=development, which
-// `go run .` on the embedded backends is). A failure is logged, not fatal:
-// the demo is a convenience.
-func (a *App) seedDemo(ctx context.Context, log *slog.Logger) {
+// SeedDemo seeds the demo shop and its voucher once per database. Serve
+// calls it in development (SECKILL_ENV=development, as `go run .` on the
+// embedded backends is). A failure is logged, not fatal: the demo is a
+// convenience.
+func (a *App) SeedDemo(ctx context.Context) {
+	log := a.log
 	seed, err := a.demo.Seed(ctx)
 	switch {
 	case err != nil:

@@ -30,7 +30,7 @@ func Serve(ctx context.Context, cfg config.Config, log *slog.Logger) error {
 	}
 	defer a.Close()
 	if cfg.Development() {
-		a.seedDemo(ctx, log)
+		a.SeedDemo(ctx)
 	}
 	srv := &http.Server{
 		Addr:              cfg.HTTPAddr,
