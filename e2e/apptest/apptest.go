@@ -130,7 +130,7 @@ func TryStartAsync(t *testing.T, env map[string]string) (*app.App, error) {
 // SharedPayTimeout is the pay timeout of the test apps unless a test sets
 // one: 30 years, so that no app expires another test's orders, not even
 // the repository tests' orders made in 2001 to expire under their own
-// sweeps while this package runs beside them.
+// sweeps while the e2e packages run beside them.
 const SharedPayTimeout = "262800h"
 
 // SyncBuffer is a bytes.Buffer safe for concurrent writers.
