@@ -63,18 +63,11 @@ func Start(t *testing.T, env map[string]string) *app.App {
 		// lifecycle tests, on databases of their own, let orders expire.
 		"SECKILL_PAY_TIMEOUT": SharedPayTimeout,
 	}
-	for k, v := range env {
-		vars[k] = v
-	}
-	TakeStreamTurn(t, vars)
-	cfg, err := config.Load(func(k string) string { return vars[k] })
-	if err != nil {
-		t.Fatalf("config: %v", err)
-	}
+	cfg := load(t, vars, env)
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	a, err := app.New(context.Background(), cfg, log)
 	if err != nil {
-		t.Fatalf("newApp: %v", err)
+		t.Fatalf("app.New: %v", err)
 	}
 	t.Cleanup(a.Close)
 	RegisterDB(t, a)
@@ -87,7 +80,7 @@ func StartAsync(t *testing.T, env map[string]string) *app.App {
 	t.Helper()
 	a, err := TryStartAsync(t, env)
 	if err != nil {
-		t.Fatalf("newApp: %v", err)
+		t.Fatalf("app.New: %v", err)
 	}
 	return a
 }
@@ -103,14 +96,7 @@ func TryStartAsync(t *testing.T, env map[string]string) (*app.App, error) {
 		"SECKILL_PAY_TIMEOUT": SharedPayTimeout,
 	}
 	maps.Copy(vars, RedisVars(t))
-	for k, v := range env {
-		vars[k] = v
-	}
-	TakeStreamTurn(t, vars)
-	cfg, err := config.Load(func(k string) string { return vars[k] })
-	if err != nil {
-		t.Fatalf("config: %v", err)
-	}
+	cfg := load(t, vars, env)
 	buf := &SyncBuffer{}
 	log := slog.New(slog.NewTextHandler(buf, &slog.HandlerOptions{Level: slog.LevelInfo}))
 	a, err := app.New(context.Background(), cfg, log)
@@ -125,6 +111,19 @@ func TryStartAsync(t *testing.T, env map[string]string) (*app.App, error) {
 		}
 	})
 	return a, nil
+}
+
+// load is the configuration of vars overridden by env; it takes the
+// stream turn when the app will read the shared streams.
+func load(t *testing.T, vars, env map[string]string) config.Config {
+	t.Helper()
+	maps.Copy(vars, env)
+	TakeStreamTurn(t, vars)
+	cfg, err := config.Load(EnvOf(vars))
+	if err != nil {
+		t.Fatalf("config: %v", err)
+	}
+	return cfg
 }
 
 // SharedPayTimeout is the pay timeout of the test apps unless a test sets
