@@ -14,7 +14,7 @@ run:
 test: vet
 	$(GO) test -race -count=1 -timeout 15m ./...
 
-# The async integration tests of the root package again, on the Redis
+# The async end-to-end tests (e2e/async, e2e/lifecycle) again, on the Redis
 # Cluster of .ci/services.sh (SECKILL_TEST_CLUSTER_ADDRS, exported by
 # .ci/env.sh) instead of SECKILL_REDIS_ADDR: the apps they start get
 # SECKILL_REDIS_CLUSTER_ADDRS. The order's life too: pay, cancel and expiry
@@ -24,7 +24,7 @@ test: vet
 CLUSTER_TESTS ?= ^(TestAsyncConcurrentSeckill|TestAsyncPoisonMessage|TestAsyncCrashRecovery|TestAsyncBuckets|TestOrderLifecycleAsync|TestGiveBackAfterCrash|TestCluster.*)$$
 .PHONY: test-cluster
 test-cluster:
-	SECKILL_TEST_ON_CLUSTER=1 $(GO) test -race -count=1 -timeout 10m -run '$(CLUSTER_TESTS)' .
+	SECKILL_TEST_ON_CLUSTER=1 $(GO) test -race -count=1 -timeout 10m -run '$(CLUSTER_TESTS)' ./e2e/async/ ./e2e/lifecycle/
 
 # Unit tests only: integration tests skip without the env.
 test-short:
@@ -137,7 +137,7 @@ bench:
 	$(HARNESS) bench && bin/harness pictures
 
 # ---- Go benchmarks of the seckill request through the whole HTTP handler
-# (bench_admission_test.go): async admission on the embedded backends
+# (e2e/bench/admission_test.go): async admission on the embedded backends
 # always, and on the real Redis and MariaDB, plus sync `lua`, when the env of
 # .ci/env.sh is set (`source .ci/env.sh && make bench-go`). ns/op, B/op,
 # allocs/op; BENCHTIME and BENCHCOUNT as go test's -benchtime and -count.
@@ -146,7 +146,7 @@ BENCHCOUNT ?= 1
 .PHONY: bench-go
 
 bench-go:
-	$(GO) test -run '^$$' -bench Admission -benchmem -benchtime $(BENCHTIME) -count $(BENCHCOUNT) .
+	$(GO) test -run '^$$' -bench Admission -benchmem -benchtime $(BENCHTIME) -count $(BENCHCOUNT) ./e2e/bench/
 
 # ---- the README's pictures (cmd/harness/pictures): docs/lock-matrix.svg,
 # docs/bench.svg, docs/faults.svg and docs/bench-cluster.svg drawn from
@@ -162,20 +162,20 @@ pictures:
 	$(HARNESS) pictures
 
 # ---- which code one request runs: one sync purchase, and one async order
-# from admission to commit (TestMeasurePath), measured as the project files
-# whose coverage counters grow between a run without the request and a run
-# with it (the async side also counts what the consumer's loop did
-# meanwhile).
+# from admission to commit (TestMeasurePath of e2e/bench), measured as the
+# project files whose coverage counters grow between a run without the
+# request and a run with it (the async side also counts what the consumer's
+# loop did meanwhile). The test harness (e2e/) is not counted.
 .PHONY: measure-path
 measure-path:
 	@rm -rf /tmp/seckill-path && mkdir -p /tmp/seckill-path
 	@for p in baseline request; do for m in sync async; do \
 		SECKILL_MEASURE_PATH=$$p $(GO) test -count=1 -covermode=count -coverpkg=./... \
-			-coverprofile=/tmp/seckill-path/$$m-$$p.out -run "^TestMeasurePath$$/^$$m$$" . >/dev/null || exit 1; \
+			-coverprofile=/tmp/seckill-path/$$m-$$p.out -run "^TestMeasurePath$$/^$$m$$" ./e2e/bench/ >/dev/null || exit 1; \
 	done; done
 	@for m in sync async; do \
 		files=$$(awk 'FNR == 1 { next } FILENAME ~ /baseline/ { base[$$1] += $$3; next } $$3 > base[$$1] { split($$1, f, ":"); print f[1] }' \
-			/tmp/seckill-path/$$m-baseline.out /tmp/seckill-path/$$m-request.out | sort -u); \
+			/tmp/seckill-path/$$m-baseline.out /tmp/seckill-path/$$m-request.out | grep -v '^seckill/e2e/' | sort -u); \
 		echo "$$m: $$(echo "$$files" | grep -c .) files"; echo "$$files" | sed 's|^seckill/|  |'; \
 	done
 

@@ -1,0 +1,94 @@
+package app
+
+import (
+	"log/slog"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"seckill/config"
+	"seckill/lock"
+	"seckill/metrics"
+	"seckill/repository"
+	"seckill/repository/redisstore"
+	"seckill/repository/sqlstore"
+	"seckill/service"
+	"seckill/telemetry"
+)
+
+// syncIDBlock is how many order ids the ID worker leases per INCRBY in sync
+// mode: ids stay unique across instances, and most cost no round trip.
+const syncIDBlock = 100
+
+// asyncIDBlock is how many order ids the ID worker leases per INCRBY in
+// async mode, so that the hot path costs one round trip (the script).
+const asyncIDBlock = 1000
+
+// reconcileLease is the lease of the reconcile lock, renewed by its
+// watchdog every third of it while a reconciliation runs.
+const reconcileLease = 30 * time.Second
+
+// newReconcileLock returns the lock that makes reconcilers (starting
+// processes, `seckill rebuild`) take turns, waiting up to wait for it. Its
+// watchdog renews the lease for as long as the holder works, however long
+// the scan takes: a fixed lease would let a second reconciler in while the
+// first still rebuilds, and a dead holder frees it after one lease.
+func newReconcileLock(rdb redis.UniversalClient, lease, wait time.Duration) (lock.Locker, error) {
+	return lock.NewReentrant(rdb, lock.WithTTL(lease), lock.WithWait(wait), lock.WithWatchdog(true))
+}
+
+// newAsync wires the async seckill (SECKILL_ORDER_MODE=async) without
+
+// starting anything.
+func newAsync(d *deps, cfg config.Config, log *slog.Logger, locker lock.Locker, m *metrics.Metrics, tr *telemetry.Tracing) (*service.AsyncSeckill, error) {
+	reconcileLock, err := newReconcileLock(d.Redis, reconcileLease, 3*time.Minute)
+	if err != nil {
+		return nil, err
+	}
+	consumerConfig := service.ConsumerConfig{
+		Consumers:     cfg.ConsumerCount(),
+		ClaimIdle:     cfg.ClaimIdleOrDefault(),
+		ConsumerDelay: cfg.ConsumerDelay,
+		DutyCycle:     cfg.ConsumerDuty,
+	}
+	if cfg.LockMode == "mysql" {
+		// Each held named lock pins a pooled connection: keep a batch's
+		// locks well below the pool (64) so the transaction gets one.
+		consumerConfig.Batch = max(1, 32/consumerConfig.Consumers)
+	}
+	ids := redisstore.NewIDWorker(d.Redis, asyncIDBlock, time.Now)
+	var obs service.Observer
+	var consumerMetrics service.ConsumerObserver
+	if m != nil {
+		obs, consumerMetrics = m, m
+	}
+	vouchers, orders := sqlstore.NewVouchers(d.DB), sqlstore.NewOrders(d.DB)
+	admission, queue := redisstore.NewAdmission(d.Redis), redisstore.NewOrderStream(d.Redis)
+	admission.ObservePipelines(m.AdmissionRoundTrip) // nil-safe: m may be nil
+	if m != nil {
+		redisstore.ObserveRoundTrips(d.Redis, m.RedisRoundTrip)
+	}
+	var batches service.BatchTracer
+	if tr != nil {
+		admission.CarryTrace(tr.TraceParent)
+		batches = tr
+	}
+	rejects := redisstore.NewRejections(d.Redis)
+	adm := service.NewAsyncAdmission(service.AdmissionDeps{
+		Vouchers: vouchers, Orders: orders, IDs: ids, Redis: admission, Queue: queue,
+		Rejects: rejects, Losses: sqlstore.NewNamedValues(d.DB), OrderInfoTTL: repository.OrderInfoTTL,
+		Now: time.Now, Log: log,
+	})
+	return &service.AsyncSeckill{
+		AsyncAdmission: adm,
+		ConsumerGroup: service.NewConsumerGroup(service.ConsumerDeps{
+			Queue: queue, Orders: orders, Locker: locker, Rejects: rejects, Admitted: adm.Admitted,
+			Observer: obs, Metrics: consumerMetrics, Tracer: batches, Now: time.Now, Log: log,
+		}, consumerConfig),
+		Reconciler: service.NewReconciler(service.ReconcilerDeps{
+			Vouchers: vouchers, Orders: orders, Redis: admission, Queue: queue,
+			Values: sqlstore.NewNamedValues(d.DB), Sequence: redisstore.NewIDSequence(d.Redis, d.DB, time.Now, ids),
+			Lock: reconcileLock, Now: time.Now, Log: log, TrustFacts: d.EmbeddedRedis,
+		}),
+	}, nil
+}

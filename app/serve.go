@@ -1,0 +1,67 @@
+package app
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"time"
+
+	"seckill/config"
+)
+
+// Serve is `seckill serve`: it binds SECKILL_HTTP_ADDR, starts the app
+// and serves it until ctx ends, then stops within the contract's ten
+// seconds.
+func Serve(ctx context.Context, cfg config.Config, log *slog.Logger) error {
+	log.InfoContext(ctx, "starting", "config", cfg)
+	// Bind first: a port taken is one error line, before any migration,
+	// start-up reconciliation or consumer of a process that cannot serve;
+	// and "serving" is logged only once the port is ours.
+	ln, err := net.Listen("tcp", cfg.HTTPAddr)
+	if err != nil {
+		return fmt.Errorf("SECKILL_HTTP_ADDR: %w", err)
+	}
+	defer ln.Close()
+	a, err := New(ctx, cfg, log)
+	if err != nil {
+		return err
+	}
+	defer a.Close()
+	if cfg.Development() {
+		a.SeedDemo(ctx)
+	}
+	srv := &http.Server{
+		Addr:              cfg.HTTPAddr,
+		Handler:           a.handler,
+		ReadHeaderTimeout: 5 * time.Second,
+		ReadTimeout:       10 * time.Second,
+		WriteTimeout:      cfg.RequestTimeout + 30*time.Second,
+		IdleTimeout:       120 * time.Second,
+		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
+	}
+	srv.RegisterOnShutdown(a.endStreams)
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
+	log.InfoContext(ctx, "serving", "addr", ln.Addr().String(), "lock_mode", a.locker.Name(), "order_mode", cfg.OrderMode,
+		"embedded_db", a.deps.DB.Embedded, "embedded_redis", a.deps.EmbeddedRedis)
+
+	select {
+	case err := <-errc:
+		return fmt.Errorf("SECKILL_HTTP_ADDR: %w", err)
+	case <-ctx.Done():
+	}
+	log.Info("shutting down")
+	// Everything stops within the 10 seconds of the contract: the HTTP
+	// server first, then the consumers finish their batch.
+	deadline := time.Now().Add(9500 * time.Millisecond)
+	sctx, cancel := context.WithTimeout(context.Background(), 8*time.Second)
+	defer cancel()
+	if err := srv.Shutdown(sctx); err != nil {
+		return fmt.Errorf("shutdown: %w", err)
+	}
+	a.StopWorkers(deadline)
+	log.Info("stopped")
+	return nil
+}

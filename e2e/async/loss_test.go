@@ -1,0 +1,160 @@
+package async
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"testing"
+	"time"
+
+	"seckill/e2e/apptest"
+	"seckill/model"
+	"seckill/repository"
+)
+
+// orderStatus reads GET /voucher-order/:id as user ("" when not 200).
+func orderStatus(t *testing.T, h http.Handler, orderID, user int64) (string, int) {
+	t.Helper()
+	tok, _ := apptest.DevTokens().Issue(user, "user")
+	r := apptest.Call(t, h, http.MethodGet, fmt.Sprintf("/voucher-order/%d", orderID), tok, nil)
+	if r.Status != http.StatusOK {
+		return "", r.Status
+	}
+	var o struct {
+		Status string `json:"status"`
+	}
+	if err := json.Unmarshal(r.Body.Data, &o); err != nil {
+		t.Fatal(err)
+	}
+	return o.Status, r.Status
+}
+
+// TestAsyncRedisDataLostRecoversItself: Redis loses its data (FLUSHALL)
+// under a running async instance whose three admissions are still pending
+// (its consumer holds them past the batch timeout, so none is written).
+// Without an operator: the voucher is refused (503) at once, comes back on
+// sale after SECKILL_AUTO_REBUILD_AFTER (8s here) with the stock the
+// database says is left (all 10: the lost admissions' units are on sale
+// again), the three lost orders are reported failed to their owners, and
+// those owners may buy again. Nothing is oversold. Before: every request
+// for the voucher was 503 until someone ran `seckill rebuild`, and the lost
+// orders were "not found".
+func TestAsyncRedisDataLostRecoversItself(t *testing.T) {
+	m, rdb, dsn, db := apptest.PrivateBackends(t)
+	// a1's consumer sleeps past the 8s batch timeout with each batch in
+	// hand: nothing it reads is written.
+	a1 := apptest.StartAsync(t, map[string]string{"SECKILL_REDIS_ADDR": m.Addr(), "SECKILL_MYSQL_DSN": dsn,
+		"SECKILL_AUTO_REBUILD_AFTER": "8s", "SECKILL_DEV_CONSUMER_DELAY": "20s"})
+	const stock = 10
+	vid := apptest.PublishVoucher(t, a1.Handler(), stock)
+	base := apptest.RandomBase()
+	first := apptest.Storm(t, []http.Handler{a1.Handler()}, vid, base, 3, 1)
+	if first.ByCode["OK"] != 3 {
+		t.Fatalf("before the loss: got %v, want 3 admissions", first.ByCode)
+	}
+
+	m.FlushAll()
+	lost := time.Now()
+	path := fmt.Sprintf("/voucher-order/seckill/%d", vid)
+	tok, _ := apptest.DevTokens().Issue(base+100, "user")
+	if r := apptest.Call(t, a1.Handler(), http.MethodPost, path, tok, nil); r.Status != http.StatusServiceUnavailable {
+		t.Errorf("just after the loss: got %d %s, want 503", r.Status, r.Body.Code)
+	}
+	var back time.Duration
+	refused := 0
+	for deadline := lost.Add(40 * time.Second); back == 0; time.Sleep(100 * time.Millisecond) {
+		r := apptest.Call(t, a1.Handler(), http.MethodPost, path, tok, nil)
+		switch {
+		case r.Status == http.StatusOK:
+			back = time.Since(lost)
+		case r.Status != http.StatusServiceUnavailable:
+			t.Fatalf("while unsafe: got %d %s, want 503 or, once rebuilt, 200", r.Status, r.Body.Code)
+		default:
+			refused++
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the voucher is not on sale again 40s after the loss (%d refusals): no automatic rebuild", refused)
+		}
+	}
+	t.Logf("on sale again %v after the loss (%d requests refused meanwhile)", back.Round(100*time.Millisecond), refused)
+	if back < 8*time.Second {
+		t.Errorf("on sale again after %v, want SECKILL_AUTO_REBUILD_AFTER (8s) or more", back)
+	}
+	for id, u := range first.OrderIDs {
+		if st, code := orderStatus(t, a1.Handler(), id, u); st != "failed" {
+			t.Errorf("order %d lost with redis: got status %q (http %d), want failed", id, st, code)
+		}
+	}
+
+	// A second instance that writes at once; the first stops.
+	a2 := apptest.StartAsync(t, map[string]string{"SECKILL_REDIS_ADDR": m.Addr(), "SECKILL_MYSQL_DSN": dsn})
+	a1.StopWorkers(time.Now().Add(20 * time.Second))
+	second := apptest.Storm(t, []http.Handler{a2.Handler()}, vid, base, 20, 1)
+	// 9 units left (one went to user base+100 above): the 3 whose orders
+	// were lost buy again.
+	if second.ByCode["OK"] != 9 || second.ByCode["SOLD_OUT"] != 11 {
+		t.Errorf("after the automatic rebuild: got %v, want 9 OK and 11 SOLD_OUT", second.ByCode)
+	}
+	au, _ := apptest.WaitDrained(t, a2.Handler(), vid, stock)
+	apptest.CheckInvariant5(t, rdb, vid, au)
+	if !au.Consistent || au.Oversold {
+		t.Errorf("audit: got %+v, want consistent, not oversold", au)
+	}
+	var orders int
+	if err := db.QueryRow("SELECT COUNT(*) FROM tb_voucher_order WHERE voucher_id = ?", vid).Scan(&orders); err != nil || orders != stock {
+		t.Errorf("database: %d orders (%v), want %d", orders, err, stock)
+	}
+	for id := range first.OrderIDs {
+		var n int
+		if err := db.QueryRow("SELECT COUNT(*) FROM tb_voucher_order WHERE id = ?", id).Scan(&n); err != nil || n != 0 {
+			t.Errorf("order %d lost with redis is in the database (%d, %v)", id, n, err)
+		}
+	}
+}
+
+// TestAsyncRebuildDuringSale: the automatic rebuild runs in the middle of
+// a sale across two instances (a false alarm: another epoch appears in
+// Redis, as when a process of another deployment shares it). Buyers get
+// 503 while the vouchers are unsafe, then the sale goes on; the rebuild
+// reads the facts while consumers write and acknowledge, and still no unit
+// is admitted twice: the 200s never exceed the stock, and every invariant
+// holds after the drain.
+func TestAsyncRebuildDuringSale(t *testing.T) {
+	m, rdb, dsn, db := apptest.PrivateBackends(t)
+	env := map[string]string{"SECKILL_REDIS_ADDR": m.Addr(), "SECKILL_MYSQL_DSN": dsn, "SECKILL_AUTO_REBUILD_AFTER": "8s"}
+	a1, a2 := apptest.StartAsync(t, env), apptest.StartAsync(t, env)
+	const stock = 400
+	vid := apptest.PublishVoucher(t, a1.Handler(), stock)
+	// A steady sale that outlasts the rebuild.
+	sl := steadySale(t, []http.Handler{a1.Handler(), a2.Handler()}, vid, 4, 25*time.Millisecond)
+	time.Sleep(time.Second) // the sale is under way
+	if err := rdb.Set(context.Background(), repository.EpochKey(repository.VoucherShard(vid)), "another-deployment", 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	// Wait for the sale to resume after the rebuild (or the stock to run
+	// out), at most 40s.
+	resumed := false
+	for deadline := time.Now().Add(40 * time.Second); time.Now().Before(deadline) && !resumed; time.Sleep(100 * time.Millisecond) {
+		if byStatus := sl.statuses(); byStatus[http.StatusServiceUnavailable] > 0 {
+			rv, err := rdb.HGet(context.Background(), repository.VoucherKey(vid), "state").Result()
+			resumed = err == nil && rv == model.VoucherStateOK && byStatus[http.StatusOK] > 0
+		}
+	}
+	time.Sleep(time.Second) // sales after the rebuild
+	sl.end()
+	byStatus := sl.statuses()
+	t.Logf("statuses: %v", byStatus)
+	if !resumed {
+		t.Fatalf("the sale did not resume after the false alarm within 40s: %v", byStatus)
+	}
+	if byStatus[http.StatusOK] > stock {
+		t.Errorf("got %d admissions for a stock of %d", byStatus[http.StatusOK], stock)
+	}
+	au, _ := apptest.WaitDrained(t, a1.Handler(), vid, int64(len(sl.seen.OrderIDs)))
+	apptest.CheckInvariant5(t, rdb, vid, au)
+	apptest.CheckInvariants(t, db, vid, sl.seen)
+	if !au.Consistent || au.Oversold {
+		t.Errorf("audit: got %+v, want consistent, not oversold", au)
+	}
+}
