@@ -15,7 +15,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"seckill/e2e/apptest"
-	auditdb "seckill/internal/audit"
+	"seckill/internal/audit"
 	"seckill/model"
 	"seckill/repository"
 	"seckill/repository/redisstore"
@@ -293,7 +293,7 @@ func checkReturnBuckets(t *testing.T, dsn string, rdb redis.UniversalClient, vid
 		t.Fatal(err)
 	}
 	defer sqlDB.Close()
-	f, err := auditdb.ReadDB(ctx, sqlDB, vid)
+	f, err := audit.ReadDB(ctx, sqlDB, vid)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -408,11 +408,11 @@ func TestGiveBackAfterCrash(t *testing.T) {
 	if _, err := sweeper().Sweep(ctx); err != nil {
 		t.Fatal(err)
 	}
-	f, err := auditdb.ReadDB(ctx, sqlDB, v.ID)
+	f, err := audit.ReadDB(ctx, sqlDB, v.ID)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if f.Async, err = auditdb.ReadRedis(ctx, rdb, v.ID); err != nil {
+	if f.Async, err = audit.ReadRedis(ctx, rdb, v.ID); err != nil {
 		t.Fatal(err)
 	}
 	if f.Async.RedisStock != stock/2 || *f.Async.Returned != stock/2 {
