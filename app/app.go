@@ -2,8 +2,8 @@
 // builds the locker, the services and the routes, serves them, and runs
 // the binary's other commands.
 //
-// New starts an App from a config.Config; Handler serves its routes and
-// Close stops it. Serve is the HTTP server of `seckill serve`; Run is the
+// New starts an App from a config.Config. Handler serves its routes and
+// Close stops it. Serve is the HTTP server of `seckill serve`. Run is the
 // whole command line, what main calls.
 package app
 
@@ -39,7 +39,7 @@ type App struct {
 	handler http.Handler
 	locker  lock.Locker
 	metrics *metrics.Metrics
-	// async is the async seckill (nil in sync mode); its consumers run
+	// async is the async seckill (nil in sync mode). Its consumers run
 	// until Close.
 	async     *service.AsyncSeckill
 	consumers *service.Consumers
@@ -61,7 +61,7 @@ type App struct {
 	// stopRevocations stops reloading the token revocations (nil when
 	// none runs).
 	stopRevocations func()
-	// lifecycle pays, cancels and expires orders; stopSweeper stops its
+	// lifecycle pays, cancels and expires orders. stopSweeper stops its
 	// expiry sweeper and waits for it (nil when none runs).
 	lifecycle   *service.Lifecycle
 	stopSweeper func()
@@ -75,7 +75,7 @@ type App struct {
 // New opens the dependencies, applies the schema and wires repositories
 // and the configured locker into the services and routes. The background
 // workers (async consumers, expiry sweeper, live publisher) run until
-// Close; log receives the app's lines.
+// Close. log receives the app's lines.
 func New(ctx context.Context, cfg config.Config, log *slog.Logger, opts ...Option) (_ *App, err error) {
 	var o options
 	for _, f := range opts {
@@ -162,7 +162,7 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger, opts ...Optio
 		// Orders admitted under the key layout before the shards are in
 		// stream.orders, which nothing here reads: the previous version
 		// must write them first (docs/operations.md, "Upgrading the key
-		// layout"); then the reconciliation below rebuilds every live
+		// layout"). Then the reconciliation below rebuilds every live
 		// voucher from the database's facts into the shards.
 		if n, err := redisstore.NewOrderStream(d.Redis).LegacyEntries(ctx); err != nil {
 			return nil, fmt.Errorf("async start-up: reading %s: %w", repository.LegacyStreamKey, err)
@@ -229,7 +229,7 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger, opts ...Optio
 	a.stopSweeper = func() { stopSweep(); <-sweepDone }
 	a.demo = service.Demo{Shops: shopSvc, Vouchers: voucherSvc, Marks: sqlstore.NewDemoMarks(d.DB), Now: time.Now}
 	// The live dashboard: this process's answers per voucher, published to
-	// Redis four times a second; any instance's stream reads them all.
+	// Redis four times a second. Any instance's stream reads them all.
 	liveStats := redisstore.NewLiveStats(d.Redis, time.Now)
 	recorder := live.NewRecorder()
 	pub := live.NewPublisher(recorder, liveStats, live.PublisherConfig{LockMode: locker.Name(), OrderMode: cfg.OrderMode}, log)
@@ -303,7 +303,7 @@ func (a *App) DB() *sqlstore.DB { return a.deps.DB }
 // Redis is the app's Redis client: plain, Sentinel, Cluster or embedded.
 func (a *App) Redis() redis.UniversalClient { return a.deps.Redis }
 
-// RedlockNodes are the independent Redis clients of the redlock mode; the
+// RedlockNodes are the independent Redis clients of the redlock mode. The
 // app's Redis alone when SECKILL_REDLOCK_ADDRS is empty.
 func (a *App) RedlockNodes() []redis.UniversalClient { return a.deps.Nodes }
 

@@ -88,7 +88,7 @@ func NewLogger(w io.Writer, level string) *slog.Logger {
 }
 
 // quietLibraries routes the go-redis and MySQL drivers' own loggers (one
-// line per failed dial during an outage) to slog at debug level; the
+// line per failed dial during an outage) to slog at debug level. The
 // service reports outages itself, once per request, as 503.
 func quietLibraries(log *slog.Logger) {
 	redis.SetLogger(redisLogger{log})

@@ -35,7 +35,7 @@ func openDB(ctx context.Context, cfg config.Config) (*sqlstore.DB, error) {
 }
 
 // openDeps opens the database and Redis (embedded ones when not configured)
-// and checks that each answers; an error names the variable at fault.
+// and checks that each answers. An error names the variable at fault.
 func openDeps(ctx context.Context, cfg config.Config, log *slog.Logger) (*deps, error) {
 	auth, err := redisAuth(cfg)
 	if err != nil {
@@ -92,7 +92,7 @@ func openDeps(ctx context.Context, cfg config.Config, log *slog.Logger) (*deps, 
 		c := redisstore.NewRedlockNodeClient(a, auth)
 		d.owned = append(d.owned, c)
 		if err := redisstore.PingRedis(ctx, c); err != nil {
-			// A node down is an outage the lock tolerates; refused
+			// A node down is an outage the lock tolerates. Refused
 			// credentials are a configuration error.
 			if v := redisCredentialVar(cfg, err); v != "" {
 				d.Close(log)
@@ -111,7 +111,7 @@ func openDeps(ctx context.Context, cfg config.Config, log *slog.Logger) (*deps, 
 	return d, nil
 }
 
-// redisAuth is the credentials and TLS of every Redis client of cfg; it
+// redisAuth is the credentials and TLS of every Redis client of cfg. It
 // reads SECKILL_REDIS_TLS_CA, once.
 func redisAuth(cfg config.Config) (redisstore.RedisAuth, error) {
 	t, err := cfg.RedisTLSConfig()

@@ -17,8 +17,8 @@ import (
 func Serve(ctx context.Context, cfg config.Config, log *slog.Logger) error {
 	log.InfoContext(ctx, "starting", "config", cfg)
 	// Bind first: a port taken is one error line, before any migration,
-	// start-up reconciliation or consumer of a process that cannot serve;
-	// and "serving" is logged only once the port is ours.
+	// start-up reconciliation or consumer of a process that cannot serve.
+	// And "serving" is logged only once the port is ours.
 	ln, err := net.Listen("tcp", cfg.HTTPAddr)
 	if err != nil {
 		return fmt.Errorf("SECKILL_HTTP_ADDR: %w", err)
