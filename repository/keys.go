@@ -17,7 +17,7 @@ import (
 // shards spread over the masters of a cluster split in slot ranges.
 // A voucher lives in shard VoucherShard(voucherId), with its orders' info
 // and stream entries. Each shard has its own stream, dead-letter stream
-// and epoch; the consumers read every shard. One Redis uses the same
+// and epoch. The consumers read every shard. One Redis uses the same
 // layout, where the tags are only names.
 const (
 	// Shards is the number of shards: fixed, part of the key layout.
@@ -25,11 +25,11 @@ const (
 	// GroupName is the consumer group of every shard's order stream.
 	GroupName = "g1"
 	// StreamName and DeadLetterName are the last parts of the shard's
-	// stream keys (StreamKey, DeadLetterKey); tests use names of their own.
+	// stream keys (StreamKey, DeadLetterKey). Tests use names of their own.
 	StreamName     = "orders"
 	DeadLetterName = "orders.dlq"
 	// LegacyStreamKey is the order stream of the single-stream layout
-	// before the shards; start-up refuses async mode while it holds
+	// before the shards. start-up refuses async mode while it holds
 	// entries (docs/operations.md, "Upgrading the key layout").
 	LegacyStreamKey = "stream.orders"
 	// LegacyEpochKey is the epoch of that layout: equal to the database's,
@@ -162,7 +162,7 @@ func DuplicateRejectionsKey(voucherID int64) string {
 
 // The live dashboard's keys (package live): each instance adds its counts
 // to the voucher's hash and records itself in the instances hash about four
-// times a second; dashboards read both.
+// times a second. Dashboards read both.
 const (
 	// LivePrefix is the prefix of seckill:live:<voucherId>.
 	LivePrefix = "seckill:live:"
@@ -215,8 +215,8 @@ func IDDay(t time.Time) string { return t.UTC().Format("2006:01:02") }
 func IDSequenceKey(day string) string { return "icr:order:" + day }
 
 // The TTLs of the keys above. Keys not listed here never expire (stream,
-// dead-letter stream, epoch, duprej counters, ID sequences); the login
-// code's TTL is the caller's (SaveCode); a Limiter key lives until its
+// dead-letter stream, epoch, duprej counters, ID sequences). The login
+// code's TTL is the caller's (SaveCode). A Limiter key lives until its
 // limit has forgotten every event (redis_rate sets it).
 const (
 	// OrderInfoTTL is how long seckill:orderinfo:<orderId> lives.
@@ -231,7 +231,7 @@ const (
 	// instance last added to them.
 	LiveCountsTTL = 7 * 24 * time.Hour
 	// LiveInstancesTTL is how long the instances hash lives after any
-	// instance last published; an instance's own entry is dropped by
+	// instance last published. An instance's own entry is dropped by
 	// readers once it is LiveInstanceForget old (a process that died
 	// without retiring).
 	LiveInstancesTTL   = time.Minute

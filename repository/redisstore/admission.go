@@ -23,10 +23,10 @@ type Admission struct {
 	*Epochs        // who answers for the shards, and their epoch
 
 	rdb    redis.UniversalClient
-	stream string      // StreamName; tests use a stream of their own
+	stream string      // StreamName. Tests use a stream of their own
 	batch  evalBatcher // coalesces concurrent admissions
 	// traceParent names the admitting request's span for the stream
-	// entry; nil (tracing off) stores none.
+	// entry. nil (tracing off) stores none.
 	traceParent func(context.Context) string
 }
 
@@ -37,7 +37,7 @@ func (a *Admission) CarryTrace(f func(context.Context) string) { a.traceParent =
 
 // ObservePipelines has f told of every admission round trip to Redis with
 // the number of admissions it carries: 1 for an admission sent at once,
-// alone; up to evalBatchMax for a pipeline (a pipeline re-sent after
+// alone. Up to evalBatchMax for a pipeline (a pipeline re-sent after
 // NOSCRIPT counts once). f runs on the admitting goroutines and must be
 // quick and safe for concurrent use (a metric). nil (the default) turns it
 // off. Set it before the first Admit: it is not guarded.
@@ -70,7 +70,7 @@ const settleTimeout = time.Second
 // Otherwise model.ErrSoldOut, model.ErrDuplicateOrder,
 // model.ErrSeckillNotStarted, model.ErrSeckillEnded, or model.ErrUnavailable
 // (wrapping model.ErrVoucherNotLoaded or model.ErrVoucherUnsafe).
-// The script is sent at most once; a lost answer is settled by
+// The script is sent at most once. A lost answer is settled by
 // seckill_settle.lua, and a void order id answers ErrUnavailable.
 // A split voucher tries the home bucket, then the others in mode "away".
 // docs/async.md tells the lost answers and the buckets in full.
@@ -209,7 +209,7 @@ func (a *Admission) fallOver(ctx context.Context, orderID, userID, voucherID int
 }
 
 // release ends the home bucket's reservation of an order and returns
-// result. Moved means admitted in another bucket; void drops the buyer
+// result. Moved means admitted in another bucket. void drops the buyer
 // mark. When the release fails, an order not admitted is answered 503:
 // its buyer mark may stay until a rebuild from the facts drops it.
 // An admitted order stays admitted: the reservation is its buyer mark,
@@ -250,7 +250,7 @@ func (a *Admission) streamKey(voucherID int64) string {
 // admitted the order, else model.ErrUnavailable with the order id void in
 // Redis, or not settled at all when Redis cannot be reached.
 //
-// The admission ran in the bucket of shard; a home bucket's reservation
+// The admission ran in the bucket of shard. A home bucket's reservation
 // (lua.SettleMoving) is errMove: the caller goes on to the other buckets.
 func (a *Admission) settle(ctx context.Context, shard int, orderID, userID, voucherID int64, cause error) error {
 	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), settleTimeout)

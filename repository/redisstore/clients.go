@@ -25,10 +25,10 @@ const (
 // the service: plain, Sentinel, Cluster and the Redlock nodes. The zero
 // value is the default user without a password, over plain TCP.
 type RedisAuth struct {
-	Username string // ACL user; empty = the default user
+	Username string // ACL user. Empty = the default user
 	Password string
 	// SentinelPassword is the Sentinels' own password (their
-	// requirepass); only the Sentinel client uses it.
+	// requirepass). Only the Sentinel client uses it.
 	SentinelPassword string
 	// TLS, when set, is used for every connection, to the Sentinels too.
 	// With an empty ServerName, crypto/tls checks the certificate against
@@ -109,7 +109,7 @@ func NewRedlockNodeClient(addr string, auth RedisAuth) *redis.Client {
 	return redis.NewClient(o)
 }
 
-// PingRedis checks that the client answers; the error names the address.
+// PingRedis checks that the client answers. The error names the address.
 func PingRedis(ctx context.Context, c redis.UniversalClient) error {
 	ctx, cancel := context.WithTimeout(ctx, 3*time.Second)
 	defer cancel()

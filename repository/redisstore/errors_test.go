@@ -23,7 +23,7 @@ func TestRedisErrConnectionLost(t *testing.T) {
 
 // TestRedisErrClusterUnavailable: the errors a cluster answers while a slot
 // has no master or moves (seen as 500s in the cluster-async fault case
-// before) are Redis unavailable (503); other Redis errors are not.
+// before) are Redis unavailable (503). Other Redis errors are not.
 func TestRedisErrClusterUnavailable(t *testing.T) {
 	for _, msg := range []string{"CLUSTERDOWN The cluster is down", "TRYAGAIN Multiple keys request during rehashing of slot",
 		"LOADING Redis is loading the dataset in memory", "MASTERDOWN Link with MASTER is down", "READONLY You can't write against a read only replica."} {

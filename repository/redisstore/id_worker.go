@@ -19,7 +19,7 @@ var IDEpoch = model.OrderIDEpoch
 // IDWorker makes 64-bit order ids: the seconds since IDEpoch shifted left 32,
 // OR a 32-bit daily sequence from Redis (icr:order:<yyyy:MM:dd>). With a
 // block size above 1 it leases blocks of the sequence with INCRBY and hands
-// them out in process, so most ids cost no round trip; ids stay unique
+// them out in process, so most ids cost no round trip. Ids stay unique
 // across instances, increasing within one instance.
 type IDWorker struct {
 	rdb   redis.UniversalClient
@@ -94,7 +94,7 @@ type OrderSequences interface {
 	MaxOrderSequence(ctx context.Context, from, to int64) (int64, error)
 }
 
-// NewIDSequence returns the repair of the sequence icr:order:<day>; each
+// NewIDSequence returns the repair of the sequence icr:order:<day>. Each
 // Resync also makes workers discard the blocks they leased.
 func NewIDSequence(rdb redis.UniversalClient, db OrderSequences, now func() time.Time, workers ...*IDWorker) *IDSequence {
 	return &IDSequence{rdb: rdb, db: db, now: now, workers: workers}

@@ -40,7 +40,7 @@ func limiterBackends(t *testing.T) map[string]redis.UniversalClient {
 }
 
 // TestLimiter: redis_rate's GCRA on every backend: a burst, then refusals
-// naming the wait; a cooldown (1 per period) refuses until the period ends.
+// naming the wait. A cooldown (1 per period) refuses until the period ends.
 func TestLimiter(t *testing.T) {
 	ctx := context.Background()
 	for name, rdb := range limiterBackends(t) {
@@ -76,8 +76,8 @@ func TestLimiter(t *testing.T) {
 	}
 }
 
-// TestCheckCode: a wrong guess is counted and keeps the code (and its TTL);
-// the right code logs in once; the maxWrong-th wrong guess voids it.
+// TestCheckCode: a wrong guess is counted and keeps the code (and its TTL).
+// The right code logs in once. The maxWrong-th wrong guess voids it.
 func TestCheckCode(t *testing.T) {
 	ctx := context.Background()
 	for name, rdb := range limiterBackends(t) {
@@ -238,7 +238,7 @@ func TestLimiterPipelines(t *testing.T) {
 
 // TestLimiterCoalesces: two instances, each with 100 checks of one key
 // waiting for a check in flight, send one script each, and together let
-// exactly the burst through; the refused learn the wait until the next.
+// exactly the burst through. The refused learn the wait until the next.
 func TestLimiterCoalesces(t *testing.T) {
 	ctx := context.Background()
 	const burst = 10

@@ -38,7 +38,7 @@ func NewOrderStreamOn(rdb redis.UniversalClient, stream, dlq string) *OrderStrea
 	return &OrderStream{rdb: rdb, stream: stream, dlq: dlq}
 }
 
-// key is shard i's stream; dlqKey its dead-letter stream.
+// key is shard i's stream. dlqKey its dead-letter stream.
 func (s *OrderStream) key(i int) string { return repository.ShardKey(i, s.stream) }
 
 func (s *OrderStream) dlqKey(i int) string { return repository.ShardKey(i, s.dlq) }
@@ -69,8 +69,8 @@ const readPoll = 20 * time.Millisecond
 
 // ReadNew returns up to count entries never delivered to the group from
 // each shard, waiting up to block for the first (block < 0: do not wait).
-// On one Redis it is one XREADGROUP of every shard's stream (blocking);
-// on a cluster, one non-blocking XREADGROUP per shard in a pipeline (one
+// On one Redis it is one XREADGROUP of every shard's stream (blocking).
+// On a cluster, one non-blocking XREADGROUP per shard in a pipeline (one
 // round trip per master), repeated every few milliseconds until block has
 // passed.
 func (s *OrderStream) ReadNew(ctx context.Context, consumer string, count int, block time.Duration) ([]model.QueuedOrder, error) {
@@ -185,7 +185,7 @@ func (s *OrderStream) appendEntries(out []model.QueuedOrder, shard int, res []re
 // Claim moves to consumer up to count entries pending for longer than
 // minIdle with any consumer (XAUTOCLAIM) and returns them with their
 // delivery counts, and the cursor for the next call. The cursor names a
-// shard and a position in it ("<shard>/<id>"); "0-0" is the beginning of
+// shard and a position in it ("<shard>/<id>"). "0-0" is the beginning of
 // the first shard, and the returned cursor is "0-0" once the scan of the
 // last shard is complete. Shards with nothing to claim are passed in the
 // same call.
@@ -329,7 +329,7 @@ func (s *OrderStream) Ack(ctx context.Context, msgs []model.QueuedOrder) error {
 
 // DeadLetter runs lua/deadletter.lua for m: it reports true when it moved
 // the entry to its shard's dead-letter stream and gave back what give says
-// (its unit of stock, its buyer mark); false when another consumer settled
+// (its unit of stock, its buyer mark). false when another consumer settled
 // the entry first. When the voucher's Redis state is missing or not ok it
 // changes nothing and returns model.ErrUnavailable wrapping
 // model.ErrVoucherUnsafe: the entry stays pending until the state is
@@ -346,7 +346,7 @@ func (s *OrderStream) DeadLetter(ctx context.Context, m model.QueuedOrder, reaso
 	if !ok {
 		return false, fmt.Errorf("dead-letter entry %q: not an id of the order stream", m.MsgID)
 	}
-	// The entry's bucket is in its shard; an order admitted away from the
+	// The entry's bucket is in its shard. An order admitted away from the
 	// user's home bucket has its buyer mark there, given back after the
 	// script (another slot).
 	buyerHere := give.Buyer && !m.Away
@@ -375,7 +375,7 @@ func (s *OrderStream) DeadLetter(ctx context.Context, m model.QueuedOrder, reaso
 
 // DeadLetterMalformed moves an entry that cannot be parsed to its shard's
 // dead-letter stream (its fields, the reason and the original id) and
-// settles it; nothing can be given back.
+// settles it. Nothing can be given back.
 func (s *OrderStream) DeadLetterMalformed(ctx context.Context, m model.QueuedOrder, reason string) error {
 	shard, id, ok := entryID(m.MsgID)
 	if !ok {

@@ -81,7 +81,7 @@ func (a *VoucherStates) SetState(ctx context.Context, voucherID int64, state str
 }
 
 // Load replaces the voucher's Redis state, in one MULTI per bucket.
-// The stock is split evenly over the buckets; each buyer goes to the
+// The stock is split evenly over the buckets. Each buyer goes to the
 // user's home bucket. Each cancelled order goes to the returned set of its
 // ReturnBucket, so giveback.lua never adds its unit again. The voucher
 // hash gets state ok.
@@ -175,7 +175,7 @@ func loadBucket(ctx context.Context, p redis.Pipeliner, sv *model.SeckillVoucher
 		"initial", share(int64(sv.InitialStock), sv.Buckets(), b), "state", model.VoucherStateOK,
 		"buckets", sv.Buckets())
 	// The state outlives the sale by a week, time for late entries to be
-	// written or dead-lettered; then Redis forgets it.
+	// written or dead-lettered. Then Redis forgets it.
 	expire := sv.EndTime.Add(repository.VoucherStateGrace)
 	for _, k := range []string{stockKey, buyersKey, hashKey} {
 		p.ExpireAt(ctx, k, expire)

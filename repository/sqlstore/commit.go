@@ -18,8 +18,8 @@ import (
 type OrderCommits struct{ db *gorm.DB }
 
 // CreateOrder runs the order transaction of the seckill flow. Every statement
-// runs on the transaction handle; the stock update's RowsAffected decides
-// sold out; a unique-key violation is a duplicate that the lock let through.
+// runs on the transaction handle. The stock update's RowsAffected decides
+// sold out. A unique-key violation is a duplicate that the lock let through.
 func (r *OrderCommits) CreateOrder(ctx context.Context, o *model.VoucherOrder, fence *model.Fence) error {
 	var err error
 	var committing bool // every statement succeeded: the error is the commit's
@@ -101,7 +101,7 @@ func (r *OrderCommits) readBack(ctx context.Context, o *model.VoucherOrder) (boo
 	return len(rows) == 1 && rows[0].same(o.UserID, o.VoucherID), nil
 }
 
-// lockingRead is query q as a shared-lock read on MySQL; SQLite has no
+// lockingRead is query q as a shared-lock read on MySQL. SQLite has no
 // such clause and serialises writers anyway.
 func lockingRead(db *gorm.DB, q string) string {
 	if db.Dialector.Name() == "sqlite" {

@@ -71,7 +71,7 @@ func (p *commitProxy) accept() {
 					if bytes.Contains(chunk, []byte("\x03COMMIT")) && p.armed.CompareAndSwap(true, false) {
 						if p.loseOnly == "command" {
 							close(p.fired)
-							return // never forwarded; both sides close
+							return // never forwarded. Both sides close
 						}
 						if _, err := s.Write(chunk); err != nil {
 							return

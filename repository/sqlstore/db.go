@@ -153,7 +153,7 @@ func (d *DB) Migrate(ctx context.Context) error {
 }
 
 // addedIndexes are the indexes added after their table first shipped.
-// idx_status_time finds expired unpaid orders without a full scan;
+// idx_status_time finds expired unpaid orders without a full scan.
 // idx_giveback finds the Redis give-backs still due.
 var addedIndexes = []struct{ table, name, columns string }{
 	{"tb_voucher_order", "idx_status_time", "status, create_time"},
@@ -212,7 +212,7 @@ func isUniqueViolation(err error) bool {
 }
 
 // translate maps driver errors to model errors: unreachable or timed-out
-// dependencies become model.ErrUnavailable; the rest are wrapped as they are
+// dependencies become model.ErrUnavailable. The rest are wrapped as they are
 // (the handler turns them into INTERNAL without leaking their text).
 func translate(err error) error {
 	if err == nil {
@@ -227,7 +227,7 @@ func translate(err error) error {
 		return model.Unavailable(err)
 	case errors.Is(err, sql.ErrTxDone):
 		// database/sql rolled the transaction back when its context
-		// ended; the next statement in it reports only this.
+		// ended. The next statement in it reports only this.
 		return model.Unavailable(err)
 	case errors.As(err, &me) && (isTransient(me.Number)):
 		return model.Unavailable(err)

@@ -72,7 +72,7 @@ func (r *GroupCommits) CreateOrders(ctx context.Context, orders []model.VoucherO
 }
 
 // undecided leaves to their buyers the orders of a group that did not
-// commit; the refusals it found before (stale fences, duplicates) stay.
+// commit. The refusals it found before (stale fences, duplicates) stay.
 func undecided(out []error) []error {
 	for i, e := range out {
 		if e == nil || errors.Is(e, model.ErrSoldOut) {
@@ -87,7 +87,7 @@ func undecided(out []error) []error {
 var errGroupFailed = errors.New("group commit failed")
 
 // createGroup is the body of the group transaction, every statement on tx.
-// It returns the answers and the ids of the orders inserted; an error
+// It returns the answers and the ids of the orders inserted. An error
 // rolls the transaction back, and the orders then answered nil (or sold
 // out) are left to their buyers.
 func createGroup(tx *gorm.DB, orders []model.VoucherOrder, fences []*model.Fence) ([]error, []int64, error) {
@@ -288,7 +288,7 @@ func fenceTokens(tx *gorm.DB, keys []string, locking bool) (map[string]int64, er
 // dropWritten rolls the group's insert back after a unique-key violation
 // and answers the users whose order of the voucher is now in the database
 // (a locking read, which sees the latest commit) as duplicates that only
-// the unique key stopped. It returns the orders left; none found is an
+// the unique key stopped. It returns the orders left. None found is an
 // error.
 func dropWritten(tx *gorm.DB, todo []model.VoucherOrder, at []int, out []error) ([]model.VoucherOrder, []int, error) {
 	if err := tx.RollbackTo("units").Error; err != nil {

@@ -24,7 +24,7 @@ type OrderLifecycle struct{ db *gorm.DB }
 // Pay marks the user's order paid if it is unpaid and was created after
 // cutoff (its pay deadline not passed), recording now, the voucher's pay
 // value and key. It returns the order as it is afterwards and whether
-// this call paid it; a paid order is returned as it is (paying twice
+// this call paid it. A paid order is returned as it is (paying twice
 // answers the same). Refusals:
 // model.ErrOrderNotFound (missing or another user's), model.ErrOrderExpired
 // (past the deadline, or cancelled by the timeout), model.ErrOrderCancelled.
@@ -82,10 +82,10 @@ WHERE id = ? AND user_id = ? AND status = ? AND create_time > ?`,
 }
 
 // Cancel cancels the user's unpaid order and gives its unit back to the
-// voucher's stock in one transaction; due marks the Redis give-back as
+// voucher's stock in one transaction. due marks the Redis give-back as
 // owed (async mode). An order already past cutoff is cancelled as expired
 // (reason timeout) and answered model.ErrOrderExpired. A cancelled order is
-// returned as it is; model.ErrOrderPaid refuses a paid one. The bool says
+// returned as it is. model.ErrOrderPaid refuses a paid one. The bool says
 // whether this call cancelled it (by its buyer or as expired).
 func (r *OrderLifecycle) Cancel(ctx context.Context, userID, orderID int64, now, cutoff time.Time, due bool) (*model.VoucherOrder, bool, error) {
 	for attempt := 1; ; attempt++ {
@@ -140,7 +140,7 @@ WHERE id = ? AND user_id = ? AND status = ?`,
 }
 
 // Expire cancels up to limit unpaid orders created at or before cutoff
-// (reason timeout) and gives their units back, in one transaction; due
+// (reason timeout) and gives their units back, in one transaction. Due
 // marks their Redis give-backs as owed. On MySQL the orders are claimed
 // with FOR UPDATE SKIP LOCKED: sweepers of several instances take disjoint
 // batches, and an order a payment holds is left to the payment. A sweeper

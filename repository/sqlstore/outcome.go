@@ -12,7 +12,7 @@ import (
 
 // The outcome of each async order (tb_order_outcome): the one arbiter
 // between writing an order and dead-lettering its entry. The batch
-// transaction records 'written' with the orders it writes; a consumer about
+// transaction records 'written' with the orders it writes. A consumer about
 // to give an entry up records 'dead' on its own before the dead-letter
 // script runs. The primary key lets exactly one outcome per order win, so an
 // order is never both written and given back, whichever consumers hold its
