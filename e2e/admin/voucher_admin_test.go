@@ -99,7 +99,7 @@ func TestVoucherEditAndClose(t *testing.T) {
 				apptest.CheckInvariant5(t, apptest.SharedRedis(t), vid, au)
 			}
 
-			// Close: the orders stay; the sale has ended at once here.
+			// Close: the orders stay. The sale has ended at once here.
 			want("close", apptest.Call(t, h, http.MethodPost, path+"/close", admin, nil), 200, "")
 			want("close again", apptest.Call(t, h, http.MethodPost, path+"/close", admin, nil), 200, "")
 			want("close an unknown voucher", apptest.Call(t, h, http.MethodPost, "/voucher/seckill/999999999999/close", admin, nil), 404, "VOUCHER_NOT_FOUND")

@@ -113,7 +113,7 @@ func TryStartAsync(t *testing.T, env map[string]string) (*app.App, error) {
 	return a, nil
 }
 
-// load is the configuration of vars overridden by env; it takes the
+// load is the configuration of vars overridden by env. It takes the
 // stream turn when the app will read the shared streams.
 func load(t *testing.T, vars, env map[string]string) config.Config {
 	t.Helper()
@@ -230,7 +230,7 @@ func RealEnv(t *testing.T, extra map[string]string) map[string]string {
 
 // PrivateBackends starts an in-process Redis (a miniredis, on wall-clock
 // TTLs) and a fresh database for one test, so that a process on them sees
-// only that test's vouchers and consumers; it returns the Redis, a client
+// only that test's vouchers and consumers. It returns the Redis, a client
 // of it, the database's DSN and a handle.
 func PrivateBackends(t *testing.T) (*miniredis.Miniredis, *redis.Client, string, *sql.DB) {
 	t.Helper()

@@ -21,11 +21,11 @@ import (
 )
 
 // Integration tests of async mode (SECKILL_ORDER_MODE=async) on the real
-// MariaDB and Redis; the Redis-loss test uses an in-process miniredis so
+// MariaDB and Redis. The Redis-loss test uses an in-process miniredis so
 // that flushing it touches nobody else's keys.
 
 // TestAsyncConcurrentSeckill is the concurrency test in async mode: 250
-// users, 4 requests each at once, 100 units; after the stream drains all
+// users, 4 requests each at once, 100 units. After the stream drains all
 // five invariants hold.
 func TestAsyncConcurrentSeckill(t *testing.T) {
 	a := apptest.StartAsync(t, map[string]string{"SECKILL_CONSUMERS": "2"})
@@ -172,8 +172,8 @@ func findDeadLetter(t *testing.T, rdb redis.UniversalClient, field, value string
 }
 
 // TestAsyncRedisDataLost: Redis loses its data (FLUSHALL). A buy is refused
-// (503, not loaded); a process starting on that Redis marks the live
-// voucher unsafe (503); `seckill rebuild --voucher N` makes it sell again,
+// (503, not loaded). A process starting on that Redis marks the live
+// voucher unsafe (503). `seckill rebuild --voucher N` makes it sell again,
 // from the facts, without overselling.
 func TestAsyncRedisDataLost(t *testing.T) {
 	m, rdb, dsn, db := apptest.PrivateBackends(t)
@@ -217,7 +217,7 @@ func TestAsyncRedisDataLost(t *testing.T) {
 		t.Errorf("rebuild output: got %q, want the stock 7 and the warning", out.String())
 	}
 
-	// The earlier buyers are buyers again; 7 units are left for the rest.
+	// The earlier buyers are buyers again. 7 units are left for the rest.
 	second := apptest.Storm(t, []http.Handler{a2.Handler()}, vid, base, 20, 1)
 	if second.ByCode["OK"] != 7 || second.ByCode["DUPLICATE_ORDER"] != 3 || second.ByCode["SOLD_OUT"] != 10 {
 		t.Errorf("after rebuild: got %v, want 7 OK, 3 DUPLICATE_ORDER, 10 SOLD_OUT", second.ByCode)

@@ -127,7 +127,7 @@ func voucherPending(t *testing.T, rdb redis.UniversalClient, vid int64) int {
 // TestAsyncCrashRecovery kills (SIGKILL) an instance while it holds pending
 // orders (its consumer read them and sits in the development delay),
 // starts another with a short claim idle time, and shows every admitted
-// order written exactly once and all invariants holding; then the second
+// order written exactly once and all invariants holding. Then the second
 // instance stops gracefully on SIGTERM.
 func TestAsyncCrashRecovery(t *testing.T) {
 	dsn, _ := apptest.IntegrationEnv(t)

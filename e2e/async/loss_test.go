@@ -87,7 +87,7 @@ func TestAsyncRedisDataLostRecoversItself(t *testing.T) {
 		}
 	}
 
-	// A second instance that writes at once; the first stops.
+	// A second instance that writes at once. The first stops.
 	a2 := apptest.StartAsync(t, map[string]string{"SECKILL_REDIS_ADDR": m.Addr(), "SECKILL_MYSQL_DSN": dsn})
 	a1.StopWorkers(time.Now().Add(20 * time.Second))
 	second := apptest.Storm(t, []http.Handler{a2.Handler()}, vid, base, 20, 1)
@@ -116,7 +116,7 @@ func TestAsyncRedisDataLostRecoversItself(t *testing.T) {
 // TestAsyncRebuildDuringSale: the automatic rebuild runs in the middle of
 // a sale across two instances (a false alarm: another epoch appears in
 // Redis, as when a process of another deployment shares it). Buyers get
-// 503 while the vouchers are unsafe, then the sale goes on; the rebuild
+// 503 while the vouchers are unsafe, then the sale goes on. The rebuild
 // reads the facts while consumers write and acknowledge, and still no unit
 // is admitted twice: the 200s never exceed the stock, and every invariant
 // holds after the drain.

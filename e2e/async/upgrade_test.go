@@ -17,7 +17,7 @@ import (
 // shards (one stream.orders, seckill:stock:<id>, seckill:epoch) upgrades by
 // a rebuild from the database's facts. While stream.orders still holds an
 // order the old version admitted, the new version refuses to start, naming
-// the stream; once it is empty, the new version starts, rebuilds the live
+// the stream. Once it is empty, the new version starts, rebuilds the live
 // voucher into its shard from the facts (the old keys play no part), and
 // sells on with every invariant.
 func TestAsyncUpgradeFromOneStream(t *testing.T) {

@@ -4,7 +4,7 @@ package bench
 // server calls it (gin's router, the middleware chain, JWT authentication,
 // the handler, the service and, in async mode, the admission script), so
 // that a regression of the hot path shows in review (issue 13). `make
-// bench-go` runs them: `go test -run '^$' -bench Admission -benchmem ./e2e/bench/`;
+// bench-go` runs them: `go test -run '^$' -bench Admission -benchmem ./e2e/bench/`.
 // `go test` without -bench never does.
 //
 //	BenchmarkAdmissionEmbedded  async mode on the embedded backends
@@ -34,14 +34,14 @@ package bench
 // starts, a distinct user per request. In async mode the app's consumers
 // are stopped while the admission sub-benchmarks run (their database
 // writes would count in B/op and allocs/op and compete for the cores) and
-// started again afterwards to drain the admitted orders; then the
+// started again afterwards to drain the admitted orders. Then the
 // benchmark checks the invariants (every 200 an order, no pending left,
 // invariant 5) and, on the real backends, deletes its vouchers, shops and
 // orders. The server logs at warn, as `make bench` runs it.
 //
 // On the real backends other processes may share Redis: a start-up
 // reconciliation of another async process may freeze a voucher under load
-// (503 UNAVAILABLE: reported as the 503/op metric, not a failure); any
+// (503 UNAVAILABLE: reported as the 503/op metric, not a failure). Any
 // other unexpected status fails the benchmark.
 
 import (
@@ -171,7 +171,7 @@ func BenchmarkAdmissionSyncLua(b *testing.B) {
 }
 
 // benchAsync runs the sub-benchmarks of async mode on a, then drains and
-// checks; real: on the real backends (their rows and keys are deleted
+// checks. real: on the real backends (their rows and keys are deleted
 // afterwards).
 func benchAsync(b *testing.B, a *app.App, real bool) {
 	h := a.Handler()
@@ -289,7 +289,7 @@ func (t *benchTally) add(w *benchWriter, want int) {
 	}
 }
 
-// report fails b on unexpected answers and reports the 503s; it returns
+// report fails b on unexpected answers and reports the 503s. It returns
 // how many answers were the expected one.
 func (t *benchTally) report(b *testing.B, want int) int64 {
 	b.Helper()
@@ -304,7 +304,7 @@ func (t *benchTally) report(b *testing.B, want int) int64 {
 }
 
 // benchSerial sends b.N requests one after the other, each as a new user,
-// every answer expected to be want; it returns how many were.
+// every answer expected to be want. It returns how many were.
 func benchSerial(b *testing.B, h http.Handler, t benchTarget, want int, users *benchUsers) int64 {
 	tokens := users.tokens(b, b.N)
 	req := httptest.NewRequest(t.method, t.path, nil)
@@ -328,7 +328,7 @@ func benchSerial(b *testing.B, h http.Handler, t benchTarget, want int, users *b
 const benchParallelism = 16
 
 // benchParallel is benchSerial from benchParallelism × GOMAXPROCS
-// goroutines; meters, each started with the timer, report when it stops.
+// goroutines. Meters, each started with the timer, report when it stops.
 func benchParallel(b *testing.B, h http.Handler, t benchTarget, want int, users *benchUsers, meters ...func() func()) int64 {
 	tokens := users.tokens(b, b.N)
 	var next atomic.Int64
@@ -403,7 +403,7 @@ func benchVoucher(b *testing.B, h http.Handler) int64 {
 	return apptest.PublishVoucher(b, h, 100_000_000)
 }
 
-// benchNoopAndSoldOut runs the noop and soldout sub-benchmarks; the sold-out
+// benchNoopAndSoldOut runs the noop and soldout sub-benchmarks. The sold-out
 // voucher is one of stock 1 bought beforehand by a new user. It returns
 // that voucher.
 func benchNoopAndSoldOut(b *testing.B, h http.Handler, users *benchUsers) int64 {

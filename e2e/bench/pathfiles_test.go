@@ -15,7 +15,7 @@ import (
 // TestMeasurePath serves what `make measure-path` measures: with
 // SECKILL_MEASURE_PATH=baseline it sets up an app (sync, then async),
 // publishes a voucher and makes one warm-up purchase (filling the voucher
-// cache and the ID block); with
+// cache and the ID block). With
 // SECKILL_MEASURE_PATH=request it does the same and then one more
 // purchase. In async mode each purchase waits until the order is written
 // and its entry acknowledged, reading the database and Redis directly (the

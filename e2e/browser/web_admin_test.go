@@ -24,12 +24,12 @@ import (
 )
 
 // TestWebAdminFlow: an admin at a desktop's and a phone's width. A garbage
-// token and a buyer's are refused when pasted, with a word each; the
+// token and a buyer's are refused when pasted, with a word each. The
 // admin's is kept. Prices are typed in yuan (80 is ¥80.00, sent as 8000
-// fen) and a price above the worth is refused; a voucher is edited before
-// its sale (title and stock) and closed; the dashboard of a voucher not on
-// sale yet shows its title and "starts in"; an unknown voucher's dashboard
-// says so in place of the dashboard; no page is wider than the viewport.
+// fen) and a price above the worth is refused. A voucher is edited before
+// its sale (title and stock) and closed. The dashboard of a voucher not on
+// sale yet shows its title and "starts in". An unknown voucher's dashboard
+// says so in place of the dashboard. No page is wider than the viewport.
 func TestWebAdminFlow(t *testing.T) {
 	for _, width := range webWidths {
 		t.Run(strconv.Itoa(width), func(t *testing.T) {
@@ -275,7 +275,7 @@ func TestWebDashboardFlow(t *testing.T) {
 
 // TestWebOrderExpires: on a database of its own with a pay timeout of
 // eight seconds, a buyer at a phone's width buys the last unit. The row
-// counts down the time left to pay; the service expires the order, and the
+// counts down the time left to pay. The service expires the order, and the
 // row shows expired while the card's stock rises back to one, with no
 // reload of the page.
 func TestWebOrderExpires(t *testing.T) {

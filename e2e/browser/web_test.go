@@ -124,14 +124,14 @@ func noOverflow(t *testing.T, b *browsertest.Browser, page string) {
 var webWidths = []int{1280, 390}
 
 // TestWebBuyerFlow: a buyer opens http://host/ at a desktop's and a
-// phone's width. A remembered shop that does not exist says so; the shop
+// phone's width. A remembered shop that does not exist says so. The shop
 // is found by name in the list. The phone field is empty (no number as a
 // placeholder), and Send code without a number asks for one. A second code
-// at once shows the cooldown's wait; a wrong code says how many tries are
+// at once shows the cooldown's wait. A wrong code says how many tries are
 // left and the right one still logs in. The buyer buys: the card says
 // Bought with a link to the order (async mode: pending, then created, the
-// consumer slowed down here), even once the voucher is sold out; the order
-// of another shop's voucher shows its title; the page is never wider than
+// consumer slowed down here), even once the voucher is sold out. The order
+// of another shop's voucher shows its title. The page is never wider than
 // the viewport. A stored token that stops working brings the login back
 // with a word about it.
 func TestWebBuyerFlow(t *testing.T) {

@@ -72,7 +72,7 @@ func (p *proxy) serve() {
 	}
 }
 
-// pipe copies while the proxy is not frozen; once frozen it stops
+// pipe copies while the proxy is not frozen. Once frozen it stops
 // forwarding but keeps both connections open.
 func (p *proxy) pipe(dst, src net.Conn) {
 	buf := make([]byte, 32<<10)

@@ -65,7 +65,7 @@ func sentinelVars(t *testing.T, env map[string]string) map[string]string {
 	return vars
 }
 
-// sentinelApp starts an app wired through the Sentinels; its log shows
+// sentinelApp starts an app wired through the Sentinels. Its log shows
 // when the test fails.
 func sentinelApp(t *testing.T, env map[string]string) *app.App {
 	t.Helper()
@@ -249,7 +249,7 @@ func buyRound(t *testing.T, when string, h http.Handler, vid int64, users []int6
 
 // TestSentinelFailover: with SECKILL_REDIS_SENTINEL_ADDRS and
 // SECKILL_REDIS_MASTER (and no SECKILL_REDIS_ADDR) a sync app (lua lock)
-// and an async app serve purchases; after a forced failover (SENTINEL
+// and an async app serve purchases. After a forced failover (SENTINEL
 // FAILOVER) both apps' clients follow the new master and purchases go on:
 // 200 for new users, DUPLICATE_ORDER for a repeat, the invariants hold, and
 // the async consumers write the admissions made after the failover. `seckill

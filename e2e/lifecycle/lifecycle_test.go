@@ -25,7 +25,7 @@ import (
 
 // The order's life end to end: buyers pay, cancel or walk away on two
 // instances sharing a private database whose sweepers expire unpaid orders
-// after a short pay timeout; every unit of a cancelled or expired order
+// after a short pay timeout. Every unit of a cancelled or expired order
 // goes back on sale exactly once, and sells again.
 
 // lifeOutcome is what the buyers of one run saw.
@@ -35,7 +35,7 @@ type lifeOutcome struct {
 
 // payCancelWalk has the buyer of every third order pay, of the next
 // cancel, and of the last walk away, all at once over the handlers. A
-// payment may lose the race with the expiry (ORDER_EXPIRED); nothing else
+// payment may lose the race with the expiry (ORDER_EXPIRED). Nothing else
 // may fail.
 func payCancelWalk(t *testing.T, handlers []http.Handler, orders map[int64]int64) lifeOutcome {
 	t.Helper()
@@ -125,7 +125,7 @@ func waitSettled(t *testing.T, h http.Handler, vid int64) apptest.AuditResult {
 
 // checkLife asserts the settled state: each order paid exactly when a
 // payment was answered 200, cancelled by its buyer exactly when a cancel
-// was, the rest expired; the stock holds one unit per cancelled order.
+// was, the rest expired. The stock holds one unit per cancelled order.
 func checkLife(t *testing.T, h http.Handler, orders map[int64]int64, seen lifeOutcome, a apptest.AuditResult) {
 	t.Helper()
 	tok := apptest.DevTokens()
@@ -171,7 +171,7 @@ func TestOrderLifecycleSync(t *testing.T) {
 	seen := payCancelWalk(t, hs, first.OrderIDs)
 	a := waitSettled(t, a1.Handler(), vid)
 	checkLife(t, a1.Handler(), first.OrderIDs, seen, a)
-	// The buyers keep their slot; the units go to others, once.
+	// The buyers keep their slot. The units go to others, once.
 	again := apptest.Storm(t, hs, vid, apptest.RandomBase(), stock, 1)
 	if want := stock - len(seen.paid); again.ByCode["OK"] != want {
 		t.Errorf("second wave: got %v, want %d OK (the units given back)", again.ByCode, want)
@@ -182,7 +182,7 @@ func TestOrderLifecycleSync(t *testing.T) {
 // TestOrderLifecycleAsync: the order's life in async mode, on a voucher
 // whose Redis stock is split in 4 buckets: every cancelled or expired
 // order's unit goes back to its bucket exactly once, and sells again. On
-// one Redis (a private one) it also loses Redis and rebuilds it; on the
+// one Redis (a private one) it also loses Redis and rebuilds it. On the
 // cluster (`make test-cluster`) the apps share the database and the
 // cluster with the other tests, so a sweeper of this voucher's orders
 // only expires them (the apps' own sweepers keep the shared pay timeout).
@@ -321,7 +321,7 @@ func checkReturnBuckets(t *testing.T, dsn string, rdb redis.UniversalClient, vid
 
 // TestGiveBackAfterCrash: a cancel committed in the database whose
 // process died before Redis took the unit back (the give-back is due).
-// While Redis does not hold the voucher nothing is given back; then two
+// While Redis does not hold the voucher nothing is given back. Then two
 // sweepers and stray retries race to give the units back, and each unit
 // reaches Redis exactly once, in the order's bucket. On one Redis (a
 // private one) and on the cluster (`make test-cluster`).

@@ -25,7 +25,7 @@ import (
 )
 
 // liveStream opens GET /admin/vouchers/:id/live on srv as an admin and
-// returns its snapshots as they come; the stream closes with the test.
+// returns its snapshots as they come. The stream closes with the test.
 func liveStream(t *testing.T, url string, voucherID int64) <-chan live.Snapshot {
 	t.Helper()
 	admin := apptest.AdminToken(t, nil)
@@ -64,7 +64,7 @@ func liveStream(t *testing.T, url string, voucherID int64) <-chan live.Snapshot 
 				}
 				select {
 				case out <- s:
-				default: // the test reads the latest; drop when it lags
+				default: // the test reads the latest. Drop when it lags
 				}
 			}
 		}
@@ -77,11 +77,11 @@ func liveStream(t *testing.T, url string, voucherID int64) <-chan live.Snapshot 
 	return out
 }
 
-// TestLiveDashboardAcrossInstances: a storm over two instances; the stream
+// TestLiveDashboardAcrossInstances: a storm over two instances. The stream
 // of either instance shows the sum of both instances' answers by code
 // (equal to what the clients received), the duplicates by where they were
 // stopped, both instances with their modes, and the audit's numbers (equal
-// to the database's). With lua the lock stops the duplicates; with none
+// to the database's). With lua the lock stops the duplicates. With none
 // the transaction's check and the unique key do, and the unique-key count
 // equals the audit's.
 func TestLiveDashboardAcrossInstances(t *testing.T) {
@@ -193,7 +193,7 @@ func TestServeEndsLiveStreamsAtShutdown(t *testing.T) {
 	}
 	_, adminTok, _ := strings.Cut(strings.TrimSpace(out.String()), ",")
 	h := &forwarder{func(w http.ResponseWriter, r *http.Request) {
-		// apptest.Call serves in process; this handler forwards to the server.
+		// apptest.Call serves in process. This handler forwards to the server.
 		req, err := http.NewRequest(r.Method, base+r.URL.RequestURI(), r.Body)
 		if err != nil {
 			t.Fatal(err)
@@ -256,7 +256,7 @@ func TestServeEndsLiveStreamsAtShutdown(t *testing.T) {
 	}
 }
 
-// forwarder is an http.Handler of its own function; unlike a HandlerFunc
+// forwarder is an http.Handler of its own function. Unlike a HandlerFunc
 // it can be a map key (apptest.UseAdminToken).
 type forwarder struct{ f http.HandlerFunc }
 

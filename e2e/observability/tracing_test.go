@@ -147,7 +147,7 @@ const purchaseRoute = "/voucher-order/seckill/:id"
 
 // TestTracing: one sync and one async purchase with tracing on. The
 // request's span (otelgin) holds the lock's obtain and release with the
-// mode, Redis commands and SQL statements; in async mode the consumer's
+// mode, Redis commands and SQL statements. In async mode the consumer's
 // batch span is linked to the request's span through the stream entry,
 // and holds the SQL write of the order. SECKILL_TRACE_OUT=file writes the
 // async tree as text there.

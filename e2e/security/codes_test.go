@@ -73,7 +73,7 @@ func otherCode(code string) string {
 }
 
 // TestCodeSurvivesWrongGuess: a wrong guess does not void the owner's code
-// (the right one then logs in); the CodeGuesses-th wrong guess does.
+// (the right one then logs in). The CodeGuesses-th wrong guess does.
 func TestCodeSurvivesWrongGuess(t *testing.T) {
 	h := apptest.Start(t, nil).Handler()
 	phone, addr := randomPhone(), randomAddr()
@@ -109,7 +109,7 @@ func refused(t *testing.T, a apptest.CodeAnswer, reason string, max time.Duratio
 }
 
 // TestCodeLimits: on the real Redis, the phone's cooldown, its daily cap and
-// the client address's limit refuse with 429 and the wait; a spoofed
+// the client address's limit refuse with 429 and the wait. A spoofed
 // X-Forwarded-For does not escape the address's limit unless it comes from
 // a trusted proxy.
 func TestCodeLimits(t *testing.T) {

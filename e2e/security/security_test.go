@@ -38,7 +38,7 @@ func TestRealBackendsRefuseWithoutSecret(t *testing.T) {
 
 // TestProductionByDefaultOnRealBackends: with a secret and no SECKILL_ENV
 // the real backends mean production: no login code in the response, no
-// pprof, no /debug/noop, the public development secret refused; and an
+// pprof, no /debug/noop, the public development secret refused. And an
 // admin (made by `seckill tokens --admin`, phone 19000000001) is answered
 // like any phone (a code stored, none returned) and cannot log in through
 // the code flow, not even with that code.
@@ -81,8 +81,8 @@ func TestProductionByDefaultOnRealBackends(t *testing.T) {
 		t.Errorf("code of an ordinary phone: got %d keys (%v), want it stored", n, err)
 	}
 
-	// The admin's phone: a code stored like any phone's, none returned;
-	// login refused like a wrong code, with that code too.
+	// The admin's phone: a code stored like any phone's, none returned.
+	// Login refused like a wrong code, with that code too.
 	const adminPhone = "19000000001"
 	forgetCodeLimits(t, rdb, adminPhone)
 	if r := apptest.Call(t, h, http.MethodPost, "/user/code?phone="+adminPhone, "", nil); r.Status != http.StatusOK || len(r.Body.Data) != 0 {

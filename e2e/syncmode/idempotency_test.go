@@ -65,8 +65,8 @@ func replayUntilDone(t testing.TB, h http.Handler, vid int64, token, key string)
 // attempts of one user with one key race: the purchase runs once, every
 // other attempt is 409 IDEMPOTENCY_KEY_IN_FLIGHT or the replay of its
 // answer, and a retry on either instance replays the same order id. The
-// key on another voucher is 422; another user's same key is their own; a
-// malformed key is 400; without a key a second purchase is still
+// key on another voucher is 422. Another user's same key is their own. A
+// malformed key is 400. Without a key a second purchase is still
 // DUPLICATE_ORDER.
 func TestIdempotentPurchase(t *testing.T) {
 	for _, mode := range []string{"sync", "async"} {
@@ -191,7 +191,7 @@ func TestIdempotentLostReply(t *testing.T) {
 					inst.Handler().ServeHTTP(w, r)
 					return
 				}
-				// The purchase runs to its end; its answer is lost.
+				// The purchase runs to its end. Its answer is lost.
 				inst.Handler().ServeHTTP(httptest.NewRecorder(), r)
 				conn, _, err := http.NewResponseController(w).Hijack()
 				if err != nil {

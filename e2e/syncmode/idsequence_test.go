@@ -53,7 +53,7 @@ func TestSyncOrderIDCollision(t *testing.T) {
 		}
 		second, r2 := buy(a2, base+2)
 		if second>>32 != first>>32 && r2.Status == http.StatusOK {
-			continue // another second: no collision to show; again
+			continue // another second: no collision to show. Again
 		}
 		if r2.Status != http.StatusOK {
 			t.Fatalf("second purchase, whose first id was taken: got %d %s, want 200", r2.Status, r2.Body.Code)

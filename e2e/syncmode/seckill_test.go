@@ -48,7 +48,7 @@ func TestConcurrentSeckill(t *testing.T) {
 // TestLocalLockAcrossInstances shows the point of the local backend: two
 // instances (two wired apps on one database and Redis) each with an
 // in-process mutex let one user's concurrent requests through together, and
-// only the database's unique key stops the second order; lua does not.
+// only the database's unique key stops the second order. Lua does not.
 func TestLocalLockAcrossInstances(t *testing.T) {
 	tests := []struct {
 		mode       string
@@ -105,9 +105,9 @@ func TestEveryLockModeServes(t *testing.T) {
 // SECKILL_RATE_LIMIT_VOUCHER=20. One user's 40 purchases, sent at once
 // alternately to both, pass the limiter at most 5 + 5 per second elapsed
 // times (the per-instance limiter let 10 through at once: TestPurchase-
-// LimitsAcrossInstances in repository shows it); 120 users' purchases of
+// LimitsAcrossInstances in repository shows it). 120 users' purchases of
 // one voucher pass it at most 20 + 20 per second elapsed times. The rest
-// are 429 RATE_LIMITED; without limits nothing is.
+// are 429 RATE_LIMITED. Without limits nothing is.
 func TestRateLimit(t *testing.T) {
 	const perUser, perVoucher = 5, 20
 	for _, limited := range []bool{true, false} {
