@@ -57,15 +57,16 @@ func (r *OrderCommits) CreateOrder(ctx context.Context, o *model.VoucherOrder, f
 
 // readBackTimeout bounds the reads that resolve an order transaction of
 // unknown outcome. It is long enough for a restarting database to come
-// back. It is short enough not to hold the per-user lock (10 s lease by
-// default) much past a client's patience.
+// back. It is short enough not to hold the per-user lock much past a
+// client's patience. That lock's lease is 10 s by default.
 const readBackTimeout = 8 * time.Second
 
-// outcomeUnknown reports an error after which an order transaction may
-// have committed or not. Either the connection broke (bad connection, EOF,
-// a network error, the server gone, killed or shutting down), or the
-// context ended during a statement. A MySQL error about a statement, such
-// as a duplicate key or a deadlock, means no commit.
+// outcomeUnknown reports an error after which an order transaction may have
+// committed or not. Either the connection broke, or the context ended
+// during a statement. A broken connection is a bad connection, EOF, a
+// network error, or the server gone, killed or shutting down. A MySQL error
+// about a statement, such as a duplicate key or a deadlock, means no
+// commit.
 func outcomeUnknown(err error) bool {
 	var me *mysql.MySQLError
 	if errors.As(err, &me) {
@@ -110,9 +111,9 @@ func lockingRead(db *gorm.DB, q string) string {
 	return q + " LOCK IN SHARE MODE"
 }
 
-// readUntilAnswered runs read on a context detached from ctx and bounded
-// by readBackTimeout, again with a growing pause while the database
-// fails, and returns the last error when the time is up.
+// readUntilAnswered runs read on a context detached from ctx, bounded by
+// readBackTimeout. It tries again, with a growing pause, while the database
+// fails. When the time is up it returns the last error.
 func readUntilAnswered(ctx context.Context, gdb *gorm.DB, read func(db *gorm.DB) error) error {
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), readBackTimeout)
 	defer cancel()

@@ -40,9 +40,9 @@ func (r *OrderLifecycle) Pay(ctx context.Context, userID, orderID int64, key str
 	}
 }
 
-// errWrittenMeanwhile means the order was written (async mode) between a
-// conditional update that found nothing and the read after it: the update
-// is tried again.
+// errWrittenMeanwhile means async mode wrote the order at an awkward time.
+// The write fell between a conditional update that found nothing and the
+// read after it. The update is tried again.
 var errWrittenMeanwhile = errors.New("order written meanwhile")
 
 // writtenRetries bounds the attempts of a pay or cancel whose order was
@@ -139,18 +139,18 @@ WHERE id = ? AND user_id = ? AND status = ?`,
 	return o, false, fmt.Errorf("order %d: unexpected status %d", o.ID, o.Status)
 }
 
-// Expire cancels up to limit unpaid orders created at or before cutoff
-// (reason timeout) and gives their units back, in one transaction. Due
+// Expire cancels up to limit unpaid orders created at or before cutoff,
+// with reason timeout. It gives their units back, in one transaction. due
 // marks their Redis give-backs as owed. On MySQL the orders are claimed
-// with FOR UPDATE SKIP LOCKED: sweepers of several instances take disjoint
-// batches, and an order a payment holds is left to the payment. A sweeper
-// killed mid-batch rolls back: its orders stay unpaid for the next one.
-// Non-empty vouchers limits it to their orders. It returns the orders it
-// expired.
+// with FOR UPDATE SKIP LOCKED. So sweepers of several instances take
+// disjoint batches. An order a payment holds is left to the payment. A
+// sweeper killed mid-batch rolls back. Its orders stay unpaid for the next
+// one. Non-empty vouchers limits it to their orders. It returns the orders
+// it expired.
 func (r *OrderLifecycle) Expire(ctx context.Context, cutoff, now time.Time, limit int, due bool, vouchers []int64) ([]model.VoucherOrder, error) {
 	var out []model.VoucherOrder
-	// READ COMMITTED on MySQL: the claim's range scan then locks the rows it
-	// takes and no gap, so new orders are never held up behind a sweep.
+	// READ COMMITTED on MySQL: the claim's range scan locks the rows it
+	// takes and no gap. New orders are never held up behind a sweep.
 	var opts []*sql.TxOptions
 	if r.db.Dialector.Name() != "sqlite" {
 		opts = append(opts, &sql.TxOptions{Isolation: sql.LevelReadCommitted})
@@ -230,9 +230,9 @@ func (r *OrderLifecycle) GivebacksDone(ctx context.Context, ids []int64) error {
 	return translate(err)
 }
 
-// giveBack puts n units back into each voucher's stock, vouchers in id
-// order (as insertOrders takes them: concurrent transactions cannot
-// deadlock on them).
+// giveBack puts n units back into each voucher's stock. It takes the
+// vouchers in id order, as insertOrders does. So concurrent transactions
+// cannot deadlock on them.
 func giveBack(tx *gorm.DB, per map[int64]int) error {
 	vouchers := make([]int64, 0, len(per))
 	for v := range per {

@@ -83,11 +83,11 @@ func asyncOrderErr(err error) error {
 	return orderErr(err)
 }
 
-// WriteOne writes one order in its own transaction (the sync path's order
-// transaction, without fencing), unless it is in the database already (same
-// id, user and voucher): then it reports existed. An id held by another
+// WriteOne writes one order in its own transaction. That is the sync path's
+// order transaction, without fencing. An order already in the database
+// (same id, user and voucher) is reported as existed. An id held by another
 // order is model.ErrOrderIDTaken. An order written concurrently under the
-// same id (a unique-key violation) counts as existing. Its outcome
+// same id counts as existing (a unique-key violation). Its outcome
 // 'written' is recorded in the same transaction. An order dead-lettered
 // meanwhile (outcome 'dead') is model.ErrOrderDeadLettered, never written.
 func (r *QueuedOrders) WriteOne(ctx context.Context, o *model.VoucherOrder) (existed bool, err error) {
@@ -155,8 +155,8 @@ func (r *QueuedOrders) Written(ctx context.Context, entries []model.QueuedOrder)
 }
 
 // written marks in out the order ids of entries whose order is in the
-// database (same id, user and voucher), reading through db (a transaction
-// handle, or the pool).
+// database. The order must match id, user and voucher. It reads through db,
+// a transaction handle or the pool.
 func written(db *gorm.DB, entries []model.QueuedOrder, out map[int64]bool) error {
 	for start := 0; start < len(entries); start += writtenChunk {
 		chunk := entries[start:min(start+writtenChunk, len(entries))]
