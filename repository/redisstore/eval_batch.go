@@ -18,9 +18,9 @@ const (
 	evalInFlight = 2
 )
 
-// errAdmitNotSent is the error of a script whose caller gave up (its
-// context ended) while it still waited for a pipeline: it was never sent,
-// and never will be.
+// errAdmitNotSent is the error of a script whose caller gave up while it
+// waited for a pipeline. Its context ended. It was never sent, and never
+// will be.
 var errAdmitNotSent = errors.New("script not sent")
 
 // evalBatcher coalesces concurrent script runs (EVALSHA) into pipelined
@@ -56,13 +56,13 @@ type evalCall struct {
 	queued bool // guarded by evalBatcher.mu: still in the queue, not sent
 }
 
-// eval runs the script of hash with args (the EVALSHA command's arguments
-// after the hash: key count, keys, ARGV), sent at most once, and returns
-// its reply. When the server lacks the script (NOSCRIPT: it did not run)
-// and reload is set, reload is loaded and the script sent once more.
-// Otherwise the reply is NOSCRIPT. When ctx ends first the reply is ctx's
-// error: wrapped in errAdmitNotSent when the script was never sent.
-// Otherwise it may or may not run, and the caller settles it.
+// eval runs the script of hash with args, sent at most once, and returns
+// its reply. args are EVALSHA's arguments after the hash: key count, keys,
+// ARGV. The server may lack the script (NOSCRIPT: it did not run). With
+// reload set, reload is loaded and the script sent once more. Otherwise the
+// reply is NOSCRIPT. When ctx ends first the reply is ctx's error. It is
+// wrapped in errAdmitNotSent when the script was never sent. Otherwise it
+// may or may not run, and the caller settles it.
 func (b *evalBatcher) eval(ctx context.Context, rdb redis.UniversalClient, hash string, reload *redis.Script, args []any) *redis.Cmd {
 	b.mu.Lock()
 	if b.inFlight < evalInFlight && len(b.queue) == 0 {
