@@ -69,16 +69,15 @@ func TestAsyncConcurrentSeckill(t *testing.T) {
 	}
 }
 
-// TestAsyncPoisonMessage: Redis counts one unit the database does not have
-// (as after a failover to a replica that missed a decrement), so one of
-// stock+1 admissions cannot be written: it reaches stream.orders.dlq as
-// sold_out, its buyer mark goes, its status reads failed, and its unit is
-// NOT given back to Redis (the database had none for it): Redis stock ends
-// at 0 and invariant 5 holds. Before, the unit was given back, Redis stock
-// stayed one too high for good (1 + 5 orders + 0 pending = 6 for an
-// initial stock of 5), and each later admission on it ended as one more
-// 200 followed by failed. An entry that cannot be parsed is dead-lettered
-// too.
+// TestAsyncPoisonMessage: Redis counts one unit the database does not have.
+// A failover to a replica that missed a decrement does that. So one of
+// stock+1 admissions cannot be written. It reaches stream.orders.dlq as
+// sold_out. Its buyer mark goes and its status reads failed. Its unit is
+// NOT given back to Redis, since the database had none for it. Redis stock
+// ends at 0 and invariant 5 holds. Giving the unit back would leave Redis
+// stock one too high for good. That is 1 + 5 orders + 0 pending = 6 for an
+// initial stock of 5. Each later admission on it would end as one more 200
+// followed by failed. An entry that cannot be parsed is dead-lettered too.
 func TestAsyncPoisonMessage(t *testing.T) {
 	a := apptest.StartAsync(t, nil)
 	rdb := apptest.SharedRedis(t)
@@ -154,7 +153,8 @@ func TestAsyncPoisonMessage(t *testing.T) {
 }
 
 // findDeadLetter returns the fields of the newest dead letter of any shard
-// whose field equals value (nil when none among each shard's last 1000).
+// whose field equals value. It looks at each shard's last 1000 and returns
+// nil when none matches.
 func findDeadLetter(t *testing.T, rdb redis.UniversalClient, field, value string) map[string]any {
 	t.Helper()
 	for i := range repository.Shards {

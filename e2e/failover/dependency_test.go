@@ -121,9 +121,9 @@ func (p *proxy) close() {
 	p.ln.Close()
 }
 
-// TestDependencyFailures: with Redis or the database gone or hung, a buy
-// gets 503 UNAVAILABLE within the request deadline, never a 500, and no
-// stock is taken without an order.
+// TestDependencyFailures: Redis or the database is gone or hung. A buy then
+// gets 503 UNAVAILABLE within the request deadline, never a 500. No stock
+// is taken without an order.
 func TestDependencyFailures(t *testing.T) {
 	dsn, _ := apptest.IntegrationEnv(t)
 	tests := []struct {
