@@ -23,8 +23,8 @@ import (
 	"seckill/telemetry"
 )
 
-// tracedApp starts an app on the embedded backends (its own Redis and
-// database: no other process's consumer takes its orders) whose spans go
+// tracedApp starts an app on the embedded backends, with its own Redis and
+// database. So no other process's consumer takes its orders. Its spans go
 // to the returned in-memory exporter.
 func tracedApp(t *testing.T, env map[string]string) (*app.App, *tracetest.InMemoryExporter) {
 	t.Helper()

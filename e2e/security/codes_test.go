@@ -194,9 +194,9 @@ func loggedApp(t *testing.T, env map[string]string) (*app.App, *apptest.SyncBuff
 	return a, buf
 }
 
-// TestProductionLogHidesCodes: in production the log of sending a code,
-// guessing wrong, logging in and being refused holds no code and no full
-// phone, only the masked one (138****5678).
+// TestProductionLogHidesCodes: production logs sending a code, guessing
+// wrong, logging in and being refused. That log holds no code and no full
+// phone. It holds only the masked phone (138****5678).
 func TestProductionLogHidesCodes(t *testing.T) {
 	a, buf := loggedApp(t, map[string]string{"SECKILL_ENV": "production", "SECKILL_JWT_SECRET": "codes-test-secret-0123456789abcdef"})
 	h, rdb := a.Handler(), apptest.SharedRedis(t)
@@ -221,11 +221,12 @@ func TestProductionLogHidesCodes(t *testing.T) {
 	}
 }
 
-// TestBruteForceTwoInstances: an attacker alternating between two instances
-// on the same MariaDB and Redis keeps asking codes for a victim's phone (from
-// ever new addresses) and guessing. Per code at most CodeGuesses guesses are
-// evaluated, per phone at most the daily cap's codes: the expected time to
-// take an account over is years, not the ten minutes of unlimited codes.
+// TestBruteForceTwoInstances: an attacker alternates between two instances
+// on the same MariaDB and Redis. From ever new addresses, it keeps asking
+// codes for a victim's phone and guessing. Per code at most CodeGuesses
+// guesses are evaluated. Per phone at most the daily cap's codes are sent.
+// The expected time to take an account over is years. With unlimited codes
+// it would be ten minutes.
 func TestBruteForceTwoInstances(t *testing.T) {
 	const daily = 3
 	env := map[string]string{

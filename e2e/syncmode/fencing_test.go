@@ -61,10 +61,10 @@ func TestFencingRefusesStaleHolder(t *testing.T) {
 	}
 }
 
-// TestFencingUnderLoad: with SECKILL_FENCING=on, first-time users racing
-// over two instances must never make the order transaction a deadlock
-// victim: every request is answered 200 or 409, never 503, and the
-// invariants hold.
+// TestFencingUnderLoad: SECKILL_FENCING=on, with first-time users racing
+// over two instances. The order transaction must never be a deadlock
+// victim. Every request is answered 200 or 409, never 503. The invariants
+// hold.
 func TestFencingUnderLoad(t *testing.T) {
 	for _, mode := range []string{"lua", "reentrant"} {
 		t.Run(mode, func(t *testing.T) {

@@ -14,10 +14,10 @@ import (
 )
 
 // TestSyncOrderIDCollision: Redis loses the order-id sequence while two
-// instances run (here: the key is deleted between their first purchases),
-// so the second instance is handed an id already in use. The purchase is
-// not a duplicate and the lock is not to blame: the sequence is moved past
-// the database's ids and the order written under a fresh id (200), and no
+// instances run. Here the key is deleted between their first purchases. So
+// the second instance is handed an id already in use. The purchase is not a
+// duplicate, and the lock is not to blame. The sequence is moved past the
+// database's ids. The order is written under a fresh id (200). No
 // unique-key rejection is counted.
 func TestSyncOrderIDCollision(t *testing.T) {
 	_, addr := apptest.IntegrationEnv(t)
