@@ -98,9 +98,9 @@ func (r *admitRig) admissions(t *testing.T, want int64) {
 }
 
 // TestAdmitReplyLost: the admission script ran and its reply was lost. The
-// order was admitted, so the answer is "admitted", and Redis holds exactly
-// one admission. Before, go-redis's retry of the EVALSHA found the user
-// among the buyers and the admitted order was answered DUPLICATE_ORDER.
+// order was admitted, so the answer is "admitted". Redis holds exactly one
+// admission. A blind retry of the EVALSHA would find the user among the
+// buyers. It would answer the admitted order DUPLICATE_ORDER.
 func TestAdmitReplyLost(t *testing.T) {
 	r := newAdmitRig(t, serviceClient)
 	ctx := context.Background()

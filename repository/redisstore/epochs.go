@@ -37,9 +37,9 @@ func (a *Epochs) Identity(ctx context.Context) (model.RedisIdentity, error) {
 	return model.RedisIdentity{Epoch: epoch, RunID: ids}, nil
 }
 
-// runIDs is the run id of the server answering for each shard, joined
-// by ",": on a cluster the master of each shard's slot, else the one
-// server (its run id once).
+// runIDs is the run id of the server answering for each shard, joined by
+// ",". On a cluster that is the master of each shard's slot. Else it is the
+// one server's run id, once.
 func (a *Epochs) runIDs(ctx context.Context) (string, error) {
 	cc, ok := a.rdb.(*redis.ClusterClient)
 	if !ok {

@@ -13,8 +13,9 @@ import (
 )
 
 // LiveStats keeps the live dashboard's counters in Redis (package live's
-// Store): seckill:live:<voucherId> (the voucher's counters summed over every
-// instance) and seckill:live:instances (who publishes, with their modes).
+// Store). seckill:live:<voucherId> holds the voucher's counters summed over
+// every instance. seckill:live:instances holds who publishes, with their
+// modes.
 type LiveStats struct {
 	rdb redis.UniversalClient
 	now func() time.Time

@@ -40,8 +40,8 @@ func byShard(msgs []model.QueuedOrder) (map[int][]model.QueuedOrder, error) {
 	return out, nil
 }
 
-// isCluster reports whether c is a Redis Cluster client: there a command
-// may name the keys of one slot only, so each shard is read on its own.
+// isCluster reports whether c is a Redis Cluster client. There a command
+// may name the keys of one slot only. So each shard is read on its own.
 func isCluster(c redis.UniversalClient) bool {
 	_, ok := c.(*redis.ClusterClient)
 	return ok

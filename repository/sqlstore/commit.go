@@ -37,13 +37,13 @@ func (r *OrderCommits) CreateOrder(ctx context.Context, o *model.VoucherOrder, f
 		}
 	}
 	if err != nil && committing && outcomeUnknown(err) {
-		// The connection broke at the commit: the order may be in the
+		// The connection broke at the commit. The order may be in the
 		// database although the commit reported an error. Answering a
 		// failure for a committed order would leave the buyer holding an
-		// order no 200 announced, so the order is read back by its id
-		// first. (A statement that failed before the commit leaves
-		// nothing to resolve: the server rolls back a transaction whose
-		// connection broke.)
+		// order no 200 announced. So the order is read back by its id
+		// first. A statement that failed before the commit leaves nothing
+		// to resolve. The server rolls back a transaction whose connection
+		// broke.
 		written, rerr := r.readBack(ctx, o)
 		switch {
 		case rerr != nil:

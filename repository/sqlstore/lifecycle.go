@@ -13,21 +13,21 @@ import (
 	"gorm.io/gorm/clause"
 )
 
-// OrderLifecycle changes an order after it is written: pay, cancel,
-// expire, and the give-backs they leave. Every change
-// of status is one conditional UPDATE on the status (never a read and then
-// a write), so a payment and a cancel or expiry racing on one order end
-// with exactly one of them. A cancel gives the unit back to the voucher's
-// stock in the same transaction.
+// OrderLifecycle changes an order after it is written: pay, cancel, expire,
+// and the give-backs they leave. Every change of status is one conditional
+// UPDATE on the status. It never reads and then writes. So a payment and a
+// cancel or expiry racing on one order end with exactly one of them. A
+// cancel gives the unit back to the voucher's stock in the same
+// transaction.
 type OrderLifecycle struct{ db *gorm.DB }
 
 // Pay marks the user's order paid if it is unpaid and was created after
-// cutoff (its pay deadline not passed), recording now, the voucher's pay
-// value and key. It returns the order as it is afterwards and whether
-// this call paid it. A paid order is returned as it is (paying twice
-// answers the same). Refusals:
-// model.ErrOrderNotFound (missing or another user's), model.ErrOrderExpired
-// (past the deadline, or cancelled by the timeout), model.ErrOrderCancelled.
+// cutoff. So its pay deadline has not passed. It records now, the voucher's
+// pay value and key. It returns the order as it is afterwards and whether
+// this call paid it. A paid order is returned as it is; paying twice
+// answers the same. Refusals are model.ErrOrderNotFound (missing or another
+// user's) and model.ErrOrderCancelled. Also model.ErrOrderExpired: past the
+// deadline, or cancelled by the timeout.
 func (r *OrderLifecycle) Pay(ctx context.Context, userID, orderID int64, key string, now, cutoff time.Time) (*model.VoucherOrder, bool, error) {
 	for attempt := 1; ; attempt++ {
 		o, changed, err := r.pay(ctx, userID, orderID, key, now, cutoff)

@@ -17,7 +17,7 @@ import (
 
 // deadlockRetries bounds the attempts of an order transaction that InnoDB
 // chose as a deadlock victim. Deadlocks need concurrent inserts of one
-// (user, voucher), which only a lock that failed lets through: the retry
+// (user, voucher). Only a lock that failed lets those through. The retry
 // then finds the other order and answers DUPLICATE_ORDER.
 const deadlockRetries = 3
 
