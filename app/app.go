@@ -1,9 +1,9 @@
-// Package app wires the seckill service: it opens the database and Redis,
-// builds the locker, the services and the routes, serves them, and runs
-// the binary's other commands.
+// Package app wires the seckill service. It opens the database and Redis. It
+// builds the locker, the services and the routes. It serves them and runs the
+// binary's other commands.
 //
-// New starts an App from a config.Config; Handler serves its routes and
-// Close stops it. Serve is the HTTP server of `seckill serve`; Run is the
+// New starts an App from a config.Config. Handler serves its routes and
+// Close stops it. Serve is the HTTP server of `seckill serve`. Run is the
 // whole command line, what main calls.
 package app
 
@@ -39,7 +39,7 @@ type App struct {
 	handler http.Handler
 	locker  lock.Locker
 	metrics *metrics.Metrics
-	// async is the async seckill (nil in sync mode); its consumers run
+	// async is the async seckill (nil in sync mode). Its consumers run
 	// until Close.
 	async     *service.AsyncSeckill
 	consumers *service.Consumers
@@ -51,9 +51,9 @@ type App struct {
 	// liveInstance is the id under which the process publishes its live
 	// dashboard counters (seckill:live:instances).
 	liveInstance string
-	// endStreams ends the live dashboard streams being served: the server
-	// calls it when it shuts down (Shutdown would wait for them until its
-	// deadline: a stream ends only with its client), Close too.
+	// endStreams ends the live dashboard streams being served. The server
+	// calls it when it shuts down, and Close does too. Shutdown alone would
+	// wait for them until its deadline. A stream ends only with its client.
 	endStreams func()
 	// stopLive stops the live dashboard's publisher after its last
 	// publication (nil when none runs).
@@ -61,7 +61,7 @@ type App struct {
 	// stopRevocations stops reloading the token revocations (nil when
 	// none runs).
 	stopRevocations func()
-	// lifecycle pays, cancels and expires orders; stopSweeper stops its
+	// lifecycle pays, cancels and expires orders. stopSweeper stops its
 	// expiry sweeper and waits for it (nil when none runs).
 	lifecycle   *service.Lifecycle
 	stopSweeper func()
@@ -72,10 +72,10 @@ type App struct {
 	closers     []io.Closer
 }
 
-// New opens the dependencies, applies the schema and wires repositories
-// and the configured locker into the services and routes. The background
-// workers (async consumers, expiry sweeper, live publisher) run until
-// Close; log receives the app's lines.
+// New opens the dependencies and applies the schema. It wires repositories and
+// the configured locker into the services and routes. The background workers
+// run until Close: async consumers, expiry sweeper, live publisher. log
+// receives the app's lines.
 func New(ctx context.Context, cfg config.Config, log *slog.Logger, opts ...Option) (_ *App, err error) {
 	var o options
 	for _, f := range opts {
@@ -159,11 +159,11 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger, opts ...Optio
 			return nil, err
 		}
 		voucherSvc.OnPublished(as.Published)
-		// Orders admitted under the key layout before the shards are in
-		// stream.orders, which nothing here reads: the previous version
+		// Orders admitted under the key layout before the shards sit in
+		// stream.orders. Nothing here reads that stream. The previous version
 		// must write them first (docs/operations.md, "Upgrading the key
-		// layout"); then the reconciliation below rebuilds every live
-		// voucher from the database's facts into the shards.
+		// layout"). Then the reconciliation below rebuilds every live voucher.
+		// It reads the database's facts and writes the shards.
 		if n, err := redisstore.NewOrderStream(d.Redis).LegacyEntries(ctx); err != nil {
 			return nil, fmt.Errorf("async start-up: reading %s: %w", repository.LegacyStreamKey, err)
 		} else if n > 0 {
@@ -191,8 +191,8 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger, opts ...Optio
 	} else {
 		ids := redisstore.NewIDWorker(d.Redis, syncIDBlock, time.Now)
 		seq := redisstore.NewIDSequence(d.Redis, d.DB, time.Now, ids)
-		// Redis may have lost the sequence while no instance ran: start
-		// past the database's ids rather than meet them order by order.
+		// Redis may have lost the sequence while no instance ran. So start
+		// past the database's ids rather than meet them one by one.
 		if err := seq.Resync(ctx); err != nil {
 			return nil, fmt.Errorf("order id sequence: %w", err)
 		}
@@ -209,9 +209,9 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger, opts ...Optio
 	}
 
 	a.locker, a.metrics = locker, m
-	// The order lifecycle: pay, cancel, and a sweeper in every instance
-	// that expires unpaid orders (instances share the work through the
-	// database's row locks) and, in async mode, gives units back to Redis.
+	// The order lifecycle: pay, cancel, and a sweeper in every instance. The
+	// sweeper expires unpaid orders. Instances share that work through the
+	// database's row locks. In async mode it also gives units back to Redis.
 	lifeDeps := service.LifecycleDeps{Store: orders, Vouchers: vouchers, Orders: seckill, Now: time.Now, Log: log}
 	if a.async != nil {
 		lifeDeps.Returner = redisstore.NewStockReturns(d.Redis)
@@ -229,7 +229,7 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger, opts ...Optio
 	a.stopSweeper = func() { stopSweep(); <-sweepDone }
 	a.demo = service.Demo{Shops: shopSvc, Vouchers: voucherSvc, Marks: sqlstore.NewDemoMarks(d.DB), Now: time.Now}
 	// The live dashboard: this process's answers per voucher, published to
-	// Redis four times a second; any instance's stream reads them all.
+	// Redis four times a second. Any instance's stream reads them all.
 	liveStats := redisstore.NewLiveStats(d.Redis, time.Now)
 	recorder := live.NewRecorder()
 	pub := live.NewPublisher(recorder, liveStats, live.PublisherConfig{LockMode: locker.Name(), OrderMode: cfg.OrderMode}, log)
@@ -279,9 +279,8 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger, opts ...Optio
 	return a, nil
 }
 
-// RevocationReload is how often each instance reloads the token
-// revocations: a revoked token stops working on the non-admin routes of
-// every instance within it.
+// RevocationReload is how often each instance reloads the token revocations. A
+// revoked token stops working within it on every non-admin route.
 const RevocationReload = time.Second
 
 // Handler serves the app's routes.
@@ -303,7 +302,7 @@ func (a *App) DB() *sqlstore.DB { return a.deps.DB }
 // Redis is the app's Redis client: plain, Sentinel, Cluster or embedded.
 func (a *App) Redis() redis.UniversalClient { return a.deps.Redis }
 
-// RedlockNodes are the independent Redis clients of the redlock mode; the
+// RedlockNodes are the independent Redis clients of the redlock mode. The
 // app's Redis alone when SECKILL_REDLOCK_ADDRS is empty.
 func (a *App) RedlockNodes() []redis.UniversalClient { return a.deps.Nodes }
 
@@ -325,9 +324,9 @@ func (a *App) StartConsumers(ctx context.Context) error {
 	return nil
 }
 
-// StopEmbeddedClock stops the embedded Redis's TTLs from following the
-// wall clock: no key expires from then on, and commands stop sweeping
-// the keys (benchmarks). It reports false when Redis is not embedded.
+// StopEmbeddedClock stops the embedded Redis's TTLs from following the wall
+// clock. No key expires from then on. Commands stop sweeping the keys
+// (benchmarks). It reports false when Redis is not embedded.
 func (a *App) StopEmbeddedClock() bool {
 	if a.deps.mini == nil {
 		return false
@@ -336,10 +335,10 @@ func (a *App) StopEmbeddedClock() bool {
 	return true
 }
 
-// StopWorkers stops the expiry sweeper and the Redis watch, then asks the
-// async consumers to finish their batch and waits for them until
-// deadline. Requests are still served: async orders wait in the stream
-// until StartConsumers.
+// StopWorkers stops the expiry sweeper and the Redis watch. Then it asks the
+// async consumers to finish their batch. It waits for them until deadline.
+// Requests are still served. Async orders wait in the stream until
+// StartConsumers.
 func (a *App) StopWorkers(deadline time.Time) {
 	if a.stopSweeper != nil {
 		a.stopSweeper()
@@ -361,10 +360,10 @@ func (a *App) StopWorkers(deadline time.Time) {
 	}
 }
 
-// Close stops the expiry sweeper and the async consumers (finishing their
-// batch), then the live dashboard's publisher (after its last
-// publication), then the revocation reloads, then the locker, then closes
-// Redis and the database.
+// Close stops the expiry sweeper and the async consumers, which finish their
+// batch. Then it stops the live publisher, after its last publication. Then
+// the revocation reloads and the locker stop. Last it closes Redis and the
+// database.
 func (a *App) Close() {
 	log := a.log
 	a.StopWorkers(time.Now().Add(9 * time.Second))
@@ -405,8 +404,8 @@ func WithTracing(tr *telemetry.Tracing) Option {
 	return func(o *options) { o.tracing = tr }
 }
 
-// startTracing returns the instrumentation of the app, nil when tracing
-// is off: given, or started from the OTEL_* variables (cfg.Tracing).
+// startTracing returns the app's instrumentation, nil when tracing is off. The
+// tracer is given or started from the OTEL_* variables (cfg.Tracing).
 // Redis and the database are instrumented here.
 func (a *App) startTracing(ctx context.Context, cfg config.Config, tr *telemetry.Tracing) (*telemetry.Tracing, error) {
 	if tr == nil && cfg.Tracing {

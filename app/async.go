@@ -17,22 +17,22 @@ import (
 )
 
 // syncIDBlock is how many order ids the ID worker leases per INCRBY in sync
-// mode: ids stay unique across instances, and most cost no round trip.
+// mode. Ids stay unique across instances. Most cost no round trip.
 const syncIDBlock = 100
 
-// asyncIDBlock is how many order ids the ID worker leases per INCRBY in
-// async mode, so that the hot path costs one round trip (the script).
+// asyncIDBlock is how many order ids the ID worker leases per INCRBY in async
+// mode. The hot path then costs one round trip, the script.
 const asyncIDBlock = 1000
 
-// reconcileLease is the lease of the reconcile lock, renewed by its
-// watchdog every third of it while a reconciliation runs.
+// reconcileLease is the lease of the reconcile lock. Its watchdog renews it
+// every third of it while a reconciliation runs.
 const reconcileLease = 30 * time.Second
 
-// newReconcileLock returns the lock that makes reconcilers (starting
-// processes, `seckill rebuild`) take turns, waiting up to wait for it. Its
-// watchdog renews the lease for as long as the holder works, however long
-// the scan takes: a fixed lease would let a second reconciler in while the
-// first still rebuilds, and a dead holder frees it after one lease.
+// newReconcileLock returns the lock that makes reconcilers take turns.
+// Reconcilers are starting processes and `seckill rebuild`. It waits up to
+// wait for the lock. Its watchdog renews the lease while the holder works,
+// however long the scan takes. A fixed lease would let a second reconciler in
+// too early. A dead holder frees the lock after one lease.
 func newReconcileLock(rdb redis.UniversalClient, lease, wait time.Duration) (lock.Locker, error) {
 	return lock.NewReentrant(rdb, lock.WithTTL(lease), lock.WithWait(wait), lock.WithWatchdog(true))
 }
@@ -52,8 +52,8 @@ func newAsync(d *deps, cfg config.Config, log *slog.Logger, locker lock.Locker, 
 		DutyCycle:     cfg.ConsumerDuty,
 	}
 	if cfg.LockMode == "mysql" {
-		// Each held named lock pins a pooled connection: keep a batch's
-		// locks well below the pool (64) so the transaction gets one.
+		// Each held named lock pins a pooled connection. Keep a batch's locks
+		// well below the pool (64), so the transaction gets one.
 		consumerConfig.Batch = max(1, 32/consumerConfig.Consumers)
 	}
 	ids := redisstore.NewIDWorker(d.Redis, asyncIDBlock, time.Now)

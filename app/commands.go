@@ -40,8 +40,8 @@ unless SECKILL_ENV=development: production needs both a real database and a
 real Redis, and a SECKILL_JWT_SECRET of at least 32 bytes (openssl rand -hex 32).
 `
 
-// Run executes one command of the binary, args without the program name,
-// and returns when it is done: serve returns once ctx ends and the server
+// Run executes one command of the binary, args without the program name. It
+// returns when the command is done. serve returns once ctx ends and the server
 // has stopped. getenv reads the SECKILL_* settings.
 func Run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
 	cmd := "serve"
@@ -77,8 +77,8 @@ func Run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	}
 }
 
-// NewLogger returns the JSON logger of the binary at level (debug, info,
-// warn or error; info when empty or unknown).
+// NewLogger returns the binary's JSON logger at level. Levels are debug, info,
+// warn and error. Empty or unknown means info.
 func NewLogger(w io.Writer, level string) *slog.Logger {
 	var l slog.Level
 	if err := l.UnmarshalText([]byte(level)); err != nil || level == "" {
@@ -87,9 +87,9 @@ func NewLogger(w io.Writer, level string) *slog.Logger {
 	return slog.New(slog.NewJSONHandler(w, &slog.HandlerOptions{Level: l}))
 }
 
-// quietLibraries routes the go-redis and MySQL drivers' own loggers (one
-// line per failed dial during an outage) to slog at debug level; the
-// service reports outages itself, once per request, as 503.
+// quietLibraries sends the go-redis and MySQL drivers' own loggers to slog at
+// debug level. They log one line per failed dial during an outage. The service
+// reports outages itself, once per request, as 503.
 func quietLibraries(log *slog.Logger) {
 	redis.SetLogger(redisLogger{log})
 	if err := mysql.SetLogger(slog.NewLogLogger(log.Handler(), slog.LevelDebug)); err != nil {
@@ -130,8 +130,8 @@ func Migrate(ctx context.Context, cfg config.Config, log *slog.Logger) error {
 	return nil
 }
 
-// Tokens is `seckill tokens`: it makes sure --count users exist and
-// writes a userId,token line for each to stdout or --out.
+// Tokens is `seckill tokens`. It makes sure --count users exist. It writes a
+// userId,token line for each to stdout or --out.
 func Tokens(ctx context.Context, cfg config.Config, log *slog.Logger, args []string, stdout io.Writer) error {
 	fs := flag.NewFlagSet("tokens", flag.ContinueOnError)
 	count := fs.Int("count", 0, "number of users (required, ≥ 1)")
@@ -175,9 +175,9 @@ func Tokens(ctx context.Context, cfg config.Config, log *slog.Logger, args []str
 	return nil
 }
 
-// Rebuild is `seckill rebuild --voucher N`: it rebuilds the voucher's Redis
-// state of async mode from the database's facts and sets it ok, the only
-// way to clear an unsafe voucher.
+// Rebuild is `seckill rebuild --voucher N`. It rebuilds the voucher's async
+// Redis state from the database's facts and sets it ok. It is the only way to
+// clear an unsafe voucher.
 func Rebuild(ctx context.Context, cfg config.Config, log *slog.Logger, args []string, stdout io.Writer) error {
 	fs := flag.NewFlagSet("rebuild", flag.ContinueOnError)
 	voucher := fs.Int64("voucher", 0, "voucher id (required)")
@@ -212,9 +212,9 @@ func Rebuild(ctx context.Context, cfg config.Config, log *slog.Logger, args []st
 	return nil
 }
 
-// Revoke is `seckill revoke --user N`: every token of user N issued until
-// now is refused, at once on admin routes and within RevocationReload on
-// the others, on every instance.
+// Revoke is `seckill revoke --user N`. Every token of user N issued until now
+// is refused on every instance. Admin routes refuse it at once, the others
+// within RevocationReload.
 func Revoke(ctx context.Context, cfg config.Config, log *slog.Logger, args []string, stdout io.Writer) error {
 	fs := flag.NewFlagSet("revoke", flag.ContinueOnError)
 	user := fs.Int64("user", 0, "user id (required)")

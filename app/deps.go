@@ -35,7 +35,7 @@ func openDB(ctx context.Context, cfg config.Config) (*sqlstore.DB, error) {
 }
 
 // openDeps opens the database and Redis (embedded ones when not configured)
-// and checks that each answers; an error names the variable at fault.
+// and checks that each answers. An error names the variable at fault.
 func openDeps(ctx context.Context, cfg config.Config, log *slog.Logger) (*deps, error) {
 	auth, err := redisAuth(cfg)
 	if err != nil {
@@ -50,17 +50,16 @@ func openDeps(ctx context.Context, cfg config.Config, log *slog.Logger) (*deps, 
 	var target string // the variable and what it names, for a start-up error
 	switch {
 	case cfg.Cluster():
-		// go-redis's cluster client: it learns the slots from the seed
-		// nodes and sends each command to the master of its key's slot.
-		// Every script and MULTI of this service names the keys of one
-		// slot (repository/keys.go).
+		// go-redis's cluster client learns the slots from the seed nodes. It
+		// sends each command to the master of its key's slot. Every script and
+		// MULTI here names the keys of one slot (repository/keys.go).
 		d.Redis = redisstore.NewClusterRedisClient(cfg.RedisClusterAddrs, auth)
 		target = "SECKILL_REDIS_CLUSTER_ADDRS: " + strings.Join(cfg.RedisClusterAddrs, ",")
 	case cfg.Sentinel():
-		// go-redis's failover client: the master found through the
-		// Sentinels and followed across failovers. It is a *redis.Client
-		// like the plain one, so every user of d.Redis (locks, ID worker,
-		// admission, stream consumers, reconciliation) works through it.
+		// go-redis's failover client: the master found through the Sentinels
+		// and followed across failovers. It is a *redis.Client like the plain
+		// one. So locks, ID worker, admission, consumers and reconciliation
+		// all work through it.
 		d.Redis = redisstore.NewSentinelRedisClient(cfg.RedisMaster, cfg.RedisSentinelAddrs, auth)
 		target = fmt.Sprintf("SECKILL_REDIS_SENTINEL_ADDRS: master %q through the Sentinels %s",
 			cfg.RedisMaster, strings.Join(cfg.RedisSentinelAddrs, ","))
@@ -92,7 +91,7 @@ func openDeps(ctx context.Context, cfg config.Config, log *slog.Logger) (*deps, 
 		c := redisstore.NewRedlockNodeClient(a, auth)
 		d.owned = append(d.owned, c)
 		if err := redisstore.PingRedis(ctx, c); err != nil {
-			// A node down is an outage the lock tolerates; refused
+			// A node down is an outage the lock tolerates. Refused
 			// credentials are a configuration error.
 			if v := redisCredentialVar(cfg, err); v != "" {
 				d.Close(log)
@@ -111,7 +110,7 @@ func openDeps(ctx context.Context, cfg config.Config, log *slog.Logger) (*deps, 
 	return d, nil
 }
 
-// redisAuth is the credentials and TLS of every Redis client of cfg; it
+// redisAuth is the credentials and TLS of every Redis client of cfg. It
 // reads SECKILL_REDIS_TLS_CA, once.
 func redisAuth(cfg config.Config) (redisstore.RedisAuth, error) {
 	t, err := cfg.RedisTLSConfig()
@@ -126,9 +125,9 @@ func redisAuth(cfg config.Config) (redisstore.RedisAuth, error) {
 	}, nil
 }
 
-// redisStartErr is the start-up error of a Redis that did not answer PING
-// at target: it names the credential or TLS variable when the server
-// refused those, the address variable otherwise.
+// redisStartErr is the start-up error of a Redis that did not answer PING at
+// target. It names the credential or TLS variable when the server refused
+// those. Otherwise it names the address variable.
 func redisStartErr(cfg config.Config, target string, err error) error {
 	if v := redisCredentialVar(cfg, err); v != "" {
 		return fmt.Errorf("%s: refused by Redis (%s): %v", v, target, err)
@@ -140,9 +139,8 @@ func redisStartErr(cfg config.Config, target string, err error) error {
 	return fmt.Errorf("%s unreachable: %w", target, err)
 }
 
-// redisCredentialVar names the variable at fault when err is Redis
-// refusing the credentials or a certificate from an unknown CA, ""
-// otherwise.
+// redisCredentialVar names the variable at fault, or returns "". It names one
+// when Redis refused the credentials or a certificate from an unknown CA.
 func redisCredentialVar(cfg config.Config, err error) string {
 	var unknownCA x509.UnknownAuthorityError
 	switch {
@@ -159,9 +157,9 @@ func redisCredentialVar(cfg config.Config, err error) string {
 	return ""
 }
 
-// isRedisAuthErr reports Redis refusing the credentials: none given where
-// required (NOAUTH) or wrong ones (WRONGPASS). A password sent to a server
-// without one is accepted (its default user takes any password).
+// isRedisAuthErr reports Redis refusing the credentials. Either none were
+// given where required (NOAUTH), or wrong ones (WRONGPASS). A server without a
+// password accepts any (its default user).
 func isRedisAuthErr(err error) bool { return redis.IsAuthError(err) }
 
 // Ready checks that the database and Redis answer.

@@ -14,9 +14,9 @@ import (
 	"seckill/service"
 )
 
-// TestReconcileLockOutlivesItsLease: a reconciliation that runs longer than
-// the reconcile lock's lease keeps the lock (a second reconciler is refused
-// for as long as the first works) and frees it when done.
+// TestReconcileLockOutlivesItsLease: a reconciliation longer than the lock's
+// lease keeps the lock. A second reconciler is refused while the first works.
+// The lock is free when it is done.
 func TestReconcileLockOutlivesItsLease(t *testing.T) {
 	rdb := realRedis(t)
 	ctx := context.Background()

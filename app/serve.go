@@ -11,14 +11,13 @@ import (
 	"seckill/config"
 )
 
-// Serve is `seckill serve`: it binds SECKILL_HTTP_ADDR, starts the app
-// and serves it until ctx ends, then stops within the contract's ten
-// seconds.
+// Serve is `seckill serve`. It binds SECKILL_HTTP_ADDR, starts the app and
+// serves it until ctx ends. Then it stops within the contract's ten seconds.
 func Serve(ctx context.Context, cfg config.Config, log *slog.Logger) error {
 	log.InfoContext(ctx, "starting", "config", cfg)
-	// Bind first: a port taken is one error line, before any migration,
-	// start-up reconciliation or consumer of a process that cannot serve;
-	// and "serving" is logged only once the port is ours.
+	// Bind first, so a taken port is one error line. It comes before any
+	// migration, reconciliation or consumer. And "serving" is logged only once
+	// the port is ours.
 	ln, err := net.Listen("tcp", cfg.HTTPAddr)
 	if err != nil {
 		return fmt.Errorf("SECKILL_HTTP_ADDR: %w", err)
@@ -53,8 +52,8 @@ func Serve(ctx context.Context, cfg config.Config, log *slog.Logger) error {
 	case <-ctx.Done():
 	}
 	log.Info("shutting down")
-	// Everything stops within the 10 seconds of the contract: the HTTP
-	// server first, then the consumers finish their batch.
+	// Everything stops within the contract's 10 seconds. The HTTP server stops
+	// first, then the consumers finish their batch.
 	deadline := time.Now().Add(9500 * time.Millisecond)
 	sctx, cancel := context.WithTimeout(context.Background(), 8*time.Second)
 	defer cancel()

@@ -11,29 +11,29 @@ import (
 // The lock keys belong to package service and package lock instead.
 // redisstore builds each Lua script's KEYS from these names.
 
-// The async-mode keys live in Shards shards. Shard i's keys carry the
-// hash tag ShardTag(i), whose cluster slot lies in the i-th sixteenth of
-// the slot space. So a script touches the keys of one slot only. The
-// shards spread over the masters of a cluster split in slot ranges.
-// A voucher lives in shard VoucherShard(voucherId), with its orders' info
-// and stream entries. Each shard has its own stream, dead-letter stream
-// and epoch; the consumers read every shard. One Redis uses the same
-// layout, where the tags are only names.
+// The async-mode keys live in Shards shards. Shard i's keys carry the hash
+// tag ShardTag(i). Its cluster slot lies in the i-th sixteenth of the slot
+// space. So a script touches the keys of one slot only. The shards spread
+// over the masters of a cluster split in slot ranges. A voucher lives in
+// shard VoucherShard(voucherId), with its orders' info and stream entries.
+// Each shard has its own stream, dead-letter stream and epoch. The
+// consumers read every shard. One Redis uses the same layout, where the
+// tags are only names.
 const (
 	// Shards is the number of shards: fixed, part of the key layout.
 	Shards = 16
 	// GroupName is the consumer group of every shard's order stream.
 	GroupName = "g1"
 	// StreamName and DeadLetterName are the last parts of the shard's
-	// stream keys (StreamKey, DeadLetterKey); tests use names of their own.
+	// stream keys (StreamKey, DeadLetterKey). Tests use names of their own.
 	StreamName     = "orders"
 	DeadLetterName = "orders.dlq"
 	// LegacyStreamKey is the order stream of the single-stream layout
-	// before the shards; start-up refuses async mode while it holds
+	// before the shards. start-up refuses async mode while it holds
 	// entries (docs/operations.md, "Upgrading the key layout").
 	LegacyStreamKey = "stream.orders"
-	// LegacyEpochKey is the epoch of that layout: equal to the database's,
-	// start-up takes the upgrade for what it is and rebuilds every live
+	// LegacyEpochKey is the epoch of that layout. When it equals the
+	// database's, start-up sees an upgrade. It then rebuilds every live
 	// voucher from the facts.
 	LegacyEpochKey = "seckill:epoch"
 )
@@ -63,8 +63,8 @@ func VoucherShard(voucherID int64) int { return int(uint64(voucherID) % Shards) 
 // shardPrefix is "seckill:{<tag>}:", the prefix of shard i's keys.
 func shardPrefix(i int) string { return "seckill:{" + shardTags[i] + "}:" }
 
-// ShardKey is seckill:{<tag>}:<name>, the key name in shard i (tests and
-// tools name streams of their own this way).
+// ShardKey is seckill:{<tag>}:<name>, the key name in shard i. Tests and
+// tools name streams of their own this way.
 func ShardKey(i int, name string) string { return shardPrefix(i) + name }
 
 // StreamKey is seckill:{<tag>}:orders, shard i's order stream (group g1).
@@ -73,9 +73,9 @@ func StreamKey(i int) string { return shardPrefix(i) + StreamName }
 // DeadLetterKey is seckill:{<tag>}:orders.dlq, shard i's dead-letter stream.
 func DeadLetterKey(i int) string { return shardPrefix(i) + DeadLetterName }
 
-// EpochKey is seckill:{<tag>}:epoch, the epoch in shard i (also stored in
-// tb_seckill_meta: equal values in every shard mean Redis still holds what
-// the service put there).
+// EpochKey is seckill:{<tag>}:epoch, the epoch in shard i. tb_seckill_meta
+// stores it too. Equal values in every shard mean Redis still holds what
+// the service put there.
 func EpochKey(i int) string { return shardPrefix(i) + "epoch" }
 
 // A voucher's Redis stock may be split in buckets (SECKILL_STOCK_BUCKETS,
@@ -87,10 +87,10 @@ func EpochKey(i int) string { return shardPrefix(i) + "epoch" }
 const MaxBuckets = model.MaxStockBuckets
 
 // BucketShard is the shard of bucket b (0 <= b < MaxBuckets) of the
-// voucher: bucketStride shards after the previous bucket's. Consecutive
-// buckets so fall in different ranges of the slot space: on three masters,
-// buckets 0, 1 and 2 are on three masters. The stride is odd, so the 16
-// buckets are 16 shards.
+// voucher. It lies bucketStride shards after the previous bucket's. So
+// consecutive buckets fall in different ranges of the slot space. On three
+// masters, buckets 0, 1 and 2 are on three masters. The stride is odd, so
+// the 16 buckets are 16 shards.
 func BucketShard(voucherID int64, b int) int {
 	return (VoucherShard(voucherID) + b*bucketStride) % Shards
 }
@@ -98,8 +98,8 @@ func BucketShard(voucherID int64, b int) int {
 // bucketStride is the shards between a voucher's consecutive buckets.
 const bucketStride = 11
 
-// HomeBucket is the bucket of a voucher of n buckets that holds the user's
-// buyer mark and is tried first.
+// HomeBucket is the bucket tried first for a voucher of n buckets. It holds
+// the user's buyer mark.
 func HomeBucket(userID int64, n int) int {
 	if n <= 1 {
 		return 0
@@ -129,8 +129,8 @@ func ReturnedKeyIn(shard int, voucherID int64) string {
 	return voucherKey(shard, voucherID, "returned:")
 }
 
-// ReturnBucket is the bucket that takes back the unit of a cancelled order
-// of a voucher with n buckets.
+// ReturnBucket is the bucket that takes back a cancelled order's unit. The
+// voucher has n buckets.
 func ReturnBucket(orderID int64, n int) int { return int(uint64(orderID) % uint64(max(n, 1))) }
 func VoucherKeyIn(shard int, voucherID int64) string {
 	return voucherKey(shard, voucherID, "voucher:")
@@ -140,9 +140,9 @@ func voucherKey(shard int, voucherID int64, kind string) string {
 	return shardPrefix(shard) + kind + strconv.FormatInt(voucherID, 10)
 }
 
-// OrderInfoKey is seckill:{<tag>}:orderinfo:<orderId>, in the shard of
-// the bucket that admitted the order (written by the admission script with
-// the entry).
+// OrderInfoKey is seckill:{<tag>}:orderinfo:<orderId>. It lives in the
+// shard of the bucket that admitted the order. The admission script writes
+// it with the entry.
 func OrderInfoKey(shard int, orderID int64) string {
 	return OrderInfoPrefix(shard) + strconv.FormatInt(orderID, 10)
 }
@@ -160,9 +160,9 @@ func DuplicateRejectionsKey(voucherID int64) string {
 	return DuplicateRejectionsPrefix + strconv.FormatInt(voucherID, 10)
 }
 
-// The live dashboard's keys (package live): each instance adds its counts
-// to the voucher's hash and records itself in the instances hash about four
-// times a second; dashboards read both.
+// The live dashboard's keys (package live). About four times a second, each
+// instance adds its counts to the voucher's hash. It also records itself in
+// the instances hash. Dashboards read both.
 const (
 	// LivePrefix is the prefix of seckill:live:<voucherId>.
 	LivePrefix = "seckill:live:"
@@ -172,8 +172,8 @@ const (
 )
 
 // LiveKey is seckill:live:<voucherId>, the hash of the voucher's live
-// counters (answers by code, duplicates by where they were stopped, latency
-// buckets) summed over every instance.
+// counters. It sums every instance's answers by code, duplicates by where
+// they were stopped, and latency buckets.
 func LiveKey(voucherID int64) string { return LivePrefix + strconv.FormatInt(voucherID, 10) }
 
 // LoginCodeKey is login:code:<phone>, the login code sent to phone and
@@ -184,14 +184,14 @@ func LoginCodeKey(phone string) string { return "login:code:" + phone }
 // key of Limiter.Allow(ctx, key, ...) is rate:<key>, one key per call.
 const RatePrefix = "rate:"
 
-// The Limiter keys of the code flow (stored as rate:<key>): the phone's
-// cooldown and daily cap, and the client address's sends.
+// The Limiter keys of the code flow, stored as rate:<key>. They hold the
+// phone's cooldown and daily cap, and the client address's sends.
 func CodeCooldownKey(phone string) string { return "login:cooldown:" + phone }
 func CodeDailyKey(phone string) string    { return "login:daily:" + phone }
 func CodeAddrKey(addr string) string      { return "login:addr:" + addr }
 
-// The Limiter keys of the purchase (stored as rate:<key>): the user's,
-// the voucher's and the client address's purchases.
+// The Limiter keys of the purchase, stored as rate:<key>. They count the
+// user's, the voucher's and the client address's purchases.
 func PurchaseUserKey(userID int64) string {
 	return "seckill:limit:user:" + strconv.FormatInt(userID, 10)
 }
@@ -200,8 +200,8 @@ func PurchaseVoucherKey(voucherID int64) string {
 }
 func PurchaseAddrKey(addr string) string { return "seckill:limit:addr:" + addr }
 
-// IdempotencyKey is seckill:idem:<userId>:<key>, the record of one
-// user's Idempotency-Key: every user has a key space of their own.
+// IdempotencyKey is seckill:idem:<userId>:<key>, one user's Idempotency-Key
+// record. Every user has a key space of their own.
 func IdempotencyKey(userID int64, key string) string {
 	return "seckill:idem:" + strconv.FormatInt(userID, 10) + ":" + key
 }
@@ -215,14 +215,14 @@ func IDDay(t time.Time) string { return t.UTC().Format("2006:01:02") }
 func IDSequenceKey(day string) string { return "icr:order:" + day }
 
 // The TTLs of the keys above. Keys not listed here never expire (stream,
-// dead-letter stream, epoch, duprej counters, ID sequences); the login
-// code's TTL is the caller's (SaveCode); a Limiter key lives until its
+// dead-letter stream, epoch, duprej counters, ID sequences). The login
+// code's TTL is the caller's (SaveCode). A Limiter key lives until its
 // limit has forgotten every event (redis_rate sets it).
 const (
 	// OrderInfoTTL is how long seckill:orderinfo:<orderId> lives.
 	OrderInfoTTL = 24 * time.Hour
-	// VoidTTL is how long a void order id stays refused: far longer than
-	// an admission can be in flight.
+	// VoidTTL is how long a void order id stays refused. It is far longer
+	// than an admission can be in flight.
 	VoidTTL = time.Hour
 	// VoucherStateGrace is how long after its end a voucher's Redis state
 	// (stock, buyers, voucher hash) is kept.
@@ -231,9 +231,9 @@ const (
 	// instance last added to them.
 	LiveCountsTTL = 7 * 24 * time.Hour
 	// LiveInstancesTTL is how long the instances hash lives after any
-	// instance last published; an instance's own entry is dropped by
-	// readers once it is LiveInstanceForget old (a process that died
-	// without retiring).
+	// instance last published. Readers drop an instance's own entry once it
+	// is LiveInstanceForget old. That is a process that died without
+	// retiring.
 	LiveInstancesTTL   = time.Minute
 	LiveInstanceForget = time.Minute
 )

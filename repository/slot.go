@@ -5,9 +5,10 @@ import "strings"
 // ClusterSlots is the number of Redis Cluster hash slots.
 const ClusterSlots = 16384
 
-// Slot is the Redis Cluster hash slot of key: CRC16 (XMODEM) of its hash
-// tag (the part between the first "{" and the next "}", when not empty)
-// or of the whole key, modulo 16384 (the Redis Cluster specification).
+// Slot is the Redis Cluster hash slot of key, as the Redis Cluster
+// specification defines it. It is CRC16 (XMODEM) modulo 16384. The CRC
+// covers the hash tag, the part between the first "{" and the next "}".
+// With no tag, or an empty one, it covers the whole key.
 func Slot(key string) uint16 {
 	if open := strings.IndexByte(key, '{'); open >= 0 {
 		if n := strings.IndexByte(key[open+1:], '}'); n > 0 {

@@ -10,8 +10,8 @@ import (
 )
 
 // TestSlot: CRC16/XMODEM's check value, slots from the Redis Cluster
-// specification, hash tags, and the shard tags: each in its sixteenth of
-// the slot space, so every shard has a slot of its own.
+// specification, and hash tags. Each shard tag lies in its sixteenth of the
+// slot space. So every shard has a slot of its own.
 func TestSlot(t *testing.T) {
 	if got := crc16("123456789"); got != 0x31C3 {
 		t.Errorf("crc16 check value: got %#x, want 0x31c3", got)

@@ -9,10 +9,10 @@ import (
 	"seckill/e2e/apptest"
 )
 
-// TestPublishTimesOutOfRange: voucher times the database cannot store (a
-// DATETIME holds years 1000 to 9999, and the driver converts to its zone
-// first) are a 400 INVALID_ARGUMENT naming the field, never a 500 from the
-// driver, over the real MariaDB.
+// TestPublishTimesOutOfRange: some voucher times the database cannot store.
+// A DATETIME holds years 1000 to 9999, and the driver converts to its zone
+// first. Such times are a 400 INVALID_ARGUMENT naming the field. They are
+// never a 500 from the driver. It runs over the real MariaDB.
 func TestPublishTimesOutOfRange(t *testing.T) {
 	a := apptest.Start(t, map[string]string{"SECKILL_LOCK_MODE": "lua"})
 	admin := apptest.AdminToken(t, a.Handler())

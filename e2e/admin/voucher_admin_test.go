@@ -12,11 +12,12 @@ import (
 	"seckill/e2e/apptest"
 )
 
-// TestVoucherEditAndClose: on the real MariaDB and Redis, in both order
-// modes, an admin edits a voucher before its sale (stock and window: the
-// audit, and in async mode Redis, follow), cannot edit it once the sale
-// has started, cannot set the stock below what is sold, and closes it: its
-// orders stay, buying is refused as ended, and every invariant holds.
+// TestVoucherEditAndClose runs on the real MariaDB and Redis, in both order
+// modes. An admin edits a voucher's stock and window before its sale. The
+// audit follows, and Redis too in async mode. Once the sale has started,
+// the admin cannot edit it. The stock cannot go below what is sold. Then
+// the admin closes it. Its orders stay, buying is refused as ended, and
+// every invariant holds.
 func TestVoucherEditAndClose(t *testing.T) {
 	for _, mode := range []string{"sync", "async"} {
 		t.Run(mode, func(t *testing.T) {
@@ -84,8 +85,8 @@ func TestVoucherEditAndClose(t *testing.T) {
 			// The sale has started: no edit.
 			want("an edit during the sale", edit(9, time.Now().Add(time.Hour), nil), 409, "VOUCHER_NOT_EDITABLE")
 
-			// Stock below what is sold: refused by the store's own rule (the
-			// window moved back into the future behind the API's back).
+			// Stock below what is sold: the store's own rule refuses it.
+			// The window moved back into the future behind the API's back.
 			if _, err := db.Exec("UPDATE tb_seckill_voucher SET begin_time = ? WHERE voucher_id = ?", time.Now().Add(time.Hour), vid); err != nil {
 				t.Fatal(err)
 			}
@@ -99,7 +100,7 @@ func TestVoucherEditAndClose(t *testing.T) {
 				apptest.CheckInvariant5(t, apptest.SharedRedis(t), vid, au)
 			}
 
-			// Close: the orders stay; the sale has ended at once here.
+			// Close: the orders stay. The sale has ended at once here.
 			want("close", apptest.Call(t, h, http.MethodPost, path+"/close", admin, nil), 200, "")
 			want("close again", apptest.Call(t, h, http.MethodPost, path+"/close", admin, nil), 200, "")
 			want("close an unknown voucher", apptest.Call(t, h, http.MethodPost, "/voucher/seckill/999999999999/close", admin, nil), 404, "VOUCHER_NOT_FOUND")
@@ -131,7 +132,8 @@ func mustUserToken(t *testing.T) string {
 }
 
 // buyInTurn has users buyers (ids from base+1) buy the voucher one after
-// another: a few requests, no deadline pressure on a loaded machine.
+// another. That is a few requests, with no deadline pressure on a loaded
+// machine.
 func buyInTurn(t *testing.T, h http.Handler, vid, base int64, users int) apptest.StormResult {
 	t.Helper()
 	res := apptest.StormResult{ByCode: map[string]int{}, OrderIDs: map[int64]int64{}}

@@ -1,7 +1,7 @@
 package apptest
 
-// Requests through an app's handler: the API envelope, tokens, admin
-// calls that publish shops and vouchers, the audit and the login codes.
+// Requests through an app's handler. They cover the API envelope, tokens,
+// the audit and the login codes. Admin calls publish shops and vouchers.
 
 import (
 	"bytes"
@@ -64,8 +64,8 @@ func Call(t testing.TB, h http.Handler, method, path, token string, body any) Re
 
 func DevTokens() *auth.Tokens { return auth.NewTokens(config.DevJWTSecret, time.Hour) }
 
-// appDBs maps the handler of a test app on a database of its own (the
-// embedded one) to that database (RegisterDB).
+// appDBs maps the handler of a test app to its own database, the embedded
+// one (RegisterDB).
 var appDBs sync.Map
 
 // RegisterDB makes AdminToken find a's database from a.Handler() until the
@@ -75,8 +75,9 @@ func RegisterDB(t testing.TB, a *app.App) {
 	t.Cleanup(func() { appDBs.Delete(a.Handler()) })
 }
 
-// appAdmins maps a handler that fronts a server of the test's own (not an
-// app of this process) to an admin token of that server's database.
+// appAdmins maps a handler that fronts a server of the test's own to an
+// admin token. That server is not an app of this process. The token is from
+// that server's database.
 var appAdmins sync.Map
 
 var sharedAdmin struct {
@@ -85,10 +86,10 @@ var sharedAdmin struct {
 	err  error
 }
 
-// AdminToken returns a token of the admin test user (the one `seckill
-// tokens --count 1 --admin` makes): admin routes check its role in the
+// AdminToken returns a token of the admin test user. `seckill tokens
+// --count 1 --admin` makes that user. Admin routes check its role in the
 // database. The user is in the database of h's app when registered
-// (RegisterDB), else in the shared MariaDB.
+// (RegisterDB). Otherwise it is in the shared MariaDB.
 func AdminToken(t testing.TB, h http.Handler) string {
 	t.Helper()
 	ensure := func(db *sqlstore.DB) (string, error) {
@@ -231,9 +232,9 @@ func CounterValue(t *testing.T, a *app.App, name string) float64 {
 	return 0
 }
 
-// UseAdminToken makes AdminToken answer tok for h until the test ends: h
-// fronts a server of the test's own, not an app of this process. h must
-// be comparable (a pointer).
+// UseAdminToken makes AdminToken answer tok for h until the test ends. h
+// fronts a server of the test's own, not an app of this process. h must be
+// comparable (a pointer).
 func UseAdminToken(t testing.TB, h http.Handler, tok string) {
 	appAdmins.Store(h, tok)
 	t.Cleanup(func() { appAdmins.Delete(h) })
@@ -286,8 +287,8 @@ func Login(t testing.TB, h http.Handler, phone, code, remote string) CodeAnswer 
 	return Post(t, h, "/user/login", remote, "", map[string]string{"phone": phone, "code": code})
 }
 
-// Settle waits for a snapshot for which ok holds and returns it (the last
-// one seen when none did within 15 s, failing).
+// Settle waits for a snapshot for which ok holds and returns it. Within 15
+// s it fails and returns the last one seen.
 func Settle(t *testing.T, name string, ch <-chan live.Snapshot, ok func(live.Snapshot) bool) live.Snapshot {
 	t.Helper()
 	deadline := time.After(15 * time.Second)

@@ -1,10 +1,10 @@
-// Package apptest is the harness of the end-to-end tests: it starts apps
-// on the real backends of .ci/env.sh or on embedded ones, sends requests
-// through their handlers, makes users, shops and vouchers, runs storms of
-// buyers and checks the invariants of docs/contract.md.
+// Package apptest is the harness of the end-to-end tests. It starts apps on
+// the real backends of .ci/env.sh or on embedded ones. It sends requests
+// through their handlers. It makes users, shops and vouchers, and runs
+// storms of buyers. It checks the invariants of docs/contract.md.
 //
 // Tests that need the real backends skip without SECKILL_MYSQL_DSN and
-// SECKILL_REDIS_ADDR, and fail in CI (CI=true).
+// SECKILL_REDIS_ADDR. They fail in CI (CI=true).
 package apptest
 
 import (
@@ -32,8 +32,8 @@ import (
 	"seckill/repository/redisstore"
 )
 
-// IntegrationEnv returns the real MySQL DSN and Redis address, skipping the
-// test when they are not set (failing instead when CI=true).
+// IntegrationEnv returns the real MySQL DSN and Redis address. It skips the
+// test when they are not set, and fails it when CI=true.
 func IntegrationEnv(t testing.TB) (dsn, redisAddr string) {
 	t.Helper()
 	dsn, redisAddr = os.Getenv("SECKILL_MYSQL_DSN"), os.Getenv("SECKILL_REDIS_ADDR")
@@ -56,7 +56,7 @@ func Start(t *testing.T, env map[string]string) *app.App {
 		"SECKILL_REDLOCK_ADDRS": os.Getenv("SECKILL_REDLOCK_ADDRS"),
 		"SECKILL_ZK_ADDRS":      os.Getenv("SECKILL_ZK_ADDRS"),
 		"SECKILL_HTTP_ADDR":     "127.0.0.1:0",
-		// Real backends default to production: the tests sign with the
+		// Real backends default to production. The tests sign with the
 		// public development secret and use the development delays.
 		"SECKILL_ENV": "development",
 		// The shared database holds other tests' unpaid orders: only the
@@ -113,7 +113,7 @@ func TryStartAsync(t *testing.T, env map[string]string) (*app.App, error) {
 	return a, nil
 }
 
-// load is the configuration of vars overridden by env; it takes the
+// load is the configuration of vars overridden by env. It takes the
 // stream turn when the app will read the shared streams.
 func load(t *testing.T, vars, env map[string]string) config.Config {
 	t.Helper()
@@ -126,10 +126,10 @@ func load(t *testing.T, vars, env map[string]string) config.Config {
 	return cfg
 }
 
-// SharedPayTimeout is the pay timeout of the test apps unless a test sets
-// one: 30 years, so that no app expires another test's orders, not even
-// the repository tests' orders made in 2001 to expire under their own
-// sweeps while the e2e packages run beside them.
+// SharedPayTimeout is the test apps' pay timeout unless a test sets one. It
+// is 30 years, so no app expires another test's orders. The repository
+// tests make orders dated 2001 that their own sweeps expire. The e2e
+// packages run beside them and must not touch them.
 const SharedPayTimeout = "262800h"
 
 // SyncBuffer is a bytes.Buffer safe for concurrent writers.
@@ -162,8 +162,9 @@ func EnvOf(vars map[string]string) func(string) string {
 }
 
 // OnCluster reports whether the shared-Redis integration tests run on the
-// Redis Cluster of SECKILL_TEST_CLUSTER_ADDRS (SECKILL_TEST_ON_CLUSTER=1:
-// `make test-cluster`) instead of the Redis of SECKILL_REDIS_ADDR.
+// Redis Cluster. That is SECKILL_TEST_CLUSTER_ADDRS, chosen by
+// SECKILL_TEST_ON_CLUSTER=1 (`make test-cluster`). Otherwise they use the
+// Redis of SECKILL_REDIS_ADDR.
 func OnCluster() bool { return os.Getenv("SECKILL_TEST_ON_CLUSTER") == "1" }
 
 // RedisVars are the Redis settings of an app on the shared Redis: the one
@@ -228,9 +229,9 @@ func RealEnv(t *testing.T, extra map[string]string) map[string]string {
 	return vars
 }
 
-// PrivateBackends starts an in-process Redis (a miniredis, on wall-clock
-// TTLs) and a fresh database for one test, so that a process on them sees
-// only that test's vouchers and consumers; it returns the Redis, a client
+// PrivateBackends starts an in-process Redis and a fresh database for one
+// test. The Redis is a miniredis on wall-clock TTLs. A process on them sees
+// only that test's vouchers and consumers. It returns the Redis, a client
 // of it, the database's DSN and a handle.
 func PrivateBackends(t *testing.T) (*miniredis.Miniredis, *redis.Client, string, *sql.DB) {
 	t.Helper()
@@ -245,8 +246,8 @@ func PrivateBackends(t *testing.T) (*miniredis.Miniredis, *redis.Client, string,
 }
 
 // FreshDatabase creates an empty database next to the one of
-// SECKILL_MYSQL_DSN, dropped when the test ends, and returns its DSN and a
-// handle.
+// SECKILL_MYSQL_DSN. The database is dropped when the test ends. It returns
+// its DSN and a handle.
 func FreshDatabase(t *testing.T) (string, *sql.DB) {
 	t.Helper()
 	dsn, _ := IntegrationEnv(t)
@@ -293,11 +294,12 @@ var streamTurn struct {
 	f  *os.File
 }
 
-// TakeStreamTurn holds, until the test ends, the turn of the apps whose
-// consumers read the shared Redis's order streams, when vars describe
-// one. `go test ./...` runs packages in parallel: another package's
-// consumers would claim this test's entries. Holders in one process
-// share the turn (an flock, released by the kernel if the process dies).
+// TakeStreamTurn holds a turn until the test ends, when vars describe the
+// shared Redis. The turn is for apps whose consumers read the shared
+// Redis's order streams. `go test ./...` runs packages in parallel. Another
+// package's consumers would claim this test's entries. Holders in one
+// process share the turn. It is an flock, which the kernel releases if the
+// process dies.
 func TakeStreamTurn(t testing.TB, vars map[string]string) {
 	t.Helper()
 	shared := vars["SECKILL_REDIS_CLUSTER_ADDRS"] != "" ||

@@ -29,7 +29,7 @@ type StormResult struct {
 }
 
 // Storm sends dup concurrent buy requests for each of users users (ids from
-// base+1), spreading them over the handlers (instances) round robin.
+// base+1). It spreads them over the handlers (instances) round robin.
 func Storm(t *testing.T, handlers []http.Handler, voucherID int64, base int64, users, dup int) StormResult {
 	t.Helper()
 	tok := DevTokens()
@@ -86,8 +86,8 @@ func Storm(t *testing.T, handlers []http.Handler, voucherID int64, base int64, u
 }
 
 // CheckInvariants reads the database and asserts invariants 1 to 4 of
-// docs/contract.md for the voucher, given what the clients saw (the shared
-// checker: model.Facts, internal/Audit).
+// docs/contract.md for the voucher. It takes what the clients saw. The
+// checker is the shared one: model.Facts, internal/Audit.
 func CheckInvariants(t *testing.T, db *sql.DB, voucherID int64, seen StormResult) (orders int) {
 	t.Helper()
 	f, err := audit.ReadDB(context.Background(), db, voucherID)
@@ -104,8 +104,8 @@ func CheckInvariants(t *testing.T, db *sql.DB, voucherID int64, seen StormResult
 	return len(f.Orders)
 }
 
-// WaitDrained polls the audit until no order of the voucher is pending and
-// the database holds want orders, and returns the drained audit and how
+// WaitDrained polls the audit until no order of the voucher is pending. The
+// database must also hold want orders. It returns the drained audit and how
 // long it took.
 func WaitDrained(t testing.TB, h http.Handler, vid int64, want int64) (AuditResult, time.Duration) {
 	t.Helper()

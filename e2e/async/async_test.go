@@ -21,11 +21,11 @@ import (
 )
 
 // Integration tests of async mode (SECKILL_ORDER_MODE=async) on the real
-// MariaDB and Redis; the Redis-loss test uses an in-process miniredis so
+// MariaDB and Redis. The Redis-loss test uses an in-process miniredis so
 // that flushing it touches nobody else's keys.
 
 // TestAsyncConcurrentSeckill is the concurrency test in async mode: 250
-// users, 4 requests each at once, 100 units; after the stream drains all
+// users, 4 requests each at once, 100 units. After the stream drains all
 // five invariants hold.
 func TestAsyncConcurrentSeckill(t *testing.T) {
 	a := apptest.StartAsync(t, map[string]string{"SECKILL_CONSUMERS": "2"})
@@ -69,16 +69,15 @@ func TestAsyncConcurrentSeckill(t *testing.T) {
 	}
 }
 
-// TestAsyncPoisonMessage: Redis counts one unit the database does not have
-// (as after a failover to a replica that missed a decrement), so one of
-// stock+1 admissions cannot be written: it reaches stream.orders.dlq as
-// sold_out, its buyer mark goes, its status reads failed, and its unit is
-// NOT given back to Redis (the database had none for it): Redis stock ends
-// at 0 and invariant 5 holds. Before, the unit was given back, Redis stock
-// stayed one too high for good (1 + 5 orders + 0 pending = 6 for an
-// initial stock of 5), and each later admission on it ended as one more
-// 200 followed by failed. An entry that cannot be parsed is dead-lettered
-// too.
+// TestAsyncPoisonMessage: Redis counts one unit the database does not have.
+// A failover to a replica that missed a decrement does that. So one of
+// stock+1 admissions cannot be written. It reaches stream.orders.dlq as
+// sold_out. Its buyer mark goes and its status reads failed. Its unit is
+// NOT given back to Redis, since the database had none for it. Redis stock
+// ends at 0 and invariant 5 holds. Giving the unit back would leave Redis
+// stock one too high for good. That is 1 + 5 orders + 0 pending = 6 for an
+// initial stock of 5. Each later admission on it would end as one more 200
+// followed by failed. An entry that cannot be parsed is dead-lettered too.
 func TestAsyncPoisonMessage(t *testing.T) {
 	a := apptest.StartAsync(t, nil)
 	rdb := apptest.SharedRedis(t)
@@ -154,7 +153,8 @@ func TestAsyncPoisonMessage(t *testing.T) {
 }
 
 // findDeadLetter returns the fields of the newest dead letter of any shard
-// whose field equals value (nil when none among each shard's last 1000).
+// whose field equals value. It looks at each shard's last 1000 and returns
+// nil when none matches.
 func findDeadLetter(t *testing.T, rdb redis.UniversalClient, field, value string) map[string]any {
 	t.Helper()
 	for i := range repository.Shards {
@@ -172,8 +172,8 @@ func findDeadLetter(t *testing.T, rdb redis.UniversalClient, field, value string
 }
 
 // TestAsyncRedisDataLost: Redis loses its data (FLUSHALL). A buy is refused
-// (503, not loaded); a process starting on that Redis marks the live
-// voucher unsafe (503); `seckill rebuild --voucher N` makes it sell again,
+// (503, not loaded). A process starting on that Redis marks the live
+// voucher unsafe (503). `seckill rebuild --voucher N` makes it sell again,
 // from the facts, without overselling.
 func TestAsyncRedisDataLost(t *testing.T) {
 	m, rdb, dsn, db := apptest.PrivateBackends(t)
@@ -217,7 +217,7 @@ func TestAsyncRedisDataLost(t *testing.T) {
 		t.Errorf("rebuild output: got %q, want the stock 7 and the warning", out.String())
 	}
 
-	// The earlier buyers are buyers again; 7 units are left for the rest.
+	// The earlier buyers are buyers again. 7 units are left for the rest.
 	second := apptest.Storm(t, []http.Handler{a2.Handler()}, vid, base, 20, 1)
 	if second.ByCode["OK"] != 7 || second.ByCode["DUPLICATE_ORDER"] != 3 || second.ByCode["SOLD_OUT"] != 10 {
 		t.Errorf("after rebuild: got %v, want 7 OK, 3 DUPLICATE_ORDER, 10 SOLD_OUT", second.ByCode)

@@ -8,12 +8,12 @@ import (
 	"seckill/repository/redisstore"
 )
 
-// TestAsyncBuckets: the concurrency test of async mode on a voucher whose
-// Redis stock is split in 8 buckets (stockBuckets at publish time), sold by
-// two instances: 300 users, 3 requests each spread over both instances,
-// 120 units. Every unit is sold, no user twice, and after the drain all
-// five invariants hold, invariant 5 summed over the buckets. On one Redis,
-// and on the cluster with `make test-cluster`.
+// TestAsyncBuckets: the concurrency test of async mode with Redis stock
+// split in 8 buckets. stockBuckets sets that at publish time. Two instances
+// sell 120 units to 300 users. Each user sends 3 requests spread over both
+// instances. Every unit is sold, no user twice. After the drain all five
+// invariants hold, invariant 5 summed over the buckets. It runs on one
+// Redis, and on the cluster with `make test-cluster`.
 func TestAsyncBuckets(t *testing.T) {
 	a1, a2 := apptest.StartAsync(t, nil), apptest.StartAsync(t, nil)
 	db := apptest.OpenDB(t)

@@ -125,9 +125,9 @@ func voucherPending(t *testing.T, rdb redis.UniversalClient, vid int64) int {
 }
 
 // TestAsyncCrashRecovery kills (SIGKILL) an instance while it holds pending
-// orders (its consumer read them and sits in the development delay),
-// starts another with a short claim idle time, and shows every admitted
-// order written exactly once and all invariants holding; then the second
+// orders. Its consumer read them and sits in the development delay. Then
+// another instance starts with a short claim idle time. Every admitted
+// order is written exactly once and all invariants hold. Then the second
 // instance stops gracefully on SIGTERM.
 func TestAsyncCrashRecovery(t *testing.T) {
 	dsn, _ := apptest.IntegrationEnv(t)
@@ -179,8 +179,8 @@ func TestAsyncCrashRecovery(t *testing.T) {
 		t.Fatal(err)
 	}
 	<-a.done
-	// (Consumers of other processes on the same Redis may have written some
-	// of the orders A had not read; the invariants below hold regardless.)
+	// Consumers of other processes on the same Redis may have written some
+	// orders A had not read. The invariants below hold regardless.
 
 	envB := map[string]string{"SECKILL_CLAIM_IDLE": "8s"} // the shortest allowed (the batch timeout)
 	for k, v := range env {

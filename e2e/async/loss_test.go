@@ -31,15 +31,15 @@ func orderStatus(t *testing.T, h http.Handler, orderID, user int64) (string, int
 }
 
 // TestAsyncRedisDataLostRecoversItself: Redis loses its data (FLUSHALL)
-// under a running async instance whose three admissions are still pending
-// (its consumer holds them past the batch timeout, so none is written).
-// Without an operator: the voucher is refused (503) at once, comes back on
-// sale after SECKILL_AUTO_REBUILD_AFTER (8s here) with the stock the
-// database says is left (all 10: the lost admissions' units are on sale
-// again), the three lost orders are reported failed to their owners, and
-// those owners may buy again. Nothing is oversold. Before: every request
-// for the voucher was 503 until someone ran `seckill rebuild`, and the lost
-// orders were "not found".
+// under a running async instance. Three of its admissions are still
+// pending. Its consumer holds them past the batch timeout, so none is
+// written. No operator acts. The voucher is refused (503) at once. After
+// SECKILL_AUTO_REBUILD_AFTER (8s here) it is back on sale. Its stock is
+// what the database says is left: all 10, since the lost units sell again.
+// The three lost orders are reported failed to their owners. Those owners
+// may buy again. Nothing is oversold. Without the automatic rebuild, every
+// request would be 503 until someone ran `seckill rebuild`. The lost orders
+// would be "not found".
 func TestAsyncRedisDataLostRecoversItself(t *testing.T) {
 	m, rdb, dsn, db := apptest.PrivateBackends(t)
 	// a1's consumer sleeps past the 8s batch timeout with each batch in
@@ -87,7 +87,7 @@ func TestAsyncRedisDataLostRecoversItself(t *testing.T) {
 		}
 	}
 
-	// A second instance that writes at once; the first stops.
+	// A second instance that writes at once. The first stops.
 	a2 := apptest.StartAsync(t, map[string]string{"SECKILL_REDIS_ADDR": m.Addr(), "SECKILL_MYSQL_DSN": dsn})
 	a1.StopWorkers(time.Now().Add(20 * time.Second))
 	second := apptest.Storm(t, []http.Handler{a2.Handler()}, vid, base, 20, 1)
@@ -113,13 +113,13 @@ func TestAsyncRedisDataLostRecoversItself(t *testing.T) {
 	}
 }
 
-// TestAsyncRebuildDuringSale: the automatic rebuild runs in the middle of
-// a sale across two instances (a false alarm: another epoch appears in
-// Redis, as when a process of another deployment shares it). Buyers get
-// 503 while the vouchers are unsafe, then the sale goes on; the rebuild
-// reads the facts while consumers write and acknowledge, and still no unit
-// is admitted twice: the 200s never exceed the stock, and every invariant
-// holds after the drain.
+// TestAsyncRebuildDuringSale: the automatic rebuild runs in the middle of a
+// sale on two instances. It is a false alarm: another epoch appears in
+// Redis. That happens when a process of another deployment shares it.
+// Buyers get 503 while the vouchers are unsafe, then the sale goes on. The
+// rebuild reads the facts while consumers write and acknowledge. Still no
+// unit is admitted twice. The 200s never exceed the stock, and every
+// invariant holds after the drain.
 func TestAsyncRebuildDuringSale(t *testing.T) {
 	m, rdb, dsn, db := apptest.PrivateBackends(t)
 	env := map[string]string{"SECKILL_REDIS_ADDR": m.Addr(), "SECKILL_MYSQL_DSN": dsn, "SECKILL_AUTO_REBUILD_AFTER": "8s"}

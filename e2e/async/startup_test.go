@@ -15,12 +15,12 @@ import (
 	"seckill/repository"
 )
 
-// TestAsyncStartupChecks: an instance starting on an intact Redis (same
-// epoch) rebuilds a voucher whose Redis state is stale and quiet, but trusts
-// a voucher on sale, whose counts move while it checks: buyers of that
-// voucher get no 503 while the instance starts, and every invariant holds
+// TestAsyncStartupChecks: an instance starts on an intact Redis (same
+// epoch). It rebuilds a voucher whose Redis state is stale and quiet. It
+// trusts a voucher on sale, whose counts move while it checks. Buyers of
+// that voucher get no 503 while the instance starts. Every invariant holds
 // after the drain. Redis is an in-process miniredis and the database a
-// fresh one, so that no other test's vouchers or consumers take part.
+// fresh one. So no other test's vouchers or consumers take part.
 func TestAsyncStartupChecks(t *testing.T) {
 	m, rdb, dsn, db := apptest.PrivateBackends(t)
 	env := map[string]string{"SECKILL_REDIS_ADDR": m.Addr(), "SECKILL_MYSQL_DSN": dsn}
@@ -56,9 +56,9 @@ func TestAsyncStartupChecks(t *testing.T) {
 
 func jsonString(raw []byte, dst *string) error { return json.Unmarshal(raw, dst) }
 
-// sale is a steady sale that runs until ended: workers goroutines, each
-// buying for new users one after another (pausing between purchases),
-// spread over the handlers round robin.
+// sale is a steady sale that runs until ended. workers goroutines each buy
+// for new users one after another, pausing between purchases. They spread
+// over the handlers round robin.
 type sale struct {
 	wg       sync.WaitGroup
 	stop     atomic.Bool

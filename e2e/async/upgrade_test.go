@@ -14,12 +14,12 @@ import (
 )
 
 // TestAsyncUpgradeFromOneStream: a deployment of the key layout before the
-// shards (one stream.orders, seckill:stock:<id>, seckill:epoch) upgrades by
-// a rebuild from the database's facts. While stream.orders still holds an
-// order the old version admitted, the new version refuses to start, naming
-// the stream; once it is empty, the new version starts, rebuilds the live
-// voucher into its shard from the facts (the old keys play no part), and
-// sells on with every invariant.
+// shards upgrades. That layout has one stream.orders, seckill:stock:<id>
+// and seckill:epoch. The upgrade is a rebuild from the database's facts.
+// While stream.orders holds an order the old version admitted, the new
+// version refuses to start. It names the stream. Once it is empty, the new
+// version starts. It rebuilds the live voucher into its shard from the
+// facts, without the old keys. Then it sells on with every invariant.
 func TestAsyncUpgradeFromOneStream(t *testing.T) {
 	m, rdb, dsn, db := apptest.PrivateBackends(t)
 	env := map[string]string{"SECKILL_REDIS_ADDR": m.Addr(), "SECKILL_MYSQL_DSN": dsn, "SECKILL_AUTO_REBUILD_AFTER": "0"}

@@ -1,11 +1,11 @@
 package bench
 
-// Benchmarks of the seckill request through the whole HTTP handler as the
-// server calls it (gin's router, the middleware chain, JWT authentication,
-// the handler, the service and, in async mode, the admission script), so
-// that a regression of the hot path shows in review (issue 13). `make
-// bench-go` runs them: `go test -run '^$' -bench Admission -benchmem ./e2e/bench/`;
-// `go test` without -bench never does.
+// Benchmarks of the seckill request through the whole HTTP handler, as the
+// server calls it. That covers gin's router, the middleware chain, JWT
+// authentication, the handler and the service. In async mode it covers the
+// admission script too. A regression of the hot path then shows in review.
+// `make bench-go` runs them: `go test -run '^$' -bench Admission -benchmem
+// ./e2e/bench/`. `go test` without -bench never does.
 //
 //	BenchmarkAdmissionEmbedded  async mode on the embedded backends
 //	                            (in-process Redis, SQLite): always
@@ -17,31 +17,37 @@ package bench
 //	BenchmarkAdmissionSyncLua   sync mode, `lua` lock, on the real backends
 //	                            (skipped without them)
 //
-// Sub-benchmarks: noop (GET /debug/noop: the same router, middleware and
-// authentication, no business work), soldout (a voucher already sold out:
-// every request 409 SOLD_OUT; its rate/noop metric is the no-op's ns/op ÷
-// its own, the harness's "sold-out ÷ no-op" target, issue 13 wants ≥ 0.9),
-// admit / order (stock far above what a run can spend: every request is a
-// new user and admits, or in sync mode writes, an order), and their
-// -parallel forms (32 goroutines on 2 cores, as make bench's 32 wrk
-// connections: ns/op is the inverse of the throughput, and only there can
-// batching concurrent admissions show).
+// Sub-benchmarks:
 //
-// What is measured and what is not: requests are served by the handler
-// directly (no socket, no net/http parsing or response writing), with one
-// reusable request and response writer per goroutine, so that B/op and
-// allocs/op are the server's own. The tokens are issued before the timer
-// starts, a distinct user per request. In async mode the app's consumers
-// are stopped while the admission sub-benchmarks run (their database
-// writes would count in B/op and allocs/op and compete for the cores) and
-// started again afterwards to drain the admitted orders; then the
-// benchmark checks the invariants (every 200 an order, no pending left,
-// invariant 5) and, on the real backends, deletes its vouchers, shops and
-// orders. The server logs at warn, as `make bench` runs it.
+// - noop: GET /debug/noop, with the same router, middleware and
+// authentication, and no business work.
 //
-// On the real backends other processes may share Redis: a start-up
-// reconciliation of another async process may freeze a voucher under load
-// (503 UNAVAILABLE: reported as the 503/op metric, not a failure); any
+// - soldout: a voucher already sold out, so every request is 409 SOLD_OUT.
+// Its rate/noop metric is the no-op's ns/op ÷ its own. That is the
+// harness's "sold-out ÷ no-op" target, which wants ≥ 0.9.
+//
+// - admit / order: stock far above what a run can spend. Every request is a
+// new user and admits an order, or writes one in sync mode.
+//
+// - their -parallel forms: 32 goroutines on 2 cores, like make bench's 32
+// wrk connections. There ns/op is the inverse of the throughput. Only there
+// can batching concurrent admissions show.
+//
+// What is measured and what is not. The handler serves requests directly:
+// no socket, no net/http parsing or response writing. Each goroutine reuses
+// one request and one response writer. So B/op and allocs/op are the
+// server's own. The tokens are issued before the timer starts, a distinct
+// user per request. In async mode the app's consumers stop while the
+// admission sub-benchmarks run. Their database writes would count in B/op
+// and allocs/op and compete for the cores. They start again afterwards to
+// drain the admitted orders. Then the benchmark checks the invariants:
+// every 200 an order, no pending left, invariant 5. On the real backends it
+// then deletes its vouchers, shops and orders. The server logs at warn, as
+// `make bench` runs it.
+//
+// On the real backends other processes may share Redis. Another async
+// process's start-up reconciliation may freeze a voucher under load. Its
+// 503 UNAVAILABLE is reported as the 503/op metric, not a failure. Any
 // other unexpected status fails the benchmark.
 
 import (
@@ -85,9 +91,9 @@ func benchApp(b *testing.B, vars map[string]string) *app.App {
 	return a
 }
 
-// realBenchApp is benchApp on the real backends of .ci/env.sh (skipped
-// without them) in development mode (the public development secret and
-// /debug/noop).
+// realBenchApp is benchApp on the real backends of .ci/env.sh, skipped
+// without them. It runs in development mode, for the public development
+// secret and /debug/noop.
 func realBenchApp(b *testing.B, orderMode string, extra ...string) *app.App {
 	b.Helper()
 	dsn, redisAddr := apptest.IntegrationEnv(b)
@@ -103,16 +109,16 @@ func realBenchApp(b *testing.B, orderMode string, extra ...string) *app.App {
 }
 
 // BenchmarkAdmissionEmbedded is the async admission on the embedded
-// backends: the Lua script runs in the in-process Redis, so ns/op includes
+// backends. The Lua script runs in the in-process Redis, so ns/op includes
 // it (and no network).
 //
-// The embedded Redis follows the wall clock for TTLs (app/deps.go) by walking
-// and sorting every key on every command, so its commands slow down with
-// each key a run leaves (an order's record, a user's fencing counter): with
-// it, ns/op grows with b.N (an admission took 2.6 ms once 2,600 orders were
-// pending, 0.3 ms without the sweep). The benchmark stops that clock (no
-// key expires meanwhile; none needs to) to measure the request, not the
-// sweep.
+// The embedded Redis follows the wall clock for TTLs (app/deps.go). It
+// walks and sorts every key on every command to do so. Its commands then
+// slow down with each key a run leaves: an order's record, a user's fencing
+// counter. With that clock, ns/op grows with b.N. An admission took 2.6 ms
+// once 2,600 orders were pending, and 0.3 ms without the sweep. The
+// benchmark stops that clock to measure the request, not the sweep. No key
+// expires meanwhile, and none needs to.
 func BenchmarkAdmissionEmbedded(b *testing.B) {
 	a := benchApp(b, map[string]string{"SECKILL_DATA_DIR": b.TempDir(), "SECKILL_ORDER_MODE": "async", "SECKILL_LOCK_MODE": "lua"})
 	a.StopEmbeddedClock()
@@ -120,16 +126,16 @@ func BenchmarkAdmissionEmbedded(b *testing.B) {
 }
 
 // BenchmarkAdmissionRedis is the async admission on the real Redis and
-// MariaDB: ns/op of the serial forms includes a loopback round trip to
+// MariaDB. ns/op of the serial forms includes a loopback round trip to
 // Redis and Redis's own work.
 func BenchmarkAdmissionRedis(b *testing.B) {
 	benchAsync(b, realBenchApp(b, "async"), true)
 }
 
 // BenchmarkAdmissionRedisLimits is BenchmarkAdmissionRedis with purchase
-// limits that no request reaches (a new user per request, one address,
-// limits far above the rate): ns/op ÷ BenchmarkAdmissionRedis's is what
-// checking them costs.
+// limits that no request reaches. Each request is a new user, from one
+// address, with limits far above the rate. ns/op ÷
+// BenchmarkAdmissionRedis's is what checking them costs.
 func BenchmarkAdmissionRedisLimits(b *testing.B) {
 	for _, tt := range []struct {
 		name string
@@ -143,8 +149,8 @@ func BenchmarkAdmissionRedisLimits(b *testing.B) {
 }
 
 // BenchmarkAdmissionSyncLua is sync mode with the `lua` lock on the real
-// backends: each order takes the per-user lock in Redis and runs the order
-// transaction in MariaDB.
+// backends. Each order takes the per-user lock in Redis. Then it runs the
+// order transaction in MariaDB.
 func BenchmarkAdmissionSyncLua(b *testing.B) {
 	a := realBenchApp(b, "sync")
 	h := a.Handler()
@@ -155,8 +161,8 @@ func BenchmarkAdmissionSyncLua(b *testing.B) {
 	b.Run("order", func(b *testing.B) { ok.Add(benchSerial(b, h, benchBuy(v), http.StatusOK, users)) })
 	b.Run("order-parallel", func(b *testing.B) { ok.Add(benchParallel(b, h, benchBuy(v), http.StatusOK, users)) })
 
-	// Every 200 is an order (nothing is left in flight: every request was
-	// answered), and the audit finds the voucher consistent.
+	// Every 200 is an order, and nothing is left in flight. The audit finds
+	// the voucher consistent.
 	for _, c := range []struct {
 		v      int64
 		orders int64
@@ -171,7 +177,7 @@ func BenchmarkAdmissionSyncLua(b *testing.B) {
 }
 
 // benchAsync runs the sub-benchmarks of async mode on a, then drains and
-// checks; real: on the real backends (their rows and keys are deleted
+// checks. real: on the real backends (their rows and keys are deleted
 // afterwards).
 func benchAsync(b *testing.B, a *app.App, real bool) {
 	h := a.Handler()
@@ -289,7 +295,7 @@ func (t *benchTally) add(w *benchWriter, want int) {
 	}
 }
 
-// report fails b on unexpected answers and reports the 503s; it returns
+// report fails b on unexpected answers and reports the 503s. It returns
 // how many answers were the expected one.
 func (t *benchTally) report(b *testing.B, want int) int64 {
 	b.Helper()
@@ -304,7 +310,7 @@ func (t *benchTally) report(b *testing.B, want int) int64 {
 }
 
 // benchSerial sends b.N requests one after the other, each as a new user,
-// every answer expected to be want; it returns how many were.
+// every answer expected to be want. It returns how many were.
 func benchSerial(b *testing.B, h http.Handler, t benchTarget, want int, users *benchUsers) int64 {
 	tokens := users.tokens(b, b.N)
 	req := httptest.NewRequest(t.method, t.path, nil)
@@ -323,12 +329,12 @@ func benchSerial(b *testing.B, h http.Handler, t benchTarget, want int, users *b
 }
 
 // benchParallelism × GOMAXPROCS goroutines send the requests of the
-// -parallel forms: 32 on the 2 cores of the bench machine, as make bench's
-// wrk connections.
+// -parallel forms. That is 32 on the bench machine's 2 cores, like make
+// bench's wrk connections.
 const benchParallelism = 16
 
 // benchParallel is benchSerial from benchParallelism × GOMAXPROCS
-// goroutines; meters, each started with the timer, report when it stops.
+// goroutines. Meters, each started with the timer, report when it stops.
 func benchParallel(b *testing.B, h http.Handler, t benchTarget, want int, users *benchUsers, meters ...func() func()) int64 {
 	tokens := users.tokens(b, b.N)
 	var next atomic.Int64
@@ -357,11 +363,12 @@ func benchParallel(b *testing.B, h http.Handler, t benchTarget, want int, users 
 	return tally.report(b, want)
 }
 
-// benchCPU starts counting CPU time and returns the func that reports,
-// after the timed loop, the CPU time the process and the Redis server spent per request
-// (cpu-ns/op, redis-cpu-ns/op): figures that other processes sharing the
-// cores disturb far less than ns/op. The Redis figure counts every client
-// of that server, so it means something only on a Redis of one's own.
+// benchCPU starts counting CPU time. It returns the func that reports the
+// CPU time spent per request, after the timed loop. It reports the
+// process's (cpu-ns/op) and the Redis server's (redis-cpu-ns/op). Other
+// processes sharing the cores disturb these far less than ns/op. The Redis
+// figure counts every client of that server. It means something only on a
+// Redis of one's own.
 func benchCPU(b *testing.B, rdb redis.UniversalClient) func() {
 	b.Helper()
 	redisCPU := func() time.Duration {
@@ -403,7 +410,7 @@ func benchVoucher(b *testing.B, h http.Handler) int64 {
 	return apptest.PublishVoucher(b, h, 100_000_000)
 }
 
-// benchNoopAndSoldOut runs the noop and soldout sub-benchmarks; the sold-out
+// benchNoopAndSoldOut runs the noop and soldout sub-benchmarks. The sold-out
 // voucher is one of stock 1 bought beforehand by a new user. It returns
 // that voucher.
 func benchNoopAndSoldOut(b *testing.B, h http.Handler, users *benchUsers) int64 {
@@ -427,9 +434,9 @@ func benchNoopAndSoldOut(b *testing.B, h http.Handler, users *benchUsers) int64 
 	return v
 }
 
-// benchDrained is waitDrained for a stream of a hundred thousand entries
-// on a busy machine: the audit scans the whole stream, and an answer 503
-// (the request's deadline passed meanwhile) is asked again, not a failure.
+// benchDrained is waitDrained for a stream of a hundred thousand entries on
+// a busy machine. The audit scans the whole stream. An answer 503 means the
+// request's deadline passed meanwhile. It is asked again, not a failure.
 func benchDrained(b *testing.B, h http.Handler, v, want int64) (apptest.AuditResult, time.Duration) {
 	b.Helper()
 	admin := apptest.AdminToken(b, h)
@@ -469,9 +476,9 @@ func syncAudit(b *testing.B, h http.Handler, v int64) syncAuditResult {
 	return a
 }
 
-// benchDelete removes a voucher of the real backends with its shop,
-// orders, order outcomes and Redis keys (a benchmark run writes up to a
-// few hundred thousand orders).
+// benchDelete removes a voucher of the real backends with its shop, orders,
+// order outcomes and Redis keys. A benchmark run writes up to a few hundred
+// thousand orders.
 func benchDelete(b *testing.B, v int64) {
 	b.Helper()
 	db := apptest.OpenDB(b)

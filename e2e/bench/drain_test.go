@@ -13,16 +13,16 @@ import (
 	"seckill/internal/cpu"
 )
 
-// BenchmarkDrain measures the consumers alone, on the real Redis and
-// MariaDB of .ci/env.sh with the `lua` lock (skipped without them): b.N
-// orders are admitted while the consumers are stopped (untimed), then the
-// consumers are started and the timer runs until every order is in the
-// database. It reports orders/s, the process's CPU per order (getrusage:
-// the consumers, the drain poll and the runtime; nothing else runs) and
-// Redis's CPU per order (INFO cpu). Run it with a fixed count, e.g.
-// `go test -run '^$' -bench Drain -benchtime 20000x ./e2e/bench/`. Every consumer of
-// group g1 on the same Redis (another test or benchmark running meanwhile)
-// takes entries too and skews both figures: run it alone.
+// BenchmarkDrain measures the consumers alone. It runs on the real Redis
+// and MariaDB of .ci/env.sh with the `lua` lock, and skips without them.
+// b.N orders are admitted while the consumers are stopped (untimed). Then
+// the consumers start, and the timer runs until every order is in the
+// database. It reports orders/s and the process's CPU per order
+// (getrusage). That CPU is the consumers', the drain poll's and the
+// runtime's; nothing else runs. It also reports Redis's CPU per order (INFO
+// cpu). Run it with a fixed count, e.g. `go test -run '^$' -bench Drain
+// -benchtime 20000x ./e2e/bench/`. Any other consumer of group g1 on the
+// same Redis takes entries too. That skews both figures, so run it alone.
 func BenchmarkDrain(b *testing.B) {
 	a := realBenchApp(b, "async")
 	h := a.Handler()

@@ -12,16 +12,16 @@ import (
 	"seckill/e2e/apptest"
 )
 
-// TestMeasurePath serves what `make measure-path` measures: with
-// SECKILL_MEASURE_PATH=baseline it sets up an app (sync, then async),
-// publishes a voucher and makes one warm-up purchase (filling the voucher
-// cache and the ID block); with
-// SECKILL_MEASURE_PATH=request it does the same and then one more
-// purchase. In async mode each purchase waits until the order is written
-// and its entry acknowledged, reading the database and Redis directly (the
-// audit route would count as code the order crossed). The make target runs both
-// under -coverprofile with -covermode=count and lists the files whose
-// counters grew: the code one request runs. Without the variable it skips.
+// TestMeasurePath serves what `make measure-path` measures. With
+// SECKILL_MEASURE_PATH=baseline it sets up an app, sync and then async. It
+// publishes a voucher and makes one warm-up purchase. That fills the
+// voucher cache and the ID block. With SECKILL_MEASURE_PATH=request it does
+// the same and then one more purchase. In async mode each purchase waits
+// until the order is written and its entry acknowledged. It reads the
+// database and Redis directly. The audit route would count as code the
+// order crossed. The make target runs both under -coverprofile with
+// -covermode=count. It lists the files whose counters grew: the code one
+// request runs. Without the variable it skips.
 func TestMeasurePath(t *testing.T) {
 	phase := os.Getenv("SECKILL_MEASURE_PATH")
 	if phase == "" {
@@ -37,8 +37,8 @@ func TestMeasurePath(t *testing.T) {
 			}
 			h := a.Handler() // once: the accessor is not part of the path
 			vid := apptest.PublishVoucher(t, h, 5)
-			// Ended afterwards, so that the other run's start-up check
-			// sees the same live vouchers as this one did.
+			// Ended afterwards, so the other run's start-up check sees the
+			// same live vouchers.
 			t.Cleanup(func() {
 				if _, err := apptest.OpenDB(t).Exec("UPDATE tb_seckill_voucher SET end_time = NOW() - INTERVAL 1 SECOND WHERE voucher_id = ?", vid); err != nil {
 					t.Error(err)
@@ -69,8 +69,8 @@ func TestMeasurePath(t *testing.T) {
 }
 
 // waitAcknowledged waits until the async order id is written and its entry
-// acknowledged (its order-info key dropped), reading the database and Redis
-// directly.
+// acknowledged. Then its order-info key is dropped. It reads the database
+// and Redis directly.
 func waitAcknowledged(t *testing.T, id string) {
 	t.Helper()
 	db := apptest.OpenDB(t)

@@ -20,19 +20,20 @@ import (
 )
 
 // TestHeimaFrontend: the course's frontend works unchanged against the app
-// in heima style. A page written from the description of the course's
-// common.js (testdata/heima: axios with base /api, the token raw in
-// authorization, success/errorMsg read from 200 answers, a redirect to the
-// login page on 401) is served beside an nginx-like proxy that strips the
-// /api prefix, in front of the app over the real MariaDB and Redis (the
-// embedded backends without them), and headless Chromium logs in by code,
-// opens the shop, buys and sees the order id, then sees a duplicate, a
-// sold-out and a not-started voucher refused with their own messages, and
-// is sent to the login page on 401.
+// in heima style. A page is written from the description of the course's
+// common.js (testdata/heima). It uses axios with base /api and sends the
+// token raw in authorization. It reads success/errorMsg from 200 answers
+// and redirects to the login page on 401. An nginx-like proxy serves it and
+// strips the /api prefix. The proxy fronts the app over the real MariaDB
+// and Redis, or the embedded backends without them. Headless Chromium logs
+// in by code, opens the shop, buys and sees the order id. Then it sees a
+// duplicate, a sold-out and a not-started voucher refused. Each gets its
+// own message. Last it is sent to the login page on 401.
 func TestHeimaFrontend(t *testing.T) {
 	b := browsertest.New(t) // skips here (fails in CI) without Chromium
 	// Over the real MariaDB and Redis when they are set, in development
-	// mode (login codes in answers), else on the embedded backends.
+	// mode. That mode puts login codes in answers. Else on the embedded
+	// backends.
 	a := webTestApp(t, map[string]string{"SECKILL_API_STYLE": "heima"})
 	backend := httptest.NewServer(a.Handler())
 	t.Cleanup(backend.Close)

@@ -19,11 +19,12 @@ import (
 	"seckill/internal/browsertest"
 )
 
-// TestWebScreens takes a picture of each page of the web app (login,
-// buyer, my orders, admin, dashboard) at 1280 and 390 px, against a
-// running server: SECKILL_SCREENS_URL (e.g. http://127.0.0.1:8080, in
-// development mode), SECKILL_SCREENS_ADMIN (an admin token) and
-// SECKILL_SCREENS_DIR (where the PNGs go). Skipped unless all are set: it
+// TestWebScreens takes a picture of each page of the web app at 1280 and
+// 390 px. The pages are login, buyer, my orders, admin and dashboard. It
+// runs against a running server, named by three variables.
+// SECKILL_SCREENS_URL is its address, e.g. http://127.0.0.1:8080, in
+// development mode. SECKILL_SCREENS_ADMIN is an admin token.
+// SECKILL_SCREENS_DIR is where the PNGs go. Skipped unless all are set. It
 // is for comparing two builds by eye, not a check.
 func TestWebScreens(t *testing.T) {
 	base, admin, dir := os.Getenv("SECKILL_SCREENS_URL"), os.Getenv("SECKILL_SCREENS_ADMIN"), os.Getenv("SECKILL_SCREENS_DIR")

@@ -1,9 +1,9 @@
 package browser
 
-// The embedded web app in headless Chromium (internal/browsertest): the
-// buyer's flow (log in by code, buy, the order shown pending then created,
-// a duplicate refused) and the live dashboard's (after a load from the
-// test over two instances, the dashboard's numbers equal the audit's).
+// The embedded web app in headless Chromium (internal/browsertest). The
+// buyer's flow: log in by code, buy, see the order pending then created,
+// see a duplicate refused. The live dashboard's flow: the test loads two
+// instances. Then the dashboard's numbers equal the audit's.
 
 import (
 	"context"
@@ -24,12 +24,12 @@ import (
 )
 
 // TestWebAdminFlow: an admin at a desktop's and a phone's width. A garbage
-// token and a buyer's are refused when pasted, with a word each; the
+// token and a buyer's are refused when pasted, with a word each. The
 // admin's is kept. Prices are typed in yuan (80 is ¥80.00, sent as 8000
-// fen) and a price above the worth is refused; a voucher is edited before
-// its sale (title and stock) and closed; the dashboard of a voucher not on
-// sale yet shows its title and "starts in"; an unknown voucher's dashboard
-// says so in place of the dashboard; no page is wider than the viewport.
+// fen) and a price above the worth is refused. A voucher is edited before
+// its sale (title and stock) and closed. The dashboard of a voucher not on
+// sale yet shows its title and "starts in". An unknown voucher's dashboard
+// says so in place of the dashboard. No page is wider than the viewport.
 func TestWebAdminFlow(t *testing.T) {
 	for _, width := range webWidths {
 		t.Run(strconv.Itoa(width), func(t *testing.T) {
@@ -148,12 +148,12 @@ const dashboardNumbers = `(() => {
 	return JSON.stringify(out);
 })()`
 
-// TestWebDashboardFlow: an admin pastes a token, opens a voucher's live
-// dashboard on instance a, the test sends a few hundred purchases from
-// goroutines over instances a and b, two buyers pay and cancel, and the
-// dashboard's numbers (stock, orders, unpaid, paid, cancelled, expired,
-// answers by code, duplicates, verdict, both instances) equal the audit's
-// and what the clients received.
+// TestWebDashboardFlow: an admin pastes a token and opens a voucher's live
+// dashboard on instance a. The test sends a few hundred purchases from
+// goroutines over instances a and b. Two buyers pay and cancel. The
+// dashboard's numbers equal the audit's and what the clients received. They
+// are stock, orders, unpaid, paid, cancelled and expired. They are also
+// answers by code, duplicates, the verdict and both instances.
 func TestWebDashboardFlow(t *testing.T) {
 	a, bApp := apptest.Start(t, map[string]string{"SECKILL_LOCK_MODE": "lua"}), apptest.Start(t, map[string]string{"SECKILL_LOCK_MODE": "lua"})
 	srv := httptest.NewServer(a.Handler())
@@ -264,8 +264,8 @@ func TestWebDashboardFlow(t *testing.T) {
 		}
 	}
 
-	// Back on the admin page, the sale is listed among those going on (its
-	// last purchase was seconds ago), with a link to its dashboard.
+	// Back on the admin page, the sale is listed among those going on. Its
+	// last purchase was seconds ago. It links to its dashboard.
 	browsertest.Eval[bool](b, `(location.hash = "#/admin", true)`)
 	b.WaitText("#live-sales", fmt.Sprintf("Voucher %d", vid))
 	b.Click(fmt.Sprintf(`#live-sales a[data-live="%d"]`, vid))
@@ -273,11 +273,11 @@ func TestWebDashboardFlow(t *testing.T) {
 	noPageErrors(t, b)
 }
 
-// TestWebOrderExpires: on a database of its own with a pay timeout of
-// eight seconds, a buyer at a phone's width buys the last unit. The row
-// counts down the time left to pay; the service expires the order, and the
-// row shows expired while the card's stock rises back to one, with no
-// reload of the page.
+// TestWebOrderExpires: a database of its own with a pay timeout of eight
+// seconds. A buyer at a phone's width buys the last unit. The row counts
+// down the time left to pay. The service expires the order, and the row
+// shows expired. The card's stock rises back to one, with no reload of the
+// page.
 func TestWebOrderExpires(t *testing.T) {
 	dsn, _ := apptest.FreshDatabase(t)
 	a := webTestApp(t, map[string]string{"SECKILL_MYSQL_DSN": dsn, "SECKILL_PAY_TIMEOUT": "8s"})

@@ -1,9 +1,9 @@
 package browser
 
-// The embedded web app in headless Chromium (internal/browsertest): the
-// buyer's flow (log in by code, buy, the order shown pending then created,
-// a duplicate refused) and the live dashboard's (after a load from the
-// test over two instances, the dashboard's numbers equal the audit's).
+// The embedded web app in headless Chromium (internal/browsertest). The
+// buyer's flow: log in by code, buy, see the order pending then created,
+// see a duplicate refused. The live dashboard's flow: the test loads two
+// instances. Then the dashboard's numbers equal the audit's.
 
 import (
 	"context"
@@ -28,9 +28,9 @@ import (
 	"seckill/internal/browsertest"
 )
 
-// webTestApp starts an app for a browser test: on the real MariaDB and
-// Redis when they are set (development mode, as the other tests), else on
-// the embedded backends (CI requires the real ones).
+// webTestApp starts an app for a browser test. It uses the real MariaDB and
+// Redis when they are set, in development mode like the other tests. Else
+// it uses the embedded backends. CI requires the real ones.
 func webTestApp(t *testing.T, env map[string]string) *app.App {
 	t.Helper()
 	vars := map[string]string{"SECKILL_HTTP_ADDR": "127.0.0.1:0", "SECKILL_ENV": "development",
@@ -93,9 +93,9 @@ func webVoucher(t *testing.T, h http.Handler, title string, stock int) (shop, vo
 	return shop, voucher
 }
 
-// noPageErrors fails the test when the page logged an uncaught exception
-// or an error, but Chromium's note of a 4xx answer (a refusal the page
-// shows in words: the API's REST style).
+// noPageErrors fails the test when the page logged an uncaught exception or
+// an error. Chromium's note of a 4xx answer does not count. That is a
+// refusal the page shows in words, the API's REST style.
 func noPageErrors(t *testing.T, b *browsertest.Browser) {
 	t.Helper()
 	for _, m := range b.Console() {
@@ -123,17 +123,17 @@ func noOverflow(t *testing.T, b *browsertest.Browser, page string) {
 // webWidths are the widths the journeys run at: a desktop and a phone.
 var webWidths = []int{1280, 390}
 
-// TestWebBuyerFlow: a buyer opens http://host/ at a desktop's and a
-// phone's width. A remembered shop that does not exist says so; the shop
-// is found by name in the list. The phone field is empty (no number as a
-// placeholder), and Send code without a number asks for one. A second code
-// at once shows the cooldown's wait; a wrong code says how many tries are
-// left and the right one still logs in. The buyer buys: the card says
-// Bought with a link to the order (async mode: pending, then created, the
-// consumer slowed down here), even once the voucher is sold out; the order
-// of another shop's voucher shows its title; the page is never wider than
-// the viewport. A stored token that stops working brings the login back
-// with a word about it.
+// TestWebBuyerFlow: a buyer opens http://host/ at a desktop's and a phone's
+// width. A remembered shop that does not exist says so. The shop is found
+// by name in the list. The phone field is empty, with no number as a
+// placeholder. Send code without a number asks for one. A second code at
+// once shows the cooldown's wait. A wrong code says how many tries are
+// left. The right one still logs in. The buyer buys, and the card says
+// Bought with a link to the order. In async mode the order shows pending,
+// then created; the consumer is slowed down here. The link stays once the
+// voucher is sold out. The order of another shop's voucher shows its title.
+// The page is never wider than the viewport. A stored token that stops
+// working brings the login back with a word about it.
 func TestWebBuyerFlow(t *testing.T) {
 	for _, tc := range []struct {
 		mode  string
@@ -147,9 +147,9 @@ func TestWebBuyerFlow(t *testing.T) {
 				// the order pending first.
 				env["SECKILL_DEV_CONSUMER_DELAY"] = "2s"
 				if os.Getenv("SECKILL_MYSQL_DSN") != "" && os.Getenv("SECKILL_REDIS_ADDR") != "" {
-					// A Redis and a database of its own: a consumer of
-					// another process on the shared stream would write
-					// the order before the page sees it pending.
+					// A Redis and a database of its own. A consumer of
+					// another process on the shared stream would write the
+					// order too soon. The page must see it pending first.
 					m, _, dsn, _ := apptest.PrivateBackends(t)
 					env["SECKILL_REDIS_ADDR"], env["SECKILL_MYSQL_DSN"] = m.Addr(), dsn
 				}
@@ -275,20 +275,20 @@ func TestWebBuyerFlow(t *testing.T) {
 	}
 }
 
-// lifecycleIDs names what lifecycleSteps acts on: the card and order row
-// of the voucher the page bought, the other shop's order, and the shop's
-// second voucher with its order.
+// lifecycleIDs names what lifecycleSteps acts on. That is the card and
+// order row of the voucher the page bought and the other shop's order. It
+// is also the shop's second voucher with its order.
 type lifecycleIDs struct {
 	card, row, title, otherTitle string
 	thirdCard, thirdID           string
 }
 
 // lifecycleSteps: every unpaid order shows the time left to pay with Pay
-// and Cancel. The buyer pays the other shop's order (the row shows paid
-// with the amount in yuan) and cancels the bought one (the row shows
-// cancelled, the card's stock rises by one, its button names the cancelled
-// order). An order cancelled elsewhere and paid from the stale row is
-// refused in words, and its card's stock rises on the page's poll.
+// and Cancel. The buyer pays the other shop's order. Its row shows paid
+// with the amount in yuan. The buyer cancels the bought one. Its row shows
+// cancelled, and the card's stock rises by one. The card's button names the
+// cancelled order. An order cancelled elsewhere and paid from the stale row
+// is refused in words. Its card's stock rises on the page's poll.
 func lifecycleSteps(t *testing.T, b *browsertest.Browser, h http.Handler, token string, ids lifecycleIDs) {
 	t.Helper()
 	rowOf := func(title string) string {

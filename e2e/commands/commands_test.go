@@ -190,8 +190,8 @@ func TestServeStopsGracefully(t *testing.T) {
 	}
 }
 
-// TestHelpPrintsUsage: --help (and -h, help) prints the usage and exits;
-// it does not start the server.
+// TestHelpPrintsUsage: --help (and -h, help) prints the usage and exits.
+// It does not start the server.
 func TestHelpPrintsUsage(t *testing.T) {
 	for _, arg := range []string{"--help", "-h", "help"} {
 		t.Run(arg, func(t *testing.T) {
@@ -214,8 +214,8 @@ func TestHelpPrintsUsage(t *testing.T) {
 	}
 }
 
-// TestServingLoggedOnceBound: "serving" is logged once the port is bound;
-// a port taken by another process is a one-line error naming
+// TestServingLoggedOnceBound: "serving" is logged once the port is bound.
+// A port taken by another process is a one-line error naming
 // SECKILL_HTTP_ADDR and nothing claims to serve.
 func TestServingLoggedOnceBound(t *testing.T) {
 	taken, err := net.Listen("tcp", "127.0.0.1:0")

@@ -97,7 +97,7 @@ func getJSON(t *testing.T, method, url, token, body string) (int, map[string]jso
 
 // TestDemoSeededOnceInDevelopment: `go run .` (embedded backends,
 // development) seeds one shop with one voucher on sale that a new user can
-// buy at once; a restart on the same data seeds nothing more.
+// buy at once. A restart on the same data seeds nothing more.
 func TestDemoSeededOnceInDevelopment(t *testing.T) {
 	vars := map[string]string{"SECKILL_DATA_DIR": t.TempDir()}
 	base, logs, stop := serveForTest(t, vars)

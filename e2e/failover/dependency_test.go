@@ -72,7 +72,7 @@ func (p *proxy) serve() {
 	}
 }
 
-// pipe copies while the proxy is not frozen; once frozen it stops
+// pipe copies while the proxy is not frozen. Once frozen it stops
 // forwarding but keeps both connections open.
 func (p *proxy) pipe(dst, src net.Conn) {
 	buf := make([]byte, 32<<10)
@@ -121,9 +121,9 @@ func (p *proxy) close() {
 	p.ln.Close()
 }
 
-// TestDependencyFailures: with Redis or the database gone or hung, a buy
-// gets 503 UNAVAILABLE within the request deadline, never a 500, and no
-// stock is taken without an order.
+// TestDependencyFailures: Redis or the database is gone or hung. A buy then
+// gets 503 UNAVAILABLE within the request deadline, never a 500. No stock
+// is taken without an order.
 func TestDependencyFailures(t *testing.T) {
 	dsn, _ := apptest.IntegrationEnv(t)
 	tests := []struct {

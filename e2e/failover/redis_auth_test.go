@@ -44,7 +44,7 @@ func protectedRedis(t *testing.T, o redisproc.Options) *redisproc.Server {
 }
 
 // authApp starts the app on MariaDB and the Redis of vars, with no Redlock
-// nodes unless vars names them; it returns the start-up error.
+// nodes unless vars names them. It returns the start-up error.
 func authApp(t *testing.T, vars map[string]string) (*app.App, error) {
 	t.Helper()
 	dsn, _ := apptest.IntegrationEnv(t)
@@ -106,8 +106,8 @@ func wantWorks(t *testing.T, c redis.UniversalClient) {
 }
 
 // TestRedisPassword: with the right SECKILL_REDIS_PASSWORD the app starts
-// on a Redis with requirepass and serves, the Redlock nodes included;
-// without it or with a wrong one (at Redis or at a Redlock node) the start
+// on a Redis with requirepass and serves, the Redlock nodes included.
+// Without it or with a wrong one (at Redis or at a Redlock node) the start
 // fails with one line naming SECKILL_REDIS_PASSWORD.
 func TestRedisPassword(t *testing.T) {
 	const pw = "s3cret pass" // a space: passwords are taken as given
@@ -157,7 +157,7 @@ func TestRedisPassword(t *testing.T) {
 }
 
 // TestRedisACLUser: with SECKILL_REDIS_USERNAME and its password the app
-// starts on a Redis whose default user is off; a wrong user or password is
+// starts on a Redis whose default user is off. A wrong user or password is
 // a start error naming both variables.
 func TestRedisACLUser(t *testing.T) {
 	srv := protectedRedis(t, redisproc.Options{
@@ -189,7 +189,7 @@ func TestRedisACLUser(t *testing.T) {
 }
 
 // TestRedisTLS: with SECKILL_REDIS_TLS_CA naming the CA of the server's
-// certificate the app starts on a TLS-only Redis with a password; a CA that
+// certificate the app starts on a TLS-only Redis with a password. A CA that
 // did not sign it, or TLS off, stops the start.
 func TestRedisTLS(t *testing.T) {
 	files, err := testcert.Write(t.TempDir())
@@ -248,7 +248,7 @@ func TestRedisTLS(t *testing.T) {
 
 // TestRedisSentinelPassword: through a Sentinel with its own requirepass,
 // watching a primary with another password, the app starts with both
-// passwords; a wrong Sentinel password names SECKILL_REDIS_SENTINEL_PASSWORD,
+// passwords. A wrong Sentinel password names SECKILL_REDIS_SENTINEL_PASSWORD,
 // a wrong data password SECKILL_REDIS_PASSWORD.
 func TestRedisSentinelPassword(t *testing.T) {
 	const dataPW, sentinelPW = "data-pw", "sentinel-pw"
@@ -285,7 +285,7 @@ func TestRedisSentinelPassword(t *testing.T) {
 }
 
 // TestRedisClusterPassword: the app starts on a Redis Cluster whose nodes
-// require a password and serves; a wrong password names
+// require a password and serves. A wrong password names
 // SECKILL_REDIS_PASSWORD.
 func TestRedisClusterPassword(t *testing.T) {
 	const pw = "cluster-pw"

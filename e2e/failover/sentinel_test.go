@@ -22,10 +22,11 @@ import (
 	"seckill/internal/testpair"
 )
 
-// The Sentinel-managed Redis of .ci/services.sh (a primary, a replica, three
-// Sentinels): an app wired through the Sentinels (SECKILL_REDIS_SENTINEL_ADDRS
-// and SECKILL_REDIS_MASTER, no SECKILL_REDIS_ADDR) serves before and after a
-// forced failover. The failover's effect on the locks is not covered here.
+// The Sentinel-managed Redis of .ci/services.sh: a primary, a replica,
+// three Sentinels. An app wired through the Sentinels serves before and
+// after a forced failover. It sets SECKILL_REDIS_SENTINEL_ADDRS and
+// SECKILL_REDIS_MASTER, and no SECKILL_REDIS_ADDR. The failover's effect on
+// the locks is not covered here.
 
 // sentinelEnv returns the Sentinels and the master name of the test setup,
 // skipping without them (failing when CI=true).
@@ -65,7 +66,7 @@ func sentinelVars(t *testing.T, env map[string]string) map[string]string {
 	return vars
 }
 
-// sentinelApp starts an app wired through the Sentinels; its log shows
+// sentinelApp starts an app wired through the Sentinels. Its log shows
 // when the test fails.
 func sentinelApp(t *testing.T, env map[string]string) *app.App {
 	t.Helper()
@@ -110,10 +111,10 @@ func newSentinels(t *testing.T) *sentinels {
 	return s
 }
 
-// state describes what the Sentinels say, and reports whether the setup is
-// healthy: every Sentinel names the same master, no failover is in progress,
-// and the master, answering as a master, has a replica in sync that every
-// Sentinel sees.
+// state describes what the Sentinels say and reports whether the setup is
+// healthy. Healthy means every Sentinel names the same master, and no
+// failover is in progress. The master also answers as a master. It has a
+// replica in sync that every Sentinel sees.
 func (s *sentinels) state(ctx context.Context) (master string, healthy bool, why string) {
 	for i, c := range s.clients {
 		addr, err := c.GetMasterAddrByName(ctx, s.master).Result()
@@ -247,19 +248,19 @@ func buyRound(t *testing.T, when string, h http.Handler, vid int64, users []int6
 	}
 }
 
-// TestSentinelFailover: with SECKILL_REDIS_SENTINEL_ADDRS and
-// SECKILL_REDIS_MASTER (and no SECKILL_REDIS_ADDR) a sync app (lua lock)
-// and an async app serve purchases; after a forced failover (SENTINEL
-// FAILOVER) both apps' clients follow the new master and purchases go on:
-// 200 for new users, DUPLICATE_ORDER for a repeat, the invariants hold, and
-// the async consumers write the admissions made after the failover. `seckill
-// rebuild` works through the Sentinels too. The test leaves a master and an
-// in-sync replica behind (waiting for the old master to be reconfigured),
-// so it can run again at once.
+// TestSentinelFailover: a sync app (lua lock) and an async app serve
+// purchases through the Sentinels. They use SECKILL_REDIS_SENTINEL_ADDRS
+// and SECKILL_REDIS_MASTER, and no SECKILL_REDIS_ADDR. A forced failover
+// follows (SENTINEL FAILOVER). Both apps' clients follow the new master and
+// purchases go on. New users get 200 and a repeat gets DUPLICATE_ORDER. The
+// invariants hold. The async consumers write the admissions made after the
+// failover. `seckill rebuild` works through the Sentinels too. The test
+// leaves a master and an in-sync replica behind. It waits for the old
+// master to be reconfigured. So it can run again at once.
 func TestSentinelFailover(t *testing.T) {
 	s := newSentinels(t)
 	// The lock package's tests stall the replica and expect the roles to
-	// hold: not while this test moves them.
+	// hold. They must not run while this test moves them.
 	testpair.Lock(t)
 	ctx := context.Background()
 	db := apptest.OpenDB(t)
@@ -296,9 +297,9 @@ func TestSentinelFailover(t *testing.T) {
 	apptest.WaitDrained(t, asyncA.Handler(), asyncVID, int64(len(asyncSeen.OrderIDs)))
 	written := apptest.CounterValue(t, asyncA, "seckill_async_orders_written_total")
 
-	// Let the replica have every write before it is promoted: this test is
-	// about following the master, not about what an asynchronous replica
-	// may lose.
+	// Let the replica have every write before it is promoted. This test is
+	// about following the master. It is not about what an asynchronous
+	// replica may lose.
 	master := redis.NewClient(&redis.Options{Addr: oldMaster})
 	defer master.Close()
 	if n, err := master.Wait(ctx, 1, 5*time.Second).Result(); err != nil || n < 1 {

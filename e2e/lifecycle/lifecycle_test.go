@@ -23,9 +23,9 @@ import (
 	"seckill/service"
 )
 
-// The order's life end to end: buyers pay, cancel or walk away on two
-// instances sharing a private database whose sweepers expire unpaid orders
-// after a short pay timeout; every unit of a cancelled or expired order
+// The order's life end to end. Buyers pay, cancel or walk away on two
+// instances sharing a private database. Their sweepers expire unpaid orders
+// after a short pay timeout. Every unit of a cancelled or expired order
 // goes back on sale exactly once, and sells again.
 
 // lifeOutcome is what the buyers of one run saw.
@@ -33,9 +33,9 @@ type lifeOutcome struct {
 	paid, cancelled map[int64]bool // order ids answered 200
 }
 
-// payCancelWalk has the buyer of every third order pay, of the next
-// cancel, and of the last walk away, all at once over the handlers. A
-// payment may lose the race with the expiry (ORDER_EXPIRED); nothing else
+// payCancelWalk has the buyer of every third order pay. The next one
+// cancels, and the last walks away. All act at once over the handlers. A
+// payment may lose the race with the expiry (ORDER_EXPIRED). Nothing else
 // may fail.
 func payCancelWalk(t *testing.T, handlers []http.Handler, orders map[int64]int64) lifeOutcome {
 	t.Helper()
@@ -123,9 +123,10 @@ func waitSettled(t *testing.T, h http.Handler, vid int64) apptest.AuditResult {
 	}
 }
 
-// checkLife asserts the settled state: each order paid exactly when a
-// payment was answered 200, cancelled by its buyer exactly when a cancel
-// was, the rest expired; the stock holds one unit per cancelled order.
+// checkLife asserts the settled state. An order is paid exactly when a
+// payment was answered 200. It is cancelled by its buyer exactly when a
+// cancel was. The rest expired. The stock holds one unit per cancelled
+// order.
 func checkLife(t *testing.T, h http.Handler, orders map[int64]int64, seen lifeOutcome, a apptest.AuditResult) {
 	t.Helper()
 	tok := apptest.DevTokens()
@@ -171,7 +172,7 @@ func TestOrderLifecycleSync(t *testing.T) {
 	seen := payCancelWalk(t, hs, first.OrderIDs)
 	a := waitSettled(t, a1.Handler(), vid)
 	checkLife(t, a1.Handler(), first.OrderIDs, seen, a)
-	// The buyers keep their slot; the units go to others, once.
+	// The buyers keep their slot. The units go to others, once.
 	again := apptest.Storm(t, hs, vid, apptest.RandomBase(), stock, 1)
 	if want := stock - len(seen.paid); again.ByCode["OK"] != want {
 		t.Errorf("second wave: got %v, want %d OK (the units given back)", again.ByCode, want)
@@ -179,13 +180,13 @@ func TestOrderLifecycleSync(t *testing.T) {
 	t.Logf("%d paid, %d cancelled, %d expired; %d sold again", len(seen.paid), len(seen.cancelled), a.Expired, again.ByCode["OK"])
 }
 
-// TestOrderLifecycleAsync: the order's life in async mode, on a voucher
-// whose Redis stock is split in 4 buckets: every cancelled or expired
-// order's unit goes back to its bucket exactly once, and sells again. On
-// one Redis (a private one) it also loses Redis and rebuilds it; on the
-// cluster (`make test-cluster`) the apps share the database and the
-// cluster with the other tests, so a sweeper of this voucher's orders
-// only expires them (the apps' own sweepers keep the shared pay timeout).
+// TestOrderLifecycleAsync: the order's life in async mode, with Redis stock
+// split in 4 buckets. Every cancelled or expired order's unit goes back to
+// its bucket exactly once, and sells again. On one private Redis it also
+// loses Redis and rebuilds it. On the cluster (`make test-cluster`) the
+// apps share the database and the cluster with the other tests. So a
+// sweeper of this voucher's orders alone expires them. The apps' own
+// sweepers keep the shared pay timeout.
 func TestOrderLifecycleAsync(t *testing.T) {
 	const payTimeout = 3 * time.Second
 	env := map[string]string{"SECKILL_PAY_TIMEOUT": payTimeout.String(), "SECKILL_AUTO_REBUILD_AFTER": "8s"}
@@ -226,8 +227,8 @@ func TestOrderLifecycleAsync(t *testing.T) {
 	}
 
 	if m != nil {
-		// Redis restarts empty: the rebuild counts the cancelled units as
-		// on sale and marks them given back, so no give-back adds them
+		// Redis restarts empty. The rebuild counts the cancelled units as
+		// on sale and marks them given back. So no give-back adds them
 		// twice.
 		m.FlushAll()
 		var b apptest.AuditResult
@@ -258,9 +259,9 @@ func TestOrderLifecycleAsync(t *testing.T) {
 	t.Logf("%d paid, %d cancelled, %d expired; %d sold again", len(seen.paid), len(seen.cancelled), a.Expired, again.ByCode["OK"])
 }
 
-// voucherSweeper runs, until the test ends, a sweeper that expires only
-// vid's orders after payTimeout, as an instance's would: for tests on the
-// shared database, where an app's sweeper with a short pay timeout would
+// voucherSweeper runs a sweeper until the test ends, as an instance would.
+// It expires only vid's orders after payTimeout. Tests on the shared
+// database need it. There an app's sweeper with a short pay timeout would
 // expire other tests' orders.
 func voucherSweeper(t *testing.T, dsn string, rdb redis.UniversalClient, vid int64, payTimeout time.Duration) {
 	t.Helper()
@@ -319,12 +320,12 @@ func checkReturnBuckets(t *testing.T, dsn string, rdb redis.UniversalClient, vid
 	}
 }
 
-// TestGiveBackAfterCrash: a cancel committed in the database whose
-// process died before Redis took the unit back (the give-back is due).
-// While Redis does not hold the voucher nothing is given back; then two
-// sweepers and stray retries race to give the units back, and each unit
-// reaches Redis exactly once, in the order's bucket. On one Redis (a
-// private one) and on the cluster (`make test-cluster`).
+// TestGiveBackAfterCrash: a cancel committed in the database, but its
+// process died first. Redis had not taken the unit back, so the give-back
+// is due. While Redis does not hold the voucher nothing is given back. Then
+// two sweepers and stray retries race to give the units back. Each unit
+// reaches Redis exactly once, in the order's bucket. It runs on one private
+// Redis and on the cluster (`make test-cluster`).
 func TestGiveBackAfterCrash(t *testing.T) {
 	_, single, dsn, sqlDB := apptest.PrivateBackends(t)
 	var rdb redis.UniversalClient = single
@@ -427,8 +428,8 @@ func TestGiveBackAfterCrash(t *testing.T) {
 }
 
 // TestAsyncPayDeadlineFromAdmission: in async mode the time to pay counts
-// from the admission (the stream entry's time), not from the order's
-// write: with the consumer holding each batch 3 s before writing it, the
+// from the admission. That is the stream entry's time, not the order's
+// write. The consumer holds each batch 3 s before writing it. Still the
 // deadline is at most the pay timeout after the 200 answer.
 func TestAsyncPayDeadlineFromAdmission(t *testing.T) {
 	m, _, dsn, _ := apptest.PrivateBackends(t)

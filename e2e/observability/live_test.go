@@ -1,9 +1,9 @@
 package observability
 
-// The live sale dashboard across instances: two wired apps on the real
-// MariaDB and Redis, a storm of buyers spread over both, and each
-// instance's stream showing the whole sale (the sum of both instances'
-// answers, the audit's numbers).
+// The live sale dashboard across instances. Two wired apps run on the real
+// MariaDB and Redis. A storm of buyers spreads over both. Each instance's
+// stream shows the whole sale: the sum of both instances' answers, and the
+// audit's numbers.
 
 import (
 	"bufio"
@@ -25,7 +25,7 @@ import (
 )
 
 // liveStream opens GET /admin/vouchers/:id/live on srv as an admin and
-// returns its snapshots as they come; the stream closes with the test.
+// returns its snapshots as they come. The stream closes with the test.
 func liveStream(t *testing.T, url string, voucherID int64) <-chan live.Snapshot {
 	t.Helper()
 	admin := apptest.AdminToken(t, nil)
@@ -64,7 +64,7 @@ func liveStream(t *testing.T, url string, voucherID int64) <-chan live.Snapshot 
 				}
 				select {
 				case out <- s:
-				default: // the test reads the latest; drop when it lags
+				default: // the test reads the latest. Drop when it lags
 				}
 			}
 		}
@@ -77,13 +77,13 @@ func liveStream(t *testing.T, url string, voucherID int64) <-chan live.Snapshot 
 	return out
 }
 
-// TestLiveDashboardAcrossInstances: a storm over two instances; the stream
-// of either instance shows the sum of both instances' answers by code
-// (equal to what the clients received), the duplicates by where they were
-// stopped, both instances with their modes, and the audit's numbers (equal
-// to the database's). With lua the lock stops the duplicates; with none
-// the transaction's check and the unique key do, and the unique-key count
-// equals the audit's.
+// TestLiveDashboardAcrossInstances: a storm over two instances. The stream
+// of either instance shows the sum of both instances' answers by code. That
+// sum equals what the clients received. It shows the duplicates by where
+// they were stopped, and both instances with their modes. It shows the
+// audit's numbers, equal to the database's. With lua the lock stops the
+// duplicates. With none the transaction's check and the unique key do. Then
+// the unique-key count equals the audit's.
 func TestLiveDashboardAcrossInstances(t *testing.T) {
 	for _, mode := range []string{"lua", "none", "async"} {
 		t.Run(mode, func(t *testing.T) {
@@ -163,8 +163,8 @@ func TestLiveDashboardAcrossInstances(t *testing.T) {
 }
 
 // TestServeEndsLiveStreamsAtShutdown: a stopping server ends its live
-// streams (an "end" event) instead of waiting for them until its shutdown
-// deadline, and stops gracefully.
+// streams with an "end" event. It does not wait for them until its shutdown
+// deadline. It stops gracefully.
 func TestServeEndsLiveStreamsAtShutdown(t *testing.T) {
 	addr := apptest.FreeAddr(t)
 	vars := map[string]string{"SECKILL_DATA_DIR": t.TempDir(), "SECKILL_HTTP_ADDR": addr}
@@ -193,7 +193,7 @@ func TestServeEndsLiveStreamsAtShutdown(t *testing.T) {
 	}
 	_, adminTok, _ := strings.Cut(strings.TrimSpace(out.String()), ",")
 	h := &forwarder{func(w http.ResponseWriter, r *http.Request) {
-		// apptest.Call serves in process; this handler forwards to the server.
+		// apptest.Call serves in process. This handler forwards to the server.
 		req, err := http.NewRequest(r.Method, base+r.URL.RequestURI(), r.Body)
 		if err != nil {
 			t.Fatal(err)
@@ -256,7 +256,7 @@ func TestServeEndsLiveStreamsAtShutdown(t *testing.T) {
 	}
 }
 
-// forwarder is an http.Handler of its own function; unlike a HandlerFunc
+// forwarder is an http.Handler of its own function. Unlike a HandlerFunc
 // it can be a map key (apptest.UseAdminToken).
 type forwarder struct{ f http.HandlerFunc }
 

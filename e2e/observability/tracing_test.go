@@ -23,8 +23,8 @@ import (
 	"seckill/telemetry"
 )
 
-// tracedApp starts an app on the embedded backends (its own Redis and
-// database: no other process's consumer takes its orders) whose spans go
+// tracedApp starts an app on the embedded backends, with its own Redis and
+// database. So no other process's consumer takes its orders. Its spans go
 // to the returned in-memory exporter.
 func tracedApp(t *testing.T, env map[string]string) (*app.App, *tracetest.InMemoryExporter) {
 	t.Helper()
@@ -147,7 +147,7 @@ const purchaseRoute = "/voucher-order/seckill/:id"
 
 // TestTracing: one sync and one async purchase with tracing on. The
 // request's span (otelgin) holds the lock's obtain and release with the
-// mode, Redis commands and SQL statements; in async mode the consumer's
+// mode, Redis commands and SQL statements. In async mode the consumer's
 // batch span is linked to the request's span through the stream entry,
 // and holds the SQL write of the order. SECKILL_TRACE_OUT=file writes the
 // async tree as text there.

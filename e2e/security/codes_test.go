@@ -73,7 +73,7 @@ func otherCode(code string) string {
 }
 
 // TestCodeSurvivesWrongGuess: a wrong guess does not void the owner's code
-// (the right one then logs in); the CodeGuesses-th wrong guess does.
+// (the right one then logs in). The CodeGuesses-th wrong guess does.
 func TestCodeSurvivesWrongGuess(t *testing.T) {
 	h := apptest.Start(t, nil).Handler()
 	phone, addr := randomPhone(), randomAddr()
@@ -109,7 +109,7 @@ func refused(t *testing.T, a apptest.CodeAnswer, reason string, max time.Duratio
 }
 
 // TestCodeLimits: on the real Redis, the phone's cooldown, its daily cap and
-// the client address's limit refuse with 429 and the wait; a spoofed
+// the client address's limit refuse with 429 and the wait. A spoofed
 // X-Forwarded-For does not escape the address's limit unless it comes from
 // a trusted proxy.
 func TestCodeLimits(t *testing.T) {
@@ -194,9 +194,9 @@ func loggedApp(t *testing.T, env map[string]string) (*app.App, *apptest.SyncBuff
 	return a, buf
 }
 
-// TestProductionLogHidesCodes: in production the log of sending a code,
-// guessing wrong, logging in and being refused holds no code and no full
-// phone, only the masked one (138****5678).
+// TestProductionLogHidesCodes: production logs sending a code, guessing
+// wrong, logging in and being refused. That log holds no code and no full
+// phone. It holds only the masked phone (138****5678).
 func TestProductionLogHidesCodes(t *testing.T) {
 	a, buf := loggedApp(t, map[string]string{"SECKILL_ENV": "production", "SECKILL_JWT_SECRET": "codes-test-secret-0123456789abcdef"})
 	h, rdb := a.Handler(), apptest.SharedRedis(t)
@@ -221,11 +221,12 @@ func TestProductionLogHidesCodes(t *testing.T) {
 	}
 }
 
-// TestBruteForceTwoInstances: an attacker alternating between two instances
-// on the same MariaDB and Redis keeps asking codes for a victim's phone (from
-// ever new addresses) and guessing. Per code at most CodeGuesses guesses are
-// evaluated, per phone at most the daily cap's codes: the expected time to
-// take an account over is years, not the ten minutes of unlimited codes.
+// TestBruteForceTwoInstances: an attacker alternates between two instances
+// on the same MariaDB and Redis. From ever new addresses, it keeps asking
+// codes for a victim's phone and guessing. Per code at most CodeGuesses
+// guesses are evaluated. Per phone at most the daily cap's codes are sent.
+// The expected time to take an account over is years. With unlimited codes
+// it would be ten minutes.
 func TestBruteForceTwoInstances(t *testing.T) {
 	const daily = 3
 	env := map[string]string{

@@ -21,8 +21,8 @@ import (
 )
 
 // Token revocation (docs/operations.md, "Revoking tokens"): admin routes
-// read the admin's role and revocation from the database on each request;
-// the other routes read a copy reloaded every revocationReload.
+// read the admin's role and revocation from the database on each request.
+// The other routes read a copy reloaded every revocationReload.
 
 // freshUser creates a user of role with a random phone in db and returns
 // its id and a development token.
@@ -67,8 +67,8 @@ func eventually(t *testing.T, what string, want int, req func() apptest.Result) 
 	}
 }
 
-// waitNextSecond sleeps until the next whole second: a token issued then
-// has an iat at or after the not_before of any revocation made before.
+// waitNextSecond sleeps until the next whole second. A token issued then
+// has an iat at or after the not_before of any earlier revocation.
 func waitNextSecond() {
 	now := time.Now()
 	time.Sleep(now.Truncate(time.Second).Add(time.Second).Sub(now))
@@ -102,11 +102,11 @@ func TestDemotedAdminRefusedAtOnce(t *testing.T) {
 	}
 }
 
-// TestRevokeCommand: `seckill revoke` on the shared MariaDB refuses an
-// admin's token on admin routes at once and everywhere within the reload
-// period, a user's on /user/me and the purchase route within it, on a
-// running instance and on one started afterwards; tokens issued after the
-// revocation work.
+// TestRevokeCommand: `seckill revoke` on the shared MariaDB. An admin's
+// token is refused on admin routes at once. It is refused everywhere within
+// the reload period. A user's token is refused on /user/me and the purchase
+// route within it. This holds on a running instance and on one started
+// afterwards. Tokens issued after the revocation work.
 func TestRevokeCommand(t *testing.T) {
 	a := apptest.Start(t, map[string]string{"SECKILL_LOCK_MODE": "lua"})
 	h := a.Handler()
@@ -179,8 +179,8 @@ func TestRevokeCommand(t *testing.T) {
 }
 
 // TestRevokeCommandEmbedded: on the embedded database, `seckill revoke`
-// run while an instance serves it refuses the tokens of `seckill tokens`;
-// an unknown user or a missing --user is an error.
+// run while an instance serves it refuses the tokens of `seckill tokens`.
+// An unknown user or a missing --user is an error.
 func TestRevokeCommandEmbedded(t *testing.T) {
 	vars := map[string]string{"SECKILL_DATA_DIR": t.TempDir(), "SECKILL_HTTP_ADDR": "127.0.0.1:0"}
 	ctx := context.Background()

@@ -18,10 +18,10 @@ import (
 	"seckill/e2e/apptest"
 )
 
-// TestRealBackendsRefuseWithoutSecret: on the real MariaDB and Redis with no
-// SECKILL_ENV, the process is in production, and without
-// SECKILL_JWT_SECRET it stops at start with one line naming the variable,
-// never serving with the public development secret.
+// TestRealBackendsRefuseWithoutSecret: on the real MariaDB and Redis with
+// no SECKILL_ENV, the process is in production. Without SECKILL_JWT_SECRET
+// it stops at start with one line naming the variable. It never serves with
+// the public development secret.
 func TestRealBackendsRefuseWithoutSecret(t *testing.T) {
 	vars := apptest.RealEnv(t, nil)
 	for _, cmd := range []string{"migrate", "tokens"} {
@@ -36,12 +36,12 @@ func TestRealBackendsRefuseWithoutSecret(t *testing.T) {
 	}
 }
 
-// TestProductionByDefaultOnRealBackends: with a secret and no SECKILL_ENV
-// the real backends mean production: no login code in the response, no
-// pprof, no /debug/noop, the public development secret refused; and an
-// admin (made by `seckill tokens --admin`, phone 19000000001) is answered
-// like any phone (a code stored, none returned) and cannot log in through
-// the code flow, not even with that code.
+// TestProductionByDefaultOnRealBackends: with a secret and no SECKILL_ENV,
+// the real backends mean production. There is no login code in the
+// response, no pprof and no /debug/noop. The public development secret is
+// refused. An admin is answered like any phone: a code stored, none
+// returned. `seckill tokens --admin` makes that admin, phone 19000000001.
+// It cannot log in through the code flow, not even with that code.
 func TestProductionByDefaultOnRealBackends(t *testing.T) {
 	const secret = "security-test-secret-0123456789abcdef"
 	vars := apptest.RealEnv(t, map[string]string{"SECKILL_JWT_SECRET": secret})
@@ -81,8 +81,8 @@ func TestProductionByDefaultOnRealBackends(t *testing.T) {
 		t.Errorf("code of an ordinary phone: got %d keys (%v), want it stored", n, err)
 	}
 
-	// The admin's phone: a code stored like any phone's, none returned;
-	// login refused like a wrong code, with that code too.
+	// The admin's phone: a code stored like any phone's, none returned.
+	// Login refused like a wrong code, with that code too.
 	const adminPhone = "19000000001"
 	forgetCodeLimits(t, rdb, adminPhone)
 	if r := apptest.Call(t, h, http.MethodPost, "/user/code?phone="+adminPhone, "", nil); r.Status != http.StatusOK || len(r.Body.Data) != 0 {
@@ -115,10 +115,10 @@ func TestProductionByDefaultOnRealBackends(t *testing.T) {
 }
 
 // TestDevelopmentOnRealBackendsWhenAsked: SECKILL_ENV=development on the
-// real backends still gives the development behaviour (the tests and load
-// tests rely on it), but never an admin through the code flow: an admin's
-// phone gets a code like any (the same answer, a code stored) that does
-// not log in.
+// real backends still gives the development behaviour. The tests and load
+// tests rely on it. It never gives an admin through the code flow. An
+// admin's phone gets a code like any, with the same answer and a code
+// stored. That code does not log in.
 func TestDevelopmentOnRealBackendsWhenAsked(t *testing.T) {
 	a := apptest.Start(t, nil) // SECKILL_ENV=development
 	h := a.Handler()

@@ -11,10 +11,10 @@ import (
 )
 
 // TestFencingRefusesStaleHolder: holder A (instance 1, paused 900ms inside
-// the critical section, lease 300ms) loses its lease; holder B (instance 2,
-// no pause) takes lock:order:<user> and writes; then A resumes and writes.
+// the critical section, lease 300ms) loses its lease. Holder B (instance 2,
+// no pause) takes lock:order:<user> and writes. Then A resumes and writes.
 // With SECKILL_FENCING=on A's older token is refused in the order
-// transaction; with fencing off A's write goes through while B also held
+// transaction. With fencing off A's write goes through while B also held
 // the lock (two holders wrote).
 func TestFencingRefusesStaleHolder(t *testing.T) {
 	tests := []struct {
@@ -61,10 +61,10 @@ func TestFencingRefusesStaleHolder(t *testing.T) {
 	}
 }
 
-// TestFencingUnderLoad: with SECKILL_FENCING=on, first-time users racing
-// over two instances must never make the order transaction a deadlock
-// victim: every request is answered 200 or 409, never 503, and the
-// invariants hold.
+// TestFencingUnderLoad: SECKILL_FENCING=on, with first-time users racing
+// over two instances. The order transaction must never be a deadlock
+// victim. Every request is answered 200 or 409, never 503. The invariants
+// hold.
 func TestFencingUnderLoad(t *testing.T) {
 	for _, mode := range []string{"lua", "reentrant"} {
 		t.Run(mode, func(t *testing.T) {

@@ -38,9 +38,9 @@ func histogramOf(t *testing.T, a *app.App, name string) (count, above1 uint64) {
 }
 
 // TestSyncGroupCommitUnderLoad: two instances with group commit on (the
-// default) sell a voucher to more buyers than it has units, each user
-// sending two requests at once, for each lock mode that holds: the
-// invariants hold, the whole stock is sold, and groups of more than one
+// default). They sell a voucher to more buyers than it has units. Each user
+// sends two requests at once. It runs for each lock mode that holds. The
+// invariants hold and the whole stock is sold. Groups of more than one
 // order formed (read from seckill_sync_group_size). A storm whose timing
 // formed no group is followed by another, up to a bound.
 func TestSyncGroupCommitUnderLoad(t *testing.T) {

@@ -61,13 +61,12 @@ func replayUntilDone(t testing.TB, h http.Handler, vid int64, token, key string)
 	}
 }
 
-// TestIdempotentPurchase: on two instances (sync and async mode), 40
-// attempts of one user with one key race: the purchase runs once, every
-// other attempt is 409 IDEMPOTENCY_KEY_IN_FLIGHT or the replay of its
-// answer, and a retry on either instance replays the same order id. The
-// key on another voucher is 422; another user's same key is their own; a
-// malformed key is 400; without a key a second purchase is still
-// DUPLICATE_ORDER.
+// TestIdempotentPurchase: two instances, sync and async mode. 40 attempts
+// of one user with one key race. The purchase runs once. Every other
+// attempt is 409 IDEMPOTENCY_KEY_IN_FLIGHT or the replay of its answer. A
+// retry on either instance replays the same order id. The key on another
+// voucher is 422. Another user's same key is their own. A malformed key is
+// 400. Without a key a second purchase is still DUPLICATE_ORDER.
 func TestIdempotentPurchase(t *testing.T) {
 	for _, mode := range []string{"sync", "async"} {
 		t.Run(mode, func(t *testing.T) {
@@ -144,8 +143,8 @@ func TestIdempotentPurchase(t *testing.T) {
 }
 
 // TestIdempotentRetryAfterRateLimit: an answer that says the purchase did
-// not run (429 RATE_LIMITED) is not kept: the retry with the same key runs
-// the purchase once the limit allows it.
+// not run is not kept. That answer is 429 RATE_LIMITED. The retry with the
+// same key runs the purchase once the limit allows it.
 func TestIdempotentRetryAfterRateLimit(t *testing.T) {
 	a := apptest.Start(t, map[string]string{"SECKILL_LOCK_MODE": "lua", "SECKILL_RATE_LIMIT": "1"})
 	vid, warm := apptest.PublishVoucher(t, a.Handler(), 5), apptest.PublishVoucher(t, a.Handler(), 5)
@@ -167,11 +166,11 @@ func TestIdempotentRetryAfterRateLimit(t *testing.T) {
 	}
 }
 
-// TestIdempotentLostReply: the buyer's first attempt never gets its answer
-// (the connection is cut after the purchase ran, or the client gives up
-// while it runs), in sync and async mode. The retry with the same key
-// tells the truth: 200 with the order id of the purchase that happened,
-// and the order is in the database.
+// TestIdempotentLostReply: the buyer's first attempt never gets its answer,
+// in sync and async mode. Either the connection is cut after the purchase
+// ran, or the client gives up while it runs. The retry with the same key
+// tells the truth. It gets 200 with the order id of the purchase that
+// happened. The order is in the database.
 func TestIdempotentLostReply(t *testing.T) {
 	tests := []struct {
 		mode, loss string
@@ -191,7 +190,7 @@ func TestIdempotentLostReply(t *testing.T) {
 					inst.Handler().ServeHTTP(w, r)
 					return
 				}
-				// The purchase runs to its end; its answer is lost.
+				// The purchase runs to its end. Its answer is lost.
 				inst.Handler().ServeHTTP(httptest.NewRecorder(), r)
 				conn, _, err := http.NewResponseController(w).Hijack()
 				if err != nil {

@@ -14,10 +14,10 @@ import (
 )
 
 // TestSyncOrderIDCollision: Redis loses the order-id sequence while two
-// instances run (here: the key is deleted between their first purchases),
-// so the second instance is handed an id already in use. The purchase is
-// not a duplicate and the lock is not to blame: the sequence is moved past
-// the database's ids and the order written under a fresh id (200), and no
+// instances run. Here the key is deleted between their first purchases. So
+// the second instance is handed an id already in use. The purchase is not a
+// duplicate, and the lock is not to blame. The sequence is moved past the
+// database's ids. The order is written under a fresh id (200). No
 // unique-key rejection is counted.
 func TestSyncOrderIDCollision(t *testing.T) {
 	_, addr := apptest.IntegrationEnv(t)
@@ -53,7 +53,7 @@ func TestSyncOrderIDCollision(t *testing.T) {
 		}
 		second, r2 := buy(a2, base+2)
 		if second>>32 != first>>32 && r2.Status == http.StatusOK {
-			continue // another second: no collision to show; again
+			continue // another second: no collision to show. Again
 		}
 		if r2.Status != http.StatusOK {
 			t.Fatalf("second purchase, whose first id was taken: got %d %s, want 200", r2.Status, r2.Body.Code)

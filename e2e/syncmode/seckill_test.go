@@ -45,10 +45,10 @@ func TestConcurrentSeckill(t *testing.T) {
 	}
 }
 
-// TestLocalLockAcrossInstances shows the point of the local backend: two
-// instances (two wired apps on one database and Redis) each with an
-// in-process mutex let one user's concurrent requests through together, and
-// only the database's unique key stops the second order; lua does not.
+// TestLocalLockAcrossInstances shows the point of the local backend. Two
+// instances are two wired apps on one database and Redis. Each has an
+// in-process mutex. So one user's concurrent requests go through together.
+// Only the database's unique key stops the second order. Lua does not.
 func TestLocalLockAcrossInstances(t *testing.T) {
 	tests := []struct {
 		mode       string
@@ -81,9 +81,9 @@ func TestLocalLockAcrossInstances(t *testing.T) {
 	}
 }
 
-// TestEveryLockModeServes switches the service between all ten lock modes:
-// each one serves a small storm (30 users, 3 requests each, stock 20) with
-// every invariant holding.
+// TestEveryLockModeServes switches the service between all ten lock modes.
+// Each one serves a small storm with every invariant holding. The storm is
+// 30 users, 3 requests each, stock 20.
 func TestEveryLockModeServes(t *testing.T) {
 	for _, mode := range config.LockModes {
 		t.Run(mode, func(t *testing.T) {
@@ -102,12 +102,12 @@ func TestEveryLockModeServes(t *testing.T) {
 }
 
 // TestRateLimit: two instances on one Redis with SECKILL_RATE_LIMIT=5 and
-// SECKILL_RATE_LIMIT_VOUCHER=20. One user's 40 purchases, sent at once
-// alternately to both, pass the limiter at most 5 + 5 per second elapsed
-// times (the per-instance limiter let 10 through at once: TestPurchase-
-// LimitsAcrossInstances in repository shows it); 120 users' purchases of
-// one voucher pass it at most 20 + 20 per second elapsed times. The rest
-// are 429 RATE_LIMITED; without limits nothing is.
+// SECKILL_RATE_LIMIT_VOUCHER=20. One user's 40 purchases go at once,
+// alternately to both. At most 5 + 5 per second elapsed pass the limiter. A
+// per-instance limiter would let 10 through at once.
+// TestPurchaseLimitsAcrossInstances in repository/redisstore shows it. 120
+// users' purchases of one voucher pass at most 20 + 20 per second elapsed
+// times. The rest are 429 RATE_LIMITED. Without limits nothing is.
 func TestRateLimit(t *testing.T) {
 	const perUser, perVoucher = 5, 20
 	for _, limited := range []bool{true, false} {

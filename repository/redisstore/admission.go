@@ -23,24 +23,24 @@ type Admission struct {
 	*Epochs        // who answers for the shards, and their epoch
 
 	rdb    redis.UniversalClient
-	stream string      // StreamName; tests use a stream of their own
+	stream string      // StreamName. Tests use a stream of their own
 	batch  evalBatcher // coalesces concurrent admissions
 	// traceParent names the admitting request's span for the stream
-	// entry; nil (tracing off) stores none.
+	// entry. nil (tracing off) stores none.
 	traceParent func(context.Context) string
 }
 
 // CarryTrace stores in each stream entry what f returns for the admitting
-// request's context (its W3C traceparent), so that the consumer's write
-// can be linked to the request.
+// request's context. That is its W3C traceparent. It links the consumer's
+// write to the request.
 func (a *Admission) CarryTrace(f func(context.Context) string) { a.traceParent = f }
 
-// ObservePipelines has f told of every admission round trip to Redis with
-// the number of admissions it carries: 1 for an admission sent at once,
-// alone; up to evalBatchMax for a pipeline (a pipeline re-sent after
-// NOSCRIPT counts once). f runs on the admitting goroutines and must be
-// quick and safe for concurrent use (a metric). nil (the default) turns it
-// off. Set it before the first Admit: it is not guarded.
+// ObservePipelines has f told of every admission round trip to Redis. f
+// gets the number of admissions the trip carries. An admission sent at
+// once, alone, is 1. A pipeline is up to evalBatchMax. A pipeline re-sent
+// after NOSCRIPT counts once. f runs on the admitting goroutines. It must
+// be quick and safe for concurrent use (a metric). nil (the default) turns
+// it off. Set it before the first Admit: it is not guarded.
 func (a *Admission) ObservePipelines(f func(n int)) { a.batch.observe = f }
 
 // traceOf is the traceparent of ctx for the stream entry, "" when none.
@@ -70,7 +70,7 @@ const settleTimeout = time.Second
 // Otherwise model.ErrSoldOut, model.ErrDuplicateOrder,
 // model.ErrSeckillNotStarted, model.ErrSeckillEnded, or model.ErrUnavailable
 // (wrapping model.ErrVoucherNotLoaded or model.ErrVoucherUnsafe).
-// The script is sent at most once; a lost answer is settled by
+// The script is sent at most once. A lost answer is settled by
 // seckill_settle.lua, and a void order id answers ErrUnavailable.
 // A split voucher tries the home bucket, then the others in mode "away".
 // docs/async.md tells the lost answers and the buckets in full.
@@ -92,11 +92,11 @@ func (a *Admission) Admit(ctx context.Context, orderID, userID, voucherID int64,
 	return a.fallOver(ctx, orderID, userID, voucherID, buckets, home, now)
 }
 
-// releaseEventually retries, in the background, the release ("void") of a
-// home bucket's reservation of an order that was not admitted, for up to
-// releaseRetryFor (a failover of the home bucket's master takes seconds).
-// The release changes nothing unless the order info says the order is
-// moving, so it is safe when there was no reservation.
+// releaseEventually retries the release ("void") of a home bucket's
+// reservation, in the background. The order was not admitted. It retries
+// for up to releaseRetryFor, since a failover of the home master takes
+// seconds. The release changes nothing unless the order info says the order
+// is moving. So it is safe when there was no reservation.
 func (a *Admission) releaseEventually(homeShard int, orderID, userID, voucherID int64) {
 	go func() {
 		for deadline := time.Now().Add(releaseRetryFor); time.Now().Before(deadline); time.Sleep(250 * time.Millisecond) {
@@ -117,8 +117,8 @@ const releaseRetryFor = 30 * time.Second
 // and had no stock (lua.SeckillMove).
 var errMove = errors.New("admit in another bucket")
 
-// admitIn runs seckill.lua in the bucket of shard (reserving the buyer
-// mark when sold out there, with reserve), settling a lost answer.
+// admitIn runs seckill.lua in the bucket of shard and settles a lost
+// answer. With reserve, a sold-out bucket reserves the buyer mark.
 func (a *Admission) admitIn(ctx context.Context, shard int, orderID, userID, voucherID int64, reserve bool, now time.Time) error {
 	mode := lua.SeckillOnly
 	if reserve {
@@ -143,8 +143,9 @@ func (a *Admission) admitIn(ctx context.Context, shard int, orderID, userID, vou
 	return admitErr(code, orderID, voucherID)
 }
 
-// admitArgs are what follows seckill.lua's hash up to ARGV[5]: the key
-// count, the KEYS in the bucket of shard, then the order and the time.
+// admitArgs are what follows seckill.lua's hash up to ARGV[5]. First the
+// key count and the KEYS in the bucket of shard. Then the order and the
+// time.
 func (a *Admission) admitArgs(shard int, orderID, userID, voucherID int64, now time.Time) []any {
 	k := SeckillKeysIn(a.stream, shard, voucherID, orderID)
 	return []any{len(k), k[0], k[1], k[2], k[3], k[4],
@@ -176,11 +177,11 @@ func admitErr(code int, orderID, voucherID int64) error {
 	return fmt.Errorf("seckill.lua: unexpected code %d", code)
 }
 
-// fallOver admits an order whose home bucket reserved the buyer mark in
-// the other buckets, in the user's order (home+1, home+2, ...), and then
-// ends the reservation: "moved" when a bucket admitted it, "void" when
-// none did (every bucket sold out: ErrSoldOut) or one refused it for
-// another reason (its error).
+// fallOver admits an order whose home bucket reserved the buyer mark. It
+// tries the other buckets in the user's order: home+1, home+2, and so on.
+// Then it ends the reservation. The result is "moved" when a bucket
+// admitted the order. It is "void" when no bucket did. Then every bucket
+// sold out (ErrSoldOut), or one refused it for another reason (its error).
 func (a *Admission) fallOver(ctx context.Context, orderID, userID, voucherID int64, buckets, home int, now time.Time) error {
 	homeShard := repository.BucketShard(voucherID, home)
 	for i := 1; i < buckets; i++ {
@@ -209,7 +210,7 @@ func (a *Admission) fallOver(ctx context.Context, orderID, userID, voucherID int
 }
 
 // release ends the home bucket's reservation of an order and returns
-// result. Moved means admitted in another bucket; void drops the buyer
+// result. Moved means admitted in another bucket. void drops the buyer
 // mark. When the release fails, an order not admitted is answered 503:
 // its buyer mark may stay until a rebuild from the facts drops it.
 // An admitted order stays admitted: the reservation is its buyer mark,
@@ -246,12 +247,13 @@ func (a *Admission) streamKey(voucherID int64) string {
 	return repository.ShardKey(repository.VoucherShard(voucherID), a.stream)
 }
 
-// settle decides an admission whose answer was lost (cause): nil when it
-// admitted the order, else model.ErrUnavailable with the order id void in
-// Redis, or not settled at all when Redis cannot be reached.
+// settle decides an admission whose answer was lost (cause). nil means it
+// admitted the order. Otherwise it is model.ErrUnavailable with the order
+// id void in Redis. When Redis cannot be reached, nothing is settled.
 //
-// The admission ran in the bucket of shard; a home bucket's reservation
-// (lua.SettleMoving) is errMove: the caller goes on to the other buckets.
+// The admission ran in the bucket of shard. A home bucket's reservation
+// (lua.SettleMoving) is errMove. The caller then goes on to the other
+// buckets.
 func (a *Admission) settle(ctx context.Context, shard int, orderID, userID, voucherID int64, cause error) error {
 	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), settleTimeout)
 	defer cancel()
@@ -273,11 +275,12 @@ func (a *Admission) settle(ctx context.Context, shard int, orderID, userID, vouc
 	return fmt.Errorf("seckill_settle.lua: unexpected verdict %d", v)
 }
 
-// OrderInfo returns what Redis knows of an order not (yet) in the database:
-// its owner, voucher and status (pending or failed), with the creation time
-// read from the id. model.ErrOrderNotFound when there is no record. The
-// record is in the shard of the order's voucher, which the id does not
-// tell: every shard is asked, in one pipeline (one round trip per master).
+// OrderInfo returns what Redis knows of an order not (yet) in the database.
+// That is its owner, voucher and status (pending or failed). The creation
+// time is read from the id. model.ErrOrderNotFound when there is no record.
+// The record is in the shard of the order's voucher, which the id does not
+// tell. So every shard is asked, in one pipeline: one round trip per
+// master.
 func (a *Admission) OrderInfo(ctx context.Context, orderID int64) (*model.VoucherOrder, error) {
 	cmds := make([]*redis.StringCmd, repository.Shards)
 	_, _ = a.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {

@@ -193,7 +193,7 @@ func TestBucketsDeadLetterGivesBack(t *testing.T) {
 				t.Errorf("user 14 and the unit given back: got %v, want admitted", err)
 			}
 			// The second order of the rig is 14's (away again): dead-letter
-			// it giving the mark back; 14 may buy again, and gets the unit.
+			// it giving the mark back. 14 may buy again, and gets the unit.
 			msgs, _ = r.s.ReadNew(ctx, "c", 10, -1)
 			if len(msgs) != 1 || msgs[0].UserID != 14 || !msgs[0].Away {
 				t.Fatalf("ReadNew: got %+v, want user 14's away entry", msgs)
@@ -213,7 +213,7 @@ func TestBucketsDeadLetterGivesBack(t *testing.T) {
 }
 
 // TestBucketsRebuild: Load splits the stock over the buckets and puts each
-// buyer in the user's home bucket; SetState reaches every bucket, also
+// buyer in the user's home bucket. SetState reaches every bucket, also
 // when bucket 0's hash is gone (its master lost it).
 func TestBucketsRebuild(t *testing.T) {
 	for name, rdb := range testClients(t) {

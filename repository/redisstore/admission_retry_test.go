@@ -20,8 +20,8 @@ import (
 )
 
 // admitRig is a voucher with stock 5 loaded on the real Redis under a
-// random id, and an Admission that reaches Redis through a fault proxy and
-// appends to a stream of its own.
+// random id. Its Admission reaches Redis through a fault proxy. It appends
+// to a stream of its own.
 type admitRig struct {
 	a      *Admission
 	direct *redis.Client
@@ -98,9 +98,9 @@ func (r *admitRig) admissions(t *testing.T, want int64) {
 }
 
 // TestAdmitReplyLost: the admission script ran and its reply was lost. The
-// order was admitted, so the answer is "admitted", and Redis holds exactly
-// one admission. Before, go-redis's retry of the EVALSHA found the user
-// among the buyers and the admitted order was answered DUPLICATE_ORDER.
+// order was admitted, so the answer is "admitted". Redis holds exactly one
+// admission. A blind retry of the EVALSHA would find the user among the
+// buyers. It would answer the admitted order DUPLICATE_ORDER.
 func TestAdmitReplyLost(t *testing.T) {
 	r := newAdmitRig(t, serviceClient)
 	ctx := context.Background()
@@ -122,12 +122,12 @@ func TestAdmitReplyLost(t *testing.T) {
 	}
 }
 
-// TestAdmitCommandLost: the admission command never reached Redis and the
-// client's retries are spent (none here). Admit cannot know that: it
-// answers admitted only if the order is, and otherwise voids the order id
-// before answering 503, so that the command, should it still arrive, is
-// refused instead of admitting an order nobody was told about. The user
-// can buy with the next request.
+// TestAdmitCommandLost: the admission command never reached Redis, and the
+// client's retries are spent (none here). Admit cannot know that. It
+// answers admitted only if the order is. Otherwise it voids the order id
+// before answering 503. Should the command still arrive, it is refused. No
+// order is admitted that nobody was told about. The user can buy with the
+// next request.
 func TestAdmitCommandLost(t *testing.T) {
 	r := newAdmitRig(t, func(addr string) *redis.Client {
 		return redis.NewClient(&redis.Options{Addr: addr, MaxRetries: -1})
@@ -167,12 +167,12 @@ func TestAdmitCommandLost(t *testing.T) {
 	r.admissions(t, 1)
 }
 
-// TestAdmitReplyLostAfterWrite: the reply was lost, and before anyone
-// asked again a consumer wrote the order and acknowledged it (which drops
-// its order-info key). Redis no longer knows the order, so Admit must not
-// answer DUPLICATE_ORDER (before, go-redis's retry did): it answers
-// unavailable with the order id void in Redis, and the service reads the
-// database before answering (TestAsyncBuyAmbiguousAdmission).
+// TestAdmitReplyLostAfterWrite: the reply was lost. Before anyone asked
+// again, a consumer wrote the order and acknowledged it. That dropped its
+// order-info key. Redis no longer knows the order, so Admit must not answer
+// DUPLICATE_ORDER. It answers unavailable with the order id void in Redis.
+// The service then reads the database before answering
+// (TestAsyncBuyAmbiguousAdmission).
 func TestAdmitReplyLostAfterWrite(t *testing.T) {
 	r := newAdmitRig(t, serviceClient)
 	ctx := context.Background()

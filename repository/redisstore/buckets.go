@@ -62,7 +62,7 @@ func VoucherBuckets(ctx context.Context, rdb redis.UniversalClient, voucherIDs [
 }
 
 // hgetBuckets reads the "buckets" field of the hashes of the first n
-// buckets of each voucher in one pipeline; it returns the largest per
+// buckets of each voucher in one pipeline. It returns the largest per
 // voucher (0 when none).
 func hgetBuckets(ctx context.Context, rdb redis.UniversalClient, voucherIDs []int64, n int) (map[int64]int, error) {
 	cmds := make([][]*redis.StringCmd, len(voucherIDs))
@@ -91,8 +91,8 @@ func hgetBuckets(ctx context.Context, rdb redis.UniversalClient, voucherIDs []in
 }
 
 // voucherSums adds up each voucher's buckets into one model.RedisVoucher:
-// stock and buyers summed; the hash (and the stock) exist only when they
-// exist in every bucket; the state is the first bucket's that is not ok,
+// stock and buyers summed. The hash (and the stock) exist only when they
+// exist in every bucket. The state is the first bucket's that is not ok,
 // else ok.
 type voucherSums struct {
 	out  map[int64]model.RedisVoucher
@@ -124,7 +124,7 @@ func (a *voucherSums) add(id int64, rv model.RedisVoucher) {
 }
 
 // queueBucketReads queues the reads of the bucket in shard of each voucher
-// (state, stock, buyers set size) on p, all in one shard; the returned
+// (state, stock, buyers set size) on p, all in one shard. The returned
 // function adds them to the sums once p has run.
 func queueBucketReads(ctx context.Context, p redis.Pipeliner, shard int, voucherIDs []int64) func(*voucherSums) {
 	type cmds struct {

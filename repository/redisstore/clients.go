@@ -10,7 +10,7 @@ import (
 )
 
 // The timeouts and pool of the service's Redis client, plain or
-// Sentinel-managed: short enough that a dead Redis turns into 503 within
+// Sentinel-managed. They are short, so a dead Redis turns into 503 within
 // the request deadline.
 const (
 	redisDialTimeout   = time.Second
@@ -25,10 +25,10 @@ const (
 // the service: plain, Sentinel, Cluster and the Redlock nodes. The zero
 // value is the default user without a password, over plain TCP.
 type RedisAuth struct {
-	Username string // ACL user; empty = the default user
+	Username string // ACL user. Empty = the default user
 	Password string
 	// SentinelPassword is the Sentinels' own password (their
-	// requirepass); only the Sentinel client uses it.
+	// requirepass). Only the Sentinel client uses it.
 	SentinelPassword string
 	// TLS, when set, is used for every connection, to the Sentinels too.
 	// With an empty ServerName, crypto/tls checks the certificate against
@@ -37,11 +37,11 @@ type RedisAuth struct {
 }
 
 // serviceOptions are the settings of the service's Redis client, whichever
-// way it reaches Redis: timeouts short enough that a dead Redis turns into
-// 503 within the request deadline, the request deadline bounding every
-// call, and auth's credentials and TLS. Simple(), Failover() and Cluster()
-// turn them into each client's options, so that every client is
-// configured in one place.
+// way it reaches Redis. Its timeouts are short, so a dead Redis turns into
+// 503 within the request deadline. The request deadline bounds every call.
+// auth adds the credentials and TLS. Simple(), Failover() and Cluster()
+// turn them into each client's options. So every client is configured in
+// one place.
 func serviceOptions(addrs []string, master string, auth RedisAuth) *redis.UniversalOptions {
 	return &redis.UniversalOptions{
 		Addrs:            addrs,
@@ -69,10 +69,10 @@ func NewRedisClient(addr string, auth RedisAuth) *redis.Client {
 }
 
 // NewSentinelRedisClient returns go-redis's failover client for the master
-// named master, found through the Sentinels at sentinelAddrs. Its settings
-// are NewRedisClient's, and it is a *redis.Client too. It asks the
-// Sentinels for the master's address when it dials. On a failover
-// (+switch-master) it drops its connections to the old master, so every
+// named master. It finds the master through the Sentinels at sentinelAddrs.
+// Its settings are NewRedisClient's, and it is a *redis.Client too. It asks
+// the Sentinels for the master's address when it dials. On a failover
+// (+switch-master) it drops its connections to the old master. So every
 // user of the client follows the master.
 func NewSentinelRedisClient(master string, sentinelAddrs []string, auth RedisAuth) *redis.Client {
 	return redis.NewFailoverClient(serviceOptions(sentinelAddrs, master, auth).Failover())
@@ -94,12 +94,12 @@ func NewClusterRedisClient(addrs []string, auth RedisAuth) *redis.ClusterClient 
 // clusterReload is how often the cluster client reloads the slot map.
 const clusterReload = time.Second
 
-// NewRedlockNodeClient returns a client for one independent Redlock/MultiLock
-// node: no command retries and a single dial attempt, so a dead node costs
-// one refused dial, not half a second of redials, on every lock attempt.
-// The nodes take the service's credentials and TLS: they are deployed and
-// secured like its Redis, and separate secrets per node would be more
-// settings for no gain.
+// NewRedlockNodeClient returns a client for one independent
+// Redlock/MultiLock node. It has no command retries and a single dial
+// attempt. So a dead node costs one refused dial per lock attempt, not half
+// a second of redials. The nodes take the service's credentials and TLS.
+// They are deployed and secured like its Redis. Separate secrets per node
+// would be more settings for no gain.
 func NewRedlockNodeClient(addr string, auth RedisAuth) *redis.Client {
 	o := serviceOptions([]string{addr}, "", auth).Simple()
 	o.DialTimeout = 500 * time.Millisecond
@@ -109,7 +109,7 @@ func NewRedlockNodeClient(addr string, auth RedisAuth) *redis.Client {
 	return redis.NewClient(o)
 }
 
-// PingRedis checks that the client answers; the error names the address.
+// PingRedis checks that the client answers. The error names the address.
 func PingRedis(ctx context.Context, c redis.UniversalClient) error {
 	ctx, cancel := context.WithTimeout(ctx, 3*time.Second)
 	defer cancel()

@@ -27,8 +27,8 @@ func (c *Codes) SaveCode(ctx context.Context, phone, code string, ttl time.Durat
 }
 
 // CheckCode compares code with phone's code atomically (check_code.lua): ok on
-// a match, which deletes it; a wrong guess is counted and the maxWrong-th
-// deletes the code; no code is not ok. Redis errors are
+// a match, which deletes it. A wrong guess is counted and the maxWrong-th
+// deletes the code. No code is not ok. Redis errors are
 // model.ErrUnavailable.
 func (c *Codes) CheckCode(ctx context.Context, phone, code string, maxWrong int) (bool, error) {
 	n, err := lua.CheckCode.Run(ctx, c.rdb, codeKeys(phone), code, maxWrong).Int()

@@ -1,9 +1,9 @@
 // Package redisstore implements the service's Redis stores with go-redis.
 // Key names and their shards come from package repository (keys.go).
 // Each Lua script of package lua is run from here with the KEYS the
-// script's header lists; script_keys_test.go checks the two agree.
+// script's header lists. script_keys_test.go checks the two agree.
 //
-// Admission runs the admission scripts; VoucherStates loads and reads a
-// voucher's buckets; Epochs names who answers and what epoch it holds;
+// Admission runs the admission scripts. VoucherStates loads and reads a
+// voucher's buckets. Epochs names who answers and what epoch it holds.
 // OrderStream is the order streams of the shards.
 package redisstore

@@ -23,7 +23,7 @@ func NewEpochs(rdb redis.UniversalClient) *Epochs { return &Epochs{rdb: rdb} }
 // in one round trip per master. RunID joins the run id of each shard's
 // server, which is new at each start of a server and differs per node.
 // So it changes when Redis restarts, a replica is promoted or a slot
-// moves; it is empty when a server does not tell. Epoch follows Epoch's
+// moves. It is empty when a server does not tell. Epoch follows Epoch's
 // rule.
 func (a *Epochs) Identity(ctx context.Context) (model.RedisIdentity, error) {
 	epoch, err := a.Epoch(ctx)
@@ -37,9 +37,9 @@ func (a *Epochs) Identity(ctx context.Context) (model.RedisIdentity, error) {
 	return model.RedisIdentity{Epoch: epoch, RunID: ids}, nil
 }
 
-// runIDs is the run id of the server answering for each shard, joined
-// by ",": on a cluster the master of each shard's slot, else the one
-// server (its run id once).
+// runIDs is the run id of the server answering for each shard, joined by
+// ",". On a cluster that is the master of each shard's slot. Else it is the
+// one server's run id, once.
 func (a *Epochs) runIDs(ctx context.Context) (string, error) {
 	cc, ok := a.rdb.(*redis.ClusterClient)
 	if !ok {
@@ -81,9 +81,9 @@ func runID(ctx context.Context, c redis.Cmdable) (string, error) {
 	return "", nil
 }
 
-// Epoch returns the epoch stored in Redis: the value every shard holds;
-// "" when a shard holds none (it lost its data, or the layout is new);
-// when the shards differ, a value no epoch can equal (so that it is
+// Epoch returns the epoch stored in Redis: the value every shard holds.
+// "" when a shard holds none (it lost its data, or the layout is new).
+// When the shards differ, a value no epoch can equal (so that it is
 // treated as lost too).
 func (a *Epochs) Epoch(ctx context.Context) (string, error) {
 	cmds := make([]*redis.StringCmd, repository.Shards)

@@ -11,8 +11,8 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// redisErr maps go-redis errors: redis.Nil is not an error of this layer;
-// connection problems (including a connection closed mid-reply: io.EOF)
+// redisErr maps go-redis errors: redis.Nil is not an error of this layer.
+// Connection problems (including a connection closed mid-reply: io.EOF)
 // are model.ErrUnavailable.
 func redisErr(err error) error {
 	if err == nil {

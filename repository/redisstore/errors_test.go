@@ -21,9 +21,9 @@ func TestRedisErrConnectionLost(t *testing.T) {
 	}
 }
 
-// TestRedisErrClusterUnavailable: the errors a cluster answers while a slot
-// has no master or moves (seen as 500s in the cluster-async fault case
-// before) are Redis unavailable (503); other Redis errors are not.
+// TestRedisErrClusterUnavailable: a cluster answers some errors while a
+// slot has no master or moves. Those are Redis unavailable (503). Other
+// Redis errors are not.
 func TestRedisErrClusterUnavailable(t *testing.T) {
 	for _, msg := range []string{"CLUSTERDOWN The cluster is down", "TRYAGAIN Multiple keys request during rehashing of slot",
 		"LOADING Redis is loading the dataset in memory", "MASTERDOWN Link with MASTER is down", "READONLY You can't write against a read only replica."} {
@@ -42,9 +42,9 @@ type replyErr string
 func (e replyErr) Error() string { return string(e) }
 func (replyErr) RedisError()     {}
 
-// TestRedisAuthEveryClient: the credentials and TLS of RedisAuth reach the
-// plain, Sentinel and Cluster clients and the Redlock nodes, and the
-// Sentinel password reaches only the Sentinel client's options.
+// TestRedisAuthEveryClient: RedisAuth's credentials and TLS reach every
+// client. That is the plain, Sentinel and Cluster clients and the Redlock
+// nodes. The Sentinel password reaches only the Sentinel client's options.
 func TestRedisAuthEveryClient(t *testing.T) {
 	auth := RedisAuth{Username: "app", Password: "pw", SentinelPassword: "spw", TLS: &tls.Config{MinVersion: tls.VersionTLS12}}
 	check := func(name, user, pw string, tc *tls.Config) {

@@ -13,18 +13,18 @@ const (
 	// evalBatchMax is the most scripts one pipeline carries.
 	evalBatchMax = 64
 	// evalInFlight is how many round trips of one batcher may be in
-	// flight at once; scripts arriving while they all are wait for the
+	// flight at once. Scripts arriving while they all are wait for the
 	// next pipeline.
 	evalInFlight = 2
 )
 
-// errAdmitNotSent is the error of a script whose caller gave up (its
-// context ended) while it still waited for a pipeline: it was never sent,
-// and never will be.
+// errAdmitNotSent is the error of a script whose caller gave up while it
+// waited for a pipeline. Its context ended. It was never sent, and never
+// will be.
 var errAdmitNotSent = errors.New("script not sent")
 
 // evalBatcher coalesces concurrent script runs (EVALSHA) into pipelined
-// round trips; Admission and Limiter each have one. With no round trip in
+// round trips. Admission and Limiter each have one. With no round trip in
 // flight, a script goes at once and alone, on its caller's goroutine.
 // Scripts arriving while evalInFlight round trips fly queue up. The next
 // round trip takes up to evalBatchMax of them, each sent at most once.
@@ -49,20 +49,20 @@ func (b *evalBatcher) sent(n int) {
 // evalCall is one script run waiting for its round trip.
 type evalCall struct {
 	hash   string        // the script's SHA1
-	reload *redis.Script // loaded after NOSCRIPT; nil: NOSCRIPT is the reply
+	reload *redis.Script // loaded after NOSCRIPT. nil: NOSCRIPT is the reply
 	args   []any         // after the hash: key count, keys, ARGV
 	cmd    *redis.Cmd    // its reply, once done is closed
 	done   chan struct{}
 	queued bool // guarded by evalBatcher.mu: still in the queue, not sent
 }
 
-// eval runs the script of hash with args (the EVALSHA command's arguments
-// after the hash: key count, keys, ARGV), sent at most once, and returns
-// its reply. When the server lacks the script (NOSCRIPT: it did not run)
-// and reload is set, reload is loaded and the script sent once more;
-// otherwise the reply is NOSCRIPT. When ctx ends first the reply is ctx's
-// error: wrapped in errAdmitNotSent when the script was never sent;
-// otherwise it may or may not run, and the caller settles it.
+// eval runs the script of hash with args, sent at most once, and returns
+// its reply. args are EVALSHA's arguments after the hash: key count, keys,
+// ARGV. The server may lack the script (NOSCRIPT: it did not run). With
+// reload set, reload is loaded and the script sent once more. Otherwise the
+// reply is NOSCRIPT. When ctx ends first the reply is ctx's error. It is
+// wrapped in errAdmitNotSent when the script was never sent. Otherwise it
+// may or may not run, and the caller settles it.
 func (b *evalBatcher) eval(ctx context.Context, rdb redis.UniversalClient, hash string, reload *redis.Script, args []any) *redis.Cmd {
 	b.mu.Lock()
 	if b.inFlight < evalInFlight && len(b.queue) == 0 {
@@ -133,7 +133,7 @@ func (b *evalBatcher) drain(rdb redis.UniversalClient, batch []*evalCall) {
 	}
 }
 
-// take removes the next batch from the queue; b.mu is held.
+// take removes the next batch from the queue. b.mu is held.
 func (b *evalBatcher) take() []*evalCall {
 	n := min(len(b.queue), evalBatchMax)
 	batch := make([]*evalCall, n)

@@ -135,9 +135,9 @@ func indexAll(b, sep []byte) []int {
 	}
 }
 
-// admitBatch runs one Admit per user at once and returns their answers,
-// with every admission sent in one pipeline: the batcher's round trips
-// all count as in flight until every admission waits, then one ends.
+// admitBatch runs one Admit per user at once and returns their answers.
+// Every admission goes in one pipeline. The batcher's round trips all count
+// as in flight until every admission waits. Then one ends.
 func admitBatch(t *testing.T, r *admitRig, ctx context.Context, oids []int64, users []int64) []error {
 	t.Helper()
 	b := &r.a.batch
@@ -170,9 +170,9 @@ func admitBatch(t *testing.T, r *admitRig, ctx context.Context, oids []int64, us
 }
 
 // TestAdmitPipelineCut: a pipeline of five admissions is cut after the
-// second (the third reaches Redis half, the rest not at all). Each member
-// is either admitted exactly once and told so, or told 503 with its order
-// id void, so that the command, should it still arrive, is refused.
+// second. The third reaches Redis half, the rest not at all. Each member is
+// admitted exactly once and told so. Or it is told 503 with its order id
+// void. Should its command still arrive, it is refused.
 func TestAdmitPipelineCut(t *testing.T) {
 	const cutAfter = 2
 	r := newAdmitRig(t, func(string) *redis.Client {
@@ -217,9 +217,10 @@ func TestAdmitPipelineCut(t *testing.T) {
 	r.admissions(t, admitted)
 }
 
-// TestAdmitPipelineReplyAndCommandLost: a whole pipeline's replies lost
-// (every admission ran: each member told admitted, each sent once) or its
-// commands lost (none ran: each member told 503, its order id void).
+// TestAdmitPipelineReplyAndCommandLost: a whole pipeline's replies or
+// commands are lost. With replies lost, every admission ran. Each member is
+// told admitted and sent once. With commands lost, none ran. Each member is
+// told 503, its order id void.
 func TestAdmitPipelineReplyAndCommandLost(t *testing.T) {
 	tests := []struct {
 		name     string
@@ -290,9 +291,9 @@ func TestAdmitDeadlineWhileQueued(t *testing.T) {
 	r.admissions(t, 0)
 }
 
-// TestAdmitDeadlineInFlight: a caller whose context ends while its
-// pipeline is in flight (the replies held for 2 s) is answered promptly,
-// by the settlement: the admission ran, so it is admitted, once.
+// TestAdmitDeadlineInFlight: a caller's context ends while its pipeline is
+// in flight. The replies are held for 2 s. The settlement answers it
+// promptly. The admission ran, so it is admitted, once.
 func TestAdmitDeadlineInFlight(t *testing.T) {
 	r := newAdmitRig(t, func(string) *redis.Client {
 		return NewRedisClient(startPipeProxy(t, os.Getenv("SECKILL_REDIS_ADDR"), -1, 2*time.Second).ln.Addr().String(), RedisAuth{})

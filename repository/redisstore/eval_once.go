@@ -9,9 +9,9 @@ import (
 // A script whose reply may be lost is sent at most once: a second send
 // could act twice. evalOnce sends it so, and reloads it on NOSCRIPT.
 
-// onceCmd is a command go-redis sends at most once: after a failure once
-// it was written (a lost reply, a timeout) it returns the error instead of
-// sending the command again on another connection.
+// onceCmd is a command go-redis sends at most once. A failure may come
+// after it was written: a lost reply, a timeout. Then it returns the error
+// instead of sending again on another connection.
 type onceCmd struct{ *redis.Cmd }
 
 // NoRetry tells go-redis not to send the command a second time.

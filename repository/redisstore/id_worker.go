@@ -16,11 +16,12 @@ import (
 // IDEpoch is the start of order-id time: 2022-01-01T00:00:00Z.
 var IDEpoch = model.OrderIDEpoch
 
-// IDWorker makes 64-bit order ids: the seconds since IDEpoch shifted left 32,
-// OR a 32-bit daily sequence from Redis (icr:order:<yyyy:MM:dd>). With a
-// block size above 1 it leases blocks of the sequence with INCRBY and hands
-// them out in process, so most ids cost no round trip; ids stay unique
-// across instances, increasing within one instance.
+// IDWorker makes 64-bit order ids. The seconds since IDEpoch are shifted
+// left 32. A 32-bit daily sequence from Redis is ORed in
+// (icr:order:<yyyy:MM:dd>). With a block size above 1 it leases blocks of
+// the sequence with INCRBY. It hands them out in process, so most ids cost
+// no round trip. Ids stay unique across instances, increasing within one
+// instance.
 type IDWorker struct {
 	rdb   redis.UniversalClient
 	block int64
@@ -63,9 +64,10 @@ func (w *IDWorker) NextID(ctx context.Context) (int64, error) {
 	return secs<<32 | seq, nil
 }
 
-// resyncMargin is how far past the database's highest sequence Resync
-// moves the counter: room for ids leased by running processes or announced
-// but lost with Redis, none of which the database shows.
+// resyncMargin is how far past the database's highest sequence Resync moves
+// the counter. It leaves room for ids the database does not show. Running
+// processes may have leased them. Others were announced but lost with
+// Redis.
 const resyncMargin = 1 << 20
 
 // resyncCap bounds what Resync sets the counter to.
@@ -94,7 +96,7 @@ type OrderSequences interface {
 	MaxOrderSequence(ctx context.Context, from, to int64) (int64, error)
 }
 
-// NewIDSequence returns the repair of the sequence icr:order:<day>; each
+// NewIDSequence returns the repair of the sequence icr:order:<day>. Each
 // Resync also makes workers discard the blocks they leased.
 func NewIDSequence(rdb redis.UniversalClient, db OrderSequences, now func() time.Time, workers ...*IDWorker) *IDSequence {
 	return &IDSequence{rdb: rdb, db: db, now: now, workers: workers}

@@ -49,13 +49,13 @@ func (s *Idempotency) Begin(ctx context.Context, userID int64, key, fp string, l
 	return "", rec, nil
 }
 
-// Finish stores the answer of the attempt of owner, kept for ttl; false
+// Finish stores the answer of the attempt of owner, kept for ttl. false
 // when the attempt no longer holds the key (its lease ran out).
 func (s *Idempotency) Finish(ctx context.Context, userID int64, key, owner string, status int, body []byte, ttl time.Duration) (bool, error) {
 	return s.finish(ctx, userID, key, owner, strconv.Itoa(status), body, ttl)
 }
 
-// Release gives the key up, so that a retry runs the request again; false
+// Release gives the key up, so that a retry runs the request again. false
 // when the attempt of owner no longer holds it.
 func (s *Idempotency) Release(ctx context.Context, userID int64, key, owner string) (bool, error) {
 	return s.finish(ctx, userID, key, owner, "", nil, 0)

@@ -120,8 +120,8 @@ func (l *Limiter) next(k limitKey) {
 }
 
 // allowAtMost counts up to n events of k at once (redis_rate's
-// AllowAtMost): how many were allowed, and for the rest the wait until
-// the next event is allowed.
+// AllowAtMost). It returns how many were allowed. For the rest it returns
+// the wait until the next event is allowed.
 func (l *Limiter) allowAtMost(ctx context.Context, k limitKey, n int) (allowed int, wait time.Duration, err error) {
 	lim := redis_rate.Limit{Rate: k.limit.Rate, Burst: k.limit.Burst, Period: k.limit.Period}
 	res, err := l.l.AllowAtMost(ctx, k.key, lim, n)

@@ -21,8 +21,8 @@ import (
 )
 
 // limiterBackends are the Redis servers the code flow's scripts must run
-// on: the embedded miniredis always, the real Redis and the Redis Cluster
-// of .ci/env.sh when set.
+// on. The embedded miniredis is always one. The real Redis and the Redis
+// Cluster of .ci/env.sh join when set.
 func limiterBackends(t *testing.T) map[string]redis.UniversalClient {
 	t.Helper()
 	m := miniredis.RunT(t)
@@ -40,7 +40,7 @@ func limiterBackends(t *testing.T) map[string]redis.UniversalClient {
 }
 
 // TestLimiter: redis_rate's GCRA on every backend: a burst, then refusals
-// naming the wait; a cooldown (1 per period) refuses until the period ends.
+// naming the wait. A cooldown (1 per period) refuses until the period ends.
 func TestLimiter(t *testing.T) {
 	ctx := context.Background()
 	for name, rdb := range limiterBackends(t) {
@@ -76,8 +76,8 @@ func TestLimiter(t *testing.T) {
 	}
 }
 
-// TestCheckCode: a wrong guess is counted and keeps the code (and its TTL);
-// the right code logs in once; the maxWrong-th wrong guess voids it.
+// TestCheckCode: a wrong guess is counted and keeps the code (and its TTL).
+// The right code logs in once. The maxWrong-th wrong guess voids it.
 func TestCheckCode(t *testing.T) {
 	ctx := context.Background()
 	for name, rdb := range limiterBackends(t) {
@@ -176,9 +176,9 @@ func (c *scriptCounter) count(cmds []redis.Cmder) {
 	}
 }
 
-// TestLimiterPipelines: checks of 100 different keys sent while every
-// round trip of the limiter is busy wait, then share two pipelines (64
-// and 36 scripts), and each gets its own answer.
+// TestLimiterPipelines: checks of 100 different keys wait while every
+// limiter round trip is busy. Then they share two pipelines of 64 and 36
+// scripts. Each check gets its own answer.
 func TestLimiterPipelines(t *testing.T) {
 	ctx := context.Background()
 	for name, rdb := range limiterBackends(t) {
@@ -236,9 +236,10 @@ func TestLimiterPipelines(t *testing.T) {
 	}
 }
 
-// TestLimiterCoalesces: two instances, each with 100 checks of one key
-// waiting for a check in flight, send one script each, and together let
-// exactly the burst through; the refused learn the wait until the next.
+// TestLimiterCoalesces: two instances each hold 100 checks of one key,
+// waiting for a check in flight. Each instance sends one script. Together
+// they let exactly the burst through. The refused learn the wait until the
+// next.
 func TestLimiterCoalesces(t *testing.T) {
 	ctx := context.Background()
 	const burst = 10

@@ -13,14 +13,15 @@ import (
 )
 
 // LiveStats keeps the live dashboard's counters in Redis (package live's
-// Store): seckill:live:<voucherId> (the voucher's counters summed over every
-// instance) and seckill:live:instances (who publishes, with their modes).
+// Store). seckill:live:<voucherId> holds the voucher's counters summed over
+// every instance. seckill:live:instances holds who publishes, with their
+// modes.
 type LiveStats struct {
 	rdb redis.UniversalClient
 	now func() time.Time
 }
 
-// NewLiveStats returns the store; now is the clock that ages instances out.
+// NewLiveStats returns the store. Now is the clock that ages instances out.
 func NewLiveStats(rdb redis.UniversalClient, now func() time.Time) *LiveStats {
 	if now == nil {
 		now = time.Now
@@ -32,7 +33,7 @@ func NewLiveStats(rdb redis.UniversalClient, now func() time.Time) *LiveStats {
 // TTL) and records inst, in one pipeline. It is not a transaction: two
 // vouchers' keys may live on two Cluster nodes. A pipeline broken midway
 // may have applied part of it, which the caller's retry adds again.
-// The dashboard may be off by that; the audit never is.
+// The dashboard may be off by that. The audit never is.
 func (s *LiveStats) Publish(ctx context.Context, inst model.LiveInstance, deltas map[int64]model.LiveCounts) error {
 	b, err := json.Marshal(inst)
 	if err != nil {

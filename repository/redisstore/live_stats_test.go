@@ -30,9 +30,9 @@ func liveBackends(t *testing.T) map[string]*redis.Client {
 	return out
 }
 
-// TestLiveStats: two instances' publications add up per voucher; the
-// instances are listed with their modes until retired; an entry older than
-// LiveInstanceForget is dropped; the keys carry their TTLs.
+// TestLiveStats: two instances' publications add up per voucher. The
+// instances are listed with their modes until retired. An entry older than
+// LiveInstanceForget is dropped. The keys carry their TTLs.
 func TestLiveStats(t *testing.T) {
 	for name, rdb := range liveBackends(t) {
 		t.Run(name, func(t *testing.T) {

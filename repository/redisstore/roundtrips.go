@@ -8,11 +8,10 @@ import (
 )
 
 // ObserveRoundTrips has f told of every round trip the client makes to a
-// Redis node: the node's address and the commands it carried (1 for a
-// command sent alone, the pipeline's length otherwise). On a Redis
-// Cluster each node's client is observed, those made later too. f runs
-// on the calling goroutines and must be quick and safe for concurrent
-// use (a metric).
+// Redis node. f gets the node's address and the commands it carried. A
+// command sent alone is 1, a pipeline its length. On a Redis Cluster each
+// node's client is observed, later ones too. f runs on the calling
+// goroutines. It must be quick and safe for concurrent use (a metric).
 func ObserveRoundTrips(c redis.UniversalClient, f func(node string, cmds int)) {
 	switch c := c.(type) {
 	case *redis.ClusterClient:

@@ -29,7 +29,7 @@ func (l *tripLog) observe(node string, n int) {
 
 // TestObserveRoundTripsCluster: a pipeline over keys of every shard is one
 // round trip to each master that holds some of them, carrying their
-// commands; a command alone is one round trip of one command.
+// commands. A command alone is one round trip of one command.
 func TestObserveRoundTripsCluster(t *testing.T) {
 	addrs := os.Getenv("SECKILL_TEST_CLUSTER_ADDRS")
 	if addrs == "" {

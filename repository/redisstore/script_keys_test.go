@@ -10,8 +10,8 @@ import (
 )
 
 // TestScriptKeysMatchHeaders: each script's KEYS, as its header in package
-// lua lists them, are what this package builds: the same count, and each
-// key the header's pattern with its placeholders filled in.
+// lua lists them, are what this package builds. The count is the same. Each
+// key is the header's pattern with its placeholders filled in.
 func TestScriptKeysMatchHeaders(t *testing.T) {
 	const shard, voucher, order, user = 5, int64(1234567), int64(98765), int64(4242)
 	vars := map[string]string{

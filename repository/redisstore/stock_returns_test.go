@@ -36,7 +36,7 @@ func TestStockReturns(t *testing.T) {
 			if got, err := r.Return(ctx, 5, sv.VoucherID, 4); err != nil || got != lua.GiveBackNotLoaded {
 				t.Fatalf("not loaded: got %d, %v; want %d", got, err, lua.GiveBackNotLoaded)
 			}
-			// Sold out; order 100 was cancelled before a rebuild.
+			// Sold out. Order 100 was cancelled before a rebuild.
 			if err := NewAdmission(rdb).Load(ctx, sv, 0, nil, []int64{100}); err != nil {
 				t.Fatal(err)
 			}

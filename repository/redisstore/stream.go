@@ -14,12 +14,12 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// OrderStream is the order stream, one per shard (StreamKey(i)), read
-// through consumer group g1 on every shard. After an order is written the
-// entry is acknowledged AND deleted, so the streams hold only orders not
-// yet written (never delivered, or pending). The entries it returns carry
-// their shard in MsgID ("<shard>/<entry id>", entryID reads it back), so
-// that the service sees one queue.
+// OrderStream is the order stream, one per shard (StreamKey(i)). It is read
+// through consumer group g1 on every shard. After an order is written, its
+// entry is acknowledged AND deleted. So the streams hold only orders not
+// yet written: never delivered, or pending. The entries it returns carry
+// their shard in MsgID ("<shard>/<entry id>"). entryID reads it back. So
+// the service sees one queue.
 type OrderStream struct {
 	rdb         redis.UniversalClient
 	stream, dlq string // StreamName and DeadLetterName (tests use their own)
@@ -31,20 +31,19 @@ func NewOrderStream(rdb redis.UniversalClient) *OrderStream {
 }
 
 // NewOrderStreamOn returns an order stream on other names than StreamName
-// and DeadLetterName (tests and tools that must not touch the live
-// streams): shard i's keys are seckill:{<tag>}:<stream> and
-// seckill:{<tag>}:<dlq>.
+// and DeadLetterName. Tests and tools use it to stay off the live streams.
+// Shard i's keys are seckill:{<tag>}:<stream> and seckill:{<tag>}:<dlq>.
 func NewOrderStreamOn(rdb redis.UniversalClient, stream, dlq string) *OrderStream {
 	return &OrderStream{rdb: rdb, stream: stream, dlq: dlq}
 }
 
-// key is shard i's stream; dlqKey its dead-letter stream.
+// key is shard i's stream. dlqKey its dead-letter stream.
 func (s *OrderStream) key(i int) string { return repository.ShardKey(i, s.stream) }
 
 func (s *OrderStream) dlqKey(i int) string { return repository.ShardKey(i, s.dlq) }
 
 // EnsureGroup creates group g1 (and the stream) of every shard when
-// missing. The group starts at the beginning of the stream: every entry in
+// missing. The group starts at the beginning of the stream. Every entry in
 // it is an order not yet written, so none may be skipped.
 func (s *OrderStream) EnsureGroup(ctx context.Context) error {
 	cmds := make([]*redis.StatusCmd, repository.Shards)
@@ -62,17 +61,17 @@ func (s *OrderStream) EnsureGroup(ctx context.Context) error {
 	return nil
 }
 
-// readPoll bounds the pause between two polls of the shards while ReadNew
-// waits on a Redis Cluster (where one blocking read cannot name every
-// shard).
+// readPoll bounds the pause between two polls of the shards. ReadNew polls
+// while it waits on a Redis Cluster. There one blocking read cannot name
+// every shard.
 const readPoll = 20 * time.Millisecond
 
 // ReadNew returns up to count entries never delivered to the group from
-// each shard, waiting up to block for the first (block < 0: do not wait).
-// On one Redis it is one XREADGROUP of every shard's stream (blocking);
-// on a cluster, one non-blocking XREADGROUP per shard in a pipeline (one
-// round trip per master), repeated every few milliseconds until block has
-// passed.
+// each shard. It waits up to block for the first; block < 0 means do not
+// wait. On one Redis it is one blocking XREADGROUP of every shard's stream.
+// On a cluster, it pipelines one non-blocking XREADGROUP per shard. That
+// costs one round trip per master. It repeats every few milliseconds until
+// block has passed.
 func (s *OrderStream) ReadNew(ctx context.Context, consumer string, count int, block time.Duration) ([]model.QueuedOrder, error) {
 	if !isCluster(s.rdb) {
 		streams := make([]string, 0, 2*repository.Shards)
@@ -183,11 +182,11 @@ func (s *OrderStream) appendEntries(out []model.QueuedOrder, shard int, res []re
 }
 
 // Claim moves to consumer up to count entries pending for longer than
-// minIdle with any consumer (XAUTOCLAIM) and returns them with their
-// delivery counts, and the cursor for the next call. The cursor names a
-// shard and a position in it ("<shard>/<id>"); "0-0" is the beginning of
-// the first shard, and the returned cursor is "0-0" once the scan of the
-// last shard is complete. Shards with nothing to claim are passed in the
+// minIdle (XAUTOCLAIM). It takes them from any consumer. It returns them
+// with their delivery counts, and the cursor for the next call. The cursor
+// names a shard and a position in it ("<shard>/<id>"). "0-0" is the
+// beginning of the first shard. The returned cursor is "0-0" once the last
+// shard's scan is complete. Shards with nothing to claim are passed in the
 // same call.
 func (s *OrderStream) Claim(ctx context.Context, consumer string, minIdle time.Duration, start string, count int) ([]model.QueuedOrder, string, error) {
 	shard, pos := 0, "0-0"
@@ -295,9 +294,9 @@ func (s *OrderStream) Touch(ctx context.Context, consumer string, msgs []model.Q
 	return out, nil
 }
 
-// Ack settles written orders: XACK and XDEL their entries and delete their
-// order-info keys (the database answers for them now), in one MULTI per
-// shard.
+// Ack settles written orders, in one MULTI per shard. It runs XACK and XDEL
+// on their entries. It deletes their order-info keys, since the database
+// answers for them now.
 func (s *OrderStream) Ack(ctx context.Context, msgs []model.QueuedOrder) error {
 	shards, err := byShard(msgs)
 	if err != nil {
@@ -327,12 +326,12 @@ func (s *OrderStream) Ack(ctx context.Context, msgs []model.QueuedOrder) error {
 	return nil
 }
 
-// DeadLetter runs lua/deadletter.lua for m: it reports true when it moved
-// the entry to its shard's dead-letter stream and gave back what give says
-// (its unit of stock, its buyer mark); false when another consumer settled
-// the entry first. When the voucher's Redis state is missing or not ok it
-// changes nothing and returns model.ErrUnavailable wrapping
-// model.ErrVoucherUnsafe: the entry stays pending until the state is
+// DeadLetter runs lua/deadletter.lua for m. It reports true when it moved
+// the entry to its shard's dead-letter stream. It then gave back what give
+// says: its unit of stock, its buyer mark. false when another consumer
+// settled the entry first. The voucher's Redis state may be missing or not
+// ok. Then it changes nothing and returns model.ErrUnavailable wrapping
+// model.ErrVoucherUnsafe. The entry stays pending until the state is
 // rebuilt.
 func (s *OrderStream) DeadLetter(ctx context.Context, m model.QueuedOrder, reason string, attempts int, give model.GiveBack) (bool, error) {
 	flag := func(b bool) string {
@@ -346,9 +345,9 @@ func (s *OrderStream) DeadLetter(ctx context.Context, m model.QueuedOrder, reaso
 	if !ok {
 		return false, fmt.Errorf("dead-letter entry %q: not an id of the order stream", m.MsgID)
 	}
-	// The entry's bucket is in its shard; an order admitted away from the
-	// user's home bucket has its buyer mark there, given back after the
-	// script (another slot).
+	// The entry's bucket is in its shard. An order admitted away from home
+	// has its buyer mark in the home bucket. That mark is given back after
+	// the script, since it is in another slot.
 	buyerHere := give.Buyer && !m.Away
 	code, err := lua.DeadLetter.Run(ctx, s.rdb,
 		deadLetterKeys(s.stream, s.dlq, shard, v, m.OrderID),
@@ -361,7 +360,8 @@ func (s *OrderStream) DeadLetter(ctx context.Context, m model.QueuedOrder, reaso
 	case lua.DeadLettered:
 		if give.Buyer && m.Away {
 			// If this is lost, the mark stays until a rebuild from the
-			// facts drops it (the user is refused as a duplicate till then).
+			// facts drops it. Until then the user is refused as a
+			// duplicate.
 			if err := s.rdb.SRem(ctx, repository.BuyersKeyIn(m.BuyerShard, v), m.UserID).Err(); err != nil {
 				return true, fmt.Errorf("dead letter of order %d: giving back the buyer mark in shard %d: %w", m.OrderID, m.BuyerShard, redisErr(err))
 			}
@@ -374,8 +374,8 @@ func (s *OrderStream) DeadLetter(ctx context.Context, m model.QueuedOrder, reaso
 }
 
 // DeadLetterMalformed moves an entry that cannot be parsed to its shard's
-// dead-letter stream (its fields, the reason and the original id) and
-// settles it; nothing can be given back.
+// dead-letter stream. It stores its fields, the reason and the original id,
+// then settles it. Nothing can be given back.
 func (s *OrderStream) DeadLetterMalformed(ctx context.Context, m model.QueuedOrder, reason string) error {
 	shard, id, ok := entryID(m.MsgID)
 	if !ok {
@@ -421,8 +421,8 @@ func (s *OrderStream) Entries(ctx context.Context) ([]model.QueuedOrder, error) 
 	return out, nil
 }
 
-// LegacyEntries returns the length of the order stream of the layout
-// before the shards (LegacyStreamKey): orders an older version admitted
+// LegacyEntries returns the length of the order stream of the layout before
+// the shards (LegacyStreamKey). Those are orders an older version admitted
 // and has not written yet.
 func (s *OrderStream) LegacyEntries(ctx context.Context) (int64, error) {
 	n, err := s.rdb.XLen(ctx, repository.LegacyStreamKey).Result()
@@ -433,8 +433,8 @@ func (s *OrderStream) LegacyEntries(ctx context.Context) (int64, error) {
 }
 
 // RemoveConsumer deletes consumer from the group of every shard where it
-// has no pending entries (deleting a consumer drops its pending entries,
-// so one that has some is left for XAUTOCLAIM).
+// has no pending entries. Deleting a consumer drops its pending entries. So
+// a consumer with some is left for XAUTOCLAIM.
 func (s *OrderStream) RemoveConsumer(ctx context.Context, consumer string) error {
 	for shard := range repository.Shards {
 		pend, err := s.rdb.XPendingExt(ctx, &redis.XPendingExtArgs{
@@ -453,11 +453,11 @@ func (s *OrderStream) RemoveConsumer(ctx context.Context, consumer string) error
 	return nil
 }
 
-// PruneConsumers deletes, in every shard, the consumers that have nothing
-// pending and were idle for longer than idle: those of processes killed
-// without a graceful stop (their pending entries, if any, are claimed
-// first). A live consumer deleted by mistake is recreated by its next
-// read. It returns how many it deleted.
+// PruneConsumers deletes, in every shard, the consumers idle for longer
+// than idle with nothing pending. Those belong to processes killed without
+// a graceful stop. Their pending entries, if any, are claimed first. A live
+// consumer deleted by mistake is recreated by its next read. It returns how
+// many it deleted.
 func (s *OrderStream) PruneConsumers(ctx context.Context, idle time.Duration) (int, error) {
 	n := 0
 	for shard := range repository.Shards {
@@ -479,15 +479,17 @@ func (s *OrderStream) PruneConsumers(ctx context.Context, idle time.Duration) (i
 }
 
 // The reads of start-up reconciliation and rebuilds, each one consistent
-// snapshot: one MULTI on the Redis side, and OrderReads.OrderFacts reads the database side. Read in several steps, a voucher on sale looks inconsistent for an
-// instant (an order admitted between the stock read and the stream read, or
-// written between two queries, is counted twice or not at all).
+// snapshot. One MULTI reads the Redis side. OrderReads.OrderFacts reads the
+// database side. Read in several steps, a voucher on sale looks
+// inconsistent for an instant. An order admitted between the stock read and
+// the stream read is counted twice or not at all. So is one written between
+// two queries.
 
-// Snapshot returns the Redis state of each voucher and every entry of the
-// streams of the shards holding its buckets, in one MULTI per shard.
-// A bucket and its entries share a shard, and the scripts change stock and
-// entries together. So stock plus entries is exact for each bucket, and
-// for a voucher once its buckets are quiet.
+// Snapshot returns the Redis state of each voucher, in one MULTI per shard.
+// It adds every entry of the streams of the shards holding its buckets. A
+// bucket and its entries share a shard. The scripts change stock and
+// entries together. So stock plus entries is exact for each bucket. It is
+// exact for a voucher once its buckets are quiet.
 func (s *OrderStream) Snapshot(ctx context.Context, voucherIDs []int64) (map[int64]model.RedisVoucher, []model.QueuedOrder, error) {
 	refs, err := bucketRefs(ctx, s.rdb, voucherIDs)
 	if err != nil {

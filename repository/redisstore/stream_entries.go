@@ -13,7 +13,7 @@ import (
 
 // The ids and fields of stream entries, and the shards they belong to.
 
-// msgID is the MsgID of entry id of shard i; entryID reads it back (ok
+// msgID is the MsgID of entry id of shard i. entryID reads it back (ok
 // false for an id this package did not make).
 func msgID(shard int, id string) string { return strconv.Itoa(shard) + "/" + id }
 
@@ -26,7 +26,7 @@ func entryID(msgID string) (shard int, id string, ok bool) {
 	return n, id, true
 }
 
-// byShard groups msgs by shard, with their entry ids; an id this package
+// byShard groups msgs by shard, with their entry ids. An id this package
 // did not make is an error.
 func byShard(msgs []model.QueuedOrder) (map[int][]model.QueuedOrder, error) {
 	out := map[int][]model.QueuedOrder{}
@@ -40,14 +40,14 @@ func byShard(msgs []model.QueuedOrder) (map[int][]model.QueuedOrder, error) {
 	return out, nil
 }
 
-// isCluster reports whether c is a Redis Cluster client: there a command
-// may name the keys of one slot only, so each shard is read on its own.
+// isCluster reports whether c is a Redis Cluster client. There a command
+// may name the keys of one slot only. So each shard is read on its own.
 func isCluster(c redis.UniversalClient) bool {
 	_, ok := c.(*redis.ClusterClient)
 	return ok
 }
 
-// parseEntry reads entry m of shard: orderId, userId and voucherId; an
+// parseEntry reads entry m of shard: orderId, userId and voucherId. An
 // entry without fields was deleted after delivery.
 func parseEntry(shard int, m redis.XMessage) model.QueuedOrder {
 	q := model.QueuedOrder{MsgID: msgID(shard, m.ID)}

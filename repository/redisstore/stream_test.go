@@ -51,9 +51,10 @@ func streamBackends(t *testing.T) map[string]*OrderStream {
 	return out
 }
 
-// TestOrderStream runs the stream operations on miniredis: group creation
-// (twice), reading new and own entries, parsing, acknowledging (entry and
-// order info gone), claiming with delivery counts, consumer removal.
+// TestOrderStream runs the stream operations on miniredis. It creates the
+// group (twice), reads new and own entries, and parses them. It
+// acknowledges, and the entry and order info are gone. It claims with
+// delivery counts and removes consumers.
 func TestOrderStream(t *testing.T) {
 	for name, s := range streamBackends(t) {
 		t.Run(name, func(t *testing.T) { testOrderStream(t, s, name != "miniredis") })

@@ -8,7 +8,7 @@ import (
 )
 
 // TestParseEntryAdmitted: an entry's admission time is its id's
-// milliseconds; an id without them gives the zero time.
+// milliseconds. An id without them gives the zero time.
 func TestParseEntryAdmitted(t *testing.T) {
 	values := map[string]any{"orderId": "7", "userId": "8", "voucherId": "9"}
 	q := parseEntry(0, redis.XMessage{ID: "1764126000123-4", Values: values})

@@ -6,7 +6,7 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// TestParseEntryTraceParent: an entry's traceparent is read; an entry
+// TestParseEntryTraceParent: an entry's traceparent is read. An entry
 // without one (untraced, or written before tracing existed) parses as
 // before.
 func TestParseEntryTraceParent(t *testing.T) {

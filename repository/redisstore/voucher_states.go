@@ -26,9 +26,9 @@ func (a *VoucherStates) Voucher(ctx context.Context, voucherID int64) (model.Red
 // vouchersChunk is how many vouchers one MULTI of Vouchers reads.
 const vouchersChunk = 100
 
-// Vouchers returns the Redis state of each voucher summed over its
-// buckets, each bucket read atomically (one MULTI per shard per chunk of
-// vouchers).
+// Vouchers returns the Redis state of each voucher summed over its buckets.
+// Each bucket is read atomically, in one MULTI per shard per chunk of
+// vouchers.
 func (a *VoucherStates) Vouchers(ctx context.Context, voucherIDs []int64) (map[int64]model.RedisVoucher, error) {
 	sums := newVoucherSums(len(voucherIDs))
 	for start := 0; start < len(voucherIDs); start += vouchersChunk {
@@ -64,8 +64,8 @@ func (a *VoucherStates) vouchers(ctx context.Context, voucherIDs []int64, sums *
 }
 
 // SetState sets the state field of the voucher's hash in every bucket
-// (VoucherBuckets; creating a hash holding only the state where a bucket
-// is not loaded: the admission scripts then refuse it as not trusted).
+// (VoucherBuckets). A bucket not loaded gets a hash holding only the state.
+// The admission scripts then refuse it as not trusted.
 func (a *VoucherStates) SetState(ctx context.Context, voucherID int64, state string) error {
 	n, err := VoucherBuckets(ctx, a.rdb, []int64{voucherID})
 	if err != nil {
@@ -81,7 +81,7 @@ func (a *VoucherStates) SetState(ctx context.Context, voucherID int64, state str
 }
 
 // Load replaces the voucher's Redis state, in one MULTI per bucket.
-// The stock is split evenly over the buckets; each buyer goes to the
+// The stock is split evenly over the buckets. Each buyer goes to the
 // user's home bucket. Each cancelled order goes to the returned set of its
 // ReturnBucket, so giveback.lua never adds its unit again. The voucher
 // hash gets state ok.
@@ -120,9 +120,9 @@ func share(total int64, n, b int) int64 {
 	return q
 }
 
-// LoadNew loads a voucher just published (stock = initial, split over its
-// buckets, no buyers): each bucket unless its hash exists already (a
-// reconciler got there first and owns it). It reports whether it loaded
+// LoadNew loads a voucher just published: stock = initial, split over its
+// buckets, no buyers. It skips each bucket whose hash exists already. A
+// reconciler got there first and owns it. It reports whether it loaded
 // every bucket.
 func (a *VoucherStates) LoadNew(ctx context.Context, sv *model.SeckillVoucher) (bool, error) {
 	n := sv.Buckets()
@@ -154,9 +154,10 @@ func (a *VoucherStates) LoadNew(ctx context.Context, sv *model.SeckillVoucher) (
 // buyersChunk bounds the members of one SADD.
 const buyersChunk = 5000
 
-// loadBucket queues the load of bucket b of the voucher: its stock, its
-// buyers, and its hash (the window, its part of the initial stock, the
-// voucher's bucket count, state ok), all in the bucket's shard.
+// loadBucket queues the load of bucket b of the voucher, all in the
+// bucket's shard. It writes the stock, the buyers and the hash. The hash
+// holds the window, the bucket's part of the initial stock, the bucket
+// count and state ok.
 func loadBucket(ctx context.Context, p redis.Pipeliner, sv *model.SeckillVoucher, b int, stock int64, buyers []int64) {
 	id, shard := sv.VoucherID, repository.BucketShard(sv.VoucherID, b)
 	stockKey, buyersKey, hashKey := repository.StockKeyIn(shard, id), repository.BuyersKeyIn(shard, id), repository.VoucherKeyIn(shard, id)
@@ -175,7 +176,7 @@ func loadBucket(ctx context.Context, p redis.Pipeliner, sv *model.SeckillVoucher
 		"initial", share(int64(sv.InitialStock), sv.Buckets(), b), "state", model.VoucherStateOK,
 		"buckets", sv.Buckets())
 	// The state outlives the sale by a week, time for late entries to be
-	// written or dead-lettered; then Redis forgets it.
+	// written or dead-lettered. Then Redis forgets it.
 	expire := sv.EndTime.Add(repository.VoucherStateGrace)
 	for _, k := range []string{stockKey, buyersKey, hashKey} {
 		p.ExpireAt(ctx, k, expire)

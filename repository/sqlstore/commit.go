@@ -18,8 +18,8 @@ import (
 type OrderCommits struct{ db *gorm.DB }
 
 // CreateOrder runs the order transaction of the seckill flow. Every statement
-// runs on the transaction handle; the stock update's RowsAffected decides
-// sold out; a unique-key violation is a duplicate that the lock let through.
+// runs on the transaction handle. The stock update's RowsAffected decides
+// sold out. A unique-key violation is a duplicate that the lock let through.
 func (r *OrderCommits) CreateOrder(ctx context.Context, o *model.VoucherOrder, fence *model.Fence) error {
 	var err error
 	var committing bool // every statement succeeded: the error is the commit's
@@ -37,13 +37,13 @@ func (r *OrderCommits) CreateOrder(ctx context.Context, o *model.VoucherOrder, f
 		}
 	}
 	if err != nil && committing && outcomeUnknown(err) {
-		// The connection broke at the commit: the order may be in the
+		// The connection broke at the commit. The order may be in the
 		// database although the commit reported an error. Answering a
 		// failure for a committed order would leave the buyer holding an
-		// order no 200 announced, so the order is read back by its id
-		// first. (A statement that failed before the commit leaves
-		// nothing to resolve: the server rolls back a transaction whose
-		// connection broke.)
+		// order no 200 announced. So the order is read back by its id
+		// first. A statement that failed before the commit leaves nothing
+		// to resolve. The server rolls back a transaction whose connection
+		// broke.
 		written, rerr := r.readBack(ctx, o)
 		switch {
 		case rerr != nil:
@@ -57,15 +57,16 @@ func (r *OrderCommits) CreateOrder(ctx context.Context, o *model.VoucherOrder, f
 
 // readBackTimeout bounds the reads that resolve an order transaction of
 // unknown outcome. It is long enough for a restarting database to come
-// back. It is short enough not to hold the per-user lock (10 s lease by
-// default) much past a client's patience.
+// back. It is short enough not to hold the per-user lock much past a
+// client's patience. That lock's lease is 10 s by default.
 const readBackTimeout = 8 * time.Second
 
-// outcomeUnknown reports an error after which an order transaction may
-// have committed or not. Either the connection broke (bad connection, EOF,
-// a network error, the server gone, killed or shutting down), or the
-// context ended during a statement. A MySQL error about a statement, such
-// as a duplicate key or a deadlock, means no commit.
+// outcomeUnknown reports an error after which an order transaction may have
+// committed or not. Either the connection broke, or the context ended
+// during a statement. A broken connection is a bad connection, EOF, a
+// network error, or the server gone, killed or shutting down. A MySQL error
+// about a statement, such as a duplicate key or a deadlock, means no
+// commit.
 func outcomeUnknown(err error) bool {
 	var me *mysql.MySQLError
 	if errors.As(err, &me) {
@@ -101,7 +102,7 @@ func (r *OrderCommits) readBack(ctx context.Context, o *model.VoucherOrder) (boo
 	return len(rows) == 1 && rows[0].same(o.UserID, o.VoucherID), nil
 }
 
-// lockingRead is query q as a shared-lock read on MySQL; SQLite has no
+// lockingRead is query q as a shared-lock read on MySQL. SQLite has no
 // such clause and serialises writers anyway.
 func lockingRead(db *gorm.DB, q string) string {
 	if db.Dialector.Name() == "sqlite" {
@@ -110,9 +111,9 @@ func lockingRead(db *gorm.DB, q string) string {
 	return q + " LOCK IN SHARE MODE"
 }
 
-// readUntilAnswered runs read on a context detached from ctx and bounded
-// by readBackTimeout, again with a growing pause while the database
-// fails, and returns the last error when the time is up.
+// readUntilAnswered runs read on a context detached from ctx, bounded by
+// readBackTimeout. It tries again, with a growing pause, while the database
+// fails. When the time is up it returns the last error.
 func readUntilAnswered(ctx context.Context, gdb *gorm.DB, read func(db *gorm.DB) error) error {
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), readBackTimeout)
 	defer cancel()

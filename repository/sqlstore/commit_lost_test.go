@@ -71,7 +71,7 @@ func (p *commitProxy) accept() {
 					if bytes.Contains(chunk, []byte("\x03COMMIT")) && p.armed.CompareAndSwap(true, false) {
 						if p.loseOnly == "command" {
 							close(p.fired)
-							return // never forwarded; both sides close
+							return // never forwarded. Both sides close
 						}
 						if _, err := s.Write(chunk); err != nil {
 							return
@@ -144,11 +144,11 @@ func proxiedMySQL(t *testing.T, lose string) (*DB, *commitProxy) {
 	return db, p
 }
 
-// TestCreateOrderCommitReplyLost: the server commits the order transaction
-// but its reply never reaches the service (the database dies at that
-// moment). The order is in the database, so the purchase must be answered
-// as done: CreateOrder reads the order back by its id and returns nil.
-// Before: "invalid connection", answered 503, for an order the buyer then
+// TestCreateOrderCommitReplyLost: the server commits the order transaction,
+// but its reply never reaches the service. The database dies at that
+// moment. The order is in the database, so the purchase must be answered as
+// done. CreateOrder reads the order back by its id and returns nil.
+// Answering "invalid connection" as 503 would hide an order the buyer
 // holds.
 func TestCreateOrderCommitReplyLost(t *testing.T) {
 	db, p := proxiedMySQL(t, "reply")

@@ -38,8 +38,8 @@ func OpenMySQL(ctx context.Context, dsn string) (*DB, error) {
 	// Client-side interpolation: one round trip per statement, no
 	// PREPARE/CLOSE pair per statement per transaction.
 	cfg.InterpolateParams = true
-	// Rows affected must mean rows changed: the fence upsert reads 0 as
-	// "stale token" (clientFoundRows=true would report the matched row).
+	// Rows affected must mean rows changed. The fence upsert reads 0 as
+	// "stale token". clientFoundRows=true would report the matched row.
 	cfg.ClientFoundRows = false
 	if cfg.Timeout == 0 {
 		cfg.Timeout = 3 * time.Second
@@ -73,10 +73,10 @@ func OpenMySQL(ctx context.Context, dsn string) (*DB, error) {
 	return &DB{Gorm: g}, nil
 }
 
-// OpenLockDB opens a pool of its own for the mysql lock backend: every held
-// GET_LOCK pins a connection, so sharing the order transactions' pool could
-// starve them (each request holding a lock connection while waiting for a
-// transaction connection).
+// OpenLockDB opens a pool of its own for the mysql lock backend. Every held
+// GET_LOCK pins a connection. Sharing the order transactions' pool could
+// starve them. Each request would hold a lock connection while waiting for
+// a transaction connection.
 func OpenLockDB(ctx context.Context, dsn string) (*sql.DB, error) {
 	db, err := sql.Open("mysql", dsn)
 	if err != nil {
@@ -153,7 +153,7 @@ func (d *DB) Migrate(ctx context.Context) error {
 }
 
 // addedIndexes are the indexes added after their table first shipped.
-// idx_status_time finds expired unpaid orders without a full scan;
+// idx_status_time finds expired unpaid orders without a full scan.
 // idx_giveback finds the Redis give-backs still due.
 var addedIndexes = []struct{ table, name, columns string }{
 	{"tb_voucher_order", "idx_status_time", "status, create_time"},
@@ -212,7 +212,7 @@ func isUniqueViolation(err error) bool {
 }
 
 // translate maps driver errors to model errors: unreachable or timed-out
-// dependencies become model.ErrUnavailable; the rest are wrapped as they are
+// dependencies become model.ErrUnavailable. The rest are wrapped as they are
 // (the handler turns them into INTERNAL without leaking their text).
 func translate(err error) error {
 	if err == nil {
@@ -227,7 +227,7 @@ func translate(err error) error {
 		return model.Unavailable(err)
 	case errors.Is(err, sql.ErrTxDone):
 		// database/sql rolled the transaction back when its context
-		// ended; the next statement in it reports only this.
+		// ended. The next statement in it reports only this.
 		return model.Unavailable(err)
 	case errors.As(err, &me) && (isTransient(me.Number)):
 		return model.Unavailable(err)
@@ -238,10 +238,11 @@ func translate(err error) error {
 }
 
 // isTransient reports the MySQL/MariaDB errors that say the server cannot
-// serve now, not that the request is wrong. They are: too many connections
-// (1040), lock wait timeout (1205), deadlock (1213), shutting down (1053),
-// query interrupted (1317), connection killed (1927), gone away (2006),
-// lost (2013), and cannot connect (2002, 2003).
+// serve now. They do not say the request is wrong. They are too many
+// connections (1040), lock wait timeout (1205) and deadlock (1213). So are
+// shutting down (1053), query interrupted (1317) and connection killed
+// (1927). So are gone away (2006), lost (2013) and cannot connect (2002,
+// 2003).
 func isTransient(n uint16) bool {
 	switch n {
 	case 1040, 1205, 1213, 1053, 1317, 1927, 2002, 2003, 2006, 2013:

@@ -10,7 +10,7 @@ import (
 // development demo data: "claimed" while a process seeds it, then the ids.
 const demoMark = "demo_seed"
 
-// DemoMarks keeps the record of the demo data in tb_seckill_meta; its
+// DemoMarks keeps the record of the demo data in tb_seckill_meta. Its
 // primary key lets exactly one process claim the seed.
 type DemoMarks struct {
 	db   *gorm.DB
@@ -27,7 +27,7 @@ type demoRow struct {
 
 func (demoRow) TableName() string { return "tb_seckill_meta" }
 
-// ClaimDemo inserts the claim; a row already there (a claim or a seed) is
+// ClaimDemo inserts the claim. A row already there (a claim or a seed) is
 // returned instead.
 func (m *DemoMarks) ClaimDemo(ctx context.Context) (bool, string, error) {
 	err := m.db.WithContext(ctx).Create(&demoRow{Name: m.name, Value: "claimed"}).Error

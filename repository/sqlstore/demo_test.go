@@ -9,7 +9,7 @@ import (
 )
 
 // TestDemoMarksOneClaim: of processes claiming the demo seed at once,
-// exactly one wins; the others read the record, and a released claim can
+// exactly one wins. The others read the record, and a released claim can
 // be claimed again.
 func TestDemoMarksOneClaim(t *testing.T) {
 	for name, db := range databases(t) {

@@ -72,7 +72,7 @@ func (r *GroupCommits) CreateOrders(ctx context.Context, orders []model.VoucherO
 }
 
 // undecided leaves to their buyers the orders of a group that did not
-// commit; the refusals it found before (stale fences, duplicates) stay.
+// commit. The refusals it found before (stale fences, duplicates) stay.
 func undecided(out []error) []error {
 	for i, e := range out {
 		if e == nil || errors.Is(e, model.ErrSoldOut) {
@@ -87,7 +87,7 @@ func undecided(out []error) []error {
 var errGroupFailed = errors.New("group commit failed")
 
 // createGroup is the body of the group transaction, every statement on tx.
-// It returns the answers and the ids of the orders inserted; an error
+// It returns the answers and the ids of the orders inserted. An error
 // rolls the transaction back, and the orders then answered nil (or sold
 // out) are left to their buyers.
 func createGroup(tx *gorm.DB, orders []model.VoucherOrder, fences []*model.Fence) ([]error, []int64, error) {
@@ -162,9 +162,9 @@ func createGroup(tx *gorm.DB, orders []model.VoucherOrder, fences []*model.Fence
 		err = insertOrders(tx, todo, true)
 		switch {
 		case errors.Is(err, model.ErrUniqueKey):
-			// A user's order written meanwhile by another transaction
-			// (the lock let it through): that user is a duplicate, the
-			// others go on without it.
+			// Another transaction wrote a user's order meanwhile, since the
+			// lock let it through. That user is a duplicate. The others go
+			// on without it.
 			if todo, at, err = dropWritten(tx, todo, at, out); err != nil {
 				return out, nil, err
 			}
@@ -217,10 +217,11 @@ func createGroup(tx *gorm.DB, orders []model.VoucherOrder, fences []*model.Fence
 }
 
 // checkFences records several fences (distinct keys) like checkFence and
-// tells which are stale, in three statements whatever their number: the
-// tokens read before, one multi-row upsert that keeps the newer token, and
-// a locking read of the rows after it. A token is stale when the row held
-// one at least as new before, or holds a newer one now.
+// tells which are stale. It takes three statements whatever their number.
+// First it reads the tokens. Then one multi-row upsert keeps the newer
+// token. Last a locking read fetches the rows after it. A token is stale
+// when the row held one at least as new before. It is also stale when the
+// row holds a newer one now.
 func checkFences(tx *gorm.DB, fences []*model.Fence) ([]bool, error) {
 	if len(fences) == 1 {
 		err := checkFence(tx, fences[0])
@@ -285,11 +286,11 @@ func fenceTokens(tx *gorm.DB, keys []string, locking bool) (map[string]int64, er
 	return out, nil
 }
 
-// dropWritten rolls the group's insert back after a unique-key violation
-// and answers the users whose order of the voucher is now in the database
-// (a locking read, which sees the latest commit) as duplicates that only
-// the unique key stopped. It returns the orders left; none found is an
-// error.
+// dropWritten rolls the group's insert back after a unique-key violation.
+// Some users' orders of the voucher are now in the database. A locking read
+// finds them, since it sees the latest commit. Those users are answered as
+// duplicates that only the unique key stopped. It returns the orders left.
+// None found is an error.
 func dropWritten(tx *gorm.DB, todo []model.VoucherOrder, at []int, out []error) ([]model.VoucherOrder, []int, error) {
 	if err := tx.RollbackTo("units").Error; err != nil {
 		return nil, nil, err

@@ -91,7 +91,7 @@ func TestCreateOrdersRefusalsDoNotFailOthers(t *testing.T) {
 			orders := NewOrders(db)
 			vid := newVoucher(t, db, 10)
 			group := groupOf(vid, 5)
-			// Order 1's user already has an order; order 3's fence is stale.
+			// Order 1's user already has an order. Order 3's fence is stale.
 			if err := orders.CreateOrder(ctx, order(vid, group[1].UserID), nil); err != nil {
 				t.Fatal(err)
 			}

@@ -13,21 +13,21 @@ import (
 	"gorm.io/gorm/clause"
 )
 
-// OrderLifecycle changes an order after it is written: pay, cancel,
-// expire, and the give-backs they leave. Every change
-// of status is one conditional UPDATE on the status (never a read and then
-// a write), so a payment and a cancel or expiry racing on one order end
-// with exactly one of them. A cancel gives the unit back to the voucher's
-// stock in the same transaction.
+// OrderLifecycle changes an order after it is written: pay, cancel, expire,
+// and the give-backs they leave. Every change of status is one conditional
+// UPDATE on the status. It never reads and then writes. So a payment and a
+// cancel or expiry racing on one order end with exactly one of them. A
+// cancel gives the unit back to the voucher's stock in the same
+// transaction.
 type OrderLifecycle struct{ db *gorm.DB }
 
 // Pay marks the user's order paid if it is unpaid and was created after
-// cutoff (its pay deadline not passed), recording now, the voucher's pay
-// value and key. It returns the order as it is afterwards and whether
-// this call paid it; a paid order is returned as it is (paying twice
-// answers the same). Refusals:
-// model.ErrOrderNotFound (missing or another user's), model.ErrOrderExpired
-// (past the deadline, or cancelled by the timeout), model.ErrOrderCancelled.
+// cutoff. So its pay deadline has not passed. It records now, the voucher's
+// pay value and key. It returns the order as it is afterwards and whether
+// this call paid it. A paid order is returned as it is; paying twice
+// answers the same. Refusals are model.ErrOrderNotFound (missing or another
+// user's) and model.ErrOrderCancelled. Also model.ErrOrderExpired: past the
+// deadline, or cancelled by the timeout.
 func (r *OrderLifecycle) Pay(ctx context.Context, userID, orderID int64, key string, now, cutoff time.Time) (*model.VoucherOrder, bool, error) {
 	for attempt := 1; ; attempt++ {
 		o, changed, err := r.pay(ctx, userID, orderID, key, now, cutoff)
@@ -40,9 +40,9 @@ func (r *OrderLifecycle) Pay(ctx context.Context, userID, orderID int64, key str
 	}
 }
 
-// errWrittenMeanwhile means the order was written (async mode) between a
-// conditional update that found nothing and the read after it: the update
-// is tried again.
+// errWrittenMeanwhile means async mode wrote the order at an awkward time.
+// The write fell between a conditional update that found nothing and the
+// read after it. The update is tried again.
 var errWrittenMeanwhile = errors.New("order written meanwhile")
 
 // writtenRetries bounds the attempts of a pay or cancel whose order was
@@ -82,10 +82,10 @@ WHERE id = ? AND user_id = ? AND status = ? AND create_time > ?`,
 }
 
 // Cancel cancels the user's unpaid order and gives its unit back to the
-// voucher's stock in one transaction; due marks the Redis give-back as
+// voucher's stock in one transaction. due marks the Redis give-back as
 // owed (async mode). An order already past cutoff is cancelled as expired
 // (reason timeout) and answered model.ErrOrderExpired. A cancelled order is
-// returned as it is; model.ErrOrderPaid refuses a paid one. The bool says
+// returned as it is. model.ErrOrderPaid refuses a paid one. The bool says
 // whether this call cancelled it (by its buyer or as expired).
 func (r *OrderLifecycle) Cancel(ctx context.Context, userID, orderID int64, now, cutoff time.Time, due bool) (*model.VoucherOrder, bool, error) {
 	for attempt := 1; ; attempt++ {
@@ -139,18 +139,18 @@ WHERE id = ? AND user_id = ? AND status = ?`,
 	return o, false, fmt.Errorf("order %d: unexpected status %d", o.ID, o.Status)
 }
 
-// Expire cancels up to limit unpaid orders created at or before cutoff
-// (reason timeout) and gives their units back, in one transaction; due
+// Expire cancels up to limit unpaid orders created at or before cutoff,
+// with reason timeout. It gives their units back, in one transaction. due
 // marks their Redis give-backs as owed. On MySQL the orders are claimed
-// with FOR UPDATE SKIP LOCKED: sweepers of several instances take disjoint
-// batches, and an order a payment holds is left to the payment. A sweeper
-// killed mid-batch rolls back: its orders stay unpaid for the next one.
-// Non-empty vouchers limits it to their orders. It returns the orders it
-// expired.
+// with FOR UPDATE SKIP LOCKED. So sweepers of several instances take
+// disjoint batches. An order a payment holds is left to the payment. A
+// sweeper killed mid-batch rolls back. Its orders stay unpaid for the next
+// one. Non-empty vouchers limits it to their orders. It returns the orders
+// it expired.
 func (r *OrderLifecycle) Expire(ctx context.Context, cutoff, now time.Time, limit int, due bool, vouchers []int64) ([]model.VoucherOrder, error) {
 	var out []model.VoucherOrder
-	// READ COMMITTED on MySQL: the claim's range scan then locks the rows it
-	// takes and no gap, so new orders are never held up behind a sweep.
+	// READ COMMITTED on MySQL: the claim's range scan locks the rows it
+	// takes and no gap. New orders are never held up behind a sweep.
 	var opts []*sql.TxOptions
 	if r.db.Dialector.Name() != "sqlite" {
 		opts = append(opts, &sql.TxOptions{Isolation: sql.LevelReadCommitted})
@@ -230,9 +230,9 @@ func (r *OrderLifecycle) GivebacksDone(ctx context.Context, ids []int64) error {
 	return translate(err)
 }
 
-// giveBack puts n units back into each voucher's stock, vouchers in id
-// order (as insertOrders takes them: concurrent transactions cannot
-// deadlock on them).
+// giveBack puts n units back into each voucher's stock. It takes the
+// vouchers in id order, as insertOrders does. So concurrent transactions
+// cannot deadlock on them.
 func giveBack(tx *gorm.DB, per map[int64]int) error {
 	vouchers := make([]int64, 0, len(per))
 	for v := range per {

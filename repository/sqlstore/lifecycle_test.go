@@ -12,9 +12,9 @@ import (
 	"seckill/model"
 )
 
-// longAgo is the creation time of the test orders meant to expire, on
-// databases of their own (privateDatabases): any other instance's sweeper
-// on a shared database would expire them too.
+// longAgo is the creation time of the test orders meant to expire. They
+// live on databases of their own (privateDatabases). On a shared database,
+// any instance's sweeper would expire them too.
 var (
 	longAgo      = time.Date(2001, 1, 1, 0, 0, 0, 0, time.Local)
 	expireCutoff = longAgo.Add(time.Hour)
@@ -121,11 +121,10 @@ func TestOrderLifecycle(t *testing.T) {
 	}
 }
 
-// TestPayRacesExpiryAndCancel: payments, buyer cancels and several
-// sweepers (some of them killed mid-batch by their context) race on the
-// same orders. Each order ends paid or cancelled, a payment succeeds
-// exactly for the paid ones, and every cancelled order's unit is back in
-// the stock exactly once.
+// TestPayRacesExpiryAndCancel: payments, buyer cancels and several sweepers
+// race on the same orders. Contexts kill some sweepers mid-batch. Each
+// order ends paid or cancelled. A payment succeeds exactly for the paid
+// ones. Every cancelled order's unit is back in the stock exactly once.
 func TestPayRacesExpiryAndCancel(t *testing.T) {
 	const n = 120
 	ctx := context.Background()
@@ -241,8 +240,8 @@ func TestPayRacesExpiryAndCancel(t *testing.T) {
 }
 
 // TestExpireSkipsLockedOrders: a sweeper passes over an order another
-// transaction holds (a payment in flight, another sweeper's batch)
-// instead of waiting for it, and takes it once it is free.
+// transaction holds. That is a payment in flight or another sweeper's
+// batch. It does not wait, and it takes the order once it is free.
 func TestExpireSkipsLockedOrders(t *testing.T) {
 	db, ok := privateDatabases(t)["mysql"]
 	if !ok {

@@ -5,7 +5,7 @@ import (
 	"testing"
 )
 
-// TestNamedValuesList: rows by name prefix; a prefix with a LIKE wildcard is
+// TestNamedValuesList: rows by name prefix. A prefix with a LIKE wildcard is
 // refused.
 func TestNamedValuesList(t *testing.T) {
 	for name, db := range databases(t) {

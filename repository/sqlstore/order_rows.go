@@ -17,7 +17,7 @@ import (
 
 // deadlockRetries bounds the attempts of an order transaction that InnoDB
 // chose as a deadlock victim. Deadlocks need concurrent inserts of one
-// (user, voucher), which only a lock that failed lets through: the retry
+// (user, voucher). Only a lock that failed lets those through. The retry
 // then finds the other order and answers DUPLICATE_ORDER.
 const deadlockRetries = 3
 
@@ -71,15 +71,15 @@ func createOrder(tx *gorm.DB, o *model.VoucherOrder, fence *model.Fence) error {
 
 // insertOrders is the write of the order transactions and the consumers'
 // batches, on tx. It inserts the orders in one statement. Then each
-// voucher's stock drops by its number of orders, if it has that many;
-// vouchers go in id order, so that batches cannot deadlock. A failed
-// insert is mapped by insertErr; a voucher short of stock is ErrSoldOut.
+// voucher's stock drops by its number of orders, if it has that many.
+// Vouchers go in id order, so that batches cannot deadlock. A failed
+// insert is mapped by insertErr. A voucher short of stock is ErrSoldOut.
 // With window, the update also checks every order's time against the
-// sale window; consumers leave it off, their orders admitted in it.
+// sale window. Consumers leave it off, their orders admitted in it.
 // On an error the caller's transaction rolls everything back.
 func insertOrders(tx *gorm.DB, orders []model.VoucherOrder, window bool) error {
 	// The insert comes before the stock update so that the hot stock rows
-	// stay locked for one round trip (the commit), not two; the outcome is
+	// stay locked for one round trip (the commit), not two. The outcome is
 	// the same, since a failed update rolls the insert back.
 	if err := tx.Create(&orders).Error; err != nil {
 		return insertErr(err, orders[0].ID)
@@ -114,7 +114,7 @@ func insertOrders(tx *gorm.DB, orders []model.VoucherOrder, window bool) error {
 	return nil
 }
 
-// saleWindow is the span of create times the window must hold; zero when
+// saleWindow is the span of create times the window must hold. Zero when
 // the window is not checked.
 type saleWindow struct{ first, last time.Time }
 
@@ -177,7 +177,7 @@ func orderKeys(db *gorm.DB, ids []int64) (map[int64]orderKey, error) {
 	return have, nil
 }
 
-// insertErr maps the failed insert of an order; id names it in the error.
+// insertErr maps the failed insert of an order. id names it in the error.
 // A primary-key violation means the id belongs to another order
 // (model.ErrOrderIDTaken: the id sequence restarted). A violation of the
 // unique key (user_id, voucher_id) is a duplicate the lock let through:

@@ -10,13 +10,13 @@ import (
 	"gorm.io/gorm"
 )
 
-// The outcome of each async order (tb_order_outcome): the one arbiter
+// The outcome of each async order (tb_order_outcome). It is the one arbiter
 // between writing an order and dead-lettering its entry. The batch
-// transaction records 'written' with the orders it writes; a consumer about
-// to give an entry up records 'dead' on its own before the dead-letter
-// script runs. The primary key lets exactly one outcome per order win, so an
-// order is never both written and given back, whichever consumers hold its
-// entry and however they interleave.
+// transaction records 'written' with the orders it writes. A consumer about
+// to give an entry up records 'dead' on its own first. Then the dead-letter
+// script runs. The primary key lets exactly one outcome per order win. So
+// an order is never both written and given back. That holds whichever
+// consumers hold its entry and however they interleave.
 
 // Outcomes (column outcome).
 const (
@@ -41,10 +41,10 @@ func (outcomeRow) TableName() string { return "tb_order_outcome" }
 // already.
 var errOutcomeTaken = errors.New("order outcome recorded already")
 
-// recordWritten records the outcome 'written' of orders on tx, in one
-// multi-row INSERT in id order (concurrent batches lock the rows in the
-// same order, so they cannot deadlock on them). errOutcomeTaken when one
-// has an outcome already (dead-lettered, or written by a concurrent batch).
+// recordWritten records the outcome 'written' of orders on tx. It uses one
+// multi-row INSERT in id order. Concurrent batches lock the rows in the
+// same order, so they cannot deadlock. errOutcomeTaken when one has an
+// outcome already. It was dead-lettered, or written by a concurrent batch.
 func recordWritten(tx *gorm.DB, orders []model.VoucherOrder) error {
 	ids := make([]int64, len(orders))
 	for i, o := range orders {

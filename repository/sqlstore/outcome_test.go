@@ -15,9 +15,9 @@ func entryOf(o *model.VoucherOrder) model.QueuedOrder {
 }
 
 // TestOrderOutcome: one outcome per order. A dead letter recorded first
-// stops the batch and the single write of the order; an order written
-// first turns the dead letter into an acknowledgement; the first dead
-// letter's reason stays; an id of another order records nothing.
+// stops the batch and the single write of the order. An order written
+// first turns the dead letter into an acknowledgement. The first dead
+// letter's reason stays. An id of another order records nothing.
 func TestOrderOutcome(t *testing.T) {
 	ctx := context.Background()
 	for name, db := range databases(t) {

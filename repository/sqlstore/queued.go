@@ -19,7 +19,7 @@ type QueuedOrders struct{ db *gorm.DB }
 // insertOrders, whose errors fail the batch with nothing written. The
 // outcome 'written' is recorded in the same transaction, before the
 // orders. An order dead-lettered meanwhile fails the batch with
-// model.ErrOrderDeadLettered; one written concurrently, with another error.
+// model.ErrOrderDeadLettered. One written concurrently, with another error.
 func (r *QueuedOrders) WriteBatch(ctx context.Context, orders []model.VoucherOrder) (existing []int64, err error) {
 	if len(orders) == 0 {
 		return nil, nil
@@ -83,12 +83,12 @@ func asyncOrderErr(err error) error {
 	return orderErr(err)
 }
 
-// WriteOne writes one order in its own transaction (the sync path's order
-// transaction, without fencing), unless it is in the database already (same
-// id, user and voucher): then it reports existed. An id held by another
+// WriteOne writes one order in its own transaction. That is the sync path's
+// order transaction, without fencing. An order already in the database
+// (same id, user and voucher) is reported as existed. An id held by another
 // order is model.ErrOrderIDTaken. An order written concurrently under the
-// same id (a unique-key violation) counts as existing. Its outcome
-// 'written' is recorded in the same transaction; an order dead-lettered
+// same id counts as existing (a unique-key violation). Its outcome
+// 'written' is recorded in the same transaction. An order dead-lettered
 // meanwhile (outcome 'dead') is model.ErrOrderDeadLettered, never written.
 func (r *QueuedOrders) WriteOne(ctx context.Context, o *model.VoucherOrder) (existed bool, err error) {
 	err = r.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
@@ -124,7 +124,7 @@ func (r *QueuedOrders) WriteOne(ctx context.Context, o *model.VoucherOrder) (exi
 	return existed, asyncOrderErr(err)
 }
 
-// sameOrder reports whether o is in the database; an id held by another
+// sameOrder reports whether o is in the database. An id held by another
 // order is model.ErrOrderIDTaken.
 func sameOrder(db *gorm.DB, o *model.VoucherOrder) (bool, error) {
 	have, err := orderKeys(db, []int64{o.ID})
@@ -155,8 +155,8 @@ func (r *QueuedOrders) Written(ctx context.Context, entries []model.QueuedOrder)
 }
 
 // written marks in out the order ids of entries whose order is in the
-// database (same id, user and voucher), reading through db (a transaction
-// handle, or the pool).
+// database. The order must match id, user and voucher. It reads through db,
+// a transaction handle or the pool.
 func written(db *gorm.DB, entries []model.QueuedOrder, out map[int64]bool) error {
 	for start := 0; start < len(entries); start += writtenChunk {
 		chunk := entries[start:min(start+writtenChunk, len(entries))]
@@ -201,7 +201,7 @@ func (r *QueuedOrders) RecordDeadLetter(ctx context.Context, m model.QueuedOrder
 	err := r.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
 		var err error
 		// An order written without an outcome (before the table existed)
-		// is found here; one written since then collides on the key.
+		// is found here. One written since then collides on the key.
 		if written, err = sameOrder(tx, o); err != nil || written {
 			return err
 		}

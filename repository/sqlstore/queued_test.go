@@ -19,8 +19,9 @@ func stockAndOrders(t *testing.T, db *DB, vid int64) (stock int, orders int64) {
 }
 
 // TestWriteBatch: the consumers' batch transaction writes every order or
-// none, decrements each voucher's stock by its count, and skips orders
-// already written (idempotence) but not an id held by another order.
+// none. It decrements each voucher's stock by its count. It skips orders
+// already written (idempotence). An id held by another order is not
+// skipped.
 func TestWriteBatch(t *testing.T) {
 	ctx := context.Background()
 	for name, db := range databases(t) {

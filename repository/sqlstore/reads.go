@@ -94,11 +94,10 @@ func (r *OrderReads) ListByUser(ctx context.Context, userID int64, limit int) ([
 	return out, nil
 }
 
-// OrderFacts reads, in one read-only REPEATABLE READ transaction (one
-// snapshot; in SQLite any transaction is one), the number of live and of
-// cancelled orders of each voucher,
-// which entries' orders are written and, with buyers, each voucher's
-// buyers.
+// OrderFacts reads facts in one read-only REPEATABLE READ transaction, so
+// one snapshot. In SQLite any transaction is one. It counts the live and
+// the cancelled orders of each voucher. It tells which entries' orders are
+// written. With buyers, it also lists each voucher's buyers.
 func (r *OrderReads) OrderFacts(ctx context.Context, voucherIDs []int64, entries []model.QueuedOrder, buyers bool) (model.OrderFacts, error) {
 	f := model.OrderFacts{Orders: map[int64]int64{}, Cancelled: map[int64]int64{}, Written: map[int64]bool{}}
 	if buyers {
@@ -156,9 +155,9 @@ func (r *OrderReads) OrderFacts(ctx context.Context, voucherIDs []int64, entries
 	return f, nil
 }
 
-// snapshot runs read in one read-only transaction that reads one
-// snapshot: REPEATABLE READ whatever the server's default (under READ
-// COMMITTED each query would see its own). SQLite's transactions read one
+// snapshot runs read in one read-only transaction that reads one snapshot.
+// It asks for REPEATABLE READ whatever the server's default. Under READ
+// COMMITTED each query would see its own. SQLite's transactions read one
 // snapshot anyway.
 func (r *OrderReads) snapshot(ctx context.Context, read func(tx *gorm.DB) error) error {
 	var opts []*sql.TxOptions

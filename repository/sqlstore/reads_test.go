@@ -7,7 +7,7 @@ import (
 )
 
 // TestListByUser: a user's orders only, newest (largest id) first, at most
-// limit; none is an empty list.
+// limit. None is an empty list.
 func TestListByUser(t *testing.T) {
 	for name, db := range databases(t) {
 		t.Run(name, func(t *testing.T) {

@@ -20,8 +20,8 @@ import (
 func databases(t *testing.T) map[string]*DB { return openDatabases(t, false) }
 
 // privateDatabases is databases with the MySQL case on a database of its
-// own, created for the test and dropped after it: for orders that any
-// instance's expiry sweeper on the shared database would take.
+// own. That database is created for the test and dropped after it. It
+// serves orders that any sweeper on the shared database would take.
 func privateDatabases(t *testing.T) map[string]*DB { return openDatabases(t, true) }
 
 func openDatabases(t *testing.T, private bool) map[string]*DB {
@@ -123,11 +123,10 @@ func TestCreateOrder(t *testing.T) {
 	}
 }
 
-// TestUniqueKeyRollsBack: an insert stopped by a unique key after the
-// existence check passed (the race the per-user lock should prevent) is
-// ErrDuplicateOrder + ErrUniqueKey and leaves the stock untouched.
-// TestUniqueKeyRollsBack: an insert refused by a key of tb_voucher_order
-// rolls the transaction back (the stock decrement with it).
+// TestUniqueKeyRollsBack: a key of tb_voucher_order stops an insert after
+// the existence check passed. The per-user lock should prevent that race.
+// It is ErrDuplicateOrder + ErrUniqueKey. The transaction rolls back with
+// its stock decrement, so the stock is untouched.
 func TestUniqueKeyRollsBack(t *testing.T) {
 	ctx := context.Background()
 	for name, db := range databases(t) {
@@ -221,9 +220,9 @@ func TestEnsureUsers(t *testing.T) {
 	}
 }
 
-// TestCreateOrderIDTaken: an order whose id belongs to another order (the
-// id sequence restarted after Redis lost it) is model.ErrOrderIDTaken, not
-// a duplicate order that the lock let through.
+// TestCreateOrderIDTaken: an order whose id belongs to another order is
+// model.ErrOrderIDTaken. The id sequence restarted after Redis lost it. It
+// is not a duplicate order that the lock let through.
 func TestCreateOrderIDTaken(t *testing.T) {
 	ctx := context.Background()
 	for name, db := range databases(t) {
@@ -247,9 +246,9 @@ func TestCreateOrderIDTaken(t *testing.T) {
 	}
 }
 
-// TestCreateOrderOutsideWindow: the order transaction's stock update also
-// requires the sale window at the order's time, so an instance whose cached
-// window is stale (the voucher was closed or edited since) cannot sell.
+// TestCreateOrderOutsideWindow: the stock update also requires the sale
+// window at the order's time. An instance's cached window may be stale,
+// since the voucher was closed or edited. That instance cannot sell.
 func TestCreateOrderOutsideWindow(t *testing.T) {
 	ctx := context.Background()
 	for name, db := range databases(t) {

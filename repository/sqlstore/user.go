@@ -43,7 +43,7 @@ func (r *Users) FindByID(ctx context.Context, id int64) (*model.User, error) {
 	return &u, nil
 }
 
-// Create inserts u; if a user with the same phone appeared meanwhile, u is
+// Create inserts u. If a user with the same phone appeared meanwhile, u is
 // filled from it instead.
 func (r *Users) Create(ctx context.Context, u *model.User) error {
 	now := time.Now()

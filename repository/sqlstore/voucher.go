@@ -149,7 +149,7 @@ func (r *Vouchers) UpdateSeckill(ctx context.Context, voucherID int64, e model.V
 	return translate(err)
 }
 
-// whyNotEditable names why the edit's UPDATE changed no row; nil when the
+// whyNotEditable names why the edit's UPDATE changed no row. nil when the
 // row matched and already held the edit.
 func (r *Vouchers) whyNotEditable(tx *gorm.DB, voucherID int64, stock int, now time.Time) error {
 	var sv model.SeckillVoucher
@@ -169,7 +169,7 @@ func (r *Vouchers) whyNotEditable(tx *gorm.DB, voucherID int64, stock int, now t
 
 // CloseSeckill closes the voucher at now: its window ends at now (and
 // begins at now if it had not begun), then its status is closed. Orders
-// and stock stay as they are. Closing a closed voucher changes nothing; an
+// and stock stay as they are. Closing a closed voucher changes nothing. An
 // unknown one is model.ErrVoucherNotFound.
 func (r *Vouchers) CloseSeckill(ctx context.Context, voucherID int64, now time.Time) error {
 	err := r.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
