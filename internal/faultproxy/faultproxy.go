@@ -68,7 +68,7 @@ func (p *Proxy) Close() {
 
 // LoseReply arms the proxy once: the next command named cmd (any case,
 // e.g. "evalsha") is forwarded to the server and runs there, but its reply
-// is swallowed; onLost (if not nil) runs, then both sides of that
+// is swallowed. onLost (if not nil) runs, then both sides of that
 // connection are closed. A -NOSCRIPT reply is forwarded and keeps the
 // proxy armed, since the command did not run.
 func (p *Proxy) LoseReply(cmd string, onLost func()) {
@@ -86,7 +86,7 @@ func (p *Proxy) LoseCommand(cmd string) {
 }
 
 // Cut closes every connection made so far, as a server or network reset
-// would; the proxy keeps accepting new ones.
+// would. The proxy keeps accepting new ones.
 func (p *Proxy) Cut() {
 	p.mu.Lock()
 	conns := p.conns
@@ -130,7 +130,7 @@ func (p *Proxy) SetDelay(delay func() time.Duration) {
 }
 
 // hold waits for the link's partition to heal and for its delay, or until
-// stop is closed; it reports false when stop ended the wait.
+// stop is closed. It reports false when stop ended the wait.
 func (p *Proxy) hold(stop <-chan struct{}) bool {
 	p.mu.Lock()
 	healed, delay := p.healed, p.delay

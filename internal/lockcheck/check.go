@@ -19,7 +19,7 @@ type Verdict struct {
 	// TimedOut is how many keys the checker could not decide in time.
 	TimedOut int
 	// Shortest is the shortest violating sub-history found (a window of
-	// one key's operations); nil without violations.
+	// one key's operations). nil without violations.
 	Shortest []porcupine.Operation
 	// shortestModel checks Shortest: the model, started in any state.
 	shortestModel porcupine.Model

@@ -2,13 +2,13 @@
 // processes on free loopback ports, for tests and tools that must kill and
 // restart Redis without touching shared servers: a server can be SIGKILLed
 // and restarted on its port, empty, as a primary or as the replica of
-// another; a Set is a primary, its replica and the Sentinels that watch
+// another. A Set is a primary, its replica and the Sentinels that watch
 // them.
 //
 // The servers keep nothing on disk that survives a restart (no RDB
 // snapshots, no AOF). Every process is started with a parent-death signal
 // on Linux, so that it dies with the process that started it even when
-// Close is never called (a test binary killed by its timeout); callers
+// Close is never called (a test binary killed by its timeout). Callers
 // still Close (or Kill) what they start. (The signal comes when the OS
 // thread that started the process exits, which the Go runtime does only
 // for a goroutine that ends locked to its thread: do not start processes
@@ -70,7 +70,7 @@ type Options struct {
 	// empty: a primary.
 	ReplicaOf string
 	// Args are further redis-server arguments, e.g. {"--maxmemory",
-	// "64mb"}; they come last, so they override the defaults. Default none.
+	// "64mb"}. They come last, so they override the defaults. Default none.
 	Args []string
 	// Bin is the redis-server binary. Default "redis-server" on PATH.
 	Bin string
@@ -160,7 +160,7 @@ func (s *Server) Kill() error { return s.p.kill() }
 // Restart starts the killed server again on the same port, empty (its
 // working directory's RDB files are removed first), as the replica of
 // replicaOf ("host:port") or, when replicaOf is empty, as a primary. It
-// waits within ctx until the server answers PING; a replica may still be
+// waits within ctx until the server answers PING. A replica may still be
 // syncing then. Restarting a running server is an error.
 func (s *Server) Restart(ctx context.Context, replicaOf string) error {
 	if s.p.sup.Running() {
@@ -178,7 +178,7 @@ func (s *Server) Restart(ctx context.Context, replicaOf string) error {
 	return s.p.restart(ctx, s.args(s.p.dir, s.p.port, replicaOf))
 }
 
-// Close kills the server; see Kill.
+// Close kills the server. See Kill.
 func (s *Server) Close() error { return s.Kill() }
 
 // procSpec says how to start one process.
@@ -261,7 +261,7 @@ func (p *process) restart(ctx context.Context, args []string) error {
 	return nil
 }
 
-// run starts the process and waits until it answers PING; on failure the
+// run starts the process and waits until it answers PING. On failure the
 // process is killed and the error quotes the end of its output.
 func (p *process) run(ctx context.Context) error {
 	if err := p.sup.Start(); err != nil {

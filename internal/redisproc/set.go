@@ -24,7 +24,7 @@ type SetOptions struct {
 	Replicas int
 	// Sentinels is how many Sentinels watch the primary. Default 3.
 	Sentinels int
-	// Quorum, DownAfter and FailoverTimeout are the Sentinels' settings;
+	// Quorum, DownAfter and FailoverTimeout are the Sentinels' settings.
 	// defaults as in SentinelOptions (2, 1s, 5s).
 	Quorum          int
 	DownAfter       time.Duration
@@ -113,7 +113,7 @@ func (s *Set) SentinelAddrs() []string {
 	return addrs
 }
 
-// Primary returns the server every Sentinel names as the primary; an
+// Primary returns the server every Sentinel names as the primary. An
 // error when a Sentinel does not answer or they disagree.
 func (s *Set) Primary(ctx context.Context) (*Server, error) {
 	var named string
@@ -136,9 +136,9 @@ func (s *Set) Primary(ctx context.Context) (*Server, error) {
 }
 
 // WaitHealthy polls, within ctx (DefaultWait when ctx has no deadline),
-// until every Sentinel names the same primary, which reports role master;
-// every other server is its replica, linked, and has applied what the
-// primary had written when the check began; and every Sentinel sees the
+// until every Sentinel names the same primary, which reports role master.
+// Every other server is its replica, linked, and has applied what the
+// primary had written when the check began. And every Sentinel sees the
 // primary up, knows every other Sentinel and sees every replica up and
 // linked.
 func (s *Set) WaitHealthy(ctx context.Context) error {
@@ -327,7 +327,7 @@ func quick(addr string) *redis.Options {
 }
 
 // poll runs check every 50ms until it returns nil or ctx (DefaultWait when
-// it has no deadline) ends; then the error names what was awaited and the
+// it has no deadline) ends. Then the error names what was awaited and the
 // last reason.
 func poll(ctx context.Context, what string, check func(context.Context) error) error {
 	ctx, cancel := bounded(ctx)

@@ -55,7 +55,7 @@ type benchDie struct{ msg string }
 // bench is one run of the benchmark: its settings, connections and every
 // figure measured so far.
 type bench struct {
-	// The method sets by concern; each reaches the run's state through
+	// The method sets by concern. Each reaches the run's state through
 	// its *bench.
 	serverUnderTest
 	limitRuns

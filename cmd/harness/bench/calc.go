@@ -13,10 +13,10 @@ import (
 // formats (printf "%.0f" and the like) are part of RESULTS.md's content.
 
 // figures holds one run's (or one limit's) figures by name, as the strings
-// RESULTS.md shows; a missing figure is an empty cell.
+// RESULTS.md shows. A missing figure is an empty cell.
 type benchFigures map[string]string
 
-// num reads a figure as a number; ok is false when it is empty or not one.
+// num reads a figure as a number. ok is false when it is empty or not one.
 func figNum(s string) (float64, bool) {
 	if s == "" {
 		return 0, false
@@ -165,7 +165,7 @@ func meterFigures(a, b cpuSample, n, hz float64) benchFigures {
 
 // orderCPUFigures turns two samples into the CPU per admitted order: the server's and Redis's CPU over the run, in microseconds, divided
 // by the orders the run admitted (its 200 answers: each one an order, sync
-// or async), with one decimal; none when no order was admitted. Unlike the
+// or async), with one decimal. None when no order was admitted. Unlike the
 // per-response figures of meterFigures, refusals (a 503 while a voucher is
 // frozen, say) count in no denominator.
 func orderCPUFigures(a, b cpuSample, orders, hz float64) benchFigures {
@@ -315,7 +315,7 @@ func promHistogram(text, route string) benchFigures {
 }
 
 // pipelineDepth is redis-benchmark's -P for a run's pipeline_mean: the mean
-// rounded, at least 1; 0 when there is no mean.
+// rounded, at least 1. 0 when there is no mean.
 func pipelineDepth(mean string) int {
 	m, ok := figNum(mean)
 	if !ok {

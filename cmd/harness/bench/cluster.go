@@ -43,7 +43,7 @@ type JSONNode struct {
 
 // CoreRate is the admissions/s a Redis process spending us µs of CPU per
 // admitted order could take on a core of its own: 1e6 ÷ us, to hundreds
-// (us has one decimal); 0 when us is not positive. RESULTS.md and
+// (us has one decimal). 0 when us is not positive. RESULTS.md and
 // docs/bench-cluster.svg project with it.
 func CoreRate(us float64) float64 {
 	if us <= 0 {
@@ -64,7 +64,7 @@ func coreRateText(us string) string {
 
 // BusiestMaster is the master that spent the most CPU per admitted order
 // in a run: its index among the nodes (roles, in clusterNodes order) and
-// its µs; us gives node i's figure (ok false when absent). ok is false when
+// its µs. us gives node i's figure (ok false when absent). ok is false when
 // no master has one.
 func BusiestMaster(roles []string, us func(node int) (float64, bool)) (node int, v float64, ok bool) {
 	node = -1
@@ -80,7 +80,7 @@ func BusiestMaster(roles []string, us func(node int) (float64, bool)) (node int,
 	return node, v, node >= 0
 }
 
-// clusterRuns runs the block; the run names are cluster-<N>.
+// clusterRuns runs the block. The run names are cluster-<N>.
 func (b costTables) clusterRuns() {
 	addrs := os.Getenv("SECKILL_TEST_CLUSTER_ADDRS")
 	set := strings.Fields(testbed.EnvOr("BENCH_CLUSTER_BUCKETS", "1 2 4 8"))

@@ -28,10 +28,10 @@ import (
 // has one too) and every run of the cluster block. COMMANDS.md beside
 // BENCH_RESULTS holds the tables, results.json their figures (commandCosts).
 //
-// commandstats counts the time inside commands (scripts included); INFO
+// commandstats counts the time inside commands (scripts included). INFO
 // cpu counts the whole process: the event loop, reading and writing the
 // sockets, replication to the replicas, the cluster bus. Both are per
-// admitted order (wrk's 200 responses); their difference is the work
+// admitted order (wrk's 200 responses). Their difference is the work
 // outside commands.
 
 // costNode is one Redis process whose work a run measures.
@@ -270,7 +270,7 @@ func nodeRoundTrips(text string) (trips, cmds map[string]float64) {
 
 // replicaRun is async-lua again on a Redis with a replica: the master of
 // SECKILL_TEST_SENTINEL_ADDRS, through Sentinel as the service runs there.
-// Its name is async-lua-replica; nothing when Sentinel is not configured.
+// Its name is async-lua-replica. Nothing when Sentinel is not configured.
 func (b costTables) replicaRun() {
 	sentinels, master := os.Getenv("SECKILL_TEST_SENTINEL_ADDRS"), os.Getenv("SECKILL_TEST_SENTINEL_MASTER")
 	if sentinels == "" || master == "" {

@@ -104,7 +104,7 @@ func (b limitRuns) redisLimits() {
 // removed afterwards. A random user per call: the few users drawn twice
 // are refused as duplicates (code 2), the others admitted (code 0: DECR,
 // SADD, XADD, SET with TTL). The voucher id is far above any
-// AUTO_INCREMENT id of tb_voucher; its order-info keys are
+// AUTO_INCREMENT id of tb_voucher. Its order-info keys are
 // seckill:orderinfo:<12 digits> (redis-benchmark's __rand_int__), the
 // service's order ids have 18 or more.
 func (b limitRuns) admitLimit(name string, depth int) {
@@ -205,7 +205,7 @@ func (b limitRuns) dbState(v int64) voucherFacts {
 	return f
 }
 
-// wrkRun is one wrk run with bench/rotate.lua; its BENCH lines become the
+// wrkRun is one wrk run with bench/rotate.lua. Its BENCH lines become the
 // run's figures, with the CPU used by the server, MariaDB, Redis and wrk,
 // and the machine's busy share, during the run. Without tokens the runs
 // alternate tokens-0.csv and tokens-1.csv.

@@ -29,7 +29,7 @@ func (b *bench) measure() {
 		return
 	}
 	if run := c.admissionRun(); run != "" {
-		// Its CPU profile (wrkRun), kept by saveAdmissionProfiles; and its
+		// Its CPU profile (wrkRun), kept by saveAdmissionProfiles. And its
 		// partner without the drain profiled alike, so that their ratio
 		// compares like with like.
 		b.cfg.Profile += " " + run + " " + run + "-nodrain"
@@ -251,7 +251,7 @@ func benchLimits() []string {
 	return limitsNotHit
 }
 
-// attempt runs a run; when its voucher was frozen by another process during
+// attempt runs a run. When its voucher was frozen by another process during
 // the run (see frozen), the attempt is recorded in disturbed, its
 // violations with it, and the run is repeated once. A repeat disturbed
 // again counts as it is.

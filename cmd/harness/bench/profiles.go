@@ -78,7 +78,7 @@ func benchFetch(url, dst string, timeout time.Duration) error {
 
 // saveAdmissionProfiles keeps the run's CPU profile (taken by wrkRun, in
 // the out dir) beside its allocation profiles and writes the top 20 of
-// each into <run>.top.txt; RESULTS.md shows them (admissionSection).
+// each into <run>.top.txt. RESULTS.md shows them (admissionSection).
 func (b reporter) saveAdmissionProfiles(run string) {
 	dir := b.cfg.profilesDir()
 	p := &admissionProfile{Run: run, Dir: dir, Secs: b.get(run, "profile_secs"),

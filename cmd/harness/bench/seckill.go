@@ -437,7 +437,7 @@ func roundHalfAway(x float64) float64 {
 }
 
 // k6Run: a fresh async server, a voucher of stock far above the request
-// count, k6 at rate; then the drain, the audit and the checks: every
+// count, k6 at rate. Then the drain, the audit and the checks: every
 // response 200, orders = 200s. With floor, first the same k6 run on the
 // no-op endpoint of the same server (<name>-noop): the latency floor of
 // this machine and client at that rate.

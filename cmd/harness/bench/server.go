@@ -60,7 +60,7 @@ func (b serverUnderTest) serverPID() int {
 	return b.server.Proc.Pid()
 }
 
-// call makes one HTTP request with the token; it returns the status and body.
+// call makes one HTTP request with the token. It returns the status and body.
 func (b serverUnderTest) call(method, path, token string, body []byte) (int, []byte, error) {
 	req, err := http.NewRequestWithContext(b.ctx, method, b.base+path, bytes.NewReader(body))
 	if err != nil {
@@ -80,7 +80,7 @@ func (b serverUnderTest) call(method, path, token string, body []byte) (int, []b
 }
 
 // publish creates a shop and a seckill voucher of it with stock through the
-// admin API; the voucher's id joins the vouchers cleaned up at exit.
+// admin API. The voucher's id joins the vouchers cleaned up at exit.
 func (b serverUnderTest) publish(stock int) int64 { return b.publishWith(stock, "") }
 
 // publishWith is publish with more fields of the body (`,"stockBuckets":4`).
@@ -154,7 +154,7 @@ func (b serverUnderTest) dbCounters() [3]float64 {
 	return out
 }
 
-// sample reads the meter; client is the load generator's CPU so far in
+// sample reads the meter. client is the load generator's CPU so far in
 // clock ticks (it is known only once it exited: 0 before).
 func (b serverUnderTest) sample(client float64) cpuSample {
 	s := cpuSample{DB: b.dbCounters()}
@@ -255,7 +255,7 @@ func (b serverUnderTest) profileFinish(name string) {
 
 // purgeLua: XACK (the consumer group) and XDEL the entries of KEYS[1] (a
 // shard's stream) whose voucherId is one of ARGV[2..], and delete their
-// order-info keys (ARGV[1]: the shard's order-info prefix); returns how
+// order-info keys (ARGV[1]: the shard's order-info prefix). Returns how
 // many. The group is repository's.
 var purgeLua = strings.NewReplacer("{{group}}", repository.GroupName).Replace(`
 local want = {}

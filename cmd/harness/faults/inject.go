@@ -240,9 +240,9 @@ func fencePlan(s *suite, e *caseEnv, p *loadPlan) {
 	p.Seq, p.Use, p.HoldAt = seq, []int{1}, len(seq)*70/100
 }
 
-// freezeHolder: the probe users buy on instance 1; once it holds their
+// freezeHolder: the probe users buy on instance 1. Once it holds their
 // locks (inside the critical section) it is frozen (SIGSTOP) until the
-// leases expire; instance 2 serves the same users; then instance 1 goes
+// leases expire. Instance 2 serves the same users. Then instance 1 goes
 // on (SIGCONT) with its late writes.
 func freezeHolder(ctx context.Context, s *suite, e *caseEnv, l *loadRun) error {
 	a := e.ins[0]

@@ -79,7 +79,7 @@ type apiEnvelope struct {
 	Data    json.RawMessage `json:"data"`
 }
 
-// call sends one request; status 0 is a transport error.
+// call sends one request. Status 0 is a transport error.
 func (c *apiClient) call(ctx context.Context, method, url, token string, body any) (int, *apiEnvelope, error) {
 	var rd io.Reader
 	if body != nil {
@@ -113,7 +113,7 @@ func (c *apiClient) call(ctx context.Context, method, url, token string, body an
 	return resp.StatusCode, &env, nil
 }
 
-// buy is one purchase; it fills Status, Code and OrderID of s.
+// buy is one purchase. It fills Status, Code and OrderID of s.
 func (c *apiClient) buy(ctx context.Context, base string, voucher int64, token string, s *shot) {
 	status, env, err := c.call(ctx, http.MethodPost, fmt.Sprintf("%s/voucher-order/seckill/%d", base, voucher), token, nil)
 	s.Status = status
@@ -138,7 +138,7 @@ func (c *apiClient) buy(ctx context.Context, base string, voucher int64, token s
 	}
 }
 
-// pay is POST /voucher-order/:id/pay as its owner; it returns the
+// pay is POST /voucher-order/:id/pay as its owner. It returns the
 // answer's code (OK, ORDER_EXPIRED, TRANSPORT, ...).
 func (c *apiClient) pay(ctx context.Context, base, token string, id int64) string {
 	status, env, err := c.call(ctx, http.MethodPost, fmt.Sprintf("%s/voucher-order/%d/pay", base, id), token, nil)
@@ -212,8 +212,8 @@ type loadPlan struct {
 	Users    []faultUser
 	Seq      []int         // user index per slot (schedule)
 	Interval time.Duration // between two slots
-	// FaultAt is the slot at which Fault starts (in its own goroutine);
-	// the load goes on meanwhile. HoldAt is the slot before which the
+	// FaultAt is the slot at which Fault starts (in its own goroutine).
+	// The load goes on meanwhile. HoldAt is the slot before which the
 	// load waits until Fault has closed recovered (bounded by HoldLimit),
 	// so that some of the load always runs after the recovery however slow
 	// the machine.

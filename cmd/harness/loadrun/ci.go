@@ -13,7 +13,7 @@ import (
 )
 
 // harness ci: the short load test that CI runs (make loadtest-ci, inside
-// .ci/run's 240 s limit). Two instances; the default mode (lua) and the two
+// .ci/run's 240 s limit). Two instances. The default mode (lua) and the two
 // watchdog designs (reentrant, redsync) in the normal setting, reentrant in
 // the slow-business setting (work longer than the lease), lua and reentrant
 // with fencing on, lua and redsync in async mode, lua in async mode with
@@ -52,7 +52,7 @@ var ciRuns = []struct {
 	// The same voucher's stock split in 8 buckets on the cluster.
 	{"lua-async-cluster-8", []string{"MODE=lua", "ORDER_MODE=async", "REDIS=cluster", "BUCKETS=8", "USERS=400", "STOCK=250", "DUPS=3", "VUS=40"}},
 	// The order's life, async on one Redis: of the buyers, 40% pay, 20%
-	// cancel, the rest walk away; a 2 s pay timeout expires their orders
+	// cancel, the rest walk away. A 2 s pay timeout expires their orders
 	// during the run, so that their units sell again. Passes when every
 	// unit is accounted for once (stock + unpaid + paid = initial, in
 	// Redis as well), nothing is left unpaid and none was sold twice.

@@ -75,7 +75,7 @@ func (l *loadtest) ensureK6() error {
 }
 
 // The plan's samplers and config elements come from JMeter's core,
-// components and http jars; Debian ships the http one in jmeter-http, which
+// components and http jars. Debian ships the http one in jmeter-http, which
 // jmeter only recommends (so --no-install-recommends leaves it out and the
 // plan fails with ClassNotFoundException: ...HTTPResultConverter). Check for
 // the jars the plan loads, not for the jmeter command.
@@ -116,7 +116,7 @@ func (l *loadtest) ensureJMeter() error {
 	return nil
 }
 
-// runK6 runs loadtest/k6/seckill.js; the voucher and the announced orders
+// runK6 runs loadtest/k6/seckill.js. The voucher and the announced orders
 // come from its console (VOUCHER <id> and ORDER <orderId> <userId> lines).
 func (l *loadtest) runK6(baseURLs string) driverRun {
 	o := l.Out
@@ -215,7 +215,7 @@ func readOrderIDs(path string) []model.Announced {
 // runJMeter runs loadtest/jmeter/seckill.jmx with Debian's JMeter 2.13
 // through SeckillJMeter.java (see its comment: as shipped, 2.13 on Java 17
 // loads no plan and still exits 0), then reads the results file, never
-// JMeter's exit code. Exit 2: the plan did not run; 1: the audit sample
+// JMeter's exit code. Exit 2: the plan did not run. 1: the audit sample
 // (oversold or inconsistent) failed.
 func (l *loadtest) runJMeter(urls []string) driverRun {
 	o, home := l.Out, l.JMeterHome
@@ -238,7 +238,7 @@ func (l *loadtest) runJMeter(urls []string) driverRun {
 	}
 	// One CSV line per purchase: userId,token,port. burst: each user's DUPS
 	// purchases on consecutive lines, round-robin over the instances, so
-	// that the threads send them at about the same time; random: shuffled.
+	// that the threads send them at about the same time. random: shuffled.
 	ports := make([]string, len(urls))
 	for i, u := range urls {
 		ports[i] = u[strings.LastIndex(u, ":")+1:]

@@ -1,7 +1,7 @@
 // Package loadrun holds the load runs of the harness: one experiment
 // (`harness loadtest`), the lock-mode matrix (`harness matrix`) and the
 // short run of CI (`harness ci`). Each starts seckill instances, drives
-// k6, JMeter or the Go driver, audits the voucher and writes a report;
+// k6, JMeter or the Go driver, audits the voucher and writes a report.
 // loadtest/README.md describes the steps and settings.
 package loadrun
 
@@ -83,7 +83,7 @@ func RunLoadtest(args []string) int {
 	return r.Status
 }
 
-// run makes the experiment; the caller stops the instances.
+// run makes the experiment. The caller stops the instances.
 func (l *loadtest) run() (Result, error) {
 	r := Result{Mode: l.Mode, Instances: l.Instances, Setting: l.Setting, LockTTL: l.LockTTL,
 		CriticalDelay: l.CriticalDelay, Scenario: l.Scenario, OrderMode: l.OrderMode, Fencing: l.Fencing,

@@ -29,7 +29,7 @@ import (
 //
 // Settings:
 //   normal  USERS=300 STOCK=200 DUPS=4 SPACING_MS=0: each user fires 4
-//           purchases at once, 2 per instance with 2 instances; lease 10 s.
+//           purchases at once, 2 per instance with 2 instances. Lease 10 s.
 //   slow    USERS=150 STOCK=150 DUPS=4 SPACING_MS=600, lease 1 s, critical
 //           delay 2.5 s: the first purchase holds the lock 2.5 s, the lease
 //           runs out after 1 s, and the duplicates arrive at 0.6, 1.2 and
@@ -37,7 +37,7 @@ import (
 //   async   as normal, ORDER_MODE=async with the consumer's lock
 //           ASYNC_MODES [lua], for each of asyncVariants: one Redis, the
 //           cluster of SECKILL_TEST_CLUSTER_ADDRS (.ci/env.sh) with the
-//           voucher's stock in 1 bucket and in 8; the audit waits for the
+//           voucher's stock in 1 bucket and in 8. The audit waits for the
 //           streams to drain and checks invariant 5 too.
 //
 // Exit status: non-zero when a run could not be made, when any run broke an

@@ -24,7 +24,7 @@ func toNumber(v string) number {
 // MarshalJSON writes the number bare, 0 when it is not one.
 func (n number) MarshalJSON() ([]byte, error) { return []byte(toNumber(string(n))), nil }
 
-// UnmarshalJSON reads a number, bare or quoted; anything else is 0.
+// UnmarshalJSON reads a number, bare or quoted. Anything else is 0.
 func (n *number) UnmarshalJSON(b []byte) error {
 	*n = toNumber(strings.Trim(string(b), `"`))
 	return nil
@@ -56,7 +56,7 @@ type Result struct {
 	LockRefused   int64            `json:"lockRefused"`
 	PastLock      int64            `json:"pastLock"`
 	// ScriptRefused: async mode, the DUPLICATE_ORDER answers of the
-	// admission script (the user's buyer mark in Redis); the lock is the
+	// admission script (the user's buyer mark in Redis). The lock is the
 	// consumer's there, never on the request path.
 	ScriptRefused int64             `json:"scriptRefused"`
 	UniqueKey     int64             `json:"uniqueKey"`

@@ -111,7 +111,7 @@ func clusterRows(b benchData) []clusterRow {
 }
 
 // RenderClusterPicture is docs/bench-cluster.svg from
-// bench/results.json; errNoPictureData when the run had no cluster
+// bench/results.json. errNoPictureData when the run had no cluster
 // block.
 func RenderClusterPicture(data []byte) ([]byte, error) {
 	var b benchData
@@ -230,7 +230,7 @@ func clusterResultsJSON(results string) string {
 }
 
 // clusterPanel draws a row per run from y, a bar of value (the measured or
-// the projected rate) each, one Redis's (the first row's) dashed across;
+// the projected rate) each, one Redis's (the first row's) dashed across.
 // cells writes a row's texts at the baseline ry. It returns the y after
 // the panel's axis.
 func clusterPanel(d *svgDoc, rows []clusterRow, y, end float64, colour string, value func(clusterRow) (float64, bool), cells func(r clusterRow, ry float64)) float64 {
