@@ -11,13 +11,14 @@ import (
 	"seckill/cmd/harness/testbed"
 )
 
-// docs/bench-cluster.svg: the Redis Cluster block of `harness bench`
-// (bench/results.json, cmd/harness/bench/cluster.go) beside async admission on
-// one Redis. Two panels on one scale, a row per run: the admissions/s
-// measured on the machine the run shared (every Redis process, the server,
-// wrk and MariaDB on the same cores), then the admissions/s the busiest
-// Redis process could take on a core of its own (coreRate of its µs per
-// order, as RESULTS.md projects it), with each master's µs per order.
+// docs/bench-cluster.svg draws the Redis Cluster block of `harness bench`
+// (bench/results.json, cmd/harness/bench/cluster.go). Async admission on one
+// Redis stands beside it. Two panels share one scale, with a row per run. The
+// first shows the admissions/s measured on the machine the run shared. Every
+// Redis process, the server, wrk and MariaDB used the same cores. The second
+// shows the admissions/s the busiest Redis process could take on a core of
+// its own. That is coreRate of its µs per order, as RESULTS.md projects it.
+// Each master's µs per order is shown too.
 
 // Layout of the cluster picture (pixels).
 const (

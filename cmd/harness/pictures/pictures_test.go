@@ -265,10 +265,10 @@ func TestBenchPicture(t *testing.T) {
 	}
 }
 
-// TestBenchPictureOlderResults: results.json of an older harness (the
-// admission limit at depth 1 only, no -nodrain run, the targets of then):
-// the admission block compares with depth 1, a block whose target the run
-// did not have is left out, and a target of then is listed.
+// TestBenchPictureOlderResults reads results.json of an older harness. It has
+// the admission limit at depth 1 only, no -nodrain run, and older targets.
+// The admission block then compares with depth 1. A block whose target the
+// run did not have is left out. An older target is listed.
 func TestBenchPictureOlderResults(t *testing.T) {
 	b := benchFixture(nil)
 	b.Limits = slices.DeleteFunc(b.Limits, func(r bench.JSONRun) bool { return r.Name == "admit-P12" })
