@@ -1,12 +1,14 @@
-// Package faultproxy is a TCP proxy for tests that puts one deterministic
-// fault between a Redis client and its server: the reply to one chosen
-// command is lost after the server ran the command (the client sees the
-// connection drop and go-redis retries the same command on a new
-// connection), or the command itself is lost before it reaches the server.
-// It also degrades the whole link: a partition holds every byte in both
-// directions until healed (as TCP retransmission would deliver them late),
-// and a delay holds each chunk before forwarding it.
-// It is test support only: nothing in the product imports it.
+// Package faultproxy is a TCP proxy for tests. It puts one deterministic
+// fault between a Redis client and its server. Either the reply to one chosen
+// command is lost after the server ran the command, or the command itself is
+// lost before it reaches the server. In the first case the client sees the
+// connection drop. go-redis then retries the same command on a new
+// connection.
+//
+// It also degrades the whole link. A partition holds every byte in both
+// directions until healed, as TCP retransmission would deliver them late. A
+// delay holds each chunk before forwarding it. It is test support only:
+// nothing in the product imports it.
 package faultproxy
 
 import (

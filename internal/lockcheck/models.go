@@ -92,11 +92,11 @@ type registerOutput struct {
 	Read, Wrote int64
 }
 
-// RegisterModel is the guarded register: a read-modify-write applies
-// atomically in one real-time order (it read the value the previous
-// applied write left), and writes carrying fencing tokens apply in token
-// order. Otherwise it is refused and changes nothing. An unknown write may
-// or may not have applied. One partition per key.
+// RegisterModel is the guarded register. A read-modify-write applies
+// atomically in one real-time order: it read the value the previous applied
+// write left. Writes carrying fencing tokens apply in token order. Otherwise
+// it is refused and changes nothing. An unknown write may or may not have
+// applied. One partition per key.
 var RegisterModel = porcupine.NondeterministicModel{
 	Partition: partitionByKey,
 	Init:      func() []interface{} { return []interface{}{register{}} },
