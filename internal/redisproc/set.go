@@ -49,11 +49,11 @@ type Set struct {
 	Sentinels []*Sentinel
 }
 
-// StartSet starts the primary, its replicas (waiting until they are
-// linked, so that the Sentinels find them at once) and the Sentinels, then
-// waits until the Set is healthy (WaitHealthy). All waits together are
-// bounded by ctx (DefaultWait per step when ctx has no deadline). On error
-// every process started so far is killed.
+// StartSet starts the primary, its replicas and the Sentinels. It waits until
+// the replicas are linked, so that the Sentinels find them at once. Then it
+// waits until the Set is healthy (WaitHealthy). ctx bounds all waits together
+// (DefaultWait per step when ctx has no deadline). On error every process
+// started so far is killed.
 func StartSet(ctx context.Context, o SetOptions) (s *Set, err error) {
 	if o.MasterName == "" {
 		o.MasterName = "seckill"
@@ -252,11 +252,12 @@ func (s *Set) masterOf(ctx context.Context, st *Sentinel) (string, error) {
 	return net.JoinHostPort(hp[0], hp[1]), nil
 }
 
-// WaitReplica polls, within ctx (DefaultWait when ctx has no deadline),
-// until replica reports primary as its primary with the link up and has
-// applied everything primary had written when the check began: a
-// restarted server is back as a replica in sync. It asks the two servers
-// only, not the Sentinels (WaitHealthy does).
+// WaitReplica polls within ctx until replica is in sync with primary. It uses
+// DefaultWait when ctx has no deadline. In sync means replica names primary
+// as its primary, with the link up. It has also applied everything primary
+// had written when the check began. So a restarted server is back as a
+// replica in sync. It asks the two servers only, not the Sentinels
+// (WaitHealthy does).
 func WaitReplica(ctx context.Context, replica, primary *Server) error {
 	return poll(ctx, replica.Addr()+" to be in sync with "+primary.Addr(), func(ctx context.Context) error {
 		return inSync(ctx, replica, primary)
