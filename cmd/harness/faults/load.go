@@ -17,9 +17,9 @@ import (
 	"seckill/internal/proc"
 )
 
-// The fault suite's load: generated in process (one goroutine per
-// purchase, paced), so that every request's answer is known: its HTTP
-// status, its response code and, for a 200, the order id it announced.
+// The fault suite's load is generated in process: one goroutine per purchase,
+// paced. So every request's answer is known: its HTTP status, its response
+// code and, for a 200, the order id it announced.
 
 // faultUser is one line of the tokens file.
 type faultUser struct {
@@ -48,9 +48,9 @@ func (s shot) bucket() string {
 	return "other"
 }
 
-// schedule lays out users x dups purchases: the users in a random order
-// (seeded, so a case is the same every run), each user's purchases on
-// consecutive slots, so they reach the instances at nearly the same time.
+// schedule lays out users x dups purchases. The users come in a random order,
+// seeded, so a case is the same every run. Each user's purchases take
+// consecutive slots. So they reach the instances at nearly the same time.
 func schedule(users, dups int, seed uint64) []int {
 	r := rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))
 	order := r.Perm(users)
@@ -214,9 +214,9 @@ type loadPlan struct {
 	Interval time.Duration // between two slots
 	// FaultAt is the slot at which Fault starts (in its own goroutine).
 	// The load goes on meanwhile. HoldAt is the slot before which the
-	// load waits until Fault has closed recovered (bounded by HoldLimit),
-	// so that some of the load always runs after the recovery however slow
-	// the machine.
+	// load waits until Fault has closed recovered. HoldLimit bounds that
+	// wait. So some of the load always runs after the recovery, however
+	// slow the machine.
 	FaultAt, HoldAt int
 	HoldLimit       time.Duration
 	Fault           func(l *loadRun)
