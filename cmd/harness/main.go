@@ -1,5 +1,5 @@
 // Command harness runs the load tests, the benchmark and the fault suite.
-// Each subcommand is a package below this one; main only dispatches.
+// Each subcommand is a package below this one. main only dispatches.
 // Each run audits its vouchers with the tests' invariant code. It writes a
 // report with a results.json beside it.
 //

@@ -1,7 +1,7 @@
-// Package audit reads one voucher's facts from the database and Redis.
-// The invariants of docs/contract.md are judged on them (model.Facts,
+// Package audit reads one voucher's facts from the database and Redis. The
+// invariants of docs/contract.md are judged on them (model.Facts,
 // model.Violations). The end-to-end tests and cmd/harness use it. It takes
-// key names from repository and bucket counts from redisstore, and never
+// key names from repository and bucket counts from redisstore. It never
 // imports service.
 package audit
 
@@ -18,9 +18,10 @@ import (
 	"seckill/repository/redisstore"
 )
 
-// ReadDB reads the voucher's initial stock, stock and orders (order id ->
-// user id, every status), which of them are cancelled and how many of those
-// had been paid. Announced and Async are left for the caller.
+// ReadDB reads the voucher's initial stock, stock and orders. Orders map
+// order id -> user id, for every status. It also reads which are cancelled,
+// and how many of those had been paid. Announced and Async are left for the
+// caller.
 func ReadDB(ctx context.Context, db *sql.DB, voucherID int64) (model.Facts, error) {
 	f := model.Facts{Orders: map[int64]int64{}, Cancelled: map[int64]bool{}}
 	err := db.QueryRowContext(ctx, "SELECT initial_stock, stock FROM tb_seckill_voucher WHERE voucher_id = ?", voucherID).
@@ -57,9 +58,9 @@ func ReadDB(ctx context.Context, db *sql.DB, voucherID int64) (model.Facts, erro
 // ErrNoRedisStock says the voucher has no stock key in Redis.
 var ErrNoRedisStock = errors.New("no stock key in redis")
 
-// ReadRedis reads the Redis side of invariant 5: the voucher's Redis stock
-// and the size of its buyers set. Pending is left 0 (the caller knows it,
-// from the server's audit, or drained the queue).
+// ReadRedis reads the Redis side of invariant 5. That is the voucher's Redis
+// stock and the size of its buyers set. Pending is left 0. The caller knows
+// it from the server's audit, or drained the queue.
 //
 // A voucher whose stock is split in buckets counts the stock and the buyers
 // of every bucket.
@@ -91,7 +92,7 @@ func ReadRedis(ctx context.Context, rdb redis.UniversalClient, voucherID int64) 
 }
 
 // Returned is how many cancelled orders' units the voucher's buckets took
-// back (the returned sets' sizes, summed).
+// back. It sums the returned sets' sizes.
 func Returned(ctx context.Context, rdb redis.UniversalClient, voucherID int64) (int64, error) {
 	n, err := buckets(ctx, rdb, voucherID)
 	if err != nil {
@@ -134,8 +135,8 @@ func buckets(ctx context.Context, rdb redis.UniversalClient, voucherID int64) (i
 	return n[voucherID], nil
 }
 
-// DuplicateRejections is the voucher's unique-key rejection counter (0 when
-// absent).
+// DuplicateRejections is the voucher's unique-key rejection counter. It is 0
+// when absent.
 func DuplicateRejections(ctx context.Context, rdb redis.UniversalClient, voucherID int64) (int64, error) {
 	n, err := rdb.Get(ctx, repository.DuplicateRejectionsKey(voucherID)).Int64()
 	if errors.Is(err, redis.Nil) {

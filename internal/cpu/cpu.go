@@ -1,6 +1,6 @@
-// Package cpu reads CPU time for the benchmarks: this process's (getrusage)
-// and a Redis server's (INFO cpu), so that a benchmark can report CPU per
-// operation on both sides. Test support only: nothing in the product
+// Package cpu reads CPU time for the benchmarks. It reads this process's
+// (getrusage) and a Redis server's (INFO cpu). So a benchmark can report CPU
+// per operation on both sides. Test support only: nothing in the product
 // imports it.
 package cpu
 
@@ -25,7 +25,7 @@ func Self() (time.Duration, error) {
 }
 
 // Redis returns the user plus system CPU time the Redis server behind c has
-// used (INFO cpu: used_cpu_user + used_cpu_sys).
+// used. INFO cpu gives it as used_cpu_user + used_cpu_sys.
 func Redis(ctx context.Context, c redis.UniversalClient) (time.Duration, error) {
 	info, err := c.Info(ctx, "cpu").Result()
 	if err != nil {

@@ -1,12 +1,14 @@
-// Package faultproxy is a TCP proxy for tests that puts one deterministic
-// fault between a Redis client and its server: the reply to one chosen
-// command is lost after the server ran the command (the client sees the
-// connection drop and go-redis retries the same command on a new
-// connection), or the command itself is lost before it reaches the server.
-// It also degrades the whole link: a partition holds every byte in both
-// directions until healed (as TCP retransmission would deliver them late),
-// and a delay holds each chunk before forwarding it.
-// It is test support only: nothing in the product imports it.
+// Package faultproxy is a TCP proxy for tests. It puts one deterministic
+// fault between a Redis client and its server. Either the reply to one chosen
+// command is lost after the server ran the command, or the command itself is
+// lost before it reaches the server. In the first case the client sees the
+// connection drop. go-redis then retries the same command on a new
+// connection.
+//
+// It also degrades the whole link. A partition holds every byte in both
+// directions until healed, as TCP retransmission would deliver them late. A
+// delay holds each chunk before forwarding it. It is test support only:
+// nothing in the product imports it.
 package faultproxy
 
 import (
@@ -68,7 +70,7 @@ func (p *Proxy) Close() {
 
 // LoseReply arms the proxy once: the next command named cmd (any case,
 // e.g. "evalsha") is forwarded to the server and runs there, but its reply
-// is swallowed; onLost (if not nil) runs, then both sides of that
+// is swallowed. onLost (if not nil) runs, then both sides of that
 // connection are closed. A -NOSCRIPT reply is forwarded and keeps the
 // proxy armed, since the command did not run.
 func (p *Proxy) LoseReply(cmd string, onLost func()) {
@@ -86,7 +88,7 @@ func (p *Proxy) LoseCommand(cmd string) {
 }
 
 // Cut closes every connection made so far, as a server or network reset
-// would; the proxy keeps accepting new ones.
+// would. The proxy keeps accepting new ones.
 func (p *Proxy) Cut() {
 	p.mu.Lock()
 	conns := p.conns
@@ -130,7 +132,7 @@ func (p *Proxy) SetDelay(delay func() time.Duration) {
 }
 
 // hold waits for the link's partition to heal and for its delay, or until
-// stop is closed; it reports false when stop ended the wait.
+// stop is closed. It reports false when stop ended the wait.
 func (p *Proxy) hold(stop <-chan struct{}) bool {
 	p.mu.Lock()
 	healed, delay := p.healed, p.delay

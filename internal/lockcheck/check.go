@@ -19,7 +19,7 @@ type Verdict struct {
 	// TimedOut is how many keys the checker could not decide in time.
 	TimedOut int
 	// Shortest is the shortest violating sub-history found (a window of
-	// one key's operations); nil without violations.
+	// one key's operations). nil without violations.
 	Shortest []porcupine.Operation
 	// shortestModel checks Shortest: the model, started in any state.
 	shortestModel porcupine.Model
@@ -51,9 +51,9 @@ func mutexStarts(ops []porcupine.Operation) []interface{} {
 	return states
 }
 
-// registerStarts lists the states a window of ops may start in that can
-// matter: each value one of them read, or one none read, with token 0
-// (the lowest token refuses nothing a higher one would allow).
+// registerStarts lists the start states of a window of ops that can matter.
+// Each is a value one of them read, or one none read, with token 0. The
+// lowest token refuses nothing a higher one would allow.
 func registerStarts(ops []porcupine.Operation) []interface{} {
 	states := []interface{}{register{Value: -1}}
 	seen := map[int64]bool{}
@@ -153,12 +153,12 @@ func check(nm porcupine.NondeterministicModel, starts func([]porcupine.Operation
 	return v
 }
 
-// shortest returns the shortest closed prefix of part (one key's
-// operations, not linearizable) that is still not linearizable. A closed
-// prefix keeps every operation called before a known return of a kept
-// one, so every dropped operation was called after all kept ones
-// completed: a linearizable history has only linearizable closed prefixes,
-// and a violating prefix proves the whole history violates.
+// shortest returns the shortest closed prefix of part that is still not
+// linearizable. part is one key's operations, not linearizable. A closed
+// prefix keeps every operation called before a known return of a kept one. So
+// every dropped operation was called after all kept ones completed. A
+// linearizable history has only linearizable closed prefixes. So a violating
+// prefix proves the whole history violates.
 func shortest(m porcupine.Model, part []porcupine.Operation, timeout time.Duration) []porcupine.Operation {
 	ops := append([]porcupine.Operation(nil), part...)
 	sort.SliceStable(ops, func(i, j int) bool { return ops[i].Call < ops[j].Call })
@@ -196,12 +196,12 @@ func shortest(m porcupine.Model, part []porcupine.Operation, timeout time.Durati
 	return ops
 }
 
-// window cuts the front of a violating closed prefix: it returns the
-// shortest suffix, starting at a quiet moment (every earlier operation
-// with a known outcome had returned), that is not linearizable from any
-// state it could start in, with the model that starts there. Operations
-// of unknown outcome called earlier stay in the window, as if called at
-// its start. Illegal from every start, the window proves the violation.
+// window cuts the front of a violating closed prefix. It returns the shortest
+// suffix that is not linearizable from any state it could start in. The
+// suffix starts at a quiet moment: every earlier operation with a known
+// outcome had returned. It comes with the model that starts there. Operations
+// of unknown outcome called earlier stay in the window, as if called at its
+// start. Illegal from every start, the window proves the violation.
 func window(nm porcupine.NondeterministicModel, starts func([]porcupine.Operation) []interface{},
 	p []porcupine.Operation, timeout time.Duration) ([]porcupine.Operation, porcupine.Model) {
 	inf := int64(0)

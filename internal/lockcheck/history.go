@@ -1,7 +1,7 @@
 // Package lockcheck checks recorded histories of the lock family with a
 // linearizability checker (porcupine). Two models know the promises: the
 // lock as a mutex, and the register its holders update. The workload and
-// the faults live in cmd/harness/lockrun; this package only reads histories.
+// the faults live in cmd/harness/lockrun. This package only reads histories.
 package lockcheck
 
 import (
@@ -45,7 +45,7 @@ type Op struct {
 	Return  int64  `json:"return"` // 0 when the outcome is unknown
 	Outcome string `json:"outcome"`
 	// Token is the fencing token of the grant (acquire) or the one the
-	// write carried (rmw); 0 when the backend mints none.
+	// write carried (rmw). 0 when the backend mints none.
 	Token int64 `json:"token,omitempty"`
 	// Read and Wrote are the register's value before and after an rmw.
 	Read  int64  `json:"read,omitempty"`
@@ -54,7 +54,7 @@ type Op struct {
 }
 
 // Recorder appends operations to a JSON-lines writer. It is not safe for
-// concurrent use; wrap it in a mutex or give each client its own.
+// concurrent use. Wrap it in a mutex or give each client its own.
 type Recorder struct {
 	w   *bufio.Writer
 	enc *json.Encoder

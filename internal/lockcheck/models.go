@@ -17,7 +17,7 @@ type mutexInput struct {
 
 // MutexModel is the lock as a mutex: at most one holder at any moment, and
 // a release that succeeds only for the holder. A refused acquire changes
-// nothing; a refused release by the holder ends its hold (the lease lapsed
+// nothing. A refused release by the holder ends its hold (the lease lapsed
 // and the backend noticed). An unknown operation may or may not have taken
 // effect. One partition per key.
 var MutexModel = porcupine.NondeterministicModel{
@@ -92,11 +92,11 @@ type registerOutput struct {
 	Read, Wrote int64
 }
 
-// RegisterModel is the guarded register: a read-modify-write applies
-// atomically in one real-time order (it read the value the previous
-// applied write left), and writes carrying fencing tokens apply in token
-// order; otherwise it is refused and changes nothing. An unknown write may
-// or may not have applied. One partition per key.
+// RegisterModel is the guarded register. A read-modify-write applies
+// atomically in one real-time order: it read the value the previous applied
+// write left. Writes carrying fencing tokens apply in token order. Otherwise
+// it is refused and changes nothing. An unknown write may or may not have
+// applied. One partition per key.
 var RegisterModel = porcupine.NondeterministicModel{
 	Partition: partitionByKey,
 	Init:      func() []interface{} { return []interface{}{register{}} },
@@ -132,7 +132,7 @@ var RegisterModel = porcupine.NondeterministicModel{
 	},
 }
 
-// partitionByKey splits a history into one sub-history per key; the key
+// partitionByKey splits a history into one sub-history per key. The key
 // travels in each operation's Metadata.
 func partitionByKey(history []porcupine.Operation) [][]porcupine.Operation {
 	index := map[string]int{}

@@ -9,9 +9,9 @@ import (
 	"seckill/internal/redisproc"
 )
 
-// TestCluster: three masters with a replica each form a healthy cluster;
-// a key written through a cluster client lands on the master of its slot;
-// that master killed, its replica is promoted and serves the slot.
+// TestCluster: three masters with a replica each form a healthy cluster.
+// A key written through a cluster client lands on the master of its slot.
+// That master killed, its replica is promoted and serves the slot.
 func TestCluster(t *testing.T) {
 	ctx, log := need(t)
 	c, err := redisproc.StartCluster(ctx, redisproc.ClusterOptions{Dir: t.TempDir(), Replicas: 1, Log: log})

@@ -1,20 +1,21 @@
 // Package redisproc starts throwaway redis-server and redis-sentinel
-// processes on free loopback ports, for tests and tools that must kill and
-// restart Redis without touching shared servers: a server can be SIGKILLed
-// and restarted on its port, empty, as a primary or as the replica of
-// another; a Set is a primary, its replica and the Sentinels that watch
-// them.
+// processes on free loopback ports. Tests and tools use it to kill and
+// restart Redis without touching shared servers. A server can be SIGKILLed
+// and restarted on its port, empty. It comes back as a primary or as the
+// replica of another. A Set is a primary, its replica and the Sentinels that
+// watch them.
 //
-// The servers keep nothing on disk that survives a restart (no RDB
-// snapshots, no AOF). Every process is started with a parent-death signal
-// on Linux, so that it dies with the process that started it even when
-// Close is never called (a test binary killed by its timeout); callers
-// still Close (or Kill) what they start. (The signal comes when the OS
-// thread that started the process exits, which the Go runtime does only
-// for a goroutine that ends locked to its thread: do not start processes
-// from such a goroutine.)
+// The servers keep nothing on disk that survives a restart (no RDB snapshots,
+// no AOF). Every process starts with a parent-death signal on Linux. So it
+// dies with the process that started it, even when Close is never called. A
+// test binary killed by its timeout is such a case. Callers still Close (or
+// Kill) what they start.
 //
-// Nothing here depends on package testing: every call takes a context that
+// The signal comes when the OS thread that started the process exits. The Go
+// runtime does that only for a goroutine that ends locked to its thread. So
+// do not start processes from such a goroutine.
+//
+// Nothing here depends on package testing. Every call takes a context that
 // bounds its waits and returns an error.
 package redisproc
 
@@ -70,7 +71,7 @@ type Options struct {
 	// empty: a primary.
 	ReplicaOf string
 	// Args are further redis-server arguments, e.g. {"--maxmemory",
-	// "64mb"}; they come last, so they override the defaults. Default none.
+	// "64mb"}. They come last, so they override the defaults. Default none.
 	Args []string
 	// Bin is the redis-server binary. Default "redis-server" on PATH.
 	Bin string
@@ -157,11 +158,11 @@ func (s *Server) Running() bool { return s.p.sup.Running() }
 // gone. Killing a server that is not running does nothing.
 func (s *Server) Kill() error { return s.p.kill() }
 
-// Restart starts the killed server again on the same port, empty (its
-// working directory's RDB files are removed first), as the replica of
-// replicaOf ("host:port") or, when replicaOf is empty, as a primary. It
-// waits within ctx until the server answers PING; a replica may still be
-// syncing then. Restarting a running server is an error.
+// Restart starts the killed server again on the same port, empty. Its working
+// directory's RDB files are removed first. It comes back as the replica of
+// replicaOf ("host:port"), or as a primary when replicaOf is empty. It waits
+// within ctx until the server answers PING. A replica may still be syncing
+// then. Restarting a running server is an error.
 func (s *Server) Restart(ctx context.Context, replicaOf string) error {
 	if s.p.sup.Running() {
 		return fmt.Errorf("redisproc: restart %s: still running (Kill it first)", s.Addr())
@@ -178,7 +179,7 @@ func (s *Server) Restart(ctx context.Context, replicaOf string) error {
 	return s.p.restart(ctx, s.args(s.p.dir, s.p.port, replicaOf))
 }
 
-// Close kills the server; see Kill.
+// Close kills the server. See Kill.
 func (s *Server) Close() error { return s.Kill() }
 
 // procSpec says how to start one process.
@@ -261,7 +262,7 @@ func (p *process) restart(ctx context.Context, args []string) error {
 	return nil
 }
 
-// run starts the process and waits until it answers PING; on failure the
+// run starts the process and waits until it answers PING. On failure the
 // process is killed and the error quotes the end of its output.
 func (p *process) run(ctx context.Context) error {
 	if err := p.sup.Start(); err != nil {
@@ -399,11 +400,11 @@ func command(w io.Writer, r *bufio.Reader, want string, args ...string) error {
 	return nil
 }
 
-// Ports are picked at random from [portLow, portHigh): below Linux's
-// default ephemeral range (32768-60999), so that neither the local end of
-// an outgoing connection nor a listener on port 0 can take a killed
-// server's port before its restart, and below the harness fault suite's
-// layout (27300 up). Each port is handed out once per process.
+// Ports are picked at random from [portLow, portHigh). The range lies below
+// Linux's default ephemeral range (32768-60999). So neither the local end of
+// an outgoing connection nor a listener on port 0 can take a killed server's
+// port before its restart. It lies below the harness fault suite's layout
+// (27300 up) too. Each port is handed out once per process.
 const (
 	portLow  = 20000
 	portHigh = 27000

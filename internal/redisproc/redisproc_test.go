@@ -103,7 +103,7 @@ func TestKillRestartEmpty(t *testing.T) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	// A replica's full sync may leave an RDB file behind; Restart removes
+	// A replica's full sync may leave an RDB file behind. Restart removes
 	// it, so the server still comes back empty.
 	if err := a.Kill(); err != nil {
 		t.Fatal(err)

@@ -32,7 +32,7 @@ type SentinelOptions struct {
 	// DownAfter is how long the primary may not answer before it is
 	// considered down. Default 1s.
 	DownAfter time.Duration
-	// FailoverTimeout bounds each step of a failover; a Sentinel does not
+	// FailoverTimeout bounds each step of a failover. A Sentinel does not
 	// try another failover of the same primary within twice this time.
 	// Default 5s.
 	FailoverTimeout time.Duration
@@ -40,7 +40,7 @@ type SentinelOptions struct {
 	Bin string
 	// Log receives one line per start and kill. Default: discard.
 	Log *slog.Logger
-	// Password is the Sentinel's own requirepass; its readiness PING
+	// Password is the Sentinel's own requirepass. Its readiness PING
 	// sends AUTH. Default: none.
 	Password string
 	// MasterPassword is the primary's password (sentinel auth-pass).
@@ -118,7 +118,7 @@ func (s *Sentinel) Addr() string { return s.p.addr() }
 // LogFile is the path of the Sentinel's log.
 func (s *Sentinel) LogFile() string { return filepath.Join(s.p.dir, "sentinel.log") }
 
-// Kill sends SIGKILL and waits until the process is gone; see Server.Kill.
+// Kill sends SIGKILL and waits until the process is gone. See Server.Kill.
 func (s *Sentinel) Kill() error { return s.p.kill() }
 
 // Close kills the Sentinel.

@@ -24,7 +24,7 @@ type SetOptions struct {
 	Replicas int
 	// Sentinels is how many Sentinels watch the primary. Default 3.
 	Sentinels int
-	// Quorum, DownAfter and FailoverTimeout are the Sentinels' settings;
+	// Quorum, DownAfter and FailoverTimeout are the Sentinels' settings.
 	// defaults as in SentinelOptions (2, 1s, 5s).
 	Quorum          int
 	DownAfter       time.Duration
@@ -49,11 +49,11 @@ type Set struct {
 	Sentinels []*Sentinel
 }
 
-// StartSet starts the primary, its replicas (waiting until they are
-// linked, so that the Sentinels find them at once) and the Sentinels, then
-// waits until the Set is healthy (WaitHealthy). All waits together are
-// bounded by ctx (DefaultWait per step when ctx has no deadline). On error
-// every process started so far is killed.
+// StartSet starts the primary, its replicas and the Sentinels. It waits until
+// the replicas are linked, so that the Sentinels find them at once. Then it
+// waits until the Set is healthy (WaitHealthy). ctx bounds all waits together
+// (DefaultWait per step when ctx has no deadline). On error every process
+// started so far is killed.
 func StartSet(ctx context.Context, o SetOptions) (s *Set, err error) {
 	if o.MasterName == "" {
 		o.MasterName = "seckill"
@@ -113,7 +113,7 @@ func (s *Set) SentinelAddrs() []string {
 	return addrs
 }
 
-// Primary returns the server every Sentinel names as the primary; an
+// Primary returns the server every Sentinel names as the primary. An
 // error when a Sentinel does not answer or they disagree.
 func (s *Set) Primary(ctx context.Context) (*Server, error) {
 	var named string
@@ -136,9 +136,9 @@ func (s *Set) Primary(ctx context.Context) (*Server, error) {
 }
 
 // WaitHealthy polls, within ctx (DefaultWait when ctx has no deadline),
-// until every Sentinel names the same primary, which reports role master;
-// every other server is its replica, linked, and has applied what the
-// primary had written when the check began; and every Sentinel sees the
+// until every Sentinel names the same primary, which reports role master.
+// Every other server is its replica, linked, and has applied what the
+// primary had written when the check began. And every Sentinel sees the
 // primary up, knows every other Sentinel and sees every replica up and
 // linked.
 func (s *Set) WaitHealthy(ctx context.Context) error {
@@ -252,11 +252,12 @@ func (s *Set) masterOf(ctx context.Context, st *Sentinel) (string, error) {
 	return net.JoinHostPort(hp[0], hp[1]), nil
 }
 
-// WaitReplica polls, within ctx (DefaultWait when ctx has no deadline),
-// until replica reports primary as its primary with the link up and has
-// applied everything primary had written when the check began: a
-// restarted server is back as a replica in sync. It asks the two servers
-// only, not the Sentinels (WaitHealthy does).
+// WaitReplica polls within ctx until replica is in sync with primary. It uses
+// DefaultWait when ctx has no deadline. In sync means replica names primary
+// as its primary, with the link up. It has also applied everything primary
+// had written when the check began. So a restarted server is back as a
+// replica in sync. It asks the two servers only, not the Sentinels
+// (WaitHealthy does).
 func WaitReplica(ctx context.Context, replica, primary *Server) error {
 	return poll(ctx, replica.Addr()+" to be in sync with "+primary.Addr(), func(ctx context.Context) error {
 		return inSync(ctx, replica, primary)
@@ -327,7 +328,7 @@ func quick(addr string) *redis.Options {
 }
 
 // poll runs check every 50ms until it returns nil or ctx (DefaultWait when
-// it has no deadline) ends; then the error names what was awaited and the
+// it has no deadline) ends. Then the error names what was awaited and the
 // last reason.
 func poll(ctx context.Context, what string, check func(context.Context) error) error {
 	ctx, cancel := bounded(ctx)

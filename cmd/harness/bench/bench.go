@@ -55,7 +55,7 @@ type benchDie struct{ msg string }
 // bench is one run of the benchmark: its settings, connections and every
 // figure measured so far.
 type bench struct {
-	// The method sets by concern; each reaches the run's state through
+	// The method sets by concern. Each reaches the run's state through
 	// its *bench.
 	serverUnderTest
 	limitRuns
@@ -172,8 +172,8 @@ func (b *bench) setup() {
 		b.die("%v", err)
 	}
 	// Real MariaDB and Redis mean production unless development is asked
-	// for: the bench needs it (/debug/noop, pprof, and tokens signed with
-	// the public development secret that the server also uses).
+	// for. The bench needs development: /debug/noop, pprof, and tokens
+	// signed with the public development secret the server also uses.
 	os.Setenv("SECKILL_ENV", "development")
 	os.Setenv("PATH", "/usr/local/go/bin:"+os.Getenv("PATH"))
 	cfg, err := benchConfigFromEnv(os.Getenv, b.root, time.Now())
@@ -356,11 +356,12 @@ func (b *bench) buildServer() {
 	}
 }
 
-// writeTokens writes tokens-0.csv and tokens-1.csv (two halves, alternated
-// from run to run: the requests a run leaves unanswered when wrk stops may
-// still be working inside their user's lock, and the next run should not
-// meet those users), tokens-async.csv (the async runs' vouchers are their
-// own and they leave no lock behind: they share it) and admin.csv.
+// writeTokens writes tokens-0.csv, tokens-1.csv, tokens-async.csv and
+// admin.csv. The first two are halves of the users, alternated from run to
+// run. A run's unanswered requests may still hold their user's lock when wrk
+// stops. The next run should not meet those users. The async runs share
+// tokens-async.csv: their vouchers are their own, and they leave no lock
+// behind.
 func (b *bench) writeTokens() {
 	c := b.cfg
 	all := c.SkipUsers + max(c.Users, c.AsyncUsers)

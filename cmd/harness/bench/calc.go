@@ -12,11 +12,11 @@ import (
 // samples, ratios and target verdicts, figure formatting. The number
 // formats (printf "%.0f" and the like) are part of RESULTS.md's content.
 
-// figures holds one run's (or one limit's) figures by name, as the strings
-// RESULTS.md shows; a missing figure is an empty cell.
+// figures holds one run's figures by name, or one limit's. They are the
+// strings RESULTS.md shows. A missing figure is an empty cell.
 type benchFigures map[string]string
 
-// num reads a figure as a number; ok is false when it is empty or not one.
+// num reads a figure as a number. ok is false when it is empty or not one.
 func figNum(s string) (float64, bool) {
 	if s == "" {
 		return 0, false
@@ -88,8 +88,8 @@ func procTicks(stat string) (uint64, bool) {
 	return u + s, true
 }
 
-// machineTicks reads the busy and total clock ticks of the whole machine
-// from the text of /proc/stat (idle = idle + iowait).
+// machineTicks reads the machine's busy and total clock ticks from
+// /proc/stat. Idle counts idle + iowait.
 func machineTicks(stat string) (busy, total uint64, ok bool) {
 	for _, line := range strings.Split(stat, "\n") {
 		f := strings.Fields(line)
@@ -112,9 +112,10 @@ func machineTicks(stat string) (busy, total uint64, ok bool) {
 	return 0, 0, false
 }
 
-// cpuSample is one reading of the meter: CPU ticks of the server, MariaDB,
-// Redis and the load generator, the machine's busy and total ticks, and
-// MariaDB's Questions, Com_stmt_prepare and Com_stmt_close.
+// cpuSample is one reading of the meter. It holds the CPU ticks of the
+// server, MariaDB, Redis and the load generator. It holds the machine's busy
+// and total ticks too. And MariaDB's Questions, Com_stmt_prepare and
+// Com_stmt_close.
 type cpuSample struct {
 	Server, MariaDB, Redis, Client float64
 	Nodes                          []float64 // each cluster node (Redis is their sum then)
@@ -122,10 +123,11 @@ type cpuSample struct {
 	DB                             [3]float64
 }
 
-// meterFigures turns two samples into a run's CPU figures: the machine's
-// busy share, each process's share ("share": server / client / MariaDB /
-// Redis), the rest, CPU microseconds per response and MariaDB statements
-// per response. n is the number of responses, hz the clock ticks per second.
+// meterFigures turns two samples into a run's CPU figures. They are the
+// machine's busy share and each process's share ("share": server / client /
+// MariaDB / Redis). Then the rest, CPU microseconds per response and MariaDB
+// statements per response. n is the number of responses, hz the clock ticks
+// per second.
 func meterFigures(a, b cpuSample, n, hz float64) benchFigures {
 	bu, t := b.Busy-a.Busy, b.Total-a.Total
 	s, m, r, w := b.Server-a.Server, b.MariaDB-a.MariaDB, b.Redis-a.Redis, b.Client-a.Client
@@ -137,9 +139,9 @@ func meterFigures(a, b cpuSample, n, hz float64) benchFigures {
 		return 100 * x / t
 	}
 	f["busy"] = fmt.Sprintf("%.0f", pct(bu))
-	// The rest: CPU busy on the machine outside the server, the load
-	// generator, MariaDB and Redis (other work on the machine; the Redlock
-	// nodes and ZooKeeper too), in % of the whole machine.
+	// The rest: CPU busy outside the server, the load generator, MariaDB
+	// and Redis. That is other work on the machine, the Redlock nodes and
+	// ZooKeeper too. It is in % of the whole machine.
 	rest := pct(bu - (s + m + r + w))
 	if rest < 0 {
 		rest = 0
@@ -163,11 +165,12 @@ func meterFigures(a, b cpuSample, n, hz float64) benchFigures {
 	return f
 }
 
-// orderCPUFigures turns two samples into the CPU per admitted order: the server's and Redis's CPU over the run, in microseconds, divided
-// by the orders the run admitted (its 200 answers: each one an order, sync
-// or async), with one decimal; none when no order was admitted. Unlike the
-// per-response figures of meterFigures, refusals (a 503 while a voucher is
-// frozen, say) count in no denominator.
+// orderCPUFigures turns two samples into the CPU per admitted order. It
+// divides the server's and Redis's CPU over the run, in microseconds, by the
+// orders admitted. Each 200 answer is an order, sync or async. Figures have
+// one decimal. None when no order was admitted. Unlike meterFigures'
+// per-response figures, refusals count in no denominator. A 503 while a
+// voucher is frozen is one.
 func orderCPUFigures(a, b cpuSample, orders, hz float64) benchFigures {
 	if orders <= 0 || hz <= 0 {
 		return benchFigures{}
@@ -233,14 +236,13 @@ func non2xxCounted(f benchFigures) int64 {
 	return n
 }
 
-// promHistogram reads, from a /metrics text, the seckill route's request
-// duration histogram (the share within 5 ms and the bucket holding p99, in
-// ms), the consumers' mean batch size and the admissions' mean pipelining
-// depth (admissions per round trip to Redis, seckill_admission_pipeline_size:
-// 1 for an admission sent alone): the figures srv_within5, srv_p99_le,
-// batch_mean, batches, pipeline_mean and pipelines, and the sync orders
-// per commit (seckill_sync_group_size): group_mean and groups (those it
-// could compute).
+// promHistogram reads figures from a /metrics text. The seckill route's
+// duration histogram gives srv_within5 and srv_p99_le. They are the share
+// within 5 ms and the bucket holding p99, in ms. batch_mean and batches are
+// the consumers' batch sizes. pipeline_mean and pipelines are the admissions
+// per round trip to Redis (seckill_admission_pipeline_size). An admission
+// sent alone counts 1. group_mean and groups are the sync orders per commit
+// (seckill_sync_group_size). It returns those it could compute.
 func promHistogram(text, route string) benchFigures {
 	f := benchFigures{}
 	want := `route="` + route + `"`
@@ -314,8 +316,8 @@ func promHistogram(text, route string) benchFigures {
 	return f
 }
 
-// pipelineDepth is redis-benchmark's -P for a run's pipeline_mean: the mean
-// rounded, at least 1; 0 when there is no mean.
+// pipelineDepth is redis-benchmark's -P for a run's pipeline_mean. It is the
+// mean rounded, at least 1. 0 when there is no mean.
 func pipelineDepth(mean string) int {
 	m, ok := figNum(mean)
 	if !ok {
@@ -324,8 +326,8 @@ func pipelineDepth(mean string) int {
 	return max(1, int(math.Round(m)))
 }
 
-// admitPName is the name of the admission limit at the pipelining depth of
-// a run's pipeline_mean ("admit-P<depth>"; "" when there is no mean).
+// admitPName names the admission limit at the depth of a run's pipeline_mean.
+// The name is "admit-P<depth>", or "" when there is no mean.
 func admitPName(mean string) string {
 	d := pipelineDepth(mean)
 	if d == 0 {
@@ -376,9 +378,9 @@ func slapSeconds(out string) string {
 	return ""
 }
 
-// voucherFacts is what the bench reads about one voucher after a run: the
-// database's initial stock, stock, orders and distinct buyers and, in async
-// mode, the audit's pending count and Redis's stock and buyers set size.
+// voucherFacts is what the bench reads about one voucher after a run. From
+// the database: initial stock, stock, orders and distinct buyers. In async
+// mode also the audit's pending count, Redis's stock and its buyers set size.
 type voucherFacts struct {
 	Initial, Stock, Orders, Distinct int64
 	Async                            bool

@@ -16,17 +16,20 @@ import (
 	"seckill/repository/redisstore"
 )
 
-// The Redis Cluster block of `harness bench`: async admission
-// (lua) on the cluster of SECKILL_TEST_CLUSTER_ADDRS (.ci/services.sh:
-// three masters with a replica each) with the voucher's stock in N buckets
-// for each N of BENCH_CLUSTER_BUCKETS [1 2 4 8], beside the async-lua run
-// on one Redis. Each run: a fresh server on the cluster, a fresh voucher
-// published with stockBuckets N, the same wrk admission as async-lua, the
-// drain and the audit (the harness's Redis client is the cluster's for the
-// block). The CPU of every cluster node is read from /proc (INFO server
-// process_id) over the wrk run: per admitted order, and summed as the run's
-// Redis CPU. Empty BENCH_CLUSTER_BUCKETS or no SECKILL_TEST_CLUSTER_ADDRS:
-// no block.
+// The Redis Cluster block of `harness bench`. It runs async admission (lua)
+// on the cluster of SECKILL_TEST_CLUSTER_ADDRS. .ci/services.sh starts three
+// masters with a replica each. The voucher's stock is in N buckets for each N
+// of BENCH_CLUSTER_BUCKETS [1 2 4 8]. The async-lua run on one Redis stands
+// beside them.
+//
+// Each run starts a fresh server on the cluster. It publishes a fresh voucher
+// with stockBuckets N. Then come the wrk admission of async-lua, the drain
+// and the audit. The harness's Redis client is the cluster's for the block.
+//
+// The CPU of every cluster node is read from /proc over the wrk run. INFO
+// server gives each process_id. The CPU is kept per admitted order, and
+// summed as the run's Redis CPU. Empty BENCH_CLUSTER_BUCKETS or no
+// SECKILL_TEST_CLUSTER_ADDRS: no block.
 
 // clusterNode is one node of the cluster the bench measures.
 type clusterNode struct {
@@ -41,10 +44,10 @@ type JSONNode struct {
 	Role string `json:"role"` // master or replica
 }
 
-// CoreRate is the admissions/s a Redis process spending us µs of CPU per
-// admitted order could take on a core of its own: 1e6 ÷ us, to hundreds
-// (us has one decimal); 0 when us is not positive. RESULTS.md and
-// docs/bench-cluster.svg project with it.
+// CoreRate projects admissions/s for a Redis process with a core of its own.
+// The process spends us µs of CPU per admitted order. The rate is 1e6 ÷ us,
+// to hundreds, and us has one decimal. It is 0 when us is not positive.
+// RESULTS.md and docs/bench-cluster.svg project with it.
 func CoreRate(us float64) float64 {
 	if us <= 0 {
 		return 0
@@ -52,8 +55,8 @@ func CoreRate(us float64) float64 {
 	return math.Round(1e6/us/100) * 100
 }
 
-// coreRateText is coreRate of a figure (µs per order) as RESULTS.md shows
-// it, "-" when the figure is not a positive number.
+// coreRateText is coreRate of a figure (µs per order) as RESULTS.md shows it.
+// It is "-" when the figure is not a positive number.
 func coreRateText(us string) string {
 	r := CoreRate(figNum0(us))
 	if r == 0 {
@@ -62,10 +65,10 @@ func coreRateText(us string) string {
 	return fmt.Sprintf("%.0f", r)
 }
 
-// BusiestMaster is the master that spent the most CPU per admitted order
-// in a run: its index among the nodes (roles, in clusterNodes order) and
-// its µs; us gives node i's figure (ok false when absent). ok is false when
-// no master has one.
+// BusiestMaster is the master that spent the most CPU per admitted order in a
+// run. It returns the master's index among the nodes and its µs. The roles
+// are in clusterNodes order. us gives node i's figure (ok false when absent).
+// ok is false when no master has one.
 func BusiestMaster(roles []string, us func(node int) (float64, bool)) (node int, v float64, ok bool) {
 	node = -1
 	for i, role := range roles {
@@ -80,7 +83,7 @@ func BusiestMaster(roles []string, us func(node int) (float64, bool)) (node int,
 	return node, v, node >= 0
 }
 
-// clusterRuns runs the block; the run names are cluster-<N>.
+// clusterRuns runs the block. The run names are cluster-<N>.
 func (b costTables) clusterRuns() {
 	addrs := os.Getenv("SECKILL_TEST_CLUSTER_ADDRS")
 	set := strings.Fields(testbed.EnvOr("BENCH_CLUSTER_BUCKETS", "1 2 4 8"))

@@ -23,7 +23,7 @@ type benchConfig struct {
 	Only                                                   string // BENCH_ONLY
 }
 
-// benchConfigFromEnv reads the BENCH_* variables with their defaults;
+// benchConfigFromEnv reads the BENCH_* variables with their defaults.
 // getenv is os.Getenv outside the tests.
 func benchConfigFromEnv(getenv func(string) string, root string, now time.Time) (benchConfig, error) {
 	def := func(k, d string) string {

@@ -17,22 +17,24 @@ import (
 	"seckill/cmd/harness/testbed"
 )
 
-// The Redis work per admitted order, per node and per command: INFO
-// commandstats, INFO cpu and INFO stats of every Redis process of a run,
-// read before its wrk run and after its drain (so that the consumers' work
-// for the run's orders is inside), and the server's round trips to each
-// node from its /metrics (seckill_redis_round_trips_total,
-// seckill_redis_commands_total). Measured for the async-lua run on one
-// Redis, the same on a Redis with a replica (the Sentinel master of
-// SECKILL_TEST_SENTINEL_ADDRS: the fair partner of a cluster master, which
-// has one too) and every run of the cluster block. COMMANDS.md beside
-// BENCH_RESULTS holds the tables, results.json their figures (commandCosts).
+// The Redis work per admitted order, per node and per command. The bench
+// reads INFO commandstats, INFO cpu and INFO stats of every Redis process of
+// a run. It reads them before the wrk run and after the drain. So the
+// consumers' work for the run's orders is inside. It also reads the server's
+// round trips to each node from its /metrics
+// (seckill_redis_round_trips_total, seckill_redis_commands_total).
 //
-// commandstats counts the time inside commands (scripts included); INFO
-// cpu counts the whole process: the event loop, reading and writing the
-// sockets, replication to the replicas, the cluster bus. Both are per
-// admitted order (wrk's 200 responses); their difference is the work
-// outside commands.
+// Three kinds of run are measured. The first is the async-lua run on one
+// Redis. The second is the same on a Redis with a replica: the Sentinel
+// master of SECKILL_TEST_SENTINEL_ADDRS. It is the fair partner of a cluster
+// master, which has a replica too. The third is every run of the cluster
+// block. COMMANDS.md beside BENCH_RESULTS holds the tables, and results.json
+// their figures (commandCosts).
+//
+// commandstats counts the time inside commands, scripts included. INFO cpu
+// counts the whole process. That includes the event loop, socket reads and
+// writes, replication and the cluster bus. Both are per admitted order (wrk's
+// 200 responses). Their difference is the work outside commands.
 
 // costNode is one Redis process whose work a run measures.
 type costNode struct {
@@ -177,7 +179,7 @@ func (b costTables) costBegin(name string) {
 	b.costBefore = before
 }
 
-// costEnd reads them again after the drain and keeps the run's work per
+// costEnd reads them again after the drain. It keeps the run's work per
 // admitted order, with the server's round trips to each node.
 func (b costTables) costEnd(name string) {
 	before := b.costBefore
@@ -268,9 +270,10 @@ func nodeRoundTrips(text string) (trips, cmds map[string]float64) {
 	return trips, cmds
 }
 
-// replicaRun is async-lua again on a Redis with a replica: the master of
-// SECKILL_TEST_SENTINEL_ADDRS, through Sentinel as the service runs there.
-// Its name is async-lua-replica; nothing when Sentinel is not configured.
+// replicaRun is async-lua again on a Redis with a replica. That Redis is the
+// master of SECKILL_TEST_SENTINEL_ADDRS, reached through Sentinel as the
+// service does. Its name is async-lua-replica. Nothing when Sentinel is not
+// configured.
 func (b costTables) replicaRun() {
 	sentinels, master := os.Getenv("SECKILL_TEST_SENTINEL_ADDRS"), os.Getenv("SECKILL_TEST_SENTINEL_MASTER")
 	if sentinels == "" || master == "" {
@@ -302,9 +305,9 @@ func (b costTables) replicaRun() {
 	b.rows = append(b.rows, name)
 }
 
-// clusterLock is the lock mode of the runs this file compares:
-// BENCH_CLUSTER_LOCK, lua by default (none shows what the consumers'
-// per-user locks cost).
+// clusterLock is the lock mode of the runs this file compares. It is
+// BENCH_CLUSTER_LOCK, lua by default. Mode none shows what the consumers'
+// per-user locks cost.
 func (b costTables) clusterLock() string { return testbed.EnvOr("BENCH_CLUSTER_LOCK", "lua") }
 
 // redisPID is the process id of the Redis at addr (0 when unknown).
@@ -319,8 +322,9 @@ func redisPID(ctx context.Context, addr string) int {
 	return pid
 }
 
-// clusterOnly is BENCH_ONLY=cluster: async-lua on one Redis, on a Redis
-// with a replica, and the cluster block, with their per-command tables.
+// clusterOnly is BENCH_ONLY=cluster. It runs async-lua on one Redis, on a
+// Redis with a replica, and the cluster block. Each comes with its
+// per-command table.
 func (b costTables) clusterOnly() {
 	b.machine()
 	b.logf("machine: %s x %s, %s, %s; load %s", b.info["nproc"], b.info["cpu"], b.info["mem"], b.info["kernel"], b.info["load_before"])
@@ -342,8 +346,8 @@ func (b costTables) costByName(name string) *costRun {
 	return nil
 }
 
-// costSums are a run's per-order sums: masters' (or the one Redis's)
-// commandstats and CPU, the replicas' CPU, and the busiest master's CPU.
+// costSums are a run's per-order sums. They are the masters' commandstats and
+// CPU (or the one Redis's), the replicas' CPU, and the busiest master's CPU.
 func costSums(r *costRun) (cmd, cpu, replicas, busiest float64) {
 	for _, n := range r.Nodes {
 		if n.Role == "replica" {

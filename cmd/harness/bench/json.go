@@ -26,7 +26,7 @@ type JSON struct {
 	Results    string            `json:"results"` // RESULTS.md, relative to the repository
 	OutDir     string            `json:"outDir"`
 	// ClusterNodes are the nodes of the Redis Cluster block, masters first
-	// (absent without the block); its runs are cluster-<buckets>.
+	// (absent without the block). Its runs are cluster-<buckets>.
 	ClusterNodes []JSONNode `json:"clusterNodes,omitempty"`
 	// CommandCosts are the Redis work per admitted order by node and
 	// command (cost.go; COMMANDS.md), absent when none was measured.
@@ -80,7 +80,7 @@ type JSONTarget struct {
 }
 
 // jsonFigures converts a run's figures: numbers as numbers, "a / b / c"
-// lists also as arrays (key_parts), the rest as strings; t_end and cmd out.
+// lists also as arrays (key_parts), the rest as strings. t_end and cmd out.
 func jsonFigures(f benchFigures) map[string]any {
 	out := map[string]any{}
 	for k, v := range f {

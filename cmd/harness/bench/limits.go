@@ -70,9 +70,9 @@ func (b limitRuns) redisLimits() {
 	c := b.cfg
 	b.redisBench("acquire", "acquire.lua", "-r", "1000000000", "EVALSHA", "@SHA@", "2", "bench:lock:__rand_int__", "bench:lock:__rand_int__:fence", "bench-owner", "10000")
 	b.unlinkPattern("bench:lock:*")
-	// The release keyspace is 4 x the request count, every key written
-	// (owner bench-owner) beforehand: about 88% of the calls find their key
-	// and delete it.
+	// The release keyspace is 4 x the request count. Every key is written
+	// beforehand, owned by bench-owner. About 88% of the calls find their
+	// key and delete it.
 	relSpace := 4 * c.RedisN
 	b.info["rel_space"] = strconv.Itoa(relSpace)
 	const fill = `for i = tonumber(ARGV[1]), tonumber(ARGV[2]) do redis.call("SET", string.format("bench:lock:%012d", i), ARGV[3], "PX", ARGV[4]) end return 1`
@@ -96,17 +96,21 @@ func (b limitRuns) redisLimits() {
 	b.admitLimit("admit", 1)
 }
 
-// admitLimit is the async admission's limit: redis-benchmark of
-// lua/seckill.lua with the service's keys and arguments (lua/seckill.lua's
-// header), depth commands pipelined per client (-P; none when 1), on the
-// scratch voucher loaded as the service loads a published one (stock, and
-// the hash with the window and state ok) and the scratch stream, all
-// removed afterwards. A random user per call: the few users drawn twice
-// are refused as duplicates (code 2), the others admitted (code 0: DECR,
-// SADD, XADD, SET with TTL). The voucher id is far above any
-// AUTO_INCREMENT id of tb_voucher; its order-info keys are
-// seckill:orderinfo:<12 digits> (redis-benchmark's __rand_int__), the
-// service's order ids have 18 or more.
+// admitLimit is the async admission's limit. It runs redis-benchmark of
+// lua/seckill.lua with the service's keys and arguments, as the script's
+// header lists them. Each client pipelines depth commands (-P; none when 1).
+//
+// It runs on a scratch voucher, loaded as the service loads a published one.
+// That is the stock, and the hash with the window and state ok. A scratch
+// stream takes the orders. All of it is removed afterwards.
+//
+// Each call draws a random user. The few users drawn twice are refused as
+// duplicates (code 2). The others are admitted (code 0: DECR, SADD, XADD, SET
+// with TTL).
+//
+// The voucher id is far above any AUTO_INCREMENT id of tb_voucher. Its
+// order-info keys are seckill:orderinfo:<12 digits> (__rand_int__). The
+// service's order ids have 18 digits or more.
 func (b limitRuns) admitLimit(name string, depth int) {
 	c := b.cfg
 	b.admitV = 9000000000000 + int64(os.Getpid())
@@ -141,10 +145,11 @@ func (b limitRuns) admitLimit(name string, depth int) {
 	b.admitLoaded = false
 }
 
-// slapBench runs mariadb-slap, BENCH_CONNS clients, each running reps times
-// the ;-separated query of stmts statements, on a scratch voucher of huge
-// stock (@V@ in query is its id) deleted afterwards with its orders. Every
-// run of the query must write one order (checked).
+// slapBench runs mariadb-slap with BENCH_CONNS clients. Each client runs the
+// query reps times; the query holds stmts statements separated by ;. They run
+// on a scratch voucher of huge stock, whose id replaces @V@. The voucher and
+// its orders are deleted afterwards. Every run of the query must write one
+// order (checked).
 func (b limitRuns) slapBench(name string, stmts int, query string, reps int) {
 	c := b.cfg
 	res, err := b.db.ExecContext(b.ctx, "INSERT INTO tb_voucher (shop_id, title, sub_title, pay_value, actual_value, type) VALUES (1, 'bench slap scratch', 'make bench', 100, 100, 1)")
@@ -205,10 +210,10 @@ func (b limitRuns) dbState(v int64) voucherFacts {
 	return f
 }
 
-// wrkRun is one wrk run with bench/rotate.lua; its BENCH lines become the
-// run's figures, with the CPU used by the server, MariaDB, Redis and wrk,
-// and the machine's busy share, during the run. Without tokens the runs
-// alternate tokens-0.csv and tokens-1.csv.
+// wrkRun is one wrk run with bench/rotate.lua. Its BENCH lines become the
+// run's figures. The CPU of the server, MariaDB, Redis and wrk joins them,
+// with the machine's busy share. Without tokens the runs alternate
+// tokens-0.csv and tokens-1.csv.
 func (b limitRuns) wrkRun(name, method, path, once, tokens string) {
 	c := b.cfg
 	if tokens == "" {

@@ -29,7 +29,7 @@ func (b *bench) measure() {
 		return
 	}
 	if run := c.admissionRun(); run != "" {
-		// Its CPU profile (wrkRun), kept by saveAdmissionProfiles; and its
+		// Its CPU profile (wrkRun), kept by saveAdmissionProfiles. And its
 		// partner without the drain profiled alike, so that their ratio
 		// compares like with like.
 		b.cfg.Profile += " " + run + " " + run + "-nodrain"
@@ -109,15 +109,17 @@ func (b *bench) measure() {
 			if i > 0 {
 				continue
 			}
-			// The same admission with the consumers held (the partner of
-			// "admission not slowed by the drain"), then the admission
-			// script alone at the pipelining depth the server used.
+			// The same admission with the consumers held: the
+			// partner of "admission not slowed by the drain".
+			// Then the admission script alone at the pipelining
+			// depth the server used.
 			nd := name + "-nodrain"
 			b.attempt(nd, func() { b.asyncNoDrainRun(nd, lm) })
 			b.rows = append(b.rows, nd)
-			// The same admission with the purchase limits configured but
-			// never hit, then with tracing on at a 1 % sample: their cost
-			// is their req/s ÷ this run's.
+			// The same admission with the purchase limits
+			// configured but never hit. Then again with tracing
+			// on at a 1 % sample. Each cost is its req/s ÷ this
+			// run's.
 			for _, v := range []struct {
 				suffix string
 				env    []string
@@ -251,10 +253,10 @@ func benchLimits() []string {
 	return limitsNotHit
 }
 
-// attempt runs a run; when its voucher was frozen by another process during
-// the run (see frozen), the attempt is recorded in disturbed, its
-// violations with it, and the run is repeated once. A repeat disturbed
-// again counts as it is.
+// attempt runs a run. Another process may freeze its voucher during the run
+// (see frozen). Then the attempt is recorded in disturbed, with its
+// violations, and the run is repeated once. A repeat disturbed again counts
+// as it is.
 func (b *bench) attempt(name string, run func()) {
 	nv := len(b.violations)
 	run()

@@ -12,11 +12,11 @@ import (
 	"time"
 )
 
-// The admission profiles of `harness bench` (BENCH_ADMISSION_PROFILE, issue
-// 13): the server's CPU profile during the async admission run itself and
-// the allocations it made during that run's wrk load, saved in the
-// profiles dir (profiles/ beside BENCH_RESULTS: bench/profiles by default)
-// with their top 20, which RESULTS.md shows.
+// The admission profiles of `harness bench` (BENCH_ADMISSION_PROFILE). One is
+// the server's CPU profile during the async admission run. The other is the
+// allocations it made during that run's wrk load. Both go to the profiles
+// dir: profiles/ beside BENCH_RESULTS, bench/profiles by default. Their top
+// 20 go there too, and RESULTS.md shows them.
 
 // The files of a run's admission profiles in the profiles dir: <run><suffix>.
 const (
@@ -28,9 +28,9 @@ const (
 	admissionAllocFlags = "-sample_index=alloc_space"
 )
 
-// admissionProfile is what the bench kept of the admission profiles: the
-// `go tool pprof -top` tables (from their flat% header on; "" when that
-// profile is missing).
+// admissionProfile is what the bench kept of the admission profiles. It holds
+// the `go tool pprof -top` tables from their flat% header on. A table is ""
+// when its profile is missing.
 type admissionProfile struct {
 	Run, Dir                      string
 	Secs                          string // the CPU profile's seconds
@@ -76,9 +76,9 @@ func benchFetch(url, dst string, timeout time.Duration) error {
 	return os.WriteFile(dst, data, 0o644)
 }
 
-// saveAdmissionProfiles keeps the run's CPU profile (taken by wrkRun, in
-// the out dir) beside its allocation profiles and writes the top 20 of
-// each into <run>.top.txt; RESULTS.md shows them (admissionSection).
+// saveAdmissionProfiles keeps the run's CPU profile beside its allocation
+// profiles. wrkRun took the CPU profile into the out dir. The top 20 of each
+// go into <run>.top.txt, which RESULTS.md shows (admissionSection).
 func (b reporter) saveAdmissionProfiles(run string) {
 	dir := b.cfg.profilesDir()
 	p := &admissionProfile{Run: run, Dir: dir, Secs: b.get(run, "profile_secs"),

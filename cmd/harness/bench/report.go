@@ -12,7 +12,7 @@ import (
 
 // RESULTS.md and results.json of `harness bench`.
 
-// report writes RESULTS.md (with NOTES.md appended) and results.json; 1
+// report writes RESULTS.md (with NOTES.md appended) and results.json. 1
 // when a check failed.
 func (b reporter) report() int {
 	b.info["load_after"] = benchLoadAvg()
@@ -85,7 +85,7 @@ func (b reporter) seckillRow(name string) string {
 
 // groupSection compares, for the first sync lock mode, group commit with
 // one transaction per order and with mariadb-slap's order transaction, at
-// the same concurrency; "" without the -pertxn run.
+// the same concurrency. "" without the -pertxn run.
 func (b reporter) groupSection() string {
 	var lm string
 	for _, name := range b.rows {
@@ -132,7 +132,7 @@ func runModes(name string) (orderMode, lockMode string) {
 	return orderMode, strings.TrimSuffix(strings.TrimSuffix(lockMode, "-nodrain"), "-pertxn")
 }
 
-// render is RESULTS.md without NOTES.md; profile renders a profile's
+// render is RESULTS.md without NOTES.md. profile renders a profile's
 // section.
 func (b reporter) render(t benchTargets, profile func(string) string) string {
 	c := b.cfg

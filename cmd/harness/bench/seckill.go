@@ -17,9 +17,9 @@ import (
 	"seckill/repository"
 )
 
-// audit reads the audit endpoint (waiting, in async mode, for the queue to
-// drain), the database and, in async mode, Redis, and judges the facts with
-// model.Counts (the invariants of docs/contract.md, as the tests do).
+// audit reads the audit endpoint, the database and, in async mode, Redis. In
+// async mode it waits for the queue to drain first. It judges the facts with
+// model.Counts, the invariants of docs/contract.md, as the tests do.
 func (b seckillRuns) audit(name string, v int64) {
 	var a auditResponse
 	var raw []byte
@@ -94,9 +94,9 @@ func factsViolations(f voucherFacts) []string {
 	return out
 }
 
-// orderChecks: after a run where every request must create an order: no
-// token reused (else knob is too low), every response 200, and 200s ≤
-// orders ≤ 200s + unanswered.
+// orderChecks runs after a run where every request must create an order. No
+// token may be reused; else knob is too low. Every response must be 200. And
+// 200s ≤ orders ≤ 200s + unanswered.
 func (b seckillRuns) orderChecks(name, knob string) {
 	n200 := int64(figNum0(b.get(name, "status_200")))
 	received := int64(figNum0(b.get(name, "received")))
@@ -114,9 +114,9 @@ func (b seckillRuns) orderChecks(name, knob string) {
 	}
 }
 
-// seckillRun: a fresh server, a voucher of stock far above the request
-// count, one wrk run where every request is a new user, then the audit and
-// the checks.
+// seckillRun starts a fresh server and a voucher of ample stock. One wrk run
+// follows, where every request is a new user. Then come the audit and the
+// checks.
 func (b seckillRuns) seckillRun(name, orderMode, lockMode string, env ...string) {
 	b.logf("seckill %s %s", name, strings.Join(env, " "))
 	b.startServer(orderMode, lockMode, name, env...)
@@ -157,9 +157,9 @@ func (b seckillRuns) asyncRun(name, lockMode string, profile bool, env ...string
 	b.asyncChecks(name, v)
 }
 
-// asyncChecks ends an async run once drained, its server still up: the
-// other consumers, wrk's checks, the audit and the order checks, then the
-// server's stop and the count of frozen refusals.
+// asyncChecks ends an async run once drained, its server still up. It checks
+// the other consumers, wrk's figures, the audit and the orders. Then it stops
+// the server and counts the frozen refusals.
 func (b seckillRuns) asyncChecks(name string, v int64) {
 	b.otherConsumers(name)
 	b.checkWrk(name)
@@ -169,25 +169,31 @@ func (b seckillRuns) asyncChecks(name string, v int64) {
 	b.frozen(name)
 }
 
-// asyncNoDrainRun: the admission of asyncRun (a fresh voucher, the same wrk
-// run and tokens) on a server whose consumers do not write during the load:
-// started with SECKILL_DEV_CONSUMER_DELAY (development only, allowed as the
-// bench's servers run in SECKILL_ENV=development) longer than the load, so
-// that each consumer holds the batch it read, unwritten, and reads no more.
-// The partner of the admission target "not slowed by the drain": its req/s
-// is the admission without the consumers' work. The figures of the load
-// (latency, pipelining, CPU) are that server's. Then that server is stopped:
-// SIGTERM does not wait for the pause (the consumer's sleep, c.sleep, ends
-// when the consumers are stopped), and the consumer then writes the batch
-// it held if the batch's deadline (its BatchTimeout, 8 s after the read) has
-// not passed, else leaves it pending (never written twice: the next server
-// claims it). A normal async server then drains the backlog and is audited
-// as in asyncRun. Its drain time includes the stop and the start and, after
-// a load longer than 8 s, the wait for the held batch (at most one batch,
-// 100 entries) to be claimed by the new server's consumer after
-// SECKILL_CLAIM_IDLE (default 30 s): its drain rate is not the consumers'
-// speed. "written_load" is the orders in the database at the end of the
-// load (0 unless something else, another process's consumers, wrote them).
+// asyncNoDrainRun measures the admission of asyncRun without the drain. It
+// uses a fresh voucher and the same wrk run and tokens. Its server's
+// consumers do not write during the load. SECKILL_DEV_CONSUMER_DELAY, longer
+// than the load, makes each consumer hold the batch it read. The setting is
+// for development only; the bench's servers run in SECKILL_ENV=development.
+//
+// This run is the partner of the admission target "not slowed by the drain".
+// Its req/s is the admission without the consumers' work. The load figures
+// (latency, pipelining, CPU) are that server's.
+//
+// Then that server is stopped. SIGTERM does not wait for the pause: the
+// consumer's sleep (c.sleep) ends when the consumers stop. The consumer then
+// writes its held batch if the batch's deadline has not passed. That deadline
+// is its BatchTimeout, 8 s after the read. Otherwise the batch stays pending,
+// and the next server claims it. No batch is written twice.
+//
+// A normal async server then drains the backlog and is audited as in
+// asyncRun. Its drain time includes the stop and the start. After a load
+// longer than 8 s, it also includes the wait for the held batch. That batch
+// holds at most 100 entries. The new server claims it after
+// SECKILL_CLAIM_IDLE (default 30 s). So this drain rate is not the consumers'
+// speed.
+//
+// "written_load" is the orders in the database at the end of the load. It is
+// 0 unless another process's consumers wrote them.
 func (b seckillRuns) asyncNoDrainRun(name, lockMode string) {
 	delay := fmt.Sprintf("SECKILL_DEV_CONSUMER_DELAY=%ds", b.cfg.Duration+600)
 	b.logf("seckill %s (%s: the consumers hold their first batch)", name, delay)
@@ -212,15 +218,18 @@ func (b seckillRuns) asyncNoDrainRun(name, lockMode string) {
 	b.asyncChecks(name, v)
 }
 
-// drain: after an async run, the consumers' drain. It polls the voucher's
-// stock in the database (a primary-key read) and in Redis every 50 ms until
-// they are equal: Redis holds initial - admitted, the database initial -
-// written, so equal means every admitted order is written. (The audit
-// endpoint scans the whole stream: polling it would slow the drain it
-// measures; it is read once the drain is over, and must say pending 0.)
-// Figures: the backlog and the orders written at the first poll, the
-// seconds from the end of the load until drained, and the drain rate
-// (orders written between the first poll and the last, per second).
+// drain waits, after an async run, for the consumers to write every order. It
+// polls the voucher's stock in the database and in Redis every 50 ms. The
+// database read is by primary key. Redis holds initial - admitted, the
+// database initial - written. So equal stocks mean every admitted order is
+// written.
+//
+// The audit endpoint scans the whole stream, so polling it would slow the
+// drain. It is read once the drain is over, and must say pending 0.
+//
+// Figures: the backlog and the orders written at the first poll. Then the
+// seconds from the end of the load until drained. Then the drain rate: orders
+// written between the first poll and the last, per second.
 func (b seckillRuns) drain(name string, v int64) {
 	tEnd := time.Unix(0, int64(figNum0(b.get(name, "t_end"))))
 	var initial int64
@@ -265,9 +274,10 @@ func (b seckillRuns) drain(name string, v int64) {
 	b.logf("%s: backlog %s at the end of the load, drained in %s s, %s orders/s", name, b.get(name, "backlog"), b.get(name, "drain_secs"), rate)
 }
 
-// otherConsumers: consumers of group g1 that are not this server's and read
-// the stream in the last 5 s (other processes on this Redis, such as tests
-// in async mode, share stream.orders and take part in the drain).
+// otherConsumers lists the consumers of group g1 that are not this server's.
+// It keeps those that read the stream in the last 5 s. Other processes on
+// this Redis, such as async tests, share stream.orders. They take part in the
+// drain.
 func (b seckillRuns) otherConsumers(name string) {
 	host, _ := os.Hostname()
 	mine := fmt.Sprintf("%s-%d-", host, b.serverPID())
@@ -293,17 +303,17 @@ func (b seckillRuns) redisStock(v int64) int64 {
 	return c.RedisStock
 }
 
-// serverMetrics reads the server's /metrics (cumulative since its start,
-// one server per run): the route's latency as the server itself saw it, the
-// consumers' mean batch size and the admissions' mean pipelining depth
-// (promHistogram). route defaults to the seckill route.
+// serverMetrics reads the server's /metrics, cumulative since its start. Each
+// run has its own server. The figures are the route's latency as the server
+// saw it, the mean batch size and the mean pipelining depth (promHistogram).
+// route defaults to the seckill route.
 func (b seckillRuns) serverMetrics(name, route string) {
 	b.putAll(name, b.scrapeMetrics(name, route))
 }
 
-// scrapeMetrics reads the server's /metrics, keeps it as
-// metrics-<file>.txt in the out dir and returns its figures
-// (promHistogram; none when the server did not answer).
+// scrapeMetrics reads the server's /metrics and returns its figures
+// (promHistogram). It keeps the text as metrics-<file>.txt in the out dir.
+// There are no figures when the server did not answer.
 func (b seckillRuns) scrapeMetrics(file, route string) benchFigures {
 	if route == "" {
 		route = "/voucher-order/seckill/:id"
@@ -317,12 +327,12 @@ func (b seckillRuns) scrapeMetrics(file, route string) benchFigures {
 	return promHistogram(text, route)
 }
 
-// frozen: how many requests of the run the server refused because the
-// voucher's Redis state was not trusted (state frozen or unsafe). Only a
-// reconciler sets that state: another process starting in async mode on
-// this Redis (tests, load tests) checks every live voucher, bench vouchers
-// too, and rebuilds those that look inconsistent, which a voucher under
-// load always does, freezing it meanwhile.
+// frozen counts the requests of the run refused as untrusted. The server
+// refuses them when the voucher's Redis state is frozen or unsafe. Only a
+// reconciler sets that state. Another process starting in async mode on this
+// Redis runs one, such as tests or load tests. It checks every live voucher,
+// bench vouchers too. A voucher under load always looks inconsistent, so it
+// is frozen while being rebuilt.
 func (b seckillRuns) frozen(name string) {
 	n := strings.Count(benchReadFile(filepath.Join(b.cfg.Out, "server-"+name+".log")), "voucher state in redis not trusted")
 	b.put(name, "frozen", strconv.Itoa(n))
@@ -331,9 +341,9 @@ func (b seckillRuns) frozen(name string) {
 	}
 }
 
-// k6Exec is one k6 run (bench/arrival.js) at rate arrivals per second for
-// BENCH_DURATION seconds, every request a new user: the seckill of voucher
-// v, or GET path.
+// k6Exec is one k6 run (bench/arrival.js) at rate arrivals per second. It
+// lasts BENCH_DURATION seconds, and every request is a new user. It hits the
+// seckill of voucher v, or GET path.
 func (b seckillRuns) k6Exec(name string, rate int, v int64, path string) {
 	c := b.cfg
 	need := rate * (c.Duration + 1)
@@ -436,11 +446,11 @@ func roundHalfAway(x float64) float64 {
 	return float64(int64(x + 0.5))
 }
 
-// k6Run: a fresh async server, a voucher of stock far above the request
-// count, k6 at rate; then the drain, the audit and the checks: every
-// response 200, orders = 200s. With floor, first the same k6 run on the
-// no-op endpoint of the same server (<name>-noop): the latency floor of
-// this machine and client at that rate.
+// k6Run runs k6 at rate on a fresh async server. The voucher's stock is far
+// above the request count. Then come the drain, the audit and the checks:
+// every response 200, orders = 200s. With floor, the same k6 run first hits
+// the no-op endpoint of the same server (<name>-noop). That run is the
+// latency floor of this machine and client at that rate.
 func (b seckillRuns) k6Run(name, lockMode string, rate int, floor bool) {
 	b.logf("k6 %s: %d requests/s for %d s", name, rate, b.cfg.Duration)
 	b.startServer("async", lockMode, name)

@@ -20,9 +20,9 @@ import (
 )
 
 // The server under test, the HTTP calls of the bench, the meter (/proc) and
-// the cleanup. (cmd/harness's shared instance helpers start load-test
-// instances on several ports; the bench needs one server, its pid for the
-// meter and its log for frozen(), so it keeps its own here.)
+// the cleanup. The shared instance helpers of cmd/harness start load-test
+// instances on several ports. The bench needs one server, its pid for the
+// meter and its log for frozen(). So it keeps its own here.
 
 var benchHTTP = &http.Client{Timeout: 60 * time.Second}
 
@@ -60,7 +60,7 @@ func (b serverUnderTest) serverPID() int {
 	return b.server.Proc.Pid()
 }
 
-// call makes one HTTP request with the token; it returns the status and body.
+// call makes one HTTP request with the token. It returns the status and body.
 func (b serverUnderTest) call(method, path, token string, body []byte) (int, []byte, error) {
 	req, err := http.NewRequestWithContext(b.ctx, method, b.base+path, bytes.NewReader(body))
 	if err != nil {
@@ -80,7 +80,7 @@ func (b serverUnderTest) call(method, path, token string, body []byte) (int, []b
 }
 
 // publish creates a shop and a seckill voucher of it with stock through the
-// admin API; the voucher's id joins the vouchers cleaned up at exit.
+// admin API. The voucher's id joins the vouchers cleaned up at exit.
 func (b serverUnderTest) publish(stock int) int64 { return b.publishWith(stock, "") }
 
 // publishWith is publish with more fields of the body (`,"stockBuckets":4`).
@@ -154,7 +154,7 @@ func (b serverUnderTest) dbCounters() [3]float64 {
 	return out
 }
 
-// sample reads the meter; client is the load generator's CPU so far in
+// sample reads the meter. client is the load generator's CPU so far in
 // clock ticks (it is known only once it exited: 0 before).
 func (b serverUnderTest) sample(client float64) cpuSample {
 	s := cpuSample{DB: b.dbCounters()}
@@ -253,10 +253,10 @@ func (b serverUnderTest) profileFinish(name string) {
 	b.logf("profile of %s: %s/%s.top.txt, %s/%s.cum.txt", name, b.cfg.Out, name, b.cfg.Out, name)
 }
 
-// purgeLua: XACK (the consumer group) and XDEL the entries of KEYS[1] (a
-// shard's stream) whose voucherId is one of ARGV[2..], and delete their
-// order-info keys (ARGV[1]: the shard's order-info prefix); returns how
-// many. The group is repository's.
+// purgeLua deletes a shard's stream entries of some vouchers. It XACKs (the
+// consumer group) and XDELs the entries of KEYS[1] whose voucherId is one of
+// ARGV[2..]. It deletes their order-info keys too; ARGV[1] is the shard's
+// order-info prefix. Returns how many. The group is repository's.
 var purgeLua = strings.NewReplacer("{{group}}", repository.GroupName).Replace(`
 local want = {}
 for i = 2, #ARGV do want[ARGV[i]] = true end
@@ -329,10 +329,11 @@ func (b serverUnderTest) cleanup() {
 		b.deleteVoucher(b.slapVoucher)
 	}
 	if !b.cfg.Keep && len(b.vouchers) > 0 {
-		// Entries of these vouchers still in stream.orders (a run that did
-		// not drain) would outlive their voucher and stay pending for ever
-		// with whichever consumer reads them (their dead-letter needs the
-		// voucher's Redis state): settle them first.
+		// Entries of these vouchers may still be in stream.orders
+		// after a run that did not drain. They would outlive their
+		// voucher and stay pending for ever with whichever consumer
+		// reads them. Their dead-letter needs the voucher's Redis
+		// state. So settle them first.
 		var total int64
 		var failed error
 		for shard := range repository.Shards {

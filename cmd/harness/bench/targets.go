@@ -41,7 +41,7 @@ func (b reporter) targets() benchTargets {
 		t.A2 = benchRatio(b.get(t.AR, "rps"), b.get(t.AdmitP, "rps"))
 	}
 	t.N1 = benchRatio(b.get(t.AR, "rps"), b.get(t.NR, "rps"))
-	// The drain rate; when the consumers kept up with the load (no
+	// The drain rate. When the consumers kept up with the load (no
 	// backlog), their rate during the load stands for it (a lower bound).
 	t.DrainR = b.get(t.AR, "drain_rate")
 	if t.DrainR == "" && b.get(t.AR, "orders") != "" {

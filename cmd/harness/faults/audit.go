@@ -11,10 +11,10 @@ import (
 	"seckill/model"
 )
 
-// audit waits for the outcome (async: the stream drained), reads the
-// metrics of the live instances and the owners' view of the 200s whose
-// orders are not written, stops the instances, then reads the database
-// and Redis and judges.
+// audit waits for the outcome; in async mode, for the stream to drain. It
+// reads the metrics of the live instances. It reads the owners' view of the
+// 200s whose orders are not written. Then it stops the instances, reads the
+// database and Redis, and judges.
 func (s *suite) audit(ctx context.Context, c faultCase, e *caseEnv, l *loadRun, shots []shot, r *CaseResult) error {
 	if c.OrderMode == "async" {
 		t0 := time.Now()

@@ -24,14 +24,14 @@ type faultCase struct {
 	// (transport errors expected).
 	KillsInstance bool
 	// Weak marks an expected-weak demonstration: its weakness is reported
-	// ("shown"), never failed; the invariants still are.
+	// ("shown"), never failed. The invariants still are.
 	Weak bool
 	// FaultPct is where in the load (percent of the purchases sent) the
 	// fault starts.
 	FaultPct int
 	// PayEvery: every PayEvery-th buyer pays at once (0: nobody pays).
 	PayEvery int
-	// Expiry: the case runs a short pay timeout; the audit first waits
+	// Expiry: the case runs a short pay timeout. The audit first waits
 	// until every unpaid order expired and every give-back was done.
 	Expiry bool
 

@@ -68,9 +68,10 @@ func (s *suite) settleExpiry(ctx context.Context, e *caseEnv, r *CaseResult) {
 	r.addMeasure("expiry settled", "%.1fs after the load", time.Since(t0).Seconds())
 }
 
-// judgeExpiry: the common checks, then every unit accounted for once:
-// stock + unpaid + paid = initial, nothing unpaid or due at the end, some
-// orders expired, no paid order cancelled (invariant 6, judged in common).
+// judgeExpiry runs the common checks, then wants every unit accounted for
+// once. That is stock + unpaid + paid = initial, with nothing unpaid or due
+// at the end. Some orders must have expired. No paid order may be cancelled
+// (invariant 6, judged in common).
 func judgeExpiry(j judgement) {
 	r := j.r
 	judgeCommon(r, false)

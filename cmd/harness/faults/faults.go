@@ -1,7 +1,7 @@
 // Package faults is `harness faults` (make faults): the fault suite. Each
 // case starts two seckill instances on private dependencies, injects one
 // fault mid-load, recovers and audits the voucher. It writes
-// faults/RESULTS.md and faults/results.json; faults/README.md describes
+// faults/RESULTS.md and faults/results.json. faults/README.md describes
 // the cases and settings. Exit status: 0 all met, 1 one did not, 2 no run.
 package faults
 
@@ -126,7 +126,7 @@ func Run(args []string) int {
 }
 
 // run prepares the suite (build, private MariaDB, schema, tokens) and runs
-// the cases; an error is a suite that could not run.
+// the cases. An error is a suite that could not run.
 func (s *suite) run(ctx context.Context, cases []faultCase) ([]CaseResult, error) {
 	s.bin = filepath.Join(s.root, "bin/seckill")
 	if !s.SkipBuild || !testbed.IsExe(s.bin) {
@@ -135,7 +135,7 @@ func (s *suite) run(ctx context.Context, cases []faultCase) ([]CaseResult, error
 			return nil, err
 		}
 	}
-	// The layout's ports must be free; when one is taken (someone else's
+	// The layout's ports must be free. When one is taken (someone else's
 	// process), the next layouts 100 ports up are tried.
 	base, found := s.BasePort, false
 	for try := 0; try < 5 && !found; try++ {

@@ -19,9 +19,9 @@ import (
 )
 
 // killInstance kills instance 2 (SIGKILL) and takes it out of the
-// rotation. In async mode it waits (up to 2 s) until the instance's
-// consumer holds entries read and not yet written, so that the survivor has
-// something to claim, and measures them.
+// rotation. In async mode it waits up to 2 s for the instance's consumer to
+// hold entries read and not yet written. Then the survivor has something to
+// claim, and the case measures them.
 func killInstance(ctx context.Context, s *suite, e *caseEnv, l *loadRun) error {
 	in := e.ins[1]
 	pid := "-" + strconv.Itoa(in.Proc.Pid()) + "-"
@@ -78,10 +78,11 @@ func pendingOf(ctx context.Context, rdb redis.UniversalClient, part string) (int
 	return n, nil
 }
 
-// redisRestart kills the main Redis, lets 10% of the load meet the outage,
-// restarts it empty and, in async mode, waits for the voucher to be back
-// on sale: by itself within FAULTS_AUTO_WAIT, else (FAULTS_REBUILD=if-needed)
-// by an operator's `seckill rebuild`.
+// redisRestart kills the main Redis and lets 10% of the load meet the outage.
+// Then it restarts Redis empty. In async mode it waits for the voucher to be
+// back on sale. The voucher comes back by itself within FAULTS_AUTO_WAIT.
+// Else an operator's `seckill rebuild` brings it back
+// (FAULTS_REBUILD=if-needed).
 func redisRestart(ctx context.Context, s *suite, e *caseEnv, l *loadRun) error {
 	async := strings.Contains(strings.Join(e.env, " "), "SECKILL_ORDER_MODE=async")
 	if async {
@@ -240,9 +241,9 @@ func fencePlan(s *suite, e *caseEnv, p *loadPlan) {
 	p.Seq, p.Use, p.HoldAt = seq, []int{1}, len(seq)*70/100
 }
 
-// freezeHolder: the probe users buy on instance 1; once it holds their
+// freezeHolder: the probe users buy on instance 1. Once it holds their
 // locks (inside the critical section) it is frozen (SIGSTOP) until the
-// leases expire; instance 2 serves the same users; then instance 1 goes
+// leases expire. Instance 2 serves the same users. Then instance 1 goes
 // on (SIGCONT) with its late writes.
 func freezeHolder(ctx context.Context, s *suite, e *caseEnv, l *loadRun) error {
 	a := e.ins[0]

@@ -31,9 +31,9 @@ type CaseResult struct {
 	Written        int `json:"written"`
 	ReportedFailed int `json:"reportedFailed"`
 	Lost           int `json:"lost"`
-	// Orders no 200 announced: Ambiguous when the buyer's request ended
-	// in a transport error (the client cannot know), NoAnnounce when the
-	// buyer was told a failure (an ambiguous commit told as failure).
+	// Orders no 200 announced. Ambiguous: the buyer's request ended in a
+	// transport error, so the client cannot know. NoAnnounce: the buyer
+	// was told a failure (an ambiguous commit told as failure).
 	Ambiguous  int `json:"ambiguous"`
 	NoAnnounce int `json:"noAnnounce"`
 
@@ -117,11 +117,11 @@ type classification struct {
 
 // classify compares the 200s with the orders in the database: each 200's
 // order is written, reported failed (states[id] == "failed", async only),
-// still pending, or lost; each order no 200 announced is ambiguous (its
-// buyer had a transport error: the client cannot know whether it bought)
-// or a failure told for a purchase that happened. Announced is what
-// invariant 4 is judged against: the 200s but the ones reported failed,
-// plus the ambiguous orders.
+// still pending, or lost. Each order no 200 announced is either ambiguous or
+// a failure told for a purchase that happened. Ambiguous means its buyer had
+// a transport error: the client cannot know whether it bought. Announced is
+// what invariant 4 is judged against. It is the 200s but the ones reported
+// failed, plus the ambiguous orders.
 func classify(shots []shot, users []faultUser, orders map[int64]int64, states map[int64]string) classification {
 	var c classification
 	seen := map[int64]bool{}
@@ -194,7 +194,7 @@ func between(shots []shot, from, to time.Duration) map[string]int {
 
 // judgeCommon applies what every case expects: nothing oversold, no 500,
 // no order without its 200 told as a failure, invariants 1-3 (and 5 in
-// async mode) holding; lost 200s fail unless lostReported (a case that
+// async mode) holding. Lost 200s fail unless lostReported (a case that
 // measures them). Invariant 4 is judged through Lost and NoAnnounce.
 func judgeCommon(r *CaseResult, lostReported bool) {
 	if r.Oversold {

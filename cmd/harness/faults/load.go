@@ -17,9 +17,9 @@ import (
 	"seckill/internal/proc"
 )
 
-// The fault suite's load: generated in process (one goroutine per
-// purchase, paced), so that every request's answer is known: its HTTP
-// status, its response code and, for a 200, the order id it announced.
+// The fault suite's load is generated in process: one goroutine per purchase,
+// paced. So every request's answer is known: its HTTP status, its response
+// code and, for a 200, the order id it announced.
 
 // faultUser is one line of the tokens file.
 type faultUser struct {
@@ -48,9 +48,9 @@ func (s shot) bucket() string {
 	return "other"
 }
 
-// schedule lays out users x dups purchases: the users in a random order
-// (seeded, so a case is the same every run), each user's purchases on
-// consecutive slots, so they reach the instances at nearly the same time.
+// schedule lays out users x dups purchases. The users come in a random order,
+// seeded, so a case is the same every run. Each user's purchases take
+// consecutive slots. So they reach the instances at nearly the same time.
 func schedule(users, dups int, seed uint64) []int {
 	r := rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))
 	order := r.Perm(users)
@@ -79,7 +79,7 @@ type apiEnvelope struct {
 	Data    json.RawMessage `json:"data"`
 }
 
-// call sends one request; status 0 is a transport error.
+// call sends one request. Status 0 is a transport error.
 func (c *apiClient) call(ctx context.Context, method, url, token string, body any) (int, *apiEnvelope, error) {
 	var rd io.Reader
 	if body != nil {
@@ -113,7 +113,7 @@ func (c *apiClient) call(ctx context.Context, method, url, token string, body an
 	return resp.StatusCode, &env, nil
 }
 
-// buy is one purchase; it fills Status, Code and OrderID of s.
+// buy is one purchase. It fills Status, Code and OrderID of s.
 func (c *apiClient) buy(ctx context.Context, base string, voucher int64, token string, s *shot) {
 	status, env, err := c.call(ctx, http.MethodPost, fmt.Sprintf("%s/voucher-order/seckill/%d", base, voucher), token, nil)
 	s.Status = status
@@ -138,7 +138,7 @@ func (c *apiClient) buy(ctx context.Context, base string, voucher int64, token s
 	}
 }
 
-// pay is POST /voucher-order/:id/pay as its owner; it returns the
+// pay is POST /voucher-order/:id/pay as its owner. It returns the
 // answer's code (OK, ORDER_EXPIRED, TRANSPORT, ...).
 func (c *apiClient) pay(ctx context.Context, base, token string, id int64) string {
 	status, env, err := c.call(ctx, http.MethodPost, fmt.Sprintf("%s/voucher-order/%d/pay", base, id), token, nil)
@@ -212,11 +212,11 @@ type loadPlan struct {
 	Users    []faultUser
 	Seq      []int         // user index per slot (schedule)
 	Interval time.Duration // between two slots
-	// FaultAt is the slot at which Fault starts (in its own goroutine);
-	// the load goes on meanwhile. HoldAt is the slot before which the
-	// load waits until Fault has closed recovered (bounded by HoldLimit),
-	// so that some of the load always runs after the recovery however slow
-	// the machine.
+	// FaultAt is the slot at which Fault starts (in its own goroutine).
+	// The load goes on meanwhile. HoldAt is the slot before which the
+	// load waits until Fault has closed recovered. HoldLimit bounds that
+	// wait. So some of the load always runs after the recovery, however
+	// slow the machine.
 	FaultAt, HoldAt int
 	HoldLimit       time.Duration
 	Fault           func(l *loadRun)

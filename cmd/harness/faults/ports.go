@@ -16,7 +16,7 @@ type faultPorts struct {
 	MariaDB int
 }
 
-// portsFrom lays the ports out from base: app base+1, +2; MariaDB +6.
+// portsFrom lays the ports out from base: app base+1, +2. MariaDB +6.
 func portsFrom(base int) faultPorts {
 	return faultPorts{App: [2]int{base + 1, base + 2}, MariaDB: base + 6}
 }

@@ -36,7 +36,7 @@ var faultDefaults = map[string]string{
 	"FAULTS_DRAIN_LIMIT": "45s", "FAULTS_SEED": "11",
 }
 
-// faultSettingsFrom reads the settings; out defaults to root/faults.
+// faultSettingsFrom reads the settings. out defaults to root/faults.
 func faultSettingsFrom(getenv func(string) string, root string) (faultSettings, error) {
 	get := func(k string) string {
 		if v := strings.TrimSpace(getenv(k)); v != "" {
@@ -103,7 +103,7 @@ func faultSettingsFrom(getenv func(string) string, root string) (faultSettings, 
 }
 
 // selectCases picks the cases named (exactly, or by a prefix such as
-// "mariadb"); none named is all of them.
+// "mariadb"). None named is all of them.
 func selectCases(all []faultCase, names []string) ([]faultCase, error) {
 	if len(names) == 0 {
 		return all, nil

@@ -19,7 +19,7 @@ func judgeAppKill(j judgement) {
 }
 
 // sellsAgain says some purchase sent after the moment named from got 200,
-// or the voucher sold out before; it fails the case otherwise.
+// or the voucher sold out before. It fails the case otherwise.
 func sellsAgain(j judgement, from string) {
 	at, ok := j.markAt(from)
 	if !ok {

@@ -12,22 +12,28 @@ import (
 	"seckill/cmd/harness/testbed"
 )
 
-// harness ci: the short load test that CI runs (make loadtest-ci, inside
-// .ci/run's 240 s limit). Two instances; the default mode (lua) and the two
-// watchdog designs (reentrant, redsync) in the normal setting, reentrant in
-// the slow-business setting (work longer than the lease), lua and reentrant
-// with fencing on, lua and redsync in async mode, lua in async mode with
-// buyers paying, cancelling and walking away (the order's life, 2 s pay
-// timeout), and lua once more with the JMeter plan: about 11,000
-// purchases. Fails on any invariant violation, on
-// any duplicate that got past a lock, and on any answer other than 200/409
-// (harness loadtest decides). Writes results.json in its output directory.
+// harness ci is the short load test that CI runs (make loadtest-ci). It fits
+// inside .ci/run's 240 s limit. It uses two instances and makes about 11,000
+// purchases. The runs, in order:
 //
-// Driver: DRIVER=auto by default, that is k6 when k6 v1.8.1 is installed
-// already (it is cached in $(go env GOPATH)/bin), else the Go driver
-// (loadtest/driver, same scenario, builds in seconds): a cold
-// `go install go.k6.io/k6` took 1.5 to 5 minutes on this two-core machine,
-// too much for CI's 240 s. DRIVER=k6 forces k6 (and installs it).
+// - the default mode (lua) and the watchdog designs (reentrant, redsync), in
+//   the normal setting;
+// - reentrant in the slow-business setting, with work longer than the lease;
+// - lua and reentrant with fencing on;
+// - lua and redsync in async mode;
+// - lua in async mode with buyers paying, cancelling and walking away (the
+//   order's life, 2 s pay timeout);
+// - lua once more with the JMeter plan.
+//
+// It fails on any invariant violation and on any duplicate past a lock. It
+// fails on any answer other than 200/409 too (harness loadtest decides). It
+// writes results.json in its output directory.
+//
+// Driver: DRIVER=auto by default. That is k6 when k6 v1.8.1 is installed
+// already, cached in $(go env GOPATH)/bin. Else it is the Go driver
+// (loadtest/driver), with the same scenario, built in seconds. A cold `go
+// install go.k6.io/k6` took 1.5 to 5 minutes on this two-core machine. That
+// is too much for CI's 240 s. DRIVER=k6 forces k6 and installs it.
 
 // ciRuns is the list of runs: a name and its settings.
 var ciRuns = []struct {
@@ -42,7 +48,7 @@ var ciRuns = []struct {
 	// first-time users (any 503 fails the run).
 	{"lua-fenced", []string{"MODE=lua", "FENCING=on", "USERS=400", "STOCK=250", "DUPS=4", "VUS=40"}},
 	{"reentrant-fenced", []string{"MODE=reentrant", "FENCING=on", "USERS=400", "STOCK=250", "DUPS=4", "VUS=40"}},
-	// Async mode (Lua admission in Redis, orders through the stream): the
+	// Async mode: Lua admission in Redis, orders through the stream. The
 	// run waits for the stream to drain, then checks invariant 5 as well.
 	{"lua-async", []string{"MODE=lua", "ORDER_MODE=async", "USERS=400", "STOCK=250", "DUPS=3", "VUS=40"}},
 	{"redsync-async", []string{"MODE=redsync", "ORDER_MODE=async", "USERS=400", "STOCK=250", "DUPS=3", "VUS=40"}},
@@ -51,11 +57,11 @@ var ciRuns = []struct {
 	{"lua-async-cluster", []string{"MODE=lua", "ORDER_MODE=async", "REDIS=cluster", "USERS=400", "STOCK=250", "DUPS=3", "VUS=40"}},
 	// The same voucher's stock split in 8 buckets on the cluster.
 	{"lua-async-cluster-8", []string{"MODE=lua", "ORDER_MODE=async", "REDIS=cluster", "BUCKETS=8", "USERS=400", "STOCK=250", "DUPS=3", "VUS=40"}},
-	// The order's life, async on one Redis: of the buyers, 40% pay, 20%
-	// cancel, the rest walk away; a 2 s pay timeout expires their orders
-	// during the run, so that their units sell again. Passes when every
-	// unit is accounted for once (stock + unpaid + paid = initial, in
-	// Redis as well), nothing is left unpaid and none was sold twice.
+	// The order's life, async on one Redis. Of the buyers, 40% pay, 20%
+	// cancel, the rest walk away. A 2 s pay timeout expires their orders
+	// during the run, so their units sell again. It passes when every
+	// unit is accounted for once: stock + unpaid + paid = initial, in
+	// Redis as well. Nothing may be left unpaid, and none sold twice.
 	{"lua-async-life", []string{"MODE=lua", "ORDER_MODE=async", "USERS=300", "STOCK=60", "DUPS=2", "VUS=6", "SPACING_MS=300",
 		"PAY_SHARE=0.4", "CANCEL_SHARE=0.2", "PAY_TIMEOUT=2s", "SETTLE=30"}},
 	// The JMeter plan on Debian's JMeter 2.13 (installed when missing, ~20 s).

@@ -32,8 +32,8 @@ type ltConfig struct {
 	// what a weak lock lets through.
 	GroupCommit string
 	// The order's life: PAY_SHARE and CANCEL_SHARE of the buyers pay or
-	// cancel, the rest walk away; PAY_TIMEOUT is the servers'
-	// SECKILL_PAY_TIMEOUT; SETTLE (seconds) bounds the wait for every
+	// cancel, the rest walk away. PAY_TIMEOUT is the servers'
+	// SECKILL_PAY_TIMEOUT. SETTLE (seconds) bounds the wait for every
 	// walked-away order to expire before the audit.
 	PayShare, CancelShare float64
 	PayTimeout            string

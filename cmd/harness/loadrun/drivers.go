@@ -20,10 +20,11 @@ import (
 	"seckill/model"
 )
 
-// driverRun is what a driver left: the voucher it published, the order ids
-// its 200 responses announced (with the user when it recorded it) and its
-// exit status. Each driver also leaves OUT/summary.env (purchases, rps,
-// p50_ms, p95_ms, p99_ms, code_<CODE>), OUT/voucher and OUT/ok-orders.
+// driverRun is what a driver left. It holds the voucher it published and the
+// order ids its 200 responses announced. The user comes with each id when the
+// driver recorded it. It holds the driver's exit status too. Each driver also
+// leaves OUT/summary.env (purchases, rps, p50_ms, p95_ms, p99_ms,
+// code_<CODE>), OUT/voucher and OUT/ok-orders.
 type driverRun struct {
 	voucher   int64
 	announced []model.Announced
@@ -75,7 +76,7 @@ func (l *loadtest) ensureK6() error {
 }
 
 // The plan's samplers and config elements come from JMeter's core,
-// components and http jars; Debian ships the http one in jmeter-http, which
+// components and http jars. Debian ships the http one in jmeter-http, which
 // jmeter only recommends (so --no-install-recommends leaves it out and the
 // plan fails with ClassNotFoundException: ...HTTPResultConverter). Check for
 // the jars the plan loads, not for the jmeter command.
@@ -116,7 +117,7 @@ func (l *loadtest) ensureJMeter() error {
 	return nil
 }
 
-// runK6 runs loadtest/k6/seckill.js; the voucher and the announced orders
+// runK6 runs loadtest/k6/seckill.js. The voucher and the announced orders
 // come from its console (VOUCHER <id> and ORDER <orderId> <userId> lines).
 func (l *loadtest) runK6(baseURLs string) driverRun {
 	o := l.Out
@@ -212,10 +213,10 @@ func readOrderIDs(path string) []model.Announced {
 	return a
 }
 
-// runJMeter runs loadtest/jmeter/seckill.jmx with Debian's JMeter 2.13
-// through SeckillJMeter.java (see its comment: as shipped, 2.13 on Java 17
-// loads no plan and still exits 0), then reads the results file, never
-// JMeter's exit code. Exit 2: the plan did not run; 1: the audit sample
+// runJMeter runs loadtest/jmeter/seckill.jmx with Debian's JMeter 2.13. It
+// goes through SeckillJMeter.java: as shipped, 2.13 on Java 17 loads no plan
+// and still exits 0 (see that file's comment). So it reads the results file,
+// never JMeter's exit code. Exit 2: the plan did not run. 1: the audit sample
 // (oversold or inconsistent) failed.
 func (l *loadtest) runJMeter(urls []string) driverRun {
 	o, home := l.Out, l.JMeterHome
@@ -238,7 +239,7 @@ func (l *loadtest) runJMeter(urls []string) driverRun {
 	}
 	// One CSV line per purchase: userId,token,port. burst: each user's DUPS
 	// purchases on consecutive lines, round-robin over the instances, so
-	// that the threads send them at about the same time; random: shuffled.
+	// that the threads send them at about the same time. random: shuffled.
 	ports := make([]string, len(urls))
 	for i, u := range urls {
 		ports[i] = u[strings.LastIndex(u, ":")+1:]
@@ -314,9 +315,9 @@ type jtlResult struct {
 	auditOK   bool
 }
 
-// parseJTL reads a CSV results file by column name: the "publish voucher"
-// sample's voucherId, each "buy" sample's code and elapsed time, and
-// whether the "audit" sample succeeded.
+// parseJTL reads a CSV results file by column name. It takes the "publish
+// voucher" sample's voucherId and each "buy" sample's code and elapsed time.
+// It notes whether the "audit" sample succeeded.
 func parseJTL(rd io.Reader) (jtlResult, error) {
 	r := jtlResult{codes: map[string]int64{}}
 	cr := csv.NewReader(rd)

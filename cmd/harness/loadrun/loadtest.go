@@ -1,7 +1,7 @@
-// Package loadrun holds the load runs of the harness: one experiment
-// (`harness loadtest`), the lock-mode matrix (`harness matrix`) and the
-// short run of CI (`harness ci`). Each starts seckill instances, drives
-// k6, JMeter or the Go driver, audits the voucher and writes a report;
+// Package loadrun holds the load runs of the harness. They are one experiment
+// (`harness loadtest`), the lock-mode matrix (`harness matrix`) and the short
+// run of CI (`harness ci`). Each starts seckill instances and drives k6,
+// JMeter or the Go driver. Then it audits the voucher and writes a report.
 // loadtest/README.md describes the steps and settings.
 package loadrun
 
@@ -83,7 +83,7 @@ func RunLoadtest(args []string) int {
 	return r.Status
 }
 
-// run makes the experiment; the caller stops the instances.
+// run makes the experiment. The caller stops the instances.
 func (l *loadtest) run() (Result, error) {
 	r := Result{Mode: l.Mode, Instances: l.Instances, Setting: l.Setting, LockTTL: l.LockTTL,
 		CriticalDelay: l.CriticalDelay, Scenario: l.Scenario, OrderMode: l.OrderMode, Fencing: l.Fencing,
@@ -343,9 +343,9 @@ func startVoucherIDs(ctx context.Context, db *sql.DB) error {
 	return nil
 }
 
-// waitQueueDrained polls until the voucher's Redis stock plus its live
-// orders and the give-backs due equal its initial stock (the async queue
-// has drained: nothing pending) or the limit passes.
+// waitQueueDrained polls until the async queue has drained, or the limit
+// passes. Drained means nothing pending: the voucher's Redis stock, its live
+// orders and the give-backs due add up to its initial stock.
 func waitQueueDrained(ctx context.Context, db *sql.DB, rdb redis.UniversalClient, voucher int64, limit time.Duration) {
 	for deadline := time.Now().Add(limit); time.Now().Before(deadline) && ctx.Err() == nil; time.Sleep(100 * time.Millisecond) {
 		if testbed.Drained(ctx, db, rdb, voucher) {

@@ -255,9 +255,9 @@ func TestMatrixVerdicts(t *testing.T) {
 	}
 }
 
-// In async mode every DUPLICATE_ORDER answer is the admission script's: the
-// lock and the unique key are the consumer's, and a unique-key rejection
-// there is a duplicate the script let through (a breach).
+// In async mode every DUPLICATE_ORDER answer is the admission script's. The
+// lock and the unique key are the consumer's. A unique-key rejection there is
+// a duplicate the script let through (a breach).
 func TestJudgeAsync(t *testing.T) {
 	r := fixedResult()
 	r.OrderMode, r.Redis, r.Buckets, r.LockRefused = "async", "cluster", 8, 0
@@ -350,8 +350,9 @@ func TestConfigLife(t *testing.T) {
 	}
 }
 
-// TestJudgeLife: a pay or cancel answered with anything but the business's
-// codes, an order left unpaid, no expiry or a unit sold twice fails the run.
+// TestJudgeLife: some outcomes fail the run. They are a pay or cancel
+// answered with anything but the business's codes, and an order left unpaid.
+// No expiry and a unit sold twice fail it too.
 func TestJudgeLife(t *testing.T) {
 	base := func() Result {
 		r := fixedResult()

@@ -16,33 +16,35 @@ import (
 	"seckill/cmd/harness/testbed"
 )
 
-// harness matrix: every lock mode x 1 and 2 instances x {normal, slow
-// business}, and the async path (Lua admission, orders through the streams)
-// on one Redis and on the Redis Cluster, each one `harness loadtest` run
-// (MATRIX=1: a design that breaks is reported, not failed), then
-// loadtest/RESULTS.md with the machine, the date, the command and the
-// tables, and loadtest/results.json beside it.
+// harness matrix runs every lock mode x 1 and 2 instances x {normal, slow
+// business}. It adds the async path (Lua admission, orders through the
+// streams) on one Redis and on the Redis Cluster. Each cell is one
+// `harness loadtest` run with MATRIX=1: a design that breaks is reported,
+// not failed. Then it writes loadtest/RESULTS.md with the machine, the
+// date, the command and the tables. loadtest/results.json goes beside it.
 //
 //   make loadtest-matrix                 (MODES="lua redsync" to narrow the
 //                                         sync rows, SETTINGS="async" to run
 //                                         only the async rows)
 //
 // Settings:
-//   normal  USERS=300 STOCK=200 DUPS=4 SPACING_MS=0: each user fires 4
-//           purchases at once, 2 per instance with 2 instances; lease 10 s.
+//   normal  USERS=300 STOCK=200 DUPS=4 SPACING_MS=0. Each user fires 4
+//           purchases at once, 2 per instance with 2 instances. Lease 10 s.
 //   slow    USERS=150 STOCK=150 DUPS=4 SPACING_MS=600, lease 1 s, critical
-//           delay 2.5 s: the first purchase holds the lock 2.5 s, the lease
-//           runs out after 1 s, and the duplicates arrive at 0.6, 1.2 and
+//           delay 2.5 s. The first purchase holds the lock 2.5 s. The lease
+//           runs out after 1 s. The duplicates arrive at 0.6, 1.2 and
 //           1.8 s, all while the first is still inside.
-//   async   as normal, ORDER_MODE=async with the consumer's lock
-//           ASYNC_MODES [lua], for each of asyncVariants: one Redis, the
-//           cluster of SECKILL_TEST_CLUSTER_ADDRS (.ci/env.sh) with the
-//           voucher's stock in 1 bucket and in 8; the audit waits for the
-//           streams to drain and checks invariant 5 too.
+//   async   as normal, with ORDER_MODE=async and the consumer's lock
+//           ASYNC_MODES [lua]. It runs for each of asyncVariants: one
+//           Redis, then the cluster of SECKILL_TEST_CLUSTER_ADDRS
+//           (.ci/env.sh). The cluster holds the voucher's stock in 1
+//           bucket and in 8. The audit waits for the streams to drain and
+//           checks invariant 5 too.
 //
-// Exit status: non-zero when a run could not be made, when any run broke an
-// invariant, or when a design expected to hold let a duplicate through or
-// answered anything but 200/409. Designs expected to break only report.
+// Exit status: non-zero when a run could not be made or broke an
+// invariant. Also non-zero when a design expected to hold let a duplicate
+// through or answered anything but 200/409. Designs expected to break only
+// report.
 
 // Expectation says whether a design is expected to hold or break.
 func Expectation(mode string, instances int, setting string) string {
@@ -67,9 +69,9 @@ type asyncVariant struct {
 	Buckets int
 }
 
-// asyncVariants are the async rows of every instance count: one Redis,
-// then the cluster with the voucher in one bucket and in eight (its
-// admissions spread over the three masters).
+// asyncVariants are the async rows of every instance count. First one Redis,
+// then the cluster with the voucher in one bucket and in eight. The eight
+// buckets spread its admissions over the three masters.
 var asyncVariants = []asyncVariant{{"single", 1}, {"cluster", 1}, {"cluster", 8}}
 
 // MatrixRun is one cell of the matrix.
@@ -271,9 +273,9 @@ type matrixCell struct {
 	dir string   // its output directory's name
 }
 
-// matrixCells lists the runs in table order: for each setting, each mode
-// (asyncModes for the async setting, each of asyncVariants in turn), each
-// instance count.
+// matrixCells lists the runs in table order. For each setting, it takes each
+// mode, then each instance count. The async setting takes asyncModes, with
+// each of asyncVariants in turn.
 func matrixCells(settings, modes, asyncModes, counts []string) []matrixCell {
 	var cells []matrixCell
 	add := func(mode, n, setting string, v asyncVariant, env []string) {

@@ -24,7 +24,7 @@ func toNumber(v string) number {
 // MarshalJSON writes the number bare, 0 when it is not one.
 func (n number) MarshalJSON() ([]byte, error) { return []byte(toNumber(string(n))), nil }
 
-// UnmarshalJSON reads a number, bare or quoted; anything else is 0.
+// UnmarshalJSON reads a number, bare or quoted. Anything else is 0.
 func (n *number) UnmarshalJSON(b []byte) error {
 	*n = toNumber(strings.Trim(string(b), `"`))
 	return nil
@@ -56,7 +56,7 @@ type Result struct {
 	LockRefused   int64            `json:"lockRefused"`
 	PastLock      int64            `json:"pastLock"`
 	// ScriptRefused: async mode, the DUPLICATE_ORDER answers of the
-	// admission script (the user's buyer mark in Redis); the lock is the
+	// admission script (the user's buyer mark in Redis). The lock is the
 	// consumer's there, never on the request path.
 	ScriptRefused int64             `json:"scriptRefused"`
 	UniqueKey     int64             `json:"uniqueKey"`
@@ -81,10 +81,10 @@ type Result struct {
 	Failures      []string          `json:"failures"` // why the exit status is 1 (empty: passed)
 	Status        int               `json:"status"`   // the exit status
 	Out           string            `json:"out"`
-	// The order's life (PAY_SHARE, CANCEL_SHARE): what buyers did and
-	// got (life_<action>_<code> of the driver), the orders by status
-	// after the settle, units sold again after a cancel or an expiry,
-	// and units sold twice (must be 0).
+	// The order's life (PAY_SHARE, CANCEL_SHARE). It holds what buyers
+	// did and got (the driver's life_<action>_<code>). Then the orders by
+	// status after the settle, and units sold again after a cancel or an
+	// expiry. Last, the units sold twice (must be 0).
 	PayShare    float64          `json:"payShare,omitempty"`
 	CancelShare float64          `json:"cancelShare,omitempty"`
 	PayTimeout  string           `json:"payTimeout,omitempty"`
@@ -108,12 +108,13 @@ var lifeExpected = map[string]bool{"OK": true, "ORDER_EXPIRED": true, "ORDER_CAN
 // returns the log lines to print after the table.
 func judge(r *Result, slow, allowBreach, matrix bool) (notes []string) {
 	// Duplicates that obtained the lock and were stopped by the
-	// transaction's "already bought" check: a later duplicate normally, a
-	// broken lock under the slow-business schedule. In async mode every
-	// DUPLICATE_ORDER answer is the admission script's (the lock and the
-	// unique key are the consumer's, after the answer): a duplicate the
-	// script let through is an order the consumer could not write, so it
-	// shows as a unique-key rejection and a lost announced order.
+	// transaction's "already bought" check. Normally that is a later
+	// duplicate. Under the slow-business schedule it is a broken lock. In
+	// async mode every DUPLICATE_ORDER answer is the admission script's.
+	// The lock and the unique key are the consumer's, after the answer. A
+	// duplicate the script let through is an order the consumer could not
+	// write. So it shows as a unique-key rejection and a lost announced
+	// order.
 	if r.OrderMode == "async" {
 		r.ScriptRefused, r.PastLock = r.ServerDup, 0
 	} else {

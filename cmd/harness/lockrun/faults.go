@@ -70,7 +70,7 @@ func (e *lcEnv) fault(ctx context.Context, r Row, p *lcProc) error {
 		}
 	case "cut-lock":
 		// A reset of the holder's connections to the lock service: a
-		// GET_LOCK session ends with its connection; a Redis or ZooKeeper
+		// GET_LOCK session ends with its connection. A Redis or ZooKeeper
 		// client reconnects.
 		if err = e.stopHolding(ctx, p); err != nil {
 			return err
@@ -126,11 +126,11 @@ func (e *lcEnv) fault(ctx context.Context, r Row, p *lcProc) error {
 	return sleep(lcTail)
 }
 
-// failover loses a grant in a Sentinel failover, under a live holder: the
-// replica stops applying the replication stream (CLIENT PAUSE WRITE), a
-// process-0 client obtains a lock and is stopped holding it, the primary
-// is killed, the replica drops the unapplied grant with its link and is
-// promoted; once process 1 works on the new primary, the holder resumes.
+// failover loses a grant in a Sentinel failover, under a live holder. The
+// replica stops applying the replication stream (CLIENT PAUSE WRITE). A
+// process-0 client obtains a lock and is stopped holding it. The primary is
+// killed. The replica drops the unapplied grant with its link and is
+// promoted. Once process 1 works on the new primary, the holder resumes.
 func (e *lcEnv) failover(ctx context.Context, p *lcProc) error {
 	primary, err := e.set.Primary(ctx)
 	if err != nil {

@@ -1,7 +1,7 @@
 // Package lockrun is `harness lockcheck` (make lock-check): client
 // processes take each lock mode's locks under faults and record their
 // histories, which internal/lockcheck checks for linearizability. It
-// writes lock-check/RESULTS.md and results.json; docs/locks.md explains it.
+// writes lock-check/RESULTS.md and results.json. docs/locks.md explains it.
 package lockrun
 
 import (

@@ -20,7 +20,7 @@ var lcFaultModes = map[string][]string{
 	"failover":        {"simple", "owner", "lua", "reentrant"},
 }
 
-// lcTokenModes mint fencing tokens; only they have fenced rows.
+// lcTokenModes mint fencing tokens. Only they have fenced rows.
 var lcTokenModes = []string{"lua", "reentrant", "multi", "zookeeper"}
 
 // Row is one row of lock-check/results.json.
@@ -116,7 +116,7 @@ func lcSettingsText() []string {
 }
 
 // lcPlan lists the rows: every mode x fault, fencing off, and fencing on
-// for the token modes; CI keeps the must-hold rows under pause and
+// for the token modes. CI keeps the must-hold rows under pause and
 // partition.
 func lcPlan(modes, faults string, ci bool) []Row {
 	ms, fs := lock.Modes, lcFaults

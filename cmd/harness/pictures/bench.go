@@ -13,8 +13,8 @@ import (
 // docs/bench.svg: the benchmark (bench/results.json) against the limits
 // measured in the same run. Each comparison is a pair of bars, the limit
 // (grey) and the service (blue), with the target drawn as a dashed line and
-// its verdict; then the sync seckill of every lock mode against the order
-// transaction's own rate; then the invariant violations of all runs.
+// its verdict. Then the sync seckill of every lock mode against the order
+// transaction's own rate. Then the invariant violations of all runs.
 
 // Layout of the bench picture (pixels).
 const (
@@ -49,7 +49,7 @@ type benchComparison struct {
 }
 
 // benchComparisons are the targets of issues 4, 5 and 13, as
-// package bench computes them; async runs are named after the first async
+// package bench computes them. Async runs are named after the first async
 // lock mode, admit is the admission limit of "async ÷ EVALSHA" and
 // admitLabel its label (benchData.admitLimit).
 func benchComparisons(async, admit, admitLabel string) []benchComparison {

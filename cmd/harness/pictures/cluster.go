@@ -11,13 +11,14 @@ import (
 	"seckill/cmd/harness/testbed"
 )
 
-// docs/bench-cluster.svg: the Redis Cluster block of `harness bench`
-// (bench/results.json, cmd/harness/bench/cluster.go) beside async admission on
-// one Redis. Two panels on one scale, a row per run: the admissions/s
-// measured on the machine the run shared (every Redis process, the server,
-// wrk and MariaDB on the same cores), then the admissions/s the busiest
-// Redis process could take on a core of its own (coreRate of its µs per
-// order, as RESULTS.md projects it), with each master's µs per order.
+// docs/bench-cluster.svg draws the Redis Cluster block of `harness bench`
+// (bench/results.json, cmd/harness/bench/cluster.go). Async admission on one
+// Redis stands beside it. Two panels share one scale, with a row per run. The
+// first shows the admissions/s measured on the machine the run shared. Every
+// Redis process, the server, wrk and MariaDB used the same cores. The second
+// shows the admissions/s the busiest Redis process could take on a core of
+// its own. That is coreRate of its µs per order, as RESULTS.md projects it.
+// Each master's µs per order is shown too.
 
 // Layout of the cluster picture (pixels).
 const (
@@ -111,7 +112,7 @@ func clusterRows(b benchData) []clusterRow {
 }
 
 // RenderClusterPicture is docs/bench-cluster.svg from
-// bench/results.json; errNoPictureData when the run had no cluster
+// bench/results.json. errNoPictureData when the run had no cluster
 // block.
 func RenderClusterPicture(data []byte) ([]byte, error) {
 	var b benchData
@@ -230,7 +231,7 @@ func clusterResultsJSON(results string) string {
 }
 
 // clusterPanel draws a row per run from y, a bar of value (the measured or
-// the projected rate) each, one Redis's (the first row's) dashed across;
+// the projected rate) each, one Redis's (the first row's) dashed across.
 // cells writes a row's texts at the baseline ry. It returns the y after
 // the panel's axis.
 func clusterPanel(d *svgDoc, rows []clusterRow, y, end float64, colour string, value func(clusterRow) (float64, bool), cells func(r clusterRow, ry float64)) float64 {

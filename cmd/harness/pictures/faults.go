@@ -11,9 +11,9 @@ import (
 
 // docs/faults.svg: the fault suite's table (faults/results.json, written by
 // `harness faults`) as a picture. One row per case: its name, modes and
-// fault; what the clients got as a bar by HTTP status and as counts; the
-// units oversold and the 200s lost (a green 0, or red); whether the audit
-// found the voucher consistent; the verdict.
+// fault. What the clients got as a bar by HTTP status and as counts. The
+// units oversold and the 200s lost (a green 0, or red). Whether the audit
+// found the voucher consistent. The verdict.
 
 // Layout of the faults picture (pixels).
 const (

@@ -9,14 +9,15 @@ import (
 	"seckill/cmd/harness/testbed"
 )
 
-// docs/lock-matrix.svg: the load-test matrix (loadtest/results.json) as a
-// chart. One panel per setting (normal, slow business), one row per lock
-// mode and instance count: the DUPLICATE_ORDER answers as a bar split by
-// where they were stopped (by the lock, past it by the order transaction's
-// check, only by the unique key), the three counts, the units oversold (a
-// green 0, or red) and the verdict. The async panel has one row per Redis
-// (one Redis, the cluster with the voucher in N buckets) and instance
-// count, its duplicates refused by the admission script.
+// docs/lock-matrix.svg draws the load-test matrix (loadtest/results.json). It
+// has one panel per setting (normal, slow business). Each row is a lock mode
+// and instance count. A bar splits its DUPLICATE_ORDER answers by where they
+// were stopped. That is by the lock, past it by the order transaction's
+// check, or only by the unique key. The row shows the three counts, the units
+// oversold (a green 0, or red) and the verdict. The async panel has one row
+// per Redis and instance count. Its Redis is one Redis, or the cluster with
+// the voucher in N buckets. Its duplicates are refused by the admission
+// script.
 
 // Layout of the matrix picture (pixels).
 const (

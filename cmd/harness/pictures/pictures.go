@@ -47,7 +47,7 @@ var pictures = []picture{
 	{Results: "lock-check/results.json", SVG: "docs/lock-check.svg", Render: renderLockCheckPicture},
 }
 
-// render draws the picture from the results under root; ok is false when
+// render draws the picture from the results under root. ok is false when
 // the results file does not exist or holds nothing the picture draws.
 func (p picture) render(root string) (svg []byte, ok bool, err error) {
 	data, err := os.ReadFile(filepath.Join(root, p.Results))

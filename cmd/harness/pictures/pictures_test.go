@@ -155,14 +155,14 @@ func TestMatrixPicture(t *testing.T) {
 		}
 	}
 	// Three runs sold nothing beyond their stock: three green zero badges
-	// (and the legend's); the fourth sold 3 units too many: a red badge.
+	// (and the legend's). The fourth sold 3 units too many: a red badge.
 	if got := badges(elems, colGoodBg); len(got) != 4 || strings.Join(got, "") != "0000" {
 		t.Errorf("green badges: got %q, want four zeros (three runs and the legend)", got)
 	}
 	if got := badges(elems, colBad); len(got) != 1 || got[0] != "3" {
 		t.Errorf("red badges: got %q, want [3]", got)
 	}
-	// Unique-key rejections (the lock failed) are red; none is not.
+	// Unique-key rejections (the lock failed) are red. None is not.
 	if !coloured(elems, "463", colBad) {
 		t.Errorf("the unique-key count 463 is not in %s", colBad)
 	}
@@ -265,10 +265,10 @@ func TestBenchPicture(t *testing.T) {
 	}
 }
 
-// TestBenchPictureOlderResults: results.json of an older harness (the
-// admission limit at depth 1 only, no -nodrain run, the targets of then):
-// the admission block compares with depth 1, a block whose target the run
-// did not have is left out, and a target of then is listed.
+// TestBenchPictureOlderResults reads results.json of an older harness. It has
+// the admission limit at depth 1 only, no -nodrain run, and older targets.
+// The admission block then compares with depth 1. A block whose target the
+// run did not have is left out. An older target is listed.
 func TestBenchPictureOlderResults(t *testing.T) {
 	b := benchFixture(nil)
 	b.Limits = slices.DeleteFunc(b.Limits, func(r bench.JSONRun) bool { return r.Name == "admit-P12" })
@@ -386,7 +386,7 @@ func TestClusterPicture(t *testing.T) {
 }
 
 // TestClusterPictureNothingToDraw: bench results without the cluster block
-// are skipped (errNoPictureData); broken results are an error.
+// are skipped (errNoPictureData). Broken results are an error.
 func TestClusterPictureNothingToDraw(t *testing.T) {
 	data, _ := json.Marshal(benchFixture(nil))
 	if _, err := RenderClusterPicture(data); !errors.Is(err, errNoPictureData) {

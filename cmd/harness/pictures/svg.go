@@ -11,7 +11,7 @@ import (
 
 // A small SVG writer for the pictures (harness pictures): rectangles, lines
 // and text on a light background, escaped with encoding/xml. Standard
-// library only; the output is a deterministic function of the input, so the
+// library only. The output is a deterministic function of the input, so the
 // committed pictures can be compared with a fresh rendering.
 
 // Colours of the pictures, GitHub's light palette: readable on the white
@@ -52,7 +52,7 @@ const svgStyle = `text{font-family:-apple-system,BlinkMacSystemFont,"Segoe UI","
 .bold{font-weight:600}
 .in{font-size:10px;fill:#ffffff;font-weight:600}`
 
-// svgDoc collects a picture's elements; finish wraps them in the root
+// svgDoc collects a picture's elements. finish wraps them in the root
 // element once the height is known.
 type svgDoc struct {
 	width float64
@@ -95,7 +95,7 @@ func (d *svgDoc) line(x1, y1, x2, y2 float64, stroke string, extra ...string) {
 	fmt.Fprintf(&d.body, `<line x1="%s" y1="%s" x2="%s" y2="%s" stroke="%s"%s/>`+"\n", svgNum(x1), svgNum(y1), svgNum(x2), svgNum(y2), stroke, svgAttrs(extra))
 }
 
-// text writes s at (x, y) (the baseline); class names a style of svgStyle
+// text writes s at (x, y) (the baseline). class names a style of svgStyle
 // ("" for the default), anchor is start, middle or end, fill "" for the
 // class's colour.
 func (d *svgDoc) text(x, y float64, class, anchor, fill, s string) {
@@ -194,7 +194,7 @@ func fmtThousands(v float64) string {
 }
 
 // niceCeil is the smallest of 1, 2, 4, 6, 8 times a power of ten that is at
-// least v (an axis's end, whose quarters are round too); 1 for v <= 0.
+// least v (an axis's end, whose quarters are round too). 1 for v <= 0.
 func niceCeil(v float64) float64 {
 	if v <= 0 {
 		return 1
@@ -210,7 +210,7 @@ func niceCeil(v float64) float64 {
 
 // axis draws vertical grid lines and their labels under a bar area from x
 // (value 0) to x+width (value end), between y0 and y1, in steps of a
-// quarter of end; unit is appended to the last label.
+// quarter of end. unit is appended to the last label.
 func (d *svgDoc) axis(x, width, y0, y1, end float64, unit string) {
 	for i := 0; i <= 4; i++ {
 		v := end * float64(i) / 4
@@ -248,7 +248,7 @@ func svgWrap(s string, width, size float64) []string {
 	return lines
 }
 
-// heading draws a title and its subtitle wrapped at width from y; it
+// heading draws a title and its subtitle wrapped at width from y. It
 // returns the y below them.
 func (d *svgDoc) heading(x, y, width float64, title, sub string) float64 {
 	d.text(x, y, "title", "", "", title)

@@ -138,7 +138,7 @@ func URLs(ins []*Instance) []string {
 }
 
 // MakeTokens writes count user tokens (`seckill tokens`, userId,token lines)
-// or, with admin, one admin token per line to out; the command's output is
+// or, with admin, one admin token per line to out. The command's output is
 // appended to logPath.
 func MakeTokens(ctx context.Context, bin, out string, count int, admin bool, logPath string) error {
 	args := []string{"tokens", "--count", strconv.Itoa(count), "--out", out}

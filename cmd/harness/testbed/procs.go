@@ -15,15 +15,15 @@ import (
 	"seckill/internal/proc"
 )
 
-// The fault suite's private processes: a MariaDB of its own (here) and
-// Redis servers and Sentinels of its own (internal/redisproc, on free
-// loopback ports). They run in the suite's temporary directory, never on
-// the shared services of .ci/services.sh (MariaDB 3306, Redis 6379-6382,
-// Sentinel 6390/6391/26390-26392, ZooKeeper 2181) that other people's tests
-// use, so the suite can kill and restart them at will. Every process is
-// the harness's child and gets SIGKILL from the kernel should the harness
-// die; the MariaDB runs in its own process group (a Ctrl-C in the terminal
-// reaches the harness, which stops it).
+// The fault suite's private processes: a MariaDB of its own (here), and Redis
+// servers and Sentinels of its own (internal/redisproc). They listen on free
+// loopback ports and run in the suite's temporary directory. They never use
+// the shared services of .ci/services.sh that other people's tests use. Those
+// are MariaDB 3306, Redis 6379-6382, Sentinel 6390/6391/26390-26392 and
+// ZooKeeper 2181. So the suite can kill and restart its own at will. Every
+// process is the harness's child. The kernel sends it SIGKILL should the
+// harness die. The MariaDB runs in its own process group. A Ctrl-C in the
+// terminal reaches the harness, which stops it.
 
 // Kill sends SIGKILL and waits until the server has exited.
 func (m *MariaDB) Kill() { _ = m.sup.Kill(0) }
@@ -35,7 +35,7 @@ func (m *MariaDB) Running() bool { return m.sup.Running() }
 func FreePort(port int) bool { return !PortOpen(port) }
 
 // MariaDB is a mariadbd of the suite's own, on its own datadir,
-// port and socket; user seckill/seckill owns database seckill.
+// port and socket. user seckill/seckill owns database seckill.
 type MariaDB struct {
 	sup  proc.Proc
 	Port int
@@ -48,7 +48,7 @@ func (m *MariaDB) DSN() string {
 }
 
 // StartMariaDB initialises a datadir under dir (mariadb-install-db) and
-// starts mariadbd on port; --no-defaults keeps /etc/mysql's port and socket
+// starts mariadbd on port. --no-defaults keeps /etc/mysql's port and socket
 // (the shared server's) out of it.
 func StartMariaDB(ctx context.Context, dir string, port int) (*MariaDB, error) {
 	if !FreePort(port) {

@@ -38,9 +38,10 @@ func ProjectRoot() (string, error) {
 	}
 }
 
-// LoadCIEnv sets the variables of .ci/env.sh (export NAME=VALUE lines, as
-// the shell would, without overriding what is set: the SECKILL_ variables
-// and PATH) unless the MySQL DSN and the Redis address are set already.
+// LoadCIEnv sets the variables of .ci/env.sh, unless the MySQL DSN and the
+// Redis address are set already. It reads the export NAME=VALUE lines as the
+// shell would, without overriding what is set. It keeps only the SECKILL_
+// variables and PATH.
 func LoadCIEnv(root string) error {
 	if os.Getenv("SECKILL_MYSQL_DSN") != "" && os.Getenv("SECKILL_REDIS_ADDR") != "" {
 		return nil
@@ -50,8 +51,7 @@ func LoadCIEnv(root string) error {
 		return fmt.Errorf("source .ci/env.sh: %w", err)
 	}
 	for _, kv := range strings.Split(string(out), "\x00") {
-		// PATH too: env.sh puts Go's bin directory on it, as the shell
-		// scripts this replaces had it.
+		// PATH too: env.sh puts Go's bin directory on it.
 		if k, v, ok := strings.Cut(kv, "="); ok && (strings.HasPrefix(k, "SECKILL_") || k == "PATH") {
 			os.Setenv(k, v)
 		}
@@ -67,9 +67,10 @@ func EnvOr(name, def string) string {
 	return def
 }
 
-// RunTool runs an external command with a time limit, its output appended
-// to logPath ("" = discarded, "-" = the harness's stdout and stderr), and returns its exit status (-1 when it
-// could not start or was killed at the limit) and the error.
+// RunTool runs an external command with a time limit. Its output is appended
+// to logPath ("" = discarded, "-" = the harness's stdout and stderr). It
+// returns the exit status and the error. The status is -1 when the command
+// could not start or was killed at the limit.
 func RunTool(ctx context.Context, limit time.Duration, logPath string, env []string, name string, args ...string) (int, error) {
 	ctx, cancel := context.WithTimeout(ctx, limit)
 	defer cancel()
