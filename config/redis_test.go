@@ -7,9 +7,10 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
-	"seckill/internal/testcert"
 	"strings"
 	"testing"
+
+	"seckill/internal/testcert"
 )
 
 // TestSentinel: SECKILL_REDIS_SENTINEL_ADDRS with SECKILL_REDIS_MASTER select

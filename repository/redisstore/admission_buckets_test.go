@@ -5,7 +5,6 @@ import (
 	"crypto/rand"
 	"errors"
 	mrand "math/rand/v2"
-	"seckill/repository"
 	"strconv"
 	"sync"
 	"testing"
@@ -14,6 +13,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"seckill/model"
+	"seckill/repository"
 )
 
 // bucketRig is a voucher of n buckets loaded on one of testClients, with

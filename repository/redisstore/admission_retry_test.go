@@ -6,7 +6,6 @@ import (
 	"errors"
 	mrand "math/rand/v2"
 	"os"
-	"seckill/repository"
 	"strconv"
 	"testing"
 	"time"
@@ -17,6 +16,7 @@ import (
 	"seckill/internal/faultproxy"
 	"seckill/lua"
 	"seckill/model"
+	"seckill/repository"
 )
 
 // admitRig is a voucher with stock 5 loaded on the real Redis under a

@@ -3,11 +3,12 @@ package redisstore
 import (
 	"context"
 	"errors"
-	"seckill/model"
-	"seckill/repository"
 	"strings"
 
 	"github.com/redis/go-redis/v9"
+
+	"seckill/model"
+	"seckill/repository"
 )
 
 // The reads of a voucher's buckets: how many it has, and each one's

@@ -3,10 +3,11 @@ package redisstore
 import (
 	"context"
 	"crypto/tls"
-	"seckill/model"
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"seckill/model"
 )
 
 // The timeouts and pool of the service's Redis client, plain or

@@ -2,12 +2,13 @@ package redisstore
 
 import (
 	"context"
-	"seckill/lua"
-	"seckill/model"
-	"seckill/repository"
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"seckill/lua"
+	"seckill/model"
+	"seckill/repository"
 )
 
 // Codes keeps login codes in Redis under login:code:<phone>, each with its

@@ -6,9 +6,10 @@ import (
 	"fmt"
 	"io"
 	"net"
-	"seckill/model"
 
 	"github.com/redis/go-redis/v9"
+
+	"seckill/model"
 )
 
 // redisErr maps go-redis errors: redis.Nil is not an error of this layer.

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"net"
 	"os"
-	"seckill/repository"
 	"strconv"
 	"sync"
 	"testing"
@@ -16,6 +15,7 @@ import (
 
 	"seckill/lua"
 	"seckill/model"
+	"seckill/repository"
 )
 
 // pipeProxy forwards connections to a Redis server. It meets the first

@@ -4,13 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"seckill/repository"
 	"sync"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 
 	"seckill/model"
+	"seckill/repository"
 )
 
 // IDEpoch is the start of order-id time: 2022-01-01T00:00:00Z.

@@ -4,11 +4,12 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
-	"seckill/repository"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"seckill/repository"
 )
 
 // TestIdempotency: a key is claimed once however many attempts race for

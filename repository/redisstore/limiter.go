@@ -2,7 +2,6 @@ package redisstore
 
 import (
 	"context"
-	"seckill/repository"
 	"sync"
 	"time"
 
@@ -10,6 +9,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"seckill/model"
+	"seckill/repository"
 )
 
 // Limiter counts events against limits shared by every instance. It runs

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
-	"seckill/repository"
 	"strconv"
 	"strings"
 	"sync"
@@ -18,6 +17,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"seckill/model"
+	"seckill/repository"
 )
 
 // limiterBackends are the Redis servers the code flow's scripts must run

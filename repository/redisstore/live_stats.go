@@ -3,13 +3,13 @@ package redisstore
 import (
 	"context"
 	"encoding/json"
-	"seckill/repository"
 	"strconv"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 
 	"seckill/model"
+	"seckill/repository"
 )
 
 // LiveStats keeps the live dashboard's counters in Redis (package live's

@@ -5,7 +5,6 @@ import (
 	"crypto/rand"
 	mrand "math/rand/v2"
 	"os"
-	"seckill/repository"
 	"testing"
 	"time"
 
@@ -13,6 +12,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"seckill/model"
+	"seckill/repository"
 )
 
 // liveBackends returns miniredis (always) and the real Redis (when

@@ -3,7 +3,6 @@ package redisstore
 import (
 	"context"
 	"math/rand/v2"
-	"seckill/repository"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -13,6 +12,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"seckill/model"
+	"seckill/repository"
 )
 
 // TestPurchaseLimitsAcrossInstances: 200 goroutines, half on each of two

@@ -3,9 +3,10 @@ package redisstore
 import (
 	"context"
 	"errors"
-	"seckill/repository"
 
 	"github.com/redis/go-redis/v9"
+
+	"seckill/repository"
 )
 
 // Rejections counts unique-key rejections per voucher in Redis

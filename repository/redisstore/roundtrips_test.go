@@ -4,13 +4,14 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"seckill/repository"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"seckill/repository"
 )
 
 // tripLog records what ObserveRoundTrips reports.

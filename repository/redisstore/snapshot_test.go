@@ -3,13 +3,13 @@ package redisstore
 import (
 	"context"
 	mrand "math/rand/v2"
-	"seckill/repository"
 	"testing"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 
 	"seckill/model"
+	"seckill/repository"
 )
 
 // TestSnapshot: the vouchers' Redis state and the stream's entries come

@@ -2,11 +2,11 @@ package redisstore
 
 import (
 	"context"
-	"seckill/repository"
 
 	"github.com/redis/go-redis/v9"
 
 	"seckill/lua"
+	"seckill/repository"
 )
 
 // StockReturns gives cancelled orders' units back to the vouchers' Redis

@@ -3,7 +3,6 @@ package redisstore
 import (
 	"context"
 	"math/rand/v2"
-	"seckill/repository"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -11,6 +10,7 @@ import (
 
 	"seckill/lua"
 	"seckill/model"
+	"seckill/repository"
 )
 
 // TestStockReturns: on every Redis, the cluster too, many concurrent

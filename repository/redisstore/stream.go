@@ -5,13 +5,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"seckill/lua"
-	"seckill/model"
-	"seckill/repository"
 	"strings"
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"seckill/lua"
+	"seckill/model"
+	"seckill/repository"
 )
 
 // OrderStream is the order stream, one per shard (StreamKey(i)). It is read

@@ -2,13 +2,14 @@ package redisstore
 
 import (
 	"fmt"
-	"seckill/model"
-	"seckill/repository"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"seckill/model"
+	"seckill/repository"
 )
 
 // The ids and fields of stream entries, and the shards they belong to.

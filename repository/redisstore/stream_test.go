@@ -5,7 +5,6 @@ import (
 	"crypto/rand"
 	mrand "math/rand/v2"
 	"os"
-	"seckill/repository"
 	"strconv"
 	"strings"
 	"testing"
@@ -13,6 +12,8 @@ import (
 
 	"github.com/alicebob/miniredis/v2"
 	"github.com/redis/go-redis/v9"
+
+	"seckill/repository"
 )
 
 // testClients returns miniredis (always), the real Redis (when

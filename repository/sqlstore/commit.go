@@ -7,11 +7,12 @@ import (
 	"fmt"
 	"io"
 	"net"
-	"seckill/model"
 	"time"
 
 	"github.com/go-sql-driver/mysql"
 	"gorm.io/gorm"
+
+	"seckill/model"
 )
 
 // OrderCommits writes one sync order per transaction: the course's path.

@@ -4,11 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"seckill/model"
 	"slices"
 	"strings"
 
 	"gorm.io/gorm"
+
+	"seckill/model"
 )
 
 // GroupCommits writes a group of sync orders of one voucher per

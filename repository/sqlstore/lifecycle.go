@@ -5,12 +5,13 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"seckill/model"
 	"slices"
 	"time"
 
 	"gorm.io/gorm"
 	"gorm.io/gorm/clause"
+
+	"seckill/model"
 )
 
 // OrderLifecycle changes an order after it is written: pay, cancel, expire,

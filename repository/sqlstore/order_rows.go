@@ -3,13 +3,14 @@ package sqlstore
 import (
 	"errors"
 	"fmt"
-	"seckill/model"
 	"slices"
 	"strings"
 	"time"
 
 	"github.com/go-sql-driver/mysql"
 	"gorm.io/gorm"
+
+	"seckill/model"
 )
 
 // The rows of tb_voucher_order as the commits write them: inserts, the

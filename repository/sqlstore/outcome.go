@@ -3,11 +3,12 @@ package sqlstore
 import (
 	"errors"
 	"fmt"
-	"seckill/model"
 	"slices"
 	"strings"
 
 	"gorm.io/gorm"
+
+	"seckill/model"
 )
 
 // The outcome of each async order (tb_order_outcome). It is the one arbiter

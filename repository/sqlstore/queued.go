@@ -4,9 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"seckill/model"
 
 	"gorm.io/gorm"
+
+	"seckill/model"
 )
 
 // QueuedOrders writes the orders the async consumers read from the

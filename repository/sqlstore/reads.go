@@ -4,10 +4,11 @@ import (
 	"context"
 	"database/sql"
 	"errors"
-	"seckill/model"
 	"strconv"
 
 	"gorm.io/gorm"
+
+	"seckill/model"
 )
 
 // OrderReads reads orders and, in one snapshot, a voucher's facts.
