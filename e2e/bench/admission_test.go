@@ -1,54 +1,8 @@
 package bench
 
-// Benchmarks of the seckill request through the whole HTTP handler, as the
-// server calls it. That covers gin's router, the middleware chain, JWT
-// authentication, the handler and the service. In async mode it covers the
-// admission script too. A regression of the hot path then shows in review.
-// `make bench-go` runs them: `go test -run '^$' -bench Admission -benchmem
-// ./e2e/bench/`. `go test` without -bench never does.
-//
-//	BenchmarkAdmissionEmbedded  async mode on the embedded backends
-//	                            (in-process Redis, SQLite): always
-//	BenchmarkAdmissionRedis     async mode on the real Redis and MariaDB of
-//	                            .ci/env.sh (skipped without them)
-//	BenchmarkAdmissionRedisLimits  BenchmarkAdmissionRedis with the
-//	                            purchase limits configured and never hit
-//	                            (the voucher's alone, then all three)
-//	BenchmarkAdmissionSyncLua   sync mode, `lua` lock, on the real backends
-//	                            (skipped without them)
-//
-// Sub-benchmarks:
-//
-// - noop: GET /debug/noop, with the same router, middleware and
-// authentication, and no business work.
-//
-// - soldout: a voucher already sold out, so every request is 409 SOLD_OUT.
-// Its rate/noop metric is the no-op's ns/op ÷ its own. That is the
-// harness's "sold-out ÷ no-op" target, which wants ≥ 0.9.
-//
-// - admit / order: stock far above what a run can spend. Every request is a
-// new user and admits an order, or writes one in sync mode.
-//
-// - their -parallel forms: 32 goroutines on 2 cores, like make bench's 32
-// wrk connections. There ns/op is the inverse of the throughput. Only there
-// can batching concurrent admissions show.
-//
-// What is measured and what is not. The handler serves requests directly:
-// no socket, no net/http parsing or response writing. Each goroutine reuses
-// one request and one response writer. So B/op and allocs/op are the
-// server's own. The tokens are issued before the timer starts, a distinct
-// user per request. In async mode the app's consumers stop while the
-// admission sub-benchmarks run. Their database writes would count in B/op
-// and allocs/op and compete for the cores. They start again afterwards to
-// drain the admitted orders. Then the benchmark checks the invariants:
-// every 200 an order, no pending left, invariant 5. On the real backends it
-// then deletes its vouchers, shops and orders. The server logs at warn, as
-// `make bench` runs it.
-//
-// On the real backends other processes may share Redis. Another async
-// process's start-up reconciliation may freeze a voucher under load. Its
-// 503 UNAVAILABLE is reported as the 503/op metric, not a failure. Any
-// other unexpected status fails the benchmark.
+// Benchmarks of the seckill request through the whole HTTP handler, as
+// the server calls it: `make bench-go`. docs/benchmark.md ("Per-request
+// cost") lists them and says what they measure and what they do not.
 
 import (
 	"context"

@@ -132,7 +132,7 @@ func TestBenchRender(t *testing.T) {
 			t.Errorf("RESULTS.md lacks %q", want)
 		}
 	}
-	for _, section := range []string{"# Benchmark results", "## Machine", "## Limits", "## The seckill", "## Sync group commit (issue 21)", "## Async mode (issue 5)",
+	for _, section := range []string{"# Benchmark results", "## Machine", "## Limits", "## The seckill", "## Sync group commit", "## Async mode",
 		"### Drain", "### Latency", "## Targets, as ratios in this run", "## Commands"} {
 		if !strings.Contains(md, "\n"+section) && !strings.HasPrefix(md, section) {
 			t.Errorf("RESULTS.md lacks section %q", section)
@@ -229,7 +229,7 @@ func TestBenchAdmissionProfile(t *testing.T) {
 		CPUFlat: flat, CPUCum: flat, AllocSpace: "", CPUServerOrder: "71.3", CPURedisOrder: "28.9", Orders: "157319"}
 	md := b.render(b.targets(), func(string) string { return "" })
 	for _, want := range []string{
-		"\n## Admission profile: async-lua (issue 13)\n",
+		"\n## Admission profile: async-lua\n",
 		"over 8 s in the middle",
 		"server 71.3 us, Redis 28.9 us\n(157319 orders). The files, in bench/profiles: async-lua.cpu.pprof,",
 		"CPU, flat, top 20:\n\n```\n" + flat + "\n```\n",

@@ -191,7 +191,7 @@ func (b costTables) clusterSection() string {
 	}
 	var w strings.Builder
 	fmt.Fprintf(&w, `
-## Redis Cluster: async admission by stock buckets (issue 14)
+## Redis Cluster: async admission by stock buckets
 
 The async-lua admission again on the Redis Cluster of SECKILL_TEST_CLUSTER_ADDRS
 (%d nodes: masters first), the voucher's stock split in N buckets (each on a

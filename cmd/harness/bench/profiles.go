@@ -155,7 +155,7 @@ func admissionSection(p *admissionProfile) string {
 	}
 	var w strings.Builder
 	fmt.Fprintf(&w, `
-## Admission profile: %s (issue 13)
+## Admission profile: %s
 
 Profiles of the %s run above itself (not of an extra run): the server's CPU
 profile over %s s in the middle of its wrk load (pprof samples at 100 Hz, a

@@ -98,7 +98,7 @@ func (b reporter) groupSection() string {
 	}
 	var w strings.Builder
 	fmt.Fprintf(&w, `
-## Sync group commit (issue 21)
+## Sync group commit
 
 sync-%[1]s commits concurrent buyers of the voucher together (the default,
 SECKILL_SYNC_GROUP_COMMIT=on): the first buyer commits alone at once, the
@@ -229,7 +229,7 @@ its own voucher; a normal async server drains it afterwards.
 	w.WriteString(b.groupSection())
 	if c.wantAsync() {
 		pf(`
-## Async mode (issue 5)
+## Async mode
 
 ### Drain: the consumers after the load
 

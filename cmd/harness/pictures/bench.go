@@ -48,8 +48,8 @@ type benchComparison struct {
 	keptUpFallback bool // measured is the drain rate: orders ÷ duration when the consumers kept up
 }
 
-// benchComparisons are the targets of issues 4, 5 and 13, as
-// package bench computes them. Async runs are named after the first async
+// benchComparisons are the bench targets, as package bench computes them.
+// Async runs are named after the first async
 // lock mode, admit is the admission limit of "async ÷ EVALSHA" and
 // admitLabel its label (benchData.admitLimit).
 func benchComparisons(async, admit, admitLabel string) []benchComparison {
