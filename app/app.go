@@ -153,11 +153,15 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger, opts ...Optio
 	var seckill handler.Seckiller
 	// changed is told of each voucher an admin edited or closed.
 	var changed func(ctx context.Context, voucherID int64) error
+	// The purchase limits' scripts: in round trips of their own, or in
+	// async mode in the admissions'.
+	purchaseLimits := redisstore.NewPurchaseLimits(d.Redis)
 	if cfg.OrderMode == "async" {
-		as, err := newAsync(d, cfg, log, locker, m, tr)
+		as, limits, err := newAsync(d, cfg, log, locker, m, tr)
 		if err != nil {
 			return nil, err
 		}
+		purchaseLimits = limits
 		voucherSvc.OnPublished(as.Published)
 		// Orders admitted under the key layout before the shards sit in
 		// stream.orders. Nothing here reads that stream. The previous version
@@ -263,7 +267,7 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger, opts ...Optio
 		AccessLog:      cfg.AccessLog,
 		Idempotency:    redisstore.NewIdempotency(d.Redis),
 		Tracer:         tr.Provider(),
-		Limits: service.NewPurchaseLimits(redisstore.NewPurchaseLimits(d.Redis), service.PurchaseLimitConfig{
+		Limits: service.NewPurchaseLimits(purchaseLimits, service.PurchaseLimitConfig{
 			PerUser: cfg.RateLimit, PerVoucher: cfg.RateLimitVoucher, PerAddr: cfg.RateLimitIP,
 			Refused: m.PurchaseLimitRefused, Failed: m.PurchaseLimitFailed,
 		}, log),

@@ -38,12 +38,12 @@ func newReconcileLock(rdb redis.UniversalClient, lease, wait time.Duration) (loc
 }
 
 // newAsync wires the async seckill (SECKILL_ORDER_MODE=async) without
-
-// starting anything.
-func newAsync(d *deps, cfg config.Config, log *slog.Logger, locker lock.Locker, m *metrics.Metrics, tr *telemetry.Tracing) (*service.AsyncSeckill, error) {
+// starting anything. It returns the purchase limits too, on the admissions'
+// round trips.
+func newAsync(d *deps, cfg config.Config, log *slog.Logger, locker lock.Locker, m *metrics.Metrics, tr *telemetry.Tracing) (*service.AsyncSeckill, redisstore.PurchaseLimits, error) {
 	reconcileLock, err := newReconcileLock(d.Redis, reconcileLease, 3*time.Minute)
 	if err != nil {
-		return nil, err
+		return nil, redisstore.PurchaseLimits{}, err
 	}
 	consumerConfig := service.ConsumerConfig{
 		Consumers:     cfg.ConsumerCount(),
@@ -90,5 +90,5 @@ func newAsync(d *deps, cfg config.Config, log *slog.Logger, locker lock.Locker, 
 			Values: sqlstore.NewNamedValues(d.DB), Sequence: redisstore.NewIDSequence(d.Redis, d.DB, time.Now, ids),
 			Lock: reconcileLock, Now: time.Now, Log: log, TrustFacts: d.EmbeddedRedis,
 		}),
-	}, nil
+	}, admission.PurchaseLimits(), nil
 }

@@ -24,7 +24,7 @@ type Admission struct {
 
 	rdb    redis.UniversalClient
 	stream string      // StreamName. Tests use a stream of their own
-	batch  evalBatcher // coalesces concurrent admissions
+	batch  *evalBatcher // coalesces concurrent admissions
 	// traceParent names the admitting request's span for the stream
 	// entry. nil (tracing off) stores none.
 	traceParent func(context.Context) string
@@ -36,8 +36,9 @@ type Admission struct {
 func (a *Admission) CarryTrace(f func(context.Context) string) { a.traceParent = f }
 
 // ObservePipelines has f told of every admission round trip to Redis. f
-// gets the number of admissions the trip carries. An admission sent at
-// once, alone, is 1. A pipeline is up to evalBatchMax. A pipeline re-sent
+// gets the number of scripts the trip carries: admissions, and the checks
+// of the purchase limits on a's round trips (PurchaseLimits). A script sent
+// at once, alone, is 1. A pipeline is up to evalBatchMax. A pipeline re-sent
 // after NOSCRIPT counts once. f runs on the admitting goroutines. It must
 // be quick and safe for concurrent use (a metric). nil (the default) turns
 // it off. Set it before the first Admit: it is not guarded.
@@ -58,7 +59,7 @@ func NewAdmission(rdb redis.UniversalClient) *Admission {
 
 // newAdmissionOn returns an admission into the streams named stream.
 func newAdmissionOn(rdb redis.UniversalClient, stream string) *Admission {
-	return &Admission{VoucherStates: NewVoucherStates(rdb), Epochs: NewEpochs(rdb), rdb: rdb, stream: stream}
+	return &Admission{VoucherStates: NewVoucherStates(rdb), Epochs: NewEpochs(rdb), rdb: rdb, stream: stream, batch: &evalBatcher{}}
 }
 
 // settleTimeout bounds the settlement of an admission whose answer was

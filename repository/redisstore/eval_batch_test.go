@@ -140,7 +140,7 @@ func indexAll(b, sep []byte) []int {
 // as in flight until every admission waits. Then one ends.
 func admitBatch(t *testing.T, r *admitRig, ctx context.Context, oids []int64, users []int64) []error {
 	t.Helper()
-	b := &r.a.batch
+	b := r.a.batch
 	b.mu.Lock()
 	b.inFlight = evalInFlight
 	b.mu.Unlock()
@@ -264,7 +264,7 @@ func TestAdmitPipelineReplyAndCommandLost(t *testing.T) {
 // is never sent.
 func TestAdmitDeadlineWhileQueued(t *testing.T) {
 	r := newAdmitRig(t, serviceClient)
-	b := &r.a.batch
+	b := r.a.batch
 	b.mu.Lock()
 	b.inFlight = evalInFlight // every round trip busy
 	b.mu.Unlock()

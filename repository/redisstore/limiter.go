@@ -14,18 +14,32 @@ import (
 
 // Limiter counts events against limits shared by every instance. It runs
 // GCRA in Redis (github.com/go-redis/redis_rate), one key per call
-// (rate:<key>), so a Redis Cluster serves it like one Redis. Concurrent
-// checks of one key and limit coalesce into one AllowAtMost, which lets
-// through exactly as many as one by one. Concurrent scripts also share
+// (rate:<key>), so a Redis Cluster serves it like one Redis.
+//
+// A hot key costs few scripts. Concurrent checks of one key and limit
+// coalesce into one AllowAtMost, which lets through exactly as many as one
+// by one. A key checked faster than one per leaseTerm also takes a lease:
+// the permits its next leaseTerm is expected to need, asked for in the same
+// script and spent here without a round trip. Concurrent scripts share
 // pipelined round trips, through a batchedEval.
 type Limiter struct {
 	l    *redis_rate.Limiter
 	eval *batchedEval // the client l runs on
 	mu   sync.Mutex
-	// busy holds the keys with a check in flight, each with the checks
-	// waiting for it to end.
-	busy map[limitKey]*limitGroup
+	// keys holds the keys with a check in flight or a lease.
+	keys map[limitKey]*keyState
+	// swept is when keys was last cleared of spent leases.
+	swept time.Time
 }
+
+// The leases (Limiter).
+const (
+	// leaseTerm is how long permits taken ahead may be spent.
+	leaseTerm = 20 * time.Millisecond
+	// leaseShare bounds a lease to 1/leaseShare of the limit's burst. A
+	// limit of fewer than leaseShare events at once is never leased.
+	leaseShare = 10
+)
 
 // limitKey is what checks must share to coalesce.
 type limitKey struct {
@@ -33,8 +47,15 @@ type limitKey struct {
 	limit model.Limit
 }
 
-// limitGroup is the checks of one limitKey waiting for the one in flight.
-type limitGroup struct{ waiting []*limitCheck }
+// keyState is one key's checks in flight and lease. Limiter.mu guards it.
+type keyState struct {
+	inFlight bool          // a script of the key runs
+	waiting  []*limitCheck // checks waiting for it to end
+	permits  int           // the lease: permits left
+	expires  time.Time     // the lease's end
+	seen     int           // checks since the last script
+	asked    time.Time     // the last script's start
+}
 
 // limitCheck is one waiting check and, once done is closed, its answer.
 type limitCheck struct {
@@ -44,10 +65,13 @@ type limitCheck struct {
 	err  error
 }
 
-// NewLimiter returns a Limiter on rdb.
-func NewLimiter(rdb redis.UniversalClient) *Limiter {
-	eval := &batchedEval{UniversalClient: rdb}
-	return &Limiter{l: redis_rate.NewLimiter(eval), eval: eval, busy: map[limitKey]*limitGroup{}}
+// NewLimiter returns a Limiter on rdb, with round trips of its own.
+func NewLimiter(rdb redis.UniversalClient) *Limiter { return newLimiterOn(rdb, &evalBatcher{}) }
+
+// newLimiterOn returns a Limiter on rdb whose scripts share b's round trips.
+func newLimiterOn(rdb redis.UniversalClient, b *evalBatcher) *Limiter {
+	eval := &batchedEval{UniversalClient: rdb, batch: b}
+	return &Limiter{l: redis_rate.NewLimiter(eval), eval: eval, keys: map[limitKey]*keyState{}}
 }
 
 // batchedEval is rdb for redis_rate, with its EVALSHA sent through an
@@ -56,7 +80,7 @@ func NewLimiter(rdb redis.UniversalClient) *Limiter {
 // again, and Del) goes to rdb as it is.
 type batchedEval struct {
 	redis.UniversalClient
-	batch evalBatcher
+	batch *evalBatcher
 }
 
 // EvalSha runs the script of sha in the batcher's next round trip.
@@ -73,50 +97,106 @@ func (b *batchedEval) EvalSha(ctx context.Context, sha string, keys []string, ar
 // until the next event is allowed (refusals are not counted). Any Redis
 // error is model.ErrUnavailable: a limit that cannot be checked refuses.
 //
-// A check of a key with another in flight waits for it to end, then goes
+// A check spends a permit of the key's lease when one is left. Otherwise,
+// with a script of the key in flight, it waits for it to end, then goes
 // with the others that waited meanwhile, in one script. That wait is not
 // cut by ctx: it lasts two round trips at most, each bounded by the
 // client's I/O timeouts.
 func (l *Limiter) Allow(ctx context.Context, key string, limit model.Limit) (ok bool, retryAfter time.Duration, err error) {
 	k := limitKey{key, limit}
+	now := time.Now()
 	l.mu.Lock()
-	if g, busy := l.busy[k]; busy {
+	l.sweep(now)
+	s := l.keys[k]
+	if s == nil {
+		s = &keyState{}
+		l.keys[k] = s
+	}
+	s.seen++
+	if s.permits > 0 && now.Before(s.expires) {
+		s.permits--
+		l.mu.Unlock()
+		return true, 0, nil
+	}
+	if s.inFlight {
 		c := &limitCheck{done: make(chan struct{})}
-		g.waiting = append(g.waiting, c)
+		s.waiting = append(s.waiting, c)
 		l.mu.Unlock()
 		<-c.done
 		return c.ok, c.wait, c.err
 	}
-	l.busy[k] = &limitGroup{}
+	s.inFlight = true
+	lease := s.lease(limit, now)
 	l.mu.Unlock()
-	n, wait, err := l.allowAtMost(ctx, k, 1)
-	l.next(k)
-	return n == 1, wait, err
+	n, wait, err := l.allowAtMost(ctx, k, 1+lease)
+	l.settle(k, s, max(n-1, 0), now)
+	return n > 0, wait, err
 }
 
-// next ends a check of k in flight: the checks that waited for it go
-// next, as one, on a goroutine of their own.
-func (l *Limiter) next(k limitKey) {
+// lease is how many permits a script of the key starting at now takes
+// ahead: the checks its next leaseTerm is expected to bring, at the rate
+// seen since the last script. A key seen once is leased none. Limiter.mu
+// is held.
+func (s *keyState) lease(limit model.Limit, now time.Time) int {
+	seen, since := s.seen, now.Sub(s.asked)
+	first := s.asked.IsZero()
+	s.seen, s.asked = 0, now
+	if first || since <= 0 {
+		return 0
+	}
+	n := int(int64(seen) * int64(leaseTerm) / int64(since))
+	return min(n, limit.Burst/leaseShare)
+}
+
+// settle ends a script of k started at asked that left spare permits: they
+// become the lease. The checks that waited meanwhile spend it, and those
+// it does not cover go next, as one script, on a goroutine of their own.
+func (l *Limiter) settle(k limitKey, s *keyState, spare int, asked time.Time) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	g := l.busy[k]
-	if len(g.waiting) == 0 {
-		delete(l.busy, k)
+	s.permits, s.expires = spare, asked.Add(leaseTerm)
+	group := s.waiting
+	s.waiting = nil
+	for len(group) > 0 && s.permits > 0 {
+		s.permits--
+		group[0].ok = true
+		close(group[0].done)
+		group = group[1:]
+	}
+	if len(group) == 0 {
+		s.inFlight = false
+		if s.permits == 0 {
+			delete(l.keys, k)
+		}
 		return
 	}
-	group := g.waiting
-	g.waiting = nil
+	now := time.Now()
+	lease := s.lease(k.limit, now)
 	go func() {
 		// No caller's context: one caller's end must not fail the others.
-		n, wait, err := l.allowAtMost(context.Background(), k, len(group))
+		n, wait, err := l.allowAtMost(context.Background(), k, len(group)+lease)
 		for i, c := range group {
 			if c.ok, c.err = i < n, err; !c.ok {
 				c.wait = wait
 			}
 			close(c.done)
 		}
-		l.next(k)
+		l.settle(k, s, max(n-len(group), 0), now)
 	}()
+}
+
+// sweep drops, once per second, the keys whose lease ended unspent with no
+// check since. Limiter.mu is held.
+func (l *Limiter) sweep(now time.Time) {
+	if now.Sub(l.swept) < time.Second {
+		return
+	}
+	l.swept = now
+	for k, s := range l.keys {
+		if !s.inFlight && !now.Before(s.expires) {
+			delete(l.keys, k)
+		}
+	}
 }
 
 // allowAtMost counts up to n events of k at once (redis_rate's
@@ -168,6 +248,13 @@ type PurchaseLimits struct{ *Limiter }
 // NewPurchaseLimits returns the purchase's limits on rdb.
 func NewPurchaseLimits(rdb redis.UniversalClient) PurchaseLimits {
 	return PurchaseLimits{NewLimiter(rdb)}
+}
+
+// PurchaseLimits returns the purchase's limits on a's client. Their scripts
+// ride in the admissions' round trips: under load a limit's check and
+// another purchase's admission share one pipeline.
+func (a *Admission) PurchaseLimits() PurchaseLimits {
+	return PurchaseLimits{newLimiterOn(a.rdb, a.batch)}
 }
 
 // AllowAddr counts a purchase from the client address addr.

@@ -192,7 +192,7 @@ func TestLimiterPipelines(t *testing.T) {
 			if _, _, err := l.Allow(ctx, base+"first", limit); err != nil {
 				t.Fatal(err)
 			}
-			b := &l.eval.batch
+			b := l.eval.batch
 			b.mu.Lock()
 			b.inFlight = evalInFlight // every round trip busy
 			b.mu.Unlock()
@@ -252,9 +252,11 @@ func TestLimiterCoalesces(t *testing.T) {
 			t.Cleanup(func() { rdb.Del(ctx, repository.RatePrefix+key) })
 			k := limitKey{key, limit}
 			inst := [2]*Limiter{NewLimiter(rdb), NewLimiter(rdb)}
-			for _, l := range inst {
+			var states [2]*keyState
+			for i, l := range inst {
+				states[i] = &keyState{inFlight: true} // a check in flight
 				l.mu.Lock()
-				l.busy[k] = &limitGroup{} // a check in flight
+				l.keys[k] = states[i]
 				l.mu.Unlock()
 			}
 			var wg sync.WaitGroup
@@ -279,7 +281,7 @@ func TestLimiterCoalesces(t *testing.T) {
 			waitFor(t, func() bool {
 				for _, l := range inst {
 					l.mu.Lock()
-					n := len(l.busy[k].waiting)
+					n := len(l.keys[k].waiting)
 					l.mu.Unlock()
 					if n != 100 {
 						return false
@@ -288,8 +290,8 @@ func TestLimiterCoalesces(t *testing.T) {
 				return true
 			}, "100 checks waiting on each instance")
 			hook.scripts.Store(0)
-			for _, l := range inst {
-				go l.next(k) // the check in flight ends
+			for i, l := range inst {
+				go l.settle(k, states[i], 0, time.Now()) // the check in flight ends
 			}
 			wg.Wait()
 			if allowed != burst {
@@ -307,7 +309,7 @@ func TestLimiterCoalesces(t *testing.T) {
 			waitFor(t, func() bool {
 				for _, l := range inst {
 					l.mu.Lock()
-					n := len(l.busy)
+					n := len(l.keys)
 					l.mu.Unlock()
 					if n != 0 {
 						return false
