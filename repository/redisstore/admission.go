@@ -23,7 +23,7 @@ type Admission struct {
 	*Epochs        // who answers for the shards, and their epoch
 
 	rdb    redis.UniversalClient
-	stream string      // StreamName. Tests use a stream of their own
+	stream string       // StreamName. Tests use a stream of their own
 	batch  *evalBatcher // coalesces concurrent admissions
 	// traceParent names the admitting request's span for the stream
 	// entry. nil (tracing off) stores none.
