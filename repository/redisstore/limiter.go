@@ -141,9 +141,12 @@ func (s *keyState) lease(limit model.Limit, now time.Time) int {
 	seen, since := s.seen, now.Sub(s.asked)
 	first := s.asked.IsZero()
 	s.seen, s.asked = 0, now
-	if first || since <= 0 {
+	if first {
 		return 0
 	}
+	// Over less than a term, the checks seen are the estimate: a burst
+	// of checks in a few microseconds is not a rate.
+	since = max(since, leaseTerm)
 	n := int(int64(seen) * int64(leaseTerm) / int64(since))
 	return min(n, limit.Burst/leaseShare)
 }

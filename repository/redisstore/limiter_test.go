@@ -330,3 +330,78 @@ func waitFor(t *testing.T, cond func() bool, what string) {
 		}
 	}
 }
+
+// TestLimiterLeases: 8 goroutines on each of two instances check one hot
+// key 300 times each. Under a limit they never reach, the leases spare most
+// scripts: far fewer than one per check. Under a limit of 1000 they reach,
+// the limit holds across both instances: never more than the burst is let
+// through, and at most one unspent lease per instance is lost. No lease is
+// larger than a tenth of the burst.
+func TestLimiterLeases(t *testing.T) {
+	ctx := context.Background()
+	const goroutines, checks = 8, 300
+	const total = 2 * goroutines * checks
+	for _, tc := range []struct {
+		name  string
+		burst int
+		// allowed are the checks let through, at least and at most.
+		allowed    [2]int
+		maxScripts int
+	}{
+		{"not reached", 100_000, [2]int{total, total}, total / 4},
+		{"reached", 1000, [2]int{1000 - 2*1000/leaseShare, 1000}, total},
+	} {
+		// A period far longer than the test: no event is refilled meanwhile.
+		limit := model.Limit{Rate: tc.burst, Burst: tc.burst, Period: 24 * time.Hour}
+		for name, rdb := range limiterBackends(t) {
+			t.Run(tc.name+"/"+name, func(t *testing.T) {
+				var hook scriptCounter
+				rdb.AddHook(&hook)
+				key := fmt.Sprintf("test:leased:%d", rand.Int64())
+				t.Cleanup(func() { rdb.Del(ctx, repository.RatePrefix+key, repository.RatePrefix+key+":warm") })
+				inst := [2]*Limiter{NewLimiter(rdb), NewLimiter(rdb)}
+				// The script cached and connections open first.
+				for _, l := range inst {
+					if _, _, err := l.Allow(ctx, key+":warm", limit); err != nil {
+						t.Fatal(err)
+					}
+				}
+				hook.scripts.Store(0)
+				var allowed, largest atomic.Int64
+				var wg sync.WaitGroup
+				for g := range 2 * goroutines {
+					l := inst[g%2]
+					wg.Go(func() {
+						for range checks {
+							ok, _, err := l.Allow(ctx, key, limit)
+							if err != nil {
+								t.Error(err)
+								return
+							}
+							if ok {
+								allowed.Add(1)
+							}
+							l.mu.Lock()
+							if s := l.keys[limitKey{key, limit}]; s != nil && int64(s.permits) > largest.Load() {
+								largest.Store(int64(s.permits))
+							}
+							l.mu.Unlock()
+						}
+					})
+				}
+				wg.Wait()
+				scripts := hook.scripts.Load()
+				t.Logf("%d checks: %d allowed, %d scripts, largest lease %d", total, allowed.Load(), scripts, largest.Load())
+				if scripts > int64(tc.maxScripts) {
+					t.Errorf("scripts: got %d for %d checks, want at most %d (the leases spare the rest)", scripts, total, tc.maxScripts)
+				}
+				if largest.Load() > int64(tc.burst/leaseShare) {
+					t.Errorf("largest lease: got %d permits, want at most a tenth of the burst, %d", largest.Load(), tc.burst/leaseShare)
+				}
+				if got := allowed.Load(); got < int64(tc.allowed[0]) || got > int64(tc.allowed[1]) {
+					t.Errorf("allowed: got %d of %d checks, want %d to %d", got, total, tc.allowed[0], tc.allowed[1])
+				}
+			})
+		}
+	}
+}
