@@ -129,6 +129,12 @@ type Seckiller interface {
 	Audit(ctx context.Context, voucherID int64) (*model.Audit, error)
 }
 
+// localRefuser is a Seckiller that tells the purchases it refuses from
+// memory (*service.Seckill, *service.AsyncSeckill).
+type localRefuser interface {
+	RefusesLocally(voucherID int64) bool
+}
+
 type api struct {
 	Deps
 	fail func(c *gin.Context, err error)
@@ -473,6 +479,12 @@ func (a *api) seckill(c *gin.Context) {
 func (a *api) limitPurchase(c *gin.Context) {
 	voucherID, err := pathID(c, "id")
 	if err != nil {
+		return
+	}
+	// A purchase the route refuses from memory (sold out, a sale not open)
+	// is not counted: the check would cost more than the refusal, and a
+	// stampede after the sale sold out stays off Redis.
+	if r, ok := a.Seckill.(localRefuser); ok && r.RefusesLocally(voucherID) {
 		return
 	}
 	u, _ := middleware.UserFrom(c.Request.Context())

@@ -206,3 +206,35 @@ func TestPurchaseLimitsRedisDown(t *testing.T) {
 		t.Errorf("unchecked: got %s, want each limit of each purchase", got)
 	}
 }
+
+// localRefuser is a Seckiller that refuses voucher 4 from memory, sold out.
+type localRefuser struct{ *fakeSeckiller }
+
+func (localRefuser) RefusesLocally(voucherID int64) bool { return voucherID == 4 }
+
+// TestPurchaseLimitsSkipLocalRefusals: a purchase the route refuses from
+// memory (a sold-out voucher) is not counted against the limits: a user
+// over their limit still learns SOLD_OUT, and the limits are asked only for
+// the voucher on sale.
+func TestPurchaseLimitsSkipLocalRefusals(t *testing.T) {
+	limits := newFakeLimits(1)
+	seck := &fakeSeckiller{buy: func(_ context.Context, _, voucherID int64) (int64, error) {
+		if voucherID == 4 {
+			return 0, model.ErrSoldOut
+		}
+		return 1, nil
+	}}
+	e := newEnv(t, func(d *handler.Deps) {
+		d.Limits = limits
+		d.Seckill = localRefuser{seck}
+	})
+	for i := range 3 {
+		assertError(t, e.do(http.MethodPost, "/voucher-order/seckill/4", "", e.userTok), http.StatusConflict, handler.CodeSoldOut)
+		if i == 0 {
+			assertOK(t, e.do(http.MethodPost, "/voucher-order/seckill/3", "", e.userTok))
+		}
+	}
+	if got := len(limits.addrs); got != 1 {
+		t.Errorf("purchases counted: got %d, want 1 (only the voucher on sale)", got)
+	}
+}

@@ -76,6 +76,11 @@ func NewAsyncAdmission(d AdmissionDeps) *AsyncAdmission {
 // outcome.
 const writtenCheckTimeout = time.Second
 
+// RefusesLocally reports whether Buy would refuse the voucher now from
+// memory, with no round trip: outside its window, or seen sold out within
+// the last second.
+func (s *AsyncAdmission) RefusesLocally(voucherID int64) bool { return s.cache.refuses(voucherID) }
+
 // Buy admits one order with one EVALSHA of the admission script. The window and
 // a known sold-out state come from the cache, the order id from leased blocks.
 // The id is returned at once; the order is pending until a consumer writes it.

@@ -118,6 +118,29 @@ func checkWindow(ctx context.Context, cache *voucherCache, clock func() time.Tim
 	return v, nil
 }
 
+// refuses reports whether checkWindow would refuse the voucher now from
+// what the cache holds, without loading it: outside its window, or seen
+// sold out within soldOutTTL. A voucher not cached, still loading or
+// past the TTL is not refused.
+func (c *voucherCache) refuses(id int64) bool {
+	c.mu.Lock()
+	e, ok := c.entries[id]
+	c.mu.Unlock()
+	if !ok {
+		return false
+	}
+	select {
+	case <-e.ready:
+	default:
+		return false
+	}
+	now := c.now()
+	if e.err != nil || now.Sub(e.loaded) > c.ttl {
+		return false
+	}
+	return now.Before(e.sv.BeginTime) || !now.Before(e.sv.EndTime) || e.soldOut(now)
+}
+
 // forget drops the cached voucher: the next request reads it again.
 func (c *voucherCache) forget(id int64) {
 	c.mu.Lock()

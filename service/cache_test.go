@@ -148,3 +148,52 @@ func TestVoucherCacheWaiterHonoursContext(t *testing.T) {
 		t.Errorf("GetSeckill calls: got %d, want 1", got)
 	}
 }
+
+// TestRefusesLocally: a voucher is refused from memory only once the cache
+// holds it, and only while Buy would refuse it without a round trip: seen
+// sold out within a second, or outside its window. An open voucher, one
+// never loaded and one past the cache's TTL are not.
+func TestRefusesLocally(t *testing.T) {
+	r := newRig(t, SeckillConfig{VoucherCacheTTL: time.Minute})
+	ctx := context.Background()
+	start := r.clock.now()
+	for _, v := range []int64{voucherOpen, voucherSoldOut} {
+		if r.svc.RefusesLocally(v) {
+			t.Errorf("voucher %d before any purchase: refused, want not (not cached)", v)
+		}
+	}
+	if _, err := r.svc.Buy(ctx, 1, voucherOpen); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.svc.Buy(ctx, 1, voucherSoldOut); !errors.Is(err, model.ErrSoldOut) {
+		t.Fatalf("sold-out voucher: got %v, want ErrSoldOut", err)
+	}
+	steps := []struct {
+		at            time.Duration
+		open, soldOut bool
+	}{
+		{0, false, true},
+		{999 * time.Millisecond, false, true},
+		{time.Second, false, false}, // the sold-out flag lasts a second
+	}
+	for _, s := range steps {
+		r.clock.set(start.Add(s.at))
+		if got := r.svc.RefusesLocally(voucherOpen); got != s.open {
+			t.Errorf("+%v open voucher: got %v, want %v", s.at, got, s.open)
+		}
+		if got := r.svc.RefusesLocally(voucherSoldOut); got != s.soldOut {
+			t.Errorf("+%v sold-out voucher: got %v, want %v", s.at, got, s.soldOut)
+		}
+	}
+	r.clock.set(testEnd)
+	if _, err := r.svc.Buy(ctx, 3, voucherOpen); !errors.Is(err, model.ErrSeckillEnded) {
+		t.Fatalf("open voucher at its end: got %v, want ErrSeckillEnded", err)
+	}
+	if !r.svc.RefusesLocally(voucherOpen) {
+		t.Errorf("open voucher at its end: not refused, want refused (the sale ended)")
+	}
+	r.clock.set(testEnd.Add(time.Minute + time.Millisecond))
+	if r.svc.RefusesLocally(voucherOpen) {
+		t.Errorf("ended voucher past the cache's TTL: refused, want not (the cache may be stale)")
+	}
+}

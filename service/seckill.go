@@ -89,6 +89,11 @@ func (s *Seckill) checkWindow(ctx context.Context, voucherID int64) (*cachedVouc
 	return checkWindow(ctx, s.cache, s.now, voucherID)
 }
 
+// RefusesLocally reports whether Buy would refuse the voucher now from
+// memory, with no round trip: outside its window, or seen sold out within
+// the last second.
+func (s *Seckill) RefusesLocally(voucherID int64) bool { return s.cache.refuses(voucherID) }
+
 // Buy runs the seckill flow of docs/contract.md for one request and returns the
 // new order's id.
 func (s *Seckill) Buy(ctx context.Context, userID, voucherID int64) (int64, error) {
