@@ -18,10 +18,11 @@ import (
 //
 // A hot key costs few scripts. Concurrent checks of one key and limit
 // coalesce into one AllowAtMost, which lets through exactly as many as one
-// by one. A key checked faster than one per leaseTerm also takes a lease:
-// the permits its next leaseTerm is expected to need, asked for in the same
-// script and spent here without a round trip. Concurrent scripts share
-// pipelined round trips, through a batchedEval.
+// by one. Such a key also takes a lease: the permits its next leaseTerm is
+// expected to need, asked for in the same script and spent here without a
+// round trip. A lease is renewed while it is spent; a key whose checks never
+// meet in flight takes none. Concurrent scripts share pipelined round trips,
+// through a batchedEval.
 type Limiter struct {
 	l    *redis_rate.Limiter
 	eval *batchedEval // the client l runs on
@@ -135,8 +136,9 @@ func (l *Limiter) Allow(ctx context.Context, key string, limit model.Limit) (ok 
 
 // lease is how many permits a script of the key starting at now takes
 // ahead: the checks its next leaseTerm is expected to bring, at the rate
-// seen since the last script. A key seen once is leased none. Limiter.mu
-// is held.
+// seen since the key's last script. A key with no script before (its state
+// is dropped once no check waits and no lease is left) is leased none.
+// Limiter.mu is held.
 func (s *keyState) lease(limit model.Limit, now time.Time) int {
 	seen, since := s.seen, now.Sub(s.asked)
 	first := s.asked.IsZero()
