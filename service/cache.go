@@ -106,22 +106,29 @@ func checkWindow(ctx context.Context, cache *voucherCache, clock func() time.Tim
 	if err != nil {
 		return nil, err
 	}
-	now := clock()
-	switch {
-	case now.Before(v.sv.BeginTime):
-		return nil, model.ErrSeckillNotStarted
-	case !now.Before(v.sv.EndTime):
-		return nil, model.ErrSeckillEnded
-	case v.soldOut(now):
-		return nil, model.ErrSoldOut
+	if err := v.refusal(clock()); err != nil {
+		return nil, err
 	}
 	return v, nil
 }
 
+// refusal is why a purchase of the voucher at now is refused from memory:
+// outside its window, or seen sold out within soldOutTTL; nil when it is not.
+func (v *cachedVoucher) refusal(now time.Time) error {
+	switch {
+	case now.Before(v.sv.BeginTime):
+		return model.ErrSeckillNotStarted
+	case !now.Before(v.sv.EndTime):
+		return model.ErrSeckillEnded
+	case v.soldOut(now):
+		return model.ErrSoldOut
+	}
+	return nil
+}
+
 // refuses reports whether checkWindow would refuse the voucher now from
-// what the cache holds, without loading it: outside its window, or seen
-// sold out within soldOutTTL. A voucher not cached, still loading or
-// past the TTL is not refused.
+// what the cache holds, without loading it (refusal). A voucher not cached,
+// still loading or past the TTL is not refused.
 func (c *voucherCache) refuses(id int64) bool {
 	c.mu.Lock()
 	e, ok := c.entries[id]
@@ -138,7 +145,7 @@ func (c *voucherCache) refuses(id int64) bool {
 	if e.err != nil || now.Sub(e.loaded) > c.ttl {
 		return false
 	}
-	return now.Before(e.sv.BeginTime) || !now.Before(e.sv.EndTime) || e.soldOut(now)
+	return e.refusal(now) != nil
 }
 
 // forget drops the cached voucher: the next request reads it again.
