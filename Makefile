@@ -9,10 +9,18 @@ build:
 run:
 	$(GO) run .
 
-# The whole suite with the race detector. Integration tests need the env of
-# .ci/env.sh (MariaDB, Redis, Redlock nodes, ZooKeeper); without it they skip.
+# The whole suite with the race detector, through cmd/testenv: the
+# integration tests use the services the env names (.ci/env.sh, as CI sets
+# it); for each variable unset it starts a private throwaway server when
+# the program is installed (MariaDB, Redis, Redlock nodes, a Sentinel set,
+# a Redis Cluster; never ZooKeeper) and stops it after. Tests whose service
+# is neither skip and say so. SECKILL_TEST_PRIVATE=off starts nothing.
+# TESTPKGS and TESTFLAGS narrow a run: make test TESTPKGS=./lock/ TESTFLAGS='-run Redlock'.
+TESTPKGS ?= ./...
+TESTFLAGS ?=
+TESTENV = $(GO) build -o bin/testenv ./cmd/testenv && bin/testenv
 test: vet
-	$(GO) test -race -count=1 -timeout 15m ./...
+	$(TESTENV) $(GO) test -race -count=1 -timeout 15m $(TESTFLAGS) $(TESTPKGS)
 
 # The async end-to-end tests (e2e/async, e2e/lifecycle) again, on the Redis
 # Cluster of .ci/services.sh (SECKILL_TEST_CLUSTER_ADDRS, exported by
@@ -24,7 +32,7 @@ test: vet
 CLUSTER_TESTS ?= ^(TestAsyncConcurrentSeckill|TestAsyncPoisonMessage|TestAsyncCrashRecovery|TestAsyncBuckets|TestOrderLifecycleAsync|TestGiveBackAfterCrash|TestCluster.*)$$
 .PHONY: test-cluster
 test-cluster:
-	SECKILL_TEST_ON_CLUSTER=1 $(GO) test -race -count=1 -timeout 10m -run '$(CLUSTER_TESTS)' ./e2e/async/ ./e2e/lifecycle/
+	$(TESTENV) env SECKILL_TEST_ON_CLUSTER=1 $(GO) test -race -count=1 -timeout 10m -run '$(CLUSTER_TESTS)' ./e2e/async/ ./e2e/lifecycle/
 
 # Unit tests only: integration tests skip without the env.
 test-short:
