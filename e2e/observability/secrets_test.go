@@ -1,6 +1,7 @@
 package observability
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
@@ -12,7 +13,10 @@ import (
 	"time"
 
 	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/propagation"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+	"go.opentelemetry.io/otel/trace"
 
 	"seckill/e2e/apptest"
 	"seckill/handler"
@@ -216,5 +220,54 @@ func waitSpans(t *testing.T, exp *tracetest.InMemoryExporter, done func(spanTree
 			t.Fatalf("spans so far: %v", names)
 		}
 		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// TestTraceTrustParent: a request with a sampled traceparent, at a sample
+// ratio of 0 (parentbased_traceidratio, 0) and of 1. With
+// SECKILL_TRACE_TRUST_PARENT off, the caller's flag decides nothing: at 0
+// no span; at 1 the request's span is a root of a trace of our own,
+// linked to the caller's span. On, the caller's span is the parent: at 0
+// the request is traced in the caller's trace.
+func TestTraceTrustParent(t *testing.T) {
+	parent := trace.SpanContextFromContext(propagation.TraceContext{}.Extract(context.Background(),
+		propagation.MapCarrier{"traceparent": sampledParent}))
+	for _, tt := range []struct {
+		trust string
+		ratio float64
+	}{{"off", 0}, {"off", 1}, {"on", 0}} {
+		t.Run(fmt.Sprintf("%s/ratio%v", tt.trust, tt.ratio), func(t *testing.T) {
+			a, exp := tracedApp(t, map[string]string{"SECKILL_TRACE_TRUST_PARENT": tt.trust},
+				sdktrace.WithSampler(sdktrace.ParentBased(sdktrace.TraceIDRatioBased(tt.ratio))))
+			exp.Reset()
+			if r, _ := keyed(t, a.Handler(), http.MethodGet, "/healthz", "", "", sampledParent, nil); r.Status != http.StatusOK {
+				t.Fatalf("GET /healthz: %d %s", r.Status, r.Body.Code)
+			}
+			spans := exp.GetSpans()
+			if tt.trust == "off" && tt.ratio == 0 {
+				if len(spans) != 0 {
+					t.Fatalf("%d spans (first %s in trace %s), want none: the caller's sampled flag decided", len(spans), spans[0].Name, spans[0].SpanContext.TraceID())
+				}
+				return
+			}
+			reqs := newSpanTree(spans).named("GET /healthz")
+			if len(reqs) != 1 {
+				t.Fatalf("%d request spans among %d, want 1", len(reqs), len(spans))
+			}
+			req := reqs[0]
+			switch tt.trust {
+			case "on":
+				if req.Parent.SpanID() != parent.SpanID() || req.SpanContext.TraceID() != parent.TraceID() {
+					t.Errorf("request span: trace %s parent %s, want the caller's span %s in %s", req.SpanContext.TraceID(), req.Parent.SpanID(), parent.SpanID(), parent.TraceID())
+				}
+			case "off":
+				if req.Parent.IsValid() || req.SpanContext.TraceID() == parent.TraceID() {
+					t.Errorf("request span: trace %s parent %v, want a root of a trace of our own", req.SpanContext.TraceID(), req.Parent)
+				}
+				if len(req.Links) != 1 || req.Links[0].SpanContext.SpanID() != parent.SpanID() || req.Links[0].SpanContext.TraceID() != parent.TraceID() {
+					t.Errorf("request span links %v, want one to the caller's span", req.Links)
+				}
+			}
+		})
 	}
 }
