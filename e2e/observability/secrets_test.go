@@ -271,3 +271,47 @@ func TestTraceTrustParent(t *testing.T) {
 		})
 	}
 }
+
+// TestBackgroundNotTraced: with every request traced (ratio 1), the app's
+// background loops (revocation reloads, live counters, sweeps, the
+// consumers' idle reads) run for 3 s, then one purchase is made. Every
+// span exported belongs to the purchase's trace or, in async mode, to a
+// consumer batch's trace linked to it.
+func TestBackgroundNotTraced(t *testing.T) {
+	for _, mode := range []string{"sync", "async"} {
+		t.Run(mode, func(t *testing.T) {
+			a, exp := tracedApp(t, map[string]string{"SECKILL_ORDER_MODE": mode})
+			vid := apptest.PublishVoucher(t, a.Handler(), 5)
+			tok, _ := apptest.DevTokens().Issue(apptest.RandomBase(), "user")
+			exp.Reset()
+			time.Sleep(3 * time.Second) // the background loops' turns
+			if r := apptest.Call(t, a.Handler(), http.MethodPost, fmt.Sprintf("/voucher-order/seckill/%d", vid), tok, nil); r.Status != http.StatusOK {
+				t.Fatalf("purchase: %d %s", r.Status, r.Body.Code)
+			}
+			tree := waitSpans(t, exp, func(tree spanTree) bool {
+				return mode == "sync" || len(tree.named("lock.release_all")) > 0
+			})
+			reqs := tree.named(http.MethodPost + " " + purchaseRoute)
+			if len(reqs) != 1 {
+				t.Fatalf("%d purchase spans, want 1", len(reqs))
+			}
+			ours := map[trace.TraceID]bool{reqs[0].SpanContext.TraceID(): true}
+			for _, b := range tree.named("seckill.consumer.batch") {
+				for _, l := range b.Links {
+					if ours[l.SpanContext.TraceID()] {
+						ours[b.SpanContext.TraceID()] = true
+					}
+				}
+			}
+			others := map[string]int{}
+			for _, s := range tree.spans {
+				if !ours[s.SpanContext.TraceID()] {
+					others[s.Name]++
+				}
+			}
+			if len(others) > 0 {
+				t.Errorf("%d spans, %d traces of the purchase; spans of no purchase: %v", len(tree.spans), len(ours), others)
+			}
+		})
+	}
+}
