@@ -5,7 +5,6 @@ import (
 
 	"go.opentelemetry.io/otel/propagation"
 	"go.opentelemetry.io/otel/trace"
-	"go.opentelemetry.io/otel/trace/embedded"
 )
 
 // EdgePropagator reads a request's W3C traceparent. trustParent
@@ -56,36 +55,4 @@ func LinkRemoteParent(ctx context.Context) {
 	if span := trace.SpanFromContext(ctx); span.IsRecording() {
 		span.AddLink(trace.Link{SpanContext: sc})
 	}
-}
-
-// rootless is a tracer provider whose tracers start no root span other
-// than a request's (server) or a consumer batch's (consumer). A
-// background loop's Redis command or SQL statement, made on a context
-// with no span, is not traced; a traced request's work, under its span, is.
-type rootless struct {
-	embedded.TracerProvider
-	tp trace.TracerProvider
-}
-
-func (p rootless) Tracer(name string, opts ...trace.TracerOption) trace.Tracer {
-	return rootlessTracer{inner: p.tp.Tracer(name, opts...)}
-}
-
-type rootlessTracer struct {
-	embedded.Tracer
-	inner trace.Tracer
-}
-
-func (t rootlessTracer) Start(ctx context.Context, name string, opts ...trace.SpanStartOption) (context.Context, trace.Span) {
-	if !trace.SpanContextFromContext(ctx).IsValid() {
-		cfg := trace.NewSpanStartConfig(opts...)
-		switch cfg.SpanKind() {
-		case trace.SpanKindServer, trace.SpanKindConsumer:
-		default:
-			// A non-recording span: the instrumentation records
-			// nothing, and the work under it starts no root either.
-			return ctx, trace.SpanFromContext(ctx)
-		}
-	}
-	return t.inner.Start(ctx, name, opts...)
 }
