@@ -28,6 +28,7 @@ func TestStatement(t *testing.T) {
 		{redis.NewCmd(ctx, "xreadgroup", "group", "g1", "host-1", "count", 100, "streams", "seckill:{s0.10}:orders", ">"), "xreadgroup seckill:{s0.10}:orders"},
 		{redis.NewCmd(ctx, "del", "login:code:13812345678", "login:daily:13812345678"), "del login:code:* login:daily:*"},
 		{redis.NewCmd(ctx, "auth", "user", "secret:word"), "auth"},
+		{redis.NewCmd(ctx, "hello", 3, "auth", "default", "secret:word"), "hello"},
 		{redis.NewCmd(ctx, "script", "load", "return 1"), "script"},
 		{redis.NewCmd(ctx, "xgroup", "create", "seckill:{s0.10}:orders", "g1", "0"), "xgroup create seckill:{s0.10}:orders"},
 		{redis.NewCmd(ctx, "get", "Login:Code:x"), "get *"},
