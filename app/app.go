@@ -267,6 +267,7 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger, opts ...Optio
 		AccessLog:      cfg.AccessLog,
 		Idempotency:    redisstore.NewIdempotency(d.Redis),
 		Tracer:         tr.Provider(),
+		TrustParent:    cfg.TraceTrustParent,
 		Limits: service.NewPurchaseLimits(purchaseLimits, service.PurchaseLimitConfig{
 			PerUser: cfg.RateLimit, PerVoucher: cfg.RateLimitVoucher, PerAddr: cfg.RateLimitIP,
 			Refused: m.PurchaseLimitRefused, Failed: m.PurchaseLimitFailed,

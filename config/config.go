@@ -85,6 +85,9 @@ type Config struct {
 	AccessLog             int
 	APIStyle              string
 	Tracing               bool
+	// TraceTrustParent lets a request's traceparent decide its sampling
+	// and be its span's parent (SECKILL_TRACE_TRUST_PARENT).
+	TraceTrustParent bool
 }
 
 // ConsumerCount returns Consumers, or its default when unset.

@@ -175,6 +175,9 @@ var settings = []setting{
 		More: "; the other standard `OTEL_*` variables apply: `OTEL_EXPORTER_OTLP_PROTOCOL`, `OTEL_TRACES_SAMPLER` / `OTEL_TRACES_SAMPLER_ARG` (e.g. `parentbased_traceidratio` and `0.01`), `OTEL_SERVICE_NAME` (default `seckill`), `OTEL_SDK_DISABLED=true`"},
 	{Name: "OTEL_TRACES_EXPORTER", What: "`otlp`, `console` or `none`", Default: "unset (`otlp` once tracing is on)",
 		Help: "the trace exporter (`console`: spans as JSON to stdout); any value but `none` turns tracing on too"},
+	{Name: "SECKILL_TRACE_TRUST_PARENT", b: onOff(func(c *Config) *bool { return &c.TraceTrustParent }, false),
+		Help: "`on`: a request's `traceparent` is its span's parent, and its sampled flag decides whether the request is traced; `off`: the request starts a trace of its own, sampled by `OTEL_TRACES_SAMPLER`'s ratio, linked to the caller's span",
+		More: " (`off` keeps a client from forcing sampling; `on` behind a gateway of yours that decides it)"},
 }
 
 // tracingOn reads the OTEL_* variables that turn tracing on (Config.Tracing).

@@ -17,7 +17,6 @@ import (
 
 	"github.com/gin-gonic/gin"
 	"go.opentelemetry.io/contrib/instrumentation/github.com/gin-gonic/gin/otelgin"
-	"go.opentelemetry.io/otel/propagation"
 	"go.opentelemetry.io/otel/trace"
 
 	"seckill/auth"
@@ -26,6 +25,7 @@ import (
 	"seckill/middleware"
 	"seckill/model"
 	"seckill/service"
+	"seckill/telemetry"
 )
 
 // Deps are what the routes need.
@@ -65,6 +65,10 @@ type Deps struct {
 	// Tracer traces every request (otelgin), W3C trace context in and
 	// out; nil (tracing off) adds nothing to the routes.
 	Tracer trace.TracerProvider
+	// TrustParent lets a request's traceparent be its span's parent
+	// and decide its sampling (telemetry.EdgePropagator); off, the
+	// request's trace is its own, linked to the caller's span.
+	TrustParent bool
 	// Limits holds purchases to the limits shared by every instance; nil
 	// or none enabled keeps them off the route.
 	Limits PurchaseLimits
@@ -169,7 +173,8 @@ func New(d Deps) http.Handler {
 	r.HandleMethodNotAllowed = true
 	if d.Tracer != nil {
 		r.Use(otelgin.Middleware(telemetryService, otelgin.WithTracerProvider(d.Tracer),
-			otelgin.WithPropagators(propagation.TraceContext{})))
+			otelgin.WithPropagators(telemetry.EdgePropagator(d.TrustParent))),
+			func(c *gin.Context) { telemetry.LinkRemoteParent(c.Request.Context()) })
 	}
 	if d.AccessLog > 0 {
 		r.Use(accessLog(d.Log, d.AccessLog))

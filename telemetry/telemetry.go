@@ -5,6 +5,12 @@
 // what no library does: spans around the lock's obtain and release, and
 // the trace context carried in an async order's stream entry.
 //
+// No span carries a secret: Redis statements are the command and its key
+// patterns (Statement), SQL statements have no values, and a request's
+// caller decides no sampling unless SECKILL_TRACE_TRUST_PARENT says so
+// (EdgePropagator). Background loops start no root span: only a request
+// or a consumer batch does (New).
+//
 // Tracing is off unless the OTEL_* variables turn it on (config.Config's
 // Tracing). Off, nothing is instrumented: the hot path is the same code
 // as without this package.
@@ -65,8 +71,12 @@ type Tracing struct {
 	propagator propagation.TextMapPropagator
 }
 
-// New returns the instrumentation on tp.
+// New returns the instrumentation on provider. Its spans start under a
+// request's span (server) or a consumer batch's (consumer): a span that
+// would be a root of anything else (a background loop's Redis command or
+// SQL statement) is not started.
 func New(provider trace.TracerProvider) *Tracing {
+	provider = rootless{tp: provider}
 	return &Tracing{provider: provider, tracer: provider.Tracer(scope), propagator: propagation.TraceContext{}}
 }
 
@@ -82,9 +92,16 @@ func (t *Tracing) Provider() trace.TracerProvider {
 // processes with.
 func (t *Tracing) Propagator() propagation.TextMapPropagator { return t.propagator }
 
-// Redis adds a span to every command, pipeline and script of rdb.
+// Redis adds a span to every command, pipeline and script of rdb. Its
+// db.statement is the command and its key patterns (Statement), never a
+// value: no login code, token or stored answer.
 func (t *Tracing) Redis(client redis.UniversalClient) error {
-	return redisotel.InstrumentTracing(client, redisotel.WithTracerProvider(t.provider))
+	if err := redisotel.InstrumentTracing(client, redisotel.WithTracerProvider(t.provider),
+		redisotel.WithDBStatement(false)); err != nil {
+		return err
+	}
+	addStatementHook(client)
+	return nil
 }
 
 // DB adds a span to every SQL statement of db, its values left out.
@@ -106,7 +123,8 @@ func (t *Tracing) TraceParent(ctx context.Context) string {
 
 // StartBatch starts the span of one consumer batch and returns its context
 // and its end. The span links to the spans of the requests that admitted its
-// orders, read from their traceparents. Empty traceparents are skipped.
+// orders, read from their traceparents. Empty traceparents are skipped. A
+// batch of no traced request's orders is not traced (background work).
 func (t *Tracing) StartBatch(ctx context.Context, size int, parents []string) (context.Context, func()) {
 	links := make([]trace.Link, 0, len(parents))
 	for _, p := range parents {
@@ -117,6 +135,9 @@ func (t *Tracing) StartBatch(ctx context.Context, size int, parents []string) (c
 		if sc.IsValid() {
 			links = append(links, trace.Link{SpanContext: sc})
 		}
+	}
+	if len(links) == 0 {
+		return ctx, func() {}
 	}
 	ctx, span := t.tracer.Start(ctx, "seckill.consumer.batch", trace.WithSpanKind(trace.SpanKindConsumer),
 		trace.WithLinks(links...), trace.WithAttributes(attribute.Int("seckill.batch.size", size)))

@@ -25,8 +25,9 @@ import (
 
 // tracedApp starts an app on the embedded backends, with its own Redis and
 // database. So no other process's consumer takes its orders. Its spans go
-// to the returned in-memory exporter.
-func tracedApp(t *testing.T, env map[string]string) (*app.App, *tracetest.InMemoryExporter) {
+// to the returned in-memory exporter, through a provider made with opts
+// (a sampler) and the exporter.
+func tracedApp(t *testing.T, env map[string]string, opts ...sdktrace.TracerProviderOption) (*app.App, *tracetest.InMemoryExporter) {
 	t.Helper()
 	vars := map[string]string{"SECKILL_HTTP_ADDR": "127.0.0.1:0", "SECKILL_ENV": "development",
 		"SECKILL_DATA_DIR": t.TempDir(), "SECKILL_LOCK_MODE": "lua"}
@@ -38,7 +39,7 @@ func tracedApp(t *testing.T, env map[string]string) (*app.App, *tracetest.InMemo
 		t.Fatal(err)
 	}
 	exp := tracetest.NewInMemoryExporter()
-	tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(exp))
+	tp := sdktrace.NewTracerProvider(append(opts, sdktrace.WithSyncer(exp))...)
 	t.Cleanup(func() { tp.Shutdown(context.Background()) })
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	a, err := app.New(context.Background(), cfg, log, app.WithTracing(telemetry.New(tp)))
