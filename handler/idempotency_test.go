@@ -54,7 +54,9 @@ func (f *fakeLifecycle) Cancel(ctx context.Context, userID, orderID int64, key s
 	return f.change(ctx, userID, orderID, key)
 }
 
-func (f *fakeLifecycle) Deadline(o *model.VoucherOrder) time.Time { return o.CreateTime.Add(time.Minute) }
+func (f *fakeLifecycle) Deadline(o *model.VoucherOrder) time.Time {
+	return o.CreateTime.Add(time.Minute)
+}
 
 func (f *fakeLifecycle) calls() []string {
 	f.mu.Lock()
