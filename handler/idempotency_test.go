@@ -138,6 +138,30 @@ func TestIdempotentRefusalsNotStored(t *testing.T) {
 	}
 }
 
+// TestIdempotencyLargeAnswerNotKept: a success over 1 KiB is not stored,
+// so Redis never holds a body past the bound. The retry runs again.
+func TestIdempotencyLargeAnswerNotKept(t *testing.T) {
+	e, srv := keyedEnv(t, &fakeLifecycle{}, 10, func(d *handler.Deps) {
+		d.Lifecycle = bigLifecycle{&fakeLifecycle{}}
+	})
+	for i := range 2 {
+		r, replayed := e.keyed(http.MethodPost, "/voucher-order/55/cancel", "big")
+		if r.status != http.StatusOK || replayed || len(r.body) <= 1024 {
+			t.Fatalf("attempt %d: got %d, %d bytes, replayed=%v, want a fresh 200 over 1 KiB", i, r.status, len(r.body), replayed)
+		}
+	}
+	if keys := srv.Keys(); len(keys) != 0 {
+		t.Errorf("Redis holds %v, want nothing", keys)
+	}
+}
+
+// bigLifecycle cancels with a reason of 2 KiB.
+type bigLifecycle struct{ *fakeLifecycle }
+
+func (bigLifecycle) Cancel(_ context.Context, userID, orderID int64, _ string) (*model.VoucherOrder, error) {
+	return &model.VoucherOrder{ID: orderID, UserID: userID, Status: model.OrderStatusCancelled, CancelReason: strings.Repeat("r", 2048)}, nil
+}
+
 // TestIdempotencyKeyRules: one key rule on every keyed route. 64 characters
 // pass; 65 are 400 on the purchase, the pay and the cancel alike. A quoted
 // key is the bare key: the pay records it unquoted, and a retry with the
