@@ -265,7 +265,8 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger, opts ...Optio
 		Development:    cfg.Development(),
 		RequestTimeout: cfg.RequestTimeout,
 		AccessLog:      cfg.AccessLog,
-		Idempotency:    redisstore.NewIdempotency(d.Redis),
+		Idempotency:    redisstore.NewIdempotency(d.Redis, cfg.IdempotencyMaxKeys),
+		IdempotencyTTL: cfg.IdempotencyTTL,
 		Tracer:         tr.Provider(),
 		TrustParent:    cfg.TraceTrustParent,
 		Limits: service.NewPurchaseLimits(purchaseLimits, service.PurchaseLimitConfig{

@@ -78,6 +78,8 @@ type Config struct {
 	RateLimit             int
 	RateLimitVoucher      int
 	RateLimitIP           int
+	IdempotencyTTL        time.Duration
+	IdempotencyMaxKeys    int
 	CodeCooldown          time.Duration
 	CodeDailyLimit        int
 	CodeIPLimit           int

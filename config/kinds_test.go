@@ -24,6 +24,8 @@ func TestParsersBounds(t *testing.T) {
 		{"SECKILL_LOCK_WAIT_REPLICAS", []string{"0", "3"}, []string{"-1", "one"}},
 		{"SECKILL_RATE_LIMIT", []string{"0", "100000"}, []string{"-3", "ten", "9999999999999999999999"}},
 		{"SECKILL_CODE_DAILY_LIMIT", []string{"1"}, []string{"0"}},
+		{"SECKILL_IDEMPOTENCY_MAX_KEYS", []string{"1", "1000"}, []string{"0", "-1", "many"}},
+		{"SECKILL_IDEMPOTENCY_TTL", []string{"1s", "48h"}, []string{"999ms", "24", "-1h"}},
 		{"SECKILL_CONSUMER_DUTY", []string{"0.05", "1", ".5"}, []string{"0.04", "1.01", "NaN", "Inf", "25%"}},
 		{"SECKILL_PAY_TIMEOUT", []string{"1s", "2h"}, []string{"999ms", "15", "-1s"}},
 		{"SECKILL_LOCK_TTL", []string{"1ns", "10s"}, []string{"0", "0s", "-1s", "ten seconds"}},

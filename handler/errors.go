@@ -40,7 +40,14 @@ const (
 	CodeNotFound           = "NOT_FOUND"          // no such route
 	CodeMethodNotAllowed   = "METHOD_NOT_ALLOWED" // the route has no such method
 	CodeVoucherNotEditable = "VOUCHER_NOT_EDITABLE"
+	// CodeClientClosed: the client went away before its answer. No client
+	// reads it; it names the request in the log and the metrics (499).
+	CodeClientClosed = "CLIENT_CLOSED_REQUEST"
 )
+
+// StatusClientClosed is the status of CodeClientClosed: nginx's 499
+// "client closed request", a label rather than an answer.
+const StatusClientClosed = 499
 
 // Envelope is the Heima response body.
 type Envelope struct {
@@ -98,6 +105,7 @@ var codes = map[string]codeInfo{
 	CodeIdempotencyFlight:  {http.StatusConflict, "a request with this idempotency key is in progress, retry later", "请求处理中，请稍后再试"},
 	CodeUnavailable:        {http.StatusServiceUnavailable, "service temporarily unavailable, retry later", "服务繁忙，请稍后再试"},
 	CodeInternal:           {http.StatusInternalServerError, "internal error", "服务器异常"},
+	CodeClientClosed:       {StatusClientClosed, "client closed request", "客户端已断开"},
 }
 
 // heimaFieldMessages are the course's messages for input errors of
@@ -194,6 +202,10 @@ func classify(err error) (code, detail string) {
 		return CodeIdempotencyReused, ""
 	case errors.Is(err, model.ErrIdempotencyKeyInFlight):
 		return CodeIdempotencyFlight, ""
+	case errors.Is(err, context.Canceled):
+		// The request's context is cancelled when its client goes away: a
+		// client's cancel, not a dependency down.
+		return CodeClientClosed, ""
 	case errors.Is(err, model.ErrUnavailable), errors.Is(err, context.DeadlineExceeded):
 		return CodeUnavailable, ""
 	}
@@ -229,7 +241,7 @@ func (s Style) Classify(err error) (status int, code, msg string) {
 			msg = info.heima + "：" + ia.Error()
 		}
 	}
-	if status != http.StatusUnauthorized && status < 500 {
+	if status != http.StatusUnauthorized && status != StatusClientClosed && status < 500 {
 		status = http.StatusOK
 	}
 	return status, code, msg
@@ -247,7 +259,10 @@ func Fail(log *slog.Logger, style Style) func(c *gin.Context, err error) {
 		if w, ok := c.Writer.(*capturingWriter); ok {
 			w.code = code // an idempotent request keeps only final answers
 		}
-		if status >= 500 {
+		switch {
+		case code == CodeClientClosed:
+			log.DebugContext(c.Request.Context(), "request abandoned by its client", "route", c.FullPath(), "code", code, "err", err)
+		case status >= 500:
 			log.ErrorContext(c.Request.Context(), "request failed", "route", c.FullPath(), "code", code, "err", err)
 		}
 		if code == CodeRateLimited {

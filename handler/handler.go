@@ -59,9 +59,12 @@ type Deps struct {
 	// names the client address; none by default, the client is then the
 	// connection's peer. Config validates them; New panics on a bad one.
 	TrustedProxies []string
-	// Idempotency keeps the Idempotency-Key answers of the purchase; nil
-	// ignores the header.
+	// Idempotency keeps the Idempotency-Key answers of the purchase, the
+	// pay and the cancel; nil ignores the header.
 	Idempotency Idempotency
+	// IdempotencyTTL is how long a key's answer is kept
+	// (SECKILL_IDEMPOTENCY_TTL); 0 is DefaultIdempotencyTTL.
+	IdempotencyTTL time.Duration
 	// Tracer traces every request (otelgin), W3C trace context in and
 	// out; nil (tracing off) adds nothing to the routes.
 	Tracer trace.TracerProvider

@@ -3,7 +3,8 @@ package handler
 import (
 	"bytes"
 	"context"
-	"net/http"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/gin-gonic/gin"
@@ -12,13 +13,15 @@ import (
 	"seckill/model"
 )
 
-// Idempotency-Key on the purchase; docs/api.md has the contract. The first
-// answer to a key is stored for IdempotencyTTL and replayed to every retry. Any
-// instance replays it; each user has a key space of their own. The same key on
+// Idempotency-Key on the purchase, the pay and the cancel; docs/api.md has
+// the contract. A success is stored for IdempotencyTTL and replayed to
+// every retry. Any instance replays it; each user has a key space of their
+// own, of at most SECKILL_IDEMPOTENCY_MAX_KEYS live keys. The same key on
 // another request is 422 IDEMPOTENCY_KEY_REUSED. A retry while the first
-// attempt runs is 409 IDEMPOTENCY_KEY_IN_FLIGHT. Answers that say the request
-// did not finish are not stored: RATE_LIMITED, UNAVAILABLE, INTERNAL. Then the
-// key is given up and a retry runs the request again.
+// attempt runs is 409 IDEMPOTENCY_KEY_IN_FLIGHT. A refusal is not stored:
+// it changed nothing, or it tells the client to retry (ORDER_PENDING,
+// RATE_LIMITED, UNAVAILABLE, INTERNAL). Then the key is given up and a
+// retry runs the request again.
 
 // IdempotencyHeader is the request header naming the key.
 const IdempotencyHeader = "Idempotency-Key"
@@ -26,21 +29,28 @@ const IdempotencyHeader = "Idempotency-Key"
 // ReplayedHeader marks an answer replayed from an earlier attempt.
 const ReplayedHeader = "Idempotent-Replayed"
 
-// IdempotencyTTL is how long a key's answer is kept.
-const IdempotencyTTL = 24 * time.Hour
+// DefaultIdempotencyTTL is how long a key's answer is kept when
+// Deps.IdempotencyTTL is unset (SECKILL_IDEMPOTENCY_TTL).
+const DefaultIdempotencyTTL = 24 * time.Hour
 
-// maxIdempotencyKey bounds a key's length.
-const maxIdempotencyKey = 255
+// maxStoredAnswer bounds the body of a stored answer. Every answer of a
+// keyed route is far smaller; a larger one is not stored.
+const maxStoredAnswer = 1 << 10
 
 // idempotencyGrace is added to the request timeout for the lease of an
 // attempt in flight: past it, a crashed attempt no longer blocks its key.
 const idempotencyGrace = 10 * time.Second
 
+// keyContext is the gin context key of the request's parsed
+// Idempotency-Key.
+const keyContext = "seckill.idempotencyKey"
+
 // Idempotency stores the Idempotency-Key records (*redisstore.Idempotency).
 type Idempotency interface {
 	// Begin claims the user's key for a request with fingerprint fp, in flight
 	// for lease. It returns the attempt's owner token. A key already claimed
-	// returns its record instead.
+	// returns its record instead. A user at the cap of live keys gets a
+	// *model.RateLimitedError.
 	Begin(ctx context.Context, userID int64, key, fp string, lease time.Duration) (owner string, prior *model.IdempotentRecord, err error)
 	// Finish stores the answer of owner's attempt, kept for ttl.
 	Finish(ctx context.Context, userID int64, key, owner string, status int, body []byte, ttl time.Duration) (bool, error)
@@ -48,21 +58,39 @@ type Idempotency interface {
 	Release(ctx context.Context, userID int64, key, owner string) (bool, error)
 }
 
-// idempotencyKey reads the header's key: 1 to 255 visible ASCII characters,
-// bare or as a quoted string (the header's structured-field form).
-func idempotencyKey(raw string) (string, error) {
-	if len(raw) >= 2 && raw[0] == '"' && raw[len(raw)-1] == '"' {
-		raw = raw[1 : len(raw)-1]
+// requestKey is the request's Idempotency-Key, unquoted ("" when none):
+// the one the middleware parsed, or the header's.
+func requestKey(c *gin.Context) (string, error) {
+	if k, ok := c.Get(keyContext); ok {
+		return k.(string), nil
 	}
-	if raw == "" || len(raw) > maxIdempotencyKey {
-		return "", model.InvalidArgument(IdempotencyHeader, "must be 1 to 255 characters")
+	raw := c.GetHeader(IdempotencyHeader)
+	if raw == "" {
+		return "", nil
 	}
-	for i := 0; i < len(raw); i++ {
-		if raw[i] <= ' ' || raw[i] > '~' || raw[i] == '"' {
-			return "", model.InvalidArgument(IdempotencyHeader, "must be visible ASCII characters")
+	return model.ParseIdempotencyKey(raw)
+}
+
+// fingerprint names the request a key was first used for: its method,
+// route and ids as parsed, so /seckill/06 and /seckill/6 are one request.
+func fingerprint(c *gin.Context) string {
+	var b strings.Builder
+	b.WriteString(c.Request.Method + " " + c.FullPath())
+	for _, p := range c.Params {
+		v := p.Value
+		if n, err := strconv.ParseInt(v, 10, 64); err == nil {
+			v = strconv.FormatInt(n, 10)
 		}
+		b.WriteString(" " + p.Key + "=" + v)
 	}
-	return raw, nil
+	return b.String()
+}
+
+// kept tells whether the answer of a keyed attempt is stored: a success
+// only, within maxStoredAnswer. A refusal changed nothing, or asks for a
+// retry; either way a retry with the key runs the request again.
+func kept(w *capturingWriter) bool {
+	return w.code == "" && w.Status() >= 200 && w.Status() < 300 && w.body.Len() <= maxStoredAnswer
 }
 
 // idempotent is the middleware of a route that honours Idempotency-Key. A
@@ -72,14 +100,15 @@ func (a *api) idempotent(c *gin.Context) {
 	if raw == "" {
 		return
 	}
-	key, err := idempotencyKey(raw)
+	key, err := model.ParseIdempotencyKey(raw)
 	if err != nil {
 		a.fail(c, err)
 		return
 	}
+	c.Set(keyContext, key)
 	ctx := c.Request.Context()
 	u, _ := middleware.UserFrom(ctx)
-	fp := c.Request.Method + " " + c.Request.URL.Path
+	fp := fingerprint(c)
 	owner, prior, err := a.Idempotency.Begin(ctx, u.ID, key, fp, a.RequestTimeout+idempotencyGrace)
 	switch {
 	case err != nil:
@@ -115,15 +144,14 @@ func (a *api) idempotent(c *gin.Context) {
 	done, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
 	defer cancel()
 	var held bool
-	switch w.code {
-	case CodeRateLimited, CodeUnavailable, CodeInternal:
-		held, err = a.Idempotency.Release(done, u.ID, key, owner)
-	default:
-		if w.Status() >= http.StatusInternalServerError {
-			held, err = a.Idempotency.Release(done, u.ID, key, owner)
-		} else {
-			held, err = a.Idempotency.Finish(done, u.ID, key, owner, w.Status(), w.body.Bytes(), IdempotencyTTL)
+	if kept(w) {
+		ttl := a.IdempotencyTTL
+		if ttl <= 0 {
+			ttl = DefaultIdempotencyTTL
 		}
+		held, err = a.Idempotency.Finish(done, u.ID, key, owner, w.Status(), w.body.Bytes(), ttl)
+	} else {
+		held, err = a.Idempotency.Release(done, u.ID, key, owner)
 	}
 	switch {
 	case err != nil:

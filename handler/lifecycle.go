@@ -60,8 +60,13 @@ func (a *api) changeOrder(c *gin.Context, change func(ctx context.Context, userI
 		a.fail(c, err)
 		return
 	}
+	key, err := requestKey(c)
+	if err != nil {
+		a.fail(c, err)
+		return
+	}
 	u, _ := middleware.UserFrom(c.Request.Context())
-	o, err := change(c.Request.Context(), u.ID, orderID, c.GetHeader(IdempotencyHeader))
+	o, err := change(c.Request.Context(), u.ID, orderID, key)
 	if err != nil {
 		a.fail(c, err)
 		return

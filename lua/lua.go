@@ -36,10 +36,12 @@ func source(name string) string {
 	return string(b)
 }
 
-// The Idempotency-Key scripts, one key each.
+// The Idempotency-Key scripts, each on a key's record and its user's
+// index of live keys (one slot).
 var (
 	// IdempotencyBegin is idempotency_begin.lua: claim a key for an
-	// attempt, or return its record (fingerprint, answer).
+	// attempt within the user's cap, or return its record (fingerprint,
+	// answer).
 	IdempotencyBegin = load("idempotency_begin.lua")
 	// IdempotencyFinish is idempotency_finish.lua: store the attempt's
 	// answer, or give the key up, if the attempt still holds it.

@@ -1,6 +1,8 @@
 package repository
 
 import (
+	"crypto/sha256"
+	"encoding/base64"
 	"strconv"
 	"time"
 
@@ -200,10 +202,26 @@ func PurchaseVoucherKey(voucherID int64) string {
 }
 func PurchaseAddrKey(addr string) string { return "seckill:limit:addr:" + addr }
 
-// IdempotencyKey is seckill:idem:<userId>:<key>, one user's Idempotency-Key
-// record. Every user has a key space of their own.
+// IdempotencyKey is seckill:idem:{<userId>}:<keyHash>, one user's
+// Idempotency-Key record, named by the key's hash (IdempotencyKeyHash).
+// Every user has a key space of their own, in one cluster slot with the
+// user's index (IdempotencyIndexKey).
 func IdempotencyKey(userID int64, key string) string {
-	return "seckill:idem:" + strconv.FormatInt(userID, 10) + ":" + key
+	return IdempotencyIndexKey(userID) + ":" + IdempotencyKeyHash(key)
+}
+
+// IdempotencyIndexKey is seckill:idem:{<userId>}, the sorted set of the
+// user's live keys (their hashes), each scored by when it expires (Unix
+// ms). It counts the keys against SECKILL_IDEMPOTENCY_MAX_KEYS.
+func IdempotencyIndexKey(userID int64) string {
+	return "seckill:idem:{" + strconv.FormatInt(userID, 10) + "}"
+}
+
+// IdempotencyKeyHash names an Idempotency-Key in Redis: the first 128 bits
+// of its SHA-256, base64url (22 bytes, whatever the key's length).
+func IdempotencyKeyHash(key string) string {
+	sum := sha256.Sum256([]byte(key))
+	return base64.RawURLEncoding.EncodeToString(sum[:16])
 }
 
 // IDDay is the day of t (UTC) as the ID worker's sequence key spells it:

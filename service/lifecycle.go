@@ -159,9 +159,6 @@ func (l *Lifecycle) Deadline(o *model.VoucherOrder) time.Time {
 	return o.CreateTime.Add(l.cfg.PayTimeout)
 }
 
-// maxKeyLen bounds an Idempotency-Key (the column pay_key).
-const maxKeyLen = 64
-
 // Pay pays the user's order (a simulated payment of the voucher's pay
 // value). Paying a paid order answers the paid order again, whatever the
 // key; key, when given, is recorded with the payment.
@@ -242,15 +239,11 @@ func checkOrderArgs(orderID int64, key string) error {
 	if orderID <= 0 {
 		return model.InvalidArgument("orderId", "must be a positive number")
 	}
-	if len(key) > maxKeyLen {
-		return model.InvalidArgument("Idempotency-Key", "at most 64 characters")
+	if key == "" {
+		return nil
 	}
-	for _, c := range key {
-		if c < 0x21 || c > 0x7e {
-			return model.InvalidArgument("Idempotency-Key", "printable ASCII without spaces")
-		}
-	}
-	return nil
+	_, err := model.ParseIdempotencyKey(key)
+	return err
 }
 
 // Sweep runs one round and returns how many orders it expired. It expires

@@ -12,29 +12,52 @@ import (
 
 	"seckill/lua"
 	"seckill/model"
+	"seckill/repository"
 )
 
 // Idempotency stores the Idempotency-Key records of every instance in
 // Redis, one key per record (IdempotencyKey), so a Redis Cluster serves it
-// like one Redis.
-type Idempotency struct{ rdb redis.UniversalClient }
+// like one Redis. A user's records and their index share one slot; the
+// index holds a user to MaxKeys live keys.
+type Idempotency struct {
+	rdb     redis.UniversalClient
+	maxKeys int
+}
 
-// NewIdempotency returns the records on rdb.
-func NewIdempotency(rdb redis.UniversalClient) *Idempotency { return &Idempotency{rdb: rdb} }
+// DefaultIdempotencyMaxKeys is the cap of live keys per user when none is
+// set (SECKILL_IDEMPOTENCY_MAX_KEYS).
+const DefaultIdempotencyMaxKeys = 100
+
+// NewIdempotency returns the records on rdb, at most maxKeys live keys per
+// user (DefaultIdempotencyMaxKeys when maxKeys <= 0).
+func NewIdempotency(rdb redis.UniversalClient, maxKeys int) *Idempotency {
+	if maxKeys <= 0 {
+		maxKeys = DefaultIdempotencyMaxKeys
+	}
+	return &Idempotency{rdb: rdb, maxKeys: maxKeys}
+}
 
 // Begin claims the user's key for a request with fingerprint fp, in flight
 // for lease: it returns the attempt's owner token. A key already claimed
-// returns its record instead (owner empty).
+// returns its record instead (owner empty). A new key of a user who holds
+// MaxKeys live keys is a *model.RateLimitedError naming the wait until
+// the first of them expires.
 func (s *Idempotency) Begin(ctx context.Context, userID int64, key, fp string, lease time.Duration) (string, *model.IdempotentRecord, error) {
 	owner := rand.Text()
-	v, err := lua.IdempotencyBegin.Run(ctx, s.rdb, idempotencyKeys(userID, key), owner, fp, lease.Milliseconds()).Slice()
+	res, err := lua.IdempotencyBegin.Run(ctx, s.rdb, idempotencyKeys(userID, key), owner, fp, lease.Milliseconds(),
+		repository.IdempotencyKeyHash(key), s.maxKeys).Result()
 	switch {
 	case errors.Is(err, redis.Nil):
 		return owner, nil, nil
 	case err != nil:
 		return "", nil, model.Unavailable(err)
-	case len(v) != 3:
-		return "", nil, fmt.Errorf("idempotency record: %d fields, want 3", len(v))
+	}
+	if wait, ok := res.(int64); ok {
+		return "", nil, model.RateLimited("too many idempotency keys in use by this user", time.Duration(wait)*time.Millisecond)
+	}
+	v, _ := res.([]any)
+	if len(v) != 3 {
+		return "", nil, fmt.Errorf("idempotency record: %T %v, want 3 fields", res, res)
 	}
 	rec := &model.IdempotentRecord{}
 	rec.Fingerprint, _ = v[0].(string)
@@ -62,7 +85,8 @@ func (s *Idempotency) Release(ctx context.Context, userID int64, key, owner stri
 }
 
 func (s *Idempotency) finish(ctx context.Context, userID int64, key, owner, status string, body []byte, ttl time.Duration) (bool, error) {
-	n, err := lua.IdempotencyFinish.Run(ctx, s.rdb, idempotencyKeys(userID, key), owner, status, body, ttl.Milliseconds()).Int()
+	n, err := lua.IdempotencyFinish.Run(ctx, s.rdb, idempotencyKeys(userID, key), owner, status, body, ttl.Milliseconds(),
+		repository.IdempotencyKeyHash(key)).Int()
 	if err != nil {
 		return false, model.Unavailable(err)
 	}

@@ -2,6 +2,7 @@ package redisstore
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"sync"
@@ -9,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"seckill/model"
 	"seckill/repository"
 )
 
@@ -20,10 +22,12 @@ func TestIdempotency(t *testing.T) {
 	ctx := context.Background()
 	for name, rdb := range limiterBackends(t) {
 		t.Run(name, func(t *testing.T) {
-			s := NewIdempotency(rdb)
+			s := NewIdempotency(rdb, 10)
 			user, key := rand.Int64N(1<<50)+1, fmt.Sprintf("k-%d", rand.Int64())
 			t.Cleanup(func() {
 				rdb.Del(ctx, repository.IdempotencyKey(user, key), repository.IdempotencyKey(user+1, key))
+				rdb.Del(ctx, repository.IdempotencyIndexKey(user))
+				rdb.Del(ctx, repository.IdempotencyIndexKey(user+1))
 			})
 			var claimed atomic.Int64
 			var owner atomic.Value
@@ -69,6 +73,71 @@ func TestIdempotency(t *testing.T) {
 			if _, prior, err := s.Begin(ctx, user+1, key, "POST /a/2", time.Minute); err != nil || prior != nil {
 				t.Errorf("Begin after Release: got %+v, %v, want claimed again", prior, err)
 			}
+		})
+	}
+}
+
+// TestIdempotencyCapAtomic: 40 attempts of one user, each with a key of
+// its own, race against a cap of 5 on every backend. Exactly 5 claim a
+// key; the rest are refused with the wait until the first expires. An
+// answer kept holds its place; a key given up frees one.
+func TestIdempotencyCapAtomic(t *testing.T) {
+	ctx := context.Background()
+	for name, rdb := range limiterBackends(t) {
+		t.Run(name, func(t *testing.T) {
+			s := NewIdempotency(rdb, 5)
+			user := rand.Int64N(1<<50) + 1
+			var mu sync.Mutex
+			owners := map[string]string{}
+			refused := 0
+			var wg sync.WaitGroup
+			for i := range 40 {
+				wg.Go(func() {
+					key := fmt.Sprintf("cap-%d", i)
+					o, prior, err := s.Begin(ctx, user, key, "POST /a/1", time.Minute)
+					mu.Lock()
+					defer mu.Unlock()
+					var rl *model.RateLimitedError
+					switch {
+					case errors.As(err, &rl) && rl.RetryAfter > 0 && rl.RetryAfter <= time.Minute:
+						refused++
+					case err != nil || prior != nil:
+						t.Errorf("key %s: got %+v, %v, want claimed or refused with a wait", key, prior, err)
+					default:
+						owners[key] = o
+					}
+				})
+			}
+			wg.Wait()
+			t.Cleanup(func() {
+				for i := range 40 {
+					rdb.Del(ctx, repository.IdempotencyKey(user, fmt.Sprintf("cap-%d", i)))
+				}
+				rdb.Del(ctx, repository.IdempotencyIndexKey(user))
+			})
+			if len(owners) != 5 || refused != 35 {
+				t.Fatalf("got %d claimed, %d refused, want 5 and 35", len(owners), refused)
+			}
+			var first string
+			for k, o := range owners {
+				if first == "" {
+					first = k
+					if held, err := s.Release(ctx, user, k, o); !held || err != nil {
+						t.Fatalf("Release: %v, %v", held, err)
+					}
+					continue
+				}
+				if held, err := s.Finish(ctx, user, k, o, 200, []byte("ok"), time.Hour); !held || err != nil {
+					t.Fatalf("Finish: %v, %v", held, err)
+				}
+			}
+			if _, prior, err := s.Begin(ctx, user, "cap-new", "POST /a/1", time.Minute); err != nil || prior != nil {
+				t.Errorf("a key after one was given up: got %+v, %v, want claimed", prior, err)
+			}
+			if _, _, err := s.Begin(ctx, user, "cap-newer", "POST /a/1", time.Minute); !errors.Is(err, model.ErrRateLimited) {
+				t.Errorf("a key past the cap again: got %v, want RATE_LIMITED", err)
+			}
+			rdb.Del(ctx, repository.IdempotencyKey(user, "cap-new"))
 		})
 	}
 }

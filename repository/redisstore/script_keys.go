@@ -49,7 +49,7 @@ func giveBackKeys(shard int, voucherID int64) []string {
 // idempotencyKeys are the KEYS of idempotency_begin.lua and
 // idempotency_finish.lua.
 func idempotencyKeys(userID int64, key string) []string {
-	return []string{repository.IdempotencyKey(userID, key)}
+	return []string{repository.IdempotencyKey(userID, key), repository.IdempotencyIndexKey(userID)}
 }
 
 // codeKeys are the KEYS of check_code.lua.

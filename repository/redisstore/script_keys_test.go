@@ -17,7 +17,7 @@ func TestScriptKeysMatchHeaders(t *testing.T) {
 	vars := map[string]string{
 		"tag": repository.ShardTag(shard), "voucherId": strconv.FormatInt(voucher, 10),
 		"orderId": strconv.FormatInt(order, 10), "userId": strconv.FormatInt(user, 10),
-		"key": "k-1", "phone": "13800000000",
+		"keyHash": repository.IdempotencyKeyHash("k-1"), "phone": "13800000000",
 	}
 	tests := []struct {
 		script string
@@ -29,8 +29,8 @@ func TestScriptKeysMatchHeaders(t *testing.T) {
 		{"deadletter.lua", deadLetterKeys(repository.StreamName, repository.DeadLetterName, shard, voucher, order)},
 		{"touch.lua", touchKeys(repository.StreamName, shard)},
 		{"giveback.lua", giveBackKeys(shard, voucher)},
-		{"idempotency_begin.lua", idempotencyKeys(user, vars["key"])},
-		{"idempotency_finish.lua", idempotencyKeys(user, vars["key"])},
+		{"idempotency_begin.lua", idempotencyKeys(user, "k-1")},
+		{"idempotency_finish.lua", idempotencyKeys(user, "k-1")},
 		{"check_code.lua", codeKeys(vars["phone"])},
 	}
 	for _, tt := range tests {
@@ -56,6 +56,7 @@ func TestScriptKeysOneSlot(t *testing.T) {
 		for _, keys := range [][]string{
 			SeckillKeysIn(repository.StreamName, shard, 7, 9), releaseKeys(shard, 7, 9),
 			deadLetterKeys(repository.StreamName, repository.DeadLetterName, shard, 7, 9), giveBackKeys(shard, 7),
+			idempotencyKeys(int64(shard)+1, "k-1"),
 		} {
 			for _, k := range keys[1:] {
 				if repository.Slot(k) != repository.Slot(keys[0]) {
