@@ -85,6 +85,27 @@ func submitted(b *browsertest.Browser) string {
 	return b.Text("#publish-result")
 }
 
+// cjkGlyphs fails the test when the page's font draws a Chinese name as
+// the missing-glyph box (no CJK font: fonts-wqy-microhei, README).
+func cjkGlyphs(t *testing.T, b *browsertest.Browser) {
+	t.Helper()
+	same := browsertest.Eval[bool](b, `(() => {
+		const draw = (text) => {
+			const c = document.createElement("canvas");
+			c.width = 40; c.height = 40;
+			const x = c.getContext("2d");
+			x.font = getComputedStyle(document.body).fontFamily.replace(/^/, "32px ");
+			x.textBaseline = "top";
+			x.fillText(text, 2, 2);
+			return x.getImageData(0, 0, 40, 40).data.join(",");
+		};
+		return draw("秒") === draw("\u{E000}") || draw("秒") === draw("杀");
+	})()`)
+	if same {
+		t.Errorf("Chinese characters are drawn as boxes: install a CJK font (fonts-wqy-microhei)")
+	}
+}
+
 // TestWebAdminLayoutAndForm: an admin at 1280 and 390 px. The vouchers'
 // table fits (Dashboard and Close in sight), before and after a close. A
 // voucher closed before its sale says so, not "t – t". Refusals name the
@@ -121,6 +142,7 @@ func TestWebAdminLayoutAndForm(t *testing.T) {
 			row := func(id int64) string { return fmt.Sprintf(`[data-voucher-row="%d"]`, id) }
 			b.WaitText(row(onSale), "On sale now")
 			fits(t, b, "table.admin-vouchers")
+			cjkGlyphs(t, b)
 
 			// Closed before its sale: a window that reads sensibly.
 			b.WaitText(row(closedID), "Closed early")
