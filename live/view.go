@@ -25,6 +25,8 @@ const (
 	readTimeout = 800 * time.Millisecond
 	// auditTimeout bounds one audit.
 	auditTimeout = 5 * time.Second
+	// auditWait is how long a snapshot waits for the audit it started.
+	auditWait = 300 * time.Millisecond
 	// auditDuty is the share of time audits may take. After an audit that took
 	// d, the next one waits max(1s, d/auditDuty). So a slow database under load
 	// is not audited back to back.
@@ -205,18 +207,15 @@ func (v *View) Start(ctx context.Context) (Snapshot, error) {
 	return v.read(ctx), nil
 }
 
-// Next returns the next Snapshot: fresh counters, and the latest audit
-// (audits run beside the stream, so a slow audit never delays a snapshot).
+// Next returns the next Snapshot: fresh counters, and the latest audit.
+// Audits run beside the stream. Next waits up to auditWait for one it
+// started, then reads the counters: the orders and the answers of a
+// snapshot are then taken moments apart, not an audit interval. A slower
+// audit shows in a later snapshot.
 func (v *View) Next(ctx context.Context) Snapshot {
 	select {
 	case r := <-v.auditc:
-		v.running = false
-		if r.err != nil {
-			v.last.AuditError = errorText(r.err)
-		} else {
-			v.last.Audit, v.last.AuditAt, v.last.AuditError = r.a, r.at, ""
-		}
-		v.scheduleAudit(r.at, r.took)
+		v.applyAudit(r)
 	default:
 	}
 	if !v.running && !v.b.now().Before(v.nextAudit) {
@@ -231,8 +230,26 @@ func (v *View) Next(ctx context.Context) Snapshot {
 			at := v.b.now()
 			v.auditc <- auditResult{a: a, err: err, at: at, took: at.Sub(started)}
 		}()
+		wait := time.NewTimer(auditWait)
+		select {
+		case r := <-v.auditc:
+			v.applyAudit(r)
+		case <-wait.C:
+		case <-ctx.Done():
+		}
+		wait.Stop()
 	}
 	return v.read(ctx)
+}
+
+func (v *View) applyAudit(r auditResult) {
+	v.running = false
+	if r.err != nil {
+		v.last.AuditError = errorText(r.err)
+	} else {
+		v.last.Audit, v.last.AuditAt, v.last.AuditError = r.a, r.at, ""
+	}
+	v.scheduleAudit(r.at, r.took)
 }
 
 // Close waits for an audit still running (its context is the stream's:

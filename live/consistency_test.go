@@ -92,3 +92,35 @@ func TestInstanceRateOverTheWindow(t *testing.T) {
 		t.Errorf("requests per second: tile %.1f, instance %.1f; want both about 100, over the same window", tile, row)
 	}
 }
+
+// TestSnapshotPairsAuditWithCounters: a snapshot's orders (the audit) and
+// its OK answers (the counters) are read moments apart. The audit it starts
+// is waited for, so a burst between two snapshots shows in both. Orders 17
+// beside 150 OK answers was seen: the audit of the second before.
+func TestSnapshotPairsAuditWithCounters(t *testing.T) {
+	store, clk := livetest.New(), newClock()
+	ctx := context.Background()
+	audit := func(ctx context.Context, id int64) (*model.Audit, error) {
+		c, err := store.Counts(ctx, id)
+		return &model.Audit{VoucherID: id, Orders: c["code:OK"], Consistent: true}, err
+	}
+	b := NewBoard(store, audit, clk.now)
+	publish := func(ok int64) {
+		in := model.LiveInstance{ID: "a", LockMode: "lua", OrderMode: "sync", Seen: clk.now()}
+		if err := store.Publish(ctx, in, map[int64]model.LiveCounts{5: {"code:OK": ok}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	publish(17)
+	v := b.View(5)
+	defer v.Close()
+	if _, err := v.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	clk.add(time.Second)
+	publish(133) // a burst: 150 OK in all
+	s := v.Next(ctx)
+	if s.Audit == nil || s.Audit.Orders != s.Answers["OK"] {
+		t.Errorf("snapshot after a burst: orders %v beside %d OK answers, want the same moment's", s.Audit, s.Answers["OK"])
+	}
+}
