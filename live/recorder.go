@@ -87,8 +87,9 @@ const (
 	nCodes   = 9
 	nDups    = len(dupNames)
 	nBuckets = len(latencyBounds) + 1
-	// nFields is the number of counters of one voucher.
-	nFields = nCodes + nDups + nBuckets + 1
+	// nFields is the number of counters of one voucher: codes, duplicates,
+	// bucket counts, bucket sums and the sum of every latency.
+	nFields = nCodes + nDups + 2*nBuckets + 1
 )
 
 // The names of the counters in model.LiveCounts (and the Redis hash).
@@ -96,6 +97,9 @@ const (
 	codePrefix   = "code:"
 	dupPrefix    = "dup:"
 	bucketPrefix = "lat:"
+	// bucketSumPrefix names a bucket's sum of latencies, in nanoseconds.
+	// It places the bucket's answers within the bucket.
+	bucketSumPrefix = "lat:ns:"
 	// latSumField is the sum of the latencies, in microseconds.
 	latSumField = "lat:sum"
 )
@@ -116,6 +120,10 @@ var fieldNames = func() [nFields]string {
 		f[i] = bucketPrefix + strconv.Itoa(b)
 		i++
 	}
+	for b := 0; b < nBuckets; b++ {
+		f[i] = bucketSumPrefix + strconv.Itoa(b)
+		i++
+	}
 	f[i] = latSumField
 	return f
 }()
@@ -125,7 +133,8 @@ type counters struct {
 	codes      [nCodes]atomic.Int64
 	dups       [nDups]atomic.Int64
 	latency    [nBuckets]atomic.Int64
-	latencySum atomic.Int64 // microseconds
+	bucketSums [nBuckets]atomic.Int64 // nanoseconds
+	latencySum atomic.Int64           // microseconds
 }
 
 // values returns the counters in the order of fieldNames.
@@ -142,6 +151,10 @@ func (c *counters) values() [nFields]int64 {
 	}
 	for k := range c.latency {
 		v[i] = c.latency[k].Load()
+		i++
+	}
+	for k := range c.bucketSums {
+		v[i] = c.bucketSums[k].Load()
 		i++
 	}
 	v[i] = c.latencySum.Load()
@@ -194,6 +207,7 @@ func (r *Recorder) Observe(voucherID int64, code string, dup StoppedBy, elapsed 
 		b++
 	}
 	c.latency[b].Add(1)
+	c.bucketSums[b].Add(max(1, elapsed.Nanoseconds()))
 	c.latencySum.Add(elapsed.Microseconds())
 }
 

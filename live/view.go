@@ -25,6 +25,8 @@ const (
 	readTimeout = 800 * time.Millisecond
 	// auditTimeout bounds one audit.
 	auditTimeout = 5 * time.Second
+	// auditWait is how long a snapshot waits for the audit it started.
+	auditWait = 300 * time.Millisecond
 	// auditDuty is the share of time audits may take. After an audit that took
 	// d, the next one waits max(1s, d/auditDuty). So a slow database under load
 	// is not audited back to back.
@@ -205,18 +207,15 @@ func (v *View) Start(ctx context.Context) (Snapshot, error) {
 	return v.read(ctx), nil
 }
 
-// Next returns the next Snapshot: fresh counters, and the latest audit
-// (audits run beside the stream, so a slow audit never delays a snapshot).
+// Next returns the next Snapshot: fresh counters, and the latest audit.
+// Audits run beside the stream. Next waits up to auditWait for one it
+// started, then reads the counters: the orders and the answers of a
+// snapshot are then taken moments apart, not an audit interval. A slower
+// audit shows in a later snapshot.
 func (v *View) Next(ctx context.Context) Snapshot {
 	select {
 	case r := <-v.auditc:
-		v.running = false
-		if r.err != nil {
-			v.last.AuditError = errorText(r.err)
-		} else {
-			v.last.Audit, v.last.AuditAt, v.last.AuditError = r.a, r.at, ""
-		}
-		v.scheduleAudit(r.at, r.took)
+		v.applyAudit(r)
 	default:
 	}
 	if !v.running && !v.b.now().Before(v.nextAudit) {
@@ -231,8 +230,26 @@ func (v *View) Next(ctx context.Context) Snapshot {
 			at := v.b.now()
 			v.auditc <- auditResult{a: a, err: err, at: at, took: at.Sub(started)}
 		}()
+		wait := time.NewTimer(auditWait)
+		select {
+		case r := <-v.auditc:
+			v.applyAudit(r)
+		case <-wait.C:
+		case <-ctx.Done():
+		}
+		wait.Stop()
 	}
 	return v.read(ctx)
+}
+
+func (v *View) applyAudit(r auditResult) {
+	v.running = false
+	if r.err != nil {
+		v.last.AuditError = errorText(r.err)
+	} else {
+		v.last.Audit, v.last.AuditAt, v.last.AuditError = r.a, r.at, ""
+	}
+	v.scheduleAudit(r.at, r.took)
 }
 
 // Close waits for an audit still running (its context is the stream's:
@@ -333,18 +350,15 @@ func (v *View) instanceViews(insts []model.LiveInstance) ([]InstanceView, []stri
 	out := make([]InstanceView, 0, len(insts))
 	next := make(map[string]instState, len(insts))
 	for _, in := range insts {
-		st, ok := v.instances[in.ID]
-		switch {
-		case !ok:
-			st = instState{in: in}
-		case in.Seen.After(st.in.Seen):
-			// Requests and Seen come from the same publication: the
-			// instance's own rate, whatever the phase of its publications.
-			r := round(float64(max(0, in.Requests-st.in.Requests))/in.Seen.Sub(st.in.Seen).Seconds(), 1)
-			st = instState{in: in, rate: &r}
+		st := v.instances[in.ID]
+		if len(st.seen) == 0 || in.Seen.After(st.seen[len(st.seen)-1].Seen) {
+			st.seen = append(st.seen, in)
+			if len(st.seen) > 16 {
+				st.seen = slices.Delete(st.seen, 0, len(st.seen)-16)
+			}
 		}
 		next[in.ID] = st
-		out = append(out, InstanceView{LiveInstance: in, RequestsPerSecond: st.rate, Serving: slices.Contains(in.Vouchers, v.voucherID)})
+		out = append(out, InstanceView{LiveInstance: in, RequestsPerSecond: st.rate(), Serving: slices.Contains(in.Vouchers, v.voucherID)})
 	}
 	v.instances = next
 	slices.SortFunc(out, func(a, b InstanceView) int { return strings.Compare(a.ID, b.ID) })
@@ -366,19 +380,47 @@ func (v *View) instanceViews(insts []model.LiveInstance) ([]InstanceView, []stri
 	return out, locks, orders
 }
 
-// instState is the latest publication of an instance a View read and the
-// rate computed from it.
+// instState holds the latest publications of an instance a View read.
 type instState struct {
-	in   model.LiveInstance
-	rate *float64
+	seen []model.LiveInstance
 }
 
-// latency estimates the quantiles from the bucket counts of delta.
+// rate is the instance's requests per second over the same window as the
+// voucher's rates (Window), between two of its own publications. So the
+// table and the tiles never measure different seconds. It is nil before a
+// second publication.
+func (st instState) rate() *float64 {
+	if len(st.seen) < 2 {
+		return nil
+	}
+	last := st.seen[len(st.seen)-1]
+	base := st.seen[0]
+	for i := len(st.seen) - 2; i >= 0; i-- {
+		if last.Seen.Sub(st.seen[i].Seen) >= Window-windowSlack {
+			base = st.seen[i]
+			break
+		}
+	}
+	r := round(float64(max(0, last.Requests-base.Requests))/last.Seen.Sub(base.Seen).Seconds(), 1)
+	return &r
+}
+
+// latency estimates the quantiles from the bucket counts of delta. A
+// bucket's answers are taken as spread evenly over a range around their own
+// mean (the bucket's sum over its count). So answers of a few microseconds
+// give quantiles of a few microseconds, not the bucket's middle.
 func latency(delta [nFields]int64) *Latency {
-	b := delta[nCodes+nDups : nCodes+nDups+nBuckets]
-	var n int64
-	for _, c := range b {
+	const at = nCodes + nDups
+	counts := delta[at : at+nBuckets]
+	sums := delta[at+nBuckets : at+2*nBuckets]
+	var n, ns int64
+	exact := true // every answer's bucket has its sum
+	for i, c := range counts {
 		n += c
+		ns += sums[i]
+		if c > 0 && sums[i] <= 0 {
+			exact = false
+		}
 	}
 	if n == 0 {
 		return nil
@@ -386,26 +428,47 @@ func latency(delta [nFields]int64) *Latency {
 	q := func(p float64) float64 {
 		rank := p * float64(n)
 		var below int64
-		for i, c := range b {
+		for i, c := range counts {
 			if c == 0 || float64(below+c) < rank {
 				below += c
 				continue
 			}
-			lo, hi := 0.0, 0.0
-			if i > 0 {
-				lo = ms(latencyBounds[i-1])
-			}
-			if i < len(latencyBounds) {
-				hi = ms(latencyBounds[i])
-			} else {
-				return lo // the open last bucket: its lower bound
-			}
+			lo, hi := bucketRange(i, c, sums[i])
 			return round(lo+(hi-lo)*(rank-float64(below))/float64(c), 3)
 		}
 		return ms(latencyBounds[len(latencyBounds)-1])
 	}
-	sum := delta[nFields-1]
-	return &Latency{P50: q(0.5), P95: q(0.95), P99: q(0.99), Mean: round(float64(sum)/float64(n)/1000, 3), Count: n}
+	mean := float64(delta[nFields-1]) / float64(n) / 1000
+	if exact {
+		mean = float64(ns) / float64(n) / 1e6
+	}
+	return &Latency{P50: q(0.5), P95: q(0.95), P99: q(0.99), Mean: round(mean, 3), Count: n}
+}
+
+// bucketRange is the range, in milliseconds, over which bucket i's c
+// answers are spread. It is centred on their mean when their sum (ns) is
+// known: an older instance publishes none.
+func bucketRange(i int, c, sum int64) (lo, hi float64) {
+	if i > 0 {
+		lo = ms(latencyBounds[i-1])
+	}
+	open := i == len(latencyBounds) // the last bucket has no upper bound
+	if !open {
+		hi = ms(latencyBounds[i])
+	}
+	m := float64(sum) / float64(c) / 1e6
+	switch {
+	case sum <= 0 || m < lo || (!open && m > hi):
+		if open {
+			return lo, lo
+		}
+		return lo, hi
+	case open:
+		return m, m
+	case m-lo < hi-m:
+		return lo, 2*m - lo
+	}
+	return 2*m - hi, hi
 }
 
 func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"seckill/model"
 )
@@ -61,12 +62,12 @@ func (s *Vouchers) Validate(in PublishInput) error {
 		return model.InvalidArgument("shopId", "must be a positive number")
 	case strings.TrimSpace(in.Title) == "":
 		return model.InvalidArgument("title", "required")
-	case len(in.Title) > 255:
-		return model.InvalidArgument("title", "at most 255 bytes")
-	case len(in.SubTitle) > 255:
-		return model.InvalidArgument("subTitle", "at most 255 bytes")
-	case len(in.Rules) > 1024:
-		return model.InvalidArgument("rules", "at most 1024 bytes")
+	case utf8.RuneCountInString(in.Title) > 255:
+		return model.InvalidArgument("title", "at most 255 characters")
+	case utf8.RuneCountInString(in.SubTitle) > 255:
+		return model.InvalidArgument("subTitle", "at most 255 characters")
+	case utf8.RuneCountInString(in.Rules) > 1024:
+		return model.InvalidArgument("rules", "at most 1024 characters")
 	case in.PayValue < 0:
 		return model.InvalidArgument("payValue", "must be ≥ 0")
 	case in.ActualValue <= 0:

@@ -36,6 +36,10 @@ func TestValidate(t *testing.T) {
 		{"empty title", func(in *PublishInput) { in.Title = "" }, "title"},
 		{"blank title", func(in *PublishInput) { in.Title = " \t " }, "title"},
 		{"long title", func(in *PublishInput) { in.Title = strings.Repeat("x", 256) }, "title"},
+		// The columns hold characters: 255 Chinese ones (765 bytes) fit.
+		{"255 Chinese characters", func(in *PublishInput) { in.Title = strings.Repeat("券", 255) }, ""},
+		{"256 Chinese characters", func(in *PublishInput) { in.Title = strings.Repeat("券", 256) }, "title"},
+		{"1024 characters of rules", func(in *PublishInput) { in.Rules = strings.Repeat("规", 1024) }, ""},
 		{"long subtitle", func(in *PublishInput) { in.SubTitle = strings.Repeat("x", 256) }, "subTitle"},
 		{"long rules", func(in *PublishInput) { in.Rules = strings.Repeat("x", 1025) }, "rules"},
 		{"negative pay value", func(in *PublishInput) { in.PayValue = -1 }, "payValue"},

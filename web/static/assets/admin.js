@@ -3,7 +3,7 @@
 // publishes a voucher (prices in yuan), edits one before its sale and closes
 // one. It lists a shop's vouchers with their live dashboards.
 import { api, ApiError, explain, claims, tokens } from './api.js';
-import { h, setText, field, money, localTime, message, yuan, fen, scroll } from './dom.js';
+import { h, setText, field, money, message, yuan, fen, scroll, windowText, labelled } from './dom.js';
 
 export function admin(root) {
   const tokenCard = h('section', { class: 'card', id: 'admin-token-card' });
@@ -147,8 +147,15 @@ export function admin(root) {
       const pay = fen(field(form, 'payValue'));
       const worth = fen(field(form, 'actualValue'));
       if (isNaN(pay) || isNaN(worth)) {
-        message(publishOut, 'refused', 'Prices are in yuan, like 80 or 79.90.');
+        message(publishOut, 'refused', 'Prices are in yuan, like 80, 79.90 or 79,90, with no thousands separator.');
         return;
+      }
+      for (const [name, most] of [['title', 255], ['subTitle', 255], ['rules', 1024]]) {
+        const n = [...field(form, name)].length;
+        if (n > most) {
+          message(publishOut, 'refused', `${LABELS[name]} is too long: ${n} characters, at most ${most} are allowed.`);
+          return;
+        }
       }
       if (pay > worth) {
         message(publishOut, 'refused', `The buyer would pay ${money(pay)} for a voucher worth ${money(worth)}: the price must not exceed the worth.`);
@@ -162,9 +169,9 @@ export function admin(root) {
         if (editing) {
           const { id, shopId } = editing;
           await api('PUT', '/voucher/seckill/' + id, { token: tokens.admin(), body });
+          stopEditing(true);
           message(publishOut, 'ok', `Voucher ${id} saved.`);
           publishOut.dataset.voucher = id;
-          stopEditing(true);
           listShop(shopId);
           return;
         }
@@ -202,11 +209,18 @@ export function admin(root) {
     publishForm.scrollIntoView({ block: 'start' });
   }
 
+  // stopEditing turns the form back into an empty Publish form: the edited
+  // values go, so a second click cannot publish a copy.
   function stopEditing(keepMessage) {
     const shopId = editing ? editing.shopId : null;
     editing = null;
     publishForm.elements.namedItem('shopId').disabled = false;
     if (shopId) publishForm.elements.namedItem('shopId').value = shopId;
+    const now = new Date();
+    const set = (n, val) => { publishForm.elements.namedItem(n).value = val; };
+    for (const n of ['title', 'subTitle', 'rules', 'payValue', 'actualValue', 'stock']) set(n, '');
+    set('beginTime', localInput(now));
+    set('endTime', localInput(new Date(now.getTime() + 3600e3)));
     setText(publishTitle, 'Publish a seckill voucher');
     setText(document.getElementById('publish-submit'), 'Publish');
     document.getElementById('publish-cancel').hidden = true;
@@ -234,7 +248,7 @@ export function admin(root) {
     });
     listShop(Number(localStorage.getItem('seckill.shop') || 1));
     return h('section', { class: 'card' }, h('h2', {}, 'Vouchers: edit, close, watch'), form, open, listStatus, listOut,
-      scroll(h('table', { class: 'admin-vouchers' }, h('thead', {}, h('tr', {}, ['Id', 'Title', 'Price', 'Stock', 'Window', ''].map((t) => h('th', {}, t)))), listBody)));
+      scroll(h('table', { class: 'admin-vouchers cards' }, h('thead', {}, h('tr', {}, LIST_COLUMNS.map((t) => h('th', {}, t)))), listBody)));
   }
 
   async function listShop(shopId) {
@@ -247,15 +261,15 @@ export function admin(root) {
         const closed = v.status === 2;
         const ended = closed || Date.parse(v.endTime) <= now;
         const before = !closed && Date.parse(v.beginTime) > now;
-        return h('tr', { 'data-voucher-row': v.id, 'data-closed': String(closed) },
+        return labelled(h('tr', { 'data-voucher-row': v.id, 'data-closed': String(closed) },
           h('td', {}, String(v.id)), h('td', {}, v.title, closed ? h('span', { class: 'muted small' }, ' (closed)') : ''),
           h('td', {}, money(v.payValue)),
           h('td', {}, `${v.stock} / ${v.initialStock}`),
-          h('td', { class: 'small' }, localTime(v.beginTime), ' – ', localTime(v.endTime)),
+          h('td', { class: 'small window' }, windowText(v)),
           h('td', { class: 'row-actions' },
             h('a', { href: '#/admin/live/' + v.id, 'data-live': v.id }, 'Dashboard'),
             before ? h('button', { type: 'button', class: 'secondary', 'data-edit': v.id, onclick: () => startEditing(v) }, 'Edit') : '',
-            !ended ? h('button', { type: 'button', class: 'secondary', 'data-close': v.id, onclick: (ev) => closeVoucher(v, ev.currentTarget) }, 'Close') : ''));
+            !ended ? h('button', { type: 'button', class: 'secondary', 'data-close': v.id, onclick: (ev) => closeVoucher(v, ev.currentTarget) }, 'Close') : '')), LIST_COLUMNS);
       });
       listBody.replaceChildren(...rows);
       setText(listStatus, rows.length ? `Shop ${shopId}: a voucher can be edited until its sale starts, and closed (its orders stay) until it ends.` : `Shop ${shopId} has no voucher yet.`);
@@ -301,9 +315,27 @@ function localInput(d) {
   return `${d.getFullYear()}-${p(d.getMonth() + 1)}-${p(d.getDate())}T${p(d.getHours())}:${p(d.getMinutes())}:${p(d.getSeconds())}`;
 }
 
+// LIST_COLUMNS label the columns of a shop's vouchers.
+const LIST_COLUMNS = ['Id', 'Title', 'Price', 'Stock', 'Window', ''];
+
+// LABELS are the form's labels of the API's fields.
+const LABELS = {
+  shopId: 'Shop id', title: 'Title', subTitle: 'Subtitle', rules: 'Rules', payValue: 'Buyer pays',
+  actualValue: 'Worth', stock: 'Stock', beginTime: 'Begins', endTime: 'Ends',
+};
+
+// inWords says a refusal of a field in the form's words: "invalid
+// endTime: must be after beginTime" is "Ends must be after Begins.".
+function inWords(e) {
+  const m = e.code === 'INVALID_ARGUMENT' && /^invalid (\w+): (.*)$/s.exec(e.message);
+  if (!m || !LABELS[m[1]]) return explain(e);
+  const reason = m[2].replace(/\b(\w+)\b/g, (w) => LABELS[w] || w);
+  return `${LABELS[m[1]]} ${reason}.`;
+}
+
 function show(el, e) {
   if (e instanceof ApiError) {
-    message(el, e.status >= 500 || e.status === 0 ? 'error' : 'refused', explain(e), e.code);
+    message(el, e.status >= 500 || e.status === 0 ? 'error' : 'refused', inWords(e), e.code);
   } else {
     message(el, 'error', String(e));
   }

@@ -6,7 +6,7 @@
 // cancelled or expired order puts its unit back on sale, as the card's
 // stock shows.
 import { api, ApiError, explain, serverNow, tokens } from './api.js';
-import { h, setText, field, money, duration, localTime, message, shortId, scroll } from './dom.js';
+import { h, setText, field, money, duration, localTime, message, shortId, scroll, labelled } from './dom.js';
 
 const STOCK_POLL_MS = 2000;
 const ORDER_POLL_MS = 1000;
@@ -246,6 +246,7 @@ export function buyer(root) {
       h('p', {}, h('span', { class: 'stock' }), ' ', h('span', { class: 'countdown' })),
       h('button', { class: 'buy', type: 'button', onclick: () => buy(v.id) }, 'Buy'),
       h('p', { class: 'mine small', hidden: true }),
+      h('p', { class: 'why small muted', hidden: true }),
       h('p', { class: 'card-msg message', hidden: true }));
   }
 
@@ -269,6 +270,10 @@ export function buyer(root) {
       } else {
         mine.hidden = true;
       }
+      // One order per person, cancelled and expired ones included: say so.
+      const why = el.querySelector('.why');
+      setText(why, o && ENDED.has(o.status) ? `You cannot buy this voucher again: each person gets one order of it, and your ${o.status} order counts.` : '');
+      why.hidden = !(o && ENDED.has(o.status));
     }
     tick();
   }
@@ -345,8 +350,8 @@ export function buyer(root) {
   // ---- my orders: the database's list, plus the orders this tab bought
   // that are not in it yet (async mode: pending until written).
   const ordersBody = h('tbody', { id: 'orders' });
-  const ordersTable = h('table', { class: 'orders' },
-    h('thead', {}, h('tr', {}, h('th', {}, 'Order'), h('th', {}, 'Voucher'), h('th', {}, 'Status'), h('th', {}, 'Created'))),
+  const ordersTable = h('table', { class: 'orders cards' },
+    h('thead', {}, h('tr', {}, ORDER_COLUMNS.map((t) => h('th', {}, t)))),
     ordersBody);
   const trackedKey = () => 'seckill.orders.' + (me ? me.id : 0);
   const tracked = () => JSON.parse(sessionStorage.getItem(trackedKey()) || '[]');
@@ -418,11 +423,18 @@ export function buyer(root) {
       return;
     }
     shown = orders;
-    ordersBody.replaceChildren(...orders.map((o) => h('tr', { 'data-order': o.id, 'data-status': o.status, id: 'order-' + o.id },
+    ordersBody.replaceChildren(...orders.map((o) => labelled(h('tr', { 'data-order': o.id, 'data-status': o.status, id: 'order-' + o.id },
       h('td', {}, shortId(o.id)),
       h('td', {}, titles.get(String(o.voucherId)) || 'voucher ' + o.voucherId),
       h('td', { class: 'order-state' }, h('span', { class: 'status ' + o.status }, statusWords(o)), orderActions(o)),
-      h('td', { class: 'small' }, localTime(o.createTime)))));
+      h('td', { class: 'small' }, localTime(o.createTime))), ORDER_COLUMNS)));
+    // The "Order placed" banner goes with its order: once it is cancelled
+    // or expired, it no longer says the buyer bought it.
+    const placed = orders.find((o) => o.id === result.dataset.order);
+    if (placed && ENDED.has(placed.status)) {
+      result.hidden = true;
+      delete result.dataset.order;
+    }
     if (!orders.length) ordersBody.append(h('tr', {}, h('td', { colspan: 4, class: 'muted' }, 'No order yet.')));
     tick();
   }
@@ -499,6 +511,9 @@ export function buyer(root) {
   });
   return { unmount: () => timers.forEach(clearInterval) };
 }
+
+// ORDER_COLUMNS label the columns of the buyer's orders.
+const ORDER_COLUMNS = ['Order', 'Voucher', 'Status', 'Created'];
 
 // ENDED are the statuses of an order whose unit went back on sale.
 const ENDED = new Set(['cancelled', 'expired']);

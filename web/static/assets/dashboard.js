@@ -4,7 +4,7 @@
 // Every number is the whole sale's, over every instance: the server sums
 // what each instance published to Redis and adds the voucher's audit.
 import { api, stream, ApiError, explain, serverNow, tokens } from './api.js';
-import { h, setText, localTime, duration, money, scroll } from './dom.js';
+import { h, setText, localTime, duration, money, scroll, windowText, labelled } from './dom.js';
 
 const CODES = ['OK', 'SOLD_OUT', 'DUPLICATE_ORDER', 'SECKILL_NOT_STARTED', 'SECKILL_ENDED', 'RATE_LIMITED', 'UNAVAILABLE', 'INTERNAL', 'OTHER'];
 const HISTORY = 60; // seconds in the chart
@@ -45,7 +45,7 @@ function board(root, voucherId, token, v, abort, timers) {
   const modes = h('p', { id: 'live-modes' });
   const verdict = h('div', { id: 'verdict', class: 'verdict', 'data-consistent': '' }, '–');
   const auditNote = h('p', { class: 'muted small', id: 'audit-note' });
-  const chart = h('canvas', { id: 'rate-chart', width: 600, height: 120 });
+  const chart = h('canvas', { id: 'rate-chart' });
   const codeRows = h('tbody', {});
   for (const c of CODES) {
     codeRows.append(h('tr', { 'data-code': c }, h('td', {}, h('code', {}, c)),
@@ -72,7 +72,7 @@ function board(root, voucherId, token, v, abort, timers) {
   root.append(
     h('section', { class: 'card', id: 'live-head' },
       h('h2', {}, h('span', { id: 'live-title' }, v.title), ' ', h('small', {}, `voucher ${voucherId}`), ' ', state),
-      h('p', { class: 'window' }, phase, h('span', { class: 'muted' }, ' · ', localTime(v.beginTime), ' – ', localTime(v.endTime),
+      h('p', { class: 'window' }, phase, h('span', { class: 'muted' }, ' · ', h('span', { id: 'live-window' }, windowText(v)),
         ' · pay ', money(v.payValue), ' · updated ', updated)),
       modes,
       h('div', { class: 'tiles' },
@@ -108,7 +108,7 @@ function board(root, voucherId, token, v, abort, timers) {
         h('p', { class: 'muted small' }, 'Each DUPLICATE_ORDER answer counted by where it was stopped. A lock that holds leaves the unique key nothing to do.'))),
     h('section', { class: 'card' }, h('h2', {}, 'Instances'),
       h('p', { class: 'muted small' }, 'An instance\'s requests count every voucher it served, not only this one.'),
-      scroll(h('table', { class: 'instances' }, h('thead', {}, h('tr', {}, ['instance', 'lock', 'order', 'this voucher', 'requests / s (all)', 'requests (all vouchers)', 'published'].map((t, i) => h('th', { class: i === 4 || i === 5 ? 'r' : '' }, t)))), instRows))),
+      scroll(h('table', { class: 'instances cards' }, h('thead', {}, h('tr', {}, INSTANCE_COLUMNS.map((t, i) => h('th', { class: i === 4 || i === 5 ? 'r' : '' }, t)))), instRows))),
     h('p', {}, h('a', { href: '#/admin' }, '← Admin')));
 
   function show(s) {
@@ -154,22 +154,33 @@ function board(root, voucherId, token, v, abort, timers) {
       h('strong', { 'data-field': 'instances' }, String(insts.length)), insts.length === 1 ? ' instance' : ' instances',
       (s.lockModes || []).length > 1 || orderModes.length > 1 ? h('span', { class: 'message refused' }, ' the instances run different modes') : '',
       s.error ? h('span', { class: 'message error' }, ' counters: ' + s.error) : '');
-    instRows.replaceChildren(...insts.map((i) => h('tr', { 'data-instance': i.id, 'data-serving': String(!!i.serving) },
+    instRows.replaceChildren(...insts.map((i) => labelled(h('tr', { 'data-instance': i.id, 'data-serving': String(!!i.serving) },
       h('td', {}, h('code', { class: 'inst', title: i.id }, i.id)), h('td', {}, i.lockMode), h('td', {}, i.orderMode),
       h('td', {}, i.serving ? 'serving' : h('span', { class: 'muted' }, 'idle')),
       h('td', { class: 'r' }, i.requestsPerSecond ?? '–'), h('td', { class: 'r' }, String(i.requests)),
-      h('td', {}, new Date(i.seen).toLocaleTimeString()))));
+      h('td', {}, new Date(i.seen).toLocaleTimeString())), INSTANCE_COLUMNS)));
 
     history.push({ rps: s.requestsPerSecond || 0, ok: s.perSecond ? s.perSecond.OK : 0 });
     if (history.length > HISTORY) history.shift();
     draw();
   }
 
+  // draw paints the chart at the size it is shown: its CSS box times the
+  // screen's pixel ratio, in CSS pixels.
   function draw() {
     const ctx = chart.getContext('2d');
     if (!ctx) return;
-    const w = chart.width;
-    const hgt = chart.height;
+    const ratio = window.devicePixelRatio || 1;
+    const w = chart.clientWidth;
+    const hgt = chart.clientHeight;
+    if (!w || !hgt) return;
+    const pw = Math.round(w * ratio);
+    const ph = Math.round(hgt * ratio);
+    if (chart.width !== pw || chart.height !== ph) {
+      chart.width = pw;
+      chart.height = ph;
+    }
+    ctx.setTransform(ratio, 0, 0, ratio, 0, 0);
     ctx.clearRect(0, 0, w, hgt);
     const top = Math.max(1, ...history.map((p) => Math.max(p.rps, p.ok)));
     // The newest second at the right edge.
@@ -184,9 +195,15 @@ function board(root, voucherId, token, v, abort, timers) {
     history.forEach((p, i) => (i ? ctx.lineTo(x(i), y(p.rps)) : ctx.moveTo(x(i), y(p.rps))));
     ctx.stroke();
     ctx.fillStyle = css.getPropertyValue('--muted') || '#888';
+    ctx.font = '12px system-ui, sans-serif';
     ctx.textBaseline = 'top';
     ctx.fillText('max ' + top + '/s', 4, 2);
   }
+
+  // Redrawn when its box changes (a rotated phone, a resized window).
+  const resized = new ResizeObserver(() => draw());
+  resized.observe(chart);
+  abort.signal.addEventListener('abort', () => resized.disconnect());
 
   function setState(name, text) {
     state.dataset.state = name;
@@ -223,6 +240,9 @@ function board(root, voucherId, token, v, abort, timers) {
     }
   })();
 }
+
+// INSTANCE_COLUMNS label the columns of the instances.
+const INSTANCE_COLUMNS = ['instance', 'lock', 'order', 'this voucher', 'requests / s (all)', 'requests (all vouchers)', 'published'];
 
 function tile(label, ...content) {
   return h('div', { class: 'tile' }, h('div', { class: 'label' }, label), h('div', { class: 'value' }, ...content));

@@ -69,11 +69,31 @@ export function yuan(fen) {
 }
 
 // fen reads a yuan amount typed by a person ("80", "80.5", "¥80.00") as
-// whole fen, or NaN.
+// whole fen, or NaN. A decimal comma ("79,90") is a decimal point; any
+// other comma (a thousands separator, "1,000") is refused, never dropped.
 export function fen(text) {
-  const s = String(text).replace(/[¥,\s]/g, '');
+  let s = String(text).replace(/[¥\s]/g, '');
+  if (/^\d+,\d{1,2}$/.test(s)) s = s.replace(',', '.');
   if (!/^\d+(\.\d{1,2})?$/.test(s)) return NaN;
   return Math.round(Number(s) * 100);
+}
+
+// windowText is a voucher's sale window in words. A voucher closed before
+// its sale began (its window then begins and ends at the close) says so.
+export function windowText(v) {
+  const begin = new Date(v.beginTime);
+  const end = new Date(v.endTime);
+  if (isNaN(begin) || isNaN(end)) return `${v.beginTime} – ${v.endTime}`;
+  if (v.status === 2 && end - begin <= 1000) return `closed ${end.toLocaleString()}, before its sale began`;
+  const to = begin.toDateString() === end.toDateString() ? end.toLocaleTimeString() : end.toLocaleString();
+  return `${begin.toLocaleString()} – ${v.status === 2 ? 'closed ' : ''}${to}`;
+}
+
+// labelled gives each cell of a row the label of its column (data-label):
+// on a phone a table is a list of cards, each cell under its label.
+export function labelled(tr, labels) {
+  [...tr.children].forEach((td, i) => td.setAttribute('data-label', labels[i] ?? ''));
+  return tr;
 }
 
 // shortId shows a long id by its last six digits; the whole id is its
