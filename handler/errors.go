@@ -195,6 +195,10 @@ func classify(err error) (code, detail string) {
 	case errors.Is(err, model.ErrIdempotencyKeyInFlight):
 		return CodeIdempotencyFlight, ""
 	case errors.Is(err, model.ErrUnavailable), errors.Is(err, context.DeadlineExceeded):
+		var ns *model.CodeNotSentError
+		if errors.As(err, &ns) {
+			return CodeUnavailable, ns.Error()
+		}
 		return CodeUnavailable, ""
 	}
 	return CodeInternal, ""
