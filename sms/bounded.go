@@ -101,7 +101,7 @@ func (b *Bounded) SendCode(ctx context.Context, phone, code string, ttl time.Dur
 		}
 		select {
 		case <-ctx.Done():
-			return &Error{Reason: reasonTimeout, Temporary: true, Err: err}
+			return err
 		case <-time.After(wait):
 		}
 		wait *= 2
