@@ -88,6 +88,10 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger, opts ...Optio
 	if cfg.Development() && (cfg.MySQLDSN != "" || cfg.RealRedis()) {
 		log.WarnContext(ctx, "SECKILL_ENV=development on a real database or Redis: login codes in responses, pprof and /debug/noop are on")
 	}
+	sender, err := codeSender(cfg, log)
+	if err != nil {
+		return nil, err
+	}
 	d, err := openDeps(ctx, cfg, log)
 	if err != nil {
 		return nil, err
@@ -250,6 +254,7 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger, opts ...Optio
 	a.handler = handler.New(handler.Deps{
 		Users: service.NewUsers(users, redisstore.NewCodes(d.Redis), redisstore.NewCodeLimits(d.Redis), tok, log, service.CodeConfig{
 			Cooldown: cfg.CodeCooldown, Daily: cfg.CodeDailyLimit, PerAddr: cfg.CodeIPLimit, Development: cfg.Development(),
+			Sender: sender,
 		}),
 		Vouchers:       voucherSvc,
 		Shops:          shopSvc,

@@ -83,6 +83,15 @@ type Config struct {
 	CodeCooldown          time.Duration
 	CodeDailyLimit        int
 	CodeIPLimit           int
+	SMSSender             string
+	SMSWebhookURL         string
+	SMSWebhookSecret      string
+	SMSAccessKeyID        string
+	SMSAccessKeySecret    string
+	SMSAppID              string
+	SMSSignName           string
+	SMSTemplate           string
+	SMSEndpoint           string
 	TrustedProxies        []string
 	AccessLog             int
 	APIStyle              string

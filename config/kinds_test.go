@@ -65,6 +65,8 @@ var freeText = map[string]bool{
 	"SECKILL_DATA_DIR": true, "SECKILL_REDIS_MASTER": true, "SECKILL_REDIS_USERNAME": true,
 	"SECKILL_REDIS_PASSWORD": true, "SECKILL_REDIS_SENTINEL_PASSWORD": true,
 	"SECKILL_REDIS_TLS_CA": true, "SECKILL_JWT_SECRET": true,
+	"SECKILL_SMS_WEBHOOK_SECRET": true, "SECKILL_SMS_ACCESS_KEY_ID": true, "SECKILL_SMS_ACCESS_KEY_SECRET": true,
+	"SECKILL_SMS_APP_ID": true, "SECKILL_SMS_SIGN_NAME": true, "SECKILL_SMS_TEMPLATE": true,
 }
 
 // TestOneBehaviourOnBadValue: garbage in any typed setting stops Load

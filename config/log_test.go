@@ -58,6 +58,15 @@ func TestLogValueMasksSecrets(t *testing.T) {
 			wantNot: []string{DevJWTSecret},
 		},
 		{
+			name: "SMS secrets",
+			env: map[string]string{
+				"SECKILL_SMS_SENDER": "webhook", "SECKILL_SMS_WEBHOOK_URL": "https://sms.example/codes",
+				"SECKILL_SMS_WEBHOOK_SECRET": "webhook-secret-0123456789abcdef-xyz", "SECKILL_SMS_ACCESS_KEY_SECRET": "tencent-key-pa55",
+			},
+			wantIn:  []string{`"sms_sender":"webhook"`, `"sms_webhook_secret":"***"`, `"sms_access_key_secret":"***"`, `"sms_webhook_url":"https://sms.example/codes"`},
+			wantNot: []string{"webhook-secret-0123456789", "tencent-key-pa55"},
+		},
+		{
 			name:    "DSN without password",
 			env:     map[string]string{"SECKILL_MYSQL_DSN": "root@tcp(db:3306)/seckill", "SECKILL_ENV": "development"},
 			wantIn:  []string{`root@tcp(db:3306)/seckill`},

@@ -11,6 +11,7 @@ import (
 
 	"seckill/model"
 	"seckill/service"
+	"seckill/sms"
 )
 
 // setting declares one environment variable once: its field and parser
@@ -164,6 +165,28 @@ var settings = []setting{
 	{Name: "SECKILL_CODE_IP_LIMIT", b: number(func(c *Config) *int { return &c.CodeIPLimit }, 30, 0, anyInt),
 		Help: "login codes one client address may ask for per minute, over every instance",
 		More: " (generous for users behind one carrier NAT)", Zero: "no limit"},
+	{Name: "SECKILL_SMS_SENDER", b: text(func(c *Config) *string { return &c.SMSSender }, "", "one of `log`, `webhook`, `aliyun`, `tencent`", checkSender),
+		Help:    "where login codes go: `log` the development log; `webhook` a signed POST to `SECKILL_SMS_WEBHOOK_URL`; `tencent` Tencent Cloud SMS; `aliyun` is reserved and refused (not built)",
+		More:    ". A send that fails (after up to 3 tries in 2 s, the code's own connections) is 503 `UNAVAILABLE` in words and stores no code",
+		Default: "`log` in development; required in production (`serve` refuses to start without it or with `log`)"},
+	{Name: "SECKILL_SMS_WEBHOOK_URL", b: text(func(c *Config) *string { return &c.SMSWebhookURL }, "", "an http(s) URL", checkURL),
+		Help: "`webhook`: the URL each code is posted to, as `{\"phone\":\"13812345678\",\"code\":\"123456\",\"ttlSeconds\":120}`; any 2xx means sent"},
+	{Name: "SECKILL_SMS_WEBHOOK_SECRET", b: text(func(c *Config) *string { return &c.SMSWebhookSecret }, "", "a secret", nil), Raw: true,
+		Help: fmt.Sprintf("`webhook`: at least %d bytes; each request carries `X-Seckill-Signature: sha256=<hex HMAC-SHA256 of the body with this secret>`", sms.MinWebhookSecret),
+		More: "; masked in the log", Log: logSecret(func(c *Config) string { return c.SMSWebhookSecret })},
+	{Name: "SECKILL_SMS_ACCESS_KEY_ID", b: text(func(c *Config) *string { return &c.SMSAccessKeyID }, "", "a key id", nil),
+		Help: "`tencent`: the API key's id (SecretId)"},
+	{Name: "SECKILL_SMS_ACCESS_KEY_SECRET", b: text(func(c *Config) *string { return &c.SMSAccessKeySecret }, "", "a secret", nil), Raw: true,
+		Help: "`tencent`: the API key's secret (SecretKey)",
+		More: "; masked in the log", Log: logSecret(func(c *Config) string { return c.SMSAccessKeySecret })},
+	{Name: "SECKILL_SMS_APP_ID", b: text(func(c *Config) *string { return &c.SMSAppID }, "", "an id", nil),
+		Help: "`tencent`: the SMS application (`SmsSdkAppId`)"},
+	{Name: "SECKILL_SMS_SIGN_NAME", b: text(func(c *Config) *string { return &c.SMSSignName }, "", "a name", nil),
+		Help: "`tencent`: the approved signature the message opens with"},
+	{Name: "SECKILL_SMS_TEMPLATE", b: text(func(c *Config) *string { return &c.SMSTemplate }, "", "an id", nil),
+		Help: "`tencent`: the approved template's id; `{1}` is the code, `{2}` the minutes it stays valid"},
+	{Name: "SECKILL_SMS_ENDPOINT", b: text(func(c *Config) *string { return &c.SMSEndpoint }, "", "an http(s) URL", checkURL),
+		Help: "`tencent`: the provider's API address", Zero: "`" + sms.TencentEndpoint + "`"},
 	{Name: "SECKILL_TRUSTED_PROXIES", b: list(func(c *Config) *[]string { return &c.TrustedProxies }, validProxy, "IPs or CIDRs"),
 		Help: "the proxies whose `X-Forwarded-For` names the client address (the per-address limits)",
 		Zero: "the client is the connection's peer"},

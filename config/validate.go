@@ -4,10 +4,13 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/url"
 	"strconv"
 	"strings"
 
 	"github.com/go-sql-driver/mysql"
+
+	"seckill/sms"
 )
 
 // Validate checks each setting against its bounds, then the rules that
@@ -25,7 +28,59 @@ func (c *Config) Validate() error {
 	errs = append(errs, c.redisRules()...)
 	errs = append(errs, c.lockRules()...)
 	errs = append(errs, c.productionRules()...)
+	errs = append(errs, c.smsRules()...)
 	return oneLine(errs)
+}
+
+// SMS senders (SECKILL_SMS_SENDER).
+const (
+	SenderLog     = "log"
+	SenderWebhook = "webhook"
+	SenderAliyun  = "aliyun"
+	SenderTencent = "tencent"
+)
+
+// Sender is SECKILL_SMS_SENDER, log when unset.
+func (c *Config) Sender() string {
+	if c.SMSSender == "" {
+		return SenderLog
+	}
+	return c.SMSSender
+}
+
+// smsRules: what each sender needs.
+func (c *Config) smsRules() []error {
+	var errs []error
+	switch c.SMSSender {
+	case SenderWebhook:
+		if c.SMSWebhookURL == "" {
+			errs = append(errs, errors.New("SECKILL_SMS_WEBHOOK_URL: required with SECKILL_SMS_SENDER=webhook (the URL the codes are posted to)"))
+		}
+		if len(c.SMSWebhookSecret) < sms.MinWebhookSecret {
+			errs = append(errs, fmt.Errorf("SECKILL_SMS_WEBHOOK_SECRET: %d bytes, SECKILL_SMS_SENDER=webhook needs at least %d (the receiver checks each request's signature with it); make one with `openssl rand -hex 32`", len(c.SMSWebhookSecret), sms.MinWebhookSecret))
+		}
+	case SenderTencent:
+		for _, v := range []struct{ name, value string }{
+			{"SECKILL_SMS_ACCESS_KEY_ID", c.SMSAccessKeyID}, {"SECKILL_SMS_ACCESS_KEY_SECRET", c.SMSAccessKeySecret},
+			{"SECKILL_SMS_APP_ID", c.SMSAppID}, {"SECKILL_SMS_SIGN_NAME", c.SMSSignName}, {"SECKILL_SMS_TEMPLATE", c.SMSTemplate},
+		} {
+			if v.value == "" {
+				errs = append(errs, fmt.Errorf("%s: required with SECKILL_SMS_SENDER=tencent", v.name))
+			}
+		}
+	case SenderAliyun:
+		errs = append(errs, errors.New("SECKILL_SMS_SENDER: aliyun is reserved but not built (its Go SDK is not served by the module proxy this project builds from); use tencent or webhook"))
+	}
+	return errs
+}
+
+// CheckSender refuses to serve in production without a sender that
+// reaches the buyer: the log holds no code there. Only serve calls it.
+func (c *Config) CheckSender() error {
+	if c.Env == EnvProduction && c.Sender() == SenderLog {
+		return errors.New("SECKILL_SMS_SENDER: production needs a sender that reaches the buyer's phone (webhook or tencent); log, the default, writes codes to the development log only, so no buyer could log in")
+	}
+	return nil
 }
 
 // redisRules: one kind of Redis, its credentials, TLS and Sentinel master.
@@ -108,6 +163,27 @@ func (c *Config) productionRules() []error {
 		errs = append(errs, errors.New("SECKILL_DEV_CONSUMER_DELAY: development only, not allowed when SECKILL_ENV=production"))
 	}
 	return errs
+}
+
+// checkSender accepts an empty sender (unset) or one of the senders.
+func checkSender(s string) error {
+	switch s {
+	case "", SenderLog, SenderWebhook, SenderAliyun, SenderTencent:
+		return nil
+	}
+	return notA(s, "one of log, webhook, aliyun, tencent")
+}
+
+// checkURL accepts an empty URL (unset) or an http(s) URL with a host.
+func checkURL(s string) error {
+	if s == "" {
+		return nil
+	}
+	u, err := url.Parse(s)
+	if err != nil || u.Host == "" || (u.Scheme != "http" && u.Scheme != "https") {
+		return notA(s, "an http(s) URL")
+	}
+	return nil
 }
 
 // checkListen accepts a listen address: host:port, the host may be

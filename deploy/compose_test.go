@@ -20,6 +20,7 @@ type compose struct {
 		Build       any               `yaml:"build"`
 		Command     []string          `yaml:"command"`
 		Environment map[string]string `yaml:"environment"`
+		Labels      map[string]string `yaml:"labels"`
 		Volumes     []string          `yaml:"volumes"`
 		Ports       []string          `yaml:"ports"`
 		Extends     struct {
@@ -267,9 +268,42 @@ func TestComposeRequiresSecret(t *testing.T) {
 		t.Errorf("docker-compose config without SECKILL_JWT_SECRET: %d bytes, want one line of at most 240 naming only the secret: %q", len(msg), msg)
 	}
 	cmd = exec.Command("docker-compose", "-f", "../docker-compose.yml", "config", "-q")
-	cmd.Env = append(withoutEnv(os.Environ(), "SECKILL_JWT_SECRET"), "SECKILL_JWT_SECRET=deploy-test-secret-0123456789abcdef")
+	cmd.Env = append(withoutEnv(withoutEnv(os.Environ(), "SECKILL_JWT_SECRET"), "SECKILL_SMS_SENDER"),
+		"SECKILL_JWT_SECRET=deploy-test-secret-0123456789abcdef", "SECKILL_SMS_SENDER=webhook")
 	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Errorf("docker-compose config with a secret: %v: %s", err, out)
+		t.Errorf("docker-compose config with a secret and a sender: %v: %s", err, out)
+	}
+}
+
+// TestComposeRequiresSender: the instances take their login code sender
+// from the environment, with no default: production refuses the log, so
+// docker-compose refuses, in one line naming SECKILL_SMS_SENDER.
+func TestComposeRequiresSender(t *testing.T) {
+	c := readCompose(t)
+	apps := 0
+	for name, s := range c.Services {
+		if _, ok := s.Environment["SECKILL_JWT_SECRET"]; !ok {
+			continue
+		}
+		apps++
+		if v := s.Labels["seckill.sms-sender"]; !strings.HasPrefix(v, "${SECKILL_SMS_SENDER:?") {
+			t.Errorf("%s: label seckill.sms-sender is %q, want ${SECKILL_SMS_SENDER:?...} (required)", name, v)
+		}
+	}
+	if apps < 2 {
+		t.Fatalf("docker-compose.yml: %d instances, want 2", apps)
+	}
+	if _, err := exec.LookPath("docker-compose"); err != nil {
+		t.Logf("docker-compose not installed: the interpolation itself is not checked (%v)", err)
+		return
+	}
+	cmd := exec.Command("docker-compose", "-f", "../docker-compose.yml", "config", "-q")
+	cmd.Env = append(withoutEnv(withoutEnv(os.Environ(), "SECKILL_JWT_SECRET"), "SECKILL_SMS_SENDER"), "SECKILL_JWT_SECRET=deploy-test-secret-0123456789abcdef")
+	out, err := cmd.CombinedOutput()
+	// One short line: not the whole environment of the service.
+	if err == nil || !strings.Contains(string(out), "SECKILL_SMS_SENDER") || strings.Contains(string(out), "SECKILL_MYSQL_DSN") ||
+		strings.Count(strings.TrimSpace(string(out)), "\n") > 0 {
+		t.Errorf("docker-compose config without SECKILL_SMS_SENDER: err %v, output %q, want one line naming it", err, out)
 	}
 }
 

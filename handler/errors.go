@@ -207,6 +207,10 @@ func classify(err error) (code, detail string) {
 		// client's cancel, not a dependency down.
 		return CodeClientClosed, ""
 	case errors.Is(err, model.ErrUnavailable), errors.Is(err, context.DeadlineExceeded):
+		var ns *model.CodeNotSentError
+		if errors.As(err, &ns) {
+			return CodeUnavailable, ns.Error()
+		}
 		return CodeUnavailable, ""
 	}
 	return CodeInternal, ""

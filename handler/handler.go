@@ -282,21 +282,6 @@ func (a *api) readyz(c *gin.Context) {
 	ok(c, "ready")
 }
 
-// sendCode reads the phone from the query only; the client address is the
-// peer's, or what a trusted proxy says (TrustedProxies).
-func (a *api) sendCode(c *gin.Context) {
-	code, err := a.Users.SendCode(c.Request.Context(), c.Query("phone"), c.ClientIP())
-	if err != nil {
-		a.fail(c, err)
-		return
-	}
-	if a.Development {
-		ok(c, code)
-		return
-	}
-	ok(c, nil)
-}
-
 type loginRequest struct {
 	Phone string `json:"phone"`
 	Code  string `json:"code"`

@@ -98,3 +98,20 @@ var ErrUniqueKey = errors.New("unique key violation")
 // It always comes with ErrDuplicateOrder.
 // So the live dashboard can tell which check stopped each duplicate.
 var ErrLockRefused = errors.New("per-user lock held")
+
+// CodeNotSentError is a login code its sender could not deliver; no code
+// was stored. It is ErrUnavailable (errors.Is); its text is for the buyer.
+type CodeNotSentError struct {
+	To     string // the masked phone, 138****5678
+	Reason string // what failed, in words
+	// Wait is how long until the phone may ask again (its cooldown).
+	Wait time.Duration
+}
+
+func (e *CodeNotSentError) Error() string {
+	return fmt.Sprintf("the login code could not be sent to %s: %s; no code was stored, ask for a new one in %ds",
+		e.To, e.Reason, RetryAfterSeconds(e.Wait))
+}
+
+// Is makes a *CodeNotSentError match ErrUnavailable.
+func (e *CodeNotSentError) Is(target error) bool { return target == ErrUnavailable }

@@ -43,7 +43,18 @@ type CodeConfig struct {
 	PerAddr int
 	// Development logs the codes (never in production).
 	Development bool
+	// Sender delivers the codes; nil leaves them to the development log.
+	Sender CodeSender
 }
+
+// CodeSender delivers a login code to a phone. A nil error means it was
+// delivered; an error may say why in words (BuyerReason).
+type CodeSender interface {
+	SendCode(ctx context.Context, phone, code string, ttl time.Duration) error
+}
+
+// buyerReason is a send error that says what failed in words.
+type buyerReason interface{ BuyerReason() string }
 
 // Users logs users in with a phone code.
 type Users struct {
@@ -68,12 +79,12 @@ func NewUsers(users UserStore, codes CodeStore, limits CodeLimiter, tokens Token
 // phone. The two must not be told apart.
 var errWrongCode = model.InvalidArgument("code", "wrong or expired")
 
-// SendCode stores a fresh 6-digit code for phone, asked for by the client
-// address addr, and returns it, within the limits (a *model.RateLimitedError
-// beyond them). Delivery is a log line (there is no SMS gateway); the
-// handler returns the code to the client in development only. Every phone
-// is served alike, an admin's too (Login refuses it), so the answer and its
-// work never tell admins' phones apart.
+// SendCode sends a fresh 6-digit code to phone, asked for by the client
+// address addr, then stores it and returns it, within the limits (a
+// *model.RateLimitedError beyond them). A failed send stores nothing and is
+// a *model.CodeNotSentError. The handler returns the code to the client in
+// development only. Every phone is served alike, an admin's too (Login
+// refuses it), so the answer and its work never tell admins' phones apart.
 func (s *Users) SendCode(ctx context.Context, phone, addr string) (string, error) {
 	if !ValidPhone(phone) {
 		return "", model.InvalidArgument("phone", "must be an 11-digit mobile number")
@@ -86,6 +97,11 @@ func (s *Users) SendCode(ctx context.Context, phone, addr string) (string, error
 		return "", fmt.Errorf("login code: %w", err)
 	}
 	code := fmt.Sprintf("%06d", n.Int64())
+	// Send first: a code that never left is never stored, so no verify
+	// can meet a code the buyer cannot have.
+	if err := s.deliver(ctx, phone, code); err != nil {
+		return "", err
+	}
 	if err := s.codes.SaveCode(ctx, phone, code, CodeTTL); err != nil {
 		return "", err
 	}
@@ -95,6 +111,25 @@ func (s *Users) SendCode(ctx context.Context, phone, addr string) (string, error
 		s.log.InfoContext(ctx, "login code sent", "phone", MaskPhone(phone))
 	}
 	return code, nil
+}
+
+// deliver hands code to the sender, if any; a failure is logged and
+// returned in words.
+func (s *Users) deliver(ctx context.Context, phone, code string) error {
+	if s.cfg.Sender == nil {
+		return nil
+	}
+	err := s.cfg.Sender.SendCode(ctx, phone, code, CodeTTL)
+	if err == nil {
+		return nil
+	}
+	reason := "the message service failed"
+	var r buyerReason
+	if errors.As(err, &r) {
+		reason = r.BuyerReason()
+	}
+	s.log.ErrorContext(ctx, "login code not sent", "phone", MaskPhone(phone), "reason", reason, "err", err)
+	return fmt.Errorf("%w: %w", &model.CodeNotSentError{To: MaskPhone(phone), Reason: reason, Wait: s.cfg.Cooldown}, err)
 }
 
 // allowSend counts a code against the client address's limit, then the

@@ -158,7 +158,8 @@ func TestDemoSeededOnceInDevelopment(t *testing.T) {
 // TestDemoNotSeededInProduction: production (real backends, which it
 // requires) never seeds demo data.
 func TestDemoNotSeededInProduction(t *testing.T) {
-	vars := apptest.RealEnv(t, map[string]string{"SECKILL_JWT_SECRET": "demo-test-secret-0123456789abcdef"})
+	vars := apptest.RealEnv(t, apptest.NewReceiver(t).Env())
+	vars["SECKILL_JWT_SECRET"] = "demo-test-secret-0123456789abcdef"
 	delete(vars, "SECKILL_LOG_LEVEL") // the seed's line is at info level
 	base, logs, _ := serveForTest(t, vars)
 	if status, _ := getJSON(t, http.MethodGet, base+"/healthz", "", ""); status != http.StatusOK {

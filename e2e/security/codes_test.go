@@ -198,7 +198,7 @@ func loggedApp(t *testing.T, env map[string]string) (*app.App, *apptest.SyncBuff
 // wrong, logging in and being refused. That log holds no code and no full
 // phone. It holds only the masked phone (138****5678).
 func TestProductionLogHidesCodes(t *testing.T) {
-	a, buf := loggedApp(t, map[string]string{"SECKILL_ENV": "production", "SECKILL_JWT_SECRET": "codes-test-secret-0123456789abcdef"})
+	a, buf := loggedApp(t, prodEnv(apptest.NewReceiver(t), nil))
 	h, rdb := a.Handler(), apptest.SharedRedis(t)
 	start := len(buf.Bytes())
 	phone, addr := randomPhone(), randomAddr()
@@ -229,10 +229,9 @@ func TestProductionLogHidesCodes(t *testing.T) {
 // it would be ten minutes.
 func TestBruteForceTwoInstances(t *testing.T) {
 	const daily = 3
-	env := map[string]string{
-		"SECKILL_ENV": "production", "SECKILL_JWT_SECRET": "brute-force-secret-0123456789abcdef",
+	env := prodEnv(apptest.NewReceiver(t), map[string]string{
 		"SECKILL_CODE_COOLDOWN": "1s", "SECKILL_CODE_DAILY_LIMIT": strconv.Itoa(daily),
-	}
+	})
 	apps := []http.Handler{apptest.Start(t, env).Handler(), apptest.Start(t, env).Handler()}
 	rdb := apptest.SharedRedis(t)
 	victim := randomPhone()

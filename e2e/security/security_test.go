@@ -44,7 +44,8 @@ func TestRealBackendsRefuseWithoutSecret(t *testing.T) {
 // It cannot log in through the code flow, not even with that code.
 func TestProductionByDefaultOnRealBackends(t *testing.T) {
 	const secret = "security-test-secret-0123456789abcdef"
-	vars := apptest.RealEnv(t, map[string]string{"SECKILL_JWT_SECRET": secret})
+	vars := apptest.RealEnv(t, apptest.NewReceiver(t).Env())
+	vars["SECKILL_JWT_SECRET"] = secret
 	cfg, err := config.Load(apptest.EnvOf(vars))
 	if err != nil {
 		t.Fatalf("config: %v", err)

@@ -76,15 +76,17 @@ export function buyer(root) {
       try {
         const env = await api('POST', '/user/code?phone=' + encodeURIComponent(p));
         wrong = 0;
+        // sentTo is where the server sent the code: the phone, masked.
+        const to = env.sentTo || `${p.slice(0, 3)}****${p.slice(7)}`;
         if (env.data) {
           // Development only: the server returns the code.
           form.elements.namedItem('code').value = env.data;
           setText(devCode, 'development: the code is ' + env.data);
         } else {
           form.elements.namedItem('code').value = '';
-          setText(devCode, 'Code sent (see the server log).');
+          setText(devCode, '');
         }
-        message(out, 'ok', `A code went to ${p.slice(0, 3)}****${p.slice(7)}. It works once, for a few minutes.`);
+        message(out, 'ok', `Code sent to ${to}. It works once, for a few minutes.`);
       } catch (e) {
         if (e instanceof ApiError && e.code === 'RATE_LIMITED' && e.retryAfter) cooldown(e.retryAfter);
         show(out, e);
