@@ -5,7 +5,23 @@ import (
 	"database/sql"
 	"fmt"
 	"strings"
+	"time"
+
+	"seckill/model"
 )
+
+// The pay window's rule, given the cutoff of service.Lifecycle: an order
+// created after it may still be paid, one created at or before it has
+// expired. Pay, cancel and expiry use these, and only these.
+const (
+	payableSQL = "create_time > ?"
+	expiredSQL = "create_time <= ?"
+)
+
+// expiredAt is expiredSQL for an order read from the database.
+func expiredAt(o *model.VoucherOrder, cutoff time.Time) bool {
+	return !o.CreateTime.After(cutoff)
+}
 
 // msTable holds the time columns the pay window reads and writes.
 const msTable = "tb_voucher_order"
