@@ -29,7 +29,7 @@ test: vet
 # on a voucher of 4 buckets, and give-backs racing after a crash, each unit
 # back once in its bucket. (The repository's stream and slot tests run on
 # the cluster in `make test` already.)
-CLUSTER_TESTS ?= ^(TestAsyncConcurrentSeckill|TestAsyncPoisonMessage|TestAsyncCrashRecovery|TestAsyncBuckets|TestOrderLifecycleAsync|TestGiveBackAfterCrash|TestCluster.*)$$
+CLUSTER_TESTS ?= ^(TestAsyncConcurrentSeckill|TestAsyncPoisonMessage|TestAsyncCrashRecovery|TestAsyncBuckets|TestOrderLifecycleAsync|TestPayWindowAsync|TestGiveBackAfterCrash|TestCluster.*)$$
 .PHONY: test-cluster
 test-cluster:
 	$(TESTENV) env SECKILL_TEST_ON_CLUSTER=1 $(GO) test -race -count=1 -timeout 10m -run '$(CLUSTER_TESTS)' ./e2e/async/ ./e2e/lifecycle/

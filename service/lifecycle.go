@@ -154,9 +154,18 @@ func NewLifecycle(d LifecycleDeps, cfg LifecycleConfig) *Lifecycle {
 // PayTimeout is the configured pay timeout.
 func (l *Lifecycle) PayTimeout() time.Duration { return l.cfg.PayTimeout }
 
-// Deadline is when an order must be paid by.
+// Deadline is when an order must be paid by: its creation (the purchase)
+// plus the pay timeout. At the deadline it has expired.
 func (l *Lifecycle) Deadline(o *model.VoucherOrder) time.Time {
 	return o.CreateTime.Add(l.cfg.PayTimeout)
+}
+
+// cutoff is the pay window's one rule, for pay, cancel and the sweeper.
+// At now, an unpaid order created after the cutoff may be paid. One created
+// at or before it has expired, as its Deadline is not after now. The
+// stores compare it with create_time, kept to the millisecond.
+func (l *Lifecycle) cutoff(now time.Time) time.Time {
+	return now.Add(-l.cfg.PayTimeout)
 }
 
 // Pay pays the user's order (a simulated payment of the voucher's pay
@@ -167,7 +176,7 @@ func (l *Lifecycle) Pay(ctx context.Context, userID, orderID int64, key string) 
 		return nil, err
 	}
 	now := l.d.Now()
-	o, paid, err := l.d.Store.Pay(ctx, userID, orderID, key, now, now.Add(-l.cfg.PayTimeout))
+	o, paid, err := l.d.Store.Pay(ctx, userID, orderID, key, now, l.cutoff(now))
 	if errors.Is(err, model.ErrOrderNotFound) {
 		return nil, l.notWritten(ctx, userID, orderID)
 	}
@@ -188,7 +197,7 @@ func (l *Lifecycle) Cancel(ctx context.Context, userID, orderID int64, key strin
 		return nil, err
 	}
 	now := l.d.Now()
-	o, cancelled, err := l.d.Store.Cancel(ctx, userID, orderID, now, now.Add(-l.cfg.PayTimeout), l.d.Returner != nil)
+	o, cancelled, err := l.d.Store.Cancel(ctx, userID, orderID, now, l.cutoff(now), l.d.Returner != nil)
 	if errors.Is(err, model.ErrOrderNotFound) {
 		return nil, l.notWritten(ctx, userID, orderID)
 	}
@@ -264,7 +273,7 @@ func (l *Lifecycle) sweep(ctx context.Context, batches *int) (int, error) {
 	for {
 		now := l.d.Now()
 		*batches++
-		expired, err := l.d.Store.Expire(ctx, now.Add(-l.cfg.PayTimeout), now, l.cfg.Batch, l.d.Returner != nil, l.cfg.Vouchers)
+		expired, err := l.d.Store.Expire(ctx, l.cutoff(now), now, l.cfg.Batch, l.d.Returner != nil, l.cfg.Vouchers)
 		if err != nil {
 			return total, err
 		}

@@ -15,8 +15,11 @@ import (
 // and count a duplicate that only the database's unique key stopped.
 
 // newOrder is the order a purchase writes, in both modes: the user's order
-// id of the voucher, created (unpaid, Heima pay type 1) at now.
+// id of the voucher, created (unpaid, Heima pay type 1) at now. Times are
+// cut to the millisecond, as create_time keeps them. So the order's pay
+// deadline is the same before and after its write.
 func newOrder(id, userID, voucherID int64, now time.Time) model.VoucherOrder {
+	now = now.Truncate(time.Millisecond)
 	return model.VoucherOrder{
 		ID: id, UserID: userID, VoucherID: voucherID, PayType: 1,
 		Status: model.OrderStatusCreated, CreateTime: now, UpdateTime: now,

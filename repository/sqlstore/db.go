@@ -139,6 +139,9 @@ func (d *DB) Migrate(ctx context.Context) error {
 			return fmt.Errorf("apply schema: add %s.%s: %w", c.table, c.column, translate(err))
 		}
 	}
+	if err := d.widenTimes(ctx); err != nil {
+		return err
+	}
 	for _, ix := range addedIndexes {
 		m := d.Gorm.WithContext(ctx).Migrator()
 		if m.HasIndex(ix.table, ix.name) {
@@ -166,7 +169,7 @@ var addedColumns = []struct{ table, column, def string }{
 	{"tb_seckill_voucher", "stock_buckets", "INT NOT NULL DEFAULT 1"},
 	{"tb_voucher_order", "pay_amount", "BIGINT NULL"},
 	{"tb_voucher_order", "pay_key", "VARCHAR(64) NULL"},
-	{"tb_voucher_order", "cancel_time", "TIMESTAMP NULL"},
+	{"tb_voucher_order", "cancel_time", "TIMESTAMP(3) NULL"},
 	{"tb_voucher_order", "cancel_reason", "VARCHAR(16) NOT NULL DEFAULT ''"},
 	{"tb_voucher_order", "giveback_due", "TINYINT NOT NULL DEFAULT 0"},
 }

@@ -58,7 +58,7 @@ func (r *OrderLifecycle) pay(ctx context.Context, userID, orderID int64, key str
 	res := r.db.WithContext(ctx).Exec(`UPDATE tb_voucher_order SET status = ?, pay_time = ?,
   pay_amount = (SELECT v.pay_value FROM tb_voucher v WHERE v.id = tb_voucher_order.voucher_id),
   pay_key = ?, update_time = ?
-WHERE id = ? AND user_id = ? AND status = ? AND create_time > ?`,
+WHERE id = ? AND user_id = ? AND status = ? AND `+payableSQL,
 		model.OrderStatusPaid, now, payKey, now, orderID, userID, model.OrderStatusCreated, cutoff)
 	if res.Error != nil {
 		return nil, false, translate(res.Error)
@@ -73,7 +73,7 @@ WHERE id = ? AND user_id = ? AND status = ? AND create_time > ?`,
 		return o, changed, nil
 	case o.Status == model.OrderStatusCancelled:
 		return o, false, cancelledErr(o)
-	case o.Status == model.OrderStatusCreated && !o.CreateTime.After(cutoff):
+	case o.Status == model.OrderStatusCreated && expiredAt(o, cutoff):
 		// Unpaid and past its deadline: the sweeper cancels it soon.
 		return o, false, model.ErrOrderExpired
 	case o.Status == model.OrderStatusCreated:
@@ -105,7 +105,7 @@ func (r *OrderLifecycle) cancel(ctx context.Context, userID, orderID int64, now,
 	err := r.retryDeadlock(ctx, func(tx *gorm.DB) error {
 		changed = false
 		res := tx.Exec(`UPDATE tb_voucher_order SET status = ?, cancel_time = ?,
-  cancel_reason = CASE WHEN create_time > ? THEN ? ELSE ? END, giveback_due = ?, update_time = ?
+  cancel_reason = CASE WHEN `+payableSQL+` THEN ? ELSE ? END, giveback_due = ?, update_time = ?
 WHERE id = ? AND user_id = ? AND status = ?`,
 			model.OrderStatusCancelled, now, cutoff, model.CancelByBuyer, model.CancelByTimeout, due, now,
 			orderID, userID, model.OrderStatusCreated)
@@ -160,7 +160,7 @@ func (r *OrderLifecycle) Expire(ctx context.Context, cutoff, now time.Time, limi
 		out = nil
 		var rows []orderKey
 		q := tx.Model(&model.VoucherOrder{}).Select("id, user_id, voucher_id").
-			Where("status = ? AND create_time <= ?", model.OrderStatusCreated, cutoff)
+			Where("status = ? AND "+expiredSQL, model.OrderStatusCreated, cutoff)
 		if len(vouchers) > 0 {
 			q = q.Where("voucher_id IN ?", vouchers)
 		}

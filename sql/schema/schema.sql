@@ -3,6 +3,9 @@
 -- columns and indexes added to an existing table are added by Migrate
 -- (repository/sqlstore/db.go) when missing. tb_voucher_order's status is Heima's:
 -- 1 unpaid, 2 paid, 4 cancelled (cancel_reason 'buyer' or 'timeout').
+-- Its create_time, pay_time and cancel_time keep milliseconds: the pay
+-- window (create_time + SECKILL_PAY_TIMEOUT) is exact to the millisecond.
+-- Migrate widens these columns of an older table, keeping its rows.
 -- Statements are separated by a line ending in ";".
 
 CREATE TABLE IF NOT EXISTS tb_user (
@@ -53,14 +56,14 @@ CREATE TABLE IF NOT EXISTS tb_voucher_order (
   pay_type    TINYINT UNSIGNED NOT NULL DEFAULT 1,
   status      TINYINT UNSIGNED NOT NULL DEFAULT 1,
   fence_token BIGINT NULL,
-  create_time TIMESTAMP NOT NULL DEFAULT CURRENT_TIMESTAMP,
-  pay_time    TIMESTAMP NULL,
+  create_time TIMESTAMP(3) NOT NULL DEFAULT CURRENT_TIMESTAMP(3),
+  pay_time    TIMESTAMP(3) NULL,
   use_time    TIMESTAMP NULL,
   refund_time TIMESTAMP NULL,
   update_time TIMESTAMP NOT NULL DEFAULT CURRENT_TIMESTAMP ON UPDATE CURRENT_TIMESTAMP,
   pay_amount    BIGINT NULL,
   pay_key       VARCHAR(64) NULL,
-  cancel_time   TIMESTAMP NULL,
+  cancel_time   TIMESTAMP(3) NULL,
   cancel_reason VARCHAR(16) NOT NULL DEFAULT '',
   giveback_due  TINYINT NOT NULL DEFAULT 0,
   PRIMARY KEY (id),
