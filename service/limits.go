@@ -47,11 +47,13 @@ type PurchaseLimits struct {
 	log   *slog.Logger
 	// lastLog is the unix second of the last failure logged.
 	lastLog atomic.Int64
+	// repeats answers a user's repeated purchases of a voucher.
+	repeats *repeats
 }
 
 // NewPurchaseLimits returns the purchase limits of cfg on store.
 func NewPurchaseLimits(store PurchaseLimiter, cfg PurchaseLimitConfig, log *slog.Logger) *PurchaseLimits {
-	return &PurchaseLimits{store: store, cfg: cfg, log: log}
+	return &PurchaseLimits{store: store, cfg: cfg, log: log, repeats: newRepeats(repeatsPerGeneration)}
 }
 
 // Enabled reports whether any limit is configured.
@@ -63,13 +65,37 @@ func (p *PurchaseLimits) Enabled() bool {
 func perSecond(n int) model.Limit { return model.Limit{Rate: n, Burst: n, Period: time.Second} }
 
 // Admit counts one purchase of userID for voucherID from addr against the
-// limits. The address's and the user's limits go first, at once; the voucher's
+// limits. A purchase of the user for the voucher that is decided or in flight
+// on this instance is refused first, as a duplicate order, from memory: a
+// buyer's repeats spend no limit, the voucher's ceiling least of all. A
+// purchase Admit lets through is in flight until Settle.
+//
+// The address's and the user's limits go first, at once; the voucher's
 // comes last. A refusal is a *model.RateLimitedError, the address's when both
 // refuse. The voucher's limit counts only purchases that passed the others. So
 // a user over their limit never spends the voucher's allowance. The first two
 // share one Redis round trip, and each counts even when the other refuses. That
 // spends only the sender's own allowance.
 func (p *PurchaseLimits) Admit(ctx context.Context, userID, voucherID int64, addr string) error {
+	b := buyer{userID, voucherID}
+	if err := p.repeats.begin(b); err != nil {
+		return err
+	}
+	err := p.admit(ctx, userID, voucherID, addr)
+	if err != nil {
+		p.repeats.end(b, err)
+	}
+	return err
+}
+
+// Settle ends the flight of a purchase that Admit let through, with its
+// outcome: nil for an order, else the purchase's error.
+func (p *PurchaseLimits) Settle(userID, voucherID int64, outcome error) {
+	p.repeats.end(buyer{userID, voucherID}, outcome)
+}
+
+// admit counts one purchase against the limits (Admit).
+func (p *PurchaseLimits) admit(ctx context.Context, userID, voucherID int64, addr string) error {
 	var byAddr, byUser answer
 	switch {
 	case p.cfg.PerAddr > 0 && addr != "" && p.cfg.PerUser > 0:
