@@ -171,6 +171,10 @@ func New(d Deps) http.Handler {
 		panic(fmt.Sprintf("SECKILL_TRUSTED_PROXIES: %v", err))
 	}
 	r.HandleMethodNotAllowed = true
+	// A path that is not a route is the JSON 404, never a redirect to a
+	// near one: a client that followed it would send its POST again.
+	r.RedirectTrailingSlash = false
+	r.RedirectFixedPath = false
 	if d.Tracer != nil {
 		r.Use(otelgin.Middleware(telemetryService, otelgin.WithTracerProvider(d.Tracer),
 			otelgin.WithPropagators(propagation.TraceContext{})))
