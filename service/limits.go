@@ -65,37 +65,18 @@ func (p *PurchaseLimits) Enabled() bool {
 func perSecond(n int) model.Limit { return model.Limit{Rate: n, Burst: n, Period: time.Second} }
 
 // Admit counts one purchase of userID for voucherID from addr against the
-// limits. A purchase of the user for the voucher that is decided or in flight
-// on this instance is refused first, as a duplicate order, from memory: a
-// buyer's repeats spend no limit, the voucher's ceiling least of all. A
-// purchase Admit lets through is in flight until Settle.
-//
-// The address's and the user's limits go first, at once; the voucher's
+// limits. The address's and the user's limits go first, at once; the voucher's
 // comes last. A refusal is a *model.RateLimitedError, the address's when both
 // refuse. The voucher's limit counts only purchases that passed the others. So
 // a user over their limit never spends the voucher's allowance. The first two
 // share one Redis round trip, and each counts even when the other refuses. That
 // spends only the sender's own allowance.
+//
+// Between them, a purchase of the user for the voucher that is decided or
+// in flight on this instance is refused as a duplicate order, from memory:
+// a buyer's repeats never spend the voucher's ceiling. A purchase Admit
+// lets through is in flight until Settle.
 func (p *PurchaseLimits) Admit(ctx context.Context, userID, voucherID int64, addr string) error {
-	b := buyer{userID, voucherID}
-	if err := p.repeats.begin(b); err != nil {
-		return err
-	}
-	err := p.admit(ctx, userID, voucherID, addr)
-	if err != nil {
-		p.repeats.end(b, err)
-	}
-	return err
-}
-
-// Settle ends the flight of a purchase that Admit let through, with its
-// outcome: nil for an order, else the purchase's error.
-func (p *PurchaseLimits) Settle(userID, voucherID int64, outcome error) {
-	p.repeats.end(buyer{userID, voucherID}, outcome)
-}
-
-// admit counts one purchase against the limits (Admit).
-func (p *PurchaseLimits) admit(ctx context.Context, userID, voucherID int64, addr string) error {
 	var byAddr, byUser answer
 	switch {
 	case p.cfg.PerAddr > 0 && addr != "" && p.cfg.PerUser > 0:
@@ -121,11 +102,24 @@ func (p *PurchaseLimits) admit(ctx context.Context, userID, voucherID int64, add
 	if errUser != nil {
 		return errUser
 	}
+	b := buyer{userID, voucherID}
+	if err := p.repeats.begin(b); err != nil {
+		return err
+	}
 	if p.cfg.PerVoucher > 0 {
 		ok, wait, err := p.store.AllowVoucher(ctx, voucherID, perSecond(p.cfg.PerVoucher))
-		return p.verdict(ctx, "voucher", "too many purchases of this voucher", ok, wait, err)
+		if err := p.verdict(ctx, "voucher", "too many purchases of this voucher", ok, wait, err); err != nil {
+			p.repeats.end(b, err)
+			return err
+		}
 	}
 	return nil
+}
+
+// Settle ends the flight of a purchase that Admit let through, with its
+// outcome: nil for an order, else the purchase's error.
+func (p *PurchaseLimits) Settle(userID, voucherID int64, outcome error) {
+	p.repeats.end(buyer{userID, voucherID}, outcome)
 }
 
 // answer is one limit's answer; its zero value is a limit not asked.
