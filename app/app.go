@@ -258,7 +258,7 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger, opts ...Optio
 		}),
 		Vouchers:       voucherSvc,
 		Shops:          shopSvc,
-		ShopSearch:     service.ShopSearch{Store: shops},
+		ShopSearch:     service.NewShopSearch(shops),
 		VoucherAdmin:   service.NewVoucherAdmin(vouchers, voucherSvc, time.Now, changed),
 		Seckill:        seckill,
 		Tokens:         tok,

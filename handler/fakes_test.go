@@ -410,6 +410,8 @@ func newFakeLimits(perUser int) *fakeLimits {
 
 func (f *fakeLimits) Enabled() bool { return true }
 
+func (f *fakeLimits) Settle(int64, int64, error) {}
+
 func (f *fakeLimits) Admit(_ context.Context, userID, _ int64, addr string) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()

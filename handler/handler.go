@@ -119,8 +119,12 @@ type Users interface {
 type PurchaseLimits interface {
 	Enabled() bool
 	// Admit counts a purchase of userID for voucherID from the client
-	// address addr: nil, or a *model.RateLimitedError.
+	// address addr: nil, a *model.RateLimitedError, or a duplicate order
+	// known from memory.
 	Admit(ctx context.Context, userID, voucherID int64, addr string) error
+	// Settle tells the outcome of a purchase that Admit let through: nil
+	// for an order, else its error.
+	Settle(userID, voucherID int64, outcome error)
 }
 
 // Vouchers is the voucher service as the routes see it (*service.Vouchers).
@@ -174,6 +178,10 @@ func New(d Deps) http.Handler {
 		panic(fmt.Sprintf("SECKILL_TRUSTED_PROXIES: %v", err))
 	}
 	r.HandleMethodNotAllowed = true
+	// A path that is not a route is the JSON 404, never a redirect to a
+	// near one: a client that followed it would send its POST again.
+	r.RedirectTrailingSlash = false
+	r.RedirectFixedPath = false
 	if d.Tracer != nil {
 		r.Use(otelgin.Middleware(telemetryService, otelgin.WithTracerProvider(d.Tracer),
 			otelgin.WithPropagators(telemetry.EdgePropagator(d.TrustParent))),
@@ -455,6 +463,7 @@ func (a *api) seckill(c *gin.Context) {
 	}
 	u, _ := middleware.UserFrom(c.Request.Context())
 	orderID, err := a.Seckill.Buy(c.Request.Context(), u.ID, voucherID)
+	c.Set(outcomeKey, err)
 	if err != nil {
 		_, code, _ := Classify(err)
 		a.outcome(code)
@@ -483,8 +492,22 @@ func (a *api) limitPurchase(c *gin.Context) {
 	u, _ := middleware.UserFrom(c.Request.Context())
 	if err := a.Limits.Admit(c.Request.Context(), u.ID, voucherID, c.ClientIP()); err != nil {
 		a.seckillFail(c, err)
+		return
+	}
+	// A route that ends with no outcome (a panic) decides nothing.
+	outcome := errNoOutcome
+	defer func() { a.Limits.Settle(u.ID, voucherID, outcome) }()
+	c.Next()
+	if v, ok := c.Get(outcomeKey); ok {
+		outcome, _ = v.(error) // nil: an order
 	}
 }
+
+// outcomeKey is where the seckill route leaves Buy's error for the limits.
+const outcomeKey = "seckill.outcome"
+
+// errNoOutcome is the outcome of a purchase the route did not decide.
+var errNoOutcome = errors.New("purchase ended without an outcome")
 
 func (a *api) outcome(code string) { a.Metrics.Outcomes.WithLabelValues(code).Inc() }
 

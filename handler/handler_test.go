@@ -132,6 +132,34 @@ func TestHealthAndReady(t *testing.T) {
 	assertOK(t, e.do(http.MethodGet, "/healthz", "", ""))
 }
 
+// TestNoRedirects: a path a route would match with a slash more or less,
+// with another case or with a doubled slash is the JSON 404, never a
+// redirect. A client that followed one would send its POST again.
+func TestNoRedirects(t *testing.T) {
+	e := newEnv(t)
+	tests := []struct{ method, path string }{
+		{http.MethodPost, "/voucher-order/seckill/1/"},
+		{http.MethodPost, "/voucher-order/1/pay/"},
+		{http.MethodPost, "/user/code/"},
+		{http.MethodGet, "/user/me/"},
+		{http.MethodGet, "/healthz/"},
+		{http.MethodGet, "/HEALTHZ"},
+		{http.MethodPost, "/Voucher-Order/seckill/1"},
+		{http.MethodPost, "//voucher-order/seckill/1"},
+		{http.MethodPost, "/voucher-order//seckill/1"},
+		{http.MethodGet, "/voucher/list/1/"},
+	}
+	for _, tt := range tests {
+		rec := get(e.h, tt.method, tt.path, "authorization", e.userTok)
+		if rec.Code != http.StatusNotFound || !strings.Contains(rec.Body.String(), `"code":"NOT_FOUND"`) || rec.Header().Get("Location") != "" {
+			t.Errorf("%s %s: got %d %s (Location %q), want the JSON 404 NOT_FOUND", tt.method, tt.path, rec.Code, rec.Body, rec.Header().Get("Location"))
+		}
+	}
+	if n := len(e.seck.calls); n != 0 {
+		t.Errorf("purchases made: got %d, want 0", n)
+	}
+}
+
 func TestUnknownRoute(t *testing.T) {
 	e := newEnv(t)
 	assertError(t, e.do(http.MethodGet, "/nope", "", ""), http.StatusNotFound, handler.CodeNotFound)

@@ -12,6 +12,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -188,8 +189,8 @@ func (d downLimiter) AllowVoucher(ctx context.Context, _ int64, l model.Limit) (
 }
 
 // TestPurchaseLimitsRedisDown: with every limit on and their Redis
-// unreachable, purchases go through (the limits fail open), never a 500,
-// and each unchecked limit is counted.
+// unreachable, purchases of three vouchers go through (the limits fail
+// open), never a 500, and each unchecked limit is counted.
 func TestPurchaseLimitsRedisDown(t *testing.T) {
 	var unchecked []string
 	limits := service.NewPurchaseLimits(downLimiter{}, service.PurchaseLimitConfig{
@@ -198,7 +199,7 @@ func TestPurchaseLimitsRedisDown(t *testing.T) {
 	}, slog.New(slog.DiscardHandler))
 	e := newEnv(t, func(d *handler.Deps) { d.Limits = limits })
 	for i := range 3 {
-		if r := e.do(http.MethodPost, "/voucher-order/seckill/3", "", e.userTok); r.status != http.StatusOK {
+		if r := e.do(http.MethodPost, fmt.Sprintf("/voucher-order/seckill/%d", 3+i), "", e.userTok); r.status != http.StatusOK {
 			t.Fatalf("purchase %d with the limits' Redis down: got %d %s, want 200", i+1, r.status, r.body)
 		}
 	}
@@ -236,5 +237,57 @@ func TestPurchaseLimitsSkipLocalRefusals(t *testing.T) {
 	}
 	if got := len(limits.addrs); got != 1 {
 		t.Errorf("purchases counted: got %d, want 1 (only the voucher on sale)", got)
+	}
+}
+
+// countingLimiter is a limits store that lets everything through and counts
+// the voucher's checks.
+type countingLimiter struct {
+	mu       sync.Mutex
+	vouchers int
+}
+
+func (*countingLimiter) AllowAddr(context.Context, string, model.Limit) (bool, time.Duration, error) {
+	return true, 0, nil
+}
+func (*countingLimiter) AllowUser(context.Context, int64, model.Limit) (bool, time.Duration, error) {
+	return true, 0, nil
+}
+func (c *countingLimiter) AllowVoucher(context.Context, int64, model.Limit) (bool, time.Duration, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.vouchers++
+	return true, 0, nil
+}
+
+// TestPurchaseRepeatsSpendNoCeiling: the route tells the limits each
+// purchase's outcome. After an order, the buyer's repeats are
+// DUPLICATE_ORDER without a check of the voucher's ceiling. A duplicate that
+// only the lock stopped decides nothing: the next attempt is checked.
+func TestPurchaseRepeatsSpendNoCeiling(t *testing.T) {
+	store := &countingLimiter{}
+	limits := service.NewPurchaseLimits(store, service.PurchaseLimitConfig{PerVoucher: 20, PerAddr: 5}, slog.New(slog.DiscardHandler))
+	seck := &fakeSeckiller{buy: func(_ context.Context, _, voucherID int64) (int64, error) {
+		if voucherID == 4 {
+			return 0, fmt.Errorf("%w: %w", model.ErrDuplicateOrder, model.ErrLockRefused)
+		}
+		return 1, nil
+	}}
+	e := newEnv(t, func(d *handler.Deps) {
+		d.Limits = limits
+		d.Seckill = seck
+	})
+	assertOK(t, e.do(http.MethodPost, "/voucher-order/seckill/3", "", e.userTok))
+	for range 3 {
+		assertError(t, e.do(http.MethodPost, "/voucher-order/seckill/3", "", e.userTok), http.StatusConflict, handler.CodeDuplicateOrder)
+	}
+	if store.vouchers != 1 {
+		t.Errorf("voucher 3's ceiling checked %d times, want 1 (the order only)", store.vouchers)
+	}
+	for range 2 {
+		assertError(t, e.do(http.MethodPost, "/voucher-order/seckill/4", "", e.userTok), http.StatusConflict, handler.CodeDuplicateOrder)
+	}
+	if store.vouchers != 3 {
+		t.Errorf("ceiling checked %d times in all, want 3 (the lock's refusals decide nothing)", store.vouchers)
 	}
 }

@@ -1,6 +1,7 @@
 package handler
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -10,6 +11,7 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"seckill/live"
+	"seckill/middleware"
 	"seckill/model"
 )
 
@@ -36,6 +38,9 @@ const (
 	// liveWriteTimeout bounds one write of a stream (a client that stops
 	// reading is dropped).
 	liveWriteTimeout = 10 * time.Second
+	// liveRecheck is how often an open stream checks its token again: a
+	// revoked or demoted admin's stream ends within it.
+	liveRecheck = 2 * time.Second
 )
 
 // liveAPI serves the live dashboard's routes.
@@ -121,6 +126,8 @@ func (a *liveAPI) liveStream(c *gin.Context) {
 	defer tick.Stop()
 	end := time.NewTimer(liveLifetime)
 	defer end.Stop()
+	recheck := time.NewTicker(liveRecheck)
+	defer recheck.Stop()
 	var shutdown <-chan struct{}
 	if a.Streams != nil {
 		shutdown = a.Streams.Done()
@@ -129,6 +136,11 @@ func (a *liveAPI) liveStream(c *gin.Context) {
 		select {
 		case <-ctx.Done():
 			return
+		case <-recheck.C:
+			if a.accessLost(ctx) {
+				send("end", map[string]string{"reason": "access revoked"})
+				return
+			}
 		case <-shutdown:
 			send("end", map[string]string{"reason": "server shutting down: reconnect"})
 			return
@@ -141,6 +153,29 @@ func (a *liveAPI) liveStream(c *gin.Context) {
 			}
 		}
 	}
+}
+
+// accessLost reports whether the stream's token lost its access since the
+// stream opened: revoked, or its user no longer an admin. A check that fails
+// for another reason (the database unreachable) keeps the stream: the next
+// one decides.
+func (a *liveAPI) accessLost(ctx context.Context) bool {
+	u, ok := middleware.UserFrom(ctx)
+	if !ok {
+		return true
+	}
+	if a.Revocations != nil && a.Revocations.Revoked(u.ID, u.IssuedAt) {
+		return true
+	}
+	if a.AdminCheck == nil {
+		return false
+	}
+	err := a.AdminCheck.CheckAdmin(ctx, u.ID, u.IssuedAt)
+	if err != nil && !errors.Is(err, model.ErrForbidden) && !errors.Is(err, model.ErrUnauthorized) {
+		a.Log.WarnContext(ctx, "live stream: access not checked", "user_id", u.ID, "err", err)
+		return false
+	}
+	return err != nil
 }
 
 // observe counts one seckill answer for the live dashboard. It costs no I/O. It

@@ -467,3 +467,101 @@ func TestLiveSales(t *testing.T) {
 		time.Sleep(10 * time.Millisecond)
 	}
 }
+
+// flipAccess is an AdminCheck and a Revocations whose answers a test flips.
+type flipAccess struct {
+	mu      sync.Mutex
+	revoked bool  // Revoked's answer
+	check   error // CheckAdmin's answer
+	checks  int
+}
+
+func (f *flipAccess) Revoked(int64, time.Time) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.revoked
+}
+
+func (f *flipAccess) CheckAdmin(context.Context, int64, time.Time) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.checks++
+	return f.check
+}
+
+func (f *flipAccess) set(revoked bool, check error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.revoked, f.check = revoked, check
+}
+
+// TestLiveStreamEndsWhenAccessLost: an open stream checks its token again
+// every few seconds. Revoked (from memory or in the database) or demoted,
+// it sends "end" and closes. A check the database cannot answer keeps it.
+func TestLiveStreamEndsWhenAccessLost(t *testing.T) {
+	tests := []struct {
+		name    string
+		revoked bool
+		check   error
+	}{
+		{"revoked, from memory", true, nil},
+		{"revoked, in the database", false, model.ErrUnauthorized},
+		{"demoted", false, model.ErrForbidden},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			access := &flipAccess{}
+			e := newLiveEnv(t, func(d *handler.Deps) { d.Revocations, d.AdminCheck = access, access })
+			e.seck.audit = func(context.Context, int64) (*model.Audit, error) { return &model.Audit{VoucherID: 1}, nil }
+			srv := httptest.NewServer(e.h)
+			t.Cleanup(srv.Close)
+			res, err := openLive(context.Background(), srv.URL+"/admin/vouchers/1/live", e.adminTok)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer res.Body.Close()
+			events := readEvents(res.Body)
+			nextSnapshot(t, events, 2*time.Second)
+			// The database down: the stream goes on past a check.
+			access.set(false, model.Unavailable(errors.New("dial tcp: connection refused")))
+			for n := 0; ; n++ {
+				if n > 5 {
+					t.Fatal("the stream never checked its access again")
+				}
+				nextSnapshot(t, events, 2*time.Second)
+				access.mu.Lock()
+				checked := access.checks > 1 // the route's check, then the stream's
+				access.mu.Unlock()
+				if checked {
+					break
+				}
+			}
+			nextSnapshot(t, events, 2*time.Second)
+			access.set(tt.revoked, tt.check)
+			snapshots := 0
+			timeout := time.After(5 * time.Second)
+			for {
+				select {
+				case ev, ok := <-events:
+					if !ok {
+						t.Fatal("the stream ended without an end event")
+					}
+					if ev.name == "snapshot" {
+						snapshots++
+						continue
+					}
+					if ev.name != "end" || !strings.Contains(ev.data, "access revoked") {
+						t.Fatalf("event %s %s, want end: access revoked", ev.name, ev.data)
+					}
+					if _, ok := <-events; ok {
+						t.Error("events after end")
+					}
+					t.Logf("%d snapshots after the change", snapshots)
+					return
+				case <-timeout:
+					t.Fatalf("the stream went on (%d snapshots) after its access was lost", snapshots)
+				}
+			}
+		})
+	}
+}

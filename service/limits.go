@@ -47,11 +47,13 @@ type PurchaseLimits struct {
 	log   *slog.Logger
 	// lastLog is the unix second of the last failure logged.
 	lastLog atomic.Int64
+	// repeats answers a user's repeated purchases of a voucher.
+	repeats *repeats
 }
 
 // NewPurchaseLimits returns the purchase limits of cfg on store.
 func NewPurchaseLimits(store PurchaseLimiter, cfg PurchaseLimitConfig, log *slog.Logger) *PurchaseLimits {
-	return &PurchaseLimits{store: store, cfg: cfg, log: log}
+	return &PurchaseLimits{store: store, cfg: cfg, log: log, repeats: newRepeats(repeatsPerGeneration)}
 }
 
 // Enabled reports whether any limit is configured.
@@ -69,6 +71,11 @@ func perSecond(n int) model.Limit { return model.Limit{Rate: n, Burst: n, Period
 // a user over their limit never spends the voucher's allowance. The first two
 // share one Redis round trip, and each counts even when the other refuses. That
 // spends only the sender's own allowance.
+//
+// Between them, a purchase of the user for the voucher that is decided or
+// in flight on this instance is refused as a duplicate order, from memory:
+// a buyer's repeats never spend the voucher's ceiling. A purchase Admit
+// lets through is in flight until Settle.
 func (p *PurchaseLimits) Admit(ctx context.Context, userID, voucherID int64, addr string) error {
 	var byAddr, byUser answer
 	switch {
@@ -95,11 +102,24 @@ func (p *PurchaseLimits) Admit(ctx context.Context, userID, voucherID int64, add
 	if errUser != nil {
 		return errUser
 	}
+	b := buyer{userID, voucherID}
+	if err := p.repeats.begin(b); err != nil {
+		return err
+	}
 	if p.cfg.PerVoucher > 0 {
 		ok, wait, err := p.store.AllowVoucher(ctx, voucherID, perSecond(p.cfg.PerVoucher))
-		return p.verdict(ctx, "voucher", "too many purchases of this voucher", ok, wait, err)
+		if err := p.verdict(ctx, "voucher", "too many purchases of this voucher", ok, wait, err); err != nil {
+			p.repeats.end(b, err)
+			return err
+		}
 	}
 	return nil
+}
+
+// Settle ends the flight of a purchase that Admit let through, with its
+// outcome: nil for an order, else the purchase's error.
+func (p *PurchaseLimits) Settle(userID, voucherID int64, outcome error) {
+	p.repeats.end(buyer{userID, voucherID}, outcome)
 }
 
 // answer is one limit's answer; its zero value is a limit not asked.

@@ -24,24 +24,45 @@ type ShopStore interface {
 
 // ShopLister lists shops by name.
 type ShopLister interface {
-	// ListShops returns at most limit shops whose name contains name (any
-	// shop when name is empty), in id order.
+	// ListShops returns at most limit shops whose name starts with name,
+	// in name order (every shop when name is empty, in id order).
 	ListShops(ctx context.Context, name string, limit int) ([]model.Shop, error)
 }
 
 // MaxShopList is the most shops one list returns.
 const MaxShopList = 50
 
-// ShopSearch finds shops by name.
-type ShopSearch struct{ Store ShopLister }
+// MaxShopSearches bounds the searches one instance runs at a time. The
+// route needs no token: a flood of searches holds at most this many of the
+// database's connections, and the purchases keep the rest.
+const MaxShopSearches = 4
 
-// List returns at most MaxShopList shops whose name contains name.
-func (s ShopSearch) List(ctx context.Context, name string) ([]model.Shop, error) {
+// ShopSearch finds shops by name.
+type ShopSearch struct {
+	store ShopLister
+	// slots holds one token per search running.
+	slots chan struct{}
+}
+
+// NewShopSearch returns the shop search on store.
+func NewShopSearch(store ShopLister) *ShopSearch {
+	return &ShopSearch{store: store, slots: make(chan struct{}, MaxShopSearches)}
+}
+
+// List returns at most MaxShopList shops whose name starts with name. With
+// MaxShopSearches searches running, it refuses at once: RATE_LIMITED.
+func (s *ShopSearch) List(ctx context.Context, name string) ([]model.Shop, error) {
 	name = strings.TrimSpace(name)
 	if utf8.RuneCountInString(name) > maxShopName {
 		return nil, model.InvalidArgument("name", "at most 128 characters")
 	}
-	return s.Store.ListShops(ctx, name, MaxShopList)
+	select {
+	case s.slots <- struct{}{}:
+		defer func() { <-s.slots }()
+	default:
+		return nil, model.RateLimited("too many shop searches at once", time.Second)
+	}
+	return s.store.ListShops(ctx, name, MaxShopList)
 }
 
 // ShopFinder is the part of ShopStore that publishing a voucher needs.

@@ -157,10 +157,12 @@ func (d *DB) Migrate(ctx context.Context) error {
 
 // addedIndexes are the indexes added after their table first shipped.
 // idx_status_time finds expired unpaid orders without a full scan.
-// idx_giveback finds the Redis give-backs still due.
+// idx_giveback finds the Redis give-backs still due. idx_shop_name serves
+// a search of shops by a name's prefix.
 var addedIndexes = []struct{ table, name, columns string }{
 	{"tb_voucher_order", "idx_status_time", "status, create_time"},
 	{"tb_voucher_order", "idx_giveback", "giveback_due"},
+	{"tb_shop", "idx_shop_name", "name"},
 }
 
 // addedColumns are the columns of the schema files added after their table

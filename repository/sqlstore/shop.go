@@ -69,16 +69,20 @@ func (r *Shops) UpdateShop(ctx context.Context, id int64, p model.ShopPatch, now
 	return err
 }
 
-// ListShops returns at most limit shops whose name contains name (all
-// shops when name is empty), in id order. LIKE's wildcards in name match
-// themselves.
+// ListShops returns at most limit shops whose name starts with name, in
+// name order, then id order; every shop when name is empty, in id order.
+// LIKE's wildcards in name match themselves. A prefix is a range of
+// idx_shop_name read in its order: a search reads at most limit rows past
+// the first match, whatever the table's size.
 func (r *Shops) ListShops(ctx context.Context, name string, limit int) ([]model.Shop, error) {
-	q := r.db.WithContext(ctx).Order("id").Limit(limit)
-	if name != "" {
+	q := r.db.WithContext(ctx).Limit(limit)
+	if name == "" {
+		q = q.Order("id")
+	} else {
 		// '!' escapes: MySQL and SQLite read it alike (a backslash
 		// differs between them).
 		esc := strings.NewReplacer(`!`, `!!`, `%`, `!%`, `_`, `!_`).Replace(name)
-		q = q.Where(`name LIKE ? ESCAPE '!'`, "%"+esc+"%")
+		q = q.Where(`name LIKE ? ESCAPE '!'`, esc+"%").Order("name").Order("id")
 	}
 	var out []model.Shop
 	if err := q.Find(&out).Error; err != nil {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -100,5 +101,78 @@ func TestListShops(t *testing.T) {
 				t.Errorf("ListShops with limit 2: got %d (%v), want 2", len(got), err)
 			}
 		})
+	}
+}
+
+// TestListShopsReadsBounded: on MariaDB with 5,000 shops, a search reads
+// idx_shop_name's range of its prefix. A prefix nothing starts with reads
+// no row. One every shop starts with reads the page and no more. Rows read
+// are the session's Handler_read_* counters, on a pool of one connection.
+func TestListShopsReadsBounded(t *testing.T) {
+	db := privateDatabases(t)["mysql"]
+	if db == nil {
+		t.Skip("SECKILL_MYSQL_DSN not set")
+	}
+	ctx := context.Background()
+	sqlDB, err := db.Gorm.DB()
+	if err != nil {
+		t.Fatal(err)
+	}
+	sqlDB.SetMaxOpenConns(1) // every statement below on one session
+	const shops = 5000
+	var values strings.Builder
+	for i := range shops {
+		if i > 0 {
+			values.WriteString(",")
+		}
+		fmt.Fprintf(&values, "('shop %05d 茶餐厅', 1, 'a', 0, 0)", i)
+	}
+	if err := db.Gorm.Exec("INSERT INTO tb_shop (name, type_id, address, x, y) VALUES " + values.String()).Error; err != nil {
+		t.Fatal(err)
+	}
+	rowsRead := func() int64 {
+		var rows []struct {
+			VariableName string `gorm:"column:Variable_name"`
+			Value        int64  `gorm:"column:Value"`
+		}
+		if err := db.Gorm.Raw("SHOW SESSION STATUS LIKE 'Handler_read%'").Scan(&rows).Error; err != nil {
+			t.Fatal(err)
+		}
+		var n int64
+		for _, r := range rows {
+			n += r.Value
+		}
+		return n
+	}
+	r := NewShops(db)
+	tests := []struct {
+		query    string
+		want     int
+		maxReads int64
+	}{
+		{"no such shop", 0, 2},
+		{"茶餐厅", 0, 2}, // a name's middle: not a prefix
+		{"shop", 50, 52},
+		{"shop 0421", 10, 12},
+	}
+	for _, tt := range tests {
+		before := rowsRead()
+		got, err := r.ListShops(ctx, tt.query, 50)
+		reads := rowsRead() - before
+		if err != nil {
+			t.Fatalf("ListShops(%q): %v", tt.query, err)
+		}
+		if len(got) != tt.want {
+			t.Errorf("ListShops(%q): got %d shops, want %d", tt.query, len(got), tt.want)
+		}
+		// SHOW STATUS reads rows of its own: the second call's count.
+		read := reads - (rowsRead() - before - reads)
+		t.Logf("ListShops(%q): %d shops, %d rows read", tt.query, len(got), read)
+		if read > tt.maxReads {
+			t.Errorf("ListShops(%q): %d rows read, want at most %d (of %d shops)", tt.query, read, tt.maxReads, shops)
+		}
+	}
+	if got, _ := r.ListShops(ctx, "shop 0421", 50); len(got) > 0 && got[0].Name != "shop 04210 茶餐厅" {
+		t.Errorf("first of prefix: got %q, want the first in name order", got[0].Name)
 	}
 }

@@ -129,7 +129,10 @@ CREATE TABLE IF NOT EXISTS tb_shop (
   create_time TIMESTAMP     NOT NULL DEFAULT CURRENT_TIMESTAMP,
   update_time TIMESTAMP     NOT NULL DEFAULT CURRENT_TIMESTAMP ON UPDATE CURRENT_TIMESTAMP,
   PRIMARY KEY (id),
-  KEY idx_type (type_id)
+  KEY idx_type (type_id),
+  -- GET /shop/list?name= reads a prefix's range (added by Migrate to an
+  -- existing table).
+  KEY idx_shop_name (name)
 ) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4;
 
 -- Token revocations: every token of user_id issued (iat) before not_before

@@ -103,6 +103,7 @@ CREATE TABLE IF NOT EXISTS tb_shop (
 );
 
 CREATE INDEX IF NOT EXISTS idx_shop_type ON tb_shop (type_id);
+CREATE INDEX IF NOT EXISTS idx_shop_name ON tb_shop (name);
 
 CREATE TABLE IF NOT EXISTS tb_token_revocation (
   user_id     INTEGER PRIMARY KEY,
