@@ -179,8 +179,11 @@ func TestRateLimit(t *testing.T) {
 			switch {
 			case limited && passed > bound(perVoucher, elapsed):
 				t.Errorf("one voucher over two instances: %d passed in %v, want at most %d", passed, elapsed, bound(perVoucher, elapsed))
-			case limited && passed < perVoucher:
-				t.Errorf("one voucher: %d passed, want at least the burst %d", passed, perVoucher)
+			case limited && passed < perVoucher-len(apps)*(perVoucher/10):
+				// Each instance may lease up to a tenth of the burst, and a
+				// lease may lapse unspent (docs/operations.md): that much of
+				// the burst may be refused early.
+				t.Errorf("one voucher: %d passed, want at least the burst %d less a lapsed lease per instance (%d)", passed, perVoucher, len(apps)*(perVoucher/10))
 			case !limited && passed != len(users):
 				t.Errorf("no limits: %d of %d passed, want all", passed, len(users))
 			}
