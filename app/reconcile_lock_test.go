@@ -10,8 +10,8 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"seckill/lock"
+	"seckill/model"
 	"seckill/repository/redisstore"
-	"seckill/service"
 )
 
 // TestReconcileLockOutlivesItsLease: a reconciliation longer than the lock's
@@ -29,7 +29,7 @@ func TestReconcileLockOutlivesItsLease(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	key := service.ReconcileLockKey + ":test:" + time.Now().Format("150405.000000000")
+	key := model.ReconcileLockKey + ":test:" + time.Now().Format("150405.000000000")
 	lk, err := first.Obtain(ctx, key)
 	if err != nil {
 		t.Fatal(err)

@@ -10,7 +10,9 @@ import (
 )
 
 // Every Redis key the stores read or write, and every TTL they give them.
-// The lock keys belong to package service and package lock instead.
+// The keys of the locks that service takes are in model (lock_keys.go),
+// because service imports only lock and model. Package lock derives their
+// fencing counters. internal/house's TestRedisKeysDeclared keeps this so.
 // redisstore builds each Lua script's KEYS from these names.
 
 // The async-mode keys live in Shards shards. Shard i's keys carry the hash

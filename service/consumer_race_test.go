@@ -5,7 +5,6 @@ import (
 	"crypto/rand"
 	mrand "math/rand/v2"
 	"os"
-	"strconv"
 	"testing"
 	"time"
 
@@ -198,7 +197,7 @@ func TestConsumerDoesNotWriteEntryItLost(t *testing.T) {
 	}
 	// A's first attempt: the user's lock is held elsewhere, the entry stays
 	// pending with A, kept in memory for a retry.
-	busy, err := e.locker.Obtain(ctx, LockKeyPrefix+strconv.FormatInt(user, 10))
+	busy, err := e.locker.Obtain(ctx, model.OrderLockKey(user))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -3,7 +3,6 @@ package service
 import (
 	"context"
 	"log/slog"
-	"strconv"
 	"time"
 
 	"seckill/lock"
@@ -25,12 +24,6 @@ func newOrder(id, userID, voucherID int64, now time.Time) model.VoucherOrder {
 		Status: model.OrderStatusCreated, CreateTime: now, UpdateTime: now,
 	}
 }
-
-// LockKeyPrefix is the prefix of the per-user lock key lock:order:<userId>.
-const LockKeyPrefix = "lock:order:"
-
-// lockKey names the per-user lock lock:order:<userId>.
-func lockKey(userID int64) string { return LockKeyPrefix + strconv.FormatInt(userID, 10) }
 
 // releaseTimeout bounds a lock release after the work.
 // The release runs on a context detached from the caller's.

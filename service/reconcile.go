@@ -16,9 +16,6 @@ import (
 // EpochName is the name of the async epoch among the named values.
 const EpochName = "async_epoch"
 
-// ReconcileLockKey serializes reconcilers and rebuilds across processes.
-const ReconcileLockKey = "lock:seckill:reconcile"
-
 // ReconcilerDeps are the collaborators of the reconciler.
 type ReconcilerDeps struct {
 	Vouchers AsyncVoucherStore
@@ -83,9 +80,9 @@ func (s *Reconciler) Rebuild(ctx context.Context, voucherID int64) (model.RedisV
 }
 
 func (s *Reconciler) withReconcileLock(ctx context.Context, f func(context.Context) error) error {
-	lk, err := s.d.Lock.Obtain(ctx, ReconcileLockKey)
+	lk, err := s.d.Lock.Obtain(ctx, model.ReconcileLockKey)
 	if err != nil {
-		return fmt.Errorf("reconcile: obtain %s: %w", ReconcileLockKey, model.Unavailable(err))
+		return fmt.Errorf("reconcile: obtain %s: %w", model.ReconcileLockKey, model.Unavailable(err))
 	}
 	defer func() {
 		if err := releaseLock(ctx, lk); err != nil && !errors.Is(err, lock.ErrNotHeld) {

@@ -109,7 +109,7 @@ func (s *Seckill) Buy(ctx context.Context, userID, voucherID int64) (int64, erro
 		return 0, err
 	}
 
-	key := lockKey(userID)
+	key := model.OrderLockKey(userID)
 	lk, err := s.locker.Obtain(ctx, key)
 	if err != nil && ctx.Err() != nil {
 		// The request's deadline ended the attempt: not a duplicate.

@@ -253,7 +253,7 @@ func freezeHolder(ctx context.Context, s *suite, e *caseEnv, l *loadRun) error {
 	}
 	keys := make([]string, fenceProbes)
 	for p := range keys {
-		keys[p] = testbed.LockKey(s.users[p].ID)
+		keys[p] = model.OrderLockKey(s.users[p].ID)
 	}
 	err := proc.WaitFor(ctx, "instance 1 holds the probes' locks", 10*time.Second, 5*time.Millisecond, nil, func() bool {
 		n, err := e.rdb.Exists(ctx, keys...).Result()

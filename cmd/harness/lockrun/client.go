@@ -18,6 +18,7 @@ import (
 	"seckill/cmd/harness/testbed"
 	"seckill/internal/lockcheck"
 	"seckill/lock"
+	"seckill/model"
 )
 
 // lcClientConfig is what the parent hands one client process.
@@ -183,7 +184,7 @@ func (w lcWorker) loop(ctx context.Context) {
 // releases it. Operations run on their own contexts: SIGTERM ends the loop
 // only between cycles, never one operation midway.
 func (w lcWorker) cycle(user int64, rng *mrand.Rand) {
-	key := testbed.LockKey(user)
+	key := model.OrderLockKey(user)
 	// The hold's context bounds the obtain and keeps a watchdog renewing
 	// until the release.
 	hold, cancel := context.WithTimeout(context.Background(), 3*w.cfg.OpTimeout+w.cfg.WorkMax)

@@ -3,7 +3,6 @@ package testbed
 import (
 	"context"
 	"database/sql"
-	"strconv"
 
 	"github.com/go-sql-driver/mysql"
 	"github.com/redis/go-redis/v9"
@@ -11,9 +10,6 @@ import (
 	"seckill/internal/audit"
 	"seckill/model"
 )
-
-// LockKey is the per-user lock's key (docs/contract.md).
-func LockKey(userID int64) string { return "lock:order:" + strconv.FormatInt(userID, 10) }
 
 // ExpiryTally is what became of one voucher's orders.
 type ExpiryTally struct {
