@@ -107,7 +107,7 @@ func (b *batch) write(msgs []model.QueuedOrder) {
 	for i, m := range msgs {
 		orders[i] = b.order(m)
 	}
-	existing, err := c.d.Orders.WriteBatch(b.ctx, orders)
+	existing, err := c.d.Orders.WriteBatch(b.ctx, c.fence, orders)
 	switch {
 	case err == nil:
 		b.ack = append(b.ack, msgs...)
@@ -116,6 +116,9 @@ func (b *batch) write(msgs []model.QueuedOrder) {
 			delete(c.failures, m.MsgID)
 		}
 		return
+	case errors.Is(err, model.ErrLossFenceMoved):
+		b.fenceMoved(len(msgs))
+		return
 	case errors.Is(err, model.ErrUnavailable):
 		c.d.Log.WarnContext(b.ctx, "order batch not written: database unavailable", "consumer", c.name, "count", len(msgs), "err", err)
 		b.keep(msgs...)
@@ -123,14 +126,27 @@ func (b *batch) write(msgs []model.QueuedOrder) {
 	}
 	c.d.Log.InfoContext(b.ctx, "order batch refused, writing one by one", "consumer", c.name, "count", len(msgs), "err", err)
 	for _, m := range msgs {
+		if b.c.fenceMoved() {
+			return // the fence moved: the rest is dropped too
+		}
 		b.writeOne(m)
 	}
+}
+
+// fenceMoved drops the batch's entries: a rebuild moved the loss fence
+// after they were read. The consumer reads the fence again before its next
+// read.
+func (b *batch) fenceMoved(n int) {
+	c := b.c
+	c.fence = ""
+	c.d.Log.WarnContext(b.ctx, "entries dropped unwritten: a rebuild from the facts moved the loss fence after they were read",
+		"consumer", c.name, "count", n)
 }
 
 func (b *batch) writeOne(m model.QueuedOrder) {
 	c := b.c
 	o := b.order(m)
-	existed, err := c.d.Orders.WriteOne(b.ctx, &o)
+	existed, err := c.d.Orders.WriteOne(b.ctx, c.fence, &o)
 	switch {
 	case err == nil:
 		b.ack = append(b.ack, m)
@@ -152,6 +168,8 @@ func (b *batch) writeOne(m model.QueuedOrder) {
 		// Another consumer gave it up and may have died before finishing.
 		// Finish its dead letter with the reason it recorded.
 		b.deadLetter(m, ReasonFailures, 1)
+	case errors.Is(err, model.ErrLossFenceMoved):
+		b.fenceMoved(1)
 	case errors.Is(err, model.ErrUnavailable):
 		b.keep(m)
 	default:
