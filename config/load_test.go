@@ -27,9 +27,9 @@ func TestDefaults(t *testing.T) {
 	}
 	want := Config{
 		HTTPAddr: "127.0.0.1:8080", DataDir: "./data", LockMode: "lua", LockTTL: 10 * time.Second,
-		LockWaitTimeout:  100 * time.Millisecond,
-		AutoRebuild:      true,
-		OrderMode:        "sync", SyncGroupCommit: true, JWTTTL: 24 * time.Hour, Env: "development", RequestTimeout: 3 * time.Second,
+		LockWaitTimeout: 100 * time.Millisecond,
+		AutoRebuild:     true,
+		OrderMode:       "sync", SyncGroupCommit: true, JWTTTL: 24 * time.Hour, Env: "development", RequestTimeout: 3 * time.Second,
 		APIStyle: "rest", ConsumerDuty: 0.25,
 		CodeCooldown: time.Minute, AccessLog: 20, CodeDailyLimit: 10, CodeIPLimit: 30, PayTimeout: 15 * time.Minute,
 		LogLevel: "info", StockBuckets: 1, Consumers: 1, ClaimIdle: 30 * time.Second,
