@@ -217,7 +217,7 @@ func TestJudgeRedisAsyncMeasuresTheWindow(t *testing.T) {
 	finishVerdict(&r, false)
 	want := map[string]string{"unavailable": "5.0s", "recovery": "operator rebuild", "503 after restart": "2",
 		"first 200 after the restart": "5.5s (goal ≤ 3s)",
-		"200s before the crash": "1 written, 1 reported failed, 0 lost"}
+		"200s before the crash":       "1 written, 1 reported failed, 0 lost"}
 	for k, v := range want {
 		if got := r.measureOf(k); got != v {
 			t.Errorf("%s: got %q, want %q", k, got, v)
