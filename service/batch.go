@@ -117,7 +117,7 @@ func (b *batch) write(msgs []model.QueuedOrder) {
 		}
 		return
 	case errors.Is(err, model.ErrLossFenceMoved):
-		b.fenceMoved(len(msgs))
+		b.fenceMoved(msgs...)
 		return
 	case errors.Is(err, model.ErrUnavailable):
 		c.d.Log.WarnContext(b.ctx, "order batch not written: database unavailable", "consumer", c.name, "count", len(msgs), "err", err)
@@ -125,22 +125,24 @@ func (b *batch) write(msgs []model.QueuedOrder) {
 		return
 	}
 	c.d.Log.InfoContext(b.ctx, "order batch refused, writing one by one", "consumer", c.name, "count", len(msgs), "err", err)
-	for _, m := range msgs {
-		if b.c.fenceMoved() {
-			return // the fence moved: the rest is dropped too
+	for i, m := range msgs {
+		if c.fenceMoved() {
+			c.recheck = append(c.recheck, msgs[i:]...) // the rest waits too
+			return
 		}
 		b.writeOne(m)
 	}
 }
 
-// fenceMoved drops the batch's entries: a rebuild moved the loss fence
-// after they were read. The consumer reads the fence again before its next
-// read.
-func (b *batch) fenceMoved(n int) {
+// fenceMoved holds msgs unwritten: a rebuild moved the loss fence after
+// they were read. The consumer reads the fence again, then writes only
+// those still pending with it (consumer.recheckHeld).
+func (b *batch) fenceMoved(msgs ...model.QueuedOrder) {
 	c := b.c
 	c.fence = ""
-	c.d.Log.WarnContext(b.ctx, "entries dropped unwritten: a rebuild from the facts moved the loss fence after they were read",
-		"consumer", c.name, "count", n)
+	c.recheck = append(c.recheck, msgs...)
+	c.d.Log.WarnContext(b.ctx, "entries held unwritten: a rebuild from the facts moved the loss fence after they were read",
+		"consumer", c.name, "count", len(msgs))
 }
 
 func (b *batch) writeOne(m model.QueuedOrder) {
@@ -169,7 +171,7 @@ func (b *batch) writeOne(m model.QueuedOrder) {
 		// Finish its dead letter with the reason it recorded.
 		b.deadLetter(m, ReasonFailures, 1)
 	case errors.Is(err, model.ErrLossFenceMoved):
-		b.fenceMoved(1)
+		b.fenceMoved(m)
 	case errors.Is(err, model.ErrUnavailable):
 		b.keep(m)
 	default:

@@ -229,7 +229,10 @@ type consumer struct {
 	cursor   string // XAUTOCLAIM scan position
 	// fence is the loss fence's value read before every entry in hand.
 	// "" until read, and again once a write found it moved.
-	fence     string
+	fence string
+	// recheck holds the entries in hand when a write found the fence moved.
+	// Only those still pending with the consumer are written (recheckHeld).
+	recheck   []model.QueuedOrder
 	nextClaim time.Time
 	nextPrune time.Time
 	admitted  uint64 // ConsumerDeps.Admitted at the last full batch
@@ -319,6 +322,16 @@ func (c *consumer) run() {
 			c.sleep(backoff)
 			continue
 		}
+		if len(c.recheck) > 0 {
+			owned, err := c.recheckHeld(ctx)
+			if err != nil {
+				backoff = c.nextBackoff(backoff)
+				log.WarnContext(ctx, "check entries held when the loss fence moved", "count", len(c.recheck), "err", err, "retry_in", backoff.String())
+				c.sleep(backoff)
+				continue
+			}
+			retry = append(retry, owned...)
+		}
 		if !time.Now().Before(c.nextClaim) {
 			c.nextClaim = time.Now().Add(c.claimEvery())
 			if retry = c.claim(ctx, retry); c.fenceMoved() {
@@ -380,6 +393,7 @@ func (c *consumer) run() {
 			continue
 		}
 		if retry = c.process(msgs); c.fenceMoved() {
+			c.recheck = append(c.recheck, retry...)
 			retry, backoff = nil, 0
 		} else if len(retry) > 0 {
 			// Touched now too, so they are not claimed during the backoff.
@@ -416,9 +430,22 @@ func (c *consumer) readFence(ctx context.Context) error {
 
 // fenceMoved reports whether a write found the loss fence moved. The
 // entries in hand were then read before a rebuild, maybe from a Redis that
-// lost its data: they are dropped, never written. Those still pending in
-// Redis are claimed after ClaimIdle, under the new value.
+// lost its data. They wait in c.recheck for recheckHeld.
 func (c *consumer) fenceMoved() bool { return c.fence == "" && c.d.Fence != nil }
+
+// recheckHeld runs after the fence was read again. It returns the held
+// entries still pending with this consumer, which it may write. An entry
+// of the Redis that lost its data is pending nowhere: it is dropped, never
+// written. One still pending is in the stream the rebuild read, or came
+// after it. On error it keeps them all held.
+func (c *consumer) recheckHeld(ctx context.Context) ([]model.QueuedOrder, error) {
+	owned, err := c.touch(ctx, c.recheck)
+	if err != nil {
+		return nil, err
+	}
+	c.recheck = nil
+	return owned, nil
+}
 
 // touch resets the idle time of the entries kept for a retry. So other
 // consumers do not take them for a dead consumer's. It returns those this
@@ -483,6 +510,7 @@ func (c *consumer) claim(ctx context.Context, kept []model.QueuedOrder) []model.
 			c.d.Log.InfoContext(ctx, "claimed entries of an idle consumer", "consumer", c.name, "count", len(msgs))
 			left = append(left, c.process(msgs)...)
 			if c.fenceMoved() {
+				c.recheck = append(c.recheck, left...)
 				return nil
 			}
 		}

@@ -142,13 +142,14 @@ func (f *consFence) Move(context.Context) error {
 	return nil
 }
 
-// TestConsumerDropsEntriesReadBeforeTheFenceMoved: a consumer holds entries
-// read under the fence's value when a rebuild moves it. Its write is
-// refused. The entries are dropped, neither kept for a retry nor
-// acknowledged: kept, they would be written under the new value, after the
-// facts that did not count them. The consumer reads the fence again; what
-// it reads then is written.
-func TestConsumerDropsEntriesReadBeforeTheFenceMoved(t *testing.T) {
+// TestConsumerRechecksEntriesReadBeforeTheFenceMoved: a consumer holds
+// three entries read under the fence's value when a rebuild moves it. Its
+// write is refused: nothing written, acknowledged or kept for a plain retry
+// (written under the new value, they would follow the facts that did not
+// count them). The consumer reads the fence again and keeps only the
+// entries still pending with it. Two were lost with Redis: never written.
+// The third is in the stream the rebuild read: it is written.
+func TestConsumerRechecksEntriesReadBeforeTheFenceMoved(t *testing.T) {
 	for _, oneByOne := range []bool{false, true} {
 		t.Run("one by one "+strconv.FormatBool(oneByOne), func(t *testing.T) {
 			r := newConsRig(t)
@@ -166,8 +167,8 @@ func TestConsumerDropsEntriesReadBeforeTheFenceMoved(t *testing.T) {
 			if err := f.Move(ctx); err != nil {
 				t.Fatal(err)
 			}
-			if left := r.c.process(read); len(left) != 0 || !r.c.fenceMoved() {
-				t.Fatalf("after the move: got %d entries kept, fence moved %v, want 0, true", len(left), r.c.fenceMoved())
+			if left := r.c.process(read); len(left) != 0 || !r.c.fenceMoved() || len(r.c.recheck) != 3 {
+				t.Fatalf("after the move: got %d kept, fence moved %v, %d held, want 0, true, 3", len(left), r.c.fenceMoved(), len(r.c.recheck))
 			}
 			if len(r.orders.written) != 0 || len(r.q.acked) != 0 || len(r.q.dead) != 0 {
 				t.Fatalf("after the move: got %d written, %d acknowledged, %d dead, want none", len(r.orders.written), len(r.q.acked), len(r.q.dead))
@@ -176,8 +177,13 @@ func TestConsumerDropsEntriesReadBeforeTheFenceMoved(t *testing.T) {
 			if err := r.c.readFence(ctx); err != nil || r.c.fence != "f0+" {
 				t.Fatalf("read the fence again: got %q, %v, want f0+", r.c.fence, err)
 			}
-			if left := r.c.process(entries(3)); len(left) != 0 || len(r.orders.written) != 3 {
-				t.Errorf("under the new value: got %d kept, %d written, want 0, 3", len(left), len(r.orders.written))
+			r.q.lost = map[string]bool{"m1": true, "m2": true}
+			owned, err := r.c.recheckHeld(ctx)
+			if err != nil || len(owned) != 1 || owned[0].MsgID != "m3" || len(r.c.recheck) != 0 {
+				t.Fatalf("recheck: got %v, %v, %d still held, want m3 alone, none held", owned, err, len(r.c.recheck))
+			}
+			if left := r.c.process(owned); len(left) != 0 || len(r.orders.written) != 1 || r.orders.written[103].UserID != 3 {
+				t.Errorf("under the new value: got %d kept, written %v, want 0, order 103 alone", len(left), r.orders.written)
 			}
 		})
 	}
