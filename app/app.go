@@ -191,7 +191,7 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger, opts ...Optio
 			done := make(chan struct{})
 			go func() {
 				defer close(done)
-				as.Watch(wctx, service.WatchConfig{RebuildAfter: cfg.AutoRebuildAfter})
+				as.Watch(wctx, service.WatchConfig{Rebuild: cfg.AutoRebuild})
 			}()
 			a.stopWatch = func() { cancel(); <-done }
 		}

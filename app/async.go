@@ -63,6 +63,7 @@ func newAsync(d *deps, cfg config.Config, log *slog.Logger, locker lock.Locker, 
 		obs, consumerMetrics = m, m
 	}
 	vouchers, orders := sqlstore.NewVouchers(d.DB), sqlstore.NewOrders(d.DB)
+	fence := sqlstore.NewLossFence(d.DB)
 	admission, queue := redisstore.NewAdmission(d.Redis), redisstore.NewOrderStream(d.Redis)
 	admission.ObservePipelines(m.AdmissionRoundTrip) // nil-safe: m may be nil
 	if m != nil {
@@ -82,11 +83,11 @@ func newAsync(d *deps, cfg config.Config, log *slog.Logger, locker lock.Locker, 
 	return &service.AsyncSeckill{
 		AsyncAdmission: adm,
 		ConsumerGroup: service.NewConsumerGroup(service.ConsumerDeps{
-			Queue: queue, Orders: orders, Locker: locker, Rejects: rejects, Admitted: adm.Admitted,
+			Queue: queue, Orders: orders, Fence: fence, Locker: locker, Rejects: rejects, Admitted: adm.Admitted,
 			Observer: obs, Metrics: consumerMetrics, Tracer: batches, Now: time.Now, Log: log,
 		}, consumerConfig),
 		Reconciler: service.NewReconciler(service.ReconcilerDeps{
-			Vouchers: vouchers, Orders: orders, Redis: admission, Queue: queue,
+			Vouchers: vouchers, Orders: orders, Fence: fence, Redis: admission, Queue: queue,
 			Values: sqlstore.NewNamedValues(d.DB), Sequence: redisstore.NewIDSequence(d.Redis, d.DB, time.Now, ids),
 			Lock: reconcileLock, Now: time.Now, Log: log, TrustFacts: d.EmbeddedRedis,
 		}),

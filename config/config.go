@@ -68,7 +68,7 @@ type Config struct {
 	Consumers             int
 	ConsumerDuty          float64
 	ClaimIdle             time.Duration
-	AutoRebuildAfter      time.Duration
+	AutoRebuild           bool
 	ConsumerDelay         time.Duration
 	CriticalDelay         time.Duration
 	JWTSecret             string

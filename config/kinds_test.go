@@ -30,7 +30,7 @@ func TestParsersBounds(t *testing.T) {
 		{"SECKILL_PAY_TIMEOUT", []string{"1s", "2h"}, []string{"999ms", "15", "-1s"}},
 		{"SECKILL_LOCK_TTL", []string{"1ns", "10s"}, []string{"0", "0s", "-1s", "ten seconds"}},
 		{"SECKILL_CLAIM_IDLE", []string{batch.String(), "1h"}, []string{(batch - time.Millisecond).String(), "0"}},
-		{"SECKILL_AUTO_REBUILD_AFTER", []string{"0", batch.String()}, []string{(batch - time.Millisecond).String(), "-1s"}},
+		{"SECKILL_AUTO_REBUILD", []string{"on", "off"}, []string{"0", "10s"}},
 		{"SECKILL_DEV_CRITICAL_DELAY", []string{"0", "1ms"}, []string{"-1ms", "soon"}},
 		{"SECKILL_FENCING", []string{"on", "OFF", " On "}, []string{"yes", "1", "true", "o n"}},
 		{"SECKILL_ORDER_MODE", []string{"sync", " async "}, []string{"ASYNC", "sync,async"}},

@@ -27,9 +27,9 @@ func TestDefaults(t *testing.T) {
 	}
 	want := Config{
 		HTTPAddr: "127.0.0.1:8080", DataDir: "./data", LockMode: "lua", LockTTL: 10 * time.Second,
-		LockWaitTimeout:  100 * time.Millisecond,
-		AutoRebuildAfter: 10 * time.Second,
-		OrderMode:        "sync", SyncGroupCommit: true, JWTTTL: 24 * time.Hour, Env: "development", RequestTimeout: 3 * time.Second,
+		LockWaitTimeout: 100 * time.Millisecond,
+		AutoRebuild:     true,
+		OrderMode:       "sync", SyncGroupCommit: true, JWTTTL: 24 * time.Hour, Env: "development", RequestTimeout: 3 * time.Second,
 		APIStyle: "rest", ConsumerDuty: 0.25,
 		CodeCooldown: time.Minute, AccessLog: 20, CodeDailyLimit: 10, CodeIPLimit: 30, PayTimeout: 15 * time.Minute,
 		LogLevel: "info", StockBuckets: 1, Consumers: 1, ClaimIdle: 30 * time.Second,
@@ -81,7 +81,7 @@ func TestEnvOverrides(t *testing.T) {
 		DataDir:   "/tmp/seckill-data",
 		RedisAddr: "127.0.0.1:6379",
 		LockMode:  "zookeeper",
-		LockTTL:   1500 * time.Millisecond, LockWaitTimeout: 100 * time.Millisecond, AutoRebuildAfter: 10 * time.Second,
+		LockTTL:   1500 * time.Millisecond, LockWaitTimeout: 100 * time.Millisecond, AutoRebuild: true,
 		RedlockAddrs:    []string{"127.0.0.1:6380", "127.0.0.1:6381", "127.0.0.1:6382"},
 		ZKAddrs:         []string{"127.0.0.1:2181"},
 		OrderMode:       "async",
@@ -252,12 +252,12 @@ func TestLockWaitReplicas(t *testing.T) {
 	}
 }
 
-// TestAutoRebuildAfter: 10s by default, 0 turns it off, 8s is the least.
-func TestAutoRebuildAfter(t *testing.T) {
-	for v, want := range map[string]time.Duration{"": 10 * time.Second, "0": 0, "8s": 8 * time.Second, "1m": time.Minute} {
-		c, err := Load(env(map[string]string{"SECKILL_AUTO_REBUILD_AFTER": v}))
-		if err != nil || c.AutoRebuildAfter != want {
-			t.Errorf("SECKILL_AUTO_REBUILD_AFTER=%q: got %v, %v, want %v", v, c.AutoRebuildAfter, err, want)
+// TestAutoRebuild: on by default, off on request.
+func TestAutoRebuild(t *testing.T) {
+	for v, want := range map[string]bool{"": true, "on": true, "off": false} {
+		c, err := Load(env(map[string]string{"SECKILL_AUTO_REBUILD": v}))
+		if err != nil || c.AutoRebuild != want {
+			t.Errorf("SECKILL_AUTO_REBUILD=%q: got %v, %v, want %v", v, c.AutoRebuild, err, want)
 		}
 	}
 }

@@ -18,8 +18,8 @@ const (
 	// admissions wait (503) for the few milliseconds this takes.
 	VoucherStateFrozen = "frozen"
 	// VoucherStateUnsafe: Redis lost data the service had put there, so
-	// admissions it accepted may be lost; only the operator's
-	// `seckill rebuild --voucher N` clears it.
+	// admissions it accepted may be lost. A rebuild from the facts clears
+	// it: the service's own (SECKILL_AUTO_REBUILD) or the operator's.
 	VoucherStateUnsafe = "unsafe"
 )
 
@@ -36,6 +36,10 @@ var (
 	// database. The ID sequence restarted after Redis lost its data. The order
 	// can never be written under the id it was announced with.
 	ErrOrderIDTaken = errors.New("order id taken by another order")
+	// ErrLossFenceMoved means a rebuild from the facts moved the loss fence
+	// after the consumer read its entries. The entries may come from a Redis
+	// that lost its data, so their orders are not written.
+	ErrLossFenceMoved = errors.New("loss fence moved: entries read before a rebuild")
 )
 
 // QueuedOrder is one entry of stream.orders: an order admitted in Redis and

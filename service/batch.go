@@ -107,7 +107,7 @@ func (b *batch) write(msgs []model.QueuedOrder) {
 	for i, m := range msgs {
 		orders[i] = b.order(m)
 	}
-	existing, err := c.d.Orders.WriteBatch(b.ctx, orders)
+	existing, err := c.d.Orders.WriteBatch(b.ctx, c.fence, orders)
 	switch {
 	case err == nil:
 		b.ack = append(b.ack, msgs...)
@@ -116,21 +116,39 @@ func (b *batch) write(msgs []model.QueuedOrder) {
 			delete(c.failures, m.MsgID)
 		}
 		return
+	case errors.Is(err, model.ErrLossFenceMoved):
+		b.fenceMoved(msgs...)
+		return
 	case errors.Is(err, model.ErrUnavailable):
 		c.d.Log.WarnContext(b.ctx, "order batch not written: database unavailable", "consumer", c.name, "count", len(msgs), "err", err)
 		b.keep(msgs...)
 		return
 	}
 	c.d.Log.InfoContext(b.ctx, "order batch refused, writing one by one", "consumer", c.name, "count", len(msgs), "err", err)
-	for _, m := range msgs {
+	for i, m := range msgs {
+		if c.fenceMoved() {
+			c.recheck = append(c.recheck, msgs[i:]...) // the rest waits too
+			return
+		}
 		b.writeOne(m)
 	}
+}
+
+// fenceMoved holds msgs unwritten: a rebuild moved the loss fence after
+// they were read. The consumer reads the fence again, then writes only
+// those still pending with it (consumer.recheckHeld).
+func (b *batch) fenceMoved(msgs ...model.QueuedOrder) {
+	c := b.c
+	c.fence = ""
+	c.recheck = append(c.recheck, msgs...)
+	c.d.Log.WarnContext(b.ctx, "entries held unwritten: a rebuild from the facts moved the loss fence after they were read",
+		"consumer", c.name, "count", len(msgs))
 }
 
 func (b *batch) writeOne(m model.QueuedOrder) {
 	c := b.c
 	o := b.order(m)
-	existed, err := c.d.Orders.WriteOne(b.ctx, &o)
+	existed, err := c.d.Orders.WriteOne(b.ctx, c.fence, &o)
 	switch {
 	case err == nil:
 		b.ack = append(b.ack, m)
@@ -152,6 +170,8 @@ func (b *batch) writeOne(m model.QueuedOrder) {
 		// Another consumer gave it up and may have died before finishing.
 		// Finish its dead letter with the reason it recorded.
 		b.deadLetter(m, ReasonFailures, 1)
+	case errors.Is(err, model.ErrLossFenceMoved):
+		b.fenceMoved(m)
 	case errors.Is(err, model.ErrUnavailable):
 		b.keep(m)
 	default:

@@ -107,6 +107,9 @@ const linger = 10 * time.Millisecond
 type ConsumerDeps struct {
 	Queue  OrderQueue
 	Orders OrderWriter
+	// Fence is the loss fence each write checks (docs/async.md, "the loss
+	// fence"). Optional: nil checks nothing (tests of other rules).
+	Fence LossFence
 	// Locker takes lock:order:<userId> around each write.
 	// It is a second line of defence behind the buyers set.
 	Locker lock.Locker
@@ -222,8 +225,14 @@ type consumer struct {
 	name string
 	// failures counts, per entry, this consumer's writes that failed for an
 	// unknown cause.
-	failures  map[string]int
-	cursor    string // XAUTOCLAIM scan position
+	failures map[string]int
+	cursor   string // XAUTOCLAIM scan position
+	// fence is the loss fence's value read before every entry in hand.
+	// "" until read, and again once a write found it moved.
+	fence string
+	// recheck holds the entries in hand when a write found the fence moved.
+	// Only those still pending with the consumer are written (recheckHeld).
+	recheck   []model.QueuedOrder
 	nextClaim time.Time
 	nextPrune time.Time
 	admitted  uint64 // ConsumerDeps.Admitted at the last full batch
@@ -307,9 +316,27 @@ func (c *consumer) run() {
 	var retry []model.QueuedOrder
 	for !c.stopping() {
 		began := time.Now()
+		if err := c.readFence(ctx); err != nil {
+			backoff = c.nextBackoff(backoff)
+			log.WarnContext(ctx, "read the loss fence", "err", err, "retry_in", backoff.String())
+			c.sleep(backoff)
+			continue
+		}
+		if len(c.recheck) > 0 {
+			owned, err := c.recheckHeld(ctx)
+			if err != nil {
+				backoff = c.nextBackoff(backoff)
+				log.WarnContext(ctx, "check entries held when the loss fence moved", "count", len(c.recheck), "err", err, "retry_in", backoff.String())
+				c.sleep(backoff)
+				continue
+			}
+			retry = append(retry, owned...)
+		}
 		if !time.Now().Before(c.nextClaim) {
 			c.nextClaim = time.Now().Add(c.claimEvery())
-			retry = c.claim(ctx, retry)
+			if retry = c.claim(ctx, retry); c.fenceMoved() {
+				continue // read the fence again before any read
+			}
 		}
 		if !time.Now().Before(c.nextPrune) {
 			c.nextPrune = time.Now().Add(pruneEvery)
@@ -365,7 +392,10 @@ func (c *consumer) run() {
 		if len(msgs) == 0 {
 			continue
 		}
-		if retry = c.process(msgs); len(retry) > 0 {
+		if retry = c.process(msgs); c.fenceMoved() {
+			c.recheck = append(c.recheck, retry...)
+			retry, backoff = nil, 0
+		} else if len(retry) > 0 {
 			// Touched now too, so they are not claimed during the backoff.
 			if owned, err := c.touch(ctx, retry); err != nil {
 				log.DebugContext(ctx, "touch pending entries", "err", err)
@@ -381,6 +411,40 @@ func (c *consumer) run() {
 			}
 		}
 	}
+}
+
+// readFence reads the loss fence unless the consumer holds its value. It
+// runs before any read of entries, so every entry in hand was read under
+// c.fence.
+func (c *consumer) readFence(ctx context.Context) error {
+	if c.fence != "" || c.d.Fence == nil {
+		return nil
+	}
+	f, err := c.d.Fence.Current(ctx)
+	if err != nil {
+		return err
+	}
+	c.fence = f
+	return nil
+}
+
+// fenceMoved reports whether a write found the loss fence moved. The
+// entries in hand were then read before a rebuild, maybe from a Redis that
+// lost its data. They wait in c.recheck for recheckHeld.
+func (c *consumer) fenceMoved() bool { return c.fence == "" && c.d.Fence != nil }
+
+// recheckHeld runs after the fence was read again. It returns the held
+// entries still pending with this consumer, which it may write. An entry
+// of the Redis that lost its data is pending nowhere: it is dropped, never
+// written. One still pending is in the stream the rebuild read, or came
+// after it. On error it keeps them all held.
+func (c *consumer) recheckHeld(ctx context.Context) ([]model.QueuedOrder, error) {
+	owned, err := c.touch(ctx, c.recheck)
+	if err != nil {
+		return nil, err
+	}
+	c.recheck = nil
+	return owned, nil
 }
 
 // touch resets the idle time of the entries kept for a retry. So other
@@ -445,6 +509,10 @@ func (c *consumer) claim(ctx context.Context, kept []model.QueuedOrder) []model.
 			c.d.Metrics.Claimed(len(msgs))
 			c.d.Log.InfoContext(ctx, "claimed entries of an idle consumer", "consumer", c.name, "count", len(msgs))
 			left = append(left, c.process(msgs)...)
+			if c.fenceMoved() {
+				c.recheck = append(c.recheck, left...)
+				return nil
+			}
 		}
 		if next == "0-0" || len(msgs) < c.cfg.Batch {
 			break

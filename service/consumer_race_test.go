@@ -270,7 +270,7 @@ func TestDeadLetterRacesWrite(t *testing.T) {
 		// A's batch transaction commits now.
 		hooked = true
 		now := time.Now()
-		_, aErr = e.orders.WriteBatch(ctx, []model.VoucherOrder{{
+		_, aErr = e.orders.WriteBatch(ctx, "", []model.VoucherOrder{{
 			ID: orderID, UserID: msgs[0].UserID, VoucherID: vid, PayType: 1,
 			Status: model.OrderStatusCreated, CreateTime: now, UpdateTime: now,
 		}})

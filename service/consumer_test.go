@@ -123,12 +123,24 @@ type consOrders struct {
 	batchErr  error
 	oneErr    map[int64]error
 	recordErr error
-	hasOrder  bool // HasOrder's answer
+	hasOrder  bool       // HasOrder's answer
+	fence     *consFence // when set, writes under another value are refused
 }
 
-func (o *consOrders) WriteBatch(_ context.Context, orders []model.VoucherOrder) ([]int64, error) {
+// fenceErr refuses a write under a value the fence no longer holds.
+func (o *consOrders) fenceErr(fence string) error {
+	if o.fence != nil && fence != o.fence.get() {
+		return model.ErrLossFenceMoved
+	}
+	return nil
+}
+
+func (o *consOrders) WriteBatch(_ context.Context, fence string, orders []model.VoucherOrder) ([]int64, error) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
+	if err := o.fenceErr(fence); err != nil {
+		return nil, err
+	}
 	if o.batchErr != nil {
 		return nil, o.batchErr
 	}
@@ -148,9 +160,12 @@ func (o *consOrders) WriteBatch(_ context.Context, orders []model.VoucherOrder) 
 	return existing, nil
 }
 
-func (o *consOrders) WriteOne(_ context.Context, v *model.VoucherOrder) (bool, error) {
+func (o *consOrders) WriteOne(_ context.Context, fence string, v *model.VoucherOrder) (bool, error) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
+	if err := o.fenceErr(fence); err != nil {
+		return false, err
+	}
 	if err := o.oneErr[v.ID]; err != nil {
 		return false, err
 	}

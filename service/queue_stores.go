@@ -101,13 +101,15 @@ type OrderWriter interface {
 	// It skips and returns the orders already written.
 	// On any error nothing is written.
 	// model.ErrOrderDeadLettered means an order's outcome is 'dead'.
-	WriteBatch(ctx context.Context, orders []model.VoucherOrder) (existing []int64, err error)
+	// model.ErrLossFenceMoved means fence is no longer the loss fence's
+	// value: nothing is written.
+	WriteBatch(ctx context.Context, fence string, orders []model.VoucherOrder) (existing []int64, err error)
 	// WriteOne writes one order and its outcome 'written' in its own
 	// transaction. It reports whether the order was written already.
 	// model.ErrOrderIDTaken means the id belongs to another order.
 	// model.ErrOrderDeadLettered means the outcome is 'dead': finish the dead
-	// letter.
-	WriteOne(ctx context.Context, o *model.VoucherOrder) (existed bool, err error)
+	// letter. The fence is checked as in WriteBatch.
+	WriteOne(ctx context.Context, fence string, o *model.VoucherOrder) (existed bool, err error)
 	// RecordDeadLetter records the outcome 'dead' before the dead letter.
 	// The database lets one outcome per order win, and it returns the winner.
 	// Written means: acknowledge the entry and give nothing back.
@@ -116,6 +118,16 @@ type OrderWriter interface {
 	RecordDeadLetter(ctx context.Context, m model.QueuedOrder, reason string, attempts int) (model.Outcome, error)
 	// HasOrder reports whether the user has an order for the voucher.
 	HasOrder(ctx context.Context, userID, voucherID int64) (bool, error)
+}
+
+// LossFence is the database's fence between the consumers' reads of the
+// stream and the writes of their orders (docs/async.md, "the loss fence").
+type LossFence interface {
+	// Current returns the fence's value. It creates the fence when absent.
+	Current(ctx context.Context) (string, error)
+	// Move gives the fence a new value. It returns once every write that
+	// checked the old value has ended. Later writes under it are refused.
+	Move(ctx context.Context) error
 }
 
 // FactsReader reads the database's facts for the reconciler.

@@ -23,6 +23,8 @@ type ReconcilerDeps struct {
 	Redis    Admitter
 	Queue    OrderQueue
 	Values   NamedValues
+	// Fence is the loss fence every rebuild moves before it reads the facts.
+	Fence LossFence
 	// Sequence repairs the id sequence when Redis lost its data (optional).
 	Sequence IDSequence
 	// Lock serializes reconciliation and rebuilds across processes.
@@ -395,8 +397,11 @@ func (s *Reconciler) rebuild(ctx context.Context, sv *model.SeckillVoucher, why 
 
 // rebuildAll freezes the vouchers, reads the facts and replaces their Redis
 // state. Frozen vouchers take no admissions and no give-backs, so their facts
-// stop moving. Only orders still go from the stream to the database. It reads
-// the stream once, then the database, and sets each voucher ok.
+// stop moving. Only orders still go from the stream to the database. It moves
+// the loss fence, reads the stream once, then the database, and sets each
+// voucher ok. Once the fence moved, no write of entries read before can
+// commit. Entries that Redis lost are either in the database or never will
+// be (docs/async.md, "the loss fence").
 func (s *Reconciler) rebuildAll(ctx context.Context, vouchers []model.SeckillVoucher, reasons []string) error {
 	if len(vouchers) == 0 {
 		return nil
@@ -405,6 +410,9 @@ func (s *Reconciler) rebuildAll(ctx context.Context, vouchers []model.SeckillVou
 		if err := s.d.Redis.SetState(ctx, sv.VoucherID, model.VoucherStateFrozen); err != nil {
 			return err
 		}
+	}
+	if err := s.d.Fence.Move(ctx); err != nil {
+		return fmt.Errorf("reconcile: move the loss fence: %w", err)
 	}
 	entries, err := s.d.Queue.Entries(ctx)
 	if err != nil {

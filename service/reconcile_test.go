@@ -40,6 +40,8 @@ type reconWorld struct {
 	armed       bool
 	// beforeDBRead runs (under mu) before each database read.
 	beforeDBRead func(w *reconWorld)
+	// fence is the loss fence every rebuild moves.
+	fence reconFence
 }
 
 type reconVoucher struct {
@@ -338,7 +340,7 @@ func newReconciler(t *testing.T, w *reconWorld) *Reconciler {
 	return NewReconciler(ReconcilerDeps{
 		Vouchers: &reconVouchers{w: w}, Orders: &reconOrders{w: w},
 		Redis: &reconRedis{w: w}, Queue: &reconQueue{w: w}, Values: &reconValues{w: w},
-		Lock: rl, Log: slog.New(slog.NewTextHandler(io.Discard, nil)),
+		Fence: &w.fence, Lock: rl, Log: slog.New(slog.NewTextHandler(io.Discard, nil)),
 	})
 }
 

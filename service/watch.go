@@ -22,10 +22,10 @@ const LossPrefix = "redislost:"
 type WatchConfig struct {
 	// Every is how often the Redis identity is read. Default 1s.
 	Every time.Duration
-	// RebuildAfter is how long a live voucher stays unsafe before Watch
-	// rebuilds it from the facts; 0 leaves it to the operator (`seckill
-	// rebuild`).
-	RebuildAfter time.Duration
+	// Rebuild rebuilds each live voucher found unsafe from the facts at
+	// once. The loss fence settles the consumers' writes first. False leaves
+	// it to the operator (`seckill rebuild`).
+	Rebuild bool
 }
 
 // Watch follows the Redis identity until ctx ends.
@@ -36,12 +36,9 @@ func (s *Reconciler) Watch(ctx context.Context, cfg WatchConfig) {
 	}
 	log := s.d.Log.With("component", "redis-watch")
 	var last model.RedisIdentity
-	unsafeSince := map[int64]time.Time{}
-	scan := true // look for unsafe vouchers: at start and after a change
-	// The scan reads every live voucher's state: a few times per
-	// RebuildAfter is enough.
-	scanEvery := max(cfg.Every, cfg.RebuildAfter/4)
-	var nextScan time.Time
+	// scan looks for unsafe vouchers: at start, after a change and until
+	// a rebuild succeeds.
+	scan := true
 	t := time.NewTicker(cfg.Every)
 	defer t.Stop()
 	for {
@@ -59,14 +56,14 @@ func (s *Reconciler) Watch(ctx context.Context, cfg WatchConfig) {
 				break
 			}
 			if id, err = s.d.Redis.Identity(ctx); err == nil {
-				last, scan, nextScan = id, true, time.Time{}
+				last, scan = id, true
 			}
 		}
-		if scan && cfg.RebuildAfter > 0 && ctx.Err() == nil && !time.Now().Before(nextScan) {
-			nextScan = time.Now().Add(scanEvery)
-			var err error
-			if scan, err = s.rebuildUnsafe(ctx, unsafeSince, cfg.RebuildAfter); err != nil {
+		if scan && cfg.Rebuild && ctx.Err() == nil {
+			if err := s.rebuildUnsafe(ctx); err != nil {
 				log.WarnContext(ctx, "automatic rebuild (retried)", "err", err)
+			} else {
+				scan = false
 			}
 		}
 		select {
@@ -87,51 +84,36 @@ func (s *Reconciler) redisChanged(ctx context.Context, before, now model.RedisId
 	return s.Reconcile(ctx)
 }
 
-// rebuildUnsafe rebuilds each live voucher unsafe for at least after.
-// The time counts from when this process first saw it unsafe.
-// It reports whether unsafe vouchers remain to be watched.
-func (s *Reconciler) rebuildUnsafe(ctx context.Context, since map[int64]time.Time, after time.Duration) (bool, error) {
+// rebuildUnsafe rebuilds each live voucher found unsafe, at once. The
+// rebuild moves the loss fence first: no write of entries read before it
+// can follow the facts it reads.
+func (s *Reconciler) rebuildUnsafe(ctx context.Context) error {
 	live, err := s.d.Vouchers.ListLive(ctx, s.d.Now())
 	if err != nil {
-		return true, err
+		return err
 	}
 	states, err := s.d.Redis.Vouchers(ctx, voucherIDs(live))
 	if err != nil {
-		return true, err
+		return err
 	}
-	now := s.d.Now()
-	left := false
 	var due []model.SeckillVoucher
 	for _, sv := range live {
-		if states[sv.VoucherID].State != model.VoucherStateUnsafe {
-			delete(since, sv.VoucherID)
-			continue
+		if states[sv.VoucherID].State == model.VoucherStateUnsafe {
+			due = append(due, sv)
 		}
-		first, seen := since[sv.VoucherID]
-		if !seen {
-			since[sv.VoucherID], first = now, now
-		}
-		if now.Sub(first) < after {
-			left = true
-			continue
-		}
-		due = append(due, sv)
 	}
 	if len(due) == 0 {
-		return left, nil
+		return nil
 	}
 	n, err := s.rebuildIfUnsafe(ctx, due)
 	if err != nil {
-		return true, err
-	}
-	for _, sv := range due {
-		delete(since, sv.VoucherID)
+		return err
 	}
 	if n > 0 {
 		s.d.Log.WarnContext(ctx, "vouchers rebuilt automatically after redis lost its data: admissions lost with it are reported failed to their owners",
-			"vouchers", n, "unsafe_for_at_least", after.String())
+			"vouchers", n)
 	}
-	return left, nil
+	return nil
 }
 
 // rebuildIfUnsafe rebuilds the vouchers still unsafe, under the reconcile lock.

@@ -178,7 +178,7 @@ func findDeadLetter(t *testing.T, rdb redis.UniversalClient, field, value string
 func TestAsyncRedisDataLost(t *testing.T) {
 	m, rdb, dsn, db := apptest.PrivateBackends(t)
 	// The operator's rebuild is the subject here: no automatic one.
-	env := map[string]string{"SECKILL_REDIS_ADDR": m.Addr(), "SECKILL_MYSQL_DSN": dsn, "SECKILL_AUTO_REBUILD_AFTER": "0"}
+	env := map[string]string{"SECKILL_REDIS_ADDR": m.Addr(), "SECKILL_MYSQL_DSN": dsn, "SECKILL_AUTO_REBUILD": "off"}
 	a1 := apptest.StartAsync(t, env)
 	const stock = 10
 	vid := apptest.PublishVoucher(t, a1.Handler(), stock)

@@ -22,7 +22,7 @@ import (
 // facts, without the old keys. Then it sells on with every invariant.
 func TestAsyncUpgradeFromOneStream(t *testing.T) {
 	m, rdb, dsn, db := apptest.PrivateBackends(t)
-	env := map[string]string{"SECKILL_REDIS_ADDR": m.Addr(), "SECKILL_MYSQL_DSN": dsn, "SECKILL_AUTO_REBUILD_AFTER": "0"}
+	env := map[string]string{"SECKILL_REDIS_ADDR": m.Addr(), "SECKILL_MYSQL_DSN": dsn, "SECKILL_AUTO_REBUILD": "off"}
 	a1 := apptest.StartAsync(t, env)
 	const stock = 10
 	vid := apptest.PublishVoucher(t, a1.Handler(), stock)

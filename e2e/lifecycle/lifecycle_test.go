@@ -189,7 +189,7 @@ func TestOrderLifecycleSync(t *testing.T) {
 // sweepers keep the shared pay timeout.
 func TestOrderLifecycleAsync(t *testing.T) {
 	const payTimeout = 3 * time.Second
-	env := map[string]string{"SECKILL_PAY_TIMEOUT": payTimeout.String(), "SECKILL_AUTO_REBUILD_AFTER": "8s"}
+	env := map[string]string{"SECKILL_PAY_TIMEOUT": payTimeout.String()}
 	var m *miniredis.Miniredis
 	var rdb redis.UniversalClient
 	if apptest.OnCluster() {

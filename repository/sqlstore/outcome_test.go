@@ -35,24 +35,24 @@ func TestOrderOutcome(t *testing.T) {
 			if err != nil || out != (model.Outcome{Reason: "sold_out", Attempts: 2}) {
 				t.Errorf("second dead letter: got %+v, %v, want the first one's (sold_out, 2)", out, err)
 			}
-			if _, err := r.WriteBatch(ctx, []model.VoucherOrder{*written, *given}); !errors.Is(err, model.ErrOrderDeadLettered) {
+			if _, err := r.WriteBatch(ctx, "", []model.VoucherOrder{*written, *given}); !errors.Is(err, model.ErrOrderDeadLettered) {
 				t.Errorf("batch with a dead-lettered order: got %v, want ErrOrderDeadLettered", err)
 			}
 			if s, n := stockAndOrders(t, db, vid); s != 5 || n != 0 {
 				t.Errorf("after the refused batch: stock %d, %d orders, want 5, 0", s, n)
 			}
-			if _, err := r.WriteOne(ctx, given); !errors.Is(err, model.ErrOrderDeadLettered) {
+			if _, err := r.WriteOne(ctx, "", given); !errors.Is(err, model.ErrOrderDeadLettered) {
 				t.Errorf("single write of a dead-lettered order: got %v, want ErrOrderDeadLettered", err)
 			}
 
-			if existed, err := r.WriteOne(ctx, written); err != nil || existed {
+			if existed, err := r.WriteOne(ctx, "", written); err != nil || existed {
 				t.Fatalf("write: got %v, %v, want written", existed, err)
 			}
 			out, err = r.RecordDeadLetter(ctx, entryOf(written), "deliveries", 6)
 			if err != nil || !out.Written {
 				t.Errorf("dead letter of a written order: got %+v, %v, want Written", out, err)
 			}
-			if existed, err := r.WriteOne(ctx, written); err != nil || !existed {
+			if existed, err := r.WriteOne(ctx, "", written); err != nil || !existed {
 				t.Errorf("write again: got %v, %v, want existed", existed, err)
 			}
 			other := entryOf(written)
@@ -100,9 +100,9 @@ func TestOrderOutcomeRace(t *testing.T) {
 					defer wg.Done()
 					<-start
 					if i%2 == 0 {
-						_, writeErr = r.WriteBatch(ctx, []model.VoucherOrder{*o})
+						_, writeErr = r.WriteBatch(ctx, "", []model.VoucherOrder{*o})
 					} else {
-						_, writeErr = r.WriteOne(ctx, o)
+						_, writeErr = r.WriteOne(ctx, "", o)
 					}
 				}()
 				go func() {

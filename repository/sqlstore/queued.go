@@ -21,12 +21,17 @@ type QueuedOrders struct{ db *gorm.DB }
 // outcome 'written' is recorded in the same transaction, before the
 // orders. An order dead-lettered meanwhile fails the batch with
 // model.ErrOrderDeadLettered. One written concurrently, with another error.
-func (r *QueuedOrders) WriteBatch(ctx context.Context, orders []model.VoucherOrder) (existing []int64, err error) {
+// A fence that is no longer the loss fence's value refuses the batch with
+// model.ErrLossFenceMoved ("" checks nothing).
+func (r *QueuedOrders) WriteBatch(ctx context.Context, fence string, orders []model.VoucherOrder) (existing []int64, err error) {
 	if len(orders) == 0 {
 		return nil, nil
 	}
 	err = r.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
 		existing = existing[:0]
+		if err := checkLossFence(tx, fence); err != nil {
+			return err
+		}
 		ids := make([]int64, len(orders))
 		for i, o := range orders {
 			ids[i] = o.ID
@@ -78,7 +83,7 @@ func (r *QueuedOrders) WriteBatch(ctx context.Context, orders []model.VoucherOrd
 }
 
 func asyncOrderErr(err error) error {
-	if errors.Is(err, model.ErrOrderIDTaken) || errors.Is(err, model.ErrOrderDeadLettered) {
+	if errors.Is(err, model.ErrOrderIDTaken) || errors.Is(err, model.ErrOrderDeadLettered) || isFenceMoved(err) {
 		return err
 	}
 	return orderErr(err)
@@ -91,8 +96,12 @@ func asyncOrderErr(err error) error {
 // same id counts as existing (a unique-key violation). Its outcome
 // 'written' is recorded in the same transaction. An order dead-lettered
 // meanwhile (outcome 'dead') is model.ErrOrderDeadLettered, never written.
-func (r *QueuedOrders) WriteOne(ctx context.Context, o *model.VoucherOrder) (existed bool, err error) {
+// The fence is checked as in WriteBatch.
+func (r *QueuedOrders) WriteOne(ctx context.Context, fence string, o *model.VoucherOrder) (existed bool, err error) {
 	err = r.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+		if err := checkLossFence(tx, fence); err != nil {
+			return err
+		}
 		var err error
 		existed, err = sameOrder(tx, o)
 		if err != nil || existed {

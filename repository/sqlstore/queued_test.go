@@ -30,7 +30,7 @@ func TestWriteBatch(t *testing.T) {
 			a, b := newVoucher(t, db, 3), newVoucher(t, db, 1)
 			u := 1_000_000 + rand.Int64N(1<<40)
 			batch := []model.VoucherOrder{*order(a, u+1), *order(a, u+2), *order(b, u+1)}
-			existing, err := r.WriteBatch(ctx, batch)
+			existing, err := r.WriteBatch(ctx, "", batch)
 			if err != nil || len(existing) != 0 {
 				t.Fatalf("first write: got %v, %v, want none existing, nil", existing, err)
 			}
@@ -41,7 +41,7 @@ func TestWriteBatch(t *testing.T) {
 				t.Errorf("voucher b: got stock %d, %d orders, want 0, 1", s, n)
 			}
 
-			existing, err = r.WriteBatch(ctx, batch)
+			existing, err = r.WriteBatch(ctx, "", batch)
 			if err != nil || len(existing) != 3 {
 				t.Fatalf("redelivered batch: got %v, %v, want all 3 existing, nil", existing, err)
 			}
@@ -59,7 +59,7 @@ func TestWriteBatch(t *testing.T) {
 				{"id of another order", []model.VoucherOrder{*order(a, u+6), {ID: batch[0].ID, UserID: u + 7, VoucherID: a}}, model.ErrOrderIDTaken},
 			}
 			for _, tt := range tests {
-				if _, err := r.WriteBatch(ctx, tt.batch); !errors.Is(err, tt.want) {
+				if _, err := r.WriteBatch(ctx, "", tt.batch); !errors.Is(err, tt.want) {
 					t.Errorf("%s: got %v, want %v", tt.name, err, tt.want)
 				}
 				if s, n := stockAndOrders(t, db, a); s != 1 || n != 2 {
@@ -81,17 +81,17 @@ func TestWriteOneAndWritten(t *testing.T) {
 			vid := newVoucher(t, db, 1)
 			u := 1_000_000 + rand.Int64N(1<<40)
 			o := order(vid, u)
-			if existed, err := r.WriteOne(ctx, o); err != nil || existed {
+			if existed, err := r.WriteOne(ctx, "", o); err != nil || existed {
 				t.Fatalf("write: got %v, %v, want false, nil", existed, err)
 			}
-			if existed, err := r.WriteOne(ctx, o); err != nil || !existed {
+			if existed, err := r.WriteOne(ctx, "", o); err != nil || !existed {
 				t.Errorf("rewrite: got %v, %v, want true, nil", existed, err)
 			}
 			other := &model.VoucherOrder{ID: o.ID, UserID: u + 1, VoucherID: vid, CreateTime: o.CreateTime, UpdateTime: o.UpdateTime}
-			if _, err := r.WriteOne(ctx, other); !errors.Is(err, model.ErrOrderIDTaken) {
+			if _, err := r.WriteOne(ctx, "", other); !errors.Is(err, model.ErrOrderIDTaken) {
 				t.Errorf("id of another order: got %v, want ErrOrderIDTaken", err)
 			}
-			if _, err := r.WriteOne(ctx, order(vid, u+2)); !errors.Is(err, model.ErrSoldOut) {
+			if _, err := r.WriteOne(ctx, "", order(vid, u+2)); !errors.Is(err, model.ErrSoldOut) {
 				t.Errorf("no stock: got %v, want ErrSoldOut", err)
 			}
 			written, err := r.Written(ctx, []model.QueuedOrder{

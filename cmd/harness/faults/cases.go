@@ -86,7 +86,7 @@ var faultCases = []faultCase{
 		Name: "redis-async", LockMode: "lua", OrderMode: "async", FaultPct: 25,
 		Env:    []string{"SECKILL_DEV_CONSUMER_DELAY=300ms"},
 		Fault:  "Redis killed (SIGKILL) mid-load while orders wait in the stream (a 300 ms consumer delay), restarted empty after 10% more of the load; if the voucher is not back on sale FAULTS_AUTO_WAIT later, an operator's `seckill rebuild --voucher N` (FAULTS_REBUILD=if-needed)",
-		Expect: "never oversold; the voucher sells again (the unavailable window and who recovered it measured); every order announced with 200 before the crash is written or reported failed to its owner",
+		Expect: "never oversold; the voucher sells again (the unavailable window, the time from the restart to the first 200 and who recovered it measured); every order announced with 200 before the crash is written or reported failed to its owner",
 		fault:  redisRestart,
 		judge:  judgeRedisAsync,
 	},

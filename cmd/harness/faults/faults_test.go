@@ -216,7 +216,8 @@ func TestJudgeRedisAsyncMeasuresTheWindow(t *testing.T) {
 	c.judge(judgement{e: &caseEnv{}, l: l, shots: shots, r: &r, cl: classification{Written: []int64{1, 3}, Failed: []int64{2}}})
 	finishVerdict(&r, false)
 	want := map[string]string{"unavailable": "5.0s", "recovery": "operator rebuild", "503 after restart": "2",
-		"200s before the crash": "1 written, 1 reported failed, 0 lost"}
+		"first 200 after the restart": "5.5s (goal ≤ 3s)",
+		"200s before the crash":       "1 written, 1 reported failed, 0 lost"}
 	for k, v := range want {
 		if got := r.measureOf(k); got != v {
 			t.Errorf("%s: got %q, want %q", k, got, v)

@@ -65,6 +65,11 @@ func judgeRedisAsync(j judgement) {
 	default:
 		r.addMeasure("unavailable", "until the end")
 	}
+	// The time to sell again: the restart to the first 200 of a purchase
+	// sent after it (goal ≤ firstSaleGoal; reported, not failed).
+	if ok200 {
+		r.addMeasure("first 200 after the restart", "%.1fs (goal ≤ %s)", (first200 - restart).Seconds(), firstSaleGoal)
+	}
 	measureRecovery(j, restart)
 	r.addMeasure("503 after restart", "%d", between(j.shots, restart, 1<<62)["503"])
 	// The 200s before the crash: written, reported failed, lost.
@@ -199,6 +204,10 @@ func judgeRedlock(j judgement) {
 		sellsAgain(j, "node back")
 	}
 }
+
+// firstSaleGoal is the goal of the time from Redis's restart, empty, to
+// the first 200.
+const firstSaleGoal = 3 * time.Second
 
 // measureRecovery records how the voucher came back on sale after the
 // Redis restart at restart: by itself, by an operator's rebuild, or not.
