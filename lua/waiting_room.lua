@@ -7,8 +7,8 @@
 -- KEYS[3]  seckill:{<tag>}:roomline:<voucherId>  zset: joiners after the start, by arrival
 -- KEYS[4]  seckill:{<tag>}:roomadm:<voucherId>  zset: admitted, not bought, by expiry (ms)
 -- KEYS[5]  seckill:{<tag>}:roomdone:<voucherId>  hash: user -> p (bought) or l (lapsed)
--- ARGV[1]  operation: join, poll, bought, soldout or audit
--- ARGV[2]  user id (0 for soldout and audit)
+-- ARGV[1]  operation: join, poll, bought, soldout, close or audit
+-- ARGV[2]  user id (0 for soldout, close and audit)
 -- ARGV[3]  the sale's start, Unix ms
 -- ARGV[4]  when the keys expire, Unix ms
 -- ARGV[5]  admission TTL, ms
@@ -22,8 +22,8 @@
 -- For audit, {joined, admitted, purchased, lapsed, seed, serving, pool,
 -- base, state, outstanding, drawn}. Every operation returns {"needbase"}
 -- when the room must be drawn and ARGV[8] is empty (the caller reads the
--- stock and calls again), and bought, soldout and audit return {"none"}
--- when there is no room.
+-- stock and calls again); bought, soldout, close and audit return
+-- {"none"} when there is no room, bought, soldout and close {state}.
 local room, pool, line, adm, done = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
 local op, user = ARGV[1], ARGV[2]
 local begin, expireAt, ttl = tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[5])
@@ -33,7 +33,7 @@ local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local changed = op ~= 'poll' and op ~= 'audit'
 
 if redis.call('EXISTS', room) == 0 then
-  if op == 'bought' or op == 'soldout' or op == 'audit' then
+  if op == 'bought' or op == 'soldout' or op == 'close' or op == 'audit' then
     return {'none'}
   end
   redis.call('HSET', room, 'seed', ARGV[7], 'serving', 0, 'seq', 0, 'joined', 0,
@@ -73,6 +73,9 @@ if op == 'bought' then
   end
 elseif op == 'soldout' and state == '' then
   state = 'sold_out'
+  redis.call('HSET', room, 'state', state)
+elseif op == 'close' and state ~= 'closed' then
+  state = 'closed'
   redis.call('HSET', room, 'state', state)
 elseif op == 'join' and state == '' and not redis.call('ZSCORE', pool, user)
     and not redis.call('ZSCORE', line, user) then

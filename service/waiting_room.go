@@ -259,8 +259,14 @@ func (r *WaitingRoom) Audit(ctx context.Context, voucherID int64) (*model.RoomAu
 }
 
 // VoucherChanged drops this process's cached copy of the voucher (an
-// admin edited or closed it).
-func (r *WaitingRoom) VoucherChanged(_ context.Context, voucherID int64) error {
+// admin edited or closed it). A closed voucher's room is closed in Redis
+// too, so every instance answers closed at once.
+func (r *WaitingRoom) VoucherChanged(ctx context.Context, voucherID int64) error {
 	r.cache.forget(voucherID)
-	return nil
+	sv, err := r.stock.GetSeckill(ctx, voucherID)
+	if err != nil || !sv.WaitingRoom || r.now().Before(sv.EndTime) {
+		return err
+	}
+	c := model.RoomCall{Begin: sv.BeginTime, ExpireAt: sv.EndTime.Add(roomKeysGrace), TokenTTL: r.cfg.TokenTTL, Overbook: r.cfg.Overbook, Base: max(sv.Stock, 0)}
+	return r.store.Notify(ctx, voucherID, 0, "close", c)
 }
