@@ -51,8 +51,14 @@ if not drawn and now >= begin then
   redis.call('HSET', room, 'drawn', drawn, 'pool', redis.call('ZCARD', pool), 'base', ARGV[8])
 end
 
--- Admissions past their expiry lapse; their slots pass on below.
-local gone = redis.call('ZRANGEBYSCORE', adm, '-inf', now)
+-- Admissions past their expiry lapse; their slots pass on below. Once
+-- the room is sold out or closed, the admissions left are not no-shows:
+-- they stay as they are.
+local state = redis.call('HGET', room, 'state')
+local gone = {}
+if state == '' then
+  gone = redis.call('ZRANGEBYSCORE', adm, '-inf', now)
+end
 if #gone > 0 then
   for _, u in ipairs(gone) do
     redis.call('HSET', done, u, 'l')
@@ -61,7 +67,6 @@ if #gone > 0 then
   redis.call('HINCRBY', room, 'lapsed', #gone)
 end
 
-local state = redis.call('HGET', room, 'state')
 if op == 'bought' then
   local was = redis.call('HGET', done, user)
   if was ~= 'p' then
