@@ -68,6 +68,7 @@ type Result struct {
 type run struct {
 	cfg    Config
 	cl     *http.Client
+	botCl  *http.Client
 	vid    int64
 	begin  time.Time
 	reqs   sync.Map // kind -> *atomic.Int64
@@ -79,8 +80,11 @@ type run struct {
 
 // Run makes one run and returns its figures.
 func Run(ctx context.Context, cfg Config) (*Result, error) {
-	r := &run{cfg: cfg, cl: &http.Client{Timeout: 15 * time.Second, Transport: &http.Transport{
-		MaxConnsPerHost: cfg.Conns, MaxIdleConnsPerHost: cfg.Conns}}}
+	client := func() *http.Client {
+		return &http.Client{Timeout: 15 * time.Second, Transport: &http.Transport{
+			MaxConnsPerHost: cfg.Conns, MaxIdleConnsPerHost: cfg.Conns}}
+	}
+	r := &run{cfg: cfg, cl: client(), botCl: client()}
 	r.res = Result{Buyers: cfg.Buyers, Units: cfg.Units, Requests: map[string]int64{}}
 	if err := r.publish(ctx); err != nil {
 		return nil, err
@@ -150,7 +154,7 @@ type envelope struct {
 
 // call sends one request and decodes the envelope; status 0 is a
 // transport error.
-func (r *run) call(ctx context.Context, method, url, token, admission, body string) (int, envelope) {
+func (r *run) call(ctx context.Context, cl *http.Client, method, url, token, admission, body string) (int, envelope) {
 	req, err := http.NewRequestWithContext(ctx, method, url, strings.NewReader(body))
 	if err != nil {
 		return 0, envelope{}
@@ -160,7 +164,7 @@ func (r *run) call(ctx context.Context, method, url, token, admission, body stri
 	if admission != "" {
 		req.Header.Set("Admission-Token", admission)
 	}
-	resp, err := r.cl.Do(req)
+	resp, err := cl.Do(req)
 	if err != nil {
 		if ctx.Err() == nil {
 			r.fail("%s %s: %v", method, url, err)
@@ -178,7 +182,7 @@ func (r *run) call(ctx context.Context, method, url, token, admission, body stri
 
 func (r *run) publish(ctx context.Context) error {
 	base := r.cfg.Bases[0]
-	code, e := r.call(ctx, http.MethodPost, base+"/shop", r.cfg.AdminToken, "",
+	code, e := r.call(ctx, r.cl, http.MethodPost, base+"/shop", r.cfg.AdminToken, "",
 		`{"name":"fairness","typeId":1,"address":"loopback 1","x":120.15,"y":30.28}`)
 	if code != http.StatusOK {
 		return fmt.Errorf("create shop: %d %s", code, e.Code)
@@ -186,7 +190,7 @@ func (r *run) publish(ctx context.Context) error {
 	r.begin = time.Now().Add(r.cfg.StartAfter)
 	body := fmt.Sprintf(`{"shopId":%s,"title":"fairness","payValue":100,"actualValue":200,"type":1,"stock":%d,"beginTime":%q,"endTime":%q,"waitingRoom":true}`,
 		e.Data, r.cfg.Units, r.begin.Format(time.RFC3339Nano), r.begin.Add(time.Hour).Format(time.RFC3339Nano))
-	code, e = r.call(ctx, http.MethodPost, base+"/voucher/seckill", r.cfg.AdminToken, "", body)
+	code, e = r.call(ctx, r.cl, http.MethodPost, base+"/voucher/seckill", r.cfg.AdminToken, "", body)
 	if code != http.StatusOK {
 		return fmt.Errorf("publish: %d %s", code, e.Code)
 	}
@@ -221,7 +225,7 @@ func (r *run) joinAll(ctx context.Context, bs []buyer) error {
 			for j := range ch {
 				b := &bs[j.b]
 				r.count("join")
-				if code, e := r.call(ctx, http.MethodPost, r.url(b.id+int64(j.n), "/queue"), b.token, "", ""); code != http.StatusOK {
+				if code, e := r.call(ctx, r.cl, http.MethodPost, r.url(b.id+int64(j.n), "/queue"), b.token, "", ""); code != http.StatusOK {
 					r.fail("join of %d: %d %s", b.id, code, e.Code)
 				}
 			}
@@ -246,6 +250,16 @@ type queueAnswer struct {
 // outcome (zero: never, or walked away).
 func (r *run) sell(ctx context.Context, b *buyer, rng *rand.Rand) time.Time {
 	pause := b.pause(r.cfg.BotEvery, rng)
+	cl := r.cl
+	if b.bot {
+		// Bots have connections of their own: their rate is bounded by
+		// the service, not by the people's queue for connections.
+		cl = r.botCl
+	}
+	who := "person "
+	if b.bot {
+		who = "bot "
+	}
 	for n := int64(0); ; n++ {
 		select {
 		case <-ctx.Done():
@@ -254,8 +268,8 @@ func (r *run) sell(ctx context.Context, b *buyer, rng *rand.Rand) time.Time {
 		}
 		if b.bot {
 			// A purchase with no token, on every round.
-			r.count("buy without token")
-			switch code, e := r.call(ctx, http.MethodPost, r.url(b.id+n, ""), b.token, "", ""); {
+			r.count(who + "buy without token")
+			switch code, e := r.call(ctx, cl, http.MethodPost, r.url(b.id+n, ""), b.token, "", ""); {
 			case code == http.StatusOK:
 				r.sold(b, false)
 				return time.Now()
@@ -265,8 +279,8 @@ func (r *run) sell(ctx context.Context, b *buyer, rng *rand.Rand) time.Time {
 				r.mu.Unlock()
 			}
 		}
-		r.count("poll")
-		code, e := r.call(ctx, http.MethodGet, r.url(b.id+n, "/queue"), b.token, "", "")
+		r.count(who + "poll")
+		code, e := r.call(ctx, cl, http.MethodGet, r.url(b.id+n, "/queue"), b.token, "", "")
 		if code != http.StatusOK {
 			pause = time.Second
 			continue
@@ -284,8 +298,8 @@ func (r *run) sell(ctx context.Context, b *buyer, rng *rand.Rand) time.Time {
 				b.gone = true
 				return time.Time{}
 			}
-			r.count("buy with token")
-			code, e := r.call(ctx, http.MethodPost, r.url(b.id+n, ""), b.token, a.Token, "")
+			r.count(who + "buy with token")
+			code, e := r.call(ctx, cl, http.MethodPost, r.url(b.id+n, ""), b.token, a.Token, "")
 			switch {
 			case code == http.StatusOK:
 				r.sold(b, true)
@@ -360,7 +374,7 @@ func (r *run) finish(ctx context.Context, bs []buyer, learned []time.Time) {
 		res.Requests[k.(string)] = v.(*atomic.Int64).Load()
 		return true
 	})
-	code, e := r.call(ctx, http.MethodGet, r.cfg.Bases[0]+"/admin/vouchers/"+strconv.FormatInt(r.vid, 10)+"/audit", r.cfg.AdminToken, "", "")
+	code, e := r.call(ctx, r.cl, http.MethodGet, r.cfg.Bases[0]+"/admin/vouchers/"+strconv.FormatInt(r.vid, 10)+"/audit", r.cfg.AdminToken, "", "")
 	var audit struct {
 		Orders      int64           `json:"orders"`
 		WaitingRoom json.RawMessage `json:"waitingRoom"`
