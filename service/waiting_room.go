@@ -116,10 +116,17 @@ func (r *WaitingRoom) room(ctx context.Context, voucherID int64) (*cachedVoucher
 	return v, nil
 }
 
+// call is what the store needs for the voucher. A slot lasts the token's
+// TTL plus the longest pause between a waiting buyer's polls: a buyer who
+// polls when told learns of the admission with at least the TTL left.
 func (r *WaitingRoom) call(v *cachedVoucher) model.RoomCall {
 	return model.RoomCall{Begin: v.sv.BeginTime, ExpireAt: v.sv.EndTime.Add(roomKeysGrace),
-		TokenTTL: r.cfg.TokenTTL, Overbook: r.cfg.Overbook, Base: -1}
+		TokenTTL: r.cfg.TokenTTL + r.maxRetry(), Overbook: r.cfg.Overbook, Base: -1}
 }
+
+// maxRetry is the longest pause a waiting buyer is told to keep: maxRetry,
+// or the token's TTL when shorter.
+func (r *WaitingRoom) maxRetry() time.Duration { return min(maxRetry, r.cfg.TokenTTL) }
 
 func (r *WaitingRoom) step(ctx context.Context, userID, voucherID int64, op string) (*RoomView, error) {
 	v, err := r.room(ctx, voucherID)
@@ -175,11 +182,11 @@ func (r *WaitingRoom) view(a model.RoomAnswer, userID, voucherID int64, begin ti
 	case model.RoomWaiting:
 		if a.Position < 0 {
 			// Before the draw: ask again at the start, or within maxRetry.
-			out.RetryAfter = min(max(begin.Sub(a.Now), minRetry), maxRetry)
+			out.RetryAfter = min(max(begin.Sub(a.Now), minRetry), r.maxRetry())
 			return out, nil
 		}
 		// One second, plus a little per buyer ahead, at most maxRetry.
-		out.RetryAfter = min(time.Second+time.Duration(a.Ahead)*2*time.Millisecond, maxRetry)
+		out.RetryAfter = min(time.Second+time.Duration(a.Ahead)*2*time.Millisecond, r.maxRetry())
 	default:
 		return nil, fmt.Errorf("waiting room: unknown status %q", a.Status)
 	}
@@ -267,6 +274,6 @@ func (r *WaitingRoom) VoucherChanged(ctx context.Context, voucherID int64) error
 	if err != nil || !sv.WaitingRoom || r.now().Before(sv.EndTime) {
 		return err
 	}
-	c := model.RoomCall{Begin: sv.BeginTime, ExpireAt: sv.EndTime.Add(roomKeysGrace), TokenTTL: r.cfg.TokenTTL, Overbook: r.cfg.Overbook, Base: max(sv.Stock, 0)}
+	c := model.RoomCall{Begin: sv.BeginTime, ExpireAt: sv.EndTime.Add(roomKeysGrace), TokenTTL: r.cfg.TokenTTL + r.maxRetry(), Overbook: r.cfg.Overbook, Base: max(sv.Stock, 0)}
 	return r.store.Notify(ctx, voucherID, 0, "close", c)
 }

@@ -151,7 +151,8 @@ func TestPurchaseNeedsAdmission(t *testing.T) {
 	}
 }
 
-// TestLapsePassesSlotOn: an admission not used within its TTL lapses; its
+// TestLapsePassesSlotOn: an admission not used within its TTL (plus the
+// longest pause between polls, here the TTL too: 2 s in all) lapses; its
 // holder is told closed and its token refused, and the next joiner is
 // admitted in its place.
 func TestLapsePassesSlotOn(t *testing.T) {
@@ -162,7 +163,7 @@ func TestLapsePassesSlotOn(t *testing.T) {
 		t.Fatalf("got first %+v, want the first admitted and the second waiting (1 unit: 1 admitted)", first)
 	}
 	r.join(0, us[2])
-	time.Sleep(1100 * time.Millisecond)
+	time.Sleep(2100 * time.Millisecond)
 	if a := r.poll(1, us[1]); a.Status != model.RoomAdmitted {
 		t.Fatalf("second joiner after the first lapsed: got %+v, want admitted", a)
 	}
