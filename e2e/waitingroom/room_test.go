@@ -4,6 +4,7 @@ package waitingroom
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"math"
 	"net/http"
@@ -271,5 +272,40 @@ func TestNoRoomSellsAsBefore(t *testing.T) {
 	}
 	if code, res, _ := r.do(0, http.MethodPost, fmt.Sprintf("/voucher-order/seckill/%d/queue", r.vid), u, nil); code != http.StatusBadRequest || res.Body.Code != "INVALID_ARGUMENT" {
 		t.Errorf("join without a room: got %d %s, want 400 INVALID_ARGUMENT", code, res.Body.Code)
+	}
+}
+
+// TestRoomSettingAndEdit: with SECKILL_WAITING_ROOM=on a voucher published
+// without waitingRoom gets a room and one published with false does not;
+// an edit before the start turns a room off, and the voucher's JSON says so.
+func TestRoomSettingAndEdit(t *testing.T) {
+	apps := twoApps(t, map[string]string{"SECKILL_WAITING_ROOM": "on"})
+	admin := apptest.AdminToken(t, apps[0])
+	begin := time.Now().Add(time.Hour)
+	room := func(vid int64) bool {
+		t.Helper()
+		res := apptest.Call(t, apps[1], http.MethodGet, fmt.Sprintf("/voucher/seckill/%d", vid), "", nil)
+		var v struct {
+			WaitingRoom *bool `json:"waitingRoom"`
+		}
+		if res.Status != http.StatusOK || json.Unmarshal(res.Body.Data, &v) != nil || v.WaitingRoom == nil {
+			t.Fatalf("voucher %d: got %d %s, want its waitingRoom", vid, res.Status, res.Body.Data)
+		}
+		return *v.WaitingRoom
+	}
+	window := map[string]any{"beginTime": begin.Format(time.RFC3339), "endTime": begin.Add(time.Hour).Format(time.RFC3339)}
+	on := apptest.PublishVoucherWith(t, apps[0], 2, window)
+	window["waitingRoom"] = false
+	off := apptest.PublishVoucherWith(t, apps[0], 2, window)
+	if !room(on) || room(off) {
+		t.Fatalf("got rooms %v and %v, want true (the setting) and false (the body)", room(on), room(off))
+	}
+	edit := map[string]any{"title": "e2e", "subTitle": "", "rules": "", "payValue": 100, "actualValue": 200, "stock": 2,
+		"beginTime": begin.Format(time.RFC3339), "endTime": begin.Add(time.Hour).Format(time.RFC3339), "waitingRoom": false}
+	if res := apptest.Call(t, apps[0], http.MethodPut, fmt.Sprintf("/voucher/seckill/%d", on), admin, edit); res.Status != http.StatusOK {
+		t.Fatalf("edit: got %d %s", res.Status, res.Body.Code)
+	}
+	if room(on) {
+		t.Errorf("after the edit: got a room, want none")
 	}
 }
