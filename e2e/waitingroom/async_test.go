@@ -9,11 +9,13 @@ import (
 	"seckill/model"
 )
 
-// TestAsyncPurchaseNeedsAdmission: in async mode the same check refuses a
-// purchase without a token before the Redis stock is touched; the admitted
-// purchase takes exactly one unit.
+// TestAsyncPurchaseNeedsAdmission: in async mode, on a voucher whose stock
+// is split in two buckets (on two slots of the Redis Cluster with
+// SECKILL_TEST_ON_CLUSTER=1), the same check refuses a purchase without a
+// token before the Redis stock is touched; the admitted purchase takes
+// exactly one unit.
 func TestAsyncPurchaseNeedsAdmission(t *testing.T) {
-	a := apptest.StartAsync(t, nil)
+	a := apptest.StartAsync(t, map[string]string{"SECKILL_STOCK_BUCKETS": "2"})
 	r := newRoom(t, []http.Handler{a.Handler()}, 2, -time.Minute)
 	us := users(2)
 	adm := r.join(0, us[0])

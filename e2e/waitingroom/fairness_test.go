@@ -18,7 +18,8 @@ import (
 // learns the outcome. The bots' share and its p-value are logged (the full
 // run's figures are in loadtest/fairness/RESULTS.md).
 func TestFairnessScaledDown(t *testing.T) {
-	env := map[string]string{"SECKILL_WAITING_ROOM_TOKEN_TTL": "2s"}
+	env := apptest.RedisVars(t)
+	env["SECKILL_WAITING_ROOM_TOKEN_TTL"] = "2s"
 	var bases []string
 	for range 2 {
 		srv := httptest.NewServer(apptest.Start(t, env).Handler())

@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"math"
 	"net/http"
 	"testing"
@@ -16,8 +17,13 @@ import (
 	"seckill/repository"
 )
 
+// twoApps starts two instances on the shared Redis, or on the Redis
+// Cluster with SECKILL_TEST_ON_CLUSTER=1 (the room's keys share the
+// voucher's slot).
 func twoApps(t *testing.T, env map[string]string) []http.Handler {
-	return []http.Handler{apptest.Start(t, env).Handler(), apptest.Start(t, env).Handler()}
+	vars := apptest.RedisVars(t)
+	maps.Copy(vars, env)
+	return []http.Handler{apptest.Start(t, vars).Handler(), apptest.Start(t, vars).Handler()}
 }
 
 // TestJoinTwiceAndDrawReplay: before the start each buyer joins twice, on
