@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"sync"
 	"time"
 
 	"seckill/model"
@@ -57,6 +58,10 @@ type WaitingRoom struct {
 	cfg    RoomConfig
 	now    func() time.Time
 	log    *slog.Logger
+	// drawMu lets one request at a time read the stock for a draw: the
+	// others then find the room drawn, and the start costs one database
+	// read per instance, not one per buyer.
+	drawMu sync.Mutex
 }
 
 // roomKeysGrace is how long after the sale's end the room's keys stay.
@@ -138,18 +143,35 @@ func (r *WaitingRoom) step(ctx context.Context, userID, voucherID int64, op stri
 		// Ended, or closed by the admin (its end became the close).
 		return &RoomView{Status: model.RoomClosed}, nil
 	}
-	c := r.call(v)
-	a, err := r.store.Step(ctx, voucherID, userID, op, c)
-	if errors.Is(err, model.ErrRoomNeedsBase) {
-		if c.Base, err = r.base(ctx, voucherID); err != nil {
-			return nil, err
-		}
+	var a model.RoomAnswer
+	err = r.withBase(ctx, voucherID, r.call(v), func(c model.RoomCall) (err error) {
 		a, err = r.store.Step(ctx, voucherID, userID, op, c)
-	}
+		return err
+	})
 	if err != nil {
 		return nil, err
 	}
 	return r.view(a, userID, voucherID, v.sv.BeginTime)
+}
+
+// withBase runs try with c; when the room must be drawn first
+// (model.ErrRoomNeedsBase), it runs it again under drawMu, with the stock
+// the database holds, unless another request drew the room meanwhile.
+func (r *WaitingRoom) withBase(ctx context.Context, voucherID int64, c model.RoomCall, try func(model.RoomCall) error) error {
+	if err := try(c); !errors.Is(err, model.ErrRoomNeedsBase) {
+		return err
+	}
+	r.drawMu.Lock()
+	defer r.drawMu.Unlock()
+	if err := try(c); !errors.Is(err, model.ErrRoomNeedsBase) {
+		return err
+	}
+	base, err := r.base(ctx, voucherID)
+	if err != nil {
+		return err
+	}
+	c.Base = base
+	return try(c)
 }
 
 // base reads the stock the database holds now: the room is sized to it
@@ -245,14 +267,11 @@ func (r *WaitingRoom) Audit(ctx context.Context, voucherID int64) (*model.RoomAu
 	if !v.sv.WaitingRoom {
 		return nil, nil
 	}
-	c := r.call(v)
-	a, err := r.store.Audit(ctx, voucherID, c)
-	if errors.Is(err, model.ErrRoomNeedsBase) {
-		if c.Base, err = r.base(ctx, voucherID); err != nil {
-			return nil, err
-		}
+	var a *model.RoomAudit
+	err = r.withBase(ctx, voucherID, r.call(v), func(c model.RoomCall) (err error) {
 		a, err = r.store.Audit(ctx, voucherID, c)
-	}
+		return err
+	})
 	if err != nil {
 		return nil, err
 	}
