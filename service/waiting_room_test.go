@@ -15,6 +15,7 @@ type drawStore struct {
 	mu    sync.Mutex
 	drawn bool
 	base  int
+	asked chan struct{} // receives each answer ErrRoomNeedsBase, if set
 }
 
 func (s *drawStore) Step(_ context.Context, _, _ int64, _ string, c model.RoomCall) (model.RoomAnswer, error) {
@@ -22,6 +23,9 @@ func (s *drawStore) Step(_ context.Context, _, _ int64, _ string, c model.RoomCa
 	defer s.mu.Unlock()
 	if !s.drawn {
 		if c.Base < 0 {
+			if s.asked != nil {
+				s.asked <- struct{}{}
+			}
 			return model.RoomAnswer{}, model.ErrRoomNeedsBase
 		}
 		s.drawn, s.base = true, c.Base
@@ -40,8 +44,9 @@ type nopSigner struct{}
 func (nopSigner) Sign(int64, int64, time.Time) string        { return "t" }
 func (nopSigner) Valid(string, int64, int64, time.Time) bool { return true }
 
-// TestDrawReadsStockOnce: 50 buyers polling at once at the start cost one
-// read of the stock: the others find the room drawn.
+// TestDrawReadsStockOnce: 50 buyers polling at once at the start, all
+// told the room needs its draw, cost one read of the stock: the others
+// find the room drawn.
 func TestDrawReadsStockOnce(t *testing.T) {
 	now := time.Date(2026, 11, 27, 12, 0, 0, 0, time.UTC)
 	vouchers := newFakeVouchers()
@@ -52,7 +57,9 @@ func TestDrawReadsStockOnce(t *testing.T) {
 	if _, err := room.Poll(context.Background(), 1, 7); err != nil {
 		t.Fatal(err) // loads the voucher into the cache
 	}
-	store.drawn = false
+	store.drawn, store.asked = false, make(chan struct{}, 100)
+	// The stock's read waits until every buyer was told the room needs it.
+	vouchers.gate = make(chan struct{})
 	before := vouchers.getCalls.Load()
 	var wg sync.WaitGroup
 	for u := range 50 {
@@ -62,6 +69,10 @@ func TestDrawReadsStockOnce(t *testing.T) {
 			}
 		})
 	}
+	for range 50 {
+		<-store.asked
+	}
+	close(vouchers.gate)
 	wg.Wait()
 	if n := vouchers.getCalls.Load() - before; n != 1 || store.base != 40 {
 		t.Errorf("got %d reads of the stock and base %d, want 1 and 40", n, store.base)
