@@ -315,3 +315,39 @@ func TestRoomSettingAndEdit(t *testing.T) {
 		t.Errorf("after the edit: got a room, want none")
 	}
 }
+
+// TestInstanceGoneMidSale: the room lives in Redis. When one of two
+// instances closes in the middle of the sale, the other answers its
+// joiners the same places, and the sale ends with exactly the stock sold.
+func TestInstanceGoneMidSale(t *testing.T) {
+	vars := apptest.RedisVars(t)
+	first := apptest.Start(t, vars)
+	apps := []http.Handler{first.Handler(), apptest.Start(t, vars).Handler()}
+	r := newRoom(t, apps, 3, -time.Minute)
+	us := users(8)
+	before := map[int64]answer{}
+	for i, u := range us {
+		before[u] = r.join(i, u)
+	}
+	if code, c := r.buy(0, us[0], before[us[0]].Token); code != http.StatusOK {
+		t.Fatalf("purchase on the first instance: got %d %s", code, c)
+	}
+	first.Close()
+	r.apps = apps[1:]
+	for _, u := range us[1:] {
+		a := r.poll(0, u)
+		switch {
+		case a.Status == model.RoomSoldOut:
+		case a.Position == nil || *a.Position != *before[u].Position:
+			t.Errorf("user %d on the survivor: got %+v, want position %d", u, a, *before[u].Position)
+		}
+		if a.Status == model.RoomAdmitted {
+			if code, c := r.buy(0, u, a.Token); code != http.StatusOK && c != "SOLD_OUT" {
+				t.Errorf("purchase on the survivor: got %d %s, want 200 or SOLD_OUT", code, c)
+			}
+		}
+	}
+	if au, w := r.audit(); au.Orders != 3 || w.Purchased != 3 || w.State != model.RoomSoldOut {
+		t.Errorf("got %d orders, room %+v, want 3 orders, 3 purchased, sold_out", au.Orders, w)
+	}
+}
