@@ -153,6 +153,10 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger, opts ...Optio
 	shops := sqlstore.NewShops(d.DB)
 	voucherSvc := service.NewVouchers(vouchers, shops, time.Now)
 	voucherSvc.SetDefaultStockBuckets(cfg.StockBuckets)
+	voucherSvc.SetDefaultWaitingRoom(cfg.WaitingRoom)
+	room := service.NewWaitingRoom(service.WaitingRoomDeps{
+		Store: redisstore.NewRooms(d.Redis), Vouchers: vouchers, Tokens: auth.NewAdmissions(secret), Now: time.Now, Log: log,
+	}, service.RoomConfig{TokenTTL: cfg.WaitingRoomTokenTTL, Overbook: cfg.WaitingRoomOverbook})
 	shopSvc := service.NewShops(shops, time.Now)
 	var seckill handler.Seckiller
 	// changed is told of each voucher an admin edited or closed.
@@ -259,7 +263,8 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger, opts ...Optio
 		Vouchers:       voucherSvc,
 		Shops:          shopSvc,
 		ShopSearch:     service.NewShopSearch(shops),
-		VoucherAdmin:   service.NewVoucherAdmin(vouchers, voucherSvc, time.Now, changed),
+		VoucherAdmin:   service.NewVoucherAdmin(vouchers, voucherSvc, time.Now, roomChanged(room, changed)),
+		Room:           room,
 		Seckill:        seckill,
 		Tokens:         tok,
 		Revocations:    revoked,
@@ -443,4 +448,15 @@ func (a *App) startTracing(ctx context.Context, cfg config.Config, tr *telemetry
 		return nil, fmt.Errorf("tracing the database: %w", err)
 	}
 	return tr, nil
+}
+
+// roomChanged tells the waiting room, then the seckill service, of a
+// voucher an admin edited or closed.
+func roomChanged(room *service.WaitingRoom, changed func(ctx context.Context, voucherID int64) error) func(ctx context.Context, voucherID int64) error {
+	return func(ctx context.Context, voucherID int64) error {
+		if err := room.VoucherChanged(ctx, voucherID); err != nil {
+			return err
+		}
+		return changed(ctx, voucherID)
+	}
 }

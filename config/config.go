@@ -65,6 +65,9 @@ type Config struct {
 	OrderMode             string
 	SyncGroupCommit       bool
 	StockBuckets          int
+	WaitingRoom           bool
+	WaitingRoomTokenTTL   time.Duration
+	WaitingRoomOverbook   float64
 	Consumers             int
 	ConsumerDuty          float64
 	ClaimIdle             time.Duration

@@ -20,6 +20,9 @@ func TestParsersBounds(t *testing.T) {
 		ok, bad []string
 	}{
 		{"SECKILL_STOCK_BUCKETS", []string{"1", " 2 ", strconv.Itoa(model.MaxStockBuckets)}, []string{"0", strconv.Itoa(model.MaxStockBuckets + 1), "x", "1.5"}},
+		{"SECKILL_WAITING_ROOM", []string{"on", "OFF"}, []string{"yes", "1"}},
+		{"SECKILL_WAITING_ROOM_TOKEN_TTL", []string{"1s", "60s"}, []string{"999ms", "0", "60"}},
+		{"SECKILL_WAITING_ROOM_OVERBOOK", []string{"1", "1.2", "10"}, []string{"0.99", "10.5", "NaN", "x"}},
 		{"SECKILL_CONSUMERS", []string{"1", "64"}, []string{"0", "65", "-1"}},
 		{"SECKILL_LOCK_WAIT_REPLICAS", []string{"0", "3"}, []string{"-1", "one"}},
 		{"SECKILL_RATE_LIMIT", []string{"0", "100000"}, []string{"-3", "ten", "9999999999999999999999"}},

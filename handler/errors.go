@@ -40,6 +40,7 @@ const (
 	CodeNotFound           = "NOT_FOUND"          // no such route
 	CodeMethodNotAllowed   = "METHOD_NOT_ALLOWED" // the route has no such method
 	CodeVoucherNotEditable = "VOUCHER_NOT_EDITABLE"
+	CodeNotAdmitted        = "NOT_ADMITTED"
 	// CodeClientClosed: the client went away before its answer. No client
 	// reads it; it names the request in the log and the metrics (499).
 	CodeClientClosed = "CLIENT_CLOSED_REQUEST"
@@ -99,6 +100,7 @@ var codes = map[string]codeInfo{
 	CodeOrderExpired:       {http.StatusConflict, "order expired: not paid in time", "订单已超时取消"},
 	CodeOrderPaid:          {http.StatusConflict, "order paid: it cannot be cancelled", "订单已支付，无法取消"},
 	CodeOrderPending:       {http.StatusConflict, "order not written yet, retry shortly", "订单处理中，请稍后再试"},
+	CodeNotAdmitted:        {http.StatusForbidden, "not admitted: join the waiting room and buy with its Admission-Token", "请先排队，轮到您后再抢购"},
 	CodeVoucherNotEditable: {http.StatusConflict, "the sale has started or the voucher is closed: it can only be closed now", "秒杀已开始或已下架，不能修改"},
 	CodeRateLimited:        {http.StatusTooManyRequests, "too many requests", "请求过于频繁，请稍后再试"},
 	CodeIdempotencyReused:  {http.StatusUnprocessableEntity, "idempotency key already used for another request", "幂等键已用于其他请求"},
@@ -167,6 +169,9 @@ func classify(err error) (code, detail string) {
 		return CodeUnauthorized, ""
 	case errors.Is(err, model.ErrForbidden):
 		return CodeForbidden, ""
+	case errors.Is(err, model.ErrNotAdmitted):
+		// The service's texts only: "not admitted: <why>".
+		return CodeNotAdmitted, err.Error()
 	case errors.Is(err, model.ErrVoucherNotFound):
 		return CodeVoucherNotFound, ""
 	case errors.Is(err, model.ErrOrderNotFound):

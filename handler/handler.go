@@ -98,6 +98,9 @@ type Deps struct {
 	// Web is the web app's files (index.html, assets/), served at / and
 	// /assets/; nil leaves them out.
 	Web fs.FS
+	// Room is the waiting room (join, poll, and the purchase's admission
+	// check); nil leaves its routes and check out.
+	Room Room
 	// Streams ends every live stream when it is done; cancel it at shutdown.
 	// http.Server.Shutdown waits for requests, and a stream ends only with its
 	// client or lifetime. Nil: a stream ends with its client or its lifetime
@@ -241,6 +244,12 @@ func New(d Deps) http.Handler {
 	if d.Limits != nil && d.Limits.Enabled() {
 		buy = append(buy, a.limitPurchase)
 	}
+	if d.Room != nil {
+		// Before the key's record and the limits: a purchase without an
+		// admission touches no Redis key.
+		buy = slices.Insert(buy, 1, a.admission)
+		roomRoutes(a, r, authed)
+	}
 	r.POST("/voucher-order/seckill/:id", append(buy, a.seckill)...)
 	r.GET("/voucher-order/:orderId", authed, a.order)
 	if d.Lifecycle != nil {
@@ -343,6 +352,8 @@ type publishRequest struct {
 	// StockBuckets is optional (async mode: the Redis stock split in that
 	// many buckets; absent: SECKILL_STOCK_BUCKETS).
 	StockBuckets *int `json:"stockBuckets"`
+	// WaitingRoom is optional (absent: SECKILL_WAITING_ROOM).
+	WaitingRoom *bool `json:"waitingRoom"`
 }
 
 func (a *api) publish(c *gin.Context) {
@@ -395,7 +406,7 @@ func (r *publishRequest) input(loc *time.Location) (service.PublishInput, error)
 	return service.PublishInput{
 		ShopID: *r.ShopID, Title: *r.Title, SubTitle: r.SubTitle, Rules: r.Rules,
 		PayValue: *r.PayValue, ActualValue: *r.ActualValue, Type: *r.Type, Stock: *r.Stock,
-		BeginTime: begin, EndTime: end, StockBuckets: buckets,
+		BeginTime: begin, EndTime: end, StockBuckets: buckets, WaitingRoom: r.WaitingRoom,
 	}, nil
 }
 
@@ -425,6 +436,7 @@ type voucherResponse struct {
 	InitialStock int       `json:"initialStock"`
 	BeginTime    time.Time `json:"beginTime"`
 	EndTime      time.Time `json:"endTime"`
+	WaitingRoom  bool      `json:"waitingRoom"`
 }
 
 func (a *api) listVouchers(c *gin.Context) {
@@ -450,6 +462,7 @@ func newVoucherResponse(v *model.SeckillVoucherInfo) voucherResponse {
 		ID: v.ID, ShopID: v.ShopID, Title: v.Title, SubTitle: v.SubTitle, Rules: v.Rules,
 		PayValue: v.PayValue, ActualValue: v.ActualValue, Type: v.Type, Status: v.Status,
 		Stock: v.Stock, InitialStock: v.InitialStock, BeginTime: v.BeginTime, EndTime: v.EndTime,
+		WaitingRoom: v.WaitingRoom,
 	}
 }
 
@@ -464,6 +477,9 @@ func (a *api) seckill(c *gin.Context) {
 	u, _ := middleware.UserFrom(c.Request.Context())
 	orderID, err := a.Seckill.Buy(c.Request.Context(), u.ID, voucherID)
 	c.Set(outcomeKey, err)
+	if a.Room != nil {
+		a.Room.Outcome(c.Request.Context(), u.ID, voucherID, err)
+	}
 	if err != nil {
 		_, code, _ := Classify(err)
 		a.outcome(code)
@@ -533,6 +549,9 @@ func (a *api) audit(c *gin.Context) {
 		return
 	}
 	res, err := a.Seckill.Audit(c.Request.Context(), id)
+	if err == nil && a.Room != nil {
+		res.WaitingRoom, err = a.Room.Audit(c.Request.Context(), id)
+	}
 	if err != nil {
 		a.fail(c, err)
 		return

@@ -43,6 +43,8 @@ type editRequest struct {
 	Stock       *int    `json:"stock"`
 	BeginTime   *string `json:"beginTime"`
 	EndTime     *string `json:"endTime"`
+	// WaitingRoom is optional: absent keeps the voucher's.
+	WaitingRoom *bool `json:"waitingRoom"`
 }
 
 func (r *editRequest) edit(loc *time.Location) (model.VoucherEdit, error) {
@@ -70,6 +72,7 @@ func (r *editRequest) edit(loc *time.Location) (model.VoucherEdit, error) {
 	return model.VoucherEdit{
 		Title: *r.Title, SubTitle: *r.SubTitle, Rules: *r.Rules, PayValue: *r.PayValue,
 		ActualValue: *r.ActualValue, Stock: *r.Stock, BeginTime: begin, EndTime: end,
+		WaitingRoom: r.WaitingRoom,
 	}, nil
 }
 

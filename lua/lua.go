@@ -48,6 +48,10 @@ var (
 	IdempotencyFinish = load("idempotency_finish.lua")
 )
 
+// WaitingRoom is waiting_room.lua: one step of a voucher's waiting room
+// (join, poll, bought, soldout or audit) in one call.
+var WaitingRoom = load("waiting_room.lua")
+
 // CheckCode is check_code.lua: compare a login code and count wrong
 // guesses in one step.
 var CheckCode = load("check_code.lua")

@@ -73,6 +73,8 @@ type VoucherEdit struct {
 	Stock       int
 	BeginTime   time.Time
 	EndTime     time.Time
+	// WaitingRoom turns the voucher's waiting room on or off; nil keeps it.
+	WaitingRoom *bool
 }
 
 // SeckillVoucher is a row of tb_seckill_voucher: the stock and the sale window.
@@ -84,9 +86,12 @@ type SeckillVoucher struct {
 	EndTime      time.Time `gorm:"column:end_time"`
 	// StockBuckets is how many buckets the voucher's Redis stock is split
 	// in (async mode; 1, or 0 in rows written before the column: one).
-	StockBuckets int       `gorm:"column:stock_buckets"`
-	CreateTime   time.Time `gorm:"column:create_time"`
-	UpdateTime   time.Time `gorm:"column:update_time"`
+	StockBuckets int `gorm:"column:stock_buckets"`
+	// WaitingRoom sells the voucher only to buyers its waiting room
+	// admitted (docs/waiting-room.md).
+	WaitingRoom bool      `gorm:"column:waiting_room"`
+	CreateTime  time.Time `gorm:"column:create_time"`
+	UpdateTime  time.Time `gorm:"column:update_time"`
 }
 
 // TableName is the Heima table name.
@@ -106,6 +111,7 @@ type SeckillVoucherInfo struct {
 	InitialStock int
 	BeginTime    time.Time
 	EndTime      time.Time
+	WaitingRoom  bool
 }
 
 // Order statuses of tb_voucher_order.status, in Heima's numbers.
@@ -217,6 +223,8 @@ type Audit struct {
 	// GivebacksDue counts cancelled orders whose unit Redis has not taken
 	// back yet (async mode).
 	GivebacksDue *int64 `json:"givebacksDue,omitempty"`
+	// WaitingRoom is the voucher's waiting room (vouchers with one).
+	WaitingRoom *RoomAudit `json:"waitingRoom,omitempty"`
 }
 
 // VoucherSnapshot is what the database says about one voucher, in one snapshot.

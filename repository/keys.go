@@ -257,3 +257,33 @@ const (
 	LiveInstancesTTL   = time.Minute
 	LiveInstanceForget = time.Minute
 )
+
+// The waiting room's keys (docs/waiting-room.md) live in the voucher's
+// shard, beside its stock: one script call touches one slot.
+
+// RoomKey is seckill:{<tag>}:room:<voucherId>, the room's hash.
+func RoomKey(voucherID int64) string { return voucherKey(VoucherShard(voucherID), voucherID, "room:") }
+
+// RoomPoolKey is seckill:{<tag>}:roompool:<voucherId>, who joined before
+// the start, by draw key.
+func RoomPoolKey(voucherID int64) string {
+	return voucherKey(VoucherShard(voucherID), voucherID, "roompool:")
+}
+
+// RoomLineKey is seckill:{<tag>}:roomline:<voucherId>, who joined after
+// the start, by arrival.
+func RoomLineKey(voucherID int64) string {
+	return voucherKey(VoucherShard(voucherID), voucherID, "roomline:")
+}
+
+// RoomAdmittedKey is seckill:{<tag>}:roomadm:<voucherId>, the admitted who
+// have not bought, by expiry.
+func RoomAdmittedKey(voucherID int64) string {
+	return voucherKey(VoucherShard(voucherID), voucherID, "roomadm:")
+}
+
+// RoomDoneKey is seckill:{<tag>}:roomdone:<voucherId>, who bought or
+// lapsed.
+func RoomDoneKey(voucherID int64) string {
+	return voucherKey(VoucherShard(voucherID), voucherID, "roomdone:")
+}

@@ -27,6 +27,9 @@ type PublishInput struct {
 	// (async mode, 1 to model.MaxStockBuckets); 0 means the default
 	// (SetDefaultStockBuckets, else 1).
 	StockBuckets int
+	// WaitingRoom gives the voucher a waiting room; nil means the
+	// default (SetDefaultWaitingRoom).
+	WaitingRoom *bool
 }
 
 // Vouchers publishes and lists vouchers.
@@ -37,7 +40,8 @@ type Vouchers struct {
 	// published is called after a voucher is written (async mode loads its
 	// stock into Redis there); nil in sync mode.
 	published      func(ctx context.Context, sv *model.SeckillVoucher) error
-	defaultBuckets int // SetDefaultStockBuckets
+	defaultBuckets int  // SetDefaultStockBuckets
+	defaultRoom    bool // SetDefaultWaitingRoom
 }
 
 // NewVouchers returns a Vouchers service. shops tells which shops exist (a
@@ -49,6 +53,10 @@ func NewVouchers(store VoucherStore, shops ShopFinder, now func() time.Time) *Vo
 // SetDefaultStockBuckets sets the buckets of a voucher published without
 // stockBuckets (SECKILL_STOCK_BUCKETS; 1 to model.MaxStockBuckets).
 func (s *Vouchers) SetDefaultStockBuckets(n int) { s.defaultBuckets = n }
+
+// SetDefaultWaitingRoom sets whether a voucher published without
+// waitingRoom gets a waiting room (SECKILL_WAITING_ROOM).
+func (s *Vouchers) SetDefaultWaitingRoom(on bool) { s.defaultRoom = on }
 
 // OnPublished sets a hook called after a voucher is stored.
 func (s *Vouchers) OnPublished(f func(ctx context.Context, sv *model.SeckillVoucher) error) {
@@ -146,7 +154,10 @@ func (s *Vouchers) Publish(ctx context.Context, in PublishInput) (int64, error) 
 	}
 	sv := &model.SeckillVoucher{
 		Stock: in.Stock, InitialStock: in.Stock, BeginTime: in.BeginTime, EndTime: in.EndTime,
-		StockBuckets: buckets, CreateTime: now, UpdateTime: now,
+		StockBuckets: buckets, WaitingRoom: s.defaultRoom, CreateTime: now, UpdateTime: now,
+	}
+	if in.WaitingRoom != nil {
+		sv.WaitingRoom = *in.WaitingRoom
 	}
 	if err := s.store.CreateSeckill(ctx, v, sv); err != nil {
 		return 0, err

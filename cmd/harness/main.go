@@ -9,6 +9,7 @@
 //	go run ./cmd/harness bench      the machine's limits and the seckill in every mode (make bench; BENCH_* settings in docs/bench-harness.md)
 //	go run ./cmd/harness faults     the fault suite on private MariaDB/Redis/Sentinel processes (make faults; settings in faults/README.md)
 //	go run ./cmd/harness lockcheck  recorded lock histories under faults, checked by porcupine (make lock-check)
+//	go run ./cmd/harness fairness   the waiting room's fairness run, 20,000 buyers and 500 units (FAIR_* settings in docs/waiting-room.md)
 //	go run ./cmd/harness pictures   docs/*.svg from the results.json files above (make pictures; -check: exit 1 when one is out of date)
 //
 // The settings are environment variables, as loadtest/README.md lists them.
@@ -19,6 +20,7 @@ import (
 	"os"
 
 	"seckill/cmd/harness/bench"
+	"seckill/cmd/harness/fairness"
 	"seckill/cmd/harness/faults"
 	"seckill/cmd/harness/loadrun"
 	"seckill/cmd/harness/lockrun"
@@ -33,6 +35,7 @@ var commands = map[string]func(args []string) int{
 	"ci":               loadrun.RunCI,
 	"bench":            bench.Run,
 	"faults":           faults.Run,
+	"fairness":         fairness.Run,
 	"pictures":         pictures.Run,
 	"lockcheck":        lockrun.Run,
 	"lockcheck-client": lockrun.RunClient,
@@ -53,5 +56,5 @@ func main() {
 }
 
 func usage() {
-	fmt.Fprintln(os.Stderr, "usage: harness loadtest|matrix|ci|bench|faults|lockcheck|pictures|house (settings in the environment, see loadtest/README.md and faults/README.md)")
+	fmt.Fprintln(os.Stderr, "usage: harness loadtest|matrix|ci|bench|faults|fairness|lockcheck|pictures|house (settings in the environment, see loadtest/README.md and faults/README.md)")
 }

@@ -54,3 +54,9 @@ func idempotencyKeys(userID int64, key string) []string {
 
 // codeKeys are the KEYS of check_code.lua.
 func codeKeys(phone string) []string { return []string{repository.LoginCodeKey(phone)} }
+
+// roomKeys are the KEYS of waiting_room.lua.
+func roomKeys(voucherID int64) []string {
+	return []string{repository.RoomKey(voucherID), repository.RoomPoolKey(voucherID), repository.RoomLineKey(voucherID),
+		repository.RoomAdmittedKey(voucherID), repository.RoomDoneKey(voucherID)}
+}

@@ -91,3 +91,26 @@ func fill(t *testing.T, pattern string, vars map[string]string) string {
 	}
 	return b.String()
 }
+
+// TestRoomKeysMatchHeader: waiting_room.lua's KEYS, by its header, are
+// what roomKeys builds, all in the voucher's slot.
+func TestRoomKeysMatchHeader(t *testing.T) {
+	const voucher = int64(1234565)
+	vars := map[string]string{"tag": repository.ShardTag(repository.VoucherShard(voucher)), "voucherId": strconv.FormatInt(voucher, 10)}
+	patterns, err := lua.KeysOf("waiting_room.lua")
+	if err != nil {
+		t.Fatal(err)
+	}
+	keys := roomKeys(voucher)
+	if len(patterns) != len(keys) {
+		t.Fatalf("header lists %d KEYS, Go builds %d", len(patterns), len(keys))
+	}
+	for i, p := range patterns {
+		if want := fill(t, p, vars); keys[i] != want {
+			t.Errorf("KEYS[%d]: got %q, want %q", i+1, keys[i], want)
+		}
+		if repository.Slot(keys[i]) != repository.Slot(repository.StockKey(voucher)) {
+			t.Errorf("%s is not in the slot of the voucher's stock", keys[i])
+		}
+	}
+}

@@ -169,6 +169,7 @@ var addedIndexes = []struct{ table, name, columns string }{
 // first shipped, with their definitions (the same in both dialects).
 var addedColumns = []struct{ table, column, def string }{
 	{"tb_seckill_voucher", "stock_buckets", "INT NOT NULL DEFAULT 1"},
+	{"tb_seckill_voucher", "waiting_room", "TINYINT NOT NULL DEFAULT 0"},
 	{"tb_voucher_order", "pay_amount", "BIGINT NULL"},
 	{"tb_voucher_order", "pay_key", "VARCHAR(64) NULL"},
 	{"tb_voucher_order", "cancel_time", "TIMESTAMP(3) NULL"},

@@ -55,6 +55,7 @@ func (r *Vouchers) ListByShop(ctx context.Context, shopID int64) ([]model.Seckil
 		info := model.SeckillVoucherInfo{Voucher: v}
 		if sv, ok := byID[v.ID]; ok {
 			info.Stock, info.InitialStock, info.BeginTime, info.EndTime = sv.Stock, sv.InitialStock, sv.BeginTime, sv.EndTime
+			info.WaitingRoom = sv.WaitingRoom
 		}
 		out = append(out, info)
 	}
@@ -99,7 +100,7 @@ func (r *Vouchers) GetInfo(ctx context.Context, voucherID int64) (*model.Seckill
 		return nil, err
 	}
 	return &model.SeckillVoucherInfo{Voucher: v, Stock: sv.Stock, InitialStock: sv.InitialStock,
-		BeginTime: sv.BeginTime, EndTime: sv.EndTime}, nil
+		BeginTime: sv.BeginTime, EndTime: sv.EndTime, WaitingRoom: sv.WaitingRoom}, nil
 }
 
 // UpdateSeckill replaces the voucher's content while its sale has not
@@ -124,6 +125,12 @@ func (r *Vouchers) UpdateSeckill(ctx context.Context, voucherID int64, e model.V
 			// MySQL counts changed rows: an edit that changes nothing
 			// matched and is no error.
 			if err := r.whyNotEditable(tx, voucherID, e.Stock, now); err != nil {
+				return err
+			}
+		}
+		if e.WaitingRoom != nil {
+			// The edit is allowed (the window checked above).
+			if err := tx.Exec("UPDATE tb_seckill_voucher SET waiting_room = ? WHERE voucher_id = ?", *e.WaitingRoom, voucherID).Error; err != nil {
 				return err
 			}
 		}

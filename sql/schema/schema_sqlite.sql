@@ -36,6 +36,7 @@ CREATE TABLE IF NOT EXISTS tb_seckill_voucher (
   begin_time    DATETIME NOT NULL,
   end_time      DATETIME NOT NULL,
   stock_buckets INTEGER NOT NULL DEFAULT 1,
+  waiting_room  INTEGER NOT NULL DEFAULT 0,
   update_time   DATETIME NOT NULL DEFAULT CURRENT_TIMESTAMP
 );
 

@@ -32,6 +32,7 @@ const WORDS = {
   ORDER_EXPIRED: 'The time to pay this order is over: it expired and its unit went back on sale.',
   ORDER_PAID: 'This order is paid: it can no longer be cancelled.',
   ORDER_PENDING: 'This order is still being written: try again in a moment.',
+  NOT_ADMITTED: 'Join the waiting room first: you can buy when it is your turn.',
   VOUCHER_NOT_EDITABLE: 'Its sale has started or it is closed: it can only be closed now.',
   INVALID_ARGUMENT: (e) => 'Please check: ' + e.message.replace(/^invalid /, '') + '.',
   UNAVAILABLE: 'The service is busy: try again in a moment.',
@@ -76,8 +77,8 @@ export function serverNow() {
 
 // api calls the API and returns the envelope ({data, total}); it throws
 // ApiError for a refusal or a failure.
-export async function api(method, path, { token, body, signal } = {}) {
-  const headers = {};
+export async function api(method, path, { token, body, signal, headers: extra } = {}) {
+  const headers = { ...extra };
   if (token) headers.authorization = token;
   if (body !== undefined) headers['content-type'] = 'application/json';
   const sent = Date.now();

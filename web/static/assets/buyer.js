@@ -7,6 +7,7 @@
 // stock shows.
 import { api, ApiError, explain, serverNow, tokens } from './api.js';
 import { h, setText, field, money, duration, localTime, message, shortId, scroll, labelled } from './dom.js';
+import { queuePanel } from './room.js';
 
 const STOCK_POLL_MS = 2000;
 const ORDER_POLL_MS = 1000;
@@ -246,7 +247,7 @@ export function buyer(root) {
       v.rules ? h('p', { class: 'muted small' }, v.rules) : '',
       h('div', { class: 'bar' }, h('div', { class: 'fill' })),
       h('p', {}, h('span', { class: 'stock' }), ' ', h('span', { class: 'countdown' })),
-      h('button', { class: 'buy', type: 'button', onclick: () => buy(v.id) }, 'Buy'),
+      h('button', { class: 'buy', type: 'button', onclick: () => buy(v.id), hidden: !!v.waitingRoom }, 'Buy'),
       h('p', { class: 'mine small', hidden: true }),
       h('p', { class: 'why small muted', hidden: true }),
       h('p', { class: 'card-msg message', hidden: true }));
@@ -262,6 +263,10 @@ export function buyer(root) {
         el = card(v);
         list.append(el);
       }
+      // A voucher with a waiting room is bought through its queue panel.
+      const roomEl = el.querySelector('.room');
+      if (v.waitingRoom && me && !roomEl) el.querySelector('.buy').after(queuePanel(v.id, tokens.user(), (admission) => buy(v.id, admission)).el);
+      if (roomEl && !me) roomEl.remove();
       el.querySelector('.fill').style.width = (v.initialStock ? (100 * v.stock) / v.initialStock : 0) + '%';
       setText(el.querySelector('.stock'), `Stock ${v.stock} / ${v.initialStock}`);
       const mine = el.querySelector('.mine');
@@ -322,14 +327,15 @@ export function buyer(root) {
   }
 
   // ---- buy
-  async function buy(voucherId) {
+  async function buy(voucherId, admission) {
     const token = tokens.user();
     const id = String(voucherId);
     const el = list.querySelector(`[data-voucher="${id}"]`);
     const cardMsg = el && el.querySelector('.card-msg');
     const title = (vouchers.get(id) || {}).title || 'voucher ' + id;
     try {
-      const env = await api('POST', '/voucher-order/seckill/' + voucherId, { token });
+      const headers = admission ? { 'Admission-Token': admission } : {};
+      const env = await api('POST', '/voucher-order/seckill/' + voucherId, { token, headers });
       track(env.data);
       owned.set(id, { id: env.data, voucherId: Number(voucherId), status: 'pending' });
       message(result, 'ok', `Order placed: you bought “${title}” (order ${env.data}).`);

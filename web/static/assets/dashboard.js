@@ -5,6 +5,7 @@
 // what each instance published to Redis and adds the voucher's audit.
 import { api, stream, ApiError, explain, serverNow, tokens } from './api.js';
 import { h, setText, localTime, duration, money, scroll, windowText, labelled } from './dom.js';
+import { roomTiles } from './room.js';
 
 const CODES = ['OK', 'SOLD_OUT', 'DUPLICATE_ORDER', 'SECKILL_NOT_STARTED', 'SECKILL_ENDED', 'RATE_LIMITED', 'UNAVAILABLE', 'INTERNAL', 'OTHER'];
 const HISTORY = 60; // seconds in the chart
@@ -85,6 +86,7 @@ function board(root, voucherId, token, v, abort, timers) {
         tile('Pending', num('pending'), h('div', { class: 'muted small' }, 'async: admitted, not yet written')),
         tile('Redis stock', num('redisStock'), h('div', { class: 'muted small' }, 'async only')),
         tile('Audit', verdict, auditNote))),
+    v.waitingRoom ? roomTiles(voucherId, token, timers) : '',
     h('section', { class: 'card' },
       h('h2', {}, 'Traffic'),
       h('div', { class: 'tiles' },

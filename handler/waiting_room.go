@@ -1,0 +1,77 @@
+package handler
+
+import (
+	"context"
+	"strconv"
+
+	"github.com/gin-gonic/gin"
+
+	"seckill/middleware"
+	"seckill/model"
+	"seckill/service"
+)
+
+// Room is the waiting room as the routes see it (*service.WaitingRoom).
+type Room interface {
+	Join(ctx context.Context, userID, voucherID int64) (*service.RoomView, error)
+	Poll(ctx context.Context, userID, voucherID int64) (*service.RoomView, error)
+	// Admit checks the purchase's admission token; nil for a voucher
+	// without a room.
+	Admit(ctx context.Context, userID, voucherID int64, token string) error
+	// Outcome tells the room how a purchase ended.
+	Outcome(ctx context.Context, userID, voucherID int64, buyErr error)
+	// Audit is the voucher's room for its audit; nil without one.
+	Audit(ctx context.Context, voucherID int64) (*model.RoomAudit, error)
+}
+
+// AdmissionHeader carries the waiting room's admission token on a purchase.
+const AdmissionHeader = "Admission-Token"
+
+// roomRoutes adds POST (join) and GET (poll) /voucher-order/seckill/:id/queue.
+func roomRoutes(a *api, r *gin.Engine, authed gin.HandlerFunc) {
+	r.POST("/voucher-order/seckill/:id/queue", authed, func(c *gin.Context) { a.room(c, a.Room.Join) })
+	r.GET("/voucher-order/seckill/:id/queue", authed, func(c *gin.Context) { a.room(c, a.Room.Poll) })
+}
+
+// roomResponse is the answer of the queue routes.
+type roomResponse struct {
+	Status       string `json:"status"`
+	Position     *int64 `json:"position"`
+	Ahead        *int64 `json:"ahead"`
+	RetryAfterMs int64  `json:"retryAfterMs"`
+	Token        string `json:"token,omitempty"`
+}
+
+func (a *api) room(c *gin.Context, step func(ctx context.Context, userID, voucherID int64) (*service.RoomView, error)) {
+	voucherID, err := pathID(c, "id")
+	if err != nil {
+		a.fail(c, err)
+		return
+	}
+	u, _ := middleware.UserFrom(c.Request.Context())
+	v, err := step(c.Request.Context(), u.ID, voucherID)
+	if err != nil {
+		a.fail(c, err)
+		return
+	}
+	if v.RetryAfter > 0 {
+		c.Header("Retry-After", strconv.FormatInt(model.RetryAfterSeconds(v.RetryAfter), 10))
+	}
+	ok(c, roomResponse{Status: v.Status, Position: v.Position, Ahead: v.Ahead,
+		RetryAfterMs: v.RetryAfter.Milliseconds(), Token: v.Token})
+}
+
+// admission refuses a purchase of a voucher with a waiting room that
+// carries no valid Admission-Token (403 NOT_ADMITTED), before any lock or
+// Redis key is touched. A malformed id goes on to the route, which
+// refuses it.
+func (a *api) admission(c *gin.Context) {
+	voucherID, err := pathID(c, "id")
+	if err != nil {
+		return
+	}
+	u, _ := middleware.UserFrom(c.Request.Context())
+	if err := a.Room.Admit(c.Request.Context(), u.ID, voucherID, c.GetHeader(AdmissionHeader)); err != nil {
+		a.seckillFail(c, err)
+	}
+}

@@ -1,0 +1,186 @@
+-- waiting_room.lua: one step of a voucher's waiting room (docs/waiting-room.md):
+-- create and draw the room, lapse expired admissions, do the operation,
+-- advance the serving number, answer.
+--
+-- KEYS[1]  seckill:{<tag>}:room:<voucherId>  hash: seed, drawn, pool, base, serving, seq, counters, state
+-- KEYS[2]  seckill:{<tag>}:roompool:<voucherId>  zset: joiners before the start, by draw key
+-- KEYS[3]  seckill:{<tag>}:roomline:<voucherId>  zset: joiners after the start, by arrival
+-- KEYS[4]  seckill:{<tag>}:roomadm:<voucherId>  zset: admitted, not bought, by expiry (ms)
+-- KEYS[5]  seckill:{<tag>}:roomdone:<voucherId>  hash: user -> p (bought) or l (lapsed)
+-- ARGV[1]  operation: join, poll, bought, soldout, close or audit
+-- ARGV[2]  user id (0 for soldout, close and audit)
+-- ARGV[3]  the sale's start, Unix ms
+-- ARGV[4]  when the keys expire, Unix ms
+-- ARGV[5]  admission TTL, ms
+-- ARGV[6]  overbooking factor (at least 1)
+-- ARGV[7]  a fresh random seed, used when the room is created
+-- ARGV[8]  the database's stock now, or "" when the caller has not read it
+--
+-- Returns, for join and poll, {status, position, ahead, expires, now}:
+-- status waiting, admitted, sold_out, closed or notjoined; position -1
+-- before the draw; expires the admission's expiry (ms) when admitted.
+-- For audit, {joined, admitted, purchased, lapsed, seed, serving, pool,
+-- base, state, outstanding, drawn}. Every operation returns {"needbase"}
+-- when the room must be drawn and ARGV[8] is empty (the caller reads the
+-- stock and calls again); bought, soldout, close and audit return
+-- {"none"} when there is no room, bought, soldout and close {state}.
+local room, pool, line, adm, done = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
+local op, user = ARGV[1], ARGV[2]
+local begin, expireAt, ttl = tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[5])
+local overbook = tonumber(ARGV[6])
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local changed = op ~= 'poll' and op ~= 'audit'
+
+if redis.call('EXISTS', room) == 0 then
+  if op == 'bought' or op == 'soldout' or op == 'close' or op == 'audit' then
+    return {'none'}
+  end
+  redis.call('HSET', room, 'seed', ARGV[7], 'serving', 0, 'seq', 0, 'joined', 0,
+    'admitted', 0, 'purchased', 0, 'lapsed', 0, 'state', '')
+  changed = true
+end
+local seed = redis.call('HGET', room, 'seed')
+local drawn = redis.call('HGET', room, 'drawn')
+if not drawn and now >= begin then
+  if ARGV[8] == '' then
+    return {'needbase'}
+  end
+  drawn = tostring(now)
+  changed = true
+  redis.call('HSET', room, 'drawn', drawn, 'pool', redis.call('ZCARD', pool), 'base', ARGV[8])
+end
+
+-- Admissions past their expiry lapse; their slots pass on below. Once
+-- the room is sold out or closed, the admissions left are not no-shows:
+-- they stay as they are.
+local state = redis.call('HGET', room, 'state')
+local gone = {}
+if state == '' then
+  gone = redis.call('ZRANGEBYSCORE', adm, '-inf', now)
+end
+if #gone > 0 then
+  for _, u in ipairs(gone) do
+    redis.call('HSET', done, u, 'l')
+  end
+  redis.call('ZREMRANGEBYSCORE', adm, '-inf', now)
+  redis.call('HINCRBY', room, 'lapsed', #gone)
+end
+
+if op == 'bought' then
+  local was = redis.call('HGET', done, user)
+  if was ~= 'p' then
+    if redis.call('ZREM', adm, user) == 0 and was == 'l' then
+      redis.call('HINCRBY', room, 'lapsed', -1)
+    end
+    redis.call('HSET', done, user, 'p')
+    redis.call('HINCRBY', room, 'purchased', 1)
+  end
+elseif op == 'soldout' and state == '' then
+  state = 'sold_out'
+  redis.call('HSET', room, 'state', state)
+elseif op == 'close' and state ~= 'closed' then
+  state = 'closed'
+  redis.call('HSET', room, 'state', state)
+elseif op == 'join' and state == '' and not redis.call('ZSCORE', pool, user)
+    and not redis.call('ZSCORE', line, user) then
+  if drawn then
+    redis.call('ZADD', line, redis.call('HINCRBY', room, 'seq', 1), user)
+  else
+    local key = tonumber(string.sub(redis.sha1hex(seed .. ':' .. user), 1, 13), 16)
+    redis.call('ZADD', pool, key, user)
+  end
+  redis.call('HINCRBY', room, 'joined', 1)
+end
+
+-- The serving number advances while the admitted who have not bought
+-- fit in the remaining stock times the factor.
+local poolSize = tonumber(redis.call('HGET', room, 'pool') or '0')
+local serving = tonumber(redis.call('HGET', room, 'serving'))
+if drawn and state == '' then
+  local base = tonumber(redis.call('HGET', room, 'base'))
+  local purchased = tonumber(redis.call('HGET', room, 'purchased'))
+  local remaining = base - purchased
+  if remaining <= 0 then
+    state = 'sold_out'
+    redis.call('HSET', room, 'state', state)
+    changed = true
+  else
+    local ended = purchased + tonumber(redis.call('HGET', room, 'lapsed'))
+    local factor = overbook
+    if ended >= 20 and purchased > 0 and ended / purchased < factor then
+      factor = math.max(ended / purchased, 1)
+    end
+    local cap = math.floor(remaining * factor)
+    local total = poolSize + redis.call('ZCARD', line)
+    local k = math.min(cap - redis.call('ZCARD', adm), total - serving, 1000)
+    if k > 0 then
+      local members = {}
+      if serving < poolSize then
+        members = redis.call('ZRANGE', pool, serving, math.min(serving + k, poolSize) - 1)
+      end
+      if serving + k > poolSize then
+        local more = redis.call('ZRANGE', line, math.max(serving, poolSize) - poolSize, serving + k - 1 - poolSize)
+        for _, m in ipairs(more) do
+          members[#members + 1] = m
+        end
+      end
+      local args = {}
+      for _, m in ipairs(members) do
+        args[#args + 1] = now + ttl
+        args[#args + 1] = m
+      end
+      if #args > 0 then
+        redis.call('ZADD', adm, unpack(args))
+      end
+      changed = true
+      serving = serving + #members
+      redis.call('HSET', room, 'serving', serving)
+      redis.call('HINCRBY', room, 'admitted', #members)
+    end
+  end
+end
+if changed or #gone > 0 then
+  for _, k in ipairs(KEYS) do
+    redis.call('PEXPIREAT', k, expireAt)
+  end
+end
+
+if op == 'audit' then
+  local h = redis.call('HMGET', room, 'joined', 'admitted', 'purchased', 'lapsed', 'seed', 'serving', 'pool', 'base')
+  return {h[1], h[2], h[3], h[4], h[5], h[6], h[7] or '0', h[8] or '', state, redis.call('ZCARD', adm), drawn or ''}
+end
+if op ~= 'join' and op ~= 'poll' then
+  return {state}
+end
+
+local pos = -1
+local rank = redis.call('ZRANK', pool, user)
+if rank then
+  if drawn then
+    pos = rank + 1
+  end
+else
+  rank = redis.call('ZRANK', line, user)
+  if not rank then
+    if state ~= '' then
+      return {state, -1, -1, 0, now}
+    end
+    return {'notjoined', -1, -1, 0, now}
+  end
+  pos = poolSize + rank + 1
+end
+if state ~= '' then
+  return {state, pos, 0, 0, now}
+end
+if redis.call('HEXISTS', done, user) == 1 then
+  return {'closed', pos, 0, 0, now}
+end
+local expires = redis.call('ZSCORE', adm, user)
+if expires then
+  return {'admitted', pos, 0, tonumber(expires), now}
+end
+if pos == -1 then
+  return {'waiting', -1, -1, 0, now}
+end
+return {'waiting', pos, pos - serving - 1, 0, now}

@@ -1,0 +1,110 @@
+package redisstore
+
+import (
+	"context"
+	"crypto/rand"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"seckill/lua"
+	"seckill/model"
+)
+
+// Rooms keeps the vouchers' waiting rooms in Redis, five keys per voucher
+// in the voucher's slot (docs/waiting-room.md). Every call is one run of
+// waiting_room.lua.
+type Rooms struct{ rdb redis.UniversalClient }
+
+// NewRooms returns the rooms on rdb.
+func NewRooms(rdb redis.UniversalClient) *Rooms { return &Rooms{rdb: rdb} }
+
+// roomArgs are the script's ARGV for op of the user.
+func roomArgs(op string, userID int64, c model.RoomCall) []any {
+	base := ""
+	if c.Base >= 0 {
+		base = strconv.Itoa(c.Base)
+	}
+	return []any{op, userID, c.Begin.UnixMilli(), c.ExpireAt.UnixMilli(), c.TokenTTL.Milliseconds(),
+		strconv.FormatFloat(c.Overbook, 'f', -1, 64), rand.Text(), base}
+}
+
+// Step runs op (join or poll) for the user and answers the user's state.
+// model.ErrRoomNeedsBase: the room is to be drawn and c.Base was not read.
+func (s *Rooms) Step(ctx context.Context, voucherID, userID int64, op string, c model.RoomCall) (model.RoomAnswer, error) {
+	v, err := lua.WaitingRoom.Run(ctx, s.rdb, roomKeys(voucherID), roomArgs(op, userID, c)...).Slice()
+	if err != nil {
+		return model.RoomAnswer{}, redisErr(err)
+	}
+	if st, _ := v[0].(string); st == "needbase" {
+		return model.RoomAnswer{}, model.ErrRoomNeedsBase
+	}
+	if len(v) != 5 {
+		return model.RoomAnswer{}, fmt.Errorf("waiting room: %d fields, want 5", len(v))
+	}
+	st, _ := v[0].(string)
+	n := make([]int64, 4)
+	for i := range n {
+		n[i], _ = v[i+1].(int64)
+	}
+	a := model.RoomAnswer{Status: st, Position: n[0], Ahead: n[1], Now: time.UnixMilli(n[3])}
+	if n[2] > 0 {
+		a.Expires = time.UnixMilli(n[2])
+	}
+	return a, nil
+}
+
+// Notify runs bought (the user bought) or soldout (a purchase met SOLD_OUT).
+// A room Redis lost is left as it is.
+func (s *Rooms) Notify(ctx context.Context, voucherID, userID int64, op string, c model.RoomCall) error {
+	v, err := lua.WaitingRoom.Run(ctx, s.rdb, roomKeys(voucherID), roomArgs(op, userID, c)...).Slice()
+	if err != nil {
+		return redisErr(err)
+	}
+	if st, _ := v[0].(string); st == "needbase" {
+		return model.ErrRoomNeedsBase
+	}
+	return nil
+}
+
+// Audit reads the room's counters and seed; nil when Redis holds no room.
+func (s *Rooms) Audit(ctx context.Context, voucherID int64, c model.RoomCall) (*model.RoomAudit, error) {
+	v, err := lua.WaitingRoom.Run(ctx, s.rdb, roomKeys(voucherID), roomArgs("audit", 0, c)...).Slice()
+	if err != nil {
+		return nil, redisErr(err)
+	}
+	switch st, _ := v[0].(string); {
+	case st == "none":
+		return nil, nil
+	case st == "needbase":
+		return nil, model.ErrRoomNeedsBase
+	case len(v) != 11:
+		return nil, fmt.Errorf("waiting room audit: %d fields, want 11", len(v))
+	}
+	num := func(i int) int64 {
+		switch x := v[i].(type) {
+		case int64:
+			return x
+		case string:
+			n, _ := strconv.ParseInt(x, 10, 64) // "" (not drawn) reads 0
+			return n
+		}
+		return 0
+	}
+	a := &model.RoomAudit{Joined: num(0), Admitted: num(1), Purchased: num(2), Lapsed: num(3),
+		Serving: num(5), Pool: num(6), Base: num(7), Outstanding: num(9)}
+	a.Seed, _ = v[4].(string)
+	state, _ := v[8].(string)
+	drawn, _ := v[10].(string)
+	switch {
+	case drawn == "":
+		a.State = "waiting"
+	case state == "":
+		a.State = "open"
+	default:
+		a.State = state
+	}
+	return a, nil
+}

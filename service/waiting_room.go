@@ -1,0 +1,298 @@
+package service
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"seckill/model"
+)
+
+// RoomStore keeps the vouchers' waiting rooms (Redis, docs/waiting-room.md).
+type RoomStore interface {
+	// Step runs op ("join" or "poll") for the user and answers the user's
+	// state; model.ErrRoomNeedsBase when the draw needs c.Base.
+	Step(ctx context.Context, voucherID, userID int64, op string, c model.RoomCall) (model.RoomAnswer, error)
+	// Notify runs "bought" or "soldout".
+	Notify(ctx context.Context, voucherID, userID int64, op string, c model.RoomCall) error
+	// Audit reads the room; nil when there is none.
+	Audit(ctx context.Context, voucherID int64, c model.RoomCall) (*model.RoomAudit, error)
+}
+
+// AdmissionSigner signs and checks admission tokens (*auth.Admissions).
+type AdmissionSigner interface {
+	Sign(userID, voucherID int64, expires time.Time) string
+	Valid(token string, userID, voucherID int64, now time.Time) bool
+}
+
+// RoomConfig configures the waiting rooms.
+type RoomConfig struct {
+	// TokenTTL is how long an admission lasts (SECKILL_WAITING_ROOM_TOKEN_TTL).
+	TokenTTL time.Duration
+	// Overbook is the most admitted-not-bought per remaining unit
+	// (SECKILL_WAITING_ROOM_OVERBOOK, at least 1).
+	Overbook float64
+}
+
+// WaitingRoomDeps are the collaborators of the waiting room.
+type WaitingRoomDeps struct {
+	Store    RoomStore
+	Vouchers VoucherStore
+	Tokens   AdmissionSigner
+	Now      func() time.Time
+	Log      *slog.Logger
+}
+
+// WaitingRoom admits the buyers of vouchers published with a room: a
+// queue, a draw at the start and a serving number sized to the stock.
+// Its check of the admission token runs before the purchase, in both
+// order modes.
+type WaitingRoom struct {
+	store  RoomStore
+	stock  VoucherStore
+	cache  *voucherCache
+	tokens AdmissionSigner
+	cfg    RoomConfig
+	now    func() time.Time
+	log    *slog.Logger
+	// drawMu lets one request at a time read the stock for a draw: the
+	// others then find the room drawn, and the start costs one database
+	// read per instance, not one per buyer.
+	drawMu sync.Mutex
+}
+
+// roomKeysGrace is how long after the sale's end the room's keys stay.
+const roomKeysGrace = 24 * time.Hour
+
+// NewWaitingRoom returns the waiting room service.
+func NewWaitingRoom(d WaitingRoomDeps, cfg RoomConfig) *WaitingRoom {
+	if d.Now == nil {
+		d.Now = time.Now
+	}
+	if cfg.TokenTTL <= 0 {
+		cfg.TokenTTL = time.Minute
+	}
+	cfg.Overbook = max(cfg.Overbook, 1)
+	return &WaitingRoom{store: d.Store, stock: d.Vouchers, cache: newVoucherCache(d.Vouchers, time.Minute, d.Now),
+		tokens: d.Tokens, cfg: cfg, now: d.Now, log: d.Log}
+}
+
+// RoomView is one user's answer from the room.
+type RoomView struct {
+	Status string
+	// Position is the user's place (1 first); nil before the draw.
+	Position *int64
+	// Ahead is how many are still to be served before the user; nil
+	// before the draw.
+	Ahead *int64
+	// RetryAfter is when to ask again; 0 once the answer is final.
+	RetryAfter time.Duration
+	// Token is the admission token, when admitted.
+	Token string
+}
+
+// Join puts the user in the voucher's room (once: a second join answers
+// the same place) and answers the user's state.
+func (r *WaitingRoom) Join(ctx context.Context, userID, voucherID int64) (*RoomView, error) {
+	return r.step(ctx, userID, voucherID, "join")
+}
+
+// Poll answers the user's state in the voucher's room.
+// model.ErrNotAdmitted when the user has not joined.
+func (r *WaitingRoom) Poll(ctx context.Context, userID, voucherID int64) (*RoomView, error) {
+	return r.step(ctx, userID, voucherID, "poll")
+}
+
+// room returns the cached voucher, which must have a waiting room.
+func (r *WaitingRoom) room(ctx context.Context, voucherID int64) (*cachedVoucher, error) {
+	if voucherID <= 0 {
+		return nil, model.InvalidArgument("id", "must be a positive number")
+	}
+	v, err := r.cache.get(ctx, voucherID)
+	if err != nil {
+		return nil, err
+	}
+	if !v.sv.WaitingRoom {
+		return nil, model.InvalidArgument("id", "the voucher has no waiting room: buy it directly")
+	}
+	return v, nil
+}
+
+// call is what the store needs for the voucher. A slot lasts the token's
+// TTL plus the longest pause between a waiting buyer's polls: a buyer who
+// polls when told learns of the admission with at least the TTL left.
+func (r *WaitingRoom) call(v *cachedVoucher) model.RoomCall {
+	return model.RoomCall{Begin: v.sv.BeginTime, ExpireAt: v.sv.EndTime.Add(roomKeysGrace),
+		TokenTTL: r.cfg.TokenTTL + r.maxRetry(), Overbook: r.cfg.Overbook, Base: -1}
+}
+
+// maxRetry is the longest pause a waiting buyer is told to keep: maxRetry,
+// or the token's TTL when shorter.
+func (r *WaitingRoom) maxRetry() time.Duration { return min(maxRetry, r.cfg.TokenTTL) }
+
+func (r *WaitingRoom) step(ctx context.Context, userID, voucherID int64, op string) (*RoomView, error) {
+	v, err := r.room(ctx, voucherID)
+	if err != nil {
+		return nil, err
+	}
+	now := r.now()
+	if !now.Before(v.sv.EndTime) {
+		// Ended, or closed by the admin (its end became the close).
+		return &RoomView{Status: model.RoomClosed}, nil
+	}
+	var a model.RoomAnswer
+	err = r.withBase(ctx, voucherID, r.call(v), func(c model.RoomCall) (err error) {
+		a, err = r.store.Step(ctx, voucherID, userID, op, c)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return r.view(a, userID, voucherID, v.sv.BeginTime)
+}
+
+// withBase runs try with c; when the room must be drawn first
+// (model.ErrRoomNeedsBase), it runs it again under drawMu, with the stock
+// the database holds, unless another request drew the room meanwhile.
+func (r *WaitingRoom) withBase(ctx context.Context, voucherID int64, c model.RoomCall, try func(model.RoomCall) error) error {
+	if err := try(c); !errors.Is(err, model.ErrRoomNeedsBase) {
+		return err
+	}
+	r.drawMu.Lock()
+	defer r.drawMu.Unlock()
+	if err := try(c); !errors.Is(err, model.ErrRoomNeedsBase) {
+		return err
+	}
+	base, err := r.base(ctx, voucherID)
+	if err != nil {
+		return err
+	}
+	c.Base = base
+	return try(c)
+}
+
+// base reads the stock the database holds now: the room is sized to it
+// at the draw, and again when Redis lost the room.
+func (r *WaitingRoom) base(ctx context.Context, voucherID int64) (int, error) {
+	sv, err := r.stock.GetSeckill(ctx, voucherID)
+	if err != nil {
+		return 0, err
+	}
+	return max(sv.Stock, 0), nil
+}
+
+// The pauses a waiting buyer is told to keep between polls.
+const (
+	minRetry = 250 * time.Millisecond
+	maxRetry = 5 * time.Second
+)
+
+// view turns the store's answer into the user's.
+func (r *WaitingRoom) view(a model.RoomAnswer, userID, voucherID int64, begin time.Time) (*RoomView, error) {
+	out := &RoomView{Status: a.Status}
+	switch a.Status {
+	case model.RoomNotJoined:
+		return nil, fmt.Errorf("%w: join the waiting room first (POST)", model.ErrNotAdmitted)
+	case model.RoomSoldOut, model.RoomClosed:
+		return out, nil
+	case model.RoomAdmitted:
+		out.Token = r.tokens.Sign(userID, voucherID, a.Expires)
+		out.RetryAfter = time.Second
+	case model.RoomWaiting:
+		if a.Position < 0 {
+			// Before the draw: ask again at the start, or within maxRetry.
+			out.RetryAfter = min(max(begin.Sub(a.Now), minRetry), r.maxRetry())
+			return out, nil
+		}
+		// One second, plus a little per buyer ahead, at most maxRetry.
+		out.RetryAfter = min(time.Second+time.Duration(a.Ahead)*2*time.Millisecond, r.maxRetry())
+	default:
+		return nil, fmt.Errorf("waiting room: unknown status %q", a.Status)
+	}
+	pos, ahead := a.Position, a.Ahead
+	out.Position, out.Ahead = &pos, &ahead
+	return out, nil
+}
+
+// Admit is the purchase's check: a voucher with a room sells only with a
+// valid admission token for this user and voucher
+// (model.ErrNotAdmitted). It reads the cached voucher and the token only:
+// no lock, no Redis stock. A voucher without a room passes.
+func (r *WaitingRoom) Admit(ctx context.Context, userID, voucherID int64, token string) error {
+	v, err := r.cache.get(ctx, voucherID)
+	if err != nil {
+		return err
+	}
+	if !v.sv.WaitingRoom {
+		return nil
+	}
+	if !r.tokens.Valid(token, userID, voucherID, r.now()) {
+		return fmt.Errorf("%w: no valid Admission-Token for this voucher", model.ErrNotAdmitted)
+	}
+	return nil
+}
+
+// Outcome tells the voucher's room how a purchase ended: bought (the
+// admission is used) or sold out (the room closes). Other outcomes and
+// vouchers without a room change nothing. A failure is logged: the
+// order stands either way.
+func (r *WaitingRoom) Outcome(ctx context.Context, userID, voucherID int64, buyErr error) {
+	op := "bought"
+	switch {
+	case buyErr == nil:
+	case errors.Is(buyErr, model.ErrSoldOut):
+		op = "soldout"
+	default:
+		return
+	}
+	v, err := r.cache.get(ctx, voucherID)
+	if err != nil || !v.sv.WaitingRoom {
+		return
+	}
+	if err := r.store.Notify(ctx, voucherID, userID, op, r.call(v)); err != nil && !errors.Is(err, model.ErrRoomNeedsBase) {
+		r.log.WarnContext(ctx, "waiting room not told of a purchase", "voucher_id", voucherID, "user_id", userID, "outcome", op, "err", err)
+	}
+}
+
+// Audit reads the voucher's room for its audit: nil for a voucher
+// without one. The seed is shown once the room is drawn.
+func (r *WaitingRoom) Audit(ctx context.Context, voucherID int64) (*model.RoomAudit, error) {
+	v, err := r.cache.get(ctx, voucherID)
+	if err != nil {
+		return nil, err
+	}
+	if !v.sv.WaitingRoom {
+		return nil, nil
+	}
+	var a *model.RoomAudit
+	err = r.withBase(ctx, voucherID, r.call(v), func(c model.RoomCall) (err error) {
+		a, err = r.store.Audit(ctx, voucherID, c)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	if a == nil {
+		a = &model.RoomAudit{State: "waiting"}
+	}
+	if a.State == "waiting" {
+		a.Seed = ""
+	}
+	return a, nil
+}
+
+// VoucherChanged drops this process's cached copy of the voucher (an
+// admin edited or closed it). A closed voucher's room is closed in Redis
+// too, so every instance answers closed at once.
+func (r *WaitingRoom) VoucherChanged(ctx context.Context, voucherID int64) error {
+	r.cache.forget(voucherID)
+	sv, err := r.stock.GetSeckill(ctx, voucherID)
+	if err != nil || !sv.WaitingRoom || r.now().Before(sv.EndTime) {
+		return err
+	}
+	c := model.RoomCall{Begin: sv.BeginTime, ExpireAt: sv.EndTime.Add(roomKeysGrace), TokenTTL: r.cfg.TokenTTL + r.maxRetry(), Overbook: r.cfg.Overbook, Base: max(sv.Stock, 0)}
+	return r.store.Notify(ctx, voucherID, 0, "close", c)
+}
