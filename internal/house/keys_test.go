@@ -25,6 +25,7 @@ var keyFiles = map[string][]string{
 var notKeys = map[string]map[string]string{
 	"main.go":                             {"seckill:": "the prefix of the exit message"},
 	"cmd/testenv/main.go":                 {"testenv:": "the prefix of its messages"},
+	"cmd/harness/fairness/fairness.go":    {"fairness:": "the prefix of its messages"},
 	"config/docgen/main.go":               {"docgen:": "the prefix of its messages"},
 	"internal/house/report.go":            {"house:": "the prefix of its messages"},
 	"loadtest/driver/main.go":             {"driver:": "the prefix of its messages"},
