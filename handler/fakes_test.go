@@ -138,16 +138,14 @@ func newEnv(t testing.TB, opts ...envOption) *env {
 	e.users.ByID[9] = model.User{ID: 9, Phone: "19900000009", NickName: "boss", Role: model.RoleAdmin}
 	e.users.Next = 100
 	d := handler.Deps{
-		Vouchers:       service.NewVouchers(e.vouchers, e.shops, func() time.Time { return testNow }),
-		Shops:          service.NewShops(e.shops, func() time.Time { return testNow }),
-		Seckill:        e.seck,
-		Tokens:         e.tokens,
-		Metrics:        metrics.New(),
-		Log:            log,
-		Ready:          func(context.Context) error { return e.ready },
-		Development:    true,
-		RequestTimeout: 5 * time.Second,
-		Location:       testZone,
+		Services: handler.Services{
+			Vouchers: service.NewVouchers(e.vouchers, e.shops, func() time.Time { return testNow }),
+			Shops:    service.NewShops(e.shops, func() time.Time { return testNow }),
+			Seckill:  e.seck,
+		},
+		Access:        handler.Access{Tokens: e.tokens},
+		Observability: handler.Observability{Metrics: metrics.New(), Log: log, Ready: func(context.Context) error { return e.ready }},
+		Settings:      handler.Settings{Development: true, RequestTimeout: 5 * time.Second, Location: testZone},
 	}
 	for _, o := range opts {
 		o(&d)

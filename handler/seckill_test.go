@@ -255,10 +255,13 @@ func TestSeckillFlowOverRealService(t *testing.T) {
 		IDs: &seqIDs{}, Locker: locker, Rejects: memRejects{}, Log: slog.New(slog.DiscardHandler),
 	}, service.SeckillConfig{})
 	e.h = handler.New(handler.Deps{
-		Users:    service.NewUsers(e.users, mock.NewCodes(), nil, e.tokens, slog.New(slog.DiscardHandler), service.CodeConfig{}),
-		Vouchers: service.NewVouchers(e.vouchers, e.shops, time.Now), Seckill: svc, Tokens: e.tokens,
-		Metrics: metrics.New(), Log: slog.New(slog.DiscardHandler), RequestTimeout: 5 * time.Second,
-		Ready: func(context.Context) error { return nil },
+		Services: handler.Services{
+			Users:    service.NewUsers(e.users, mock.NewCodes(), nil, e.tokens, slog.New(slog.DiscardHandler), service.CodeConfig{}),
+			Vouchers: service.NewVouchers(e.vouchers, e.shops, time.Now), Seckill: svc,
+		},
+		Access:        handler.Access{Tokens: e.tokens},
+		Observability: handler.Observability{Metrics: metrics.New(), Log: slog.New(slog.DiscardHandler), Ready: func(context.Context) error { return nil }},
+		Settings:      handler.Settings{RequestTimeout: 5 * time.Second},
 	})
 	other, err := e.tokens.Issue(8, model.RoleUser)
 	if err != nil {
