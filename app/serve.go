@@ -40,7 +40,7 @@ func Serve(ctx context.Context, cfg config.Config, log *slog.Logger) error {
 		IdleTimeout:       120 * time.Second,
 		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
 	}
-	srv.RegisterOnShutdown(a.endStreams)
+	srv.RegisterOnShutdown(a.streams.end)
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
 	log.InfoContext(ctx, "serving", "addr", ln.Addr().String(), "lock_mode", a.locker.Name(), "order_mode", cfg.OrderMode,

@@ -88,7 +88,7 @@ func TestUnauthorized(t *testing.T) {
 	if n := len(e.seck.buyCalls()); n != 0 {
 		t.Errorf("Buy calls without a valid token: got %d, want 0", n)
 	}
-	if n := e.vouchers.count(); n != 0 {
+	if n := e.vouchers.Count(); n != 0 {
 		t.Errorf("vouchers published without a valid token: got %d, want 0", n)
 	}
 }
@@ -162,7 +162,7 @@ func TestAdminRoutes(t *testing.T) {
 			assertOK(t, r)
 		})
 	}
-	if n := e.vouchers.count(); n != 1 {
+	if n := e.vouchers.Count(); n != 1 {
 		t.Errorf("vouchers published: got %d, want 1 (the admin's only)", n)
 	}
 }

@@ -18,173 +18,21 @@ import (
 	"seckill/metrics"
 	"seckill/model"
 	"seckill/service"
+	"seckill/service/mock"
 )
 
-// In-memory stores behind the real user and voucher services, and a fake
-// Seckiller. The tests assert the services' rules through the routes.
-
-type memUsers struct {
-	mu   sync.Mutex
-	byID map[int64]model.User
-	next int64
-}
-
-func (m *memUsers) FindByPhone(_ context.Context, phone string) (*model.User, error) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	for _, u := range m.byID {
-		if u.Phone == phone {
-			return &u, nil
-		}
-	}
-	return nil, model.ErrUserNotFound
-}
-
-func (m *memUsers) FindByID(_ context.Context, id int64) (*model.User, error) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	u, ok := m.byID[id]
-	if !ok {
-		return nil, model.ErrUserNotFound
-	}
-	return &u, nil
-}
-
-func (m *memUsers) Create(_ context.Context, u *model.User) error {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	m.next++
-	u.ID = m.next
-	m.byID[u.ID] = *u
-	return nil
-}
-
-type memCodes struct {
-	mu    sync.Mutex
-	codes map[string]string
-	wrong map[string]int
-}
-
-func (m *memCodes) SaveCode(_ context.Context, phone, code string, _ time.Duration) error {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	m.codes[phone] = code
-	delete(m.wrong, phone)
-	return nil
-}
-
-func (m *memCodes) CheckCode(_ context.Context, phone, code string, maxWrong int) (bool, error) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if m.wrong == nil {
-		m.wrong = map[string]int{}
-	}
-	want, ok := m.codes[phone]
-	switch {
-	case !ok:
-		return false, nil
-	case want == code:
-		delete(m.codes, phone)
-		return true, nil
-	}
-	if m.wrong[phone]++; m.wrong[phone] >= maxWrong {
-		delete(m.codes, phone)
-	}
-	return false, nil
-}
-
-// memLimits is a service.CodeLimiter that allows Burst events per key and
-// then refuses with Period/Rate to wait; keys records every key counted.
-type memLimits struct {
-	mu     sync.Mutex
-	counts map[string]int
-	keys   []string
-}
-
-func (m *memLimits) allow(key string, l model.Limit) (bool, time.Duration, error) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if m.counts == nil {
-		m.counts = map[string]int{}
-	}
-	m.keys = append(m.keys, key)
-	if m.counts[key] >= l.Burst {
-		return false, l.Period / time.Duration(l.Rate), nil
-	}
-	m.counts[key]++
-	return true, 0, nil
-}
-
-func (m *memLimits) AllowAddr(_ context.Context, addr string, l model.Limit) (bool, time.Duration, error) {
-	return m.allow("addr:"+addr, l)
-}
-
-func (m *memLimits) AllowCooldown(_ context.Context, phone string, l model.Limit) (bool, time.Duration, error) {
-	return m.allow("cooldown:"+phone, l)
-}
-
-func (m *memLimits) AllowDaily(_ context.Context, phone string, l model.Limit) (bool, time.Duration, error) {
-	return m.allow("daily:"+phone, l)
-}
+// The in-memory stores of package mock behind the real user and voucher
+// services, and a fake Seckiller. The tests assert the services' rules
+// through the routes.
 
 // withCodeLimits serves the code flow on users and codes with limits and
 // cfg (Development as the env's); apply it after any option that sets
 // Development.
-func withCodeLimits(users *memUsers, codes *memCodes, limits *memLimits, cfg service.CodeConfig) envOption {
+func withCodeLimits(users *mock.Users, codes *mock.Codes, limits *mock.CodeLimits, cfg service.CodeConfig) envOption {
 	return func(d *handler.Deps) {
 		cfg.Development = d.Development
 		d.Users = service.NewUsers(users, codes, limits, d.Tokens, d.Log, cfg)
 	}
-}
-
-// memVouchers is a VoucherStore.
-type memVouchers struct {
-	mu       sync.Mutex
-	vouchers map[int64]model.Voucher
-	seckill  map[int64]model.SeckillVoucher
-	next     int64
-}
-
-func newMemVouchers() *memVouchers {
-	return &memVouchers{vouchers: map[int64]model.Voucher{}, seckill: map[int64]model.SeckillVoucher{}, next: 100}
-}
-
-func (m *memVouchers) CreateSeckill(_ context.Context, v *model.Voucher, sv *model.SeckillVoucher) error {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	m.next++
-	v.ID, sv.VoucherID = m.next, m.next
-	m.vouchers[v.ID], m.seckill[v.ID] = *v, *sv
-	return nil
-}
-
-func (m *memVouchers) ListByShop(_ context.Context, shopID int64) ([]model.SeckillVoucherInfo, error) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	var out []model.SeckillVoucherInfo
-	for id, v := range m.vouchers {
-		if v.ShopID == shopID {
-			sv := m.seckill[id]
-			out = append(out, model.SeckillVoucherInfo{Voucher: v, Stock: sv.Stock, InitialStock: sv.InitialStock, BeginTime: sv.BeginTime, EndTime: sv.EndTime})
-		}
-	}
-	return out, nil
-}
-
-func (m *memVouchers) GetSeckill(_ context.Context, id int64) (*model.SeckillVoucher, error) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	sv, ok := m.seckill[id]
-	if !ok {
-		return nil, model.ErrVoucherNotFound
-	}
-	return &sv, nil
-}
-
-func (m *memVouchers) count() int {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	return len(m.seckill)
 }
 
 // buyCall is one Buy call as the fake Seckiller saw it.
@@ -266,9 +114,9 @@ type env struct {
 	h        http.Handler
 	tokens   *auth.Tokens
 	seck     *fakeSeckiller
-	users    *memUsers
-	vouchers *memVouchers
-	shops    *memShops
+	users    *mock.Users
+	vouchers *mock.Vouchers
+	shops    *mock.Shops
 	log      *syncBuffer
 	ready    error
 
@@ -283,29 +131,27 @@ func newEnv(t testing.TB, opts ...envOption) *env {
 	t.Helper()
 	e := &env{
 		t: t, tokens: auth.NewTokens(testSecret, time.Hour), seck: &fakeSeckiller{},
-		users: &memUsers{byID: map[int64]model.User{}}, vouchers: newMemVouchers(), shops: newMemShops(), log: &syncBuffer{},
+		users: mock.NewUsers(0), vouchers: mock.NewVouchers(100), shops: newMemShops(), log: &syncBuffer{},
 	}
 	log := slog.New(slog.NewJSONHandler(e.log, nil))
-	e.users.byID[7] = model.User{ID: 7, Phone: "13800000007", NickName: "seven", Icon: "/i/7.png", Role: model.RoleUser}
-	e.users.byID[9] = model.User{ID: 9, Phone: "19900000009", NickName: "boss", Role: model.RoleAdmin}
-	e.users.next = 100
+	e.users.ByID[7] = model.User{ID: 7, Phone: "13800000007", NickName: "seven", Icon: "/i/7.png", Role: model.RoleUser}
+	e.users.ByID[9] = model.User{ID: 9, Phone: "19900000009", NickName: "boss", Role: model.RoleAdmin}
+	e.users.Next = 100
 	d := handler.Deps{
-		Vouchers:       service.NewVouchers(e.vouchers, e.shops, func() time.Time { return testNow }),
-		Shops:          service.NewShops(e.shops, func() time.Time { return testNow }),
-		Seckill:        e.seck,
-		Tokens:         e.tokens,
-		Metrics:        metrics.New(),
-		Log:            log,
-		Ready:          func(context.Context) error { return e.ready },
-		Development:    true,
-		RequestTimeout: 5 * time.Second,
-		Location:       testZone,
+		Services: handler.Services{
+			Vouchers: service.NewVouchers(e.vouchers, e.shops, func() time.Time { return testNow }),
+			Shops:    service.NewShops(e.shops, func() time.Time { return testNow }),
+			Seckill:  e.seck,
+		},
+		Access:        handler.Access{Tokens: e.tokens},
+		Observability: handler.Observability{Metrics: metrics.New(), Log: log, Ready: func(context.Context) error { return e.ready }},
+		Settings:      handler.Settings{Development: true, RequestTimeout: 5 * time.Second, Location: testZone},
 	}
 	for _, o := range opts {
 		o(&d)
 	}
 	if d.Users == nil {
-		d.Users = service.NewUsers(e.users, &memCodes{codes: map[string]string{}}, nil, e.tokens, log, service.CodeConfig{Development: d.Development})
+		d.Users = service.NewUsers(e.users, mock.NewCodes(), nil, e.tokens, log, service.CodeConfig{Development: d.Development})
 	}
 	e.h = handler.New(d)
 	var err error

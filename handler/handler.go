@@ -6,8 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
-	"log/slog"
 	"net/http"
 	"net/http/pprof"
 	"slices"
@@ -17,96 +15,12 @@ import (
 
 	"github.com/gin-gonic/gin"
 	"go.opentelemetry.io/contrib/instrumentation/github.com/gin-gonic/gin/otelgin"
-	"go.opentelemetry.io/otel/trace"
 
-	"seckill/auth"
-	"seckill/live"
-	"seckill/metrics"
 	"seckill/middleware"
 	"seckill/model"
 	"seckill/service"
 	"seckill/telemetry"
 )
-
-// Deps are what the routes need.
-type Deps struct {
-	Users    Users
-	Vouchers Vouchers
-	// Shops serves the course's shop routes; nil leaves them out.
-	Shops Shops
-	// ShopSearch lists shops by name (GET /shop/list); nil leaves it out.
-	ShopSearch ShopSearch
-	// VoucherAdmin reads, edits and closes one voucher; nil leaves its
-	// routes out.
-	VoucherAdmin VoucherAdmin
-	Seckill      Seckiller
-	Tokens       *auth.Tokens
-	// Revocations refuses revoked tokens on every authenticated route, from
-	// memory; nil refuses none.
-	Revocations middleware.Revocations
-	// AdminCheck reads an admin's current role and revocation on the admin
-	// routes; nil trusts the token's role.
-	AdminCheck middleware.AdminCheck
-	Metrics    *metrics.Metrics
-	Log        *slog.Logger
-	// Ready checks the database and Redis for /readyz.
-	Ready func(ctx context.Context) error
-	// Development exposes the login code in /user/code responses, pprof and
-	// the /debug/noop benchmark endpoint.
-	Development    bool
-	RequestTimeout time.Duration
-	// TrustedProxies are the proxies (IPs or CIDRs) whose X-Forwarded-For
-	// names the client address; none by default, the client is then the
-	// connection's peer. Config validates them; New panics on a bad one.
-	TrustedProxies []string
-	// Idempotency keeps the Idempotency-Key answers of the purchase, the
-	// pay and the cancel; nil ignores the header.
-	Idempotency Idempotency
-	// IdempotencyTTL is how long a key's answer is kept
-	// (SECKILL_IDEMPOTENCY_TTL); 0 is DefaultIdempotencyTTL.
-	IdempotencyTTL time.Duration
-	// Tracer traces every request (otelgin), W3C trace context in and
-	// out; nil (tracing off) adds nothing to the routes.
-	Tracer trace.TracerProvider
-	// TrustParent lets a request's traceparent be its span's parent
-	// and decide its sampling (telemetry.EdgePropagator); off, the
-	// request's trace is its own, linked to the caller's span.
-	TrustParent bool
-	// Limits holds purchases to the limits shared by every instance; nil
-	// or none enabled keeps them off the route.
-	Limits PurchaseLimits
-	// Location reads zone-less times of the voucher body (time.Local).
-	Location *time.Location
-	// AccessLog is the most request lines logged per second
-	// (SECKILL_ACCESS_LOG); 0 logs none.
-	AccessLog int
-	// Style is how refusals reach the client (SECKILL_API_STYLE); empty
-	// is StyleREST.
-	Style Style
-	// Lifecycle pays and cancels orders (POST /voucher-order/:orderId/pay
-	// and /cancel); nil leaves those routes out.
-	Lifecycle Lifecycle
-	// History lists a user's orders (GET /user/orders); nil leaves the
-	// route out.
-	History History
-	// Live counts the seckill answers per voucher for the live dashboard
-	// (in memory); nil counts nothing.
-	Live *live.Recorder
-	// Board reads the live dashboard (GET /admin/vouchers/:id/live); nil
-	// leaves the route out.
-	Board *live.Board
-	// Web is the web app's files (index.html, assets/), served at / and
-	// /assets/; nil leaves them out.
-	Web fs.FS
-	// Room is the waiting room (join, poll, and the purchase's admission
-	// check); nil leaves its routes and check out.
-	Room Room
-	// Streams ends every live stream when it is done; cancel it at shutdown.
-	// http.Server.Shutdown waits for requests, and a stream ends only with its
-	// client or lifetime. Nil: a stream ends with its client or its lifetime
-	// only.
-	Streams context.Context
-}
 
 // Users is the login flow as the routes see it (*service.Users).
 type Users interface {

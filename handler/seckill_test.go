@@ -19,6 +19,7 @@ import (
 	"seckill/metrics"
 	"seckill/model"
 	"seckill/service"
+	"seckill/service/mock"
 )
 
 func TestSeckillSuccess(t *testing.T) {
@@ -175,7 +176,7 @@ func TestAuditRoute(t *testing.T) {
 
 type memOrders struct {
 	mu       sync.Mutex
-	vouchers *memVouchers
+	vouchers *mock.Vouchers
 	orders   map[int64]model.VoucherOrder
 }
 
@@ -187,14 +188,9 @@ func (m *memOrders) CreateOrder(_ context.Context, o *model.VoucherOrder, _ *mod
 			return model.ErrDuplicateOrder
 		}
 	}
-	m.vouchers.mu.Lock()
-	defer m.vouchers.mu.Unlock()
-	sv := m.vouchers.seckill[o.VoucherID]
-	if sv.Stock <= 0 {
-		return model.ErrSoldOut
+	if err := m.vouchers.Take(o.VoucherID); err != nil {
+		return err
 	}
-	sv.Stock--
-	m.vouchers.seckill[o.VoucherID] = sv
 	m.orders[o.ID] = *o
 	return nil
 }
@@ -212,9 +208,7 @@ func (m *memOrders) GetOrder(_ context.Context, id int64) (*model.VoucherOrder, 
 func (m *memOrders) VoucherSnapshot(_ context.Context, voucherID int64, _ []model.QueuedOrder) (model.VoucherSnapshot, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	m.vouchers.mu.Lock()
-	sv, ok := m.vouchers.seckill[voucherID]
-	m.vouchers.mu.Unlock()
+	sv, ok := m.vouchers.Row(voucherID)
 	if !ok {
 		return model.VoucherSnapshot{}, model.ErrVoucherNotFound
 	}
@@ -254,17 +248,20 @@ func TestSeckillFlowOverRealService(t *testing.T) {
 		t.Fatal(err)
 	}
 	now := time.Now()
-	e.vouchers.seckill[1] = model.SeckillVoucher{VoucherID: 1, Stock: 1, InitialStock: 1, BeginTime: now.Add(-time.Hour), EndTime: now.Add(time.Hour)}
-	e.vouchers.seckill[2] = model.SeckillVoucher{VoucherID: 2, Stock: 5, InitialStock: 5, BeginTime: now.Add(time.Hour), EndTime: now.Add(2 * time.Hour)}
+	e.vouchers.Seckill[1] = model.SeckillVoucher{VoucherID: 1, Stock: 1, InitialStock: 1, BeginTime: now.Add(-time.Hour), EndTime: now.Add(time.Hour)}
+	e.vouchers.Seckill[2] = model.SeckillVoucher{VoucherID: 2, Stock: 5, InitialStock: 5, BeginTime: now.Add(time.Hour), EndTime: now.Add(2 * time.Hour)}
 	svc := service.NewSeckill(service.SeckillDeps{
 		Vouchers: e.vouchers, Orders: &memOrders{vouchers: e.vouchers, orders: map[int64]model.VoucherOrder{}},
 		IDs: &seqIDs{}, Locker: locker, Rejects: memRejects{}, Log: slog.New(slog.DiscardHandler),
 	}, service.SeckillConfig{})
 	e.h = handler.New(handler.Deps{
-		Users:    service.NewUsers(e.users, &memCodes{codes: map[string]string{}}, nil, e.tokens, slog.New(slog.DiscardHandler), service.CodeConfig{}),
-		Vouchers: service.NewVouchers(e.vouchers, e.shops, time.Now), Seckill: svc, Tokens: e.tokens,
-		Metrics: metrics.New(), Log: slog.New(slog.DiscardHandler), RequestTimeout: 5 * time.Second,
-		Ready: func(context.Context) error { return nil },
+		Services: handler.Services{
+			Users:    service.NewUsers(e.users, mock.NewCodes(), nil, e.tokens, slog.New(slog.DiscardHandler), service.CodeConfig{}),
+			Vouchers: service.NewVouchers(e.vouchers, e.shops, time.Now), Seckill: svc,
+		},
+		Access:        handler.Access{Tokens: e.tokens},
+		Observability: handler.Observability{Metrics: metrics.New(), Log: slog.New(slog.DiscardHandler), Ready: func(context.Context) error { return nil }},
+		Settings:      handler.Settings{RequestTimeout: 5 * time.Second},
 	})
 	other, err := e.tokens.Issue(8, model.RoleUser)
 	if err != nil {

@@ -14,6 +14,7 @@ import (
 	"seckill/metrics"
 	"seckill/model"
 	"seckill/service"
+	"seckill/service/mock"
 )
 
 // TestAdminNotReachableByCode: an admin's phone is answered like any other. A
@@ -25,10 +26,10 @@ func TestAdminNotReachableByCode(t *testing.T) {
 	for _, dev := range []bool{true, false} {
 		t.Run(fmt.Sprintf("development=%v", dev), func(t *testing.T) {
 			const admin, user = "19900000009", "13800000007"
-			users := &memUsers{byID: map[int64]model.User{9: {ID: 9, Phone: admin, NickName: "boss", Role: model.RoleAdmin}}, next: 100}
-			codes := &memCodes{codes: map[string]string{}}
+			users := &mock.Users{ByID: map[int64]model.User{9: {ID: 9, Phone: admin, NickName: "boss", Role: model.RoleAdmin}}, Next: 100}
+			codes := mock.NewCodes()
 			e := newEnv(t, func(d *handler.Deps) { d.Development = dev },
-				withCodeLimits(users, codes, &memLimits{}, service.CodeConfig{Cooldown: time.Minute, Daily: 10, PerAddr: 30}))
+				withCodeLimits(users, codes, mock.NewCodeLimits(), service.CodeConfig{Cooldown: time.Minute, Daily: 10, PerAddr: 30}))
 			ra := e.do(http.MethodPost, "/user/code?phone="+admin, "", "")
 			ru := e.do(http.MethodPost, "/user/code?phone="+user, "", "")
 			assertOK(t, ra)
@@ -38,9 +39,7 @@ func TestAdminNotReachableByCode(t *testing.T) {
 			if aData != dev || uData != dev || len(ra.body) != len(ru.body) {
 				t.Errorf("answers: admin %s, user %s, want the same shape (a code in development only)", ra.body, ru.body)
 			}
-			codes.mu.Lock()
-			stored := codes.codes[admin]
-			codes.mu.Unlock()
+			stored := codes.Code(admin)
 			if len(stored) != 6 || (dev && ra.str("data") != stored) {
 				t.Fatalf("code of the admin phone: stored %q, answered %s, want it stored like a user's", stored, ra.body)
 			}
@@ -151,8 +150,8 @@ func codeRequest(e *env, phone, remote, xff string) *httptest.ResponseRecorder {
 // TestCodeRateLimited: a send beyond a limit is 429 RATE_LIMITED with the
 // wait in Retry-After (whole seconds) and in the message.
 func TestCodeRateLimited(t *testing.T) {
-	users := &memUsers{byID: map[int64]model.User{}, next: 100}
-	e := newEnv(t, withCodeLimits(users, &memCodes{codes: map[string]string{}}, &memLimits{},
+	users := mock.NewUsers(100)
+	e := newEnv(t, withCodeLimits(users, mock.NewCodes(), mock.NewCodeLimits(),
 		service.CodeConfig{Cooldown: 42 * time.Second, Daily: 10, PerAddr: 30}))
 	if rec := codeRequest(e, "13812345678", "192.0.2.1:1234", ""); rec.Code != http.StatusOK {
 		t.Fatalf("first code: got %d %s", rec.Code, rec.Body)
@@ -184,8 +183,8 @@ func TestCodePhoneFromQueryOnly(t *testing.T) {
 func TestCodeClientAddress(t *testing.T) {
 	cfg := service.CodeConfig{Cooldown: time.Minute, Daily: 10, PerAddr: 2}
 	t.Run("no trusted proxy", func(t *testing.T) {
-		users, limits := &memUsers{byID: map[int64]model.User{}, next: 100}, &memLimits{}
-		e := newEnv(t, withCodeLimits(users, &memCodes{codes: map[string]string{}}, limits, cfg))
+		users, limits := mock.NewUsers(100), mock.NewCodeLimits()
+		e := newEnv(t, withCodeLimits(users, mock.NewCodes(), limits, cfg))
 		var last *httptest.ResponseRecorder
 		for i := range 3 {
 			last = codeRequest(e, fmt.Sprintf("1381234560%d", i), "203.0.113.9:5555", fmt.Sprintf("198.51.100.%d", i))
@@ -193,30 +192,30 @@ func TestCodeClientAddress(t *testing.T) {
 		if last.Code != http.StatusTooManyRequests {
 			t.Errorf("third code from one peer with spoofed X-Forwarded-For: got %d %s, want 429", last.Code, last.Body)
 		}
-		for _, k := range limits.keys {
+		for _, k := range limits.Keys {
 			if strings.HasPrefix(k, "addr:") && k != "addr:203.0.113.9" {
 				t.Errorf("address counted: %s, want the peer 203.0.113.9", k)
 			}
 		}
 	})
 	t.Run("trusted proxy", func(t *testing.T) {
-		users, limits := &memUsers{byID: map[int64]model.User{}, next: 100}, &memLimits{}
+		users, limits := mock.NewUsers(100), mock.NewCodeLimits()
 		e := newEnv(t, func(d *handler.Deps) { d.TrustedProxies = []string{"203.0.113.0/24"} },
-			withCodeLimits(users, &memCodes{codes: map[string]string{}}, limits, cfg))
+			withCodeLimits(users, mock.NewCodes(), limits, cfg))
 		for i := range 3 {
 			if rec := codeRequest(e, fmt.Sprintf("1381234560%d", i), "203.0.113.9:5555", fmt.Sprintf("198.51.100.%d", i)); rec.Code != http.StatusOK {
 				t.Errorf("code %d through the trusted proxy: got %d %s, want 200 (three clients)", i, rec.Code, rec.Body)
 			}
 		}
-		if !slices.Contains(limits.keys, "addr:198.51.100.2") {
-			t.Errorf("addresses counted: %v, want the clients the proxy names", limits.keys)
+		if !slices.Contains(limits.Keys, "addr:198.51.100.2") {
+			t.Errorf("addresses counted: %v, want the clients the proxy names", limits.Keys)
 		}
 		// A peer outside the trusted proxies is itself the client.
 		for range 3 {
 			codeRequest(e, "13912345678", "192.0.2.50:1", "198.51.100.77")
 		}
-		if slices.Contains(limits.keys, "addr:198.51.100.77") {
-			t.Errorf("X-Forwarded-For of an untrusted peer believed: %v", limits.keys)
+		if slices.Contains(limits.Keys, "addr:198.51.100.77") {
+			t.Errorf("X-Forwarded-For of an untrusted peer believed: %v", limits.Keys)
 		}
 	})
 }

@@ -6,99 +6,20 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"seckill/handler"
 	"seckill/model"
+	"seckill/service/mock"
 )
 
-// memShops is a ShopStore over a map; shop 1 exists from the start (the
+// mock.Shops is a ShopStore over a map; shop 1 exists from the start (the
 // publish tests name it).
-type memShops struct {
-	mu    sync.Mutex
-	shops map[int64]model.Shop
-	next  int64
-}
-
-func newMemShops() *memShops {
-	return &memShops{shops: map[int64]model.Shop{
-		1: {ID: 1, Name: "seed", TypeID: 1, Address: "a", CreateTime: testNow, UpdateTime: testNow},
-	}, next: 1}
-}
-
-func (m *memShops) GetShop(_ context.Context, id int64) (*model.Shop, error) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	s, ok := m.shops[id]
-	if !ok {
-		return nil, model.ErrShopNotFound
-	}
-	return &s, nil
-}
-
-func (m *memShops) CreateShop(_ context.Context, s *model.Shop) error {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	m.next++
-	s.ID = m.next
-	m.shops[s.ID] = *s
-	return nil
-}
-
-func (m *memShops) UpdateShop(_ context.Context, id int64, p model.ShopPatch, now time.Time) error {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	s, ok := m.shops[id]
-	if !ok {
-		return model.ErrShopNotFound
-	}
-	if p.Name != nil {
-		s.Name = *p.Name
-	}
-	if p.TypeID != nil {
-		s.TypeID = *p.TypeID
-	}
-	if p.Images != nil {
-		s.Images = *p.Images
-	}
-	if p.Area != nil {
-		s.Area = *p.Area
-	}
-	if p.Address != nil {
-		s.Address = *p.Address
-	}
-	if p.X != nil {
-		s.X = *p.X
-	}
-	if p.Y != nil {
-		s.Y = *p.Y
-	}
-	if p.AvgPrice != nil {
-		s.AvgPrice = *p.AvgPrice
-	}
-	if p.Sold != nil {
-		s.Sold = *p.Sold
-	}
-	if p.Comments != nil {
-		s.Comments = *p.Comments
-	}
-	if p.Score != nil {
-		s.Score = *p.Score
-	}
-	if p.OpenHours != nil {
-		s.OpenHours = *p.OpenHours
-	}
-	s.UpdateTime = now
-	m.shops[id] = s
-	return nil
-}
-
-func (m *memShops) count() int {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	return len(m.shops)
+func newMemShops() *mock.Shops {
+	s := mock.NewShops(1)
+	s.Shops[1] = model.Shop{ID: 1, Name: "seed", TypeID: 1, Address: "a", CreateTime: testNow, UpdateTime: testNow}
+	return s
 }
 
 // shopBody returns a valid shop body with edits applied: a nil value
@@ -159,7 +80,7 @@ func TestShopAdminOnly(t *testing.T) {
 		assertError(t, e.do(m, "/shop", shopBody(map[string]any{"id": 1}), ""), http.StatusUnauthorized, handler.CodeUnauthorized)
 		assertError(t, e.do(m, "/shop", shopBody(map[string]any{"id": 1}), e.userTok), http.StatusForbidden, handler.CodeForbidden)
 	}
-	if n := e.shops.count(); n != 1 {
+	if n := e.shops.Count(); n != 1 {
 		t.Errorf("shops: got %d, want the seeded one only", n)
 	}
 }
@@ -207,7 +128,7 @@ func TestShopBadBody(t *testing.T) {
 			}
 		})
 	}
-	if n := e.shops.count(); n != 1 {
+	if n := e.shops.Count(); n != 1 {
 		t.Errorf("shops after bad bodies: got %d, want the seeded one only", n)
 	}
 	if s, _ := e.shops.GetShop(context.Background(), 1); s.Name != "seed" || !s.UpdateTime.Equal(testNow) {
@@ -222,7 +143,7 @@ func TestPublishUnknownShop(t *testing.T) {
 	if msg := r.str("errorMsg"); !strings.Contains(msg, "shopId") {
 		t.Errorf("errorMsg: got %q, want it to name shopId", msg)
 	}
-	if n := e.vouchers.count(); n != 0 {
+	if n := e.vouchers.Count(); n != 0 {
 		t.Errorf("vouchers: got %d, want none for an unknown shop", n)
 	}
 	assertOK(t, e.do(http.MethodPost, "/voucher/seckill", publishBody(nil), e.adminTok))

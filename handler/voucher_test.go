@@ -97,7 +97,7 @@ func TestPublishBadBody(t *testing.T) {
 			}
 		})
 	}
-	if n := e.vouchers.count(); n != 0 {
+	if n := e.vouchers.Count(); n != 0 {
 		t.Errorf("vouchers stored from bad bodies: got %d, want 0", n)
 	}
 }
@@ -159,7 +159,7 @@ func TestListVouchers(t *testing.T) {
 			t.Errorf("voucher field %q missing from %v", k, list[0])
 		}
 	}
-	e.shops.shops[2] = model.Shop{ID: 2, Name: "empty", TypeID: 1, Address: "b", CreateTime: testNow, UpdateTime: testNow}
+	e.shops.Shops[2] = model.Shop{ID: 2, Name: "empty", TypeID: 1, Address: "b", CreateTime: testNow, UpdateTime: testNow}
 	assertError(t, e.do(http.MethodGet, "/voucher/list/999", "", ""), http.StatusNotFound, handler.CodeShopNotFound)
 	empty := e.do(http.MethodGet, "/voucher/list/2", "", "")
 	if got := string(assertOK(t, empty)); got != "[]" {

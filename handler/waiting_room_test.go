@@ -13,6 +13,7 @@ import (
 	"seckill/handler"
 	"seckill/model"
 	"seckill/service"
+	"seckill/service/mock"
 )
 
 // fakeRooms is a RoomStore that records the purchases' outcomes.
@@ -43,7 +44,7 @@ func (f *fakeRooms) Audit(context.Context, int64, model.RoomCall) (*model.RoomAu
 func TestAdmissionBeforeAnything(t *testing.T) {
 	rooms, limits := &fakeRooms{}, newFakeLimits(100)
 	signer := auth.NewAdmissions(testSecret)
-	vouchers := newMemVouchers()
+	vouchers := mock.NewVouchers(100)
 	e := newEnv(t, func(d *handler.Deps) {
 		d.Limits = limits
 		d.Room = service.NewWaitingRoom(service.WaitingRoomDeps{Store: rooms, Vouchers: vouchers, Tokens: signer,

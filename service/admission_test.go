@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"seckill/model"
+	"seckill/service/mock"
 )
 
 // ambigAdmitter answers every Admit with err.
@@ -21,8 +22,8 @@ func (a *ambigAdmitter) Admit(context.Context, int64, int64, int64, int, time.Ti
 	return a.err
 }
 
-// ambigVouchers adds ListLive to fakeVouchers.
-type ambigVouchers struct{ *fakeVouchers }
+// ambigVouchers adds ListLive to mock.Vouchers.
+type ambigVouchers struct{ *mock.Vouchers }
 
 func (ambigVouchers) ListLive(context.Context, time.Time) ([]model.SeckillVoucher, error) {
 	return nil, nil
@@ -64,8 +65,8 @@ func TestAsyncBuyAmbiguousAdmission(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			now := time.Now()
-			v := newFakeVouchers()
-			v.put(model.SeckillVoucher{VoucherID: 7, InitialStock: 5, Stock: 5, BeginTime: now.Add(-time.Hour), EndTime: now.Add(time.Hour)})
+			v := mock.NewVouchers(100)
+			v.Put(model.SeckillVoucher{VoucherID: 7, InitialStock: 5, Stock: 5, BeginTime: now.Add(-time.Hour), EndTime: now.Add(time.Hour)})
 			ids := &fakeIDs{}
 			orders := &ambigOrders{f: newFakeOrders(nil, v)}
 			orders.f.getErr = tt.getErr

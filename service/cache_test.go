@@ -12,9 +12,9 @@ import (
 
 func TestVoucherCacheConcurrentFirstRequestsLoadOnce(t *testing.T) {
 	r := newRig(t, SeckillConfig{})
-	r.vouchers.put(model.SeckillVoucher{VoucherID: 9, Stock: 100, InitialStock: 100, BeginTime: testBegin, EndTime: testEnd})
+	r.vouchers.Put(model.SeckillVoucher{VoucherID: 9, Stock: 100, InitialStock: 100, BeginTime: testBegin, EndTime: testEnd})
 	gate := make(chan struct{})
-	r.vouchers.gate = gate
+	r.vouchers.Gate = gate
 	const n = 50
 	var started, done sync.WaitGroup
 	errs := make([]error, n)
@@ -28,13 +28,13 @@ func TestVoucherCacheConcurrentFirstRequestsLoadOnce(t *testing.T) {
 	started.Wait()
 	// Let the goroutines pile up on the first load; a cache without shared
 	// loads would now have many GetSeckill calls blocked on the gate.
-	for r.vouchers.getCalls.Load() == 0 {
+	for r.vouchers.GetCalls.Load() == 0 {
 		time.Sleep(time.Millisecond)
 	}
 	time.Sleep(20 * time.Millisecond)
 	close(gate)
 	done.Wait()
-	if got := r.vouchers.getCalls.Load(); got != 1 {
+	if got := r.vouchers.GetCalls.Load(); got != 1 {
 		t.Errorf("GetSeckill calls: got %d, want 1", got)
 	}
 	for i, err := range errs {
@@ -69,12 +69,12 @@ func TestVoucherCacheHitAndTTL(t *testing.T) {
 			}
 			r.clock.set(start.Add(tt.wantTTL - time.Millisecond))
 			buy(4)
-			if got := r.vouchers.getCalls.Load(); got != 1 {
+			if got := r.vouchers.GetCalls.Load(); got != 1 {
 				t.Fatalf("GetSeckill calls within the TTL: got %d, want 1", got)
 			}
 			r.clock.set(start.Add(tt.wantTTL + time.Millisecond))
 			buy(5)
-			if got := r.vouchers.getCalls.Load(); got != 2 {
+			if got := r.vouchers.GetCalls.Load(); got != 2 {
 				t.Errorf("GetSeckill calls after the TTL: got %d, want 2", got)
 			}
 		})
@@ -92,7 +92,7 @@ func TestVoucherCacheErrorsNotCached(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			r := newRig(t, SeckillConfig{})
-			r.vouchers.getErrs = []error{tt.loadErr}
+			r.vouchers.GetErrs = []error{tt.loadErr}
 			ctx := context.Background()
 			if _, err := r.svc.Buy(ctx, 7, voucherOpen); !errors.Is(err, tt.loadErr) {
 				t.Fatalf("first request: got %v, want %v", err, tt.loadErr)
@@ -100,7 +100,7 @@ func TestVoucherCacheErrorsNotCached(t *testing.T) {
 			if _, err := r.svc.Buy(ctx, 7, voucherOpen); err != nil {
 				t.Fatalf("second request: got %v, want nil (the error must not be cached)", err)
 			}
-			if got := r.vouchers.getCalls.Load(); got != 2 {
+			if got := r.vouchers.GetCalls.Load(); got != 2 {
 				t.Errorf("GetSeckill calls: got %d, want 2", got)
 			}
 		})
@@ -110,14 +110,14 @@ func TestVoucherCacheErrorsNotCached(t *testing.T) {
 func TestVoucherCacheWaiterHonoursContext(t *testing.T) {
 	r := newRig(t, SeckillConfig{})
 	gate := make(chan struct{})
-	r.vouchers.gate = gate
-	r.vouchers.entered = make(chan struct{}, 10)
+	r.vouchers.Gate = gate
+	r.vouchers.Entered = make(chan struct{}, 10)
 	first := make(chan error, 1)
 	go func() {
 		_, err := r.svc.Buy(context.Background(), 1, voucherOpen)
 		first <- err
 	}()
-	<-r.vouchers.entered
+	<-r.vouchers.Entered
 	defer func() {
 		select {
 		case <-gate:
@@ -144,7 +144,7 @@ func TestVoucherCacheWaiterHonoursContext(t *testing.T) {
 	if err := <-first; err != nil {
 		t.Errorf("loader: got %v, want nil", err)
 	}
-	if got := r.vouchers.getCalls.Load(); got != 1 {
+	if got := r.vouchers.GetCalls.Load(); got != 1 {
 		t.Errorf("GetSeckill calls: got %d, want 1", got)
 	}
 }

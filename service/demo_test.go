@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"seckill/model"
+	"seckill/service/mock"
 )
 
 // memMarks is a DemoMarks in memory.
@@ -28,7 +29,7 @@ func (m *memMarks) SetDemo(_ context.Context, v string) error { m.value = v; ret
 func (m *memMarks) ReleaseDemo(context.Context) error { m.value = ""; m.released++; return nil }
 
 func TestDemoSeedOnce(t *testing.T) {
-	shops, vouchers, marks := newFakeShops(), newFakeVouchers(), &memMarks{}
+	shops, vouchers, marks := mock.NewShops(10), mock.NewVouchers(100), &memMarks{}
 	now := func() time.Time { return voucherNow }
 	d := Demo{Shops: NewShops(shops, now), Vouchers: NewVouchers(vouchers, shops, now), Marks: marks, Now: now}
 	ctx := context.Background()
@@ -36,11 +37,11 @@ func TestDemoSeedOnce(t *testing.T) {
 	if err != nil || !seed.Created {
 		t.Fatalf("first seed: got %+v, %v, want created", seed, err)
 	}
-	sv := vouchers.seckill[seed.VoucherID]
+	sv := vouchers.Seckill[seed.VoucherID]
 	if sv.Stock != DemoStock || !sv.BeginTime.Before(voucherNow) || !sv.EndTime.After(voucherNow.AddDate(0, 0, DemoSaleDays-1)) {
 		t.Errorf("demo voucher: got %+v, want stock %d on sale now for %d days", sv, DemoStock, DemoSaleDays)
 	}
-	if v := vouchers.vouchers[seed.VoucherID]; v.ShopID != seed.ShopID {
+	if v := vouchers.Vouchers[seed.VoucherID]; v.ShopID != seed.ShopID {
 		t.Errorf("demo voucher's shop: got %d, want %d", v.ShopID, seed.ShopID)
 	}
 	if marks.value != "shop=11 voucher=101" {
@@ -50,14 +51,14 @@ func TestDemoSeedOnce(t *testing.T) {
 	if err != nil || again.Created || again.Existing != marks.value {
 		t.Errorf("second seed: got %+v, %v, want nothing created and the record", again, err)
 	}
-	if len(shops.shops) != 1 || len(vouchers.vouchers) != 1 {
-		t.Errorf("after two seeds: got %d shops and %d vouchers, want 1 and 1", len(shops.shops), len(vouchers.vouchers))
+	if len(shops.Shops) != 1 || len(vouchers.Vouchers) != 1 {
+		t.Errorf("after two seeds: got %d shops and %d vouchers, want 1 and 1", len(shops.Shops), len(vouchers.Vouchers))
 	}
 }
 
 func TestDemoSeedFailureReleasesClaim(t *testing.T) {
-	shops, vouchers, marks := newFakeShops(), newFakeVouchers(), &memMarks{}
-	vouchers.createErr = model.Unavailable(errIO)
+	shops, vouchers, marks := mock.NewShops(10), mock.NewVouchers(100), &memMarks{}
+	vouchers.CreateErr = model.Unavailable(errIO)
 	now := func() time.Time { return voucherNow }
 	d := Demo{Shops: NewShops(shops, now), Vouchers: NewVouchers(vouchers, shops, now), Marks: marks, Now: now}
 	if _, err := d.Seed(context.Background()); !errors.Is(err, model.ErrUnavailable) {
@@ -66,7 +67,7 @@ func TestDemoSeedFailureReleasesClaim(t *testing.T) {
 	if marks.value != "" || marks.released != 1 {
 		t.Errorf("claim after a failed seed: got %q (released %d), want none (released once)", marks.value, marks.released)
 	}
-	vouchers.createErr = nil
+	vouchers.CreateErr = nil
 	if seed, err := d.Seed(context.Background()); err != nil || !seed.Created {
 		t.Errorf("next start: got %+v, %v, want the seed made", seed, err)
 	}

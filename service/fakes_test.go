@@ -13,6 +13,7 @@ import (
 
 	"seckill/lock"
 	"seckill/model"
+	"seckill/service/mock"
 )
 
 // Hand-written fakes of the store interfaces of stores.go and of lock.Locker.
@@ -39,89 +40,6 @@ func (e *events) all() []string {
 
 func discardLog() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
 
-// fakeVouchers is a VoucherStore over a map.
-type fakeVouchers struct {
-	mu       sync.Mutex
-	seckill  map[int64]model.SeckillVoucher
-	vouchers map[int64]model.Voucher
-	nextID   int64
-	// getErrs are returned, in turn, by the next GetSeckill calls.
-	getErrs   []error
-	getCalls  atomic.Int64
-	entered   chan struct{} // if set, GetSeckill sends on it when called
-	gate      chan struct{} // if set, GetSeckill waits until it is closed
-	createErr error
-	listErr   error
-}
-
-func newFakeVouchers() *fakeVouchers {
-	return &fakeVouchers{seckill: map[int64]model.SeckillVoucher{}, vouchers: map[int64]model.Voucher{}, nextID: 100}
-}
-
-func (f *fakeVouchers) put(sv model.SeckillVoucher) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	f.seckill[sv.VoucherID] = sv
-}
-
-func (f *fakeVouchers) CreateSeckill(_ context.Context, v *model.Voucher, sv *model.SeckillVoucher) error {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if f.createErr != nil {
-		return f.createErr
-	}
-	f.nextID++
-	v.ID = f.nextID
-	sv.VoucherID = v.ID
-	f.vouchers[v.ID] = *v
-	f.seckill[v.ID] = *sv
-	return nil
-}
-
-func (f *fakeVouchers) ListByShop(_ context.Context, shopID int64) ([]model.SeckillVoucherInfo, error) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if f.listErr != nil {
-		return nil, f.listErr
-	}
-	var out []model.SeckillVoucherInfo
-	for id, v := range f.vouchers {
-		if v.ShopID == shopID {
-			sv := f.seckill[id]
-			out = append(out, model.SeckillVoucherInfo{Voucher: v, Stock: sv.Stock, InitialStock: sv.InitialStock, BeginTime: sv.BeginTime, EndTime: sv.EndTime})
-		}
-	}
-	return out, nil
-}
-
-func (f *fakeVouchers) GetSeckill(ctx context.Context, id int64) (*model.SeckillVoucher, error) {
-	f.getCalls.Add(1)
-	if f.entered != nil {
-		f.entered <- struct{}{}
-	}
-	if f.gate != nil {
-		select {
-		case <-f.gate:
-		case <-ctx.Done():
-			return nil, model.Unavailable(ctx.Err())
-		}
-	}
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if len(f.getErrs) > 0 {
-		err := f.getErrs[0]
-		f.getErrs = f.getErrs[1:]
-		if err != nil {
-			return nil, err
-		}
-	}
-	sv, ok := f.seckill[id]
-	if !ok {
-		return nil, model.ErrVoucherNotFound
-	}
-	return &sv, nil
-}
-
 // createCall is one CreateOrder call as the store saw it.
 type createCall struct {
 	order  model.VoucherOrder
@@ -135,7 +53,7 @@ type createCall struct {
 type fakeOrders struct {
 	mu        sync.Mutex
 	ev        *events
-	vouchers  *fakeVouchers
+	vouchers  *mock.Vouchers
 	createErr error
 	// during runs inside CreateOrder, before it returns (e.g. to cancel the
 	// request context while the transaction runs).
@@ -147,7 +65,7 @@ type fakeOrders struct {
 	countEr error
 }
 
-func newFakeOrders(ev *events, v *fakeVouchers) *fakeOrders {
+func newFakeOrders(ev *events, v *mock.Vouchers) *fakeOrders {
 	return &fakeOrders{ev: ev, vouchers: v, orders: map[int64]model.VoucherOrder{}}
 }
 
@@ -175,15 +93,9 @@ func (f *fakeOrders) CreateOrder(ctx context.Context, o *model.VoucherOrder, fen
 		}
 	}
 	if f.vouchers != nil {
-		f.vouchers.mu.Lock()
-		sv, ok := f.vouchers.seckill[o.VoucherID]
-		if !ok || sv.Stock <= 0 {
-			f.vouchers.mu.Unlock()
-			return model.ErrSoldOut
+		if err := f.vouchers.Take(o.VoucherID); err != nil {
+			return err
 		}
-		sv.Stock--
-		f.vouchers.seckill[o.VoucherID] = sv
-		f.vouchers.mu.Unlock()
 	}
 	f.orders[o.ID] = *o
 	return nil
@@ -384,137 +296,6 @@ func (c *fakeClock) set(t time.Time) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.t = t
-}
-
-// fakeUsers is a UserStore.
-type fakeUsers struct {
-	mu      sync.Mutex
-	byID    map[int64]model.User
-	nextID  int64
-	created int
-	findErr error
-}
-
-func newFakeUsers() *fakeUsers { return &fakeUsers{byID: map[int64]model.User{}, nextID: 500} }
-
-func (f *fakeUsers) FindByPhone(_ context.Context, phone string) (*model.User, error) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if f.findErr != nil {
-		return nil, f.findErr
-	}
-	for _, u := range f.byID {
-		if u.Phone == phone {
-			return &u, nil
-		}
-	}
-	return nil, model.ErrUserNotFound
-}
-
-func (f *fakeUsers) FindByID(_ context.Context, id int64) (*model.User, error) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	u, ok := f.byID[id]
-	if !ok {
-		return nil, model.ErrUserNotFound
-	}
-	return &u, nil
-}
-
-func (f *fakeUsers) Create(_ context.Context, u *model.User) error {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	f.nextID++
-	f.created++
-	u.ID = f.nextID
-	f.byID[u.ID] = *u
-	return nil
-}
-
-// fakeCodes is a CodeStore counting wrong guesses like the real one.
-type fakeCodes struct {
-	mu       sync.Mutex
-	codes    map[string]string
-	wrong    map[string]int
-	ttls     map[string]time.Duration
-	saveErr  error
-	checkErr error
-}
-
-func newFakeCodes() *fakeCodes {
-	return &fakeCodes{codes: map[string]string{}, wrong: map[string]int{}, ttls: map[string]time.Duration{}}
-}
-
-func (f *fakeCodes) SaveCode(_ context.Context, phone, code string, ttl time.Duration) error {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if f.saveErr != nil {
-		return f.saveErr
-	}
-	f.codes[phone], f.ttls[phone], f.wrong[phone] = code, ttl, 0
-	return nil
-}
-
-func (f *fakeCodes) CheckCode(_ context.Context, phone, code string, maxWrong int) (bool, error) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if f.checkErr != nil {
-		return false, f.checkErr
-	}
-	want, ok := f.codes[phone]
-	switch {
-	case !ok:
-		return false, nil
-	case want == code:
-		delete(f.codes, phone)
-		return true, nil
-	}
-	if f.wrong[phone]++; f.wrong[phone] >= maxWrong {
-		delete(f.codes, phone)
-	}
-	return false, nil
-}
-
-// fakeLimits is a CodeLimiter that allows Burst events per key and then
-// refuses with Period/Rate to wait.
-type fakeLimits struct {
-	mu     sync.Mutex
-	counts map[string]int
-	err    error
-}
-
-func newFakeLimits() *fakeLimits { return &fakeLimits{counts: map[string]int{}} }
-
-func (f *fakeLimits) allow(key string, l model.Limit) (bool, time.Duration, error) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if f.err != nil {
-		return false, 0, f.err
-	}
-	if f.counts[key] >= l.Burst {
-		return false, l.Period / time.Duration(l.Rate), nil
-	}
-	f.counts[key]++
-	return true, 0, nil
-}
-
-func (f *fakeLimits) AllowAddr(_ context.Context, addr string, l model.Limit) (bool, time.Duration, error) {
-	return f.allow("addr:"+addr, l)
-}
-
-func (f *fakeLimits) AllowCooldown(_ context.Context, phone string, l model.Limit) (bool, time.Duration, error) {
-	return f.allow("cooldown:"+phone, l)
-}
-
-func (f *fakeLimits) AllowDaily(_ context.Context, phone string, l model.Limit) (bool, time.Duration, error) {
-	return f.allow("daily:"+phone, l)
-}
-
-// expire drops the code as the TTL would.
-func (f *fakeCodes) expire(phone string) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	delete(f.codes, phone)
 }
 
 // fakeIssuer is a TokenIssuer producing readable tokens.

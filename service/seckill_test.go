@@ -11,6 +11,7 @@ import (
 
 	"seckill/lock"
 	"seckill/model"
+	"seckill/service/mock"
 )
 
 var (
@@ -26,7 +27,7 @@ const (
 // rig is a Seckill over fakes, every fake reachable for assertions.
 type rig struct {
 	ev       *events
-	vouchers *fakeVouchers
+	vouchers *mock.Vouchers
 	orders   *fakeOrders
 	locker   *fakeLocker
 	rejects  *fakeRejects
@@ -38,12 +39,12 @@ type rig struct {
 
 func newRig(t *testing.T, cfg SeckillConfig) *rig {
 	t.Helper()
-	r := &rig{ev: &events{}, vouchers: newFakeVouchers(), rejects: newFakeRejects(), ids: &fakeIDs{}, obs: &fakeObserver{}}
+	r := &rig{ev: &events{}, vouchers: mock.NewVouchers(100), rejects: newFakeRejects(), ids: &fakeIDs{}, obs: &fakeObserver{}}
 	r.clock = &fakeClock{t: testBegin.Add(10 * time.Minute)}
 	r.orders = newFakeOrders(r.ev, r.vouchers)
 	r.locker = newFakeLocker(r.ev)
-	r.vouchers.put(model.SeckillVoucher{VoucherID: voucherOpen, Stock: 10, InitialStock: 10, BeginTime: testBegin, EndTime: testEnd})
-	r.vouchers.put(model.SeckillVoucher{VoucherID: voucherSoldOut, Stock: 0, InitialStock: 5, BeginTime: testBegin, EndTime: testEnd})
+	r.vouchers.Put(model.SeckillVoucher{VoucherID: voucherOpen, Stock: 10, InitialStock: 10, BeginTime: testBegin, EndTime: testEnd})
+	r.vouchers.Put(model.SeckillVoucher{VoucherID: voucherSoldOut, Stock: 0, InitialStock: 5, BeginTime: testBegin, EndTime: testEnd})
 	r.svc = NewSeckill(SeckillDeps{
 		Vouchers: r.vouchers, Orders: r.orders, IDs: r.ids, Locker: r.locker,
 		Rejects: r.rejects, Observer: r.obs, Now: r.clock.now, Log: discardLog(),
@@ -83,7 +84,7 @@ func TestBuyRefusedBeforeLock(t *testing.T) {
 			r := newRig(t, SeckillConfig{})
 			r.clock.set(tt.now)
 			if tt.getErr != nil {
-				r.vouchers.getErrs = []error{tt.getErr}
+				r.vouchers.GetErrs = []error{tt.getErr}
 			}
 			id, err := r.svc.Buy(context.Background(), 7, tt.voucherID)
 			if id != 0 {
@@ -158,7 +159,7 @@ func TestBuySuccess(t *testing.T) {
 
 func TestBuySoldOutLearnedTakesNoLock(t *testing.T) {
 	r := newRig(t, SeckillConfig{})
-	r.vouchers.put(model.SeckillVoucher{VoucherID: 3, Stock: 1, InitialStock: 1, BeginTime: testBegin, EndTime: testEnd})
+	r.vouchers.Put(model.SeckillVoucher{VoucherID: 3, Stock: 1, InitialStock: 1, BeginTime: testBegin, EndTime: testEnd})
 	ctx := context.Background()
 	if _, err := r.svc.Buy(ctx, 1, 3); err != nil {
 		t.Fatalf("first buyer: got %v, want nil", err)
@@ -536,7 +537,7 @@ func TestAudit(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			r := newRig(t, SeckillConfig{})
-			r.vouchers.put(model.SeckillVoucher{VoucherID: 5, Stock: tt.stock, InitialStock: tt.initial, BeginTime: testBegin, EndTime: testEnd})
+			r.vouchers.Put(model.SeckillVoucher{VoucherID: 5, Stock: tt.stock, InitialStock: tt.initial, BeginTime: testBegin, EndTime: testEnd})
 			r.orders.counts = [2]int64{tt.orders, tt.users}
 			r.rejects.counts[5] = tt.dups
 			r.rejects.readErr = tt.readErr
@@ -561,7 +562,7 @@ func TestAudit(t *testing.T) {
 // second.
 func TestSoldOutFlagExpires(t *testing.T) {
 	r := newRig(t, SeckillConfig{})
-	r.vouchers.put(model.SeckillVoucher{VoucherID: voucherOpen, Stock: 1, InitialStock: 1, BeginTime: testBegin, EndTime: testEnd})
+	r.vouchers.Put(model.SeckillVoucher{VoucherID: voucherOpen, Stock: 1, InitialStock: 1, BeginTime: testBegin, EndTime: testEnd})
 	ctx := context.Background()
 	if _, err := r.svc.Buy(ctx, 1, voucherOpen); err != nil {
 		t.Fatalf("first buyer: got %v, want an order", err)
@@ -570,7 +571,7 @@ func TestSoldOutFlagExpires(t *testing.T) {
 		t.Fatalf("second buyer: got %v, want ErrSoldOut", err)
 	}
 	// The unit comes back (a dead letter gave it back).
-	r.vouchers.put(model.SeckillVoucher{VoucherID: voucherOpen, Stock: 1, InitialStock: 1, BeginTime: testBegin, EndTime: testEnd})
+	r.vouchers.Put(model.SeckillVoucher{VoucherID: voucherOpen, Stock: 1, InitialStock: 1, BeginTime: testBegin, EndTime: testEnd})
 	r.clock.set(r.clock.now().Add(2 * time.Second))
 	if _, err := r.svc.Buy(ctx, 3, voucherOpen); err != nil {
 		t.Errorf("third buyer two seconds after the give-back: got %v, want an order", err)

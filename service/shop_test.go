@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"seckill/model"
+	"seckill/service/mock"
 )
 
 // allShops is a ShopFinder for which every shop exists.
@@ -16,52 +17,6 @@ type allShops struct{}
 
 func (allShops) GetShop(_ context.Context, id int64) (*model.Shop, error) {
 	return &model.Shop{ID: id}, nil
-}
-
-// fakeShops is a ShopStore over a map.
-type fakeShops struct {
-	shops  map[int64]model.Shop
-	next   int64
-	getErr error
-}
-
-func newFakeShops() *fakeShops { return &fakeShops{shops: map[int64]model.Shop{}, next: 10} }
-
-func (f *fakeShops) GetShop(_ context.Context, id int64) (*model.Shop, error) {
-	if f.getErr != nil {
-		return nil, f.getErr
-	}
-	s, ok := f.shops[id]
-	if !ok {
-		return nil, model.ErrShopNotFound
-	}
-	return &s, nil
-}
-
-func (f *fakeShops) CreateShop(_ context.Context, s *model.Shop) error {
-	f.next++
-	s.ID = f.next
-	f.shops[s.ID] = *s
-	return nil
-}
-
-func (f *fakeShops) UpdateShop(_ context.Context, id int64, p model.ShopPatch, now time.Time) error {
-	s, ok := f.shops[id]
-	if !ok {
-		return model.ErrShopNotFound
-	}
-	if p.Name != nil {
-		s.Name = *p.Name
-	}
-	if p.Images != nil {
-		s.Images = *p.Images
-	}
-	if p.Score != nil {
-		s.Score = *p.Score
-	}
-	s.UpdateTime = now
-	f.shops[id] = s
-	return nil
 }
 
 func ptr[T any](v T) *T { return &v }
@@ -116,7 +71,7 @@ func TestValidateShop(t *testing.T) {
 }
 
 func TestShopsCreate(t *testing.T) {
-	store := newFakeShops()
+	store := mock.NewShops(10)
 	svc := NewShops(store, func() time.Time { return voucherNow })
 	ctx := context.Background()
 	for _, missing := range []struct {
@@ -134,8 +89,8 @@ func TestShopsCreate(t *testing.T) {
 		_, err := svc.Create(ctx, p)
 		checkErr(t, err, missing.field, nil)
 	}
-	if len(store.shops) != 0 {
-		t.Fatalf("stored after refusals: got %d shops, want 0", len(store.shops))
+	if len(store.Shops) != 0 {
+		t.Fatalf("stored after refusals: got %d shops, want 0", len(store.Shops))
 	}
 	p := validShop()
 	p.Images = ptr(" /a.jpg , /b.jpg ")
@@ -144,7 +99,7 @@ func TestShopsCreate(t *testing.T) {
 	if err != nil {
 		t.Fatalf("Create: %v", err)
 	}
-	s := store.shops[id]
+	s := store.Shops[id]
 	if s.Name != "trimmed" || s.Images != "/a.jpg,/b.jpg" || s.Score != 37 || !s.CreateTime.Equal(voucherNow) {
 		t.Errorf("stored: got %+v, want trimmed name and images, score 37, create time %v", s, voucherNow)
 	}
@@ -153,13 +108,13 @@ func TestShopsCreate(t *testing.T) {
 	if err != nil {
 		t.Fatalf("Create minimal: %v", err)
 	}
-	if s := store.shops[id]; s.Images != "" || s.Score != 0 || s.OpenHours != "" {
+	if s := store.Shops[id]; s.Images != "" || s.Score != 0 || s.OpenHours != "" {
 		t.Errorf("minimal shop: got %+v, want empty optional fields", s)
 	}
 }
 
 func TestShopsUpdateAndGet(t *testing.T) {
-	store := newFakeShops()
+	store := mock.NewShops(10)
 	svc := NewShops(store, func() time.Time { return voucherNow })
 	ctx := context.Background()
 	id, err := svc.Create(ctx, validShop())
@@ -201,9 +156,9 @@ func TestShopsUpdateAndGet(t *testing.T) {
 }
 
 func TestPublishNeedsAShop(t *testing.T) {
-	shops := newFakeShops()
-	shops.shops[1] = model.Shop{ID: 1, Name: "s"}
-	store := newFakeVouchers()
+	shops := mock.NewShops(10)
+	shops.Shops[1] = model.Shop{ID: 1, Name: "s"}
+	store := mock.NewVouchers(100)
 	svc := NewVouchers(store, shops, func() time.Time { return voucherNow })
 	ctx := context.Background()
 
@@ -214,11 +169,11 @@ func TestPublishNeedsAShop(t *testing.T) {
 	if !errors.Is(err, model.ErrShopNotFound) {
 		t.Errorf("got %v, want it to match ErrShopNotFound too", err)
 	}
-	if len(store.vouchers) != 0 {
-		t.Fatalf("stored a voucher of an unknown shop: %d", len(store.vouchers))
+	if len(store.Vouchers) != 0 {
+		t.Fatalf("stored a voucher of an unknown shop: %d", len(store.Vouchers))
 	}
 
-	shops.getErr = model.Unavailable(errIO)
+	shops.GetErr = model.Unavailable(errIO)
 	in.ShopID = 1
 	_, err = svc.Publish(ctx, in)
 	if !errors.Is(err, model.ErrUnavailable) {
@@ -229,7 +184,7 @@ func TestPublishNeedsAShop(t *testing.T) {
 		t.Errorf("database down: got an input error %v, want none", err)
 	}
 
-	shops.getErr = nil
+	shops.GetErr = nil
 	if _, err := svc.Publish(ctx, in); err != nil {
 		t.Fatalf("known shop: got %v, want nil", err)
 	}

@@ -12,13 +12,14 @@ import (
 	"time"
 
 	"seckill/model"
+	"seckill/service/mock"
 )
 
 // testAddr is the client address of the tests' codes.
 const testAddr = "192.0.2.7"
 
-func newTestUsers() (*Users, *fakeUsers, *fakeCodes) {
-	us, cs := newFakeUsers(), newFakeCodes()
+func newTestUsers() (*Users, *mock.Users, *mock.Codes) {
+	us, cs := mock.NewUsers(500), mock.NewCodes()
 	return NewUsers(us, cs, nil, fakeIssuer{}, discardLog(), CodeConfig{}), us, cs
 }
 
@@ -63,21 +64,21 @@ func TestSendCode(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			svc, _, codes := newTestUsers()
-			codes.saveErr = tt.saveErr
+			codes.SaveErr = tt.saveErr
 			code, err := svc.SendCode(context.Background(), tt.phone, testAddr)
 			if checkErr(t, err, tt.wantField, tt.wantErr) {
-				if tt.wantField != "" && len(codes.codes) != 0 {
-					t.Errorf("codes saved: got %d, want 0", len(codes.codes))
+				if tt.wantField != "" && len(codes.Codes) != 0 {
+					t.Errorf("codes saved: got %d, want 0", len(codes.Codes))
 				}
 				return
 			}
 			if !regexp.MustCompile(`^\d{6}$`).MatchString(code) {
 				t.Errorf("code: got %q, want 6 digits", code)
 			}
-			if got := codes.codes[tt.phone]; got != code {
+			if got := codes.Codes[tt.phone]; got != code {
 				t.Errorf("stored code: got %q, want %q", got, code)
 			}
-			if got := codes.ttls[tt.phone]; got != CodeTTL {
+			if got := codes.TTLs[tt.phone]; got != CodeTTL {
 				t.Errorf("code TTL: got %v, want %v", got, CodeTTL)
 			}
 		})
@@ -111,9 +112,9 @@ func TestLogin(t *testing.T) {
 				t.Fatalf("SendCode: %v", err)
 			}
 			if tt.expire {
-				codes.expire(phone)
+				codes.Expire(phone)
 			}
-			codes.checkErr = tt.takeErr
+			codes.CheckErr = tt.takeErr
 			code := tt.code
 			if code == "SENT" {
 				code = sent
@@ -128,8 +129,8 @@ func TestLogin(t *testing.T) {
 				if tok != "" {
 					t.Errorf("token on failure: got %q, want empty", tok)
 				}
-				if users.created != 0 {
-					t.Errorf("users created on failure: got %d, want 0", users.created)
+				if users.Created != 0 {
+					t.Errorf("users created on failure: got %d, want 0", users.Created)
 				}
 			}
 		})
@@ -170,8 +171,8 @@ func TestLoginCreatesUserOnce(t *testing.T) {
 		}
 		tokens = append(tokens, tok)
 	}
-	if users.created != 1 {
-		t.Fatalf("users created: got %d, want 1", users.created)
+	if users.Created != 1 {
+		t.Fatalf("users created: got %d, want 1", users.Created)
 	}
 	if tokens[0] != tokens[1] {
 		t.Errorf("second login token: got %q, want the same user as %q", tokens[1], tokens[0])
@@ -220,7 +221,7 @@ func TestLoginRefusesAdmin(t *testing.T) {
 		if err != nil || len(code) != 6 {
 			t.Errorf("SendCode: got %q, %v, want a code like any phone's", code, err)
 		}
-		if got := codes.codes[phone]; got != code {
+		if got := codes.Codes[phone]; got != code {
 			t.Errorf("code stored: got %q, want %q", got, code)
 		}
 		for _, c := range []string{"000000", code} {
@@ -242,8 +243,8 @@ func TestLoginRefusesAdmin(t *testing.T) {
 		wrongCode(t, tok, err)
 	})
 	t.Run("admin created concurrently", func(t *testing.T) {
-		users := &adminOnCreate{fakeUsers: newFakeUsers()}
-		svc := NewUsers(users, newFakeCodes(), nil, fakeIssuer{}, discardLog(), CodeConfig{})
+		users := &adminOnCreate{Users: mock.NewUsers(500)}
+		svc := NewUsers(users, mock.NewCodes(), nil, fakeIssuer{}, discardLog(), CodeConfig{})
 		const phone = "19000000003"
 		code, err := svc.SendCode(ctx, phone, testAddr)
 		if err != nil {
@@ -256,11 +257,11 @@ func TestLoginRefusesAdmin(t *testing.T) {
 
 // adminOnCreate is a UserStore whose Create finds that an admin with the
 // phone was created concurrently and returns it (as the real one does).
-type adminOnCreate struct{ *fakeUsers }
+type adminOnCreate struct{ *mock.Users }
 
 func (a *adminOnCreate) Create(ctx context.Context, u *model.User) error {
 	u.Role = model.RoleAdmin
-	return a.fakeUsers.Create(ctx, u)
+	return a.Users.Create(ctx, u)
 }
 
 // TestWrongGuessKeepsCode: a wrong guess does not void the owner's code:
@@ -295,7 +296,7 @@ func TestWrongGuessesVoidCode(t *testing.T) {
 	for range CodeGuesses {
 		svc.Login(ctx, phone, wrongOf(code))
 	}
-	if _, ok := codes.codes[phone]; ok {
+	if _, ok := codes.Codes[phone]; ok {
 		t.Errorf("code kept after %d wrong guesses", CodeGuesses)
 	}
 	if _, err := svc.Login(ctx, phone, code); err == nil || err.Error() != errWrongCode.Error() {
@@ -316,9 +317,9 @@ func wrongOf(code string) string {
 // phone's cooldown and its daily cap. A limiter error is returned as it is.
 func TestSendCodeLimits(t *testing.T) {
 	ctx := context.Background()
-	newSvc := func(cfg CodeConfig) (*Users, *fakeLimits, *fakeCodes) {
-		l, cs := newFakeLimits(), newFakeCodes()
-		return NewUsers(newFakeUsers(), cs, l, fakeIssuer{}, discardLog(), cfg), l, cs
+	newSvc := func(cfg CodeConfig) (*Users, *mock.CodeLimits, *mock.Codes) {
+		l, cs := mock.NewCodeLimits(), mock.NewCodes()
+		return NewUsers(mock.NewUsers(500), cs, l, fakeIssuer{}, discardLog(), cfg), l, cs
 	}
 	refused := func(t *testing.T, err error, reason string, wait time.Duration) {
 		t.Helper()
@@ -338,7 +339,7 @@ func TestSendCodeLimits(t *testing.T) {
 		}
 		_, err = svc.SendCode(ctx, "13812345678", testAddr)
 		refused(t, err, "a code was just sent to this phone", time.Minute)
-		if codes.codes["13812345678"] != first {
+		if codes.Codes["13812345678"] != first {
 			t.Errorf("a refused send replaced the code")
 		}
 		if _, err := svc.SendCode(ctx, "13812345679", testAddr); err != nil {
@@ -351,9 +352,7 @@ func TestSendCodeLimits(t *testing.T) {
 			if _, err := svc.SendCode(ctx, "13812345678", testAddr); err != nil {
 				t.Fatalf("code %d: %v", i+1, err)
 			}
-			l.mu.Lock()
-			delete(l.counts, "cooldown:13812345678") // the cooldown passed
-			l.mu.Unlock()
+			l.Reset("cooldown:13812345678") // the cooldown passed
 		}
 		_, err := svc.SendCode(ctx, "13812345678", testAddr)
 		refused(t, err, "too many codes for this phone", 8*time.Hour)
@@ -373,11 +372,11 @@ func TestSendCodeLimits(t *testing.T) {
 	})
 	t.Run("redis down", func(t *testing.T) {
 		svc, l, codes := newSvc(CodeConfig{Cooldown: time.Minute, Daily: 10, PerAddr: 30})
-		l.err = model.Unavailable(errIO)
+		l.Err = model.Unavailable(errIO)
 		if _, err := svc.SendCode(ctx, "13812345678", testAddr); !errors.Is(err, model.ErrUnavailable) {
 			t.Errorf("got %v, want ErrUnavailable", err)
 		}
-		if len(codes.codes) != 0 {
+		if len(codes.Codes) != 0 {
 			t.Errorf("a code was stored without the limits")
 		}
 	})
@@ -388,7 +387,7 @@ func TestSendCodeLimits(t *testing.T) {
 func TestSendCodeLog(t *testing.T) {
 	for _, dev := range []bool{false, true} {
 		var buf bytes.Buffer
-		svc := NewUsers(newFakeUsers(), newFakeCodes(), nil, fakeIssuer{}, slog.New(slog.NewJSONHandler(&buf, nil)), CodeConfig{Development: dev})
+		svc := NewUsers(mock.NewUsers(500), mock.NewCodes(), nil, fakeIssuer{}, slog.New(slog.NewJSONHandler(&buf, nil)), CodeConfig{Development: dev})
 		const phone = "13812345678"
 		code, err := svc.SendCode(context.Background(), phone, testAddr)
 		if err != nil {

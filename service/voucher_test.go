@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"seckill/model"
+	"seckill/service/mock"
 )
 
 var voucherNow = time.Date(2030, 1, 1, 9, 0, 0, 0, time.UTC)
@@ -69,7 +70,7 @@ func TestValidate(t *testing.T) {
 		{"begin early in 2000", func(in *PublishInput) { in.BeginTime = mustRFC3339(t, "2000-01-01T14:00:00Z") }, ""},
 		{"end late in 9999", func(in *PublishInput) { in.EndTime = mustRFC3339(t, "9999-12-30T00:00:00Z") }, ""},
 	}
-	svc := NewVouchers(newFakeVouchers(), allShops{}, func() time.Time { return voucherNow })
+	svc := NewVouchers(mock.NewVouchers(100), allShops{}, func() time.Time { return voucherNow })
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			in := validInput()
@@ -112,8 +113,8 @@ func TestPublish(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			store := newFakeVouchers()
-			store.createErr = tt.createErr
+			store := mock.NewVouchers(100)
+			store.CreateErr = tt.createErr
 			svc := NewVouchers(store, allShops{}, func() time.Time { return voucherNow })
 			var hooked []model.SeckillVoucher
 			svc.OnPublished(func(_ context.Context, sv *model.SeckillVoucher) error {
@@ -124,7 +125,7 @@ func TestPublish(t *testing.T) {
 			tt.edit(&in)
 			id, err := svc.Publish(context.Background(), in)
 			checkErr(t, err, tt.wantField, tt.wantErr)
-			if got := len(store.seckill) == 1; got != tt.wantStore {
+			if got := len(store.Seckill) == 1; got != tt.wantStore {
 				t.Fatalf("stored: got %v, want %v", got, tt.wantStore)
 			}
 			if !tt.wantStore {
@@ -136,14 +137,14 @@ func TestPublish(t *testing.T) {
 			if tt.wantErr == nil && id != 101 {
 				t.Errorf("id: got %d, want 101", id)
 			}
-			sv := store.seckill[101]
+			sv := store.Seckill[101]
 			if sv.Stock != in.Stock || sv.InitialStock != in.Stock {
 				t.Errorf("stock, initial stock: got %d, %d, want %d, %d", sv.Stock, sv.InitialStock, in.Stock, in.Stock)
 			}
 			if !sv.BeginTime.Equal(in.BeginTime) || !sv.EndTime.Equal(in.EndTime) {
 				t.Errorf("window: got %v..%v, want %v..%v", sv.BeginTime, sv.EndTime, in.BeginTime, in.EndTime)
 			}
-			v := store.vouchers[101]
+			v := store.Vouchers[101]
 			if v.ShopID != in.ShopID || v.Title != in.Title || v.Type != in.Type || v.ActualValue != in.ActualValue {
 				t.Errorf("voucher: got %+v, want the input's fields %+v", v, in)
 			}
@@ -155,7 +156,7 @@ func TestPublish(t *testing.T) {
 }
 
 func TestList(t *testing.T) {
-	store := newFakeVouchers()
+	store := mock.NewVouchers(100)
 	svc := NewVouchers(store, allShops{}, func() time.Time { return voucherNow })
 	ctx := context.Background()
 	for _, shop := range []int64{1, 1, 2} {

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"seckill/model"
+	"seckill/service/mock"
 )
 
 // drawStore is a RoomStore whose room is drawn by the first call that
@@ -49,8 +50,8 @@ func (nopSigner) Valid(string, int64, int64, time.Time) bool { return true }
 // find the room drawn.
 func TestDrawReadsStockOnce(t *testing.T) {
 	now := time.Date(2026, 11, 27, 12, 0, 0, 0, time.UTC)
-	vouchers := newFakeVouchers()
-	vouchers.put(model.SeckillVoucher{VoucherID: 7, Stock: 40, InitialStock: 40, BeginTime: now.Add(-time.Second),
+	vouchers := mock.NewVouchers(100)
+	vouchers.Put(model.SeckillVoucher{VoucherID: 7, Stock: 40, InitialStock: 40, BeginTime: now.Add(-time.Second),
 		EndTime: now.Add(time.Hour), WaitingRoom: true})
 	store := &drawStore{}
 	room := NewWaitingRoom(WaitingRoomDeps{Store: store, Vouchers: vouchers, Tokens: nopSigner{}, Now: func() time.Time { return now }}, RoomConfig{})
@@ -59,8 +60,8 @@ func TestDrawReadsStockOnce(t *testing.T) {
 	}
 	store.drawn, store.asked = false, make(chan struct{}, 100)
 	// The stock's read waits until every buyer was told the room needs it.
-	vouchers.gate = make(chan struct{})
-	before := vouchers.getCalls.Load()
+	vouchers.Gate = make(chan struct{})
+	before := vouchers.GetCalls.Load()
 	var wg sync.WaitGroup
 	for u := range 50 {
 		wg.Go(func() {
@@ -72,9 +73,9 @@ func TestDrawReadsStockOnce(t *testing.T) {
 	for range 50 {
 		<-store.asked
 	}
-	close(vouchers.gate)
+	close(vouchers.Gate)
 	wg.Wait()
-	if n := vouchers.getCalls.Load() - before; n != 1 || store.base != 40 {
+	if n := vouchers.GetCalls.Load() - before; n != 1 || store.base != 40 {
 		t.Errorf("got %d reads of the stock and base %d, want 1 and 40", n, store.base)
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"seckill/model"
+	"seckill/service/mock"
 )
 
 // The Redis watch over the in-memory world of reconcile_test.go: the
@@ -156,7 +157,7 @@ func TestOrderLostWithRedis(t *testing.T) {
 	w := newReconWorld()
 	loss := time.Now().Add(-time.Minute)
 	w.values = map[string]string{LossPrefix + strconv.FormatInt(loss.UnixMilli(), 10): "test"}
-	v := newFakeVouchers()
+	v := mock.NewVouchers(100)
 	s := NewAsyncAdmission(AdmissionDeps{
 		Vouchers: ambigVouchers{v}, Orders: &ambigOrders{f: newFakeOrders(nil, v)},
 		Redis: noInfoAdmitter{}, Losses: &reconValues{w: w}, Log: discardLog(),

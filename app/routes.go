@@ -1,0 +1,66 @@
+package app
+
+import (
+	"context"
+	"time"
+
+	"seckill/handler"
+	"seckill/live"
+	"seckill/repository/redisstore"
+	"seckill/repository/sqlstore"
+	"seckill/service"
+	"seckill/web"
+)
+
+// routes are the handler's collaborators: the services of the purchase path
+// p, the lifecycle and the live dashboard. streams ends the live streams.
+func (w *wiring) routes(p purchase, lifecycle *service.Lifecycle, streams context.Context) handler.Deps {
+	d, cfg, m := w.d, w.cfg, w.m
+	return handler.Deps{
+		Services: handler.Services{
+			Users: service.NewUsers(sqlstore.NewUsers(d.DB), redisstore.NewCodes(d.Redis), redisstore.NewCodeLimits(d.Redis), w.tok, w.log, service.CodeConfig{
+				Cooldown: cfg.CodeCooldown, Daily: cfg.CodeDailyLimit, PerAddr: cfg.CodeIPLimit, Development: cfg.Development(),
+				Sender: w.sender,
+			}),
+			Vouchers:     w.voucherSvc,
+			Shops:        w.shopSvc,
+			ShopSearch:   service.NewShopSearch(w.shops),
+			VoucherAdmin: service.NewVoucherAdmin(w.vouchers, w.voucherSvc, time.Now, roomChanged(w.room, p.changed)),
+			Room:         w.room,
+			Seckill:      p.seckill,
+			Limits: service.NewPurchaseLimits(p.limits, service.PurchaseLimitConfig{
+				PerUser: cfg.RateLimit, PerVoucher: cfg.RateLimitVoucher, PerAddr: cfg.RateLimitIP,
+				Refused: m.PurchaseLimitRefused, Failed: m.PurchaseLimitFailed,
+			}, w.log),
+			Lifecycle:   lifecycle,
+			History:     service.NewHistory(w.orders),
+			Idempotency: redisstore.NewIdempotency(d.Redis, cfg.IdempotencyMaxKeys),
+		},
+		Access: handler.Access{
+			Tokens:         w.tok,
+			Revocations:    w.revoked,
+			AdminCheck:     service.AdminAccess{Store: w.revocations},
+			TrustedProxies: cfg.TrustedProxies,
+		},
+		Observability: handler.Observability{
+			Metrics:     m,
+			Log:         w.log,
+			Ready:       d.Ready,
+			AccessLog:   cfg.AccessLog,
+			Tracer:      w.tr.Provider(),
+			TrustParent: cfg.TraceTrustParent,
+		},
+		Settings: handler.Settings{
+			Development:    cfg.Development(),
+			RequestTimeout: cfg.RequestTimeout,
+			IdempotencyTTL: cfg.IdempotencyTTL,
+			Style:          handler.Style(cfg.APIStyle),
+		},
+		Dashboard: handler.Dashboard{
+			Live:    w.recorder,
+			Board:   live.NewBoard(w.liveStats, p.seckill.Audit, time.Now),
+			Web:     web.Files(),
+			Streams: streams,
+		},
+	}
+}

@@ -1,0 +1,135 @@
+package app
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"seckill/auth"
+	"seckill/config"
+	"seckill/handler"
+	"seckill/live"
+	"seckill/lock"
+	"seckill/metrics"
+	"seckill/repository"
+	"seckill/repository/redisstore"
+	"seckill/repository/sqlstore"
+	"seckill/service"
+	"seckill/telemetry"
+)
+
+// wiring holds what New builds once: the stores and the services that the
+// purchase path, the lifecycle and the routes share.
+type wiring struct {
+	d      *deps
+	cfg    config.Config
+	log    *slog.Logger
+	locker lock.Locker
+	m      *metrics.Metrics
+	tr     *telemetry.Tracing
+	tok    *auth.Tokens
+	sender service.CodeSender
+
+	vouchers    *sqlstore.Vouchers
+	orders      *sqlstore.Orders
+	shops       *sqlstore.Shops
+	revocations *sqlstore.Revocations
+	voucherSvc  *service.Vouchers
+	shopSvc     *service.Shops
+	revoked     *service.RevocationSet
+	room        *service.WaitingRoom
+	recorder    *live.Recorder
+	liveStats   *redisstore.LiveStats
+}
+
+func newWiring(d *deps, cfg config.Config, log *slog.Logger, locker lock.Locker, m *metrics.Metrics, tr *telemetry.Tracing) *wiring {
+	w := &wiring{d: d, cfg: cfg, log: log, locker: locker, m: m, tr: tr,
+		vouchers: sqlstore.NewVouchers(d.DB), orders: sqlstore.NewOrders(d.DB), shops: sqlstore.NewShops(d.DB),
+		revocations: sqlstore.NewRevocations(d.DB), recorder: live.NewRecorder(),
+		liveStats: redisstore.NewLiveStats(d.Redis, time.Now)}
+	w.voucherSvc = service.NewVouchers(w.vouchers, w.shops, time.Now)
+	w.voucherSvc.SetDefaultStockBuckets(cfg.StockBuckets)
+	w.voucherSvc.SetDefaultWaitingRoom(cfg.WaitingRoom)
+	w.shopSvc = service.NewShops(w.shops, time.Now)
+	w.revoked = service.NewRevocationSet(w.revocations, log)
+	return w
+}
+
+// purchase is the purchase path of SECKILL_ORDER_MODE.
+type purchase struct {
+	seckill handler.Seckiller
+	// changed is told of each voucher an admin edited or closed.
+	changed func(ctx context.Context, voucherID int64) error
+	// limits are the purchase limits' scripts: in round trips of their
+	// own, or in async mode in the admissions'.
+	limits redisstore.PurchaseLimits
+	// async is the async seckill; nil in sync mode.
+	async *service.AsyncSeckill
+}
+
+// purchase wires the purchase path of SECKILL_ORDER_MODE. In async mode it
+// reconciles Redis with the database first. It starts nothing.
+func (w *wiring) purchase(ctx context.Context) (purchase, error) {
+	d, cfg := w.d, w.cfg
+	if cfg.OrderMode != "async" {
+		return w.syncPurchase(ctx)
+	}
+	as, limits, err := newAsync(d, cfg, w.log, w.locker, w.m, w.tr)
+	if err != nil {
+		return purchase{}, err
+	}
+	w.voucherSvc.OnPublished(as.Published)
+	// Orders admitted under the key layout before the shards sit in
+	// stream.orders. Nothing here reads that stream. The previous version
+	// must write them first (docs/operations.md, "Upgrading the key
+	// layout"). Then the reconciliation below rebuilds every live voucher.
+	// It reads the database's facts and writes the shards.
+	if n, err := redisstore.NewOrderStream(d.Redis).LegacyEntries(ctx); err != nil {
+		return purchase{}, fmt.Errorf("async start-up: reading %s: %w", repository.LegacyStreamKey, err)
+	} else if n > 0 {
+		return purchase{}, fmt.Errorf("async start-up: %s holds %d orders admitted by a version before the sharded key layout; let that version's consumers write them (until XLEN %s is 0), then start this one (docs/operations.md, \"Upgrading the key layout\")",
+			repository.LegacyStreamKey, n, repository.LegacyStreamKey)
+	}
+	if err := as.Reconcile(ctx); err != nil {
+		return purchase{}, fmt.Errorf("async start-up reconciliation: %w", err)
+	}
+	return purchase{seckill: as, changed: as.VoucherChanged, limits: limits, async: as}, nil
+}
+
+// syncPurchase wires the sync purchase path: lock, then the order
+// transaction.
+func (w *wiring) syncPurchase(ctx context.Context) (purchase, error) {
+	d := w.d
+	ids := redisstore.NewIDWorker(d.Redis, syncIDBlock, time.Now)
+	seq := redisstore.NewIDSequence(d.Redis, d.DB, time.Now, ids)
+	// Redis may have lost the sequence while no instance ran. So start
+	// past the database's ids rather than meet them one by one.
+	if err := seq.Resync(ctx); err != nil {
+		return purchase{}, fmt.Errorf("order id sequence: %w", err)
+	}
+	deps := service.SeckillDeps{
+		Vouchers: w.vouchers, Orders: w.orders, IDs: ids, Sequence: seq,
+		Locker: w.locker, Rejects: redisstore.NewRejections(d.Redis),
+		Observer: w.m, Now: time.Now, Log: w.log,
+	}
+	if w.cfg.SyncGroupCommit {
+		deps.Groups = w.orders
+	}
+	sk := service.NewSeckill(deps, service.SeckillConfig{Fencing: w.cfg.Fencing, CriticalDelay: w.cfg.CriticalDelay})
+	return purchase{seckill: sk, changed: sk.VoucherChanged, limits: redisstore.NewPurchaseLimits(d.Redis)}, nil
+}
+
+// lifecycle is the order lifecycle: pay, cancel, and the expiry sweep that
+// every instance runs. In async mode an expired order's unit goes back to
+// Redis.
+func (w *wiring) lifecycle(p purchase) *service.Lifecycle {
+	lifeDeps := service.LifecycleDeps{Store: w.orders, Vouchers: w.vouchers, Orders: p.seckill, Now: time.Now, Log: w.log}
+	if p.async != nil {
+		lifeDeps.Returner = redisstore.NewStockReturns(w.d.Redis)
+	}
+	if w.m != nil {
+		lifeDeps.Metrics = w.m
+	}
+	return service.NewLifecycle(lifeDeps, service.LifecycleConfig{PayTimeout: w.cfg.PayTimeout})
+}
