@@ -3,7 +3,7 @@
 // not slow the arrivals down, unlike wrk's closed loop), each one the
 // seckill of a new user on one voucher.
 //
-// Environment (set by bench/run.sh and by `harness bench`, cmd/harness):
+// Environment (set by tools/bench/run.sh and by `harness bench`, tools/cmd/harness):
 //   BENCH_BASE      base URL, e.g. http://127.0.0.1:18181
 //   BENCH_VOUCHER   voucher id
 //   BENCH_PATH      instead of the seckill, GET this path (the no-op

@@ -3,15 +3,15 @@
 // Each run audits its vouchers with the tests' invariant code. It writes a
 // report with a results.json beside it.
 //
-//	go run ./cmd/harness loadtest   one experiment (make loadtest; settings in the environment)
-//	go run ./cmd/harness matrix     every lock mode x 1, 2 instances x normal, slow (make loadtest-matrix)
-//	go run ./cmd/harness ci         the short load test of CI (make loadtest-ci)
-//	go run ./cmd/harness bench      the machine's limits and the seckill in every mode (make bench; BENCH_* settings in docs/bench-harness.md)
-//	go run ./cmd/harness faults     the fault suite on private MariaDB/Redis/Sentinel processes (make faults; settings in faults/README.md)
-//	go run ./cmd/harness lockcheck  recorded lock histories under faults, checked by porcupine (make lock-check)
-//	go run ./cmd/harness pictures   docs/*.svg from the results.json files above (make pictures; -check: exit 1 when one is out of date)
+//	go -C tools run ./cmd/harness loadtest   one experiment (make loadtest; settings in the environment)
+//	go -C tools run ./cmd/harness matrix     every lock mode x 1, 2 instances x normal, slow (make loadtest-matrix)
+//	go -C tools run ./cmd/harness ci         the short load test of CI (make loadtest-ci)
+//	go -C tools run ./cmd/harness bench      the machine's limits and the seckill in every mode (make bench; BENCH_* settings in docs/bench-harness.md)
+//	go -C tools run ./cmd/harness faults     the fault suite on private MariaDB/Redis/Sentinel processes (make faults; settings in tools/faults/README.md)
+//	go -C tools run ./cmd/harness lockcheck  recorded lock histories under faults, checked by porcupine (make lock-check)
+//	go -C tools run ./cmd/harness pictures   docs/*.svg from the results.json files above (make pictures; -check: exit 1 when one is out of date)
 //
-// The settings are environment variables, as loadtest/README.md lists them.
+// The settings are environment variables, as tools/loadtest/README.md lists them.
 package main
 
 import (
@@ -53,5 +53,5 @@ func main() {
 }
 
 func usage() {
-	fmt.Fprintln(os.Stderr, "usage: harness loadtest|matrix|ci|bench|faults|lockcheck|pictures|house (settings in the environment, see loadtest/README.md and faults/README.md)")
+	fmt.Fprintln(os.Stderr, "usage: harness loadtest|matrix|ci|bench|faults|lockcheck|pictures|house (settings in the environment, see tools/loadtest/README.md and tools/faults/README.md)")
 }

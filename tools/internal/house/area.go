@@ -96,7 +96,7 @@ func splitAreas(module string, gos []*goFile) (product, tooling []*goFile) {
 		visit(".")
 	}
 	for _, g := range gos {
-		if reached[g.dir] || (onlyTests[g.dir] && !under(g.dir, "cmd")) {
+		if reached[g.dir] || (onlyTests[g.dir] && !under(g.dir, "cmd") && !under(g.dir, "tools")) {
 			product = append(product, g)
 		} else {
 			tooling = append(tooling, g)

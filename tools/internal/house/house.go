@@ -11,7 +11,7 @@
 // Root: the names in the top folder, and its *_test.go files and lines.
 //
 // Areas: the product is what the root package imports, transitively.
-// Packages holding only tests, outside cmd/, belong to the product too.
+// Packages holding only tests, outside cmd/ and tools/, belong to the product too.
 // Every other package is tooling: commands and kits for tests and tools.
 // Per area: files, lines, the largest file, the type with most methods.
 // Methods are counted per receiver base type per package.

@@ -1,7 +1,7 @@
 // Package lockcheck checks recorded histories of the lock family with a
 // linearizability checker (porcupine). Two models know the promises: the
 // lock as a mutex, and the register its holders update. The workload and
-// the faults live in cmd/harness/lockrun. This package only reads histories.
+// the faults live in tools/cmd/harness/lockrun. This package only reads histories.
 package lockcheck
 
 import (

@@ -1,5 +1,5 @@
 // Command driver is a load-test driver that needs nothing but Go. It runs
-// the scenario of loadtest/k6/seckill.js: publish a voucher, buy it with
+// the scenario of tools/loadtest/k6/seckill.js: publish a voucher, buy it with
 // many users' tokens and duplicates per user, across several instances,
 // then read the audit. The harness uses it with DRIVER=go. CI uses it when
 // k6 is not installed, since building k6 takes minutes on a cold two-core

@@ -14,7 +14,7 @@ import java.lang.reflect.Modifier;
  * arguments. Plans are our own files, so trusting their types is fine here;
  * it is not a way to open untrusted plans.
  *
- * <p>Compile and run (cmd/harness/loadrun/drivers.go does it):
+ * <p>Compile and run (tools/cmd/harness/loadrun/drivers.go does it):
  * <pre>
  *   javac -cp /usr/share/jmeter/bin/ApacheJMeter.jar -d OUT SeckillJMeter.java
  *   java -Djmeter.home=/usr/share/jmeter -cp OUT:/usr/share/jmeter/bin/ApacheJMeter.jar SeckillJMeter -n -t plan.jmx ...

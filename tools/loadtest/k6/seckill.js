@@ -2,7 +2,7 @@
 //
 // Many users buy one seckill voucher at once, each several times, across one
 // or more instances. Afterwards the audit must show that nothing was
-// oversold and nobody bought twice. loadtest/README.md describes the phases
+// oversold and nobody bought twice. tools/loadtest/README.md describes the phases
 // (setup, default, burst, life, teardown), the counters and the environment.
 
 import http from 'k6/http';

@@ -22,7 +22,7 @@ import (
 
 // Package bench is `harness bench` (make bench): in one run it measures
 // the machine's limits and the seckill against them. It writes
-// bench/RESULTS.md and bench/results.json beside it. The runs, targets and
+// tools/bench/RESULTS.md and tools/bench/results.json beside it. The runs, targets and
 // BENCH_* settings are described in docs/bench-harness.md.
 
 // serverUnderTest starts, meters and stops the seckill server.

@@ -38,12 +38,12 @@ func TestBenchRatioAndVerdicts(t *testing.T) {
 }
 
 // fixedBench is a bench holding the figures of a run of the shape of
-// bench/RESULTS.md of 2026-11-23 04:50 (rounded).
+// tools/bench/RESULTS.md of 2026-11-23 04:50 (rounded).
 func fixedBench() *bench {
 	b := newBench("/repo")
 	b.cfg = benchConfig{Duration: 10, Threads: 2, Conns: 32, RedisN: 150000, SlapTxns: 500, Port: 18181,
 		OrderModes: []string{"sync", "async"}, LockModes: []string{"lua"}, AsyncLockModes: []string{"lua"},
-		Out: "/repo/bench/out/x", Results: "/repo/bench/RESULTS.md"}
+		Out: "/repo/tools/bench/out/x", Results: "/repo/tools/bench/RESULTS.md"}
 	b.runs["noop"] = benchFigures{"rps": "52241.2", "p50_us": "510", "p99_us": "8040", "share": "63 / 28 / 0 / 0", "rest": "0", "cpu_server": "24"}
 	b.runs["slap"] = benchFigures{"rps": "4826.5", "txns": "16000", "secs": "3.315"}
 	b.runs["insert"] = benchFigures{"rps": "18380.2", "txns": "64000", "secs": "3.482"}
@@ -211,7 +211,7 @@ func TestBenchAdmissionProfile(t *testing.T) {
 	if got := b.cfg.admissionRun(); got != "async-lua" {
 		t.Fatalf("admissionRun = %q, want async-lua", got)
 	}
-	if got := b.cfg.profilesDir(); got != "/repo/bench/profiles" {
+	if got := b.cfg.profilesDir(); got != "/repo/tools/bench/profiles" {
 		t.Fatalf("profilesDir = %q", got)
 	}
 	for _, c := range []benchConfig{
@@ -224,14 +224,14 @@ func TestBenchAdmissionProfile(t *testing.T) {
 		}
 	}
 	const flat = "      flat  flat%   sum%        cum   cum%\n     1.20s 12.00% 12.00%      1.20s 12.00%  runtime.futex"
-	b.admission = &admissionProfile{Run: "async-lua", Dir: "/repo/bench/profiles", Secs: "8",
+	b.admission = &admissionProfile{Run: "async-lua", Dir: "/repo/tools/bench/profiles", Secs: "8",
 		Files:   []string{"async-lua.cpu.pprof", "async-lua.allocs-before.pprof", "async-lua.allocs.pprof", "async-lua.top.txt"},
 		CPUFlat: flat, CPUCum: flat, AllocSpace: "", CPUServerOrder: "71.3", CPURedisOrder: "28.9", Orders: "157319"}
 	md := b.render(b.targets(), func(string) string { return "" })
 	for _, want := range []string{
 		"\n## Admission profile: async-lua\n",
 		"over 8 s in the middle",
-		"server 71.3 us, Redis 28.9 us\n(157319 orders). The files, in bench/profiles: async-lua.cpu.pprof,",
+		"server 71.3 us, Redis 28.9 us\n(157319 orders). The files, in tools/bench/profiles: async-lua.cpu.pprof,",
 		"CPU, flat, top 20:\n\n```\n" + flat + "\n```\n",
 		"CPU, cumulative, top 20:",
 	} {
@@ -244,7 +244,7 @@ func TestBenchAdmissionProfile(t *testing.T) {
 	}
 	j := b.resultsJSON(b.targets())
 	if j.AdmissionProfile == nil || j.AdmissionProfile.Run != "async-lua" || len(j.AdmissionProfile.Files) != 4 ||
-		j.AdmissionProfile.Files[0] != "bench/profiles/async-lua.cpu.pprof" {
+		j.AdmissionProfile.Files[0] != "tools/bench/profiles/async-lua.cpu.pprof" {
 		t.Errorf("results.json admissionProfile: %+v", j.AdmissionProfile)
 	}
 	txt := admissionTopText(b.admission)
@@ -368,7 +368,7 @@ func TestBenchConfig(t *testing.T) {
 		t.Fatal(err)
 	}
 	if c.Duration != 10 || c.Conns != 32 || c.Users != 200000 || c.AsyncUsers != 400000 || c.SkipUsers != 5000 ||
-		len(c.LockModes) != 10 || c.Out != "/repo/bench/out/20261123-045013" || c.Results != "/repo/bench/RESULTS.md" || !c.wantAsync() {
+		len(c.LockModes) != 10 || c.Out != "/repo/tools/bench/out/20261123-045013" || c.Results != "/repo/tools/bench/RESULTS.md" || !c.wantAsync() {
 		t.Fatalf("defaults: %+v", c)
 	}
 	for k, v := range map[string]string{"BENCH_DURATION": "0", "BENCH_CONNS": "1", "BENCH_K6_RATE": "x", "BENCH_ORDER_MODES": "sync batch", "BENCH_PORT": "-1"} {

@@ -39,8 +39,8 @@ func benchConfigFromEnv(getenv func(string) string, root string, now time.Time) 
 		K6Rate:         getenv("BENCH_K6_RATE"),
 		Profile:        getenv("BENCH_PROFILE"),
 		ProfileSetting: getenv("BENCH_PROFILE"),
-		Out:            def("BENCH_OUT", filepath.Join(root, "bench", "out", now.Format("20060102-150405"))),
-		Results:        def("BENCH_RESULTS", filepath.Join(root, "bench", "RESULTS.md")),
+		Out:            def("BENCH_OUT", filepath.Join(root, "tools", "bench", "out", now.Format("20060102-150405"))),
+		Results:        def("BENCH_RESULTS", filepath.Join(root, "tools", "bench", "RESULTS.md")),
 		Keep:           getenv("BENCH_KEEP") == "1",
 		Bin:            getenv("BENCH_BIN"),
 		Only:           getenv("BENCH_ONLY"),
@@ -93,7 +93,7 @@ func (c benchConfig) admissionRun() string {
 }
 
 // profilesDir is where the admission profiles go: profiles/ beside
-// BENCH_RESULTS (bench/profiles by default).
+// BENCH_RESULTS (tools/bench/profiles by default).
 func (c benchConfig) profilesDir() string {
 	return filepath.Join(filepath.Dir(c.Results), "profiles")
 }

@@ -387,7 +387,7 @@ func (b costTables) commandsMarkdown() string {
 	var w strings.Builder
 	fmt.Fprintf(&w, `# Redis work per admitted order, by node and by command
 
-Written by `+"`harness bench`"+` (cmd/harness/bench/cost.go), %s, %s x %s,
+Written by `+"`harness bench`"+` (tools/cmd/harness/bench/cost.go), %s, %s x %s,
 load %s before and %s after. wrk %d s, %d connections, async, a new
 user per request (lock mode %s). Every figure is per admitted order (wrk's 200 responses),
 read from INFO before the wrk run and after the drain, so the consumers'

@@ -210,7 +210,7 @@ func (b limitRuns) dbState(v int64) voucherFacts {
 	return f
 }
 
-// wrkRun is one wrk run with bench/rotate.lua. Its BENCH lines become the
+// wrkRun is one wrk run with tools/bench/rotate.lua. Its BENCH lines become the
 // run's figures. The CPU of the server, MariaDB, Redis and wrk joins them,
 // with the machine's busy share. Without tokens the runs alternate
 // tokens-0.csv and tokens-1.csv.
@@ -230,13 +230,13 @@ func (b limitRuns) wrkRun(name, method, path, once, tokens string) {
 		b.die("%v", err)
 	}
 	cmd := exec.Command("wrk", "-t"+strconv.Itoa(c.Threads), "-c"+strconv.Itoa(c.Conns), fmt.Sprintf("-d%ds", c.Duration),
-		"--latency", "-s", filepath.Join(b.root, "bench", "rotate.lua"), b.base+path)
+		"--latency", "-s", filepath.Join(b.root, "tools", "bench", "rotate.lua"), b.base+path)
 	cmd.Env = append(os.Environ(), "BENCH_TOKENS="+tokens, "BENCH_THREADS="+strconv.Itoa(c.Threads), "BENCH_ONCE="+once, "BENCH_METHOD="+method)
 	cmd.Stdout, cmd.Stderr = outf, os.Stderr
 	err = cmd.Run()
 	outf.Close()
 	b.put(name, "t_end", strconv.FormatInt(time.Now().UnixNano(), 10))
-	b.noteCmd(fmt.Sprintf("BENCH_TOKENS=%s BENCH_THREADS=%d BENCH_ONCE=%s BENCH_METHOD=%s wrk -t%d -c%d -d%ds --latency -s bench/rotate.lua %s%s   # %s",
+	b.noteCmd(fmt.Sprintf("BENCH_TOKENS=%s BENCH_THREADS=%d BENCH_ONCE=%s BENCH_METHOD=%s wrk -t%d -c%d -d%ds --latency -s tools/bench/rotate.lua %s%s   # %s",
 		filepath.Base(tokens), c.Threads, once, method, c.Threads, c.Conns, c.Duration, b.base, path, name))
 	if err != nil {
 		b.die("wrk failed for %s: %v (see %s)", name, err, outPath)

@@ -15,7 +15,7 @@ import (
 // The admission profiles of `harness bench` (BENCH_ADMISSION_PROFILE). One is
 // the server's CPU profile during the async admission run. The other is the
 // allocations it made during that run's wrk load. Both go to the profiles
-// dir: profiles/ beside BENCH_RESULTS, bench/profiles by default. Their top
+// dir: profiles/ beside BENCH_RESULTS, tools/bench/profiles by default. Their top
 // 20 go there too, and RESULTS.md shows them.
 
 // The files of a run's admission profiles in the profiles dir: <run><suffix>.

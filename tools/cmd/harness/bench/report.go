@@ -19,7 +19,7 @@ func (b reporter) report() int {
 	b.info["end"] = time.Now().UTC().Format("2006-01-02 15:04:05 UTC")
 	t := b.targets()
 	md := b.render(t, b.profileSection)
-	notes, err := os.ReadFile(filepath.Join(b.root, "bench", "NOTES.md"))
+	notes, err := os.ReadFile(filepath.Join(b.root, "tools", "bench", "NOTES.md"))
 	if err == nil {
 		md += "\n" + string(notes)
 	}
@@ -146,7 +146,7 @@ func (b reporter) render(t benchTargets, profile func(string) string) string {
 	nproc := in["nproc"]
 	pf(`# Benchmark results
 
-Written by `+"`harness bench`"+` (cmd/harness) on %s (finished %s).
+Written by `+"`harness bench`"+` (tools/cmd/harness) on %s (finished %s).
 Every figure below comes from this one run: limits and service runs share the
 machine, its load and its database state.
 
@@ -274,7 +274,7 @@ ratio.
 		pf(`
 ### Latency: k6 at a constant arrival rate
 
-bench/arrival.js: k6's constant-arrival-rate executor (an open model: the
+tools/bench/arrival.js: k6's constant-arrival-rate executor (an open model: the
 arrivals do not wait for the answers), at half the sync `+"`lua`"+` req/s of this
 run (BENCH_K6_RATE overrides), for %d s, every request a new user,
 on a fresh async server and voucher. Latency is k6's http_req_duration.
@@ -363,7 +363,7 @@ and rebuilds it under freeze; the server answers 503 meanwhile.
 	pf(`
 ## Commands
 
-The exact commands `+"`harness bench`"+` (cmd/harness) ran (the tokens-*.csv and
+The exact commands `+"`harness bench`"+` (tools/cmd/harness) ran (the tokens-*.csv and
 admin.csv files are `+"`seckill tokens`"+` outputs in the out directory):
 
 `+"```"+`

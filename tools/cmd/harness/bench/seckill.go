@@ -341,7 +341,7 @@ func (b seckillRuns) frozen(name string) {
 	}
 }
 
-// k6Exec is one k6 run (bench/arrival.js) at rate arrivals per second. It
+// k6Exec is one k6 run (tools/bench/arrival.js) at rate arrivals per second. It
 // lasts BENCH_DURATION seconds, and every request is a new user. It hits the
 // seckill of voucher v, or GET path.
 func (b seckillRuns) k6Exec(name string, rate int, v int64, path string) {
@@ -363,7 +363,7 @@ func (b seckillRuns) k6Exec(name string, rate int, v int64, path string) {
 	for _, e := range env {
 		args = append(args, "-e", e)
 	}
-	cmd := exec.Command(b.k6, append(args, filepath.Join(b.root, "bench", "arrival.js"))...)
+	cmd := exec.Command(b.k6, append(args, filepath.Join(b.root, "tools", "bench", "arrival.js"))...)
 	out, err := cmd.CombinedOutput()
 	txt := filepath.Join(c.Out, "k6-"+name+".txt")
 	os.WriteFile(txt, out, 0o644)
@@ -371,7 +371,7 @@ func (b seckillRuns) k6Exec(name string, rate int, v int64, path string) {
 		b.die("k6 failed: %s", proc.Tail(txt, 5))
 	}
 	b.put(name, "t_end", strconv.FormatInt(time.Now().UnixNano(), 10))
-	b.noteCmd(fmt.Sprintf("%s run --quiet -e BENCH_BASE=%s -e BENCH_VOUCHER=%d -e BENCH_PATH=%s -e BENCH_TOKENS=tokens-k6.csv -e BENCH_RATE=%d -e BENCH_DURATION=%d -e BENCH_VUS=%d -e BENCH_SUMMARY=k6-%s.json bench/arrival.js   # %s; tokens-k6.csv: the first %d lines of tokens-async.csv",
+	b.noteCmd(fmt.Sprintf("%s run --quiet -e BENCH_BASE=%s -e BENCH_VOUCHER=%d -e BENCH_PATH=%s -e BENCH_TOKENS=tokens-k6.csv -e BENCH_RATE=%d -e BENCH_DURATION=%d -e BENCH_VUS=%d -e BENCH_SUMMARY=k6-%s.json tools/bench/arrival.js   # %s; tokens-k6.csv: the first %d lines of tokens-async.csv",
 		filepath.Base(b.k6), b.base, v, path, rate, c.Duration, 4*c.Conns, name, name, need))
 	sumData, err := os.ReadFile(sum)
 	if err != nil {

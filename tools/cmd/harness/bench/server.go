@@ -20,7 +20,7 @@ import (
 )
 
 // The server under test, the HTTP calls of the bench, the meter (/proc) and
-// the cleanup. The shared instance helpers of cmd/harness start load-test
+// the cleanup. The shared instance helpers of tools/cmd/harness start load-test
 // instances on several ports. The bench needs one server, its pid for the
 // meter and its log for frozen(). So it keeps its own here.
 

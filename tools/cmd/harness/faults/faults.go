@@ -1,7 +1,7 @@
 // Package faults is `harness faults` (make faults): the fault suite. Each
 // case starts two seckill instances on private dependencies, injects one
 // fault mid-load, recovers and audits the voucher. It writes
-// faults/RESULTS.md and faults/results.json. faults/README.md describes
+// tools/faults/RESULTS.md and tools/faults/results.json. tools/faults/README.md describes
 // the cases and settings. Exit status: 0 all met, 1 one did not, 2 no run.
 package faults
 

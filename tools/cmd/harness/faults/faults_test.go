@@ -387,7 +387,7 @@ func TestFaultSettings(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if s.Users != 600 || s.Dups != 3 || s.Stock != 300 || s.Duration != 9*time.Second || s.Rebuild != "if-needed" || s.Out != "/repo/faults" || len(s.Cases) != 0 {
+	if s.Users != 600 || s.Dups != 3 || s.Stock != 300 || s.Duration != 9*time.Second || s.Rebuild != "if-needed" || s.Out != "/repo/tools/faults" || len(s.Cases) != 0 {
 		t.Errorf("defaults: got %+v", s)
 	}
 	s, err = faultSettingsFrom(env(map[string]string{"CASE": "mariadb-sync, redis", "FAULTS_REBUILD": "never"}), "/repo")

@@ -58,11 +58,11 @@ func exitStatus(cases []CaseResult) int {
 func renderFaultsMarkdown(rep Report) string {
 	var b strings.Builder
 	b.WriteString("# Fault suite results\n\n")
-	fmt.Fprintf(&b, "Written by `harness faults` (`cmd/harness/faults`); what each case does and\n"+
+	fmt.Fprintf(&b, "Written by `harness faults` (`tools/cmd/harness/faults`); what each case does and\n"+
 		"its settings: [README.md](README.md).\n\n")
 	settings := strings.Join(rep.Settings, " ")
 	if settings == "" {
-		settings = "the defaults (faults/README.md)"
+		settings = "the defaults (tools/faults/README.md)"
 	}
 	fmt.Fprintf(&b, "- date: %s\n- command: `%s`\n- machine: %s\n- settings: %s\n- elapsed: %.0f s, exit status %d\n\n",
 		rep.Date, rep.Command, rep.Machine, settings, rep.ElapsedS, rep.Status)

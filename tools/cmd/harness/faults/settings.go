@@ -29,7 +29,7 @@ type faultSettings struct {
 	Seed       uint64        // FAULTS_SEED
 }
 
-// faultDefaults are the settings' defaults, as faults/README.md lists them.
+// faultDefaults are the settings' defaults, as tools/faults/README.md lists them.
 var faultDefaults = map[string]string{
 	"FAULTS_USERS": "600", "FAULTS_DUPS": "3", "FAULTS_STOCK": "300", "FAULTS_DURATION": "9s",
 	"FAULTS_BASE_PORT": "27300", "FAULTS_REBUILD": "if-needed", "FAULTS_AUTO_WAIT": "20s",
@@ -92,7 +92,7 @@ func faultSettingsFrom(getenv func(string) string, root string) (faultSettings, 
 	}
 	s.Out = getenv("FAULTS_OUT")
 	if s.Out == "" {
-		s.Out = filepath.Join(root, "faults")
+		s.Out = filepath.Join(root, "tools", "faults")
 	}
 	s.Keep = getenv("FAULTS_KEEP") == "1"
 	s.SkipBuild = getenv("SKIP_BUILD") == "1"

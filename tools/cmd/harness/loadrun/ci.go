@@ -31,7 +31,7 @@ import (
 //
 // Driver: DRIVER=auto by default. That is k6 when k6 v1.8.1 is installed
 // already, cached in $(go env GOPATH)/bin. Else it is the Go driver
-// (loadtest/driver), with the same scenario, built in seconds. A cold `go
+// (tools/loadtest/driver), with the same scenario, built in seconds. A cold `go
 // install go.k6.io/k6` took 1.5 to 5 minutes on this two-core machine. That
 // is too much for CI's 240 s. DRIVER=k6 forces k6 and installs it.
 
@@ -88,7 +88,7 @@ func RunCI(args []string) int {
 		return 2
 	}
 	started := time.Now()
-	out := filepath.Join(root, "loadtest/out", "ci-"+started.Format("20060102-150405"))
+	out := filepath.Join(root, "tools/loadtest/out", "ci-"+started.Format("20060102-150405"))
 	self, err := os.Executable()
 	if err == nil {
 		err = os.MkdirAll(out, 0o755)

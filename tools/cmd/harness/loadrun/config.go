@@ -103,7 +103,7 @@ func ltConfigFromEnv(getenv func(string) string, root string, now time.Time) (lt
 		*n.dst = v
 	}
 	c.stamp = now.Format("20060102-150405")
-	c.Out = get("OUT", filepath.Join(root, "loadtest/out", fmt.Sprintf("%s-%s-%d-%s", c.stamp, c.Mode, c.Instances, c.Setting)))
+	c.Out = get("OUT", filepath.Join(root, "tools/loadtest/out", fmt.Sprintf("%s-%s-%d-%s", c.stamp, c.Mode, c.Instances, c.Setting)))
 	switch {
 	case c.Instances < 1 || c.Instances > 16:
 		return c, fmt.Errorf("INSTANCES=%d: 1 to 16", c.Instances)

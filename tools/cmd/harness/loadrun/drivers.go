@@ -117,7 +117,7 @@ func (l *loadtest) ensureJMeter() error {
 	return nil
 }
 
-// runK6 runs loadtest/k6/seckill.js. The voucher and the announced orders
+// runK6 runs tools/loadtest/k6/seckill.js. The voucher and the announced orders
 // come from its console (VOUCHER <id> and ORDER <orderId> <userId> lines).
 func (l *loadtest) runK6(baseURLs string) driverRun {
 	o := l.Out
@@ -129,7 +129,7 @@ func (l *loadtest) runK6(baseURLs string) driverRun {
 		"-e", "REQUEST_TIMEOUT=60s", "-e", "SUMMARY_FILE=" + filepath.Join(o, "summary.env"),
 		"-e", fmt.Sprint("PAY_SHARE=", l.PayShare), "-e", fmt.Sprint("CANCEL_SHARE=", l.CancelShare),
 		"-e", fmt.Sprint("SETTLE_S=", l.SettleS),
-		filepath.Join(l.Root, "loadtest/k6/seckill.js")}
+		filepath.Join(l.Root, "tools/loadtest/k6/seckill.js")}
 	logPath := filepath.Join(o, "k6.log")
 	os.Remove(logPath)
 	var d driverRun
@@ -213,7 +213,7 @@ func readOrderIDs(path string) []model.Announced {
 	return a
 }
 
-// runJMeter runs loadtest/jmeter/seckill.jmx with Debian's JMeter 2.13. It
+// runJMeter runs tools/loadtest/jmeter/seckill.jmx with Debian's JMeter 2.13. It
 // goes through SeckillJMeter.java: as shipped, 2.13 on Java 17 loads no plan
 // and still exits 0 (see that file's comment). So it reads the results file,
 // never JMeter's exit code. Exit 2: the plan did not run. 1: the audit sample
@@ -229,7 +229,7 @@ func (l *loadtest) runJMeter(urls []string) driverRun {
 		return driverRun{exit: code}
 	}
 	// The launcher, compiled once per source change.
-	src := filepath.Join(l.Root, "loadtest/jmeter/SeckillJMeter.java")
+	src := filepath.Join(l.Root, "tools/loadtest/jmeter/SeckillJMeter.java")
 	classes := filepath.Join(o, "../.jmeter-launcher")
 	os.MkdirAll(classes, 0o755)
 	if newer(src, filepath.Join(classes, "SeckillJMeter.class")) {
@@ -272,7 +272,7 @@ func (l *loadtest) runJMeter(urls []string) driverRun {
 	jtl := filepath.Join(o, "results.jtl")
 	os.Remove(jtl)
 	args := []string{"-Xms256m", "-Xmx1g", "-Djmeter.home=" + home, "-cp", classes + ":" + filepath.Join(home, "bin/ApacheJMeter.jar"),
-		"SeckillJMeter", "-n", "-t", filepath.Join(l.Root, "loadtest/jmeter/seckill.jmx"), "-l", jtl, "-j", filepath.Join(o, "jmeter-run.log"),
+		"SeckillJMeter", "-n", "-t", filepath.Join(l.Root, "tools/loadtest/jmeter/seckill.jmx"), "-l", jtl, "-j", filepath.Join(o, "jmeter-run.log"),
 		"-Jhost=127.0.0.1", "-Jport=" + ports[0], "-Jrequests=" + filepath.Join(o, "requests.csv"), "-Jadmin_token=" + adminToken,
 		fmt.Sprint("-Jstock=", l.Stock), fmt.Sprint("-Jthreads=", l.VUs), "-Jrampup=1", "-Jsample_variables=voucherId,orderId,code",
 		"-Jjmeter.save.saveservice.output_format=csv", "-Jjmeter.save.saveservice.print_field_names=true"}

@@ -2,7 +2,7 @@
 // (`harness loadtest`), the lock-mode matrix (`harness matrix`) and the short
 // run of CI (`harness ci`). Each starts seckill instances and drives k6,
 // JMeter or the Go driver. Then it audits the voucher and writes a report.
-// loadtest/README.md describes the steps and settings.
+// tools/loadtest/README.md describes the steps and settings.
 package loadrun
 
 import (
@@ -138,8 +138,8 @@ func (l *loadtest) run() (Result, error) {
 	case "jmeter":
 		err = l.ensureJMeter()
 	case "go":
-		l.logf("building bin/seckill-load (loadtest/driver)")
-		err = testbed.GoBuild(l.ctx, l.Root, "bin/seckill-load", "./loadtest/driver")
+		l.logf("building bin/seckill-load (tools/loadtest/driver)")
+		err = testbed.GoBuild(l.ctx, filepath.Join(l.Root, "tools"), filepath.Join(l.Root, "bin/seckill-load"), "./loadtest/driver")
 	}
 	if err != nil {
 		return r, err

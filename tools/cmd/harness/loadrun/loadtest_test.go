@@ -140,7 +140,7 @@ func TestConfigFromEnv(t *testing.T) {
 		t.Fatal(err)
 	}
 	if c.Mode != "lua" || c.Instances != 2 || c.Stock != 200 || c.LockTTL != "10s" || c.SpacingMS != 0 ||
-		c.Out != "/r/loadtest/out/20261123-050000-lua-2-normal" || c.AllowBreach {
+		c.Out != "/r/tools/loadtest/out/20261123-050000-lua-2-normal" || c.AllowBreach {
 		t.Errorf("defaults: %+v", c)
 	}
 	c, err = ltConfigFromEnv(env(map[string]string{"SLOW": "1", "USERS": "80", "MATRIX": "1"}), "/r", now)

@@ -1,7 +1,7 @@
 // Package lockrun is `harness lockcheck` (make lock-check): client
 // processes take each lock mode's locks under faults and record their
-// histories, which internal/lockcheck checks for linearizability. It
-// writes lock-check/RESULTS.md and results.json. docs/locks.md explains it.
+// histories, which tools/internal/lockcheck checks for linearizability. It
+// writes tools/lock-check/RESULTS.md and results.json. docs/locks.md explains it.
 package lockrun
 
 import (
@@ -63,7 +63,7 @@ type lcEnv struct {
 
 // Run runs modes x faults x fencing (LOCKCHECK_MODES,
 // LOCKCHECK_FAULTS narrow it; LOCKCHECK_CI=1 runs the must-hold subset)
-// and writes lock-check/RESULTS.md and results.json.
+// and writes tools/lock-check/RESULTS.md and results.json.
 func Run(args []string) int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -76,7 +76,7 @@ func Run(args []string) int {
 	}
 	if len(args) == 1 && args[0] == "render" {
 		// RESULTS.md again from results.json, after a change of its text.
-		out := testbed.EnvOr("LOCKCHECK_OUT", filepath.Join(root, "lock-check"))
+		out := testbed.EnvOr("LOCKCHECK_OUT", filepath.Join(root, "tools", "lock-check"))
 		rep, err := readLockCheck(filepath.Join(out, "results.json"))
 		if err == nil {
 			err = os.WriteFile(filepath.Join(out, "RESULTS.md"), []byte(renderLockCheck(rep)), 0o644)
@@ -95,7 +95,7 @@ func Run(args []string) int {
 	redis.SetLogger(testbed.QuietRedis{})
 	ci := os.Getenv("LOCKCHECK_CI") == "1"
 	rows := lcPlan(os.Getenv("LOCKCHECK_MODES"), os.Getenv("LOCKCHECK_FAULTS"), ci)
-	e := &lcEnv{logf: logf, out: testbed.EnvOr("LOCKCHECK_OUT", filepath.Join(root, "lock-check"))}
+	e := &lcEnv{logf: logf, out: testbed.EnvOr("LOCKCHECK_OUT", filepath.Join(root, "tools", "lock-check"))}
 	if ci && os.Getenv("LOCKCHECK_OUT") == "" {
 		e.out = ""
 	}

@@ -23,7 +23,7 @@ var lcFaultModes = map[string][]string{
 // lcTokenModes mint fencing tokens. Only they have fenced rows.
 var lcTokenModes = []string{"lua", "reentrant", "multi", "zookeeper"}
 
-// Row is one row of lock-check/results.json.
+// Row is one row of tools/lock-check/results.json.
 type Row struct {
 	Mode               string `json:"mode"`
 	Fault              string `json:"fault"`
@@ -34,14 +34,14 @@ type Row struct {
 	Undecided          int    `json:"undecided,omitempty"`
 	Verdict            string `json:"verdict"`
 	// History is the saved checker page of a violation (the register's
-	// when the register was violated), relative to lock-check/.
+	// when the register was violated), relative to tools/lock-check/.
 	History string `json:"history,omitempty"`
 	// MutexHistory is the mutex's page when History is the register's.
 	MutexHistory string `json:"mutexHistory,omitempty"`
 	Error        string `json:"error,omitempty"`
 }
 
-// Report is lock-check/results.json.
+// Report is tools/lock-check/results.json.
 type Report struct {
 	testbed.RunInfo
 	Rows []Row `json:"rows"`

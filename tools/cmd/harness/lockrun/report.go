@@ -7,14 +7,14 @@ import (
 	"strings"
 )
 
-// renderLockCheck is lock-check/RESULTS.md.
+// renderLockCheck is tools/lock-check/RESULTS.md.
 func renderLockCheck(rep Report) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "# Lock histories checked for linearizability\n\n")
 	fmt.Fprintf(&b, "`%s`, %s, on %s, %.0f s.\n\n", rep.Command, rep.Date, rep.Machine, rep.ElapsedS)
 	b.WriteString("Every acquire, release and guarded read-modify-write was recorded with its\n" +
 		"invocation and completion time and checked by porcupine against two models\n" +
-		"(internal/lockcheck): the lock as a mutex, and the register its holders update.\n" +
+		"(tools/internal/lockcheck): the lock as a mutex, and the register its holders update.\n" +
 		"A violation is a user (a key) whose history no legal order explains; its link\n" +
 		"is the shortest violating window of that history, drawn by the checker\n" +
 		"(docs/locks.md explains the models and the window).\n\n")

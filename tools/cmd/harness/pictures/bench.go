@@ -10,7 +10,7 @@ import (
 	"seckill/tools/cmd/harness/testbed"
 )
 
-// docs/bench.svg: the benchmark (bench/results.json) against the limits
+// docs/bench.svg: the benchmark (tools/bench/results.json) against the limits
 // measured in the same run. Each comparison is a pair of bars, the limit
 // (grey) and the service (blue), with the target drawn as a dashed line and
 // its verdict. Then the sync seckill of every lock mode against the order
@@ -151,14 +151,14 @@ func (b benchData) setting(key string) string {
 	return "?"
 }
 
-// renderBenchPicture is docs/bench.svg from bench/results.json.
+// renderBenchPicture is docs/bench.svg from tools/bench/results.json.
 func renderBenchPicture(data []byte) ([]byte, error) {
 	var b benchData
 	if err := json.Unmarshal(data, &b.JSON); err != nil {
-		return nil, fmt.Errorf("bench/results.json: %w", err)
+		return nil, fmt.Errorf("tools/bench/results.json: %w", err)
 	}
 	if len(b.Runs) == 0 && len(b.Limits) == 0 {
-		return nil, fmt.Errorf("bench/results.json: no runs")
+		return nil, fmt.Errorf("tools/bench/results.json: no runs")
 	}
 	return benchSVG(b), nil
 }
@@ -209,7 +209,7 @@ func benchSVG(b benchData) []byte {
 	y = benchViolations(d, b, y+28)
 
 	mc := b.Machine
-	source := fmt.Sprintf("Source: bench/results.json of `make bench` (go run ./cmd/harness bench), %s to %s; %s, %s cores (%s), %s; MariaDB %s, Redis %s, wrk %s, k6 %s; "+
+	source := fmt.Sprintf("Source: tools/bench/results.json of `make bench` (go -C tools run ./cmd/harness bench), %s to %s; %s, %s cores (%s), %s; MariaDB %s, Redis %s, wrk %s, k6 %s; "+
 		"%s connections, %s s per run; load average %s before, %s after. Server, load tools, MariaDB and Redis share the cores.",
 		b.Started, strings.TrimPrefix(b.Finished, firstWord(b.Started)+" "), testbed.Or(mc["kernel"], "?"), testbed.Or(mc["nproc"], "?"), testbed.Or(mc["cpu"], "unknown CPU"), testbed.Or(mc["memory"], "?"),
 		testbed.Or(mc["mariadb"], "?"), testbed.Or(mc["redis"], "?"), testbed.Or(mc["wrk"], "?"), testbed.Or(mc["k6"], "?"),
@@ -218,8 +218,8 @@ func benchSVG(b benchData) []byte {
 	if len(b.Disturbed) > 0 {
 		lines = append(lines, svgWrap("Disturbed by other work on the machine: "+strings.Join(b.Disturbed, "; "), bnWidth-2*bnLeft, 11)...)
 	}
-	lines = append(lines, svgWrap("Every figure and command, the profiles of missed targets and what bounds them: bench/RESULTS.md, bench/NOTES.md. "+
-		"Drawn by `make pictures` (go run ./cmd/harness pictures); never edited by hand.", bnWidth-2*bnLeft, 11)...)
+	lines = append(lines, svgWrap("Every figure and command, the profiles of missed targets and what bounds them: tools/bench/RESULTS.md, tools/bench/NOTES.md. "+
+		"Drawn by `make pictures` (go -C tools run ./cmd/harness pictures); never edited by hand.", bnWidth-2*bnLeft, 11)...)
 	y = d.caption(bnLeft, y+24, lines...)
 	return d.finish(y + 4)
 }
@@ -388,7 +388,7 @@ func benchViolations(d *svgDoc, b benchData, y float64) float64 {
 		d.badge(bnLeft+17, y, 34, colBad, "#ffffff", fmt.Sprint(n))
 		for i, v := range b.Violations {
 			if i == 3 {
-				d.text(bnLeft+12, y+float64(i+1)*15, "small", "", colBad, fmt.Sprintf("and %d more: bench/RESULTS.md", n-3))
+				d.text(bnLeft+12, y+float64(i+1)*15, "small", "", colBad, fmt.Sprintf("and %d more: tools/bench/RESULTS.md", n-3))
 				y += 15
 				break
 			}

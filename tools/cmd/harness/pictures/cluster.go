@@ -12,7 +12,7 @@ import (
 )
 
 // docs/bench-cluster.svg draws the Redis Cluster block of `harness bench`
-// (bench/results.json, cmd/harness/bench/cluster.go). Async admission on one
+// (tools/bench/results.json, tools/cmd/harness/bench/cluster.go). Async admission on one
 // Redis stands beside it. Two panels share one scale, with a row per run. The
 // first shows the admissions/s measured on the machine the run shared. Every
 // Redis process, the server, wrk and MariaDB used the same cores. The second
@@ -112,19 +112,19 @@ func clusterRows(b benchData) []clusterRow {
 }
 
 // RenderClusterPicture is docs/bench-cluster.svg from
-// bench/results.json. errNoPictureData when the run had no cluster
+// tools/bench/results.json. errNoPictureData when the run had no cluster
 // block.
 func RenderClusterPicture(data []byte) ([]byte, error) {
 	var b benchData
 	if err := json.Unmarshal(data, &b.JSON); err != nil {
-		return nil, fmt.Errorf("bench/results.json: %w", err)
+		return nil, fmt.Errorf("tools/bench/results.json: %w", err)
 	}
 	if len(b.Runs) == 0 {
-		return nil, fmt.Errorf("bench/results.json: no runs")
+		return nil, fmt.Errorf("tools/bench/results.json: no runs")
 	}
 	rows := clusterRows(b)
 	if len(rows) == 1 {
-		return nil, fmt.Errorf("bench/results.json: no cluster-<buckets> runs: %w", errNoPictureData)
+		return nil, fmt.Errorf("tools/bench/results.json: no cluster-<buckets> runs: %w", errNoPictureData)
 	}
 	return clusterSVG(b, rows), nil
 }
@@ -211,10 +211,10 @@ func clusterSVG(b benchData, rows []clusterRow) []byte {
 	source := fmt.Sprintf("µs: CPU per admitted order from /proc over the wrk run; Redis µs: every node summed (one Redis: its only process); M1–M%d: the masters, the busiest in bold. "+
 		"Dashed: one Redis. The projection assumes the busiest master alone bounds the rate; a cluster on separate machines was not measured.", max(masters, 1))
 	lines := svgWrap(source, clWidth-2*clLeft, 11)
-	lines = append(lines, svgWrap(fmt.Sprintf("Source: %s (make bench with the Redis Cluster block, go run ./cmd/harness bench), %s to %s; %s, %s cores (%s), %s; Redis %s, wrk %s; load average %s before, %s after. "+
-		"Every figure: %s. Drawn by `make pictures` (go run ./cmd/harness pictures); never edited by hand.",
+	lines = append(lines, svgWrap(fmt.Sprintf("Source: %s (make bench with the Redis Cluster block, go -C tools run ./cmd/harness bench), %s to %s; %s, %s cores (%s), %s; Redis %s, wrk %s; load average %s before, %s after. "+
+		"Every figure: %s. Drawn by `make pictures` (go -C tools run ./cmd/harness pictures); never edited by hand.",
 		clusterResultsJSON(b.Results), b.Started, strings.TrimPrefix(b.Finished, firstWord(b.Started)+" "), testbed.Or(mc["kernel"], "?"), testbed.Or(mc["nproc"], "?"), testbed.Or(mc["cpu"], "unknown CPU"), testbed.Or(mc["memory"], "?"),
-		testbed.Or(mc["redis"], "?"), testbed.Or(mc["wrk"], "?"), testbed.Or(firstWord(mc["loadBefore"]), "?"), testbed.Or(firstWord(mc["loadAfter"]), "?"), testbed.Or(b.Results, "bench/RESULTS.md")), clWidth-2*clLeft, 11)...)
+		testbed.Or(mc["redis"], "?"), testbed.Or(mc["wrk"], "?"), testbed.Or(firstWord(mc["loadBefore"]), "?"), testbed.Or(firstWord(mc["loadAfter"]), "?"), testbed.Or(b.Results, "tools/bench/RESULTS.md")), clWidth-2*clLeft, 11)...)
 	if len(b.Disturbed) > 0 {
 		lines = append(lines, svgWrap("Disturbed by other work on the machine: "+strings.Join(b.Disturbed, "; "), clWidth-2*clLeft, 11)...)
 	}
@@ -227,7 +227,7 @@ func clusterResultsJSON(results string) string {
 	if i := strings.LastIndex(results, "/"); i >= 0 {
 		return results[:i+1] + "results.json"
 	}
-	return "bench/results.json"
+	return "tools/bench/results.json"
 }
 
 // clusterPanel draws a row per run from y, a bar of value (the measured or

@@ -9,7 +9,7 @@ import (
 	"seckill/tools/cmd/harness/testbed"
 )
 
-// docs/faults.svg: the fault suite's table (faults/results.json, written by
+// docs/faults.svg: the fault suite's table (tools/faults/results.json, written by
 // `harness faults`) as a picture. One row per case: its name, modes and
 // fault. What the clients got as a bar by HTTP status and as counts. The
 // units oversold and the 200s lost (a green 0, or red). Whether the audit
@@ -44,14 +44,14 @@ var ftStatuses = []struct {
 	{"other", "other", colStatusOth, 778},
 }
 
-// renderFaultsPicture is docs/faults.svg from faults/results.json.
+// renderFaultsPicture is docs/faults.svg from tools/faults/results.json.
 func renderFaultsPicture(data []byte) ([]byte, error) {
 	var rep faults.Report
 	if err := json.Unmarshal(data, &rep); err != nil {
-		return nil, fmt.Errorf("faults/results.json: %w", err)
+		return nil, fmt.Errorf("tools/faults/results.json: %w", err)
 	}
 	if len(rep.Cases) == 0 {
-		return nil, fmt.Errorf("faults/results.json: no cases")
+		return nil, fmt.Errorf("tools/faults/results.json: no cases")
 	}
 	return faultsSVG(rep), nil
 }
@@ -100,14 +100,14 @@ func faultsSVG(rep faults.Report) []byte {
 	}
 	y += float64(len(rep.Cases))*ftRowH + 22
 
-	source := fmt.Sprintf("Source: faults/results.json of `%s` (go run ./cmd/harness faults), run on %s in %.0f s, exit status %d; %s.",
+	source := fmt.Sprintf("Source: tools/faults/results.json of `%s` (go -C tools run ./cmd/harness faults), run on %s in %.0f s, exit status %d; %s.",
 		testbed.Or(rep.Command, "make faults"), rep.Date, rep.ElapsedS, rep.Status, testbed.Or(rep.Machine, "machine not recorded"))
 	if len(rep.Settings) > 0 {
 		source += " Settings: " + strings.Join(rep.Settings, ", ") + "."
 	}
 	lines := svgWrap(source, ftWidth-2*ftLeft, 11)
 	lines = append(lines, svgWrap("Lost: 200s whose order is neither in the database nor reported failed to its owner. What each case does and measures: "+
-		"faults/RESULTS.md and faults/README.md. Drawn by `make pictures` (go run ./cmd/harness pictures); never edited by hand.", ftWidth-2*ftLeft, 11)...)
+		"tools/faults/RESULTS.md and tools/faults/README.md. Drawn by `make pictures` (go -C tools run ./cmd/harness pictures); never edited by hand.", ftWidth-2*ftLeft, 11)...)
 	y = d.caption(ftLeft, y, lines...)
 	return d.finish(y + 4)
 }

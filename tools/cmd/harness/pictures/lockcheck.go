@@ -19,14 +19,14 @@ const (
 )
 
 // renderLockCheckPicture draws docs/lock-check.svg from
-// lock-check/results.json.
+// tools/lock-check/results.json.
 func renderLockCheckPicture(data []byte) ([]byte, error) {
 	var rep lockrun.Report
 	if err := json.Unmarshal(data, &rep); err != nil {
-		return nil, fmt.Errorf("lock-check/results.json: %w", err)
+		return nil, fmt.Errorf("tools/lock-check/results.json: %w", err)
 	}
 	if len(rep.Rows) == 0 {
-		return nil, fmt.Errorf("lock-check/results.json: no rows")
+		return nil, fmt.Errorf("tools/lock-check/results.json: no rows")
 	}
 	return lockCheckSVG(rep), nil
 }
@@ -108,11 +108,11 @@ func lockCheckSVG(rep lockrun.Report) []byte {
 		}
 	}
 	y += float64(len(modes))*lcpRowH + 22
-	source := fmt.Sprintf("Source: lock-check/results.json of `%s` (go run ./cmd/harness lockcheck), run on %s in %.0f s; %s.",
+	source := fmt.Sprintf("Source: tools/lock-check/results.json of `%s` (go -C tools run ./cmd/harness lockcheck), run on %s in %.0f s; %s.",
 		rep.Command, rep.Date, rep.ElapsedS, testbed.Or(rep.Machine, "machine not recorded"))
 	lines := svgWrap(source, width-2*lcpLeft, 11)
 	lines = append(lines, svgWrap("Numbers: users whose history violates the mutex / the register. A dot: not run (fencing needs a token the mode does not mint; redlock-restart is for redsync and multi, failover for the single-Redis modes). "+
-		"Each violation's shortest history is linked from lock-check/RESULTS.md. Drawn by `make pictures`; never edited by hand.", width-2*lcpLeft, 11)...)
+		"Each violation's shortest history is linked from tools/lock-check/RESULTS.md. Drawn by `make pictures`; never edited by hand.", width-2*lcpLeft, 11)...)
 	y = d.caption(lcpLeft, y, lines...)
 	return d.finish(y + 4)
 }

@@ -9,7 +9,7 @@ import (
 	"seckill/tools/cmd/harness/testbed"
 )
 
-// docs/lock-matrix.svg draws the load-test matrix (loadtest/results.json). It
+// docs/lock-matrix.svg draws the load-test matrix (tools/loadtest/results.json). It
 // has one panel per setting (normal, slow business). Each row is a lock mode
 // and instance count. A bar splits its DUPLICATE_ORDER answers by where they
 // were stopped. That is by the lock, past it by the order transaction's
@@ -37,14 +37,14 @@ const (
 	mxCaption = mxWidth - 2*mxLeft
 )
 
-// renderMatrixPicture is docs/lock-matrix.svg from loadtest/results.json.
+// renderMatrixPicture is docs/lock-matrix.svg from tools/loadtest/results.json.
 func renderMatrixPicture(data []byte) ([]byte, error) {
 	var rep loadrun.MatrixReport
 	if err := json.Unmarshal(data, &rep); err != nil {
-		return nil, fmt.Errorf("loadtest/results.json: %w", err)
+		return nil, fmt.Errorf("tools/loadtest/results.json: %w", err)
 	}
 	if len(rep.Runs) == 0 {
-		return nil, fmt.Errorf("loadtest/results.json: no runs")
+		return nil, fmt.Errorf("tools/loadtest/results.json: no runs")
 	}
 	return matrixSVG(rep), nil
 }
@@ -157,12 +157,12 @@ func matrixSVG(rep loadrun.MatrixReport) []byte {
 
 	y += 10
 	mc := rep.Machine
-	source := fmt.Sprintf("Source: loadtest/results.json of `make loadtest-matrix` (go run ./cmd/harness matrix), run on %s in %d s; %s, %s cores, %s; %s, %s, %s, %s.",
+	source := fmt.Sprintf("Source: tools/loadtest/results.json of `make loadtest-matrix` (go -C tools run ./cmd/harness matrix), run on %s in %d s; %s, %s cores, %s; %s, %s, %s, %s.",
 		rep.Generated, rep.ElapsedS, mc["uname"], mc["cores"], testbed.Or(mc["cpu"], "unknown CPU"),
 		testbed.Or(mc["k6"], "k6 ?"), testbed.Or(mc["mariadb"], "MariaDB ?"), testbed.Or(mc["redis"], "Redis ?"), testbed.Or(mc["zookeeper"], "ZooKeeper ?"))
 	lines := svgWrap(source, mxCaption, 11)
 	lines = append(lines, svgWrap("Counts from the instances' /metrics (lock refused, unique key) and the audit of the database (oversold). "+
-		"The table: loadtest/RESULTS.md. Drawn by `make pictures` (go run ./cmd/harness pictures); never edited by hand.", mxCaption, 11)...)
+		"The table: tools/loadtest/RESULTS.md. Drawn by `make pictures` (go -C tools run ./cmd/harness pictures); never edited by hand.", mxCaption, 11)...)
 	y = d.caption(mxLeft, y, lines...)
 	return d.finish(y + 4)
 }

@@ -15,15 +15,15 @@ import (
 // harness pictures: the README's pictures, drawn from the machine-readable
 // results the other subcommands write, never by hand:
 //
-//	docs/lock-matrix.svg    from loadtest/results.json      (make loadtest-matrix)
-//	docs/bench.svg          from bench/results.json         (make bench)
-//	docs/faults.svg         from faults/results.json        (make faults)
-//	docs/bench-cluster.svg  from bench/results.json         (make bench, its Redis
+//	docs/lock-matrix.svg    from tools/loadtest/results.json      (make loadtest-matrix)
+//	docs/bench.svg          from tools/bench/results.json         (make bench)
+//	docs/faults.svg         from tools/faults/results.json        (make faults)
+//	docs/bench-cluster.svg  from tools/bench/results.json         (make bench, its Redis
 //	                        Cluster block)
-//	docs/lock-check.svg     from lock-check/results.json    (make lock-check)
+//	docs/lock-check.svg     from tools/lock-check/results.json    (make lock-check)
 //
-//	make pictures                       (go run ./cmd/harness pictures)
-//	go run ./cmd/harness pictures -check   exit 1 when a picture is out of date
+//	make pictures                       (go -C tools run ./cmd/harness pictures)
+//	go -C tools run ./cmd/harness pictures -check   exit 1 when a picture is out of date
 //
 // A picture whose results file does not exist, or holds nothing it draws
 // (errNoPictureData: a bench run without the cluster block), is skipped
@@ -40,11 +40,11 @@ type picture struct {
 
 // pictures are the README's pictures.
 var pictures = []picture{
-	{Results: "loadtest/results.json", SVG: "docs/lock-matrix.svg", Render: renderMatrixPicture},
-	{Results: "bench/results.json", SVG: "docs/bench.svg", Render: renderBenchPicture},
-	{Results: "faults/results.json", SVG: "docs/faults.svg", Render: renderFaultsPicture},
-	{Results: "bench/results.json", SVG: "docs/bench-cluster.svg", Render: RenderClusterPicture},
-	{Results: "lock-check/results.json", SVG: "docs/lock-check.svg", Render: renderLockCheckPicture},
+	{Results: "tools/loadtest/results.json", SVG: "docs/lock-matrix.svg", Render: renderMatrixPicture},
+	{Results: "tools/bench/results.json", SVG: "docs/bench.svg", Render: renderBenchPicture},
+	{Results: "tools/faults/results.json", SVG: "docs/faults.svg", Render: renderFaultsPicture},
+	{Results: "tools/bench/results.json", SVG: "docs/bench-cluster.svg", Render: RenderClusterPicture},
+	{Results: "tools/lock-check/results.json", SVG: "docs/lock-check.svg", Render: renderLockCheckPicture},
 }
 
 // render draws the picture from the results under root. ok is false when

@@ -345,7 +345,7 @@ func clusterFixture() bench.JSON {
 			Figures: node(map[string]any{"buckets": 8.0, "rps": 14780.2, "cpu_server_order": 52.5, "cpu_redis_order": 56.7}, 13.7, 13.8, 10.2, 6.9, 5.1, 6.9)})
 	b.ClusterNodes = []bench.JSONNode{{Addr: "127.0.0.1:7001", Role: "master"}, {Addr: "127.0.0.1:7002", Role: "master"}, {Addr: "127.0.0.1:7003", Role: "master"},
 		{Addr: "127.0.0.1:7004", Role: "replica"}, {Addr: "127.0.0.1:7005", Role: "replica"}, {Addr: "127.0.0.1:7006", Role: "replica"}}
-	b.Results = "bench/RESULTS.md"
+	b.Results = "tools/bench/RESULTS.md"
 	return b
 }
 
@@ -363,7 +363,7 @@ func TestClusterPicture(t *testing.T) {
 		"24,657 req/s", "19,047 req/s", "14,780 req/s", // measured
 		"59,500 orders/s", "44,600 orders/s", "72,500 orders/s", // 1e6 ÷ 16.8, ÷ 22.4 (M2), ÷ 13.8 (M2)
 		"37.5", "43.7", "52.5", "41.3", "56.7", "the one process: 16.8", "2.2", "2.3", "13.7", "10.2", "M1 µs", "M3 µs",
-		"3 masters and 3 replicas", "2031-02-03 04:05:06 UTC, 2 cores", "Fixture CPU", "bench/results.json", "bench/RESULTS.md"} {
+		"3 masters and 3 replicas", "2031-02-03 04:05:06 UTC, 2 cores", "Fixture CPU", "tools/bench/results.json", "tools/bench/RESULTS.md"} {
 		if !hasText(elems, want) {
 			t.Errorf("no text %q in the picture; texts: %q", want, texts(elems))
 		}
@@ -399,11 +399,11 @@ func TestClusterPictureNothingToDraw(t *testing.T) {
 		}
 	}
 	root := t.TempDir()
-	os.MkdirAll(filepath.Join(root, "bench"), 0o755)
-	if err := os.WriteFile(filepath.Join(root, "bench/results.json"), data, 0o644); err != nil {
+	os.MkdirAll(filepath.Join(root, "tools/bench"), 0o755)
+	if err := os.WriteFile(filepath.Join(root, "tools/bench/results.json"), data, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	p := picture{Results: "bench/results.json", SVG: "docs/bench-cluster.svg", Render: RenderClusterPicture}
+	p := picture{Results: "tools/bench/results.json", SVG: "docs/bench-cluster.svg", Render: RenderClusterPicture}
 	if _, ok, err := p.render(root); ok || err != nil {
 		t.Errorf("render: got ok %v, err %v; want skipped", ok, err)
 	}

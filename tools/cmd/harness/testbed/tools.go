@@ -20,14 +20,15 @@ import (
 )
 
 // ProjectRoot is the repository root: the nearest directory upwards from
-// the working directory that holds go.mod.
+// the working directory whose go.mod is the product's (module seckill), so
+// tools/ (module seckill/tools) is passed over.
 func ProjectRoot() (string, error) {
 	dir, err := os.Getwd()
 	if err != nil {
 		return "", err
 	}
 	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+		if b, err := os.ReadFile(filepath.Join(dir, "go.mod")); err == nil && isProductModule(b) {
 			return dir, nil
 		}
 		parent := filepath.Dir(dir)
@@ -36,6 +37,16 @@ func ProjectRoot() (string, error) {
 		}
 		dir = parent
 	}
+}
+
+// isProductModule says the go.mod text declares module seckill.
+func isProductModule(gomod []byte) bool {
+	for _, line := range strings.Split(string(gomod), "\n") {
+		if f := strings.Fields(line); len(f) == 2 && f[0] == "module" {
+			return f[1] == "seckill"
+		}
+	}
+	return false
 }
 
 // LoadCIEnv sets the variables of .ci/env.sh, unless the MySQL DSN and the
@@ -106,7 +117,8 @@ func RunTool(ctx context.Context, limit time.Duration, logPath string, env []str
 	return 0, nil
 }
 
-// GoBuild builds pkg (e.g. "." or "./loadtest/driver") into root/out.
+// GoBuild builds pkg (e.g. "." or "./loadtest/driver") into out, from root.
+// root is the folder of the module holding pkg: the repository's, or tools/.
 func GoBuild(ctx context.Context, root, out, pkg string) error {
 	cmd := exec.CommandContext(ctx, "go", "build", "-o", out, pkg)
 	cmd.Dir = root
