@@ -9,7 +9,7 @@ build:
 run:
 	$(GO) run .
 
-# The whole suite with the race detector, through cmd/testenv: the
+# The whole suite with the race detector, through tools/cmd/testenv: the
 # integration tests use the services the env names (.ci/env.sh, as CI sets
 # it); for each variable unset it starts a private throwaway server when
 # the program is installed (MariaDB, Redis, Redlock nodes, a Sentinel set,
@@ -18,9 +18,14 @@ run:
 # TESTPKGS and TESTFLAGS narrow a run: make test TESTPKGS=./lock/ TESTFLAGS='-run Redlock'.
 TESTPKGS ?= ./...
 TESTFLAGS ?=
-TESTENV = $(GO) build -o bin/testenv ./cmd/testenv && bin/testenv
+# The tooling's own tests (tools/ is a module of its own, which `go test
+# ./...` at the root leaves out; TestPicturesUpToDate among them) run after,
+# unless TESTPKGS narrows the run; TOOLSPKGS=./internal/house/ picks some.
+TOOLSPKGS ?= $(if $(filter ./...,$(TESTPKGS)),./...)
+TESTENV = $(GO) -C tools build -o $(CURDIR)/bin/testenv ./cmd/testenv && bin/testenv
 test: vet
 	$(TESTENV) $(GO) test -race -count=1 -timeout 15m $(TESTFLAGS) $(TESTPKGS)
+	$(if $(TOOLSPKGS),$(TESTENV) $(GO) -C tools test -race -count=1 -timeout 15m $(TESTFLAGS) $(TOOLSPKGS))
 
 # The async end-to-end tests (e2e/async, e2e/lifecycle) again, on the Redis
 # Cluster of .ci/services.sh (SECKILL_TEST_CLUSTER_ADDRS, exported by
@@ -37,10 +42,12 @@ test-cluster:
 # Unit tests only: integration tests skip without the env.
 test-short:
 	env -u SECKILL_MYSQL_DSN -u SECKILL_REDIS_ADDR -u SECKILL_REDLOCK_ADDRS -u SECKILL_ZK_ADDRS $(GO) test -count=1 ./...
+	env -u SECKILL_MYSQL_DSN -u SECKILL_REDIS_ADDR -u SECKILL_REDLOCK_ADDRS -u SECKILL_ZK_ADDRS $(GO) -C tools test -count=1 ./...
 
 vet:
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { echo "gofmt needed:"; gofmt -l $$(git ls-files '*.go'); exit 1; }
 	$(GO) vet ./...
+	$(GO) -C tools vet ./...
 
 fmt:
 	gofmt -w $$(git ls-files '*.go')
@@ -67,14 +74,14 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzWebPath$$' -fuzztime $(FUZZTIME) $(FUZZFLAGS) ./handler/
 	$(GO) test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME) $(FUZZFLAGS) ./auth/
 
-# ---- load tests (cmd/harness; variables as in loadtest/README.md, e.g.
+# ---- load tests (tools/cmd/harness; variables as in tools/loadtest/README.md, e.g.
 # `make loadtest MODE=redsync INSTANCES=2 SLOW=1 DRIVER=k6`). They need
 # the MariaDB and Redis of .ci/env.sh (.ci/services.sh starts them).
-.PHONY: loadtest loadtest-matrix loadtest-ci
+.PHONY: loadtest loadtest-matrix loadtest-ci fairness
 
 # A built binary, not `go run`, which turns every exit status into 1 (the
 # harness exits 2 when a run could not be made).
-HARNESS = $(GO) build -o bin/harness ./cmd/harness && bin/harness
+HARNESS = $(GO) -C tools build -o $(CURDIR)/bin/harness ./cmd/harness && bin/harness
 
 loadtest:
 	$(HARNESS) loadtest
@@ -85,13 +92,18 @@ loadtest-matrix:
 loadtest-ci:
 	$(HARNESS) ci
 
-# ---- fault suite (cmd/harness/faults, faults/README.md): each case kills
+# The waiting room's fairness run (docs/waiting-room.md; FAIR_* settings):
+# 20,000 joiners over two instances, written to tools/loadtest/fairness/.
+fairness:
+	$(HARNESS) fairness
+
+# ---- fault suite (tools/cmd/harness/faults, tools/faults/README.md): each case kills
 # or freezes a dependency mid-load (an instance, Redis, the Sentinel primary,
 # MariaDB, a Redlock node, a lock holder) and audits what every request got.
 # It runs on PRIVATE MariaDB/Redis/Sentinel processes of its own (ports from
 # FAULTS_BASE_PORT=27300), never on the shared services of .ci/services.sh;
 # needs mariadb-server, redis-server and redis-sentinel installed. Writes
-# faults/RESULTS.md and faults/results.json; `make faults CASE=mariadb-sync`
+# tools/faults/RESULTS.md and tools/faults/results.json; `make faults CASE=mariadb-sync`
 # (or CASE=mariadb, a prefix) runs some cases and keeps their results in the
 # work directory it names.
 .PHONY: faults
@@ -99,14 +111,14 @@ loadtest-ci:
 faults:
 	$(HARNESS) faults && bin/harness pictures
 
-# ---- lock histories (cmd/harness/lockrun, internal/lockcheck): two
+# ---- lock histories (tools/cmd/harness/lockrun, tools/internal/lockcheck): two
 # client processes take lock:order:<userId> in every mode and update a
 # register in MariaDB under it, while one process is paused, partitioned
 # (from the lock service or the database) or slowed; every operation is
 # recorded and porcupine checks the histories against a mutex and a register
 # model. Private MariaDB and redis-servers; the shared ZooKeeper through a
-# proxy. Writes lock-check/RESULTS.md, results.json and the checker's pages
-# of violations (lock-check/histories/); LOCKCHECK_MODES=lua,mysql and
+# proxy. Writes tools/lock-check/RESULTS.md, results.json and the checker's pages
+# of violations (tools/lock-check/histories/); LOCKCHECK_MODES=lua,mysql and
 # LOCKCHECK_FAULTS=pause narrow it. lock-check-ci runs the rows that must
 # hold (fenced token modes, mysql) under pause and partition, and fails on a
 # violation.
@@ -116,7 +128,7 @@ lock-check:
 	$(HARNESS) lockcheck && bin/harness pictures
 
 lock-check-ci:
-	$(GO) build -o bin/harness ./cmd/harness && LOCKCHECK_CI=1 bin/harness lockcheck
+	$(GO) -C tools build -o $(CURDIR)/bin/harness ./cmd/harness && LOCKCHECK_CI=1 bin/harness lockcheck
 
 # ---- the failover demonstration (lock/failover_test.go, README "The lock
 # family"): TestFailoverTwoHolders on private redis-server and
@@ -133,9 +145,9 @@ failover:
 	@SECKILL_FAILOVER_TABLE=$(abspath $(FAILOVER_TABLE)) $(GO) test -count=1 -run '^TestFailoverTwoHolders$$' ./lock/; \
 		status=$$?; echo; if [ -f $(FAILOVER_TABLE) ]; then cat $(FAILOVER_TABLE); fi; exit $$status
 
-# ---- benchmark (bench/): the machine's limits and the seckill in every lock
-# mode, measured in one run by `harness bench` (cmd/harness/bench); writes
-# bench/RESULTS.md and bench/results.json. Settings are the BENCH_*
+# ---- benchmark (tools/bench/): the machine's limits and the seckill in every lock
+# mode, measured in one run by `harness bench` (tools/cmd/harness/bench); writes
+# tools/bench/RESULTS.md and tools/bench/results.json. Settings are the BENCH_*
 # variables documented in docs/bench-harness.md, e.g. `make bench
 # BENCH_DURATION=5 BENCH_LOCK_MODES="lua redsync"`. Needs the MariaDB and
 # Redis of .ci/env.sh, wrk, redis-tools, mariadb-client and k6.
@@ -156,11 +168,11 @@ BENCHCOUNT ?= 1
 bench-go:
 	$(GO) test -run '^$$' -bench Admission -benchmem -benchtime $(BENCHTIME) -count $(BENCHCOUNT) ./e2e/bench/
 
-# ---- the README's pictures (cmd/harness/pictures): docs/lock-matrix.svg,
+# ---- the README's pictures (tools/cmd/harness/pictures): docs/lock-matrix.svg,
 # docs/bench.svg, docs/faults.svg and docs/bench-cluster.svg drawn from
-# loadtest/results.json, bench/results.json (both bench pictures; the
+# tools/loadtest/results.json, tools/bench/results.json (both bench pictures; the
 # cluster one is skipped while the run had no Redis Cluster block) and
-# faults/results.json. Run it after a new matrix,
+# tools/faults/results.json. Run it after a new matrix,
 # bench or fault-suite run: `make test` fails while a picture is out of
 # date with its results (TestPicturesUpToDate).
 .PHONY: pictures
@@ -187,7 +199,7 @@ measure-path:
 		echo "$$m: $$(echo "$$files" | grep -c .) files"; echo "$$files" | sed 's|^seckill/|  |'; \
 	done
 
-# ---- the house's measures (internal/house, docs/house.md): the root, the
+# ---- the house's measures (tools/internal/house, docs/house.md): the root, the
 # largest files and types of product and tooling, comment sentences,
 # settings and Lua KEYS per place, duplicates. HOUSE_ARGS=-json for JSON,
 # -packages for the comment table per package.

@@ -7,16 +7,16 @@ import (
 	"time"
 
 	"seckill/e2e/apptest"
-	"seckill/loadtest/fairness"
+	"seckill/internal/fairness"
 	"seckill/model"
 )
 
-// TestFairnessScaledDown is the fairness run (loadtest/fairness) at a size
+// TestFairnessScaledDown is the fairness run (internal/fairness) at a size
 // for the test suite: 600 buyers, 2 % of them bots, 15 units, two
 // instances on loopback. Exactly the units are sold, none without a token,
 // bots' tokenless purchases are refused, and every joiner who stayed
 // learns the outcome. The bots' share and its p-value are logged (the full
-// run's figures are in loadtest/fairness/RESULTS.md).
+// run's figures are in tools/loadtest/fairness/RESULTS.md).
 func TestFairnessScaledDown(t *testing.T) {
 	env := apptest.RedisVars(t)
 	env["SECKILL_WAITING_ROOM_TOKEN_TTL"] = "2s"

@@ -1,6 +1,6 @@
 // Package audit reads one voucher's facts from the database and Redis. The
 // invariants of docs/contract.md are judged on them (model.Facts,
-// model.Violations). The end-to-end tests and cmd/harness use it. It takes
+// model.Violations). The end-to-end tests and tools/cmd/harness use it. It takes
 // key names from repository and bucket counts from redisstore. It never
 // imports service.
 package audit
