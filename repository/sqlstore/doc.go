@@ -2,7 +2,8 @@
 // It runs on MySQL or MariaDB, or on the embedded SQLite file.
 // Driver errors become model errors here and never escape.
 //
-// Orders joins the order table's stores: OrderCommits (commit.go),
+// The course's order transaction and its one rule are in voucher_order.go.
+// Orders joins the order table's stores: OrderCommits (voucher_order.go),
 // GroupCommits (group_commit.go), QueuedOrders (queued.go), OrderReads
 // (reads.go) and OrderLifecycle (lifecycle.go). Users, Vouchers, Shops,
 // Revocations, NamedValues and DemoMarks hold the other tables.
