@@ -22,7 +22,7 @@ import (
 )
 
 // The in-memory stores of package mock behind the real user and voucher
-// services, and a fake Seckiller. The tests assert the services' rules
+// services, and a fake Sale. The tests assert the services' rules
 // through the routes.
 
 // withCodeLimits serves the code flow on users and codes with limits and
@@ -35,7 +35,7 @@ func withCodeLimits(users *mock.Users, codes *mock.Codes, limits *mock.CodeLimit
 	}
 }
 
-// buyCall is one Buy call as the fake Seckiller saw it.
+// buyCall is one Buy call as the fake Sale saw it.
 type buyCall struct {
 	userID, voucherID int64
 	hasDeadline       bool

@@ -208,7 +208,7 @@ func TestPurchaseLimitsRedisDown(t *testing.T) {
 	}
 }
 
-// localRefuser is a Seckiller that refuses voucher 4 from memory, sold out.
+// localRefuser is a Sale that refuses voucher 4 from memory, sold out.
 type localRefuser struct{ *fakeSeckiller }
 
 func (localRefuser) RefusesLocally(voucherID int64) bool { return voucherID == 4 }

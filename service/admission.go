@@ -17,7 +17,7 @@ import (
 // Reconciler keeps each voucher's Redis state true to the facts (reconcile.go).
 
 // AsyncSeckill is async mode wired from its three parts.
-// It serves Buy, Order and Audit like Seckill does.
+// It serves Buy, Order and Audit like SyncSeckill does.
 type AsyncSeckill struct {
 	*AsyncAdmission
 	*ConsumerGroup

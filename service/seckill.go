@@ -11,8 +11,8 @@ import (
 	"seckill/model"
 )
 
-// SeckillConfig configures the seckill service.
-type SeckillConfig struct {
+// SyncSeckillConfig configures the seckill service.
+type SyncSeckillConfig struct {
 	// Fencing makes the order transaction reject stale fencing tokens.
 	Fencing bool
 	// CriticalDelay is a development-only pause after the lock is taken and
@@ -20,12 +20,12 @@ type SeckillConfig struct {
 	CriticalDelay time.Duration
 	// VoucherCacheTTL is how long a voucher's window stays cached. Default 1m.
 	VoucherCacheTTL time.Duration
-	// GroupMax bounds a commit group (with SeckillDeps.Groups). Default 64.
+	// GroupMax bounds a commit group (with SyncSeckillDeps.Groups). Default 64.
 	GroupMax int
 }
 
-// Seckill runs the flash sale in sync mode and reads its results.
-type Seckill struct {
+// SyncSeckill runs the flash sale in sync mode and reads its results.
+type SyncSeckill struct {
 	vouchers VoucherStore
 	orders   OrderStore
 	ids      IDGenerator
@@ -34,15 +34,15 @@ type Seckill struct {
 	rejects  RejectionCounter
 	dups     uniqueKeyRejections
 	obs      Observer
-	cfg      SeckillConfig
+	cfg      SyncSeckillConfig
 	now      func() time.Time
 	log      *slog.Logger
 	cache    *voucherCache
 	group    *groupCommitter // nil: one transaction per order
 }
 
-// SeckillDeps are the collaborators of the seckill service.
-type SeckillDeps struct {
+// SyncSeckillDeps are the collaborators of the seckill service.
+type SyncSeckillDeps struct {
 	Vouchers VoucherStore
 	Orders   OrderStore
 	// Groups commits concurrent buyers of a voucher together (optional;
@@ -59,8 +59,8 @@ type SeckillDeps struct {
 	Log      *slog.Logger
 }
 
-// NewSeckill returns the seckill service.
-func NewSeckill(d SeckillDeps, cfg SeckillConfig) *Seckill {
+// NewSyncSeckill returns the seckill service.
+func NewSyncSeckill(d SyncSeckillDeps, cfg SyncSeckillConfig) *SyncSeckill {
 	if d.Observer == nil {
 		d.Observer = nopObserver{}
 	}
@@ -70,7 +70,7 @@ func NewSeckill(d SeckillDeps, cfg SeckillConfig) *Seckill {
 	if cfg.VoucherCacheTTL <= 0 {
 		cfg.VoucherCacheTTL = time.Minute
 	}
-	s := &Seckill{
+	s := &SyncSeckill{
 		vouchers: d.Vouchers, orders: d.Orders, ids: d.IDs, seq: d.Sequence, locker: d.Locker,
 		rejects: d.Rejects, obs: d.Observer, cfg: cfg, now: d.Now, log: d.Log,
 		dups:  uniqueKeyRejections{obs: d.Observer, counter: d.Rejects, log: d.Log, locker: d.Locker},
@@ -86,13 +86,13 @@ func NewSeckill(d SeckillDeps, cfg SeckillConfig) *Seckill {
 // RefusesLocally reports whether Buy would refuse the voucher now from
 // memory, with no round trip: outside its window, or seen sold out within
 // the last second.
-func (s *Seckill) RefusesLocally(voucherID int64) bool { return s.cache.refuses(voucherID) }
+func (s *SyncSeckill) RefusesLocally(voucherID int64) bool { return s.cache.refuses(voucherID) }
 
 // Buy runs the seckill flow of docs/contract.md for one request and returns
 // the new order's id. It is the course's seckillVoucher in three steps:
 // checkWindowAndStock, withUserLock, and createVoucherOrder under the lock.
 // The order transaction ends before the lock is released.
-func (s *Seckill) Buy(ctx context.Context, userID, voucherID int64) (int64, error) {
+func (s *SyncSeckill) Buy(ctx context.Context, userID, voucherID int64) (int64, error) {
 	if voucherID <= 0 {
 		return 0, model.InvalidArgument("id", "must be a positive number")
 	}
@@ -146,7 +146,7 @@ func (v *cachedVoucher) refusal(now time.Time) error {
 // lock, the course's lock on the user id. A lock held by another request
 // of the user is a duplicate order (model.ErrLockRefused). The lock is
 // released after fn returns, so after the order transaction has ended.
-func (s *Seckill) withUserLock(ctx context.Context, userID int64, fn func(lk lock.Lock) error) error {
+func (s *SyncSeckill) withUserLock(ctx context.Context, userID int64, fn func(lk lock.Lock) error) error {
 	key := model.OrderLockKey(userID)
 	lk, err := s.locker.Obtain(ctx, key)
 	if err != nil && ctx.Err() != nil {
@@ -177,7 +177,7 @@ func (s *Seckill) withUserLock(ctx context.Context, userID int64, fn func(lk loc
 // createVoucherOrder is the flow's third step, under the user's lock: the
 // order transaction (the store's CreateOrder, alone or in a commit group).
 // It returns the order's id, or the refusal with its side effects recorded.
-func (s *Seckill) createVoucherOrder(ctx context.Context, v *cachedVoucher, lk lock.Lock, orderID, userID, voucherID int64) (int64, error) {
+func (s *SyncSeckill) createVoucherOrder(ctx context.Context, v *cachedVoucher, lk lock.Lock, orderID, userID, voucherID int64) (int64, error) {
 	order := newOrder(orderID, userID, voucherID, s.now())
 	o := &order
 	var fence *model.Fence
@@ -217,7 +217,7 @@ func (s *Seckill) createVoucherOrder(ctx context.Context, v *cachedVoucher, lk l
 
 // writeOrder writes o through the group committer when there is one,
 // and alone when there is none or its group left it undecided.
-func (s *Seckill) writeOrder(ctx context.Context, o *model.VoucherOrder, fence *model.Fence) error {
+func (s *SyncSeckill) writeOrder(ctx context.Context, o *model.VoucherOrder, fence *model.Fence) error {
 	if s.group != nil {
 		if err := s.group.commit(ctx, o, fence); !errors.Is(err, model.ErrNotGrouped) {
 			return err
@@ -228,7 +228,7 @@ func (s *Seckill) writeOrder(ctx context.Context, o *model.VoucherOrder, fence *
 
 // freshID resyncs the id sequence past the database's ids (when the
 // service has a Sequence) and returns a new id.
-func (s *Seckill) freshID(ctx context.Context) (int64, error) {
+func (s *SyncSeckill) freshID(ctx context.Context) (int64, error) {
 	if s.seq != nil {
 		if err := s.seq.Resync(ctx); err != nil {
 			return 0, model.Unavailable(err)
@@ -246,7 +246,7 @@ func fenceKey(mode, key string) string { return mode + "|" + key }
 
 // release gives the lock back after the transaction has ended, on a context
 // that survives the request's cancellation.
-func (s *Seckill) release(ctx context.Context, lk lock.Lock) {
+func (s *SyncSeckill) release(ctx context.Context, lk lock.Lock) {
 	if err := releaseLock(ctx, lk); err != nil {
 		// ErrNotHeld: the lease expired while we worked (slow business).
 		s.log.WarnContext(ctx, "lock release failed", "key", lk.Key(), "lock_mode", s.locker.Name(), "err", err)
@@ -306,7 +306,7 @@ func (r uniqueKeyRejections) count(ctx context.Context, voucherID, userID int64)
 
 // Order returns the order with id if it belongs to userID; another user's
 // order is model.ErrOrderNotFound, like a missing one.
-func (s *Seckill) Order(ctx context.Context, userID, orderID int64) (*model.VoucherOrder, error) {
+func (s *SyncSeckill) Order(ctx context.Context, userID, orderID int64) (*model.VoucherOrder, error) {
 	if orderID <= 0 {
 		return nil, model.InvalidArgument("orderId", "must be a positive number")
 	}
@@ -321,7 +321,7 @@ func (s *Seckill) Order(ctx context.Context, userID, orderID int64) (*model.Vouc
 }
 
 // Audit reads the voucher's state against the invariants, from the database.
-func (s *Seckill) Audit(ctx context.Context, voucherID int64) (*model.Audit, error) {
+func (s *SyncSeckill) Audit(ctx context.Context, voucherID int64) (*model.Audit, error) {
 	if voucherID <= 0 {
 		return nil, model.InvalidArgument("id", "must be a positive number")
 	}
@@ -340,7 +340,7 @@ func (s *Seckill) Audit(ctx context.Context, voucherID int64) (*model.Audit, err
 
 // VoucherChanged drops this process's cached copy of the voucher (an admin
 // edited or closed it); other processes read it again within the cache TTL.
-func (s *Seckill) VoucherChanged(_ context.Context, voucherID int64) error {
+func (s *SyncSeckill) VoucherChanged(_ context.Context, voucherID int64) error {
 	s.cache.forget(voucherID)
 	return nil
 }
