@@ -3,8 +3,9 @@
 // Driver errors become model errors here and never escape.
 //
 // The course's order transaction and its one rule are in voucher_order.go.
-// Orders joins the order table's stores: OrderCommits (voucher_order.go),
-// GroupCommits (group_commit.go), QueuedOrders (queued.go), OrderReads
-// (reads.go) and OrderLifecycle (lifecycle.go). Users, Vouchers, Shops,
-// Revocations, NamedValues and DemoMarks hold the other tables.
+// There Orders joins the order table's stores: OrderCommits (the same
+// file), GroupCommits (group_commit.go), QueuedOrders (queued.go),
+// OrderReads (reads.go) and OrderLifecycle (lifecycle.go). Users,
+// Vouchers, Shops, Revocations, NamedValues and DemoMarks hold the other
+// tables.
 package sqlstore
