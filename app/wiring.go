@@ -58,7 +58,7 @@ func newWiring(d *deps, cfg config.Config, log *slog.Logger, locker lock.Locker,
 
 // purchase is the purchase path of SECKILL_ORDER_MODE.
 type purchase struct {
-	seckill handler.Seckiller
+	seckill handler.Sale
 	// changed is told of each voucher an admin edited or closed.
 	changed func(ctx context.Context, voucherID int64) error
 	// limits are the purchase limits' scripts: in round trips of their
@@ -108,7 +108,7 @@ func (w *wiring) syncPurchase(ctx context.Context) (purchase, error) {
 	if err := seq.Resync(ctx); err != nil {
 		return purchase{}, fmt.Errorf("order id sequence: %w", err)
 	}
-	deps := service.SeckillDeps{
+	deps := service.SyncSeckillDeps{
 		Vouchers: w.vouchers, Orders: w.orders, IDs: ids, Sequence: seq,
 		Locker: w.locker, Rejects: redisstore.NewRejections(d.Redis),
 		Observer: w.m, Now: time.Now, Log: w.log,
@@ -116,7 +116,7 @@ func (w *wiring) syncPurchase(ctx context.Context) (purchase, error) {
 	if w.cfg.SyncGroupCommit {
 		deps.Groups = w.orders
 	}
-	sk := service.NewSeckill(deps, service.SeckillConfig{Fencing: w.cfg.Fencing, CriticalDelay: w.cfg.CriticalDelay})
+	sk := service.NewSyncSeckill(deps, service.SyncSeckillConfig{Fencing: w.cfg.Fencing, CriticalDelay: w.cfg.CriticalDelay})
 	return purchase{seckill: sk, changed: sk.VoucherChanged, limits: redisstore.NewPurchaseLimits(d.Redis)}, nil
 }
 

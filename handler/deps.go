@@ -35,7 +35,7 @@ type Services struct {
 	// VoucherAdmin reads, edits and closes one voucher; nil leaves its
 	// routes out.
 	VoucherAdmin VoucherAdmin
-	Seckill      Seckiller
+	Seckill      Sale
 	// Limits holds purchases to the limits shared by every instance; nil
 	// or none enabled keeps them off the route.
 	Limits PurchaseLimits

@@ -22,7 +22,7 @@ import (
 )
 
 // The in-memory stores of package mock behind the real user and voucher
-// services, and a fake Seckiller. The tests assert the services' rules
+// services, and a fake Sale. The tests assert the services' rules
 // through the routes.
 
 // withCodeLimits serves the code flow on users and codes with limits and
@@ -35,14 +35,14 @@ func withCodeLimits(users *mock.Users, codes *mock.Codes, limits *mock.CodeLimit
 	}
 }
 
-// buyCall is one Buy call as the fake Seckiller saw it.
+// buyCall is one Buy call as the fake Sale saw it.
 type buyCall struct {
 	userID, voucherID int64
 	hasDeadline       bool
 }
 
-// fakeSeckiller answers with the functions set on it and records Buy calls.
-type fakeSeckiller struct {
+// fakeSale answers with the functions set on it and records Buy calls.
+type fakeSale struct {
 	mu    sync.Mutex
 	calls []buyCall
 	buy   func(ctx context.Context, userID, voucherID int64) (int64, error)
@@ -50,7 +50,7 @@ type fakeSeckiller struct {
 	audit func(ctx context.Context, voucherID int64) (*model.Audit, error)
 }
 
-func (f *fakeSeckiller) Buy(ctx context.Context, userID, voucherID int64) (int64, error) {
+func (f *fakeSale) Buy(ctx context.Context, userID, voucherID int64) (int64, error) {
 	_, dl := ctx.Deadline()
 	f.mu.Lock()
 	f.calls = append(f.calls, buyCall{userID: userID, voucherID: voucherID, hasDeadline: dl})
@@ -62,21 +62,21 @@ func (f *fakeSeckiller) Buy(ctx context.Context, userID, voucherID int64) (int64
 	return buy(ctx, userID, voucherID)
 }
 
-func (f *fakeSeckiller) Order(ctx context.Context, userID, orderID int64) (*model.VoucherOrder, error) {
+func (f *fakeSale) Order(ctx context.Context, userID, orderID int64) (*model.VoucherOrder, error) {
 	if f.order == nil {
 		return nil, model.ErrOrderNotFound
 	}
 	return f.order(ctx, userID, orderID)
 }
 
-func (f *fakeSeckiller) Audit(ctx context.Context, voucherID int64) (*model.Audit, error) {
+func (f *fakeSale) Audit(ctx context.Context, voucherID int64) (*model.Audit, error) {
 	if f.audit == nil {
 		return nil, model.ErrVoucherNotFound
 	}
 	return f.audit(ctx, voucherID)
 }
 
-func (f *fakeSeckiller) buyCalls() []buyCall {
+func (f *fakeSale) buyCalls() []buyCall {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return append([]buyCall(nil), f.calls...)
@@ -113,7 +113,7 @@ type env struct {
 	t        testing.TB
 	h        http.Handler
 	tokens   *auth.Tokens
-	seck     *fakeSeckiller
+	seck     *fakeSale
 	users    *mock.Users
 	vouchers *mock.Vouchers
 	shops    *mock.Shops
@@ -130,7 +130,7 @@ func production(d *handler.Deps) { d.Development = false }
 func newEnv(t testing.TB, opts ...envOption) *env {
 	t.Helper()
 	e := &env{
-		t: t, tokens: auth.NewTokens(testSecret, time.Hour), seck: &fakeSeckiller{},
+		t: t, tokens: auth.NewTokens(testSecret, time.Hour), seck: &fakeSale{},
 		users: mock.NewUsers(0), vouchers: mock.NewVouchers(100), shops: newMemShops(), log: &syncBuffer{},
 	}
 	log := slog.New(slog.NewJSONHandler(e.log, nil))

@@ -50,15 +50,16 @@ type Vouchers interface {
 	List(ctx context.Context, shopID int64) ([]model.SeckillVoucherInfo, error)
 }
 
-// Seckiller is the seckill service as the routes see it (sync or async).
-type Seckiller interface {
+// Sale is the flash sale as the routes see it: a service.SyncSeckill or a
+// service.AsyncSeckill.
+type Sale interface {
 	Buy(ctx context.Context, userID, voucherID int64) (int64, error)
 	Order(ctx context.Context, userID, orderID int64) (*model.VoucherOrder, error)
 	Audit(ctx context.Context, voucherID int64) (*model.Audit, error)
 }
 
-// localRefuser is a Seckiller that tells the purchases it refuses from
-// memory (*service.Seckill, *service.AsyncSeckill).
+// localRefuser is a Sale that tells the purchases it refuses from
+// memory (*service.SyncSeckill, *service.AsyncSeckill).
 type localRefuser interface {
 	RefusesLocally(voucherID int64) bool
 }

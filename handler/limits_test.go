@@ -208,8 +208,8 @@ func TestPurchaseLimitsRedisDown(t *testing.T) {
 	}
 }
 
-// localRefuser is a Seckiller that refuses voucher 4 from memory, sold out.
-type localRefuser struct{ *fakeSeckiller }
+// localRefuser is a Sale that refuses voucher 4 from memory, sold out.
+type localRefuser struct{ *fakeSale }
 
 func (localRefuser) RefusesLocally(voucherID int64) bool { return voucherID == 4 }
 
@@ -219,7 +219,7 @@ func (localRefuser) RefusesLocally(voucherID int64) bool { return voucherID == 4
 // the voucher on sale.
 func TestPurchaseLimitsSkipLocalRefusals(t *testing.T) {
 	limits := newFakeLimits(1)
-	seck := &fakeSeckiller{buy: func(_ context.Context, _, voucherID int64) (int64, error) {
+	seck := &fakeSale{buy: func(_ context.Context, _, voucherID int64) (int64, error) {
 		if voucherID == 4 {
 			return 0, model.ErrSoldOut
 		}
@@ -267,7 +267,7 @@ func (c *countingLimiter) AllowVoucher(context.Context, int64, model.Limit) (boo
 func TestPurchaseRepeatsSpendNoCeiling(t *testing.T) {
 	store := &countingLimiter{}
 	limits := service.NewPurchaseLimits(store, service.PurchaseLimitConfig{PerVoucher: 20, PerAddr: 5}, slog.New(slog.DiscardHandler))
-	seck := &fakeSeckiller{buy: func(_ context.Context, _, voucherID int64) (int64, error) {
+	seck := &fakeSale{buy: func(_ context.Context, _, voucherID int64) (int64, error) {
 		if voucherID == 4 {
 			return 0, fmt.Errorf("%w: %w", model.ErrDuplicateOrder, model.ErrLockRefused)
 		}

@@ -35,9 +35,9 @@ func newLiveEnv(t *testing.T, opts ...envOption) *liveEnv {
 	t.Helper()
 	le := &liveEnv{store: livetest.New(), rec: live.NewRecorder()}
 	le.pub = live.NewPublisher(le.rec, le.store, live.PublisherConfig{LockMode: "lua", OrderMode: "sync", Interval: 10 * time.Millisecond}, slog.New(slog.DiscardHandler))
-	var seck *fakeSeckiller
+	var seck *fakeSale
 	opts = append([]envOption{func(d *handler.Deps) {
-		seck = d.Seckill.(*fakeSeckiller)
+		seck = d.Seckill.(*fakeSale)
 		d.Live = le.rec
 		d.Board = live.NewBoard(le.store, seck.Audit, nil)
 	}}, opts...)

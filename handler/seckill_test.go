@@ -250,10 +250,10 @@ func TestSeckillFlowOverRealService(t *testing.T) {
 	now := time.Now()
 	e.vouchers.Seckill[1] = model.SeckillVoucher{VoucherID: 1, Stock: 1, InitialStock: 1, BeginTime: now.Add(-time.Hour), EndTime: now.Add(time.Hour)}
 	e.vouchers.Seckill[2] = model.SeckillVoucher{VoucherID: 2, Stock: 5, InitialStock: 5, BeginTime: now.Add(time.Hour), EndTime: now.Add(2 * time.Hour)}
-	svc := service.NewSeckill(service.SeckillDeps{
+	svc := service.NewSyncSeckill(service.SyncSeckillDeps{
 		Vouchers: e.vouchers, Orders: &memOrders{vouchers: e.vouchers, orders: map[int64]model.VoucherOrder{}},
 		IDs: &seqIDs{}, Locker: locker, Rejects: memRejects{}, Log: slog.New(slog.DiscardHandler),
-	}, service.SeckillConfig{})
+	}, service.SyncSeckillConfig{})
 	e.h = handler.New(handler.Deps{
 		Services: handler.Services{
 			Users:    service.NewUsers(e.users, mock.NewCodes(), nil, e.tokens, slog.New(slog.DiscardHandler), service.CodeConfig{}),

@@ -17,7 +17,7 @@ import (
 // Reconciler keeps each voucher's Redis state true to the facts (reconcile.go).
 
 // AsyncSeckill is async mode wired from its three parts.
-// It serves Buy, Order and Audit like Seckill does.
+// It serves Buy, Order and Audit like SyncSeckill does.
 type AsyncSeckill struct {
 	*AsyncAdmission
 	*ConsumerGroup
@@ -92,7 +92,7 @@ func (s *AsyncAdmission) Buy(ctx context.Context, userID, voucherID int64) (int6
 	if voucherID <= 0 {
 		return 0, model.InvalidArgument("id", "must be a positive number")
 	}
-	v, err := checkWindow(ctx, s.cache, s.d.Now, voucherID)
+	v, err := checkWindowAndStock(ctx, s.cache, s.d.Now, voucherID)
 	if err != nil {
 		return 0, err
 	}

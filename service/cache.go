@@ -99,34 +99,7 @@ func (c *voucherCache) get(ctx context.Context, id int64) (*cachedVoucher, error
 	}
 }
 
-// checkWindow refuses, from the cache, a voucher outside its window or
-// known to be sold out (both modes).
-func checkWindow(ctx context.Context, cache *voucherCache, clock func() time.Time, voucherID int64) (*cachedVoucher, error) {
-	v, err := cache.get(ctx, voucherID)
-	if err != nil {
-		return nil, err
-	}
-	if err := v.refusal(clock()); err != nil {
-		return nil, err
-	}
-	return v, nil
-}
-
-// refusal is why a purchase of the voucher at now is refused from memory:
-// outside its window, or seen sold out within soldOutTTL; nil when it is not.
-func (v *cachedVoucher) refusal(now time.Time) error {
-	switch {
-	case now.Before(v.sv.BeginTime):
-		return model.ErrSeckillNotStarted
-	case !now.Before(v.sv.EndTime):
-		return model.ErrSeckillEnded
-	case v.soldOut(now):
-		return model.ErrSoldOut
-	}
-	return nil
-}
-
-// refuses reports whether checkWindow would refuse the voucher now from
+// refuses reports whether checkWindowAndStock would refuse the voucher now from
 // what the cache holds, without loading it (refusal). A voucher not cached,
 // still loading or past the TTL is not refused.
 func (c *voucherCache) refuses(id int64) bool {

@@ -11,7 +11,7 @@ import (
 )
 
 func TestVoucherCacheConcurrentFirstRequestsLoadOnce(t *testing.T) {
-	r := newRig(t, SeckillConfig{})
+	r := newRig(t, SyncSeckillConfig{})
 	r.vouchers.Put(model.SeckillVoucher{VoucherID: 9, Stock: 100, InitialStock: 100, BeginTime: testBegin, EndTime: testEnd})
 	gate := make(chan struct{})
 	r.vouchers.Gate = gate
@@ -55,7 +55,7 @@ func TestVoucherCacheHitAndTTL(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			r := newRig(t, SeckillConfig{VoucherCacheTTL: tt.ttl})
+			r := newRig(t, SyncSeckillConfig{VoucherCacheTTL: tt.ttl})
 			ctx := context.Background()
 			start := r.clock.now()
 			buy := func(user int64) {
@@ -91,7 +91,7 @@ func TestVoucherCacheErrorsNotCached(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			r := newRig(t, SeckillConfig{})
+			r := newRig(t, SyncSeckillConfig{})
 			r.vouchers.GetErrs = []error{tt.loadErr}
 			ctx := context.Background()
 			if _, err := r.svc.Buy(ctx, 7, voucherOpen); !errors.Is(err, tt.loadErr) {
@@ -108,7 +108,7 @@ func TestVoucherCacheErrorsNotCached(t *testing.T) {
 }
 
 func TestVoucherCacheWaiterHonoursContext(t *testing.T) {
-	r := newRig(t, SeckillConfig{})
+	r := newRig(t, SyncSeckillConfig{})
 	gate := make(chan struct{})
 	r.vouchers.Gate = gate
 	r.vouchers.Entered = make(chan struct{}, 10)
@@ -154,7 +154,7 @@ func TestVoucherCacheWaiterHonoursContext(t *testing.T) {
 // sold out within a second, or outside its window. An open voucher, one
 // never loaded and one past the cache's TTL are not.
 func TestRefusesLocally(t *testing.T) {
-	r := newRig(t, SeckillConfig{VoucherCacheTTL: time.Minute})
+	r := newRig(t, SyncSeckillConfig{VoucherCacheTTL: time.Minute})
 	ctx := context.Background()
 	start := r.clock.now()
 	for _, v := range []int64{voucherOpen, voucherSoldOut} {

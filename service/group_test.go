@@ -66,12 +66,12 @@ func (o *groupObserver) all() []int {
 }
 
 // newGroupRig is newRig with group commit on.
-func newGroupRig(t *testing.T, cfg SeckillConfig) (*rig, *fakeGroups, *groupObserver) {
+func newGroupRig(t *testing.T, cfg SyncSeckillConfig) (*rig, *fakeGroups, *groupObserver) {
 	t.Helper()
 	r := newRig(t, cfg)
 	g := &fakeGroups{orders: r.orders}
 	obs := &groupObserver{fakeObserver: r.obs}
-	r.svc = NewSeckill(SeckillDeps{
+	r.svc = NewSyncSeckill(SyncSeckillDeps{
 		Vouchers: r.vouchers, Orders: r.orders, Groups: g, IDs: r.ids, Locker: r.locker,
 		Rejects: r.rejects, Observer: obs, Now: r.clock.now, Log: discardLog(),
 	}, cfg)
@@ -122,7 +122,7 @@ func buyBehindFirst(t *testing.T, r *rig, users ...int64) []error {
 }
 
 // waitQueued polls until n buyers of voucher wait in the committer.
-func waitQueued(t *testing.T, s *Seckill, voucher int64, n int) {
+func waitQueued(t *testing.T, s *SyncSeckill, voucher int64, n int) {
 	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
 	for {
@@ -144,7 +144,7 @@ func waitQueued(t *testing.T, s *Seckill, voucher int64, n int) {
 }
 
 func TestGroupLoneBuyerCommitsAlone(t *testing.T) {
-	r, g, obs := newGroupRig(t, SeckillConfig{})
+	r, g, obs := newGroupRig(t, SyncSeckillConfig{})
 	for user := int64(1); user <= 3; user++ {
 		if _, err := r.svc.Buy(context.Background(), user, voucherOpen); err != nil {
 			t.Fatalf("user %d: got %v, want nil", user, err)
@@ -169,7 +169,7 @@ func TestGroupLoneBuyerCommitsAlone(t *testing.T) {
 }
 
 func TestGroupFormsFromWaitersInArrivalOrder(t *testing.T) {
-	r, g, obs := newGroupRig(t, SeckillConfig{GroupMax: 2})
+	r, g, obs := newGroupRig(t, SyncSeckillConfig{GroupMax: 2})
 	errs := buyBehindFirst(t, r, 100, 101, 102, 103, 104, 105)
 	for i, err := range errs {
 		if err != nil {
@@ -197,7 +197,7 @@ func TestGroupFormsFromWaitersInArrivalOrder(t *testing.T) {
 }
 
 func TestGroupWaiterGoneBeforeCommitNeverWritten(t *testing.T) {
-	r, g, _ := newGroupRig(t, SeckillConfig{})
+	r, g, _ := newGroupRig(t, SyncSeckillConfig{})
 	started, release := holdFirstCreate(r)
 	defer release()
 	done := make(chan error, 2)
@@ -240,7 +240,7 @@ func TestGroupWaiterGoneBeforeCommitNeverWritten(t *testing.T) {
 }
 
 func TestGroupWaiterGoneWhileCommittingGetsOutcome(t *testing.T) {
-	r, g, _ := newGroupRig(t, SeckillConfig{})
+	r, g, _ := newGroupRig(t, SyncSeckillConfig{})
 	started, release := holdFirstCreate(r)
 	defer release()
 	groupStarted, groupGate := make(chan struct{}), make(chan struct{})
@@ -296,7 +296,7 @@ func TestGroupWaiterGoneWhileCommittingGetsOutcome(t *testing.T) {
 }
 
 func TestGroupUndecidedOrdersWrittenAlone(t *testing.T) {
-	r, g, _ := newGroupRig(t, SeckillConfig{})
+	r, g, _ := newGroupRig(t, SyncSeckillConfig{})
 	g.err = model.ErrNotGrouped
 	errs := buyBehindFirst(t, r, 10, 11, 12)
 	for i, err := range errs {

@@ -11,8 +11,8 @@ import (
 	"seckill/model"
 )
 
-// SeckillConfig configures the seckill service.
-type SeckillConfig struct {
+// SyncSeckillConfig configures the seckill service.
+type SyncSeckillConfig struct {
 	// Fencing makes the order transaction reject stale fencing tokens.
 	Fencing bool
 	// CriticalDelay is a development-only pause after the lock is taken and
@@ -20,12 +20,12 @@ type SeckillConfig struct {
 	CriticalDelay time.Duration
 	// VoucherCacheTTL is how long a voucher's window stays cached. Default 1m.
 	VoucherCacheTTL time.Duration
-	// GroupMax bounds a commit group (with SeckillDeps.Groups). Default 64.
+	// GroupMax bounds a commit group (with SyncSeckillDeps.Groups). Default 64.
 	GroupMax int
 }
 
-// Seckill runs the flash sale in sync mode and reads its results.
-type Seckill struct {
+// SyncSeckill runs the flash sale in sync mode and reads its results.
+type SyncSeckill struct {
 	vouchers VoucherStore
 	orders   OrderStore
 	ids      IDGenerator
@@ -34,15 +34,15 @@ type Seckill struct {
 	rejects  RejectionCounter
 	dups     uniqueKeyRejections
 	obs      Observer
-	cfg      SeckillConfig
+	cfg      SyncSeckillConfig
 	now      func() time.Time
 	log      *slog.Logger
 	cache    *voucherCache
 	group    *groupCommitter // nil: one transaction per order
 }
 
-// SeckillDeps are the collaborators of the seckill service.
-type SeckillDeps struct {
+// SyncSeckillDeps are the collaborators of the seckill service.
+type SyncSeckillDeps struct {
 	Vouchers VoucherStore
 	Orders   OrderStore
 	// Groups commits concurrent buyers of a voucher together (optional;
@@ -59,8 +59,8 @@ type SeckillDeps struct {
 	Log      *slog.Logger
 }
 
-// NewSeckill returns the seckill service.
-func NewSeckill(d SeckillDeps, cfg SeckillConfig) *Seckill {
+// NewSyncSeckill returns the seckill service.
+func NewSyncSeckill(d SyncSeckillDeps, cfg SyncSeckillConfig) *SyncSeckill {
 	if d.Observer == nil {
 		d.Observer = nopObserver{}
 	}
@@ -70,7 +70,7 @@ func NewSeckill(d SeckillDeps, cfg SeckillConfig) *Seckill {
 	if cfg.VoucherCacheTTL <= 0 {
 		cfg.VoucherCacheTTL = time.Minute
 	}
-	s := &Seckill{
+	s := &SyncSeckill{
 		vouchers: d.Vouchers, orders: d.Orders, ids: d.IDs, seq: d.Sequence, locker: d.Locker,
 		rejects: d.Rejects, obs: d.Observer, cfg: cfg, now: d.Now, log: d.Log,
 		dups:  uniqueKeyRejections{obs: d.Observer, counter: d.Rejects, log: d.Log, locker: d.Locker},
@@ -83,24 +83,20 @@ func NewSeckill(d SeckillDeps, cfg SeckillConfig) *Seckill {
 	return s
 }
 
-// checkWindow applies steps 1 and 2 of the flow: the window and a known
-// sold-out state, without any lock.
-func (s *Seckill) checkWindow(ctx context.Context, voucherID int64) (*cachedVoucher, error) {
-	return checkWindow(ctx, s.cache, s.now, voucherID)
-}
-
 // RefusesLocally reports whether Buy would refuse the voucher now from
 // memory, with no round trip: outside its window, or seen sold out within
 // the last second.
-func (s *Seckill) RefusesLocally(voucherID int64) bool { return s.cache.refuses(voucherID) }
+func (s *SyncSeckill) RefusesLocally(voucherID int64) bool { return s.cache.refuses(voucherID) }
 
-// Buy runs the seckill flow of docs/contract.md for one request and returns the
-// new order's id.
-func (s *Seckill) Buy(ctx context.Context, userID, voucherID int64) (int64, error) {
+// Buy runs the seckill flow of docs/contract.md for one request and returns
+// the new order's id. It is the course's seckillVoucher in three steps:
+// checkWindowAndStock, withUserLock, and createVoucherOrder under the lock.
+// The order transaction ends before the lock is released.
+func (s *SyncSeckill) Buy(ctx context.Context, userID, voucherID int64) (int64, error) {
 	if voucherID <= 0 {
 		return 0, model.InvalidArgument("id", "must be a positive number")
 	}
-	v, err := s.checkWindow(ctx, voucherID)
+	v, err := checkWindowAndStock(ctx, s.cache, s.now, voucherID)
 	if err != nil {
 		return 0, err
 	}
@@ -108,19 +104,61 @@ func (s *Seckill) Buy(ctx context.Context, userID, voucherID int64) (int64, erro
 	if err != nil {
 		return 0, err
 	}
+	err = s.withUserLock(ctx, userID, func(lk lock.Lock) error {
+		orderID, err = s.createVoucherOrder(ctx, v, lk, orderID, userID, voucherID)
+		return err
+	})
+	if err != nil {
+		return 0, err
+	}
+	return orderID, nil
+}
 
+// checkWindowAndStock is the flow's first step, in both modes, without any
+// lock. It refuses, from the cache, a voucher outside its sale window or
+// known to be sold out.
+func checkWindowAndStock(ctx context.Context, cache *voucherCache, clock func() time.Time, voucherID int64) (*cachedVoucher, error) {
+	v, err := cache.get(ctx, voucherID)
+	if err != nil {
+		return nil, err
+	}
+	if err := v.refusal(clock()); err != nil {
+		return nil, err
+	}
+	return v, nil
+}
+
+// refusal is why a purchase of the voucher at now is refused from memory:
+// outside its window, or seen sold out within soldOutTTL; nil when it is not.
+func (v *cachedVoucher) refusal(now time.Time) error {
+	switch {
+	case now.Before(v.sv.BeginTime):
+		return model.ErrSeckillNotStarted
+	case !now.Before(v.sv.EndTime):
+		return model.ErrSeckillEnded
+	case v.soldOut(now):
+		return model.ErrSoldOut
+	}
+	return nil
+}
+
+// withUserLock is the flow's second step: it runs fn under the user's
+// lock, the course's lock on the user id. A lock held by another request
+// of the user is a duplicate order (model.ErrLockRefused). The lock is
+// released after fn returns, so after the order transaction has ended.
+func (s *SyncSeckill) withUserLock(ctx context.Context, userID int64, fn func(lk lock.Lock) error) error {
 	key := model.OrderLockKey(userID)
 	lk, err := s.locker.Obtain(ctx, key)
 	if err != nil && ctx.Err() != nil {
 		// The request's deadline ended the attempt: not a duplicate.
-		return 0, model.Unavailable(fmt.Errorf("obtain %s: %w", key, err))
+		return model.Unavailable(fmt.Errorf("obtain %s: %w", key, err))
 	}
 	if errors.Is(err, lock.ErrNotObtained) {
 		s.obs.LockNotObtained()
-		return 0, fmt.Errorf("%w: %w", model.ErrDuplicateOrder, model.ErrLockRefused)
+		return fmt.Errorf("%w: %w", model.ErrDuplicateOrder, model.ErrLockRefused)
 	}
 	if err != nil {
-		return 0, model.Unavailable(fmt.Errorf("obtain %s: %w", key, err))
+		return model.Unavailable(fmt.Errorf("obtain %s: %w", key, err))
 	}
 	defer s.release(ctx, lk)
 
@@ -130,20 +168,26 @@ func (s *Seckill) Buy(ctx context.Context, userID, voucherID int64) (int64, erro
 		case <-t.C:
 		case <-ctx.Done():
 			t.Stop()
-			return 0, model.Unavailable(ctx.Err())
+			return model.Unavailable(ctx.Err())
 		}
 	}
+	return fn(lk)
+}
 
+// createVoucherOrder is the flow's third step, under the user's lock: the
+// order transaction (the store's CreateOrder, alone or in a commit group).
+// It returns the order's id, or the refusal with its side effects recorded.
+func (s *SyncSeckill) createVoucherOrder(ctx context.Context, v *cachedVoucher, lk lock.Lock, orderID, userID, voucherID int64) (int64, error) {
 	order := newOrder(orderID, userID, voucherID, s.now())
 	o := &order
 	var fence *model.Fence
 	if s.cfg.Fencing {
 		if tok, ok := lk.Token(); ok {
-			fence = &model.Fence{Key: fenceKey(s.locker.Name(), key), Token: tok}
+			fence = &model.Fence{Key: fenceKey(s.locker.Name(), model.OrderLockKey(userID)), Token: tok}
 			o.FenceToken = &tok
 		}
 	}
-	err = s.createOrder(ctx, o, fence)
+	err := s.writeOrder(ctx, o, fence)
 	if errors.Is(err, model.ErrOrderIDTaken) {
 		// Not a duplicate: the id sequence restarted (Redis lost it) and
 		// handed out an id in use. Move it past the database's ids and
@@ -171,9 +215,9 @@ func (s *Seckill) Buy(ctx context.Context, userID, voucherID int64) (int64, erro
 	return 0, err
 }
 
-// createOrder writes o through the group committer when there is one,
+// writeOrder writes o through the group committer when there is one,
 // and alone when there is none or its group left it undecided.
-func (s *Seckill) createOrder(ctx context.Context, o *model.VoucherOrder, fence *model.Fence) error {
+func (s *SyncSeckill) writeOrder(ctx context.Context, o *model.VoucherOrder, fence *model.Fence) error {
 	if s.group != nil {
 		if err := s.group.commit(ctx, o, fence); !errors.Is(err, model.ErrNotGrouped) {
 			return err
@@ -184,7 +228,7 @@ func (s *Seckill) createOrder(ctx context.Context, o *model.VoucherOrder, fence 
 
 // freshID resyncs the id sequence past the database's ids (when the
 // service has a Sequence) and returns a new id.
-func (s *Seckill) freshID(ctx context.Context) (int64, error) {
+func (s *SyncSeckill) freshID(ctx context.Context) (int64, error) {
 	if s.seq != nil {
 		if err := s.seq.Resync(ctx); err != nil {
 			return 0, model.Unavailable(err)
@@ -202,16 +246,67 @@ func fenceKey(mode, key string) string { return mode + "|" + key }
 
 // release gives the lock back after the transaction has ended, on a context
 // that survives the request's cancellation.
-func (s *Seckill) release(ctx context.Context, lk lock.Lock) {
+func (s *SyncSeckill) release(ctx context.Context, lk lock.Lock) {
 	if err := releaseLock(ctx, lk); err != nil {
 		// ErrNotHeld: the lease expired while we worked (slow business).
 		s.log.WarnContext(ctx, "lock release failed", "key", lk.Key(), "lock_mode", s.locker.Name(), "err", err)
 	}
 }
 
+// The rules every order write shares, in sync Buy and the async consumer
+// alike: the order, the lock's release, a duplicate the unique key stopped.
+
+// newOrder is the order a purchase writes, in both modes: the user's order
+// id of the voucher, created (unpaid, Heima pay type 1) at now. Times are
+// cut to the millisecond, as create_time keeps them. So the order's pay
+// deadline is the same before and after its write.
+func newOrder(id, userID, voucherID int64, now time.Time) model.VoucherOrder {
+	now = now.Truncate(time.Millisecond)
+	return model.VoucherOrder{
+		ID: id, UserID: userID, VoucherID: voucherID, PayType: 1,
+		Status: model.OrderStatusCreated, CreateTime: now, UpdateTime: now,
+	}
+}
+
+// releaseTimeout bounds a lock release after the work.
+// The release runs on a context detached from the caller's.
+// So a cancelled request or an expired batch still releases.
+const releaseTimeout = 2 * time.Second
+
+// releaseLock gives lk back on a context that survives ctx's cancellation,
+// bounded by releaseTimeout.
+func releaseLock(ctx context.Context, lk lock.Lock) error {
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), releaseTimeout)
+	defer cancel()
+	return lk.Release(rctx)
+}
+
+// uniqueKeyRejections counts the duplicates that only the unique key stopped.
+// The lock let them through.
+// It feeds the metric, a warning and the voucher's count across instances.
+type uniqueKeyRejections struct {
+	obs     Observer
+	counter RejectionCounter
+	log     *slog.Logger
+	locker  lock.Locker // names the lock mode in the warning
+}
+
+// count records one such duplicate of userID for voucherID.
+func (r uniqueKeyRejections) count(ctx context.Context, voucherID, userID int64) {
+	r.obs.UniqueKeyRejected()
+	r.log.WarnContext(ctx, "duplicate order stopped by unique key", "voucher_id", voucherID, "user_id", userID, "lock_mode", r.locker.Name())
+	// Detached from a cancelled request, but bounded: a stalled Redis must
+	// not hold a consumer's batch.
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), releaseTimeout)
+	defer cancel()
+	if err := r.counter.IncrDuplicateRejections(cctx, voucherID); err != nil {
+		r.log.ErrorContext(ctx, "count duplicate rejection", "voucher_id", voucherID, "err", err)
+	}
+}
+
 // Order returns the order with id if it belongs to userID; another user's
 // order is model.ErrOrderNotFound, like a missing one.
-func (s *Seckill) Order(ctx context.Context, userID, orderID int64) (*model.VoucherOrder, error) {
+func (s *SyncSeckill) Order(ctx context.Context, userID, orderID int64) (*model.VoucherOrder, error) {
 	if orderID <= 0 {
 		return nil, model.InvalidArgument("orderId", "must be a positive number")
 	}
@@ -226,7 +321,7 @@ func (s *Seckill) Order(ctx context.Context, userID, orderID int64) (*model.Vouc
 }
 
 // Audit reads the voucher's state against the invariants, from the database.
-func (s *Seckill) Audit(ctx context.Context, voucherID int64) (*model.Audit, error) {
+func (s *SyncSeckill) Audit(ctx context.Context, voucherID int64) (*model.Audit, error) {
 	if voucherID <= 0 {
 		return nil, model.InvalidArgument("id", "must be a positive number")
 	}
@@ -245,7 +340,7 @@ func (s *Seckill) Audit(ctx context.Context, voucherID int64) (*model.Audit, err
 
 // VoucherChanged drops this process's cached copy of the voucher (an admin
 // edited or closed it); other processes read it again within the cache TTL.
-func (s *Seckill) VoucherChanged(_ context.Context, voucherID int64) error {
+func (s *SyncSeckill) VoucherChanged(_ context.Context, voucherID int64) error {
 	s.cache.forget(voucherID)
 	return nil
 }

@@ -24,7 +24,7 @@ const (
 	voucherSoldOut = int64(2) // stock 0
 )
 
-// rig is a Seckill over fakes, every fake reachable for assertions.
+// rig is a SyncSeckill over fakes, every fake reachable for assertions.
 type rig struct {
 	ev       *events
 	vouchers *mock.Vouchers
@@ -34,10 +34,10 @@ type rig struct {
 	ids      *fakeIDs
 	obs      *fakeObserver
 	clock    *fakeClock
-	svc      *Seckill
+	svc      *SyncSeckill
 }
 
-func newRig(t *testing.T, cfg SeckillConfig) *rig {
+func newRig(t *testing.T, cfg SyncSeckillConfig) *rig {
 	t.Helper()
 	r := &rig{ev: &events{}, vouchers: mock.NewVouchers(100), rejects: newFakeRejects(), ids: &fakeIDs{}, obs: &fakeObserver{}}
 	r.clock = &fakeClock{t: testBegin.Add(10 * time.Minute)}
@@ -45,7 +45,7 @@ func newRig(t *testing.T, cfg SeckillConfig) *rig {
 	r.locker = newFakeLocker(r.ev)
 	r.vouchers.Put(model.SeckillVoucher{VoucherID: voucherOpen, Stock: 10, InitialStock: 10, BeginTime: testBegin, EndTime: testEnd})
 	r.vouchers.Put(model.SeckillVoucher{VoucherID: voucherSoldOut, Stock: 0, InitialStock: 5, BeginTime: testBegin, EndTime: testEnd})
-	r.svc = NewSeckill(SeckillDeps{
+	r.svc = NewSyncSeckill(SyncSeckillDeps{
 		Vouchers: r.vouchers, Orders: r.orders, IDs: r.ids, Locker: r.locker,
 		Rejects: r.rejects, Observer: r.obs, Now: r.clock.now, Log: discardLog(),
 	}, cfg)
@@ -81,7 +81,7 @@ func TestBuyRefusedBeforeLock(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			r := newRig(t, SeckillConfig{})
+			r := newRig(t, SyncSeckillConfig{})
 			r.clock.set(tt.now)
 			if tt.getErr != nil {
 				r.vouchers.GetErrs = []error{tt.getErr}
@@ -118,7 +118,7 @@ func TestBuyWindowInclusiveBegin(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			r := newRig(t, SeckillConfig{})
+			r := newRig(t, SyncSeckillConfig{})
 			r.clock.set(tt.now)
 			if _, err := r.svc.Buy(context.Background(), 7, voucherOpen); err != nil {
 				t.Fatalf("got %v, want nil", err)
@@ -128,7 +128,7 @@ func TestBuyWindowInclusiveBegin(t *testing.T) {
 }
 
 func TestBuySuccess(t *testing.T) {
-	r := newRig(t, SeckillConfig{})
+	r := newRig(t, SyncSeckillConfig{})
 	id, err := r.svc.Buy(context.Background(), 7, voucherOpen)
 	if err != nil {
 		t.Fatalf("Buy: got %v, want nil", err)
@@ -158,7 +158,7 @@ func TestBuySuccess(t *testing.T) {
 }
 
 func TestBuySoldOutLearnedTakesNoLock(t *testing.T) {
-	r := newRig(t, SeckillConfig{})
+	r := newRig(t, SyncSeckillConfig{})
 	r.vouchers.Put(model.SeckillVoucher{VoucherID: 3, Stock: 1, InitialStock: 1, BeginTime: testBegin, EndTime: testEnd})
 	ctx := context.Background()
 	if _, err := r.svc.Buy(ctx, 1, 3); err != nil {
@@ -200,7 +200,7 @@ func TestBuyLockRefused(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			r := newRig(t, SeckillConfig{})
+			r := newRig(t, SyncSeckillConfig{})
 			r.locker.obtainErr = tt.obtainErr
 			ctx, cancel := context.WithCancel(context.Background())
 			defer cancel()
@@ -254,7 +254,7 @@ func TestBuyStoreErrors(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			// Fencing on with a token so that the stale-fence path has a fence.
-			r := newRig(t, SeckillConfig{Fencing: true})
+			r := newRig(t, SyncSeckillConfig{Fencing: true})
 			r.locker.token, r.locker.hasToken = 41, true
 			r.orders.createErr = tt.createErr
 			id, err := r.svc.Buy(context.Background(), 7, voucherOpen)
@@ -296,7 +296,7 @@ func TestBuyUniqueKeyCountedDespiteCancelledRequest(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			r := newRig(t, SeckillConfig{})
+			r := newRig(t, SyncSeckillConfig{})
 			r.rejects.incrErr = tt.incrErr
 			r.orders.createErr = fmt.Errorf("%w: %w", model.ErrDuplicateOrder, model.ErrUniqueKey)
 			ctx, cancel := context.WithCancel(context.Background())
@@ -337,7 +337,7 @@ func TestBuyFencing(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			r := newRig(t, SeckillConfig{Fencing: tt.fencing})
+			r := newRig(t, SyncSeckillConfig{Fencing: tt.fencing})
 			r.locker.token, r.locker.hasToken = 99, tt.hasToken
 			if _, err := r.svc.Buy(context.Background(), 7, voucherOpen); err != nil {
 				t.Fatalf("Buy: got %v, want nil", err)
@@ -374,7 +374,7 @@ func TestBuyReleasesAfterCommitOnLiveContext(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			r := newRig(t, SeckillConfig{})
+			r := newRig(t, SyncSeckillConfig{})
 			r.orders.createErr = tt.createErr
 			ctx, cancel := context.WithCancel(context.Background())
 			defer cancel()
@@ -410,7 +410,7 @@ func TestBuyReleasesAfterCommitOnLiveContext(t *testing.T) {
 
 func TestBuyCriticalDelay(t *testing.T) {
 	t.Run("cancelled while waiting", func(t *testing.T) {
-		r := newRig(t, SeckillConfig{CriticalDelay: time.Hour})
+		r := newRig(t, SyncSeckillConfig{CriticalDelay: time.Hour})
 		ctx, cancel := context.WithCancel(context.Background())
 		cancel()
 		_, err := r.svc.Buy(ctx, 7, voucherOpen)
@@ -426,7 +426,7 @@ func TestBuyCriticalDelay(t *testing.T) {
 		r.assertNoLockHeld(t)
 	})
 	t.Run("short delay completes", func(t *testing.T) {
-		r := newRig(t, SeckillConfig{CriticalDelay: time.Millisecond})
+		r := newRig(t, SyncSeckillConfig{CriticalDelay: time.Millisecond})
 		if _, err := r.svc.Buy(context.Background(), 7, voucherOpen); err != nil {
 			t.Fatalf("got %v, want nil", err)
 		}
@@ -435,7 +435,7 @@ func TestBuyCriticalDelay(t *testing.T) {
 }
 
 func TestBuyIDGeneratorDown(t *testing.T) {
-	r := newRig(t, SeckillConfig{})
+	r := newRig(t, SyncSeckillConfig{})
 	r.ids.err = model.Unavailable(errIO)
 	_, err := r.svc.Buy(context.Background(), 7, voucherOpen)
 	if !errors.Is(err, model.ErrUnavailable) {
@@ -448,7 +448,7 @@ func TestBuyIDGeneratorDown(t *testing.T) {
 }
 
 func TestBuyManyUsersNoLockLeft(t *testing.T) {
-	r := newRig(t, SeckillConfig{})
+	r := newRig(t, SyncSeckillConfig{})
 	var wg sync.WaitGroup
 	var mu sync.Mutex
 	codes := map[error]int{}
@@ -475,7 +475,7 @@ func TestBuyManyUsersNoLockLeft(t *testing.T) {
 }
 
 func TestOrder(t *testing.T) {
-	r := newRig(t, SeckillConfig{})
+	r := newRig(t, SyncSeckillConfig{})
 	id, err := r.svc.Buy(context.Background(), 7, voucherOpen)
 	if err != nil {
 		t.Fatalf("Buy: %v", err)
@@ -536,7 +536,7 @@ func TestAudit(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			r := newRig(t, SeckillConfig{})
+			r := newRig(t, SyncSeckillConfig{})
 			r.vouchers.Put(model.SeckillVoucher{VoucherID: 5, Stock: tt.stock, InitialStock: tt.initial, BeginTime: testBegin, EndTime: testEnd})
 			r.orders.counts = [2]int64{tt.orders, tt.users}
 			r.rejects.counts[5] = tt.dups
@@ -561,7 +561,7 @@ func TestAudit(t *testing.T) {
 // minute. A unit given back, as by an async dead letter, sells again within a
 // second.
 func TestSoldOutFlagExpires(t *testing.T) {
-	r := newRig(t, SeckillConfig{})
+	r := newRig(t, SyncSeckillConfig{})
 	r.vouchers.Put(model.SeckillVoucher{VoucherID: voucherOpen, Stock: 1, InitialStock: 1, BeginTime: testBegin, EndTime: testEnd})
 	ctx := context.Background()
 	if _, err := r.svc.Buy(ctx, 1, voucherOpen); err != nil {

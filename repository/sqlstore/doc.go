@@ -2,8 +2,10 @@
 // It runs on MySQL or MariaDB, or on the embedded SQLite file.
 // Driver errors become model errors here and never escape.
 //
-// Orders joins the order table's stores: OrderCommits (commit.go),
-// GroupCommits (group_commit.go), QueuedOrders (queued.go), OrderReads
-// (reads.go) and OrderLifecycle (lifecycle.go). Users, Vouchers, Shops,
-// Revocations, NamedValues and DemoMarks hold the other tables.
+// The course's order transaction and its one rule are in voucher_order.go.
+// There Orders joins the order table's stores: OrderCommits (the same
+// file), GroupCommits (group_commit.go), QueuedOrders (queued.go),
+// OrderReads (reads.go) and OrderLifecycle (lifecycle.go). Users,
+// Vouchers, Shops, Revocations, NamedValues and DemoMarks hold the other
+// tables.
 package sqlstore

@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
-	"strings"
 
 	"gorm.io/gorm"
 
@@ -88,69 +86,15 @@ func undecided(out []error) []error {
 var errGroupFailed = errors.New("group commit failed")
 
 // createGroup is the body of the group transaction, every statement on tx.
-// It returns the answers and the ids of the orders inserted. An error
-// rolls the transaction back, and the orders then answered nil (or sold
-// out) are left to their buyers.
+// It runs the one order rule of createOrder over the group: checkOrders,
+// then insertOrders. When units run short, the first orders get them. It
+// returns the answers and the ids of the orders inserted. An error rolls
+// the transaction back, and the orders then answered nil (or sold out) are
+// left to their buyers.
 func createGroup(tx *gorm.DB, orders []model.VoucherOrder, fences []*model.Fence) ([]error, []int64, error) {
-	out := make([]error, len(orders))
-	seen := make(map[int64]bool, len(orders))
-	var fenced []int // orders with a fence to check
-	for i, o := range orders {
-		if seen[o.UserID] {
-			// A second order of one user in the group (its lock failed):
-			// written alone after the group, it finds the first one.
-			out[i] = model.ErrNotGrouped
-			continue
-		}
-		seen[o.UserID] = true
-		if fences[i] != nil {
-			fenced = append(fenced, i)
-		}
-	}
-	if len(fenced) > 0 {
-		fs := make([]*model.Fence, len(fenced))
-		for j, i := range fenced {
-			fs[j] = fences[i]
-		}
-		stale, err := checkFences(tx, fs)
-		if err != nil {
-			return out, nil, err
-		}
-		for j, i := range fenced {
-			if stale[j] {
-				out[i] = model.ErrStaleFence
-			}
-		}
-	}
-	users := make([]int64, 0, len(orders))
-	for i, o := range orders {
-		if out[i] == nil {
-			users = append(users, o.UserID)
-		}
-	}
-	if len(users) == 0 {
-		return out, nil, nil
-	}
-	var dups []int64
-	if err := tx.Model(&model.VoucherOrder{}).Where("voucher_id = ? AND user_id IN ?", orders[0].VoucherID, users).
-		Pluck("user_id", &dups).Error; err != nil {
+	out, todo, at, err := checkOrders(tx, orders, fences)
+	if err != nil {
 		return out, nil, err
-	}
-	dup := make(map[int64]bool, len(dups))
-	for _, u := range dups {
-		dup[u] = true
-	}
-	var todo []model.VoucherOrder
-	var at []int // todo[j] is orders[at[j]]
-	for i, o := range orders {
-		switch {
-		case out[i] != nil:
-		case dup[o.UserID]:
-			out[i] = model.ErrDuplicateOrder
-		default:
-			todo = append(todo, o)
-			at = append(at, i)
-		}
 	}
 	if len(todo) == 0 {
 		return out, nil, nil
@@ -158,7 +102,6 @@ func createGroup(tx *gorm.DB, orders []model.VoucherOrder, fences []*model.Fence
 	if err := tx.SavePoint("units").Error; err != nil {
 		return out, nil, err
 	}
-	var err error
 	for short := false; ; {
 		err = insertOrders(tx, todo, true)
 		switch {
@@ -215,76 +158,6 @@ func createGroup(tx *gorm.DB, orders []model.VoucherOrder, fences []*model.Fence
 		ids[j] = o.ID
 	}
 	return out, ids, nil
-}
-
-// checkFences records several fences (distinct keys) like checkFence and
-// tells which are stale. It takes three statements whatever their number.
-// First it reads the tokens. Then one multi-row upsert keeps the newer
-// token. Last a locking read fetches the rows after it. A token is stale
-// when the row held one at least as new before. It is also stale when the
-// row holds a newer one now.
-func checkFences(tx *gorm.DB, fences []*model.Fence) ([]bool, error) {
-	if len(fences) == 1 {
-		err := checkFence(tx, fences[0])
-		if errors.Is(err, model.ErrStaleFence) {
-			return []bool{true}, nil
-		}
-		return []bool{false}, err
-	}
-	sorted := slices.Clone(fences)
-	slices.SortFunc(sorted, func(a, b *model.Fence) int { return strings.Compare(a.Key, b.Key) })
-	keys := make([]string, len(sorted))
-	args := make([]any, 0, 2*len(sorted))
-	for i, f := range sorted {
-		keys[i] = f.Key
-		args = append(args, f.Key, f.Token)
-	}
-	before, err := fenceTokens(tx, keys, false)
-	if err != nil {
-		return nil, err
-	}
-	values := strings.TrimSuffix(strings.Repeat("(?, ?), ", len(sorted)), ", ")
-	q := "INSERT INTO tb_lock_fence (lock_key, token) VALUES " + values +
-		" ON DUPLICATE KEY UPDATE token = IF(VALUES(token) > token, VALUES(token), token)"
-	if tx.Dialector.Name() == "sqlite" {
-		q = "INSERT INTO tb_lock_fence (lock_key, token) VALUES " + values +
-			" ON CONFLICT (lock_key) DO UPDATE SET token = excluded.token, update_time = CURRENT_TIMESTAMP" +
-			" WHERE excluded.token > tb_lock_fence.token"
-	}
-	if err := tx.Exec(q, args...).Error; err != nil {
-		return nil, err
-	}
-	after, err := fenceTokens(tx, keys, true)
-	if err != nil {
-		return nil, err
-	}
-	stale := make([]bool, len(fences))
-	for i, f := range fences {
-		old, had := before[f.Key]
-		stale[i] = had && old >= f.Token || after[f.Key] > f.Token
-	}
-	return stale, nil
-}
-
-// fenceTokens reads the tokens of keys, with locking a locking read (the
-// latest committed rows, locked until the end of the transaction).
-func fenceTokens(tx *gorm.DB, keys []string, locking bool) (map[string]int64, error) {
-	q := "SELECT lock_key, token FROM tb_lock_fence WHERE lock_key IN ?"
-	if locking && tx.Dialector.Name() != "sqlite" {
-		q += " FOR UPDATE"
-	}
-	var rows []struct {
-		LockKey string `gorm:"column:lock_key"`
-		Token   int64  `gorm:"column:token"`
-	}
-	if err := tx.Raw(q, keys).Scan(&rows).Error; err != nil {
-		return nil, err
-	}
-	out := make(map[string]int64, len(rows))
-	for _, r := range rows {
-		out[r.LockKey] = r.Token
-	}
-	return out, nil
 }
 
 // dropWritten rolls the group's insert back after a unique-key violation.

@@ -4,7 +4,6 @@ import (
 	"context"
 	"database/sql/driver"
 	"errors"
-	"fmt"
 	"io"
 	"net"
 	"time"
@@ -15,46 +14,8 @@ import (
 	"seckill/model"
 )
 
-// OrderCommits writes one sync order per transaction: the course's path.
-type OrderCommits struct{ db *gorm.DB }
-
-// CreateOrder runs the order transaction of the seckill flow. Every statement
-// runs on the transaction handle. The stock update's RowsAffected decides
-// sold out. A unique-key violation is a duplicate that the lock let through.
-func (r *OrderCommits) CreateOrder(ctx context.Context, o *model.VoucherOrder, fence *model.Fence) error {
-	var err error
-	var committing bool // every statement succeeded: the error is the commit's
-	for attempt := 0; attempt < deadlockRetries; attempt++ {
-		committing = false
-		err = r.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
-			if err := createOrder(tx, o, fence); err != nil {
-				return err
-			}
-			committing = true
-			return nil
-		})
-		if !isDeadlock(err) {
-			break
-		}
-	}
-	if err != nil && committing && outcomeUnknown(err) {
-		// The connection broke at the commit. The order may be in the
-		// database although the commit reported an error. Answering a
-		// failure for a committed order would leave the buyer holding an
-		// order no 200 announced. So the order is read back by its id
-		// first. A statement that failed before the commit leaves nothing
-		// to resolve. The server rolls back a transaction whose connection
-		// broke.
-		written, rerr := r.readBack(ctx, o)
-		switch {
-		case rerr != nil:
-			return model.Unavailable(fmt.Errorf("order %d: the commit's outcome is unknown (%v) and reading it back failed: %w", o.ID, err, rerr))
-		case written:
-			return nil
-		}
-	}
-	return orderErr(err)
-}
+// The read-back of an order transaction whose commit's outcome is unknown,
+// and the order keys it and the consumers read.
 
 // readBackTimeout bounds the reads that resolve an order transaction of
 // unknown outcome. It is long enough for a restarting database to come
@@ -131,4 +92,30 @@ func readUntilAnswered(ctx context.Context, gdb *gorm.DB, read func(db *gorm.DB)
 		case <-t.C:
 		}
 	}
+}
+
+// orderKey is what identifies an order beyond its id.
+type orderKey struct {
+	ID        int64 `gorm:"column:id"`
+	UserID    int64 `gorm:"column:user_id"`
+	VoucherID int64 `gorm:"column:voucher_id"`
+}
+
+// same reports whether k is the order of the user and voucher.
+func (k orderKey) same(userID, voucherID int64) bool {
+	return k.UserID == userID && k.VoucherID == voucherID
+}
+
+// orderKeys reads through db (a transaction handle, or the pool) the
+// orders among ids that exist, by id.
+func orderKeys(db *gorm.DB, ids []int64) (map[int64]orderKey, error) {
+	var rows []orderKey
+	if err := db.Model(&model.VoucherOrder{}).Select("id, user_id, voucher_id").Where("id IN ?", ids).Find(&rows).Error; err != nil {
+		return nil, err
+	}
+	have := make(map[int64]orderKey, len(rows))
+	for _, k := range rows {
+		have[k.ID] = k
+	}
+	return have, nil
 }
