@@ -21,12 +21,12 @@ import (
 
 	"seckill/app"
 	"seckill/auth"
-	"seckill/tools/cmd/harness/testbed"
 	"seckill/config"
 	"seckill/internal/fairness"
 	"seckill/model"
 	"seckill/repository/sqlstore"
 	"seckill/service"
+	"seckill/tools/cmd/harness/testbed"
 )
 
 // settings are the run's knobs (environment, with defaults).
