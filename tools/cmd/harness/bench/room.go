@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 )
 
 // The waiting room's cost (docs/waiting-room.md), measured right after
@@ -15,10 +16,14 @@ import (
 //
 //	sync-<lock>-room-join  wrk POST .../queue, a new user per request while
 //	                       the tokens file lasts: the join, ÷ the no-op;
-//	sync-<lock>-room-poll  wrk GET .../queue, cycling over buyers who joined
-//	                       before the run: the poll, ÷ the no-op;
+//	sync-<lock>-room-poll  wrk GET .../queue, cycling over buyers waiting in
+//	                       the room of a second voucher (stock 1): the poll
+//	                       of the many who wait, ÷ the no-op;
 //	sync-<lock>-room-buy   wrk POST the purchase with Admission-Token, each
 //	                       of those buyers once: ÷ sync-<lock>.
+
+// roomWaiting is how many buyers wait in the room of the poll run.
+const roomWaiting = 2000
 
 // roomTTL keeps the admissions made before the poll and the purchase alive
 // through both runs.
@@ -44,14 +49,21 @@ func (b seckillRuns) roomRuns(lm string) {
 	b.checkWrk(join)
 	b.allOK(join)
 
+	// The poll of those who wait: a voucher of stock 1, its room joined
+	// by roomWaiting buyers, all but one waiting.
+	tokens := filepath.Join(b.cfg.Out, fmt.Sprintf("tokens-%d.csv", b.half))
+	w := b.publishWith(1, `,"waitingRoom":true`)
+	wpath := fmt.Sprintf("/voucher-order/seckill/%d", w)
+	waiting := b.joinBuyers(wpath, tokens, roomWaiting, true, "room-waiting.csv")
+	b.wrkRun(poll, "GET", wpath+"/queue", "0", waiting)
+	b.serverMetrics(poll, "/voucher-order/seckill/:id/queue")
+	b.checkWrk(poll)
+	b.allOK(poll)
+
 	// As many admitted buyers as today's purchase served in its run, and
 	// half again, from the tokens file the join run did not use.
 	want := int(figNum0(b.get("sync-"+lm, "requests")))*3/2 + 1000
-	file := b.admitBuyers(path, filepath.Join(b.cfg.Out, fmt.Sprintf("tokens-%d.csv", b.half)), want)
-
-	b.wrkRun(poll, "GET", path+"/queue", "0", file)
-	b.checkWrk(poll)
-	b.allOK(poll)
+	file := b.joinBuyers(path, tokens, want, false, "room-admitted.csv")
 
 	b.wrkRun(buy, "POST", path, "1", file)
 	b.serverMetrics(buy, "")
@@ -69,22 +81,24 @@ func (b seckillRuns) allOK(name string) {
 	}
 }
 
-// admitBuyers joins the first n users of tokens to the room of path (up to
-// BENCH_CONNS at a time) and writes room-admitted.csv: userId,token,
-// admission token, the file of the poll and purchase runs. Every join must
-// answer admitted.
-func (b seckillRuns) admitBuyers(path, tokens string, n int) string {
+// joinBuyers joins the first n users of tokens to the room of path (up to
+// BENCH_CONNS at a time) and writes name in the out dir: userId,token and,
+// for an admitted buyer, the admission token. With wait every buyer but
+// one must answer waiting (the room of a voucher of stock 1); else every
+// one must answer admitted.
+func (b seckillRuns) joinBuyers(path, tokens string, n int, wait bool, name string) string {
 	data, err := os.ReadFile(tokens)
 	if err != nil {
 		b.die("%v", err)
 	}
 	lines := strings.Split(strings.TrimSpace(string(data)), "\n")
 	if n > len(lines) {
-		b.logf("%s holds %d users, fewer than the %d admitted buyers wanted: raise BENCH_USERS", filepath.Base(tokens), len(lines), n)
+		b.logf("%s holds %d users, fewer than the %d buyers wanted: raise BENCH_USERS", filepath.Base(tokens), len(lines), n)
 		n = len(lines)
 	}
 	out := make([]string, n)
 	var failed sync.Map
+	var admitted atomic.Int64
 	work := make(chan int)
 	var wg sync.WaitGroup
 	for range b.cfg.Conns {
@@ -100,11 +114,19 @@ func (b seckillRuns) admitBuyers(path, tokens string, n int) string {
 						Token  string `json:"token"`
 					} `json:"data"`
 				}
-				if err != nil || status != 200 || json.Unmarshal(body, &env) != nil || env.Data.Status != "admitted" || env.Data.Token == "" {
+				if err != nil || status != 200 || json.Unmarshal(body, &env) != nil {
 					failed.Store(i, fmt.Sprintf("%d %s %v", status, body, err))
 					continue
 				}
-				out[i] = id + "," + tok + "," + env.Data.Token + "\n"
+				switch {
+				case env.Data.Status == "admitted" && env.Data.Token != "":
+					admitted.Add(1)
+					out[i] = id + "," + tok + "," + env.Data.Token + "\n"
+				case env.Data.Status == "waiting" && wait:
+					out[i] = id + "," + tok + "\n"
+				default:
+					failed.Store(i, fmt.Sprintf("%d %s", status, body))
+				}
 			}
 		}()
 	}
@@ -117,12 +139,15 @@ func (b seckillRuns) admitBuyers(path, tokens string, n int) string {
 		b.die("joining user line %d to the room of %s: %v", k.(int)+1, path, v)
 		return false
 	})
-	file := filepath.Join(b.cfg.Out, "room-admitted.csv")
+	if wait && admitted.Load() > 1 {
+		b.die("the room of %s (stock 1) admitted %d buyers", path, admitted.Load())
+	}
+	file := filepath.Join(b.cfg.Out, name)
 	if err := os.WriteFile(file, []byte(strings.Join(out, "")), 0o644); err != nil {
 		b.die("%v", err)
 	}
-	b.noteCmd(fmt.Sprintf("# room-admitted.csv: the first %d users of %s, joined (POST %s/queue, admitted at once), with their admission tokens", n, filepath.Base(tokens), path))
-	b.logf("%d buyers joined and admitted for the poll and purchase runs", n)
+	b.noteCmd(fmt.Sprintf("# %s: the first %d users of %s, joined (POST %s/queue; %d admitted), with their admission tokens", name, n, filepath.Base(tokens), path, admitted.Load()))
+	b.logf("%s: %d buyers joined, %d admitted", name, n, admitted.Load())
 	return file
 }
 
@@ -145,15 +170,15 @@ func (b reporter) roomSection() string {
 
 One server (sync, %[1]s, %[2]s) and a voucher with a waiting room and
 ample stock, so every joiner is admitted at once (docs/waiting-room.md).
-The join: a new user per request. The poll: buyers who joined before the
-run, again and again. The admitted purchase: each of them once, with the
-header Admission-Token. The join and the poll are compared with the no-op
+The join: a new user per request. The poll: %[3]d buyers waiting in the
+room of a second voucher (stock 1), again and again. The admitted purchase:
+buyers joined before the run, each once, with the header Admission-Token. The join and the poll are compared with the no-op
 endpoint (same gin stack and JWT check), the admitted purchase with
 sync-%[1]s, today's purchase, in this same run.
 
 | run | req/s | p50 ms | p99 ms | compared with | ratio |
 |---|---:|---:|---:|---|---:|
-`, lm, roomTTL)
+`, lm, roomTTL, roomWaiting)
 	for _, r := range []struct{ name, ref, label string }{
 		{join, "noop", "no-op"}, {poll, "noop", "no-op"}, {buy, "sync-" + lm, "sync-" + lm},
 	} {
