@@ -156,7 +156,7 @@ var faultCases = []faultCase{
 	{
 		Name: "room-kill-sync", LockMode: "lua", OrderMode: "sync", FaultPct: 25, KillsInstance: true, Room: true,
 		Env:    []string{"SECKILL_WAITING_ROOM_TOKEN_TTL=10s"},
-		Fault:  "a voucher with a waiting room (admission TTL 10 s): every buyer joins, polls (at most every 200 ms) and buys with the token, or without one once the room answered sold_out or closed; instance 2 of 2 killed (SIGKILL) mid-sale and taken out of the rotation (a purchase with a token cut by the kill is sent again once)",
+		Fault:  "a voucher with a waiting room (admission TTL 10 s): each user first fires a purchase without joining, then twice joins, polls (at most every 200 ms) and buys with the token, or without one once the room answered sold_out or closed; instance 2 of 2 killed (SIGKILL) mid-sale and taken out of the rotation (a purchase with a token cut by the kill is sent again once)",
 		Expect: "nothing oversold; every 200's order in the database; no 500; no purchase without a token served (403 NOT_ADMITTED); every buyer told the outcome by the room; the room in Redis after the kill (its hash; joined at least everyone it admitted; sold_out) and the survivor selling on",
 		fault:  roomKill,
 		judge:  judgeRoom,

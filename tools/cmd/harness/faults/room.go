@@ -20,6 +20,13 @@ import (
 // more). So the case learns the outcome within a load's length.
 const roomPollCap = 200 * time.Millisecond
 
+// Every roomRushEvery-th slot (each user's first, with FAULTS_DUPS=3) is a
+// purchase sent at once without joining, marked roomSkipped.
+const (
+	roomRushEvery = 3
+	roomSkipped   = "not joined"
+)
+
 // roomWait bounds one buyer's stay in the room.
 const roomWait = 60 * time.Second
 
@@ -30,7 +37,7 @@ type roomAnswer struct {
 	Token        string `json:"token"`
 }
 
-// roomBuy is one buyer of slot: join (POST .../queue), poll (GET) until the
+// roomBuy is one buyer of slot (but see roomRushEvery): join (POST .../queue), poll (GET) until the
 // room answers admitted, sold_out or closed, then the purchase: with the
 // token when admitted, else without one (which must be refused
 // NOT_ADMITTED). Every request goes to the live instances in turn: a
@@ -39,6 +46,14 @@ type roomAnswer struct {
 // retry is one of the load's extra shots.
 func (l *loadRun) roomBuy(ctx context.Context, slot, u int) shot {
 	tok := l.plan.Users[u].Token
+	if slot%roomRushEvery == 0 {
+		// A buyer who fires at once, without joining: refused while
+		// units remain.
+		inst := l.pick(slot)
+		s := shot{Seq: slot, User: u, Inst: inst, Sent: l.since(), Room: roomSkipped, NoToken: true}
+		l.api.buy(ctx, l.urls[inst], l.plan.Voucher, tok, &s)
+		return s
+	}
 	queue := func(inst int) string {
 		return fmt.Sprintf("%s/voucher-order/seckill/%d/queue", l.urls[inst], l.plan.Voucher)
 	}
@@ -144,7 +159,18 @@ func judgeRoom(j judgement) {
 	r := j.r
 	outcome := map[string]int{}
 	noToken200, tokenRefused, refused := 0, 0, 0
+	// early: purchases without a token answered before the last 200.
+	var last time.Duration
 	for _, sh := range j.shots {
+		if sh.Code == "OK" && sh.Done > last {
+			last = sh.Done
+		}
+	}
+	early := 0
+	for _, sh := range j.shots {
+		if sh.NoToken && sh.Done > 0 && sh.Done < last {
+			early++
+		}
 		if sh.Seq >= 0 {
 			outcome[sh.Room]++
 		}
@@ -159,9 +185,11 @@ func judgeRoom(j judgement) {
 	}
 	r.refusedOK = refused
 	judgeCommon(r, false)
-	r.addMeasure("room answers", "admitted %d, sold_out %d, closed %d, other %d", outcome["admitted"], outcome["sold_out"], outcome["closed"],
-		len(j.l.plan.Seq)-outcome["admitted"]-outcome["sold_out"]-outcome["closed"])
-	r.addMeasure("without a token", "403 %d, 200 %d", refused, noToken200)
+	told := outcome["admitted"] + outcome["sold_out"] + outcome["closed"]
+	untold := len(j.l.plan.Seq) - told - outcome[roomSkipped]
+	r.addMeasure("room answers", "admitted %d, sold_out %d, closed %d, other %d", outcome["admitted"], outcome["sold_out"], outcome["closed"], untold)
+	r.addMeasure("without a token", "403 %d, 200 %d (%d sent without joining, %d while units remained)", refused, noToken200,
+		outcome[roomSkipped], early)
 	r.addMeasure("transport", "%d", r.Codes["TRANSPORT"])
 	if noToken200 > 0 {
 		r.fail("%d purchase(s) without an admission token got 200", noToken200)
@@ -169,8 +197,8 @@ func judgeRoom(j judgement) {
 	if tokenRefused > 0 {
 		r.fail("%d purchase(s) with an admission token were refused NOT_ADMITTED", tokenRefused)
 	}
-	if n := len(j.l.plan.Seq) - outcome["admitted"] - outcome["sold_out"] - outcome["closed"]; n > 0 {
-		r.fail("%d buyer(s) never got a final answer from the room within %s", n, roomWait)
+	if untold > 0 {
+		r.fail("%d buyer(s) never got a final answer from the room within %s", untold, roomWait)
 	}
 	judgeRoomFacts(j)
 	sellsAgain(j, "instance 2 killed")
@@ -197,7 +225,7 @@ func judgeRoomFacts(j judgement) {
 	// everyone it admitted, at most everyone it answered.
 	users, admitted := map[int]bool{}, map[int]bool{}
 	for _, sh := range j.shots {
-		if sh.Seq >= 0 && sh.Room != "" {
+		if sh.Seq >= 0 && sh.Room != "" && sh.Room != roomSkipped {
 			users[sh.User] = true
 		}
 		if sh.Room == "admitted" {

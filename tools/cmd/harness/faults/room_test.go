@@ -6,15 +6,16 @@ import (
 	"time"
 )
 
-// roomShots are four buyers: two admitted who bought, one told sold_out
-// whose purchase without a token was refused, and the same without a
-// token again (a duplicate whose admission was used).
+// roomShots are five purchases: two admitted who bought, one told
+// sold_out whose purchase without a token was refused, one without a token
+// again (a duplicate whose admission was used), one sent without joining.
 func roomShots() []shot {
 	return []shot{
 		{Seq: 0, User: 0, Status: 200, Code: "OK", OrderID: 1, Room: "admitted"},
 		{Seq: 1, User: 1, Status: 200, Code: "OK", OrderID: 2, Room: "admitted"},
 		{Seq: 2, User: 2, Status: 403, Code: "NOT_ADMITTED", Room: "sold_out", NoToken: true},
 		{Seq: 3, User: 1, Status: 403, Code: "NOT_ADMITTED", Room: "closed", NoToken: true},
+		{Seq: 4, User: 2, Status: 403, Code: "NOT_ADMITTED", Room: roomSkipped, NoToken: true},
 	}
 }
 
@@ -39,6 +40,10 @@ func TestJudgeRoom(t *testing.T) {
 		{"the room not sold out", func(s []shot, f *roomFacts) *roomFacts { f.Audit["state"] = "open"; return f }, "want sold_out"},
 		{"an admitted buyer not counted as joined", func(s []shot, f *roomFacts) *roomFacts { f.Audit["joined"] = 1.0; return f }, "counts 1 joined"},
 		{"the room never read", func(s []shot, f *roomFacts) *roomFacts { return nil }, "the fault never read it"},
+		{"a purchase without joining served", func(s []shot, f *roomFacts) *roomFacts {
+			s[4].Status, s[4].Code, s[4].OrderID = 200, "OK", 3
+			return f
+		}, "without an admission token got 200"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -46,7 +51,7 @@ func TestJudgeRoom(t *testing.T) {
 			f := tt.edit(shots, room())
 			status, codes := tallyShots(shots)
 			r := CaseResult{Status: status, Codes: codes, Orders: 2, transportOK: true}
-			if tt.name == "a purchase without a token served" {
+			if strings.Contains(tt.name, "served") {
 				r.Orders = 3
 			}
 			seq := make([]int, len(shots))
