@@ -93,9 +93,10 @@ loadtest-ci:
 	$(HARNESS) ci
 
 # The waiting room's fairness run (docs/waiting-room.md; FAIR_* settings):
-# 20,000 joiners over two instances, written to tools/loadtest/fairness/.
+# 20,000 joiners over two instances, written to tools/loadtest/fairness/;
+# docs/fairness.svg redrawn from it.
 fairness:
-	$(HARNESS) fairness
+	$(HARNESS) fairness && bin/harness pictures
 
 # ---- fault suite (tools/cmd/harness/faults, tools/faults/README.md): each case kills
 # or freezes a dependency mid-load (an instance, Redis, the Sentinel primary,
@@ -169,15 +170,16 @@ bench-go:
 	$(GO) test -run '^$$' -bench Admission -benchmem -benchtime $(BENCHTIME) -count $(BENCHCOUNT) ./e2e/bench/
 
 # ---- the README's pictures (tools/cmd/harness/pictures): docs/lock-matrix.svg,
-# docs/bench.svg, docs/faults.svg and docs/bench-cluster.svg drawn from
-# tools/loadtest/results.json, tools/bench/results.json (both bench pictures; the
-# cluster one is skipped while the run had no Redis Cluster block) and
-# tools/faults/results.json. Run it after a new matrix,
-# bench or fault-suite run: `make test` fails while a picture is out of
-# date with its results (TestPicturesUpToDate).
+# docs/bench.svg, docs/faults.svg, docs/bench-cluster.svg, docs/lock-check.svg
+# and docs/fairness.svg drawn from tools/loadtest/results.json,
+# tools/bench/results.json (both bench pictures; the cluster one is skipped
+# while the run had no Redis Cluster block), tools/faults/results.json,
+# tools/lock-check/results.json and tools/loadtest/fairness/results.json.
+# Run it after a new matrix, bench, fault-suite or fairness run: `make test`
+# fails while a picture is out of date with its results (TestPicturesUpToDate).
 .PHONY: pictures
 
-# (make loadtest-matrix, make faults and make bench redraw them as they end.)
+# (make loadtest-matrix, make faults, make bench and make fairness redraw them as they end.)
 pictures:
 	$(HARNESS) pictures
 

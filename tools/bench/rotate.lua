@@ -1,6 +1,8 @@
 -- rotate.lua: the wrk script of `make bench`. Every request carries the next
 -- user token of the tokens file written by `seckill tokens` (userId,token
--- lines), so that each request is a different user.
+-- lines), so that each request is a different user. A line with a third
+-- field (userId,token,admission) sends it as the header Admission-Token
+-- (the waiting room's admitted purchase).
 --
 -- Environment (read in every wrk thread):
 --   BENCH_TOKENS  the tokens file (required)
@@ -32,14 +34,15 @@ function init(args)
    local nthreads = tonumber(os.getenv("BENCH_THREADS") or "1")
    local method = os.getenv("BENCH_METHOD") or "GET"
    once = os.getenv("BENCH_ONCE") == "1"
-   tokens = {}
+   tokens, admissions = {}, {}
    local i = 0
    local f = assert(io.open(path, "r"))
    for line in f:lines() do
-      local tok = line:match("^%d+,(%S+)")
+      local tok, adm = line:match("^%d+,([^,%s]+),?(%S*)")
       if tok ~= nil then
          if i % nthreads == id then
             table.insert(tokens, tok)
+            table.insert(admissions, adm)
          end
          i = i + 1
       end
@@ -69,6 +72,9 @@ function request()
       wrapped = wrapped + 1
    end
    wrk.headers["authorization"] = tokens[idx]
+   if admissions[idx] ~= "" then
+      wrk.headers["Admission-Token"] = admissions[idx]
+   end
    return wrk.format()
 end
 

@@ -71,7 +71,7 @@ func (b reporter) seckillRow(name string) string {
 		prof = " (profiled)"
 	}
 	slapRatio := "-"
-	if name != "soldout" {
+	if name != "soldout" && !strings.HasSuffix(name, "-room-join") && !strings.HasSuffix(name, "-room-poll") {
 		slapRatio = benchRatio(g("rps"), b.get("slap", "rps"))
 	}
 	b.mu.Lock()
@@ -126,9 +126,10 @@ commit (seckill_sync_group_size, sum ÷ count).
 }
 
 // runModes is the order and lock mode of a wrk run named
-// [profile-]<order mode>-<lock mode>[-nodrain].
+// [profile-]<order mode>-<lock mode>[-nodrain|-pertxn|-room-<step>].
 func runModes(name string) (orderMode, lockMode string) {
 	orderMode, lockMode, _ = strings.Cut(strings.TrimPrefix(name, "profile-"), "-")
+	lockMode, _, _ = strings.Cut(lockMode, "-room-")
 	return orderMode, strings.TrimSuffix(strings.TrimSuffix(lockMode, "-nodrain"), "-pertxn")
 }
 
@@ -227,6 +228,7 @@ its own voucher; a normal async server drains it afterwards.
 		w.WriteString(b.seckillRow(name))
 	}
 	w.WriteString(b.groupSection())
+	w.WriteString(b.roomSection())
 	if c.wantAsync() {
 		pf(`
 ## Async mode

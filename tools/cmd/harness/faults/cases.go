@@ -34,6 +34,9 @@ type faultCase struct {
 	// Expiry: the case runs a short pay timeout. The audit first waits
 	// until every unpaid order expired and every give-back was done.
 	Expiry bool
+	// Room: the voucher has a waiting room; every buyer joins, polls and
+	// buys with the admission token (or without one when not admitted).
+	Room bool
 
 	plan    func(s *suite, e *caseEnv, p *loadPlan) // nil: every user, round robin
 	fault   func(ctx context.Context, s *suite, e *caseEnv, l *loadRun) error
@@ -149,6 +152,22 @@ var faultCases = []faultCase{
 		Expect: "every unit back exactly once: Redis stock + unpaid + paid + pending = initial (invariant 5), Redis stock = database stock, database stock + unpaid + paid = initial; no paid order cancelled; nothing unpaid or due at the end; nothing oversold or lost",
 		fault:  expiryRedis,
 		judge:  judgeExpiry,
+	},
+	{
+		Name: "room-kill-sync", LockMode: "lua", OrderMode: "sync", FaultPct: 25, KillsInstance: true, Room: true,
+		Env:    []string{"SECKILL_WAITING_ROOM_TOKEN_TTL=10s"},
+		Fault:  "a voucher with a waiting room (admission TTL 10 s): each user first fires a purchase without joining, then twice joins, polls (at most every 200 ms) and buys with the token, or without one once the room answered sold_out or closed; instance 2 of 2 killed (SIGKILL) mid-sale and taken out of the rotation (a purchase with a token cut by the kill is sent again once)",
+		Expect: "nothing oversold; every 200's order in the database; no 500; no purchase without a token served (403 NOT_ADMITTED); every buyer told the outcome by the room; the room in Redis after the kill (its hash; joined at least everyone it admitted; sold_out) and the survivor selling on",
+		fault:  roomKill,
+		judge:  judgeRoom,
+	},
+	{
+		Name: "room-kill-cluster-async", LockMode: "lua", OrderMode: "async", FaultPct: 25, KillsInstance: true, Room: true, Cluster: true,
+		Env:    []string{"SECKILL_WAITING_ROOM_TOKEN_TTL=10s", "SECKILL_STOCK_BUCKETS=4"},
+		Fault:  "as room-kill-sync, in async mode on a Redis Cluster of three masters with a replica each, the voucher's stock in 4 buckets",
+		Expect: "as room-kill-sync, every 200's order in the database once the stream drained",
+		fault:  roomKill,
+		judge:  judgeRoom,
 	},
 	{
 		Name: "fence-on", LockMode: "lua", OrderMode: "sync", FaultPct: 20,

@@ -260,6 +260,7 @@ type caseEnv struct {
 	ins     []*testbed.Instance
 	killed  map[int]bool // instances the fault killed
 	voucher int64
+	room    *roomFacts // the waiting room after the fault (Room cases)
 }
 
 // privateDeps are the addresses of a case's private dependencies.
@@ -344,6 +345,7 @@ func (s *suite) runCase(ctx context.Context, c faultCase) (r CaseResult) {
 		plan.HoldAt = len(plan.Seq) * 65 / 100
 	}
 	plan.PayEvery = c.PayEvery
+	plan.Room = c.Room
 	var faultErr error
 	plan.Fault = func(l *loadRun) {
 		defer l.recover()
@@ -429,6 +431,6 @@ func (s *suite) setupCase(ctx context.Context, c faultCase, e *caseEnv, procs *t
 		return err
 	}
 	e.ins = ins
-	e.voucher, err = s.api.publish(ctx, ins[0].URL, s.admin, 1, s.Stock, 15*time.Minute)
+	e.voucher, err = s.api.publish(ctx, ins[0].URL, s.admin, 1, s.Stock, 15*time.Minute, c.Room)
 	return err
 }

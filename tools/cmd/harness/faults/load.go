@@ -37,6 +37,11 @@ type shot struct {
 	Status  int    // HTTP status; 0 for a transport error
 	Code    string // the envelope's code, OK, TRANSPORT or OTHER
 	OrderID int64  // with OK
+	// Room is the waiting room's last answer before the purchase
+	// (admitted, sold_out, closed; "" without a room). NoToken: the
+	// purchase carried no admission token.
+	Room    string
+	NoToken bool
 }
 
 // bucket is the column of the printed line a shot counts in.
@@ -81,6 +86,11 @@ type apiEnvelope struct {
 
 // call sends one request. Status 0 is a transport error.
 func (c *apiClient) call(ctx context.Context, method, url, token string, body any) (int, *apiEnvelope, error) {
+	return c.callAdmitted(ctx, method, url, token, "", body)
+}
+
+// callAdmitted is call with the header Admission-Token (none when empty).
+func (c *apiClient) callAdmitted(ctx context.Context, method, url, token, admission string, body any) (int, *apiEnvelope, error) {
 	var rd io.Reader
 	if body != nil {
 		b, err := json.Marshal(body)
@@ -94,6 +104,9 @@ func (c *apiClient) call(ctx context.Context, method, url, token string, body an
 		return 0, nil, err
 	}
 	req.Header.Set("authorization", token)
+	if admission != "" {
+		req.Header.Set("Admission-Token", admission)
+	}
 	if body != nil {
 		req.Header.Set("content-type", "application/json")
 	}
@@ -115,7 +128,12 @@ func (c *apiClient) call(ctx context.Context, method, url, token string, body an
 
 // buy is one purchase. It fills Status, Code and OrderID of s.
 func (c *apiClient) buy(ctx context.Context, base string, voucher int64, token string, s *shot) {
-	status, env, err := c.call(ctx, http.MethodPost, fmt.Sprintf("%s/voucher-order/seckill/%d", base, voucher), token, nil)
+	c.buyAdmitted(ctx, base, voucher, token, "", s)
+}
+
+// buyAdmitted is buy with an admission token (none when empty).
+func (c *apiClient) buyAdmitted(ctx context.Context, base string, voucher int64, token, admission string, s *shot) {
+	status, env, err := c.callAdmitted(ctx, http.MethodPost, fmt.Sprintf("%s/voucher-order/seckill/%d", base, voucher), token, admission, nil)
 	s.Status = status
 	switch {
 	case err != nil && status == 0:
@@ -156,13 +174,14 @@ func (c *apiClient) pay(ctx context.Context, base, token string, id int64) strin
 }
 
 // publish creates a voucher with stock on sale from a minute ago for
-// lifetime, and returns its id.
-func (c *apiClient) publish(ctx context.Context, base, admin string, shop int64, stock int, lifetime time.Duration) (int64, error) {
+// lifetime (with a waiting room when room), and returns its id.
+func (c *apiClient) publish(ctx context.Context, base, admin string, shop int64, stock int, lifetime time.Duration, room bool) (int64, error) {
 	now := time.Now()
 	status, env, err := c.call(ctx, http.MethodPost, base+"/voucher/seckill", admin, map[string]any{
 		"shopId": shop, "title": "fault suite " + now.UTC().Format(time.RFC3339), "subTitle": "faults",
 		"rules": "one per user", "payValue": 8000, "actualValue": 10000, "type": 1, "stock": stock,
 		"beginTime": now.Add(-time.Minute).Format(time.RFC3339), "endTime": now.Add(lifetime).Format(time.RFC3339),
+		"waitingRoom": room,
 	})
 	if err != nil {
 		return 0, fmt.Errorf("publish a voucher: %w", err)
@@ -228,6 +247,9 @@ type loadPlan struct {
 	// PayEvery: the buyers whose index is a multiple of it pay their
 	// order at once after its 200 (0: nobody pays).
 	PayEvery int
+	// Room: the voucher has a waiting room; each slot is a buyer who
+	// joins, polls and then buys (roomBuy).
+	Room bool
 }
 
 // loadRun is a load in progress: the shots, the live instances, the
@@ -407,8 +429,15 @@ func (l *loadRun) run(ctx context.Context) []shot {
 		go func() {
 			defer func() { <-sem; wg.Done() }()
 			var s shot
-			l.api.buy(ctx, base, l.plan.Voucher, l.plan.Users[u].Token, &s)
+			if l.plan.Room {
+				s = l.roomBuy(ctx, i, u)
+			} else {
+				l.api.buy(ctx, base, l.plan.Voucher, l.plan.Users[u].Token, &s)
+			}
 			l.mu.Lock()
+			if l.plan.Room {
+				l.shots[i].Inst, l.shots[i].Sent, l.shots[i].Room, l.shots[i].NoToken = s.Inst, s.Sent, s.Room, s.NoToken
+			}
 			l.shots[i].Status, l.shots[i].Code, l.shots[i].OrderID = s.Status, s.Code, s.OrderID
 			l.shots[i].Done = l.since()
 			l.mu.Unlock()

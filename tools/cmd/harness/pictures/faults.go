@@ -79,7 +79,7 @@ func faultsSVG(rep faults.Report) []byte {
 	for _, s := range ftStatuses {
 		label := "HTTP " + s.head
 		if s.key == "other" {
-			label = "other (transport errors)"
+			label = "other (transport errors; 403 to purchases without an admission token)"
 		}
 		x = d.legend(x, y, s.colour, label)
 	}

@@ -21,6 +21,7 @@ import (
 //	docs/bench-cluster.svg  from tools/bench/results.json         (make bench, its Redis
 //	                        Cluster block)
 //	docs/lock-check.svg     from tools/lock-check/results.json    (make lock-check)
+//	docs/fairness.svg       from tools/loadtest/fairness/results.json (make fairness)
 //
 //	make pictures                       (go -C tools run ./cmd/harness pictures)
 //	go -C tools run ./cmd/harness pictures -check   exit 1 when a picture is out of date
@@ -45,6 +46,7 @@ var pictures = []picture{
 	{Results: "tools/faults/results.json", SVG: "docs/faults.svg", Render: renderFaultsPicture},
 	{Results: "tools/bench/results.json", SVG: "docs/bench-cluster.svg", Render: RenderClusterPicture},
 	{Results: "tools/lock-check/results.json", SVG: "docs/lock-check.svg", Render: renderLockCheckPicture},
+	{Results: "tools/loadtest/fairness/results.json", SVG: "docs/fairness.svg", Render: renderFairnessPicture},
 }
 
 // render draws the picture from the results under root. ok is false when
