@@ -45,8 +45,8 @@ type WaitingRoomDeps struct {
 	// Tickets signs the place tickets; nil answers every poll by the
 	// script.
 	Tickets TicketSigner
-	Now      func() time.Time
-	Log      *slog.Logger
+	Now     func() time.Time
+	Log     *slog.Logger
 }
 
 // WaitingRoom admits the buyers of vouchers published with a room: a
@@ -61,9 +61,9 @@ type WaitingRoom struct {
 	// tickets and states answer most polls without Redis.
 	tickets TicketSigner
 	states  roomStates
-	cfg    RoomConfig
-	now    func() time.Time
-	log    *slog.Logger
+	cfg     RoomConfig
+	now     func() time.Time
+	log     *slog.Logger
 	// drawMu lets one request at a time read the stock for a draw: the
 	// others then find the room drawn, and the start costs one database
 	// read per instance, not one per buyer.
