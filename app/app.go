@@ -101,8 +101,9 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger, opts ...Optio
 	}
 	w := newWiring(d, cfg, log, locker, metrics.New(), tr)
 	w.tok, w.sender = auth.NewTokens(secret, cfg.JWTTTL), sender
+	adm := auth.NewAdmissions(secret)
 	w.room = service.NewWaitingRoom(service.WaitingRoomDeps{
-		Store: redisstore.NewRooms(d.Redis), Vouchers: w.vouchers, Tokens: auth.NewAdmissions(secret), Now: time.Now, Log: log,
+		Store: redisstore.NewRooms(d.Redis), Vouchers: w.vouchers, Tokens: adm, Tickets: adm, Now: time.Now, Log: log,
 	}, service.RoomConfig{TokenTTL: cfg.WaitingRoomTokenTTL, Overbook: cfg.WaitingRoomOverbook})
 	// Revoked tokens: admin routes read the database on each request, the
 	// others this copy, reloaded every RevocationReload.

@@ -14,7 +14,8 @@ import (
 // Room is the waiting room as the routes see it (*service.WaitingRoom).
 type Room interface {
 	Join(ctx context.Context, userID, voucherID int64) (*service.RoomView, error)
-	Poll(ctx context.Context, userID, voucherID int64) (*service.RoomView, error)
+	// Poll answers the user's place; ticket is the Queue-Ticket header.
+	Poll(ctx context.Context, userID, voucherID int64, ticket string) (*service.RoomView, error)
 	// Admit checks the purchase's admission token; nil for a voucher
 	// without a room.
 	Admit(ctx context.Context, userID, voucherID int64, token string) error
@@ -27,10 +28,17 @@ type Room interface {
 // AdmissionHeader carries the waiting room's admission token on a purchase.
 const AdmissionHeader = "Admission-Token"
 
+// TicketHeader carries the waiting room's place ticket on a poll.
+const TicketHeader = "Queue-Ticket"
+
 // roomRoutes adds POST (join) and GET (poll) /voucher-order/seckill/:id/queue.
 func roomRoutes(a *api, r *gin.Engine, authed gin.HandlerFunc) {
 	r.POST("/voucher-order/seckill/:id/queue", authed, func(c *gin.Context) { a.room(c, a.Room.Join) })
-	r.GET("/voucher-order/seckill/:id/queue", authed, func(c *gin.Context) { a.room(c, a.Room.Poll) })
+	r.GET("/voucher-order/seckill/:id/queue", authed, func(c *gin.Context) {
+		a.room(c, func(ctx context.Context, userID, voucherID int64) (*service.RoomView, error) {
+			return a.Room.Poll(ctx, userID, voucherID, c.GetHeader(TicketHeader))
+		})
+	})
 }
 
 // roomResponse is the answer of the queue routes.
@@ -40,6 +48,7 @@ type roomResponse struct {
 	Ahead        *int64 `json:"ahead"`
 	RetryAfterMs int64  `json:"retryAfterMs"`
 	Token        string `json:"token,omitempty"`
+	Ticket       string `json:"ticket,omitempty"`
 }
 
 func (a *api) room(c *gin.Context, step func(ctx context.Context, userID, voucherID int64) (*service.RoomView, error)) {
@@ -58,7 +67,7 @@ func (a *api) room(c *gin.Context, step func(ctx context.Context, userID, vouche
 		c.Header("Retry-After", strconv.FormatInt(model.RetryAfterSeconds(v.RetryAfter), 10))
 	}
 	ok(c, roomResponse{Status: v.Status, Position: v.Position, Ahead: v.Ahead,
-		RetryAfterMs: v.RetryAfter.Milliseconds(), Token: v.Token})
+		RetryAfterMs: v.RetryAfter.Milliseconds(), Token: v.Token, Ticket: v.Ticket})
 }
 
 // admission refuses a purchase of a voucher with a waiting room that

@@ -42,8 +42,11 @@ type WaitingRoomDeps struct {
 	Store    RoomStore
 	Vouchers VoucherStore
 	Tokens   AdmissionSigner
-	Now      func() time.Time
-	Log      *slog.Logger
+	// Tickets signs the place tickets; nil answers every poll by the
+	// script.
+	Tickets TicketSigner
+	Now     func() time.Time
+	Log     *slog.Logger
 }
 
 // WaitingRoom admits the buyers of vouchers published with a room: a
@@ -55,9 +58,12 @@ type WaitingRoom struct {
 	stock  VoucherStore
 	cache  *voucherCache
 	tokens AdmissionSigner
-	cfg    RoomConfig
-	now    func() time.Time
-	log    *slog.Logger
+	// tickets and states answer most polls without Redis.
+	tickets TicketSigner
+	states  roomStates
+	cfg     RoomConfig
+	now     func() time.Time
+	log     *slog.Logger
 	// drawMu lets one request at a time read the stock for a draw: the
 	// others then find the room drawn, and the start costs one database
 	// read per instance, not one per buyer.
@@ -77,7 +83,7 @@ func NewWaitingRoom(d WaitingRoomDeps, cfg RoomConfig) *WaitingRoom {
 	}
 	cfg.Overbook = max(cfg.Overbook, 1)
 	return &WaitingRoom{store: d.Store, stock: d.Vouchers, cache: newVoucherCache(d.Vouchers, time.Minute, d.Now),
-		tokens: d.Tokens, cfg: cfg, now: d.Now, log: d.Log}
+		tokens: d.Tokens, tickets: d.Tickets, cfg: cfg, now: d.Now, log: d.Log}
 }
 
 // RoomView is one user's answer from the room.
@@ -92,18 +98,22 @@ type RoomView struct {
 	RetryAfter time.Duration
 	// Token is the admission token, when admitted.
 	Token string
+	// Ticket is the place ticket to send back on the next poll.
+	Ticket string
 }
 
 // Join puts the user in the voucher's room (once: a second join answers
 // the same place) and answers the user's state.
 func (r *WaitingRoom) Join(ctx context.Context, userID, voucherID int64) (*RoomView, error) {
-	return r.step(ctx, userID, voucherID, "join")
+	return r.step(ctx, userID, voucherID, "join", "")
 }
 
 // Poll answers the user's state in the voucher's room.
-// model.ErrNotAdmitted when the user has not joined.
-func (r *WaitingRoom) Poll(ctx context.Context, userID, voucherID int64) (*RoomView, error) {
-	return r.step(ctx, userID, voucherID, "poll")
+// model.ErrNotAdmitted when the user has not joined. With a valid place
+// ticket from an earlier answer, a buyer whose turn has not come is
+// answered from this instance's copy of the room, without Redis.
+func (r *WaitingRoom) Poll(ctx context.Context, userID, voucherID int64, ticket string) (*RoomView, error) {
+	return r.step(ctx, userID, voucherID, "poll", ticket)
 }
 
 // room returns the cached voucher, which must have a waiting room.
@@ -133,7 +143,7 @@ func (r *WaitingRoom) call(v *cachedVoucher) model.RoomCall {
 // or the token's TTL when shorter.
 func (r *WaitingRoom) maxRetry() time.Duration { return min(maxRetry, r.cfg.TokenTTL) }
 
-func (r *WaitingRoom) step(ctx context.Context, userID, voucherID int64, op string) (*RoomView, error) {
+func (r *WaitingRoom) step(ctx context.Context, userID, voucherID int64, op, ticket string) (*RoomView, error) {
 	v, err := r.room(ctx, voucherID)
 	if err != nil {
 		return nil, err
@@ -143,6 +153,9 @@ func (r *WaitingRoom) step(ctx context.Context, userID, voucherID int64, op stri
 		// Ended, or closed by the admin (its end became the close).
 		return &RoomView{Status: model.RoomClosed}, nil
 	}
+	if out := r.fromTicket(ctx, userID, voucherID, v, ticket); out != nil {
+		return out, nil
+	}
 	var a model.RoomAnswer
 	err = r.withBase(ctx, voucherID, r.call(v), func(c model.RoomCall) (err error) {
 		a, err = r.store.Step(ctx, voucherID, userID, op, c)
@@ -151,7 +164,12 @@ func (r *WaitingRoom) step(ctx context.Context, userID, voucherID int64, op stri
 	if err != nil {
 		return nil, err
 	}
-	return r.view(a, userID, voucherID, v.sv.BeginTime)
+	out, err := r.view(a, userID, voucherID, v.sv.BeginTime)
+	if err != nil {
+		return nil, err
+	}
+	out.Ticket = r.ticket(ctx, userID, voucherID, v, a)
+	return out, nil
 }
 
 // withBase runs try with c; when the room must be drawn first
@@ -203,18 +221,28 @@ func (r *WaitingRoom) view(a model.RoomAnswer, userID, voucherID int64, begin ti
 		out.RetryAfter = time.Second
 	case model.RoomWaiting:
 		if a.Position < 0 {
-			// Before the draw: ask again at the start, or within maxRetry.
-			out.RetryAfter = min(max(begin.Sub(a.Now), minRetry), r.maxRetry())
+			out.RetryAfter = r.retryBeforeDraw(begin, a.Now)
 			return out, nil
 		}
-		// One second, plus a little per buyer ahead, at most maxRetry.
-		out.RetryAfter = min(time.Second+time.Duration(a.Ahead)*2*time.Millisecond, r.maxRetry())
+		out.RetryAfter = r.retryWaiting(a.Ahead)
 	default:
 		return nil, fmt.Errorf("waiting room: unknown status %q", a.Status)
 	}
 	pos, ahead := a.Position, a.Ahead
 	out.Position, out.Ahead = &pos, &ahead
 	return out, nil
+}
+
+// retryBeforeDraw is the pause before the draw: until the start, or
+// within maxRetry.
+func (r *WaitingRoom) retryBeforeDraw(begin, now time.Time) time.Duration {
+	return min(max(begin.Sub(now), minRetry), r.maxRetry())
+}
+
+// retryWaiting is the pause of a buyer with ahead before: one second,
+// plus a little per buyer ahead, at most maxRetry.
+func (r *WaitingRoom) retryWaiting(ahead int64) time.Duration {
+	return min(time.Second+time.Duration(ahead)*2*time.Millisecond, r.maxRetry())
 }
 
 // Admit is the purchase's check: a voucher with a room sells only with a

@@ -22,6 +22,7 @@ type answer struct {
 	Ahead        *int64 `json:"ahead"`
 	RetryAfterMs int64  `json:"retryAfterMs"`
 	Token        string `json:"token"`
+	Ticket       string `json:"ticket"`
 }
 
 // room is one test's voucher with a room, over one or more app instances.

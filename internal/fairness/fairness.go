@@ -155,14 +155,20 @@ type envelope struct {
 // call sends one request and decodes the envelope; status 0 is a
 // transport error.
 func (r *run) call(ctx context.Context, cl *http.Client, method, url, token, admission, body string) (int, envelope) {
+	return r.callWith(ctx, cl, method, url, token, "Admission-Token", admission, body)
+}
+
+// callWith sends the request with the header name set to value (none
+// when value is empty).
+func (r *run) callWith(ctx context.Context, cl *http.Client, method, url, token, name, value, body string) (int, envelope) {
 	req, err := http.NewRequestWithContext(ctx, method, url, strings.NewReader(body))
 	if err != nil {
 		return 0, envelope{}
 	}
 	req.Header.Set("authorization", token)
 	req.Header.Set("Content-Type", "application/json")
-	if admission != "" {
-		req.Header.Set("Admission-Token", admission)
+	if value != "" {
+		req.Header.Set(name, value)
 	}
 	resp, err := cl.Do(req)
 	if err != nil {
@@ -244,6 +250,7 @@ type queueAnswer struct {
 	Status       string `json:"status"`
 	RetryAfterMs int64  `json:"retryAfterMs"`
 	Token        string `json:"token"`
+	Ticket       string `json:"ticket"`
 }
 
 // sell is one buyer's sale phase; it returns when the buyer learned the
@@ -260,6 +267,9 @@ func (r *run) sell(ctx context.Context, b *buyer, rng *rand.Rand) time.Time {
 	if b.bot {
 		who = "bot "
 	}
+	// ticket is the place ticket of the last answer, sent back on the
+	// next poll as a browser does.
+	ticket := ""
 	for n := int64(0); ; n++ {
 		select {
 		case <-ctx.Done():
@@ -280,7 +290,7 @@ func (r *run) sell(ctx context.Context, b *buyer, rng *rand.Rand) time.Time {
 			}
 		}
 		r.count(who + "poll")
-		code, e := r.call(ctx, cl, http.MethodGet, r.url(b.id+n, "/queue"), b.token, "", "")
+		code, e := r.callWith(ctx, cl, http.MethodGet, r.url(b.id+n, "/queue"), b.token, "Queue-Ticket", ticket, "")
 		if code != http.StatusOK {
 			pause = time.Second
 			continue
@@ -289,6 +299,9 @@ func (r *run) sell(ctx context.Context, b *buyer, rng *rand.Rand) time.Time {
 		if err := json.Unmarshal(e.Data, &a); err != nil {
 			r.fail("poll of %d: %v", b.id, err)
 			return time.Time{}
+		}
+		if a.Ticket != "" {
+			ticket = a.Ticket
 		}
 		switch a.Status {
 		case "sold_out", "closed":

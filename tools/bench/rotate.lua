@@ -2,7 +2,9 @@
 -- user token of the tokens file written by `seckill tokens` (userId,token
 -- lines), so that each request is a different user. A line with a third
 -- field (userId,token,admission) sends it as the header Admission-Token
--- (the waiting room's admitted purchase).
+-- (the waiting room's admitted purchase); a fourth field
+-- (userId,token,,ticket) sends it as the header Queue-Ticket (the waiting
+-- room's poll with its place ticket).
 --
 -- Environment (read in every wrk thread):
 --   BENCH_TOKENS  the tokens file (required)
@@ -34,15 +36,16 @@ function init(args)
    local nthreads = tonumber(os.getenv("BENCH_THREADS") or "1")
    local method = os.getenv("BENCH_METHOD") or "GET"
    once = os.getenv("BENCH_ONCE") == "1"
-   tokens, admissions = {}, {}
+   tokens, admissions, tickets = {}, {}, {}
    local i = 0
    local f = assert(io.open(path, "r"))
    for line in f:lines() do
-      local tok, adm = line:match("^%d+,([^,%s]+),?(%S*)")
+      local tok, adm, tk = line:match("^%d+,([^,%s]+),?([^,%s]*),?(%S*)")
       if tok ~= nil then
          if i % nthreads == id then
             table.insert(tokens, tok)
             table.insert(admissions, adm)
+            table.insert(tickets, tk)
          end
          i = i + 1
       end
@@ -74,6 +77,9 @@ function request()
    wrk.headers["authorization"] = tokens[idx]
    if admissions[idx] ~= "" then
       wrk.headers["Admission-Token"] = admissions[idx]
+   end
+   if tickets[idx] ~= "" then
+      wrk.headers["Queue-Ticket"] = tickets[idx]
    end
    return wrk.format()
 end

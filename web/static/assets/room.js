@@ -20,6 +20,9 @@ export function queuePanel(voucherId, token, buy) {
   let timer = null;
   let stopped = false;
   let admission = '';
+  // The place ticket of the last answer, sent back on each poll: a
+  // waiting buyer's poll is then answered without the room's script.
+  let ticket = '';
 
   function show(a) {
     el.dataset.status = a.status;
@@ -41,7 +44,9 @@ export function queuePanel(voucherId, token, buy) {
     clearTimeout(timer);
     if (stopped || !el.isConnected) return;
     try {
-      const a = (await api(method, `/voucher-order/seckill/${voucherId}/queue`, { token })).data;
+      const headers = method === 'GET' && ticket ? { 'Queue-Ticket': ticket } : {};
+      const a = (await api(method, `/voucher-order/seckill/${voucherId}/queue`, { token, headers })).data;
+      if (a.ticket) ticket = a.ticket;
       show(a);
       if (a.status === 'waiting' || a.status === 'admitted') {
         timer = setTimeout(() => step('GET'), Math.max(a.retryAfterMs || 1000, MIN_POLL_MS));
@@ -49,6 +54,7 @@ export function queuePanel(voucherId, token, buy) {
     } catch (e) {
       if (e instanceof ApiError && e.code === 'NOT_ADMITTED' && method === 'GET') {
         // The room lost our place (see docs/waiting-room.md): join again.
+        ticket = '';
         return step('POST');
       }
       setText(note, explain(e));

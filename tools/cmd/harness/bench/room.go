@@ -17,8 +17,9 @@ import (
 //	sync-<lock>-room-join  wrk POST .../queue, a new user per request while
 //	                       the tokens file lasts: the join, ÷ the no-op;
 //	sync-<lock>-room-poll  wrk GET .../queue, cycling over buyers waiting in
-//	                       the room of a second voucher (stock 1): the poll
-//	                       of the many who wait, ÷ the no-op;
+//	                       the room of a second voucher (stock 1), each
+//	                       with the place ticket of its join (Queue-Ticket):
+//	                       the poll of the many who wait, ÷ the no-op;
 //	sync-<lock>-room-buy   wrk POST the purchase with Admission-Token, each
 //	                       of those buyers once: ÷ sync-<lock>.
 
@@ -83,7 +84,8 @@ func (b seckillRuns) allOK(name string) {
 
 // joinBuyers joins the first n users of tokens to the room of path (up to
 // BENCH_CONNS at a time) and writes name in the out dir: userId,token and,
-// for an admitted buyer, the admission token. With wait every buyer but
+// for an admitted buyer, the admission token, for a waiting one an empty
+// field and its place ticket. With wait every buyer but
 // one must answer waiting (the room of a voucher of stock 1); else every
 // one must answer admitted.
 func (b seckillRuns) joinBuyers(path, tokens string, n int, wait bool, name string) string {
@@ -112,6 +114,7 @@ func (b seckillRuns) joinBuyers(path, tokens string, n int, wait bool, name stri
 					Data struct {
 						Status string `json:"status"`
 						Token  string `json:"token"`
+						Ticket string `json:"ticket"`
 					} `json:"data"`
 				}
 				if err != nil || status != 200 || json.Unmarshal(body, &env) != nil {
@@ -122,8 +125,8 @@ func (b seckillRuns) joinBuyers(path, tokens string, n int, wait bool, name stri
 				case env.Data.Status == "admitted" && env.Data.Token != "":
 					admitted.Add(1)
 					out[i] = id + "," + tok + "," + env.Data.Token + "\n"
-				case env.Data.Status == "waiting" && wait:
-					out[i] = id + "," + tok + "\n"
+				case env.Data.Status == "waiting" && wait && env.Data.Ticket != "":
+					out[i] = id + "," + tok + ",," + env.Data.Ticket + "\n"
 				default:
 					failed.Store(i, fmt.Sprintf("%d %s", status, body))
 				}
@@ -146,7 +149,7 @@ func (b seckillRuns) joinBuyers(path, tokens string, n int, wait bool, name stri
 	if err := os.WriteFile(file, []byte(strings.Join(out, "")), 0o644); err != nil {
 		b.die("%v", err)
 	}
-	b.noteCmd(fmt.Sprintf("# %s: the first %d users of %s, joined (POST %s/queue; %d admitted), with their admission tokens", name, n, filepath.Base(tokens), path, admitted.Load()))
+	b.noteCmd(fmt.Sprintf("# %s: the first %d users of %s, joined (POST %s/queue; %d admitted), with their admission tokens or place tickets", name, n, filepath.Base(tokens), path, admitted.Load()))
 	b.logf("%s: %d buyers joined, %d admitted", name, n, admitted.Load())
 	return file
 }

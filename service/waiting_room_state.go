@@ -1,0 +1,138 @@
+package service
+
+import (
+	"context"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"seckill/model"
+)
+
+// TicketSigner signs and checks place tickets (*auth.Admissions): a
+// ticket states a user's place in a voucher's room, bound to the room's
+// seed so that a room Redis lost and made again refuses the old tickets.
+type TicketSigner interface {
+	// SignTicket returns the ticket of the user's position (-1 before the
+	// draw).
+	SignTicket(userID, voucherID, position int64, seed string) string
+	// Ticket returns the position the ticket states, and false unless it
+	// is well formed and signed for this user, voucher and seed.
+	Ticket(ticket string, userID, voucherID int64, seed string) (int64, bool)
+}
+
+// roomStateTTL is how long an instance answers polls from its copy of a
+// room's public state before it reads the room again.
+const roomStateTTL = 200 * time.Millisecond
+
+// roomState is a room's public state, as one instance last read it.
+type roomState struct {
+	at      time.Time
+	seed    string // "" when Redis holds no room
+	drawn   bool
+	serving int64
+	state   string // "" (open or not drawn), sold_out or closed
+}
+
+// roomEntry is the copy of one voucher's room; mu lets one request at a
+// time read it again.
+type roomEntry struct {
+	mu sync.Mutex
+	st atomic.Pointer[roomState]
+}
+
+// roomStates are the copies of the rooms' public states of this instance.
+type roomStates struct {
+	mu sync.Mutex
+	m  map[int64]*roomEntry
+}
+
+func (s *roomStates) entry(voucherID int64) *roomEntry {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.m == nil {
+		s.m = map[int64]*roomEntry{}
+	}
+	e := s.m[voucherID]
+	if e == nil {
+		e = &roomEntry{}
+		s.m[voucherID] = e
+	}
+	return e
+}
+
+// state returns the room's public state, read again when older than
+// roomStateTTL: by one request, the others wait for its answer. The read
+// runs the room's script (its audit), which also lapses the expired
+// admissions and passes their slots on, so the serving number advances
+// even when every waiting buyer is answered from the copy.
+func (r *WaitingRoom) state(ctx context.Context, voucherID int64, v *cachedVoucher) (*roomState, error) {
+	e := r.states.entry(voucherID)
+	if s := e.st.Load(); s != nil && r.now().Sub(s.at) < roomStateTTL {
+		return s, nil
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if s := e.st.Load(); s != nil && r.now().Sub(s.at) < roomStateTTL {
+		return s, nil
+	}
+	var a *model.RoomAudit
+	err := r.withBase(ctx, voucherID, r.call(v), func(c model.RoomCall) (err error) {
+		a, err = r.store.Audit(ctx, voucherID, c)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	s := &roomState{at: r.now()}
+	if a != nil {
+		s.seed, s.drawn, s.serving = a.Seed, a.State != "waiting", a.Serving
+		if a.State == model.RoomSoldOut || a.State == model.RoomClosed {
+			s.state = a.State
+		}
+	}
+	e.st.Store(s)
+	return s, nil
+}
+
+// fromTicket answers a poll from the instance's copy of the room, without
+// Redis: a buyer whose ticket is valid and whose turn has not come, or
+// any buyer once the room is sold out or closed. nil when the poll must
+// run the script: no ticket, a ticket refused, the turn come (the script
+// alone admits), or the room's state unreadable.
+func (r *WaitingRoom) fromTicket(ctx context.Context, userID, voucherID int64, v *cachedVoucher, ticket string) *RoomView {
+	if ticket == "" || r.tickets == nil {
+		return nil
+	}
+	s, err := r.state(ctx, voucherID, v)
+	if err != nil || s.seed == "" {
+		return nil
+	}
+	if s.state != "" {
+		return &RoomView{Status: s.state}
+	}
+	pos, ok := r.tickets.Ticket(ticket, userID, voucherID, s.seed)
+	switch {
+	case !ok:
+		return nil
+	case pos < 0 && !s.drawn:
+		return &RoomView{Status: model.RoomWaiting, RetryAfter: r.retryBeforeDraw(v.sv.BeginTime, r.now()), Ticket: ticket}
+	case pos < 0 || !s.drawn || pos <= s.serving:
+		return nil
+	}
+	ahead := pos - s.serving - 1
+	return &RoomView{Status: model.RoomWaiting, Position: &pos, Ahead: &ahead, RetryAfter: r.retryWaiting(ahead), Ticket: ticket}
+}
+
+// ticket signs the user's ticket for an answer of the script: waiting or
+// admitted, when the instance knows the room's seed.
+func (r *WaitingRoom) ticket(ctx context.Context, userID, voucherID int64, v *cachedVoucher, a model.RoomAnswer) string {
+	if r.tickets == nil || (a.Status != model.RoomWaiting && a.Status != model.RoomAdmitted) {
+		return ""
+	}
+	s, err := r.state(ctx, voucherID, v)
+	if err != nil || s.seed == "" {
+		return ""
+	}
+	return r.tickets.SignTicket(userID, voucherID, a.Position, s.seed)
+}
