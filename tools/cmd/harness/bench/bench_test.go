@@ -61,8 +61,8 @@ func fixedBench() *bench {
 		"drain_rate": "13677", "cpu_server_order": "71.3", "cpu_redis_order": "28.9", "pipeline_mean": "11.62"}
 	b.runs["async-lua-nodrain"] = benchFigures{"requests": "170001", "rps": "17000.2", "status_200": "170001", "orders": "170001",
 		"written_load": "0", "drain_rate": "6021", "batch_mean": "99.8", "batches": "1704", "pipeline_mean": "12.40"}
-	b.runs["k6-async-lua"] = benchFigures{"rate": "921", "p99_us": "4410", "requests": "9211"}
-	b.runs["k6-async-lua-noop"] = benchFigures{"rate": "921", "p99_us": "1410", "requests": "9211"}
+	b.runs["k6-async-lua"] = benchFigures{"rate": "921", "p99_us": "4410", "requests": "9211", "status_200": "9211", "dropped": "0"}
+	b.runs["k6-async-lua-noop"] = benchFigures{"rate": "921", "p99_us": "3000", "requests": "9211", "status_200": "9210", "dropped": "2"}
 	b.info["rel_space"] = "600000"
 	b.rows = []string{"sync-lua", "sync-lua-pertxn", "async-lua", "async-lua-nodrain"}
 	b.k6Runs = []string{"k6-async-lua"}
@@ -72,7 +72,7 @@ func fixedBench() *bench {
 func TestBenchTargets(t *testing.T) {
 	b := fixedBench()
 	got := b.targets()
-	want := benchTargets{T1: "0.38", T2: "1.00", G1: "0.38", GP: "0.30", A1: "8.47", A2: "0.08", A3: "0.74", A4: "4.41", C1: "71.3", C2: "28.9",
+	want := benchTargets{T1: "0.38", T2: "1.00", G1: "0.38", GP: "0.30", A1: "8.47", A2: "0.08", A3: "0.74", A4: "1.47", A5: "3", K6Failed: "1", K6Dropped: "2", C1: "71.3", C2: "28.9",
 		N1: "0.92", AR: "async-lua", KR: "k6-async-lua", NR: "async-lua-nodrain", AdmitP: "admit-P12", DrainR: "13677"}
 	if got != want {
 		t.Fatalf("targets = %+v\nwant %+v", got, want)
@@ -90,10 +90,26 @@ func TestBenchTargets(t *testing.T) {
 	if got.DrainR != "15734" || !got.DrainKeptUp || got.A3 != "0.86" {
 		t.Fatalf("kept up: %+v", got)
 	}
+	// No no-op run at the k6 rate: neither k6 target is measured.
+	noop := b.runs["k6-async-lua-noop"]
+	delete(b.runs, "k6-async-lua-noop")
+	if got = b.targets(); got.A4 != "-" || got.A5 != "-" || got.K6Failed != "-" || got.K6Dropped != "-" {
+		t.Fatalf("no k6 no-op run: A4 %q, A5 %q, failed %q, dropped %q, want -", got.A4, got.A5, got.K6Failed, got.K6Dropped)
+	}
+	b.runs["k6-async-lua-noop"] = noop
 	// No CPU per order (no async run): not measured.
 	delete(b.runs, "async-lua")
 	if got = b.targets(); got.C1 != "-" || got.C2 != "-" {
 		t.Fatalf("no async run: C1 %q, C2 %q, want - and -", got.C1, got.C2)
+	}
+}
+
+// The k6 rate is a quarter of the async maximum, at most k6MaxRate.
+func TestK6Rate(t *testing.T) {
+	for in, want := range map[string]string{"15608.3": "3000", "8258": "2064", "12000": "3000", "3": "", "": ""} {
+		if got := k6Rate(in); got != want {
+			t.Errorf("k6Rate(%q) = %q, want %q", in, got, want)
+		}
 	}
 }
 
@@ -119,7 +135,9 @@ func TestBenchRender(t *testing.T) {
 		" | 6021 orders/s | - | 99.8 (1704) |",
 		"| 5 | async req/s ÷ sync `lua` req/s (async-lua: 15608 ÷ 1843) | 8.47 | ≥ 8 | yes |\n",
 		"| 5 | drain orders/s ÷ single-row INSERT rows/s (13677 ÷ 18380) | 0.74 | ≥ 1 | **no** |\n",
-		"| 5 | k6 p99 at 921 req/s (half the sync `lua` maximum), ms (the no-op endpoint at the same rate: 1.41) | 4.41 | ≤ 5 | yes |\n",
+		"| 36 | k6 p99 at 921 req/s (a quarter of the async maximum, at most 3000): async ÷ the no-op endpoint (4.41 ÷ 3.00 ms) | 1.47 | ≤ 1.5 | yes |\n",
+		"| 36 | k6 failures and dropped iterations, async and no-op at that rate (failed 1, dropped 2) | 3 | 0 | **no** |\n",
+		"at a quarter of the async req/s of this\nrun, at most 3000 req/s",
 		"| 13 | server CPU per admitted async order, us (async-lua: /proc utime + stime over the wrk run ÷ its 200s) | 71.3 | ≤ 60 | **no** |\n",
 		"| 13 | Redis CPU per admitted async order, us (async-lua, the same way) | 28.9 | ≤ 30 | yes |\n",
 		"| 4, 5 | invariant violations, all runs | 1 | 0 | **no** |\n",
@@ -143,10 +161,10 @@ func TestBenchRender(t *testing.T) {
 	}
 	// results.json: targets with verdicts, runs with numbers.
 	j := b.resultsJSON(b.targets())
-	if len(j.Targets) != 11 || j.Targets[0].Met || !j.Targets[1].Met || *j.Targets[0].Measured != 0.38 || j.Targets[9].Met {
+	if len(j.Targets) != 12 || j.Targets[0].Met || !j.Targets[1].Met || *j.Targets[0].Measured != 0.38 || j.Targets[10].Met {
 		t.Errorf("targets: %+v", j.Targets)
 	}
-	if tg := j.Targets[10]; tg.Name != targetGroupSlap || tg.Met || *tg.Measured != 0.38 || tg.Required != 1 || tg.Issue != "21" {
+	if tg := j.Targets[11]; tg.Name != targetGroupSlap || tg.Met || *tg.Measured != 0.38 || tg.Required != 1 || tg.Issue != "21" {
 		t.Errorf("group commit target: %+v", tg)
 	}
 	if tg := j.Targets[1]; tg.Name != TargetSoldoutNoop || tg.Required != 0.9 || tg.Issue != "4, 13" {
@@ -155,7 +173,13 @@ func TestBenchRender(t *testing.T) {
 	if tg := j.Targets[3]; tg.Name != TargetAsyncAdmit || tg.Met || *tg.Measured != 0.08 || tg.Required != 0.4 {
 		t.Errorf("async ÷ EVALSHA target: %+v", tg)
 	}
-	if tg := j.Targets[8]; tg.Name != TargetNoDrain || !tg.Met || *tg.Measured != 0.92 || tg.Op != ">=" || tg.Required != 0.8 {
+	if tg := j.Targets[5]; tg.Name != TargetK6P99 || !tg.Met || *tg.Measured != 1.47 || tg.Op != "<=" || tg.Required != 1.5 || tg.Issue != "36" {
+		t.Errorf("k6 p99 target: %+v", tg)
+	}
+	if tg := j.Targets[6]; tg.Name != TargetK6Faults || tg.Met || *tg.Measured != 3 || tg.Op != "<=" || tg.Required != 0 {
+		t.Errorf("k6 failures target: %+v", tg)
+	}
+	if tg := j.Targets[9]; tg.Name != TargetNoDrain || !tg.Met || *tg.Measured != 0.92 || tg.Op != ">=" || tg.Required != 0.8 {
 		t.Errorf("no-drain target: %+v", tg)
 	}
 	var limits []string
@@ -171,10 +195,10 @@ func TestBenchRender(t *testing.T) {
 	if r := j.Runs[4]; r.Name != "async-lua-nodrain" || r.OrderMode != "async" || r.LockMode != "lua" || r.Figures["pipeline_mean"] != 12.4 {
 		t.Errorf("runs[4]: %+v", r)
 	}
-	if tg := j.Targets[6]; tg.Name != targetServerCPU || tg.Met || *tg.Measured != 71.3 || tg.Op != "<=" || tg.Required != 60 {
+	if tg := j.Targets[7]; tg.Name != targetServerCPU || tg.Met || *tg.Measured != 71.3 || tg.Op != "<=" || tg.Required != 60 {
 		t.Errorf("server CPU target: %+v", tg)
 	}
-	if tg := j.Targets[7]; tg.Name != targetRedisCPU || !tg.Met || *tg.Measured != 28.9 || tg.Required != 30 {
+	if tg := j.Targets[8]; tg.Name != targetRedisCPU || !tg.Met || *tg.Measured != 28.9 || tg.Required != 30 {
 		t.Errorf("Redis CPU target: %+v", tg)
 	}
 	if j.AdmissionProfile != nil || strings.Contains(md, "## Admission profile") {

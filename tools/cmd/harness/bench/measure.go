@@ -143,11 +143,11 @@ func (b *bench) measure() {
 		// Cluster by stock buckets.
 		b.replicaRun()
 		b.clusterRuns()
-		// Latency at half the sync maximum (the sync lua run), in the first
-		// async lock mode.
+		// Latency in the first async lock mode, at a quarter of its
+		// maximum (k6Rate), the no-op endpoint first at the same rate.
 		rate := c.K6Rate
-		if rate == "" && b.get("sync-lua", "rps") != "" {
-			rate = fmt.Sprintf("%d", int64(figNum0(b.get("sync-lua", "rps"))/2))
+		if rate == "" && len(c.AsyncLockModes) > 0 {
+			rate = k6Rate(b.get("async-"+c.AsyncLockModes[0], "rps"))
 		}
 		if r, _ := strconv.Atoi(rate); r > 0 && len(c.AsyncLockModes) > 0 {
 			lm := c.AsyncLockModes[0]
@@ -155,7 +155,7 @@ func (b *bench) measure() {
 			b.attempt(name, func() { b.k6Run(name, lm, r, true) })
 			b.k6Runs = append(b.k6Runs, name)
 		} else {
-			b.logf("no k6 run: no sync lua figure to halve and no BENCH_K6_RATE")
+			b.logf("no k6 run: no async req/s to take a quarter of and no BENCH_K6_RATE")
 		}
 	}
 
@@ -190,7 +190,7 @@ func (b *bench) measure() {
 				b.profiled = append(b.profiled, "profile-"+ar+"-drain")
 			}
 		}
-		if b.get(kr, "p99_us") != "" && !atMost(t.A4, 5) {
+		if b.get(kr, "p99_us") != "" && !atMost(t.A4, k6P99Ratio) {
 			b.cfg.Profile += " profile-" + kr
 			r, _ := strconv.Atoi(b.get(kr, "rate"))
 			b.k6Run("profile-"+kr, alm, r, false)

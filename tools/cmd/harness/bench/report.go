@@ -43,7 +43,7 @@ func (b reporter) report() int {
 	b.logf("targets: lua/slap %s (>= 0.6), soldout/noop %s (>= 0.9)", t.T1, t.T2)
 	b.logf("sync group commit: lua/slap %s (>= 1.0), one transaction per order lua/slap %s", t.G1, t.GP)
 	if b.cfg.wantAsync() {
-		b.logf("async targets: async/sync %s (>= 8), async/EVALSHA at the server's depth (%s) %s (>= 0.4), drain/insert %s (>= 1), k6 p99 %s ms (<= 5)", t.A1, dash(t.AdmitP), t.A2, t.A3, t.A4)
+		b.logf("async targets: async/sync %s (>= 8), async/EVALSHA at the server's depth (%s) %s (>= 0.4), drain/insert %s (>= 1), k6 p99 async/no-op %s (<= %g), k6 failed and dropped %s (0)", t.A1, dash(t.AdmitP), t.A2, t.A3, t.A4, k6P99Ratio, t.A5)
 		b.logf("admission with the drain / without it (%s / %s): %s (>= 0.8)", t.AR, t.NR, t.N1)
 		b.logf("CPU per admitted async order (%s): server %s us (<= 60), Redis %s us (<= 30)", t.AR, t.C1, t.C2)
 	}
@@ -277,12 +277,15 @@ ratio.
 ### Latency: k6 at a constant arrival rate
 
 tools/bench/arrival.js: k6's constant-arrival-rate executor (an open model: the
-arrivals do not wait for the answers), at half the sync `+"`lua`"+` req/s of this
-run (BENCH_K6_RATE overrides), for %d s, every request a new user,
-on a fresh async server and voucher. Latency is k6's http_req_duration.
+arrivals do not wait for the answers), at a quarter of the async req/s of this
+run, at most %d req/s (BENCH_K6_RATE overrides), for %d s, every request a new
+user, on a fresh async server and voucher. Latency is k6's http_req_duration.
 The -noop row is the same k6 run on the no-op endpoint (GET /debug/noop,
 auth only) of the same server just before: the latency floor of this
-machine and client at that rate.
+machine and client at that rate. The target is async's p99 ÷ the no-op's.
+Beside the server on two cores k6 cannot send much more than 3,000
+requests a second, so an absolute p99 at a rate tied to the sync maximum
+(the old target, ≤ 5 ms at half of it) measured k6 more than the server.
 "server ≤ 5 ms" and "server p99 ≤" come from the server's own histogram of
 the route (seckill_http_request_duration_seconds: the time inside gin, so
 without the client, the kernel's queues and the wait for a CPU; buckets
@@ -290,7 +293,7 @@ without the client, the kernel's queues and the wait for a CPU; buckets
 
 | run | rate req/s | requests | 200 | refusals | dropped iterations | VUs used | p50 ms | p90 ms | p95 ms | p99 ms | max ms | server ≤ 5 ms | server p99 ≤ ms | CPU %% server / k6 / MariaDB / Redis / rest | invariants |
 |---|---:|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---|
-`, c.Duration)
+`, k6MaxRate, c.Duration)
 		for _, name := range b.k6Rows() {
 			b.mu.Lock()
 			ref := benchRefusals(b.runs[name])
@@ -327,8 +330,10 @@ without the client, the kernel's queues and the wait for a CPU; buckets
 			depth, t.A2, benchVerdict(atLeast(t.A2, 0.4)))
 		pf("| 5 | drain orders/s ÷ single-row INSERT rows/s (%s%s ÷ %s) | %s | ≥ 1 | %s |\n",
 			t.DrainR, kept, fmtRate(g("insert", "rps")), t.A3, benchVerdict(atLeast(t.A3, 1)))
-		pf("| 5 | k6 p99 at %s req/s (half the sync `lua` maximum), ms (the no-op endpoint at the same rate: %s) | %s | ≤ 5 | %s |\n",
-			g(t.KR, "rate"), benchMS(g(t.KR+"-noop", "p99_us")), t.A4, benchVerdict(atMost(t.A4, 5)))
+		pf("| 36 | k6 p99 at %s req/s (a quarter of the async maximum, at most %d): async ÷ the no-op endpoint (%s ÷ %s ms) | %s | ≤ %g | %s |\n",
+			dash(g(t.KR, "rate")), k6MaxRate, benchMS(g(t.KR, "p99_us")), benchMS(g(t.KR+"-noop", "p99_us")), t.A4, k6P99Ratio, benchVerdict(atMost(t.A4, k6P99Ratio)))
+		pf("| 36 | k6 failures and dropped iterations, async and no-op at that rate (failed %s, dropped %s) | %s | 0 | %s |\n",
+			t.K6Failed, t.K6Dropped, t.A5, benchVerdict(atMost(t.A5, 0)))
 		pf("| 13 | server CPU per admitted async order, us (%s: /proc utime + stime over the wrk run ÷ its 200s) | %s | ≤ 60 | %s |\n",
 			t.AR, t.C1, benchVerdict(atMost(t.C1, 60)))
 		pf("| 13 | Redis CPU per admitted async order, us (%s, the same way) | %s | ≤ 30 | %s |\n",
