@@ -77,7 +77,7 @@ fuzz:
 # ---- load tests (tools/cmd/harness; variables as in tools/loadtest/README.md, e.g.
 # `make loadtest MODE=redsync INSTANCES=2 SLOW=1 DRIVER=k6`). They need
 # the MariaDB and Redis of .ci/env.sh (.ci/services.sh starts them).
-.PHONY: loadtest loadtest-matrix loadtest-ci fairness
+.PHONY: loadtest loadtest-matrix loadtest-ci fairness fairness-cluster
 
 # A built binary, not `go run`, which turns every exit status into 1 (the
 # harness exits 2 when a run could not be made).
@@ -97,6 +97,11 @@ loadtest-ci:
 # docs/fairness.svg redrawn from it.
 fairness:
 	$(HARNESS) fairness && bin/harness pictures
+
+# The same on the Redis Cluster of SECKILL_TEST_CLUSTER_ADDRS in async mode,
+# the voucher's stock in 4 buckets, written to tools/loadtest/fairness/cluster/.
+fairness-cluster:
+	$(GO) -C tools build -o $(CURDIR)/bin/harness ./cmd/harness && FAIR_CLUSTER=1 FAIR_MODE=async FAIR_BUCKETS=4 bin/harness fairness
 
 # ---- fault suite (tools/cmd/harness/faults, tools/faults/README.md): each case kills
 # or freezes a dependency mid-load (an instance, Redis, the Sentinel primary,
