@@ -32,12 +32,13 @@ test: vet
 # .ci/env.sh) instead of SECKILL_REDIS_ADDR: the apps they start get
 # SECKILL_REDIS_CLUSTER_ADDRS. The order's life too: pay, cancel and expiry
 # on a voucher of 4 buckets, and give-backs racing after a crash, each unit
-# back once in its bucket. (The repository's stream and slot tests run on
-# the cluster in `make test` already.)
-CLUSTER_TESTS ?= ^(TestAsyncConcurrentSeckill|TestAsyncPoisonMessage|TestAsyncCrashRecovery|TestAsyncBuckets|TestOrderLifecycleAsync|TestPayWindowAsync|TestGiveBackAfterCrash|TestCluster.*)$$
+# back once in its bucket. The waiting room's scaled-down fairness run
+# (e2e/waitingroom), async with 4 buckets. (The repository's stream and slot
+# tests run on the cluster in `make test` already.)
+CLUSTER_TESTS ?= ^(TestAsyncConcurrentSeckill|TestAsyncPoisonMessage|TestAsyncCrashRecovery|TestAsyncBuckets|TestOrderLifecycleAsync|TestPayWindowAsync|TestGiveBackAfterCrash|TestFairnessScaledDown|TestCluster.*)$$
 .PHONY: test-cluster
 test-cluster:
-	$(TESTENV) env SECKILL_TEST_ON_CLUSTER=1 $(GO) test -race -count=1 -timeout 10m -run '$(CLUSTER_TESTS)' ./e2e/async/ ./e2e/lifecycle/
+	$(TESTENV) env SECKILL_TEST_ON_CLUSTER=1 $(GO) test -race -count=1 -timeout 10m -run '$(CLUSTER_TESTS)' ./e2e/async/ ./e2e/lifecycle/ ./e2e/waitingroom/
 
 # Unit tests only: integration tests skip without the env.
 test-short:
