@@ -32,12 +32,13 @@ test: vet
 # .ci/env.sh) instead of SECKILL_REDIS_ADDR: the apps they start get
 # SECKILL_REDIS_CLUSTER_ADDRS. The order's life too: pay, cancel and expiry
 # on a voucher of 4 buckets, and give-backs racing after a crash, each unit
-# back once in its bucket. (The repository's stream and slot tests run on
-# the cluster in `make test` already.)
-CLUSTER_TESTS ?= ^(TestAsyncConcurrentSeckill|TestAsyncPoisonMessage|TestAsyncCrashRecovery|TestAsyncBuckets|TestOrderLifecycleAsync|TestPayWindowAsync|TestGiveBackAfterCrash|TestCluster.*)$$
+# back once in its bucket. The waiting room's scaled-down fairness run
+# (e2e/waitingroom), async with 4 buckets. (The repository's stream and slot
+# tests run on the cluster in `make test` already.)
+CLUSTER_TESTS ?= ^(TestAsyncConcurrentSeckill|TestAsyncPoisonMessage|TestAsyncCrashRecovery|TestAsyncBuckets|TestOrderLifecycleAsync|TestPayWindowAsync|TestGiveBackAfterCrash|TestFairnessScaledDown|TestCluster.*)$$
 .PHONY: test-cluster
 test-cluster:
-	$(TESTENV) env SECKILL_TEST_ON_CLUSTER=1 $(GO) test -race -count=1 -timeout 10m -run '$(CLUSTER_TESTS)' ./e2e/async/ ./e2e/lifecycle/
+	$(TESTENV) env SECKILL_TEST_ON_CLUSTER=1 $(GO) test -race -count=1 -timeout 10m -run '$(CLUSTER_TESTS)' ./e2e/async/ ./e2e/lifecycle/ ./e2e/waitingroom/
 
 # Unit tests only: integration tests skip without the env.
 test-short:
@@ -77,7 +78,7 @@ fuzz:
 # ---- load tests (tools/cmd/harness; variables as in tools/loadtest/README.md, e.g.
 # `make loadtest MODE=redsync INSTANCES=2 SLOW=1 DRIVER=k6`). They need
 # the MariaDB and Redis of .ci/env.sh (.ci/services.sh starts them).
-.PHONY: loadtest loadtest-matrix loadtest-ci fairness
+.PHONY: loadtest loadtest-matrix loadtest-ci fairness fairness-cluster
 
 # A built binary, not `go run`, which turns every exit status into 1 (the
 # harness exits 2 when a run could not be made).
@@ -97,6 +98,11 @@ loadtest-ci:
 # docs/fairness.svg redrawn from it.
 fairness:
 	$(HARNESS) fairness && bin/harness pictures
+
+# The same on the Redis Cluster of SECKILL_TEST_CLUSTER_ADDRS in async mode,
+# the voucher's stock in 4 buckets, written to tools/loadtest/fairness/cluster/.
+fairness-cluster:
+	$(GO) -C tools build -o $(CURDIR)/bin/harness ./cmd/harness && FAIR_CLUSTER=1 FAIR_MODE=async FAIR_BUCKETS=4 bin/harness fairness
 
 # ---- fault suite (tools/cmd/harness/faults, tools/faults/README.md): each case kills
 # or freezes a dependency mid-load (an instance, Redis, the Sentinel primary,

@@ -16,13 +16,20 @@ import (
 // instances on loopback. Exactly the units are sold, none without a token,
 // bots' tokenless purchases are refused, and every joiner who stayed
 // learns the outcome. The bots' share and its p-value are logged (the full
-// run's figures are in tools/loadtest/fairness/RESULTS.md).
+// run's figures are in tools/loadtest/fairness/RESULTS.md). With
+// SECKILL_TEST_ON_CLUSTER=1 it runs on the Redis Cluster in async mode, the
+// voucher's stock in 4 buckets (tools/loadtest/fairness/cluster).
 func TestFairnessScaledDown(t *testing.T) {
 	env := apptest.RedisVars(t)
 	env["SECKILL_WAITING_ROOM_TOKEN_TTL"] = "2s"
+	start := apptest.Start
+	if apptest.OnCluster() {
+		env["SECKILL_STOCK_BUCKETS"] = "4"
+		start = apptest.StartAsync
+	}
 	var bases []string
 	for range 2 {
-		srv := httptest.NewServer(apptest.Start(t, env).Handler())
+		srv := httptest.NewServer(start(t, env).Handler())
 		t.Cleanup(srv.Close)
 		bases = append(bases, srv.URL)
 	}

@@ -387,14 +387,27 @@ func (r *run) finish(ctx context.Context, bs []buyer, learned []time.Time) {
 		res.Requests[k.(string)] = v.(*atomic.Int64).Load()
 		return true
 	})
-	code, e := r.call(ctx, r.cl, http.MethodGet, r.cfg.Bases[0]+"/admin/vouchers/"+strconv.FormatInt(r.vid, 10)+"/audit", r.cfg.AdminToken, "", "")
+	res.Orders, res.Room = r.audit(ctx)
+	res.Errors = r.errs
+}
+
+// audit reads the voucher's audit. In async mode the stream consumers
+// write the orders after the 200 answers: it reads again, for at most
+// 30 s, while the database holds fewer orders than were sold.
+func (r *run) audit(ctx context.Context) (int64, json.RawMessage) {
 	var audit struct {
 		Orders      int64           `json:"orders"`
 		WaitingRoom json.RawMessage `json:"waitingRoom"`
 	}
-	if code != http.StatusOK || json.Unmarshal(e.Data, &audit) != nil {
-		r.fail("audit: %d %s", code, e.Code)
+	for end := time.Now().Add(30 * time.Second); ; {
+		code, e := r.call(ctx, r.cl, http.MethodGet, r.cfg.Bases[0]+"/admin/vouchers/"+strconv.FormatInt(r.vid, 10)+"/audit", r.cfg.AdminToken, "", "")
+		if code != http.StatusOK || json.Unmarshal(e.Data, &audit) != nil {
+			r.fail("audit: %d %s", code, e.Code)
+			return 0, nil
+		}
+		if audit.Orders >= int64(r.res.Sold) || time.Now().After(end) {
+			return audit.Orders, audit.WaitingRoom
+		}
+		time.Sleep(200 * time.Millisecond)
 	}
-	res.Orders, res.Room = audit.Orders, audit.WaitingRoom
-	res.Errors = r.errs
 }

@@ -1,7 +1,9 @@
 // Package fairness is `harness fairness`: the waiting room's fairness run
 // (internal/fairness) over two app instances in this process, on loopback,
 // on the MariaDB and Redis of SECKILL_MYSQL_DSN and SECKILL_REDIS_ADDR. It
-// writes tools/loadtest/fairness/RESULTS.md and results.json.
+// writes tools/loadtest/fairness/RESULTS.md and results.json. With
+// FAIR_CLUSTER=1 the instances use the Redis Cluster of
+// SECKILL_TEST_CLUSTER_ADDRS and the results go to the cluster folder.
 package fairness
 
 import (
@@ -34,6 +36,12 @@ type settings struct {
 	buyers, units, conns int
 	botShare             float64
 	deadline, ttl        time.Duration
+	// cluster runs on the Redis Cluster (FAIR_CLUSTER=1); mode is the
+	// order mode (FAIR_MODE, sync or async); buckets the voucher's stock
+	// buckets in async mode (FAIR_BUCKETS).
+	cluster bool
+	mode    string
+	buckets int
 }
 
 func read() settings {
@@ -47,7 +55,55 @@ func read() settings {
 	if v, err := strconv.Atoi(os.Getenv("FAIR_CONNS")); err == nil && v > 0 {
 		s.conns = v
 	}
+	s.cluster, s.mode, s.buckets = os.Getenv("FAIR_CLUSTER") == "1", "sync", 1
+	if os.Getenv("FAIR_MODE") == "async" {
+		s.mode = "async"
+	}
+	if v, err := strconv.Atoi(os.Getenv("FAIR_BUCKETS")); err == nil && v >= 1 && v <= 16 {
+		s.buckets = v
+	}
 	return s
+}
+
+// redisEnv sets the Redis of the run: the cluster of
+// SECKILL_TEST_CLUSTER_ADDRS, or the Redis of SECKILL_REDIS_ADDR.
+func (s settings) redisEnv(env map[string]string) error {
+	if !s.cluster {
+		env["SECKILL_REDIS_ADDR"] = os.Getenv("SECKILL_REDIS_ADDR")
+		if env["SECKILL_REDIS_ADDR"] == "" {
+			return fmt.Errorf("set SECKILL_REDIS_ADDR (source .ci/env.sh)")
+		}
+		return nil
+	}
+	env["SECKILL_REDIS_ADDR"], env["SECKILL_REDIS_CLUSTER_ADDRS"] = "", os.Getenv("SECKILL_TEST_CLUSTER_ADDRS")
+	if env["SECKILL_REDIS_CLUSTER_ADDRS"] == "" {
+		return fmt.Errorf("FAIR_CLUSTER=1: set SECKILL_TEST_CLUSTER_ADDRS (source .ci/env.sh)")
+	}
+	return nil
+}
+
+// command is the run's command line, for the results.
+func (s settings) command() string {
+	cmd := fmt.Sprintf("FAIR_BUYERS=%d FAIR_UNITS=%d FAIR_CONNS=%d", s.buyers, s.units, s.conns)
+	if s.cluster {
+		cmd += " FAIR_CLUSTER=1"
+	}
+	if s.mode == "async" {
+		cmd += fmt.Sprintf(" FAIR_MODE=async FAIR_BUCKETS=%d", s.buckets)
+	}
+	return cmd + " go -C tools run ./cmd/harness fairness"
+}
+
+// where is the run's Redis and mode, for the results.
+func (s settings) where() string {
+	w := "two instances in one process, one Redis, " + s.mode + " mode, lock lua"
+	if s.cluster {
+		w = "two instances in one process, the Redis Cluster of SECKILL_TEST_CLUSTER_ADDRS, " + s.mode + " mode, lock lua"
+	}
+	if s.mode == "async" {
+		w += fmt.Sprintf(", the voucher's stock in %d buckets", s.buckets)
+	}
+	return w
 }
 
 // Run is the subcommand; it returns the exit status.
@@ -64,12 +120,15 @@ func run() error {
 	started := time.Now()
 	ctx := context.Background()
 	env := map[string]string{
-		"SECKILL_MYSQL_DSN": os.Getenv("SECKILL_MYSQL_DSN"), "SECKILL_REDIS_ADDR": os.Getenv("SECKILL_REDIS_ADDR"),
-		"SECKILL_ENV": "development", "SECKILL_HTTP_ADDR": "127.0.0.1:0", "SECKILL_ACCESS_LOG": "0",
+		"SECKILL_MYSQL_DSN": os.Getenv("SECKILL_MYSQL_DSN"), "SECKILL_ORDER_MODE": s.mode, "SECKILL_LOCK_MODE": "lua",
+		"SECKILL_STOCK_BUCKETS": strconv.Itoa(s.buckets), "SECKILL_ENV": "development", "SECKILL_HTTP_ADDR": "127.0.0.1:0", "SECKILL_ACCESS_LOG": "0",
 		"SECKILL_WAITING_ROOM_TOKEN_TTL": s.ttl.String(), "SECKILL_PAY_TIMEOUT": "262800h",
 	}
-	if env["SECKILL_MYSQL_DSN"] == "" || env["SECKILL_REDIS_ADDR"] == "" {
-		return fmt.Errorf("set SECKILL_MYSQL_DSN and SECKILL_REDIS_ADDR (source .ci/env.sh)")
+	if env["SECKILL_MYSQL_DSN"] == "" {
+		return fmt.Errorf("set SECKILL_MYSQL_DSN (source .ci/env.sh)")
+	}
+	if err := s.redisEnv(env); err != nil {
+		return err
 	}
 	cfg, err := config.Load(func(k string) string { return env[k] })
 	if err != nil {
@@ -112,26 +171,33 @@ func run() error {
 	if err != nil {
 		return err
 	}
-	cmd := fmt.Sprintf("FAIR_BUYERS=%d FAIR_UNITS=%d FAIR_CONNS=%d go -C tools run ./cmd/harness fairness", s.buyers, s.units, s.conns)
-	info := testbed.NewRunInfo(started, cmd, []string{
-		"two instances in one process, sync mode, lock lua", "SECKILL_WAITING_ROOM_TOKEN_TTL=" + s.ttl.String(),
+	info := testbed.NewRunInfo(started, s.command(), []string{
+		s.where(), "SECKILL_WAITING_ROOM_TOKEN_TTL=" + s.ttl.String(),
 		"SECKILL_WAITING_ROOM_OVERBOOK=1.2", "bots join 5 times, poll and buy without a token every 20 ms",
 		"10 % of admitted people never buy", fmt.Sprintf("%d connections per instance", s.conns),
 	})
-	return write(info, res)
+	return write(info, res, s.cluster)
 }
 
 var devTokens = auth.NewTokens(config.DevJWTSecret, 24*time.Hour)
 
 func tokens() *auth.Tokens { return devTokens }
 
-// write writes results.json and RESULTS.md to tools/loadtest/fairness.
-func write(info testbed.RunInfo, res *fairness.Result) error {
+// write writes results.json and RESULTS.md to tools/loadtest/fairness, or
+// to its cluster folder for a run on the Redis Cluster.
+func write(info testbed.RunInfo, res *fairness.Result, cluster bool) error {
 	root, err := testbed.ProjectRoot()
 	if err != nil {
 		return err
 	}
 	dir := filepath.Join(root, "tools", "loadtest", "fairness")
+	title := "The waiting room's fairness run"
+	if cluster {
+		dir, title = filepath.Join(dir, "cluster"), "The waiting room's fairness run on the Redis Cluster"
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return err
+		}
+	}
 	b, err := json.MarshalIndent(struct {
 		testbed.RunInfo
 		Result *fairness.Result `json:"result"`
@@ -143,8 +209,8 @@ func write(info testbed.RunInfo, res *fairness.Result) error {
 		return err
 	}
 	var md strings.Builder
-	fmt.Fprintf(&md, "# The waiting room's fairness run\n\nWritten by `%s` (tools/cmd/harness/fairness) on %s.\n\nMachine: %s. Elapsed: %.0f s.\n\nSettings: %s.\n\n",
-		info.Command, info.Date, info.Machine, info.ElapsedS, strings.Join(info.Settings, "; "))
+	fmt.Fprintf(&md, "# %s\n\nWritten by `%s` (tools/cmd/harness/fairness) on %s.\n\nMachine: %s. Elapsed: %.0f s.\n\nSettings: %s.\n\n",
+		title, info.Command, info.Date, info.Machine, info.ElapsedS, strings.Join(info.Settings, "; "))
 	fmt.Fprintf(&md, "| figure | value |\n|---|---|\n")
 	rows := [][2]string{
 		{"buyers (joined before the start)", strconv.Itoa(res.Buyers)},
