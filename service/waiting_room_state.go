@@ -120,8 +120,16 @@ func (r *WaitingRoom) fromTicket(ctx context.Context, userID, voucherID int64, v
 	case pos < 0 || !s.drawn || pos <= s.serving:
 		return nil
 	}
-	ahead := pos - s.serving - 1
-	return &RoomView{Status: model.RoomWaiting, Position: &pos, Ahead: &ahead, RetryAfter: r.retryWaiting(ahead), Ticket: ticket}
+	// One allocation for the view and the numbers it points to.
+	out := &ticketView{pos: pos, ahead: pos - s.serving - 1}
+	out.v = RoomView{Status: model.RoomWaiting, Position: &out.pos, Ahead: &out.ahead, RetryAfter: r.retryWaiting(out.ahead), Ticket: ticket}
+	return &out.v
+}
+
+// ticketView is a poll's answer from a ticket with its numbers.
+type ticketView struct {
+	v          RoomView
+	pos, ahead int64
 }
 
 // ticket signs the user's ticket for an answer of the script: waiting or
