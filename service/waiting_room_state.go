@@ -41,23 +41,35 @@ type roomEntry struct {
 	st atomic.Pointer[roomState]
 }
 
-// roomStates are the copies of the rooms' public states of this instance.
+// roomStates are the copies of the rooms' public states of this
+// instance. The map is copied on write (a room is added rarely), so that
+// a poll reads it without a lock.
 type roomStates struct {
 	mu sync.Mutex
-	m  map[int64]*roomEntry
+	m  atomic.Pointer[map[int64]*roomEntry]
 }
 
 func (s *roomStates) entry(voucherID int64) *roomEntry {
+	if m := s.m.Load(); m != nil {
+		if e := (*m)[voucherID]; e != nil {
+			return e
+		}
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.m == nil {
-		s.m = map[int64]*roomEntry{}
+	old := s.m.Load()
+	if old != nil && (*old)[voucherID] != nil {
+		return (*old)[voucherID]
 	}
-	e := s.m[voucherID]
-	if e == nil {
-		e = &roomEntry{}
-		s.m[voucherID] = e
+	m := make(map[int64]*roomEntry, 1)
+	if old != nil {
+		for k, v := range *old {
+			m[k] = v
+		}
 	}
+	e := &roomEntry{}
+	m[voucherID] = e
+	s.m.Store(&m)
 	return e
 }
 
