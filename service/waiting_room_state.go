@@ -2,6 +2,7 @@ package service
 
 import (
 	"context"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -123,7 +124,7 @@ func (r *WaitingRoom) fromTicket(ctx context.Context, userID, voucherID int64, v
 	if s.state != "" {
 		return &RoomView{Status: s.state}
 	}
-	pos, ok := r.tickets.Ticket(ticket, userID, voucherID, s.seed)
+	pos, ok := r.checkTicket(ticket, userID, voucherID, s.seed)
 	switch {
 	case !ok:
 		return nil
@@ -155,4 +156,33 @@ func (r *WaitingRoom) ticket(ctx context.Context, userID, voucherID int64, v *ca
 		return ""
 	}
 	return r.tickets.SignTicket(userID, voucherID, a.Position, s.seed)
+}
+
+// checkedSlots is how many checked tickets a room service remembers.
+const checkedSlots = 4096
+
+// checkedTicket is a ticket found signed for its user, voucher and seed.
+type checkedTicket struct {
+	ticket, seed      string
+	userID, voucherID int64
+	pos               int64
+}
+
+// checkedTickets remember the last ticket found signed per slot (by user
+// and voucher). A waiting buyer polls with the same ticket again and
+// again: seen signed for the same user, voucher and seed, it is signed
+// still, without its HMAC.
+type checkedTickets [checkedSlots]atomic.Pointer[checkedTicket]
+
+// checkTicket is r.tickets.Ticket, remembering the tickets found signed.
+func (r *WaitingRoom) checkTicket(ticket string, userID, voucherID int64, seed string) (int64, bool) {
+	slot := &r.checked[uint64(userID*31+voucherID)%checkedSlots]
+	if c := slot.Load(); c != nil && c.userID == userID && c.voucherID == voucherID && c.seed == seed && c.ticket == ticket {
+		return c.pos, true
+	}
+	pos, ok := r.tickets.Ticket(ticket, userID, voucherID, seed)
+	if ok {
+		slot.Store(&checkedTicket{ticket: strings.Clone(ticket), seed: seed, userID: userID, voucherID: voucherID, pos: pos})
+	}
+	return pos, ok
 }
