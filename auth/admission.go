@@ -3,9 +3,9 @@ package auth
 import (
 	"crypto/hmac"
 	"crypto/sha256"
-	"encoding/base64"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -13,7 +13,12 @@ import (
 // v1.<voucherId>.<userId>.<expiresMs>.<mac>, the MAC an HMAC-SHA256 of the
 // rest with a key derived from the JWT secret. A token is bound to one
 // user and one voucher and lapses at its expiry.
-type Admissions struct{ key []byte }
+type Admissions struct {
+	key []byte
+	// macs keeps prepared HMAC states of key (*macState): hmac.New hashes
+	// the key's pads, a Reset does not.
+	macs sync.Pool
+}
 
 // admissionLabel derives the admission key from the JWT secret, so that
 // a JWT and an admission token are never signed with the same key.
@@ -54,7 +59,7 @@ func (a *Admissions) Valid(token string, userID, voucherID int64, now time.Time)
 }
 
 func (a *Admissions) mac(body string) string {
-	m := hmac.New(sha256.New, a.key)
-	m.Write([]byte(body))
-	return base64.RawURLEncoding.EncodeToString(m.Sum(nil))
+	m := a.macState()
+	defer a.macs.Put(m)
+	return string(m.encode(body, "", false))
 }

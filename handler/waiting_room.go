@@ -2,7 +2,6 @@ package handler
 
 import (
 	"context"
-	"strconv"
 
 	"github.com/gin-gonic/gin"
 
@@ -33,41 +32,30 @@ const TicketHeader = "Queue-Ticket"
 
 // roomRoutes adds POST (join) and GET (poll) /voucher-order/seckill/:id/queue.
 func roomRoutes(a *api, r *gin.Engine, authed gin.HandlerFunc) {
-	r.POST("/voucher-order/seckill/:id/queue", authed, func(c *gin.Context) { a.room(c, a.Room.Join) })
-	r.GET("/voucher-order/seckill/:id/queue", authed, func(c *gin.Context) {
-		a.room(c, func(ctx context.Context, userID, voucherID int64) (*service.RoomView, error) {
-			return a.Room.Poll(ctx, userID, voucherID, c.GetHeader(TicketHeader))
-		})
-	})
+	r.POST("/voucher-order/seckill/:id/queue", authed, func(c *gin.Context) { a.room(c, false) })
+	r.GET("/voucher-order/seckill/:id/queue", authed, func(c *gin.Context) { a.room(c, true) })
 }
 
-// roomResponse is the answer of the queue routes.
-type roomResponse struct {
-	Status       string `json:"status"`
-	Position     *int64 `json:"position"`
-	Ahead        *int64 `json:"ahead"`
-	RetryAfterMs int64  `json:"retryAfterMs"`
-	Token        string `json:"token,omitempty"`
-	Ticket       string `json:"ticket,omitempty"`
-}
-
-func (a *api) room(c *gin.Context, step func(ctx context.Context, userID, voucherID int64) (*service.RoomView, error)) {
+// room answers a join, or a poll when poll.
+func (a *api) room(c *gin.Context, poll bool) {
 	voucherID, err := pathID(c, "id")
 	if err != nil {
 		a.fail(c, err)
 		return
 	}
-	u, _ := middleware.UserFrom(c.Request.Context())
-	v, err := step(c.Request.Context(), u.ID, voucherID)
+	ctx := c.Request.Context()
+	u, _ := middleware.UserFrom(ctx)
+	var v *service.RoomView
+	if poll {
+		v, err = a.Room.Poll(ctx, u.ID, voucherID, c.GetHeader(TicketHeader))
+	} else {
+		v, err = a.Room.Join(ctx, u.ID, voucherID)
+	}
 	if err != nil {
 		a.fail(c, err)
 		return
 	}
-	if v.RetryAfter > 0 {
-		c.Header("Retry-After", strconv.FormatInt(model.RetryAfterSeconds(v.RetryAfter), 10))
-	}
-	ok(c, roomResponse{Status: v.Status, Position: v.Position, Ahead: v.Ahead,
-		RetryAfterMs: v.RetryAfter.Milliseconds(), Token: v.Token, Ticket: v.Ticket})
+	writeRoom(c, v)
 }
 
 // admission refuses a purchase of a voucher with a waiting room that

@@ -93,6 +93,12 @@ func (c *voucherCache) get(ctx context.Context, id int64) (*cachedVoucher, error
 	c.mu.Unlock()
 	select {
 	case <-e.ready:
+		// Loaded: not even ctx.Done (it makes a channel).
+		return e, e.err
+	default:
+	}
+	select {
+	case <-e.ready:
 		return e, e.err
 	case <-ctx.Done():
 		return nil, model.Unavailable(ctx.Err())

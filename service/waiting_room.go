@@ -61,6 +61,7 @@ type WaitingRoom struct {
 	// tickets and states answer most polls without Redis.
 	tickets TicketSigner
 	states  roomStates
+	checked checkedTickets
 	cfg     RoomConfig
 	now     func() time.Time
 	log     *slog.Logger

@@ -2,6 +2,7 @@ package service
 
 import (
 	"context"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -41,23 +42,35 @@ type roomEntry struct {
 	st atomic.Pointer[roomState]
 }
 
-// roomStates are the copies of the rooms' public states of this instance.
+// roomStates are the copies of the rooms' public states of this
+// instance. The map is copied on write (a room is added rarely), so that
+// a poll reads it without a lock.
 type roomStates struct {
 	mu sync.Mutex
-	m  map[int64]*roomEntry
+	m  atomic.Pointer[map[int64]*roomEntry]
 }
 
 func (s *roomStates) entry(voucherID int64) *roomEntry {
+	if m := s.m.Load(); m != nil {
+		if e := (*m)[voucherID]; e != nil {
+			return e
+		}
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.m == nil {
-		s.m = map[int64]*roomEntry{}
+	old := s.m.Load()
+	if old != nil && (*old)[voucherID] != nil {
+		return (*old)[voucherID]
 	}
-	e := s.m[voucherID]
-	if e == nil {
-		e = &roomEntry{}
-		s.m[voucherID] = e
+	m := make(map[int64]*roomEntry, 1)
+	if old != nil {
+		for k, v := range *old {
+			m[k] = v
+		}
 	}
+	e := &roomEntry{}
+	m[voucherID] = e
+	s.m.Store(&m)
 	return e
 }
 
@@ -111,7 +124,7 @@ func (r *WaitingRoom) fromTicket(ctx context.Context, userID, voucherID int64, v
 	if s.state != "" {
 		return &RoomView{Status: s.state}
 	}
-	pos, ok := r.tickets.Ticket(ticket, userID, voucherID, s.seed)
+	pos, ok := r.checkTicket(ticket, userID, voucherID, s.seed)
 	switch {
 	case !ok:
 		return nil
@@ -120,8 +133,16 @@ func (r *WaitingRoom) fromTicket(ctx context.Context, userID, voucherID int64, v
 	case pos < 0 || !s.drawn || pos <= s.serving:
 		return nil
 	}
-	ahead := pos - s.serving - 1
-	return &RoomView{Status: model.RoomWaiting, Position: &pos, Ahead: &ahead, RetryAfter: r.retryWaiting(ahead), Ticket: ticket}
+	// One allocation for the view and the numbers it points to.
+	out := &ticketView{pos: pos, ahead: pos - s.serving - 1}
+	out.v = RoomView{Status: model.RoomWaiting, Position: &out.pos, Ahead: &out.ahead, RetryAfter: r.retryWaiting(out.ahead), Ticket: ticket}
+	return &out.v
+}
+
+// ticketView is a poll's answer from a ticket with its numbers.
+type ticketView struct {
+	v          RoomView
+	pos, ahead int64
 }
 
 // ticket signs the user's ticket for an answer of the script: waiting or
@@ -135,4 +156,33 @@ func (r *WaitingRoom) ticket(ctx context.Context, userID, voucherID int64, v *ca
 		return ""
 	}
 	return r.tickets.SignTicket(userID, voucherID, a.Position, s.seed)
+}
+
+// checkedSlots is how many checked tickets a room service remembers.
+const checkedSlots = 4096
+
+// checkedTicket is a ticket found signed for its user, voucher and seed.
+type checkedTicket struct {
+	ticket, seed      string
+	userID, voucherID int64
+	pos               int64
+}
+
+// checkedTickets remember the last ticket found signed per slot (by user
+// and voucher). A waiting buyer polls with the same ticket again and
+// again: seen signed for the same user, voucher and seed, it is signed
+// still, without its HMAC.
+type checkedTickets [checkedSlots]atomic.Pointer[checkedTicket]
+
+// checkTicket is r.tickets.Ticket, remembering the tickets found signed.
+func (r *WaitingRoom) checkTicket(ticket string, userID, voucherID int64, seed string) (int64, bool) {
+	slot := &r.checked[uint64(userID*31+voucherID)%checkedSlots]
+	if c := slot.Load(); c != nil && c.userID == userID && c.voucherID == voucherID && c.seed == seed && c.ticket == ticket {
+		return c.pos, true
+	}
+	pos, ok := r.tickets.Ticket(ticket, userID, voucherID, seed)
+	if ok {
+		slot.Store(&checkedTicket{ticket: strings.Clone(ticket), seed: seed, userID: userID, voucherID: voucherID, pos: pos})
+	}
+	return pos, ok
 }

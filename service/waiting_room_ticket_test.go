@@ -120,3 +120,55 @@ func TestForgedTicketRunsScript(t *testing.T) {
 		}
 	}
 }
+
+// countSigner counts the checks of the tickets.
+type countSigner struct {
+	*auth.Admissions
+	mu     sync.Mutex
+	checks int
+}
+
+func (c *countSigner) Ticket(ticket string, userID, voucherID int64, seed string) (int64, bool) {
+	c.mu.Lock()
+	c.checks++
+	c.mu.Unlock()
+	return c.Admissions.Ticket(ticket, userID, voucherID, seed)
+}
+
+// TestCheckedTicketRemembered: a ticket found signed is not checked again
+// for the same user, voucher and seed; it is for another user, and a
+// ticket refused is checked every time.
+func TestCheckedTicketRemembered(t *testing.T) {
+	now := time.Date(2026, 11, 27, 12, 0, 0, 0, time.UTC)
+	store := &countStore{serving: 3, pos: map[int64]int64{1: 10, 2: 20}}
+	adm := auth.NewAdmissions("s")
+	room := ticketRoom(t, store, &now, adm)
+	signer := &countSigner{Admissions: adm}
+	room.tickets = signer
+	ctx := context.Background()
+	tk := adm.SignTicket(2, 7, 20, "seed-1")
+	for range 5 {
+		if v, err := room.Poll(ctx, 2, 7, tk); err != nil || v.Position == nil || *v.Position != 20 || v.Token != "" {
+			t.Fatalf("poll: %+v, %v; want waiting at 20", v, err)
+		}
+	}
+	if signer.checks != 1 {
+		t.Errorf("5 polls with one ticket: %d checks, want 1", signer.checks)
+	}
+	// User 1 with user 2's ticket (the slot of another user): refused,
+	// the script answers user 1's own place.
+	if v, err := room.Poll(ctx, 1, 7, tk); err != nil || v.Position == nil || *v.Position != 10 {
+		t.Errorf("user 1 with user 2's ticket: %+v, %v; want the script's answer, 10", v, err)
+	}
+	bad := tk[:len(tk)-1] + "A"
+	if tk[len(tk)-1] == 'A' {
+		bad = tk[:len(tk)-1] + "B"
+	}
+	before := signer.checks
+	for range 3 {
+		room.Poll(ctx, 2, 7, bad)
+	}
+	if n := signer.checks - before; n != 3 {
+		t.Errorf("3 polls with a forged ticket: %d checks, want 3", n)
+	}
+}
