@@ -21,13 +21,13 @@ import (
 	"seckill/auth"
 	"seckill/config"
 	"seckill/handler"
-	"seckill/live"
 	"seckill/lock"
-	"seckill/metrics"
+	"seckill/observe/live"
+	"seckill/observe/metrics"
+	"seckill/observe/telemetry"
 	"seckill/repository/redisstore"
 	"seckill/repository/sqlstore"
 	"seckill/service"
-	"seckill/telemetry"
 )
 
 // App is a wired serving process: its HTTP handler, its background

@@ -8,12 +8,12 @@ import (
 
 	"seckill/config"
 	"seckill/lock"
-	"seckill/metrics"
+	"seckill/observe/metrics"
+	"seckill/observe/telemetry"
 	"seckill/repository"
 	"seckill/repository/redisstore"
 	"seckill/repository/sqlstore"
 	"seckill/service"
-	"seckill/telemetry"
 )
 
 // syncIDBlock is how many order ids the ID worker leases per INCRBY in sync

@@ -7,8 +7,8 @@ import (
 
 	"seckill/config"
 	"seckill/lock"
+	"seckill/observe/telemetry"
 	"seckill/repository/sqlstore"
-	"seckill/telemetry"
 )
 
 // openLocker opens the per-user lock of SECKILL_LOCK_MODE and starts the

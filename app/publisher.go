@@ -1,6 +1,6 @@
 package app
 
-import "seckill/live"
+import "seckill/observe/live"
 
 // livePublisher publishes this process's live dashboard counters to Redis.
 // At its stop it publishes once more and retires the instance. So it

@@ -5,7 +5,7 @@ import (
 	"time"
 
 	"seckill/handler"
-	"seckill/live"
+	"seckill/observe/live"
 	"seckill/repository/redisstore"
 	"seckill/repository/sqlstore"
 	"seckill/service"

@@ -3,9 +3,9 @@ package app
 import (
 	"log/slog"
 
+	"seckill/auth/sms"
 	"seckill/config"
 	"seckill/service"
-	"seckill/sms"
 )
 
 // codeSender is the login codes' sender of cfg, bounded; nil for the

@@ -9,14 +9,14 @@ import (
 	"seckill/auth"
 	"seckill/config"
 	"seckill/handler"
-	"seckill/live"
 	"seckill/lock"
-	"seckill/metrics"
+	"seckill/observe/live"
+	"seckill/observe/metrics"
+	"seckill/observe/telemetry"
 	"seckill/repository"
 	"seckill/repository/redisstore"
 	"seckill/repository/sqlstore"
 	"seckill/service"
-	"seckill/telemetry"
 )
 
 // wiring holds what New builds once: the stores and the services that the

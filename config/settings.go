@@ -9,9 +9,9 @@ import (
 
 	"github.com/go-sql-driver/mysql"
 
+	"seckill/auth/sms"
 	"seckill/model"
 	"seckill/service"
-	"seckill/sms"
 )
 
 // setting declares one environment variable once: its field and parser

@@ -10,7 +10,7 @@ import (
 
 	"github.com/go-sql-driver/mysql"
 
-	"seckill/sms"
+	"seckill/auth/sms"
 )
 
 // Validate checks each setting against its bounds, then the rules that

@@ -344,7 +344,7 @@ func withoutEnv(env []string, name string) []string {
 // production, which refuses to run without its backends and a secret. A
 // development container is asked for explicitly.
 func TestDockerfileStartsInProduction(t *testing.T) {
-	b, err := os.ReadFile("../Dockerfile")
+	b, err := os.ReadFile("Dockerfile")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -18,7 +18,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"seckill/metrics"
+	"seckill/observe/metrics"
 )
 
 const dashboardPath = "grafana/dashboards/seckill.json"

@@ -8,10 +8,10 @@ import (
 	"testing"
 	"time"
 
+	"seckill/auth/sms"
 	"seckill/handler"
 	"seckill/service"
 	"seckill/service/mock"
-	"seckill/sms"
 )
 
 // senderFunc is a service.CodeSender.

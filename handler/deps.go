@@ -9,9 +9,9 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"seckill/auth"
-	"seckill/live"
-	"seckill/metrics"
 	"seckill/middleware"
+	"seckill/observe/live"
+	"seckill/observe/metrics"
 )
 
 // Deps are what the routes need, in four groups. Their fields are promoted,

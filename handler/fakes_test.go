@@ -15,8 +15,8 @@ import (
 
 	"seckill/auth"
 	"seckill/handler"
-	"seckill/metrics"
 	"seckill/model"
+	"seckill/observe/metrics"
 	"seckill/service"
 	"seckill/service/mock"
 )

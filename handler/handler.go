@@ -18,8 +18,8 @@ import (
 
 	"seckill/middleware"
 	"seckill/model"
+	"seckill/observe/telemetry"
 	"seckill/service"
-	"seckill/telemetry"
 )
 
 // Users is the login flow as the routes see it (*service.Users).

@@ -19,8 +19,8 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"seckill/handler"
-	"seckill/metrics"
 	"seckill/model"
+	"seckill/observe/metrics"
 	"seckill/repository/redisstore"
 )
 

@@ -10,9 +10,9 @@ import (
 
 	"github.com/gin-gonic/gin"
 
-	"seckill/live"
 	"seckill/middleware"
 	"seckill/model"
+	"seckill/observe/live"
 )
 
 // The live sale dashboard: GET /admin/vouchers/:id/live streams Server-Sent

@@ -16,9 +16,9 @@ import (
 	"time"
 
 	"seckill/handler"
-	"seckill/live"
-	"seckill/live/livetest"
 	"seckill/model"
+	"seckill/observe/live"
+	"seckill/observe/live/livetest"
 )
 
 // liveEnv is an env with the live dashboard wired: a Recorder, a Publisher and a

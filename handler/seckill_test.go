@@ -16,8 +16,8 @@ import (
 
 	"seckill/handler"
 	"seckill/lock"
-	"seckill/metrics"
 	"seckill/model"
+	"seckill/observe/metrics"
 	"seckill/service"
 	"seckill/service/mock"
 )

@@ -11,8 +11,8 @@ import (
 	"time"
 
 	"seckill/handler"
-	"seckill/metrics"
 	"seckill/model"
+	"seckill/observe/metrics"
 	"seckill/service"
 	"seckill/service/mock"
 )

@@ -16,8 +16,8 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"seckill/auth"
-	"seckill/metrics"
 	"seckill/model"
+	"seckill/observe/metrics"
 )
 
 // FailFunc writes err as the error response and aborts.

@@ -15,9 +15,9 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"seckill/auth"
-	"seckill/metrics"
 	"seckill/middleware"
 	"seckill/model"
+	"seckill/observe/metrics"
 )
 
 func TestMain(m *testing.M) {

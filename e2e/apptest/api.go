@@ -22,8 +22,8 @@ import (
 	"seckill/app"
 	"seckill/auth"
 	"seckill/config"
-	"seckill/live"
 	"seckill/model"
+	"seckill/observe/live"
 	"seckill/repository/sqlstore"
 	"seckill/service"
 )

@@ -21,7 +21,7 @@ import (
 
 	"seckill/app"
 	"seckill/e2e/apptest"
-	"seckill/live"
+	"seckill/observe/live"
 )
 
 // liveStream opens GET /admin/vouchers/:id/live on srv as an admin and

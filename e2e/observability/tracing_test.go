@@ -20,7 +20,7 @@ import (
 	"seckill/app"
 	"seckill/config"
 	"seckill/e2e/apptest"
-	"seckill/telemetry"
+	"seckill/observe/telemetry"
 )
 
 // tracedApp starts an app on the embedded backends, with its own Redis and

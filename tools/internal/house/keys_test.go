@@ -37,7 +37,7 @@ var notKeys = map[string]map[string]string{
 	"repository/sqlstore/db.go":              {"file:": "the SQLite file name's scheme"},
 	"repository/redisstore/epochs.go":        {"run_id:": "a field of INFO server"},
 	"service/watch.go":                       {"redislost:": "a row of tb_seckill_meta, not a Redis key"},
-	"live/recorder.go": {
+	"observe/live/recorder.go": {
 		"code:": liveField, "dup:": liveField, "lat:": liveField, "lat:ns:": liveField, "lat:sum": liveField,
 	},
 	"tools/cmd/harness/bench/limits.go": {
@@ -179,7 +179,7 @@ func TestUndeclaredKeysFound(t *testing.T) {
 			"const fill = `redis.call(\"SET\", \"scratch:key\", 1)`\n\nconst msg = \"two words: text\"\n",
 		"service/order_test.go": "package service\n\nconst k = \"test:stream:\"\n",
 		"repository/keys.go":    "package repository\n\nconst stock = \"stock:\"\n",
-		"live/recorder.go":      "package live\n\nconst codePrefix = \"code:\"\n",
+		"observe/live/recorder.go":      "package live\n\nconst codePrefix = \"code:\"\n",
 	}
 	var gos []*goFile
 	for p, src := range files {

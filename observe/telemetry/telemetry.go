@@ -38,7 +38,7 @@ import (
 const ServiceName = "seckill"
 
 // scope is the instrumentation scope of the spans this package makes.
-const scope = "seckill/telemetry"
+const scope = "seckill/observe/telemetry"
 
 // Start returns a tracer provider that exports spans in batches. The
 // exporter is the one the OTEL_* variables name (OTLP by default; see

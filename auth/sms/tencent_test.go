@@ -18,7 +18,7 @@ import (
 	"testing"
 	"time"
 
-	"seckill/sms"
+	"seckill/auth/sms"
 )
 
 // Test credentials of the fake Tencent Cloud API.

@@ -5,8 +5,8 @@ import (
 	"testing"
 	"time"
 
-	"seckill/live/livetest"
 	"seckill/model"
+	"seckill/observe/live/livetest"
 )
 
 // TestLatencyOfFastAnswers: answers refused from memory take microseconds.

@@ -16,7 +16,7 @@ import (
 	"testing"
 	"time"
 
-	"seckill/sms"
+	"seckill/auth/sms"
 )
 
 const testWebhookSecret = "webhook-test-secret-0123456789abcdef"

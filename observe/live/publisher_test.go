@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"seckill/live/livetest"
+	"seckill/observe/live/livetest"
 )
 
 // TestPublisherDeltas: a publication adds what was observed since the last

@@ -9,8 +9,8 @@ import (
 	"testing"
 	"time"
 
-	"seckill/live/livetest"
 	"seckill/model"
+	"seckill/observe/live/livetest"
 )
 
 // stubAudit returns the audits a test sets, counting calls.
