@@ -177,9 +177,9 @@ func TestUndeclaredKeysFound(t *testing.T) {
 			"type row struct {\n\tID int `gorm:\"column:id\"`\n}\n\n" +
 			"func lockKey(u int64) string { return \"lock:order:\" + strconv.FormatInt(u, 10) }\n\n" +
 			"const fill = `redis.call(\"SET\", \"scratch:key\", 1)`\n\nconst msg = \"two words: text\"\n",
-		"service/order_test.go": "package service\n\nconst k = \"test:stream:\"\n",
-		"repository/keys.go":    "package repository\n\nconst stock = \"stock:\"\n",
-		"observe/live/recorder.go":      "package live\n\nconst codePrefix = \"code:\"\n",
+		"service/order_test.go":    "package service\n\nconst k = \"test:stream:\"\n",
+		"repository/keys.go":       "package repository\n\nconst stock = \"stock:\"\n",
+		"observe/live/recorder.go": "package live\n\nconst codePrefix = \"code:\"\n",
 	}
 	var gos []*goFile
 	for p, src := range files {
