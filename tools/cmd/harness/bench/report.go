@@ -284,7 +284,8 @@ The -noop row is the same k6 run on the no-op endpoint (GET /debug/noop,
 auth only) of the same server just before: the latency floor of this
 machine and client at that rate. The target is async's p99 ÷ the no-op's.
 Beside the server on two cores k6 cannot send much more than 3,000
-requests a second, so an absolute p99 at a rate tied to the sync maximum
+requests a second (near it, k6's own lag is what its p99 shows; hence the
+cap at half of that), so an absolute p99 at a rate tied to the sync maximum
 (the old target, ≤ 5 ms at half of it) measured k6 more than the server.
 "server ≤ 5 ms" and "server p99 ≤" come from the server's own histogram of
 the route (seckill_http_request_duration_seconds: the time inside gin, so
