@@ -61,6 +61,10 @@ func Run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	}
 	log := NewLogger(stderr, cfg.LogLevel)
 	quietLibraries(log)
+	for _, name := range config.Undeclared(os.Environ()) {
+		log.Warn("config.undeclared", "variable", name,
+			"meaning", "no setting of this version reads it (misspelt or retired?); seckill --help lists them")
+	}
 	switch cmd {
 	case "serve":
 		return Serve(ctx, cfg, log)

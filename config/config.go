@@ -8,6 +8,7 @@ import (
 	"crypto/x509"
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
@@ -238,3 +239,26 @@ func (c *Config) Secret() (secret string, isDev bool) {
 
 // Getenv adapts os.Getenv for Load.
 func Getenv(name string) string { return os.Getenv(name) }
+
+// testPrefix starts the variables of the tests' own harness (.ci/env.sh),
+// which the product never reads.
+const testPrefix = "SECKILL_TEST_"
+
+// Undeclared returns, sorted, the SECKILL_* names set in environ (in the
+// form of os.Environ) that no setting declares: a misspelt or retired
+// variable is otherwise ignored in silence. SECKILL_TEST_* are left out.
+func Undeclared(environ []string) []string {
+	declared := map[string]bool{}
+	for _, s := range settings {
+		declared[s.Name] = true
+	}
+	var out []string
+	for _, kv := range environ {
+		name, _, _ := strings.Cut(kv, "=")
+		if strings.HasPrefix(name, "SECKILL_") && !strings.HasPrefix(name, testPrefix) && !declared[name] {
+			out = append(out, name)
+		}
+	}
+	slices.Sort(out)
+	return slices.Compact(out)
+}

@@ -93,7 +93,8 @@ func TestEveryVariableDeclared(t *testing.T) {
 			t.Fatal(err)
 		}
 		for _, n := range name.FindAllString(string(src), -1) {
-			if !rows[n] && n != "SECKILL_DEV" {
+			// SECKILL_DEV_ and SECKILL_TEST_ are prefixes, not variables.
+			if !rows[n] && n != "SECKILL_DEV" && n != "SECKILL_TEST" {
 				t.Errorf("%s names %s, which the table does not declare", f, n)
 			}
 		}

@@ -241,3 +241,21 @@ func TestServingLoggedOnceBound(t *testing.T) {
 		t.Errorf("opened the backends before binding the port: %s", stderr.String())
 	}
 }
+
+// TestUndeclaredVariableWarned: a SECKILL_* variable of the process's
+// environment that no setting reads (here one a past version read) is
+// named in a warning at start, not ignored in silence.
+func TestUndeclaredVariableWarned(t *testing.T) {
+	t.Setenv("SECKILL_AUTO_REBUILD_AFTER", "5s")
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	var stdout, stderr bytes.Buffer
+	vars := map[string]string{"SECKILL_DATA_DIR": t.TempDir()}
+	if err := app.Run(ctx, []string{"migrate"}, apptest.EnvOf(vars), &stdout, &stderr); err != nil {
+		t.Fatalf("migrate: %v (log: %s)", err, stderr.String())
+	}
+	if !strings.Contains(stderr.String(), `"msg":"config.undeclared"`) ||
+		!strings.Contains(stderr.String(), `"variable":"SECKILL_AUTO_REBUILD_AFTER"`) {
+		t.Errorf("no warning naming SECKILL_AUTO_REBUILD_AFTER; log:\n%s", stderr.String())
+	}
+}
