@@ -391,7 +391,7 @@ func TestBenchConfig(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.Duration != 10 || c.Conns != 32 || c.Users != 200000 || c.AsyncUsers != 400000 || c.SkipUsers != 5000 ||
+	if c.Duration != 10 || c.Conns != 32 || c.Users != 300000 || c.AsyncUsers != 400000 || c.SkipUsers != 5000 ||
 		len(c.LockModes) != 10 || c.Out != "/repo/tools/bench/out/20261123-045013" || c.Results != "/repo/tools/bench/RESULTS.md" || !c.wantAsync() {
 		t.Fatalf("defaults: %+v", c)
 	}

@@ -55,7 +55,7 @@ func benchConfigFromEnv(getenv func(string) string, root string, now time.Time) 
 		dst  *int
 	}{
 		{"DURATION", "10", &c.Duration}, {"THREADS", "2", &c.Threads}, {"CONNS", "32", &c.Conns},
-		{"USERS", "200000", &c.Users}, {"ASYNC_USERS", "400000", &c.AsyncUsers},
+		{"USERS", "300000", &c.Users}, {"ASYNC_USERS", "400000", &c.AsyncUsers},
 		{"REDIS_N", "150000", &c.RedisN}, {"SLAP_TXNS", "500", &c.SlapTxns}, {"PORT", "18181", &c.Port},
 		{"SKIP_USERS", "5000", &c.SkipUsers}, {"DRAIN_TIMEOUT", "120", &c.DrainTimeout},
 	}
