@@ -59,7 +59,7 @@ func (r *OrderLifecycle) pay(ctx context.Context, userID, orderID int64, key str
   pay_amount = (SELECT v.pay_value FROM tb_voucher v WHERE v.id = tb_voucher_order.voucher_id),
   pay_key = ?, update_time = ?
 WHERE id = ? AND user_id = ? AND status = ? AND `+payableSQL,
-		model.OrderStatusPaid, now, payKey, now, orderID, userID, model.OrderStatusCreated, cutoff)
+		model.OrderStatusPaid, now, payKey, now, orderID, userID, model.OrderStatusCreated, windowTime(cutoff))
 	if res.Error != nil {
 		return nil, false, translate(res.Error)
 	}
@@ -107,7 +107,7 @@ func (r *OrderLifecycle) cancel(ctx context.Context, userID, orderID int64, now,
 		res := tx.Exec(`UPDATE tb_voucher_order SET status = ?, cancel_time = ?,
   cancel_reason = CASE WHEN `+payableSQL+` THEN ? ELSE ? END, giveback_due = ?, update_time = ?
 WHERE id = ? AND user_id = ? AND status = ?`,
-			model.OrderStatusCancelled, now, cutoff, model.CancelByBuyer, model.CancelByTimeout, due, now,
+			model.OrderStatusCancelled, now, windowTime(cutoff), model.CancelByBuyer, model.CancelByTimeout, due, now,
 			orderID, userID, model.OrderStatusCreated)
 		if res.Error != nil || res.RowsAffected == 0 {
 			return res.Error
@@ -159,17 +159,7 @@ func (r *OrderLifecycle) Expire(ctx context.Context, cutoff, now time.Time, limi
 	err := r.retryDeadlock(ctx, func(tx *gorm.DB) error {
 		out = nil
 		var rows []orderKey
-		q := tx.Model(&model.VoucherOrder{}).Select("id, user_id, voucher_id").
-			Where("status = ? AND "+expiredSQL, model.OrderStatusCreated, cutoff)
-		if len(vouchers) > 0 {
-			q = q.Where("voucher_id IN ?", vouchers)
-		}
-		q = q.Order("create_time").Limit(limit)
-		if r.db.Dialector.Name() != "sqlite" {
-			// SQLite has one writer at a time: nothing to skip there.
-			q = q.Clauses(clause.Locking{Strength: clause.LockingStrengthUpdate, Options: clause.LockingOptionsSkipLocked})
-		}
-		if err := q.Scan(&rows).Error; err != nil {
+		if err := expiredClaim(tx, cutoff, limit, vouchers).Scan(&rows).Error; err != nil {
 			return err
 		}
 		if len(rows) == 0 {
@@ -284,4 +274,22 @@ func (r *OrderLifecycle) retryDeadlock(ctx context.Context, fn func(tx *gorm.DB)
 		}
 	}
 	return err
+}
+
+// expiredClaim is Expire's claim: up to limit unpaid orders created at or
+// before cutoff, oldest first, locked (skipping rows another sweep holds).
+// It must range over idx_status_time on both columns: a scan of every
+// unpaid order would lock each one it passes.
+func expiredClaim(tx *gorm.DB, cutoff time.Time, limit int, vouchers []int64) *gorm.DB {
+	q := tx.Model(&model.VoucherOrder{}).Select("id, user_id, voucher_id").
+		Where("status = ? AND "+expiredSQL, model.OrderStatusCreated, windowTime(cutoff))
+	if len(vouchers) > 0 {
+		q = q.Where("voucher_id IN ?", vouchers)
+	}
+	q = q.Order("create_time").Limit(limit)
+	if tx.Dialector.Name() != "sqlite" {
+		// SQLite has one writer at a time: nothing to skip there.
+		q = q.Clauses(clause.Locking{Strength: clause.LockingStrengthUpdate, Options: clause.LockingOptionsSkipLocked})
+	}
+	return q
 }

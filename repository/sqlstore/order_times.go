@@ -18,6 +18,14 @@ const (
 	expiredSQL = "create_time <= ?"
 )
 
+// windowTime is a cutoff as the SQL of the pay window compares it: in
+// whole milliseconds, the precision of create_time, so the outcome is the
+// same. The driver writes a time with up to nine decimals. MariaDB does
+// not range over a TIMESTAMP(3) index with such a literal. The sweep's
+// claim then scanned and locked every unpaid order, until InnoDB's lock
+// heaps filled the buffer pool (a fatal error).
+func windowTime(cutoff time.Time) time.Time { return cutoff.Truncate(time.Millisecond) }
+
 // expiredAt is expiredSQL for an order read from the database.
 func expiredAt(o *model.VoucherOrder, cutoff time.Time) bool {
 	return !o.CreateTime.After(cutoff)
