@@ -64,19 +64,19 @@ func newAsync(d *deps, cfg config.Config, log *slog.Logger, locker lock.Locker, 
 	}
 	vouchers, orders := sqlstore.NewVouchers(d.DB), sqlstore.NewOrders(d.DB)
 	fence := sqlstore.NewLossFence(d.DB)
-	admission, queue := redisstore.NewAdmission(d.Redis), redisstore.NewOrderStream(d.Redis)
-	admission.ObservePipelines(m.AdmissionRoundTrip) // nil-safe: m may be nil
+	script, state, queue := redisstore.NewSeckillScript(d.Redis), redisstore.NewAsyncState(d.Redis), redisstore.NewOrderStream(d.Redis)
+	script.ObservePipelines(m.AdmissionRoundTrip) // nil-safe: m may be nil
 	if m != nil {
 		redisstore.ObserveRoundTrips(d.Redis, m.RedisRoundTrip)
 	}
 	var batches service.BatchTracer
 	if tr != nil {
-		admission.CarryTrace(tr.TraceParent)
+		script.CarryTrace(tr.TraceParent)
 		batches = tr
 	}
 	rejects := redisstore.NewRejections(d.Redis)
 	adm := service.NewAsyncAdmission(service.AdmissionDeps{
-		Vouchers: vouchers, Orders: orders, IDs: ids, Redis: admission, Queue: queue,
+		Vouchers: vouchers, Orders: orders, IDs: ids, Script: script, Redis: state, Queue: queue,
 		Rejects: rejects, Losses: sqlstore.NewNamedValues(d.DB), OrderInfoTTL: repository.OrderInfoTTL,
 		Now: time.Now, Log: log,
 	})
@@ -87,9 +87,9 @@ func newAsync(d *deps, cfg config.Config, log *slog.Logger, locker lock.Locker, 
 			Observer: obs, Metrics: consumerMetrics, Tracer: batches, Now: time.Now, Log: log,
 		}, consumerConfig),
 		Reconciler: service.NewReconciler(service.ReconcilerDeps{
-			Vouchers: vouchers, Orders: orders, Fence: fence, Redis: admission, Queue: queue,
+			Vouchers: vouchers, Orders: orders, Fence: fence, Redis: state, Queue: queue,
 			Values: sqlstore.NewNamedValues(d.DB), Sequence: redisstore.NewIDSequence(d.Redis, d.DB, time.Now, ids),
 			Lock: reconcileLock, Now: time.Now, Log: log, TrustFacts: d.EmbeddedRedis,
 		}),
-	}, admission.PurchaseLimits(), nil
+	}, script.PurchaseLimits(), nil
 }

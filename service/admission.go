@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"seckill/lua"
 	"seckill/model"
 )
 
@@ -29,9 +30,12 @@ type AdmissionDeps struct {
 	Vouchers VoucherStore
 	Orders   AsyncOrderStore
 	IDs      IDGenerator
-	Redis    Admitter
-	Queue    OrderQueue
-	Rejects  RejectionCounter
+	// Script runs seckill.lua and its companions; admit decides what
+	// their replies mean.
+	Script  SeckillScript
+	Redis   AsyncState
+	Queue   OrderQueue
+	Rejects RejectionCounter
 	// Losses holds the recorded losses of Redis data (optional).
 	// An order found nowhere and made before a loss is reported failed.
 	Losses NamedValues
@@ -81,13 +85,15 @@ const writtenCheckTimeout = time.Second
 // the last second.
 func (s *AsyncAdmission) RefusesLocally(voucherID int64) bool { return s.cache.refuses(voucherID) }
 
-// Buy admits one order with one EVALSHA of the admission script. The window and
-// a known sold-out state come from the cache, the order id from leased blocks.
-// The id is returned at once; the order is pending until a consumer writes it.
+// Buy admits one order with one EVALSHA of seckill.lua (AdmitOrder). The
+// window and a known sold-out state come from the cache, the order id from
+// leased blocks. The id is returned at once; the order is pending until a
+// consumer writes it.
 //
-// When the script's answer is lost, Admit settles it in Redis: nil if the order
-// was admitted, else ErrUnavailable with the id voided. A consumer may have
-// written it meanwhile, so Buy reads the database before it answers 503.
+// When the script's answer is lost, AdmitOrder settles it in Redis: nil if
+// the order was admitted, else ErrUnavailable with the id voided. A consumer
+// may have written it meanwhile, so Buy reads the database before it
+// answers 503.
 func (s *AsyncAdmission) Buy(ctx context.Context, userID, voucherID int64) (int64, error) {
 	if voucherID <= 0 {
 		return 0, model.InvalidArgument("id", "must be a positive number")
@@ -100,7 +106,7 @@ func (s *AsyncAdmission) Buy(ctx context.Context, userID, voucherID int64) (int6
 	if err != nil {
 		return 0, err
 	}
-	err = s.d.Redis.Admit(ctx, orderID, userID, voucherID, v.sv.Buckets(), s.d.Now())
+	err = AdmitOrder(ctx, s.d.Script, orderID, userID, voucherID, v.sv.Buckets(), s.d.Now())
 	if errors.Is(err, model.ErrSoldOut) {
 		v.markSoldOut(s.d.Now())
 	}
@@ -118,6 +124,197 @@ func (s *AsyncAdmission) Buy(ctx context.Context, userID, voucherID int64) (int6
 	}
 	s.admitted.Add(1)
 	return orderID, nil
+}
+
+// SeckillScript runs lua/seckill.lua and its two companions and returns
+// their replies as they are (repository/redisstore/seckill_script.go).
+// AdmitOrder decides what the replies mean.
+type SeckillScript interface {
+	// Run runs seckill.lua once for the order in bucket b of the voucher,
+	// in mode (lua.SeckillOnly, SeckillHome, SeckillAway; home is the home
+	// bucket of a run "away"), and returns its code. model.ErrReplyLost:
+	// sent and the reply lost, so it may have run. Any other error: it did
+	// not run.
+	Run(ctx context.Context, orderID, userID, voucherID int64, b int, mode string, home int, now time.Time) (int, error)
+	// Settle runs seckill_settle.lua for an admission in bucket b whose
+	// reply was lost, and returns its verdict (lua.Settle*).
+	Settle(ctx context.Context, orderID, userID, voucherID int64, b int) (int, error)
+	// Release runs seckill_release.lua: it ends the home bucket's
+	// reservation, the order admitted elsewhere (moved) or nowhere.
+	Release(ctx context.Context, orderID, userID, voucherID int64, home int, moved bool) error
+}
+
+// settleTimeout bounds the settlement of an admission whose answer was
+// lost, and a release. They run on a context detached from the request's,
+// whose end may be what cut the admission short.
+const settleTimeout = time.Second
+
+// releaseRetryFor bounds releaseEventually: a failover of the home master
+// takes seconds.
+const releaseRetryFor = 30 * time.Second
+
+// errMove is the answer of a home bucket that reserved the buyer mark and
+// had no stock (lua.SeckillMove): admit the order in another bucket.
+var errMove = errors.New("admit in another bucket")
+
+// AdmitOrder is the async step: it runs seckill.lua for one order and
+// decides what the reply means. nil when admitted and queued. Otherwise
+// model.ErrSoldOut, model.ErrDuplicateOrder, model.ErrSeckillNotStarted,
+// model.ErrSeckillEnded, or model.ErrUnavailable (wrapping
+// model.ErrVoucherNotLoaded or model.ErrVoucherUnsafe). buckets is the
+// voucher's stock buckets (model.SeckillVoucher.Buckets).
+//
+// The script is sent at most once. A lost answer is settled by
+// seckill_settle.lua, and a void order id answers ErrUnavailable. A split
+// voucher tries the user's home bucket, then the others in mode "away"
+// (fallOver). docs/async.md tells the lost answers and the buckets in full.
+func AdmitOrder(ctx context.Context, s SeckillScript, orderID, userID, voucherID int64, buckets int, now time.Time) error {
+	a := admission{s: s, orderID: orderID, userID: userID, voucherID: voucherID, now: now}
+	if buckets <= 1 {
+		return a.admitIn(ctx, 0, lua.SeckillOnly)
+	}
+	home := model.HomeBucket(userID, buckets)
+	err := a.admitIn(ctx, home, lua.SeckillHome)
+	if errors.Is(err, model.ErrUnavailable) && !errors.Is(err, model.ErrVoucherNotLoaded) && !errors.Is(err, model.ErrVoucherUnsafe) {
+		// Unknown whether the home bucket reserved the buyer mark: undo a
+		// reservation, if any, once Redis answers again.
+		a.releaseEventually(home)
+	}
+	if !errors.Is(err, errMove) {
+		return err
+	}
+	return a.fallOver(ctx, buckets, home)
+}
+
+// admission is one order's admission, bucket after bucket.
+type admission struct {
+	s                          SeckillScript
+	orderID, userID, voucherID int64
+	now                        time.Time
+}
+
+// admitIn runs seckill.lua in bucket b and settles a lost answer.
+func (a admission) admitIn(ctx context.Context, b int, mode string) error {
+	code, err := a.s.Run(ctx, a.orderID, a.userID, a.voucherID, b, mode, b, a.now)
+	if errors.Is(err, model.ErrReplyLost) {
+		return a.settle(ctx, b, err)
+	}
+	if err != nil {
+		return err // it did not run: nothing to settle
+	}
+	return a.replyErr(code)
+}
+
+// replyErr is what a seckill.lua code means.
+func (a admission) replyErr(code int) error {
+	switch code {
+	case lua.SeckillOK:
+		return nil
+	case lua.SeckillSoldOut:
+		return model.ErrSoldOut
+	case lua.SeckillDuplicate:
+		return model.ErrDuplicateOrder
+	case lua.SeckillNotStarted:
+		return model.ErrSeckillNotStarted
+	case lua.SeckillEnded:
+		return model.ErrSeckillEnded
+	case lua.SeckillNotLoaded:
+		return fmt.Errorf("%w: voucher %d: %w", model.ErrUnavailable, a.voucherID, model.ErrVoucherNotLoaded)
+	case lua.SeckillUnsafe:
+		return fmt.Errorf("%w: voucher %d: %w", model.ErrUnavailable, a.voucherID, model.ErrVoucherUnsafe)
+	case lua.SeckillVoid:
+		return fmt.Errorf("%w: order id %d is void", model.ErrUnavailable, a.orderID)
+	case lua.SeckillMove:
+		return errMove
+	}
+	return fmt.Errorf("seckill.lua: unexpected code %d", code)
+}
+
+// fallOver admits an order whose home bucket reserved the buyer mark. It
+// tries the other buckets in the user's order: home+1, home+2, and so on.
+// Then it ends the reservation. The result is "moved" when a bucket
+// admitted the order. It is "void" when no bucket did. Then every bucket
+// sold out (ErrSoldOut), or one refused it for another reason (its error).
+func (a admission) fallOver(ctx context.Context, buckets, home int) error {
+	for i := 1; i < buckets; i++ {
+		b := (home + i) % buckets
+		code, err := a.s.Run(ctx, a.orderID, a.userID, a.voucherID, b, lua.SeckillAway, home, a.now)
+		switch {
+		case errors.Is(err, model.ErrReplyLost):
+			if serr := a.settle(ctx, b, err); serr != nil {
+				return a.release(ctx, home, false, serr)
+			}
+			code = lua.SeckillOK
+		case err != nil:
+			return a.release(ctx, home, false, err)
+		}
+		switch err := a.replyErr(code); {
+		case err == nil:
+			return a.release(ctx, home, true, nil)
+		case !errors.Is(err, model.ErrSoldOut):
+			return a.release(ctx, home, false, err)
+		}
+	}
+	return a.release(ctx, home, false, model.ErrSoldOut)
+}
+
+// settle decides an admission in bucket b whose answer was lost (cause).
+// nil means it admitted the order. Otherwise it is model.ErrUnavailable
+// with the order id void in Redis. When Redis cannot be reached, nothing
+// is settled. A home bucket's reservation (lua.SettleMoving) is errMove:
+// the caller goes on to the other buckets.
+func (a admission) settle(ctx context.Context, b int, cause error) error {
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), settleTimeout)
+	defer cancel()
+	v, err := a.s.Settle(sctx, a.orderID, a.userID, a.voucherID, b)
+	switch {
+	case err != nil:
+		return fmt.Errorf("%w: admission of order %d unknown (%w); settling it: %w",
+			model.ErrUnavailable, a.orderID, cause, err)
+	case v == lua.SettleAdmitted:
+		return nil
+	case v == lua.SettleMoving:
+		return errMove
+	case v == lua.SettleVoid:
+		return fmt.Errorf("%w: admission of order %d unknown (%w): order id void",
+			model.ErrUnavailable, a.orderID, cause)
+	}
+	return fmt.Errorf("seckill_settle.lua: unexpected verdict %d", v)
+}
+
+// release ends the home bucket's reservation of an order and returns
+// result. Moved means admitted in another bucket. void drops the buyer
+// mark. When the release fails, an order not admitted is answered 503:
+// its buyer mark may stay until a rebuild from the facts drops it, and
+// releaseEventually tries again. An admitted order stays admitted: the
+// reservation is its buyer mark, and its home record stays "moving" until
+// it expires.
+func (a admission) release(ctx context.Context, home int, moved bool, result error) error {
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), settleTimeout)
+	defer cancel()
+	err := a.s.Release(rctx, a.orderID, a.userID, a.voucherID, home, moved)
+	if err != nil && !moved {
+		a.releaseEventually(home)
+		return fmt.Errorf("%w: order %d: releasing its buyer mark: %w (after %w)", model.ErrUnavailable, a.orderID, err, result)
+	}
+	return result
+}
+
+// releaseEventually retries the release ("void") of a home bucket's
+// reservation in the background, for up to releaseRetryFor. The order was
+// not admitted. The release changes nothing unless the order info says
+// the order is moving, so it is safe when there was no reservation.
+func (a admission) releaseEventually(home int) {
+	go func() {
+		for deadline := time.Now().Add(releaseRetryFor); time.Now().Before(deadline); time.Sleep(250 * time.Millisecond) {
+			ctx, cancel := context.WithTimeout(context.Background(), settleTimeout)
+			err := a.s.Release(ctx, a.orderID, a.userID, a.voucherID, home, false)
+			cancel()
+			if err == nil {
+				return
+			}
+		}
+	}()
 }
 
 // Order returns the order with id if it belongs to userID.

@@ -12,14 +12,14 @@ import (
 	"seckill/service/mock"
 )
 
-// ambigAdmitter answers every Admit with err.
-type ambigAdmitter struct {
-	Admitter
+// ambigScript answers every run of seckill.lua with err.
+type ambigScript struct {
+	SeckillScript
 	err error
 }
 
-func (a *ambigAdmitter) Admit(context.Context, int64, int64, int64, int, time.Time) error {
-	return a.err
+func (a *ambigScript) Run(context.Context, int64, int64, int64, int, string, int, time.Time) (int, error) {
+	return 0, a.err
 }
 
 // ambigVouchers adds ListLive to mock.Vouchers.
@@ -77,7 +77,7 @@ func TestAsyncBuyAmbiguousAdmission(t *testing.T) {
 			}
 			s := NewAsyncAdmission(AdmissionDeps{
 				Vouchers: ambigVouchers{v}, Orders: orders, IDs: ids,
-				Redis: &ambigAdmitter{err: tt.admitErr}, Log: discardLog(),
+				Script: &ambigScript{err: tt.admitErr}, Log: discardLog(),
 			})
 			ctx, cancel := context.WithCancel(context.Background())
 			defer cancel()
