@@ -40,7 +40,7 @@ func newReconcileLock(rdb redis.UniversalClient, lease, wait time.Duration) (loc
 // newAsync wires the async seckill (SECKILL_ORDER_MODE=async) without
 // starting anything. It returns the purchase limits too, on the admissions'
 // round trips.
-func newAsync(d *deps, cfg config.Config, log *slog.Logger, locker lock.Locker, m *metrics.Metrics, tr *telemetry.Tracing) (*service.AsyncSeckill, redisstore.PurchaseLimits, error) {
+func newAsync(d *deps, cfg config.Config, log *slog.Logger, locker lock.Locker, m *metrics.Metrics, tr *telemetry.Tracing) (*service.AsyncMode, redisstore.PurchaseLimits, error) {
 	reconcileLock, err := newReconcileLock(d.Redis, reconcileLease, 3*time.Minute)
 	if err != nil {
 		return nil, redisstore.PurchaseLimits{}, err
@@ -75,14 +75,14 @@ func newAsync(d *deps, cfg config.Config, log *slog.Logger, locker lock.Locker, 
 		batches = tr
 	}
 	rejects := redisstore.NewRejections(d.Redis)
-	adm := service.NewAsyncAdmission(service.AdmissionDeps{
+	adm := service.NewAsyncSeckill(service.AsyncSeckillDeps{
 		Vouchers: vouchers, Orders: orders, IDs: ids, Script: script, Redis: state, Queue: queue,
 		Rejects: rejects, Losses: sqlstore.NewNamedValues(d.DB), OrderInfoTTL: repository.OrderInfoTTL,
 		Now: time.Now, Log: log,
 	})
-	return &service.AsyncSeckill{
-		AsyncAdmission: adm,
-		ConsumerGroup: service.NewConsumerGroup(service.ConsumerDeps{
+	return &service.AsyncMode{
+		Seckill: adm,
+		Consumers: service.NewConsumerGroup(service.ConsumerDeps{
 			Queue: queue, Orders: orders, Fence: fence, Locker: locker, Rejects: rejects, Admitted: adm.Admitted,
 			Observer: obs, Metrics: consumerMetrics, Tracer: batches, Now: time.Now, Log: log,
 		}, consumerConfig),

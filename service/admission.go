@@ -12,21 +12,21 @@ import (
 	"seckill/model"
 )
 
-// Async mode (SECKILL_ORDER_MODE=async) has three parts.
-// AsyncAdmission admits each order in Redis and queues it in a stream.
-// ConsumerGroup writes the stream's orders to the database (consumer.go).
-// Reconciler keeps each voucher's Redis state true to the facts (reconcile.go).
-
-// AsyncSeckill is async mode wired from its three parts.
-// It serves Buy, Order and Audit like SyncSeckill does.
-type AsyncSeckill struct {
-	*AsyncAdmission
-	*ConsumerGroup
-	*Reconciler
+// AsyncMode is async mode (SECKILL_ORDER_MODE=async) wired from its three
+// parts.
+type AsyncMode struct {
+	// Seckill admits each order in Redis and queues it in a stream. It
+	// serves Buy, Order and Audit like SyncSeckill does.
+	Seckill *AsyncSeckill
+	// Consumers write the stream's orders to the database (consumer.go).
+	Consumers *ConsumerGroup
+	// Reconciler keeps each voucher's Redis state true to the facts
+	// (reconcile.go).
+	Reconciler *Reconciler
 }
 
-// AdmissionDeps are the collaborators of the async request path.
-type AdmissionDeps struct {
+// AsyncSeckillDeps are the collaborators of the async request path.
+type AsyncSeckillDeps struct {
 	Vouchers VoucherStore
 	Orders   AsyncOrderStore
 	IDs      IDGenerator
@@ -49,21 +49,21 @@ type AdmissionDeps struct {
 	VoucherCacheTTL time.Duration
 }
 
-// AsyncAdmission is the request path of async mode. It admits orders in Redis
+// AsyncSeckill is the request path of async mode. It admits orders in Redis
 // (Buy), reads them (Order) and audits a voucher (Audit). It loads a voucher
 // just published (Published).
-type AsyncAdmission struct {
-	d        AdmissionDeps
+type AsyncSeckill struct {
+	d        AsyncSeckillDeps
 	cache    *voucherCache
 	admitted atomic.Uint64 // orders admitted by this process
 }
 
 // Admitted is the number of orders this process admitted so far.
 // The consumers read it as ConsumerDeps.Admitted.
-func (s *AsyncAdmission) Admitted() uint64 { return s.admitted.Load() }
+func (s *AsyncSeckill) Admitted() uint64 { return s.admitted.Load() }
 
-// NewAsyncAdmission returns the request path of async mode.
-func NewAsyncAdmission(d AdmissionDeps) *AsyncAdmission {
+// NewAsyncSeckill returns the request path of async mode.
+func NewAsyncSeckill(d AsyncSeckillDeps) *AsyncSeckill {
 	if d.Now == nil {
 		d.Now = time.Now
 	}
@@ -73,7 +73,7 @@ func NewAsyncAdmission(d AdmissionDeps) *AsyncAdmission {
 	if d.OrderInfoTTL <= 0 {
 		d.OrderInfoTTL = 24 * time.Hour
 	}
-	return &AsyncAdmission{d: d, cache: newVoucherCache(d.Vouchers, d.VoucherCacheTTL, d.Now)}
+	return &AsyncSeckill{d: d, cache: newVoucherCache(d.Vouchers, d.VoucherCacheTTL, d.Now)}
 }
 
 // writtenCheckTimeout bounds Buy's database read after an unknown admission
@@ -83,7 +83,7 @@ const writtenCheckTimeout = time.Second
 // RefusesLocally reports whether Buy would refuse the voucher now from
 // memory, with no round trip: outside its window, or seen sold out within
 // the last second.
-func (s *AsyncAdmission) RefusesLocally(voucherID int64) bool { return s.cache.refuses(voucherID) }
+func (s *AsyncSeckill) RefusesLocally(voucherID int64) bool { return s.cache.refuses(voucherID) }
 
 // Buy admits one order with one EVALSHA of seckill.lua (AdmitOrder). The
 // window and a known sold-out state come from the cache, the order id from
@@ -94,7 +94,7 @@ func (s *AsyncAdmission) RefusesLocally(voucherID int64) bool { return s.cache.r
 // the order was admitted, else ErrUnavailable with the id voided. A consumer
 // may have written it meanwhile, so Buy reads the database before it
 // answers 503.
-func (s *AsyncAdmission) Buy(ctx context.Context, userID, voucherID int64) (int64, error) {
+func (s *AsyncSeckill) Buy(ctx context.Context, userID, voucherID int64) (int64, error) {
 	if voucherID <= 0 {
 		return 0, model.InvalidArgument("id", "must be a positive number")
 	}
@@ -321,7 +321,7 @@ func (a admission) releaseEventually(home int) {
 // It reads the database first (created), then Redis (pending or failed).
 // An order made before a recorded loss of Redis data is failed (see Watch).
 // Another user's order is model.ErrOrderNotFound, like a missing one.
-func (s *AsyncAdmission) Order(ctx context.Context, userID, orderID int64) (*model.VoucherOrder, error) {
+func (s *AsyncSeckill) Order(ctx context.Context, userID, orderID int64) (*model.VoucherOrder, error) {
 	if orderID <= 0 {
 		return nil, model.InvalidArgument("orderId", "must be a positive number")
 	}
@@ -359,7 +359,7 @@ func (s *AsyncAdmission) Order(ctx context.Context, userID, orderID int64) (*mod
 // Audit checks the voucher's state against invariants 1 to 3 and 5. It reads
 // Redis and the stream in one MULTI, then the database in one snapshot. Redis
 // goes first, so an order written meanwhile is counted once.
-func (s *AsyncAdmission) Audit(ctx context.Context, voucherID int64) (*model.Audit, error) {
+func (s *AsyncSeckill) Audit(ctx context.Context, voucherID int64) (*model.Audit, error) {
 	if voucherID <= 0 {
 		return nil, model.InvalidArgument("id", "must be a positive number")
 	}
@@ -393,7 +393,7 @@ func (s *AsyncAdmission) Audit(ctx context.Context, voucherID int64) (*model.Aud
 
 // Published loads a voucher just published into Redis. Wire it with
 // Vouchers.OnPublished: publishing answers once the voucher can be sold.
-func (s *AsyncAdmission) Published(ctx context.Context, sv *model.SeckillVoucher) error {
+func (s *AsyncSeckill) Published(ctx context.Context, sv *model.SeckillVoucher) error {
 	loaded, err := s.d.Redis.LoadNew(ctx, sv)
 	if err != nil {
 		return fmt.Errorf("load voucher %d into redis: %w", sv.VoucherID, err)
@@ -406,9 +406,9 @@ func (s *AsyncAdmission) Published(ctx context.Context, sv *model.SeckillVoucher
 
 // VoucherChanged is called after an admin edited or closed the voucher.
 // It drops the cached copy and rebuilds the Redis state from the facts.
-func (s *AsyncSeckill) VoucherChanged(ctx context.Context, voucherID int64) error {
-	s.cache.forget(voucherID)
-	if _, err := s.Rebuild(ctx, voucherID); err != nil {
+func (m *AsyncMode) VoucherChanged(ctx context.Context, voucherID int64) error {
+	m.Seckill.cache.forget(voucherID)
+	if _, err := m.Reconciler.Rebuild(ctx, voucherID); err != nil {
 		return fmt.Errorf("rebuild voucher %d in redis: %w", voucherID, err)
 	}
 	return nil

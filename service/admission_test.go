@@ -75,7 +75,7 @@ func TestAsyncBuyAmbiguousAdmission(t *testing.T) {
 			if tt.written {
 				orders.f.orders[wantID] = model.VoucherOrder{ID: wantID, UserID: user, VoucherID: 7, Status: model.OrderStatusCreated}
 			}
-			s := NewAsyncAdmission(AdmissionDeps{
+			s := NewAsyncSeckill(AsyncSeckillDeps{
 				Vouchers: ambigVouchers{v}, Orders: orders, IDs: ids,
 				Script: &ambigScript{err: tt.admitErr}, Log: discardLog(),
 			})

@@ -158,7 +158,7 @@ func TestOrderLostWithRedis(t *testing.T) {
 	loss := time.Now().Add(-time.Minute)
 	w.values = map[string]string{LossPrefix + strconv.FormatInt(loss.UnixMilli(), 10): "test"}
 	v := mock.NewVouchers(100)
-	s := NewAsyncAdmission(AdmissionDeps{
+	s := NewAsyncSeckill(AsyncSeckillDeps{
 		Vouchers: ambigVouchers{v}, Orders: &ambigOrders{f: newFakeOrders(nil, v)},
 		Redis: noInfoState{}, Losses: &reconValues{w: w}, Log: discardLog(),
 	})
