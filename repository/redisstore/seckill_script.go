@@ -126,7 +126,7 @@ func (s *SeckillScript) Release(ctx context.Context, orderID, userID, voucherID 
 		userID, voucherID, outcome, int64(repository.VoidTTL/time.Second)).Err())
 }
 
-// keys are the KEYS of lua/seckill.lua for the order (one bucket).
+// keys are what SeckillKeys builds for the order (one bucket).
 func (s *SeckillScript) keys(voucherID, orderID int64) []string {
 	return SeckillKeys(s.stream, voucherID, orderID)
 }
