@@ -30,7 +30,7 @@ type AsyncSeckillDeps struct {
 	Vouchers VoucherStore
 	Orders   AsyncOrderStore
 	IDs      IDGenerator
-	// Script runs seckill.lua and its companions; admit decides what
+	// Script runs seckill.lua and its companions; AdmitOrder decides what
 	// their replies mean.
 	Script  SeckillScript
 	Redis   AsyncState
