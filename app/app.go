@@ -129,7 +129,7 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger, opts ...Optio
 	}
 	var workers []component
 	if p.async != nil {
-		a.consumers = &asyncConsumers{group: p.async.ConsumerGroup}
+		a.consumers = &asyncConsumers{group: p.async.Consumers}
 		workers = append(workers, a.consumers)
 		if !d.EmbeddedRedis {
 			// An embedded Redis lives and dies with this process: nothing

@@ -40,7 +40,7 @@ func newReconcileLock(rdb redis.UniversalClient, lease, wait time.Duration) (loc
 // newAsync wires the async seckill (SECKILL_ORDER_MODE=async) without
 // starting anything. It returns the purchase limits too, on the admissions'
 // round trips.
-func newAsync(d *deps, cfg config.Config, log *slog.Logger, locker lock.Locker, m *metrics.Metrics, tr *telemetry.Tracing) (*service.AsyncSeckill, redisstore.PurchaseLimits, error) {
+func newAsync(d *deps, cfg config.Config, log *slog.Logger, locker lock.Locker, m *metrics.Metrics, tr *telemetry.Tracing) (*service.AsyncMode, redisstore.PurchaseLimits, error) {
 	reconcileLock, err := newReconcileLock(d.Redis, reconcileLease, 3*time.Minute)
 	if err != nil {
 		return nil, redisstore.PurchaseLimits{}, err
@@ -64,32 +64,32 @@ func newAsync(d *deps, cfg config.Config, log *slog.Logger, locker lock.Locker, 
 	}
 	vouchers, orders := sqlstore.NewVouchers(d.DB), sqlstore.NewOrders(d.DB)
 	fence := sqlstore.NewLossFence(d.DB)
-	admission, queue := redisstore.NewAdmission(d.Redis), redisstore.NewOrderStream(d.Redis)
-	admission.ObservePipelines(m.AdmissionRoundTrip) // nil-safe: m may be nil
+	script, state, queue := redisstore.NewSeckillScript(d.Redis), redisstore.NewAsyncState(d.Redis), redisstore.NewOrderStream(d.Redis)
+	script.ObservePipelines(m.AdmissionRoundTrip) // nil-safe: m may be nil
 	if m != nil {
 		redisstore.ObserveRoundTrips(d.Redis, m.RedisRoundTrip)
 	}
 	var batches service.BatchTracer
 	if tr != nil {
-		admission.CarryTrace(tr.TraceParent)
+		script.CarryTrace(tr.TraceParent)
 		batches = tr
 	}
 	rejects := redisstore.NewRejections(d.Redis)
-	adm := service.NewAsyncAdmission(service.AdmissionDeps{
-		Vouchers: vouchers, Orders: orders, IDs: ids, Redis: admission, Queue: queue,
+	adm := service.NewAsyncSeckill(service.AsyncSeckillDeps{
+		Vouchers: vouchers, Orders: orders, IDs: ids, Script: script, Redis: state, Queue: queue,
 		Rejects: rejects, Losses: sqlstore.NewNamedValues(d.DB), OrderInfoTTL: repository.OrderInfoTTL,
 		Now: time.Now, Log: log,
 	})
-	return &service.AsyncSeckill{
-		AsyncAdmission: adm,
-		ConsumerGroup: service.NewConsumerGroup(service.ConsumerDeps{
+	return &service.AsyncMode{
+		Seckill: adm,
+		Consumers: service.NewConsumerGroup(service.ConsumerDeps{
 			Queue: queue, Orders: orders, Fence: fence, Locker: locker, Rejects: rejects, Admitted: adm.Admitted,
 			Observer: obs, Metrics: consumerMetrics, Tracer: batches, Now: time.Now, Log: log,
 		}, consumerConfig),
 		Reconciler: service.NewReconciler(service.ReconcilerDeps{
-			Vouchers: vouchers, Orders: orders, Fence: fence, Redis: admission, Queue: queue,
+			Vouchers: vouchers, Orders: orders, Fence: fence, Redis: state, Queue: queue,
 			Values: sqlstore.NewNamedValues(d.DB), Sequence: redisstore.NewIDSequence(d.Redis, d.DB, time.Now, ids),
 			Lock: reconcileLock, Now: time.Now, Log: log, TrustFacts: d.EmbeddedRedis,
 		}),
-	}, admission.PurchaseLimits(), nil
+	}, script.PurchaseLimits(), nil
 }

@@ -206,7 +206,7 @@ func Rebuild(ctx context.Context, cfg config.Config, log *slog.Logger, args []st
 	if err != nil {
 		return err
 	}
-	rv, err := as.Rebuild(ctx, *voucher)
+	rv, err := as.Reconciler.Rebuild(ctx, *voucher)
 	if err != nil {
 		return fmt.Errorf("rebuild voucher %d: %w", *voucher, err)
 	}

@@ -65,7 +65,7 @@ type purchase struct {
 	// own, or in async mode in the admissions'.
 	limits redisstore.PurchaseLimits
 	// async is the async seckill; nil in sync mode.
-	async *service.AsyncSeckill
+	async *service.AsyncMode
 }
 
 // purchase wires the purchase path of SECKILL_ORDER_MODE. In async mode it
@@ -79,7 +79,7 @@ func (w *wiring) purchase(ctx context.Context) (purchase, error) {
 	if err != nil {
 		return purchase{}, err
 	}
-	w.voucherSvc.OnPublished(as.Published)
+	w.voucherSvc.OnPublished(as.Seckill.Published)
 	// Orders admitted under the key layout before the shards sit in
 	// stream.orders. Nothing here reads that stream. The previous version
 	// must write them first (docs/operations.md, "Upgrading the key
@@ -91,10 +91,10 @@ func (w *wiring) purchase(ctx context.Context) (purchase, error) {
 		return purchase{}, fmt.Errorf("async start-up: %s holds %d orders admitted by a version before the sharded key layout; let that version's consumers write them (until XLEN %s is 0), then start this one (docs/operations.md, \"Upgrading the key layout\")",
 			repository.LegacyStreamKey, n, repository.LegacyStreamKey)
 	}
-	if err := as.Reconcile(ctx); err != nil {
+	if err := as.Reconciler.Reconcile(ctx); err != nil {
 		return purchase{}, fmt.Errorf("async start-up reconciliation: %w", err)
 	}
-	return purchase{seckill: as, changed: as.VoucherChanged, limits: limits, async: as}, nil
+	return purchase{seckill: as.Seckill, changed: as.VoucherChanged, limits: limits, async: as}, nil
 }
 
 // syncPurchase wires the sync purchase path: lock, then the order

@@ -77,7 +77,7 @@ func acquireRelease(b *testing.B, lk lock.Locker) {
 //	go test -run '^$' -bench ObtainAllRelease -benchtime 300x ./lock/
 func BenchmarkObtainAllRelease(b *testing.B) {
 	c := redisClient(b)
-	lua := must(b)(lock.NewLua(c))
+	lua := must(b)(lock.NewScripted(c))
 	for _, tt := range []struct {
 		name string
 		lk   lock.Locker

@@ -29,10 +29,10 @@ func exampleRedis() (*redis.Client, func()) {
 
 // The lua backend: one holder at a time, a fencing token per grant, and a
 // release that only ever deletes its own lock.
-func ExampleLua() {
+func ExampleScripted() {
 	client, stop := exampleRedis()
 	defer stop()
-	locker, err := lock.NewLua(client)
+	locker, err := lock.NewScripted(client)
 	if err != nil {
 		log.Fatal(err)
 	}

@@ -60,7 +60,7 @@ func New(mode string, deps Deps, opts ...Option) (Locker, error) {
 		if err := needRedis(); err != nil {
 			return nil, err
 		}
-		return NewLua(deps.Redis, opts...)
+		return NewScripted(deps.Redis, opts...)
 	case "reentrant":
 		if err := needRedis(); err != nil {
 			return nil, err

@@ -41,7 +41,7 @@ func TestFencingTokensIncreaseAcrossHolders(t *testing.T) {
 		new  func(tb testing.TB, c redis.UniversalClient, ttl time.Duration) lock.Locker
 	}{
 		{"lua", func(tb testing.TB, c redis.UniversalClient, ttl time.Duration) lock.Locker {
-			return must(tb)(lock.NewLua(c, lock.WithTTL(ttl)))
+			return must(tb)(lock.NewScripted(c, lock.WithTTL(ttl)))
 		}},
 		{"reentrant", func(tb testing.TB, c redis.UniversalClient, ttl time.Duration) lock.Locker {
 			return must(tb)(lock.NewReentrant(c, lock.WithTTL(ttl)))

@@ -9,25 +9,25 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// Lua stores a random owner token with SET NX PX and releases with a
+// Scripted stores a random owner token with SET NX PX and releases with a
 // compare-and-delete script. So a holder only ever deletes its own lock. The
 // acquire script also increments <key>:fence and returns it as the fencing
 // token. A lease can still lapse while the holder works. The token lets the
 // resource refuse the stale holder. An acquire resent after a lost reply
-// gets the same grant back. Lua is a BatchLocker. docs/locks.md explains
+// gets the same grant back. Scripted is a BatchLocker. docs/locks.md explains
 // these choices.
-type Lua struct {
+type Scripted struct {
 	client redis.UniversalClient
 	opts   Options
 }
 
 var (
-	_ Locker      = (*Lua)(nil)
-	_ BatchLocker = (*Lua)(nil)
+	_ Locker      = (*Scripted)(nil)
+	_ BatchLocker = (*Scripted)(nil)
 )
 
-// NewLua returns the Lua-script locker (lua/acquire.lua, lua/unlock.lua).
-func NewLua(client redis.UniversalClient, opts ...Option) (*Lua, error) {
+// NewScripted returns the lock of mode lua, one script each way (lua/acquire.lua, lua/unlock.lua).
+func NewScripted(client redis.UniversalClient, opts ...Option) (*Scripted, error) {
 	o, err := redisOptions("lua", client, opts)
 	if err == nil {
 		err = checkWaitClient(o, client)
@@ -35,11 +35,11 @@ func NewLua(client redis.UniversalClient, opts ...Option) (*Lua, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Lua{client: client, opts: o}, nil
+	return &Scripted{client: client, opts: o}, nil
 }
 
 // Name returns "lua".
-func (*Lua) Name() string { return "lua" }
+func (*Scripted) Name() string { return "lua" }
 
 // FenceKey is the companion counter whose INCR mints key's fencing tokens
 // (lua and reentrant) on a single Redis: <key>:fence. On Redis Cluster the
@@ -60,7 +60,7 @@ func fenceKey(c redis.UniversalClient, key string) string {
 }
 
 // Obtain runs lua/acquire.lua, retrying with backoff within the wait.
-func (s *Lua) Obtain(ctx context.Context, key string) (Lock, error) {
+func (s *Scripted) Obtain(ctx context.Context, key string) (Lock, error) {
 	owner := newOwnerToken()
 	var token int64
 	unanswered := false // the last call got no answer
@@ -96,7 +96,7 @@ func (s *Lua) Obtain(ctx context.Context, key string) (Lock, error) {
 // acquire runs lua/acquire.lua for owner, followed on the same connection
 // by WAIT when Options.WaitReplicas is set; acks is WAIT's answer (0 when
 // off). A WAIT without an answer is an error: the caller undoes the grant.
-func (s *Lua) acquire(ctx context.Context, key, owner string) (token, acks int64, err error) {
+func (s *Scripted) acquire(ctx context.Context, key, owner string) (token, acks int64, err error) {
 	keys := []string{key, fenceKey(s.client, key)}
 	if s.opts.WaitReplicas <= 0 {
 		token, err = lua.Acquire.Run(ctx, s.client, keys, owner, s.opts.TTL.Milliseconds()).Int64()
@@ -111,7 +111,7 @@ func (s *Lua) acquire(ctx context.Context, key, owner string) (token, acks int64
 
 // abandon runs the compare-and-delete for owner on a detached context. It
 // deletes nothing unless owner holds key.
-func (s *Lua) abandon(ctx context.Context, key, owner string) {
+func (s *Scripted) abandon(ctx context.Context, key, owner string) {
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.opts.ReleaseTimeout)
 	defer cancel()
 	// Best effort: on failure the lease still frees the key.
@@ -121,7 +121,7 @@ func (s *Lua) abandon(ctx context.Context, key, owner string) {
 }
 
 type luaLock struct {
-	s     *Lua
+	s     *Scripted
 	key   string
 	owner string
 	token int64

@@ -16,7 +16,7 @@ import (
 // ErrNotObtained. On Redis Cluster it runs one script call per master
 // (lua_cluster.go). With a wait, or WAIT on a cluster, it calls Obtain per
 // key instead.
-func (s *Lua) ObtainAll(ctx context.Context, keys []string) ([]Lock, []error) {
+func (s *Scripted) ObtainAll(ctx context.Context, keys []string) ([]Lock, []error) {
 	if s.pipelines() {
 		return s.obtainPipelined(ctx, keys)
 	}
@@ -86,7 +86,7 @@ func (s *Lua) ObtainAll(ctx context.Context, keys []string) ([]Lock, []error) {
 // a compare-and-delete per key. Locks of another locker are released one by
 // one. On Redis Cluster it runs one script call per master. With WAIT there,
 // it releases each lock on its own.
-func (s *Lua) ReleaseAll(ctx context.Context, locks []Lock) []error {
+func (s *Scripted) ReleaseAll(ctx context.Context, locks []Lock) []error {
 	if !s.batches() && !s.pipelines() {
 		return releaseEach(ctx, locks)
 	}
@@ -137,7 +137,7 @@ func (s *Lua) ReleaseAll(ctx context.Context, locks []Lock) []error {
 // batches reports whether ObtainAll and ReleaseAll can run one script for
 // all keys. Not with a wait: each key retries on its own schedule. Not on
 // Redis Cluster: the keys of a batch span slots.
-func (s *Lua) batches() bool {
+func (s *Scripted) batches() bool {
 	_, cluster := s.client.(*redis.ClusterClient)
 	return s.opts.Wait <= 0 && !cluster
 }
@@ -145,7 +145,7 @@ func (s *Lua) batches() bool {
 // acquireAll runs lua/acquire_all.lua, followed on the same connection by
 // WAIT when Options.WaitReplicas is set; acks is WAIT's answer (0 when
 // off). A WAIT without an answer is an error: the caller undoes the grants.
-func (s *Lua) acquireAll(ctx context.Context, keys []string, args []any) (tokens []int64, acks int64, err error) {
+func (s *Scripted) acquireAll(ctx context.Context, keys []string, args []any) (tokens []int64, acks int64, err error) {
 	if s.opts.WaitReplicas <= 0 {
 		tokens, err = lua.AcquireAll.Run(ctx, s.client, keys, args...).Int64Slice()
 		return tokens, 0, err
@@ -159,7 +159,7 @@ func (s *Lua) acquireAll(ctx context.Context, keys []string, args []any) (tokens
 
 // releaseAll runs lua/unlock_all.lua: per key 1 (deleted) or 0 (not held
 // by its owner).
-func (s *Lua) releaseAll(ctx context.Context, keys, owners []string) ([]int64, error) {
+func (s *Scripted) releaseAll(ctx context.Context, keys, owners []string) ([]int64, error) {
 	args := make([]any, len(owners))
 	for i, o := range owners {
 		args[i] = o
@@ -173,7 +173,7 @@ func (s *Lua) releaseAll(ctx context.Context, keys, owners []string) ([]int64, e
 
 // abandonAll runs the compare-and-delete of every key for its owner on a
 // detached context. It deletes nothing that its owner does not hold.
-func (s *Lua) abandonAll(ctx context.Context, keys, owners []string) {
+func (s *Scripted) abandonAll(ctx context.Context, keys, owners []string) {
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.opts.ReleaseTimeout)
 	defer cancel()
 	if s.pipelines() {

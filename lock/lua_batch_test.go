@@ -45,7 +45,7 @@ func (h *scriptCounter) count(cmd redis.Cmder) {
 // heldByOther has another Lua locker hold key until the test ends.
 func heldByOther(t *testing.T, c redis.UniversalClient, key string) {
 	t.Helper()
-	held, err := must(t)(lock.NewLua(c)).Obtain(testContext(t, 10*time.Second), key)
+	held, err := must(t)(lock.NewScripted(c)).Obtain(testContext(t, 10*time.Second), key)
 	if err != nil {
 		t.Fatalf("other holder's Obtain: %v", err)
 	}
@@ -89,7 +89,7 @@ func TestLuaObtainAll(t *testing.T) {
 	c := redisClient(t)
 	var calls scriptCounter
 	c.AddHook(&calls)
-	lk := must(t)(lock.NewLua(c))
+	lk := must(t)(lock.NewScripted(c))
 	ctx := testContext(t, 10*time.Second)
 	keys := batchKeys(t, c, 5)
 	heldByOther(t, c, keys[2])
@@ -161,7 +161,7 @@ func TestLuaObtainAll(t *testing.T) {
 // Every key reports the error, and no lock of the batch is left held.
 func TestLuaObtainAllRedisErrorMidBatch(t *testing.T) {
 	c := redisClient(t)
-	lk := must(t)(lock.NewLua(c))
+	lk := must(t)(lock.NewScripted(c))
 	ctx := testContext(t, 10*time.Second)
 	keys := batchKeys(t, c, 4)
 	if err := c.HSet(ctx, lock.FenceKey(keys[2]), "not", "a counter").Err(); err != nil {
@@ -198,7 +198,7 @@ func TestLuaObtainAllRedisErrorMidBatch(t *testing.T) {
 func TestLuaObtainAllReplyLost(t *testing.T) {
 	c := redisClient(t)
 	p, pc := lossyClient(t, c.Options().Addr)
-	lk := must(t)(lock.NewLua(pc))
+	lk := must(t)(lock.NewScripted(pc))
 	ctx := testContext(t, 10*time.Second)
 	keys := batchKeys(t, c, 3)
 
@@ -235,7 +235,7 @@ func TestLuaObtainAllUnanswered(t *testing.T) {
 	t.Cleanup(p.Close)
 	pc := redis.NewClient(&redis.Options{Addr: p.Addr(), MaxRetries: -1})
 	t.Cleanup(func() { pc.Close() })
-	lk := must(t)(lock.NewLua(pc))
+	lk := must(t)(lock.NewScripted(pc))
 	ctx := testContext(t, 10*time.Second)
 	keys := batchKeys(t, c, 3)
 

@@ -18,7 +18,7 @@ import (
 // pipelines reports whether ObtainAll and ReleaseAll pipeline one script
 // call per key. They do on Redis Cluster, without a wait and without WAIT.
 // WAIT must follow its grant on the same connection.
-func (s *Lua) pipelines() bool {
+func (s *Scripted) pipelines() bool {
 	_, cluster := s.client.(*redis.ClusterClient)
 	return cluster && s.opts.Wait <= 0 && s.opts.WaitReplicas <= 0
 }
@@ -62,7 +62,7 @@ func runPerKey(ctx context.Context, c redis.UniversalClient, script *redis.Scrip
 // fencing counter share a slot), pipelined. The second call of a key
 // reuses its owner token, so a grant the first made is answered again. A
 // key whose calls got no answer may have been granted: it is given back.
-func (s *Lua) obtainPipelined(ctx context.Context, keys []string) ([]Lock, []error) {
+func (s *Scripted) obtainPipelined(ctx context.Context, keys []string) ([]Lock, []error) {
 	locks := make([]Lock, len(keys))
 	errs := make([]error, len(keys))
 	if len(keys) == 0 {
@@ -121,7 +121,7 @@ func (s *Lua) obtainPipelined(ctx context.Context, keys []string) ([]Lock, []err
 // releasePipelined is unlock_node.lua once per master, then unlock_all.lua
 // once per key left, pipelined: per key 1 (deleted), 0 (not held by its
 // owner), or its call's error.
-func (s *Lua) releasePipelined(ctx context.Context, keys, owners []string) ([]int64, []error) {
+func (s *Scripted) releasePipelined(ctx context.Context, keys, owners []string) ([]int64, []error) {
 	done, left := s.perNode(ctx, lua.UnlockNode, nil, keys, owners)
 	errs := make([]error, len(keys))
 	cmds := runPerKey(ctx, s.client, lua.UnlockAll, len(left),
@@ -146,7 +146,7 @@ func (s *Lua) releasePipelined(ctx context.Context, keys, owners []string) ([]in
 // then each of the master's keys with its owner token. It returns each
 // key's answer and the indexes of the keys without one (their master
 // unknown, or its call failed).
-func (s *Lua) perNode(ctx context.Context, script *redis.Script, head []any, keys, owners []string) ([]int64, []int) {
+func (s *Scripted) perNode(ctx context.Context, script *redis.Script, head []any, keys, owners []string) ([]int64, []int) {
 	c := s.client.(*redis.ClusterClient)
 	out := make([]int64, len(keys))
 	failed := make([]bool, len(keys))

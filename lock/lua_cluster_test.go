@@ -39,7 +39,7 @@ func clusterClient(tb testing.TB) *redis.ClusterClient {
 // refused alone.
 func TestLuaObtainAllCluster(t *testing.T) {
 	c := clusterClient(t)
-	lk := must(t)(lock.NewLua(c))
+	lk := must(t)(lock.NewScripted(c))
 	ctx := testContext(t, 10*time.Second)
 	keys := batchKeys(t, c, 40)
 	heldByOther(t, c, keys[7])
@@ -114,7 +114,7 @@ func TestLuaObtainAllClusterOneWinner(t *testing.T) {
 	var wg sync.WaitGroup
 	start := make(chan struct{})
 	for range racers {
-		lk := must(t)(lock.NewLua(c))
+		lk := must(t)(lock.NewScripted(c))
 		wg.Go(func() {
 			<-start
 			locks, errs := lock.ObtainAll(ctx, lk, keys)
@@ -143,7 +143,7 @@ func TestLuaObtainAllClusterOneWinner(t *testing.T) {
 // key alone reports the error. Every other key is held once, with token 1.
 func TestLuaObtainAllClusterFallback(t *testing.T) {
 	c := clusterClient(t)
-	lk := must(t)(lock.NewLua(c))
+	lk := must(t)(lock.NewScripted(c))
 	ctx := testContext(t, 10*time.Second)
 	keys := batchKeys(t, c, 30)
 	bad := len(keys) - 1 // last in its master's ARGV: the others before it are granted

@@ -15,7 +15,7 @@ import (
 )
 
 func init() {
-	contractBackends = append(contractBackends, backend{name: "lua", new: onRedis(lock.NewLua),
+	contractBackends = append(contractBackends, backend{name: "lua", new: onRedis(lock.NewScripted),
 		exclusive: true, sharedAcrossLockers: true, lease: true, tokens: true})
 }
 
@@ -23,13 +23,13 @@ func init() {
 // A's release finds another owner's token and deletes nothing.
 func TestLuaKeepsAnotherHoldersLock(t *testing.T) {
 	c := redisClient(t)
-	lk := must(t)(lock.NewLua(c, lock.WithTTL(demoTTL)))
+	lk := must(t)(lock.NewScripted(c, lock.WithTTL(demoTTL)))
 	ctx := testContext(t, 10*time.Second)
 	key := testKey(t)
 
 	a := obtain(t, lk, ctx, key)
 	waitGone(t, c, key)
-	long := must(t)(lock.NewLua(c, lock.WithTTL(10*time.Second)))
+	long := must(t)(lock.NewScripted(c, lock.WithTTL(10*time.Second)))
 	b := obtain(t, long, ctx, key)
 	if err := a.Release(ctx); !errors.Is(err, lock.ErrNotHeld) {
 		t.Fatalf("A's Release after its lease lapsed: got %v, want ErrNotHeld", err)
@@ -51,7 +51,7 @@ func TestLuaObtainCancelledLeavesNothing(t *testing.T) {
 	direct := redisClient(t)
 	slow := redis.NewClient(&redis.Options{Addr: slowReplyProxy(t, direct.Options().Addr, 200*time.Millisecond), MaxRetries: -1, ContextTimeoutEnabled: true})
 	t.Cleanup(func() { slow.Close() })
-	l, err := lock.NewLua(slow, lock.WithTTL(time.Minute))
+	l, err := lock.NewScripted(slow, lock.WithTTL(time.Minute))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -80,7 +80,7 @@ func fence(tb testing.TB, c redis.UniversalClient, key string) int64 {
 func TestLuaObtainReplyLost(t *testing.T) {
 	c := redisClient(t)
 	p, pc := lossyClient(t, c.Options().Addr)
-	lk := must(t)(lock.NewLua(pc))
+	lk := must(t)(lock.NewScripted(pc))
 	key := testKey(t)
 	ctx := testContext(t, 10*time.Second)
 	t.Cleanup(func() { c.Del(context.Background(), key, lock.FenceKey(key)) })

@@ -111,7 +111,7 @@ func waitLocker(tb testing.TB, mode string, c redis.UniversalClient, opts ...loc
 	)
 	switch mode {
 	case "lua":
-		l, err = lock.NewLua(c, opts...)
+		l, err = lock.NewScripted(c, opts...)
 	case "reentrant":
 		l, err = lock.NewReentrant(c, opts...)
 	}
@@ -237,7 +237,7 @@ func TestWaitReplicasOptions(t *testing.T) {
 	if o.WaitReplicas != 0 || o.WaitReplicasTimeout != 100*time.Millisecond {
 		t.Errorf("defaults: got %d, %v, want 0, 100ms", o.WaitReplicas, o.WaitReplicasTimeout)
 	}
-	if _, err := lock.NewLua(redis.NewClusterClient(&redis.ClusterOptions{Addrs: []string{"127.0.0.1:1"}}),
+	if _, err := lock.NewScripted(redis.NewClusterClient(&redis.ClusterOptions{Addrs: []string{"127.0.0.1:1"}}),
 		lock.WithWaitReplicas(1, time.Second)); err == nil {
 		t.Error("WAIT on a cluster client accepted")
 	}

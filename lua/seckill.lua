@@ -1,46 +1,24 @@
--- seckill.lua: async-mode admission of one order in one bucket of a
--- voucher, the whole hot path in one atomic step.
+-- seckill.lua: admit one order in one bucket of a voucher, in one atomic
+-- step. Its one caller is repository/redisstore/seckill_script.go; the
+-- service's step (service/admission.go, AdmitOrder) decides what a reply
+-- means. lua/lua.go names the modes and the codes.
 --
 -- KEYS[1]  seckill:{<tag>}:stock:<voucherId>  the bucket's stock left
--- KEYS[2]  seckill:{<tag>}:order:<voucherId>  the bucket's set of buyer ids
--- KEYS[3]  seckill:{<tag>}:voucher:<voucherId>  hash {begin, end (unix ms), initial, state}
--- KEYS[4]  seckill:{<tag>}:orders  the shard's order stream (group g1)
--- KEYS[5]  seckill:{<tag>}:orderinfo:<orderId>  "<userId>:<voucherId>:<status>",
---          or "void" (seckill_settle.lua gave the order id up)
--- ARGV[1]  user id
--- ARGV[2]  voucher id
--- ARGV[3]  order id (from the ID worker)
--- ARGV[4]  now, unix milliseconds
--- ARGV[5]  TTL of the order-info key, seconds
--- ARGV[6]  the mode: absent or "" for a voucher of one bucket;
---          "reserve" in the user's home bucket of a split voucher (the
---          bucket holding the user's buyer mark): sold out here, the
---          script reserves the buyer mark and answers 8, and the caller
---          tries the other buckets; "away" in one of those other buckets:
---          the home bucket checked the buyer mark, so this one neither
---          reads nor adds it, and the entry carries buyerShard = ARGV[8]
--- ARGV[7]  the W3C traceparent of the admitting request, stored in the
---          stream entry as field traceparent; absent or "" stores none
--- ARGV[8]  with "away": the shard of the user's home bucket (a dead
---          letter gives the buyer mark back there)
+-- KEYS[2]  seckill:{<tag>}:order:<voucherId>  the bucket's buyer ids
+-- KEYS[3]  seckill:{<tag>}:voucher:<voucherId>  hash {begin, end, initial, state}
+-- KEYS[4]  seckill:{<tag>}:orders  the shard's order stream
+-- KEYS[5]  seckill:{<tag>}:orderinfo:<orderId>  "<userId>:<voucherId>:<status>" or "void"
+-- ARGV[1]  user id; ARGV[2] voucher id; ARGV[3] order id
+-- ARGV[4]  now, unix ms; ARGV[5] TTL of the order info, seconds
+-- ARGV[6]  mode: "" (one bucket), "reserve" (the user's home bucket),
+--          "away" (another bucket: no buyer mark read or added here)
+-- ARGV[7]  traceparent for the stream entry ("" or absent: none)
+-- ARGV[8]  with "away": the home bucket's shard, stored as buyerShard
 --
--- Returns an integer code:
---   0 admitted: stock decremented, buyer added (not "away"), order
---     appended to the stream, order info set to pending; or admitted
---     already: the order-info key names this user and voucher (pending, or
---     failed since), so this run repeats one whose reply was lost, and
---     nothing changes
---   1 sold out            2 duplicate (the user already bought; not "away")
---   3 not started         4 ended
---   5 not loaded (the voucher hash or the stock key is missing)
---   6 unsafe (state is not "ok": Redis lost data, or a reconciler is at work)
---   7 void (the order-info key is "void", or names another order: the order
---     id was given up after an admission whose answer was lost)
---   8 move ("reserve" only): no stock in this bucket; the buyer mark is
---     added and the order info is "<user>:<voucher>:moving" (a repeat of
---     this run answers 8 again); the caller admits the order in another
---     bucket ("away") and then ends the reservation (seckill_release.lua)
--- Nothing changes unless the code is 0 or 8.
+-- Returns 0 admitted (or admitted already by a run whose reply was lost),
+-- 1 sold out, 2 duplicate, 3 not started, 4 ended, 5 not loaded, 6 unsafe,
+-- 7 void order id, 8 move ("reserve", no stock: buyer mark reserved, order
+-- info "moving"). Nothing changes unless it returns 0 or 8.
 local mine = ARGV[1] .. ':' .. ARGV[2] .. ':'
 local mode = ARGV[6] or ''
 local away = mode == 'away'

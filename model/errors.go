@@ -37,6 +37,9 @@ var (
 	ErrRateLimited  = errors.New("rate limited")
 	// ErrUnavailable means Redis or the database could not be reached in time.
 	ErrUnavailable = errors.New("dependency unavailable")
+	// ErrReplyLost means a Redis script was sent and its reply lost: it may
+	// or may not have run. The caller settles it. It never reaches a client.
+	ErrReplyLost = errors.New("script reply lost")
 )
 
 // InvalidArgumentError is a bad input naming the field at fault.

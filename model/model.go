@@ -104,6 +104,15 @@ const MaxStockBuckets = 16
 // Buckets is StockBuckets, at least 1.
 func (v *SeckillVoucher) Buckets() int { return max(v.StockBuckets, 1) }
 
+// HomeBucket is the bucket tried first for a user's order of a voucher of
+// n buckets. It holds the user's buyer mark.
+func HomeBucket(userID int64, n int) int {
+	if n <= 1 {
+		return 0
+	}
+	return int(uint64(userID) % uint64(n))
+}
+
 // SeckillVoucherInfo is a voucher together with its seckill fields.
 type SeckillVoucherInfo struct {
 	Voucher

@@ -87,7 +87,7 @@ func EpochKey(i int) string { return shardPrefix(i) + "epoch" }
 // BucketShard(voucherId, b), so a voucher's buckets are on different
 // slots. Each shard uses the same key names. Bucket 0 is the voucher's
 // shard, so a voucher of one bucket has exactly the keys below.
-// A user's home bucket (HomeBucket) holds the user's buyer mark.
+// A user's home bucket (model.HomeBucket) holds the user's buyer mark.
 const MaxBuckets = model.MaxStockBuckets
 
 // BucketShard is the shard of bucket b (0 <= b < MaxBuckets) of the
@@ -101,15 +101,6 @@ func BucketShard(voucherID int64, b int) int {
 
 // bucketStride is the shards between a voucher's consecutive buckets.
 const bucketStride = 11
-
-// HomeBucket is the bucket tried first for a voucher of n buckets. It holds
-// the user's buyer mark.
-func HomeBucket(userID int64, n int) int {
-	if n <= 1 {
-		return 0
-	}
-	return int(uint64(userID) % uint64(n))
-}
 
 // StockKey is seckill:{<tag>}:stock:<voucherId> (bucket 0).
 func StockKey(voucherID int64) string { return StockKeyIn(VoucherShard(voucherID), voucherID) }

@@ -8,30 +8,34 @@ import (
 	"sync/atomic"
 	"time"
 
+	"seckill/lua"
 	"seckill/model"
 )
 
-// Async mode (SECKILL_ORDER_MODE=async) has three parts.
-// AsyncAdmission admits each order in Redis and queues it in a stream.
-// ConsumerGroup writes the stream's orders to the database (consumer.go).
-// Reconciler keeps each voucher's Redis state true to the facts (reconcile.go).
-
-// AsyncSeckill is async mode wired from its three parts.
-// It serves Buy, Order and Audit like SyncSeckill does.
-type AsyncSeckill struct {
-	*AsyncAdmission
-	*ConsumerGroup
-	*Reconciler
+// AsyncMode is async mode (SECKILL_ORDER_MODE=async) wired from its three
+// parts.
+type AsyncMode struct {
+	// Seckill admits each order in Redis and queues it in a stream. It
+	// serves Buy, Order and Audit like SyncSeckill does.
+	Seckill *AsyncSeckill
+	// Consumers write the stream's orders to the database (consumer.go).
+	Consumers *ConsumerGroup
+	// Reconciler keeps each voucher's Redis state true to the facts
+	// (reconcile.go).
+	Reconciler *Reconciler
 }
 
-// AdmissionDeps are the collaborators of the async request path.
-type AdmissionDeps struct {
+// AsyncSeckillDeps are the collaborators of the async request path.
+type AsyncSeckillDeps struct {
 	Vouchers VoucherStore
 	Orders   AsyncOrderStore
 	IDs      IDGenerator
-	Redis    Admitter
-	Queue    OrderQueue
-	Rejects  RejectionCounter
+	// Script runs seckill.lua and its companions; AdmitOrder decides what
+	// their replies mean.
+	Script  SeckillScript
+	Redis   AsyncState
+	Queue   OrderQueue
+	Rejects RejectionCounter
 	// Losses holds the recorded losses of Redis data (optional).
 	// An order found nowhere and made before a loss is reported failed.
 	Losses NamedValues
@@ -45,21 +49,21 @@ type AdmissionDeps struct {
 	VoucherCacheTTL time.Duration
 }
 
-// AsyncAdmission is the request path of async mode. It admits orders in Redis
+// AsyncSeckill is the request path of async mode. It admits orders in Redis
 // (Buy), reads them (Order) and audits a voucher (Audit). It loads a voucher
 // just published (Published).
-type AsyncAdmission struct {
-	d        AdmissionDeps
+type AsyncSeckill struct {
+	d        AsyncSeckillDeps
 	cache    *voucherCache
 	admitted atomic.Uint64 // orders admitted by this process
 }
 
 // Admitted is the number of orders this process admitted so far.
 // The consumers read it as ConsumerDeps.Admitted.
-func (s *AsyncAdmission) Admitted() uint64 { return s.admitted.Load() }
+func (s *AsyncSeckill) Admitted() uint64 { return s.admitted.Load() }
 
-// NewAsyncAdmission returns the request path of async mode.
-func NewAsyncAdmission(d AdmissionDeps) *AsyncAdmission {
+// NewAsyncSeckill returns the request path of async mode.
+func NewAsyncSeckill(d AsyncSeckillDeps) *AsyncSeckill {
 	if d.Now == nil {
 		d.Now = time.Now
 	}
@@ -69,7 +73,7 @@ func NewAsyncAdmission(d AdmissionDeps) *AsyncAdmission {
 	if d.OrderInfoTTL <= 0 {
 		d.OrderInfoTTL = 24 * time.Hour
 	}
-	return &AsyncAdmission{d: d, cache: newVoucherCache(d.Vouchers, d.VoucherCacheTTL, d.Now)}
+	return &AsyncSeckill{d: d, cache: newVoucherCache(d.Vouchers, d.VoucherCacheTTL, d.Now)}
 }
 
 // writtenCheckTimeout bounds Buy's database read after an unknown admission
@@ -79,16 +83,18 @@ const writtenCheckTimeout = time.Second
 // RefusesLocally reports whether Buy would refuse the voucher now from
 // memory, with no round trip: outside its window, or seen sold out within
 // the last second.
-func (s *AsyncAdmission) RefusesLocally(voucherID int64) bool { return s.cache.refuses(voucherID) }
+func (s *AsyncSeckill) RefusesLocally(voucherID int64) bool { return s.cache.refuses(voucherID) }
 
-// Buy admits one order with one EVALSHA of the admission script. The window and
-// a known sold-out state come from the cache, the order id from leased blocks.
-// The id is returned at once; the order is pending until a consumer writes it.
+// Buy admits one order with one EVALSHA of seckill.lua (AdmitOrder). The
+// window and a known sold-out state come from the cache, the order id from
+// leased blocks. The id is returned at once; the order is pending until a
+// consumer writes it.
 //
-// When the script's answer is lost, Admit settles it in Redis: nil if the order
-// was admitted, else ErrUnavailable with the id voided. A consumer may have
-// written it meanwhile, so Buy reads the database before it answers 503.
-func (s *AsyncAdmission) Buy(ctx context.Context, userID, voucherID int64) (int64, error) {
+// When the script's answer is lost, AdmitOrder settles it in Redis: nil if
+// the order was admitted, else ErrUnavailable with the id voided. A consumer
+// may have written it meanwhile, so Buy reads the database before it
+// answers 503.
+func (s *AsyncSeckill) Buy(ctx context.Context, userID, voucherID int64) (int64, error) {
 	if voucherID <= 0 {
 		return 0, model.InvalidArgument("id", "must be a positive number")
 	}
@@ -100,7 +106,7 @@ func (s *AsyncAdmission) Buy(ctx context.Context, userID, voucherID int64) (int6
 	if err != nil {
 		return 0, err
 	}
-	err = s.d.Redis.Admit(ctx, orderID, userID, voucherID, v.sv.Buckets(), s.d.Now())
+	err = AdmitOrder(ctx, s.d.Script, orderID, userID, voucherID, v.sv.Buckets(), s.d.Now())
 	if errors.Is(err, model.ErrSoldOut) {
 		v.markSoldOut(s.d.Now())
 	}
@@ -120,11 +126,202 @@ func (s *AsyncAdmission) Buy(ctx context.Context, userID, voucherID int64) (int6
 	return orderID, nil
 }
 
+// SeckillScript runs lua/seckill.lua and its two companions and returns
+// their replies as they are (repository/redisstore/seckill_script.go).
+// AdmitOrder decides what the replies mean.
+type SeckillScript interface {
+	// Run runs seckill.lua once for the order in bucket b of the voucher,
+	// in mode (lua.SeckillOnly, SeckillHome, SeckillAway; home is the home
+	// bucket of a run "away"), and returns its code. model.ErrReplyLost:
+	// sent and the reply lost, so it may have run. Any other error: it did
+	// not run.
+	Run(ctx context.Context, orderID, userID, voucherID int64, b int, mode string, home int, now time.Time) (int, error)
+	// Settle runs seckill_settle.lua for an admission in bucket b whose
+	// reply was lost, and returns its verdict (lua.Settle*).
+	Settle(ctx context.Context, orderID, userID, voucherID int64, b int) (int, error)
+	// Release runs seckill_release.lua: it ends the home bucket's
+	// reservation, the order admitted elsewhere (moved) or nowhere.
+	Release(ctx context.Context, orderID, userID, voucherID int64, home int, moved bool) error
+}
+
+// settleTimeout bounds the settlement of an admission whose answer was
+// lost, and a release. They run on a context detached from the request's,
+// whose end may be what cut the admission short.
+const settleTimeout = time.Second
+
+// releaseRetryFor bounds releaseEventually: a failover of the home master
+// takes seconds.
+const releaseRetryFor = 30 * time.Second
+
+// errMove is the answer of a home bucket that reserved the buyer mark and
+// had no stock (lua.SeckillMove): admit the order in another bucket.
+var errMove = errors.New("admit in another bucket")
+
+// AdmitOrder is the async step: it runs seckill.lua for one order and
+// decides what the reply means. nil when admitted and queued. Otherwise
+// model.ErrSoldOut, model.ErrDuplicateOrder, model.ErrSeckillNotStarted,
+// model.ErrSeckillEnded, or model.ErrUnavailable (wrapping
+// model.ErrVoucherNotLoaded or model.ErrVoucherUnsafe). buckets is the
+// voucher's stock buckets (model.SeckillVoucher.Buckets).
+//
+// The script is sent at most once. A lost answer is settled by
+// seckill_settle.lua, and a void order id answers ErrUnavailable. A split
+// voucher tries the user's home bucket, then the others in mode "away"
+// (fallOver). docs/async.md tells the lost answers and the buckets in full.
+func AdmitOrder(ctx context.Context, s SeckillScript, orderID, userID, voucherID int64, buckets int, now time.Time) error {
+	a := admission{s: s, orderID: orderID, userID: userID, voucherID: voucherID, now: now}
+	if buckets <= 1 {
+		return a.admitIn(ctx, 0, lua.SeckillOnly)
+	}
+	home := model.HomeBucket(userID, buckets)
+	err := a.admitIn(ctx, home, lua.SeckillHome)
+	if errors.Is(err, model.ErrUnavailable) && !errors.Is(err, model.ErrVoucherNotLoaded) && !errors.Is(err, model.ErrVoucherUnsafe) {
+		// Unknown whether the home bucket reserved the buyer mark: undo a
+		// reservation, if any, once Redis answers again.
+		a.releaseEventually(home)
+	}
+	if !errors.Is(err, errMove) {
+		return err
+	}
+	return a.fallOver(ctx, buckets, home)
+}
+
+// admission is one order's admission, bucket after bucket.
+type admission struct {
+	s                          SeckillScript
+	orderID, userID, voucherID int64
+	now                        time.Time
+}
+
+// admitIn runs seckill.lua in bucket b and settles a lost answer.
+func (a admission) admitIn(ctx context.Context, b int, mode string) error {
+	code, err := a.s.Run(ctx, a.orderID, a.userID, a.voucherID, b, mode, b, a.now)
+	if errors.Is(err, model.ErrReplyLost) {
+		return a.settle(ctx, b, err)
+	}
+	if err != nil {
+		return err // it did not run: nothing to settle
+	}
+	return a.replyErr(code)
+}
+
+// replyErr is what a seckill.lua code means.
+func (a admission) replyErr(code int) error {
+	switch code {
+	case lua.SeckillOK:
+		return nil
+	case lua.SeckillSoldOut:
+		return model.ErrSoldOut
+	case lua.SeckillDuplicate:
+		return model.ErrDuplicateOrder
+	case lua.SeckillNotStarted:
+		return model.ErrSeckillNotStarted
+	case lua.SeckillEnded:
+		return model.ErrSeckillEnded
+	case lua.SeckillNotLoaded:
+		return fmt.Errorf("%w: voucher %d: %w", model.ErrUnavailable, a.voucherID, model.ErrVoucherNotLoaded)
+	case lua.SeckillUnsafe:
+		return fmt.Errorf("%w: voucher %d: %w", model.ErrUnavailable, a.voucherID, model.ErrVoucherUnsafe)
+	case lua.SeckillVoid:
+		return fmt.Errorf("%w: order id %d is void", model.ErrUnavailable, a.orderID)
+	case lua.SeckillMove:
+		return errMove
+	}
+	return fmt.Errorf("seckill.lua: unexpected code %d", code)
+}
+
+// fallOver admits an order whose home bucket reserved the buyer mark. It
+// tries the other buckets in the user's order: home+1, home+2, and so on.
+// Then it ends the reservation. The result is "moved" when a bucket
+// admitted the order. It is "void" when no bucket did. Then every bucket
+// sold out (ErrSoldOut), or one refused it for another reason (its error).
+func (a admission) fallOver(ctx context.Context, buckets, home int) error {
+	for i := 1; i < buckets; i++ {
+		b := (home + i) % buckets
+		code, err := a.s.Run(ctx, a.orderID, a.userID, a.voucherID, b, lua.SeckillAway, home, a.now)
+		switch {
+		case errors.Is(err, model.ErrReplyLost):
+			if serr := a.settle(ctx, b, err); serr != nil {
+				return a.release(ctx, home, false, serr)
+			}
+			code = lua.SeckillOK
+		case err != nil:
+			return a.release(ctx, home, false, err)
+		}
+		switch err := a.replyErr(code); {
+		case err == nil:
+			return a.release(ctx, home, true, nil)
+		case !errors.Is(err, model.ErrSoldOut):
+			return a.release(ctx, home, false, err)
+		}
+	}
+	return a.release(ctx, home, false, model.ErrSoldOut)
+}
+
+// settle decides an admission in bucket b whose answer was lost (cause).
+// nil means it admitted the order. Otherwise it is model.ErrUnavailable
+// with the order id void in Redis. When Redis cannot be reached, nothing
+// is settled. A home bucket's reservation (lua.SettleMoving) is errMove:
+// the caller goes on to the other buckets.
+func (a admission) settle(ctx context.Context, b int, cause error) error {
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), settleTimeout)
+	defer cancel()
+	v, err := a.s.Settle(sctx, a.orderID, a.userID, a.voucherID, b)
+	switch {
+	case err != nil:
+		return fmt.Errorf("%w: admission of order %d unknown (%w); settling it: %w",
+			model.ErrUnavailable, a.orderID, cause, err)
+	case v == lua.SettleAdmitted:
+		return nil
+	case v == lua.SettleMoving:
+		return errMove
+	case v == lua.SettleVoid:
+		return fmt.Errorf("%w: admission of order %d unknown (%w): order id void",
+			model.ErrUnavailable, a.orderID, cause)
+	}
+	return fmt.Errorf("seckill_settle.lua: unexpected verdict %d", v)
+}
+
+// release ends the home bucket's reservation of an order and returns
+// result. Moved means admitted in another bucket. void drops the buyer
+// mark. When the release fails, an order not admitted is answered 503:
+// its buyer mark may stay until a rebuild from the facts drops it, and
+// releaseEventually tries again. An admitted order stays admitted: the
+// reservation is its buyer mark, and its home record stays "moving" until
+// it expires.
+func (a admission) release(ctx context.Context, home int, moved bool, result error) error {
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), settleTimeout)
+	defer cancel()
+	err := a.s.Release(rctx, a.orderID, a.userID, a.voucherID, home, moved)
+	if err != nil && !moved {
+		a.releaseEventually(home)
+		return fmt.Errorf("%w: order %d: releasing its buyer mark: %w (after %w)", model.ErrUnavailable, a.orderID, err, result)
+	}
+	return result
+}
+
+// releaseEventually retries the release ("void") of a home bucket's
+// reservation in the background, for up to releaseRetryFor. The order was
+// not admitted. The release changes nothing unless the order info says
+// the order is moving, so it is safe when there was no reservation.
+func (a admission) releaseEventually(home int) {
+	go func() {
+		for deadline := time.Now().Add(releaseRetryFor); time.Now().Before(deadline); time.Sleep(250 * time.Millisecond) {
+			ctx, cancel := context.WithTimeout(context.Background(), settleTimeout)
+			err := a.s.Release(ctx, a.orderID, a.userID, a.voucherID, home, false)
+			cancel()
+			if err == nil {
+				return
+			}
+		}
+	}()
+}
+
 // Order returns the order with id if it belongs to userID.
 // It reads the database first (created), then Redis (pending or failed).
 // An order made before a recorded loss of Redis data is failed (see Watch).
 // Another user's order is model.ErrOrderNotFound, like a missing one.
-func (s *AsyncAdmission) Order(ctx context.Context, userID, orderID int64) (*model.VoucherOrder, error) {
+func (s *AsyncSeckill) Order(ctx context.Context, userID, orderID int64) (*model.VoucherOrder, error) {
 	if orderID <= 0 {
 		return nil, model.InvalidArgument("orderId", "must be a positive number")
 	}
@@ -162,7 +359,7 @@ func (s *AsyncAdmission) Order(ctx context.Context, userID, orderID int64) (*mod
 // Audit checks the voucher's state against invariants 1 to 3 and 5. It reads
 // Redis and the stream in one MULTI, then the database in one snapshot. Redis
 // goes first, so an order written meanwhile is counted once.
-func (s *AsyncAdmission) Audit(ctx context.Context, voucherID int64) (*model.Audit, error) {
+func (s *AsyncSeckill) Audit(ctx context.Context, voucherID int64) (*model.Audit, error) {
 	if voucherID <= 0 {
 		return nil, model.InvalidArgument("id", "must be a positive number")
 	}
@@ -196,7 +393,7 @@ func (s *AsyncAdmission) Audit(ctx context.Context, voucherID int64) (*model.Aud
 
 // Published loads a voucher just published into Redis. Wire it with
 // Vouchers.OnPublished: publishing answers once the voucher can be sold.
-func (s *AsyncAdmission) Published(ctx context.Context, sv *model.SeckillVoucher) error {
+func (s *AsyncSeckill) Published(ctx context.Context, sv *model.SeckillVoucher) error {
 	loaded, err := s.d.Redis.LoadNew(ctx, sv)
 	if err != nil {
 		return fmt.Errorf("load voucher %d into redis: %w", sv.VoucherID, err)
@@ -209,9 +406,9 @@ func (s *AsyncAdmission) Published(ctx context.Context, sv *model.SeckillVoucher
 
 // VoucherChanged is called after an admin edited or closed the voucher.
 // It drops the cached copy and rebuilds the Redis state from the facts.
-func (s *AsyncSeckill) VoucherChanged(ctx context.Context, voucherID int64) error {
-	s.cache.forget(voucherID)
-	if _, err := s.Rebuild(ctx, voucherID); err != nil {
+func (m *AsyncMode) VoucherChanged(ctx context.Context, voucherID int64) error {
+	m.Seckill.cache.forget(voucherID)
+	if _, err := m.Reconciler.Rebuild(ctx, voucherID); err != nil {
 		return fmt.Errorf("rebuild voucher %d in redis: %w", voucherID, err)
 	}
 	return nil

@@ -4,22 +4,25 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"seckill/lua"
 	"seckill/model"
 	"seckill/service/mock"
 )
 
-// ambigAdmitter answers every Admit with err.
-type ambigAdmitter struct {
-	Admitter
+// ambigScript answers every run of seckill.lua with err.
+type ambigScript struct {
+	SeckillScript
 	err error
 }
 
-func (a *ambigAdmitter) Admit(context.Context, int64, int64, int64, int, time.Time) error {
-	return a.err
+func (a *ambigScript) Run(context.Context, int64, int64, int64, int, string, int, time.Time) (int, error) {
+	return 0, a.err
 }
 
 // ambigVouchers adds ListLive to mock.Vouchers.
@@ -75,9 +78,9 @@ func TestAsyncBuyAmbiguousAdmission(t *testing.T) {
 			if tt.written {
 				orders.f.orders[wantID] = model.VoucherOrder{ID: wantID, UserID: user, VoucherID: 7, Status: model.OrderStatusCreated}
 			}
-			s := NewAsyncAdmission(AdmissionDeps{
+			s := NewAsyncSeckill(AsyncSeckillDeps{
 				Vouchers: ambigVouchers{v}, Orders: orders, IDs: ids,
-				Redis: &ambigAdmitter{err: tt.admitErr}, Log: discardLog(),
+				Script: &ambigScript{err: tt.admitErr}, Log: discardLog(),
 			})
 			ctx, cancel := context.WithCancel(context.Background())
 			defer cancel()
@@ -93,4 +96,156 @@ func TestAsyncBuyAmbiguousAdmission(t *testing.T) {
 			}
 		})
 	}
+}
+
+// scriptRun is one run of seckill.lua a stepScript saw.
+type scriptRun struct {
+	b, home int
+	mode    string
+}
+
+// stepScript is seckill.lua as a table: reply[b] is bucket b's answer,
+// and lost[b] loses it (settled with verdict[b]).
+type stepScript struct {
+	mu       sync.Mutex
+	reply    map[int]int
+	lost     map[int]bool
+	verdict  map[int]int
+	runs     []scriptRun
+	settled  []int
+	releases chan bool // moved, per release
+	relErr   error
+}
+
+func (s *stepScript) Run(_ context.Context, _, _, _ int64, b int, mode string, home int, _ time.Time) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.runs = append(s.runs, scriptRun{b: b, home: home, mode: mode})
+	if s.lost[b] {
+		return 0, fmt.Errorf("%w: read tcp: i/o timeout", model.ErrReplyLost)
+	}
+	return s.reply[b], nil
+}
+
+func (s *stepScript) Settle(_ context.Context, _, _, _ int64, b int) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.settled = append(s.settled, b)
+	return s.verdict[b], nil
+}
+
+func (s *stepScript) Release(_ context.Context, _, _, _ int64, _ int, moved bool) error {
+	s.releases <- moved
+	return s.relErr
+}
+
+// TestAdmitOrderSteps: what AdmitOrder makes of seckill.lua's replies on a
+// voucher of three buckets. The user's home bucket is tried first, then
+// the next ones "away", and the home bucket's reservation is released:
+// "moved" when another bucket admitted the order, "void" otherwise. A
+// lost reply is settled in its bucket.
+func TestAdmitOrderSteps(t *testing.T) {
+	const user, buckets = 7, 3
+	home := model.HomeBucket(user, buckets)
+	next, last := (home+1)%buckets, (home+2)%buckets
+	tests := []struct {
+		name    string
+		reply   map[int]int
+		lost    map[int]bool
+		verdict map[int]int
+		want    error
+		runs    []int
+		settled []int
+		moved   []bool // the releases
+	}{
+		{name: "admitted at home", reply: map[int]int{home: lua.SeckillOK}, runs: []int{home}},
+		{name: "duplicate at home", reply: map[int]int{home: lua.SeckillDuplicate}, want: model.ErrDuplicateOrder, runs: []int{home}},
+		{name: "moved to the last bucket", reply: map[int]int{home: lua.SeckillMove, next: lua.SeckillSoldOut, last: lua.SeckillOK},
+			runs: []int{home, next, last}, moved: []bool{true}},
+		{name: "sold out everywhere", reply: map[int]int{home: lua.SeckillMove, next: lua.SeckillSoldOut, last: lua.SeckillSoldOut},
+			want: model.ErrSoldOut, runs: []int{home, next, last}, moved: []bool{false}},
+		{name: "ended away", reply: map[int]int{home: lua.SeckillMove, next: lua.SeckillEnded},
+			want: model.ErrSeckillEnded, runs: []int{home, next}, moved: []bool{false}},
+		{name: "home reply lost, settled moving", lost: map[int]bool{home: true}, verdict: map[int]int{home: lua.SettleMoving},
+			reply: map[int]int{next: lua.SeckillOK}, runs: []int{home, next}, settled: []int{home}, moved: []bool{true}},
+		{name: "home reply lost, settled admitted", lost: map[int]bool{home: true}, verdict: map[int]int{home: lua.SettleAdmitted},
+			runs: []int{home}, settled: []int{home}},
+		{name: "away reply lost, settled admitted", reply: map[int]int{home: lua.SeckillMove}, lost: map[int]bool{next: true},
+			verdict: map[int]int{next: lua.SettleAdmitted}, runs: []int{home, next}, settled: []int{next}, moved: []bool{true}},
+		{name: "away reply lost, settled void", reply: map[int]int{home: lua.SeckillMove}, lost: map[int]bool{next: true},
+			verdict: map[int]int{next: lua.SettleVoid}, want: model.ErrUnavailable, runs: []int{home, next}, settled: []int{next}, moved: []bool{false}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := &stepScript{reply: tt.reply, lost: tt.lost, verdict: tt.verdict, releases: make(chan bool, 4)}
+			err := AdmitOrder(context.Background(), s, 1<<40, user, 9, buckets, time.Now())
+			if tt.want == nil && err != nil || tt.want != nil && !errors.Is(err, tt.want) {
+				t.Errorf("AdmitOrder: got %v, want %v", err, tt.want)
+			}
+			var runs []int
+			for i, r := range s.runs {
+				runs = append(runs, r.b)
+				wantMode := lua.SeckillAway
+				if i == 0 {
+					wantMode = lua.SeckillHome
+				}
+				if r.mode != wantMode || r.home != home {
+					t.Errorf("run %d in bucket %d: mode %q, home %d; want %q, %d", i, r.b, r.mode, r.home, wantMode, home)
+				}
+			}
+			if !slices.Equal(runs, tt.runs) {
+				t.Errorf("buckets run: got %v, want %v", runs, tt.runs)
+			}
+			if !slices.Equal(s.settled, tt.settled) {
+				t.Errorf("buckets settled: got %v, want %v", s.settled, tt.settled)
+			}
+			close(s.releases)
+			var moved []bool
+			for m := range s.releases {
+				moved = append(moved, m)
+			}
+			if !slices.Equal(moved, tt.moved) {
+				t.Errorf("releases (moved): got %v, want %v", moved, tt.moved)
+			}
+		})
+	}
+}
+
+// TestAdmitOrderReleasesInBackground: when the home bucket's answer is
+// unavailable, a reservation may have been made: AdmitOrder answers
+// ErrUnavailable and releases it ("void") in the background, retrying
+// until Redis answers.
+func TestAdmitOrderReleasesInBackground(t *testing.T) {
+	const user, buckets = 7, 2
+	s := &unavailableScript{releases: make(chan bool)}
+	err := AdmitOrder(context.Background(), s, 1<<40, user, 9, buckets, time.Now())
+	if !errors.Is(err, model.ErrUnavailable) {
+		t.Fatalf("AdmitOrder: got %v, want ErrUnavailable", err)
+	}
+	if moved := <-s.releases; moved {
+		t.Error("background release: moved, want void")
+	}
+	if moved := <-s.releases; moved { // a second try after the failed first
+		t.Error("background release retried: moved, want void")
+	}
+}
+
+// unavailableScript answers every run ErrUnavailable. Its first release
+// fails, the next ones succeed.
+type unavailableScript struct {
+	SeckillScript
+	releases chan bool
+	n        atomic.Int64
+}
+
+func (*unavailableScript) Run(context.Context, int64, int64, int64, int, string, int, time.Time) (int, error) {
+	return 0, model.Unavailable(errors.New("dial tcp: connection refused"))
+}
+
+func (s *unavailableScript) Release(_ context.Context, _, _, _ int64, _ int, moved bool) error {
+	s.releases <- moved
+	if s.n.Add(1) == 1 {
+		return model.Unavailable(errors.New("dial tcp: connection refused"))
+	}
+	return nil
 }

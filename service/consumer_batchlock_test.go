@@ -37,7 +37,7 @@ func newLuaConsRig(t *testing.T) (*consRig, *miniredis.Miniredis, *scriptCalls) 
 	t.Cleanup(func() { rdb.Close() })
 	calls := &scriptCalls{}
 	rdb.AddHook(calls)
-	locker, err := lock.NewLua(rdb)
+	locker, err := lock.NewScripted(rdb)
 	if err != nil {
 		t.Fatal(err)
 	}

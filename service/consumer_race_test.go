@@ -84,7 +84,7 @@ func (e *raceEnv) voucher(t *testing.T, stock int) int64 {
 	if err := sqlstore.NewVouchers(e.db).CreateSeckill(ctx, v, sv); err != nil {
 		t.Fatal(err)
 	}
-	if err := redisstore.NewAdmission(e.rdb).Load(ctx, sv, int64(stock), nil, nil); err != nil {
+	if err := redisstore.NewAsyncState(e.rdb).Load(ctx, sv, int64(stock), nil, nil); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {

@@ -10,15 +10,10 @@ import (
 // The stores of the order queue: admitting into it, reading it, writing from
 // it. Package repository implements them.
 
-// Admitter is the Redis side of async mode. It runs the admission script and
-// keeps each voucher's Redis state and the epoch.
-type Admitter interface {
-	// Admit runs the admission script for one order. It returns nil when the
-	// order is queued, else the refusal: model.ErrSoldOut, ErrDuplicateOrder,
-	// ErrSeckillNotStarted or ErrSeckillEnded. A voucher not loaded or unsafe is
-	// model.ErrUnavailable wrapping ErrVoucherNotLoaded or ErrVoucherUnsafe.
-	// buckets is the voucher's stock buckets (model.SeckillVoucher.Buckets).
-	Admit(ctx context.Context, orderID, userID, voucherID int64, buckets int, now time.Time) error
+// AsyncState is the Redis state of async mode beside the order stream: each
+// voucher's buckets, the epoch and the order-info records. seckill.lua's
+// caller is SeckillScript (admission.go).
+type AsyncState interface {
 	// OrderInfo returns the record of an order not yet in the database.
 	// It returns model.ErrOrderNotFound when there is none.
 	OrderInfo(ctx context.Context, orderID int64) (*model.VoucherOrder, error)

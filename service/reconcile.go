@@ -20,7 +20,7 @@ const EpochName = "async_epoch"
 type ReconcilerDeps struct {
 	Vouchers AsyncVoucherStore
 	Orders   FactsReader
-	Redis    Admitter
+	Redis    AsyncState
 	Queue    OrderQueue
 	Values   NamedValues
 	// Fence is the loss fence every rebuild moves before it reads the facts.

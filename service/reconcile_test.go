@@ -88,9 +88,9 @@ func (w *reconWorld) drain() {
 	w.stream = w.stream[1:]
 }
 
-// reconRedis is the Redis side (Admitter).
+// reconRedis is the Redis side (AsyncState).
 type reconRedis struct {
-	Admitter
+	AsyncState
 	w *reconWorld
 }
 

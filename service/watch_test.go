@@ -144,10 +144,10 @@ func idAt(t time.Time) int64 {
 	return int64(t.Sub(model.OrderIDEpoch)/time.Second)<<32 | 12345
 }
 
-// noInfoAdmitter knows no order (OrderInfo: not found).
-type noInfoAdmitter struct{ Admitter }
+// noInfoState knows no order (OrderInfo: not found).
+type noInfoState struct{ AsyncState }
 
-func (noInfoAdmitter) OrderInfo(context.Context, int64) (*model.VoucherOrder, error) {
+func (noInfoState) OrderInfo(context.Context, int64) (*model.VoucherOrder, error) {
 	return nil, model.ErrOrderNotFound
 }
 
@@ -158,9 +158,9 @@ func TestOrderLostWithRedis(t *testing.T) {
 	loss := time.Now().Add(-time.Minute)
 	w.values = map[string]string{LossPrefix + strconv.FormatInt(loss.UnixMilli(), 10): "test"}
 	v := mock.NewVouchers(100)
-	s := NewAsyncAdmission(AdmissionDeps{
+	s := NewAsyncSeckill(AsyncSeckillDeps{
 		Vouchers: ambigVouchers{v}, Orders: &ambigOrders{f: newFakeOrders(nil, v)},
-		Redis: noInfoAdmitter{}, Losses: &reconValues{w: w}, Log: discardLog(),
+		Redis: noInfoState{}, Losses: &reconValues{w: w}, Log: discardLog(),
 	})
 	before, after := idAt(loss.Add(-5*time.Second)), idAt(loss.Add(5*time.Second))
 	o, err := s.Order(context.Background(), 42, before)

@@ -18,6 +18,7 @@ import (
 	"seckill/model"
 	"seckill/repository"
 	"seckill/repository/redisstore"
+	"seckill/service"
 )
 
 // Integration tests of async mode (SECKILL_ORDER_MODE=async) on the real
@@ -97,7 +98,7 @@ func TestAsyncPoisonMessage(t *testing.T) {
 		}
 		// The script itself, so that the test does not race the
 		// consumers' view of the HTTP path.
-		if err := redisstore.NewAdmission(rdb).Admit(ctx, orderID, u, vid, 1, time.Now()); err != nil {
+		if err := service.AdmitOrder(ctx, redisstore.NewSeckillScript(rdb), orderID, u, vid, 1, time.Now()); err != nil {
 			t.Fatalf("admit user %d: %v", u, err)
 		}
 		owners[orderID] = u

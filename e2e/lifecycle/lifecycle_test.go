@@ -383,7 +383,7 @@ func TestGiveBackAfterCrash(t *testing.T) {
 		t.Fatalf("give-backs due with redis empty: got %d (%v), want %d", due, err, stock/2)
 	}
 	// Loaded as before the cancels: no stock, every buyer.
-	if err := redisstore.NewAdmission(rdb).Load(ctx, sv, 0, users, nil); err != nil {
+	if err := redisstore.NewAsyncState(rdb).Load(ctx, sv, 0, users, nil); err != nil {
 		t.Fatal(err)
 	}
 	var wg sync.WaitGroup

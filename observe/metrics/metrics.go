@@ -191,7 +191,7 @@ func (m *Metrics) SweepDone(d time.Duration, batches int) {
 func (m *Metrics) SweepFailed() { m.SweepErrors.Inc() }
 
 // AdmissionRoundTrip observes one admission round trip to Redis carrying n
-// admissions (redisstore.Admission.ObservePipelines). A nil *Metrics
+// admissions (redisstore.SeckillScript.ObservePipelines). A nil *Metrics
 // observes nothing, so that m.AdmissionRoundTrip can be wired with or
 // without metrics.
 func (m *Metrics) AdmissionRoundTrip(n int) {

@@ -17,9 +17,9 @@ import (
 )
 
 // bucketRig is a voucher of n buckets loaded on one of testClients, with
-// an Admission and an OrderStream on streams of its own.
+// a testAdmission and an OrderStream on streams of its own.
 type bucketRig struct {
-	a   *Admission
+	a   *testAdmission
 	s   *OrderStream
 	rdb redis.UniversalClient
 	sv  *model.SeckillVoucher
@@ -29,7 +29,7 @@ func newBucketRig(t *testing.T, rdb redis.UniversalClient, n, stock int) *bucket
 	t.Helper()
 	stream, dlq := "test:stream:"+rand.Text()[:10], "test:dlq:"+rand.Text()[:10]
 	now := time.Now()
-	r := &bucketRig{a: newAdmissionOn(rdb, stream), s: NewOrderStreamOn(rdb, stream, dlq), rdb: rdb,
+	r := &bucketRig{a: newTestAdmission(rdb, stream), s: NewOrderStreamOn(rdb, stream, dlq), rdb: rdb,
 		sv: &model.SeckillVoucher{VoucherID: 1<<40 + mrand.Int64N(1<<40), InitialStock: stock, Stock: stock,
 			BeginTime: now.Add(-time.Minute), EndTime: now.Add(time.Hour), StockBuckets: n}}
 	ctx := context.Background()
@@ -117,8 +117,8 @@ func TestBuckets(t *testing.T) {
 				members, _ := rdb.SMembers(ctx, repository.BuyersKeyIn(sh, r.sv.VoucherID)).Result()
 				for _, m := range members {
 					u, _ := strconv.ParseInt(m, 10, 64)
-					if repository.HomeBucket(u, 4) != b {
-						t.Errorf("buyer %d in bucket %d, its home is %d", u, b, repository.HomeBucket(u, 4))
+					if model.HomeBucket(u, 4) != b {
+						t.Errorf("buyer %d in bucket %d, its home is %d", u, b, model.HomeBucket(u, 4))
 					}
 				}
 			}
@@ -130,8 +130,8 @@ func TestBuckets(t *testing.T) {
 			for _, e := range entries {
 				if e.Away {
 					away++
-					if e.BuyerShard != repository.BucketShard(r.sv.VoucherID, repository.HomeBucket(e.UserID, 4)) {
-						t.Errorf("away entry of user %d: buyer shard %d, want its home bucket's %d", e.UserID, e.BuyerShard, repository.BucketShard(r.sv.VoucherID, repository.HomeBucket(e.UserID, 4)))
+					if e.BuyerShard != repository.BucketShard(r.sv.VoucherID, model.HomeBucket(e.UserID, 4)) {
+						t.Errorf("away entry of user %d: buyer shard %d, want its home bucket's %d", e.UserID, e.BuyerShard, repository.BucketShard(r.sv.VoucherID, model.HomeBucket(e.UserID, 4)))
 					}
 				}
 			}

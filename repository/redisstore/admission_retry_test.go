@@ -20,10 +20,10 @@ import (
 )
 
 // admitRig is a voucher with stock 5 loaded on the real Redis under a
-// random id. Its Admission reaches Redis through a fault proxy. It appends
+// random id. Its testAdmission reaches Redis through a fault proxy. It appends
 // to a stream of its own.
 type admitRig struct {
-	a      *Admission
+	a      *testAdmission
 	direct *redis.Client
 	p      *faultproxy.Proxy
 	vid    int64
@@ -33,7 +33,7 @@ type admitRig struct {
 func serviceClient(addr string) *redis.Client { return NewRedisClient(addr, RedisAuth{}) }
 
 // newAdmitRig skips without SECKILL_REDIS_ADDR. client builds the
-// Admission's client for the proxy's address.
+// testAdmission's client for the proxy's address.
 func newAdmitRig(t *testing.T, client func(addr string) *redis.Client) *admitRig {
 	t.Helper()
 	addr := os.Getenv("SECKILL_REDIS_ADDR")
@@ -60,12 +60,12 @@ func newAdmitRig(t *testing.T, client func(addr string) *redis.Client) *admitRig
 	c := client(p.Addr())
 	t.Cleanup(func() { c.Close() })
 	r := &admitRig{
-		a:      newAdmissionOn(c, "test:stream:"+rand.Text()[:10]),
+		a:      newTestAdmission(c, "test:stream:"+rand.Text()[:10]),
 		direct: direct, p: p, vid: 1<<40 + mrand.Int64N(1<<40),
 	}
 	now := time.Now()
 	sv := &model.SeckillVoucher{VoucherID: r.vid, InitialStock: 5, BeginTime: now.Add(-time.Minute), EndTime: now.Add(time.Hour)}
-	if err := NewAdmission(direct).Load(ctx, sv, 5, nil, nil); err != nil {
+	if err := NewAsyncState(direct).Load(ctx, sv, 5, nil, nil); err != nil {
 		t.Fatalf("load voucher: %v", err)
 	}
 	t.Cleanup(func() {
@@ -200,7 +200,7 @@ func TestAdmitLoadsScript(t *testing.T) {
 	c := redis.NewClient(&redis.Options{Addr: m.Addr()})
 	t.Cleanup(func() { c.Close() })
 	ctx := context.Background()
-	a := NewAdmission(c)
+	a := newTestAdmission(c, repository.StreamName)
 	now := time.Now()
 	sv := &model.SeckillVoucher{VoucherID: 7, InitialStock: 5, BeginTime: now.Add(-time.Minute), EndTime: now.Add(time.Hour)}
 	if err := a.Load(ctx, sv, 5, nil, nil); err != nil {

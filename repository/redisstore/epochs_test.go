@@ -20,7 +20,7 @@ func TestIdentity(t *testing.T) {
 	rdb := NewRedisClient(addr, RedisAuth{})
 	defer rdb.Close()
 	ctx := context.Background()
-	a := NewAdmission(rdb)
+	a := NewAsyncState(rdb)
 	id, err := a.Identity(ctx)
 	if err != nil {
 		t.Fatal(err)

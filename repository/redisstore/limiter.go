@@ -255,11 +255,11 @@ func NewPurchaseLimits(rdb redis.UniversalClient) PurchaseLimits {
 	return PurchaseLimits{NewLimiter(rdb)}
 }
 
-// PurchaseLimits returns the purchase's limits on a's client. Their scripts
+// PurchaseLimits returns the purchase's limits on s's client. Their scripts
 // ride in the admissions' round trips: under load a limit's check and
 // another purchase's admission share one pipeline.
-func (a *Admission) PurchaseLimits() PurchaseLimits {
-	return PurchaseLimits{newLimiterOn(a.rdb, a.batch)}
+func (s *SeckillScript) PurchaseLimits() PurchaseLimits {
+	return PurchaseLimits{newLimiterOn(s.rdb, s.batch)}
 }
 
 // AllowAddr counts a purchase from the client address addr.

@@ -19,7 +19,7 @@ func TestSnapshot(t *testing.T) {
 	for name, s := range streamBackends(t) {
 		t.Run(name, func(t *testing.T) {
 			vid, missing := 1_000_000+mrand.Int64N(1<<40), int64(-5)
-			a := NewAdmission(s.rdb)
+			a := NewAsyncState(s.rdb)
 			now := time.Now()
 			sv := &model.SeckillVoucher{VoucherID: vid, InitialStock: 3, Stock: 3, BeginTime: now.Add(-time.Hour), EndTime: now.Add(time.Hour)}
 			if err := a.Load(ctx, sv, 2, []int64{41}, nil); err != nil {

@@ -37,7 +37,7 @@ func TestStockReturns(t *testing.T) {
 				t.Fatalf("not loaded: got %d, %v; want %d", got, err, lua.GiveBackNotLoaded)
 			}
 			// Sold out. Order 100 was cancelled before a rebuild.
-			if err := NewAdmission(rdb).Load(ctx, sv, 0, nil, []int64{100}); err != nil {
+			if err := NewAsyncState(rdb).Load(ctx, sv, 0, nil, []int64{100}); err != nil {
 				t.Fatal(err)
 			}
 			var applied atomic.Int64
@@ -59,7 +59,7 @@ func TestStockReturns(t *testing.T) {
 			if applied.Load() != 7 {
 				t.Errorf("applied %d give-backs, want 7 (8 orders, one returned by the rebuild)", applied.Load())
 			}
-			rv, err := NewAdmission(rdb).Voucher(ctx, sv.VoucherID)
+			rv, err := NewAsyncState(rdb).Voucher(ctx, sv.VoucherID)
 			if err != nil {
 				t.Fatal(err)
 			}

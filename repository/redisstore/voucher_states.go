@@ -89,7 +89,7 @@ func (a *VoucherStates) Load(ctx context.Context, sv *model.SeckillVoucher, stoc
 	n := sv.Buckets()
 	byHome := make([][]int64, n)
 	for _, u := range buyers {
-		h := repository.HomeBucket(u, n)
+		h := model.HomeBucket(u, n)
 		byHome[h] = append(byHome[h], u)
 	}
 	byReturn := make([][]int64, n)

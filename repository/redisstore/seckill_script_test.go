@@ -16,7 +16,25 @@ import (
 	"seckill/lua"
 	"seckill/model"
 	"seckill/repository"
+	"seckill/service"
 )
+
+// testAdmission is the Redis side of async mode as app wires it, with the
+// service's step over it: the tests of this package admit through it.
+type testAdmission struct {
+	*AsyncState
+	*SeckillScript
+}
+
+// newTestAdmission admits into the streams named stream.
+func newTestAdmission(rdb redis.UniversalClient, stream string) *testAdmission {
+	return &testAdmission{NewAsyncState(rdb), newSeckillScriptOn(rdb, stream)}
+}
+
+// Admit is service.AdmitOrder over a's SeckillScript.
+func (a *testAdmission) Admit(ctx context.Context, orderID, userID, voucherID int64, buckets int, now time.Time) error {
+	return service.AdmitOrder(ctx, a.SeckillScript, orderID, userID, voucherID, buckets, now)
+}
 
 // pipeProxy forwards connections to a Redis server. It meets the first
 // chunk carrying several admissions (a pipeline) with one fault. With
