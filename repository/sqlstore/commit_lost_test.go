@@ -6,13 +6,13 @@ import (
 	"errors"
 	"io"
 	"net"
-	"os"
 	"sync"
 	"sync/atomic"
 	"testing"
 
 	"github.com/go-sql-driver/mysql"
 
+	"seckill/internal/testenv"
 	"seckill/model"
 )
 
@@ -122,13 +122,7 @@ func (p *commitProxy) accept() {
 // proxy (skipping without it, failing when CI=true).
 func proxiedMySQL(t *testing.T, lose string) (*DB, *commitProxy) {
 	t.Helper()
-	dsn := os.Getenv("SECKILL_MYSQL_DSN")
-	if dsn == "" {
-		if os.Getenv("CI") == "true" {
-			t.Fatal("SECKILL_MYSQL_DSN must be set in CI")
-		}
-		t.Skip("SECKILL_MYSQL_DSN not set")
-	}
+	dsn := testenv.Need(t, "SECKILL_MYSQL_DSN")
 	databases(t) // the schema
 	cfg, err := mysql.ParseDSN(dsn)
 	if err != nil {
