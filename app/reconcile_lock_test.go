@@ -3,12 +3,12 @@ package app
 import (
 	"context"
 	"errors"
-	"os"
 	"testing"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 
+	"seckill/internal/testenv"
 	"seckill/lock"
 	"seckill/model"
 	"seckill/repository/redisstore"
@@ -60,13 +60,7 @@ func TestReconcileLockOutlivesItsLease(t *testing.T) {
 // The test skips without it, and fails in CI.
 func realRedis(t *testing.T) redis.UniversalClient {
 	t.Helper()
-	addr := os.Getenv("SECKILL_REDIS_ADDR")
-	if addr == "" {
-		if os.Getenv("CI") == "true" {
-			t.Fatal("SECKILL_REDIS_ADDR must be set in CI")
-		}
-		t.Skip("SECKILL_REDIS_ADDR not set: source .ci/env.sh to run against real Redis")
-	}
+	addr := testenv.Need(t, "SECKILL_REDIS_ADDR")
 	c := redisstore.NewRedisClient(addr, redisstore.RedisAuth{})
 	t.Cleanup(func() { c.Close() })
 	return c

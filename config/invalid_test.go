@@ -138,11 +138,7 @@ func TestRealBackendsNeedSecret(t *testing.T) {
 // refusal is one line naming the variable.
 func TestProductionRefusesWeakStarts(t *testing.T) {
 	real := func(more map[string]string) map[string]string {
-		m := map[string]string{"SECKILL_MYSQL_DSN": realDSN, "SECKILL_REDIS_ADDR": realRedis, "SECKILL_JWT_SECRET": testSecret}
-		for k, v := range more {
-			m[k] = v
-		}
-		return m
+		return merged(map[string]string{"SECKILL_MYSQL_DSN": realDSN, "SECKILL_REDIS_ADDR": realRedis, "SECKILL_JWT_SECRET": testSecret}, more)
 	}
 	tests := []struct {
 		name    string

@@ -1,6 +1,7 @@
 package config
 
 import (
+	"maps"
 	"reflect"
 	"strings"
 	"testing"
@@ -10,6 +11,13 @@ import (
 // env returns a getenv over m.
 func env(m map[string]string) func(string) string {
 	return func(k string) string { return m[k] }
+}
+
+// merged returns base's variables with more's on top.
+func merged(base, more map[string]string) map[string]string {
+	m := maps.Clone(base)
+	maps.Copy(m, more)
+	return m
 }
 
 // A production secret of the right length, and real backends' settings

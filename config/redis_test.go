@@ -80,11 +80,7 @@ func TestSentinelInvalid(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			m := map[string]string{"SECKILL_JWT_SECRET": testSecret}
-			for k, v := range tt.env {
-				m[k] = v
-			}
-			_, err := Load(env(m))
+			_, err := Load(env(merged(map[string]string{"SECKILL_JWT_SECRET": testSecret}, tt.env)))
 			if err == nil {
 				t.Fatalf("got nil, want an error naming %s", tt.wantVar)
 			}
@@ -146,16 +142,7 @@ func TestCluster(t *testing.T) {
 // is on or off, and a CA file turns TLS on.
 func TestRedisAuth(t *testing.T) {
 	base := map[string]string{"SECKILL_REDIS_ADDR": "127.0.0.1:6379", "SECKILL_ENV": "development"}
-	with := func(m map[string]string) map[string]string {
-		out := map[string]string{}
-		for k, v := range base {
-			out[k] = v
-		}
-		for k, v := range m {
-			out[k] = v
-		}
-		return out
-	}
+	with := func(m map[string]string) map[string]string { return merged(base, m) }
 	c, err := Load(env(with(map[string]string{"SECKILL_REDIS_USERNAME": " app ", "SECKILL_REDIS_PASSWORD": " pa ss "})))
 	if err != nil {
 		t.Fatal(err)

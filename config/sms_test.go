@@ -51,16 +51,7 @@ func TestSenderRules(t *testing.T) {
 // the log in one line naming SECKILL_SMS_SENDER; development keeps the log.
 func TestProductionNeedsSender(t *testing.T) {
 	prod := map[string]string{"SECKILL_MYSQL_DSN": realDSN, "SECKILL_REDIS_ADDR": realRedis, "SECKILL_JWT_SECRET": testSecret}
-	with := func(more map[string]string) map[string]string {
-		m := map[string]string{}
-		for k, v := range prod {
-			m[k] = v
-		}
-		for k, v := range more {
-			m[k] = v
-		}
-		return m
-	}
+	with := func(more map[string]string) map[string]string { return merged(prod, more) }
 	for name, vars := range map[string]map[string]string{
 		"no sender": prod,
 		"log":       with(map[string]string{"SECKILL_SMS_SENDER": "log"}),

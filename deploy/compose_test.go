@@ -252,13 +252,10 @@ func TestComposeRequiresSecret(t *testing.T) {
 	if apps < 2 {
 		t.Fatalf("docker-compose.yml: %d services with SECKILL_JWT_SECRET, want the two instances", apps)
 	}
-	if _, err := exec.LookPath("docker-compose"); err != nil {
-		t.Logf("docker-compose not installed: the interpolation itself is not checked (%v)", err)
+	if !haveCompose(t) {
 		return
 	}
-	cmd := exec.Command("docker-compose", "-f", "../docker-compose.yml", "config", "-q")
-	cmd.Env = append(withoutEnv(withoutEnv(os.Environ(), "SECKILL_JWT_SECRET"), "SECKILL_SMS_SENDER"), "SECKILL_SMS_SENDER=webhook")
-	out, err := cmd.CombinedOutput()
+	out, err := composeConfig("SECKILL_SMS_SENDER=webhook")
 	if err == nil || !strings.Contains(string(out), "SECKILL_JWT_SECRET") {
 		t.Errorf("docker-compose config without SECKILL_JWT_SECRET: err %v, output %q, want a refusal naming it", err, out)
 	}
@@ -267,10 +264,7 @@ func TestComposeRequiresSecret(t *testing.T) {
 	if msg := strings.TrimSpace(string(out)); strings.Contains(msg, "\n") || len(msg) > 240 || strings.Contains(msg, "SECKILL_MYSQL_DSN") {
 		t.Errorf("docker-compose config without SECKILL_JWT_SECRET: %d bytes, want one line of at most 240 naming only the secret: %q", len(msg), msg)
 	}
-	cmd = exec.Command("docker-compose", "-f", "../docker-compose.yml", "config", "-q")
-	cmd.Env = append(withoutEnv(withoutEnv(os.Environ(), "SECKILL_JWT_SECRET"), "SECKILL_SMS_SENDER"),
-		"SECKILL_JWT_SECRET=deploy-test-secret-0123456789abcdef", "SECKILL_SMS_SENDER=webhook")
-	if out, err := cmd.CombinedOutput(); err != nil {
+	if out, err := composeConfig("SECKILL_JWT_SECRET=deploy-test-secret-0123456789abcdef", "SECKILL_SMS_SENDER=webhook"); err != nil {
 		t.Errorf("docker-compose config with a secret and a sender: %v: %s", err, out)
 	}
 }
@@ -293,18 +287,34 @@ func TestComposeRequiresSender(t *testing.T) {
 	if apps < 2 {
 		t.Fatalf("docker-compose.yml: %d instances, want 2", apps)
 	}
-	if _, err := exec.LookPath("docker-compose"); err != nil {
-		t.Logf("docker-compose not installed: the interpolation itself is not checked (%v)", err)
+	if !haveCompose(t) {
 		return
 	}
-	cmd := exec.Command("docker-compose", "-f", "../docker-compose.yml", "config", "-q")
-	cmd.Env = append(withoutEnv(withoutEnv(os.Environ(), "SECKILL_JWT_SECRET"), "SECKILL_SMS_SENDER"), "SECKILL_JWT_SECRET=deploy-test-secret-0123456789abcdef")
-	out, err := cmd.CombinedOutput()
+	out, err := composeConfig("SECKILL_JWT_SECRET=deploy-test-secret-0123456789abcdef")
 	// One short line: not the whole environment of the service.
 	if err == nil || !strings.Contains(string(out), "SECKILL_SMS_SENDER") || strings.Contains(string(out), "SECKILL_MYSQL_DSN") ||
 		strings.Count(strings.TrimSpace(string(out)), "\n") > 0 || len(strings.TrimSpace(string(out))) > 240 {
 		t.Errorf("docker-compose config without SECKILL_SMS_SENDER: err %v, output %q, want one line naming it", err, out)
 	}
+}
+
+// haveCompose reports whether docker-compose is installed. Without it the
+// interpolation itself goes unchecked, and the test says so.
+func haveCompose(t *testing.T) bool {
+	t.Helper()
+	if _, err := exec.LookPath("docker-compose"); err != nil {
+		t.Logf("docker-compose not installed: the interpolation itself is not checked (%v)", err)
+		return false
+	}
+	return true
+}
+
+// composeConfig runs docker-compose config -q on the repository's file,
+// with the secret and the sender of this environment replaced by set.
+func composeConfig(set ...string) ([]byte, error) {
+	cmd := exec.Command("docker-compose", "-f", "../docker-compose.yml", "config", "-q")
+	cmd.Env = append(withoutEnv(withoutEnv(os.Environ(), "SECKILL_JWT_SECRET"), "SECKILL_SMS_SENDER"), set...)
+	return cmd.CombinedOutput()
 }
 
 // extended is the environment of service in file (relative to the

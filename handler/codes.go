@@ -17,7 +17,7 @@ type codeSent struct {
 
 // sendCode reads the phone from the query only; the client address is the
 // peer's, or what a trusted proxy says (TrustedProxies).
-func (a *api) sendCode(c *gin.Context) {
+func (a userAPI) sendCode(c *gin.Context) {
 	phone := c.Query("phone")
 	code, err := a.Users.SendCode(c.Request.Context(), phone, c.ClientIP())
 	if err != nil {

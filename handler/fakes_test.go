@@ -205,6 +205,15 @@ func (e *env) do(method, path, body, authorization string) response {
 
 // assertError checks the error envelope: exactly success:false, code and
 // errorMsg.
+// assertInvalid asserts a 400 INVALID_ARGUMENT whose message names field.
+func assertInvalid(t *testing.T, r response, field string) {
+	t.Helper()
+	assertError(t, r, http.StatusBadRequest, handler.CodeInvalidArgument)
+	if msg := r.str("errorMsg"); !strings.Contains(msg, field) {
+		t.Errorf("errorMsg: got %q, want it to name %q", msg, field)
+	}
+}
+
 func assertError(t *testing.T, r response, status int, code string) {
 	t.Helper()
 	if r.status != status {

@@ -69,6 +69,15 @@ type api struct {
 	fail func(c *gin.Context, err error)
 }
 
+// userAPI serves the code, login and own-account routes.
+type userAPI struct{ *api }
+
+// voucherAPI serves the voucher routes and the voucher audit.
+type voucherAPI struct{ *api }
+
+// orderAPI serves the purchase, its waiting room and the order routes.
+type orderAPI struct{ *api }
+
 // telemetryService is the server name of the request spans.
 const telemetryService = "seckill"
 
@@ -126,11 +135,12 @@ func New(d Deps) http.Handler {
 	r.GET("/readyz", a.readyz)
 	r.GET("/metrics", gin.WrapH(d.Metrics.Handler()))
 
-	r.POST("/user/code", a.sendCode)
-	r.POST("/user/login", a.login)
-	r.GET("/user/me", authed, a.me)
+	users := userAPI{a}
+	r.POST("/user/code", users.sendCode)
+	r.POST("/user/login", users.login)
+	r.GET("/user/me", authed, users.me)
 	if d.History != nil {
-		r.GET("/user/orders", authed, a.myOrders)
+		r.GET("/user/orders", authed, users.myOrders)
 	}
 
 	shops := shopAPI{a}
@@ -143,30 +153,32 @@ func New(d Deps) http.Handler {
 		r.PUT("/shop", authed, admin, shops.updateShop)
 	}
 
-	r.POST("/voucher/seckill", authed, admin, a.publish)
+	vouchers := voucherAPI{a}
+	r.POST("/voucher/seckill", authed, admin, vouchers.publish)
 	if d.VoucherAdmin != nil {
-		r.GET("/voucher/seckill/:id", a.getVoucher)
-		r.PUT("/voucher/seckill/:id", authed, admin, a.editVoucher)
-		r.POST("/voucher/seckill/:id/close", authed, admin, a.closeVoucher)
+		r.GET("/voucher/seckill/:id", vouchers.getVoucher)
+		r.PUT("/voucher/seckill/:id", authed, admin, vouchers.editVoucher)
+		r.POST("/voucher/seckill/:id/close", authed, admin, vouchers.closeVoucher)
 	}
-	r.GET("/voucher/list/:shopId", a.listVouchers)
+	r.GET("/voucher/list/:shopId", vouchers.listVouchers)
 
 	// The limits are on the hot path only when one is configured.
+	orders := orderAPI{a}
 	buy := []gin.HandlerFunc{authed}
 	if d.Idempotency != nil {
 		buy = append(buy, a.idempotent)
 	}
 	if d.Limits != nil && d.Limits.Enabled() {
-		buy = append(buy, a.limitPurchase)
+		buy = append(buy, orders.limitPurchase)
 	}
 	if d.Room != nil {
 		// Before the key's record and the limits: a purchase without an
 		// admission touches no Redis key.
-		buy = slices.Insert(buy, 1, a.admission)
-		roomRoutes(a, r, authed)
+		buy = slices.Insert(buy, 1, orders.admission)
+		roomRoutes(orders, r, authed)
 	}
-	r.POST("/voucher-order/seckill/:id", append(buy, a.seckill)...)
-	r.GET("/voucher-order/:orderId", authed, a.order)
+	r.POST("/voucher-order/seckill/:id", append(buy, orders.seckill)...)
+	r.GET("/voucher-order/:orderId", authed, orders.order)
 	if d.Lifecycle != nil {
 		// Pay and cancel are idempotent by order; a key replays the first
 		// answer too, as for the purchase.
@@ -174,11 +186,11 @@ func New(d Deps) http.Handler {
 		if d.Idempotency != nil {
 			change = append(change, a.idempotent)
 		}
-		r.POST("/voucher-order/:orderId/pay", append(slices.Clone(change), a.payOrder)...)
-		r.POST("/voucher-order/:orderId/cancel", append(slices.Clone(change), a.cancelOrder)...)
+		r.POST("/voucher-order/:orderId/pay", append(slices.Clone(change), orders.payOrder)...)
+		r.POST("/voucher-order/:orderId/cancel", append(slices.Clone(change), orders.cancelOrder)...)
 	}
 
-	r.GET("/admin/vouchers/:id/audit", authed, admin, a.audit)
+	r.GET("/admin/vouchers/:id/audit", authed, admin, vouchers.audit)
 	liveRoutes(a, r, authed, admin)
 	a.webRoutes(r)
 
@@ -221,7 +233,7 @@ type loginRequest struct {
 	Password *string `json:"password"`
 }
 
-func (a *api) login(c *gin.Context) {
+func (a userAPI) login(c *gin.Context) {
 	var req loginRequest
 	if err := decodeJSON(c, &req); err != nil {
 		a.fail(c, err)
@@ -241,7 +253,7 @@ type userResponse struct {
 	Icon     string `json:"icon"`
 }
 
-func (a *api) me(c *gin.Context) {
+func (a userAPI) me(c *gin.Context) {
 	u, _ := middleware.UserFrom(c.Request.Context())
 	user, err := a.Users.Me(c.Request.Context(), u.ID)
 	if err != nil {
@@ -271,7 +283,7 @@ type publishRequest struct {
 	WaitingRoom *bool `json:"waitingRoom"`
 }
 
-func (a *api) publish(c *gin.Context) {
+func (a voucherAPI) publish(c *gin.Context) {
 	var req publishRequest
 	if err := decodeJSON(c, &req); err != nil {
 		a.fail(c, err)
@@ -354,7 +366,7 @@ type voucherResponse struct {
 	WaitingRoom  bool      `json:"waitingRoom"`
 }
 
-func (a *api) listVouchers(c *gin.Context) {
+func (a voucherAPI) listVouchers(c *gin.Context) {
 	shopID, err := pathID(c, "shopId")
 	if err != nil {
 		a.fail(c, err)
@@ -381,7 +393,7 @@ func newVoucherResponse(v *model.SeckillVoucherInfo) voucherResponse {
 	}
 }
 
-func (a *api) seckill(c *gin.Context) {
+func (a orderAPI) seckill(c *gin.Context) {
 	start := time.Now()
 	voucherID, err := pathID(c, "id")
 	if err != nil {
@@ -409,7 +421,7 @@ func (a *api) seckill(c *gin.Context) {
 
 // limitPurchase counts the purchase against the limits; a malformed id
 // goes on to the route, which refuses it.
-func (a *api) limitPurchase(c *gin.Context) {
+func (a orderAPI) limitPurchase(c *gin.Context) {
 	voucherID, err := pathID(c, "id")
 	if err != nil {
 		return
@@ -442,7 +454,7 @@ var errNoOutcome = errors.New("purchase ended without an outcome")
 
 func (a *api) outcome(code string) { a.Metrics.Outcomes.WithLabelValues(code).Inc() }
 
-func (a *api) order(c *gin.Context) {
+func (a orderAPI) order(c *gin.Context) {
 	orderID, err := pathID(c, "orderId")
 	if err != nil {
 		a.fail(c, err)
@@ -457,7 +469,7 @@ func (a *api) order(c *gin.Context) {
 	ok(c, a.orderOut(o))
 }
 
-func (a *api) audit(c *gin.Context) {
+func (a voucherAPI) audit(c *gin.Context) {
 	id, err := pathID(c, "id")
 	if err != nil {
 		a.fail(c, err)

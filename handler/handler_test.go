@@ -29,10 +29,7 @@ func TestBadIDs(t *testing.T) {
 			path := fmt.Sprintf(rt.pattern, id)
 			t.Run(path, func(t *testing.T) {
 				r := e.do(rt.method, path, "", rt.token)
-				assertError(t, r, http.StatusBadRequest, handler.CodeInvalidArgument)
-				if msg := r.str("errorMsg"); !strings.Contains(msg, rt.param) {
-					t.Errorf("errorMsg: got %q, want it to name %q", msg, rt.param)
-				}
+				assertInvalid(t, r, rt.param)
 			})
 		}
 	}
@@ -111,10 +108,7 @@ func TestUserBadInput(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			r := e.do(http.MethodPost, tt.path, tt.body, "")
-			assertError(t, r, http.StatusBadRequest, handler.CodeInvalidArgument)
-			if msg := r.str("errorMsg"); !strings.Contains(msg, tt.wantField) {
-				t.Errorf("errorMsg: got %q, want it to name %q", msg, tt.wantField)
-			}
+			assertInvalid(t, r, tt.wantField)
 		})
 	}
 }

@@ -49,12 +49,12 @@ func (a *api) orderOut(o *model.VoucherOrder) orderResponse {
 }
 
 // payOrder is POST /voucher-order/:orderId/pay: a simulated payment.
-func (a *api) payOrder(c *gin.Context) { a.changeOrder(c, a.Lifecycle.Pay) }
+func (a orderAPI) payOrder(c *gin.Context) { a.changeOrder(c, a.Lifecycle.Pay) }
 
 // cancelOrder is POST /voucher-order/:orderId/cancel.
-func (a *api) cancelOrder(c *gin.Context) { a.changeOrder(c, a.Lifecycle.Cancel) }
+func (a orderAPI) cancelOrder(c *gin.Context) { a.changeOrder(c, a.Lifecycle.Cancel) }
 
-func (a *api) changeOrder(c *gin.Context, change func(ctx context.Context, userID, orderID int64, key string) (*model.VoucherOrder, error)) {
+func (a orderAPI) changeOrder(c *gin.Context, change func(ctx context.Context, userID, orderID int64, key string) (*model.VoucherOrder, error)) {
 	orderID, err := pathID(c, "orderId")
 	if err != nil {
 		a.fail(c, err)

@@ -230,6 +230,23 @@ func openLive(ctx context.Context, url, tok string) (*http.Response, error) {
 	return http.DefaultClient.Do(req)
 }
 
+// openFirstSnapshot serves e, opens voucher 1's live stream as the admin and
+// reads its first snapshot. It returns the stream's further events.
+func openFirstSnapshot(t *testing.T, e *liveEnv) <-chan sseEvent {
+	t.Helper()
+	e.seck.audit = func(context.Context, int64) (*model.Audit, error) { return &model.Audit{VoucherID: 1}, nil }
+	srv := httptest.NewServer(e.h)
+	t.Cleanup(srv.Close)
+	res, err := openLive(context.Background(), srv.URL+"/admin/vouchers/1/live", e.adminTok)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { res.Body.Close() })
+	events := readEvents(res.Body)
+	nextSnapshot(t, events, 2*time.Second)
+	return events
+}
+
 // TestLiveStreamLimit: an instance serves at most 32 streams at a time; one
 // more is refused with 429, and a place frees when a stream ends.
 func TestLiveStreamLimit(t *testing.T) {
@@ -415,16 +432,7 @@ func TestLiveFloodOfUnknownVouchers(t *testing.T) {
 func TestLiveStreamEndsWithStreams(t *testing.T) {
 	streams, endStreams := context.WithCancel(context.Background())
 	e := newLiveEnv(t, func(d *handler.Deps) { d.Streams = streams })
-	e.seck.audit = func(context.Context, int64) (*model.Audit, error) { return &model.Audit{VoucherID: 1}, nil }
-	srv := httptest.NewServer(e.h)
-	t.Cleanup(srv.Close)
-	res, err := openLive(context.Background(), srv.URL+"/admin/vouchers/1/live", e.adminTok)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer res.Body.Close()
-	events := readEvents(res.Body)
-	nextSnapshot(t, events, 2*time.Second)
+	events := openFirstSnapshot(t, e)
 	endStreams()
 	timeout := time.After(3 * time.Second)
 	for {
@@ -512,16 +520,7 @@ func TestLiveStreamEndsWhenAccessLost(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			access := &flipAccess{}
 			e := newLiveEnv(t, func(d *handler.Deps) { d.Revocations, d.AdminCheck = access, access })
-			e.seck.audit = func(context.Context, int64) (*model.Audit, error) { return &model.Audit{VoucherID: 1}, nil }
-			srv := httptest.NewServer(e.h)
-			t.Cleanup(srv.Close)
-			res, err := openLive(context.Background(), srv.URL+"/admin/vouchers/1/live", e.adminTok)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer res.Body.Close()
-			events := readEvents(res.Body)
-			nextSnapshot(t, events, 2*time.Second)
+			events := openFirstSnapshot(t, e)
 			// The database down: the stream goes on past a check.
 			access.set(false, model.Unavailable(errors.New("dial tcp: connection refused")))
 			for n := 0; ; n++ {

@@ -19,7 +19,7 @@ type History interface {
 // myOrders is GET /user/orders: the caller's orders in the database,
 // newest first. In async mode an order admitted but not yet written is
 // read by its id (GET /voucher-order/:orderId, pending) until it is.
-func (a *api) myOrders(c *gin.Context) {
+func (a userAPI) myOrders(c *gin.Context) {
 	u, _ := middleware.UserFrom(c.Request.Context())
 	list, err := a.History.Orders(c.Request.Context(), u.ID)
 	if err != nil {

@@ -17,7 +17,7 @@ type VoucherAdmin interface {
 }
 
 // getVoucher is GET /voucher/seckill/:id: one voucher as the list shows it.
-func (a *api) getVoucher(c *gin.Context) {
+func (a voucherAPI) getVoucher(c *gin.Context) {
 	id, err := pathID(c, "id")
 	if err != nil {
 		a.fail(c, err)
@@ -78,7 +78,7 @@ func (r *editRequest) edit(loc *time.Location) (model.VoucherEdit, error) {
 
 // editVoucher is PUT /voucher/seckill/:id (admin): allowed while the sale
 // has not started; VOUCHER_NOT_EDITABLE after.
-func (a *api) editVoucher(c *gin.Context) {
+func (a voucherAPI) editVoucher(c *gin.Context) {
 	id, err := pathID(c, "id")
 	if err != nil {
 		a.fail(c, err)
@@ -103,7 +103,7 @@ func (a *api) editVoucher(c *gin.Context) {
 
 // closeVoucher is POST /voucher/seckill/:id/close (admin): the sale ends
 // now and the voucher is marked closed; its orders stay.
-func (a *api) closeVoucher(c *gin.Context) {
+func (a voucherAPI) closeVoucher(c *gin.Context) {
 	id, err := pathID(c, "id")
 	if err != nil {
 		a.fail(c, err)

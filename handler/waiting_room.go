@@ -31,13 +31,13 @@ const AdmissionHeader = "Admission-Token"
 const TicketHeader = "Queue-Ticket"
 
 // roomRoutes adds POST (join) and GET (poll) /voucher-order/seckill/:id/queue.
-func roomRoutes(a *api, r *gin.Engine, authed gin.HandlerFunc) {
+func roomRoutes(a orderAPI, r *gin.Engine, authed gin.HandlerFunc) {
 	r.POST("/voucher-order/seckill/:id/queue", authed, func(c *gin.Context) { a.room(c, false) })
 	r.GET("/voucher-order/seckill/:id/queue", authed, func(c *gin.Context) { a.room(c, true) })
 }
 
 // room answers a join, or a poll when poll.
-func (a *api) room(c *gin.Context, poll bool) {
+func (a orderAPI) room(c *gin.Context, poll bool) {
 	voucherID, err := pathID(c, "id")
 	if err != nil {
 		a.fail(c, err)
@@ -62,7 +62,7 @@ func (a *api) room(c *gin.Context, poll bool) {
 // carries no valid Admission-Token (403 NOT_ADMITTED), before any lock or
 // Redis key is touched. A malformed id goes on to the route, which
 // refuses it.
-func (a *api) admission(c *gin.Context) {
+func (a orderAPI) admission(c *gin.Context) {
 	voucherID, err := pathID(c, "id")
 	if err != nil {
 		return

@@ -15,6 +15,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"seckill/internal/redisproc"
+	"seckill/internal/testenv"
 	"seckill/lock"
 )
 
@@ -184,7 +185,7 @@ func TestFailoverTwoHolders(t *testing.T) {
 				mu.Unlock()
 			})
 			if c.needs != "" {
-				needEnv(t, c.needs)
+				testenv.Need(t, c.needs)
 			}
 			var v string
 			if c.nodes {

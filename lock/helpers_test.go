@@ -4,36 +4,22 @@ import (
 	"context"
 	"crypto/rand"
 	"errors"
-	"os"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"seckill/internal/testenv"
 	"seckill/lock"
 
 	"github.com/redis/go-redis/v9"
 )
 
-// needEnv returns the environment variable name, or skips the test when it
-// is empty (fails it when CI=true, where every service must be there).
-func needEnv(tb testing.TB, name string) string {
-	tb.Helper()
-	v := os.Getenv(name)
-	if v == "" {
-		if os.Getenv("CI") == "true" {
-			tb.Fatalf("%s is empty; CI=true requires it", name)
-		}
-		tb.Skipf("%s is empty; set it to run this test against a real server", name)
-	}
-	return v
-}
-
 // redisClient connects to SECKILL_REDIS_ADDR (skipping without it) and
 // closes the client when the test ends.
 func redisClient(tb testing.TB) *redis.Client {
 	tb.Helper()
-	addr := needEnv(tb, "SECKILL_REDIS_ADDR")
+	addr := testenv.Need(tb, "SECKILL_REDIS_ADDR")
 	c := redis.NewClient(&redis.Options{Addr: addr, PoolSize: 64})
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
 	defer cancel()

@@ -11,6 +11,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"seckill/internal/testenv"
 	"seckill/lock"
 )
 
@@ -18,7 +19,7 @@ import (
 // (skipping without it) and closes the client when the test ends.
 func clusterClient(tb testing.TB) *redis.ClusterClient {
 	tb.Helper()
-	addrs := needEnv(tb, "SECKILL_TEST_CLUSTER_ADDRS")
+	addrs := testenv.Need(tb, "SECKILL_TEST_CLUSTER_ADDRS")
 	c := redis.NewClusterClient(&redis.ClusterOptions{Addrs: strings.Split(addrs, ","), PoolSize: 64})
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()

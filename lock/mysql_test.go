@@ -13,6 +13,7 @@ import (
 
 	mysqldrv "github.com/go-sql-driver/mysql"
 
+	"seckill/internal/testenv"
 	"seckill/lock"
 )
 
@@ -38,7 +39,7 @@ func init() {
 // the test ends.
 func mysqlDB(tb testing.TB) *sql.DB {
 	tb.Helper()
-	db, err := sql.Open("mysql", needEnv(tb, "SECKILL_MYSQL_DSN"))
+	db, err := sql.Open("mysql", testenv.Need(tb, "SECKILL_MYSQL_DSN"))
 	if err != nil {
 		tb.Fatalf("open MySQL: %v", err)
 	}

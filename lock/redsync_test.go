@@ -16,6 +16,7 @@ import (
 	"github.com/go-redsync/redsync/v4"
 	"github.com/redis/go-redis/v9"
 
+	"seckill/internal/testenv"
 	"seckill/lock"
 )
 
@@ -28,7 +29,7 @@ func init() {
 // without it) and closes the clients when the test ends.
 func redlockClients(tb testing.TB) []redis.UniversalClient {
 	tb.Helper()
-	addrs := strings.Split(needEnv(tb, "SECKILL_REDLOCK_ADDRS"), ",")
+	addrs := strings.Split(testenv.Need(tb, "SECKILL_REDLOCK_ADDRS"), ",")
 	clients := make([]redis.UniversalClient, 0, len(addrs))
 	for _, a := range addrs {
 		c := nodeClient(tb, strings.TrimSpace(a))

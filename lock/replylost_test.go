@@ -10,6 +10,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"seckill/internal/faultproxy"
+	"seckill/internal/testenv"
 	"seckill/lock"
 	"seckill/lua"
 )
@@ -172,7 +173,7 @@ func TestReentrantReleaseReplyLost(t *testing.T) {
 // grant it made back instead of a refusal that rolls the whole attempt
 // back.
 func TestMultiObtainReplyLost(t *testing.T) {
-	addrs := strings.Split(needEnv(t, "SECKILL_REDLOCK_ADDRS"), ",")
+	addrs := strings.Split(testenv.Need(t, "SECKILL_REDLOCK_ADDRS"), ",")
 	p, first := lossyClient(t, strings.TrimSpace(addrs[0]))
 	clients := append([]redis.UniversalClient{first}, redlockClients(t)[1:]...)
 	lk := must(t)(lock.NewMulti(clients))

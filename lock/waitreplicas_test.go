@@ -9,6 +9,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"seckill/internal/testenv"
 	"seckill/internal/testpair"
 	"seckill/lock"
 )
@@ -19,8 +20,8 @@ import (
 // sync and closes both clients when the test ends.
 func sentinelPair(tb testing.TB) (primary, replica *redis.Client) {
 	tb.Helper()
-	addrs := strings.Split(needEnv(tb, "SECKILL_TEST_SENTINEL_ADDRS"), ",")
-	name := needEnv(tb, "SECKILL_TEST_SENTINEL_MASTER")
+	addrs := strings.Split(testenv.Need(tb, "SECKILL_TEST_SENTINEL_ADDRS"), ",")
+	name := testenv.Need(tb, "SECKILL_TEST_SENTINEL_MASTER")
 	// No failover test of another package may move the roles meanwhile.
 	testpair.Lock(tb)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)

@@ -11,6 +11,7 @@ import (
 
 	"github.com/go-zookeeper/zk"
 
+	"seckill/internal/testenv"
 	"seckill/lock"
 )
 
@@ -57,7 +58,7 @@ func (s sessionLocker) Obtain(ctx context.Context, key string) (lock.Lock, error
 // zkAddrs returns SECKILL_ZK_ADDRS, skipping without it.
 func zkAddrs(tb testing.TB) []string {
 	tb.Helper()
-	return strings.Split(needEnv(tb, "SECKILL_ZK_ADDRS"), ",")
+	return strings.Split(testenv.Need(tb, "SECKILL_ZK_ADDRS"), ",")
 }
 
 // zkLocker dials a backend with its own session, closed when the test

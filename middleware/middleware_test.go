@@ -33,6 +33,16 @@ func (f *failRecorder) fail(c *gin.Context, err error) {
 	c.AbortWithStatus(599)
 }
 
+// issue returns a token of tokens for user id with role.
+func issue(t *testing.T, tokens *auth.Tokens, id int64, role string) string {
+	t.Helper()
+	tok, err := tokens.Issue(id, role)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tok
+}
+
 func serve(t *testing.T, r *gin.Engine, method, path, authorization string) *httptest.ResponseRecorder {
 	t.Helper()
 	req := httptest.NewRequest(method, path, nil)
@@ -46,18 +56,8 @@ func serve(t *testing.T, r *gin.Engine, method, path, authorization string) *htt
 
 func TestAuth(t *testing.T) {
 	tokens := auth.NewTokens("mw-secret", time.Hour)
-	userTok, err := tokens.Issue(7, model.RoleUser)
-	if err != nil {
-		t.Fatal(err)
-	}
-	adminTok, err := tokens.Issue(9, model.RoleAdmin)
-	if err != nil {
-		t.Fatal(err)
-	}
-	foreign, err := auth.NewTokens("other-secret", time.Hour).Issue(7, model.RoleAdmin)
-	if err != nil {
-		t.Fatal(err)
-	}
+	userTok, adminTok := issue(t, tokens, 7, model.RoleUser), issue(t, tokens, 9, model.RoleAdmin)
+	foreign := issue(t, auth.NewTokens("other-secret", time.Hour), 7, model.RoleAdmin)
 	tests := []struct {
 		name     string
 		header   string

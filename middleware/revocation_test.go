@@ -28,14 +28,7 @@ func (s revokedSet) Revoked(userID int64, iat time.Time) bool {
 // Their iat is in the context.
 func TestAuthRevoked(t *testing.T) {
 	tokens := auth.NewTokens("mw-secret", time.Hour)
-	old, err := tokens.Issue(7, model.RoleUser)
-	if err != nil {
-		t.Fatal(err)
-	}
-	other, err := tokens.Issue(8, model.RoleUser)
-	if err != nil {
-		t.Fatal(err)
-	}
+	old, other := issue(t, tokens, 7, model.RoleUser), issue(t, tokens, 8, model.RoleUser)
 	set := revokedSet{7: time.Now().Add(2 * time.Second).Truncate(time.Second)}
 	fr := &failRecorder{}
 	var got middleware.User

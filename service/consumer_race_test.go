@@ -4,12 +4,12 @@ import (
 	"context"
 	"crypto/rand"
 	mrand "math/rand/v2"
-	"os"
 	"testing"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 
+	"seckill/internal/testenv"
 	"seckill/lock"
 	"seckill/lua"
 	"seckill/model"
@@ -37,13 +37,7 @@ type raceEnv struct {
 
 func newRaceEnv(t *testing.T) *raceEnv {
 	t.Helper()
-	dsn, addr := os.Getenv("SECKILL_MYSQL_DSN"), os.Getenv("SECKILL_REDIS_ADDR")
-	if dsn == "" || addr == "" {
-		if os.Getenv("CI") == "true" {
-			t.Fatal("SECKILL_MYSQL_DSN and SECKILL_REDIS_ADDR must be set in CI")
-		}
-		t.Skip("SECKILL_MYSQL_DSN or SECKILL_REDIS_ADDR not set")
-	}
+	dsn, addr := testenv.Need(t, "SECKILL_MYSQL_DSN"), testenv.Need(t, "SECKILL_REDIS_ADDR")
 	ctx := context.Background()
 	db, err := sqlstore.OpenMySQL(ctx, dsn)
 	if err != nil {

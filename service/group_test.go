@@ -190,10 +190,7 @@ func TestGroupFormsFromWaitersInArrivalOrder(t *testing.T) {
 	if len(sizes) != 4 || sizes[0] != 1 || sizes[1] != 2 || sizes[2] != 2 || sizes[3] != 1 {
 		t.Errorf("group sizes: got %v, want [1 2 2 1]", sizes)
 	}
-	if n := len(r.orders.orders); n != 6 {
-		t.Errorf("orders written: got %d, want 6", n)
-	}
-	r.assertNoLockHeld(t)
+	r.assertWrittenNoLock(t, 6)
 }
 
 func TestGroupWaiterGoneBeforeCommitNeverWritten(t *testing.T) {
@@ -289,10 +286,7 @@ func TestGroupWaiterGoneWhileCommittingGetsOutcome(t *testing.T) {
 	if groupCtxErr != nil {
 		t.Errorf("group transaction's context: got %v, want alive after one buyer went", groupCtxErr)
 	}
-	if n := len(r.orders.orders); n != 3 {
-		t.Errorf("orders written: got %d, want 3", n)
-	}
-	r.assertNoLockHeld(t)
+	r.assertWrittenNoLock(t, 3)
 }
 
 func TestGroupUndecidedOrdersWrittenAlone(t *testing.T) {
@@ -307,8 +301,5 @@ func TestGroupUndecidedOrdersWrittenAlone(t *testing.T) {
 	if calls := g.calls(); len(calls) != 1 || len(calls[0]) != 2 {
 		t.Errorf("group transactions: got %v, want one of 2", calls)
 	}
-	if n := len(r.orders.orders); n != 3 {
-		t.Errorf("orders written: got %d, want 3", n)
-	}
-	r.assertNoLockHeld(t)
+	r.assertWrittenNoLock(t, 3)
 }

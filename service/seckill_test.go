@@ -52,6 +52,16 @@ func newRig(t *testing.T, cfg SyncSeckillConfig) *rig {
 	return r
 }
 
+// assertWrittenNoLock fails unless n orders are written and no lock is
+// left held.
+func (r *rig) assertWrittenNoLock(t *testing.T, n int) {
+	t.Helper()
+	if got := len(r.orders.orders); got != n {
+		t.Errorf("orders written: got %d, want %d", got, n)
+	}
+	r.assertNoLockHeld(t)
+}
+
 // assertNoLockHeld fails when a lock obtained by the service was not released.
 func (r *rig) assertNoLockHeld(t *testing.T) {
 	t.Helper()

@@ -18,6 +18,17 @@ import (
 // testAddr is the client address of the tests' codes.
 const testAddr = "192.0.2.7"
 
+// sendCode sends a code to phone from testAddr and returns it, failing the
+// test on an error.
+func sendCode(t *testing.T, svc *Users, phone string) string {
+	t.Helper()
+	code, err := svc.SendCode(context.Background(), phone, testAddr)
+	if err != nil {
+		t.Fatalf("SendCode: %v", err)
+	}
+	return code
+}
+
 func newTestUsers() (*Users, *mock.Users, *mock.Codes) {
 	us, cs := mock.NewUsers(500), mock.NewCodes()
 	return NewUsers(us, cs, nil, fakeIssuer{}, discardLog(), CodeConfig{}), us, cs
@@ -141,14 +152,11 @@ func TestLoginCodeUsableOnce(t *testing.T) {
 	svc, _, _ := newTestUsers()
 	ctx := context.Background()
 	const phone = "13812345678"
-	code, err := svc.SendCode(ctx, phone, testAddr)
-	if err != nil {
-		t.Fatalf("SendCode: %v", err)
-	}
+	code := sendCode(t, svc, phone)
 	if _, err := svc.Login(ctx, phone, code); err != nil {
 		t.Fatalf("first login: got %v, want nil", err)
 	}
-	_, err = svc.Login(ctx, phone, code)
+	_, err := svc.Login(ctx, phone, code)
 	var ia *model.InvalidArgumentError
 	if !errors.As(err, &ia) || ia.Field != "code" {
 		t.Fatalf("second login with the same code: got %v, want InvalidArgumentError on code", err)
@@ -161,10 +169,7 @@ func TestLoginCreatesUserOnce(t *testing.T) {
 	const phone = "13812345678"
 	var tokens []string
 	for range 2 {
-		code, err := svc.SendCode(ctx, phone, testAddr)
-		if err != nil {
-			t.Fatalf("SendCode: %v", err)
-		}
+		code := sendCode(t, svc, phone)
 		tok, err := svc.Login(ctx, phone, code)
 		if err != nil {
 			t.Fatalf("Login: %v", err)
@@ -246,10 +251,7 @@ func TestLoginRefusesAdmin(t *testing.T) {
 		users := &adminOnCreate{Users: mock.NewUsers(500)}
 		svc := NewUsers(users, mock.NewCodes(), nil, fakeIssuer{}, discardLog(), CodeConfig{})
 		const phone = "19000000003"
-		code, err := svc.SendCode(ctx, phone, testAddr)
-		if err != nil {
-			t.Fatal(err)
-		}
+		code := sendCode(t, svc, phone)
 		tok, err := svc.Login(ctx, phone, code)
 		wrongCode(t, tok, err)
 	})
@@ -270,10 +272,7 @@ func TestWrongGuessKeepsCode(t *testing.T) {
 	svc, _, _ := newTestUsers()
 	ctx := context.Background()
 	const phone = "13812345678"
-	code, err := svc.SendCode(ctx, phone, testAddr)
-	if err != nil {
-		t.Fatal(err)
-	}
+	code := sendCode(t, svc, phone)
 	for i := 0; i < CodeGuesses-1; i++ {
 		if _, err := svc.Login(ctx, phone, wrongOf(code)); !errors.As(err, new(*model.InvalidArgumentError)) {
 			t.Fatalf("wrong guess %d: got %v, want the wrong-code error", i+1, err)
@@ -289,10 +288,7 @@ func TestWrongGuessesVoidCode(t *testing.T) {
 	svc, _, codes := newTestUsers()
 	ctx := context.Background()
 	const phone = "13812345678"
-	code, err := svc.SendCode(ctx, phone, testAddr)
-	if err != nil {
-		t.Fatal(err)
-	}
+	code := sendCode(t, svc, phone)
 	for range CodeGuesses {
 		svc.Login(ctx, phone, wrongOf(code))
 	}
@@ -333,11 +329,8 @@ func TestSendCodeLimits(t *testing.T) {
 	}
 	t.Run("cooldown", func(t *testing.T) {
 		svc, _, codes := newSvc(CodeConfig{Cooldown: time.Minute, Daily: 10, PerAddr: 30})
-		first, err := svc.SendCode(ctx, "13812345678", testAddr)
-		if err != nil {
-			t.Fatal(err)
-		}
-		_, err = svc.SendCode(ctx, "13812345678", testAddr)
+		first := sendCode(t, svc, "13812345678")
+		_, err := svc.SendCode(ctx, "13812345678", testAddr)
 		refused(t, err, "a code was just sent to this phone", time.Minute)
 		if codes.Codes["13812345678"] != first {
 			t.Errorf("a refused send replaced the code")

@@ -5,7 +5,6 @@ import (
 	"crypto/rand"
 	"errors"
 	mrand "math/rand/v2"
-	"os"
 	"strconv"
 	"testing"
 	"time"
@@ -14,6 +13,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"seckill/internal/faultproxy"
+	"seckill/internal/testenv"
 	"seckill/lua"
 	"seckill/model"
 	"seckill/repository"
@@ -36,13 +36,7 @@ func serviceClient(addr string) *redis.Client { return NewRedisClient(addr, Redi
 // testAdmission's client for the proxy's address.
 func newAdmitRig(t *testing.T, client func(addr string) *redis.Client) *admitRig {
 	t.Helper()
-	addr := os.Getenv("SECKILL_REDIS_ADDR")
-	if addr == "" {
-		if os.Getenv("CI") == "true" {
-			t.Fatal("SECKILL_REDIS_ADDR is empty; CI=true requires it")
-		}
-		t.Skip("SECKILL_REDIS_ADDR is empty; set it to run this test against a real Redis")
-	}
+	addr := testenv.Need(t, "SECKILL_REDIS_ADDR")
 	ctx := context.Background()
 	direct := NewRedisClient(addr, RedisAuth{})
 	t.Cleanup(func() { direct.Close() })

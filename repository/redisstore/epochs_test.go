@@ -2,21 +2,16 @@ package redisstore
 
 import (
 	"context"
-	"os"
 	"strings"
 	"testing"
+
+	"seckill/internal/testenv"
 )
 
 // TestIdentity: the run id of the answering Redis (40 hex characters, the
 // same on a second read) and the epoch stored there.
 func TestIdentity(t *testing.T) {
-	addr := os.Getenv("SECKILL_REDIS_ADDR")
-	if addr == "" {
-		if os.Getenv("CI") == "true" {
-			t.Fatal("SECKILL_REDIS_ADDR must be set in CI")
-		}
-		t.Skip("SECKILL_REDIS_ADDR not set")
-	}
+	addr := testenv.Need(t, "SECKILL_REDIS_ADDR")
 	rdb := NewRedisClient(addr, RedisAuth{})
 	defer rdb.Close()
 	ctx := context.Background()

@@ -20,7 +20,7 @@ import (
 // A released key is free again, and each user has a key space of its own.
 func TestIdempotency(t *testing.T) {
 	ctx := context.Background()
-	for name, rdb := range limiterBackends(t) {
+	for name, rdb := range testClients(t) {
 		t.Run(name, func(t *testing.T) {
 			s := NewIdempotency(rdb, 10)
 			user, key := rand.Int64N(1<<50)+1, fmt.Sprintf("k-%d", rand.Int64())
@@ -83,7 +83,7 @@ func TestIdempotency(t *testing.T) {
 // answer kept holds its place; a key given up frees one.
 func TestIdempotencyCapAtomic(t *testing.T) {
 	ctx := context.Background()
-	for name, rdb := range limiterBackends(t) {
+	for name, rdb := range testClients(t) {
 		t.Run(name, func(t *testing.T) {
 			s := NewIdempotency(rdb, 5)
 			user := rand.Int64N(1<<50) + 1

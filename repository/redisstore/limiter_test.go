@@ -5,9 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
-	"os"
 	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -20,30 +18,11 @@ import (
 	"seckill/repository"
 )
 
-// limiterBackends are the Redis servers the code flow's scripts must run
-// on. The embedded miniredis is always one. The real Redis and the Redis
-// Cluster of .ci/env.sh join when set.
-func limiterBackends(t *testing.T) map[string]redis.UniversalClient {
-	t.Helper()
-	m := miniredis.RunT(t)
-	out := map[string]redis.UniversalClient{"miniredis": redis.NewClient(&redis.Options{Addr: m.Addr()})}
-	if a := os.Getenv("SECKILL_REDIS_ADDR"); a != "" {
-		out["redis"] = NewRedisClient(a, RedisAuth{})
-	}
-	if a := os.Getenv("SECKILL_TEST_CLUSTER_ADDRS"); a != "" {
-		out["cluster"] = NewClusterRedisClient(strings.Split(a, ","), RedisAuth{})
-	}
-	for _, c := range out {
-		t.Cleanup(func() { c.Close() })
-	}
-	return out
-}
-
 // TestLimiter: redis_rate's GCRA on every backend: a burst, then refusals
 // naming the wait. A cooldown (1 per period) refuses until the period ends.
 func TestLimiter(t *testing.T) {
 	ctx := context.Background()
-	for name, rdb := range limiterBackends(t) {
+	for name, rdb := range testClients(t) {
 		t.Run(name, func(t *testing.T) {
 			l := NewLimiter(rdb)
 			key := fmt.Sprintf("test:limiter:%d", rand.Int64())
@@ -80,7 +59,7 @@ func TestLimiter(t *testing.T) {
 // The right code logs in once. The maxWrong-th wrong guess voids it.
 func TestCheckCode(t *testing.T) {
 	ctx := context.Background()
-	for name, rdb := range limiterBackends(t) {
+	for name, rdb := range testClients(t) {
 		t.Run(name, func(t *testing.T) {
 			codes := NewCodes(rdb)
 			phone := fmt.Sprintf("13%09d", rand.IntN(1_000_000_000))
@@ -181,7 +160,7 @@ func (c *scriptCounter) count(cmds []redis.Cmder) {
 // scripts. Each check gets its own answer.
 func TestLimiterPipelines(t *testing.T) {
 	ctx := context.Background()
-	for name, rdb := range limiterBackends(t) {
+	for name, rdb := range testClients(t) {
 		t.Run(name, func(t *testing.T) {
 			var hook scriptCounter
 			rdb.AddHook(&hook)
@@ -244,7 +223,7 @@ func TestLimiterCoalesces(t *testing.T) {
 	ctx := context.Background()
 	const burst = 10
 	limit := model.Limit{Rate: burst, Burst: burst, Period: time.Hour}
-	for name, rdb := range limiterBackends(t) {
+	for name, rdb := range testClients(t) {
 		t.Run(name, func(t *testing.T) {
 			var hook scriptCounter
 			rdb.AddHook(&hook)
@@ -353,7 +332,7 @@ func TestLimiterLeases(t *testing.T) {
 	} {
 		// A period far longer than the test: no event is refilled meanwhile.
 		limit := model.Limit{Rate: tc.burst, Burst: tc.burst, Period: 24 * time.Hour}
-		for name, rdb := range limiterBackends(t) {
+		for name, rdb := range testClients(t) {
 			t.Run(tc.name+"/"+name, func(t *testing.T) {
 				var hook scriptCounter
 				rdb.AddHook(&hook)

@@ -4,37 +4,18 @@ import (
 	"context"
 	"crypto/rand"
 	mrand "math/rand/v2"
-	"os"
 	"testing"
 	"time"
-
-	"github.com/alicebob/miniredis/v2"
-	"github.com/redis/go-redis/v9"
 
 	"seckill/model"
 	"seckill/repository"
 )
 
-// liveBackends returns miniredis (always) and the real Redis (when
-// SECKILL_REDIS_ADDR is set).
-func liveBackends(t *testing.T) map[string]*redis.Client {
-	t.Helper()
-	m := miniredis.RunT(t)
-	out := map[string]*redis.Client{"miniredis": redis.NewClient(&redis.Options{Addr: m.Addr()})}
-	if addr := os.Getenv("SECKILL_REDIS_ADDR"); addr != "" {
-		out["redis"] = NewRedisClient(addr, RedisAuth{})
-	}
-	for _, c := range out {
-		t.Cleanup(func() { c.Close() })
-	}
-	return out
-}
-
 // TestLiveStats: two instances' publications add up per voucher. The
 // instances are listed with their modes until retired. An entry older than
 // LiveInstanceForget is dropped. The keys carry their TTLs.
 func TestLiveStats(t *testing.T) {
-	for name, rdb := range liveBackends(t) {
+	for name, rdb := range singleClients(t) {
 		t.Run(name, func(t *testing.T) {
 			ctx := context.Background()
 			now := time.Now()

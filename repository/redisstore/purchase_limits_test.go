@@ -25,7 +25,7 @@ func TestPurchaseLimitsAcrossInstances(t *testing.T) {
 	const burst = 10
 	// A period far longer than the test: no event is refilled meanwhile.
 	limit := model.Limit{Rate: burst, Burst: burst, Period: time.Hour}
-	for name, rdb := range limiterBackends(t) {
+	for name, rdb := range testClients(t) {
 		t.Run(name, func(t *testing.T) {
 			shared := [2]PurchaseLimits{NewPurchaseLimits(rdb), NewPurchaseLimits(rdb)}
 			if got := allowedOver(t, shared, limit); got != [2]int{burst, burst} {

@@ -19,7 +19,7 @@ import (
 // A bucket not loaded changes nothing.
 func TestStockReturns(t *testing.T) {
 	ctx := context.Background()
-	for name, rdb := range limiterBackends(t) {
+	for name, rdb := range testClients(t) {
 		t.Run(name, func(t *testing.T) {
 			now := time.Now()
 			sv := &model.SeckillVoucher{VoucherID: 1<<40 + rand.Int64N(1<<40), Stock: 8, InitialStock: 8, StockBuckets: 4,

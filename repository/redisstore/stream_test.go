@@ -21,13 +21,23 @@ import (
 // SECKILL_TEST_CLUSTER_ADDRS is set), by name.
 func testClients(t *testing.T) map[string]redis.UniversalClient {
 	t.Helper()
+	clients := singleClients(t)
+	if addrs := os.Getenv("SECKILL_TEST_CLUSTER_ADDRS"); addrs != "" {
+		c := NewClusterRedisClient(strings.Split(addrs, ","), RedisAuth{})
+		t.Cleanup(func() { c.Close() })
+		clients["cluster"] = c
+	}
+	return clients
+}
+
+// singleClients returns miniredis (always) and the real Redis (when
+// SECKILL_REDIS_ADDR is set), by name: no cluster.
+func singleClients(t *testing.T) map[string]redis.UniversalClient {
+	t.Helper()
 	m := miniredis.RunT(t)
 	clients := map[string]redis.UniversalClient{"miniredis": redis.NewClient(&redis.Options{Addr: m.Addr()})}
 	if addr := os.Getenv("SECKILL_REDIS_ADDR"); addr != "" {
 		clients["redis"] = NewRedisClient(addr, RedisAuth{})
-	}
-	if addrs := os.Getenv("SECKILL_TEST_CLUSTER_ADDRS"); addrs != "" {
-		clients["cluster"] = NewClusterRedisClient(strings.Split(addrs, ","), RedisAuth{})
 	}
 	for _, c := range clients {
 		t.Cleanup(func() { c.Close() })

@@ -243,6 +243,20 @@ func translate(err error) error {
 	return fmt.Errorf("database: %w", err)
 }
 
+// takeOne reads the one row of T whose column is value. No row is
+// notFound; other errors are translated.
+func takeOne[T any](ctx context.Context, db *gorm.DB, column string, value any, notFound error) (*T, error) {
+	var row T
+	err := db.WithContext(ctx).Where(column+" = ?", value).Take(&row).Error
+	if errors.Is(err, gorm.ErrRecordNotFound) {
+		return nil, notFound
+	}
+	if err != nil {
+		return nil, translate(err)
+	}
+	return &row, nil
+}
+
 // isTransient reports the MySQL/MariaDB errors that say the server cannot
 // serve now. They do not say the request is wrong. They are too many
 // connections (1040), lock wait timeout (1205) and deadlock (1213). So are

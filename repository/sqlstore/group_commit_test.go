@@ -3,7 +3,9 @@ package sqlstore
 import (
 	"context"
 	"errors"
+	"fmt"
 	"math/rand/v2"
+	"slices"
 	"testing"
 	"time"
 
@@ -50,6 +52,32 @@ func checkStock(t *testing.T, orders *Orders, vid int64, stock int, n int64) {
 	}
 }
 
+// checkErrs fails unless each order's error is its want (errors.Is; a nil
+// want is no error).
+func checkErrs(t *testing.T, what string, errs, want []error) {
+	t.Helper()
+	if len(errs) != len(want) {
+		t.Fatalf("%s: got %d errors, want %d", what, len(errs), len(want))
+	}
+	for i, err := range errs {
+		if want[i] == nil && err != nil || want[i] != nil && !errors.Is(err, want[i]) {
+			t.Errorf("%s, order %d: got %v, want %v", what, i, err, want[i])
+		}
+	}
+}
+
+// checkWritten fails unless exactly the orders whose want is true are
+// written.
+func checkWritten(t *testing.T, db *DB, group []model.VoucherOrder, want []bool) {
+	t.Helper()
+	have := writtenIDs(t, db, group)
+	for i, o := range group {
+		if have[o.ID] != want[i] {
+			t.Errorf("order %d: written %v, want %v", i, have[o.ID], want[i])
+		}
+	}
+}
+
 func TestCreateOrdersPartialGroup(t *testing.T) {
 	ctx := context.Background()
 	for name, db := range databases(t) {
@@ -58,27 +86,12 @@ func TestCreateOrdersPartialGroup(t *testing.T) {
 			vid := newVoucher(t, db, 3)
 			group := groupOf(vid, 5)
 			errs := orders.CreateOrders(ctx, group, make([]*model.Fence, len(group)))
-			for i, err := range errs {
-				switch {
-				case i < 3 && err != nil:
-					t.Errorf("order %d: got %v, want nil (the first 3 get the units)", i, err)
-				case i >= 3 && !errors.Is(err, model.ErrSoldOut):
-					t.Errorf("order %d: got %v, want ErrSoldOut", i, err)
-				}
-			}
-			have := writtenIDs(t, db, group)
-			for i, o := range group {
-				if have[o.ID] != (i < 3) {
-					t.Errorf("order %d: written %v, want %v", i, have[o.ID], i < 3)
-				}
-			}
+			// The first 3 get the units.
+			checkErrs(t, "group", errs, []error{nil, nil, nil, model.ErrSoldOut, model.ErrSoldOut})
+			checkWritten(t, db, group, []bool{true, true, true, false, false})
 			checkStock(t, orders, vid, 0, 3)
 			more := groupOf(vid, 2)
-			for i, err := range orders.CreateOrders(ctx, more, make([]*model.Fence, 2)) {
-				if !errors.Is(err, model.ErrSoldOut) {
-					t.Errorf("sold out, order %d: got %v, want ErrSoldOut", i, err)
-				}
-			}
+			checkErrs(t, "sold out", orders.CreateOrders(ctx, more, make([]*model.Fence, 2)), slices.Repeat([]error{model.ErrSoldOut}, 2))
 			checkStock(t, orders, vid, 0, 3)
 		})
 	}
@@ -108,21 +121,11 @@ func TestCreateOrdersRefusalsDoNotFailOthers(t *testing.T) {
 			fences[3] = &model.Fence{Key: key, Token: 5}
 			fences[4] = &model.Fence{Key: key + "e", Token: 7}
 			errs := orders.CreateOrders(ctx, group, fences)
-			want := []error{nil, model.ErrDuplicateOrder, nil, model.ErrStaleFence, model.ErrStaleFence}
-			for i, err := range errs {
-				if want[i] == nil && err != nil || want[i] != nil && !errors.Is(err, want[i]) {
-					t.Errorf("order %d: got %v, want %v", i, err, want[i])
-				}
-			}
+			checkErrs(t, "group", errs, []error{nil, model.ErrDuplicateOrder, nil, model.ErrStaleFence, model.ErrStaleFence})
 			if errors.Is(errs[1], model.ErrUniqueKey) {
 				t.Errorf("duplicate: got %v, want one found by the check", errs[1])
 			}
-			have := writtenIDs(t, db, group)
-			for i, o := range group {
-				if have[o.ID] != (want[i] == nil) {
-					t.Errorf("order %d: written %v, want %v", i, have[o.ID], want[i] == nil)
-				}
-			}
+			checkWritten(t, db, group, []bool{true, false, true, false, false})
 			checkStock(t, orders, vid, 4, 6)
 			for k, want := range map[string]int64{key: 9, key + "a": 1, key + "c": 4, key + "e": 7} {
 				var got int64
@@ -172,11 +175,7 @@ func TestCreateOrdersTakenIDFallsBack(t *testing.T) {
 				t.Fatal(err)
 			}
 			errs := orders.CreateOrders(ctx, group, make([]*model.Fence, len(group)))
-			for i, err := range errs {
-				if !errors.Is(err, model.ErrNotGrouped) {
-					t.Errorf("order %d: got %v, want ErrNotGrouped", i, err)
-				}
-			}
+			checkErrs(t, "group", errs, slices.Repeat([]error{model.ErrNotGrouped}, len(group)))
 			checkStock(t, orders, vid, 10, 0)
 			for i := range group {
 				err := orders.CreateOrder(ctx, &group[i], nil)
@@ -202,11 +201,8 @@ func TestCreateOrdersWindowClosed(t *testing.T) {
 			}{{ended, model.ErrSeckillEnded}, {later, model.ErrSeckillNotStarted}}
 			for _, tt := range tests {
 				group := groupOf(tt.vid, 3)
-				for i, err := range orders.CreateOrders(ctx, group, make([]*model.Fence, 3)) {
-					if !errors.Is(err, tt.want) {
-						t.Errorf("voucher %d, order %d: got %v, want %v", tt.vid, i, err, tt.want)
-					}
-				}
+				errs := orders.CreateOrders(ctx, group, make([]*model.Fence, 3))
+				checkErrs(t, fmt.Sprintf("voucher %d", tt.vid), errs, slices.Repeat([]error{tt.want}, 3))
 				if have := writtenIDs(t, db, group); len(have) != 0 {
 					t.Errorf("voucher %d: %d orders written, want 0", tt.vid, len(have))
 				}

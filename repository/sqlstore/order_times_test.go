@@ -4,10 +4,10 @@ import (
 	"context"
 	"database/sql"
 	"errors"
-	"os"
 	"testing"
 	"time"
 
+	"seckill/internal/testenv"
 	"seckill/model"
 )
 
@@ -95,13 +95,7 @@ const beforeMilliseconds = `CREATE TABLE tb_voucher_order (
 // columns of an existing tb_voucher_order their milliseconds. Every row
 // is kept with its times, and the next order keeps its milliseconds.
 func TestMigrateKeepsOrdersWidensTimes(t *testing.T) {
-	dsn := os.Getenv("SECKILL_MYSQL_DSN")
-	if dsn == "" {
-		if os.Getenv("CI") == "true" {
-			t.Fatal("SECKILL_MYSQL_DSN must be set in CI")
-		}
-		t.Skip("SECKILL_MYSQL_DSN not set")
-	}
+	dsn := testenv.Need(t, "SECKILL_MYSQL_DSN")
 	ctx := context.Background()
 	db, err := OpenMySQL(ctx, privateDSN(t, dsn))
 	if err != nil {

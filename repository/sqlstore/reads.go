@@ -16,15 +16,7 @@ type OrderReads struct{ db *gorm.DB }
 
 // GetOrder returns the order or model.ErrOrderNotFound.
 func (r *OrderReads) GetOrder(ctx context.Context, id int64) (*model.VoucherOrder, error) {
-	var o model.VoucherOrder
-	err := r.db.WithContext(ctx).Where("id = ?", id).Take(&o).Error
-	if errors.Is(err, gorm.ErrRecordNotFound) {
-		return nil, model.ErrOrderNotFound
-	}
-	if err != nil {
-		return nil, translate(err)
-	}
-	return &o, nil
+	return takeOne[model.VoucherOrder](ctx, r.db, "id", id, model.ErrOrderNotFound)
 }
 
 // VoucherSnapshot reads the voucher's stock, initial stock, orders and distinct

@@ -2,7 +2,6 @@ package sqlstore
 
 import (
 	"context"
-	"errors"
 	"strings"
 	"time"
 
@@ -19,15 +18,7 @@ func NewShops(db *DB) *Shops { return &Shops{db: db.Gorm} }
 
 // GetShop returns the shop or model.ErrShopNotFound.
 func (r *Shops) GetShop(ctx context.Context, id int64) (*model.Shop, error) {
-	var s model.Shop
-	err := r.db.WithContext(ctx).Where("id = ?", id).Take(&s).Error
-	if errors.Is(err, gorm.ErrRecordNotFound) {
-		return nil, model.ErrShopNotFound
-	}
-	if err != nil {
-		return nil, translate(err)
-	}
-	return &s, nil
+	return takeOne[model.Shop](ctx, r.db, "id", id, model.ErrShopNotFound)
 }
 
 // CreateShop inserts s and sets its id.

@@ -2,7 +2,6 @@ package sqlstore
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 
@@ -19,28 +18,12 @@ func NewUsers(db *DB) *Users { return &Users{db: db.Gorm} }
 
 // FindByPhone returns the user with phone or model.ErrUserNotFound.
 func (r *Users) FindByPhone(ctx context.Context, phone string) (*model.User, error) {
-	var u model.User
-	err := r.db.WithContext(ctx).Where("phone = ?", phone).Take(&u).Error
-	if errors.Is(err, gorm.ErrRecordNotFound) {
-		return nil, model.ErrUserNotFound
-	}
-	if err != nil {
-		return nil, translate(err)
-	}
-	return &u, nil
+	return takeOne[model.User](ctx, r.db, "phone", phone, model.ErrUserNotFound)
 }
 
 // FindByID returns the user with id or model.ErrUserNotFound.
 func (r *Users) FindByID(ctx context.Context, id int64) (*model.User, error) {
-	var u model.User
-	err := r.db.WithContext(ctx).Where("id = ?", id).Take(&u).Error
-	if errors.Is(err, gorm.ErrRecordNotFound) {
-		return nil, model.ErrUserNotFound
-	}
-	if err != nil {
-		return nil, translate(err)
-	}
-	return &u, nil
+	return takeOne[model.User](ctx, r.db, "id", id, model.ErrUserNotFound)
 }
 
 // Create inserts u. If a user with the same phone appeared meanwhile, u is

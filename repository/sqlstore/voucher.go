@@ -64,15 +64,7 @@ func (r *Vouchers) ListByShop(ctx context.Context, shopID int64) ([]model.Seckil
 
 // GetSeckill returns the seckill row of the voucher or model.ErrVoucherNotFound.
 func (r *Vouchers) GetSeckill(ctx context.Context, voucherID int64) (*model.SeckillVoucher, error) {
-	var sv model.SeckillVoucher
-	err := r.db.WithContext(ctx).Where("voucher_id = ?", voucherID).Take(&sv).Error
-	if errors.Is(err, gorm.ErrRecordNotFound) {
-		return nil, model.ErrVoucherNotFound
-	}
-	if err != nil {
-		return nil, translate(err)
-	}
-	return &sv, nil
+	return takeOne[model.SeckillVoucher](ctx, r.db, "voucher_id", voucherID, model.ErrVoucherNotFound)
 }
 
 // ListLive returns the seckill rows whose sale has not ended at now.
@@ -87,19 +79,15 @@ func (r *Vouchers) ListLive(ctx context.Context, now time.Time) ([]model.Seckill
 // GetInfo returns the voucher with its seckill fields or
 // model.ErrVoucherNotFound.
 func (r *Vouchers) GetInfo(ctx context.Context, voucherID int64) (*model.SeckillVoucherInfo, error) {
-	var v model.Voucher
-	err := r.db.WithContext(ctx).Where("id = ?", voucherID).Take(&v).Error
-	if errors.Is(err, gorm.ErrRecordNotFound) {
-		return nil, model.ErrVoucherNotFound
-	}
+	v, err := takeOne[model.Voucher](ctx, r.db, "id", voucherID, model.ErrVoucherNotFound)
 	if err != nil {
-		return nil, translate(err)
+		return nil, err
 	}
 	sv, err := r.GetSeckill(ctx, voucherID)
 	if err != nil {
 		return nil, err
 	}
-	return &model.SeckillVoucherInfo{Voucher: v, Stock: sv.Stock, InitialStock: sv.InitialStock,
+	return &model.SeckillVoucherInfo{Voucher: *v, Stock: sv.Stock, InitialStock: sv.InitialStock,
 		BeginTime: sv.BeginTime, EndTime: sv.EndTime, WaitingRoom: sv.WaitingRoom}, nil
 }
 

@@ -1,0 +1,22 @@
+// Package testenv reads the settings of the tests that need a real server.
+package testenv
+
+import (
+	"os"
+	"testing"
+)
+
+// Need returns the environment variable name, or skips the test when it
+// is empty. It fails the test instead when CI=true: there every service
+// must be up.
+func Need(tb testing.TB, name string) string {
+	tb.Helper()
+	v := os.Getenv(name)
+	if v == "" {
+		if os.Getenv("CI") == "true" {
+			tb.Fatalf("%s is empty; CI=true requires it", name)
+		}
+		tb.Skipf("%s is empty; source .ci/env.sh to run this test against a real server", name)
+	}
+	return v
+}

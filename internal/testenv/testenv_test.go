@@ -1,0 +1,47 @@
+package testenv
+
+import (
+	"runtime"
+	"testing"
+)
+
+// recorder is a testing.TB that records a skip or a failure. Both end the
+// goroutine, as testing's do.
+type recorder struct {
+	testing.TB
+	skipped, failed bool
+}
+
+func (r *recorder) Helper()               {}
+func (r *recorder) Skipf(string, ...any)  { r.skipped = true; runtime.Goexit() }
+func (r *recorder) Fatalf(string, ...any) { r.failed = true; runtime.Goexit() }
+
+// TestNeed: a set variable is returned; an empty one skips, or fails under
+// CI=true.
+func TestNeed(t *testing.T) {
+	const name = "SECKILL_TESTENV_PROBE"
+	tests := []struct {
+		value, ci             string
+		wantSkipped, wantFail bool
+	}{
+		{"x", "true", false, false},
+		{"", "", true, false},
+		{"", "true", false, true},
+	}
+	for _, tt := range tests {
+		t.Setenv(name, tt.value)
+		t.Setenv("CI", tt.ci)
+		r := &recorder{TB: t}
+		var got string
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			got = Need(r, name)
+		}()
+		<-done
+		if got != tt.value || r.skipped != tt.wantSkipped || r.failed != tt.wantFail {
+			t.Errorf("%q with CI=%q: got %q, skipped %v, failed %v; want %q, %v, %v",
+				tt.value, tt.ci, got, r.skipped, r.failed, tt.value, tt.wantSkipped, tt.wantFail)
+		}
+	}
+}
