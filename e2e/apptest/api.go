@@ -250,17 +250,7 @@ type CodeAnswer struct {
 // X-Forwarded-For header xff ("" = none).
 func Post(t testing.TB, h http.Handler, path, remote, xff string, body any) CodeAnswer {
 	t.Helper()
-	var rd *strings.Reader
-	if body != nil {
-		b, err := json.Marshal(body)
-		if err != nil {
-			t.Fatal(err)
-		}
-		rd = strings.NewReader(string(b))
-	} else {
-		rd = strings.NewReader("")
-	}
-	req := httptest.NewRequest(http.MethodPost, path, rd)
+	req := httptest.NewRequest(http.MethodPost, path, JSONBody(t, body))
 	req.RemoteAddr = remote
 	if xff != "" {
 		req.Header.Set("X-Forwarded-For", xff)
@@ -273,6 +263,19 @@ func Post(t testing.TB, h http.Handler, path, remote, xff string, body any) Code
 		t.Errorf("POST %s: body %q is not an envelope: %v", path, rec.Body.String(), err)
 	}
 	return a
+}
+
+// JSONBody is body in JSON to send, an empty body for nil.
+func JSONBody(t testing.TB, body any) *strings.Reader {
+	t.Helper()
+	if body == nil {
+		return strings.NewReader("")
+	}
+	b, err := json.Marshal(body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return strings.NewReader(string(b))
 }
 
 // SendCode asks for a login code for phone from the peer remote.

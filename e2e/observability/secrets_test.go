@@ -27,17 +27,7 @@ import (
 // body.
 func keyed(t *testing.T, h http.Handler, method, path, token, key, tp string, body any) (apptest.Result, string) {
 	t.Helper()
-	var rd *strings.Reader
-	if body != nil {
-		b, err := json.Marshal(body)
-		if err != nil {
-			t.Fatal(err)
-		}
-		rd = strings.NewReader(string(b))
-	} else {
-		rd = strings.NewReader("")
-	}
-	req := httptest.NewRequest(method, path, rd)
+	req := httptest.NewRequest(method, path, apptest.JSONBody(t, body))
 	req.RemoteAddr = "192.0.2.7:4000"
 	if token != "" {
 		req.Header.Set("authorization", "Bearer "+token)

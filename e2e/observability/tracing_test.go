@@ -10,7 +10,6 @@ import (
 	"slices"
 	"strings"
 	"testing"
-	"time"
 
 	"go.opentelemetry.io/otel/attribute"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
@@ -162,31 +161,13 @@ func TestTracing(t *testing.T) {
 			if r := apptest.Call(t, a.Handler(), http.MethodPost, fmt.Sprintf("/voucher-order/seckill/%d", vid), tok, nil); r.Status != http.StatusOK {
 				t.Fatalf("purchase: got %d %s", r.Status, r.Body.Code)
 			}
-			var tree spanTree
-			var req tracetest.SpanStub
-			deadline := time.Now().Add(30 * time.Second)
-			for {
-				tree = newSpanTree(exp.GetSpans())
-				reqs := tree.named(http.MethodPost + " " + purchaseRoute)
-				done := len(reqs) == 1
-				if done {
-					req = reqs[0]
+			tree := waitSpans(t, exp, func(tree spanTree) bool {
+				if len(tree.named(http.MethodPost+" "+purchaseRoute)) != 1 {
+					return false
 				}
-				if mode == "async" {
-					done = done && len(tree.named("seckill.consumer.batch")) > 0 && len(tree.named("lock.release_all")) > 0
-				}
-				if done {
-					break
-				}
-				if time.Now().After(deadline) {
-					names := map[string]int{}
-					for _, s := range tree.spans {
-						names[s.Name]++
-					}
-					t.Fatalf("spans so far: %v; want the request's (and in async mode the consumer's)", names)
-				}
-				time.Sleep(20 * time.Millisecond)
-			}
+				return mode != "async" || len(tree.named("seckill.consumer.batch")) > 0 && len(tree.named("lock.release_all")) > 0
+			})
+			req := tree.named(http.MethodPost + " " + purchaseRoute)[0]
 			if req.Parent.IsValid() || req.SpanKind != trace.SpanKindServer || attr(req, "http.route") != purchaseRoute {
 				t.Errorf("request span: parent %v kind %v route %q, want a server root on %s", req.Parent, req.SpanKind, attr(req, "http.route"), purchaseRoute)
 			}
