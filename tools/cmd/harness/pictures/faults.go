@@ -1,7 +1,6 @@
 package pictures
 
 import (
-	"encoding/json"
 	"fmt"
 	"strings"
 
@@ -46,14 +45,7 @@ var ftStatuses = []struct {
 
 // renderFaultsPicture is docs/faults.svg from tools/faults/results.json.
 func renderFaultsPicture(data []byte) ([]byte, error) {
-	var rep faults.Report
-	if err := json.Unmarshal(data, &rep); err != nil {
-		return nil, fmt.Errorf("tools/faults/results.json: %w", err)
-	}
-	if len(rep.Cases) == 0 {
-		return nil, fmt.Errorf("tools/faults/results.json: no cases")
-	}
-	return faultsSVG(rep), nil
+	return drawReport(data, "tools/faults/results.json", "no cases", func(r faults.Report) bool { return len(r.Cases) == 0 }, faultsSVG)
 }
 
 // faultVerdictColour is the colour of a case's verdict: pass, shown (an

@@ -1,7 +1,6 @@
 package pictures
 
 import (
-	"encoding/json"
 	"fmt"
 	"slices"
 
@@ -21,14 +20,7 @@ const (
 // renderLockCheckPicture draws docs/lock-check.svg from
 // tools/lock-check/results.json.
 func renderLockCheckPicture(data []byte) ([]byte, error) {
-	var rep lockrun.Report
-	if err := json.Unmarshal(data, &rep); err != nil {
-		return nil, fmt.Errorf("tools/lock-check/results.json: %w", err)
-	}
-	if len(rep.Rows) == 0 {
-		return nil, fmt.Errorf("tools/lock-check/results.json: no rows")
-	}
-	return lockCheckSVG(rep), nil
+	return drawReport(data, "tools/lock-check/results.json", "no rows", func(r lockrun.Report) bool { return len(r.Rows) == 0 }, lockCheckSVG)
 }
 
 // lcVerdictColours are the badge colours of a verdict: background, text.

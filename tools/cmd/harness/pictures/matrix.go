@@ -1,7 +1,6 @@
 package pictures
 
 import (
-	"encoding/json"
 	"fmt"
 	"strings"
 
@@ -39,14 +38,7 @@ const (
 
 // renderMatrixPicture is docs/lock-matrix.svg from tools/loadtest/results.json.
 func renderMatrixPicture(data []byte) ([]byte, error) {
-	var rep loadrun.MatrixReport
-	if err := json.Unmarshal(data, &rep); err != nil {
-		return nil, fmt.Errorf("tools/loadtest/results.json: %w", err)
-	}
-	if len(rep.Runs) == 0 {
-		return nil, fmt.Errorf("tools/loadtest/results.json: no runs")
-	}
-	return matrixSVG(rep), nil
+	return drawReport(data, "tools/loadtest/results.json", "no runs", func(r loadrun.MatrixReport) bool { return len(r.Runs) == 0 }, matrixSVG)
 }
 
 // oversoldUnits is how many units a run sold beyond its stock (0 when
