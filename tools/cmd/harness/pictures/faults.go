@@ -106,9 +106,7 @@ func faultsSVG(rep faults.Report) []byte {
 
 // faultsRow draws case c, the i-th row, with its top at y.
 func faultsRow(d *svgDoc, y float64, i int, c faults.CaseResult) {
-	if i%2 == 1 {
-		d.rect(ftLeft-6, y, ftWidth-2*ftLeft+12, ftRowH, colStripe)
-	}
+	d.stripe(i, ftLeft, ftWidth, y, ftRowH)
 	line1 := y + 16
 	d.text(ftLeft, line1, "bold", "", "", c.Name)
 	d.text(ftLeft+svgBoldWidth(c.Name, 12)+8, line1, "small", "", "", c.LockMode+", "+c.OrderMode)

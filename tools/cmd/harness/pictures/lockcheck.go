@@ -78,9 +78,7 @@ func lockCheckSVG(rep lockrun.Report) []byte {
 	y += 28
 	for i, m := range modes {
 		top := y + float64(i)*lcpRowH
-		if i%2 == 1 {
-			d.rect(lcpLeft-6, top, width-2*lcpLeft+12, lcpRowH, colStripe)
-		}
+		d.stripe(i, lcpLeft, width, top, lcpRowH)
 		d.text(lcpLeft, top+17, "bold", "", "", m)
 		for j, f := range faults {
 			for k, fencing := range []bool{false, true} {

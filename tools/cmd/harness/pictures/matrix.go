@@ -204,9 +204,7 @@ func matrixPanel(d *svgDoc, y float64, setting string, first *loadrun.Result, ru
 	// Stripes and separators first, then the grid, then the rows on top.
 	for i, m := range runs {
 		rowY := y + float64(i)*mxRowH
-		if i%2 == 1 {
-			d.rect(mxLeft-6, rowY, mxWidth-2*mxLeft+12, mxRowH, colStripe)
-		}
+		d.stripe(i, mxLeft, mxWidth, rowY, mxRowH)
 		if i > 0 && rowGroup(m) != rowGroup(runs[i-1]) {
 			d.line(mxLeft-6, rowY, mxWidth-mxLeft+6, rowY, colGrid)
 		}
