@@ -270,14 +270,7 @@ func TestTraceTrustParent(t *testing.T) {
 func TestBackgroundNotTraced(t *testing.T) {
 	for _, mode := range []string{"sync", "async"} {
 		t.Run(mode, func(t *testing.T) {
-			a, exp := tracedApp(t, map[string]string{"SECKILL_ORDER_MODE": mode})
-			vid := apptest.PublishVoucher(t, a.Handler(), 5)
-			tok, _ := apptest.DevTokens().Issue(apptest.RandomBase(), "user")
-			exp.Reset()
-			time.Sleep(3 * time.Second) // the background loops' turns
-			if r := apptest.Call(t, a.Handler(), http.MethodPost, fmt.Sprintf("/voucher-order/seckill/%d", vid), tok, nil); r.Status != http.StatusOK {
-				t.Fatalf("purchase: %d %s", r.Status, r.Body.Code)
-			}
+			exp := tracedPurchase(t, mode, 3*time.Second) // 3 s of the background loops
 			tree := waitSpans(t, exp, func(tree spanTree) bool {
 				return mode == "sync" || len(tree.named("lock.release_all")) > 0
 			})

@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"go.opentelemetry.io/otel/attribute"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
@@ -48,6 +49,23 @@ func tracedApp(t *testing.T, env map[string]string, opts ...sdktrace.TracerProvi
 	t.Cleanup(func() { a.Close() })
 	apptest.RegisterDB(t, a)
 	return a, exp
+}
+
+// tracedPurchase starts a traced app in order mode and makes one purchase
+// of a fresh voucher. The spans of the set-up are dropped. So the exporter
+// holds those of wait (the background loops' turns; 0 for none), then of
+// the purchase.
+func tracedPurchase(t *testing.T, mode string, wait time.Duration) *tracetest.InMemoryExporter {
+	t.Helper()
+	a, exp := tracedApp(t, map[string]string{"SECKILL_ORDER_MODE": mode})
+	vid := apptest.PublishVoucher(t, a.Handler(), 5)
+	tok, _ := apptest.DevTokens().Issue(apptest.RandomBase(), "user")
+	exp.Reset()
+	time.Sleep(wait)
+	if r := apptest.Call(t, a.Handler(), http.MethodPost, fmt.Sprintf("/voucher-order/seckill/%d", vid), tok, nil); r.Status != http.StatusOK {
+		t.Fatalf("purchase: got %d %s", r.Status, r.Body.Code)
+	}
+	return exp
 }
 
 // spanTree is the spans of one run, by span id.
@@ -154,13 +172,7 @@ const purchaseRoute = "/voucher-order/seckill/:id"
 func TestTracing(t *testing.T) {
 	for _, mode := range []string{"sync", "async"} {
 		t.Run(mode, func(t *testing.T) {
-			a, exp := tracedApp(t, map[string]string{"SECKILL_ORDER_MODE": mode})
-			vid := apptest.PublishVoucher(t, a.Handler(), 5)
-			tok, _ := apptest.DevTokens().Issue(apptest.RandomBase(), "user")
-			exp.Reset()
-			if r := apptest.Call(t, a.Handler(), http.MethodPost, fmt.Sprintf("/voucher-order/seckill/%d", vid), tok, nil); r.Status != http.StatusOK {
-				t.Fatalf("purchase: got %d %s", r.Status, r.Body.Code)
-			}
+			exp := tracedPurchase(t, mode, 0)
 			tree := waitSpans(t, exp, func(tree spanTree) bool {
 				if len(tree.named(http.MethodPost+" "+purchaseRoute)) != 1 {
 					return false
