@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"strconv"
 	"testing"
 	"time"
 
@@ -147,13 +146,9 @@ func buyInTurn(t *testing.T, h http.Handler, vid, base int64, users int) apptest
 			res.ByCode[r.Body.Code]++
 			continue
 		}
-		var s string
-		if err := json.Unmarshal(r.Body.Data, &s); err != nil {
-			t.Fatalf("order id %s is not a JSON string", r.Body.Data)
-		}
-		id, err := strconv.ParseInt(s, 10, 64)
+		id, err := apptest.OrderIDOf(r)
 		if err != nil {
-			t.Fatalf("order id %q is not a number", s)
+			t.Fatal(err)
 		}
 		res.ByCode["OK"]++
 		res.OrderIDs[id] = u

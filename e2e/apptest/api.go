@@ -148,15 +148,7 @@ func PublishVoucherWith(t testing.TB, h http.Handler, stock int, more map[string
 		"endTime":   time.Now().Add(time.Hour).Format(time.RFC3339),
 	}
 	maps.Copy(body, more)
-	r := Call(t, h, http.MethodPost, "/voucher/seckill", admin, body)
-	if r.Status != http.StatusOK {
-		t.Fatalf("publish: got status %d code %s, want 200", r.Status, r.Body.Code)
-	}
-	id, err := strconv.ParseInt(string(r.Body.Data), 10, 64)
-	if err != nil {
-		t.Fatalf("publish: data %s is not a number", r.Body.Data)
-	}
-	return id
+	return DataID(t, "publish", Call(t, h, http.MethodPost, "/voucher/seckill", admin, body))
 }
 
 // CreateShop creates a shop through POST /shop (a voucher must name one)
@@ -167,12 +159,19 @@ func CreateShop(t testing.TB, h http.Handler) int64 {
 	r := Call(t, h, http.MethodPost, "/shop", admin, map[string]any{
 		"name": "test shop", "typeId": 1, "address": "test street 1", "x": 120.15, "y": 30.28,
 	})
-	if r.Status != http.StatusOK {
-		t.Fatalf("create shop: got status %d code %s, want 200", r.Status, r.Body.Code)
+	return DataID(t, "create shop", r)
+}
+
+// DataID reads a positive id from a success answer's data, a JSON number
+// or a string of digits. what names the call when it fails the test.
+func DataID(t testing.TB, what string, r Result) int64 {
+	t.Helper()
+	if r.Status != http.StatusOK || !r.Body.Success {
+		t.Fatalf("%s: got %d %s %s", what, r.Status, r.Body.Code, r.Body.ErrorMsg)
 	}
-	id, err := strconv.ParseInt(string(r.Body.Data), 10, 64)
+	id, err := strconv.ParseInt(strings.Trim(string(r.Body.Data), `"`), 10, 64)
 	if err != nil || id <= 0 {
-		t.Fatalf("create shop: data %s is not an id", r.Body.Data)
+		t.Fatalf("%s: data %s is not an id", what, r.Body.Data)
 	}
 	return id
 }
@@ -250,17 +249,7 @@ type CodeAnswer struct {
 // X-Forwarded-For header xff ("" = none).
 func Post(t testing.TB, h http.Handler, path, remote, xff string, body any) CodeAnswer {
 	t.Helper()
-	var rd *strings.Reader
-	if body != nil {
-		b, err := json.Marshal(body)
-		if err != nil {
-			t.Fatal(err)
-		}
-		rd = strings.NewReader(string(b))
-	} else {
-		rd = strings.NewReader("")
-	}
-	req := httptest.NewRequest(http.MethodPost, path, rd)
+	req := httptest.NewRequest(http.MethodPost, path, JSONBody(t, body))
 	req.RemoteAddr = remote
 	if xff != "" {
 		req.Header.Set("X-Forwarded-For", xff)
@@ -273,6 +262,19 @@ func Post(t testing.TB, h http.Handler, path, remote, xff string, body any) Code
 		t.Errorf("POST %s: body %q is not an envelope: %v", path, rec.Body.String(), err)
 	}
 	return a
+}
+
+// JSONBody is body in JSON to send, an empty body for nil.
+func JSONBody(t testing.TB, body any) *strings.Reader {
+	t.Helper()
+	if body == nil {
+		return strings.NewReader("")
+	}
+	b, err := json.Marshal(body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return strings.NewReader(string(b))
 }
 
 // SendCode asks for a login code for phone from the peer remote.

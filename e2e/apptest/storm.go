@@ -59,14 +59,9 @@ func Storm(t *testing.T, handlers []http.Handler, voucherID int64, base int64, u
 				mu.Lock()
 				defer mu.Unlock()
 				if r.Status == http.StatusOK {
-					var s string
-					if err := json.Unmarshal(r.Body.Data, &s); err != nil {
-						t.Errorf("order id %s is not a JSON string", r.Body.Data)
-						return
-					}
-					id, err := strconv.ParseInt(s, 10, 64)
+					id, err := OrderIDOf(r)
 					if err != nil {
-						t.Errorf("order id %q is not a number", s)
+						t.Error(err)
 						return
 					}
 					res.ByCode["OK"]++
@@ -83,6 +78,20 @@ func Storm(t *testing.T, handlers []http.Handler, voucherID int64, base int64, u
 	close(start)
 	wg.Wait()
 	return res
+}
+
+// OrderIDOf is the order id a purchase's 200 answers: a JSON string of
+// digits.
+func OrderIDOf(r Result) (int64, error) {
+	var s string
+	if err := json.Unmarshal(r.Body.Data, &s); err != nil {
+		return 0, fmt.Errorf("order id %s is not a JSON string", r.Body.Data)
+	}
+	id, err := strconv.ParseInt(s, 10, 64)
+	if err != nil {
+		return 0, fmt.Errorf("order id %q is not a number", s)
+	}
+	return id, nil
 }
 
 // CheckInvariants reads the database and asserts invariants 1 to 4 of

@@ -182,12 +182,7 @@ func TestAsyncRedisDataLost(t *testing.T) {
 	env := map[string]string{"SECKILL_REDIS_ADDR": m.Addr(), "SECKILL_MYSQL_DSN": dsn, "SECKILL_AUTO_REBUILD": "off"}
 	a1 := apptest.StartAsync(t, env)
 	const stock = 10
-	vid := apptest.PublishVoucher(t, a1.Handler(), stock)
-	base := apptest.RandomBase()
-	first := apptest.Storm(t, []http.Handler{a1.Handler()}, vid, base, 3, 1)
-	if first.ByCode["OK"] != 3 {
-		t.Fatalf("before the loss: got %v, want 3 admissions", first.ByCode)
-	}
+	vid, base, first := threeAdmitted(t, a1.Handler(), stock)
 	apptest.WaitDrained(t, a1.Handler(), vid, 3)
 
 	m.FlushAll()

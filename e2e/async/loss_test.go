@@ -30,6 +30,19 @@ func orderStatus(t *testing.T, h http.Handler, orderID, user int64) (string, int
 	return o.Status, r.Status
 }
 
+// threeAdmitted publishes a voucher of stock through h. Three buyers (ids
+// from base+1) buy it once each, and all three are admitted.
+func threeAdmitted(t *testing.T, h http.Handler, stock int) (vid, base int64, first apptest.StormResult) {
+	t.Helper()
+	vid = apptest.PublishVoucher(t, h, stock)
+	base = apptest.RandomBase()
+	first = apptest.Storm(t, []http.Handler{h}, vid, base, 3, 1)
+	if first.ByCode["OK"] != 3 {
+		t.Fatalf("before the loss: got %v, want 3 admissions", first.ByCode)
+	}
+	return vid, base, first
+}
+
 // TestAsyncRedisDataLostRecoversItself: Redis loses its data (FLUSHALL)
 // under a running async instance. Three of its admissions are still
 // pending. Its consumer holds them past the batch timeout, so none is
@@ -49,12 +62,7 @@ func TestAsyncRedisDataLostRecoversItself(t *testing.T) {
 	a1 := apptest.StartAsync(t, map[string]string{"SECKILL_REDIS_ADDR": m.Addr(), "SECKILL_MYSQL_DSN": dsn,
 		"SECKILL_DEV_CONSUMER_DELAY": "20s"})
 	const stock = 10
-	vid := apptest.PublishVoucher(t, a1.Handler(), stock)
-	base := apptest.RandomBase()
-	first := apptest.Storm(t, []http.Handler{a1.Handler()}, vid, base, 3, 1)
-	if first.ByCode["OK"] != 3 {
-		t.Fatalf("before the loss: got %v, want 3 admissions", first.ByCode)
-	}
+	vid, base, first := threeAdmitted(t, a1.Handler(), stock)
 
 	m.FlushAll()
 	lost := time.Now()

@@ -1,7 +1,6 @@
 package browser
 
 import (
-	"encoding/json"
 	"fmt"
 	"math/rand/v2"
 	"net/http"
@@ -34,9 +33,7 @@ func TestHeimaFrontend(t *testing.T) {
 	// Over the real MariaDB and Redis when they are set, in development
 	// mode. That mode puts login codes in answers. Else on the embedded
 	// backends.
-	a := webTestApp(t, map[string]string{"SECKILL_API_STYLE": "heima"})
-	backend := httptest.NewServer(a.Handler())
-	t.Cleanup(backend.Close)
+	a, backend := webTestApp(t, map[string]string{"SECKILL_API_STYLE": "heima"})
 
 	// The data, through the admin API: a shop and three vouchers.
 	admin := apptest.AdminToken(t, a.Handler())
@@ -46,7 +43,7 @@ func TestHeimaFrontend(t *testing.T) {
 		"address": "金华路锦昌文华苑29号", "x": 120.149192, "y": 30.316078, "avgPrice": 80, "score": 37,
 		"openHours": "10:00-22:00",
 	})
-	shop := dataID(t, "create shop", r)
+	shop := apptest.DataID(t, "create shop", r)
 	publish := func(title string, stock int, begin, end time.Time) int64 {
 		t.Helper()
 		r := apptest.Call(t, a.Handler(), http.MethodPost, "/voucher/seckill", admin, map[string]any{
@@ -54,7 +51,7 @@ func TestHeimaFrontend(t *testing.T) {
 			"payValue": 8000, "actualValue": 10000, "type": 1, "stock": stock,
 			"beginTime": begin.Format(time.RFC3339), "endTime": end.Format(time.RFC3339),
 		})
-		return dataID(t, "publish "+title, r)
+		return apptest.DataID(t, "publish "+title, r)
 	}
 	onSale := publish("100元代金券", 5, now.Add(-time.Minute), now.Add(time.Hour))
 	lastOne := publish("50元代金券", 1, now.Add(-time.Minute), now.Add(time.Hour))
@@ -182,19 +179,6 @@ func TestHeimaFrontend(t *testing.T) {
 	if msgs := strings.Join(b.Console(), "\n"); strings.Contains(msgs, "exception") {
 		t.Errorf("page exceptions:\n%s", msgs)
 	}
-}
-
-// dataID reads a numeric id from a success answer.
-func dataID(t *testing.T, what string, r apptest.Result) int64 {
-	t.Helper()
-	if r.Status != http.StatusOK || !r.Body.Success {
-		t.Fatalf("%s: got %d %s %s", what, r.Status, r.Body.Code, r.Body.ErrorMsg)
-	}
-	var id int64
-	if err := json.Unmarshal(r.Body.Data, &id); err != nil || id <= 0 {
-		t.Fatalf("%s: data %s is not an id", what, r.Body.Data)
-	}
-	return id
 }
 
 // proxyLog records the requests the proxy sent to the backend.

@@ -3,7 +3,6 @@ package browser
 import (
 	"fmt"
 	"math/rand/v2"
-	"net/http/httptest"
 	"testing"
 
 	"seckill/e2e/apptest"
@@ -22,9 +21,7 @@ func TestWebProductionLogin(t *testing.T) {
 			rc := apptest.NewReceiver(t)
 			env := rc.Env()
 			env["SECKILL_ENV"], env["SECKILL_JWT_SECRET"] = "production", "browser-test-secret-0123456789abcdef"
-			a := webTestApp(t, env)
-			srv := httptest.NewServer(a.Handler())
-			t.Cleanup(srv.Close)
+			_, srv := webTestApp(t, env)
 			b := browsertest.New(t, browsertest.Options{Width: width, Height: 900})
 			b.Navigate(srv.URL + "/")
 

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"net/http"
-	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -21,17 +20,15 @@ import (
 // the place, then Buy now, and the purchase's outcome. A later joiner is
 // told sold out. The live dashboard shows the room's counters.
 func TestWebWaitingRoom(t *testing.T) {
-	a := webTestApp(t, nil)
-	srv := httptest.NewServer(a.Handler())
-	t.Cleanup(srv.Close)
+	a, srv := webTestApp(t, nil)
 	h := a.Handler()
 	admin := apptest.AdminToken(t, h)
-	shop := webID(t, "create shop", apptest.Call(t, h, http.MethodPost, "/shop", admin, map[string]any{
+	shop := apptest.DataID(t, "create shop", apptest.Call(t, h, http.MethodPost, "/shop", admin, map[string]any{
 		"name": "Queue shop", "typeId": 1, "address": "Test street 2", "x": 120.15, "y": 30.28,
 	}))
 	title := fmt.Sprintf("Queued tea %d", rand.IntN(1_000_000))
 	begin := time.Now().Add(4 * time.Second)
-	vid := webID(t, "publish", apptest.Call(t, h, http.MethodPost, "/voucher/seckill", admin, map[string]any{
+	vid := apptest.DataID(t, "publish", apptest.Call(t, h, http.MethodPost, "/voucher/seckill", admin, map[string]any{
 		"shopId": shop, "title": title, "payValue": 100, "actualValue": 200, "type": 1, "stock": 1,
 		"beginTime": begin.Format(time.RFC3339Nano), "endTime": begin.Add(time.Hour).Format(time.RFC3339),
 		"waitingRoom": true,

@@ -33,9 +33,7 @@ import (
 func TestWebAdminFlow(t *testing.T) {
 	for _, width := range webWidths {
 		t.Run(strconv.Itoa(width), func(t *testing.T) {
-			a := webTestApp(t, nil)
-			srv := httptest.NewServer(a.Handler())
-			t.Cleanup(srv.Close)
+			a, srv := webTestApp(t, nil)
 			admin := apptest.AdminToken(t, a.Handler())
 			shop, _ := webVoucher(t, a.Handler(), "seed", 3)
 			user, err := apptest.DevTokens().Issue(apptest.RandomBase(), "user")
@@ -280,9 +278,7 @@ func TestWebDashboardFlow(t *testing.T) {
 // page.
 func TestWebOrderExpires(t *testing.T) {
 	dsn, _ := apptest.FreshDatabase(t)
-	a := webTestApp(t, map[string]string{"SECKILL_MYSQL_DSN": dsn, "SECKILL_PAY_TIMEOUT": "8s"})
-	srv := httptest.NewServer(a.Handler())
-	t.Cleanup(srv.Close)
+	a, srv := webTestApp(t, map[string]string{"SECKILL_MYSQL_DSN": dsn, "SECKILL_PAY_TIMEOUT": "8s"})
 	title := fmt.Sprintf("Expiring %d", rand.IntN(1_000_000))
 	shop, vid := webVoucher(t, a.Handler(), title, 1)
 	phone := fmt.Sprintf("138%08d", rand.IntN(100_000_000))

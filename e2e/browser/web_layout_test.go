@@ -10,7 +10,6 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"net/http"
-	"net/http/httptest"
 	"strconv"
 	"strings"
 	"testing"
@@ -116,20 +115,18 @@ func cjkGlyphs(t *testing.T, b *browsertest.Browser) {
 func TestWebAdminLayoutAndForm(t *testing.T) {
 	for _, width := range webWidths {
 		t.Run(strconv.Itoa(width), func(t *testing.T) {
-			a := webTestApp(t, nil)
-			srv := httptest.NewServer(a.Handler())
-			t.Cleanup(srv.Close)
+			a, srv := webTestApp(t, nil)
 			admin := apptest.AdminToken(t, a.Handler())
 			shop, onSale := webVoucher(t, a.Handler(), "On sale now", 3)
 			tomorrow := time.Now().Add(24 * time.Hour)
-			closedID := webID(t, "publish", apptest.Call(t, a.Handler(), http.MethodPost, "/voucher/seckill", admin, map[string]any{
+			closedID := apptest.DataID(t, "publish", apptest.Call(t, a.Handler(), http.MethodPost, "/voucher/seckill", admin, map[string]any{
 				"shopId": shop, "title": "Closed early", "payValue": 100, "actualValue": 200, "type": 1, "stock": 2,
 				"beginTime": tomorrow.Format(time.RFC3339), "endTime": tomorrow.Add(time.Hour).Format(time.RFC3339),
 			}))
 			if r := apptest.Call(t, a.Handler(), http.MethodPost, fmt.Sprintf("/voucher/seckill/%d/close", closedID), admin, nil); r.Status != http.StatusOK {
 				t.Fatalf("close: %d %s", r.Status, r.Body.Code)
 			}
-			future := webID(t, "publish", apptest.Call(t, a.Handler(), http.MethodPost, "/voucher/seckill", admin, map[string]any{
+			future := apptest.DataID(t, "publish", apptest.Call(t, a.Handler(), http.MethodPost, "/voucher/seckill", admin, map[string]any{
 				"shopId": shop, "title": "Tomorrow", "payValue": 100, "actualValue": 200, "type": 1, "stock": 2,
 				"beginTime": tomorrow.Format(time.RFC3339), "endTime": tomorrow.Add(time.Hour).Format(time.RFC3339),
 			}))
@@ -242,9 +239,7 @@ func TestWebOrderEndsOnCard(t *testing.T) {
 	for _, width := range webWidths {
 		t.Run(strconv.Itoa(width), func(t *testing.T) {
 			dsn, _ := apptest.FreshDatabase(t)
-			a := webTestApp(t, map[string]string{"SECKILL_MYSQL_DSN": dsn, "SECKILL_PAY_TIMEOUT": "6s"})
-			srv := httptest.NewServer(a.Handler())
-			t.Cleanup(srv.Close)
+			a, srv := webTestApp(t, map[string]string{"SECKILL_MYSQL_DSN": dsn, "SECKILL_PAY_TIMEOUT": "6s"})
 			shop, vid := webVoucher(t, a.Handler(), fmt.Sprintf("Ending %d", rand.IntN(1_000_000)), 2)
 			phone := fmt.Sprintf("138%08d", rand.IntN(100_000_000))
 			code := strings.Trim(string(apptest.Call(t, a.Handler(), http.MethodPost, "/user/code?phone="+phone, "", nil).Body.Data), `"`)
@@ -289,9 +284,7 @@ func TestWebOrderEndsOnCard(t *testing.T) {
 func TestWebDashboardLatency(t *testing.T) {
 	for _, width := range webWidths {
 		t.Run(strconv.Itoa(width), func(t *testing.T) {
-			a := webTestApp(t, map[string]string{"SECKILL_LOCK_MODE": "lua"})
-			srv := httptest.NewServer(a.Handler())
-			t.Cleanup(srv.Close)
+			a, srv := webTestApp(t, map[string]string{"SECKILL_LOCK_MODE": "lua"})
 			_, vid := webVoucher(t, a.Handler(), "latency", 2)
 			admin := apptest.AdminToken(t, a.Handler())
 			b := browsertest.New(t, browsertest.Options{Width: width, Height: 900})

@@ -28,10 +28,11 @@ import (
 	"seckill/internal/browsertest"
 )
 
-// webTestApp starts an app for a browser test. It uses the real MariaDB and
+// webTestApp starts an app for a browser test, served on a local HTTP
+// server (both stop with the test). It uses the real MariaDB and
 // Redis when they are set, in development mode like the other tests. Else
 // it uses the embedded backends. CI requires the real ones.
-func webTestApp(t *testing.T, env map[string]string) *app.App {
+func webTestApp(t *testing.T, env map[string]string) (*app.App, *httptest.Server) {
 	t.Helper()
 	vars := map[string]string{"SECKILL_HTTP_ADDR": "127.0.0.1:0", "SECKILL_ENV": "development",
 		// The shared database holds other tests' unpaid orders.
@@ -61,30 +62,19 @@ func webTestApp(t *testing.T, env map[string]string) *app.App {
 	}
 	t.Cleanup(func() { a.Close() })
 	apptest.RegisterDB(t, a)
-	return a
-}
-
-// webID reads a numeric id from a success answer.
-func webID(t *testing.T, what string, r apptest.Result) int64 {
-	t.Helper()
-	if r.Status != http.StatusOK || !r.Body.Success {
-		t.Fatalf("%s: got %d %s %s", what, r.Status, r.Body.Code, r.Body.ErrorMsg)
-	}
-	id, err := strconv.ParseInt(strings.Trim(string(r.Body.Data), `"`), 10, 64)
-	if err != nil || id <= 0 {
-		t.Fatalf("%s: data %s is not an id", what, r.Body.Data)
-	}
-	return id
+	srv := httptest.NewServer(a.Handler())
+	t.Cleanup(srv.Close)
+	return a, srv
 }
 
 // webVoucher creates a shop and publishes a voucher of it on sale now.
 func webVoucher(t *testing.T, h http.Handler, title string, stock int) (shop, voucher int64) {
 	t.Helper()
 	admin := apptest.AdminToken(t, h)
-	shop = webID(t, "create shop", apptest.Call(t, h, http.MethodPost, "/shop", admin, map[string]any{
+	shop = apptest.DataID(t, "create shop", apptest.Call(t, h, http.MethodPost, "/shop", admin, map[string]any{
 		"name": "Web test shop", "typeId": 1, "address": "Test street 1", "x": 120.15, "y": 30.28,
 	}))
-	voucher = webID(t, "publish", apptest.Call(t, h, http.MethodPost, "/voucher/seckill", admin, map[string]any{
+	voucher = apptest.DataID(t, "publish", apptest.Call(t, h, http.MethodPost, "/voucher/seckill", admin, map[string]any{
 		"shopId": shop, "title": title, "subTitle": "weekdays", "rules": "one per user",
 		"payValue": 8000, "actualValue": 10000, "type": 1, "stock": stock,
 		"beginTime": time.Now().Add(-time.Minute).Format(time.RFC3339),
@@ -154,16 +144,14 @@ func TestWebBuyerFlow(t *testing.T) {
 					env["SECKILL_REDIS_ADDR"], env["SECKILL_MYSQL_DSN"] = m.Addr(), dsn
 				}
 			}
-			a := webTestApp(t, env)
-			srv := httptest.NewServer(a.Handler())
-			t.Cleanup(srv.Close)
+			a, srv := webTestApp(t, env)
 			title := fmt.Sprintf("100 off, %s %d", mode, rand.IntN(1_000_000))
 			shop, vid := webVoucher(t, a.Handler(), title, 1)
 			shopName := browsertestShopName(t, a.Handler(), shop)
 			_, otherVid := webVoucher(t, a.Handler(), "Other shop's tea "+title, 5)
 			// A second voucher of the shop, bought and cancelled elsewhere.
 			thirdTitle := "Cake " + title
-			thirdVid := webID(t, "publish the second voucher", apptest.Call(t, a.Handler(), http.MethodPost, "/voucher/seckill", apptest.AdminToken(t, a.Handler()), map[string]any{
+			thirdVid := apptest.DataID(t, "publish the second voucher", apptest.Call(t, a.Handler(), http.MethodPost, "/voucher/seckill", apptest.AdminToken(t, a.Handler()), map[string]any{
 				"shopId": shop, "title": thirdTitle, "payValue": 3000, "actualValue": 5000, "type": 1, "stock": 1,
 				"beginTime": time.Now().Add(-time.Minute).Format(time.RFC3339),
 				"endTime":   time.Now().Add(time.Hour).Format(time.RFC3339),
@@ -229,7 +217,7 @@ func TestWebBuyerFlow(t *testing.T) {
 			if r := apptest.Call(t, a.Handler(), http.MethodPost, fmt.Sprintf("/voucher-order/seckill/%d", otherVid), token, nil); r.Status != http.StatusOK {
 				t.Fatalf("buying the other shop's voucher: got %d %s", r.Status, r.Body.Code)
 			}
-			thirdID := strconv.FormatInt(webID(t, "buying the second voucher", apptest.Call(t, a.Handler(), http.MethodPost, fmt.Sprintf("/voucher-order/seckill/%d", thirdVid), token, nil)), 10)
+			thirdID := strconv.FormatInt(apptest.DataID(t, "buying the second voucher", apptest.Call(t, a.Handler(), http.MethodPost, fmt.Sprintf("/voucher-order/seckill/%d", thirdVid), token, nil)), 10)
 
 			b.Click(card + " .buy")
 			b.WaitText("#buy-result", "you bought “"+title+"”")

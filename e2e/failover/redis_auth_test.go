@@ -22,27 +22,6 @@ import (
 	"seckill/repository/redisstore"
 )
 
-// protectedRedis starts a throwaway redis-server with o (Dir filled in),
-// skipping the test without redis-server (failing it when CI=true).
-func protectedRedis(t *testing.T, o redisproc.Options) *redisproc.Server {
-	t.Helper()
-	if err := redisproc.Available(); err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("CI=true requires redis-server: %v", err)
-		}
-		t.Skipf("redis-server missing: %v", err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
-	defer cancel()
-	o.Dir = t.TempDir()
-	s, err := redisproc.Start(ctx, o)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = s.Close() })
-	return s
-}
-
 // authApp starts the app on MariaDB and the Redis of vars, with no Redlock
 // nodes unless vars names them. It returns the start-up error.
 func authApp(t *testing.T, vars map[string]string) (*app.App, error) {
@@ -111,8 +90,8 @@ func wantWorks(t *testing.T, c redis.UniversalClient) {
 // fails with one line naming SECKILL_REDIS_PASSWORD.
 func TestRedisPassword(t *testing.T) {
 	const pw = "s3cret pass" // a space: passwords are taken as given
-	srv := protectedRedis(t, redisproc.Options{Password: pw, Args: []string{"--requirepass", pw}})
-	other := protectedRedis(t, redisproc.Options{Password: "other", Args: []string{"--requirepass", "other"}})
+	srv := apptest.PrivateRedis(t, redisproc.Options{Password: pw, Args: []string{"--requirepass", pw}})
+	other := apptest.PrivateRedis(t, redisproc.Options{Password: "other", Args: []string{"--requirepass", "other"}})
 
 	c := redisstore.NewRedisClient(srv.Addr(), redisstore.RedisAuth{Password: pw})
 	t.Cleanup(func() { c.Close() })
@@ -160,7 +139,7 @@ func TestRedisPassword(t *testing.T) {
 // starts on a Redis whose default user is off. A wrong user or password is
 // a start error naming both variables.
 func TestRedisACLUser(t *testing.T) {
-	srv := protectedRedis(t, redisproc.Options{
+	srv := apptest.PrivateRedis(t, redisproc.Options{
 		Username: "seckill", Password: "app-pw",
 		Args: []string{"--user", "default", "off", "--user", "seckill", "on", ">app-pw", "~*", "&*", "+@all"},
 	})
@@ -203,7 +182,7 @@ func TestRedisTLS(t *testing.T) {
 	roots := x509.NewCertPool()
 	roots.AppendCertsFromPEM(caPEM)
 	const pw = "tls-pw"
-	srv := protectedRedis(t, redisproc.Options{
+	srv := apptest.PrivateRedis(t, redisproc.Options{
 		Password: pw,
 		TLS:      &tls.Config{RootCAs: roots, MinVersion: tls.VersionTLS12},
 		Args: []string{
@@ -238,7 +217,7 @@ func TestRedisTLS(t *testing.T) {
 	wantRefused(t, err, "SECKILL_REDIS_ADDR")
 
 	// TLS on a plain port: no handshake, the start fails naming TLS.
-	plain := protectedRedis(t, redisproc.Options{})
+	plain := apptest.PrivateRedis(t, redisproc.Options{})
 	_, err = authApp(t, map[string]string{"SECKILL_REDIS_ADDR": plain.Addr(), "SECKILL_REDIS_TLS_CA": files.CA})
 	wantRefused(t, err, "SECKILL_REDIS_ADDR")
 	if err != nil && !strings.Contains(err.Error(), "over TLS (SECKILL_REDIS_TLS)") {
@@ -252,7 +231,7 @@ func TestRedisTLS(t *testing.T) {
 // a wrong data password SECKILL_REDIS_PASSWORD.
 func TestRedisSentinelPassword(t *testing.T) {
 	const dataPW, sentinelPW = "data-pw", "sentinel-pw"
-	primary := protectedRedis(t, redisproc.Options{Password: dataPW, Args: []string{"--requirepass", dataPW}})
+	primary := apptest.PrivateRedis(t, redisproc.Options{Password: dataPW, Args: []string{"--requirepass", dataPW}})
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
 	defer cancel()
 	s, err := redisproc.StartSentinel(ctx, redisproc.SentinelOptions{
@@ -289,7 +268,7 @@ func TestRedisSentinelPassword(t *testing.T) {
 // SECKILL_REDIS_PASSWORD.
 func TestRedisClusterPassword(t *testing.T) {
 	const pw = "cluster-pw"
-	protectedRedis(t, redisproc.Options{}) // skips without redis-server
+	apptest.PrivateRedis(t, redisproc.Options{}) // skips without redis-server
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	c, err := redisproc.StartCluster(ctx, redisproc.ClusterOptions{Dir: t.TempDir(), Password: pw})

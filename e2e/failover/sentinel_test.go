@@ -3,7 +3,6 @@ package failover
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
 	"log/slog"
 	"net"
@@ -221,13 +220,9 @@ func buy(t *testing.T, h http.Handler, vid, user int64, seen *apptest.StormResul
 	}
 	r := apptest.Call(t, h, http.MethodPost, fmt.Sprintf("/voucher-order/seckill/%d", vid), tok, nil)
 	if r.Status == http.StatusOK {
-		var s string
-		if err := json.Unmarshal(r.Body.Data, &s); err != nil {
-			t.Fatalf("order id %s is not a JSON string", r.Body.Data)
-		}
-		id, err := strconv.ParseInt(s, 10, 64)
+		id, err := apptest.OrderIDOf(r)
 		if err != nil {
-			t.Fatalf("order id %q is not a number", s)
+			t.Fatal(err)
 		}
 		seen.OrderIDs[id] = user
 	}

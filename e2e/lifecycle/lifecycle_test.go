@@ -156,6 +156,21 @@ func checkLife(t *testing.T, h http.Handler, orders map[int64]int64, seen lifeOu
 	}
 }
 
+// firstWave has stock buyers buy vid twice each through hs, all of them
+// served. Then they pay, cancel or walk away (payCancelWalk). Once the
+// orders settle, it checks their life (checkLife).
+func firstWave(t *testing.T, hs []http.Handler, vid int64, stock int) (lifeOutcome, apptest.AuditResult) {
+	t.Helper()
+	first := apptest.Storm(t, hs, vid, apptest.RandomBase(), stock, 2)
+	if first.ByCode["OK"] != stock {
+		t.Fatalf("first wave: got %v, want %d OK", first.ByCode, stock)
+	}
+	seen := payCancelWalk(t, hs, first.OrderIDs)
+	a := waitSettled(t, hs[0], vid)
+	checkLife(t, hs[0], first.OrderIDs, seen, a)
+	return seen, a
+}
+
 func TestOrderLifecycleSync(t *testing.T) {
 	dsn, _ := apptest.FreshDatabase(t)
 	env := map[string]string{"SECKILL_MYSQL_DSN": dsn, "SECKILL_PAY_TIMEOUT": "3s"}
@@ -165,13 +180,7 @@ func TestOrderLifecycleSync(t *testing.T) {
 	hs := []http.Handler{a1.Handler(), a2.Handler()}
 	const stock = 30
 	vid := apptest.PublishVoucher(t, a1.Handler(), stock)
-	first := apptest.Storm(t, hs, vid, apptest.RandomBase(), stock, 2)
-	if first.ByCode["OK"] != stock {
-		t.Fatalf("first wave: got %v, want %d OK", first.ByCode, stock)
-	}
-	seen := payCancelWalk(t, hs, first.OrderIDs)
-	a := waitSettled(t, a1.Handler(), vid)
-	checkLife(t, a1.Handler(), first.OrderIDs, seen, a)
+	seen, a := firstWave(t, hs, vid, stock)
 	// The buyers keep their slot. The units go to others, once.
 	again := apptest.Storm(t, hs, vid, apptest.RandomBase(), stock, 1)
 	if want := stock - len(seen.paid); again.ByCode["OK"] != want {
@@ -213,13 +222,7 @@ func TestOrderLifecycleAsync(t *testing.T) {
 			voucherSweeper(t, dsn, rdb, vid, payTimeout)
 		}
 	}
-	first := apptest.Storm(t, hs, vid, apptest.RandomBase(), stock, 2)
-	if first.ByCode["OK"] != stock {
-		t.Fatalf("first wave: got %v, want %d OK", first.ByCode, stock)
-	}
-	seen := payCancelWalk(t, hs, first.OrderIDs)
-	a := waitSettled(t, a1.Handler(), vid)
-	checkLife(t, a1.Handler(), first.OrderIDs, seen, a)
+	seen, a := firstWave(t, hs, vid, stock)
 	apptest.CheckInvariant5(t, rdb, vid, a)
 	checkReturnBuckets(t, dsn, rdb, vid, buckets)
 	if want := int64(stock - len(seen.paid)); *a.RedisStock != want {

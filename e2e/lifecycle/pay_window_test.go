@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"os"
 	"strconv"
 	"testing"
 	"time"
@@ -53,7 +52,7 @@ func TestPayWindowAsync(t *testing.T) {
 	if apptest.OnCluster() {
 		rdb = apptest.SharedRedis(t)
 	} else {
-		srv := privateRedis(t)
+		srv := apptest.PrivateRedis(t, redisproc.Options{})
 		dsn, _ = apptest.FreshDatabase(t)
 		env = map[string]string{"SECKILL_REDIS_ADDR": srv.Addr(), "SECKILL_MYSQL_DSN": dsn}
 		rdb = apptest.Redis(t, srv.Addr())
@@ -61,26 +60,6 @@ func TestPayWindowAsync(t *testing.T) {
 	a := apptest.StartAsync(t, env)
 	vid := apptest.PublishVoucherWith(t, a.Handler(), 4, map[string]any{"stockBuckets": 4})
 	checkPayWindow(t, a.Handler(), dsn, rdb, vid)
-}
-
-// privateRedis starts a redis-server for the test, skipping it without
-// redis-server (failing it when CI=true).
-func privateRedis(t *testing.T) *redisproc.Server {
-	t.Helper()
-	if err := redisproc.Available(); err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("CI=true requires redis-server: %v", err)
-		}
-		t.Skipf("redis-server missing: %v", err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
-	defer cancel()
-	s, err := redisproc.Start(ctx, redisproc.Options{Dir: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = s.Close() })
-	return s
 }
 
 // windowOrder is an order of the test, as GET /voucher-order/:id shows it.

@@ -24,12 +24,10 @@ import (
 	"seckill/observe/live"
 )
 
-// liveStream opens GET /admin/vouchers/:id/live on srv as an admin and
-// returns its snapshots as they come. The stream closes with the test.
-func liveStream(t *testing.T, url string, voucherID int64) <-chan live.Snapshot {
+// openLive sends GET /admin/vouchers/:id/live on url with the admin token,
+// under ctx, and returns the answer.
+func openLive(ctx context.Context, t *testing.T, url, admin string, voucherID int64) *http.Response {
 	t.Helper()
-	admin := apptest.AdminToken(t, nil)
-	ctx, cancel := context.WithCancel(context.Background())
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, fmt.Sprintf("%s/admin/vouchers/%d/live", url, voucherID), nil)
 	if err != nil {
 		t.Fatal(err)
@@ -39,6 +37,16 @@ func liveStream(t *testing.T, url string, voucherID int64) <-chan live.Snapshot 
 	if err != nil {
 		t.Fatal(err)
 	}
+	return res
+}
+
+// liveStream opens GET /admin/vouchers/:id/live on srv as an admin and
+// returns its snapshots as they come. The stream closes with the test.
+func liveStream(t *testing.T, url string, voucherID int64) <-chan live.Snapshot {
+	t.Helper()
+	admin := apptest.AdminToken(t, nil)
+	ctx, cancel := context.WithCancel(context.Background())
+	res := openLive(ctx, t, url, admin, voucherID)
 	if res.StatusCode != http.StatusOK || res.Header.Get("Content-Type") != "text/event-stream" {
 		b, _ := io.ReadAll(res.Body)
 		t.Fatalf("live stream: got %d %q %s, want 200 text/event-stream", res.StatusCode, res.Header.Get("Content-Type"), b)
@@ -210,16 +218,7 @@ func TestServeEndsLiveStreamsAtShutdown(t *testing.T) {
 	apptest.UseAdminToken(t, h, adminTok)
 	vid := apptest.PublishVoucher(t, h, 5)
 
-	admin := apptest.AdminToken(t, h)
-	req, err := http.NewRequest(http.MethodGet, fmt.Sprintf("%s/admin/vouchers/%d/live", base, vid), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	req.Header.Set("authorization", admin)
-	res, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
+	res := openLive(context.Background(), t, base, apptest.AdminToken(t, h), vid)
 	defer res.Body.Close()
 	events := make(chan string, 64)
 	go func() {

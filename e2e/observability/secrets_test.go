@@ -27,17 +27,7 @@ import (
 // body.
 func keyed(t *testing.T, h http.Handler, method, path, token, key, tp string, body any) (apptest.Result, string) {
 	t.Helper()
-	var rd *strings.Reader
-	if body != nil {
-		b, err := json.Marshal(body)
-		if err != nil {
-			t.Fatal(err)
-		}
-		rd = strings.NewReader(string(b))
-	} else {
-		rd = strings.NewReader("")
-	}
-	req := httptest.NewRequest(method, path, rd)
+	req := httptest.NewRequest(method, path, apptest.JSONBody(t, body))
 	req.RemoteAddr = "192.0.2.7:4000"
 	if token != "" {
 		req.Header.Set("authorization", "Bearer "+token)
@@ -280,14 +270,7 @@ func TestTraceTrustParent(t *testing.T) {
 func TestBackgroundNotTraced(t *testing.T) {
 	for _, mode := range []string{"sync", "async"} {
 		t.Run(mode, func(t *testing.T) {
-			a, exp := tracedApp(t, map[string]string{"SECKILL_ORDER_MODE": mode})
-			vid := apptest.PublishVoucher(t, a.Handler(), 5)
-			tok, _ := apptest.DevTokens().Issue(apptest.RandomBase(), "user")
-			exp.Reset()
-			time.Sleep(3 * time.Second) // the background loops' turns
-			if r := apptest.Call(t, a.Handler(), http.MethodPost, fmt.Sprintf("/voucher-order/seckill/%d", vid), tok, nil); r.Status != http.StatusOK {
-				t.Fatalf("purchase: %d %s", r.Status, r.Body.Code)
-			}
+			exp := tracedPurchase(t, mode, 3*time.Second) // 3 s of the background loops
 			tree := waitSpans(t, exp, func(tree spanTree) bool {
 				return mode == "sync" || len(tree.named("lock.release_all")) > 0
 			})

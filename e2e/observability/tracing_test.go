@@ -51,6 +51,23 @@ func tracedApp(t *testing.T, env map[string]string, opts ...sdktrace.TracerProvi
 	return a, exp
 }
 
+// tracedPurchase starts a traced app in order mode and makes one purchase
+// of a fresh voucher. The spans of the set-up are dropped. So the exporter
+// holds those of wait (the background loops' turns; 0 for none), then of
+// the purchase.
+func tracedPurchase(t *testing.T, mode string, wait time.Duration) *tracetest.InMemoryExporter {
+	t.Helper()
+	a, exp := tracedApp(t, map[string]string{"SECKILL_ORDER_MODE": mode})
+	vid := apptest.PublishVoucher(t, a.Handler(), 5)
+	tok, _ := apptest.DevTokens().Issue(apptest.RandomBase(), "user")
+	exp.Reset()
+	time.Sleep(wait)
+	if r := apptest.Call(t, a.Handler(), http.MethodPost, fmt.Sprintf("/voucher-order/seckill/%d", vid), tok, nil); r.Status != http.StatusOK {
+		t.Fatalf("purchase: got %d %s", r.Status, r.Body.Code)
+	}
+	return exp
+}
+
 // spanTree is the spans of one run, by span id.
 type spanTree struct {
 	spans []tracetest.SpanStub
@@ -155,38 +172,14 @@ const purchaseRoute = "/voucher-order/seckill/:id"
 func TestTracing(t *testing.T) {
 	for _, mode := range []string{"sync", "async"} {
 		t.Run(mode, func(t *testing.T) {
-			a, exp := tracedApp(t, map[string]string{"SECKILL_ORDER_MODE": mode})
-			vid := apptest.PublishVoucher(t, a.Handler(), 5)
-			tok, _ := apptest.DevTokens().Issue(apptest.RandomBase(), "user")
-			exp.Reset()
-			if r := apptest.Call(t, a.Handler(), http.MethodPost, fmt.Sprintf("/voucher-order/seckill/%d", vid), tok, nil); r.Status != http.StatusOK {
-				t.Fatalf("purchase: got %d %s", r.Status, r.Body.Code)
-			}
-			var tree spanTree
-			var req tracetest.SpanStub
-			deadline := time.Now().Add(30 * time.Second)
-			for {
-				tree = newSpanTree(exp.GetSpans())
-				reqs := tree.named(http.MethodPost + " " + purchaseRoute)
-				done := len(reqs) == 1
-				if done {
-					req = reqs[0]
+			exp := tracedPurchase(t, mode, 0)
+			tree := waitSpans(t, exp, func(tree spanTree) bool {
+				if len(tree.named(http.MethodPost+" "+purchaseRoute)) != 1 {
+					return false
 				}
-				if mode == "async" {
-					done = done && len(tree.named("seckill.consumer.batch")) > 0 && len(tree.named("lock.release_all")) > 0
-				}
-				if done {
-					break
-				}
-				if time.Now().After(deadline) {
-					names := map[string]int{}
-					for _, s := range tree.spans {
-						names[s.Name]++
-					}
-					t.Fatalf("spans so far: %v; want the request's (and in async mode the consumer's)", names)
-				}
-				time.Sleep(20 * time.Millisecond)
-			}
+				return mode != "async" || len(tree.named("seckill.consumer.batch")) > 0 && len(tree.named("lock.release_all")) > 0
+			})
+			req := tree.named(http.MethodPost + " " + purchaseRoute)[0]
 			if req.Parent.IsValid() || req.SpanKind != trace.SpanKindServer || attr(req, "http.route") != purchaseRoute {
 				t.Errorf("request span: parent %v kind %v route %q, want a server root on %s", req.Parent, req.SpanKind, attr(req, "http.route"), purchaseRoute)
 			}

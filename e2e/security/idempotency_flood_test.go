@@ -6,12 +6,10 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
-	"os"
 	"strconv"
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/redis/go-redis/v9"
 
@@ -38,20 +36,8 @@ const floodBytesPerUser = 100 * 1536
 // /user/login) and buys.
 func TestIdempotencyFloodBounded(t *testing.T) {
 	apptest.IntegrationEnv(t)
-	if err := redisproc.Available(); err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("CI=true requires redis-server: %v", err)
-		}
-		t.Skipf("redis-server missing: %v", err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
-	srv, err := redisproc.Start(ctx, redisproc.Options{Dir: t.TempDir(),
+	srv := apptest.PrivateRedis(t, redisproc.Options{
 		Args: []string{"--maxmemory", "6mb", "--maxmemory-policy", "noeviction"}})
-	cancel()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = srv.Close() })
 	rdb := redis.NewClient(&redis.Options{Addr: srv.Addr()})
 	t.Cleanup(func() { rdb.Close() })
 

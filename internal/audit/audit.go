@@ -94,32 +94,26 @@ func ReadRedis(ctx context.Context, rdb redis.UniversalClient, voucherID int64) 
 // Returned is how many cancelled orders' units the voucher's buckets took
 // back. It sums the returned sets' sizes.
 func Returned(ctx context.Context, rdb redis.UniversalClient, voucherID int64) (int64, error) {
-	n, err := buckets(ctx, rdb, voucherID)
-	if err != nil {
-		return 0, err
-	}
-	var sum int64
-	for b := range n {
-		c, err := rdb.SCard(ctx, repository.ReturnedKeyIn(repository.BucketShard(voucherID, b), voucherID)).Result()
-		if err != nil {
-			return 0, fmt.Errorf("read returned set of voucher %d: %w", voucherID, err)
-		}
-		sum += c
-	}
-	return sum, nil
+	return sumSets(ctx, rdb, voucherID, "returned", repository.ReturnedKeyIn)
 }
 
 // Buyers is the size of the voucher's buyers sets, summed over its buckets.
 func Buyers(ctx context.Context, rdb redis.UniversalClient, voucherID int64) (int64, error) {
+	return sumSets(ctx, rdb, voucherID, "buyers", repository.BuyersKeyIn)
+}
+
+// sumSets sums the sizes of the voucher's sets named what over its
+// buckets. keyIn is the set's key in a bucket's shard.
+func sumSets(ctx context.Context, rdb redis.UniversalClient, voucherID int64, what string, keyIn func(shard int, voucherID int64) string) (int64, error) {
 	n, err := buckets(ctx, rdb, voucherID)
 	if err != nil {
 		return 0, err
 	}
 	var sum int64
 	for b := range n {
-		c, err := rdb.SCard(ctx, repository.BuyersKeyIn(repository.BucketShard(voucherID, b), voucherID)).Result()
+		c, err := rdb.SCard(ctx, keyIn(repository.BucketShard(voucherID, b), voucherID)).Result()
 		if err != nil {
-			return 0, fmt.Errorf("read buyers set of voucher %d: %w", voucherID, err)
+			return 0, fmt.Errorf("read %s set of voucher %d: %w", what, voucherID, err)
 		}
 		sum += c
 	}

@@ -58,6 +58,7 @@ func TestReadRedis(t *testing.T) {
 	}
 	mr.Set(repository.StockKey(7), "3")
 	mr.SAdd(repository.BuyersKey(7), "10", "20")
+	mr.SAdd(repository.ReturnedKeyIn(repository.BucketShard(7, 0), 7), "1001")
 	mr.Set("seckill:duprej:7", "4")
 	a, err := ReadRedis(ctx, rdb, 7)
 	if err != nil {
@@ -65,6 +66,11 @@ func TestReadRedis(t *testing.T) {
 	}
 	if a.RedisStock != 3 || a.Buyers == nil || *a.Buyers != 2 || a.Pending != 0 {
 		t.Errorf("async = %+v, want redis stock 3, buyers 2", a)
+	}
+	if a.Returned == nil {
+		t.Error("returned: nil, want 1")
+	} else if *a.Returned != 1 {
+		t.Errorf("returned = %d, want 1", *a.Returned)
 	}
 	if n, err := DuplicateRejections(ctx, rdb, 7); err != nil || n != 4 {
 		t.Errorf("DuplicateRejections = %d, %v, want 4", n, err)

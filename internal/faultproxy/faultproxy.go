@@ -59,13 +59,7 @@ func (p *Proxy) Addr() string { return p.ln.Addr().String() }
 func (p *Proxy) Close() {
 	p.ln.Close()
 	p.Heal()
-	p.mu.Lock()
-	conns := p.conns
-	p.conns = nil
-	p.mu.Unlock()
-	for _, c := range conns {
-		c.Close()
-	}
+	p.Cut()
 }
 
 // LoseReply arms the proxy once: the next command named cmd (any case,

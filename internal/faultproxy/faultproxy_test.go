@@ -28,17 +28,25 @@ func echo(t *testing.T) string {
 	return ln.Addr().String()
 }
 
-func TestPartitionHoldsUntilHeal(t *testing.T) {
+// proxied starts a proxy in front of an echo server and connects through
+// it. Both close when the test ends.
+func proxied(t *testing.T) (*Proxy, net.Conn) {
+	t.Helper()
 	p, err := Start(echo(t))
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer p.Close()
+	t.Cleanup(p.Close)
 	c, err := net.Dial("tcp", p.Addr())
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer c.Close()
+	t.Cleanup(func() { c.Close() })
+	return p, c
+}
+
+func TestPartitionHoldsUntilHeal(t *testing.T) {
+	p, c := proxied(t)
 	r := bufio.NewReader(c)
 	p.Partition()
 	if _, err := c.Write([]byte("ping\n")); err != nil {
@@ -61,17 +69,8 @@ func TestPartitionHoldsUntilHeal(t *testing.T) {
 }
 
 func TestDelayKeepsOrder(t *testing.T) {
-	p, err := Start(echo(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer p.Close()
+	p, c := proxied(t)
 	p.SetDelay(func() time.Duration { return 5 * time.Millisecond })
-	c, err := net.Dial("tcp", p.Addr())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
 	r := bufio.NewReader(c)
 	for _, want := range []string{"a\n", "b\n", "c\n"} {
 		if _, err := c.Write([]byte(want)); err != nil {
@@ -85,16 +84,7 @@ func TestDelayKeepsOrder(t *testing.T) {
 }
 
 func TestCutClosesConnections(t *testing.T) {
-	p, err := Start(echo(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer p.Close()
-	c, err := net.Dial("tcp", p.Addr())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	p, c := proxied(t)
 	if _, err := c.Write([]byte("x\n")); err != nil {
 		t.Fatal(err)
 	}

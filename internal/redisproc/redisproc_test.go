@@ -117,7 +117,7 @@ func TestKillRestartEmpty(t *testing.T) {
 }
 
 // TestStartSet: a Set comes up healthy (the Sentinels agree on Servers[0]
-// and see its replica), and Close kills every process.
+// and see its replica, Servers[1]), and Close kills every process.
 func TestStartSet(t *testing.T) {
 	ctx, log := need(t)
 	set, err := redisproc.StartSet(ctx, redisproc.SetOptions{Dir: t.TempDir(), Log: log})
@@ -128,12 +128,12 @@ func TestStartSet(t *testing.T) {
 	if len(set.Servers) != 2 || len(set.Sentinels) != 3 {
 		t.Fatalf("got %d servers and %d Sentinels, want 2 and 3", len(set.Servers), len(set.Sentinels))
 	}
-	p, err := set.Primary(ctx)
+	p, r, err := set.PrimaryAndReplica(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if p != set.Servers[0] {
-		t.Errorf("primary %s, want %s", p.Addr(), set.Servers[0].Addr())
+	if p != set.Servers[0] || r != set.Servers[1] {
+		t.Errorf("primary %s and replica %s, want %s and %s", p.Addr(), r.Addr(), set.Servers[0].Addr(), set.Servers[1].Addr())
 	}
 	info, err := redisproc.Info(ctx, set.Servers[1].Addr(), "replication")
 	if err != nil {

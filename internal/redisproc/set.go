@@ -135,6 +135,24 @@ func (s *Set) Primary(ctx context.Context) (*Server, error) {
 	return nil, fmt.Errorf("the Sentinels name %s, not a server of the set", named)
 }
 
+// PrimaryAndReplica returns the primary (Primary) and a server of the set
+// that is not it: with one replica, the heir of a failover.
+func (s *Set) PrimaryAndReplica(ctx context.Context) (primary, replica *Server, err error) {
+	primary, err = s.Primary(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	for _, srv := range s.Servers {
+		if srv != primary {
+			replica = srv
+		}
+	}
+	if replica == nil {
+		return nil, nil, fmt.Errorf("the set has no server besides the primary %s", primary.Addr())
+	}
+	return primary, replica, nil
+}
+
 // WaitHealthy polls, within ctx (DefaultWait when ctx has no deadline),
 // until every Sentinel names the same primary, which reports role master.
 // Every other server is its replica, linked, and has applied what the

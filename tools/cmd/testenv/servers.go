@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -12,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	"seckill/internal/proc"
 	"seckill/internal/redisproc"
 	"seckill/tools/cmd/harness/testbed"
 )
@@ -117,7 +117,7 @@ func start(ctx context.Context, dir string, todo []step, log io.Writer) (env []s
 // startMariaDB starts a MariaDB on a free port (the fault suite's: user
 // seckill/seckill, database seckill).
 func startMariaDB(ctx context.Context, dir string) ([]string, func(), error) {
-	port, err := freePort()
+	port, err := proc.FreePort()
 	if err != nil {
 		return nil, nil, err
 	}
@@ -171,14 +171,4 @@ func startCluster(ctx context.Context, dir string) ([]string, func(), error) {
 		return nil, nil, err
 	}
 	return []string{strings.Join(c.Addrs(), ",")}, func() { _ = c.Close() }, nil
-}
-
-// freePort is a loopback port nothing listens on now.
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
 }

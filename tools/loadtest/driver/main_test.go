@@ -42,11 +42,17 @@ func (f *fakeShop) handler() http.Handler {
 	refuse := func(w http.ResponseWriter, status int, code string) {
 		write(w, status, map[string]any{"success": false, "code": code, "errorMsg": code})
 	}
-	mux.HandleFunc("POST /shop", func(w http.ResponseWriter, r *http.Request) {
-		if r.Header.Get("authorization") != "admin-token" {
-			refuse(w, http.StatusForbidden, "FORBIDDEN")
-			return
+	// asAdmin refuses a request without the admin's token (403).
+	asAdmin := func(h http.HandlerFunc) http.HandlerFunc {
+		return func(w http.ResponseWriter, r *http.Request) {
+			if r.Header.Get("authorization") != "admin-token" {
+				refuse(w, http.StatusForbidden, "FORBIDDEN")
+				return
+			}
+			h(w, r)
 		}
+	}
+	mux.HandleFunc("POST /shop", asAdmin(func(w http.ResponseWriter, r *http.Request) {
 		var body struct {
 			Name string `json:"name"`
 		}
@@ -55,12 +61,8 @@ func (f *fakeShop) handler() http.Handler {
 			return
 		}
 		write(w, http.StatusOK, map[string]any{"success": true, "data": 3})
-	})
-	mux.HandleFunc("POST /voucher/seckill", func(w http.ResponseWriter, r *http.Request) {
-		if r.Header.Get("authorization") != "admin-token" {
-			refuse(w, http.StatusForbidden, "FORBIDDEN")
-			return
-		}
+	}))
+	mux.HandleFunc("POST /voucher/seckill", asAdmin(func(w http.ResponseWriter, r *http.Request) {
 		var body struct {
 			ShopID    int64  `json:"shopId"`
 			Stock     int    `json:"stock"`
@@ -78,7 +80,7 @@ func (f *fakeShop) handler() http.Handler {
 		f.stock, f.initial = body.Stock, body.Stock
 		f.mu.Unlock()
 		write(w, http.StatusOK, map[string]any{"success": true, "data": 7})
-	})
+	}))
 	mux.HandleFunc("POST /voucher-order/seckill/{id}", func(w http.ResponseWriter, r *http.Request) {
 		if r.PathValue("id") != "7" {
 			refuse(w, http.StatusNotFound, "VOUCHER_NOT_FOUND")

@@ -117,7 +117,7 @@ func TestBenchRender(t *testing.T) {
 	b := fixedBench()
 	b.violations = []string{"sync-lua: wrk err_read=3"}
 	md := b.render(b.targets(), func(string) string { return "" })
-	for _, want := range []string{
+	mdHolds(t, md,
 		"| soldout | sync | lua | 526005 | 52240 | 0.50 | 11.07 |  | SOLD_OUT 526005 | 1 |  | ok | - | 1.00 | 62 / 29 / 1 / 0 / 0 | 23 / 0 / 0 | 0.0 / 0.0 / 0.0 |\n",
 		"| sync-lua | sync | lua | 18484 | 1843 | 16.55 | 49.64 | 18484 | 0 | 18515 | 32 | **1 violated** | 0.38 | 0.04 | 34 / 4 / 37 / 5 / 14 | 370 / 393 / 49 | 5.0 / 0.0 / 0.0 |\n",
 		"| 4 | sync `lua` req/s ÷ mariadb-slap txn/s | 0.38 | ≥ 0.6 | **no** |\n",
@@ -145,11 +145,7 @@ func TestBenchRender(t *testing.T) {
 		"| order transaction (BEGIN; UPDATE stock; INSERT order; COMMIT) | mariadb-slap | 4826 txn/s | - | - | 16000 transactions in 3.315 s,",
 		"| k6-async-lua-noop | 921 |",
 		"keys bench:lock:000000000000 .. 000000599999 are set",
-	} {
-		if !strings.Contains(md, want) {
-			t.Errorf("RESULTS.md lacks %q", want)
-		}
-	}
+	)
 	for _, section := range []string{"# Benchmark results", "## Machine", "## Limits", "## The seckill", "## Sync group commit", "## Async mode",
 		"### Drain", "### Latency", "## Targets, as ratios in this run", "## Commands"} {
 		if !strings.Contains(md, "\n"+section) && !strings.HasPrefix(md, section) {
@@ -252,17 +248,13 @@ func TestBenchAdmissionProfile(t *testing.T) {
 		Files:   []string{"async-lua.cpu.pprof", "async-lua.allocs-before.pprof", "async-lua.allocs.pprof", "async-lua.top.txt"},
 		CPUFlat: flat, CPUCum: flat, AllocSpace: "", CPUServerOrder: "71.3", CPURedisOrder: "28.9", Orders: "157319"}
 	md := b.render(b.targets(), func(string) string { return "" })
-	for _, want := range []string{
+	mdHolds(t, md,
 		"\n## Admission profile: async-lua\n",
 		"over 8 s in the middle",
 		"server 71.3 us, Redis 28.9 us\n(157319 orders). The files, in tools/bench/profiles: async-lua.cpu.pprof,",
-		"CPU, flat, top 20:\n\n```\n" + flat + "\n```\n",
+		"CPU, flat, top 20:\n\n```\n"+flat+"\n```\n",
 		"CPU, cumulative, top 20:",
-	} {
-		if !strings.Contains(md, want) {
-			t.Errorf("RESULTS.md lacks %q", want)
-		}
-	}
+	)
 	if strings.Contains(md, "Bytes allocated") {
 		t.Error("an empty allocation table is shown")
 	}
@@ -455,13 +447,9 @@ func TestBenchClusterBlock(t *testing.T) {
 	b.runs["cluster-2"] = benchFigures{"buckets": "2", "rps": "17468.2", "status_200": "174680", "orders": "174700",
 		"cpu_server_order": "46.1", "cpu_redis_order": "43.4", "cpu_node0_order": "14.2", "cpu_node1_order": "13.3", "cpu_node2_order": "15.9"}
 	md := b.render(b.targets(), func(string) string { return "" })
-	for _, want := range []string{"(one Redis, async-lua: 16.8 us,\n59500/s)",
+	mdHolds(t, md, "(one Redis, async-lua: 16.8 us,\n59500/s)",
 		"| per node (7001 master / 7002 master / 7004 replica) | busiest master on a core, orders/s |\n",
-		"| 46.1 | 43.4 | 14.2 / 13.3 / 15.9 | 70400 |\n"} {
-		if !strings.Contains(md, want) {
-			t.Errorf("RESULTS.md lacks %q", want)
-		}
-	}
+		"| 46.1 | 43.4 | 14.2 / 13.3 / 15.9 | 70400 |\n")
 	j := b.resultsJSON(b.targets())
 	var cl *JSONRun
 	for i := range j.Runs {
@@ -493,5 +481,15 @@ func TestBenchClusterBlock(t *testing.T) {
 	}
 	if string(want) != string(data)+"\n" {
 		t.Errorf("%s is not the harness's results.json: run this test with UPDATE_GOLDEN=1", golden)
+	}
+}
+
+// mdHolds fails the test for each of wants RESULTS.md (md) lacks.
+func mdHolds(t *testing.T, md string, wants ...string) {
+	t.Helper()
+	for _, want := range wants {
+		if !strings.Contains(md, want) {
+			t.Errorf("RESULTS.md lacks %q", want)
+		}
 	}
 }

@@ -251,30 +251,17 @@ func promHistogram(text, route string) benchFigures {
 		cnt float64
 	}
 	var bs []bucket
-	var bsum, bcount, psum, pcount, gsum, gcount float64
+	plain := map[string]float64{} // the samples without labels, by name
 	for _, line := range strings.Split(text, "\n") {
-		switch {
-		case strings.HasPrefix(line, "seckill_http_request_duration_seconds_bucket{") && strings.Contains(line, want):
-			i := strings.Index(line, `le="`)
-			if i < 0 {
+		if strings.HasPrefix(line, "seckill_http_request_duration_seconds_bucket{") && strings.Contains(line, want) {
+			le, ok := labelValue(line, "le")
+			if !ok {
 				continue
 			}
-			le := line[i+4:]
-			le = le[:strings.Index(le, `"`)]
 			fl := strings.Fields(line)
 			bs = append(bs, bucket{le, figNum0(fl[len(fl)-1])})
-		case strings.HasPrefix(line, "seckill_async_batch_size_sum "):
-			bsum = figNum0(strings.Fields(line)[1])
-		case strings.HasPrefix(line, "seckill_async_batch_size_count "):
-			bcount = figNum0(strings.Fields(line)[1])
-		case strings.HasPrefix(line, "seckill_admission_pipeline_size_sum "):
-			psum = figNum0(strings.Fields(line)[1])
-		case strings.HasPrefix(line, "seckill_admission_pipeline_size_count "):
-			pcount = figNum0(strings.Fields(line)[1])
-		case strings.HasPrefix(line, "seckill_sync_group_size_sum "):
-			gsum = figNum0(strings.Fields(line)[1])
-		case strings.HasPrefix(line, "seckill_sync_group_size_count "):
-			gcount = figNum0(strings.Fields(line)[1])
+		} else if fl := strings.Fields(line); len(fl) == 2 && !strings.ContainsAny(fl[0], "#{") {
+			plain[fl[0]] = figNum0(fl[1])
 		}
 	}
 	var total float64
@@ -301,19 +288,28 @@ func promHistogram(text, route string) benchFigures {
 			f["srv_p99_le"] = strconv.FormatFloat(figNum0(p)*1000, 'g', 6, 64)
 		}
 	}
-	if bcount > 0 {
-		f["batch_mean"] = fmt.Sprintf("%.1f", bsum/bcount)
-		f["batches"] = fmt.Sprintf("%d", int64(bcount))
-	}
-	if gcount > 0 {
-		f["group_mean"] = fmt.Sprintf("%.2f", gsum/gcount)
-		f["groups"] = fmt.Sprintf("%d", int64(gcount))
-	}
-	if pcount > 0 {
-		f["pipeline_mean"] = fmt.Sprintf("%.2f", psum/pcount)
-		f["pipelines"] = fmt.Sprintf("%d", int64(pcount))
+	for _, h := range []struct{ metric, mean, count, format string }{
+		{"seckill_async_batch_size", "batch_mean", "batches", "%.1f"},
+		{"seckill_sync_group_size", "group_mean", "groups", "%.2f"},
+		{"seckill_admission_pipeline_size", "pipeline_mean", "pipelines", "%.2f"},
+	} {
+		if n := plain[h.metric+"_count"]; n > 0 {
+			f[h.mean] = fmt.Sprintf(h.format, plain[h.metric+"_sum"]/n)
+			f[h.count] = fmt.Sprintf("%d", int64(n))
+		}
 	}
 	return f
+}
+
+// labelValue is the value of the label name in a sample line of the
+// Prometheus text format.
+func labelValue(line, name string) (string, bool) {
+	i := strings.Index(line, name+`="`)
+	if i < 0 {
+		return "", false
+	}
+	v := line[i+len(name)+2:]
+	return v[:strings.Index(v, `"`)], true
 }
 
 // pipelineDepth is redis-benchmark's -P for a run's pipeline_mean. It is the

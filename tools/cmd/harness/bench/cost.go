@@ -258,12 +258,10 @@ func nodeRoundTrips(text string) (trips, cmds map[string]float64) {
 		default:
 			continue
 		}
-		i := strings.Index(line, `node="`)
-		if i < 0 {
+		node, ok := labelValue(line, "node")
+		if !ok {
 			continue
 		}
-		node := line[i+6:]
-		node = node[:strings.Index(node, `"`)]
 		f := strings.Fields(line)
 		dst[node] += figNum0(f[len(f)-1])
 	}

@@ -83,16 +83,23 @@ func (b reporter) seckillRow(name string) string {
 		g("share"), g("rest"), g("cpu_server"), g("cpu_mariadb"), g("cpu_redis"), g("db_stmts"))
 }
 
+// syncLockModeOf is the lock mode of the last sync run whose name ends in
+// suffix (sync-<mode><suffix>), "" without one.
+func (b reporter) syncLockModeOf(suffix string) string {
+	var lm string
+	for _, name := range b.rows {
+		if m, ok := strings.CutSuffix(name, suffix); ok {
+			lm = strings.TrimPrefix(m, "sync-")
+		}
+	}
+	return lm
+}
+
 // groupSection compares, for the first sync lock mode, group commit with
 // one transaction per order and with mariadb-slap's order transaction, at
 // the same concurrency. "" without the -pertxn run.
 func (b reporter) groupSection() string {
-	var lm string
-	for _, name := range b.rows {
-		if m, ok := strings.CutSuffix(name, "-pertxn"); ok {
-			lm = strings.TrimPrefix(m, "sync-")
-		}
-	}
+	lm := b.syncLockModeOf("-pertxn")
 	if lm == "" {
 		return ""
 	}

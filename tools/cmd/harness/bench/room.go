@@ -157,12 +157,7 @@ func (b seckillRuns) joinBuyers(path, tokens string, n int, wait bool, name stri
 // roomSection compares the waiting room's runs with the no-op endpoint
 // and today's purchase. "" without them.
 func (b reporter) roomSection() string {
-	var lm string
-	for _, name := range b.rows {
-		if m, ok := strings.CutSuffix(name, "-room-buy"); ok {
-			lm = strings.TrimPrefix(m, "sync-")
-		}
-	}
+	lm := b.syncLockModeOf("-room-buy")
 	if lm == "" {
 		return ""
 	}

@@ -85,33 +85,30 @@ func (b serverUnderTest) publish(stock int) int64 { return b.publishWith(stock, 
 
 // publishWith is publish with more fields of the body (`,"stockBuckets":4`).
 func (b serverUnderTest) publishWith(stock int, more string) int64 {
-	status, data, err := b.call("POST", "/shop", b.adminToken,
-		[]byte(`{"name":"bench shop","typeId":1,"address":"loopback 1","x":120.15,"y":30.28}`))
-	var shop struct {
-		Data json.Number `json:"data"`
-	}
-	if err != nil || status >= 400 || json.Unmarshal(data, &shop) != nil {
-		b.die("creating a shop failed: %d %s %v", status, data, err)
-	}
-	shopID, err := shop.Data.Int64()
-	if err != nil || shopID <= 0 {
-		b.die("creating a shop failed: %s", data)
-	}
+	shopID := b.createdID("creating a shop", "/shop",
+		`{"name":"bench shop","typeId":1,"address":"loopback 1","x":120.15,"y":30.28}`)
 	now := time.Now().UTC()
 	body := fmt.Sprintf(`{"shopId":%d,"title":"bench","subTitle":"make bench","rules":"","payValue":100,"actualValue":100,"type":1,"stock":%d,"beginTime":"%s","endTime":"%s"%s}`,
 		shopID, stock, now.Add(-time.Minute).Format("2006-01-02T15:04:05Z"), now.Add(2*time.Hour).Format("2006-01-02T15:04:05Z"), more)
-	status, data, err = b.call("POST", "/voucher/seckill", b.adminToken, []byte(body))
+	id := b.createdID("publishing a voucher", "/voucher/seckill", body)
+	b.vouchers = append(b.vouchers, id)
+	return id
+}
+
+// createdID POSTs body to path as the admin and returns the id of what it
+// created. Without one the bench dies: "what failed".
+func (b serverUnderTest) createdID(what, path, body string) int64 {
+	status, data, err := b.call("POST", path, b.adminToken, []byte(body))
 	var env struct {
 		Data json.Number `json:"data"`
 	}
 	if err != nil || status >= 400 || json.Unmarshal(data, &env) != nil {
-		b.die("publishing a voucher failed: %d %s %v", status, data, err)
+		b.die("%s failed: %d %s %v", what, status, data, err)
 	}
 	id, err := env.Data.Int64()
 	if err != nil || id <= 0 {
-		b.die("publishing a voucher failed: %s", data)
+		b.die("%s failed: %s", what, data)
 	}
-	b.vouchers = append(b.vouchers, id)
 	return id
 }
 

@@ -141,15 +141,9 @@ func hasMark(l *loadRun, name string) bool {
 // sentinelFailover kills the primary and waits until the Sentinels have
 // promoted the replica.
 func sentinelFailover(ctx context.Context, s *suite, e *caseEnv, l *loadRun) error {
-	primary, err := e.sent.Primary(ctx)
+	primary, heir, err := e.sent.PrimaryAndReplica(ctx)
 	if err != nil {
 		return err
-	}
-	var heir *redisproc.Server
-	for _, srv := range e.sent.Servers {
-		if srv != primary {
-			heir = srv
-		}
 	}
 	lag := strings.Contains(l.plan.Tag, "replica-lag")
 	var hc *redis.Client

@@ -3,8 +3,9 @@ package faults
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"path/filepath"
-	"sort"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -149,13 +150,8 @@ func faultsCommand(getenv func(string) string) string {
 
 // faultSettingsText lists the settings that differ from their defaults.
 func faultSettingsText(getenv func(string) string) []string {
-	keys := make([]string, 0, len(faultDefaults))
-	for k := range faultDefaults {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
 	var out []string
-	for _, k := range keys {
+	for _, k := range slices.Sorted(maps.Keys(faultDefaults)) {
 		if v := getenv(k); v != "" && v != faultDefaults[k] {
 			out = append(out, k+"="+v)
 		}

@@ -79,10 +79,7 @@ type ciRun struct {
 
 // RunCI is `harness ci`: the short load test that CI runs.
 func RunCI(args []string) int {
-	root, err := testbed.ProjectRoot()
-	if err == nil {
-		err = testbed.LoadCIEnv(root)
-	}
+	root, err := testbed.CIRoot()
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "[loadtest-ci] ERROR: %v\n", err)
 		return 2

@@ -57,10 +57,7 @@ func (e ltDie) Error() string { return e.msg }
 func RunLoadtest(args []string) int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	root, err := testbed.ProjectRoot()
-	if err == nil {
-		err = testbed.LoadCIEnv(root)
-	}
+	root, err := testbed.CIRoot()
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "[loadtest] ERROR: %v\n", err)
 		return 2

@@ -185,10 +185,7 @@ type MatrixReport struct {
 // RunMatrix is `harness matrix`: every lock mode, setting and instance
 // count, each one loadtest run.
 func RunMatrix(args []string) int {
-	root, err := testbed.ProjectRoot()
-	if err == nil {
-		err = testbed.LoadCIEnv(root)
-	}
+	root, err := testbed.CIRoot()
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "[matrix] ERROR: %v\n", err)
 		return 2

@@ -2,7 +2,8 @@ package loadrun
 
 import (
 	"fmt"
-	"sort"
+	"maps"
+	"slices"
 	"strings"
 
 	"seckill/tools/cmd/harness/testbed"
@@ -10,13 +11,8 @@ import (
 
 // lifeText renders the life answers as action_code=n, sorted.
 func lifeText(m map[string]int64) string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
 	var parts []string
-	for _, k := range keys {
+	for _, k := range slices.Sorted(maps.Keys(m)) {
 		parts = append(parts, fmt.Sprintf("%s=%d", k, m[k]))
 	}
 	if len(parts) == 0 {

@@ -132,15 +132,9 @@ func (e *lcEnv) fault(ctx context.Context, r Row, p *lcProc) error {
 // killed. The replica drops the unapplied grant with its link and is
 // promoted. Once process 1 works on the new primary, the holder resumes.
 func (e *lcEnv) failover(ctx context.Context, p *lcProc) error {
-	primary, err := e.set.Primary(ctx)
+	primary, replica, err := e.set.PrimaryAndReplica(ctx)
 	if err != nil {
 		return err
-	}
-	var replica *redisproc.Server
-	for _, s := range e.set.Servers {
-		if s != primary {
-			replica = s
-		}
 	}
 	rc := redis.NewClient(&redis.Options{Addr: replica.Addr()})
 	defer rc.Close()

@@ -11,7 +11,6 @@ import (
 	"io"
 	"log"
 	mrand "math/rand/v2"
-	"net"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -167,7 +166,7 @@ func Run(args []string) int {
 }
 
 func (e *lcEnv) setup(ctx context.Context) error {
-	port, err := lcFreePort()
+	port, err := proc.FreePort()
 	if err != nil {
 		return err
 	}
@@ -214,16 +213,6 @@ func (e *lcEnv) close() {
 	if !e.keep {
 		os.RemoveAll(e.work)
 	}
-}
-
-// lcFreePort is a free local TCP port.
-func lcFreePort() (int, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port, nil
 }
 
 // lcProc is one client process and the proxies of its links.

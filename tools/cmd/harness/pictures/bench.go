@@ -339,9 +339,7 @@ func benchModes(d *svgDoc, b benchData, y float64) float64 {
 	top := y + 10
 	bottom := top + float64(len(runs))*bnRowH
 	for i := range runs {
-		if i%2 == 1 {
-			d.rect(bnLeft-6, top+float64(i)*bnRowH, bnWidth-2*bnLeft+12, bnRowH, colStripe)
-		}
+		d.stripe(i, bnLeft, bnWidth, top+float64(i)*bnRowH, bnRowH)
 	}
 	d.axis(bnBarX, bnBarW, top, bottom+2, end, "req/s")
 	for i, r := range runs {

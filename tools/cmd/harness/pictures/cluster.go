@@ -238,9 +238,7 @@ func clusterPanel(d *svgDoc, rows []clusterRow, y, end float64, colour string, v
 	top := y
 	bottom := top + float64(len(rows))*clRowH
 	for i := range rows {
-		if i%2 == 1 {
-			d.rect(clLeft-6, top+float64(i)*clRowH, clWidth-2*clLeft+12, clRowH, colStripe)
-		}
+		d.stripe(i, clLeft, clWidth, top+float64(i)*clRowH, clRowH)
 	}
 	d.axis(clBarX, clBarW, top, bottom+2, end, "")
 	for i, r := range rows {

@@ -1,7 +1,6 @@
 package pictures
 
 import (
-	"encoding/json"
 	"fmt"
 	"strings"
 
@@ -46,14 +45,7 @@ var ftStatuses = []struct {
 
 // renderFaultsPicture is docs/faults.svg from tools/faults/results.json.
 func renderFaultsPicture(data []byte) ([]byte, error) {
-	var rep faults.Report
-	if err := json.Unmarshal(data, &rep); err != nil {
-		return nil, fmt.Errorf("tools/faults/results.json: %w", err)
-	}
-	if len(rep.Cases) == 0 {
-		return nil, fmt.Errorf("tools/faults/results.json: no cases")
-	}
-	return faultsSVG(rep), nil
+	return drawReport(data, "tools/faults/results.json", "no cases", func(r faults.Report) bool { return len(r.Cases) == 0 }, faultsSVG)
 }
 
 // faultVerdictColour is the colour of a case's verdict: pass, shown (an
@@ -114,9 +106,7 @@ func faultsSVG(rep faults.Report) []byte {
 
 // faultsRow draws case c, the i-th row, with its top at y.
 func faultsRow(d *svgDoc, y float64, i int, c faults.CaseResult) {
-	if i%2 == 1 {
-		d.rect(ftLeft-6, y, ftWidth-2*ftLeft+12, ftRowH, colStripe)
-	}
+	d.stripe(i, ftLeft, ftWidth, y, ftRowH)
 	line1 := y + 16
 	d.text(ftLeft, line1, "bold", "", "", c.Name)
 	d.text(ftLeft+svgBoldWidth(c.Name, 12)+8, line1, "small", "", "", c.LockMode+", "+c.OrderMode)

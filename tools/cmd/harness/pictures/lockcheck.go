@@ -1,7 +1,6 @@
 package pictures
 
 import (
-	"encoding/json"
 	"fmt"
 	"slices"
 
@@ -21,14 +20,7 @@ const (
 // renderLockCheckPicture draws docs/lock-check.svg from
 // tools/lock-check/results.json.
 func renderLockCheckPicture(data []byte) ([]byte, error) {
-	var rep lockrun.Report
-	if err := json.Unmarshal(data, &rep); err != nil {
-		return nil, fmt.Errorf("tools/lock-check/results.json: %w", err)
-	}
-	if len(rep.Rows) == 0 {
-		return nil, fmt.Errorf("tools/lock-check/results.json: no rows")
-	}
-	return lockCheckSVG(rep), nil
+	return drawReport(data, "tools/lock-check/results.json", "no rows", func(r lockrun.Report) bool { return len(r.Rows) == 0 }, lockCheckSVG)
 }
 
 // lcVerdictColours are the badge colours of a verdict: background, text.
@@ -86,9 +78,7 @@ func lockCheckSVG(rep lockrun.Report) []byte {
 	y += 28
 	for i, m := range modes {
 		top := y + float64(i)*lcpRowH
-		if i%2 == 1 {
-			d.rect(lcpLeft-6, top, width-2*lcpLeft+12, lcpRowH, colStripe)
-		}
+		d.stripe(i, lcpLeft, width, top, lcpRowH)
 		d.text(lcpLeft, top+17, "bold", "", "", m)
 		for j, f := range faults {
 			for k, fencing := range []bool{false, true} {

@@ -1,7 +1,6 @@
 package pictures
 
 import (
-	"encoding/json"
 	"fmt"
 	"strings"
 
@@ -39,14 +38,7 @@ const (
 
 // renderMatrixPicture is docs/lock-matrix.svg from tools/loadtest/results.json.
 func renderMatrixPicture(data []byte) ([]byte, error) {
-	var rep loadrun.MatrixReport
-	if err := json.Unmarshal(data, &rep); err != nil {
-		return nil, fmt.Errorf("tools/loadtest/results.json: %w", err)
-	}
-	if len(rep.Runs) == 0 {
-		return nil, fmt.Errorf("tools/loadtest/results.json: no runs")
-	}
-	return matrixSVG(rep), nil
+	return drawReport(data, "tools/loadtest/results.json", "no runs", func(r loadrun.MatrixReport) bool { return len(r.Runs) == 0 }, matrixSVG)
 }
 
 // oversoldUnits is how many units a run sold beyond its stock (0 when
@@ -212,9 +204,7 @@ func matrixPanel(d *svgDoc, y float64, setting string, first *loadrun.Result, ru
 	// Stripes and separators first, then the grid, then the rows on top.
 	for i, m := range runs {
 		rowY := y + float64(i)*mxRowH
-		if i%2 == 1 {
-			d.rect(mxLeft-6, rowY, mxWidth-2*mxLeft+12, mxRowH, colStripe)
-		}
+		d.stripe(i, mxLeft, mxWidth, rowY, mxRowH)
 		if i > 0 && rowGroup(m) != rowGroup(runs[i-1]) {
 			d.line(mxLeft-6, rowY, mxWidth-mxLeft+6, rowY, colGrid)
 		}

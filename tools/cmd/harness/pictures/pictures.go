@@ -2,6 +2,7 @@ package pictures
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -47,6 +48,20 @@ var pictures = []picture{
 	{Results: "tools/bench/results.json", SVG: "docs/bench-cluster.svg", Render: RenderClusterPicture},
 	{Results: "tools/lock-check/results.json", SVG: "docs/lock-check.svg", Render: renderLockCheckPicture},
 	{Results: "tools/loadtest/fairness/results.json", SVG: "docs/fairness.svg", Render: renderFairnessPicture},
+}
+
+// drawReport decodes a results file's data (read from path) into a report
+// R and draws it with svg. A report for which empty holds is the error
+// "path: none".
+func drawReport[R any](data []byte, path, none string, empty func(R) bool, svg func(R) []byte) ([]byte, error) {
+	var rep R
+	if err := json.Unmarshal(data, &rep); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	if empty(rep) {
+		return nil, fmt.Errorf("%s: %s", path, none)
+	}
+	return svg(rep), nil
 }
 
 // render draws the picture from the results under root. ok is false when

@@ -91,6 +91,14 @@ func (d *svgDoc) rect(x, y, w, h float64, fill string, extra ...string) {
 	fmt.Fprintf(&d.body, `<rect x="%s" y="%s" width="%s" height="%s" fill="%s"%s/>`+"\n", svgNum(x), svgNum(y), svgNum(w), svgNum(h), fill, svgAttrs(extra))
 }
 
+// stripe shades row i of a table when i is odd. The table spans a picture
+// width wide, inside margins of left; the row is h high at y.
+func (d *svgDoc) stripe(i int, left, width, y, h float64) {
+	if i%2 == 1 {
+		d.rect(left-6, y, width-2*left+12, h, colStripe)
+	}
+}
+
 func (d *svgDoc) line(x1, y1, x2, y2 float64, stroke string, extra ...string) {
 	fmt.Fprintf(&d.body, `<line x1="%s" y1="%s" x2="%s" y2="%s" stroke="%s"%s/>`+"\n", svgNum(x1), svgNum(y1), svgNum(x2), svgNum(y2), stroke, svgAttrs(extra))
 }

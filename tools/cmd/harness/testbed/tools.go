@@ -49,6 +49,17 @@ func isProductModule(gomod []byte) bool {
 	return false
 }
 
+// CIRoot is the project's root (ProjectRoot), with the settings of
+// .ci/env.sh loaded where the environment names no MariaDB and Redis
+// (LoadCIEnv).
+func CIRoot() (string, error) {
+	root, err := ProjectRoot()
+	if err != nil {
+		return "", err
+	}
+	return root, LoadCIEnv(root)
+}
+
 // LoadCIEnv sets the variables of .ci/env.sh, unless the MySQL DSN and the
 // Redis address are set already. It reads the export NAME=VALUE lines as the
 // shell would, without overriding what is set. It keeps only the SECKILL_
