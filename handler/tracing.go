@@ -1,0 +1,67 @@
+package handler
+
+import (
+	"net/http"
+	"strings"
+
+	"github.com/gin-gonic/gin"
+	otelcodes "go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/propagation"
+	semconv "go.opentelemetry.io/otel/semconv/v1.37.0"
+	"go.opentelemetry.io/otel/trace"
+
+	"seckill/observe/telemetry"
+)
+
+// traceScope is the instrumentation scope of the request spans.
+const traceScope = "seckill/handler"
+
+// serverSpan starts the span of every request, "<METHOD> <route>", kind
+// server, on the context the propagator reads from the request's headers
+// (telemetry.EdgePropagator). The sampler decides at the start. A request
+// it leaves out pays for that span alone: its attributes (method, route,
+// path, client, status) are built only when the span records.
+func serverSpan(tp trace.TracerProvider, prop propagation.TextMapPropagator) gin.HandlerFunc {
+	tracer := tp.Tracer(traceScope)
+	return func(c *gin.Context) {
+		ctx := prop.Extract(c.Request.Context(), propagation.HeaderCarrier(c.Request.Header))
+		ctx, span := tracer.Start(ctx, spanName(c), trace.WithSpanKind(trace.SpanKindServer))
+		defer span.End()
+		c.Request = c.Request.WithContext(ctx)
+		if !span.IsRecording() {
+			c.Next()
+			return
+		}
+		r := c.Request
+		scheme := "http"
+		if r.TLS != nil {
+			scheme = "https"
+		}
+		span.SetAttributes(semconv.HTTPRequestMethodKey.String(r.Method), semconv.HTTPRoute(c.FullPath()),
+			semconv.URLPath(r.URL.Path), semconv.URLScheme(scheme), semconv.ServerAddress(r.Host),
+			semconv.NetworkProtocolVersion(strings.TrimPrefix(r.Proto, "HTTP/")),
+			semconv.ClientAddress(c.ClientIP()), semconv.UserAgentOriginal(r.UserAgent()))
+		telemetry.LinkRemoteParent(ctx)
+		c.Next()
+		status := c.Writer.Status()
+		span.SetAttributes(semconv.HTTPResponseStatusCode(status), semconv.HTTPResponseBodySize(max(c.Writer.Size(), 0)))
+		if status >= http.StatusInternalServerError {
+			span.SetStatus(otelcodes.Error, "")
+		}
+		if len(c.Errors) > 0 {
+			span.SetStatus(otelcodes.Error, c.Errors.String())
+			for _, err := range c.Errors {
+				span.RecordError(err.Err)
+			}
+		}
+	}
+}
+
+// spanName is a request span's name: its method and route, or its method
+// alone for a path that is no route.
+func spanName(c *gin.Context) string {
+	if route := c.FullPath(); route != "" {
+		return c.Request.Method + " " + route
+	}
+	return c.Request.Method
+}
