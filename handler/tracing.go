@@ -19,19 +19,23 @@ const traceScope = "seckill/handler"
 // serverSpan starts the span of every request, "<METHOD> <route>", kind
 // server, on the context the propagator reads from the request's headers
 // (telemetry.EdgePropagator). The sampler decides at the start. A request
-// it leaves out pays for that span alone: its attributes (method, route,
-// path, client, status) are built only when the span records.
+// it leaves out pays for that decision alone: its context stays as it was,
+// and the attributes (method, route, path, client, status) are built only
+// when the span records.
 func serverSpan(tp trace.TracerProvider, prop propagation.TextMapPropagator) gin.HandlerFunc {
 	tracer := tp.Tracer(traceScope)
 	return func(c *gin.Context) {
 		ctx := prop.Extract(c.Request.Context(), propagation.HeaderCarrier(c.Request.Header))
 		ctx, span := tracer.Start(ctx, spanName(c), trace.WithSpanKind(trace.SpanKindServer))
-		defer span.End()
-		c.Request = c.Request.WithContext(ctx)
 		if !span.IsRecording() {
+			// Nothing under it would record: the request keeps its
+			// context (no copy of the request), and starts no span.
+			span.End()
 			c.Next()
 			return
 		}
+		defer span.End()
+		c.Request = c.Request.WithContext(ctx)
 		r := c.Request
 		scheme := "http"
 		if r.TLS != nil {
