@@ -16,6 +16,10 @@ import (
 // traceScope is the instrumentation scope of the request spans.
 const traceScope = "seckill/handler"
 
+// traceparent is the W3C header of a caller's span, as net/http keys it.
+// Without it there is nothing to extract.
+const traceparent = "Traceparent"
+
 // serverSpan starts the span of every request, "<METHOD> <route>", kind
 // server, on the context the propagator reads from the request's headers
 // (telemetry.EdgePropagator). The sampler decides at the start. A request
@@ -25,8 +29,13 @@ const traceScope = "seckill/handler"
 func serverSpan(tp trace.TracerProvider, prop propagation.TextMapPropagator) gin.HandlerFunc {
 	tracer := tp.Tracer(traceScope)
 	return func(c *gin.Context) {
-		ctx := prop.Extract(c.Request.Context(), propagation.HeaderCarrier(c.Request.Header))
-		ctx, span := tracer.Start(ctx, spanName(c), trace.WithSpanKind(trace.SpanKindServer))
+		ctx := c.Request.Context()
+		if _, ok := c.Request.Header[traceparent]; ok {
+			ctx = prop.Extract(ctx, propagation.HeaderCarrier(c.Request.Header))
+		}
+		// The sampler reads the trace id, not the name: the name is
+		// built once the span records.
+		ctx, span := tracer.Start(ctx, "", trace.WithSpanKind(trace.SpanKindServer))
 		if !span.IsRecording() {
 			// Nothing under it would record: the request keeps its
 			// context (no copy of the request), and starts no span.
@@ -36,6 +45,7 @@ func serverSpan(tp trace.TracerProvider, prop propagation.TextMapPropagator) gin
 		}
 		defer span.End()
 		c.Request = c.Request.WithContext(ctx)
+		span.SetName(spanName(c))
 		r := c.Request
 		scheme := "http"
 		if r.TLS != nil {
