@@ -77,8 +77,8 @@ type Observability struct {
 	// AccessLog is the most request lines logged per second
 	// (SECKILL_ACCESS_LOG); 0 logs none.
 	AccessLog int
-	// Tracer traces every request (otelgin), W3C trace context in and
-	// out; nil (tracing off) adds nothing to the routes.
+	// Tracer traces every request (serverSpan), W3C trace context
+	// in; nil (tracing off) adds nothing to the routes.
 	Tracer trace.TracerProvider
 	// TrustParent lets a request's traceparent be its span's parent
 	// and decide its sampling (telemetry.EdgePropagator); off, the

@@ -14,7 +14,6 @@ import (
 	"time"
 
 	"github.com/gin-gonic/gin"
-	"go.opentelemetry.io/contrib/instrumentation/github.com/gin-gonic/gin/otelgin"
 
 	"seckill/middleware"
 	"seckill/model"
@@ -78,9 +77,6 @@ type voucherAPI struct{ *api }
 // orderAPI serves the purchase, its waiting room and the order routes.
 type orderAPI struct{ *api }
 
-// telemetryService is the server name of the request spans.
-const telemetryService = "seckill"
-
 // New returns the HTTP handler with every route.
 func New(d Deps) http.Handler {
 	gin.SetMode(gin.ReleaseMode)
@@ -110,9 +106,7 @@ func New(d Deps) http.Handler {
 	r.RedirectTrailingSlash = false
 	r.RedirectFixedPath = false
 	if d.Tracer != nil {
-		r.Use(otelgin.Middleware(telemetryService, otelgin.WithTracerProvider(d.Tracer),
-			otelgin.WithPropagators(telemetry.EdgePropagator(d.TrustParent))),
-			func(c *gin.Context) { telemetry.LinkRemoteParent(c.Request.Context()) })
+		r.Use(serverSpan(d.Tracer, telemetry.EdgePropagator(d.TrustParent)))
 	}
 	if d.AccessLog > 0 {
 		r.Use(accessLog(d.Log, d.AccessLog))

@@ -36,6 +36,9 @@ var (
 func (l *tracedLocker) Name() string { return l.inner.Name() }
 
 func (l *tracedLocker) start(ctx context.Context, name string, attrs ...attribute.KeyValue) (context.Context, trace.Span) {
+	if !recording(ctx) {
+		return l.t.tracer.Start(ctx, name)
+	}
 	return l.t.tracer.Start(ctx, name, trace.WithAttributes(append(attrs, l.mode)...))
 }
 

@@ -1,64 +1,13 @@
 package telemetry
 
 import (
-	"context"
 	"fmt"
 	"regexp"
 	"strconv"
 	"strings"
 
 	"github.com/redis/go-redis/v9"
-	"go.opentelemetry.io/otel/attribute"
-	"go.opentelemetry.io/otel/trace"
 )
-
-// dbStatement is the attribute redisotel would fill with the whole
-// command, values included. Ours holds the command and its key patterns.
-const dbStatement = attribute.Key("db.statement")
-
-// statementHook sets db.statement on the span of each command (the span
-// redisotel's hook, added before it, started). The statement is
-// Statement's: no value, no key's variable part.
-type statementHook struct{}
-
-var _ redis.Hook = statementHook{}
-
-func (statementHook) DialHook(next redis.DialHook) redis.DialHook { return next }
-
-func (statementHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
-	return func(ctx context.Context, cmd redis.Cmder) error {
-		if span := trace.SpanFromContext(ctx); span.IsRecording() {
-			span.SetAttributes(dbStatement.String(Statement(cmd)))
-		}
-		return next(ctx, cmd)
-	}
-}
-
-func (statementHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
-	return func(ctx context.Context, cmds []redis.Cmder) error {
-		if span := trace.SpanFromContext(ctx); span.IsRecording() {
-			lines := make([]string, len(cmds))
-			for i, cmd := range cmds {
-				lines[i] = Statement(cmd)
-			}
-			span.SetAttributes(dbStatement.String(strings.Join(lines, "\n")))
-		}
-		return next(ctx, cmds)
-	}
-}
-
-// addStatementHook adds statementHook to client, or to each of its nodes,
-// after redisotel's hook.
-func addStatementHook(client redis.UniversalClient) {
-	switch c := client.(type) {
-	case *redis.Client:
-		c.AddHook(statementHook{})
-	case *redis.ClusterClient:
-		c.OnNewNode(func(n *redis.Client) { n.AddHook(statementHook{}) })
-	case *redis.Ring:
-		c.OnNewNode(func(n *redis.Client) { n.AddHook(statementHook{}) })
-	}
-}
 
 // keyless are the commands whose arguments name no key: their statement is
 // the name alone (AUTH and HELLO carry a password).

@@ -15,6 +15,7 @@ import (
 // than a request's (server) or a consumer batch's (consumer). A
 // background loop's Redis command or SQL statement, made on a context
 // with no span, is not traced; a traced request's work, under its span, is.
+// Under a span that records nothing, they start none either.
 type rootless struct {
 	embedded.TracerProvider
 	tp trace.TracerProvider
@@ -30,6 +31,12 @@ type rootlessTracer struct {
 }
 
 func (t rootlessTracer) Start(ctx context.Context, name string, opts ...trace.SpanStartOption) (context.Context, trace.Span) {
+	if parent := trace.SpanFromContext(ctx); !parent.IsRecording() && parent.SpanContext().IsValid() && !parent.SpanContext().IsRemote() {
+		// Under a local span the sampler left out (a request not
+		// sampled): nothing to record, no id or sampling to pay for.
+		// A caller's span (remote) is a request span's parent.
+		return ctx, parent
+	}
 	if !trace.SpanContextFromContext(ctx).IsValid() {
 		cfg := trace.NewSpanStartConfig(opts...)
 		switch cfg.SpanKind() {

@@ -1,9 +1,11 @@
 // Package telemetry turns OpenTelemetry tracing on from the standard
 // OTEL_* variables. It instruments the service with the maintained
-// instrumentation of its libraries: gin (otelgin, in package handler),
-// go-redis (redisotel) and gorm (gorm.io/plugin/opentelemetry). It adds
-// what no library does: spans around the lock's obtain and release, and
-// the trace context carried in an async order's stream entry.
+// instrumentation of gorm (gorm.io/plugin/opentelemetry). It adds what no
+// library does: the request's span (ServerSpan, in package handler), the
+// spans of Redis commands (Redis), spans around the lock's obtain and
+// release, and the trace context carried in an async order's stream entry.
+// A request the sampler leaves out costs one non-recording span: no
+// attribute is built and no span is started under it.
 //
 // No span carries a secret: Redis statements are the command and its key
 // patterns (Statement), SQL statements have no values, and a request's
@@ -20,7 +22,6 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/redis/go-redis/extra/redisotel/v9"
 	"github.com/redis/go-redis/v9"
 	"go.opentelemetry.io/contrib/exporters/autoexport"
 	"go.opentelemetry.io/otel/attribute"
@@ -92,16 +93,11 @@ func (t *Tracing) Provider() trace.TracerProvider {
 // processes with.
 func (t *Tracing) Propagator() propagation.TextMapPropagator { return t.propagator }
 
-// Redis adds a span to every command, pipeline and script of rdb. Its
-// db.statement is the command and its key patterns (Statement), never a
-// value: no login code, token or stored answer.
+// Redis adds a span to every command, pipeline and script of rdb under a
+// span that records. Its db.statement is the command and its key patterns
+// (Statement), never a value: no login code, token or stored answer.
 func (t *Tracing) Redis(client redis.UniversalClient) error {
-	if err := redisotel.InstrumentTracing(client, redisotel.WithTracerProvider(t.provider),
-		redisotel.WithDBStatement(false)); err != nil {
-		return err
-	}
-	addStatementHook(client)
-	return nil
+	return addRedisHook(client, t.tracer)
 }
 
 // DB adds a span to every SQL statement of db, its values left out.

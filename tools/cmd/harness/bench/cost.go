@@ -164,7 +164,7 @@ func costNodesOf(ctx context.Context, addr, role string) []costNode {
 // costBegin reads the nodes of the run about to start (b.costNodes).
 func (b costTables) costBegin(name string) {
 	if len(b.costNodes) == 0 || strings.HasPrefix(name, "profile-") ||
-		strings.HasSuffix(name, "-limits") || strings.HasSuffix(name, "-traced") {
+		strings.HasSuffix(name, "-limits") || tracingRun(name) {
 		return
 	}
 	var before []nodeStats

@@ -119,18 +119,14 @@ func (b *bench) measure() {
 			b.attempt(nd, func() { b.asyncNoDrainRun(nd, lm) })
 			b.rows = append(b.rows, nd)
 			// The same admission with the purchase limits
-			// configured but never hit. Then again with tracing
-			// on at a 1 % sample. Each cost is its req/s ÷ this
-			// run's.
-			for _, v := range []struct {
-				suffix string
-				env    []string
-			}{{"-limits", benchLimits()}, {"-traced", tracedAt1Percent}} {
-				run := name + v.suffix
-				b.noteCmd(fmt.Sprintf("# %s: the server started with %s", run, strings.Join(v.env, " ")))
-				b.attempt(run, func() { b.asyncRun(run, lm, false, v.env...) })
-				b.rows = append(b.rows, run)
-			}
+			// configured but never hit: its cost is its req/s ÷
+			// this run's. Then the cost of tracing, in
+			// alternated pairs (tracedRuns).
+			run := name + "-limits"
+			b.noteCmd(fmt.Sprintf("# %s: the server started with %s", run, strings.Join(benchLimits(), " ")))
+			b.attempt(run, func() { b.asyncRun(run, lm, false, benchLimits()...) })
+			b.rows = append(b.rows, run)
+			b.tracedRuns(name, lm)
 			mean := b.get(name, "pipeline_mean")
 			if p := admitPName(mean); p != "" {
 				b.logf("redis-benchmark of seckill.lua at %s's mean pipelining depth (%s): -P %d", name, mean, pipelineDepth(mean))

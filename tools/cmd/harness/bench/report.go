@@ -348,6 +348,7 @@ without the client, the kernel's queues and the wait for a CPU; buckets
 			t.AR, t.C2, benchVerdict(atMost(t.C2, 30)))
 		pf("| 13 | admission with the consumers writing ÷ admission without them (%s req/s ÷ %s req/s: %s ÷ %s) | %s | ≥ 0.8 | %s |\n",
 			t.AR, t.NR, fmtRate(g(t.AR, "rps")), fmtRate(g(t.NR, "rps")), t.N1, benchVerdict(atLeast(t.N1, 0.8)))
+		w.WriteString(b.tracingTarget(t.AR))
 	}
 	pf("| 4, 5 | invariant violations, all runs | %d | 0 | %s |\n", len(b.violations), benchVerdict(len(b.violations) == 0))
 	if len(b.violations) > 0 {

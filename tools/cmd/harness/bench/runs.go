@@ -26,7 +26,3 @@ const groupCommitOff = "SECKILL_SYNC_GROUP_COMMIT=off"
 // and none is reached. Every request is a new user, and one voucher and one
 // address get far fewer requests than their limits.
 var limitsNotHit = []string{"SECKILL_RATE_LIMIT=1000", "SECKILL_RATE_LIMIT_VOUCHER=100000000", "SECKILL_RATE_LIMIT_IP=100000000"}
-
-// tracedAt1Percent is tracing in the -traced run: 1 % of the requests
-// sampled, their spans written by the console exporter to the server's log.
-var tracedAt1Percent = []string{"OTEL_TRACES_EXPORTER=console", "OTEL_TRACES_SAMPLER=parentbased_traceidratio", "OTEL_TRACES_SAMPLER_ARG=0.01"}
