@@ -70,6 +70,7 @@ type Config struct {
 	WaitingRoomOverbook   float64
 	Consumers             int
 	ConsumerDuty          float64
+	ConsumerLock          bool
 	ClaimIdle             time.Duration
 	AutoRebuild           bool
 	ConsumerDelay         time.Duration
