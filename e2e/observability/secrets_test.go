@@ -280,7 +280,8 @@ func TestTraceTrustParent(t *testing.T) {
 func TestBackgroundNotTraced(t *testing.T) {
 	for _, mode := range []string{"sync", "async"} {
 		t.Run(mode, func(t *testing.T) {
-			a, exp := tracedApp(t, map[string]string{"SECKILL_ORDER_MODE": mode})
+			// The consumer's lock: its release ends the batch's trace.
+			a, exp := tracedApp(t, map[string]string{"SECKILL_ORDER_MODE": mode, "SECKILL_CONSUMER_LOCK": "on"})
 			vid := apptest.PublishVoucher(t, a.Handler(), 5)
 			tok, _ := apptest.DevTokens().Issue(apptest.RandomBase(), "user")
 			exp.Reset()
