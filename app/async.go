@@ -51,7 +51,11 @@ func newAsync(d *deps, cfg config.Config, log *slog.Logger, locker lock.Locker, 
 		ConsumerDelay: cfg.ConsumerDelay,
 		DutyCycle:     cfg.ConsumerDuty,
 	}
-	if cfg.LockMode == "mysql" {
+	var consumerLock lock.Locker // SECKILL_CONSUMER_LOCK: off takes none
+	if cfg.ConsumerLock {
+		consumerLock = locker
+	}
+	if cfg.ConsumerLock && cfg.LockMode == "mysql" {
 		// Each held named lock pins a pooled connection. Keep a batch's locks
 		// well below the pool (64), so the transaction gets one.
 		consumerConfig.Batch = max(1, 32/consumerConfig.Consumers)
@@ -83,7 +87,7 @@ func newAsync(d *deps, cfg config.Config, log *slog.Logger, locker lock.Locker, 
 	return &service.AsyncMode{
 		Seckill: adm,
 		Consumers: service.NewConsumerGroup(service.ConsumerDeps{
-			Queue: queue, Orders: orders, Fence: fence, Locker: locker, Rejects: rejects, Admitted: adm.Admitted,
+			Queue: queue, Orders: orders, Fence: fence, Locker: consumerLock, Rejects: rejects, Admitted: adm.Admitted,
 			Observer: obs, Metrics: consumerMetrics, Tracer: batches, Now: time.Now, Log: log,
 		}, consumerConfig),
 		Reconciler: service.NewReconciler(service.ReconcilerDeps{

@@ -71,6 +71,7 @@ type Config struct {
 	WaitingRoomOverbook   float64
 	Consumers             int
 	ConsumerDuty          float64
+	ConsumerLock          bool
 	ClaimIdle             time.Duration
 	AutoRebuild           bool
 	ConsumerDelay         time.Duration

@@ -153,6 +153,8 @@ func TestOnOffValues(t *testing.T) {
 			[]string{"", "off", "OFF", "on", " On "}, []bool{false, false, false, true, true}},
 		{"SECKILL_SYNC_GROUP_COMMIT", func(c Config) bool { return c.SyncGroupCommit },
 			[]string{"", "on", " ON ", "off", "Off"}, []bool{true, true, true, false, false}},
+		{"SECKILL_CONSUMER_LOCK", func(c Config) bool { return c.ConsumerLock },
+			[]string{"", "off", "on", " On "}, []bool{false, false, true, true}},
 	}
 	for _, tt := range tests {
 		for i, v := range tt.v {

@@ -110,8 +110,10 @@ type ConsumerDeps struct {
 	// Fence is the loss fence each write checks (docs/async.md, "the loss
 	// fence"). Optional: nil checks nothing (tests of other rules).
 	Fence LossFence
-	// Locker takes lock:order:<userId> around each write.
-	// It is a second line of defence behind the buyers set.
+	// Locker takes lock:order:<userId> around each write
+	// (SECKILL_CONSUMER_LOCK). Optional: nil takes no lock. The admission
+	// script and the database's unique key decide one order per user
+	// without it (docs/async.md, "The consumers' per-user lock").
 	Locker lock.Locker
 	// Rejects counts the duplicates only the unique key stopped.
 	Rejects RejectionCounter

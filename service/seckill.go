@@ -288,13 +288,22 @@ type uniqueKeyRejections struct {
 	obs     Observer
 	counter RejectionCounter
 	log     *slog.Logger
-	locker  lock.Locker // names the lock mode in the warning
+	locker  lock.Locker // names the lock mode in the warning (nil: none taken)
+}
+
+// lockMode names the lock in the warning: "off" when none was taken (async
+// consumers without SECKILL_CONSUMER_LOCK).
+func (r uniqueKeyRejections) lockMode() string {
+	if r.locker == nil {
+		return "off"
+	}
+	return r.locker.Name()
 }
 
 // count records one such duplicate of userID for voucherID.
 func (r uniqueKeyRejections) count(ctx context.Context, voucherID, userID int64) {
 	r.obs.UniqueKeyRejected()
-	r.log.WarnContext(ctx, "duplicate order stopped by unique key", "voucher_id", voucherID, "user_id", userID, "lock_mode", r.locker.Name())
+	r.log.WarnContext(ctx, "duplicate order stopped by unique key", "voucher_id", voucherID, "user_id", userID, "lock_mode", r.lockMode())
 	// Detached from a cancelled request, but bounded: a stalled Redis must
 	// not hold a consumer's batch.
 	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), releaseTimeout)

@@ -57,7 +57,8 @@ func tracedApp(t *testing.T, env map[string]string, opts ...sdktrace.TracerProvi
 // the purchase.
 func tracedPurchase(t *testing.T, mode string, wait time.Duration) *tracetest.InMemoryExporter {
 	t.Helper()
-	a, exp := tracedApp(t, map[string]string{"SECKILL_ORDER_MODE": mode})
+	// The consumer's lock on: its release ends the batch's trace.
+	a, exp := tracedApp(t, map[string]string{"SECKILL_ORDER_MODE": mode, "SECKILL_CONSUMER_LOCK": "on"})
 	vid := apptest.PublishVoucher(t, a.Handler(), 5)
 	tok, _ := apptest.DevTokens().Issue(apptest.RandomBase(), "user")
 	exp.Reset()
@@ -167,8 +168,9 @@ const purchaseRoute = "/voucher-order/seckill/:id"
 // request's span (otelgin) holds the lock's obtain and release with the
 // mode, Redis commands and SQL statements. In async mode the consumer's
 // batch span is linked to the request's span through the stream entry,
-// and holds the SQL write of the order. SECKILL_TRACE_OUT=file writes the
-// async tree as text there.
+// and holds the SQL write of the order and, with SECKILL_CONSUMER_LOCK on,
+// the batch's locks. SECKILL_TRACE_OUT=file writes the async tree as text
+// there.
 func TestTracing(t *testing.T) {
 	for _, mode := range []string{"sync", "async"} {
 		t.Run(mode, func(t *testing.T) {
