@@ -52,6 +52,20 @@ func writeRoom(c *gin.Context, v *service.RoomView) {
 	answerBufs.Put(bp)
 }
 
+// writeOrderID writes the purchase's answer, ok(c, "<orderID>"), by hand:
+// the order id as a JSON string (TestOrderAnswerAsJSON).
+func writeOrderID(c *gin.Context, orderID int64) {
+	c.Writer.Header()["Content-Type"] = jsonContentTypes
+	bp := answerBufs.Get().(*[]byte)
+	b := append((*bp)[:0], `{"success":true,"data":"`...)
+	b = strconv.AppendInt(b, orderID, 10)
+	b = append(b, `"}`...)
+	c.Status(http.StatusOK)
+	_, _ = c.Writer.Write(b)
+	*bp = b
+	answerBufs.Put(bp)
+}
+
 // appendRoom appends the envelope of v as encoding/json writes it.
 func appendRoom(b []byte, v *service.RoomView) []byte {
 	b = append(b, `{"success":true,"data":{"status":`...)
