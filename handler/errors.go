@@ -288,9 +288,7 @@ func writeFailure(c *gin.Context, log *slog.Logger, err error, status int, code,
 	}
 	if b, ok := cannedEnvelopes[cannedKey{code, msg}]; ok {
 		c.Abort()
-		c.Status(status)
-		c.Writer.Header()["Content-Type"] = jsonContentTypes
-		_, _ = c.Writer.Write(b)
+		writeJSONBytes(c, status, b)
 		return
 	}
 	c.AbortWithStatusJSON(status, Envelope{Code: code, ErrorMsg: msg})
