@@ -181,6 +181,9 @@ func registered(t *testing.T) map[string]bool {
 	}
 	v := reflect.ValueOf(m).Elem()
 	for i := range v.NumField() {
+		if !v.Type().Field(i).IsExported() {
+			continue // the series caches, no collector
+		}
 		c, ok := v.Field(i).Interface().(prometheus.Collector)
 		if !ok {
 			continue

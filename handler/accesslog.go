@@ -22,16 +22,20 @@ func accessLog(log *slog.Logger, perSecond int) gin.HandlerFunc {
 	// passes here): second is the unix second the count belongs to.
 	var second, count, dropped atomic.Int64
 	return func(c *gin.Context) {
+		// The request takes its place in the budget as it begins, so that
+		// a refusal's code is kept (codeKey) only for a line written.
 		start := time.Now()
-		c.Next()
-		now := time.Now()
-		if s := now.Unix(); second.Load() != s && second.Swap(s) != s {
+		if s := start.Unix(); second.Load() != s && second.Swap(s) != s {
 			count.Store(0)
 		}
 		if count.Add(1) > int64(perSecond) {
+			c.Next()
 			dropped.Add(1)
 			return
 		}
+		c.Set(accessLogged, true)
+		c.Next()
+		now := time.Now()
 		attrs := []any{
 			"method", c.Request.Method, "route", c.FullPath(), "path", c.Request.URL.Path,
 			"query", maskQuery(c.Request.URL.RawQuery), "status", c.Writer.Status(),
@@ -49,6 +53,9 @@ func accessLog(log *slog.Logger, perSecond int) gin.HandlerFunc {
 
 // codeKey is where Fail leaves a refusal's code for the access log.
 const codeKey = "seckill.code"
+
+// accessLogged marks a request the access log writes a line of.
+const accessLogged = "seckill.accessLogged"
 
 // maskQuery masks the phone parameter of a query (138****5678, written
 // as is); the other parameters stay, in order of name.

@@ -265,27 +265,33 @@ func (s Style) Classify(err error) (status int, code, msg string) {
 func Fail(log *slog.Logger, style Style) func(c *gin.Context, err error) {
 	return func(c *gin.Context, err error) {
 		status, code, msg := style.Classify(err)
-		if w, ok := c.Writer.(*capturingWriter); ok {
-			w.code = code // an idempotent request keeps only final answers
-		}
-		switch {
-		case code == CodeClientClosed:
-			log.DebugContext(c.Request.Context(), "request abandoned by its client", "route", c.FullPath(), "code", code, "err", err)
-		case status >= 500:
-			log.ErrorContext(c.Request.Context(), "request failed", "route", c.FullPath(), "code", code, "err", err)
-		}
-		if code == CodeRateLimited {
-			if d := RetryAfter(err); d > 0 {
-				c.Header("Retry-After", strconv.FormatInt(model.RetryAfterSeconds(d), 10))
-			}
-		}
-		if b, ok := cannedEnvelopes[cannedKey{code, msg}]; ok {
-			c.Abort()
-			c.Data(status, jsonContentType, b)
-			return
-		}
-		c.AbortWithStatusJSON(status, Envelope{Code: code, ErrorMsg: msg})
+		writeFailure(c, log, err, status, code, msg)
 	}
+}
+
+// writeFailure is Fail's answer to err, classified already as status, code
+// and msg (Style.Classify).
+func writeFailure(c *gin.Context, log *slog.Logger, err error, status int, code, msg string) {
+	if w, ok := c.Writer.(*capturingWriter); ok {
+		w.code = code // an idempotent request keeps only final answers
+	}
+	switch {
+	case code == CodeClientClosed:
+		log.DebugContext(c.Request.Context(), "request abandoned by its client", "route", c.FullPath(), "code", code, "err", err)
+	case status >= 500:
+		log.ErrorContext(c.Request.Context(), "request failed", "route", c.FullPath(), "code", code, "err", err)
+	}
+	if code == CodeRateLimited {
+		if d := RetryAfter(err); d > 0 {
+			c.Header("Retry-After", strconv.FormatInt(model.RetryAfterSeconds(d), 10))
+		}
+	}
+	if b, ok := cannedEnvelopes[cannedKey{code, msg}]; ok {
+		c.Abort()
+		writeJSONBytes(c, status, b)
+		return
+	}
+	c.AbortWithStatusJSON(status, Envelope{Code: code, ErrorMsg: msg})
 }
 
 // jsonContentType is the Content-Type gin's JSON render writes.

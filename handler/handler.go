@@ -66,6 +66,10 @@ type localRefuser interface {
 type api struct {
 	Deps
 	fail func(c *gin.Context, err error)
+	// failAs is fail with err classified already (Style.Classify).
+	failAs func(c *gin.Context, err error, status int, code, msg string)
+	// limited: the purchase limits are on the route (limitPurchase).
+	limited bool
 }
 
 // userAPI serves the code, login and own-account routes.
@@ -86,15 +90,19 @@ func New(d Deps) http.Handler {
 	if d.Style == "" {
 		d.Style = StyleREST
 	}
-	a := &api{Deps: d, fail: Fail(d.Log, d.Style)}
-	if d.AccessLog > 0 {
-		// The access log names each refusal's code.
-		fail := a.fail
-		a.fail = func(c *gin.Context, err error) {
-			_, code, _ := Classify(err)
-			c.Set(codeKey, code)
-			fail(c, err)
+	a := &api{Deps: d, limited: d.Limits != nil && d.Limits.Enabled()}
+	a.failAs = func(c *gin.Context, err error, status int, code, msg string) {
+		if d.AccessLog > 0 {
+			// The access log names the refusal's code (of a request it logs).
+			if _, logged := c.Get(accessLogged); logged {
+				c.Set(codeKey, code)
+			}
 		}
+		writeFailure(c, d.Log, err, status, code, msg)
+	}
+	a.fail = func(c *gin.Context, err error) {
+		status, code, msg := d.Style.Classify(err)
+		a.failAs(c, err, status, code, msg)
 	}
 	r := gin.New()
 	if err := r.SetTrustedProxies(d.TrustedProxies); err != nil {
@@ -162,7 +170,7 @@ func New(d Deps) http.Handler {
 	if d.Idempotency != nil {
 		buy = append(buy, a.idempotent)
 	}
-	if d.Limits != nil && d.Limits.Enabled() {
+	if a.limited {
 		buy = append(buy, orders.limitPurchase)
 	}
 	if d.Room != nil {
@@ -397,20 +405,22 @@ func (a orderAPI) seckill(c *gin.Context) {
 	}
 	u, _ := middleware.UserFrom(c.Request.Context())
 	orderID, err := a.Seckill.Buy(c.Request.Context(), u.ID, voucherID)
-	c.Set(outcomeKey, err)
+	if a.limited {
+		c.Set(outcomeKey, err)
+	}
 	if a.Room != nil {
 		a.Room.Outcome(c.Request.Context(), u.ID, voucherID, err)
 	}
 	if err != nil {
-		_, code, _ := Classify(err)
+		status, code, msg := a.Style.Classify(err)
 		a.outcome(code)
 		a.observe(voucherID, code, err, start)
-		a.fail(c, err)
+		a.failAs(c, err, status, code, msg)
 		return
 	}
 	a.outcome("OK")
 	a.observe(voucherID, "OK", nil, start)
-	ok(c, strconv.FormatInt(orderID, 10))
+	writeOrderID(c, orderID)
 }
 
 // limitPurchase counts the purchase against the limits; a malformed id
@@ -446,7 +456,7 @@ const outcomeKey = "seckill.outcome"
 // errNoOutcome is the outcome of a purchase the route did not decide.
 var errNoOutcome = errors.New("purchase ended without an outcome")
 
-func (a *api) outcome(code string) { a.Metrics.Outcomes.WithLabelValues(code).Inc() }
+func (a *api) outcome(code string) { a.Metrics.Outcome(code) }
 
 func (a orderAPI) order(c *gin.Context) {
 	orderID, err := pathID(c, "orderId")

@@ -52,6 +52,29 @@ func writeRoom(c *gin.Context, v *service.RoomView) {
 	answerBufs.Put(bp)
 }
 
+// writeOrderID writes the purchase's answer, ok(c, "<orderID>"), by hand:
+// the order id as a JSON string (TestOrderAnswerAsJSON).
+func writeOrderID(c *gin.Context, orderID int64) {
+	bp := answerBufs.Get().(*[]byte)
+	b := append((*bp)[:0], `{"success":true,"data":"`...)
+	b = strconv.AppendInt(b, orderID, 10)
+	b = append(b, `"}`...)
+	writeJSONBytes(c, http.StatusOK, b)
+	*bp = b
+	answerBufs.Put(bp)
+}
+
+// writeJSONBytes writes status and the JSON body b as c.Data(status,
+// jsonContentType, b) does, without allocating the header's value: a
+// Content-Type set already stays.
+func writeJSONBytes(c *gin.Context, status int, b []byte) {
+	if h := c.Writer.Header(); len(h["Content-Type"]) == 0 {
+		h["Content-Type"] = jsonContentTypes
+	}
+	c.Status(status)
+	_, _ = c.Writer.Write(b)
+}
+
 // appendRoom appends the envelope of v as encoding/json writes it.
 func appendRoom(b []byte, v *service.RoomView) []byte {
 	b = append(b, `{"success":true,"data":{"status":`...)

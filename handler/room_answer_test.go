@@ -60,3 +60,46 @@ func TestRoomAnswerAsJSON(t *testing.T) {
 		}
 	}
 }
+
+// TestOrderAnswerAsJSON: writeOrderID writes the bytes, status and
+// Content-Type of ok(c, "<orderID>").
+func TestOrderAnswerAsJSON(t *testing.T) {
+	gin.SetMode(gin.TestMode)
+	for _, id := range []int64{1, 42, 1 << 40, 1<<63 - 1} {
+		want := httptest.NewRecorder()
+		wc, _ := gin.CreateTestContext(want)
+		ok(wc, strconv.FormatInt(id, 10))
+		got := httptest.NewRecorder()
+		gc, _ := gin.CreateTestContext(got)
+		writeOrderID(gc, id)
+		if got.Code != want.Code || got.Body.String() != want.Body.String() || got.Header().Get("Content-Type") != want.Header().Get("Content-Type") {
+			t.Errorf("%d: got %d %q %s, want %d %q %s", id, got.Code, got.Header().Get("Content-Type"), got.Body,
+				want.Code, want.Header().Get("Content-Type"), want.Body)
+		}
+	}
+}
+
+// TestCannedFailureAsData: a canned refusal is written with the bytes,
+// status and Content-Type that c.Data wrote, in both styles.
+func TestCannedFailureAsData(t *testing.T) {
+	gin.SetMode(gin.TestMode)
+	for _, style := range []Style{StyleREST, StyleHeima} {
+		for _, err := range []error{model.ErrSoldOut, model.ErrSeckillEnded, model.ErrDuplicateOrder} {
+			status, code, msg := style.Classify(err)
+			b, found := cannedEnvelopes[cannedKey{code, msg}]
+			if !found {
+				t.Fatalf("%s %v: not canned", style, err)
+			}
+			want := httptest.NewRecorder()
+			wc, _ := gin.CreateTestContext(want)
+			wc.Data(status, jsonContentType, b)
+			got := httptest.NewRecorder()
+			gc, _ := gin.CreateTestContext(got)
+			Fail(nil, style)(gc, err)
+			if got.Code != want.Code || got.Body.String() != want.Body.String() || got.Header().Get("Content-Type") != want.Header().Get("Content-Type") || !gc.IsAborted() {
+				t.Errorf("%s %v: got %d %q %s (aborted %v), want %d %q %s", style, err, got.Code, got.Header().Get("Content-Type"),
+					got.Body, gc.IsAborted(), want.Code, want.Header().Get("Content-Type"), want.Body)
+			}
+		}
+	}
+}

@@ -186,8 +186,9 @@ func Metrics(m *metrics.Metrics) gin.HandlerFunc {
 		if route == "" {
 			route = "unmatched"
 		}
-		m.Requests.WithLabelValues(route, MethodLabel(c.Request.Method), StatusLabel(c.Writer.Status())).Inc()
-		m.Latency.WithLabelValues(route).Observe(time.Since(start).Seconds())
+		s := m.HTTP(route, MethodLabel(c.Request.Method), c.Writer.Status())
+		s.Requests.Inc()
+		s.Latency.Observe(time.Since(start).Seconds())
 	}
 }
 
@@ -204,12 +205,7 @@ func MethodLabel(method string) string {
 
 // StatusLabel is the metric label of a status code: the code from 100 to
 // 599, "other" otherwise.
-func StatusLabel(status int) string {
-	if status < 100 || status > 599 {
-		return "other"
-	}
-	return strconv.Itoa(status)
-}
+func StatusLabel(status int) string { return metrics.StatusLabel(status) }
 
 // Recover turns a panic into a 500 INTERNAL envelope, logged once with the
 // panic value, never sent to the client.

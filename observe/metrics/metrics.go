@@ -53,6 +53,8 @@ type Metrics struct {
 	SweepDuration   prometheus.Histogram
 	SweepBatches    prometheus.Counter
 	SweepErrors     prometheus.Counter
+
+	seriesCache
 }
 
 // New registers the metrics in a fresh registry.
@@ -207,8 +209,9 @@ func (m *Metrics) RedisRoundTrip(node string, cmds int) {
 	if m == nil {
 		return
 	}
-	m.RedisRoundTrips.WithLabelValues(node).Inc()
-	m.RedisCommands.WithLabelValues(node).Add(float64(cmds))
+	n := m.node(node)
+	n.roundTrips.Inc()
+	n.commands.Add(float64(cmds))
 }
 
 // counter returns a counter named name.
