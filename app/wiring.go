@@ -129,7 +129,7 @@ func (w *wiring) lifecycle(p purchase) *service.Lifecycle {
 		lifeDeps.Returner = redisstore.NewStockReturns(w.d.Redis)
 	}
 	if w.m != nil {
-		lifeDeps.Metrics = w.m
+		lifeDeps.Metrics = metrics.Lifecycle{Metrics: w.m}
 	}
 	return service.NewLifecycle(lifeDeps, service.LifecycleConfig{PayTimeout: w.cfg.PayTimeout})
 }

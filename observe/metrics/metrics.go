@@ -168,29 +168,34 @@ func (m *Metrics) DeadLettered(reason string) { m.AsyncDeadLetters.WithLabelValu
 // Claimed counts entries claimed from idle consumers.
 func (m *Metrics) Claimed(n int) { m.AsyncClaimed.Add(float64(n)) }
 
-// OrderPaid counts an order its buyer paid (service.LifecycleObserver).
-func (m *Metrics) OrderPaid() { m.PaidOrders.Inc() }
+// Lifecycle are the order lifecycle's series, as the service's
+// LifecycleObserver: payments, cancels, the expiry sweep and the Redis
+// give-backs it leaves owed.
+type Lifecycle struct{ *Metrics }
+
+// OrderPaid counts an order its buyer paid.
+func (m Lifecycle) OrderPaid() { m.PaidOrders.Inc() }
 
 // OrderCancelled counts an order its buyer cancelled.
-func (m *Metrics) OrderCancelled() { m.CancelledOrders.Inc() }
+func (m Lifecycle) OrderCancelled() { m.CancelledOrders.Inc() }
 
 // OrdersExpired counts orders the pay timeout cancelled.
-func (m *Metrics) OrdersExpired(n int) { m.ExpiredOrders.Add(float64(n)) }
+func (m Lifecycle) OrdersExpired(n int) { m.ExpiredOrders.Add(float64(n)) }
 
 // GivebacksOwed counts Redis give-backs left owed.
-func (m *Metrics) GivebacksOwed(n int) { m.OwedGivebacks.Add(float64(n)) }
+func (m Lifecycle) GivebacksOwed(n int) { m.OwedGivebacks.Add(float64(n)) }
 
 // GivebacksDone counts units Redis took back.
-func (m *Metrics) GivebacksDone(n int) { m.DoneGivebacks.Add(float64(n)) }
+func (m Lifecycle) GivebacksDone(n int) { m.DoneGivebacks.Add(float64(n)) }
 
 // SweepDone observes one sweep round and counts its batches.
-func (m *Metrics) SweepDone(d time.Duration, batches int) {
+func (m Lifecycle) SweepDone(d time.Duration, batches int) {
 	m.SweepDuration.Observe(d.Seconds())
 	m.SweepBatches.Add(float64(batches))
 }
 
 // SweepFailed counts a sweep round that ended with an error.
-func (m *Metrics) SweepFailed() { m.SweepErrors.Inc() }
+func (m Lifecycle) SweepFailed() { m.SweepErrors.Inc() }
 
 // AdmissionRoundTrip observes one admission round trip to Redis carrying n
 // admissions (redisstore.SeckillScript.ObservePipelines). A nil *Metrics

@@ -45,7 +45,8 @@ func TestAdmissionRoundTrip(t *testing.T) {
 
 // TestLifecycleMetrics: the order lifecycle's events reach their series.
 func TestLifecycleMetrics(t *testing.T) {
-	m := New()
+	all := New()
+	m := Lifecycle{all}
 	m.OrderPaid()
 	m.OrderCancelled()
 	m.OrderCancelled()
