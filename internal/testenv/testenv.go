@@ -20,3 +20,11 @@ func Need(tb testing.TB, name string) string {
 	}
 	return v
 }
+
+// Each runs f as a subtest on every backend, named by its key.
+func Each[T any](t *testing.T, backends map[string]T, f func(t *testing.T, b T)) {
+	t.Helper()
+	for name, b := range backends {
+		t.Run(name, func(t *testing.T) { f(t, b) })
+	}
+}

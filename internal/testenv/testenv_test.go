@@ -45,3 +45,14 @@ func TestNeed(t *testing.T) {
 		}
 	}
 }
+
+// TestEach: f runs once per backend, in a subtest named by its key.
+func TestEach(t *testing.T) {
+	got := map[string]int{}
+	Each(t, map[string]int{"a": 1, "b": 2}, func(t *testing.T, b int) {
+		got[t.Name()] = b
+	})
+	if len(got) != 2 || got["TestEach/a"] != 1 || got["TestEach/b"] != 2 {
+		t.Errorf("got %v, want TestEach/a=1 and TestEach/b=2", got)
+	}
+}
