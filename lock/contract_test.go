@@ -79,16 +79,11 @@ func mustRelease(tb testing.TB, l lock.Lock) {
 	}
 }
 
-// hold obtains key with lk and releases it when the test ends; what
-// names the step in a failure.
-func hold(t *testing.T, ctx context.Context, lk lock.Locker, key, what string) lock.Lock {
+// hold obtains key with lk and releases it when the test ends.
+func hold(t *testing.T, ctx context.Context, lk lock.Locker, key string) {
 	t.Helper()
-	l, err := lk.Obtain(ctx, key)
-	if err != nil {
-		t.Fatalf("%s: %v", what, err)
-	}
+	l := obtain(t, lk, ctx, key)
 	t.Cleanup(func() { mustRelease(t, l) })
-	return l
 }
 
 // contended skips a backend that does not exclude. Otherwise it returns
@@ -99,7 +94,7 @@ func contended(t *testing.T, b backend, wait time.Duration) (lock.Locker, string
 		t.Skip("backend does not exclude: nothing to wait for")
 	}
 	lk, key := b.locker(t, lock.WithWait(wait)), testKey(t)
-	hold(t, testContext(t, 10*time.Second), lk, key, "Obtain")
+	hold(t, testContext(t, 10*time.Second), lk, key)
 	return lk, key
 }
 
@@ -190,7 +185,7 @@ func runContract(t *testing.T, b backend) {
 		l1, l2 := b.locker(t), b.locker(t)
 		key := testKey(t)
 		ctx := testContext(t, 10*time.Second)
-		hold(t, ctx, l1, key, "first Obtain")
+		hold(t, ctx, l1, key)
 		c, err := l2.Obtain(ctx, key)
 		if !b.sharedAcrossLockers {
 			if err != nil {
@@ -313,7 +308,7 @@ func runContract(t *testing.T, b backend) {
 		lk, other := b.locker(t), b.locker(t)
 		keys := []string{testKey(t), testKey(t), testKey(t)}
 		ctx := testContext(t, 20*time.Second)
-		hold(t, ctx, other, keys[1], "other holder's Obtain")
+		hold(t, ctx, other, keys[1])
 		refused := b.exclusive && b.sharedAcrossLockers
 		locks, errs := lock.ObtainAll(ctx, lk, keys)
 		for i, k := range keys {
