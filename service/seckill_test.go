@@ -193,6 +193,18 @@ func TestBuySoldOutLearnedTakesNoLock(t *testing.T) {
 	r.assertNoLockHeld(t)
 }
 
+// checkRefused fails unless a refused Buy returned no order id, and an
+// error that does not match notErr (when set).
+func checkRefused(t *testing.T, id int64, err, notErr error) {
+	t.Helper()
+	if notErr != nil && errors.Is(err, notErr) {
+		t.Errorf("got %v, must not match %v", err, notErr)
+	}
+	if id != 0 {
+		t.Errorf("order id: got %d, want 0", id)
+	}
+}
+
 func TestBuyLockRefused(t *testing.T) {
 	tests := []struct {
 		name         string
@@ -221,14 +233,9 @@ func TestBuyLockRefused(t *testing.T) {
 			if !errors.Is(err, tt.wantErr) {
 				t.Fatalf("got %v, want %v", err, tt.wantErr)
 			}
-			if tt.notErr != nil && errors.Is(err, tt.notErr) {
-				t.Errorf("got %v, must not match %v", err, tt.notErr)
-			}
+			checkRefused(t, id, err, tt.notErr)
 			if refused := tt.wantObserved > 0; errors.Is(err, model.ErrLockRefused) != refused {
 				t.Errorf("got %v: marked ErrLockRefused %v, want %v", err, !refused, refused)
-			}
-			if id != 0 {
-				t.Errorf("order id: got %d, want 0", id)
 			}
 			if got := r.obs.lockNotObtained.Load(); got != tt.wantObserved {
 				t.Errorf("LockNotObtained observed: got %d, want %d", got, tt.wantObserved)
@@ -273,12 +280,7 @@ func TestBuyStoreErrors(t *testing.T) {
 					t.Errorf("got %v, want it to match %v", err, want)
 				}
 			}
-			if tt.notErr != nil && errors.Is(err, tt.notErr) {
-				t.Errorf("got %v, must not match %v", err, tt.notErr)
-			}
-			if id != 0 {
-				t.Errorf("order id: got %d, want 0", id)
-			}
+			checkRefused(t, id, err, tt.notErr)
 			if got := r.obs.uniqueKey.Load(); got != tt.wantUnique {
 				t.Errorf("UniqueKeyRejected observed: got %d, want %d", got, tt.wantUnique)
 			}
