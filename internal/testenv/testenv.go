@@ -1,8 +1,11 @@
-// Package testenv reads the settings of the tests that need a real server.
+// Package testenv holds what the product's tests share: the settings of
+// the tests that need a real server, a run per backend, and a log sink.
 package testenv
 
 import (
+	"bytes"
 	"os"
+	"sync"
 	"testing"
 )
 
@@ -27,4 +30,31 @@ func Each[T any](t *testing.T, backends map[string]T, f func(t *testing.T, b T))
 	for name, b := range backends {
 		t.Run(name, func(t *testing.T) { f(t, b) })
 	}
+}
+
+// SyncBuffer is a bytes.Buffer safe for concurrent writers: a logger's sink
+// that the test reads.
+type SyncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *SyncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+// Bytes returns a copy of what was written so far.
+func (s *SyncBuffer) Bytes() []byte {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return bytes.Clone(s.b.Bytes())
+}
+
+// String returns what was written so far.
+func (s *SyncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
 }
