@@ -13,6 +13,14 @@ import (
 	"seckill/model"
 )
 
+// newGroup returns the order store, a voucher of stock units on sale, and a
+// group of n orders of it (groupOf).
+func newGroup(t *testing.T, db *DB, stock, n int) (*Orders, int64, []model.VoucherOrder) {
+	t.Helper()
+	vid := newVoucher(t, db, stock)
+	return NewOrders(db), vid, groupOf(vid, n)
+}
+
 // groupOf returns n orders of voucher vid by fresh users, in arrival order.
 func groupOf(vid int64, n int) []model.VoucherOrder {
 	user := rand.Int64N(1 << 40)
@@ -82,9 +90,7 @@ func checkWritten(t *testing.T, db *DB, group []model.VoucherOrder, want []bool)
 func TestCreateOrdersPartialGroup(t *testing.T) {
 	ctx := context.Background()
 	testenv.Each(t, databases(t), func(t *testing.T, db *DB) {
-		orders := NewOrders(db)
-		vid := newVoucher(t, db, 3)
-		group := groupOf(vid, 5)
+		orders, vid, group := newGroup(t, db, 3, 5)
 		errs := orders.CreateOrders(ctx, group, make([]*model.Fence, len(group)))
 		// The first 3 get the units.
 		checkErrs(t, "group", errs, []error{nil, nil, nil, model.ErrSoldOut, model.ErrSoldOut})
@@ -99,9 +105,7 @@ func TestCreateOrdersPartialGroup(t *testing.T) {
 func TestCreateOrdersRefusalsDoNotFailOthers(t *testing.T) {
 	ctx := context.Background()
 	testenv.Each(t, databases(t), func(t *testing.T, db *DB) {
-		orders := NewOrders(db)
-		vid := newVoucher(t, db, 10)
-		group := groupOf(vid, 5)
+		orders, vid, group := newGroup(t, db, 10, 5)
 		// Order 1's user already has an order. Order 3's fence is stale.
 		if err := orders.CreateOrder(ctx, order(vid, group[1].UserID), nil); err != nil {
 			t.Fatal(err)
@@ -140,9 +144,7 @@ func TestCreateOrdersRefusalsDoNotFailOthers(t *testing.T) {
 func TestCreateOrdersSameUserTwice(t *testing.T) {
 	ctx := context.Background()
 	testenv.Each(t, databases(t), func(t *testing.T, db *DB) {
-		orders := NewOrders(db)
-		vid := newVoucher(t, db, 10)
-		group := groupOf(vid, 3)
+		orders, vid, group := newGroup(t, db, 10, 3)
 		group[2].UserID = group[0].UserID
 		errs := orders.CreateOrders(ctx, group, make([]*model.Fence, 3))
 		if errs[0] != nil || errs[1] != nil || !errors.Is(errs[2], model.ErrNotGrouped) {
