@@ -73,7 +73,7 @@ func newGroupRig(t *testing.T, cfg SyncSeckillConfig) (*rig, *fakeGroups, *group
 	obs := &groupObserver{fakeObserver: r.obs}
 	r.svc = NewSyncSeckill(SyncSeckillDeps{
 		Vouchers: r.vouchers, Orders: r.orders, Groups: g, IDs: r.ids, Locker: r.locker,
-		Rejects: r.rejects, Observer: obs, Now: r.clock.now, Log: discardLog(),
+		Rejects: r.rejects, Observer: obs, Now: r.clock.Now, Log: discardLog(),
 	}, cfg)
 	return r, g, obs
 }
