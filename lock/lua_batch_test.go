@@ -4,43 +4,15 @@ import (
 	"context"
 	"errors"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 
 	"seckill/internal/faultproxy"
+	"seckill/internal/testenv"
 	"seckill/lock"
 )
-
-// scriptCounter counts the script calls (EVALSHA and EVAL, piped or not)
-// a client sends.
-type scriptCounter struct{ n atomic.Int64 }
-
-func (h *scriptCounter) DialHook(next redis.DialHook) redis.DialHook { return next }
-
-func (h *scriptCounter) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
-	return func(ctx context.Context, cmd redis.Cmder) error {
-		h.count(cmd)
-		return next(ctx, cmd)
-	}
-}
-
-func (h *scriptCounter) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
-	return func(ctx context.Context, cmds []redis.Cmder) error {
-		for _, cmd := range cmds {
-			h.count(cmd)
-		}
-		return next(ctx, cmds)
-	}
-}
-
-func (h *scriptCounter) count(cmd redis.Cmder) {
-	if name := cmd.Name(); name == "evalsha" || name == "eval" {
-		h.n.Add(1)
-	}
-}
 
 // heldByOther has another Lua locker hold key until the test ends.
 func heldByOther(t *testing.T, c redis.UniversalClient, key string) {
@@ -87,7 +59,7 @@ func exists(t *testing.T, c redis.UniversalClient, keys ...string) int64 {
 // call gives the batch back.
 func TestLuaObtainAll(t *testing.T) {
 	c := redisClient(t)
-	var calls scriptCounter
+	var calls testenv.ScriptCounter
 	c.AddHook(&calls)
 	lk := must(t)(lock.NewScripted(c))
 	ctx := testContext(t, 10*time.Second)
@@ -100,9 +72,9 @@ func TestLuaObtainAll(t *testing.T) {
 	}
 	mustRelease(t, first)
 
-	calls.n.Store(0)
+	calls.Reset()
 	locks, errs := lock.ObtainAll(ctx, lk, keys)
-	if got := calls.n.Load(); got != 1 {
+	if got := calls.Scripts.Load(); got != 1 {
 		t.Errorf("script calls for a batch of %d: got %d, want 1", len(keys), got)
 	}
 	for i, k := range keys {
@@ -134,10 +106,10 @@ func TestLuaObtainAll(t *testing.T) {
 		t.Errorf("locks of the batch left after releasing one: got %d, want 3", got)
 	}
 
-	calls.n.Store(0)
+	calls.Reset()
 	rest := []lock.Lock{locks[1], nil, locks[3], locks[4], locks[0]}
 	errs = lock.ReleaseAll(ctx, lk, rest)
-	if got := calls.n.Load(); got != 1 {
+	if got := calls.Scripts.Load(); got != 1 {
 		t.Errorf("script calls to release a batch: got %d, want 1", got)
 	}
 	for i, err := range errs {

@@ -49,7 +49,7 @@ func TestLuaObtainAllCluster(t *testing.T) {
 	warm, _ := lock.ObtainAll(ctx, lk, batchKeys(t, c, 40))
 	lock.ReleaseAll(ctx, lk, warm)
 
-	var calls scriptCounter
+	var calls testenv.ScriptCounter
 	var count atomic.Int64
 	if err := c.ForEachMaster(ctx, func(_ context.Context, n *redis.Client) error {
 		n.AddHook(&calls)
@@ -60,7 +60,7 @@ func TestLuaObtainAllCluster(t *testing.T) {
 	}
 	masters := count.Load()
 	locks, errs := lock.ObtainAll(ctx, lk, keys)
-	if got := calls.n.Load(); got < 1 || got > masters {
+	if got := calls.Scripts.Load(); got < 1 || got > masters {
 		t.Errorf("ObtainAll of %d keys: %d script calls, want 1 to %d (one per master)", len(keys), got, masters)
 	}
 	for i, k := range keys {
@@ -80,9 +80,9 @@ func TestLuaObtainAllCluster(t *testing.T) {
 	if err := locks[0].Release(ctx); err != nil {
 		t.Fatalf("Release of one lock of the batch: %v", err)
 	}
-	calls.n.Store(0)
+	calls.Reset()
 	errs = lock.ReleaseAll(ctx, lk, locks)
-	if got := calls.n.Load(); got < 1 || got > masters {
+	if got := calls.Scripts.Load(); got < 1 || got > masters {
 		t.Errorf("ReleaseAll: %d script calls, want 1 to %d (one per master)", got, masters)
 	}
 	for i, err := range errs {

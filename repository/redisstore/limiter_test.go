@@ -117,48 +117,13 @@ func TestCodeFlowRedisDown(t *testing.T) {
 	}
 }
 
-// scriptCounter is a go-redis hook that counts the EVALSHA commands sent
-// and the round trips that carry them.
-type scriptCounter struct {
-	trips, scripts atomic.Int64
-}
-
-func (c *scriptCounter) DialHook(next redis.DialHook) redis.DialHook { return next }
-
-func (c *scriptCounter) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
-	return func(ctx context.Context, cmd redis.Cmder) error {
-		c.count([]redis.Cmder{cmd})
-		return next(ctx, cmd)
-	}
-}
-
-func (c *scriptCounter) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
-	return func(ctx context.Context, cmds []redis.Cmder) error {
-		c.count(cmds)
-		return next(ctx, cmds)
-	}
-}
-
-func (c *scriptCounter) count(cmds []redis.Cmder) {
-	n := 0
-	for _, cmd := range cmds {
-		if cmd.Name() == "evalsha" {
-			n++
-		}
-	}
-	if n > 0 {
-		c.trips.Add(1)
-		c.scripts.Add(int64(n))
-	}
-}
-
 // TestLimiterPipelines: checks of 100 different keys wait while every
 // limiter round trip is busy. Then they share two pipelines of 64 and 36
 // scripts. Each check gets its own answer.
 func TestLimiterPipelines(t *testing.T) {
 	ctx := context.Background()
 	testenv.Each(t, testClients(t), func(t *testing.T, rdb redis.UniversalClient) {
-		var hook scriptCounter
+		var hook testenv.ScriptCounter
 		rdb.AddHook(&hook)
 		l := NewLimiter(rdb)
 		base := fmt.Sprintf("test:pipelined:%d:", rand.Int64())
@@ -190,8 +155,7 @@ func TestLimiterPipelines(t *testing.T) {
 			defer b.mu.Unlock()
 			return len(b.queue) == n
 		}, "100 checks queued")
-		hook.trips.Store(0)
-		hook.scripts.Store(0)
+		hook.Reset()
 		b.release(rdb) // one round trip ends: the queue goes
 		wg.Wait()
 		b.mu.Lock()
@@ -200,7 +164,7 @@ func TestLimiterPipelines(t *testing.T) {
 		if got := allowed.Load(); got != n {
 			t.Errorf("allowed: got %d, want all %d (each its own key)", got, n)
 		}
-		if got, scripts := hook.trips.Load(), hook.scripts.Load(); got != 2 || scripts != n {
+		if got, scripts := hook.Trips.Load(), hook.Scripts.Load(); got != 2 || scripts != n {
 			t.Errorf("round trips: got %d carrying %d scripts, want 2 carrying %d", got, scripts, n)
 		}
 		rdb.Del(ctx, repository.RatePrefix+base+"first")
@@ -219,7 +183,7 @@ func TestLimiterCoalesces(t *testing.T) {
 	const burst = 10
 	limit := model.Limit{Rate: burst, Burst: burst, Period: time.Hour}
 	testenv.Each(t, testClients(t), func(t *testing.T, rdb redis.UniversalClient) {
-		var hook scriptCounter
+		var hook testenv.ScriptCounter
 		rdb.AddHook(&hook)
 		key := fmt.Sprintf("test:coalesced:%d", rand.Int64())
 		t.Cleanup(func() { rdb.Del(ctx, repository.RatePrefix+key) })
@@ -262,7 +226,7 @@ func TestLimiterCoalesces(t *testing.T) {
 			}
 			return true
 		}, "100 checks waiting on each instance")
-		hook.scripts.Store(0)
+		hook.Reset()
 		for i, l := range inst {
 			go l.settle(k, states[i], 0, time.Now()) // the check in flight ends
 		}
@@ -270,7 +234,7 @@ func TestLimiterCoalesces(t *testing.T) {
 		if allowed != burst {
 			t.Errorf("allowed: got %d, want the burst, %d", allowed, burst)
 		}
-		if got := hook.scripts.Load(); got != 2 {
+		if got := hook.Scripts.Load(); got != 2 {
 			t.Errorf("scripts: got %d, want 2 (one per instance)", got)
 		}
 		interval := limit.Period / burst
@@ -327,7 +291,7 @@ func TestLimiterLeases(t *testing.T) {
 		limit := model.Limit{Rate: tc.burst, Burst: tc.burst, Period: 24 * time.Hour}
 		for name, rdb := range testClients(t) {
 			t.Run(tc.name+"/"+name, func(t *testing.T) {
-				var hook scriptCounter
+				var hook testenv.ScriptCounter
 				rdb.AddHook(&hook)
 				key := fmt.Sprintf("test:leased:%d", rand.Int64())
 				t.Cleanup(func() { rdb.Del(ctx, repository.RatePrefix+key, repository.RatePrefix+key+":warm") })
@@ -338,7 +302,7 @@ func TestLimiterLeases(t *testing.T) {
 						t.Fatal(err)
 					}
 				}
-				hook.scripts.Store(0)
+				hook.Reset()
 				var allowed, largest atomic.Int64
 				var wg sync.WaitGroup
 				for g := range 2 * goroutines {
@@ -362,7 +326,7 @@ func TestLimiterLeases(t *testing.T) {
 					})
 				}
 				wg.Wait()
-				scripts := hook.scripts.Load()
+				scripts := hook.Scripts.Load()
 				t.Logf("%d checks: %d allowed, %d scripts, largest lease %d", total, allowed.Load(), scripts, largest.Load())
 				if scripts > int64(tc.maxScripts) {
 					t.Errorf("scripts: got %d for %d checks, want at most %d (the leases spare the rest)", scripts, total, tc.maxScripts)
