@@ -24,6 +24,31 @@ func heldByOther(t *testing.T, c redis.UniversalClient, key string) {
 	t.Cleanup(func() { mustRelease(t, held) })
 }
 
+// checkReleased fails unless every release of a batch succeeded but the
+// one at index before, whose lock was released earlier: ErrNotHeld.
+func checkReleased(t *testing.T, errs []error, before int) {
+	t.Helper()
+	for i, err := range errs {
+		switch {
+		case i == before && !errors.Is(err, lock.ErrNotHeld):
+			t.Errorf("lock released before: got %v, want ErrNotHeld", err)
+		case i != before && err != nil:
+			t.Errorf("release %d: %v", i, err)
+		}
+	}
+}
+
+// checkBatchFailed fails unless every key of a batch got no lock and an
+// error that is not contention: want names that error.
+func checkBatchFailed(t *testing.T, locks []lock.Lock, errs []error, want string) {
+	t.Helper()
+	for i := range locks {
+		if locks[i] != nil || errs[i] == nil || errors.Is(errs[i], lock.ErrNotObtained) {
+			t.Errorf("key %d: got %v, %v, want no lock and %s", i, locks[i], errs[i], want)
+		}
+	}
+}
+
 // batchKeys returns n keys no other test uses. They and their fencing
 // counters are deleted when the test ends, one key per call, so that the
 // cleanup also works on Redis Cluster.
@@ -112,14 +137,7 @@ func TestLuaObtainAll(t *testing.T) {
 	if got := calls.Scripts.Load(); got != 1 {
 		t.Errorf("script calls to release a batch: got %d, want 1", got)
 	}
-	for i, err := range errs {
-		switch {
-		case i == 4 && !errors.Is(err, lock.ErrNotHeld):
-			t.Errorf("lock released before: got %v, want ErrNotHeld", err)
-		case i != 4 && err != nil:
-			t.Errorf("release %d: %v", i, err)
-		}
-	}
+	checkReleased(t, errs, 4)
 	if got := exists(t, c, keys[0], keys[1], keys[3], keys[4]); got != 0 {
 		t.Errorf("keys left after ReleaseAll: %d, want 0", got)
 	}
@@ -140,11 +158,7 @@ func TestLuaObtainAllRedisErrorMidBatch(t *testing.T) {
 		t.Fatal(err)
 	}
 	locks, errs := lock.ObtainAll(ctx, lk, keys)
-	for i := range keys {
-		if locks[i] != nil || errs[i] == nil || errors.Is(errs[i], lock.ErrNotObtained) {
-			t.Errorf("key %d: got %v, %v, want no lock and the Redis error", i, locks[i], errs[i])
-		}
-	}
+	checkBatchFailed(t, locks, errs, "the Redis error")
 	if got := exists(t, c, keys...); got != 0 {
 		t.Errorf("lock keys left after the failed batch: %d, want 0 (nothing half-granted)", got)
 	}
@@ -217,11 +231,7 @@ func TestLuaObtainAllUnanswered(t *testing.T) {
 		}
 	})
 	locks, errs := lock.ObtainAll(ctx, lk, keys)
-	for i := range keys {
-		if locks[i] != nil || errs[i] == nil || errors.Is(errs[i], lock.ErrNotObtained) {
-			t.Errorf("key %d: got %v, %v, want no lock and the I/O error", i, locks[i], errs[i])
-		}
-	}
+	checkBatchFailed(t, locks, errs, "the I/O error")
 	if got := exists(t, c, keys...); got != 0 {
 		t.Errorf("keys left held after the unanswered batch: %d, want 0", got)
 	}
