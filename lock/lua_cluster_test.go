@@ -21,17 +21,7 @@ func clusterClient(tb testing.TB) *redis.ClusterClient {
 	tb.Helper()
 	addrs := testenv.Need(tb, "SECKILL_TEST_CLUSTER_ADDRS")
 	c := redis.NewClusterClient(&redis.ClusterOptions{Addrs: strings.Split(addrs, ","), PoolSize: 64})
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	if err := c.Ping(ctx).Err(); err != nil {
-		tb.Fatalf("ping Redis Cluster at %s: %v", addrs, err)
-	}
-	tb.Cleanup(func() {
-		if err := c.Close(); err != nil {
-			tb.Errorf("close Redis Cluster client: %v", err)
-		}
-	})
-	return c
+	return connected(tb, c, "Redis Cluster at "+addrs)
 }
 
 // TestLuaObtainAllCluster: on Redis Cluster a batch spans slots and nodes.
