@@ -85,6 +85,15 @@ func StartAsync(t *testing.T, env map[string]string) *app.App {
 	return a
 }
 
+// StartMode is Start in order mode "sync" and StartAsync in "async".
+func StartMode(t *testing.T, mode string, env map[string]string) *app.App {
+	t.Helper()
+	if mode == "async" {
+		return StartAsync(t, env)
+	}
+	return Start(t, env)
+}
+
 // TryStartAsync is StartAsync returning the start-up error.
 func TryStartAsync(t *testing.T, env map[string]string) (*app.App, error) {
 	t.Helper()
