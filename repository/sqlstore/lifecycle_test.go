@@ -274,3 +274,33 @@ func TestExpireSkipsLockedOrders(t *testing.T) {
 	}
 	checkTally(t, db, vid, 3, 0, 0, 3, 3)
 }
+
+// TestRetryWritten: a pay or cancel that finds its order written meanwhile
+// runs again, and answers its second run. One that keeps finding it stops
+// after writtenRetries runs: the order is pending.
+func TestRetryWritten(t *testing.T) {
+	paid := &model.VoucherOrder{ID: 7}
+	tests := []struct {
+		name      string
+		meanwhile int // the runs that find the order written meanwhile
+		wantRuns  int
+		wantErr   error
+	}{
+		{"first run", 0, 1, nil},
+		{"written once", 1, 2, nil},
+		{"written every time", writtenRetries + 5, writtenRetries, model.ErrOrderPending},
+	}
+	for _, tt := range tests {
+		runs := 0
+		o, changed, err := retryWritten(func() (*model.VoucherOrder, bool, error) {
+			runs++
+			if runs <= tt.meanwhile {
+				return nil, false, errWrittenMeanwhile
+			}
+			return paid, true, nil
+		})
+		if runs != tt.wantRuns || !errors.Is(err, tt.wantErr) || (err == nil) != (o == paid && changed) {
+			t.Errorf("%s: got %d runs, %v, %v, %v, want %d runs and %v", tt.name, runs, o, changed, err, tt.wantRuns, tt.wantErr)
+		}
+	}
+}
