@@ -255,15 +255,7 @@ func TestComposeRequiresSecret(t *testing.T) {
 	if !haveCompose(t) {
 		return
 	}
-	out, err := composeConfig("SECKILL_SMS_SENDER=webhook")
-	if err == nil || !strings.Contains(string(out), "SECKILL_JWT_SECRET") {
-		t.Errorf("docker-compose config without SECKILL_JWT_SECRET: err %v, output %q, want a refusal naming it", err, out)
-	}
-	// docker-compose prints the whole option it could not fill: the
-	// refusal is one short line, not the instances' whole environment.
-	if msg := strings.TrimSpace(string(out)); strings.Contains(msg, "\n") || len(msg) > 240 || strings.Contains(msg, "SECKILL_MYSQL_DSN") {
-		t.Errorf("docker-compose config without SECKILL_JWT_SECRET: %d bytes, want one line of at most 240 naming only the secret: %q", len(msg), msg)
-	}
+	refusedWithout(t, "SECKILL_JWT_SECRET", "SECKILL_SMS_SENDER=webhook")
 	if out, err := composeConfig("SECKILL_JWT_SECRET=deploy-test-secret-0123456789abcdef", "SECKILL_SMS_SENDER=webhook"); err != nil {
 		t.Errorf("docker-compose config with a secret and a sender: %v: %s", err, out)
 	}
@@ -290,12 +282,7 @@ func TestComposeRequiresSender(t *testing.T) {
 	if !haveCompose(t) {
 		return
 	}
-	out, err := composeConfig("SECKILL_JWT_SECRET=deploy-test-secret-0123456789abcdef")
-	// One short line: not the whole environment of the service.
-	if err == nil || !strings.Contains(string(out), "SECKILL_SMS_SENDER") || strings.Contains(string(out), "SECKILL_MYSQL_DSN") ||
-		strings.Count(strings.TrimSpace(string(out)), "\n") > 0 || len(strings.TrimSpace(string(out))) > 240 {
-		t.Errorf("docker-compose config without SECKILL_SMS_SENDER: err %v, output %q, want one line naming it", err, out)
-	}
+	refusedWithout(t, "SECKILL_SMS_SENDER", "SECKILL_JWT_SECRET=deploy-test-secret-0123456789abcdef")
 }
 
 // haveCompose reports whether docker-compose is installed. Without it the
@@ -307,6 +294,21 @@ func haveCompose(t *testing.T) bool {
 		return false
 	}
 	return true
+}
+
+// refusedWithout checks that docker-compose config with set, which lacks
+// name, is refused naming it. docker-compose prints the whole option it
+// could not fill: the refusal must be one short line, not the instances'
+// whole environment.
+func refusedWithout(t *testing.T, name string, set ...string) {
+	t.Helper()
+	out, err := composeConfig(set...)
+	if err == nil || !strings.Contains(string(out), name) {
+		t.Errorf("docker-compose config without %s: err %v, output %q, want a refusal naming it", name, err, out)
+	}
+	if msg := strings.TrimSpace(string(out)); strings.Contains(msg, "\n") || len(msg) > 240 || strings.Contains(msg, "SECKILL_MYSQL_DSN") {
+		t.Errorf("docker-compose config without %s: %d bytes, want one line of at most 240 naming only it: %q", name, len(msg), msg)
+	}
 }
 
 // composeConfig runs docker-compose config -q on the repository's file,

@@ -1,7 +1,6 @@
 package handler_test
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"io"
@@ -15,6 +14,7 @@ import (
 
 	"seckill/auth"
 	"seckill/handler"
+	"seckill/internal/testenv"
 	"seckill/model"
 	"seckill/observe/metrics"
 	"seckill/service"
@@ -82,24 +82,6 @@ func (f *fakeSale) buyCalls() []buyCall {
 	return append([]buyCall(nil), f.calls...)
 }
 
-// syncBuffer is a log sink safe for concurrent writes.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
 const testSecret = "handler-test-secret"
 
 // testNow is the clock of the voucher service; testZone reads zone-less times.
@@ -117,7 +99,7 @@ type env struct {
 	users    *mock.Users
 	vouchers *mock.Vouchers
 	shops    *mock.Shops
-	log      *syncBuffer
+	log      *testenv.SyncBuffer
 	ready    error
 
 	userTok, adminTok string
@@ -131,7 +113,7 @@ func newEnv(t testing.TB, opts ...envOption) *env {
 	t.Helper()
 	e := &env{
 		t: t, tokens: auth.NewTokens(testSecret, time.Hour), seck: &fakeSale{},
-		users: mock.NewUsers(0), vouchers: mock.NewVouchers(100), shops: newMemShops(), log: &syncBuffer{},
+		users: mock.NewUsers(0), vouchers: mock.NewVouchers(100), shops: newMemShops(), log: &testenv.SyncBuffer{},
 	}
 	log := slog.New(slog.NewJSONHandler(e.log, nil))
 	e.users.ByID[7] = model.User{ID: 7, Phone: "13800000007", NickName: "seven", Icon: "/i/7.png", Role: model.RoleUser}

@@ -19,6 +19,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"seckill/handler"
+	"seckill/internal/testenv"
 	"seckill/model"
 	"seckill/observe/metrics"
 	"seckill/repository/redisstore"
@@ -242,7 +243,7 @@ func TestClientCancelIsNotAnOutage(t *testing.T) {
 		t.Errorf("Classify(cancelled): got %d %s, want %d %s", status, code, handler.StatusClientClosed, handler.CodeClientClosed)
 	}
 	m := metrics.New()
-	logs := &syncBuffer{}
+	logs := &testenv.SyncBuffer{}
 	e, _ := keyedEnv(t, &fakeLifecycle{}, 10, func(d *handler.Deps) {
 		d.Metrics = m
 		d.Log = slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))

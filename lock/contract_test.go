@@ -79,6 +79,25 @@ func mustRelease(tb testing.TB, l lock.Lock) {
 	}
 }
 
+// hold obtains key with lk and releases it when the test ends.
+func hold(t *testing.T, ctx context.Context, lk lock.Locker, key string) {
+	t.Helper()
+	l := obtain(t, lk, ctx, key)
+	t.Cleanup(func() { mustRelease(t, l) })
+}
+
+// contended skips a backend that does not exclude. Otherwise it returns
+// a locker that waits up to wait, and a key that locker already holds.
+func contended(t *testing.T, b backend, wait time.Duration) (lock.Locker, string) {
+	t.Helper()
+	if !b.exclusive {
+		t.Skip("backend does not exclude: nothing to wait for")
+	}
+	lk, key := b.locker(t, lock.WithWait(wait)), testKey(t)
+	hold(t, testContext(t, 10*time.Second), lk, key)
+	return lk, key
+}
+
 // runContract runs the contract every backend meets where its design allows.
 func runContract(t *testing.T, b backend) {
 	t.Run("Name", func(t *testing.T) {
@@ -166,11 +185,7 @@ func runContract(t *testing.T, b backend) {
 		l1, l2 := b.locker(t), b.locker(t)
 		key := testKey(t)
 		ctx := testContext(t, 10*time.Second)
-		a, err := l1.Obtain(ctx, key)
-		if err != nil {
-			t.Fatalf("first Obtain: %v", err)
-		}
-		defer mustRelease(t, a)
+		hold(t, ctx, l1, key)
 		c, err := l2.Obtain(ctx, key)
 		if !b.sharedAcrossLockers {
 			if err != nil {
@@ -243,18 +258,8 @@ func runContract(t *testing.T, b backend) {
 	})
 
 	t.Run("WaitElapses", func(t *testing.T) {
-		if !b.exclusive {
-			t.Skip("backend does not exclude")
-		}
-		lk := b.locker(t, lock.WithWait(200*time.Millisecond))
-		key := testKey(t)
-		ctx := testContext(t, 10*time.Second)
-		h, err := lk.Obtain(ctx, key)
-		if err != nil {
-			t.Fatalf("Obtain: %v", err)
-		}
-		defer mustRelease(t, h)
-		_, err = lk.Obtain(ctx, key)
+		lk, key := contended(t, b, 200*time.Millisecond)
+		_, err := lk.Obtain(testContext(t, 10*time.Second), key)
 		if !errors.Is(err, lock.ErrNotObtained) || errors.Is(err, context.Canceled) {
 			t.Errorf("Obtain after the wait: got %v, want ErrNotObtained alone", err)
 		}
@@ -264,16 +269,7 @@ func runContract(t *testing.T, b backend) {
 		// A waiter with a long wait returns promptly once its context is
 		// cancelled, with an error matching both ErrNotObtained and
 		// context.Canceled.
-		if !b.exclusive {
-			t.Skip("backend never waits")
-		}
-		lk := b.locker(t, lock.WithWait(30*time.Second))
-		key := testKey(t)
-		h, err := lk.Obtain(testContext(t, 10*time.Second), key)
-		if err != nil {
-			t.Fatalf("Obtain: %v", err)
-		}
-		defer mustRelease(t, h)
+		lk, key := contended(t, b, 30*time.Second)
 		ctx, cancel := context.WithCancel(context.Background())
 		timer := time.AfterFunc(50*time.Millisecond, cancel)
 		defer timer.Stop()
@@ -312,11 +308,7 @@ func runContract(t *testing.T, b backend) {
 		lk, other := b.locker(t), b.locker(t)
 		keys := []string{testKey(t), testKey(t), testKey(t)}
 		ctx := testContext(t, 20*time.Second)
-		h, err := other.Obtain(ctx, keys[1])
-		if err != nil {
-			t.Fatalf("other holder's Obtain: %v", err)
-		}
-		defer mustRelease(t, h)
+		hold(t, ctx, other, keys[1])
 		refused := b.exclusive && b.sharedAcrossLockers
 		locks, errs := lock.ObtainAll(ctx, lk, keys)
 		for i, k := range keys {

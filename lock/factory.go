@@ -4,6 +4,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/redis/go-redis/v9"
@@ -35,11 +36,9 @@ type Deps struct {
 // watchdog on unless opts turn it off. The others never renew. An unknown
 // mode or a missing dependency is an error naming it.
 func New(mode string, deps Deps, opts ...Option) (Locker, error) {
-	needRedis := func() error {
-		if deps.Redis == nil {
-			return fmt.Errorf("lock: mode %q needs a Redis client", mode)
-		}
-		return nil
+	// The single-Redis backends run on deps.Redis.
+	if slices.Contains([]string{"simple", "owner", "lua", "reentrant"}, mode) && deps.Redis == nil {
+		return nil, fmt.Errorf("lock: mode %q needs a Redis client", mode)
 	}
 	switch mode {
 	case "none":
@@ -47,37 +46,22 @@ func New(mode string, deps Deps, opts ...Option) (Locker, error) {
 	case "local":
 		return NewLocal(opts...)
 	case "simple":
-		if err := needRedis(); err != nil {
-			return nil, err
-		}
 		return NewSimple(deps.Redis, opts...)
 	case "owner":
-		if err := needRedis(); err != nil {
-			return nil, err
-		}
 		return NewOwner(deps.Redis, opts...)
 	case "lua":
-		if err := needRedis(); err != nil {
-			return nil, err
-		}
 		return NewScripted(deps.Redis, opts...)
 	case "reentrant":
-		if err := needRedis(); err != nil {
-			return nil, err
-		}
 		return NewReentrant(deps.Redis, withWatchdogDefault(opts)...)
-	case "redsync":
+	case "redsync", "multi":
 		nodes, err := nodesOrRedis(deps)
 		if err != nil {
 			return nil, err
+		}
+		if mode == "multi" {
+			return NewMulti(nodes, withWatchdogDefault(opts)...)
 		}
 		return NewRedsync(nodes, withWatchdogDefault(opts)...)
-	case "multi":
-		nodes, err := nodesOrRedis(deps)
-		if err != nil {
-			return nil, err
-		}
-		return NewMulti(nodes, withWatchdogDefault(opts)...)
 	case "mysql":
 		if deps.DB == nil {
 			return nil, fmt.Errorf("lock: mode %q needs a database (*sql.DB)", mode)

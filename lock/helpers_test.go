@@ -20,15 +20,21 @@ import (
 func redisClient(tb testing.TB) *redis.Client {
 	tb.Helper()
 	addr := testenv.Need(tb, "SECKILL_REDIS_ADDR")
-	c := redis.NewClient(&redis.Options{Addr: addr, PoolSize: 64})
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+	return connected(tb, redis.NewClient(&redis.Options{Addr: addr, PoolSize: 64}), "Redis at "+addr)
+}
+
+// connected pings c, failing tb naming what, and closes c when the test
+// ends.
+func connected[C redis.UniversalClient](tb testing.TB, c C, what string) C {
+	tb.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	if err := c.Ping(ctx).Err(); err != nil {
-		tb.Fatalf("ping Redis at %s: %v", addr, err)
+		tb.Fatalf("ping %s: %v", what, err)
 	}
 	tb.Cleanup(func() {
 		if err := c.Close(); err != nil {
-			tb.Errorf("close Redis client: %v", err)
+			tb.Errorf("close the client of %s: %v", what, err)
 		}
 	})
 	return c

@@ -4,43 +4,15 @@ import (
 	"context"
 	"errors"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 
 	"seckill/internal/faultproxy"
+	"seckill/internal/testenv"
 	"seckill/lock"
 )
-
-// scriptCounter counts the script calls (EVALSHA and EVAL, piped or not)
-// a client sends.
-type scriptCounter struct{ n atomic.Int64 }
-
-func (h *scriptCounter) DialHook(next redis.DialHook) redis.DialHook { return next }
-
-func (h *scriptCounter) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
-	return func(ctx context.Context, cmd redis.Cmder) error {
-		h.count(cmd)
-		return next(ctx, cmd)
-	}
-}
-
-func (h *scriptCounter) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
-	return func(ctx context.Context, cmds []redis.Cmder) error {
-		for _, cmd := range cmds {
-			h.count(cmd)
-		}
-		return next(ctx, cmds)
-	}
-}
-
-func (h *scriptCounter) count(cmd redis.Cmder) {
-	if name := cmd.Name(); name == "evalsha" || name == "eval" {
-		h.n.Add(1)
-	}
-}
 
 // heldByOther has another Lua locker hold key until the test ends.
 func heldByOther(t *testing.T, c redis.UniversalClient, key string) {
@@ -50,6 +22,31 @@ func heldByOther(t *testing.T, c redis.UniversalClient, key string) {
 		t.Fatalf("other holder's Obtain: %v", err)
 	}
 	t.Cleanup(func() { mustRelease(t, held) })
+}
+
+// checkReleased fails unless every release of a batch succeeded but the
+// one at index before, whose lock was released earlier: ErrNotHeld.
+func checkReleased(t *testing.T, errs []error, before int) {
+	t.Helper()
+	for i, err := range errs {
+		switch {
+		case i == before && !errors.Is(err, lock.ErrNotHeld):
+			t.Errorf("lock released before: got %v, want ErrNotHeld", err)
+		case i != before && err != nil:
+			t.Errorf("release %d: %v", i, err)
+		}
+	}
+}
+
+// checkBatchFailed fails unless every key of a batch got no lock and an
+// error that is not contention: want names that error.
+func checkBatchFailed(t *testing.T, locks []lock.Lock, errs []error, want string) {
+	t.Helper()
+	for i := range locks {
+		if locks[i] != nil || errs[i] == nil || errors.Is(errs[i], lock.ErrNotObtained) {
+			t.Errorf("key %d: got %v, %v, want no lock and %s", i, locks[i], errs[i], want)
+		}
+	}
 }
 
 // batchKeys returns n keys no other test uses. They and their fencing
@@ -87,7 +84,7 @@ func exists(t *testing.T, c redis.UniversalClient, keys ...string) int64 {
 // call gives the batch back.
 func TestLuaObtainAll(t *testing.T) {
 	c := redisClient(t)
-	var calls scriptCounter
+	var calls testenv.ScriptCounter
 	c.AddHook(&calls)
 	lk := must(t)(lock.NewScripted(c))
 	ctx := testContext(t, 10*time.Second)
@@ -100,9 +97,9 @@ func TestLuaObtainAll(t *testing.T) {
 	}
 	mustRelease(t, first)
 
-	calls.n.Store(0)
+	calls.Reset()
 	locks, errs := lock.ObtainAll(ctx, lk, keys)
-	if got := calls.n.Load(); got != 1 {
+	if got := calls.Scripts.Load(); got != 1 {
 		t.Errorf("script calls for a batch of %d: got %d, want 1", len(keys), got)
 	}
 	for i, k := range keys {
@@ -134,20 +131,13 @@ func TestLuaObtainAll(t *testing.T) {
 		t.Errorf("locks of the batch left after releasing one: got %d, want 3", got)
 	}
 
-	calls.n.Store(0)
+	calls.Reset()
 	rest := []lock.Lock{locks[1], nil, locks[3], locks[4], locks[0]}
 	errs = lock.ReleaseAll(ctx, lk, rest)
-	if got := calls.n.Load(); got != 1 {
+	if got := calls.Scripts.Load(); got != 1 {
 		t.Errorf("script calls to release a batch: got %d, want 1", got)
 	}
-	for i, err := range errs {
-		switch {
-		case i == 4 && !errors.Is(err, lock.ErrNotHeld):
-			t.Errorf("lock released before: got %v, want ErrNotHeld", err)
-		case i != 4 && err != nil:
-			t.Errorf("release %d: %v", i, err)
-		}
-	}
+	checkReleased(t, errs, 4)
 	if got := exists(t, c, keys[0], keys[1], keys[3], keys[4]); got != 0 {
 		t.Errorf("keys left after ReleaseAll: %d, want 0", got)
 	}
@@ -168,11 +158,7 @@ func TestLuaObtainAllRedisErrorMidBatch(t *testing.T) {
 		t.Fatal(err)
 	}
 	locks, errs := lock.ObtainAll(ctx, lk, keys)
-	for i := range keys {
-		if locks[i] != nil || errs[i] == nil || errors.Is(errs[i], lock.ErrNotObtained) {
-			t.Errorf("key %d: got %v, %v, want no lock and the Redis error", i, locks[i], errs[i])
-		}
-	}
+	checkBatchFailed(t, locks, errs, "the Redis error")
 	if got := exists(t, c, keys...); got != 0 {
 		t.Errorf("lock keys left after the failed batch: %d, want 0 (nothing half-granted)", got)
 	}
@@ -245,11 +231,7 @@ func TestLuaObtainAllUnanswered(t *testing.T) {
 		}
 	})
 	locks, errs := lock.ObtainAll(ctx, lk, keys)
-	for i := range keys {
-		if locks[i] != nil || errs[i] == nil || errors.Is(errs[i], lock.ErrNotObtained) {
-			t.Errorf("key %d: got %v, %v, want no lock and the I/O error", i, locks[i], errs[i])
-		}
-	}
+	checkBatchFailed(t, locks, errs, "the I/O error")
 	if got := exists(t, c, keys...); got != 0 {
 		t.Errorf("keys left held after the unanswered batch: %d, want 0", got)
 	}

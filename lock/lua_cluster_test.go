@@ -21,17 +21,7 @@ func clusterClient(tb testing.TB) *redis.ClusterClient {
 	tb.Helper()
 	addrs := testenv.Need(tb, "SECKILL_TEST_CLUSTER_ADDRS")
 	c := redis.NewClusterClient(&redis.ClusterOptions{Addrs: strings.Split(addrs, ","), PoolSize: 64})
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	if err := c.Ping(ctx).Err(); err != nil {
-		tb.Fatalf("ping Redis Cluster at %s: %v", addrs, err)
-	}
-	tb.Cleanup(func() {
-		if err := c.Close(); err != nil {
-			tb.Errorf("close Redis Cluster client: %v", err)
-		}
-	})
-	return c
+	return connected(tb, c, "Redis Cluster at "+addrs)
 }
 
 // TestLuaObtainAllCluster: on Redis Cluster a batch spans slots and nodes.
@@ -49,7 +39,7 @@ func TestLuaObtainAllCluster(t *testing.T) {
 	warm, _ := lock.ObtainAll(ctx, lk, batchKeys(t, c, 40))
 	lock.ReleaseAll(ctx, lk, warm)
 
-	var calls scriptCounter
+	var calls testenv.ScriptCounter
 	var count atomic.Int64
 	if err := c.ForEachMaster(ctx, func(_ context.Context, n *redis.Client) error {
 		n.AddHook(&calls)
@@ -60,7 +50,7 @@ func TestLuaObtainAllCluster(t *testing.T) {
 	}
 	masters := count.Load()
 	locks, errs := lock.ObtainAll(ctx, lk, keys)
-	if got := calls.n.Load(); got < 1 || got > masters {
+	if got := calls.Scripts.Load(); got < 1 || got > masters {
 		t.Errorf("ObtainAll of %d keys: %d script calls, want 1 to %d (one per master)", len(keys), got, masters)
 	}
 	for i, k := range keys {
@@ -80,19 +70,12 @@ func TestLuaObtainAllCluster(t *testing.T) {
 	if err := locks[0].Release(ctx); err != nil {
 		t.Fatalf("Release of one lock of the batch: %v", err)
 	}
-	calls.n.Store(0)
+	calls.Reset()
 	errs = lock.ReleaseAll(ctx, lk, locks)
-	if got := calls.n.Load(); got < 1 || got > masters {
+	if got := calls.Scripts.Load(); got < 1 || got > masters {
 		t.Errorf("ReleaseAll: %d script calls, want 1 to %d (one per master)", got, masters)
 	}
-	for i, err := range errs {
-		switch {
-		case i == 0 && !errors.Is(err, lock.ErrNotHeld):
-			t.Errorf("lock released before: got %v, want ErrNotHeld", err)
-		case i != 0 && err != nil:
-			t.Errorf("release %d: %v", i, err)
-		}
-	}
+	checkReleased(t, errs, 0)
 	for i, k := range keys {
 		n, err := c.Exists(context.Background(), k).Result()
 		if err != nil {

@@ -104,6 +104,15 @@ func stallReplica(tb testing.TB, replica *redis.Client, d time.Duration) <-chan 
 	return done
 }
 
+// eachWaitLocker runs f as a subtest with a lua and then a reentrant
+// locker on primary, each waiting for n replicas up to timeout.
+func eachWaitLocker(t *testing.T, primary redis.UniversalClient, n int, timeout time.Duration, f func(t *testing.T, lk lock.Locker)) {
+	t.Helper()
+	for _, mode := range []string{"lua", "reentrant"} {
+		t.Run(mode, func(t *testing.T) { f(t, waitLocker(t, mode, primary, lock.WithWaitReplicas(n, timeout))) })
+	}
+}
+
 func waitLocker(tb testing.TB, mode string, c redis.UniversalClient, opts ...lock.Option) lock.Locker {
 	tb.Helper()
 	var (
@@ -126,77 +135,68 @@ func waitLocker(tb testing.TB, mode string, c redis.UniversalClient, opts ...loc
 // granted, and the replica has the key as soon as Obtain returns.
 func TestWaitReplicasHealthy(t *testing.T) {
 	primary, replica := sentinelPair(t)
-	for _, mode := range []string{"lua", "reentrant"} {
-		t.Run(mode, func(t *testing.T) {
-			lk := waitLocker(t, mode, primary, lock.WithWaitReplicas(1, time.Second))
-			key := testKey(t)
-			ctx := testContext(t, 10*time.Second)
-			l, err := lk.Obtain(ctx, key)
-			if err != nil {
-				t.Fatalf("Obtain: %v", err)
-			}
-			if n, err := replica.Exists(ctx, key).Result(); err != nil || n != 1 {
-				t.Errorf("key on the replica right after Obtain: got %d, %v, want 1", n, err)
-			}
-			if _, ok := l.Token(); !ok {
-				t.Error("no fencing token")
-			}
-			mustRelease(t, l)
-		})
-	}
+	eachWaitLocker(t, primary, 1, time.Second, func(t *testing.T, lk lock.Locker) {
+		key := testKey(t)
+		ctx := testContext(t, 10*time.Second)
+		l, err := lk.Obtain(ctx, key)
+		if err != nil {
+			t.Fatalf("Obtain: %v", err)
+		}
+		if n, err := replica.Exists(ctx, key).Result(); err != nil || n != 1 {
+			t.Errorf("key on the replica right after Obtain: got %d, %v, want 1", n, err)
+		}
+		if _, ok := l.Token(); !ok {
+			t.Error("no fencing token")
+		}
+		mustRelease(t, l)
+	})
 }
 
 // TestWaitReplicasLagging: with the replica stalled past the WAIT timeout
 // the grant is undone: ErrNotObtained and no key left on the primary.
 func TestWaitReplicasLagging(t *testing.T) {
 	primary, replica := sentinelPair(t)
-	for _, mode := range []string{"lua", "reentrant"} {
-		t.Run(mode, func(t *testing.T) {
-			lk := waitLocker(t, mode, primary, lock.WithWaitReplicas(1, 50*time.Millisecond))
-			key := testKey(t)
-			ctx := testContext(t, 10*time.Second)
-			stalled := stallReplica(t, replica, 400*time.Millisecond)
-			l, err := lk.Obtain(ctx, key)
-			select {
-			case <-stalled:
-				t.Fatal("the replica's stall ended before Obtain did: machine too slow for this test")
-			default:
-			}
-			if !errors.Is(err, lock.ErrNotObtained) {
-				t.Errorf("Obtain with the replica stalled: got %v, %v, want ErrNotObtained", l, err)
-			}
-			if n, err := primary.Exists(ctx, key).Result(); err != nil || n != 0 {
-				t.Errorf("key on the primary after the refusal: got %d, %v, want 0 (no half-granted lock)", n, err)
-			}
-			<-stalled
-			waitInSync(t, primary, replica)
-			if n, err := replica.Exists(ctx, key).Result(); err != nil || n != 0 {
-				t.Errorf("key on the replica after catching up: got %d, %v, want 0", n, err)
-			}
-		})
-	}
+	eachWaitLocker(t, primary, 1, 50*time.Millisecond, func(t *testing.T, lk lock.Locker) {
+		key := testKey(t)
+		ctx := testContext(t, 10*time.Second)
+		stalled := stallReplica(t, replica, 400*time.Millisecond)
+		l, err := lk.Obtain(ctx, key)
+		select {
+		case <-stalled:
+			t.Fatal("the replica's stall ended before Obtain did: machine too slow for this test")
+		default:
+		}
+		if !errors.Is(err, lock.ErrNotObtained) {
+			t.Errorf("Obtain with the replica stalled: got %v, %v, want ErrNotObtained", l, err)
+		}
+		if n, err := primary.Exists(ctx, key).Result(); err != nil || n != 0 {
+			t.Errorf("key on the primary after the refusal: got %d, %v, want 0 (no half-granted lock)", n, err)
+		}
+		<-stalled
+		waitInSync(t, primary, replica)
+		if n, err := replica.Exists(ctx, key).Result(); err != nil || n != 0 {
+			t.Errorf("key on the replica after catching up: got %d, %v, want 0", n, err)
+		}
+	})
 }
 
 // TestWaitReplicasMoreThanExist: WAIT 2 with one replica never grants and
 // leaves nothing behind.
 func TestWaitReplicasMoreThanExist(t *testing.T) {
 	primary, _ := sentinelPair(t)
-	for _, mode := range []string{"lua", "reentrant"} {
-		t.Run(mode, func(t *testing.T) {
-			lk := waitLocker(t, mode, primary, lock.WithWaitReplicas(2, 30*time.Millisecond))
-			key := testKey(t)
-			ctx := testContext(t, 10*time.Second)
-			for range 3 {
-				if l, err := lk.Obtain(ctx, key); !errors.Is(err, lock.ErrNotObtained) ||
-					!strings.Contains(err.Error(), "1 of 2 replicas") {
-					t.Fatalf("Obtain with WAIT 2: got %v, %v, want ErrNotObtained (1 of 2 replicas)", l, err)
-				}
-				if n, err := primary.Exists(ctx, key).Result(); err != nil || n != 0 {
-					t.Fatalf("key on the primary: got %d, %v, want 0", n, err)
-				}
+	eachWaitLocker(t, primary, 2, 30*time.Millisecond, func(t *testing.T, lk lock.Locker) {
+		key := testKey(t)
+		ctx := testContext(t, 10*time.Second)
+		for range 3 {
+			if l, err := lk.Obtain(ctx, key); !errors.Is(err, lock.ErrNotObtained) ||
+				!strings.Contains(err.Error(), "1 of 2 replicas") {
+				t.Fatalf("Obtain with WAIT 2: got %v, %v, want ErrNotObtained (1 of 2 replicas)", l, err)
 			}
-		})
-	}
+			if n, err := primary.Exists(ctx, key).Result(); err != nil || n != 0 {
+				t.Fatalf("key on the primary: got %d, %v, want 0", n, err)
+			}
+		}
+	})
 }
 
 // TestWaitReplicasWatchdogLost: a renewal the stalled replica does not

@@ -11,6 +11,7 @@ import (
 	"github.com/alicebob/miniredis/v2"
 	"github.com/redis/go-redis/v9"
 
+	"seckill/internal/testenv"
 	"seckill/lua"
 )
 
@@ -57,14 +58,12 @@ func newAsyncKeys(t *testing.T, c redis.UniversalClient) asyncKeys {
 // onSale runs f on every backend, with fresh keys of a voucher on sale
 // holding stock units.
 func onSale(t *testing.T, stock int, f func(t *testing.T, c redis.UniversalClient, k asyncKeys, now time.Time)) {
-	for name, c := range asyncBackends(t) {
-		t.Run(name, func(t *testing.T) {
-			k := newAsyncKeys(t, c)
-			now := time.Now()
-			k.openSale(context.Background(), c, now, stock)
-			f(t, c, k, now)
-		})
-	}
+	testenv.Each(t, asyncBackends(t), func(t *testing.T, c redis.UniversalClient) {
+		k := newAsyncKeys(t, c)
+		now := time.Now()
+		k.openSale(context.Background(), c, now, stock)
+		f(t, c, k, now)
+	})
 }
 
 // infoOf is the order-info key of one order (it expires within a minute).
@@ -83,67 +82,65 @@ func (k asyncKeys) admit(t *testing.T, c redis.UniversalClient, user, voucher, o
 // TestSeckillScript: every return code of seckill.lua, and that only code
 // 0 changes anything.
 func TestSeckillScript(t *testing.T) {
-	for name, c := range asyncBackends(t) {
-		t.Run(name, func(t *testing.T) {
-			ctx := context.Background()
-			k := newAsyncKeys(t, c)
-			now := time.Now()
-			begin, end := now.Add(-time.Minute), now.Add(time.Minute)
-			if got := k.admit(t, c, 1, 7, 100, now); got != 5 {
-				t.Errorf("no voucher hash: got %d, want 5 (not loaded)", got)
-			}
-			c.HSet(ctx, k.voucher, "begin", begin.UnixMilli(), "end", end.UnixMilli(), "initial", 2, "state", "ok")
-			if got := k.admit(t, c, 1, 7, 100, now); got != 5 {
-				t.Errorf("no stock key: got %d, want 5 (not loaded)", got)
-			}
-			c.Set(ctx, k.stock, 2, 0)
-			c.HSet(ctx, k.voucher, "state", "unsafe")
-			if got := k.admit(t, c, 1, 7, 100, now); got != 6 {
-				t.Errorf("unsafe: got %d, want 6", got)
-			}
-			c.HSet(ctx, k.voucher, "state", "frozen")
-			if got := k.admit(t, c, 1, 7, 100, now); got != 6 {
-				t.Errorf("frozen: got %d, want 6", got)
-			}
-			c.HSet(ctx, k.voucher, "state", "ok")
-			if got := k.admit(t, c, 1, 7, 100, begin.Add(-time.Millisecond)); got != 3 {
-				t.Errorf("before begin: got %d, want 3", got)
-			}
-			if got := k.admit(t, c, 1, 7, 100, end); got != 4 {
-				t.Errorf("at end: got %d, want 4", got)
-			}
-			if n, _ := c.XLen(ctx, k.stream).Result(); n != 0 {
-				t.Fatalf("refusals appended %d entries, want 0", n)
-			}
+	testenv.Each(t, asyncBackends(t), func(t *testing.T, c redis.UniversalClient) {
+		ctx := context.Background()
+		k := newAsyncKeys(t, c)
+		now := time.Now()
+		begin, end := now.Add(-time.Minute), now.Add(time.Minute)
+		if got := k.admit(t, c, 1, 7, 100, now); got != 5 {
+			t.Errorf("no voucher hash: got %d, want 5 (not loaded)", got)
+		}
+		c.HSet(ctx, k.voucher, "begin", begin.UnixMilli(), "end", end.UnixMilli(), "initial", 2, "state", "ok")
+		if got := k.admit(t, c, 1, 7, 100, now); got != 5 {
+			t.Errorf("no stock key: got %d, want 5 (not loaded)", got)
+		}
+		c.Set(ctx, k.stock, 2, 0)
+		c.HSet(ctx, k.voucher, "state", "unsafe")
+		if got := k.admit(t, c, 1, 7, 100, now); got != 6 {
+			t.Errorf("unsafe: got %d, want 6", got)
+		}
+		c.HSet(ctx, k.voucher, "state", "frozen")
+		if got := k.admit(t, c, 1, 7, 100, now); got != 6 {
+			t.Errorf("frozen: got %d, want 6", got)
+		}
+		c.HSet(ctx, k.voucher, "state", "ok")
+		if got := k.admit(t, c, 1, 7, 100, begin.Add(-time.Millisecond)); got != 3 {
+			t.Errorf("before begin: got %d, want 3", got)
+		}
+		if got := k.admit(t, c, 1, 7, 100, end); got != 4 {
+			t.Errorf("at end: got %d, want 4", got)
+		}
+		if n, _ := c.XLen(ctx, k.stream).Result(); n != 0 {
+			t.Fatalf("refusals appended %d entries, want 0", n)
+		}
 
-			if got := k.admit(t, c, 1, 7, 100, now); got != 0 {
-				t.Fatalf("admission: got %d, want 0", got)
-			}
-			if got := k.admit(t, c, 1, 7, 101, now); got != 2 {
-				t.Errorf("second order of the user: got %d, want 2 (duplicate)", got)
-			}
-			if got := k.admit(t, c, 2, 7, 102, now); got != 0 {
-				t.Fatalf("second user: got %d, want 0", got)
-			}
-			if got := k.admit(t, c, 3, 7, 103, now); got != 1 {
-				t.Errorf("third user, stock 0: got %d, want 1 (sold out)", got)
-			}
-			stock, _ := c.Get(ctx, k.stock).Int64()
-			buyers, _ := c.SMembers(ctx, k.buyers).Result()
-			entries, _ := c.XRange(ctx, k.stream, "-", "+").Result()
-			if stock != 0 || len(buyers) != 2 || len(entries) != 2 {
-				t.Fatalf("got stock %d, buyers %v, %d entries, want 0, [1 2], 2", stock, buyers, len(entries))
-			}
-			if v := entries[0].Values; v["orderId"] != "100" || v["userId"] != "1" || v["voucherId"] != "7" {
-				t.Errorf("entry: got %v, want orderId 100, userId 1, voucherId 7", v)
-			}
-			info, _ := c.Get(ctx, k.infoOf(102)).Result()
-			ttl, _ := c.TTL(ctx, k.infoOf(102)).Result()
-			if info != "2:7:pending" || ttl <= 0 {
-				t.Errorf("order info: got %q with TTL %v, want 2:7:pending with a TTL", info, ttl)
-			}
-		})
-	}
+		if got := k.admit(t, c, 1, 7, 100, now); got != 0 {
+			t.Fatalf("admission: got %d, want 0", got)
+		}
+		if got := k.admit(t, c, 1, 7, 101, now); got != 2 {
+			t.Errorf("second order of the user: got %d, want 2 (duplicate)", got)
+		}
+		if got := k.admit(t, c, 2, 7, 102, now); got != 0 {
+			t.Fatalf("second user: got %d, want 0", got)
+		}
+		if got := k.admit(t, c, 3, 7, 103, now); got != 1 {
+			t.Errorf("third user, stock 0: got %d, want 1 (sold out)", got)
+		}
+		stock, _ := c.Get(ctx, k.stock).Int64()
+		buyers, _ := c.SMembers(ctx, k.buyers).Result()
+		entries, _ := c.XRange(ctx, k.stream, "-", "+").Result()
+		if stock != 0 || len(buyers) != 2 || len(entries) != 2 {
+			t.Fatalf("got stock %d, buyers %v, %d entries, want 0, [1 2], 2", stock, buyers, len(entries))
+		}
+		if v := entries[0].Values; v["orderId"] != "100" || v["userId"] != "1" || v["voucherId"] != "7" {
+			t.Errorf("entry: got %v, want orderId 100, userId 1, voucherId 7", v)
+		}
+		info, _ := c.Get(ctx, k.infoOf(102)).Result()
+		ttl, _ := c.TTL(ctx, k.infoOf(102)).Result()
+		if info != "2:7:pending" || ttl <= 0 {
+			t.Errorf("order info: got %q with TTL %v, want 2:7:pending with a TTL", info, ttl)
+		}
+	})
 }
 
 // TestDeadLetterScript: deadletter.lua gives an entry's stock and buyer

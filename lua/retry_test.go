@@ -4,13 +4,13 @@ import (
 	"context"
 	"crypto/rand"
 	"fmt"
-	"os"
 	"testing"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 
 	"seckill/internal/faultproxy"
+	"seckill/internal/testenv"
 	"seckill/lua"
 )
 
@@ -19,10 +19,7 @@ import (
 // The script recognises its own order (the order-info key names this user
 // and voucher) and answers 0 again, changing nothing.
 func TestSeckillScriptReplyLost(t *testing.T) {
-	addr := os.Getenv("SECKILL_REDIS_ADDR")
-	if addr == "" {
-		t.Skip("SECKILL_REDIS_ADDR is empty; set it to run this test against a real Redis")
-	}
+	addr := testenv.Need(t, "SECKILL_REDIS_ADDR")
 	ctx := context.Background()
 	direct := redis.NewClient(&redis.Options{Addr: addr})
 	t.Cleanup(func() { direct.Close() })

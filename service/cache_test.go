@@ -57,7 +57,7 @@ func TestVoucherCacheHitAndTTL(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			r := newRig(t, SyncSeckillConfig{VoucherCacheTTL: tt.ttl})
 			ctx := context.Background()
-			start := r.clock.now()
+			start := r.clock.Now()
 			buy := func(user int64) {
 				t.Helper()
 				if _, err := r.svc.Buy(ctx, user, voucherOpen); err != nil {
@@ -67,12 +67,12 @@ func TestVoucherCacheHitAndTTL(t *testing.T) {
 			for user := int64(1); user <= 3; user++ {
 				buy(user)
 			}
-			r.clock.set(start.Add(tt.wantTTL - time.Millisecond))
+			r.clock.Set(start.Add(tt.wantTTL - time.Millisecond))
 			buy(4)
 			if got := r.vouchers.GetCalls.Load(); got != 1 {
 				t.Fatalf("GetSeckill calls within the TTL: got %d, want 1", got)
 			}
-			r.clock.set(start.Add(tt.wantTTL + time.Millisecond))
+			r.clock.Set(start.Add(tt.wantTTL + time.Millisecond))
 			buy(5)
 			if got := r.vouchers.GetCalls.Load(); got != 2 {
 				t.Errorf("GetSeckill calls after the TTL: got %d, want 2", got)
@@ -156,7 +156,7 @@ func TestVoucherCacheWaiterHonoursContext(t *testing.T) {
 func TestRefusesLocally(t *testing.T) {
 	r := newRig(t, SyncSeckillConfig{VoucherCacheTTL: time.Minute})
 	ctx := context.Background()
-	start := r.clock.now()
+	start := r.clock.Now()
 	for _, v := range []int64{voucherOpen, voucherSoldOut} {
 		if r.svc.RefusesLocally(v) {
 			t.Errorf("voucher %d before any purchase: refused, want not (not cached)", v)
@@ -177,7 +177,7 @@ func TestRefusesLocally(t *testing.T) {
 		{time.Second, false, false}, // the sold-out flag lasts a second
 	}
 	for _, s := range steps {
-		r.clock.set(start.Add(s.at))
+		r.clock.Set(start.Add(s.at))
 		if got := r.svc.RefusesLocally(voucherOpen); got != s.open {
 			t.Errorf("+%v open voucher: got %v, want %v", s.at, got, s.open)
 		}
@@ -185,14 +185,14 @@ func TestRefusesLocally(t *testing.T) {
 			t.Errorf("+%v sold-out voucher: got %v, want %v", s.at, got, s.soldOut)
 		}
 	}
-	r.clock.set(testEnd)
+	r.clock.Set(testEnd)
 	if _, err := r.svc.Buy(ctx, 3, voucherOpen); !errors.Is(err, model.ErrSeckillEnded) {
 		t.Fatalf("open voucher at its end: got %v, want ErrSeckillEnded", err)
 	}
 	if !r.svc.RefusesLocally(voucherOpen) {
 		t.Errorf("open voucher at its end: not refused, want refused (the sale ended)")
 	}
-	r.clock.set(testEnd.Add(time.Minute + time.Millisecond))
+	r.clock.Set(testEnd.Add(time.Minute + time.Millisecond))
 	if r.svc.RefusesLocally(voucherOpen) {
 		t.Errorf("ended voucher past the cache's TTL: refused, want not (the cache may be stale)")
 	}

@@ -1,41 +1,24 @@
 package service
 
 import (
-	"context"
 	"slices"
-	"sync/atomic"
 	"testing"
 
 	"github.com/alicebob/miniredis/v2"
 	"github.com/redis/go-redis/v9"
 
+	"seckill/internal/testenv"
 	"seckill/lock"
 	"seckill/model"
 )
 
-// scriptCalls counts the EVALSHA commands a client sends.
-type scriptCalls struct{ n atomic.Int64 }
-
-func (h *scriptCalls) DialHook(next redis.DialHook) redis.DialHook { return next }
-func (h *scriptCalls) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
-	return func(ctx context.Context, cmd redis.Cmder) error {
-		if cmd.Name() == "evalsha" {
-			h.n.Add(1)
-		}
-		return next(ctx, cmd)
-	}
-}
-func (h *scriptCalls) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
-	return next
-}
-
 // newLuaConsRig is newConsRig with the lua lock on an in-process Redis.
-func newLuaConsRig(t *testing.T) (*consRig, *miniredis.Miniredis, *scriptCalls) {
+func newLuaConsRig(t *testing.T) (*consRig, *miniredis.Miniredis, *testenv.ScriptCounter) {
 	t.Helper()
 	srv := miniredis.RunT(t)
 	rdb := redis.NewClient(&redis.Options{Addr: srv.Addr()})
 	t.Cleanup(func() { rdb.Close() })
-	calls := &scriptCalls{}
+	calls := &testenv.ScriptCounter{}
 	rdb.AddHook(calls)
 	locker, err := lock.NewScripted(rdb)
 	if err != nil {
@@ -54,7 +37,7 @@ func TestConsumerBatchLocks(t *testing.T) {
 	srv.Set(model.OrderLockKey(3), "someone else")
 
 	left := r.c.process(msgs)
-	if got := calls.n.Load(); got != 2 {
+	if got := calls.Scripts.Load(); got != 2 {
 		t.Errorf("script calls for a batch of 5 users: got %d, want 2 (one acquire, one release)", got)
 	}
 	if len(left) != 1 || left[0].MsgID != "m3" {

@@ -104,6 +104,16 @@ func (e *raceEnv) admit(t *testing.T, vid int64) (user, orderID int64) {
 	return user, orderID
 }
 
+// readOne has c read the stream's one new entry, that of orderID.
+func (e *raceEnv) readOne(t *testing.T, c *consumer, orderID int64) []model.QueuedOrder {
+	t.Helper()
+	msgs, err := e.queue.ReadNew(context.Background(), c.name, 10, -1)
+	if err != nil || len(msgs) != 1 || msgs[0].OrderID != orderID {
+		t.Fatalf("%s read %v, %v, want the entry of order %d", c.name, msgs, err, orderID)
+	}
+	return msgs
+}
+
 // consumer returns a consumer named name over the test's stores; queue
 // replaces the test's stream when set.
 func (e *raceEnv) consumer(name string, cfg ConsumerConfig, queue OrderQueue) *consumer {
@@ -185,10 +195,7 @@ func TestConsumerDoesNotWriteEntryItLost(t *testing.T) {
 	user, orderID := e.admit(t, vid)
 	a, b := e.consumer("A", ConsumerConfig{}, nil), e.claimer(nil)
 
-	msgs, err := e.queue.ReadNew(ctx, a.name, 10, -1)
-	if err != nil || len(msgs) != 1 || msgs[0].OrderID != orderID {
-		t.Fatalf("A read %v, %v, want the entry of order %d", msgs, err, orderID)
-	}
+	msgs := e.readOne(t, a, orderID)
 	// A's first attempt: the user's lock is held elsewhere, the entry stays
 	// pending with A, kept in memory for a retry.
 	busy, err := e.locker.Obtain(ctx, model.OrderLockKey(user))
@@ -254,10 +261,7 @@ func TestDeadLetterRacesWrite(t *testing.T) {
 	_, orderID := e.admit(t, vid)
 	a := e.consumer("A", ConsumerConfig{}, nil)
 
-	msgs, err := e.queue.ReadNew(ctx, a.name, 10, -1)
-	if err != nil || len(msgs) != 1 || msgs[0].OrderID != orderID {
-		t.Fatalf("A read %v, %v, want the entry of order %d", msgs, err, orderID)
-	}
+	msgs := e.readOne(t, a, orderID)
 	var aErr error
 	hooked := false
 	b := e.claimer(&deadLetterHook{OrderQueue: e.queue, before: func() {

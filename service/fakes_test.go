@@ -9,7 +9,6 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
-	"time"
 
 	"seckill/lock"
 	"seckill/model"
@@ -278,24 +277,6 @@ func (k *fakeLock) Release(ctx context.Context) error {
 	k.released = true
 	k.l.held[k.key]--
 	return nil
-}
-
-// fakeClock is a settable clock.
-type fakeClock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (c *fakeClock) now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.t
-}
-
-func (c *fakeClock) set(t time.Time) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.t = t
 }
 
 // fakeIssuer is a TokenIssuer producing readable tokens.

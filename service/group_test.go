@@ -73,7 +73,7 @@ func newGroupRig(t *testing.T, cfg SyncSeckillConfig) (*rig, *fakeGroups, *group
 	obs := &groupObserver{fakeObserver: r.obs}
 	r.svc = NewSyncSeckill(SyncSeckillDeps{
 		Vouchers: r.vouchers, Orders: r.orders, Groups: g, IDs: r.ids, Locker: r.locker,
-		Rejects: r.rejects, Observer: obs, Now: r.clock.now, Log: discardLog(),
+		Rejects: r.rejects, Observer: obs, Now: r.clock.Now, Log: discardLog(),
 	}, cfg)
 	return r, g, obs
 }
@@ -93,6 +93,18 @@ func holdFirstCreate(r *rig) (started <-chan struct{}, release func()) {
 	}
 	var rel sync.Once
 	return st, func() { rel.Do(func() { close(gate) }) }
+}
+
+// buyFirstHeld buys for user 1 in the background, its answer sent to
+// done. It returns once that order's commit is held; release lets it go on.
+func buyFirstHeld(r *rig, done chan<- error) (release func()) {
+	started, release := holdFirstCreate(r)
+	go func() {
+		_, err := r.svc.Buy(context.Background(), 1, voucherOpen)
+		done <- err
+	}()
+	<-started
+	return release
 }
 
 // buyBehindFirst buys for users[0], holds its commit, and queues the others
@@ -195,14 +207,9 @@ func TestGroupFormsFromWaitersInArrivalOrder(t *testing.T) {
 
 func TestGroupWaiterGoneBeforeCommitNeverWritten(t *testing.T) {
 	r, g, _ := newGroupRig(t, SyncSeckillConfig{})
-	started, release := holdFirstCreate(r)
-	defer release()
 	done := make(chan error, 2)
-	go func() {
-		_, err := r.svc.Buy(context.Background(), 1, voucherOpen)
-		done <- err
-	}()
-	<-started
+	release := buyFirstHeld(r, done)
+	defer release()
 	ctx, cancel := context.WithCancel(context.Background())
 	var goneID int64
 	go func() {
@@ -238,8 +245,6 @@ func TestGroupWaiterGoneBeforeCommitNeverWritten(t *testing.T) {
 
 func TestGroupWaiterGoneWhileCommittingGetsOutcome(t *testing.T) {
 	r, g, _ := newGroupRig(t, SyncSeckillConfig{})
-	started, release := holdFirstCreate(r)
-	defer release()
 	groupStarted, groupGate := make(chan struct{}), make(chan struct{})
 	var groupCtxErr error
 	g.during = func(ctx context.Context) {
@@ -248,11 +253,8 @@ func TestGroupWaiterGoneWhileCommittingGetsOutcome(t *testing.T) {
 		groupCtxErr = ctx.Err()
 	}
 	done := make(chan error, 1)
-	go func() {
-		_, err := r.svc.Buy(context.Background(), 1, voucherOpen)
-		done <- err
-	}()
-	<-started
+	release := buyFirstHeld(r, done)
+	defer release()
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	type answer struct {

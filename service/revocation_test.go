@@ -1,7 +1,6 @@
 package service
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"log/slog"
@@ -10,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"seckill/internal/testenv"
 	"seckill/model"
 )
 
@@ -92,24 +92,6 @@ func TestRevocationSet(t *testing.T) {
 	}
 }
 
-// lockedBuffer is a bytes.Buffer safe for the logger and the test.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
 // waitFor polls cond until it holds or the deadline passes.
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
@@ -126,7 +108,7 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 func TestRevocationSetRun(t *testing.T) {
 	nb := time.Unix(1_800_000_000, 0)
 	store := &fakeRevocations{set: map[int64]time.Time{}}
-	var logs lockedBuffer
+	var logs testenv.SyncBuffer
 	s := NewRevocationSet(store, slog.New(slog.NewTextHandler(&logs, nil)))
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"seckill/internal/testenv"
 	"seckill/lock"
 	"seckill/model"
 	"seckill/service/mock"
@@ -33,21 +34,21 @@ type rig struct {
 	rejects  *fakeRejects
 	ids      *fakeIDs
 	obs      *fakeObserver
-	clock    *fakeClock
+	clock    *testenv.Clock
 	svc      *SyncSeckill
 }
 
 func newRig(t *testing.T, cfg SyncSeckillConfig) *rig {
 	t.Helper()
 	r := &rig{ev: &events{}, vouchers: mock.NewVouchers(100), rejects: newFakeRejects(), ids: &fakeIDs{}, obs: &fakeObserver{}}
-	r.clock = &fakeClock{t: testBegin.Add(10 * time.Minute)}
+	r.clock = testenv.NewClock(testBegin.Add(10 * time.Minute))
 	r.orders = newFakeOrders(r.ev, r.vouchers)
 	r.locker = newFakeLocker(r.ev)
 	r.vouchers.Put(model.SeckillVoucher{VoucherID: voucherOpen, Stock: 10, InitialStock: 10, BeginTime: testBegin, EndTime: testEnd})
 	r.vouchers.Put(model.SeckillVoucher{VoucherID: voucherSoldOut, Stock: 0, InitialStock: 5, BeginTime: testBegin, EndTime: testEnd})
 	r.svc = NewSyncSeckill(SyncSeckillDeps{
 		Vouchers: r.vouchers, Orders: r.orders, IDs: r.ids, Locker: r.locker,
-		Rejects: r.rejects, Observer: r.obs, Now: r.clock.now, Log: discardLog(),
+		Rejects: r.rejects, Observer: r.obs, Now: r.clock.Now, Log: discardLog(),
 	}, cfg)
 	return r
 }
@@ -92,7 +93,7 @@ func TestBuyRefusedBeforeLock(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			r := newRig(t, SyncSeckillConfig{})
-			r.clock.set(tt.now)
+			r.clock.Set(tt.now)
 			if tt.getErr != nil {
 				r.vouchers.GetErrs = []error{tt.getErr}
 			}
@@ -129,7 +130,7 @@ func TestBuyWindowInclusiveBegin(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			r := newRig(t, SyncSeckillConfig{})
-			r.clock.set(tt.now)
+			r.clock.Set(tt.now)
 			if _, err := r.svc.Buy(context.Background(), 7, voucherOpen); err != nil {
 				t.Fatalf("got %v, want nil", err)
 			}
@@ -155,8 +156,8 @@ func TestBuySuccess(t *testing.T) {
 		t.Errorf("order: got id %d user %d voucher %d status %d, want %d 7 %d %d",
 			o.ID, o.UserID, o.VoucherID, o.Status, id, voucherOpen, model.OrderStatusCreated)
 	}
-	if !o.CreateTime.Equal(r.clock.now()) {
-		t.Errorf("create time: got %v, want the injected clock %v", o.CreateTime, r.clock.now())
+	if !o.CreateTime.Equal(r.clock.Now()) {
+		t.Errorf("create time: got %v, want the injected clock %v", o.CreateTime, r.clock.Now())
 	}
 	if got, want := r.locker.keys, []string{"lock:order:7"}; !slices.Equal(got, want) {
 		t.Errorf("lock keys: got %v, want %v", got, want)
@@ -193,6 +194,18 @@ func TestBuySoldOutLearnedTakesNoLock(t *testing.T) {
 	r.assertNoLockHeld(t)
 }
 
+// checkRefused fails unless a refused Buy returned no order id, and an
+// error that does not match notErr (when set).
+func checkRefused(t *testing.T, id int64, err, notErr error) {
+	t.Helper()
+	if notErr != nil && errors.Is(err, notErr) {
+		t.Errorf("got %v, must not match %v", err, notErr)
+	}
+	if id != 0 {
+		t.Errorf("order id: got %d, want 0", id)
+	}
+}
+
 func TestBuyLockRefused(t *testing.T) {
 	tests := []struct {
 		name         string
@@ -221,14 +234,9 @@ func TestBuyLockRefused(t *testing.T) {
 			if !errors.Is(err, tt.wantErr) {
 				t.Fatalf("got %v, want %v", err, tt.wantErr)
 			}
-			if tt.notErr != nil && errors.Is(err, tt.notErr) {
-				t.Errorf("got %v, must not match %v", err, tt.notErr)
-			}
+			checkRefused(t, id, err, tt.notErr)
 			if refused := tt.wantObserved > 0; errors.Is(err, model.ErrLockRefused) != refused {
 				t.Errorf("got %v: marked ErrLockRefused %v, want %v", err, !refused, refused)
-			}
-			if id != 0 {
-				t.Errorf("order id: got %d, want 0", id)
 			}
 			if got := r.obs.lockNotObtained.Load(); got != tt.wantObserved {
 				t.Errorf("LockNotObtained observed: got %d, want %d", got, tt.wantObserved)
@@ -273,12 +281,7 @@ func TestBuyStoreErrors(t *testing.T) {
 					t.Errorf("got %v, want it to match %v", err, want)
 				}
 			}
-			if tt.notErr != nil && errors.Is(err, tt.notErr) {
-				t.Errorf("got %v, must not match %v", err, tt.notErr)
-			}
-			if id != 0 {
-				t.Errorf("order id: got %d, want 0", id)
-			}
+			checkRefused(t, id, err, tt.notErr)
 			if got := r.obs.uniqueKey.Load(); got != tt.wantUnique {
 				t.Errorf("UniqueKeyRejected observed: got %d, want %d", got, tt.wantUnique)
 			}
@@ -582,7 +585,7 @@ func TestSoldOutFlagExpires(t *testing.T) {
 	}
 	// The unit comes back (a dead letter gave it back).
 	r.vouchers.Put(model.SeckillVoucher{VoucherID: voucherOpen, Stock: 1, InitialStock: 1, BeginTime: testBegin, EndTime: testEnd})
-	r.clock.set(r.clock.now().Add(2 * time.Second))
+	r.clock.Set(r.clock.Now().Add(2 * time.Second))
 	if _, err := r.svc.Buy(ctx, 3, voucherOpen); err != nil {
 		t.Errorf("third buyer two seconds after the give-back: got %v, want an order", err)
 	}

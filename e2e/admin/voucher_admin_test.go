@@ -7,7 +7,6 @@ import (
 	"testing"
 	"time"
 
-	"seckill/app"
 	"seckill/e2e/apptest"
 )
 
@@ -20,12 +19,7 @@ import (
 func TestVoucherEditAndClose(t *testing.T) {
 	for _, mode := range []string{"sync", "async"} {
 		t.Run(mode, func(t *testing.T) {
-			var a *app.App
-			if mode == "async" {
-				a = apptest.StartAsync(t, nil)
-			} else {
-				a = apptest.Start(t, map[string]string{"SECKILL_LOCK_MODE": "lua"})
-			}
+			a := apptest.StartMode(t, mode, map[string]string{"SECKILL_LOCK_MODE": "lua"})
 			h, admin, db := a.Handler(), apptest.AdminToken(t, a.Handler()), apptest.OpenDB(t)
 			vid := apptest.PublishVoucherWith(t, h, 5, map[string]any{
 				"beginTime": time.Now().Add(time.Hour).Format(time.RFC3339),

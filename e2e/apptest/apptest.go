@@ -8,7 +8,6 @@
 package apptest
 
 import (
-	"bytes"
 	"context"
 	"database/sql"
 	"fmt"
@@ -29,6 +28,7 @@ import (
 
 	"seckill/app"
 	"seckill/config"
+	"seckill/internal/testenv"
 	"seckill/repository/redisstore"
 )
 
@@ -85,6 +85,15 @@ func StartAsync(t *testing.T, env map[string]string) *app.App {
 	return a
 }
 
+// StartMode is Start in order mode "sync" and StartAsync in "async".
+func StartMode(t *testing.T, mode string, env map[string]string) *app.App {
+	t.Helper()
+	if mode == "async" {
+		return StartAsync(t, env)
+	}
+	return Start(t, env)
+}
+
 // TryStartAsync is StartAsync returning the start-up error.
 func TryStartAsync(t *testing.T, env map[string]string) (*app.App, error) {
 	t.Helper()
@@ -97,7 +106,7 @@ func TryStartAsync(t *testing.T, env map[string]string) (*app.App, error) {
 	}
 	maps.Copy(vars, RedisVars(t))
 	cfg := load(t, vars, env)
-	buf := &SyncBuffer{}
+	buf := &testenv.SyncBuffer{}
 	log := slog.New(slog.NewTextHandler(buf, &slog.HandlerOptions{Level: slog.LevelInfo}))
 	a, err := app.New(context.Background(), cfg, log)
 	if err != nil {
@@ -131,24 +140,6 @@ func load(t *testing.T, vars, env map[string]string) config.Config {
 // tests make orders dated 2001 that their own sweeps expire. The e2e
 // packages run beside them and must not touch them.
 const SharedPayTimeout = "262800h"
-
-// SyncBuffer is a bytes.Buffer safe for concurrent writers.
-type SyncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *SyncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *SyncBuffer) Bytes() []byte {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return bytes.Clone(s.b.Bytes())
-}
 
 func Tail(b []byte, n int) []byte {
 	if len(b) > n {

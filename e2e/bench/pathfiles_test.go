@@ -8,7 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"seckill/app"
 	"seckill/e2e/apptest"
 )
 
@@ -29,12 +28,7 @@ func TestMeasurePath(t *testing.T) {
 	}
 	for _, mode := range []string{"sync", "async"} {
 		t.Run(mode, func(t *testing.T) {
-			var a *app.App
-			if mode == "sync" {
-				a = apptest.Start(t, map[string]string{"SECKILL_LOCK_MODE": "lua"})
-			} else {
-				a = apptest.StartAsync(t, nil)
-			}
+			a := apptest.StartMode(t, mode, map[string]string{"SECKILL_LOCK_MODE": "lua"})
 			h := a.Handler() // once: the accessor is not part of the path
 			vid := apptest.PublishVoucher(t, h, 5)
 			// Ended afterwards, so the other run's start-up check sees the

@@ -5,7 +5,6 @@ import (
 	"context"
 	"io"
 	"net"
-	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -162,35 +161,8 @@ func idsOf(s string) []string {
 // TestServeStopsGracefully: serve on embedded backends answers, and returns
 // nil soon after its context ends.
 func TestServeStopsGracefully(t *testing.T) {
-	addr := apptest.FreeAddr(t)
-	vars := map[string]string{"SECKILL_DATA_DIR": t.TempDir(), "SECKILL_HTTP_ADDR": addr}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- app.Run(ctx, nil, apptest.EnvOf(vars), io.Discard, io.Discard) }()
-	var up bool
-	for i := 0; i < 100 && !up; i++ {
-		resp, err := http.Get("http://" + addr + "/readyz")
-		if err == nil {
-			up = resp.StatusCode == http.StatusOK
-			resp.Body.Close()
-		}
-		if !up {
-			time.Sleep(50 * time.Millisecond)
-		}
-	}
-	if !up {
-		cancel()
-		t.Fatalf("server never became ready: %v", <-done)
-	}
-	cancel()
-	select {
-	case err := <-done:
-		if err != nil {
-			t.Errorf("serve returned %v, want nil after a graceful stop", err)
-		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("serve did not stop within 10s")
-	}
+	_, _, stop := serveForTest(t, map[string]string{"SECKILL_DATA_DIR": t.TempDir()})
+	stop() // fails the test unless serve returns nil, in time
 }
 
 // TestHelpPrintsUsage: --help (and -h, help) prints the usage and exits.

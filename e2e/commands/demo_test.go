@@ -14,15 +14,16 @@ import (
 
 	"seckill/app"
 	"seckill/e2e/apptest"
+	"seckill/internal/testenv"
 )
 
 // serveForTest runs `seckill serve` with vars on a free loopback port until
 // the test ends, and returns its base URL and its log.
-func serveForTest(t *testing.T, vars map[string]string) (base string, logs *apptest.SyncBuffer, stop func()) {
+func serveForTest(t *testing.T, vars map[string]string) (base string, logs *testenv.SyncBuffer, stop func()) {
 	t.Helper()
 	addr := apptest.FreeAddr(t)
 	vars["SECKILL_HTTP_ADDR"] = addr
-	logs = &apptest.SyncBuffer{}
+	logs = &testenv.SyncBuffer{}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- app.Run(ctx, nil, apptest.EnvOf(vars), io.Discard, logs) }()
@@ -60,7 +61,7 @@ func serveForTest(t *testing.T, vars map[string]string) (base string, logs *appt
 }
 
 // logLines returns the log records with the message msg.
-func logLines(t *testing.T, logs *apptest.SyncBuffer, msg string) []map[string]any {
+func logLines(t *testing.T, logs *testenv.SyncBuffer, msg string) []map[string]any {
 	t.Helper()
 	var out []map[string]any
 	sc := bufio.NewScanner(bytes.NewReader(logs.Bytes()))

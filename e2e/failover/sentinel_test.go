@@ -18,6 +18,7 @@ import (
 	"seckill/app"
 	"seckill/config"
 	"seckill/e2e/apptest"
+	"seckill/internal/testenv"
 	"seckill/internal/testpair"
 )
 
@@ -76,7 +77,7 @@ func sentinelApp(t *testing.T, env map[string]string) *app.App {
 	if cfg.RedisAddr != "" || !cfg.Sentinel() {
 		t.Fatalf("config: got RedisAddr %q, Sentinel %v, want the Sentinels only", cfg.RedisAddr, cfg.Sentinel())
 	}
-	buf := &apptest.SyncBuffer{}
+	buf := &testenv.SyncBuffer{}
 	log := slog.New(slog.NewTextHandler(buf, &slog.HandlerOptions{Level: slog.LevelInfo}))
 	a, err := app.New(context.Background(), cfg, log)
 	if err != nil {

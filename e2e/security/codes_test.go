@@ -17,6 +17,7 @@ import (
 	"seckill/app"
 	"seckill/config"
 	"seckill/e2e/apptest"
+	"seckill/internal/testenv"
 	"seckill/repository"
 	"seckill/service"
 )
@@ -170,7 +171,7 @@ func TestBadTrustedProxyStopsStart(t *testing.T) {
 }
 
 // loggedApp is apptest.Start keeping the app's log (debug level).
-func loggedApp(t *testing.T, env map[string]string) (*app.App, *apptest.SyncBuffer) {
+func loggedApp(t *testing.T, env map[string]string) (*app.App, *testenv.SyncBuffer) {
 	t.Helper()
 	dsn, _ := apptest.IntegrationEnv(t)
 	vars := map[string]string{"SECKILL_MYSQL_DSN": dsn, "SECKILL_HTTP_ADDR": "127.0.0.1:0", "SECKILL_ENV": "development"}
@@ -184,7 +185,7 @@ func loggedApp(t *testing.T, env map[string]string) (*app.App, *apptest.SyncBuff
 	if err != nil {
 		t.Fatalf("config: %v", err)
 	}
-	buf := &apptest.SyncBuffer{}
+	buf := &testenv.SyncBuffer{}
 	log := slog.New(slog.NewTextHandler(buf, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	a, err := app.New(context.Background(), cfg, log)
 	if err != nil {

@@ -25,11 +25,7 @@ func TestOneBuyerSpendsNoVoucherCeiling(t *testing.T) {
 	for _, mode := range []string{"sync", "async"} {
 		t.Run(mode, func(t *testing.T) {
 			env := map[string]string{"SECKILL_RATE_LIMIT_VOUCHER": "20", "SECKILL_RATE_LIMIT_IP": "5"}
-			start := apptest.Start
-			if mode == "async" {
-				start = apptest.StartAsync
-			}
-			apps := []http.Handler{start(t, env).Handler(), start(t, env).Handler()}
+			apps := []http.Handler{apptest.StartMode(t, mode, env).Handler(), apptest.StartMode(t, mode, env).Handler()}
 			vid := apptest.PublishVoucher(t, apps[0], 1000)
 			tokens := apptest.DevTokens()
 			token := func(user int64) string {

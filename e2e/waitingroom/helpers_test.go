@@ -108,6 +108,13 @@ func (r *room) queue(i int, method string, user int64) answer {
 func (r *room) join(i int, user int64) answer { return r.queue(i, http.MethodPost, user) }
 func (r *room) poll(i int, user int64) answer { return r.queue(i, http.MethodGet, user) }
 
+// joinAll has every user of us join, the i-th on app i (round the apps).
+func (r *room) joinAll(us []int64) {
+	for i, u := range us {
+		r.join(i, u)
+	}
+}
+
 // buy purchases on app i with the admission token tok (none when empty).
 func (r *room) buy(i int, user int64, tok string) (int, string) {
 	r.t.Helper()

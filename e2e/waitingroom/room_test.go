@@ -190,9 +190,7 @@ func TestLapsePassesSlotOn(t *testing.T) {
 func TestSoldOutClosesRoom(t *testing.T) {
 	r := newRoom(t, twoApps(t, nil), 2, -time.Minute)
 	us := users(6)
-	for i, u := range us {
-		r.join(i, u)
-	}
+	r.joinAll(us)
 	for i, u := range us[:2] {
 		if code, c := r.buy(i, u, r.poll(i, u).Token); code != http.StatusOK {
 			t.Fatalf("purchase %d: got %d %s, want 200", i+1, code, c)
@@ -216,9 +214,7 @@ func TestClosedByAdmin(t *testing.T) {
 	apps := twoApps(t, nil)
 	r := newRoom(t, apps, 1, -time.Minute)
 	us := users(3)
-	for i, u := range us {
-		r.join(i, u)
-	}
+	r.joinAll(us)
 	admin := apptest.AdminToken(t, apps[0])
 	if res := apptest.Call(t, apps[0], http.MethodPost, fmt.Sprintf("/voucher/seckill/%d/close", r.vid), admin, nil); res.Status != http.StatusOK {
 		t.Fatalf("close: got %d %s", res.Status, res.Body.Code)
@@ -240,9 +236,7 @@ func TestRedisLostRoom(t *testing.T) {
 	apps := twoApps(t, nil)
 	r := newRoom(t, apps, 5, -time.Minute)
 	us := users(12)
-	for i, u := range us {
-		r.join(i, u)
-	}
+	r.joinAll(us)
 	if code, c := r.buy(0, us[0], r.poll(0, us[0]).Token); code != http.StatusOK {
 		t.Fatalf("purchase: got %d %s", code, c)
 	}

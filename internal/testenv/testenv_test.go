@@ -3,6 +3,7 @@ package testenv
 import (
 	"runtime"
 	"testing"
+	"time"
 )
 
 // recorder is a testing.TB that records a skip or a failure. Both end the
@@ -43,5 +44,30 @@ func TestNeed(t *testing.T) {
 			t.Errorf("%q with CI=%q: got %q, skipped %v, failed %v; want %q, %v, %v",
 				tt.value, tt.ci, got, r.skipped, r.failed, tt.value, tt.wantSkipped, tt.wantFail)
 		}
+	}
+}
+
+// TestEach: f runs once per backend, in a subtest named by its key.
+func TestEach(t *testing.T) {
+	got := map[string]int{}
+	Each(t, map[string]int{"a": 1, "b": 2}, func(t *testing.T, b int) {
+		got[t.Name()] = b
+	})
+	if len(got) != 2 || got["TestEach/a"] != 1 || got["TestEach/b"] != 2 {
+		t.Errorf("got %v, want TestEach/a=1 and TestEach/b=2", got)
+	}
+}
+
+// TestClock: Now reads the time given, then where Set and Add moved it.
+func TestClock(t *testing.T) {
+	start := time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)
+	c := NewClock(start)
+	c.Add(time.Minute)
+	if got := c.Now(); !got.Equal(start.Add(time.Minute)) {
+		t.Errorf("after Add: got %v, want %v", got, start.Add(time.Minute))
+	}
+	c.Set(start)
+	if got := c.Now(); !got.Equal(start) {
+		t.Errorf("after Set: got %v, want %v", got, start)
 	}
 }

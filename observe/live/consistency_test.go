@@ -55,11 +55,11 @@ func TestLatencyWithoutBucketSums(t *testing.T) {
 // the tile said 100/s.
 func TestInstanceRateOverTheWindow(t *testing.T) {
 	store, clk := livetest.New(), newClock()
-	b := NewBoard(store, (&stubAudit{a: &model.Audit{VoucherID: 5}}).audit, clk.now)
+	b := NewBoard(store, (&stubAudit{a: &model.Audit{VoucherID: 5}}).audit, clk.Now)
 	ctx := context.Background()
 	publish := func(requests, ok int64) {
 		t.Helper()
-		in := model.LiveInstance{ID: "a", LockMode: "lua", OrderMode: "sync", Seen: clk.now(), Requests: requests, Vouchers: []int64{5}}
+		in := model.LiveInstance{ID: "a", LockMode: "lua", OrderMode: "sync", Seen: clk.Now(), Requests: requests, Vouchers: []int64{5}}
 		var d map[int64]model.LiveCounts
 		if ok > 0 {
 			d = map[int64]model.LiveCounts{5: {"code:OK": ok, "lat:0": ok}}
@@ -75,13 +75,13 @@ func TestInstanceRateOverTheWindow(t *testing.T) {
 		t.Fatal(err)
 	}
 	for range 8 { // 100 requests a second for two seconds
-		clk.add(250 * time.Millisecond)
-		publish(25*int64(clk.now().Sub(newClock().now())/(250*time.Millisecond)), 25)
-		if clk.now().Sub(newClock().now())%time.Second == 0 {
+		clk.Add(250 * time.Millisecond)
+		publish(25*int64(clk.Now().Sub(newClock().Now())/(250*time.Millisecond)), 25)
+		if clk.Now().Sub(newClock().Now())%time.Second == 0 {
 			v.Next(ctx)
 		}
 	}
-	clk.add(250 * time.Millisecond)
+	clk.Add(250 * time.Millisecond)
 	publish(200, 0) // the traffic stopped a moment ago
 	s := v.Next(ctx)
 	if s.RequestsPerSecond == nil || len(s.Instances) != 1 || s.Instances[0].RequestsPerSecond == nil {
@@ -104,9 +104,9 @@ func TestSnapshotPairsAuditWithCounters(t *testing.T) {
 		c, err := store.Counts(ctx, id)
 		return &model.Audit{VoucherID: id, Orders: c["code:OK"], Consistent: true}, err
 	}
-	b := NewBoard(store, audit, clk.now)
+	b := NewBoard(store, audit, clk.Now)
 	publish := func(ok int64) {
-		in := model.LiveInstance{ID: "a", LockMode: "lua", OrderMode: "sync", Seen: clk.now()}
+		in := model.LiveInstance{ID: "a", LockMode: "lua", OrderMode: "sync", Seen: clk.Now()}
 		if err := store.Publish(ctx, in, map[int64]model.LiveCounts{5: {"code:OK": ok}}); err != nil {
 			t.Fatal(err)
 		}
@@ -117,7 +117,7 @@ func TestSnapshotPairsAuditWithCounters(t *testing.T) {
 	if _, err := v.Start(ctx); err != nil {
 		t.Fatal(err)
 	}
-	clk.add(time.Second)
+	clk.Add(time.Second)
 	publish(133) // a burst: 150 OK in all
 	s := v.Next(ctx)
 	if s.Audit == nil || s.Audit.Orders != s.Answers["OK"] {

@@ -15,7 +15,7 @@ import (
 // one, by code, duplicate kind and latency bucket. Nothing twice.
 func TestPublisherDeltas(t *testing.T) {
 	rec, store, clk := NewRecorder(), livetest.New(), newClock()
-	p := NewPublisher(rec, store, PublisherConfig{LockMode: "lua", OrderMode: "sync", Now: clk.now}, discard())
+	p := NewPublisher(rec, store, PublisherConfig{LockMode: "lua", OrderMode: "sync", Now: clk.Now}, discard())
 	ctx := context.Background()
 	rec.Observe(7, "OK", NotDuplicate, 100*time.Microsecond)
 	rec.Observe(7, "DUPLICATE_ORDER", StoppedByLock, 3*time.Millisecond)
@@ -56,7 +56,7 @@ func TestPublisherDeltas(t *testing.T) {
 // next one that succeeds, once.
 func TestPublisherRetries(t *testing.T) {
 	rec, store, clk := NewRecorder(), livetest.New(), newClock()
-	p := NewPublisher(rec, store, PublisherConfig{Now: clk.now}, discard())
+	p := NewPublisher(rec, store, PublisherConfig{Now: clk.Now}, discard())
 	ctx := context.Background()
 	rec.Observe(1, "OK", NotDuplicate, time.Millisecond)
 	store.SetFail(errors.New("redis down"))
@@ -76,12 +76,12 @@ func TestPublisherRetries(t *testing.T) {
 // published once more. The instance's total keeps its answers.
 func TestPublisherForgetsIdleVouchers(t *testing.T) {
 	rec, store, clk := NewRecorder(), livetest.New(), newClock()
-	p := NewPublisher(rec, store, PublisherConfig{Now: clk.now}, discard())
+	p := NewPublisher(rec, store, PublisherConfig{Now: clk.Now}, discard())
 	ctx := context.Background()
 	rec.Observe(1, "OK", NotDuplicate, time.Millisecond)
 	c := rec.counters(1)
 	p.Flush(ctx)
-	clk.add(IdleAfter)
+	clk.Add(IdleAfter)
 	p.Flush(ctx)
 	if n := rec.n.Load(); n != 0 {
 		t.Fatalf("vouchers counted after %v idle: got %d, want 0", IdleAfter, n)

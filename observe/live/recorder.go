@@ -141,21 +141,11 @@ type counters struct {
 func (c *counters) values() [nFields]int64 {
 	var v [nFields]int64
 	i := 0
-	for k := range c.codes {
-		v[i] = c.codes[k].Load()
-		i++
-	}
-	for k := range c.dups {
-		v[i] = c.dups[k].Load()
-		i++
-	}
-	for k := range c.latency {
-		v[i] = c.latency[k].Load()
-		i++
-	}
-	for k := range c.bucketSums {
-		v[i] = c.bucketSums[k].Load()
-		i++
+	for _, group := range [][]atomic.Int64{c.codes[:], c.dups[:], c.latency[:], c.bucketSums[:]} {
+		for k := range group {
+			v[i] = group[k].Load()
+			i++
+		}
 	}
 	v[i] = c.latencySum.Load()
 	return v

@@ -49,7 +49,7 @@ func (s *stubAudit) set(a *model.Audit, err error) {
 func TestViewRates(t *testing.T) {
 	store, clk := livetest.New(), newClock()
 	audits := &stubAudit{a: &model.Audit{VoucherID: 5, InitialStock: 10, Stock: 10, Consistent: true}}
-	b := NewBoard(store, audits.audit, clk.now)
+	b := NewBoard(store, audits.audit, clk.Now)
 	ctx := context.Background()
 	put := func(d model.LiveCounts, instances ...model.LiveInstance) {
 		for _, in := range instances {
@@ -62,7 +62,7 @@ func TestViewRates(t *testing.T) {
 	inst := func(id, lock string, seen time.Time, requests int64) model.LiveInstance {
 		return model.LiveInstance{ID: id, LockMode: lock, OrderMode: "sync", Seen: seen, Requests: requests}
 	}
-	put(model.LiveCounts{"code:OK": 10, "lat:2": 10}, inst("a", "lua", clk.now(), 10), inst("b", "lua", clk.now(), 0))
+	put(model.LiveCounts{"code:OK": 10, "lat:2": 10}, inst("a", "lua", clk.Now(), 10), inst("b", "lua", clk.Now(), 0))
 	v := b.View(5)
 	defer v.Close()
 	s, err := v.Start(ctx)
@@ -78,9 +78,9 @@ func TestViewRates(t *testing.T) {
 
 	// Two seconds later: 200 more answers (100 OK in bucket 2 = (0.5, 1] ms,
 	// 100 DUPLICATE_ORDER by the lock in bucket 6 = (10, 25] ms).
-	clk.add(2 * time.Second)
+	clk.Add(2 * time.Second)
 	put(model.LiveCounts{"code:OK": 100, "code:DUPLICATE_ORDER": 100, "dup:lock": 100, "lat:2": 100, "lat:6": 100, "lat:sum": 1_000_000},
-		inst("a", "lua", clk.now(), 210), inst("b", "redsync", clk.now(), 0))
+		inst("a", "lua", clk.Now(), 210), inst("b", "redsync", clk.Now(), 0))
 	s = v.Next(ctx)
 	if s.RequestsPerSecond == nil || *s.RequestsPerSecond != 100 {
 		t.Errorf("requests per second: got %v, want 100", s.RequestsPerSecond)
@@ -108,9 +108,9 @@ func TestViewRates(t *testing.T) {
 	}
 
 	// b stops publishing: gone after InstanceTTL.
-	clk.add(InstanceTTL / 2)
-	put(nil, inst("a", "lua", clk.now(), 210))
-	clk.add(InstanceTTL/2 + time.Millisecond)
+	clk.Add(InstanceTTL / 2)
+	put(nil, inst("a", "lua", clk.Now(), 210))
+	clk.Add(InstanceTTL/2 + time.Millisecond)
 	s = v.Next(ctx)
 	if len(s.Instances) != 1 || s.Instances[0].ID != "a" {
 		t.Errorf("instances after b's silence: got %+v, want a only", s.Instances)
@@ -133,7 +133,7 @@ func TestViewRates(t *testing.T) {
 func TestViewAudits(t *testing.T) {
 	store, clk := livetest.New(), newClock()
 	audits := &stubAudit{err: model.ErrVoucherNotFound}
-	b := NewBoard(store, audits.audit, clk.now)
+	b := NewBoard(store, audits.audit, clk.Now)
 	ctx := context.Background()
 	if _, err := b.View(5).Start(ctx); !errors.Is(err, model.ErrVoucherNotFound) {
 		t.Fatalf("Start of an unknown voucher: got %v, want ErrVoucherNotFound", err)
@@ -155,7 +155,7 @@ func TestViewAudits(t *testing.T) {
 	audits.delay = release
 	audits.a = &model.Audit{VoucherID: 5, Orders: 2, Consistent: true}
 	audits.mu.Unlock()
-	clk.add(time.Second)
+	clk.Add(time.Second)
 	done := make(chan Snapshot)
 	go func() { done <- v.Next(ctx) }()
 	select {
@@ -182,7 +182,7 @@ func TestViewAudits(t *testing.T) {
 	audits.mu.Lock()
 	audits.delay, audits.a, audits.err = nil, nil, fmt.Errorf("%w: db", model.ErrUnavailable)
 	audits.mu.Unlock()
-	clk.add(time.Hour)
+	clk.Add(time.Hour)
 	v.Next(ctx) // starts the failing audit
 	deadline = time.Now().Add(5 * time.Second)
 	for {
@@ -210,11 +210,11 @@ func TestActiveVouchers(t *testing.T) {
 	store, clk := livetest.New(), newClock()
 	ctx := context.Background()
 	recA, recB := NewRecorder(), NewRecorder()
-	pubA := NewPublisher(recA, store, PublisherConfig{Now: clk.now}, discard())
-	pubB := NewPublisher(recB, store, PublisherConfig{Now: clk.now}, discard())
+	pubA := NewPublisher(recA, store, PublisherConfig{Now: clk.Now}, discard())
+	pubB := NewPublisher(recB, store, PublisherConfig{Now: clk.Now}, discard())
 	recA.Observe(1, "OK", NotDuplicate, time.Millisecond)
 	pubA.Flush(ctx)
-	clk.add(time.Second)
+	clk.Add(time.Second)
 	recA.Observe(2, "OK", NotDuplicate, time.Millisecond)
 	recB.Observe(3, "SOLD_OUT", NotDuplicate, time.Millisecond)
 	pubA.Flush(ctx)
@@ -225,7 +225,7 @@ func TestActiveVouchers(t *testing.T) {
 			t.Errorf("instance a's vouchers: got %v, want [2 1] (the most recent first)", in.Vouchers)
 		}
 	}
-	b := NewBoard(store, nil, clk.now)
+	b := NewBoard(store, nil, clk.Now)
 	s, err := b.Sales(ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -235,7 +235,7 @@ func TestActiveVouchers(t *testing.T) {
 	}
 
 	// Voucher 1 falls out after ActiveFor; b goes silent.
-	clk.add(ActiveFor - time.Second)
+	clk.Add(ActiveFor - time.Second)
 	recA.Observe(2, "OK", NotDuplicate, time.Millisecond)
 	pubA.Flush(ctx)
 	s, err = b.Sales(ctx)
@@ -254,15 +254,15 @@ func TestViewModesOfServingInstances(t *testing.T) {
 	store, clk := livetest.New(), newClock()
 	ctx := context.Background()
 	for _, in := range []model.LiveInstance{
-		{ID: "a", LockMode: "lua", OrderMode: "sync", Seen: clk.now(), Vouchers: []int64{9, 5}},
-		{ID: "b", LockMode: "lua", OrderMode: "sync", Seen: clk.now(), Vouchers: []int64{5}},
-		{ID: "c", LockMode: "redsync", OrderMode: "async", Seen: clk.now(), Vouchers: []int64{7}},
+		{ID: "a", LockMode: "lua", OrderMode: "sync", Seen: clk.Now(), Vouchers: []int64{9, 5}},
+		{ID: "b", LockMode: "lua", OrderMode: "sync", Seen: clk.Now(), Vouchers: []int64{5}},
+		{ID: "c", LockMode: "redsync", OrderMode: "async", Seen: clk.Now(), Vouchers: []int64{7}},
 	} {
 		if err := store.Publish(ctx, in, nil); err != nil {
 			t.Fatal(err)
 		}
 	}
-	b := NewBoard(store, (&stubAudit{a: &model.Audit{VoucherID: 5}}).audit, clk.now)
+	b := NewBoard(store, (&stubAudit{a: &model.Audit{VoucherID: 5}}).audit, clk.Now)
 	v := b.View(5)
 	defer v.Close()
 	s, err := v.Start(ctx)
@@ -291,20 +291,20 @@ func TestViewModesOfServingInstances(t *testing.T) {
 func TestViewWindowSlack(t *testing.T) {
 	store, clk := livetest.New(), newClock()
 	ctx := context.Background()
-	b := NewBoard(store, (&stubAudit{a: &model.Audit{VoucherID: 5}}).audit, clk.now)
+	b := NewBoard(store, (&stubAudit{a: &model.Audit{VoucherID: 5}}).audit, clk.Now)
 	v := b.View(5)
 	defer v.Close()
 	if _, err := v.Start(ctx); err != nil { // t0: no answer
 		t.Fatal(err)
 	}
-	clk.add(time.Second)
-	if err := store.Publish(ctx, model.LiveInstance{ID: "a", Seen: clk.now()}, map[int64]model.LiveCounts{5: {"code:OK": 100}}); err != nil {
+	clk.Add(time.Second)
+	if err := store.Publish(ctx, model.LiveInstance{ID: "a", Seen: clk.Now()}, map[int64]model.LiveCounts{5: {"code:OK": 100}}); err != nil {
 		t.Fatal(err)
 	}
 	v.Next(ctx) // t0+1: 100 OK
-	clk.add(time.Second)
+	clk.Add(time.Second)
 	v.Next(ctx) // t0+2: no more
-	clk.add(950 * time.Millisecond)
+	clk.Add(950 * time.Millisecond)
 	s := v.Next(ctx) // t0+2.95: the reading of t0+1 is 1.95 s old
 	if s.RequestsPerSecond == nil || *s.RequestsPerSecond != 0 {
 		t.Errorf("requests per second: got %v, want 0 (against the reading 1.95 s old)", s.RequestsPerSecond)

@@ -11,6 +11,7 @@ import (
 	"github.com/alicebob/miniredis/v2"
 	"github.com/redis/go-redis/v9"
 
+	"seckill/internal/testenv"
 	"seckill/model"
 	"seckill/repository"
 )
@@ -25,14 +26,12 @@ func TestPurchaseLimitsAcrossInstances(t *testing.T) {
 	const burst = 10
 	// A period far longer than the test: no event is refilled meanwhile.
 	limit := model.Limit{Rate: burst, Burst: burst, Period: time.Hour}
-	for name, rdb := range testClients(t) {
-		t.Run(name, func(t *testing.T) {
-			shared := [2]PurchaseLimits{NewPurchaseLimits(rdb), NewPurchaseLimits(rdb)}
-			if got := allowedOver(t, shared, limit); got != [2]int{burst, burst} {
-				t.Errorf("shared store: got %v (user, voucher) allowed, want %d each", got, burst)
-			}
-		})
-	}
+	testenv.Each(t, testClients(t), func(t *testing.T, rdb redis.UniversalClient) {
+		shared := [2]PurchaseLimits{NewPurchaseLimits(rdb), NewPurchaseLimits(rdb)}
+		if got := allowedOver(t, shared, limit); got != [2]int{burst, burst} {
+			t.Errorf("shared store: got %v (user, voucher) allowed, want %d each", got, burst)
+		}
+	})
 	t.Run("per instance", func(t *testing.T) {
 		var own [2]PurchaseLimits
 		for i := range own {

@@ -8,6 +8,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
+	"seckill/internal/testenv"
 	"seckill/lua"
 	"seckill/model"
 	"seckill/repository"
@@ -19,62 +22,60 @@ import (
 // A bucket not loaded changes nothing.
 func TestStockReturns(t *testing.T) {
 	ctx := context.Background()
-	for name, rdb := range testClients(t) {
-		t.Run(name, func(t *testing.T) {
-			now := time.Now()
-			sv := &model.SeckillVoucher{VoucherID: 1<<40 + rand.Int64N(1<<40), Stock: 8, InitialStock: 8, StockBuckets: 4,
-				BeginTime: now.Add(-time.Hour), EndTime: now.Add(time.Hour)}
-			t.Cleanup(func() {
-				for b := range 4 {
-					sh := repository.BucketShard(sv.VoucherID, b)
-					for _, k := range []string{repository.StockKeyIn(sh, sv.VoucherID), repository.BuyersKeyIn(sh, sv.VoucherID), repository.VoucherKeyIn(sh, sv.VoucherID), repository.ReturnedKeyIn(sh, sv.VoucherID)} {
-						rdb.Del(context.Background(), k)
-					}
-				}
-			})
-			r := NewStockReturns(rdb)
-			if got, err := r.Return(ctx, 5, sv.VoucherID, 4); err != nil || got != lua.GiveBackNotLoaded {
-				t.Fatalf("not loaded: got %d, %v; want %d", got, err, lua.GiveBackNotLoaded)
-			}
-			// Sold out. Order 100 was cancelled before a rebuild.
-			if err := NewAsyncState(rdb).Load(ctx, sv, 0, nil, []int64{100}); err != nil {
-				t.Fatal(err)
-			}
-			var applied atomic.Int64
-			var wg sync.WaitGroup
-			for i := range 40 {
-				wg.Add(1)
-				go func() {
-					defer wg.Done()
-					got, err := r.Return(ctx, int64(100+i%8), sv.VoucherID, 4)
-					if err != nil {
-						t.Error(err)
-					}
-					if got == lua.GiveBackApplied {
-						applied.Add(1)
-					}
-				}()
-			}
-			wg.Wait()
-			if applied.Load() != 7 {
-				t.Errorf("applied %d give-backs, want 7 (8 orders, one returned by the rebuild)", applied.Load())
-			}
-			rv, err := NewAsyncState(rdb).Voucher(ctx, sv.VoucherID)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if rv.Stock != 7 || rv.Returned != 8 {
-				t.Errorf("redis stock %d, returned %d; want 7, 8", rv.Stock, rv.Returned)
-			}
+	testenv.Each(t, testClients(t), func(t *testing.T, rdb redis.UniversalClient) {
+		now := time.Now()
+		sv := &model.SeckillVoucher{VoucherID: 1<<40 + rand.Int64N(1<<40), Stock: 8, InitialStock: 8, StockBuckets: 4,
+			BeginTime: now.Add(-time.Hour), EndTime: now.Add(time.Hour)}
+		t.Cleanup(func() {
 			for b := range 4 {
-				shard := repository.BucketShard(sv.VoucherID, b)
-				n, err := rdb.Get(ctx, repository.StockKeyIn(shard, sv.VoucherID)).Int64()
-				if err != nil || n != 2-btoi(b == 0) {
-					t.Errorf("bucket %d: stock %d (%v), want %d (orders 100 to 107 by id mod 4)", b, n, err, 2-btoi(b == 0))
+				sh := repository.BucketShard(sv.VoucherID, b)
+				for _, k := range []string{repository.StockKeyIn(sh, sv.VoucherID), repository.BuyersKeyIn(sh, sv.VoucherID), repository.VoucherKeyIn(sh, sv.VoucherID), repository.ReturnedKeyIn(sh, sv.VoucherID)} {
+					rdb.Del(context.Background(), k)
 				}
 			}
 		})
-	}
+		r := NewStockReturns(rdb)
+		if got, err := r.Return(ctx, 5, sv.VoucherID, 4); err != nil || got != lua.GiveBackNotLoaded {
+			t.Fatalf("not loaded: got %d, %v; want %d", got, err, lua.GiveBackNotLoaded)
+		}
+		// Sold out. Order 100 was cancelled before a rebuild.
+		if err := NewAsyncState(rdb).Load(ctx, sv, 0, nil, []int64{100}); err != nil {
+			t.Fatal(err)
+		}
+		var applied atomic.Int64
+		var wg sync.WaitGroup
+		for i := range 40 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				got, err := r.Return(ctx, int64(100+i%8), sv.VoucherID, 4)
+				if err != nil {
+					t.Error(err)
+				}
+				if got == lua.GiveBackApplied {
+					applied.Add(1)
+				}
+			}()
+		}
+		wg.Wait()
+		if applied.Load() != 7 {
+			t.Errorf("applied %d give-backs, want 7 (8 orders, one returned by the rebuild)", applied.Load())
+		}
+		rv, err := NewAsyncState(rdb).Voucher(ctx, sv.VoucherID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if rv.Stock != 7 || rv.Returned != 8 {
+			t.Errorf("redis stock %d, returned %d; want 7, 8", rv.Stock, rv.Returned)
+		}
+		for b := range 4 {
+			shard := repository.BucketShard(sv.VoucherID, b)
+			n, err := rdb.Get(ctx, repository.StockKeyIn(shard, sv.VoucherID)).Int64()
+			if err != nil || n != 2-btoi(b == 0) {
+				t.Errorf("bucket %d: stock %d (%v), want %d (orders 100 to 107 by id mod 4)", b, n, err, 2-btoi(b == 0))
+			}
+		}
+	})
 }
 
 func btoi(b bool) int64 {

@@ -13,6 +13,7 @@ import (
 	"github.com/alicebob/miniredis/v2"
 	"github.com/redis/go-redis/v9"
 
+	"seckill/internal/testenv"
 	"seckill/repository"
 )
 
@@ -206,44 +207,42 @@ func TestPruneConsumers(t *testing.T) {
 // TestTouchKeepsOnlyOwnEntries: a consumer touching the entries it kept for
 // a retry must not take back one that another consumer claimed meanwhile.
 func TestTouchKeepsOnlyOwnEntries(t *testing.T) {
-	for name, s := range streamBackends(t) {
-		t.Run(name, func(t *testing.T) {
-			ctx := context.Background()
-			rdb := s.rdb
-			if err := s.EnsureGroup(ctx); err != nil {
-				t.Fatal(err)
-			}
-			for i := 1; i <= 2; i++ {
-				rdb.XAdd(ctx, &redis.XAddArgs{Stream: s.key(1), Values: []any{"orderId", strconv.Itoa(i), "userId", "1", "voucherId", "1"}})
-			}
-			kept, err := s.ReadNew(ctx, "a", 10, -1)
-			if err != nil || len(kept) != 2 {
-				t.Fatalf("ReadNew: got %v, %v, want 2 entries", kept, err)
-			}
-			// b claims the second entry (as XAUTOCLAIM does after ClaimIdle).
-			_, id1, _ := entryID(kept[1].MsgID)
-			if err := rdb.XClaimJustID(ctx, &redis.XClaimArgs{Stream: s.key(1), Group: repository.GroupName, Consumer: "b", Messages: []string{id1}}).Err(); err != nil {
-				t.Fatal(err)
-			}
-			owned, err := s.Touch(ctx, "a", kept)
-			if err != nil || len(owned) != 1 || owned[0].MsgID != kept[0].MsgID {
-				t.Errorf("Touch: got %v, %v, want only %s still owned", owned, err, kept[0].MsgID)
-			}
-			pend, err := rdb.XPendingExt(ctx, &redis.XPendingExtArgs{Stream: s.key(1), Group: repository.GroupName, Start: "-", End: "+", Count: 10}).Result()
-			if err != nil || len(pend) != 2 {
-				t.Fatalf("XPENDING: got %v, %v", pend, err)
-			}
-			if pend[0].Consumer != "a" || pend[1].Consumer != "b" {
-				t.Errorf("after a's touch: %s pending with %s, %s with %s; want a, b (a took b's entry back)",
-					pend[0].ID, pend[0].Consumer, pend[1].ID, pend[1].Consumer)
-			}
-			// An entry settled meanwhile is not owned any more either.
-			if err := s.Ack(ctx, kept[:1]); err != nil {
-				t.Fatal(err)
-			}
-			if owned, err := s.Touch(ctx, "a", kept); err != nil || len(owned) != 0 {
-				t.Errorf("Touch after the ack: got %v, %v, want nothing owned", owned, err)
-			}
-		})
-	}
+	testenv.Each(t, streamBackends(t), func(t *testing.T, s *OrderStream) {
+		ctx := context.Background()
+		rdb := s.rdb
+		if err := s.EnsureGroup(ctx); err != nil {
+			t.Fatal(err)
+		}
+		for i := 1; i <= 2; i++ {
+			rdb.XAdd(ctx, &redis.XAddArgs{Stream: s.key(1), Values: []any{"orderId", strconv.Itoa(i), "userId", "1", "voucherId", "1"}})
+		}
+		kept, err := s.ReadNew(ctx, "a", 10, -1)
+		if err != nil || len(kept) != 2 {
+			t.Fatalf("ReadNew: got %v, %v, want 2 entries", kept, err)
+		}
+		// b claims the second entry (as XAUTOCLAIM does after ClaimIdle).
+		_, id1, _ := entryID(kept[1].MsgID)
+		if err := rdb.XClaimJustID(ctx, &redis.XClaimArgs{Stream: s.key(1), Group: repository.GroupName, Consumer: "b", Messages: []string{id1}}).Err(); err != nil {
+			t.Fatal(err)
+		}
+		owned, err := s.Touch(ctx, "a", kept)
+		if err != nil || len(owned) != 1 || owned[0].MsgID != kept[0].MsgID {
+			t.Errorf("Touch: got %v, %v, want only %s still owned", owned, err, kept[0].MsgID)
+		}
+		pend, err := rdb.XPendingExt(ctx, &redis.XPendingExtArgs{Stream: s.key(1), Group: repository.GroupName, Start: "-", End: "+", Count: 10}).Result()
+		if err != nil || len(pend) != 2 {
+			t.Fatalf("XPENDING: got %v, %v", pend, err)
+		}
+		if pend[0].Consumer != "a" || pend[1].Consumer != "b" {
+			t.Errorf("after a's touch: %s pending with %s, %s with %s; want a, b (a took b's entry back)",
+				pend[0].ID, pend[0].Consumer, pend[1].ID, pend[1].Consumer)
+		}
+		// An entry settled meanwhile is not owned any more either.
+		if err := s.Ack(ctx, kept[:1]); err != nil {
+			t.Fatal(err)
+		}
+		if owned, err := s.Touch(ctx, "a", kept); err != nil || len(owned) != 0 {
+			t.Errorf("Touch after the ack: got %v, %v, want nothing owned", owned, err)
+		}
+	})
 }

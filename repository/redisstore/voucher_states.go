@@ -154,6 +154,18 @@ func (a *VoucherStates) LoadNew(ctx context.Context, sv *model.SeckillVoucher) (
 // buyersChunk bounds the members of one SADD.
 const buyersChunk = 5000
 
+// sAddChunked queues the SADD of ids to key, buyersChunk members a command.
+func sAddChunked(ctx context.Context, p redis.Pipeliner, key string, ids []int64) {
+	for start := 0; start < len(ids); start += buyersChunk {
+		end := min(start+buyersChunk, len(ids))
+		members := make([]any, 0, end-start)
+		for _, id := range ids[start:end] {
+			members = append(members, id)
+		}
+		p.SAdd(ctx, key, members...)
+	}
+}
+
 // loadBucket queues the load of bucket b of the voucher, all in the
 // bucket's shard. It writes the stock, the buyers and the hash. The hash
 // holds the window, the bucket's part of the initial stock, the bucket
@@ -163,14 +175,7 @@ func loadBucket(ctx context.Context, p redis.Pipeliner, sv *model.SeckillVoucher
 	stockKey, buyersKey, hashKey := repository.StockKeyIn(shard, id), repository.BuyersKeyIn(shard, id), repository.VoucherKeyIn(shard, id)
 	p.Del(ctx, stockKey, buyersKey, hashKey)
 	p.Set(ctx, stockKey, stock, 0)
-	for start := 0; start < len(buyers); start += buyersChunk {
-		end := min(start+buyersChunk, len(buyers))
-		members := make([]any, 0, end-start)
-		for _, u := range buyers[start:end] {
-			members = append(members, u)
-		}
-		p.SAdd(ctx, buyersKey, members...)
-	}
+	sAddChunked(ctx, p, buyersKey, buyers)
 	p.HSet(ctx, hashKey,
 		"begin", sv.BeginTime.UnixMilli(), "end", sv.EndTime.UnixMilli(),
 		"initial", share(int64(sv.InitialStock), sv.Buckets(), b), "state", model.VoucherStateOK,
@@ -187,14 +192,7 @@ func loadBucket(ctx context.Context, p redis.Pipeliner, sv *model.SeckillVoucher
 func loadReturned(ctx context.Context, p redis.Pipeliner, sv *model.SeckillVoucher, b int, ids []int64) {
 	key := repository.ReturnedKeyIn(repository.BucketShard(sv.VoucherID, b), sv.VoucherID)
 	p.Del(ctx, key)
-	for start := 0; start < len(ids); start += buyersChunk {
-		end := min(start+buyersChunk, len(ids))
-		members := make([]any, 0, end-start)
-		for _, o := range ids[start:end] {
-			members = append(members, o)
-		}
-		p.SAdd(ctx, key, members...)
-	}
+	sAddChunked(ctx, p, key, ids)
 	if len(ids) > 0 {
 		p.ExpireAt(ctx, key, sv.EndTime.Add(repository.VoucherStateGrace))
 	}

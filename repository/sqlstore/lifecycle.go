@@ -30,15 +30,9 @@ type OrderLifecycle struct{ db *gorm.DB }
 // user's) and model.ErrOrderCancelled. Also model.ErrOrderExpired: past the
 // deadline, or cancelled by the timeout.
 func (r *OrderLifecycle) Pay(ctx context.Context, userID, orderID int64, key string, now, cutoff time.Time) (*model.VoucherOrder, bool, error) {
-	for attempt := 1; ; attempt++ {
-		o, changed, err := r.pay(ctx, userID, orderID, key, now, cutoff)
-		switch {
-		case !errors.Is(err, errWrittenMeanwhile):
-			return o, changed, err
-		case attempt == writtenRetries:
-			return o, false, model.ErrOrderPending
-		}
-	}
+	return retryWritten(func() (*model.VoucherOrder, bool, error) {
+		return r.pay(ctx, userID, orderID, key, now, cutoff)
+	})
 }
 
 // errWrittenMeanwhile means async mode wrote the order at an awkward time.
@@ -49,6 +43,20 @@ var errWrittenMeanwhile = errors.New("order written meanwhile")
 // writtenRetries bounds the attempts of a pay or cancel whose order was
 // written meanwhile (it is written once: the second attempt sees it).
 const writtenRetries = 3
+
+// retryWritten runs step again while it finds the order written meanwhile,
+// at most writtenRetries times in all; then the order is pending.
+func retryWritten(step func() (*model.VoucherOrder, bool, error)) (*model.VoucherOrder, bool, error) {
+	for attempt := 1; ; attempt++ {
+		o, changed, err := step()
+		switch {
+		case !errors.Is(err, errWrittenMeanwhile):
+			return o, changed, err
+		case attempt == writtenRetries:
+			return o, false, model.ErrOrderPending
+		}
+	}
+}
 
 func (r *OrderLifecycle) pay(ctx context.Context, userID, orderID int64, key string, now, cutoff time.Time) (*model.VoucherOrder, bool, error) {
 	var payKey any
@@ -89,15 +97,9 @@ WHERE id = ? AND user_id = ? AND status = ? AND `+payableSQL,
 // returned as it is. model.ErrOrderPaid refuses a paid one. The bool says
 // whether this call cancelled it (by its buyer or as expired).
 func (r *OrderLifecycle) Cancel(ctx context.Context, userID, orderID int64, now, cutoff time.Time, due bool) (*model.VoucherOrder, bool, error) {
-	for attempt := 1; ; attempt++ {
-		o, changed, err := r.cancel(ctx, userID, orderID, now, cutoff, due)
-		switch {
-		case !errors.Is(err, errWrittenMeanwhile):
-			return o, changed, err
-		case attempt == writtenRetries:
-			return o, false, model.ErrOrderPending
-		}
-	}
+	return retryWritten(func() (*model.VoucherOrder, bool, error) {
+		return r.cancel(ctx, userID, orderID, now, cutoff, due)
+	})
 }
 
 func (r *OrderLifecycle) cancel(ctx context.Context, userID, orderID int64, now, cutoff time.Time, due bool) (*model.VoucherOrder, bool, error) {

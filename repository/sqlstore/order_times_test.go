@@ -21,48 +21,46 @@ func TestPayWindowMilliseconds(t *testing.T) {
 	created := longAgo.Add(920 * time.Millisecond)
 	deadline := created.Add(timeout)
 	cutoff := func(now time.Time) time.Time { return now.Add(-timeout) }
-	for name, db := range privateDatabases(t) {
-		t.Run(name, func(t *testing.T) {
-			r := NewOrders(db)
-			vid := newVoucher(t, db, 6)
-			o := oldOrders(t, db, vid, 6)
-			for _, x := range o {
-				if err := db.Gorm.Exec("UPDATE tb_voucher_order SET create_time = ? WHERE id = ?", created, x.ID).Error; err != nil {
-					t.Fatal(err)
-				}
+	testenv.Each(t, privateDatabases(t), func(t *testing.T, db *DB) {
+		r := NewOrders(db)
+		vid := newVoucher(t, db, 6)
+		o := oldOrders(t, db, vid, 6)
+		for _, x := range o {
+			if err := db.Gorm.Exec("UPDATE tb_voucher_order SET create_time = ? WHERE id = ?", created, x.ID).Error; err != nil {
+				t.Fatal(err)
 			}
-			for _, before := range []time.Duration{50 * time.Millisecond, time.Millisecond} {
-				now := deadline.Add(-before)
-				if n, err := r.Expire(ctx, cutoff(now), now, 10, false, []int64{vid}); err != nil || len(n) != 0 {
-					t.Fatalf("sweep %v before the deadline: expired %d (%v), want 0", before, len(n), err)
-				}
+		}
+		for _, before := range []time.Duration{50 * time.Millisecond, time.Millisecond} {
+			now := deadline.Add(-before)
+			if n, err := r.Expire(ctx, cutoff(now), now, 10, false, []int64{vid}); err != nil || len(n) != 0 {
+				t.Fatalf("sweep %v before the deadline: expired %d (%v), want 0", before, len(n), err)
 			}
-			paid, _, err := r.Pay(ctx, o[0].UserID, o[0].ID, "", deadline.Add(-50*time.Millisecond), cutoff(deadline.Add(-50*time.Millisecond)))
-			if err != nil || paid.Status != model.OrderStatusPaid {
-				t.Errorf("pay 50ms before the deadline: got %v, want paid", err)
-			}
-			if _, _, err := r.Pay(ctx, o[1].UserID, o[1].ID, "", deadline.Add(-time.Millisecond), cutoff(deadline.Add(-time.Millisecond))); err != nil {
-				t.Errorf("pay 1ms before the deadline: got %v, want paid", err)
-			}
-			if paid != nil && (paid.PayTime == nil || !paid.PayTime.Equal(deadline.Add(-50*time.Millisecond))) {
-				t.Errorf("pay time %v, want %v (to the millisecond)", paid.PayTime, deadline.Add(-50*time.Millisecond))
-			}
-			if _, _, err := r.Pay(ctx, o[2].UserID, o[2].ID, "", deadline, cutoff(deadline)); !errors.Is(err, model.ErrOrderExpired) {
-				t.Errorf("pay at the deadline: got %v, want ErrOrderExpired", err)
-			}
-			if _, _, err := r.Pay(ctx, o[3].UserID, o[3].ID, "", deadline.Add(50*time.Millisecond), cutoff(deadline.Add(50*time.Millisecond))); !errors.Is(err, model.ErrOrderExpired) {
-				t.Errorf("pay 50ms after the deadline: got %v, want ErrOrderExpired", err)
-			}
-			if c, _, err := r.Cancel(ctx, o[4].UserID, o[4].ID, deadline.Add(-50*time.Millisecond), cutoff(deadline.Add(-50*time.Millisecond)), false); err != nil || c.CancelReason != model.CancelByBuyer {
-				t.Errorf("cancel 50ms before the deadline: got %v, want cancelled by the buyer", err)
-			}
-			now := deadline.Add(50 * time.Millisecond)
-			if n, err := r.Expire(ctx, cutoff(now), now, 10, false, []int64{vid}); err != nil || len(n) != 3 {
-				t.Errorf("sweep 50ms after the deadline: expired %d (%v), want 3", len(n), err)
-			}
-			checkTally(t, db, vid, 6-2, 2, 2, 4, 3)
-		})
-	}
+		}
+		paid, _, err := r.Pay(ctx, o[0].UserID, o[0].ID, "", deadline.Add(-50*time.Millisecond), cutoff(deadline.Add(-50*time.Millisecond)))
+		if err != nil || paid.Status != model.OrderStatusPaid {
+			t.Errorf("pay 50ms before the deadline: got %v, want paid", err)
+		}
+		if _, _, err := r.Pay(ctx, o[1].UserID, o[1].ID, "", deadline.Add(-time.Millisecond), cutoff(deadline.Add(-time.Millisecond))); err != nil {
+			t.Errorf("pay 1ms before the deadline: got %v, want paid", err)
+		}
+		if paid != nil && (paid.PayTime == nil || !paid.PayTime.Equal(deadline.Add(-50*time.Millisecond))) {
+			t.Errorf("pay time %v, want %v (to the millisecond)", paid.PayTime, deadline.Add(-50*time.Millisecond))
+		}
+		if _, _, err := r.Pay(ctx, o[2].UserID, o[2].ID, "", deadline, cutoff(deadline)); !errors.Is(err, model.ErrOrderExpired) {
+			t.Errorf("pay at the deadline: got %v, want ErrOrderExpired", err)
+		}
+		if _, _, err := r.Pay(ctx, o[3].UserID, o[3].ID, "", deadline.Add(50*time.Millisecond), cutoff(deadline.Add(50*time.Millisecond))); !errors.Is(err, model.ErrOrderExpired) {
+			t.Errorf("pay 50ms after the deadline: got %v, want ErrOrderExpired", err)
+		}
+		if c, _, err := r.Cancel(ctx, o[4].UserID, o[4].ID, deadline.Add(-50*time.Millisecond), cutoff(deadline.Add(-50*time.Millisecond)), false); err != nil || c.CancelReason != model.CancelByBuyer {
+			t.Errorf("cancel 50ms before the deadline: got %v, want cancelled by the buyer", err)
+		}
+		now := deadline.Add(50 * time.Millisecond)
+		if n, err := r.Expire(ctx, cutoff(now), now, 10, false, []int64{vid}); err != nil || len(n) != 3 {
+			t.Errorf("sweep 50ms after the deadline: expired %d (%v), want 3", len(n), err)
+		}
+		checkTally(t, db, vid, 6-2, 2, 2, 4, 3)
+	})
 }
 
 // beforeMilliseconds is tb_voucher_order as shipped before its times kept

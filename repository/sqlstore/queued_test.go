@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"testing"
 
+	"seckill/internal/testenv"
 	"seckill/model"
 )
 
@@ -75,74 +76,72 @@ func TestWriteBatch(t *testing.T) {
 // orders, not ids.
 func TestWriteOneAndWritten(t *testing.T) {
 	ctx := context.Background()
-	for name, db := range databases(t) {
-		t.Run(name, func(t *testing.T) {
-			r := NewOrders(db)
-			vid := newVoucher(t, db, 1)
-			u := 1_000_000 + rand.Int64N(1<<40)
-			o := order(vid, u)
-			if existed, err := r.WriteOne(ctx, "", o); err != nil || existed {
-				t.Fatalf("write: got %v, %v, want false, nil", existed, err)
-			}
-			if existed, err := r.WriteOne(ctx, "", o); err != nil || !existed {
-				t.Errorf("rewrite: got %v, %v, want true, nil", existed, err)
-			}
-			other := &model.VoucherOrder{ID: o.ID, UserID: u + 1, VoucherID: vid, CreateTime: o.CreateTime, UpdateTime: o.UpdateTime}
-			if _, err := r.WriteOne(ctx, "", other); !errors.Is(err, model.ErrOrderIDTaken) {
-				t.Errorf("id of another order: got %v, want ErrOrderIDTaken", err)
-			}
-			if _, err := r.WriteOne(ctx, "", order(vid, u+2)); !errors.Is(err, model.ErrSoldOut) {
-				t.Errorf("no stock: got %v, want ErrSoldOut", err)
-			}
-			written, err := r.Written(ctx, []model.QueuedOrder{
-				{OrderID: o.ID, UserID: u, VoucherID: vid},
-				{OrderID: o.ID + 1, UserID: u, VoucherID: vid},
-			})
-			if err != nil || len(written) != 1 || !written[o.ID] {
-				t.Errorf("Written: got %v, %v, want only %d", written, err, o.ID)
-			}
-			if written, err := r.Written(ctx, []model.QueuedOrder{{OrderID: o.ID, UserID: u + 1, VoucherID: vid}}); err != nil || len(written) != 0 {
-				t.Errorf("Written with another user: got %v, %v, want none", written, err)
-			}
-			has, err := r.HasOrder(ctx, u, vid)
-			if err != nil || !has {
-				t.Errorf("HasOrder: got %v, %v, want true", has, err)
-			}
-			tally, err := r.VoucherSnapshot(ctx, vid, nil)
-			if err != nil || tally.Stock != 0 || tally.InitialStock != 1 || tally.Orders != 1 || tally.DistinctUsers != 1 || tally.Written != nil {
-				t.Errorf("Tally: got %+v, %v, want stock 0, initial 1, 1 order, 1 buyer, no entries asked", tally, err)
-			}
-			// With entries, which of their orders are written, in the same
-			// snapshot: the same id, user and voucher only.
-			tally, err = r.VoucherSnapshot(ctx, vid, []model.QueuedOrder{
-				{OrderID: o.ID, UserID: u, VoucherID: vid},
-				{OrderID: o.ID, UserID: u + 1, VoucherID: vid},
-				{OrderID: o.ID + 1, UserID: u, VoucherID: vid},
-			})
-			if err != nil || tally.Orders != 1 || len(tally.Written) != 1 || !tally.Written[o.ID] {
-				t.Errorf("Tally with entries: got %+v, %v, want 1 order and only order %d written", tally, err, o.ID)
-			}
-			if _, err := r.VoucherSnapshot(ctx, -1, nil); !errors.Is(err, model.ErrVoucherNotFound) {
-				t.Errorf("Tally of an unknown voucher: got %v, want ErrVoucherNotFound", err)
-			}
-			if _, err := r.VoucherSnapshot(ctx, -1, []model.QueuedOrder{{OrderID: o.ID, UserID: u, VoucherID: vid}}); !errors.Is(err, model.ErrVoucherNotFound) {
-				t.Errorf("Tally of an unknown voucher, with entries: got %v, want ErrVoucherNotFound", err)
-			}
-			empty := newVoucher(t, db, 1)
-			for _, withBuyers := range []bool{false, true} {
-				f, err := r.OrderFacts(ctx, []int64{vid, empty}, []model.QueuedOrder{
-					{OrderID: o.ID, UserID: u, VoucherID: vid},
-					{OrderID: o.ID + 1, UserID: u, VoucherID: vid},
-				}, withBuyers)
-				if err != nil || f.Orders[vid] != 1 || f.Orders[empty] != 0 || len(f.Written) != 1 || !f.Written[o.ID] {
-					t.Errorf("OrderFacts(buyers %v): got %+v, %v, want %d:1 orders, none for %d, only %d written", withBuyers, f, err, vid, empty, o.ID)
-				}
-				if withBuyers && (len(f.Buyers[vid]) != 1 || f.Buyers[vid][0] != u || len(f.Buyers[empty]) != 0) {
-					t.Errorf("OrderFacts buyers: got %v, want %d: [%d]", f.Buyers, vid, u)
-				}
-			}
+	testenv.Each(t, databases(t), func(t *testing.T, db *DB) {
+		r := NewOrders(db)
+		vid := newVoucher(t, db, 1)
+		u := 1_000_000 + rand.Int64N(1<<40)
+		o := order(vid, u)
+		if existed, err := r.WriteOne(ctx, "", o); err != nil || existed {
+			t.Fatalf("write: got %v, %v, want false, nil", existed, err)
+		}
+		if existed, err := r.WriteOne(ctx, "", o); err != nil || !existed {
+			t.Errorf("rewrite: got %v, %v, want true, nil", existed, err)
+		}
+		other := &model.VoucherOrder{ID: o.ID, UserID: u + 1, VoucherID: vid, CreateTime: o.CreateTime, UpdateTime: o.UpdateTime}
+		if _, err := r.WriteOne(ctx, "", other); !errors.Is(err, model.ErrOrderIDTaken) {
+			t.Errorf("id of another order: got %v, want ErrOrderIDTaken", err)
+		}
+		if _, err := r.WriteOne(ctx, "", order(vid, u+2)); !errors.Is(err, model.ErrSoldOut) {
+			t.Errorf("no stock: got %v, want ErrSoldOut", err)
+		}
+		written, err := r.Written(ctx, []model.QueuedOrder{
+			{OrderID: o.ID, UserID: u, VoucherID: vid},
+			{OrderID: o.ID + 1, UserID: u, VoucherID: vid},
 		})
-	}
+		if err != nil || len(written) != 1 || !written[o.ID] {
+			t.Errorf("Written: got %v, %v, want only %d", written, err, o.ID)
+		}
+		if written, err := r.Written(ctx, []model.QueuedOrder{{OrderID: o.ID, UserID: u + 1, VoucherID: vid}}); err != nil || len(written) != 0 {
+			t.Errorf("Written with another user: got %v, %v, want none", written, err)
+		}
+		has, err := r.HasOrder(ctx, u, vid)
+		if err != nil || !has {
+			t.Errorf("HasOrder: got %v, %v, want true", has, err)
+		}
+		tally, err := r.VoucherSnapshot(ctx, vid, nil)
+		if err != nil || tally.Stock != 0 || tally.InitialStock != 1 || tally.Orders != 1 || tally.DistinctUsers != 1 || tally.Written != nil {
+			t.Errorf("Tally: got %+v, %v, want stock 0, initial 1, 1 order, 1 buyer, no entries asked", tally, err)
+		}
+		// With entries, which of their orders are written, in the same
+		// snapshot: the same id, user and voucher only.
+		tally, err = r.VoucherSnapshot(ctx, vid, []model.QueuedOrder{
+			{OrderID: o.ID, UserID: u, VoucherID: vid},
+			{OrderID: o.ID, UserID: u + 1, VoucherID: vid},
+			{OrderID: o.ID + 1, UserID: u, VoucherID: vid},
+		})
+		if err != nil || tally.Orders != 1 || len(tally.Written) != 1 || !tally.Written[o.ID] {
+			t.Errorf("Tally with entries: got %+v, %v, want 1 order and only order %d written", tally, err, o.ID)
+		}
+		if _, err := r.VoucherSnapshot(ctx, -1, nil); !errors.Is(err, model.ErrVoucherNotFound) {
+			t.Errorf("Tally of an unknown voucher: got %v, want ErrVoucherNotFound", err)
+		}
+		if _, err := r.VoucherSnapshot(ctx, -1, []model.QueuedOrder{{OrderID: o.ID, UserID: u, VoucherID: vid}}); !errors.Is(err, model.ErrVoucherNotFound) {
+			t.Errorf("Tally of an unknown voucher, with entries: got %v, want ErrVoucherNotFound", err)
+		}
+		empty := newVoucher(t, db, 1)
+		for _, withBuyers := range []bool{false, true} {
+			f, err := r.OrderFacts(ctx, []int64{vid, empty}, []model.QueuedOrder{
+				{OrderID: o.ID, UserID: u, VoucherID: vid},
+				{OrderID: o.ID + 1, UserID: u, VoucherID: vid},
+			}, withBuyers)
+			if err != nil || f.Orders[vid] != 1 || f.Orders[empty] != 0 || len(f.Written) != 1 || !f.Written[o.ID] {
+				t.Errorf("OrderFacts(buyers %v): got %+v, %v, want %d:1 orders, none for %d, only %d written", withBuyers, f, err, vid, empty, o.ID)
+			}
+			if withBuyers && (len(f.Buyers[vid]) != 1 || f.Buyers[vid][0] != u || len(f.Buyers[empty]) != 0) {
+				t.Errorf("OrderFacts buyers: got %v, want %d: [%d]", f.Buyers, vid, u)
+			}
+		}
+	})
 }
 
 // TestMeta: the first value written under a name stays.

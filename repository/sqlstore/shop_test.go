@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"seckill/internal/testenv"
 	"seckill/model"
 )
 
@@ -73,35 +74,33 @@ func TestShops(t *testing.T) {
 // wildcards and the escape character match only themselves, and the
 // limit holds, on both databases.
 func TestListShops(t *testing.T) {
-	for name, db := range databases(t) {
-		t.Run(name, func(t *testing.T) {
-			ctx := context.Background()
-			r := NewShops(db)
-			tag := fmt.Sprintf("q%d", time.Now().UnixNano())
-			now := time.Now().Truncate(time.Second)
-			for _, n := range []string{tag + " 茶餐厅", tag + " 50%_off!", tag + " 50 off"} {
-				if err := r.CreateShop(ctx, &model.Shop{Name: n, TypeID: 1, Address: "a", CreateTime: now, UpdateTime: now}); err != nil {
-					t.Fatal(err)
-				}
+	testenv.Each(t, databases(t), func(t *testing.T, db *DB) {
+		ctx := context.Background()
+		r := NewShops(db)
+		tag := fmt.Sprintf("q%d", time.Now().UnixNano())
+		now := time.Now().Truncate(time.Second)
+		for _, n := range []string{tag + " 茶餐厅", tag + " 50%_off!", tag + " 50 off"} {
+			if err := r.CreateShop(ctx, &model.Shop{Name: n, TypeID: 1, Address: "a", CreateTime: now, UpdateTime: now}); err != nil {
+				t.Fatal(err)
 			}
-			tests := []struct {
-				query string
-				want  int
-			}{{tag, 3}, {tag + " 茶", 1}, {tag + " 50%", 1}, {tag + " 50_", 0}, {tag + " 50%_off!", 1}, {tag + " 50", 2}}
-			for _, tt := range tests {
-				got, err := r.ListShops(ctx, tt.query, 50)
-				if err != nil {
-					t.Fatalf("ListShops(%q): %v", tt.query, err)
-				}
-				if len(got) != tt.want {
-					t.Errorf("ListShops(%q): got %d shops, want %d", tt.query, len(got), tt.want)
-				}
+		}
+		tests := []struct {
+			query string
+			want  int
+		}{{tag, 3}, {tag + " 茶", 1}, {tag + " 50%", 1}, {tag + " 50_", 0}, {tag + " 50%_off!", 1}, {tag + " 50", 2}}
+		for _, tt := range tests {
+			got, err := r.ListShops(ctx, tt.query, 50)
+			if err != nil {
+				t.Fatalf("ListShops(%q): %v", tt.query, err)
 			}
-			if got, err := r.ListShops(ctx, tag, 2); err != nil || len(got) != 2 {
-				t.Errorf("ListShops with limit 2: got %d (%v), want 2", len(got), err)
+			if len(got) != tt.want {
+				t.Errorf("ListShops(%q): got %d shops, want %d", tt.query, len(got), tt.want)
 			}
-		})
-	}
+		}
+		if got, err := r.ListShops(ctx, tag, 2); err != nil || len(got) != 2 {
+			t.Errorf("ListShops with limit 2: got %d (%v), want 2", len(got), err)
+		}
+	})
 }
 
 // TestListShopsReadsBounded: on MariaDB with 5,000 shops, a search reads

@@ -12,6 +12,7 @@ import (
 
 	"github.com/go-sql-driver/mysql"
 
+	"seckill/internal/testenv"
 	"seckill/model"
 )
 
@@ -87,40 +88,38 @@ func order(vid, user int64) *model.VoucherOrder {
 
 func TestCreateOrder(t *testing.T) {
 	ctx := context.Background()
-	for name, db := range databases(t) {
-		t.Run(name, func(t *testing.T) {
-			orders, vouchers := NewOrders(db), NewVouchers(db)
-			vid := newVoucher(t, db, 2)
-			user := rand.Int64N(1 << 40)
+	testenv.Each(t, databases(t), func(t *testing.T, db *DB) {
+		orders, vouchers := NewOrders(db), NewVouchers(db)
+		vid := newVoucher(t, db, 2)
+		user := rand.Int64N(1 << 40)
 
-			if err := orders.CreateOrder(ctx, order(vid, user), nil); err != nil {
-				t.Fatalf("first order: %v", err)
-			}
-			if err := orders.CreateOrder(ctx, order(vid, user), nil); !errors.Is(err, model.ErrDuplicateOrder) || errors.Is(err, model.ErrUniqueKey) {
-				t.Fatalf("second order of the user: got %v, want ErrDuplicateOrder found by the check (not the unique key)", err)
-			}
-			if err := orders.CreateOrder(ctx, order(vid, user+1), nil); err != nil {
-				t.Fatalf("second user: %v", err)
-			}
-			err := orders.CreateOrder(ctx, order(vid, user+2), nil)
-			if !errors.Is(err, model.ErrSoldOut) {
-				t.Fatalf("third user: got %v, want ErrSoldOut", err)
-			}
-			tally, err := orders.VoucherSnapshot(ctx, vid, nil)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if tally.Stock != 0 || tally.Orders != 2 || tally.DistinctUsers != 2 {
-				t.Errorf("got stock %d, %d orders, %d buyers; want 0, 2, 2", tally.Stock, tally.Orders, tally.DistinctUsers)
-			}
-			if _, err := vouchers.GetSeckill(ctx, 1<<50); !errors.Is(err, model.ErrVoucherNotFound) {
-				t.Errorf("unknown voucher: got %v, want ErrVoucherNotFound", err)
-			}
-			if _, err := orders.GetOrder(ctx, 1<<61+3); !errors.Is(err, model.ErrOrderNotFound) {
-				t.Errorf("unknown order: got %v, want ErrOrderNotFound", err)
-			}
-		})
-	}
+		if err := orders.CreateOrder(ctx, order(vid, user), nil); err != nil {
+			t.Fatalf("first order: %v", err)
+		}
+		if err := orders.CreateOrder(ctx, order(vid, user), nil); !errors.Is(err, model.ErrDuplicateOrder) || errors.Is(err, model.ErrUniqueKey) {
+			t.Fatalf("second order of the user: got %v, want ErrDuplicateOrder found by the check (not the unique key)", err)
+		}
+		if err := orders.CreateOrder(ctx, order(vid, user+1), nil); err != nil {
+			t.Fatalf("second user: %v", err)
+		}
+		err := orders.CreateOrder(ctx, order(vid, user+2), nil)
+		if !errors.Is(err, model.ErrSoldOut) {
+			t.Fatalf("third user: got %v, want ErrSoldOut", err)
+		}
+		tally, err := orders.VoucherSnapshot(ctx, vid, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if tally.Stock != 0 || tally.Orders != 2 || tally.DistinctUsers != 2 {
+			t.Errorf("got stock %d, %d orders, %d buyers; want 0, 2, 2", tally.Stock, tally.Orders, tally.DistinctUsers)
+		}
+		if _, err := vouchers.GetSeckill(ctx, 1<<50); !errors.Is(err, model.ErrVoucherNotFound) {
+			t.Errorf("unknown voucher: got %v, want ErrVoucherNotFound", err)
+		}
+		if _, err := orders.GetOrder(ctx, 1<<61+3); !errors.Is(err, model.ErrOrderNotFound) {
+			t.Errorf("unknown order: got %v, want ErrOrderNotFound", err)
+		}
+	})
 }
 
 // TestUniqueKeyRollsBack: a key of tb_voucher_order stops an insert after
@@ -129,95 +128,89 @@ func TestCreateOrder(t *testing.T) {
 // its stock decrement, so the stock is untouched.
 func TestUniqueKeyRollsBack(t *testing.T) {
 	ctx := context.Background()
-	for name, db := range databases(t) {
-		t.Run(name, func(t *testing.T) {
-			vid := newVoucher(t, db, 5)
-			user := rand.Int64N(1 << 40)
-			o := order(vid, user)
-			// A row the existence check cannot see for another user: the
-			// same order id, so the insert collides on the primary key.
-			if err := db.Gorm.Create(o).Error; err != nil {
-				t.Fatal(err)
-			}
-			again := *o
-			again.UserID = user + 1 // passes the per-user check, collides on the primary key
-			err := NewOrders(db).CreateOrder(ctx, &again, nil)
-			if !errors.Is(err, model.ErrOrderIDTaken) {
-				t.Fatalf("got %v, want ErrOrderIDTaken", err)
-			}
-			sv, err := NewVouchers(db).GetSeckill(ctx, vid)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if sv.Stock != 5 {
-				t.Errorf("got stock %d, want 5: the transaction must roll back the decrement", sv.Stock)
-			}
-		})
-	}
+	testenv.Each(t, databases(t), func(t *testing.T, db *DB) {
+		vid := newVoucher(t, db, 5)
+		user := rand.Int64N(1 << 40)
+		o := order(vid, user)
+		// A row the existence check cannot see for another user: the
+		// same order id, so the insert collides on the primary key.
+		if err := db.Gorm.Create(o).Error; err != nil {
+			t.Fatal(err)
+		}
+		again := *o
+		again.UserID = user + 1 // passes the per-user check, collides on the primary key
+		err := NewOrders(db).CreateOrder(ctx, &again, nil)
+		if !errors.Is(err, model.ErrOrderIDTaken) {
+			t.Fatalf("got %v, want ErrOrderIDTaken", err)
+		}
+		sv, err := NewVouchers(db).GetSeckill(ctx, vid)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if sv.Stock != 5 {
+			t.Errorf("got stock %d, want 5: the transaction must roll back the decrement", sv.Stock)
+		}
+	})
 }
 
 func TestFence(t *testing.T) {
 	ctx := context.Background()
-	for name, db := range databases(t) {
-		t.Run(name, func(t *testing.T) {
-			orders := NewOrders(db)
-			vid := newVoucher(t, db, 10)
-			key := "lock:order:test-" + time.Now().Format("150405.000000000")
-			user := rand.Int64N(1 << 40)
-			steps := []struct {
-				token int64
-				want  error
-			}{
-				{5, nil},
-				{4, model.ErrStaleFence}, // older than 5
-				{5, model.ErrStaleFence}, // equal: the same grant cannot write twice
-				{7, nil},
+	testenv.Each(t, databases(t), func(t *testing.T, db *DB) {
+		orders := NewOrders(db)
+		vid := newVoucher(t, db, 10)
+		key := "lock:order:test-" + time.Now().Format("150405.000000000")
+		user := rand.Int64N(1 << 40)
+		steps := []struct {
+			token int64
+			want  error
+		}{
+			{5, nil},
+			{4, model.ErrStaleFence}, // older than 5
+			{5, model.ErrStaleFence}, // equal: the same grant cannot write twice
+			{7, nil},
+		}
+		for i, s := range steps {
+			err := orders.CreateOrder(ctx, order(vid, user+int64(i)), &model.Fence{Key: key, Token: s.token})
+			if !errors.Is(err, s.want) || (s.want == nil && err != nil) {
+				t.Errorf("token %d: got %v, want %v", s.token, err, s.want)
 			}
-			for i, s := range steps {
-				err := orders.CreateOrder(ctx, order(vid, user+int64(i)), &model.Fence{Key: key, Token: s.token})
-				if !errors.Is(err, s.want) || (s.want == nil && err != nil) {
-					t.Errorf("token %d: got %v, want %v", s.token, err, s.want)
-				}
-			}
-			tally, err := orders.VoucherSnapshot(ctx, vid, nil)
-			if err != nil {
-				t.Fatal(err)
-			}
-			n := tally.Orders
-			if n != 2 {
-				t.Errorf("got %d orders, want 2 (tokens 5 and 7)", n)
-			}
-		})
-	}
+		}
+		tally, err := orders.VoucherSnapshot(ctx, vid, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		n := tally.Orders
+		if n != 2 {
+			t.Errorf("got %d orders, want 2 (tokens 5 and 7)", n)
+		}
+	})
 }
 
 func TestEnsureUsers(t *testing.T) {
 	ctx := context.Background()
-	for name, db := range databases(t) {
-		t.Run(name, func(t *testing.T) {
-			users := NewUsers(db)
-			base := rand.IntN(1_000_000)
-			phones := []string{}
-			for i := 0; i < 3; i++ {
-				phones = append(phones, fmt.Sprintf("17%09d", base*10+i))
-			}
-			nick := func(i int) string { return "n" }
-			first, err := users.EnsureUsers(ctx, phones[:2], model.RoleUser, nick)
-			if err != nil {
-				t.Fatal(err)
-			}
-			all, err := users.EnsureUsers(ctx, phones, model.RoleUser, nick)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if len(all) != 3 || all[0].ID != first[0].ID || all[1].ID != first[1].ID || all[2].ID == 0 {
-				t.Fatalf("got %+v, want the two existing users then a new one", all)
-			}
-			if _, err := users.EnsureUsers(ctx, phones[:1], model.RoleAdmin, nick); err == nil {
-				t.Error("ensuring an existing user with another role: got nil error, want a refusal")
-			}
-		})
-	}
+	testenv.Each(t, databases(t), func(t *testing.T, db *DB) {
+		users := NewUsers(db)
+		base := rand.IntN(1_000_000)
+		phones := []string{}
+		for i := 0; i < 3; i++ {
+			phones = append(phones, fmt.Sprintf("17%09d", base*10+i))
+		}
+		nick := func(i int) string { return "n" }
+		first, err := users.EnsureUsers(ctx, phones[:2], model.RoleUser, nick)
+		if err != nil {
+			t.Fatal(err)
+		}
+		all, err := users.EnsureUsers(ctx, phones, model.RoleUser, nick)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(all) != 3 || all[0].ID != first[0].ID || all[1].ID != first[1].ID || all[2].ID == 0 {
+			t.Fatalf("got %+v, want the two existing users then a new one", all)
+		}
+		if _, err := users.EnsureUsers(ctx, phones[:1], model.RoleAdmin, nick); err == nil {
+			t.Error("ensuring an existing user with another role: got nil error, want a refusal")
+		}
+	})
 }
 
 // TestCreateOrderIDTaken: an order whose id belongs to another order is
@@ -225,25 +218,23 @@ func TestEnsureUsers(t *testing.T) {
 // is not a duplicate order that the lock let through.
 func TestCreateOrderIDTaken(t *testing.T) {
 	ctx := context.Background()
-	for name, db := range databases(t) {
-		t.Run(name, func(t *testing.T) {
-			orders := NewOrders(db)
-			vid := newVoucher(t, db, 10)
-			first := order(vid, rand.Int64N(1<<40))
-			if err := orders.CreateOrder(ctx, first, nil); err != nil {
-				t.Fatal(err)
-			}
-			second := order(vid, first.UserID+1)
-			second.ID = first.ID
-			err := orders.CreateOrder(ctx, second, nil)
-			if !errors.Is(err, model.ErrOrderIDTaken) || errors.Is(err, model.ErrDuplicateOrder) || errors.Is(err, model.ErrUniqueKey) {
-				t.Errorf("id of another order: got %v, want ErrOrderIDTaken alone", err)
-			}
-			if tally, _ := orders.VoucherSnapshot(ctx, vid, nil); tally.Orders != 1 {
-				t.Errorf("got %d orders, want 1", tally.Orders)
-			}
-		})
-	}
+	testenv.Each(t, databases(t), func(t *testing.T, db *DB) {
+		orders := NewOrders(db)
+		vid := newVoucher(t, db, 10)
+		first := order(vid, rand.Int64N(1<<40))
+		if err := orders.CreateOrder(ctx, first, nil); err != nil {
+			t.Fatal(err)
+		}
+		second := order(vid, first.UserID+1)
+		second.ID = first.ID
+		err := orders.CreateOrder(ctx, second, nil)
+		if !errors.Is(err, model.ErrOrderIDTaken) || errors.Is(err, model.ErrDuplicateOrder) || errors.Is(err, model.ErrUniqueKey) {
+			t.Errorf("id of another order: got %v, want ErrOrderIDTaken alone", err)
+		}
+		if tally, _ := orders.VoucherSnapshot(ctx, vid, nil); tally.Orders != 1 {
+			t.Errorf("got %d orders, want 1", tally.Orders)
+		}
+	})
 }
 
 // TestCreateOrderOutsideWindow: the stock update also requires the sale
@@ -251,29 +242,27 @@ func TestCreateOrderIDTaken(t *testing.T) {
 // since the voucher was closed or edited. That instance cannot sell.
 func TestCreateOrderOutsideWindow(t *testing.T) {
 	ctx := context.Background()
-	for name, db := range databases(t) {
-		t.Run(name, func(t *testing.T) {
-			orders := NewOrders(db)
-			vid := newVoucherWindow(t, db, 5, time.Now().Add(-time.Hour), time.Now().Add(time.Hour))
-			tests := []struct {
-				at   time.Duration
-				want error
-			}{{2 * time.Hour, model.ErrSeckillEnded}, {-2 * time.Hour, model.ErrSeckillNotStarted}}
-			for _, tt := range tests {
-				o := order(vid, rand.Int64N(1<<40))
-				o.CreateTime = o.CreateTime.Add(tt.at)
-				if err := orders.CreateOrder(ctx, o, nil); !errors.Is(err, tt.want) {
-					t.Errorf("order at now%+v: got %v, want %v", tt.at, err, tt.want)
-				}
+	testenv.Each(t, databases(t), func(t *testing.T, db *DB) {
+		orders := NewOrders(db)
+		vid := newVoucherWindow(t, db, 5, time.Now().Add(-time.Hour), time.Now().Add(time.Hour))
+		tests := []struct {
+			at   time.Duration
+			want error
+		}{{2 * time.Hour, model.ErrSeckillEnded}, {-2 * time.Hour, model.ErrSeckillNotStarted}}
+		for _, tt := range tests {
+			o := order(vid, rand.Int64N(1<<40))
+			o.CreateTime = o.CreateTime.Add(tt.at)
+			if err := orders.CreateOrder(ctx, o, nil); !errors.Is(err, tt.want) {
+				t.Errorf("order at now%+v: got %v, want %v", tt.at, err, tt.want)
 			}
-			if err := orders.CreateOrder(ctx, order(vid, rand.Int64N(1<<40)), nil); err != nil {
-				t.Fatalf("order in the window: %v", err)
-			}
-			if tally, _ := orders.VoucherSnapshot(ctx, vid, nil); tally.Stock != 4 || tally.Orders != 1 {
-				t.Errorf("got stock %d, %d orders; want 4, 1 (refusals leave nothing)", tally.Stock, tally.Orders)
-			}
-		})
-	}
+		}
+		if err := orders.CreateOrder(ctx, order(vid, rand.Int64N(1<<40)), nil); err != nil {
+			t.Fatalf("order in the window: %v", err)
+		}
+		if tally, _ := orders.VoucherSnapshot(ctx, vid, nil); tally.Stock != 4 || tally.Orders != 1 {
+			t.Errorf("got stock %d, %d orders; want 4, 1 (refusals leave nothing)", tally.Stock, tally.Orders)
+		}
+	})
 }
 
 // privateDSN creates an empty database beside the one of dsn, dropped when
