@@ -149,7 +149,7 @@ FAILOVER_TABLE ?= bin/failover.md
 
 failover:
 	@mkdir -p $(dir $(FAILOVER_TABLE)) && rm -f $(FAILOVER_TABLE)
-	@SECKILL_FAILOVER_TABLE=$(abspath $(FAILOVER_TABLE)) $(GO) test -count=1 -run '^TestFailoverTwoHolders$$' ./lock/; \
+	@SECKILL_TEST_FAILOVER_TABLE=$(abspath $(FAILOVER_TABLE)) $(GO) test -count=1 -run '^TestFailoverTwoHolders$$' ./lock/; \
 		status=$$?; echo; if [ -f $(FAILOVER_TABLE) ]; then cat $(FAILOVER_TABLE); fi; exit $$status
 
 # ---- benchmark (tools/bench/): the machine's limits and the seckill in every lock

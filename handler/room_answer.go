@@ -72,7 +72,11 @@ func writeJSONBytes(c *gin.Context, status int, b []byte) {
 		h["Content-Type"] = jsonContentTypes
 	}
 	c.Status(status)
-	_, _ = c.Writer.Write(b)
+	if _, err := c.Writer.Write(b); err != nil {
+		// As gin's c.Data does: the request span and the log see it.
+		_ = c.Error(err)
+		c.Abort()
+	}
 }
 
 // appendRoom appends the envelope of v as encoding/json writes it.

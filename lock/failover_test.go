@@ -21,7 +21,7 @@ import (
 
 // TestFailoverTwoHolders shows a lock granted by a Redis primary and lost
 // in a failover. docs/locks.md describes the scenario and its results.
-// With SECKILL_FAILOVER_TABLE set, the results table is written to that file.
+// With SECKILL_TEST_FAILOVER_TABLE set, the results table is written to that file.
 
 // failoverTTL is every lease. It is far longer than a failover takes. So B
 // can only obtain the key because the grant was lost, never because A's
@@ -138,9 +138,9 @@ func TestFailoverTwoHolders(t *testing.T) {
 	t.Cleanup(func() {
 		text := failoverTable(rows, version, time.Since(start))
 		t.Log("\n" + text)
-		if path := os.Getenv("SECKILL_FAILOVER_TABLE"); path != "" {
+		if path := os.Getenv("SECKILL_TEST_FAILOVER_TABLE"); path != "" {
 			if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
-				t.Errorf("write SECKILL_FAILOVER_TABLE: %v", err)
+				t.Errorf("write SECKILL_TEST_FAILOVER_TABLE: %v", err)
 			}
 		}
 	})

@@ -165,7 +165,7 @@ func (t spanTree) render(w io.Writer, root tracetest.SpanStub, depth int) {
 const purchaseRoute = "/voucher-order/seckill/:id"
 
 // TestTracing: one sync and one async purchase with tracing on. The
-// request's span (otelgin) holds the lock's obtain and release with the
+// request's span (handler/tracing.go) holds the lock's obtain and release with the
 // mode, Redis commands and SQL statements. In async mode the consumer's
 // batch span is linked to the request's span through the stream entry,
 // and holds the SQL write of the order and, with SECKILL_CONSUMER_LOCK on,

@@ -3,7 +3,7 @@
 // --no-sandbox). It runs steps, each under its own deadline. When a test
 // fails, it saves a screenshot, the page's HTML and its console, and logs
 // their paths. They go to testdata/browser-failures/<Test>/ in the package
-// directory, or to $SECKILL_BROWSER_ARTIFACTS.
+// directory, or to $SECKILL_TEST_BROWSER_ARTIFACTS.
 //
 // Without a Chromium the test is skipped, unless CI=true: there a missing
 // browser is a failure (.ci/services.sh installs Debian's chromium).
@@ -417,10 +417,10 @@ func (b *Browser) fail(step string, err error) {
 }
 
 // ArtifactDir is where a test's browser artifacts go:
-// $SECKILL_BROWSER_ARTIFACTS/<Test>, else testdata/browser-failures/<Test>
+// $SECKILL_TEST_BROWSER_ARTIFACTS/<Test>, else testdata/browser-failures/<Test>
 // in the package's directory (git-ignored), else the temporary directory.
 func ArtifactDir(t testing.TB) string {
-	base := os.Getenv("SECKILL_BROWSER_ARTIFACTS")
+	base := os.Getenv("SECKILL_TEST_BROWSER_ARTIFACTS")
 	if base == "" {
 		base = filepath.Join("testdata", "browser-failures")
 	}

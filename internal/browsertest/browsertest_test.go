@@ -45,7 +45,7 @@ func server(t *testing.T) *httptest.Server {
 
 // TestBrowserSteps: the steps the page tests use, against a small page.
 func TestBrowserSteps(t *testing.T) {
-	t.Setenv("SECKILL_BROWSER_ARTIFACTS", t.TempDir())
+	t.Setenv("SECKILL_TEST_BROWSER_ARTIFACTS", t.TempDir())
 	srv := server(t)
 	b := New(t)
 	b.Navigate(srv.URL + "/")
@@ -96,7 +96,7 @@ func (f *fatalTB) Fatalf(format string, args ...any) {
 // artifact directory.
 func TestFailedStepSavesArtifacts(t *testing.T) {
 	dir := t.TempDir()
-	t.Setenv("SECKILL_BROWSER_ARTIFACTS", dir)
+	t.Setenv("SECKILL_TEST_BROWSER_ARTIFACTS", dir)
 	srv := server(t)
 	failing := &fatalTB{TB: t}
 	b := New(failing, Options{StepTimeout: 500 * time.Millisecond})

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
-	"os"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -14,6 +13,7 @@ import (
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"go.opentelemetry.io/otel/trace"
 
+	"seckill/internal/testenv"
 	"seckill/lock"
 )
 
@@ -50,10 +50,7 @@ func (g *countingIDs) NewSpanID(context.Context, trace.TraceID) trace.SpanID {
 // nothing is exported. The same work under a sampled request's span
 // (ratio 1) makes its spans: the hooks are there.
 func TestUnsampledRequestStartsNoSpan(t *testing.T) {
-	addr := os.Getenv("SECKILL_REDIS_ADDR")
-	if addr == "" {
-		t.Skip("no Redis: source .ci/env.sh")
-	}
+	addr := testenv.Need(t, "SECKILL_REDIS_ADDR")
 	for _, c := range []struct {
 		name  string
 		ratio float64

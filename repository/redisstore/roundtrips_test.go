@@ -75,15 +75,28 @@ func TestObserveRoundTripsCluster(t *testing.T) {
 	if cmds != repository.Shards || trips < 1 || trips > 3 {
 		t.Errorf("pipeline of %d commands: %d round trips carrying %d, want 1 to 3 carrying %d (%v)", repository.Shards, trips, cmds, repository.Shards, l.trips)
 	}
-	before := trips
-	if err := c.Get(ctx, key(0)).Err(); err != redis.Nil {
-		t.Fatal(err)
+	// The cluster client reloads its slot map in the background when the
+	// map is older than a few seconds (CLUSTER SLOTS, maybe on a new
+	// connection): a slow run can count that beside the command. Three
+	// tries; a command alone that always takes more than one round trip
+	// still fails.
+	var alone []int
+	for range 3 {
+		l.mu.Lock()
+		clear(l.trips)
+		l.mu.Unlock()
+		if err := c.Get(ctx, key(0)).Err(); err != redis.Nil {
+			t.Fatal(err)
+		}
+		l.mu.Lock()
+		n := 0
+		for _, k := range l.trips {
+			n += k
+		}
+		l.mu.Unlock()
+		if alone = append(alone, n); n == 1 {
+			return
+		}
 	}
-	trips = 0
-	for _, n := range l.trips {
-		trips += n
-	}
-	if trips != before+1 {
-		t.Errorf("a command alone: %d round trips, want 1", trips-before)
-	}
+	t.Errorf("a command alone: %v round trips in three tries, want 1", alone)
 }
