@@ -79,7 +79,7 @@ func (w *wiring) purchase(ctx context.Context) (purchase, error) {
 	if err != nil {
 		return purchase{}, err
 	}
-	w.voucherSvc.OnPublished(as.Seckill.Published)
+	w.voucherSvc.OnPublished(as.Published)
 	// Orders admitted under the key layout before the shards sit in
 	// stream.orders. Nothing here reads that stream. The previous version
 	// must write them first (docs/operations.md, "Upgrading the key

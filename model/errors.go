@@ -40,6 +40,11 @@ var (
 	// ErrReplyLost means a Redis script was sent and its reply lost: it may
 	// or may not have run. The caller settles it. It never reaches a client.
 	ErrReplyLost = errors.New("script reply lost")
+	// ErrForeignState means Redis holds, under a voucher's id, a state that
+	// describes another sale: a left-over of a database reset while Redis
+	// kept its data. The service rebuilds from the facts. It never reaches a
+	// client.
+	ErrForeignState = errors.New("redis holds another sale's state under this voucher id")
 )
 
 // InvalidArgumentError is a bad input naming the field at fault.

@@ -393,13 +393,25 @@ func (s *AsyncSeckill) Audit(ctx context.Context, voucherID int64) (*model.Audit
 
 // Published loads a voucher just published into Redis. Wire it with
 // Vouchers.OnPublished: publishing answers once the voucher can be sold.
-func (s *AsyncSeckill) Published(ctx context.Context, sv *model.SeckillVoucher) error {
-	loaded, err := s.d.Redis.LoadNew(ctx, sv)
-	if err != nil {
+// Redis may hold another sale's state under the new id, left from a
+// database reset while Redis kept its data. Selling on it would refuse or
+// admit by that sale's window and stock, so the voucher is rebuilt from the
+// facts instead.
+func (m *AsyncMode) Published(ctx context.Context, sv *model.SeckillVoucher) error {
+	log := m.Seckill.d.Log
+	loaded, err := m.Seckill.d.Redis.LoadNew(ctx, sv)
+	switch {
+	case errors.Is(err, model.ErrForeignState):
+		log.WarnContext(ctx, "redis held another sale's state under a voucher just published: rebuilt from the facts",
+			"voucher_id", sv.VoucherID, "err", err)
+		m.Seckill.cache.forget(sv.VoucherID)
+		if _, err := m.Reconciler.Rebuild(ctx, sv.VoucherID); err != nil {
+			return fmt.Errorf("rebuild voucher %d in redis: %w", sv.VoucherID, err)
+		}
+	case err != nil:
 		return fmt.Errorf("load voucher %d into redis: %w", sv.VoucherID, err)
-	}
-	if !loaded {
-		s.d.Log.InfoContext(ctx, "voucher already in redis", "voucher_id", sv.VoucherID)
+	case !loaded:
+		log.InfoContext(ctx, "voucher already in redis", "voucher_id", sv.VoucherID)
 	}
 	return nil
 }

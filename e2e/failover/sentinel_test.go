@@ -23,8 +23,8 @@ import (
 )
 
 // The Sentinel-managed Redis of .ci/services.sh: a primary, a replica,
-// three Sentinels. An app wired through the Sentinels serves before and
-// after a forced failover. It sets SECKILL_REDIS_SENTINEL_ADDRS and
+// three Sentinels. An app wired through the Sentinels, on a database of its
+// own, serves before and after a forced failover. It sets SECKILL_REDIS_SENTINEL_ADDRS and
 // SECKILL_REDIS_MASTER, and no SECKILL_REDIS_ADDR. The failover's effect on
 // the locks is not covered here.
 
@@ -83,6 +83,7 @@ func sentinelApp(t *testing.T, env map[string]string) *app.App {
 	if err != nil {
 		t.Fatalf("app.New through the Sentinels: %v", err)
 	}
+	apptest.RegisterDB(t, a)
 	t.Cleanup(func() {
 		a.Close()
 		if t.Failed() {
@@ -259,12 +260,20 @@ func TestSentinelFailover(t *testing.T) {
 	// hold. They must not run while this test moves them.
 	testpair.Lock(t)
 	ctx := context.Background()
-	db := apptest.OpenDB(t)
 	oldMaster := s.waitHealthy(t, 60*time.Second)
 	t.Logf("master before the failover: %s", oldMaster)
+	// The pair and a database are this test's alone: no other test's
+	// vouchers to rebuild, no left-over of an earlier run's database under
+	// the new vouchers' ids.
+	dsn, db := apptest.FreshDatabase(t)
+	flush := redis.NewClient(&redis.Options{Addr: oldMaster})
+	defer flush.Close()
+	if err := flush.FlushAll(ctx).Err(); err != nil {
+		t.Fatalf("FLUSHALL on the master %s: %v", oldMaster, err)
+	}
 
-	syncApp := sentinelApp(t, nil)
-	asyncA := sentinelApp(t, map[string]string{"SECKILL_ORDER_MODE": "async"})
+	syncApp := sentinelApp(t, map[string]string{"SECKILL_MYSQL_DSN": dsn})
+	asyncA := sentinelApp(t, map[string]string{"SECKILL_MYSQL_DSN": dsn, "SECKILL_ORDER_MODE": "async"})
 	for name, a := range map[string]*app.App{"sync app": syncApp, "async app": asyncA} {
 		if addr, role, err := serverAddr(ctx, a.Redis()); err != nil || addr != oldMaster || role != "master" {
 			t.Fatalf("%s: talks to %s (role %q, err %v), want the master %s", name, addr, role, err, oldMaster)
@@ -364,7 +373,7 @@ func TestSentinelFailover(t *testing.T) {
 	// `seckill rebuild` through the Sentinels (it refuses an embedded Redis
 	// only).
 	var out bytes.Buffer
-	vars := sentinelVars(t, map[string]string{"SECKILL_ORDER_MODE": "async", "SECKILL_LOG_LEVEL": "error"})
+	vars := sentinelVars(t, map[string]string{"SECKILL_MYSQL_DSN": dsn, "SECKILL_ORDER_MODE": "async", "SECKILL_LOG_LEVEL": "error"})
 	if err := app.Run(ctx, []string{"rebuild", "--voucher", strconv.FormatInt(asyncVID, 10)}, apptest.EnvOf(vars), &out, &bytes.Buffer{}); err != nil {
 		t.Fatalf("rebuild through the Sentinels: %v", err)
 	}

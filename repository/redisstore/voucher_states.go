@@ -3,6 +3,8 @@ package redisstore
 import (
 	"context"
 	"errors"
+	"fmt"
+	"strconv"
 
 	"github.com/redis/go-redis/v9"
 
@@ -121,19 +123,36 @@ func share(total int64, n, b int) int64 {
 }
 
 // LoadNew loads a voucher just published: stock = initial, split over its
-// buckets, no buyers. It skips each bucket whose hash exists already. A
-// reconciler got there first and owns it. It reports whether it loaded
-// every bucket.
+// buckets, no buyers. It skips each bucket whose hash exists already and
+// describes this voucher (its window, buckets and stock): a reconciler got there
+// first and owns it. A hash that describes another sale is not this
+// voucher's: a left-over of another database's voucher of the same id (a
+// database reset while Redis kept its data). LoadNew leaves it and returns
+// model.ErrForeignState. It reports whether it loaded every bucket.
 func (a *VoucherStates) LoadNew(ctx context.Context, sv *model.SeckillVoucher) (bool, error) {
 	n := sv.Buckets()
 	all := true
 	for b := range n {
+		want := []string{strconv.FormatInt(sv.BeginTime.UnixMilli(), 10), strconv.FormatInt(sv.EndTime.UnixMilli(), 10),
+			strconv.Itoa(n), strconv.FormatInt(share(int64(sv.InitialStock), n, b), 10)}
 		key := repository.VoucherKeyIn(repository.BucketShard(sv.VoucherID, b), sv.VoucherID)
-		loaded := false
+		loaded, foreign := false, false
 		err := a.rdb.Watch(ctx, func(tx *redis.Tx) error {
 			exists, err := tx.Exists(ctx, key).Result()
-			if err != nil || exists > 0 {
+			if err != nil {
 				return err
+			}
+			if exists > 0 {
+				got, err := tx.HMGet(ctx, key, "begin", "end", "buckets", "initial").Result()
+				if err != nil {
+					return err
+				}
+				for i, v := range got {
+					if s, _ := v.(string); s != want[i] {
+						foreign = true
+					}
+				}
+				return nil
 			}
 			_, err = tx.TxPipelined(ctx, func(p redis.Pipeliner) error {
 				loadBucket(ctx, p, sv, b, share(int64(sv.InitialStock), n, b), nil)
@@ -144,6 +163,9 @@ func (a *VoucherStates) LoadNew(ctx context.Context, sv *model.SeckillVoucher) (
 		}, key)
 		if err != nil && !errors.Is(err, redis.TxFailedErr) {
 			return false, redisErr(err)
+		}
+		if foreign {
+			return false, fmt.Errorf("voucher %d, bucket %d: %s holds begin/end/buckets/initial other than %v: %w", sv.VoucherID, b, key, want, model.ErrForeignState)
 		}
 		// TxFailedErr: someone touched the hash: they own it.
 		all = all && loaded
