@@ -21,6 +21,7 @@ package telemetry
 import (
 	"context"
 	"fmt"
+	"os"
 
 	"github.com/redis/go-redis/v9"
 	"go.opentelemetry.io/contrib/exporters/autoexport"
@@ -62,7 +63,26 @@ func Start(ctx context.Context) (*sdktrace.TracerProvider, error) {
 			res = merged
 		}
 	}
-	return sdktrace.NewTracerProvider(sdktrace.WithBatcher(exporter), sdktrace.WithResource(res)), nil
+	return sdktrace.NewTracerProvider(sdktrace.WithBatcher(exporter), sdktrace.WithResource(res),
+		sdktrace.WithRawSpanLimits(SpanLimits(os.LookupEnv))), nil
+}
+
+// AttributeValueLimit bounds the length of a span attribute's value
+// unless OTEL_SPAN_ATTRIBUTE_VALUE_LENGTH_LIMIT says otherwise. The
+// SDK's default is no bound, and a request span copies the client's
+// User-Agent and Host: a client could make every span it sends hold a
+// megabyte (net/http's header limit), and the exporter's queue
+// thousands of them.
+const AttributeValueLimit = 1024
+
+// SpanLimits are the SDK's limits from the OTEL_SPAN_* variables, with
+// AttributeValueLimit unless OTEL_SPAN_ATTRIBUTE_VALUE_LENGTH_LIMIT is set.
+func SpanLimits(lookup func(string) (string, bool)) sdktrace.SpanLimits {
+	limits := sdktrace.NewSpanLimits()
+	if _, set := lookup("OTEL_SPAN_ATTRIBUTE_VALUE_LENGTH_LIMIT"); !set {
+		limits.AttributeValueLengthLimit = AttributeValueLimit
+	}
+	return limits
 }
 
 // Tracing instruments the service on one tracer provider.
