@@ -31,15 +31,7 @@ func Serve(ctx context.Context, cfg config.Config, log *slog.Logger) error {
 	if cfg.Development() {
 		a.SeedDemo(ctx)
 	}
-	srv := &http.Server{
-		Addr:              cfg.HTTPAddr,
-		Handler:           a.handler,
-		ReadHeaderTimeout: 5 * time.Second,
-		ReadTimeout:       10 * time.Second,
-		WriteTimeout:      cfg.RequestTimeout + 30*time.Second,
-		IdleTimeout:       120 * time.Second,
-		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
-	}
+	srv := newHTTPServer(cfg, a.handler, log)
 	srv.RegisterOnShutdown(a.streams.end)
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
@@ -63,4 +55,24 @@ func Serve(ctx context.Context, cfg config.Config, log *slog.Logger) error {
 	a.StopWorkers(deadline)
 	log.Info("stopped")
 	return nil
+}
+
+// MaxHeaderBytes bounds a request's header block. A purchase's headers
+// are a bearer token and a few short lines; net/http's default bound is a
+// megabyte per request. A larger block is refused with 431 before any
+// handler runs.
+const MaxHeaderBytes = 64 << 10
+
+// newHTTPServer is the server Serve runs: its timeouts and bounds.
+func newHTTPServer(cfg config.Config, h http.Handler, log *slog.Logger) *http.Server {
+	return &http.Server{
+		Addr:              cfg.HTTPAddr,
+		Handler:           h,
+		ReadHeaderTimeout: 5 * time.Second,
+		ReadTimeout:       10 * time.Second,
+		WriteTimeout:      cfg.RequestTimeout + 30*time.Second,
+		IdleTimeout:       120 * time.Second,
+		MaxHeaderBytes:    MaxHeaderBytes,
+		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
+	}
 }

@@ -54,11 +54,17 @@ func tracedApp(t *testing.T, env map[string]string, opts ...sdktrace.TracerProvi
 // tracedPurchase starts a traced app in order mode and makes one purchase
 // of a fresh voucher. The spans of the set-up are dropped. So the exporter
 // holds those of wait (the background loops' turns; 0 for none), then of
-// the purchase.
+// the purchase. The async consumers take the per-user lock: its release
+// ends the batch's trace.
 func tracedPurchase(t *testing.T, mode string, wait time.Duration) *tracetest.InMemoryExporter {
 	t.Helper()
-	// The consumer's lock on: its release ends the batch's trace.
-	a, exp := tracedApp(t, map[string]string{"SECKILL_ORDER_MODE": mode, "SECKILL_CONSUMER_LOCK": "on"})
+	return tracedPurchaseWith(t, map[string]string{"SECKILL_ORDER_MODE": mode, "SECKILL_CONSUMER_LOCK": "on"}, wait)
+}
+
+// tracedPurchaseWith is tracedPurchase on the app env describes.
+func tracedPurchaseWith(t *testing.T, env map[string]string, wait time.Duration) *tracetest.InMemoryExporter {
+	t.Helper()
+	a, exp := tracedApp(t, env)
 	vid := apptest.PublishVoucher(t, a.Handler(), 5)
 	tok, _ := apptest.DevTokens().Issue(apptest.RandomBase(), "user")
 	exp.Reset()
@@ -236,5 +242,44 @@ func TestTracing(t *testing.T) {
 				t.Errorf("no INSERT of the order under %s:\n%s", writer.Name, b.String())
 			}
 		})
+	}
+}
+
+// TestTracingAsyncDefault: the async purchase on the default settings, the
+// consumers without the per-user lock (SECKILL_CONSUMER_LOCK off). The
+// consumer's batch span is linked to the request's trace and holds the
+// order's INSERT, and no lock span.
+func TestTracingAsyncDefault(t *testing.T) {
+	exp := tracedPurchaseWith(t, map[string]string{"SECKILL_ORDER_MODE": "async"}, 0)
+	var req, batch tracetest.SpanStub
+	tree := waitSpans(t, exp, func(tree spanTree) bool {
+		reqs := tree.named(http.MethodPost + " " + purchaseRoute)
+		if len(reqs) != 1 {
+			return false
+		}
+		req = reqs[0]
+		for _, b := range tree.named("seckill.consumer.batch") {
+			for _, l := range b.Links {
+				if l.SpanContext.TraceID() == req.SpanContext.TraceID() && len(tree.find(b, "gorm*")) > 0 {
+					batch = b
+					return true
+				}
+			}
+		}
+		return false
+	})
+	if locks := tree.find(batch, "lock.*"); len(locks) != 0 {
+		t.Errorf("lock spans under the batch with the consumer lock off: %d (%s), want none", len(locks), locks[0].Name)
+	}
+	inserts := 0
+	for _, s := range tree.find(batch, "gorm*") {
+		if strings.Contains(strings.ToUpper(attr(s, "db.statement")), "INSERT INTO `TB_VOUCHER_ORDER`") {
+			inserts++
+		}
+	}
+	if inserts == 0 {
+		var b strings.Builder
+		tree.render(&b, batch, 0)
+		t.Errorf("no INSERT of the order under the batch:\n%s", b.String())
 	}
 }
