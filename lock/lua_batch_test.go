@@ -214,6 +214,7 @@ func TestLuaObtainAllReplyLost(t *testing.T) {
 // and takes back the grants it may have made.
 func TestLuaObtainAllUnanswered(t *testing.T) {
 	c := redisClient(t)
+	loadLockScripts(t, c)
 	p, err := faultproxy.Start(c.Options().Addr)
 	if err != nil {
 		t.Fatal(err)

@@ -21,6 +21,19 @@ import (
 // script must answer that retry with the grant or release it already made.
 // It must not apply it a second time.
 
+// loadLockScripts caches the lock scripts on rdb. Against a cold cache the
+// first EVALSHA answers NOSCRIPT and go-redis sends EVAL: a fault planned
+// on "evalsha" would not happen.
+func loadLockScripts(tb testing.TB, rdb redis.UniversalClient) {
+	tb.Helper()
+	for _, script := range []*redis.Script{lua.Acquire, lua.Unlock, lua.AcquireAll, lua.UnlockAll,
+		lua.ReentrantLock, lua.ReentrantUnlock, lua.ReentrantRenew} {
+		if err := script.Load(context.Background(), rdb).Err(); err != nil {
+			tb.Fatalf("SCRIPT LOAD: %v", err)
+		}
+	}
+}
+
 // lossyClient returns a client that reaches addr through a fault proxy,
 // with go-redis's default command retries. The lock scripts are loaded on
 // the server first, so the first EVALSHA is the one that runs.
@@ -33,11 +46,7 @@ func lossyClient(tb testing.TB, addr string) (*faultproxy.Proxy, *redis.Client) 
 	tb.Cleanup(p.Close)
 	direct := redis.NewClient(&redis.Options{Addr: addr})
 	defer direct.Close()
-	for _, script := range []*redis.Script{lua.Acquire, lua.Unlock, lua.ReentrantLock, lua.ReentrantUnlock, lua.ReentrantRenew} {
-		if err := script.Load(context.Background(), direct).Err(); err != nil {
-			tb.Fatalf("SCRIPT LOAD: %v", err)
-		}
-	}
+	loadLockScripts(tb, direct)
 	c := redis.NewClient(&redis.Options{Addr: p.Addr()})
 	tb.Cleanup(func() { c.Close() })
 	return p, c
