@@ -135,9 +135,13 @@ func (r *WaitingRoom) room(ctx context.Context, voucherID int64) (*cachedVoucher
 // call is what the store needs for the voucher. A slot lasts the token's
 // TTL plus the longest pause between a waiting buyer's polls: a buyer who
 // polls when told learns of the admission with at least the TTL left.
-func (r *WaitingRoom) call(v *cachedVoucher) model.RoomCall {
-	return model.RoomCall{Begin: v.sv.BeginTime, ExpireAt: v.sv.EndTime.Add(roomKeysGrace),
-		TokenTTL: r.cfg.TokenTTL + r.maxRetry(), Overbook: r.cfg.Overbook, Base: -1}
+func (r *WaitingRoom) call(v *cachedVoucher) model.RoomCall { return r.callFor(&v.sv, -1) }
+
+// callFor is what the store needs for the voucher sv, with base as the
+// database's stock (-1: not read).
+func (r *WaitingRoom) callFor(sv *model.SeckillVoucher, base int) model.RoomCall {
+	return model.RoomCall{Begin: sv.BeginTime, ExpireAt: sv.EndTime.Add(roomKeysGrace),
+		TokenTTL: r.cfg.TokenTTL + r.maxRetry(), Overbook: r.cfg.Overbook, Base: base, Sale: sv.CreateTime}
 }
 
 // maxRetry is the longest pause a waiting buyer is told to keep: maxRetry,
@@ -322,6 +326,5 @@ func (r *WaitingRoom) VoucherChanged(ctx context.Context, voucherID int64) error
 	if err != nil || !sv.WaitingRoom || r.now().Before(sv.EndTime) {
 		return err
 	}
-	c := model.RoomCall{Begin: sv.BeginTime, ExpireAt: sv.EndTime.Add(roomKeysGrace), TokenTTL: r.cfg.TokenTTL + r.maxRetry(), Overbook: r.cfg.Overbook, Base: max(sv.Stock, 0)}
-	return r.store.Notify(ctx, voucherID, 0, "close", c)
+	return r.store.Notify(ctx, voucherID, 0, "close", r.callFor(sv, max(sv.Stock, 0)))
 }
