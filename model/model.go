@@ -97,6 +97,12 @@ type SeckillVoucher struct {
 // TableName is the Heima table name.
 func (SeckillVoucher) TableName() string { return "tb_seckill_voucher" }
 
+// SaleTime is t as a sale's begin or end keeps it: whole seconds, as the
+// database's DATETIME columns do. Publishing and editing take it, so the
+// window Redis holds from the publish is the window every later read of
+// the row (the caches, a rebuild) finds.
+func SaleTime(t time.Time) time.Time { return t.Truncate(time.Second) }
+
 // MaxStockBuckets is the most buckets a voucher's Redis stock can be split
 // in (the key layout's shards: each bucket on a slot of its own).
 const MaxStockBuckets = 16

@@ -133,6 +133,7 @@ func storable(t time.Time) bool {
 // also matches model.ErrShopNotFound. (Shops are never deleted, so the
 // check before the insert holds after it.)
 func (s *Vouchers) Publish(ctx context.Context, in PublishInput) (int64, error) {
+	in.BeginTime, in.EndTime = model.SaleTime(in.BeginTime), model.SaleTime(in.EndTime)
 	if err := s.Validate(in); err != nil {
 		return 0, err
 	}

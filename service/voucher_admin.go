@@ -54,6 +54,7 @@ func (s *VoucherAdmin) Edit(ctx context.Context, voucherID int64, e model.Vouche
 	if err != nil {
 		return err
 	}
+	e.BeginTime, e.EndTime = model.SaleTime(e.BeginTime), model.SaleTime(e.EndTime)
 	if err := s.vouchers.Validate(PublishInput{
 		ShopID: cur.ShopID, Title: e.Title, SubTitle: e.SubTitle, Rules: e.Rules,
 		PayValue: e.PayValue, ActualValue: e.ActualValue, Type: model.VoucherTypeSeckill,

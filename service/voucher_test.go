@@ -210,3 +210,30 @@ func mustRFC3339(t *testing.T, s string) time.Time {
 	}
 	return v
 }
+
+// TestPublishWholeSeconds: a window given to the millisecond is stored,
+// and handed to the publish hook (the Redis load), in whole seconds, as
+// the database keeps it; a window shorter than a second once so cut is
+// refused.
+func TestPublishWholeSeconds(t *testing.T) {
+	store := mock.NewVouchers(100)
+	svc := NewVouchers(store, allShops{}, func() time.Time { return voucherNow })
+	var hooked model.SeckillVoucher
+	svc.OnPublished(func(_ context.Context, sv *model.SeckillVoucher) error { hooked = *sv; return nil })
+	in := validInput()
+	in.BeginTime, in.EndTime = in.BeginTime.Add(700*time.Millisecond), in.EndTime.Add(999*time.Millisecond)
+	if _, err := svc.Publish(context.Background(), in); err != nil {
+		t.Fatal(err)
+	}
+	wantBegin, wantEnd := validInput().BeginTime, validInput().EndTime
+	for name, sv := range map[string]model.SeckillVoucher{"stored": store.Seckill[101], "hooked": hooked} {
+		if !sv.BeginTime.Equal(wantBegin) || !sv.EndTime.Equal(wantEnd) {
+			t.Errorf("%s window: got %v..%v, want %v..%v", name, sv.BeginTime, sv.EndTime, wantBegin, wantEnd)
+		}
+	}
+	in = validInput()
+	in.BeginTime = in.BeginTime.Add(100 * time.Millisecond)
+	in.EndTime = in.BeginTime.Add(800 * time.Millisecond) // the same second
+	_, err := svc.Publish(context.Background(), in)
+	checkErr(t, err, "endTime", nil)
+}
