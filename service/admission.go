@@ -393,25 +393,32 @@ func (s *AsyncSeckill) Audit(ctx context.Context, voucherID int64) (*model.Audit
 
 // Published loads a voucher just published into Redis. Wire it with
 // Vouchers.OnPublished: publishing answers once the voucher can be sold.
-// Redis may hold another sale's state under the new id, left from a
-// database reset while Redis kept its data. Selling on it would refuse or
-// admit by that sale's window and stock, so the voucher is rebuilt from the
-// facts instead.
+// A state already under the new id is rebuilt from the facts: a
+// reconciler's load of this voucher (the rebuild gives it again), or a
+// left-over of another sale under a reused id (a database reset while
+// Redis kept its data), which would sell by that sale's window, stock and
+// buyers. One that names another sale (model.ErrForeignState) is refused
+// (unsafe) first, so a rebuild that fails leaves it refused, not sold.
 func (m *AsyncMode) Published(ctx context.Context, sv *model.SeckillVoucher) error {
 	log := m.Seckill.d.Log
 	loaded, err := m.Seckill.d.Redis.LoadNew(ctx, sv)
 	switch {
 	case errors.Is(err, model.ErrForeignState):
-		log.WarnContext(ctx, "redis held another sale's state under a voucher just published: rebuilt from the facts",
+		log.WarnContext(ctx, "redis held another sale's state under a voucher just published: refused until rebuilt from the facts",
 			"voucher_id", sv.VoucherID, "err", err)
-		m.Seckill.cache.forget(sv.VoucherID)
-		if _, err := m.Reconciler.Rebuild(ctx, sv.VoucherID); err != nil {
-			return fmt.Errorf("rebuild voucher %d in redis: %w", sv.VoucherID, err)
+		if err := m.Seckill.d.Redis.SetState(ctx, sv.VoucherID, model.VoucherStateUnsafe); err != nil {
+			return fmt.Errorf("voucher %d: mark another sale's state unsafe: %w", sv.VoucherID, err)
 		}
 	case err != nil:
 		return fmt.Errorf("load voucher %d into redis: %w", sv.VoucherID, err)
-	case !loaded:
-		log.InfoContext(ctx, "voucher already in redis", "voucher_id", sv.VoucherID)
+	case loaded:
+		return nil
+	default:
+		log.InfoContext(ctx, "voucher already in redis: rebuilt from the facts", "voucher_id", sv.VoucherID)
+	}
+	m.Seckill.cache.forget(sv.VoucherID)
+	if _, err := m.Reconciler.Rebuild(ctx, sv.VoucherID); err != nil {
+		return fmt.Errorf("rebuild voucher %d in redis: %w", sv.VoucherID, err)
 	}
 	return nil
 }
