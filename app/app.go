@@ -114,6 +114,7 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger, opts ...Optio
 	if err != nil {
 		return nil, err
 	}
+	w.voucherSvc.OnPublished(published(w.room, p.async))
 	lifecycle := w.lifecycle(p)
 	// The live dashboard: this process's answers per voucher, published to
 	// Redis four times a second. Any instance's stream reads them all.

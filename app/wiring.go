@@ -10,6 +10,7 @@ import (
 	"seckill/config"
 	"seckill/handler"
 	"seckill/lock"
+	"seckill/model"
 	"seckill/observe/live"
 	"seckill/observe/metrics"
 	"seckill/observe/telemetry"
@@ -68,6 +69,22 @@ type purchase struct {
 	async *service.AsyncMode
 }
 
+// published is what publishing a voucher does after its row is written,
+// before it answers: any room Redis holds under the id is dropped (both
+// modes), and in async mode (async not nil) the voucher is loaded into
+// Redis.
+func published(room *service.WaitingRoom, async *service.AsyncMode) func(context.Context, *model.SeckillVoucher) error {
+	return func(ctx context.Context, sv *model.SeckillVoucher) error {
+		if err := room.Published(ctx, sv); err != nil {
+			return fmt.Errorf("voucher %d: drop a room under its id: %w", sv.VoucherID, err)
+		}
+		if async == nil {
+			return nil
+		}
+		return async.Published(ctx, sv)
+	}
+}
+
 // purchase wires the purchase path of SECKILL_ORDER_MODE. In async mode it
 // reconciles Redis with the database first. It starts nothing.
 func (w *wiring) purchase(ctx context.Context) (purchase, error) {
@@ -79,7 +96,6 @@ func (w *wiring) purchase(ctx context.Context) (purchase, error) {
 	if err != nil {
 		return purchase{}, err
 	}
-	w.voucherSvc.OnPublished(as.Published)
 	// Orders admitted under the key layout before the shards sit in
 	// stream.orders. Nothing here reads that stream. The previous version
 	// must write them first (docs/operations.md, "Upgrading the key

@@ -80,3 +80,5 @@ func TestAdmissionBeforeAnything(t *testing.T) {
 		t.Errorf("valid token: got %d purchases, room told %v, want 1 and [bought]", n, rooms.notified)
 	}
 }
+
+func (*fakeRooms) Drop(context.Context, int64) error { return nil }

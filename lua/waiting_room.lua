@@ -2,7 +2,7 @@
 -- create and draw the room, lapse expired admissions, do the operation,
 -- advance the serving number, answer.
 --
--- KEYS[1]  seckill:{<tag>}:room:<voucherId>  hash: seed, drawn, pool, base, serving, seq, counters, state, sale
+-- KEYS[1]  seckill:{<tag>}:room:<voucherId>  hash: seed, drawn, pool, base, serving, seq, counters, state
 -- KEYS[2]  seckill:{<tag>}:roompool:<voucherId>  zset: joiners before the start, by draw key
 -- KEYS[3]  seckill:{<tag>}:roomline:<voucherId>  zset: joiners after the start, by arrival
 -- KEYS[4]  seckill:{<tag>}:roomadm:<voucherId>  zset: admitted, not bought, by expiry (ms)
@@ -15,9 +15,6 @@
 -- ARGV[6]  overbooking factor (at least 1)
 -- ARGV[7]  a fresh random seed, used when the room is created
 -- ARGV[8]  the database's stock now, or "" when the caller has not read it
--- ARGV[9]  the sale the room serves: its voucher row's creation, Unix ms
---          ("" or absent: not checked). A room of another sale under the
---          id (a database reset while Redis kept its data) is dropped.
 --
 -- Returns, for join and poll, {status, position, ahead, expires, now}:
 -- status waiting, admitted, sold_out, closed or notjoined; position -1
@@ -35,13 +32,6 @@ local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local changed = op ~= 'poll' and op ~= 'audit'
 
-local sale = ARGV[9] or ''
-if sale ~= '' then
-  local was = redis.call('HGET', room, 'sale')
-  if was and was ~= sale then
-    redis.call('DEL', room, pool, line, adm, done)
-  end
-end
 if redis.call('EXISTS', room) == 0 then
   if op == 'bought' or op == 'soldout' or op == 'close' or op == 'audit' then
     return {'none'}
@@ -49,9 +39,6 @@ if redis.call('EXISTS', room) == 0 then
   redis.call('HSET', room, 'seed', ARGV[7], 'serving', 0, 'seq', 0, 'joined', 0,
     'admitted', 0, 'purchased', 0, 'lapsed', 0, 'state', '')
   changed = true
-end
-if sale ~= '' then
-  redis.call('HSET', room, 'sale', sale)
 end
 local seed = redis.call('HGET', room, 'seed')
 local drawn = redis.call('HGET', room, 'drawn')

@@ -104,8 +104,4 @@ type RoomCall struct {
 	// Base is the database's stock now, read after the store answered
 	// ErrRoomNeedsBase; negative when not read.
 	Base int
-	// Sale is when the voucher's row was created: a room Redis holds for
-	// another sale under the id (a database reset while Redis kept its
-	// data) is dropped. Zero: not checked.
-	Sale time.Time
 }

@@ -28,7 +28,8 @@ type AsyncState interface {
 	// The returned sets list cancelled orders whose units are on sale again.
 	Load(ctx context.Context, sv *model.SeckillVoucher, stock int64, buyers, returned []int64) error
 	// LoadNew loads a voucher just published, unless its Redis state exists.
-	// A reconciler owns an existing state. It reports whether it loaded.
+	// It reports whether it loaded. A state that names another sale (window,
+	// buckets or stock) is model.ErrForeignState.
 	LoadNew(ctx context.Context, sv *model.SeckillVoucher) (bool, error)
 	// Epoch returns the epoch stored in Redis ("" when none).
 	Epoch(ctx context.Context) (string, error)

@@ -20,6 +20,8 @@ type RoomStore interface {
 	Notify(ctx context.Context, voucherID, userID int64, op string, c model.RoomCall) error
 	// Audit reads the room; nil when there is none.
 	Audit(ctx context.Context, voucherID int64, c model.RoomCall) (*model.RoomAudit, error)
+	// Drop deletes the voucher's room, if any.
+	Drop(ctx context.Context, voucherID int64) error
 }
 
 // AdmissionSigner signs and checks admission tokens (*auth.Admissions).
@@ -141,7 +143,7 @@ func (r *WaitingRoom) call(v *cachedVoucher) model.RoomCall { return r.callFor(&
 // database's stock (-1: not read).
 func (r *WaitingRoom) callFor(sv *model.SeckillVoucher, base int) model.RoomCall {
 	return model.RoomCall{Begin: sv.BeginTime, ExpireAt: sv.EndTime.Add(roomKeysGrace),
-		TokenTTL: r.cfg.TokenTTL + r.maxRetry(), Overbook: r.cfg.Overbook, Base: base, Sale: sv.CreateTime}
+		TokenTTL: r.cfg.TokenTTL + r.maxRetry(), Overbook: r.cfg.Overbook, Base: base}
 }
 
 // maxRetry is the longest pause a waiting buyer is told to keep: maxRetry,
@@ -315,6 +317,16 @@ func (r *WaitingRoom) Audit(ctx context.Context, voucherID int64) (*model.RoomAu
 		a.Seed = ""
 	}
 	return a, nil
+}
+
+// Published drops any room Redis holds under a voucher just published. A
+// new voucher has none; one there is another sale's, left under a reused
+// id by a database reset while Redis kept its data (closed, sold out, its
+// buyers queued), and would answer for the new sale. Wire it with
+// Vouchers.OnPublished, in both order modes.
+func (r *WaitingRoom) Published(ctx context.Context, sv *model.SeckillVoucher) error {
+	r.cache.forget(sv.VoucherID)
+	return r.store.Drop(ctx, sv.VoucherID)
 }
 
 // VoucherChanged drops this process's cached copy of the voucher (an

@@ -79,3 +79,5 @@ func TestDrawReadsStockOnce(t *testing.T) {
 		t.Errorf("got %d reads of the stock and base %d, want 1 and 40", n, store.base)
 	}
 }
+
+func (*drawStore) Drop(context.Context, int64) error { return nil }

@@ -27,12 +27,13 @@ func roomArgs(op string, userID int64, c model.RoomCall) []any {
 	if c.Base >= 0 {
 		base = strconv.Itoa(c.Base)
 	}
-	sale := ""
-	if !c.Sale.IsZero() {
-		sale = strconv.FormatInt(c.Sale.UnixMilli(), 10)
-	}
 	return []any{op, userID, c.Begin.UnixMilli(), c.ExpireAt.UnixMilli(), c.TokenTTL.Milliseconds(),
-		strconv.FormatFloat(c.Overbook, 'f', -1, 64), rand.Text(), base, sale}
+		strconv.FormatFloat(c.Overbook, 'f', -1, 64), rand.Text(), base}
+}
+
+// Drop deletes the voucher's room: its five keys, in one slot.
+func (s *Rooms) Drop(ctx context.Context, voucherID int64) error {
+	return redisErr(s.rdb.Del(ctx, roomKeys(voucherID)...).Err())
 }
 
 // Step runs op (join or poll) for the user and answers the user's state.
