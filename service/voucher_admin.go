@@ -74,7 +74,9 @@ func (s *VoucherAdmin) Close(ctx context.Context, voucherID int64) error {
 	if voucherID <= 0 {
 		return model.InvalidArgument("id", "must be a positive number")
 	}
-	if err := s.store.CloseSeckill(ctx, voucherID, s.now()); err != nil {
+	// Whole seconds, as the end is stored: a database that rounds (MySQL)
+	// would otherwise keep an end up to half a second after now.
+	if err := s.store.CloseSeckill(ctx, voucherID, model.SaleTime(s.now())); err != nil {
 		return err
 	}
 	return s.notify(ctx, voucherID)

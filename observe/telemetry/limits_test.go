@@ -13,7 +13,8 @@ import (
 
 // TestSpanLimits: a span attribute of 100 KB (a client's User-Agent) is
 // cut to AttributeValueLimit bytes by default, and to what
-// OTEL_SPAN_ATTRIBUTE_VALUE_LENGTH_LIMIT says when it is set.
+// OTEL_SPAN_ATTRIBUTE_VALUE_LENGTH_LIMIT or OTEL_ATTRIBUTE_VALUE_LENGTH_LIMIT
+// says when one is set.
 func TestSpanLimits(t *testing.T) {
 	long := strings.Repeat("a", 100<<10)
 	valueLen := func(limits sdktrace.SpanLimits) int {
@@ -37,8 +38,13 @@ func TestSpanLimits(t *testing.T) {
 	if got := valueLen(SpanLimits(os.LookupEnv)); got != 64 {
 		t.Errorf("OTEL_SPAN_ATTRIBUTE_VALUE_LENGTH_LIMIT=64: attribute of %d bytes, want 64", got)
 	}
-	// The SDK alone keeps the whole value: the limit is this package's.
 	os.Unsetenv("OTEL_SPAN_ATTRIBUTE_VALUE_LENGTH_LIMIT")
+	t.Setenv("OTEL_ATTRIBUTE_VALUE_LENGTH_LIMIT", "32")
+	if got := valueLen(SpanLimits(os.LookupEnv)); got != 32 {
+		t.Errorf("OTEL_ATTRIBUTE_VALUE_LENGTH_LIMIT=32: attribute of %d bytes, want 32", got)
+	}
+	// The SDK alone keeps the whole value: the limit is this package's.
+	os.Unsetenv("OTEL_ATTRIBUTE_VALUE_LENGTH_LIMIT")
 	if got := valueLen(sdktrace.NewSpanLimits()); got != len(long) {
 		t.Errorf("the SDK's default: attribute of %d bytes, want %d", got, len(long))
 	}

@@ -68,18 +68,20 @@ func Start(ctx context.Context) (*sdktrace.TracerProvider, error) {
 }
 
 // AttributeValueLimit bounds the length of a span attribute's value
-// unless OTEL_SPAN_ATTRIBUTE_VALUE_LENGTH_LIMIT says otherwise. The
-// SDK's default is no bound, and a request span copies the client's
-// User-Agent and Host: a client could make every span it sends hold a
-// megabyte (net/http's header limit), and the exporter's queue
-// thousands of them.
+// unless OTEL_SPAN_ATTRIBUTE_VALUE_LENGTH_LIMIT or
+// OTEL_ATTRIBUTE_VALUE_LENGTH_LIMIT says otherwise. The SDK's default is
+// no bound, and a request span copies the client's User-Agent and Host:
+// a client could make every span it sends hold all the headers the
+// server takes, and the exporter's queue thousands of such spans.
 const AttributeValueLimit = 1024
 
-// SpanLimits are the SDK's limits from the OTEL_SPAN_* variables, with
-// AttributeValueLimit unless OTEL_SPAN_ATTRIBUTE_VALUE_LENGTH_LIMIT is set.
+// SpanLimits are the SDK's limits from the OTEL_* variables, with
+// AttributeValueLimit unless one of the two length variables is set.
 func SpanLimits(lookup func(string) (string, bool)) sdktrace.SpanLimits {
 	limits := sdktrace.NewSpanLimits()
-	if _, set := lookup("OTEL_SPAN_ATTRIBUTE_VALUE_LENGTH_LIMIT"); !set {
+	_, span := lookup("OTEL_SPAN_ATTRIBUTE_VALUE_LENGTH_LIMIT")
+	_, general := lookup("OTEL_ATTRIBUTE_VALUE_LENGTH_LIMIT")
+	if !span && !general {
 		limits.AttributeValueLengthLimit = AttributeValueLimit
 	}
 	return limits

@@ -3,6 +3,7 @@ package redisstore
 import (
 	"context"
 	"errors"
+	"maps"
 	mrand "math/rand/v2"
 	"testing"
 	"time"
@@ -65,14 +66,19 @@ func TestLoadNewForeignState(t *testing.T) {
 				t.Fatal(err)
 			}
 			shard := repository.BucketShard(sv.VoucherID, 0)
-			before, _ := rdb.HGetAll(ctx, repository.VoucherKeyIn(shard, sv.VoucherID)).Result()
+			read := func() (map[string]string, string) {
+				h, _ := rdb.HGetAll(ctx, repository.VoucherKeyIn(shard, sv.VoucherID)).Result()
+				stock, _ := rdb.Get(ctx, repository.StockKeyIn(shard, sv.VoucherID)).Result()
+				return h, stock
+			}
+			before, stockBefore := read()
 			ok, err := states.LoadNew(ctx, sv)
 			if ok || !errors.Is(err, model.ErrForeignState) {
 				t.Errorf("%s: LoadNew got %v, %v, want false, ErrForeignState", name, ok, err)
 			}
-			after, _ := rdb.HGetAll(ctx, repository.VoucherKeyIn(shard, sv.VoucherID)).Result()
-			if len(after) == 0 || after["end"] != before["end"] || after["initial"] != before["initial"] {
-				t.Errorf("%s: the left-over changed: %v, then %v", name, before, after)
+			after, stockAfter := read()
+			if len(after) == 0 || !maps.Equal(after, before) || stockAfter != stockBefore || stockAfter != "0" {
+				t.Errorf("%s: the left-over changed: %v stock %q, then %v stock %q", name, before, stockBefore, after, stockAfter)
 			}
 		}
 	})
