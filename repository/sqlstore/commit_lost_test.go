@@ -73,10 +73,14 @@ func (p *commitProxy) accept() {
 							close(p.fired)
 							return // never forwarded. Both sides close
 						}
+						// Marked lost before it is forwarded: the server's
+						// reply can come back before this goroutine runs
+						// again, and must find the mark (the client waits
+						// for each reply, so the next bytes are COMMIT's).
+						close(lost)
 						if _, err := s.Write(chunk); err != nil {
 							return
 						}
-						close(lost)
 						continue
 					}
 					if _, err := s.Write(chunk); err != nil {
