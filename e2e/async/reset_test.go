@@ -14,6 +14,26 @@ import (
 	"seckill/model"
 )
 
+// firstLife is the sale before the reset: an app on redisAddr and dsn
+// publishes a voucher of 3 (more: the request's other fields), users
+// base+1 to base+3 buy it out, and the consumers write the orders. The app
+// is closed when it returns the voucher's id.
+func firstLife(t *testing.T, redisAddr, dsn string, base int64, more map[string]any) (vid int64) {
+	t.Helper()
+	t.Run("first life", func(t *testing.T) {
+		a := apptest.StartAsync(t, map[string]string{"SECKILL_REDIS_ADDR": redisAddr, "SECKILL_MYSQL_DSN": dsn})
+		vid = apptest.PublishVoucherWith(t, a.Handler(), 3, more)
+		if got := apptest.Storm(t, []http.Handler{a.Handler()}, vid, base, 3, 1); got.ByCode["OK"] != 3 {
+			t.Fatalf("first life: got %v, want 3 OK", got.ByCode)
+		}
+		apptest.WaitDrained(t, a.Handler(), vid, 3)
+	})
+	if t.Failed() {
+		t.FailNow()
+	}
+	return vid
+}
+
 // TestAsyncPublishAfterDatabaseReset: the database is reset (a fresh one)
 // while Redis keeps its data. In its first life a voucher of 3 sold out to
 // 3 buyers. In the second, the first voucher published gets the same id.
@@ -37,18 +57,7 @@ func TestAsyncPublishAfterDatabaseReset(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			m, _, dsn, _ := apptest.PrivateBackends(t)
 			base := apptest.RandomBase()
-			var oldID int64
-			t.Run("first life", func(t *testing.T) {
-				a := apptest.StartAsync(t, map[string]string{"SECKILL_REDIS_ADDR": m.Addr(), "SECKILL_MYSQL_DSN": dsn})
-				oldID = apptest.PublishVoucherWith(t, a.Handler(), 3, window)
-				if got := apptest.Storm(t, []http.Handler{a.Handler()}, oldID, base, 3, 1); got.ByCode["OK"] != 3 {
-					t.Fatalf("first life: got %v, want 3 OK", got.ByCode)
-				}
-				apptest.WaitDrained(t, a.Handler(), oldID, 3)
-			})
-			if t.Failed() {
-				return
-			}
+			oldID := firstLife(t, m.Addr(), dsn, base, window)
 
 			dsn2, db2 := apptest.FreshDatabase(t)
 			a := apptest.StartAsync(t, map[string]string{"SECKILL_REDIS_ADDR": m.Addr(), "SECKILL_MYSQL_DSN": dsn2})
@@ -80,12 +89,7 @@ func TestAsyncPublishAfterDatabaseReset(t *testing.T) {
 func TestAsyncPublishOverLeftOverRebuildFails(t *testing.T) {
 	m, rdb, dsn, _ := apptest.PrivateBackends(t)
 	base := apptest.RandomBase()
-	a1 := apptest.StartAsync(t, map[string]string{"SECKILL_REDIS_ADDR": m.Addr(), "SECKILL_MYSQL_DSN": dsn})
-	oldID := apptest.PublishVoucher(t, a1.Handler(), 3)
-	if got := apptest.Storm(t, []http.Handler{a1.Handler()}, oldID, base, 3, 1); got.ByCode["OK"] != 3 {
-		t.Fatalf("first life: got %v, want 3 OK", got.ByCode)
-	}
-	apptest.WaitDrained(t, a1.Handler(), oldID, 3)
+	oldID := firstLife(t, m.Addr(), dsn, base, nil)
 
 	dsn2, db2 := apptest.FreshDatabase(t)
 	a := apptest.StartAsync(t, map[string]string{"SECKILL_REDIS_ADDR": m.Addr(), "SECKILL_MYSQL_DSN": dsn2})
