@@ -40,7 +40,7 @@ func newReconcileLock(rdb redis.UniversalClient, lease, wait time.Duration) (loc
 // newAsync wires the async seckill (SECKILL_ORDER_MODE=async) without
 // starting anything. It returns the purchase limits too, on the admissions'
 // round trips.
-func newAsync(d *deps, cfg config.Config, log *slog.Logger, locker lock.Locker, m *metrics.Metrics, tr *telemetry.Tracing) (*service.AsyncMode, redisstore.PurchaseLimits, error) {
+func newAsync(d *deps, cfg config.Config, log *slog.Logger, locker lock.Locker, m *metrics.Metrics, tr *telemetry.Tracing, returned service.UnitsReturned) (*service.AsyncMode, redisstore.PurchaseLimits, error) {
 	reconcileLock, err := newReconcileLock(d.Redis, reconcileLease, 3*time.Minute)
 	if err != nil {
 		return nil, redisstore.PurchaseLimits{}, err
@@ -88,7 +88,7 @@ func newAsync(d *deps, cfg config.Config, log *slog.Logger, locker lock.Locker, 
 		Seckill: adm,
 		Consumers: service.NewConsumerGroup(service.ConsumerDeps{
 			Queue: queue, Orders: orders, Fence: fence, Locker: consumerLock, Rejects: rejects, Admitted: adm.Admitted,
-			Observer: obs, Metrics: consumerMetrics, Tracer: batches, Now: time.Now, Log: log,
+			Observer: obs, Metrics: consumerMetrics, Tracer: batches, Returned: returned, Now: time.Now, Log: log,
 		}, consumerConfig),
 		Reconciler: service.NewReconciler(service.ReconcilerDeps{
 			Vouchers: vouchers, Orders: orders, Fence: fence, Redis: state, Queue: queue,

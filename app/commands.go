@@ -202,7 +202,7 @@ func Rebuild(ctx context.Context, cfg config.Config, log *slog.Logger, args []st
 	if err := d.DB.Migrate(ctx); err != nil {
 		return err
 	}
-	as, _, err := newAsync(d, cfg, log, lock.NewNone(), nil, nil)
+	as, _, err := newAsync(d, cfg, log, lock.NewNone(), nil, nil, nil)
 	if err != nil {
 		return err
 	}

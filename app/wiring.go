@@ -62,6 +62,9 @@ type purchase struct {
 	seckill handler.Sale
 	// changed is told of each voucher an admin edited or closed.
 	changed func(ctx context.Context, voucherID int64) error
+	// forget drops the cached copy of a voucher another instance changed
+	// (0: every copy).
+	forget func(voucherID int64)
 	// limits are the purchase limits' scripts: in round trips of their
 	// own, or in async mode in the admissions'.
 	limits redisstore.PurchaseLimits
@@ -92,7 +95,7 @@ func (w *wiring) purchase(ctx context.Context) (purchase, error) {
 	if cfg.OrderMode != "async" {
 		return w.syncPurchase(ctx)
 	}
-	as, limits, err := newAsync(d, cfg, w.log, w.locker, w.m, w.tr)
+	as, limits, err := newAsync(d, cfg, w.log, w.locker, w.m, w.tr, w.room)
 	if err != nil {
 		return purchase{}, err
 	}
@@ -110,7 +113,7 @@ func (w *wiring) purchase(ctx context.Context) (purchase, error) {
 	if err := as.Reconciler.Reconcile(ctx); err != nil {
 		return purchase{}, fmt.Errorf("async start-up reconciliation: %w", err)
 	}
-	return purchase{seckill: as.Seckill, changed: as.VoucherChanged, limits: limits, async: as}, nil
+	return purchase{seckill: as.Seckill, changed: as.VoucherChanged, forget: as.Seckill.Forget, limits: limits, async: as}, nil
 }
 
 // syncPurchase wires the sync purchase path: lock, then the order
@@ -133,14 +136,14 @@ func (w *wiring) syncPurchase(ctx context.Context) (purchase, error) {
 		deps.Groups = w.orders
 	}
 	sk := service.NewSyncSeckill(deps, service.SyncSeckillConfig{Fencing: w.cfg.Fencing, CriticalDelay: w.cfg.CriticalDelay})
-	return purchase{seckill: sk, changed: sk.VoucherChanged, limits: redisstore.NewPurchaseLimits(d.Redis)}, nil
+	return purchase{seckill: sk, changed: sk.VoucherChanged, forget: sk.Forget, limits: redisstore.NewPurchaseLimits(d.Redis)}, nil
 }
 
 // lifecycle is the order lifecycle: pay, cancel, and the expiry sweep that
 // every instance runs. In async mode an expired order's unit goes back to
 // Redis.
 func (w *wiring) lifecycle(p purchase) *service.Lifecycle {
-	lifeDeps := service.LifecycleDeps{Store: w.orders, Vouchers: w.vouchers, Orders: p.seckill, Now: time.Now, Log: w.log}
+	lifeDeps := service.LifecycleDeps{Store: w.orders, Vouchers: w.vouchers, Orders: p.seckill, Returned: w.room, Now: time.Now, Log: w.log}
 	if p.async != nil {
 		lifeDeps.Returner = redisstore.NewStockReturns(w.d.Redis)
 	}

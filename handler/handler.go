@@ -409,7 +409,7 @@ func (a orderAPI) seckill(c *gin.Context) {
 		c.Set(outcomeKey, err)
 	}
 	if a.Room != nil {
-		a.Room.Outcome(c.Request.Context(), u.ID, voucherID, err)
+		a.Room.Outcome(c.Request.Context(), u.ID, voucherID, err, time.Since(start))
 	}
 	if err != nil {
 		status, code, msg := a.Style.Classify(err)

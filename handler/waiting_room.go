@@ -2,6 +2,7 @@ package handler
 
 import (
 	"context"
+	"time"
 
 	"github.com/gin-gonic/gin"
 
@@ -19,7 +20,7 @@ type Room interface {
 	// without a room.
 	Admit(ctx context.Context, userID, voucherID int64, token string) error
 	// Outcome tells the room how a purchase ended.
-	Outcome(ctx context.Context, userID, voucherID int64, buyErr error)
+	Outcome(ctx context.Context, userID, voucherID int64, buyErr error, took time.Duration)
 	// Audit is the voucher's room for its audit; nil without one.
 	Audit(ctx context.Context, voucherID int64) (*model.RoomAudit, error)
 }

@@ -2,28 +2,34 @@
 -- create and draw the room, lapse expired admissions, do the operation,
 -- advance the serving number, answer.
 --
--- KEYS[1]  seckill:{<tag>}:room:<voucherId>  hash: seed, drawn, pool, base, serving, seq, counters, state
+-- KEYS[1]  seckill:{<tag>}:room:<voucherId>  hash: seed, drawn, pool, base, serving, seq, counters, back, backat, state
 -- KEYS[2]  seckill:{<tag>}:roompool:<voucherId>  zset: joiners before the start, by draw key
 -- KEYS[3]  seckill:{<tag>}:roomline:<voucherId>  zset: joiners after the start, by arrival
 -- KEYS[4]  seckill:{<tag>}:roomadm:<voucherId>  zset: admitted, not bought, by expiry (ms)
 -- KEYS[5]  seckill:{<tag>}:roomdone:<voucherId>  hash: user -> p (bought) or l (lapsed)
--- ARGV[1]  operation: join, poll, bought, soldout, close or audit
--- ARGV[2]  user id (0 for soldout, close and audit)
+-- ARGV[1]  operation: join, poll, bought, soldout, returned, close or audit
+-- ARGV[2]  user id (0 for soldout, returned, close and audit)
 -- ARGV[3]  the sale's start, Unix ms
 -- ARGV[4]  when the keys expire, Unix ms
 -- ARGV[5]  admission TTL, ms
 -- ARGV[6]  overbooking factor (at least 1)
 -- ARGV[7]  a fresh random seed, used when the room is created
 -- ARGV[8]  the database's stock now, or "" when the caller has not read it
+-- ARGV[9]  returned: the units given back (cancelled or expired orders)
+-- ARGV[10] soldout: how long the purchase that met SOLD_OUT took, ms
 --
 -- Returns, for join and poll, {status, position, ahead, expires, now}:
 -- status waiting, admitted, sold_out, closed or notjoined; position -1
 -- before the draw; expires the admission's expiry (ms) when admitted.
 -- For audit, {joined, admitted, purchased, lapsed, seed, serving, pool,
--- base, state, outstanding, drawn}. Every operation returns {"needbase"}
+-- base, state, outstanding, drawn, back}. Every operation returns {"needbase"}
 -- when the room must be drawn and ARGV[8] is empty (the caller reads the
--- stock and calls again); bought, soldout, close and audit return
--- {"none"} when there is no room, bought, soldout and close {state}.
+-- stock and calls again); bought, soldout, returned, close and audit
+-- return {"none"} when there is no room, the others {state}.
+--
+-- The room counts units: remaining = base - purchased + back. A unit given
+-- back raises it and reopens a sold-out room; a sell-out, by the count or
+-- by a purchase that met SOLD_OUT, sets base so that remaining is 0.
 local room, pool, line, adm, done = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
 local op, user = ARGV[1], ARGV[2]
 local begin, expireAt, ttl = tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[5])
@@ -33,11 +39,11 @@ local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local changed = op ~= 'poll' and op ~= 'audit'
 
 if redis.call('EXISTS', room) == 0 then
-  if op == 'bought' or op == 'soldout' or op == 'close' or op == 'audit' then
+  if op ~= 'join' and op ~= 'poll' then
     return {'none'}
   end
   redis.call('HSET', room, 'seed', ARGV[7], 'serving', 0, 'seq', 0, 'joined', 0,
-    'admitted', 0, 'purchased', 0, 'lapsed', 0, 'state', '')
+    'admitted', 0, 'purchased', 0, 'lapsed', 0, 'back', 0, 'state', '')
   changed = true
 end
 local seed = redis.call('HGET', room, 'seed')
@@ -55,6 +61,13 @@ end
 -- the room is sold out or closed, the admissions left are not no-shows:
 -- they stay as they are.
 local state = redis.call('HGET', room, 'state')
+
+-- soldOut marks the room sold out with nothing remaining by its count, so
+-- that the next unit given back reopens it with one unit.
+local function soldOut()
+  local h = redis.call('HMGET', room, 'purchased', 'back')
+  redis.call('HSET', room, 'state', 'sold_out', 'base', tonumber(h[1]) - tonumber(h[2] or '0'))
+end
 local gone = {}
 if state == '' then
   gone = redis.call('ZRANGEBYSCORE', adm, '-inf', now)
@@ -77,8 +90,27 @@ if op == 'bought' then
     redis.call('HINCRBY', room, 'purchased', 1)
   end
 elseif op == 'soldout' and state == '' then
-  state = 'sold_out'
-  redis.call('HSET', room, 'state', state)
+  -- A purchase that read the stock before a unit came back must not
+  -- close the room on it: a give-back within its run (plus 2 s for the
+  -- instances' sold-out flags) keeps the room open.
+  local since = now - tonumber(ARGV[10]) - 2000
+  if tonumber(redis.call('HGET', room, 'backat') or '0') < since then
+    state = 'sold_out'
+    soldOut()
+  end
+elseif op == 'returned' and drawn and state ~= 'closed' then
+  redis.call('HINCRBY', room, 'back', tonumber(ARGV[9]))
+  redis.call('HSET', room, 'backat', now)
+  if state == 'sold_out' then
+    -- Reopen. The admissions that expired while it was sold out are not
+    -- no-shows: they leave without being counted.
+    for _, u in ipairs(redis.call('ZRANGEBYSCORE', adm, '-inf', now)) do
+      redis.call('HSET', done, u, 'l')
+    end
+    redis.call('ZREMRANGEBYSCORE', adm, '-inf', now)
+    state = ''
+    redis.call('HSET', room, 'state', state)
+  end
 elseif op == 'close' and state ~= 'closed' then
   state = 'closed'
   redis.call('HSET', room, 'state', state)
@@ -100,10 +132,10 @@ local serving = tonumber(redis.call('HGET', room, 'serving'))
 if drawn and state == '' then
   local base = tonumber(redis.call('HGET', room, 'base'))
   local purchased = tonumber(redis.call('HGET', room, 'purchased'))
-  local remaining = base - purchased
+  local remaining = base - purchased + tonumber(redis.call('HGET', room, 'back') or '0')
   if remaining <= 0 then
     state = 'sold_out'
-    redis.call('HSET', room, 'state', state)
+    soldOut()
     changed = true
   else
     local ended = purchased + tonumber(redis.call('HGET', room, 'lapsed'))
@@ -147,8 +179,8 @@ if changed or #gone > 0 then
 end
 
 if op == 'audit' then
-  local h = redis.call('HMGET', room, 'joined', 'admitted', 'purchased', 'lapsed', 'seed', 'serving', 'pool', 'base')
-  return {h[1], h[2], h[3], h[4], h[5], h[6], h[7] or '0', h[8] or '', state, redis.call('ZCARD', adm), drawn or ''}
+  local h = redis.call('HMGET', room, 'joined', 'admitted', 'purchased', 'lapsed', 'seed', 'serving', 'pool', 'base', 'back')
+  return {h[1], h[2], h[3], h[4], h[5], h[6], h[7] or '0', h[8] or '', state, redis.call('ZCARD', adm), drawn or '', h[9] or '0'}
 end
 if op ~= 'join' and op ~= 'poll' then
   return {state}

@@ -44,17 +44,21 @@ type RoomAudit struct {
 	Admitted  int64 `json:"admitted"`
 	Purchased int64 `json:"purchased"`
 	Lapsed    int64 `json:"lapsed"`
+	// Returned are the units given back (cancelled or expired orders)
+	// since the draw; each one reopened a place.
+	Returned int64 `json:"returned"`
 	// Seed is the draw's seed; empty before the start.
 	Seed string `json:"seed"`
 	// Serving is the last position admitted.
 	Serving int64 `json:"serving"`
 	// Pool is how many joined before the start (drawn in random order).
 	Pool int64 `json:"pool"`
-	// Base is the stock the room was sized to at the draw.
+	// Base is the stock the room was sized to at the draw; a sell-out sets
+	// it so that base - purchased + returned is 0.
 	Base int64 `json:"base"`
 	// Outstanding are the admitted who have neither bought nor lapsed.
 	Outstanding int64 `json:"outstanding"`
-	// State is "open", "sold_out" or "waiting" (not drawn yet).
+	// State is "open", "sold_out", "closed" or "waiting" (not drawn yet).
 	State string `json:"state"`
 }
 
@@ -104,4 +108,8 @@ type RoomCall struct {
 	// Base is the database's stock now, read after the store answered
 	// ErrRoomNeedsBase; negative when not read.
 	Base int
+	// Units are the units given back (op returned).
+	Units int
+	// Took is how long the purchase that met SOLD_OUT ran (op soldout).
+	Took time.Duration
 }

@@ -228,6 +228,9 @@ func (b *batch) deadLetter(m model.QueuedOrder, reason string, attempts int) {
 	}
 	delete(c.failures, m.MsgID)
 	if done {
+		if c.d.Returned != nil && giveBack(reason, has).Stock {
+			c.d.Returned.UnitsBack(b.ctx, m.VoucherID, 1)
+		}
 		c.d.Metrics.DeadLettered(reason)
 		c.d.Log.WarnContext(b.ctx, "order dead-lettered", append(orderAttrs(m), "reason", reason, "attempts", attempts,
 			"stock_given_back", reason != ReasonSoldOut, "buyer_kept", has)...)

@@ -125,6 +125,9 @@ type ConsumerDeps struct {
 	Tracer   BatchTracer
 	Observer Observer         // optional: lock refusals, unique-key rejections
 	Metrics  ConsumerObserver // optional: batches, writes, dead letters, claims
+	// Returned hears of a dead letter's unit given back to Redis (the
+	// waiting room); optional.
+	Returned UnitsReturned
 	Now      func() time.Time
 	Log      *slog.Logger
 }

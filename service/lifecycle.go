@@ -58,6 +58,12 @@ type OrderReader interface {
 	Order(ctx context.Context, userID, orderID int64) (*model.VoucherOrder, error)
 }
 
+// UnitsReturned hears of units back on sale (*WaitingRoom): in sync mode
+// once the cancel committed, in async mode once Redis took the unit back.
+type UnitsReturned interface {
+	UnitsBack(ctx context.Context, voucherID int64, n int)
+}
+
 // LifecycleObserver receives the lifecycle's events that the metrics
 // count. A nil LifecycleObserver is allowed.
 type LifecycleObserver interface {
@@ -120,6 +126,9 @@ type LifecycleDeps struct {
 	// Metrics counts payments, cancels, expiries, give-backs and sweeps;
 	// optional.
 	Metrics LifecycleObserver
+	// Returned hears of the units back on sale (the waiting room);
+	// optional.
+	Returned UnitsReturned
 }
 
 // Lifecycle pays, cancels and expires orders, in both modes.
@@ -211,6 +220,8 @@ func (l *Lifecycle) Cancel(ctx context.Context, userID, orderID int64, key strin
 		// Owed even when another instance gave it back before the read.
 		if l.d.Returner != nil {
 			l.d.Metrics.GivebacksOwed(1)
+		} else if o != nil {
+			l.unitsBack(ctx, []model.VoucherOrder{*o})
 		}
 	}
 	if o != nil && o.GivebackDue {
@@ -287,6 +298,9 @@ func (l *Lifecycle) sweep(ctx context.Context, batches *int) (int, error) {
 		for _, o := range expired {
 			l.d.Log.InfoContext(ctx, "order expired", "order_id", o.ID, "voucher_id", o.VoucherID, "user_id", o.UserID)
 		}
+		if l.d.Returner == nil {
+			l.unitsBack(ctx, expired)
+		}
 		if len(expired) < l.cfg.Batch || ctx.Err() != nil {
 			break
 		}
@@ -311,6 +325,7 @@ func (l *Lifecycle) sweep(ctx context.Context, batches *int) (int, error) {
 // returns how many it recorded done.
 func (l *Lifecycle) returnUnits(ctx context.Context, orders []model.VoucherOrder) int {
 	var done []int64
+	var back []model.VoucherOrder
 	applied := 0
 	seen := map[int64]*model.SeckillVoucher{}
 	for _, o := range orders {
@@ -333,9 +348,11 @@ func (l *Lifecycle) returnUnits(ctx context.Context, orders []model.VoucherOrder
 			done = append(done, o.ID)
 			if res == GiveBackApplied {
 				applied++
+				back = append(back, o)
 			}
 		}
 	}
+	l.unitsBack(ctx, back)
 	if len(done) == 0 {
 		return 0
 	}
@@ -364,5 +381,24 @@ func (l *Lifecycle) Run(ctx context.Context) {
 			return
 		case <-t.C:
 		}
+	}
+}
+
+// unitsBack tells Returned of the orders' units, back on sale now: one
+// call per voucher.
+func (l *Lifecycle) unitsBack(ctx context.Context, orders []model.VoucherOrder) {
+	if l.d.Returned == nil || len(orders) == 0 {
+		return
+	}
+	n := map[int64]int{}
+	var ids []int64
+	for _, o := range orders {
+		if n[o.VoucherID] == 0 {
+			ids = append(ids, o.VoucherID)
+		}
+		n[o.VoucherID]++
+	}
+	for _, id := range ids {
+		l.d.Returned.UnitsBack(ctx, id, n[id])
 	}
 }

@@ -221,7 +221,15 @@ func (r *WaitingRoom) view(a model.RoomAnswer, userID, voucherID int64, begin ti
 	switch a.Status {
 	case model.RoomNotJoined:
 		return nil, fmt.Errorf("%w: join the waiting room first (POST)", model.ErrNotAdmitted)
-	case model.RoomSoldOut, model.RoomClosed:
+	case model.RoomClosed:
+		return out, nil
+	case model.RoomSoldOut:
+		// Not final while the sale lasts: a unit given back reopens the room.
+		out.RetryAfter = r.maxRetry()
+		if a.Position > 0 {
+			pos := a.Position
+			out.Position = &pos
+		}
 		return out, nil
 	case model.RoomAdmitted:
 		out.Token = r.tokens.Sign(userID, voucherID, a.Expires)
@@ -274,7 +282,10 @@ func (r *WaitingRoom) Admit(ctx context.Context, userID, voucherID int64, token 
 // admission is used) or sold out (the room closes). Other outcomes and
 // vouchers without a room change nothing. A failure is logged: the
 // order stands either way.
-func (r *WaitingRoom) Outcome(ctx context.Context, userID, voucherID int64, buyErr error) {
+//
+// took is how long the purchase ran: a sell-out it met is not applied when
+// a unit came back meanwhile (docs/waiting-room.md).
+func (r *WaitingRoom) Outcome(ctx context.Context, userID, voucherID int64, buyErr error, took time.Duration) {
 	op := "bought"
 	switch {
 	case buyErr == nil:
@@ -287,8 +298,31 @@ func (r *WaitingRoom) Outcome(ctx context.Context, userID, voucherID int64, buyE
 	if err != nil || !v.sv.WaitingRoom {
 		return
 	}
-	if err := r.store.Notify(ctx, voucherID, userID, op, r.call(v)); err != nil && !errors.Is(err, model.ErrRoomNeedsBase) {
+	c := r.call(v)
+	c.Took = took
+	if err := r.store.Notify(ctx, voucherID, userID, op, c); err != nil && !errors.Is(err, model.ErrRoomNeedsBase) {
 		r.log.WarnContext(ctx, "waiting room not told of a purchase", "voucher_id", voucherID, "user_id", userID, "outcome", op, "err", err)
+	}
+}
+
+// UnitsBack tells the voucher's room that n units are back on sale (orders
+// cancelled or expired, given back to the stock the purchase reads): the
+// next n in line are admitted, and a sold-out room opens again. A room
+// not drawn yet reads the stock at its draw; a closed one stays closed. A
+// failure is logged: the units are on sale either way, and the room
+// admits them again when its admissions lapse.
+func (r *WaitingRoom) UnitsBack(ctx context.Context, voucherID int64, n int) {
+	if n <= 0 {
+		return
+	}
+	v, err := r.cache.get(ctx, voucherID)
+	if err != nil || !v.sv.WaitingRoom {
+		return
+	}
+	c := r.call(v)
+	c.Units = n
+	if err := r.store.Notify(ctx, voucherID, 0, "returned", c); err != nil && !errors.Is(err, model.ErrRoomNeedsBase) {
+		r.log.WarnContext(ctx, "waiting room not told of units given back", "voucher_id", voucherID, "units", n, "err", err)
 	}
 }
 
@@ -329,11 +363,18 @@ func (r *WaitingRoom) Published(ctx context.Context, sv *model.SeckillVoucher) e
 	return r.store.Drop(ctx, sv.VoucherID)
 }
 
+// Forget drops the cached copy of a voucher another instance changed, and
+// the copy of its room's state; voucherID 0 drops every copy.
+func (r *WaitingRoom) Forget(voucherID int64) {
+	forget(r.cache, voucherID)
+	r.states.forget(voucherID)
+}
+
 // VoucherChanged drops this process's cached copy of the voucher (an
 // admin edited or closed it). A closed voucher's room is closed in Redis
 // too, so every instance answers closed at once.
 func (r *WaitingRoom) VoucherChanged(ctx context.Context, voucherID int64) error {
-	r.cache.forget(voucherID)
+	r.Forget(voucherID)
 	sv, err := r.stock.GetSeckill(ctx, voucherID)
 	if err != nil || !sv.WaitingRoom || r.now().Before(sv.EndTime) {
 		return err

@@ -74,6 +74,24 @@ func (s *roomStates) entry(voucherID int64) *roomEntry {
 	return e
 }
 
+// forget drops the copy of the voucher's room (0: of every room): the next
+// poll reads it again.
+func (s *roomStates) forget(voucherID int64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	old := s.m.Load()
+	if old == nil {
+		return
+	}
+	m := make(map[int64]*roomEntry, len(*old))
+	for k, v := range *old {
+		if voucherID != 0 && k != voucherID {
+			m[k] = v
+		}
+	}
+	s.m.Store(&m)
+}
+
 // state returns the room's public state, read again when older than
 // roomStateTTL: by one request, the others wait for its answer. The read
 // runs the room's script (its audit), which also lapses the expired
@@ -121,8 +139,12 @@ func (r *WaitingRoom) fromTicket(ctx context.Context, userID, voucherID int64, v
 	if err != nil || s.seed == "" {
 		return nil
 	}
-	if s.state != "" {
+	switch s.state {
+	case model.RoomClosed:
 		return &RoomView{Status: s.state}
+	case model.RoomSoldOut:
+		// A unit given back reopens the room: keep polling, from memory.
+		return &RoomView{Status: s.state, RetryAfter: r.maxRetry(), Ticket: ticket}
 	}
 	pos, ok := r.checkTicket(ticket, userID, voucherID, s.seed)
 	switch {
@@ -148,7 +170,7 @@ type ticketView struct {
 // ticket signs the user's ticket for an answer of the script: waiting or
 // admitted, when the instance knows the room's seed.
 func (r *WaitingRoom) ticket(ctx context.Context, userID, voucherID int64, v *cachedVoucher, a model.RoomAnswer) string {
-	if r.tickets == nil || (a.Status != model.RoomWaiting && a.Status != model.RoomAdmitted) {
+	if r.tickets == nil || (a.Status != model.RoomWaiting && a.Status != model.RoomAdmitted && (a.Status != model.RoomSoldOut || a.Position <= 0)) {
 		return ""
 	}
 	s, err := r.state(ctx, voucherID, v)

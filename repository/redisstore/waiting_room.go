@@ -28,7 +28,7 @@ func roomArgs(op string, userID int64, c model.RoomCall) []any {
 		base = strconv.Itoa(c.Base)
 	}
 	return []any{op, userID, c.Begin.UnixMilli(), c.ExpireAt.UnixMilli(), c.TokenTTL.Milliseconds(),
-		strconv.FormatFloat(c.Overbook, 'f', -1, 64), rand.Text(), base}
+		strconv.FormatFloat(c.Overbook, 'f', -1, 64), rand.Text(), base, c.Units, c.Took.Milliseconds()}
 }
 
 // Drop deletes the voucher's room: its five keys, in one slot.
@@ -61,7 +61,8 @@ func (s *Rooms) Step(ctx context.Context, voucherID, userID int64, op string, c 
 	return a, nil
 }
 
-// Notify runs bought (the user bought) or soldout (a purchase met SOLD_OUT).
+// Notify runs bought (the user bought), soldout (a purchase met SOLD_OUT)
+// or returned (c.Units came back on sale).
 // A room Redis lost is left as it is.
 func (s *Rooms) Notify(ctx context.Context, voucherID, userID int64, op string, c model.RoomCall) error {
 	v, err := lua.WaitingRoom.Run(ctx, s.rdb, roomKeys(voucherID), roomArgs(op, userID, c)...).Slice()
@@ -85,8 +86,8 @@ func (s *Rooms) Audit(ctx context.Context, voucherID int64, c model.RoomCall) (*
 		return nil, nil
 	case st == "needbase":
 		return nil, model.ErrRoomNeedsBase
-	case len(v) != 11:
-		return nil, fmt.Errorf("waiting room audit: %d fields, want 11", len(v))
+	case len(v) != 12:
+		return nil, fmt.Errorf("waiting room audit: %d fields, want 12", len(v))
 	}
 	num := func(i int) int64 {
 		switch x := v[i].(type) {
@@ -99,7 +100,7 @@ func (s *Rooms) Audit(ctx context.Context, voucherID int64, c model.RoomCall) (*
 		return 0
 	}
 	a := &model.RoomAudit{Joined: num(0), Admitted: num(1), Purchased: num(2), Lapsed: num(3),
-		Serving: num(5), Pool: num(6), Base: num(7), Outstanding: num(9)}
+		Serving: num(5), Pool: num(6), Base: num(7), Outstanding: num(9), Returned: num(11)}
 	a.Seed, _ = v[4].(string)
 	state, _ := v[8].(string)
 	drawn, _ := v[10].(string)

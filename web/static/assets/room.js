@@ -34,7 +34,7 @@ export function queuePanel(voucherId, token, buy) {
     const words = {
       waiting: a.position == null ? 'The queue is drawn at random when the sale starts: joining early gives no better place.' : 'Waiting for your turn.',
       admitted: 'Your turn: buy within ' + duration(60000) + ' or your place passes on.',
-      sold_out: 'Sold out: every unit has been bought.',
+      sold_out: 'Sold out for now: a unit given back (an order cancelled or left unpaid) goes to the next in the queue.',
       closed: 'The queue is closed for you (the sale ended, or your turn passed unused).',
     };
     setText(note, words[a.status] || a.status);
@@ -48,7 +48,9 @@ export function queuePanel(voucherId, token, buy) {
       const a = (await api(method, `/voucher-order/seckill/${voucherId}/queue`, { token, headers })).data;
       if (a.ticket) ticket = a.ticket;
       show(a);
-      if (a.status === 'waiting' || a.status === 'admitted') {
+      // sold_out is not final while the sale lasts: units given back
+      // reopen the room (its answer says when to ask again).
+      if (a.retryAfterMs > 0) {
         timer = setTimeout(() => step('GET'), Math.max(a.retryAfterMs || 1000, MIN_POLL_MS));
       }
     } catch (e) {
