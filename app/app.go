@@ -125,7 +125,12 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger, opts ...Optio
 
 	// Started in order, stopped in reverse: the live publisher's last
 	// publication comes after the workers' stop, before Redis closes.
-	if err := a.background.start(ctx, newRevocationReloads(w.revoked, RevocationReload), newLivePublisher(pub), a.streams); err != nil {
+	forget := func(voucherID int64) {
+		w.room.Forget(voucherID)
+		p.forget(voucherID)
+	}
+	changes := newVoucherChangeListener(redisstore.NewVoucherChanges(d.Redis), forget)
+	if err := a.background.start(ctx, changes, newRevocationReloads(w.revoked, RevocationReload), newLivePublisher(pub), a.streams); err != nil {
 		return nil, err
 	}
 	var workers []component
@@ -265,13 +270,21 @@ func (a *App) startTracing(ctx context.Context, cfg config.Config, tr *telemetry
 	return tr, nil
 }
 
-// roomChanged tells the waiting room, then the seckill service, of a
-// voucher an admin edited or closed.
-func roomChanged(room *service.WaitingRoom, changed func(ctx context.Context, voucherID int64) error) func(ctx context.Context, voucherID int64) error {
+// voucherChanged tells the waiting room, then the seckill service, of a
+// voucher an admin edited or closed, then every other instance
+// (changes). A change stored that the others could not be told of is 503
+// UNAVAILABLE: the admin sends it again, which tells them again.
+func voucherChanged(room *service.WaitingRoom, changed func(ctx context.Context, voucherID int64) error, changes *redisstore.VoucherChanges) func(ctx context.Context, voucherID int64) error {
 	return func(ctx context.Context, voucherID int64) error {
 		if err := room.VoucherChanged(ctx, voucherID); err != nil {
 			return err
 		}
-		return changed(ctx, voucherID)
+		if err := changed(ctx, voucherID); err != nil {
+			return err
+		}
+		if err := changes.Publish(ctx, voucherID); err != nil {
+			return fmt.Errorf("the change is stored, but the other instances were not told of it (send it again): %w", err)
+		}
+		return nil
 	}
 }

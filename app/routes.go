@@ -25,7 +25,7 @@ func (w *wiring) routes(p purchase, lifecycle *service.Lifecycle, streams contex
 			Vouchers:     w.voucherSvc,
 			Shops:        w.shopSvc,
 			ShopSearch:   service.NewShopSearch(w.shops),
-			VoucherAdmin: service.NewVoucherAdmin(w.vouchers, w.voucherSvc, time.Now, roomChanged(w.room, p.changed)),
+			VoucherAdmin: service.NewVoucherAdmin(w.vouchers, w.voucherSvc, time.Now, voucherChanged(w.room, p.changed, redisstore.NewVoucherChanges(w.d.Redis))),
 			Room:         w.room,
 			Seckill:      p.seckill,
 			Limits: service.NewPurchaseLimits(p.limits, service.PurchaseLimitConfig{

@@ -278,3 +278,9 @@ func RoomAdmittedKey(voucherID int64) string {
 func RoomDoneKey(voucherID int64) string {
 	return voucherKey(VoucherShard(voucherID), voucherID, "roomdone:")
 }
+
+// VoucherChangesChannel is the Pub/Sub channel on which the instance that
+// edited or closed a voucher names it (its id in decimal): every instance
+// drops its cached copy (docs/waiting-room.md, "An edit reaches every
+// instance").
+const VoucherChangesChannel = "seckill:vouchers:changed"

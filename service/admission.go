@@ -423,6 +423,10 @@ func (m *AsyncMode) Published(ctx context.Context, sv *model.SeckillVoucher) err
 	return nil
 }
 
+// Forget drops the cached copy of a voucher another instance changed;
+// voucherID 0 drops every copy.
+func (s *AsyncSeckill) Forget(voucherID int64) { forget(s.cache, voucherID) }
+
 // VoucherChanged is called after an admin edited or closed the voucher.
 // It drops the cached copy and rebuilds the Redis state from the facts.
 func (m *AsyncMode) VoucherChanged(ctx context.Context, voucherID int64) error {

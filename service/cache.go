@@ -133,3 +133,19 @@ func (c *voucherCache) forget(id int64) {
 	delete(c.entries, id)
 	c.mu.Unlock()
 }
+
+// forgetAll drops every cached voucher.
+func (c *voucherCache) forgetAll() {
+	c.mu.Lock()
+	clear(c.entries)
+	c.mu.Unlock()
+}
+
+// forget drops c's copy of the voucher, or every copy when voucherID is 0.
+func forget(c *voucherCache, voucherID int64) {
+	if voucherID == 0 {
+		c.forgetAll()
+		return
+	}
+	c.forget(voucherID)
+}

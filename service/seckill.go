@@ -348,8 +348,12 @@ func (s *SyncSeckill) Audit(ctx context.Context, voucherID int64) (*model.Audit,
 }
 
 // VoucherChanged drops this process's cached copy of the voucher (an admin
-// edited or closed it); other processes read it again within the cache TTL.
+// edited or closed it); the others hear of it (Forget).
 func (s *SyncSeckill) VoucherChanged(_ context.Context, voucherID int64) error {
 	s.cache.forget(voucherID)
 	return nil
 }
+
+// Forget drops the cached copy of a voucher another instance changed;
+// voucherID 0 drops every copy.
+func (s *SyncSeckill) Forget(voucherID int64) { forget(s.cache, voucherID) }
