@@ -42,20 +42,34 @@ func (a *Admissions) Sign(userID, voucherID int64, expires time.Time) string {
 // Valid reports whether token admits userID to buy voucherID at now: well
 // formed, signed with the key, for this user and voucher, not expired.
 func (a *Admissions) Valid(token string, userID, voucherID int64, now time.Time) bool {
+	exp, ok := a.signed(token, userID, voucherID)
+	return ok && now.UnixMilli() < exp
+}
+
+// Signed reports whether token was signed for userID and voucherID, expired
+// or not: the user was admitted once.
+func (a *Admissions) Signed(token string, userID, voucherID int64) bool {
+	_, ok := a.signed(token, userID, voucherID)
+	return ok
+}
+
+// signed returns the expiry (Unix ms) of a token well formed and signed for
+// userID and voucherID.
+func (a *Admissions) signed(token string, userID, voucherID int64) (int64, bool) {
 	i := strings.LastIndexByte(token, '.')
 	if i < 0 || len(token) > 256 {
-		return false
+		return 0, false
 	}
 	body, mac := token[:i], token[i+1:]
 	if !hmac.Equal([]byte(mac), []byte(a.mac(body))) {
-		return false
+		return 0, false
 	}
 	f := strings.Split(body, ".")
 	if len(f) != 4 || f[0] != "v1" || f[1] != strconv.FormatInt(voucherID, 10) || f[2] != strconv.FormatInt(userID, 10) {
-		return false
+		return 0, false
 	}
 	exp, err := strconv.ParseInt(f[3], 10, 64)
-	return err == nil && now.UnixMilli() < exp
+	return exp, err == nil
 }
 
 func (a *Admissions) mac(body string) string {

@@ -35,5 +35,9 @@ func TestAdmissions(t *testing.T) {
 		if tt.a.Valid(tt.tok, tt.user, tt.voucher, tt.at) {
 			t.Errorf("%s: got valid, want refused", tt.name)
 		}
+		// Signed ignores the expiry only.
+		if got, want := tt.a.Signed(tt.tok, tt.user, tt.voucher), tt.name == "expired"; got != want {
+			t.Errorf("%s: Signed got %v, want %v", tt.name, got, want)
+		}
 	}
 }

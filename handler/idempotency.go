@@ -56,6 +56,9 @@ type Idempotency interface {
 	Finish(ctx context.Context, userID int64, key, owner string, status int, body []byte, ttl time.Duration) (bool, error)
 	// Release gives the key up, so that a retry runs the request again.
 	Release(ctx context.Context, userID int64, key, owner string) (bool, error)
+	// Lookup reads the user's key's record without claiming the key: nil
+	// when it holds none.
+	Lookup(ctx context.Context, userID int64, key string) (*model.IdempotentRecord, error)
 }
 
 // requestKey is the request's Idempotency-Key, unquoted ("" when none):
@@ -159,6 +162,31 @@ func (a *api) idempotent(c *gin.Context) {
 	case !held:
 		a.Log.WarnContext(ctx, "idempotency key lost its lease before the answer", "user_id", u.ID)
 	}
+}
+
+// replayOnly answers a request that may not run (a purchase whose
+// admission lapsed) from its key's stored answer, and reports whether it
+// did: a request without a key, or whose key holds no answer of this same
+// request, is left to its refusal.
+func (a *api) replayOnly(c *gin.Context) bool {
+	raw := c.GetHeader(IdempotencyHeader)
+	if raw == "" || a.Idempotency == nil {
+		return false
+	}
+	key, err := model.ParseIdempotencyKey(raw)
+	if err != nil {
+		return false
+	}
+	ctx := c.Request.Context()
+	u, _ := middleware.UserFrom(ctx)
+	rec, err := a.Idempotency.Lookup(ctx, u.ID, key)
+	if err != nil || rec == nil || !rec.Done || rec.Fingerprint != fingerprint(c) {
+		return false
+	}
+	c.Header(ReplayedHeader, "true")
+	c.Abort()
+	c.Data(rec.Status, jsonContentType, rec.Body)
+	return true
 }
 
 // capturingWriter keeps a copy of the body it writes, and the code of

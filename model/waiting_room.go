@@ -4,6 +4,7 @@ import (
 	"crypto/sha1"
 	"encoding/hex"
 	"errors"
+	"fmt"
 	"slices"
 	"strconv"
 	"time"
@@ -13,6 +14,11 @@ import (
 // carries no valid admission token, and a poll of a room one has not
 // joined.
 var ErrNotAdmitted = errors.New("not admitted")
+
+// ErrAdmissionLapsed is ErrNotAdmitted for a genuine admission token of
+// the user and voucher past its expiry: the user was admitted once, so a
+// keyed purchase may still be answered from its stored answer.
+var ErrAdmissionLapsed = fmt.Errorf("%w: admission lapsed", ErrNotAdmitted)
 
 // The statuses of a waiting room's answer.
 const (

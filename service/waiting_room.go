@@ -28,6 +28,9 @@ type RoomStore interface {
 type AdmissionSigner interface {
 	Sign(userID, voucherID int64, expires time.Time) string
 	Valid(token string, userID, voucherID int64, now time.Time) bool
+	// Signed reports whether the token was signed for the user and
+	// voucher, expired or not.
+	Signed(token string, userID, voucherID int64) bool
 }
 
 // RoomConfig configures the waiting rooms.
@@ -262,7 +265,8 @@ func (r *WaitingRoom) retryWaiting(ahead int64) time.Duration {
 
 // Admit is the purchase's check: a voucher with a room sells only with a
 // valid admission token for this user and voucher
-// (model.ErrNotAdmitted). It reads the cached voucher and the token only:
+// (model.ErrNotAdmitted; model.ErrAdmissionLapsed, which is one, for a
+// token of this user and voucher past its expiry). It reads the cached voucher and the token only:
 // no lock, no Redis stock. A voucher without a room passes.
 func (r *WaitingRoom) Admit(ctx context.Context, userID, voucherID int64, token string) error {
 	v, err := r.cache.get(ctx, voucherID)
@@ -273,6 +277,9 @@ func (r *WaitingRoom) Admit(ctx context.Context, userID, voucherID int64, token 
 		return nil
 	}
 	if !r.tokens.Valid(token, userID, voucherID, r.now()) {
+		if r.tokens.Signed(token, userID, voucherID) {
+			return fmt.Errorf("%w: the Admission-Token lapsed", model.ErrAdmissionLapsed)
+		}
 		return fmt.Errorf("%w: no valid Admission-Token for this voucher", model.ErrNotAdmitted)
 	}
 	return nil

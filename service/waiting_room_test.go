@@ -44,6 +44,7 @@ type nopSigner struct{}
 
 func (nopSigner) Sign(int64, int64, time.Time) string        { return "t" }
 func (nopSigner) Valid(string, int64, int64, time.Time) bool { return true }
+func (nopSigner) Signed(string, int64, int64) bool           { return true }
 
 // TestDrawReadsStockOnce: 50 buyers polling at once at the start, all
 // told the room needs its draw, cost one read of the stock: the others

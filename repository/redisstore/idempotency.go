@@ -55,21 +55,41 @@ func (s *Idempotency) Begin(ctx context.Context, userID int64, key, fp string, l
 	if wait, ok := res.(int64); ok {
 		return "", nil, model.RateLimited("too many idempotency keys in use by this user", time.Duration(wait)*time.Millisecond)
 	}
+	rec, err := idempotentRecord(res)
+	return "", rec, err
+}
+
+// Lookup reads the record of the user's key without claiming it: nil when
+// the key holds none.
+func (s *Idempotency) Lookup(ctx context.Context, userID int64, key string) (*model.IdempotentRecord, error) {
+	v, err := s.rdb.HMGet(ctx, idempotencyKeys(userID, key)[0], "fp", "status", "body").Result()
+	if err != nil {
+		return nil, model.Unavailable(err)
+	}
+	if fp, _ := v[0].(string); fp == "" {
+		return nil, nil
+	}
+	return idempotentRecord(v)
+}
+
+// idempotentRecord reads a record's {fp, status, body}: status and body
+// nil while its first attempt is in flight.
+func idempotentRecord(res any) (*model.IdempotentRecord, error) {
 	v, _ := res.([]any)
 	if len(v) != 3 {
-		return "", nil, fmt.Errorf("idempotency record: %T %v, want 3 fields", res, res)
+		return nil, fmt.Errorf("idempotency record: %T %v, want 3 fields", res, res)
 	}
 	rec := &model.IdempotentRecord{}
 	rec.Fingerprint, _ = v[0].(string)
 	if st, ok := v[1].(string); ok {
 		n, err := strconv.Atoi(st)
 		if err != nil {
-			return "", nil, fmt.Errorf("idempotency record: status %q: %w", st, err)
+			return nil, fmt.Errorf("idempotency record: status %q: %w", st, err)
 		}
 		body, _ := v[2].(string)
 		rec.Done, rec.Status, rec.Body = true, n, []byte(body)
 	}
-	return "", rec, nil
+	return rec, nil
 }
 
 // Finish stores the answer of the attempt of owner, kept for ttl. false
