@@ -152,6 +152,8 @@ func TestProductionRefusesWeakStarts(t *testing.T) {
 		{"embedded database", real(map[string]string{"SECKILL_MYSQL_DSN": ""}), "SECKILL_MYSQL_DSN"},
 		{"embedded Redis", real(map[string]string{"SECKILL_REDIS_ADDR": "", "SECKILL_ENV": "production"}), "SECKILL_REDIS_ADDR"},
 		{"nothing but production", map[string]string{"SECKILL_ENV": "production", "SECKILL_JWT_SECRET": testSecret}, "SECKILL_MYSQL_DSN"},
+		{"Tencent over http", real(tencentOver("http://sms.example")), "SECKILL_SMS_ENDPOINT"},
+		{"Tencent over HTTP", real(tencentOver("HTTP://sms.example")), "SECKILL_SMS_ENDPOINT"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -167,4 +169,18 @@ func TestProductionRefusesWeakStarts(t *testing.T) {
 	if _, err := Load(env(real(map[string]string{"SECKILL_ENV": "development", "SECKILL_JWT_SECRET": "s"}))); err != nil {
 		t.Errorf("development asked for explicitly, short secret: got %v, want nil", err)
 	}
+	for _, endpoint := range []string{"", "https://sms.example"} {
+		if _, err := Load(env(real(tencentOver(endpoint)))); err != nil {
+			t.Errorf("Tencent at %q in production: got %v, want nil", endpoint, err)
+		}
+	}
+	if _, err := Load(env(real(merged(tencentOver("http://127.0.0.1:9"), map[string]string{"SECKILL_ENV": "development"})))); err != nil {
+		t.Errorf("Tencent over http in development (a local fake): got %v, want nil", err)
+	}
+}
+
+// tencentOver is a complete Tencent sender whose API is at endpoint.
+func tencentOver(endpoint string) map[string]string {
+	return map[string]string{"SECKILL_SMS_SENDER": "tencent", "SECKILL_SMS_ACCESS_KEY_ID": "AKID", "SECKILL_SMS_ACCESS_KEY_SECRET": "key",
+		"SECKILL_SMS_APP_ID": "1400000000", "SECKILL_SMS_SIGN_NAME": "Shop", "SECKILL_SMS_TEMPLATE": "100", "SECKILL_SMS_ENDPOINT": endpoint}
 }

@@ -67,6 +67,16 @@ func TestLogValueMasksSecrets(t *testing.T) {
 			wantNot: []string{"webhook-secret-0123456789", "tencent-key-pa55"},
 		},
 		{
+			name: "SMS URLs' userinfo and query values",
+			env: map[string]string{
+				"SECKILL_SMS_SENDER": "webhook", "SECKILL_SMS_WEBHOOK_SECRET": "webhook-secret-0123456789abcdef-xyz",
+				"SECKILL_SMS_WEBHOOK_URL": "https://gwuser:gwpass@gw.example/send?apikey=SECRETKEY&sig=SECRETSIG",
+				"SECKILL_SMS_ENDPOINT":    "https://tcuser:tcpass@sms.example/?token=SECRETTOKEN",
+			},
+			wantIn:  []string{`"sms_webhook_url":"https://***@gw.example/send?apikey=***&sig=***"`, `"sms_endpoint":"https://***@sms.example/?token=***"`},
+			wantNot: []string{"gwuser", "gwpass", "SECRETKEY", "SECRETSIG", "tcuser", "tcpass", "SECRETTOKEN"},
+		},
+		{
 			name:    "DSN without password",
 			env:     map[string]string{"SECKILL_MYSQL_DSN": "root@tcp(db:3306)/seckill", "SECKILL_ENV": "development"},
 			wantIn:  []string{`root@tcp(db:3306)/seckill`},

@@ -180,7 +180,8 @@ var settings = []setting{
 		More:    ". A send that fails (after up to 3 tries in 2 s, the code's own connections) is 503 `UNAVAILABLE` in words and stores no code",
 		Default: "`log` in development; required in production (`serve` refuses to start without it or with `log`)"},
 	{Name: "SECKILL_SMS_WEBHOOK_URL", b: text(func(c *Config) *string { return &c.SMSWebhookURL }, "", "an http(s) URL", checkURL),
-		Help: "`webhook`: the URL each code is posted to, as `{\"phone\":\"13812345678\",\"code\":\"123456\",\"ttlSeconds\":120}`; any 2xx means sent"},
+		Help: "`webhook`: the URL each code is posted to, as `{\"phone\":\"13812345678\",\"code\":\"123456\",\"ttlSeconds\":120}`; any 2xx means sent, a redirect (3xx) is not followed and fails the send",
+		More: "; its userinfo and query values are masked (`***`) in the log", Log: logURL(func(c *Config) string { return c.SMSWebhookURL })},
 	{Name: "SECKILL_SMS_WEBHOOK_SECRET", b: text(func(c *Config) *string { return &c.SMSWebhookSecret }, "", "a secret", nil), Raw: true,
 		Help: fmt.Sprintf("`webhook`: at least %d bytes; each request carries `X-Seckill-Signature: sha256=<hex HMAC-SHA256 of the body with this secret>`", sms.MinWebhookSecret),
 		More: "; masked in the log", Log: logSecret(func(c *Config) string { return c.SMSWebhookSecret })},
@@ -196,7 +197,9 @@ var settings = []setting{
 	{Name: "SECKILL_SMS_TEMPLATE", b: text(func(c *Config) *string { return &c.SMSTemplate }, "", "an id", nil),
 		Help: "`tencent`: the approved template's id; `{1}` is the code, `{2}` the minutes it stays valid"},
 	{Name: "SECKILL_SMS_ENDPOINT", b: text(func(c *Config) *string { return &c.SMSEndpoint }, "", "an http(s) URL", checkURL),
-		Help: "`tencent`: the provider's API address", Zero: "`" + sms.TencentEndpoint + "`"},
+		Help: "`tencent`: the provider's API address; production refuses `http://` (the codes would travel in clear text)",
+		More: "; its userinfo and query values are masked (`***`) in the log", Log: logURL(func(c *Config) string { return c.SMSEndpoint }),
+		Zero: "`" + sms.TencentEndpoint + "`"},
 	{Name: "SECKILL_TRUSTED_PROXIES", b: list(func(c *Config) *[]string { return &c.TrustedProxies }, validProxy, "IPs or CIDRs"),
 		Help: "the proxies whose `X-Forwarded-For` names the client address (the per-address limits)",
 		Zero: "the client is the connection's peer"},
@@ -262,6 +265,12 @@ func logJWTSecret(c *Config) slog.Value {
 		return slog.StringValue("(development default)")
 	}
 	return slog.StringValue("***")
+}
+
+// logURL shows a URL with its userinfo and query values masked
+// (sms.RedactURL, the one rule for a sender's URL).
+func logURL(get func(*Config) string) func(*Config) slog.Value {
+	return func(c *Config) slog.Value { return slog.StringValue(sms.RedactURL(get(c))) }
 }
 
 // logSecret masks a non-empty secret.

@@ -47,6 +47,32 @@ func TestSenderRules(t *testing.T) {
 	}
 }
 
+// TestURLRefusalHidesSecrets: a refused sender URL is named masked in the
+// start-up error, never with its userinfo or query values.
+func TestURLRefusalHidesSecrets(t *testing.T) {
+	tests := []struct {
+		name, variable, url string
+	}{
+		{"webhook not http", "SECKILL_SMS_WEBHOOK_URL", "ftp://gwuser:gwpass@gw.example/send?apikey=SECRETKEY"},
+		{"webhook without host", "SECKILL_SMS_WEBHOOK_URL", "https:gwuser:gwpass@gw.example/send?apikey=SECRETKEY"},
+		{"webhook unparseable", "SECKILL_SMS_WEBHOOK_URL", "https://gwuser:gwpass@gw.example:port/send?apikey=SECRETKEY"},
+		{"endpoint not http", "SECKILL_SMS_ENDPOINT", "ftp://gwuser:gwpass@sms.example/?apikey=SECRETKEY"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := Load(env(map[string]string{tt.variable: tt.url}))
+			if err == nil || !strings.HasPrefix(err.Error(), tt.variable+":") {
+				t.Fatalf("got %v, want one line starting with %s:", err, tt.variable)
+			}
+			for _, s := range []string{"gwuser", "gwpass", "SECRETKEY"} {
+				if strings.Contains(err.Error(), s) {
+					t.Errorf("error %q: leaks %q", err, s)
+				}
+			}
+		})
+	}
+}
+
 // TestProductionNeedsSender: serve in production refuses no sender and
 // the log in one line naming SECKILL_SMS_SENDER; development keeps the log.
 func TestProductionNeedsSender(t *testing.T) {

@@ -135,7 +135,7 @@ func (c *Config) lockRules() []error {
 }
 
 // productionRules: production refuses the public secret, the embedded
-// backends and the development delays.
+// backends, the development delays and Tencent SMS over plain http.
 func (c *Config) productionRules() []error {
 	if c.Env != EnvProduction {
 		return nil
@@ -162,6 +162,9 @@ func (c *Config) productionRules() []error {
 	if c.ConsumerDelay > 0 {
 		errs = append(errs, errors.New("SECKILL_DEV_CONSUMER_DELAY: development only, not allowed when SECKILL_ENV=production"))
 	}
+	if c.SMSSender == SenderTencent && plainHTTP(c.SMSEndpoint) {
+		errs = append(errs, errors.New("SECKILL_SMS_ENDPOINT: http:// is not allowed in production with SECKILL_SMS_SENDER=tencent (the login codes would travel in clear text); use https://, or leave it empty for Tencent Cloud's own address; SECKILL_ENV=development allows http:// (a local fake)"))
+	}
 	return errs
 }
 
@@ -174,16 +177,24 @@ func checkSender(s string) error {
 	return notA(s, "one of log, webhook, aliyun, tencent")
 }
 
-// checkURL accepts an empty URL (unset) or an http(s) URL with a host.
+// checkURL accepts an empty URL (unset) or an http(s) URL with a host;
+// the error shows the URL masked (sms.RedactURL), never its userinfo or
+// query values.
 func checkURL(s string) error {
 	if s == "" {
 		return nil
 	}
 	u, err := url.Parse(s)
 	if err != nil || u.Host == "" || (u.Scheme != "http" && u.Scheme != "https") {
-		return notA(s, "an http(s) URL")
+		return notA(sms.RedactURL(s), "an http(s) URL")
 	}
 	return nil
+}
+
+// plainHTTP reports whether s is an http:// URL (the scheme in any case).
+func plainHTTP(s string) bool {
+	u, err := url.Parse(s)
+	return err == nil && u.Scheme == "http"
 }
 
 // checkListen accepts a listen address: host:port, the host may be

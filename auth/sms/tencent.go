@@ -53,7 +53,7 @@ func NewTencent(cfg TencentConfig) (*Tencent, error) {
 	}
 	u, err := url.Parse(endpoint)
 	if err != nil || u.Host == "" || (u.Scheme != "http" && u.Scheme != "https") {
-		return nil, fmt.Errorf("sms: endpoint %q is not an http(s) URL", endpoint)
+		return nil, fmt.Errorf("sms: endpoint %q is not an http(s) URL", RedactURL(endpoint))
 	}
 	p := profile.NewClientProfile()
 	p.HttpProfile.Endpoint = u.Host + strings.TrimSuffix(u.Path, "/")

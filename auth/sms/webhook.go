@@ -7,6 +7,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -33,10 +34,25 @@ type WebhookBody struct {
 	TTLSeconds int64  `json:"ttlSeconds"`
 }
 
+// Errors of a send, in the *Error's Err.
+var (
+	// ErrRedirect is a webhook that answered 3xx. A redirect is never
+	// followed: it would post the phone, the code and a valid signature
+	// to an address the operator did not configure.
+	ErrRedirect = errors.New("sms: the webhook answered a redirect, which is not followed")
+	// ErrWebhookURL is a webhook URL that does not parse; the error
+	// never repeats it.
+	ErrWebhookURL = errors.New("sms: the webhook URL does not parse")
+)
+
 // NewWebhook posts to url, signed with secret. Its connections are its
-// own (transport), never the purchase path's.
+// own (transport), never the purchase path's, and it follows no
+// redirect.
 func NewWebhook(url, secret string, conns int) *Webhook {
-	return &Webhook{url: url, secret: []byte(secret), client: &http.Client{Transport: ownTransport(conns)}}
+	return &Webhook{url: url, secret: []byte(secret), client: &http.Client{
+		Transport:     ownTransport(conns),
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+	}}
 }
 
 // Sign is the value of SignatureHeader for body: "sha256=" and the hex
@@ -47,7 +63,9 @@ func Sign(body, secret []byte) string {
 	return "sha256=" + hex.EncodeToString(m.Sum(nil))
 }
 
-// SendCode posts {"phone","code","ttlSeconds"}; any 2xx means sent.
+// SendCode posts {"phone","code","ttlSeconds"}; any 2xx means sent, a
+// 3xx is refused (ErrRedirect). No error it returns shows the URL's
+// userinfo or query values (RedactURL).
 func (w *Webhook) SendCode(ctx context.Context, phone, code string, ttl time.Duration) error {
 	body, err := json.Marshal(WebhookBody{Phone: phone, Code: code, TTLSeconds: int64(ttl / time.Second)})
 	if err != nil {
@@ -55,17 +73,20 @@ func (w *Webhook) SendCode(ctx context.Context, phone, code string, ttl time.Dur
 	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, w.url, bytes.NewReader(body))
 	if err != nil {
-		return &Error{Reason: reasonFailed, Err: err}
+		return &Error{Reason: reasonFailed, Err: ErrWebhookURL}
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set(SignatureHeader, Sign(body, w.secret))
 	res, err := w.client.Do(req)
 	if err != nil {
-		return transportError(ctx, err)
+		return transportError(ctx, redactedErr(err))
 	}
 	defer res.Body.Close()
 	// Drain a little so the connection can be reused.
 	io.Copy(io.Discard, io.LimitReader(res.Body, 4096))
+	if res.StatusCode >= 300 && res.StatusCode <= 399 {
+		return &Error{Reason: reasonRefused, Err: fmt.Errorf("%w (%s)", ErrRedirect, res.Status)}
+	}
 	if res.StatusCode < 200 || res.StatusCode > 299 {
 		return statusError(res.StatusCode, fmt.Errorf("webhook answered %s", res.Status))
 	}

@@ -1,6 +1,7 @@
 package sms_test
 
 import (
+	"bytes"
 	"context"
 	"crypto/hmac"
 	"crypto/sha256"
@@ -9,10 +10,12 @@ import (
 	"errors"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -29,6 +32,7 @@ type receiver struct {
 	statuses []int // answered in turn; 204 once they run out
 	bodies   []sms.WebhookBody
 	bad      int
+	location string // the Location of each valid answer, when set
 }
 
 func newReceiver(t *testing.T, statuses ...int) *receiver {
@@ -56,6 +60,9 @@ func newReceiver(t *testing.T, statuses ...int) *receiver {
 		status := http.StatusNoContent
 		if len(rc.statuses) > 0 {
 			status, rc.statuses = rc.statuses[0], rc.statuses[1:]
+		}
+		if rc.location != "" {
+			w.Header().Set("Location", rc.location)
 		}
 		w.WriteHeader(status)
 	}))
@@ -159,5 +166,105 @@ func TestBoundedBudget(t *testing.T) {
 	go func() { <-s.entered }()
 	if err := b.SendCode(context.Background(), "13912345678", "3", time.Minute); err != nil {
 		t.Errorf("send after the slot was freed: got %v, want nil", err)
+	}
+}
+
+// TestWebhookRedirectNotFollowed: a gateway answering a redirect to
+// another server fails the send (refused, not retried, ErrRedirect), and
+// the other server receives nothing: no phone, no code, no signature.
+func TestWebhookRedirectNotFollowed(t *testing.T) {
+	for _, status := range []int{301, 302, 303, 307, 308} {
+		t.Run(http.StatusText(status), func(t *testing.T) {
+			var hits atomic.Int32
+			other := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				hits.Add(1)
+				w.WriteHeader(http.StatusNoContent)
+			}))
+			t.Cleanup(other.Close)
+			gateway := newReceiver(t, status)
+			gateway.redirectTo(other.URL + "/steal")
+			err := bounded(sms.NewWebhook(gateway.URL, testWebhookSecret, 1), sms.Options{Backoff: time.Millisecond}).
+				SendCode(context.Background(), "13812345678", "123456", time.Minute)
+			var se *sms.Error
+			if !errors.As(err, &se) || !errors.Is(err, sms.ErrRedirect) || se.Temporary || se.BuyerReason() != "the SMS service refused the message" {
+				t.Errorf("got %v, want a permanent refusal wrapping ErrRedirect", err)
+			}
+			gateway.mu.Lock()
+			defer gateway.mu.Unlock()
+			if hits.Load() != 0 || len(gateway.bodies) != 1 || gateway.bad != 0 {
+				t.Errorf("the redirect's target got %d requests, the gateway %d posts (%d bad): want 0 and 1 signed", hits.Load(), len(gateway.bodies), gateway.bad)
+			}
+		})
+	}
+}
+
+// redirectTo makes rc's valid answers carry Location: location.
+func (rc *receiver) redirectTo(location string) {
+	rc.mu.Lock()
+	defer rc.mu.Unlock()
+	rc.location = location
+}
+
+// TestFailedSendHidesURL: a failed send's error and every log line
+// (each try's "login code send failed") show the webhook URL's userinfo
+// and query values nowhere: a refused connection (net/http's *url.Error
+// repeats the URL), a 500, a redirect.
+func TestFailedSendHidesURL(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	closed := ln.Addr().String()
+	ln.Close()
+	secrets := []string{"gwuser", "gwpass", "SECRETKEY", "SECRETSIG"}
+	withSecrets := func(base string) string {
+		return strings.Replace(base, "http://", "http://gwuser:gwpass@", 1) + "/send?apikey=SECRETKEY&sig=SECRETSIG"
+	}
+	failing := newReceiver(t, 500, 500, 500)
+	redirecting := newReceiver(t, 307)
+	redirecting.redirectTo("http://127.0.0.1:9/elsewhere")
+	tests := []struct {
+		name   string
+		url    string
+		reason string
+	}{
+		{"connection refused", withSecrets("http://" + closed), "the SMS service could not be reached"},
+		{"500", withSecrets(failing.URL), "the SMS service failed"},
+		{"redirect", withSecrets(redirecting.URL), "the SMS service refused the message"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var buf bytes.Buffer
+			log := slog.New(slog.NewTextHandler(&buf, nil))
+			b := sms.NewBounded(sms.NewWebhook(tt.url, testWebhookSecret, 1), "webhook", sms.Options{Backoff: time.Millisecond}, log)
+			err := b.SendCode(context.Background(), "13812345678", "123456", time.Minute)
+			var se *sms.Error
+			if !errors.As(err, &se) || se.BuyerReason() != tt.reason {
+				t.Fatalf("got %v, want %q", err, tt.reason)
+			}
+			if !strings.Contains(buf.String(), "login code send failed") {
+				t.Fatalf("log: want \"login code send failed\":\n%s", buf.String())
+			}
+			for _, s := range secrets {
+				if strings.Contains(err.Error(), s) {
+					t.Errorf("error %q: leaks %q", err, s)
+				}
+				for line := range strings.Lines(buf.String()) {
+					if strings.Contains(line, s) {
+						t.Errorf("log line %q: leaks %q", line, s)
+					}
+				}
+			}
+		})
+	}
+}
+
+// TestWebhookBadURL: a URL that does not parse fails the send with
+// ErrWebhookURL, never repeating the URL.
+func TestWebhookBadURL(t *testing.T) {
+	err := sms.NewWebhook("http://gwuser:gwpass@gw.example:port/send?apikey=SECRETKEY", testWebhookSecret, 1).
+		SendCode(context.Background(), "13812345678", "123456", time.Minute)
+	if !errors.Is(err, sms.ErrWebhookURL) || strings.Contains(err.Error(), "gwpass") || strings.Contains(err.Error(), "SECRETKEY") {
+		t.Errorf("got %v, want ErrWebhookURL without the URL", err)
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"seckill/e2e/apptest"
@@ -66,11 +67,18 @@ func TestProductionCodeByWebhook(t *testing.T) {
 	}
 }
 
-// TestFailedSendStoresNoCode: a receiver that fails (500 on every try) or
-// never answers makes /user/code a 503 UNAVAILABLE that says in words the
-// code was not sent and not stored; Redis holds no code and the log says
-// why.
+// TestFailedSendStoresNoCode: a receiver that fails (500 on every try),
+// never answers or redirects (307, never followed: its target gets
+// nothing) makes /user/code a 503 UNAVAILABLE that says in words the code
+// was not sent and not stored; Redis holds no code and the log says why,
+// without the webhook URL's userinfo or query values.
 func TestFailedSendStoresNoCode(t *testing.T) {
+	var followed atomic.Int32
+	elsewhere := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		followed.Add(1)
+		w.WriteHeader(http.StatusNoContent)
+	}))
+	t.Cleanup(elsewhere.Close)
 	tests := []struct {
 		name   string
 		answer func(w http.ResponseWriter, r *http.Request)
@@ -78,12 +86,16 @@ func TestFailedSendStoresNoCode(t *testing.T) {
 	}{
 		{"failing", func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusInternalServerError) }, "the SMS service failed"},
 		{"slow", func(w http.ResponseWriter, r *http.Request) { <-r.Context().Done() }, "the SMS service did not answer in time"},
+		{"redirecting", func(w http.ResponseWriter, r *http.Request) {
+			http.Redirect(w, r, elsewhere.URL+"/steal", http.StatusTemporaryRedirect)
+		}, "the SMS service refused the message"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			rc := apptest.NewReceiver(t)
 			rc.Answer = tt.answer
-			a, buf := loggedApp(t, prodEnv(rc, map[string]string{"SECKILL_REQUEST_TIMEOUT": "400ms"}))
+			url := strings.Replace(rc.URL, "http://", "http://gwuser:gwpass@", 1) + "/send?apikey=SECRETKEY"
+			a, buf := loggedApp(t, prodEnv(rc, map[string]string{"SECKILL_REQUEST_TIMEOUT": "400ms", "SECKILL_SMS_WEBHOOK_URL": url}))
 			h, rdb := a.Handler(), apptest.SharedRedis(t)
 			phone := randomPhone()
 			masked := phone[:3] + "****" + phone[7:]
@@ -98,9 +110,18 @@ func TestFailedSendStoresNoCode(t *testing.T) {
 			if c := storedCode(t, rdb, phone); c != "" {
 				t.Errorf("Redis holds the code %s that was never delivered", c)
 			}
-			if log := string(buf.Bytes()); !strings.Contains(log, "login code not sent") || !strings.Contains(log, tt.reason) {
+			log := string(buf.Bytes())
+			if !strings.Contains(log, "login code not sent") || !strings.Contains(log, tt.reason) {
 				t.Errorf("log: want \"login code not sent\" with %q:\n%s", tt.reason, log)
 			}
+			for _, secret := range []string{"gwuser", "gwpass", "SECRETKEY"} {
+				if strings.Contains(log, secret) {
+					t.Errorf("log: leaks the webhook URL's %q:\n%s", secret, log)
+				}
+			}
 		})
+	}
+	if n := followed.Load(); n != 0 {
+		t.Errorf("the redirect's target got %d requests, want none", n)
 	}
 }
