@@ -102,8 +102,16 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger, opts ...Optio
 	w := newWiring(d, cfg, log, locker, metrics.New(), tr)
 	w.tok, w.sender = auth.NewTokens(secret, cfg.JWTTTL), sender
 	adm := auth.NewAdmissions(secret)
+	// The joins and polls that reach Redis, per user and address.
+	var queueLimits service.QueueLimits
+	if l := service.NewQueueLimits(redisstore.NewQueueLimits(d.Redis), service.PurchaseLimitConfig{
+		PerUser: cfg.WaitingRoomRateLimit, PerAddr: cfg.WaitingRoomRateLimitIP,
+		Refused: w.m.PurchaseLimitRefused, Failed: w.m.PurchaseLimitFailed,
+	}, log); l.Enabled() {
+		queueLimits = l
+	}
 	w.room = service.NewWaitingRoom(service.WaitingRoomDeps{
-		Store: redisstore.NewRooms(d.Redis), Vouchers: w.vouchers, Tokens: adm, Tickets: adm, Now: time.Now, Log: log,
+		Store: redisstore.NewRooms(d.Redis), Vouchers: w.vouchers, Tokens: adm, Tickets: adm, Limits: queueLimits, Now: time.Now, Log: log,
 	}, service.RoomConfig{TokenTTL: cfg.WaitingRoomTokenTTL, Overbook: cfg.WaitingRoomOverbook})
 	// Revoked tokens: admin routes read the database on each request, the
 	// others this copy, reloaded every RevocationReload.

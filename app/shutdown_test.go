@@ -45,8 +45,8 @@ func names(cs []component) []string {
 // its mode, and Close stops each one.
 func TestCloseStopsEveryComponent(t *testing.T) {
 	for mode, want := range map[string][]string{
-		"sync":  {"revocation reloads", "live publisher", "live streams", "expiry sweeper"},
-		"async": {"revocation reloads", "live publisher", "live streams", "consumers", "redis watch", "expiry sweeper"},
+		"sync":  {"voucher changes", "revocation reloads", "live publisher", "live streams", "expiry sweeper"},
+		"async": {"voucher changes", "revocation reloads", "live publisher", "live streams", "consumers", "redis watch", "expiry sweeper"},
 	} {
 		t.Run(mode, func(t *testing.T) {
 			a := startPrivate(t, mode)

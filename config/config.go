@@ -69,38 +69,42 @@ type Config struct {
 	WaitingRoom           bool
 	WaitingRoomTokenTTL   time.Duration
 	WaitingRoomOverbook   float64
-	Consumers             int
-	ConsumerDuty          float64
-	ConsumerLock          bool
-	ClaimIdle             time.Duration
-	AutoRebuild           bool
-	ConsumerDelay         time.Duration
-	CriticalDelay         time.Duration
-	JWTSecret             string
-	JWTTTL                time.Duration
-	RequestTimeout        time.Duration
-	PayTimeout            time.Duration
-	RateLimit             int
-	RateLimitVoucher      int
-	RateLimitIP           int
-	IdempotencyTTL        time.Duration
-	IdempotencyMaxKeys    int
-	CodeCooldown          time.Duration
-	CodeDailyLimit        int
-	CodeIPLimit           int
-	SMSSender             string
-	SMSWebhookURL         string
-	SMSWebhookSecret      string
-	SMSAccessKeyID        string
-	SMSAccessKeySecret    string
-	SMSAppID              string
-	SMSSignName           string
-	SMSTemplate           string
-	SMSEndpoint           string
-	TrustedProxies        []string
-	AccessLog             int
-	APIStyle              string
-	Tracing               bool
+	// WaitingRoomRateLimit and WaitingRoomRateLimitIP bound the joins and
+	// polls that reach Redis, per user and per address per second.
+	WaitingRoomRateLimit   int
+	WaitingRoomRateLimitIP int
+	Consumers              int
+	ConsumerDuty           float64
+	ConsumerLock           bool
+	ClaimIdle              time.Duration
+	AutoRebuild            bool
+	ConsumerDelay          time.Duration
+	CriticalDelay          time.Duration
+	JWTSecret              string
+	JWTTTL                 time.Duration
+	RequestTimeout         time.Duration
+	PayTimeout             time.Duration
+	RateLimit              int
+	RateLimitVoucher       int
+	RateLimitIP            int
+	IdempotencyTTL         time.Duration
+	IdempotencyMaxKeys     int
+	CodeCooldown           time.Duration
+	CodeDailyLimit         int
+	CodeIPLimit            int
+	SMSSender              string
+	SMSWebhookURL          string
+	SMSWebhookSecret       string
+	SMSAccessKeyID         string
+	SMSAccessKeySecret     string
+	SMSAppID               string
+	SMSSignName            string
+	SMSTemplate            string
+	SMSEndpoint            string
+	TrustedProxies         []string
+	AccessLog              int
+	APIStyle               string
+	Tracing                bool
 	// TraceTrustParent lets a request's traceparent decide its sampling
 	// and be its span's parent (SECKILL_TRACE_TRUST_PARENT).
 	TraceTrustParent bool

@@ -14,9 +14,10 @@ import (
 
 // Room is the waiting room as the routes see it (*service.WaitingRoom).
 type Room interface {
-	Join(ctx context.Context, userID, voucherID int64) (*service.RoomView, error)
+	// Join puts the user in the room; addr is the client's address.
+	Join(ctx context.Context, userID, voucherID int64, addr string) (*service.RoomView, error)
 	// Poll answers the user's place; ticket is the Queue-Ticket header.
-	Poll(ctx context.Context, userID, voucherID int64, ticket string) (*service.RoomView, error)
+	Poll(ctx context.Context, userID, voucherID int64, ticket, addr string) (*service.RoomView, error)
 	// Admit checks the purchase's admission token; nil for a voucher
 	// without a room.
 	Admit(ctx context.Context, userID, voucherID int64, token string) error
@@ -49,9 +50,9 @@ func (a orderAPI) room(c *gin.Context, poll bool) {
 	u, _ := middleware.UserFrom(ctx)
 	var v *service.RoomView
 	if poll {
-		v, err = a.Room.Poll(ctx, u.ID, voucherID, c.GetHeader(TicketHeader))
+		v, err = a.Room.Poll(ctx, u.ID, voucherID, c.GetHeader(TicketHeader), c.ClientIP())
 	} else {
-		v, err = a.Room.Join(ctx, u.ID, voucherID)
+		v, err = a.Room.Join(ctx, u.ID, voucherID, c.ClientIP())
 	}
 	if err != nil {
 		a.fail(c, err)

@@ -195,6 +195,13 @@ func PurchaseVoucherKey(voucherID int64) string {
 }
 func PurchaseAddrKey(addr string) string { return "seckill:limit:addr:" + addr }
 
+// The Limiter keys of the waiting room's joins and polls that reach its
+// script, stored as rate:<key>: the user's and the client address's.
+func QueueUserKey(userID int64) string {
+	return "seckill:limit:queue:user:" + strconv.FormatInt(userID, 10)
+}
+func QueueAddrKey(addr string) string { return "seckill:limit:queue:addr:" + addr }
+
 // IdempotencyKey is seckill:idem:{<userId>}:<keyHash>, one user's
 // Idempotency-Key record, named by the key's hash (IdempotencyKeyHash).
 // Every user has a key space of their own, in one cluster slot with the

@@ -9,13 +9,19 @@ import (
 	"seckill/model"
 )
 
+// ClientLimiter counts a client's requests against limits shared by every
+// instance: ok, or refused with the wait until one is allowed.
+type ClientLimiter interface {
+	// AllowAddr counts a request from the client address addr.
+	AllowAddr(ctx context.Context, addr string, l model.Limit) (ok bool, retryAfter time.Duration, err error)
+	// AllowUser counts a request of the user.
+	AllowUser(ctx context.Context, userID int64, l model.Limit) (ok bool, retryAfter time.Duration, err error)
+}
+
 // PurchaseLimiter counts purchases against limits shared by every instance:
 // ok, or refused with the wait until one is allowed.
 type PurchaseLimiter interface {
-	// AllowAddr counts a purchase from the client address addr.
-	AllowAddr(ctx context.Context, addr string, l model.Limit) (ok bool, retryAfter time.Duration, err error)
-	// AllowUser counts a purchase of the user.
-	AllowUser(ctx context.Context, userID int64, l model.Limit) (ok bool, retryAfter time.Duration, err error)
+	ClientLimiter
 	// AllowVoucher counts an admission to the voucher's sale.
 	AllowVoucher(ctx context.Context, voucherID int64, l model.Limit) (ok bool, retryAfter time.Duration, err error)
 }
@@ -42,9 +48,14 @@ type PurchaseLimitConfig struct {
 // Refusing instead would turn an outage of the limiter's store into an
 // outage of every sale, the database-backed ones too.
 type PurchaseLimits struct {
-	store PurchaseLimiter
-	cfg   PurchaseLimitConfig
-	log   *slog.Logger
+	clients ClientLimiter
+	// vouchers is nil for the queue's limits.
+	vouchers PurchaseLimiter
+	cfg      PurchaseLimitConfig
+	// what is counted, in the refusals' words ("purchases"); prefix starts
+	// the limits' names given to Refused and Failed ("" or "queue_").
+	what, prefix string
+	log          *slog.Logger
 	// lastLog is the unix second of the last failure logged.
 	lastLog atomic.Int64
 	// repeats answers a user's repeated purchases of a voucher.
@@ -53,7 +64,16 @@ type PurchaseLimits struct {
 
 // NewPurchaseLimits returns the purchase limits of cfg on store.
 func NewPurchaseLimits(store PurchaseLimiter, cfg PurchaseLimitConfig, log *slog.Logger) *PurchaseLimits {
-	return &PurchaseLimits{store: store, cfg: cfg, log: log, repeats: newRepeats(repeatsPerGeneration)}
+	return &PurchaseLimits{clients: store, vouchers: store, cfg: cfg, what: "purchases", log: log, repeats: newRepeats(repeatsPerGeneration)}
+}
+
+// NewQueueLimits returns the limits of the waiting room's joins and polls
+// that reach the room's script (Check): per user and per client address,
+// on store's keys of their own. Refused and Failed get "queue_addr" and
+// "queue_user"; PerVoucher is not used.
+func NewQueueLimits(store ClientLimiter, cfg PurchaseLimitConfig, log *slog.Logger) *PurchaseLimits {
+	cfg.PerVoucher = 0
+	return &PurchaseLimits{clients: store, cfg: cfg, what: "queue requests", prefix: "queue_", log: log}
 }
 
 // Enabled reports whether any limit is configured.
@@ -77,6 +97,29 @@ func perSecond(n int) model.Limit { return model.Limit{Rate: n, Burst: n, Period
 // a buyer's repeats never spend the voucher's ceiling. A purchase Admit
 // lets through is in flight until Settle.
 func (p *PurchaseLimits) Admit(ctx context.Context, userID, voucherID int64, addr string) error {
+	if err := p.Check(ctx, userID, addr); err != nil {
+		return err
+	}
+	b := buyer{userID, voucherID}
+	if err := p.repeats.begin(b); err != nil {
+		return err
+	}
+	if p.cfg.PerVoucher > 0 {
+		ok, wait, err := p.vouchers.AllowVoucher(ctx, voucherID, perSecond(p.cfg.PerVoucher))
+		if err := p.verdict(ctx, "voucher", "too many purchases of this voucher", ok, wait, err); err != nil {
+			p.repeats.end(b, err)
+			return err
+		}
+	}
+	return nil
+}
+
+// Check counts one request of userID from addr against the address's and
+// the user's limits, at once (one Redis round trip): nil, or a
+// *model.RateLimitedError, the address's when both refuse. Each counts
+// even when the other refuses: that spends only the sender's allowance. A
+// limit that cannot be checked lets the request through.
+func (p *PurchaseLimits) Check(ctx context.Context, userID int64, addr string) error {
 	var byAddr, byUser answer
 	switch {
 	case p.cfg.PerAddr > 0 && addr != "" && p.cfg.PerUser > 0:
@@ -94,26 +137,12 @@ func (p *PurchaseLimits) Admit(ctx context.Context, userID, voucherID int64, add
 	}
 	// The verdicts on this goroutine: Refused and Failed are never called
 	// at once.
-	errAddr := byAddr.verdict(ctx, p, "addr", "too many purchases from this address")
-	errUser := byUser.verdict(ctx, p, "user", "too many purchases from this user")
+	errAddr := byAddr.verdict(ctx, p, "addr", "too many "+p.what+" from this address")
+	errUser := byUser.verdict(ctx, p, "user", "too many "+p.what+" from this user")
 	if errAddr != nil {
 		return errAddr
 	}
-	if errUser != nil {
-		return errUser
-	}
-	b := buyer{userID, voucherID}
-	if err := p.repeats.begin(b); err != nil {
-		return err
-	}
-	if p.cfg.PerVoucher > 0 {
-		ok, wait, err := p.store.AllowVoucher(ctx, voucherID, perSecond(p.cfg.PerVoucher))
-		if err := p.verdict(ctx, "voucher", "too many purchases of this voucher", ok, wait, err); err != nil {
-			p.repeats.end(b, err)
-			return err
-		}
-	}
-	return nil
+	return errUser
 }
 
 // Settle ends the flight of a purchase that Admit let through, with its
@@ -139,13 +168,13 @@ func (a answer) verdict(ctx context.Context, p *PurchaseLimits, name, reason str
 
 // allowAddr asks the address's limit.
 func (p *PurchaseLimits) allowAddr(ctx context.Context, addr string) answer {
-	ok, wait, err := p.store.AllowAddr(ctx, addr, perSecond(p.cfg.PerAddr))
+	ok, wait, err := p.clients.AllowAddr(ctx, addr, perSecond(p.cfg.PerAddr))
 	return answer{true, ok, wait, err}
 }
 
 // allowUser asks the user's limit.
 func (p *PurchaseLimits) allowUser(ctx context.Context, userID int64) answer {
-	ok, wait, err := p.store.AllowUser(ctx, userID, perSecond(p.cfg.PerUser))
+	ok, wait, err := p.clients.AllowUser(ctx, userID, perSecond(p.cfg.PerUser))
 	return answer{true, ok, wait, err}
 }
 
@@ -160,7 +189,7 @@ func (p *PurchaseLimits) verdict(ctx context.Context, name, reason string, ok bo
 		return nil
 	}
 	if p.cfg.Refused != nil {
-		p.cfg.Refused(name)
+		p.cfg.Refused(p.prefix + name)
 	}
 	return model.RateLimited(reason, wait)
 }
@@ -169,10 +198,10 @@ func (p *PurchaseLimits) verdict(ctx context.Context, name, reason string, ok bo
 // once a second.
 func (p *PurchaseLimits) failed(ctx context.Context, name string, err error) {
 	if p.cfg.Failed != nil {
-		p.cfg.Failed(name)
+		p.cfg.Failed(p.prefix + name)
 	}
 	now := time.Now().Unix()
 	if last := p.lastLog.Load(); now != last && p.lastLog.CompareAndSwap(last, now) {
-		p.log.WarnContext(ctx, "purchase limit not checked: let through", "limit", name, "err", err)
+		p.log.WarnContext(ctx, "rate limit not checked: let through", "limit", p.prefix+name, "err", err)
 	}
 }

@@ -50,8 +50,18 @@ type WaitingRoomDeps struct {
 	// Tickets signs the place tickets; nil answers every poll by the
 	// script.
 	Tickets TicketSigner
-	Now     func() time.Time
-	Log     *slog.Logger
+	// Limits hold the joins and the polls that reach Redis to their rate
+	// per user and per address (NewQueueLimits); nil limits nothing.
+	Limits QueueLimits
+	Now    func() time.Time
+	Log    *slog.Logger
+}
+
+// QueueLimits count a user's requests from a client address against limits
+// shared by every instance (*PurchaseLimits of NewQueueLimits): nil or a
+// *model.RateLimitedError.
+type QueueLimits interface {
+	Check(ctx context.Context, userID int64, addr string) error
 }
 
 // WaitingRoom admits the buyers of vouchers published with a room: a
@@ -65,6 +75,7 @@ type WaitingRoom struct {
 	tokens AdmissionSigner
 	// tickets and states answer most polls without Redis.
 	tickets TicketSigner
+	limits  QueueLimits
 	states  roomStates
 	checked checkedTickets
 	cfg     RoomConfig
@@ -89,7 +100,7 @@ func NewWaitingRoom(d WaitingRoomDeps, cfg RoomConfig) *WaitingRoom {
 	}
 	cfg.Overbook = max(cfg.Overbook, 1)
 	return &WaitingRoom{store: d.Store, stock: d.Vouchers, cache: newVoucherCache(d.Vouchers, time.Minute, d.Now),
-		tokens: d.Tokens, tickets: d.Tickets, cfg: cfg, now: d.Now, log: d.Log}
+		tokens: d.Tokens, tickets: d.Tickets, limits: d.Limits, cfg: cfg, now: d.Now, log: d.Log}
 }
 
 // RoomView is one user's answer from the room.
@@ -109,17 +120,19 @@ type RoomView struct {
 }
 
 // Join puts the user in the voucher's room (once: a second join answers
-// the same place) and answers the user's state.
-func (r *WaitingRoom) Join(ctx context.Context, userID, voucherID int64) (*RoomView, error) {
-	return r.step(ctx, userID, voucherID, "join", "")
+// the same place) and answers the user's state. addr is the client's
+// address, for the limits.
+func (r *WaitingRoom) Join(ctx context.Context, userID, voucherID int64, addr string) (*RoomView, error) {
+	return r.step(ctx, userID, voucherID, "join", "", addr)
 }
 
 // Poll answers the user's state in the voucher's room.
 // model.ErrNotAdmitted when the user has not joined. With a valid place
 // ticket from an earlier answer, a buyer whose turn has not come is
-// answered from this instance's copy of the room, without Redis.
-func (r *WaitingRoom) Poll(ctx context.Context, userID, voucherID int64, ticket string) (*RoomView, error) {
-	return r.step(ctx, userID, voucherID, "poll", ticket)
+// answered from this instance's copy of the room, without Redis and
+// without the limits; every other poll counts against them.
+func (r *WaitingRoom) Poll(ctx context.Context, userID, voucherID int64, ticket, addr string) (*RoomView, error) {
+	return r.step(ctx, userID, voucherID, "poll", ticket, addr)
 }
 
 // room returns the cached voucher, which must have a waiting room.
@@ -153,7 +166,7 @@ func (r *WaitingRoom) callFor(sv *model.SeckillVoucher, base int) model.RoomCall
 // or the token's TTL when shorter.
 func (r *WaitingRoom) maxRetry() time.Duration { return min(maxRetry, r.cfg.TokenTTL) }
 
-func (r *WaitingRoom) step(ctx context.Context, userID, voucherID int64, op, ticket string) (*RoomView, error) {
+func (r *WaitingRoom) step(ctx context.Context, userID, voucherID int64, op, ticket, addr string) (*RoomView, error) {
 	v, err := r.room(ctx, voucherID)
 	if err != nil {
 		return nil, err
@@ -165,6 +178,11 @@ func (r *WaitingRoom) step(ctx context.Context, userID, voucherID int64, op, tic
 	}
 	if out := r.fromTicket(ctx, userID, voucherID, v, ticket); out != nil {
 		return out, nil
+	}
+	if r.limits != nil {
+		if err := r.limits.Check(ctx, userID, addr); err != nil {
+			return nil, err
+		}
 	}
 	var a model.RoomAnswer
 	err = r.withBase(ctx, voucherID, r.call(v), func(c model.RoomCall) (err error) {

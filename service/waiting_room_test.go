@@ -56,7 +56,7 @@ func TestDrawReadsStockOnce(t *testing.T) {
 		EndTime: now.Add(time.Hour), WaitingRoom: true})
 	store := &drawStore{}
 	room := NewWaitingRoom(WaitingRoomDeps{Store: store, Vouchers: vouchers, Tokens: nopSigner{}, Now: func() time.Time { return now }}, RoomConfig{})
-	if _, err := room.Poll(context.Background(), 1, 7, ""); err != nil {
+	if _, err := room.Poll(context.Background(), 1, 7, "", ""); err != nil {
 		t.Fatal(err) // loads the voucher into the cache
 	}
 	store.drawn, store.asked = false, make(chan struct{}, 100)
@@ -66,7 +66,7 @@ func TestDrawReadsStockOnce(t *testing.T) {
 	var wg sync.WaitGroup
 	for u := range 50 {
 		wg.Go(func() {
-			if _, err := room.Poll(context.Background(), int64(u+1), 7, ""); err != nil {
+			if _, err := room.Poll(context.Background(), int64(u+1), 7, "", ""); err != nil {
 				t.Error(err)
 			}
 		})

@@ -67,13 +67,13 @@ func TestTicketPollsCostNoStoreCall(t *testing.T) {
 	store := &countStore{serving: 3, pos: map[int64]int64{1: 10}}
 	room := ticketRoom(t, store, &now, auth.NewAdmissions("s"))
 	ctx := context.Background()
-	j, err := room.Join(ctx, 1, 7)
+	j, err := room.Join(ctx, 1, 7, "")
 	if err != nil || j.Ticket == "" {
 		t.Fatalf("join: %+v, %v; want a ticket", j, err)
 	}
 	before := store.calls()
 	for range 100 {
-		v, err := room.Poll(ctx, 1, 7, j.Ticket)
+		v, err := room.Poll(ctx, 1, 7, j.Ticket, "")
 		if err != nil || v.Status != model.RoomWaiting || *v.Position != 10 || *v.Ahead != 6 || v.Ticket != j.Ticket {
 			t.Fatalf("poll: %+v, %v; want waiting at 10 with 6 ahead", v, err)
 		}
@@ -85,7 +85,7 @@ func TestTicketPollsCostNoStoreCall(t *testing.T) {
 	store.serving = 10
 	store.mu.Unlock()
 	now = now.Add(roomStateTTL)
-	v, err := room.Poll(ctx, 1, 7, j.Ticket)
+	v, err := room.Poll(ctx, 1, 7, j.Ticket, "")
 	if err != nil || v.Status != model.RoomAdmitted || v.Token == "" {
 		t.Fatalf("poll at the turn: %+v, %v; want admitted with a token", v, err)
 	}
@@ -114,7 +114,7 @@ func TestForgedTicketRunsScript(t *testing.T) {
 	}
 	for _, tk := range forged {
 		before := store.steps
-		v, err := room.Poll(ctx, 1, 7, tk)
+		v, err := room.Poll(ctx, 1, 7, tk, "")
 		if err != nil || v.Status != model.RoomAdmitted || store.steps != before+1 {
 			t.Errorf("ticket %q: %+v, %v after %d steps; want the script's answer, admitted", tk, v, err, store.steps-before)
 		}
@@ -148,7 +148,7 @@ func TestCheckedTicketRemembered(t *testing.T) {
 	ctx := context.Background()
 	tk := adm.SignTicket(2, 7, 20, "seed-1")
 	for range 5 {
-		if v, err := room.Poll(ctx, 2, 7, tk); err != nil || v.Position == nil || *v.Position != 20 || v.Token != "" {
+		if v, err := room.Poll(ctx, 2, 7, tk, ""); err != nil || v.Position == nil || *v.Position != 20 || v.Token != "" {
 			t.Fatalf("poll: %+v, %v; want waiting at 20", v, err)
 		}
 	}
@@ -157,7 +157,7 @@ func TestCheckedTicketRemembered(t *testing.T) {
 	}
 	// User 1 with user 2's ticket (the slot of another user): refused,
 	// the script answers user 1's own place.
-	if v, err := room.Poll(ctx, 1, 7, tk); err != nil || v.Position == nil || *v.Position != 10 {
+	if v, err := room.Poll(ctx, 1, 7, tk, ""); err != nil || v.Position == nil || *v.Position != 10 {
 		t.Errorf("user 1 with user 2's ticket: %+v, %v; want the script's answer, 10", v, err)
 	}
 	bad := tk[:len(tk)-1] + "A"
@@ -166,7 +166,7 @@ func TestCheckedTicketRemembered(t *testing.T) {
 	}
 	before := signer.checks
 	for range 3 {
-		room.Poll(ctx, 2, 7, bad)
+		room.Poll(ctx, 2, 7, bad, "")
 	}
 	if n := signer.checks - before; n != 3 {
 		t.Errorf("3 polls with a forged ticket: %d checks, want 3", n)

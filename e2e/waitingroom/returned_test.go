@@ -100,7 +100,7 @@ func unitsComeBack(t *testing.T, r *room, async, expire bool) {
 	for i, u := range us[3:] {
 		a := r.poll(i, u)
 		for a.Status != model.RoomAdmitted && time.Now().Before(deadline) {
-			time.Sleep(100 * time.Millisecond)
+			time.Sleep(250 * time.Millisecond)
 			a = r.poll(i, u)
 		}
 		if a.Status != model.RoomAdmitted {

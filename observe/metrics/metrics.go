@@ -100,7 +100,7 @@ func New() *Metrics {
 			Buckets: []float64{1, 2, 4, 8, 16, 32, 64},
 		}),
 		PurchaseLimits: counterVec("seckill_purchase_limit_total",
-			"Purchase limit decisions by limit (addr, user, voucher) and result: refused (429), or unchecked (Redis failed, let through).", "limit", "result"),
+			"Rate limit decisions by limit (addr, user, voucher; queue_addr, queue_user for the waiting room's joins and polls) and result: refused (429), or unchecked (Redis failed, let through).", "limit", "result"),
 		PaidOrders: counter("seckill_orders_paid_total",
 			"Orders their buyers paid (a repeated payment counts once)."),
 		CancelledOrders: counter("seckill_orders_cancelled_total",

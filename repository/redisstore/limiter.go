@@ -276,3 +276,20 @@ func (p PurchaseLimits) AllowUser(ctx context.Context, userID int64, l model.Lim
 func (p PurchaseLimits) AllowVoucher(ctx context.Context, voucherID int64, l model.Limit) (bool, time.Duration, error) {
 	return p.Allow(ctx, repository.PurchaseVoucherKey(voucherID), l)
 }
+
+// QueueLimits are the waiting room's limits (service.ClientLimiter) on a
+// Limiter, with the keys of keys.go.
+type QueueLimits struct{ *Limiter }
+
+// NewQueueLimits returns the waiting room's limits on rdb.
+func NewQueueLimits(rdb redis.UniversalClient) QueueLimits { return QueueLimits{NewLimiter(rdb)} }
+
+// AllowAddr counts a join or poll from the client address addr.
+func (q QueueLimits) AllowAddr(ctx context.Context, addr string, l model.Limit) (bool, time.Duration, error) {
+	return q.Allow(ctx, repository.QueueAddrKey(addr), l)
+}
+
+// AllowUser counts a join or poll of the user.
+func (q QueueLimits) AllowUser(ctx context.Context, userID int64, l model.Limit) (bool, time.Duration, error) {
+	return q.Allow(ctx, repository.QueueUserKey(userID), l)
+}
