@@ -62,6 +62,9 @@ func (f *fakeSale) Buy(ctx context.Context, userID, voucherID int64) (int64, err
 	return buy(ctx, userID, voucherID)
 }
 
+// Refusal refuses nothing from memory: every purchase reaches Buy.
+func (f *fakeSale) Refusal(int64) error { return nil }
+
 func (f *fakeSale) Order(ctx context.Context, userID, orderID int64) (*model.VoucherOrder, error) {
 	if f.order == nil {
 		return nil, model.ErrOrderNotFound

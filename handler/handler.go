@@ -50,17 +50,11 @@ type Vouchers interface {
 }
 
 // Sale is the flash sale as the routes see it: a service.SyncSeckill or a
-// service.AsyncSeckill.
+// service.AsyncSeckill. The purchase (service.Purchase) buys from it.
 type Sale interface {
-	Buy(ctx context.Context, userID, voucherID int64) (int64, error)
+	service.PurchaseSale
 	Order(ctx context.Context, userID, orderID int64) (*model.VoucherOrder, error)
 	Audit(ctx context.Context, voucherID int64) (*model.Audit, error)
-}
-
-// localRefuser is a Sale that tells the purchases it refuses from
-// memory (*service.SyncSeckill, *service.AsyncSeckill).
-type localRefuser interface {
-	RefusesLocally(voucherID int64) bool
 }
 
 type api struct {
@@ -68,7 +62,9 @@ type api struct {
 	fail func(c *gin.Context, err error)
 	// failAs is fail with err classified already (Style.Classify).
 	failAs func(c *gin.Context, err error, status int, code, msg string)
-	// limited: the purchase limits are on the route (limitPurchase).
+	// purchase is the purchase's sequence: the room, the limits, the sale.
+	purchase *service.Purchase
+	// limited: the purchase limits are on (the client address is read).
 	limited bool
 }
 
@@ -91,6 +87,14 @@ func New(d Deps) http.Handler {
 		d.Style = StyleREST
 	}
 	a := &api{Deps: d, limited: d.Limits != nil && d.Limits.Enabled()}
+	steps := service.PurchaseDeps{Sale: d.Seckill}
+	if d.Room != nil {
+		steps.Room = d.Room
+	}
+	if a.limited {
+		steps.Limits = d.Limits
+	}
+	a.purchase = service.NewPurchase(steps)
 	a.failAs = func(c *gin.Context, err error, status int, code, msg string) {
 		if d.AccessLog > 0 {
 			// The access log names the refusal's code (of a request it logs).
@@ -164,22 +168,11 @@ func New(d Deps) http.Handler {
 	}
 	r.GET("/voucher/list/:shopId", vouchers.listVouchers)
 
-	// The limits are on the hot path only when one is configured.
 	orders := orderAPI{a}
-	buy := []gin.HandlerFunc{authed}
-	if d.Idempotency != nil {
-		buy = append(buy, a.idempotent)
-	}
-	if a.limited {
-		buy = append(buy, orders.limitPurchase)
-	}
 	if d.Room != nil {
-		// Before the key's record and the limits: a purchase without an
-		// admission touches no Redis key.
-		buy = slices.Insert(buy, 1, orders.admission)
 		roomRoutes(orders, r, authed)
 	}
-	r.POST("/voucher-order/seckill/:id", append(buy, orders.seckill)...)
+	r.POST("/voucher-order/seckill/:id", authed, orders.seckill)
 	r.GET("/voucher-order/:orderId", authed, orders.order)
 	if d.Lifecycle != nil {
 		// Pay and cancel are idempotent by order; a key replays the first
@@ -395,6 +388,9 @@ func newVoucherResponse(v *model.SeckillVoucherInfo) voucherResponse {
 	}
 }
 
+// seckill is the purchase: parse, buy (service.Purchase), write. With an
+// Idempotency-Key, the room's check runs first: a buyer it refuses touches
+// no Redis key, the key's record included.
 func (a orderAPI) seckill(c *gin.Context) {
 	start := time.Now()
 	voucherID, err := pathID(c, "id")
@@ -404,57 +400,46 @@ func (a orderAPI) seckill(c *gin.Context) {
 		return
 	}
 	u, _ := middleware.UserFrom(c.Request.Context())
-	orderID, err := a.Seckill.Buy(c.Request.Context(), u.ID, voucherID)
+	req := service.PurchaseRequest{UserID: u.ID, VoucherID: voucherID, Admission: c.GetHeader(AdmissionHeader)}
 	if a.limited {
-		c.Set(outcomeKey, err)
+		req.Addr = c.ClientIP()
 	}
-	if a.Room != nil {
-		a.Room.Outcome(c.Request.Context(), u.ID, voucherID, err, time.Since(start))
+	if a.Idempotency == nil || c.GetHeader(IdempotencyHeader) == "" {
+		a.buy(c, req, start)
+		return
 	}
+	if err := a.purchase.Admit(c.Request.Context(), req); err != nil {
+		// Retried after its admission lapsed, a keyed purchase gets its
+		// stored answer: only a buyer admitted once reads the record.
+		if errors.Is(err, model.ErrAdmissionLapsed) && a.replayOnly(c) {
+			return
+		}
+		a.purchaseFailed(c, voucherID, err, start)
+		return
+	}
+	a.keyed(c, func(c *gin.Context) { a.buy(c, req, start) })
+}
+
+// buy runs the purchase and writes its answer.
+func (a orderAPI) buy(c *gin.Context, req service.PurchaseRequest, start time.Time) {
+	orderID, err := a.purchase.Buy(c.Request.Context(), req)
 	if err != nil {
-		status, code, msg := a.Style.Classify(err)
-		a.outcome(code)
-		a.observe(voucherID, code, err, start)
-		a.failAs(c, err, status, code, msg)
+		a.purchaseFailed(c, req.VoucherID, err, start)
 		return
 	}
 	a.outcome("OK")
-	a.observe(voucherID, "OK", nil, start)
+	a.observe(req.VoucherID, "OK", nil, start)
 	writeOrderID(c, orderID)
 }
 
-// limitPurchase counts the purchase against the limits; a malformed id
-// goes on to the route, which refuses it.
-func (a orderAPI) limitPurchase(c *gin.Context) {
-	voucherID, err := pathID(c, "id")
-	if err != nil {
-		return
-	}
-	// A purchase the route refuses from memory (sold out, a sale not open)
-	// is not counted: the check would cost more than the refusal, and a
-	// stampede after the sale sold out stays off Redis.
-	if r, ok := a.Seckill.(localRefuser); ok && r.RefusesLocally(voucherID) {
-		return
-	}
-	u, _ := middleware.UserFrom(c.Request.Context())
-	if err := a.Limits.Admit(c.Request.Context(), u.ID, voucherID, c.ClientIP()); err != nil {
-		a.seckillFail(c, err)
-		return
-	}
-	// A route that ends with no outcome (a panic) decides nothing.
-	outcome := errNoOutcome
-	defer func() { a.Limits.Settle(u.ID, voucherID, outcome) }()
-	c.Next()
-	if v, ok := c.Get(outcomeKey); ok {
-		outcome, _ = v.(error) // nil: an order
-	}
+// purchaseFailed writes a purchase's refusal, counted as an outcome and
+// for the voucher.
+func (a orderAPI) purchaseFailed(c *gin.Context, voucherID int64, err error, start time.Time) {
+	status, code, msg := a.Style.Classify(err)
+	a.outcome(code)
+	a.observe(voucherID, code, err, start)
+	a.failAs(c, err, status, code, msg)
 }
-
-// outcomeKey is where the seckill route leaves Buy's error for the limits.
-const outcomeKey = "seckill.outcome"
-
-// errNoOutcome is the outcome of a purchase the route did not decide.
-var errNoOutcome = errors.New("purchase ended without an outcome")
 
 func (a *api) outcome(code string) { a.Metrics.Outcome(code) }
 

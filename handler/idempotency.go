@@ -96,13 +96,20 @@ func kept(w *capturingWriter) bool {
 	return w.code == "" && w.Status() >= 200 && w.Status() < 300 && w.body.Len() <= maxStoredAnswer
 }
 
-// idempotent is the middleware of a route that honours Idempotency-Key. A
-// request without the header passes untouched.
+// idempotent is the middleware of a route that honours Idempotency-Key
+// (pay and cancel). A request without the header passes untouched.
 func (a *api) idempotent(c *gin.Context) {
-	raw := c.GetHeader(IdempotencyHeader)
-	if raw == "" {
+	if c.GetHeader(IdempotencyHeader) == "" {
 		return
 	}
+	a.keyed(c, (*gin.Context).Next)
+}
+
+// keyed runs the request's rest, next, under its Idempotency-Key: a first
+// attempt runs next and keeps its success; a retry gets the kept answer,
+// or a refusal (in flight, reused) without running next.
+func (a *api) keyed(c *gin.Context, next func(*gin.Context)) {
+	raw := c.GetHeader(IdempotencyHeader)
 	key, err := model.ParseIdempotencyKey(raw)
 	if err != nil {
 		a.fail(c, err)
@@ -140,7 +147,7 @@ func (a *api) idempotent(c *gin.Context) {
 	c.Request = c.Request.WithContext(run)
 	w := &capturingWriter{ResponseWriter: c.Writer}
 	c.Writer = w
-	c.Next()
+	next(c)
 
 	// The request's context may be over (deadline, client gone): the
 	// record is written with one of its own.

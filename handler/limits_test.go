@@ -211,7 +211,12 @@ func TestPurchaseLimitsRedisDown(t *testing.T) {
 // localRefuser is a Sale that refuses voucher 4 from memory, sold out.
 type localRefuser struct{ *fakeSale }
 
-func (localRefuser) RefusesLocally(voucherID int64) bool { return voucherID == 4 }
+func (localRefuser) Refusal(voucherID int64) error {
+	if voucherID == 4 {
+		return model.ErrSoldOut
+	}
+	return nil
+}
 
 // TestPurchaseLimitsSkipLocalRefusals: a purchase the route refuses from
 // memory (a sold-out voucher) is not counted against the limits: a user

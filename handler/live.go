@@ -202,14 +202,3 @@ func (a *api) observe(voucherID int64, code string, err error, start time.Time) 
 	}
 	a.Live.Observe(voucherID, code, dup, time.Since(start))
 }
-
-// seckillFail is the failure writer of the seckill route's middleware (the
-// limits): a refusal there is counted as an outcome, and for the voucher.
-func (a *api) seckillFail(c *gin.Context, err error) {
-	_, code, _ := Classify(err)
-	a.outcome(code)
-	if id, perr := pathID(c, "id"); perr == nil {
-		a.observe(id, code, err, time.Now())
-	}
-	a.fail(c, err)
-}

@@ -19,6 +19,8 @@ import (
 // cost: the benchmarks measure the route around it.
 type benchSale struct{ err error }
 
+func (benchSale) Refusal(int64) error { return nil }
+
 func (s benchSale) Buy(context.Context, int64, int64) (int64, error) {
 	if s.err != nil {
 		return 0, s.err

@@ -2,7 +2,6 @@ package handler
 
 import (
 	"context"
-	"errors"
 	"time"
 
 	"github.com/gin-gonic/gin"
@@ -59,25 +58,4 @@ func (a orderAPI) room(c *gin.Context, poll bool) {
 		return
 	}
 	writeRoom(c, v)
-}
-
-// admission refuses a purchase of a voucher with a waiting room that
-// carries no valid Admission-Token (403 NOT_ADMITTED), before any lock or
-// Redis key is touched. A malformed id goes on to the route, which
-// refuses it.
-func (a orderAPI) admission(c *gin.Context) {
-	voucherID, err := pathID(c, "id")
-	if err != nil {
-		return
-	}
-	u, _ := middleware.UserFrom(c.Request.Context())
-	if err := a.Room.Admit(c.Request.Context(), u.ID, voucherID, c.GetHeader(AdmissionHeader)); err != nil {
-		// A keyed purchase retried after its admission lapsed gets its
-		// stored answer, for as long as it is kept; only a buyer admitted
-		// once reaches the record.
-		if errors.Is(err, model.ErrAdmissionLapsed) && a.replayOnly(c) {
-			return
-		}
-		a.seckillFail(c, err)
-	}
 }

@@ -80,10 +80,10 @@ func NewAsyncSeckill(d AsyncSeckillDeps) *AsyncSeckill {
 // outcome.
 const writtenCheckTimeout = time.Second
 
-// RefusesLocally reports whether Buy would refuse the voucher now from
-// memory, with no round trip: outside its window, or seen sold out within
-// the last second.
-func (s *AsyncSeckill) RefusesLocally(voucherID int64) bool { return s.cache.refuses(voucherID) }
+// Refusal is Buy's refusal of the voucher now from memory, with no round
+// trip: outside its window, or seen sold out within the last second; nil
+// when Buy must ask its stores.
+func (s *AsyncSeckill) Refusal(voucherID int64) error { return s.cache.refusal(voucherID) }
 
 // Buy admits one order with one EVALSHA of seckill.lua (AdmitOrder). The
 // window and a known sold-out state come from the cache, the order id from

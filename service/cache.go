@@ -105,26 +105,26 @@ func (c *voucherCache) get(ctx context.Context, id int64) (*cachedVoucher, error
 	}
 }
 
-// refuses reports whether checkWindowAndStock would refuse the voucher now from
-// what the cache holds, without loading it (refusal). A voucher not cached,
-// still loading or past the TTL is not refused.
-func (c *voucherCache) refuses(id int64) bool {
+// refusal is checkWindowAndStock's refusal of the voucher now from what
+// the cache holds, without loading it: nil for a voucher not cached, still
+// loading or past the TTL.
+func (c *voucherCache) refusal(id int64) error {
 	c.mu.Lock()
 	e, ok := c.entries[id]
 	c.mu.Unlock()
 	if !ok {
-		return false
+		return nil
 	}
 	select {
 	case <-e.ready:
 	default:
-		return false
+		return nil
 	}
 	now := c.now()
 	if e.err != nil || now.Sub(e.loaded) > c.ttl {
-		return false
+		return nil
 	}
-	return e.refusal(now) != nil
+	return e.refusal(now)
 }
 
 // forget drops the cached voucher: the next request reads it again.

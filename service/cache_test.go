@@ -149,16 +149,16 @@ func TestVoucherCacheWaiterHonoursContext(t *testing.T) {
 	}
 }
 
-// TestRefusesLocally: a voucher is refused from memory only once the cache
+// TestRefusal: a voucher is refused from memory only once the cache
 // holds it, and only while Buy would refuse it without a round trip: seen
 // sold out within a second, or outside its window. An open voucher, one
 // never loaded and one past the cache's TTL are not.
-func TestRefusesLocally(t *testing.T) {
+func TestRefusal(t *testing.T) {
 	r := newRig(t, SyncSeckillConfig{VoucherCacheTTL: time.Minute})
 	ctx := context.Background()
 	start := r.clock.Now()
 	for _, v := range []int64{voucherOpen, voucherSoldOut} {
-		if r.svc.RefusesLocally(v) {
+		if r.svc.Refusal(v) != nil {
 			t.Errorf("voucher %d before any purchase: refused, want not (not cached)", v)
 		}
 	}
@@ -178,10 +178,10 @@ func TestRefusesLocally(t *testing.T) {
 	}
 	for _, s := range steps {
 		r.clock.Set(start.Add(s.at))
-		if got := r.svc.RefusesLocally(voucherOpen); got != s.open {
+		if got := r.svc.Refusal(voucherOpen) != nil; got != s.open {
 			t.Errorf("+%v open voucher: got %v, want %v", s.at, got, s.open)
 		}
-		if got := r.svc.RefusesLocally(voucherSoldOut); got != s.soldOut {
+		if got := r.svc.Refusal(voucherSoldOut) != nil; got != s.soldOut {
 			t.Errorf("+%v sold-out voucher: got %v, want %v", s.at, got, s.soldOut)
 		}
 	}
@@ -189,11 +189,11 @@ func TestRefusesLocally(t *testing.T) {
 	if _, err := r.svc.Buy(ctx, 3, voucherOpen); !errors.Is(err, model.ErrSeckillEnded) {
 		t.Fatalf("open voucher at its end: got %v, want ErrSeckillEnded", err)
 	}
-	if !r.svc.RefusesLocally(voucherOpen) {
+	if err := r.svc.Refusal(voucherOpen); !errors.Is(err, model.ErrSeckillEnded) {
 		t.Errorf("open voucher at its end: not refused, want refused (the sale ended)")
 	}
 	r.clock.Set(testEnd.Add(time.Minute + time.Millisecond))
-	if r.svc.RefusesLocally(voucherOpen) {
+	if r.svc.Refusal(voucherOpen) != nil {
 		t.Errorf("ended voucher past the cache's TTL: refused, want not (the cache may be stale)")
 	}
 }

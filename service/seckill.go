@@ -83,10 +83,10 @@ func NewSyncSeckill(d SyncSeckillDeps, cfg SyncSeckillConfig) *SyncSeckill {
 	return s
 }
 
-// RefusesLocally reports whether Buy would refuse the voucher now from
-// memory, with no round trip: outside its window, or seen sold out within
-// the last second.
-func (s *SyncSeckill) RefusesLocally(voucherID int64) bool { return s.cache.refuses(voucherID) }
+// Refusal is Buy's refusal of the voucher now from memory, with no round
+// trip: outside its window, or seen sold out within the last second; nil
+// when Buy must ask its stores.
+func (s *SyncSeckill) Refusal(voucherID int64) error { return s.cache.refusal(voucherID) }
 
 // Buy runs the seckill flow of docs/contract.md for one request and returns
 // the new order's id. It is the course's seckillVoucher in three steps:
