@@ -34,7 +34,7 @@ func (w *wiring) routes(p purchase, lifecycle *service.Lifecycle, streams contex
 			}, w.log),
 			Lifecycle:   lifecycle,
 			History:     service.NewHistory(w.orders),
-			Idempotency: redisstore.NewIdempotency(d.Redis, cfg.IdempotencyMaxKeys),
+			Idempotency: service.NewIdempotency(redisstore.NewIdempotency(d.Redis, cfg.IdempotencyMaxKeys), cfg.IdempotencyTTL, cfg.RequestTimeout),
 		},
 		Access: handler.Access{
 			Tokens:         w.tok,
@@ -53,7 +53,6 @@ func (w *wiring) routes(p purchase, lifecycle *service.Lifecycle, streams contex
 		Settings: handler.Settings{
 			Development:    cfg.Development(),
 			RequestTimeout: cfg.RequestTimeout,
-			IdempotencyTTL: cfg.IdempotencyTTL,
 			Style:          handler.Style(cfg.APIStyle),
 		},
 		Dashboard: handler.Dashboard{

@@ -92,9 +92,6 @@ type Settings struct {
 	// the /debug/noop benchmark endpoint.
 	Development    bool
 	RequestTimeout time.Duration
-	// IdempotencyTTL is how long a key's answer is kept
-	// (SECKILL_IDEMPOTENCY_TTL); 0 is DefaultIdempotencyTTL.
-	IdempotencyTTL time.Duration
 	// Location reads zone-less times of the voucher body (time.Local).
 	Location *time.Location
 	// Style is how refusals reach the client (SECKILL_API_STYLE); empty

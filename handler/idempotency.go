@@ -14,7 +14,7 @@ import (
 )
 
 // Idempotency-Key on the purchase, the pay and the cancel; docs/api.md has
-// the contract. A success is stored for IdempotencyTTL and replayed to
+// the contract. A success is stored for SECKILL_IDEMPOTENCY_TTL (service.Idempotency) and replayed to
 // every retry. Any instance replays it; each user has a key space of their
 // own, of at most SECKILL_IDEMPOTENCY_MAX_KEYS live keys. The same key on
 // another request is 422 IDEMPOTENCY_KEY_REUSED. A retry while the first
@@ -29,35 +29,17 @@ const IdempotencyHeader = "Idempotency-Key"
 // ReplayedHeader marks an answer replayed from an earlier attempt.
 const ReplayedHeader = "Idempotent-Replayed"
 
-// DefaultIdempotencyTTL is how long a key's answer is kept when
-// Deps.IdempotencyTTL is unset (SECKILL_IDEMPOTENCY_TTL).
-const DefaultIdempotencyTTL = 24 * time.Hour
-
-// maxStoredAnswer bounds the body of a stored answer. Every answer of a
-// keyed route is far smaller; a larger one is not stored.
-const maxStoredAnswer = 1 << 10
-
-// idempotencyGrace is added to the request timeout for the lease of an
-// attempt in flight: past it, a crashed attempt no longer blocks its key.
-const idempotencyGrace = 10 * time.Second
-
 // keyContext is the gin context key of the request's parsed
 // Idempotency-Key.
 const keyContext = "seckill.idempotencyKey"
 
-// Idempotency stores the Idempotency-Key records (*redisstore.Idempotency).
+// Idempotency keeps the answers of keyed requests (*service.Idempotency).
 type Idempotency interface {
-	// Begin claims the user's key for a request with fingerprint fp, in flight
-	// for lease. It returns the attempt's owner token. A key already claimed
-	// returns its record instead. A user at the cap of live keys gets a
-	// *model.RateLimitedError.
-	Begin(ctx context.Context, userID int64, key, fp string, lease time.Duration) (owner string, prior *model.IdempotentRecord, err error)
-	// Finish stores the answer of owner's attempt, kept for ttl.
-	Finish(ctx context.Context, userID int64, key, owner string, status int, body []byte, ttl time.Duration) (bool, error)
-	// Release gives the key up, so that a retry runs the request again.
-	Release(ctx context.Context, userID int64, key, owner string) (bool, error)
-	// Lookup reads the user's key's record without claiming the key: nil
-	// when it holds none.
+	// Begin claims the user's key for the request fp, or returns its record.
+	Begin(ctx context.Context, userID int64, key, fp string) (owner string, prior *model.IdempotentRecord, err error)
+	// End keeps owner's answer when ok (a success), or gives the key up.
+	End(ctx context.Context, userID int64, key, owner string, ok bool, status int, body []byte) (bool, error)
+	// Lookup reads the key's record without claiming it; nil for none.
 	Lookup(ctx context.Context, userID int64, key string) (*model.IdempotentRecord, error)
 }
 
@@ -89,13 +71,6 @@ func fingerprint(c *gin.Context) string {
 	return b.String()
 }
 
-// kept tells whether the answer of a keyed attempt is stored: a success
-// only, within maxStoredAnswer. A refusal changed nothing, or asks for a
-// retry; either way a retry with the key runs the request again.
-func kept(w *capturingWriter) bool {
-	return w.code == "" && w.Status() >= 200 && w.Status() < 300 && w.body.Len() <= maxStoredAnswer
-}
-
 // idempotent is the middleware of a route that honours Idempotency-Key
 // (pay and cancel). A request without the header passes untouched.
 func (a *api) idempotent(c *gin.Context) {
@@ -119,7 +94,7 @@ func (a *api) keyed(c *gin.Context, next func(*gin.Context)) {
 	ctx := c.Request.Context()
 	u, _ := middleware.UserFrom(ctx)
 	fp := fingerprint(c)
-	owner, prior, err := a.Idempotency.Begin(ctx, u.ID, key, fp, a.RequestTimeout+idempotencyGrace)
+	owner, prior, err := a.Idempotency.Begin(ctx, u.ID, key, fp)
 	switch {
 	case err != nil:
 		a.fail(c, err) // a key that cannot be checked cannot be kept: 503
@@ -153,16 +128,8 @@ func (a *api) keyed(c *gin.Context, next func(*gin.Context)) {
 	// record is written with one of its own.
 	done, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
 	defer cancel()
-	var held bool
-	if kept(w) {
-		ttl := a.IdempotencyTTL
-		if ttl <= 0 {
-			ttl = DefaultIdempotencyTTL
-		}
-		held, err = a.Idempotency.Finish(done, u.ID, key, owner, w.Status(), w.body.Bytes(), ttl)
-	} else {
-		held, err = a.Idempotency.Release(done, u.ID, key, owner)
-	}
+	// A refusal is never kept: it changed nothing, or asks for a retry.
+	held, err := a.Idempotency.End(done, u.ID, key, owner, w.code == "", w.Status(), w.body.Bytes())
 	switch {
 	case err != nil:
 		a.Log.WarnContext(ctx, "idempotency key not recorded: held until its lease ends", "user_id", u.ID, "err", err)
