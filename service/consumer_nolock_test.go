@@ -8,7 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"seckill/lua"
 	"seckill/model"
 	"seckill/repository"
 	"seckill/repository/redisstore"
@@ -33,11 +32,9 @@ func (e *raceEnv) unlockedConsumer(name string, cfg ConsumerConfig) (*consumer, 
 func (e *raceEnv) admitUser(t *testing.T, vid, user int64) int64 {
 	t.Helper()
 	orderID := 1_000_000 + mrand.Int64N(1<<50)
-	code, err := lua.Seckill.Run(context.Background(), e.rdb,
-		redisstore.SeckillKeys(e.stream, vid, orderID),
-		user, vid, orderID, time.Now().UnixMilli(), 60).Int()
-	if err != nil || code != 0 {
-		t.Fatalf("admission of user %d: got %d, %v, want 0", user, code, err)
+	err := redisstore.NewSeckillScriptOn(e.rdb, e.stream).Run(context.Background(), orderID, user, vid, 0, model.AdmitOnly, 0, time.Now())
+	if err != nil {
+		t.Fatalf("admission of user %d: %v", user, err)
 	}
 	t.Cleanup(func() {
 		e.rdb.Del(context.Background(), repository.OrderInfoKey(repository.VoucherShard(vid), orderID))

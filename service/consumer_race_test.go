@@ -11,7 +11,6 @@ import (
 
 	"seckill/internal/testenv"
 	"seckill/lock"
-	"seckill/lua"
 	"seckill/model"
 	"seckill/repository"
 	"seckill/repository/redisstore"
@@ -92,11 +91,9 @@ func (e *raceEnv) voucher(t *testing.T, stock int) int64 {
 func (e *raceEnv) admit(t *testing.T, vid int64) (user, orderID int64) {
 	t.Helper()
 	user, orderID = 1_000_000+mrand.Int64N(1<<40), 1_000_000+mrand.Int64N(1<<50)
-	code, err := lua.Seckill.Run(context.Background(), e.rdb,
-		redisstore.SeckillKeys(e.stream, vid, orderID),
-		user, vid, orderID, time.Now().UnixMilli(), 60).Int()
-	if err != nil || code != 0 {
-		t.Fatalf("admission: got %d, %v, want 0", code, err)
+	err := redisstore.NewSeckillScriptOn(e.rdb, e.stream).Run(context.Background(), orderID, user, vid, 0, model.AdmitOnly, 0, time.Now())
+	if err != nil {
+		t.Fatalf("admission: %v", err)
 	}
 	t.Cleanup(func() {
 		e.rdb.Del(context.Background(), repository.OrderInfoKey(repository.VoucherShard(vid), orderID))

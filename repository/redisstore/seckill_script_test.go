@@ -28,7 +28,7 @@ type testAdmission struct {
 
 // newTestAdmission admits into the streams named stream.
 func newTestAdmission(rdb redis.UniversalClient, stream string) *testAdmission {
-	return &testAdmission{NewAsyncState(rdb), newSeckillScriptOn(rdb, stream)}
+	return &testAdmission{NewAsyncState(rdb), NewSeckillScriptOn(rdb, stream)}
 }
 
 // Admit is service.AdmitOrder over a's SeckillScript.

@@ -11,7 +11,6 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"seckill/internal/testenv"
-	"seckill/lua"
 	"seckill/model"
 	"seckill/repository"
 )
@@ -35,8 +34,8 @@ func TestStockReturns(t *testing.T) {
 			}
 		})
 		r := NewStockReturns(rdb)
-		if got, err := r.Return(ctx, 5, sv.VoucherID, 4); err != nil || got != lua.GiveBackNotLoaded {
-			t.Fatalf("not loaded: got %d, %v; want %d", got, err, lua.GiveBackNotLoaded)
+		if got, err := r.Return(ctx, 5, sv.VoucherID, 4); err != nil || got != model.GiveBackUnready {
+			t.Fatalf("not loaded: got %d, %v; want %d", got, err, model.GiveBackUnready)
 		}
 		// Sold out. Order 100 was cancelled before a rebuild.
 		if err := NewAsyncState(rdb).Load(ctx, sv, 0, nil, []int64{100}); err != nil {
@@ -52,7 +51,7 @@ func TestStockReturns(t *testing.T) {
 				if err != nil {
 					t.Error(err)
 				}
-				if got == lua.GiveBackApplied {
+				if got == model.GiveBackApplied {
 					applied.Add(1)
 				}
 			}()
