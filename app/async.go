@@ -48,6 +48,7 @@ func newAsync(d *deps, cfg config.Config, log *slog.Logger, locker lock.Locker, 
 	consumerConfig := service.ConsumerConfig{
 		Consumers:     cfg.ConsumerCount(),
 		ClaimIdle:     cfg.ClaimIdleOrDefault(),
+		BatchTimeout:  config.ConsumerBatchTimeout,
 		ConsumerDelay: cfg.ConsumerDelay,
 		DutyCycle:     cfg.ConsumerDuty,
 	}
