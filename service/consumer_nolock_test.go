@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"seckill/model"
-	"seckill/repository"
 	"seckill/repository/redisstore"
 )
 
@@ -37,7 +36,7 @@ func (e *raceEnv) admitUser(t *testing.T, vid, user int64) int64 {
 		t.Fatalf("admission of user %d: %v", user, err)
 	}
 	t.Cleanup(func() {
-		e.rdb.Del(context.Background(), repository.OrderInfoKey(repository.VoucherShard(vid), orderID))
+		e.rdb.Del(context.Background(), redisstore.OrderInfoKey(redisstore.VoucherShard(vid), orderID))
 	})
 	return orderID
 }
@@ -56,7 +55,7 @@ func TestUnlockedConsumersDoubleAdmission(t *testing.T) {
 	user := 1_000_000 + mrand.Int64N(1<<40)
 	first := e.admitUser(t, vid, user)
 	// The failover: the replica promoted had not seen the buyer mark.
-	if err := e.rdb.SRem(ctx, repository.BuyersKey(vid), user).Err(); err != nil {
+	if err := e.rdb.SRem(ctx, redisstore.BuyersKey(vid), user).Err(); err != nil {
 		t.Fatal(err)
 	}
 	second := e.admitUser(t, vid, user)
@@ -102,7 +101,7 @@ func TestUnlockedConsumersDoubleAdmission(t *testing.T) {
 		t.Errorf("dead-letter stream: got %d entries, want 1", st.dead)
 	}
 	checkInvariant5(t, st, initial)
-	buyers, err := e.rdb.SCard(ctx, repository.BuyersKey(vid)).Result()
+	buyers, err := e.rdb.SCard(ctx, redisstore.BuyersKey(vid)).Result()
 	if err != nil {
 		t.Fatal(err)
 	}

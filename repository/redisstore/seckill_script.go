@@ -11,7 +11,6 @@ import (
 
 	"seckill/lua"
 	"seckill/model"
-	"seckill/repository"
 )
 
 // SeckillScript is the one Go caller of lua/seckill.lua and of its two
@@ -35,7 +34,7 @@ type SeckillScript struct {
 
 // NewSeckillScript returns the caller of seckill.lua on rdb.
 func NewSeckillScript(rdb redis.UniversalClient) *SeckillScript {
-	return NewSeckillScriptOn(rdb, repository.StreamName)
+	return NewSeckillScriptOn(rdb, StreamName)
 }
 
 // NewSeckillScriptOn returns a caller that admits into the streams named
@@ -80,12 +79,12 @@ func (s *SeckillScript) traceOf(ctx context.Context) string {
 //     pipeline), or Redis refused it for now. It did not run.
 //   - any other: Redis answered with an error. It did not run.
 func (s *SeckillScript) Run(ctx context.Context, orderID, userID, voucherID int64, b int, mode model.AdmitMode, home int, now time.Time) error {
-	k := SeckillKeysIn(s.stream, repository.BucketShard(voucherID, b), voucherID, orderID)
+	k := SeckillKeysIn(s.stream, BucketShard(voucherID, b), voucherID, orderID)
 	args := []any{len(k), k[0], k[1], k[2], k[3], k[4],
-		userID, voucherID, orderID, now.UnixMilli(), int64(repository.OrderInfoTTL / time.Second)}
+		userID, voucherID, orderID, now.UnixMilli(), int64(OrderInfoTTL / time.Second)}
 	var cmd *redis.Cmd
 	if mode == model.AdmitAway {
-		args = append(args, lua.SeckillAway, s.traceOf(ctx), repository.BucketShard(voucherID, home))
+		args = append(args, lua.SeckillAway, s.traceOf(ctx), BucketShard(voucherID, home))
 		cmd = evalOnce(ctx, s.rdb, lua.Seckill, args)
 	} else {
 		if tp := s.traceOf(ctx); tp != "" {
@@ -152,8 +151,8 @@ func admitErr(code int, orderID, voucherID int64) error {
 // second run finds what the first one left. Any other error is the
 // client's, as it is.
 func (s *SeckillScript) Settle(ctx context.Context, orderID, userID, voucherID int64, b int) error {
-	v, err := lua.SeckillSettle.Run(ctx, s.rdb, settleKeys(repository.BucketShard(voucherID, b), orderID),
-		userID, voucherID, int64(repository.VoidTTL/time.Second)).Int()
+	v, err := lua.SeckillSettle.Run(ctx, s.rdb, settleKeys(BucketShard(voucherID, b), orderID),
+		userID, voucherID, int64(VoidTTL/time.Second)).Int()
 	switch {
 	case err != nil:
 		return err
@@ -176,8 +175,8 @@ func (s *SeckillScript) Release(ctx context.Context, orderID, userID, voucherID 
 		outcome = "moved"
 	}
 	return redisErr(lua.SeckillRelease.Run(ctx, s.rdb,
-		releaseKeys(repository.BucketShard(voucherID, home), voucherID, orderID),
-		userID, voucherID, outcome, int64(repository.VoidTTL/time.Second)).Err())
+		releaseKeys(BucketShard(voucherID, home), voucherID, orderID),
+		userID, voucherID, outcome, int64(VoidTTL/time.Second)).Err())
 }
 
 // keys are what SeckillKeys builds for the order (one bucket).
@@ -187,7 +186,7 @@ func (s *SeckillScript) keys(voucherID, orderID int64) []string {
 
 // streamKey is the order stream of the voucher's shard.
 func (s *SeckillScript) streamKey(voucherID int64) string {
-	return repository.ShardKey(repository.VoucherShard(voucherID), s.stream)
+	return ShardKey(VoucherShard(voucherID), s.stream)
 }
 
 // A script whose reply may be lost is sent at most once: a second send

@@ -15,7 +15,6 @@ import (
 
 	"seckill/lua"
 	"seckill/model"
-	"seckill/repository"
 	"seckill/service"
 )
 
@@ -207,7 +206,7 @@ func TestAdmitPipelineCut(t *testing.T) {
 
 	admitted := int64(0)
 	for i, err := range errs {
-		info := r.direct.Get(ctx, repository.OrderInfoKey(repository.VoucherShard(r.vid), oids[i])).Val()
+		info := r.direct.Get(ctx, OrderInfoKey(VoucherShard(r.vid), oids[i])).Val()
 		switch {
 		case err == nil:
 			admitted++
@@ -221,7 +220,7 @@ func TestAdmitPipelineCut(t *testing.T) {
 			// Its command arrives late: refused.
 			code, lerr := lua.Seckill.Run(ctx, r.direct,
 				r.a.keys(r.vid, oids[i]),
-				users[i], r.vid, oids[i], time.Now().UnixMilli(), int64(repository.OrderInfoTTL/time.Second)).Int()
+				users[i], r.vid, oids[i], time.Now().UnixMilli(), int64(OrderInfoTTL/time.Second)).Int()
 			if lerr != nil || code != lua.SeckillVoid {
 				t.Errorf("member %d's late command: got %d, %v; want %d (void)", i, code, lerr, lua.SeckillVoid)
 			}

@@ -8,7 +8,6 @@ import (
 
 	"seckill/lua"
 	"seckill/model"
-	"seckill/repository"
 )
 
 // StockReturns gives cancelled orders' units back to the vouchers' Redis
@@ -22,7 +21,7 @@ func NewStockReturns(rdb redis.UniversalClient) *StockReturns { return &StockRet
 // buckets buckets: model.GiveBackApplied, model.GiveBackAlready or
 // model.GiveBackUnready. Running it again is harmless.
 func (s *StockReturns) Return(ctx context.Context, orderID, voucherID int64, buckets int) (model.GiveBackResult, error) {
-	shard := repository.BucketShard(voucherID, repository.ReturnBucket(orderID, buckets))
+	shard := BucketShard(voucherID, ReturnBucket(orderID, buckets))
 	n, err := lua.GiveBack.Run(ctx, s.rdb, giveBackKeys(shard, voucherID), orderID).Int()
 	if err != nil {
 		return 0, redisErr(err)

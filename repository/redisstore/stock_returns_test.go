@@ -12,7 +12,6 @@ import (
 
 	"seckill/internal/testenv"
 	"seckill/model"
-	"seckill/repository"
 )
 
 // TestStockReturns: on every Redis, the cluster too, many concurrent
@@ -27,8 +26,8 @@ func TestStockReturns(t *testing.T) {
 			BeginTime: now.Add(-time.Hour), EndTime: now.Add(time.Hour)}
 		t.Cleanup(func() {
 			for b := range 4 {
-				sh := repository.BucketShard(sv.VoucherID, b)
-				for _, k := range []string{repository.StockKeyIn(sh, sv.VoucherID), repository.BuyersKeyIn(sh, sv.VoucherID), repository.VoucherKeyIn(sh, sv.VoucherID), repository.ReturnedKeyIn(sh, sv.VoucherID)} {
+				sh := BucketShard(sv.VoucherID, b)
+				for _, k := range []string{StockKeyIn(sh, sv.VoucherID), BuyersKeyIn(sh, sv.VoucherID), VoucherKeyIn(sh, sv.VoucherID), ReturnedKeyIn(sh, sv.VoucherID)} {
 					rdb.Del(context.Background(), k)
 				}
 			}
@@ -68,8 +67,8 @@ func TestStockReturns(t *testing.T) {
 			t.Errorf("redis stock %d, returned %d; want 7, 8", rv.Stock, rv.Returned)
 		}
 		for b := range 4 {
-			shard := repository.BucketShard(sv.VoucherID, b)
-			n, err := rdb.Get(ctx, repository.StockKeyIn(shard, sv.VoucherID)).Int64()
+			shard := BucketShard(sv.VoucherID, b)
+			n, err := rdb.Get(ctx, StockKeyIn(shard, sv.VoucherID)).Int64()
 			if err != nil || n != 2-btoi(b == 0) {
 				t.Errorf("bucket %d: stock %d (%v), want %d (orders 100 to 107 by id mod 4)", b, n, err, 2-btoi(b == 0))
 			}
