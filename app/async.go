@@ -10,7 +10,6 @@ import (
 	"seckill/lock"
 	"seckill/observe/metrics"
 	"seckill/observe/telemetry"
-	"seckill/repository"
 	"seckill/repository/redisstore"
 	"seckill/repository/sqlstore"
 	"seckill/service"
@@ -48,6 +47,7 @@ func newAsync(d *deps, cfg config.Config, log *slog.Logger, locker lock.Locker, 
 	consumerConfig := service.ConsumerConfig{
 		Consumers:     cfg.ConsumerCount(),
 		ClaimIdle:     cfg.ClaimIdleOrDefault(),
+		BatchTimeout:  config.ConsumerBatchTimeout,
 		ConsumerDelay: cfg.ConsumerDelay,
 		DutyCycle:     cfg.ConsumerDuty,
 	}
@@ -81,7 +81,7 @@ func newAsync(d *deps, cfg config.Config, log *slog.Logger, locker lock.Locker, 
 	rejects := redisstore.NewRejections(d.Redis)
 	adm := service.NewAsyncSeckill(service.AsyncSeckillDeps{
 		Vouchers: vouchers, Orders: orders, IDs: ids, Script: script, Redis: state, Queue: queue,
-		Rejects: rejects, Losses: sqlstore.NewNamedValues(d.DB), OrderInfoTTL: repository.OrderInfoTTL,
+		Rejects: rejects, Losses: sqlstore.NewNamedValues(d.DB), OrderInfoTTL: redisstore.OrderInfoTTL,
 		Now: time.Now, Log: log,
 	})
 	return &service.AsyncMode{

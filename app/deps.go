@@ -52,7 +52,7 @@ func openDeps(ctx context.Context, cfg config.Config, log *slog.Logger) (*deps, 
 	case cfg.Cluster():
 		// go-redis's cluster client learns the slots from the seed nodes. It
 		// sends each command to the master of its key's slot. Every script and
-		// MULTI here names the keys of one slot (repository/keys.go).
+		// MULTI here names the keys of one slot (repository/redisstore/keys.go).
 		d.Redis = redisstore.NewClusterRedisClient(cfg.RedisClusterAddrs, auth)
 		target = "SECKILL_REDIS_CLUSTER_ADDRS: " + strings.Join(cfg.RedisClusterAddrs, ",")
 	case cfg.Sentinel():

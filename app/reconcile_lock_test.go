@@ -10,7 +10,6 @@ import (
 
 	"seckill/internal/testenv"
 	"seckill/lock"
-	"seckill/model"
 	"seckill/repository/redisstore"
 )
 
@@ -29,7 +28,7 @@ func TestReconcileLockOutlivesItsLease(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	key := model.ReconcileLockKey + ":test:" + time.Now().Format("150405.000000000")
+	key := lock.ReconcileKey + ":test:" + time.Now().Format("150405.000000000")
 	lk, err := first.Obtain(ctx, key)
 	if err != nil {
 		t.Fatal(err)

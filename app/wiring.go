@@ -14,7 +14,6 @@ import (
 	"seckill/observe/live"
 	"seckill/observe/metrics"
 	"seckill/observe/telemetry"
-	"seckill/repository"
 	"seckill/repository/redisstore"
 	"seckill/repository/sqlstore"
 	"seckill/service"
@@ -105,10 +104,10 @@ func (w *wiring) purchase(ctx context.Context) (purchase, error) {
 	// layout"). Then the reconciliation below rebuilds every live voucher.
 	// It reads the database's facts and writes the shards.
 	if n, err := redisstore.NewOrderStream(d.Redis).LegacyEntries(ctx); err != nil {
-		return purchase{}, fmt.Errorf("async start-up: reading %s: %w", repository.LegacyStreamKey, err)
+		return purchase{}, fmt.Errorf("async start-up: reading %s: %w", redisstore.LegacyStreamKey, err)
 	} else if n > 0 {
 		return purchase{}, fmt.Errorf("async start-up: %s holds %d orders admitted by a version before the sharded key layout; let that version's consumers write them (until XLEN %s is 0), then start this one (docs/operations.md, \"Upgrading the key layout\")",
-			repository.LegacyStreamKey, n, repository.LegacyStreamKey)
+			redisstore.LegacyStreamKey, n, redisstore.LegacyStreamKey)
 	}
 	if err := as.Reconciler.Reconcile(ctx); err != nil {
 		return purchase{}, fmt.Errorf("async start-up reconciliation: %w", err)

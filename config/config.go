@@ -11,9 +11,6 @@ import (
 	"slices"
 	"strings"
 	"time"
-
-	"seckill/lock"
-	"seckill/service"
 )
 
 // DevJWTSecret is the development secret used when SECKILL_JWT_SECRET is empty
@@ -31,8 +28,23 @@ const (
 	ProductionHTTPAddr = ":8080"
 )
 
-// LockModes are the values of SECKILL_LOCK_MODE: the lock package's.
-var LockModes = lock.Modes
+// LockModes are the values of SECKILL_LOCK_MODE, in the order of the lock
+// family: lock.Modes, which app's tests hold them to.
+var LockModes = []string{
+	"none", "local", "simple", "owner", "lua", "reentrant",
+	"redsync", "multi", "mysql", "zookeeper",
+}
+
+// The stream consumers' defaults: those of service.ConsumerConfig, which
+// app's tests hold them to.
+const (
+	DefaultConsumers    = 1
+	DefaultConsumerDuty = 0.25
+	DefaultClaimIdle    = 30 * time.Second
+	// ConsumerBatchTimeout bounds a consumer's batch; app hands it to the
+	// consumers. SECKILL_CLAIM_IDLE may not be shorter.
+	ConsumerBatchTimeout = 8 * time.Second
+)
 
 // APIStyles are the values of SECKILL_API_STYLE: rest (refusals carry their
 // HTTP status) and heima (the course frontend's 200 with success:false).
@@ -113,7 +125,7 @@ type Config struct {
 // ConsumerCount returns Consumers, or its default when unset.
 func (c *Config) ConsumerCount() int {
 	if c.Consumers <= 0 {
-		return service.DefaultConsumers
+		return DefaultConsumers
 	}
 	return c.Consumers
 }
@@ -121,7 +133,7 @@ func (c *Config) ConsumerCount() int {
 // ClaimIdleOrDefault returns ClaimIdle, or its default when unset.
 func (c *Config) ClaimIdleOrDefault() time.Duration {
 	if c.ClaimIdle <= 0 {
-		return service.DefaultClaimIdle
+		return DefaultClaimIdle
 	}
 	return c.ClaimIdle
 }

@@ -8,13 +8,12 @@ import (
 	"time"
 
 	"seckill/model"
-	"seckill/service"
 )
 
 // TestParsersBounds: each parser accepts its bounds and refuses one step
 // past them, naming the variable in one line and keeping the default.
 func TestParsersBounds(t *testing.T) {
-	batch := service.DefaultBatchTimeout
+	batch := ConsumerBatchTimeout
 	tests := []struct {
 		name    string
 		ok, bad []string

@@ -11,7 +11,6 @@ import (
 
 	"seckill/auth/sms"
 	"seckill/model"
-	"seckill/service"
 )
 
 // setting declares one environment variable once: its field and parser
@@ -129,16 +128,16 @@ var settings = []setting{
 	{Name: "SECKILL_WAITING_ROOM_RATE_LIMIT_IP", b: number(func(c *Config) *int { return &c.WaitingRoomRateLimitIP }, 0, 0, anyInt),
 		Help: "joins and polls of a waiting room from one client address per second over every instance, counted as SECKILL_WAITING_ROOM_RATE_LIMIT's",
 		More: "; off by default, as one address may carry a whole office or a carrier's NAT", Zero: "no limit"},
-	{Name: "SECKILL_CONSUMERS", b: number(func(c *Config) *int { return &c.Consumers }, service.DefaultConsumers, 1, 64),
+	{Name: "SECKILL_CONSUMERS", b: number(func(c *Config) *int { return &c.Consumers }, DefaultConsumers, 1, 64),
 		Help: "async: stream consumers per process",
 		More: "; on 2 cores a second consumer drains faster but takes CPU from admission (9,377 vs 4,986 admissions/s in one pair of bench runs of 2026-11-22, a separate experiment)"},
-	{Name: "SECKILL_CONSUMER_DUTY", b: fraction(func(c *Config) *float64 { return &c.ConsumerDuty }, service.DefaultDuty, 0.05, 1),
+	{Name: "SECKILL_CONSUMER_DUTY", b: fraction(func(c *Config) *float64 { return &c.ConsumerDuty }, DefaultConsumerDuty, 0.05, 1),
 		Help: "async: the most of its time a stream consumer spends on a backlog (full batches) while its own process admits orders (1: never pauses)",
 		More: "; it then pauses after each batch, at most 250 ms, so that admissions keep the CPU and the backlog is written in the gaps and after the burst"},
 	{Name: "SECKILL_CONSUMER_LOCK", b: onOff(func(c *Config) *bool { return &c.ConsumerLock }, false),
 		Help: "async: `on` makes the stream consumers take `lock:order:<userId>` (SECKILL_LOCK_MODE) around each write; `off` leaves one order per user to the admission script and the unique key",
 		More: " (docs/async.md, \"The consumers' per-user lock\")"},
-	{Name: "SECKILL_CLAIM_IDLE", b: duration(func(c *Config) *time.Duration { return &c.ClaimIdle }, service.DefaultClaimIdle, service.DefaultBatchTimeout, false),
+	{Name: "SECKILL_CLAIM_IDLE", b: duration(func(c *Config) *time.Duration { return &c.ClaimIdle }, DefaultClaimIdle, ConsumerBatchTimeout, false),
 		Help: "async: how long an entry may stay pending at a consumer before another claims it; at least the consumers' batch timeout"},
 	{Name: "SECKILL_AUTO_REBUILD", b: onOff(func(c *Config) *bool { return &c.AutoRebuild }, true),
 		Help: "async: `on` rebuilds a voucher refused (`unsafe`) after Redis lost its data as soon as the loss is seen; `off` leaves it to the operator (`seckill rebuild`)",

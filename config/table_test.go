@@ -4,13 +4,9 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
-	"reflect"
 	"regexp"
 	"strings"
 	"testing"
-
-	"seckill/lock"
-	"seckill/service"
 )
 
 // TestDocsTableCurrent: docs/configuration.md holds the table the settings
@@ -101,19 +97,17 @@ func TestEveryVariableDeclared(t *testing.T) {
 	}
 }
 
-// TestRulesReadOneDeclaration: the lock modes are the lock package's and
-// the consumer defaults the service's.
-func TestRulesReadOneDeclaration(t *testing.T) {
-	if !reflect.DeepEqual(LockModes, lock.Modes) {
-		t.Errorf("LockModes %v, want lock.Modes %v", LockModes, lock.Modes)
-	}
+// TestUnsetConsumerDefaults: an unset consumer count or claim idle time
+// reads as the default of its setting.
+func TestUnsetConsumerDefaults(t *testing.T) {
 	c := Default()
-	if c.Consumers != service.DefaultConsumers || c.ClaimIdle != service.DefaultClaimIdle || c.ConsumerDuty != service.DefaultDuty {
-		t.Errorf("consumer defaults %d, %v, %v, want the service's", c.Consumers, c.ClaimIdle, c.ConsumerDuty)
+	if c.Consumers != DefaultConsumers || c.ClaimIdle != DefaultClaimIdle || c.ConsumerDuty != DefaultConsumerDuty {
+		t.Errorf("consumer defaults %d, %v, %v, want %d, %v, %v", c.Consumers, c.ClaimIdle, c.ConsumerDuty,
+			DefaultConsumers, DefaultClaimIdle, DefaultConsumerDuty)
 	}
 	var zero Config
-	if zero.ConsumerCount() != service.DefaultConsumers || zero.ClaimIdleOrDefault() != service.DefaultClaimIdle {
-		t.Errorf("unset: got %d, %v, want the service's defaults", zero.ConsumerCount(), zero.ClaimIdleOrDefault())
+	if zero.ConsumerCount() != DefaultConsumers || zero.ClaimIdleOrDefault() != DefaultClaimIdle {
+		t.Errorf("unset: got %d, %v, want the defaults", zero.ConsumerCount(), zero.ClaimIdleOrDefault())
 	}
 }
 

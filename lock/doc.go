@@ -1,6 +1,7 @@
 // Package lock is a family of distributed locks behind one interface.
 // The family runs from no lock at all to ZooKeeper. The seckill service
-// takes lock:order:<userId> with the backend named by SECKILL_LOCK_MODE.
+// takes lock:order:<userId> (OrderKey, keys.go) with the backend named by
+// SECKILL_LOCK_MODE.
 //
 // Every backend implements Locker. Obtain(ctx, key) returns a Lock or
 // ErrNotObtained. When ctx ends during a wait, the error matches both

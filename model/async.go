@@ -42,6 +42,43 @@ var (
 	ErrLossFenceMoved = errors.New("loss fence moved: entries read before a rebuild")
 )
 
+// AdmitMode is how one bucket of a voucher's Redis stock admits an order
+// (docs/async.md, "Stock buckets").
+type AdmitMode int
+
+const (
+	// AdmitOnly: the voucher's stock is in one bucket.
+	AdmitOnly AdmitMode = iota
+	// AdmitHome: the user's home bucket of a split voucher. With no stock
+	// left there, it reserves the buyer mark and answers ErrNextBucket.
+	AdmitHome
+	// AdmitAway: another bucket, after the home bucket's ErrNextBucket. It
+	// never answers ErrDuplicateOrder.
+	AdmitAway
+)
+
+// Answers of an admission that never reach a client: the service's step
+// decides what follows.
+var (
+	// ErrNextBucket is the answer of a home bucket that had no stock and
+	// reserved the buyer mark: admit the order in another bucket, then end
+	// the reservation.
+	ErrNextBucket = errors.New("admit in another bucket")
+	// ErrOrderVoid means the settlement of an admission whose answer was
+	// lost gave its order id up: no bucket admits it, ever.
+	ErrOrderVoid = errors.New("order id void")
+)
+
+// GiveBackResult is what giving a cancelled order's unit back to its
+// bucket's Redis stock did.
+type GiveBackResult int
+
+const (
+	GiveBackApplied GiveBackResult = 1  // the unit was added to the bucket's stock
+	GiveBackAlready GiveBackResult = 0  // the order's unit was given back before
+	GiveBackUnready GiveBackResult = -1 // the bucket's stock is not loaded: retry later
+)
+
 // QueuedOrder is one entry of stream.orders: an order admitted in Redis and
 // not yet written to the database.
 type QueuedOrder struct {

@@ -8,7 +8,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"seckill/lua"
 	"seckill/model"
 )
 
@@ -31,7 +30,7 @@ type AsyncSeckillDeps struct {
 	Orders   AsyncOrderStore
 	IDs      IDGenerator
 	// Script runs seckill.lua and its companions; AdmitOrder decides what
-	// their replies mean.
+	// follows their answers.
 	Script  SeckillScript
 	Redis   AsyncState
 	Queue   OrderQueue
@@ -110,8 +109,7 @@ func (s *AsyncSeckill) Buy(ctx context.Context, userID, voucherID int64) (int64,
 	if errors.Is(err, model.ErrSoldOut) {
 		v.markSoldOut(s.d.Now())
 	}
-	if errors.Is(err, model.ErrUnavailable) && !errors.Is(err, model.ErrVoucherNotLoaded) &&
-		!errors.Is(err, model.ErrVoucherUnsafe) {
+	if outcomeUnknown(err) {
 		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), writtenCheckTimeout)
 		o, gerr := s.d.Orders.GetOrder(rctx, orderID)
 		cancel()
@@ -126,19 +124,21 @@ func (s *AsyncSeckill) Buy(ctx context.Context, userID, voucherID int64) (int64,
 	return orderID, nil
 }
 
-// SeckillScript runs lua/seckill.lua and its two companions and returns
-// their replies as they are (repository/redisstore/seckill_script.go).
-// AdmitOrder decides what the replies mean.
+// SeckillScript runs lua/seckill.lua and its two companions and answers
+// in model's terms (repository/redisstore/seckill_script.go). AdmitOrder
+// decides what follows.
 type SeckillScript interface {
 	// Run runs seckill.lua once for the order in bucket b of the voucher,
-	// in mode (lua.SeckillOnly, SeckillHome, SeckillAway; home is the home
-	// bucket of a run "away"), and returns its code. model.ErrReplyLost:
-	// sent and the reply lost, so it may have run. Any other error: it did
-	// not run.
-	Run(ctx context.Context, orderID, userID, voucherID int64, b int, mode string, home int, now time.Time) (int, error)
+	// in mode (home is the home bucket of a run model.AdmitAway): nil when
+	// admitted, else the refusal (model.ErrSoldOut, model.ErrNextBucket,
+	// ...; AdmitOrder lists them). model.ErrReplyLost: sent and the reply
+	// lost, so it may have run. Any other error: it did not run.
+	Run(ctx context.Context, orderID, userID, voucherID int64, b int, mode model.AdmitMode, home int, now time.Time) error
 	// Settle runs seckill_settle.lua for an admission in bucket b whose
-	// reply was lost, and returns its verdict (lua.Settle*).
-	Settle(ctx context.Context, orderID, userID, voucherID int64, b int) (int, error)
+	// reply was lost: nil when it admitted the order, model.ErrNextBucket
+	// for a home bucket's reservation, model.ErrOrderVoid when the order
+	// id is void now, or the error that kept it from running.
+	Settle(ctx context.Context, orderID, userID, voucherID int64, b int) error
 	// Release runs seckill_release.lua: it ends the home bucket's
 	// reservation, the order admitted elsewhere (moved) or nowhere.
 	Release(ctx context.Context, orderID, userID, voucherID int64, home int, moved bool) error
@@ -153,12 +153,8 @@ const settleTimeout = time.Second
 // takes seconds.
 const releaseRetryFor = 30 * time.Second
 
-// errMove is the answer of a home bucket that reserved the buyer mark and
-// had no stock (lua.SeckillMove): admit the order in another bucket.
-var errMove = errors.New("admit in another bucket")
-
 // AdmitOrder is the async step: it runs seckill.lua for one order and
-// decides what the reply means. nil when admitted and queued. Otherwise
+// decides what follows each answer. nil when admitted and queued. Otherwise
 // model.ErrSoldOut, model.ErrDuplicateOrder, model.ErrSeckillNotStarted,
 // model.ErrSeckillEnded, or model.ErrUnavailable (wrapping
 // model.ErrVoucherNotLoaded or model.ErrVoucherUnsafe). buckets is the
@@ -166,24 +162,32 @@ var errMove = errors.New("admit in another bucket")
 //
 // The script is sent at most once. A lost answer is settled by
 // seckill_settle.lua, and a void order id answers ErrUnavailable. A split
-// voucher tries the user's home bucket, then the others in mode "away"
-// (fallOver). docs/async.md tells the lost answers and the buckets in full.
+// voucher tries the user's home bucket, then the others in mode
+// model.AdmitAway (fallOver). docs/async.md tells the lost answers and the buckets in full.
 func AdmitOrder(ctx context.Context, s SeckillScript, orderID, userID, voucherID int64, buckets int, now time.Time) error {
 	a := admission{s: s, orderID: orderID, userID: userID, voucherID: voucherID, now: now}
 	if buckets <= 1 {
-		return a.admitIn(ctx, 0, lua.SeckillOnly)
+		return a.admitIn(ctx, 0, model.AdmitOnly)
 	}
 	home := model.HomeBucket(userID, buckets)
-	err := a.admitIn(ctx, home, lua.SeckillHome)
-	if errors.Is(err, model.ErrUnavailable) && !errors.Is(err, model.ErrVoucherNotLoaded) && !errors.Is(err, model.ErrVoucherUnsafe) {
+	err := a.admitIn(ctx, home, model.AdmitHome)
+	if outcomeUnknown(err) {
 		// Unknown whether the home bucket reserved the buyer mark: undo a
 		// reservation, if any, once Redis answers again.
 		a.releaseEventually(home)
 	}
-	if !errors.Is(err, errMove) {
+	if !errors.Is(err, model.ErrNextBucket) {
 		return err
 	}
 	return a.fallOver(ctx, buckets, home)
+}
+
+// outcomeUnknown reports whether err leaves the admission's outcome
+// unknown: Redis was unavailable, and not because the voucher's state
+// refused the order.
+func outcomeUnknown(err error) bool {
+	return errors.Is(err, model.ErrUnavailable) && !errors.Is(err, model.ErrVoucherNotLoaded) &&
+		!errors.Is(err, model.ErrVoucherUnsafe)
 }
 
 // admission is one order's admission, bucket after bucket.
@@ -194,40 +198,12 @@ type admission struct {
 }
 
 // admitIn runs seckill.lua in bucket b and settles a lost answer.
-func (a admission) admitIn(ctx context.Context, b int, mode string) error {
-	code, err := a.s.Run(ctx, a.orderID, a.userID, a.voucherID, b, mode, b, a.now)
+func (a admission) admitIn(ctx context.Context, b int, mode model.AdmitMode) error {
+	err := a.s.Run(ctx, a.orderID, a.userID, a.voucherID, b, mode, b, a.now)
 	if errors.Is(err, model.ErrReplyLost) {
 		return a.settle(ctx, b, err)
 	}
-	if err != nil {
-		return err // it did not run: nothing to settle
-	}
-	return a.replyErr(code)
-}
-
-// replyErr is what a seckill.lua code means.
-func (a admission) replyErr(code int) error {
-	switch code {
-	case lua.SeckillOK:
-		return nil
-	case lua.SeckillSoldOut:
-		return model.ErrSoldOut
-	case lua.SeckillDuplicate:
-		return model.ErrDuplicateOrder
-	case lua.SeckillNotStarted:
-		return model.ErrSeckillNotStarted
-	case lua.SeckillEnded:
-		return model.ErrSeckillEnded
-	case lua.SeckillNotLoaded:
-		return fmt.Errorf("%w: voucher %d: %w", model.ErrUnavailable, a.voucherID, model.ErrVoucherNotLoaded)
-	case lua.SeckillUnsafe:
-		return fmt.Errorf("%w: voucher %d: %w", model.ErrUnavailable, a.voucherID, model.ErrVoucherUnsafe)
-	case lua.SeckillVoid:
-		return fmt.Errorf("%w: order id %d is void", model.ErrUnavailable, a.orderID)
-	case lua.SeckillMove:
-		return errMove
-	}
-	return fmt.Errorf("seckill.lua: unexpected code %d", code)
+	return err
 }
 
 // fallOver admits an order whose home bucket reserved the buyer mark. It
@@ -238,17 +214,11 @@ func (a admission) replyErr(code int) error {
 func (a admission) fallOver(ctx context.Context, buckets, home int) error {
 	for i := 1; i < buckets; i++ {
 		b := (home + i) % buckets
-		code, err := a.s.Run(ctx, a.orderID, a.userID, a.voucherID, b, lua.SeckillAway, home, a.now)
-		switch {
-		case errors.Is(err, model.ErrReplyLost):
-			if serr := a.settle(ctx, b, err); serr != nil {
-				return a.release(ctx, home, false, serr)
-			}
-			code = lua.SeckillOK
-		case err != nil:
-			return a.release(ctx, home, false, err)
+		err := a.s.Run(ctx, a.orderID, a.userID, a.voucherID, b, model.AdmitAway, home, a.now)
+		if errors.Is(err, model.ErrReplyLost) {
+			err = a.settle(ctx, b, err)
 		}
-		switch err := a.replyErr(code); {
+		switch {
 		case err == nil:
 			return a.release(ctx, home, true, nil)
 		case !errors.Is(err, model.ErrSoldOut):
@@ -261,25 +231,21 @@ func (a admission) fallOver(ctx context.Context, buckets, home int) error {
 // settle decides an admission in bucket b whose answer was lost (cause).
 // nil means it admitted the order. Otherwise it is model.ErrUnavailable
 // with the order id void in Redis. When Redis cannot be reached, nothing
-// is settled. A home bucket's reservation (lua.SettleMoving) is errMove:
-// the caller goes on to the other buckets.
+// is settled. A home bucket's reservation is model.ErrNextBucket: the
+// caller goes on to the other buckets.
 func (a admission) settle(ctx context.Context, b int, cause error) error {
 	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), settleTimeout)
 	defer cancel()
-	v, err := a.s.Settle(sctx, a.orderID, a.userID, a.voucherID, b)
+	err := a.s.Settle(sctx, a.orderID, a.userID, a.voucherID, b)
 	switch {
-	case err != nil:
-		return fmt.Errorf("%w: admission of order %d unknown (%w); settling it: %w",
+	case err == nil, errors.Is(err, model.ErrNextBucket):
+		return err
+	case errors.Is(err, model.ErrOrderVoid):
+		return fmt.Errorf("%w: admission of order %d unknown (%w): %w",
 			model.ErrUnavailable, a.orderID, cause, err)
-	case v == lua.SettleAdmitted:
-		return nil
-	case v == lua.SettleMoving:
-		return errMove
-	case v == lua.SettleVoid:
-		return fmt.Errorf("%w: admission of order %d unknown (%w): order id void",
-			model.ErrUnavailable, a.orderID, cause)
 	}
-	return fmt.Errorf("seckill_settle.lua: unexpected verdict %d", v)
+	return fmt.Errorf("%w: admission of order %d unknown (%w); settling it: %w",
+		model.ErrUnavailable, a.orderID, cause, err)
 }
 
 // release ends the home bucket's reservation of an order and returns

@@ -10,7 +10,6 @@ import (
 	"testing"
 	"time"
 
-	"seckill/lua"
 	"seckill/model"
 	"seckill/service/mock"
 )
@@ -21,8 +20,8 @@ type ambigScript struct {
 	err error
 }
 
-func (a *ambigScript) Run(context.Context, int64, int64, int64, int, string, int, time.Time) (int, error) {
-	return 0, a.err
+func (a *ambigScript) Run(context.Context, int64, int64, int64, int, model.AdmitMode, int, time.Time) error {
+	return a.err
 }
 
 // ambigVouchers adds ListLive to mock.Vouchers.
@@ -101,37 +100,37 @@ func TestAsyncBuyAmbiguousAdmission(t *testing.T) {
 // scriptRun is one run of seckill.lua a stepScript saw.
 type scriptRun struct {
 	b, home int
-	mode    string
+	mode    model.AdmitMode
 }
 
-// stepScript is seckill.lua as a table: reply[b] is bucket b's answer,
-// and lost[b] loses it (settled with verdict[b]).
+// stepScript is seckill.lua as a table: reply[b] is bucket b's answer (nil:
+// admitted), and lost[b] loses it (settled with verdict[b]).
 type stepScript struct {
 	mu       sync.Mutex
-	reply    map[int]int
+	reply    map[int]error
 	lost     map[int]bool
-	verdict  map[int]int
+	verdict  map[int]error
 	runs     []scriptRun
 	settled  []int
 	releases chan bool // moved, per release
 	relErr   error
 }
 
-func (s *stepScript) Run(_ context.Context, _, _, _ int64, b int, mode string, home int, _ time.Time) (int, error) {
+func (s *stepScript) Run(_ context.Context, _, _, _ int64, b int, mode model.AdmitMode, home int, _ time.Time) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.runs = append(s.runs, scriptRun{b: b, home: home, mode: mode})
 	if s.lost[b] {
-		return 0, fmt.Errorf("%w: read tcp: i/o timeout", model.ErrReplyLost)
+		return fmt.Errorf("%w: read tcp: i/o timeout", model.ErrReplyLost)
 	}
-	return s.reply[b], nil
+	return s.reply[b]
 }
 
-func (s *stepScript) Settle(_ context.Context, _, _, _ int64, b int) (int, error) {
+func (s *stepScript) Settle(_ context.Context, _, _, _ int64, b int) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.settled = append(s.settled, b)
-	return s.verdict[b], nil
+	return s.verdict[b]
 }
 
 func (s *stepScript) Release(_ context.Context, _, _, _ int64, _ int, moved bool) error {
@@ -150,30 +149,30 @@ func TestAdmitOrderSteps(t *testing.T) {
 	next, last := (home+1)%buckets, (home+2)%buckets
 	tests := []struct {
 		name    string
-		reply   map[int]int
+		reply   map[int]error
 		lost    map[int]bool
-		verdict map[int]int
+		verdict map[int]error
 		want    error
 		runs    []int
 		settled []int
 		moved   []bool // the releases
 	}{
-		{name: "admitted at home", reply: map[int]int{home: lua.SeckillOK}, runs: []int{home}},
-		{name: "duplicate at home", reply: map[int]int{home: lua.SeckillDuplicate}, want: model.ErrDuplicateOrder, runs: []int{home}},
-		{name: "moved to the last bucket", reply: map[int]int{home: lua.SeckillMove, next: lua.SeckillSoldOut, last: lua.SeckillOK},
+		{name: "admitted at home", reply: map[int]error{home: nil}, runs: []int{home}},
+		{name: "duplicate at home", reply: map[int]error{home: model.ErrDuplicateOrder}, want: model.ErrDuplicateOrder, runs: []int{home}},
+		{name: "moved to the last bucket", reply: map[int]error{home: model.ErrNextBucket, next: model.ErrSoldOut, last: nil},
 			runs: []int{home, next, last}, moved: []bool{true}},
-		{name: "sold out everywhere", reply: map[int]int{home: lua.SeckillMove, next: lua.SeckillSoldOut, last: lua.SeckillSoldOut},
+		{name: "sold out everywhere", reply: map[int]error{home: model.ErrNextBucket, next: model.ErrSoldOut, last: model.ErrSoldOut},
 			want: model.ErrSoldOut, runs: []int{home, next, last}, moved: []bool{false}},
-		{name: "ended away", reply: map[int]int{home: lua.SeckillMove, next: lua.SeckillEnded},
+		{name: "ended away", reply: map[int]error{home: model.ErrNextBucket, next: model.ErrSeckillEnded},
 			want: model.ErrSeckillEnded, runs: []int{home, next}, moved: []bool{false}},
-		{name: "home reply lost, settled moving", lost: map[int]bool{home: true}, verdict: map[int]int{home: lua.SettleMoving},
-			reply: map[int]int{next: lua.SeckillOK}, runs: []int{home, next}, settled: []int{home}, moved: []bool{true}},
-		{name: "home reply lost, settled admitted", lost: map[int]bool{home: true}, verdict: map[int]int{home: lua.SettleAdmitted},
+		{name: "home reply lost, settled moving", lost: map[int]bool{home: true}, verdict: map[int]error{home: model.ErrNextBucket},
+			reply: map[int]error{next: nil}, runs: []int{home, next}, settled: []int{home}, moved: []bool{true}},
+		{name: "home reply lost, settled admitted", lost: map[int]bool{home: true}, verdict: map[int]error{home: nil},
 			runs: []int{home}, settled: []int{home}},
-		{name: "away reply lost, settled admitted", reply: map[int]int{home: lua.SeckillMove}, lost: map[int]bool{next: true},
-			verdict: map[int]int{next: lua.SettleAdmitted}, runs: []int{home, next}, settled: []int{next}, moved: []bool{true}},
-		{name: "away reply lost, settled void", reply: map[int]int{home: lua.SeckillMove}, lost: map[int]bool{next: true},
-			verdict: map[int]int{next: lua.SettleVoid}, want: model.ErrUnavailable, runs: []int{home, next}, settled: []int{next}, moved: []bool{false}},
+		{name: "away reply lost, settled admitted", reply: map[int]error{home: model.ErrNextBucket}, lost: map[int]bool{next: true},
+			verdict: map[int]error{next: nil}, runs: []int{home, next}, settled: []int{next}, moved: []bool{true}},
+		{name: "away reply lost, settled void", reply: map[int]error{home: model.ErrNextBucket}, lost: map[int]bool{next: true},
+			verdict: map[int]error{next: model.ErrOrderVoid}, want: model.ErrUnavailable, runs: []int{home, next}, settled: []int{next}, moved: []bool{false}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -185,12 +184,12 @@ func TestAdmitOrderSteps(t *testing.T) {
 			var runs []int
 			for i, r := range s.runs {
 				runs = append(runs, r.b)
-				wantMode := lua.SeckillAway
+				wantMode := model.AdmitAway
 				if i == 0 {
-					wantMode = lua.SeckillHome
+					wantMode = model.AdmitHome
 				}
 				if r.mode != wantMode || r.home != home {
-					t.Errorf("run %d in bucket %d: mode %q, home %d; want %q, %d", i, r.b, r.mode, r.home, wantMode, home)
+					t.Errorf("run %d in bucket %d: mode %d, home %d; want %d, %d", i, r.b, r.mode, r.home, wantMode, home)
 				}
 			}
 			if !slices.Equal(runs, tt.runs) {
@@ -238,8 +237,8 @@ type unavailableScript struct {
 	n        atomic.Int64
 }
 
-func (*unavailableScript) Run(context.Context, int64, int64, int64, int, string, int, time.Time) (int, error) {
-	return 0, model.Unavailable(errors.New("dial tcp: connection refused"))
+func (*unavailableScript) Run(context.Context, int64, int64, int64, int, model.AdmitMode, int, time.Time) error {
+	return model.Unavailable(errors.New("dial tcp: connection refused"))
 }
 
 func (s *unavailableScript) Release(_ context.Context, _, _, _ int64, _ int, moved bool) error {

@@ -43,7 +43,7 @@ func (b *batch) lockUsers(work []model.QueuedOrder) ([]model.QueuedOrder, func()
 		if !seen[m.UserID] {
 			seen[m.UserID] = true
 			users = append(users, m.UserID)
-			keys = append(keys, model.OrderLockKey(m.UserID))
+			keys = append(keys, lock.OrderKey(m.UserID))
 		}
 	}
 	obtained, errs := lock.ObtainAll(lockCtx, c.d.Locker, keys)

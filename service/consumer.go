@@ -60,7 +60,8 @@ type ConsumerConfig struct {
 	DutyCycle float64
 }
 
-// Defaults of ConsumerConfig, which config reads for its settings.
+// Defaults of ConsumerConfig. config's settings declare the same values
+// (app's tests hold them equal).
 const (
 	DefaultConsumers    = 1
 	DefaultClaimIdle    = 30 * time.Second

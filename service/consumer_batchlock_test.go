@@ -34,7 +34,7 @@ func TestConsumerBatchLocks(t *testing.T) {
 	r, srv, calls := newLuaConsRig(t)
 	msgs := entries(5)
 	msgs = append(msgs, model.QueuedOrder{MsgID: "m6", OrderID: 106, UserID: 1, VoucherID: 8}) // user 1 again
-	srv.Set(model.OrderLockKey(3), "someone else")
+	srv.Set(lock.OrderKey(3), "someone else")
 
 	left := r.c.process(msgs)
 	if got := calls.Scripts.Load(); got != 2 {
@@ -51,11 +51,11 @@ func TestConsumerBatchLocks(t *testing.T) {
 		t.Errorf("locks not obtained: got %d, want 1", r.counts.lockNo)
 	}
 	for _, u := range []int64{1, 2, 4, 5} {
-		if srv.Exists(model.OrderLockKey(u)) {
+		if srv.Exists(lock.OrderKey(u)) {
 			t.Errorf("lock of user %d still held after the batch", u)
 		}
 	}
-	if v, err := srv.Get(model.OrderLockKey(3)); err != nil || v != "someone else" {
+	if v, err := srv.Get(lock.OrderKey(3)); err != nil || v != "someone else" {
 		t.Errorf("the other holder's lock: got %q, %v, want it untouched", v, err)
 	}
 }
@@ -65,13 +65,13 @@ func TestConsumerBatchLocks(t *testing.T) {
 // entry stays pending, and no lock of the batch stays held.
 func TestConsumerBatchLocksRedisError(t *testing.T) {
 	r, srv, _ := newLuaConsRig(t)
-	srv.HSet(lock.FenceKey(model.OrderLockKey(3)), "not", "a counter")
+	srv.HSet(lock.FenceKey(lock.OrderKey(3)), "not", "a counter")
 	left := r.c.process(entries(5))
 	if len(left) != 5 || len(r.q.acked) != 0 || len(r.orders.written) != 0 {
 		t.Errorf("got %d left, %v acknowledged, %d written; want 5, none, none", len(left), r.q.acked, len(r.orders.written))
 	}
 	for u := int64(1); u <= 5; u++ {
-		if srv.Exists(model.OrderLockKey(u)) {
+		if srv.Exists(lock.OrderKey(u)) {
 			t.Errorf("lock of user %d left held after the failed batch", u)
 		}
 	}

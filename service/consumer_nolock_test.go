@@ -8,9 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"seckill/lua"
 	"seckill/model"
-	"seckill/repository"
 	"seckill/repository/redisstore"
 )
 
@@ -33,14 +31,12 @@ func (e *raceEnv) unlockedConsumer(name string, cfg ConsumerConfig) (*consumer, 
 func (e *raceEnv) admitUser(t *testing.T, vid, user int64) int64 {
 	t.Helper()
 	orderID := 1_000_000 + mrand.Int64N(1<<50)
-	code, err := lua.Seckill.Run(context.Background(), e.rdb,
-		redisstore.SeckillKeys(e.stream, vid, orderID),
-		user, vid, orderID, time.Now().UnixMilli(), 60).Int()
-	if err != nil || code != 0 {
-		t.Fatalf("admission of user %d: got %d, %v, want 0", user, code, err)
+	err := redisstore.NewSeckillScriptOn(e.rdb, e.stream).Run(context.Background(), orderID, user, vid, 0, model.AdmitOnly, 0, time.Now())
+	if err != nil {
+		t.Fatalf("admission of user %d: %v", user, err)
 	}
 	t.Cleanup(func() {
-		e.rdb.Del(context.Background(), repository.OrderInfoKey(repository.VoucherShard(vid), orderID))
+		e.rdb.Del(context.Background(), redisstore.OrderInfoKey(redisstore.VoucherShard(vid), orderID))
 	})
 	return orderID
 }
@@ -59,7 +55,7 @@ func TestUnlockedConsumersDoubleAdmission(t *testing.T) {
 	user := 1_000_000 + mrand.Int64N(1<<40)
 	first := e.admitUser(t, vid, user)
 	// The failover: the replica promoted had not seen the buyer mark.
-	if err := e.rdb.SRem(ctx, repository.BuyersKey(vid), user).Err(); err != nil {
+	if err := e.rdb.SRem(ctx, redisstore.BuyersKey(vid), user).Err(); err != nil {
 		t.Fatal(err)
 	}
 	second := e.admitUser(t, vid, user)
@@ -105,7 +101,7 @@ func TestUnlockedConsumersDoubleAdmission(t *testing.T) {
 		t.Errorf("dead-letter stream: got %d entries, want 1", st.dead)
 	}
 	checkInvariant5(t, st, initial)
-	buyers, err := e.rdb.SCard(ctx, repository.BuyersKey(vid)).Result()
+	buyers, err := e.rdb.SCard(ctx, redisstore.BuyersKey(vid)).Result()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -11,9 +11,7 @@ import (
 
 	"seckill/internal/testenv"
 	"seckill/lock"
-	"seckill/lua"
 	"seckill/model"
-	"seckill/repository"
 	"seckill/repository/redisstore"
 	"seckill/repository/sqlstore"
 )
@@ -53,8 +51,8 @@ func newRaceEnv(t *testing.T) *raceEnv {
 		stream: "test:race:stream:" + sfx, dlq: "test:race:dlq:" + sfx}
 	e.queue = redisstore.NewOrderStreamOn(rdb, e.stream, e.dlq)
 	t.Cleanup(func() {
-		for i := range repository.Shards {
-			rdb.Del(context.Background(), repository.ShardKey(i, e.stream), repository.ShardKey(i, e.dlq))
+		for i := range redisstore.Shards {
+			rdb.Del(context.Background(), redisstore.ShardKey(i, e.stream), redisstore.ShardKey(i, e.dlq))
 		}
 		rdb.Close()
 	})
@@ -82,7 +80,7 @@ func (e *raceEnv) voucher(t *testing.T, stock int) int64 {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
-		e.rdb.Del(context.Background(), repository.StockKey(v.ID), repository.BuyersKey(v.ID), repository.VoucherKey(v.ID))
+		e.rdb.Del(context.Background(), redisstore.StockKey(v.ID), redisstore.BuyersKey(v.ID), redisstore.VoucherKey(v.ID))
 	})
 	return v.ID
 }
@@ -92,14 +90,12 @@ func (e *raceEnv) voucher(t *testing.T, stock int) int64 {
 func (e *raceEnv) admit(t *testing.T, vid int64) (user, orderID int64) {
 	t.Helper()
 	user, orderID = 1_000_000+mrand.Int64N(1<<40), 1_000_000+mrand.Int64N(1<<50)
-	code, err := lua.Seckill.Run(context.Background(), e.rdb,
-		redisstore.SeckillKeys(e.stream, vid, orderID),
-		user, vid, orderID, time.Now().UnixMilli(), 60).Int()
-	if err != nil || code != 0 {
-		t.Fatalf("admission: got %d, %v, want 0", code, err)
+	err := redisstore.NewSeckillScriptOn(e.rdb, e.stream).Run(context.Background(), orderID, user, vid, 0, model.AdmitOnly, 0, time.Now())
+	if err != nil {
+		t.Fatalf("admission: %v", err)
 	}
 	t.Cleanup(func() {
-		e.rdb.Del(context.Background(), repository.OrderInfoKey(repository.VoucherShard(vid), orderID))
+		e.rdb.Del(context.Background(), redisstore.OrderInfoKey(redisstore.VoucherShard(vid), orderID))
 	})
 	return user, orderID
 }
@@ -156,7 +152,7 @@ func (e *raceEnv) state(t *testing.T, vid int64) raceState {
 	ctx := context.Background()
 	var st raceState
 	var err error
-	if st.redisStock, err = e.rdb.Get(ctx, repository.StockKey(vid)).Int64(); err != nil {
+	if st.redisStock, err = e.rdb.Get(ctx, redisstore.StockKey(vid)).Int64(); err != nil {
 		t.Fatal(err)
 	}
 	entries, err := e.queue.Entries(ctx)
@@ -169,7 +165,7 @@ func (e *raceEnv) state(t *testing.T, vid int64) raceState {
 		t.Fatal(err)
 	}
 	st.orders, st.pending = tally.Orders, int64(len(pending(mine, tally.Written)))
-	if st.dead, err = e.rdb.XLen(ctx, repository.ShardKey(repository.VoucherShard(vid), e.dlq)).Result(); err != nil {
+	if st.dead, err = e.rdb.XLen(ctx, redisstore.ShardKey(redisstore.VoucherShard(vid), e.dlq)).Result(); err != nil {
 		t.Fatal(err)
 	}
 	return st
@@ -198,7 +194,7 @@ func TestConsumerDoesNotWriteEntryItLost(t *testing.T) {
 	msgs := e.readOne(t, a, orderID)
 	// A's first attempt: the user's lock is held elsewhere, the entry stays
 	// pending with A, kept in memory for a retry.
-	busy, err := e.locker.Obtain(ctx, model.OrderLockKey(user))
+	busy, err := e.locker.Obtain(ctx, lock.OrderKey(user))
 	if err != nil {
 		t.Fatal(err)
 	}

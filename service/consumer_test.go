@@ -383,7 +383,7 @@ func TestConsumerProcess(t *testing.T) {
 		{
 			name: "user lock held elsewhere: that entry waits", msgs: entries(2),
 			setup: func(r *consRig) {
-				if _, err := r.locker.Obtain(context.Background(), model.OrderLockKey(2)); err != nil {
+				if _, err := r.locker.Obtain(context.Background(), lock.OrderKey(2)); err != nil {
 					panic(err)
 				}
 			},

@@ -37,19 +37,12 @@ type LifecycleStore interface {
 	GivebacksDone(ctx context.Context, ids []int64) error
 }
 
-// GiveBack results of StockReturner.Return.
-const (
-	GiveBackApplied = 1  // the unit was added to the bucket's stock
-	GiveBackAlready = 0  // the order's unit was given back before
-	GiveBackUnready = -1 // the bucket's stock is not loaded: retry later
-)
-
 // StockReturner gives a cancelled order's unit back to the voucher's Redis
 // stock. It is idempotent by order id, across a Redis rebuild too.
 type StockReturner interface {
 	// Return adds the order's unit to bucket orderID mod buckets of the
 	// voucher unless that bucket's returned set has the order already.
-	Return(ctx context.Context, orderID, voucherID int64, buckets int) (int, error)
+	Return(ctx context.Context, orderID, voucherID int64, buckets int) (model.GiveBackResult, error)
 }
 
 // OrderReader reads an order for its owner, pending ones included (the
@@ -321,8 +314,8 @@ func (l *Lifecycle) sweep(ctx context.Context, batches *int) (int, error) {
 
 // returnUnits gives the orders' units back to Redis and records each one done.
 // A bucket not loaded is left owed, unless the sale is over. A rebuild puts
-// such an order in the returned set, so Return then answers GiveBackAlready. It
-// returns how many it recorded done.
+// such an order in the returned set, so Return then answers
+// model.GiveBackAlready. It returns how many it recorded done.
 func (l *Lifecycle) returnUnits(ctx context.Context, orders []model.VoucherOrder) int {
 	var done []int64
 	var back []model.VoucherOrder
@@ -342,11 +335,11 @@ func (l *Lifecycle) returnUnits(ctx context.Context, orders []model.VoucherOrder
 		switch {
 		case err != nil:
 			l.d.Log.WarnContext(ctx, "give back to redis", "order_id", o.ID, "voucher_id", o.VoucherID, "err", err)
-		case res == GiveBackUnready && l.d.Now().Before(sv.EndTime):
+		case res == model.GiveBackUnready && l.d.Now().Before(sv.EndTime):
 			// Redis lost the voucher: the reconciliation reloads it.
 		default:
 			done = append(done, o.ID)
-			if res == GiveBackApplied {
+			if res == model.GiveBackApplied {
 				applied++
 				back = append(back, o)
 			}

@@ -196,11 +196,11 @@ func (okVouchers) GetSeckill(_ context.Context, id int64) (*model.SeckillVoucher
 type okReturner struct{}
 
 // Return answers that order 6's unit went back before (another instance).
-func (okReturner) Return(_ context.Context, orderID, _ int64, _ int) (int, error) {
+func (okReturner) Return(_ context.Context, orderID, _ int64, _ int) (model.GiveBackResult, error) {
 	if orderID == 6 {
-		return GiveBackAlready, nil
+		return model.GiveBackAlready, nil
 	}
-	return GiveBackApplied, nil
+	return model.GiveBackApplied, nil
 }
 
 // TestLifecycleMetrics: a payment and a cancel count once, however often

@@ -82,9 +82,9 @@ func (s *Reconciler) Rebuild(ctx context.Context, voucherID int64) (model.RedisV
 }
 
 func (s *Reconciler) withReconcileLock(ctx context.Context, f func(context.Context) error) error {
-	lk, err := s.d.Lock.Obtain(ctx, model.ReconcileLockKey)
+	lk, err := s.d.Lock.Obtain(ctx, lock.ReconcileKey)
 	if err != nil {
-		return fmt.Errorf("reconcile: obtain %s: %w", model.ReconcileLockKey, model.Unavailable(err))
+		return fmt.Errorf("reconcile: obtain %s: %w", lock.ReconcileKey, model.Unavailable(err))
 	}
 	defer func() {
 		if err := releaseLock(ctx, lk); err != nil && !errors.Is(err, lock.ErrNotHeld) {

@@ -147,7 +147,7 @@ func (v *cachedVoucher) refusal(now time.Time) error {
 // of the user is a duplicate order (model.ErrLockRefused). The lock is
 // released after fn returns, so after the order transaction has ended.
 func (s *SyncSeckill) withUserLock(ctx context.Context, userID int64, fn func(lk lock.Lock) error) error {
-	key := model.OrderLockKey(userID)
+	key := lock.OrderKey(userID)
 	lk, err := s.locker.Obtain(ctx, key)
 	if err != nil && ctx.Err() != nil {
 		// The request's deadline ended the attempt: not a duplicate.
@@ -183,7 +183,7 @@ func (s *SyncSeckill) createVoucherOrder(ctx context.Context, v *cachedVoucher, 
 	var fence *model.Fence
 	if s.cfg.Fencing {
 		if tok, ok := lk.Token(); ok {
-			fence = &model.Fence{Key: fenceKey(s.locker.Name(), model.OrderLockKey(userID)), Token: tok}
+			fence = &model.Fence{Key: fenceKey(s.locker.Name(), lock.OrderKey(userID)), Token: tok}
 			o.FenceToken = &tok
 		}
 	}

@@ -16,7 +16,6 @@ import (
 	"seckill/app"
 	"seckill/e2e/apptest"
 	"seckill/model"
-	"seckill/repository"
 	"seckill/repository/redisstore"
 	"seckill/service"
 )
@@ -85,7 +84,7 @@ func TestAsyncPoisonMessage(t *testing.T) {
 	ctx := context.Background()
 	const stock = 5
 	vid := apptest.PublishVoucher(t, a.Handler(), stock)
-	if err := rdb.Set(ctx, repository.StockKey(vid), stock+1, 0).Err(); err != nil {
+	if err := rdb.Set(ctx, redisstore.StockKey(vid), stock+1, 0).Err(); err != nil {
 		t.Fatal(err)
 	}
 	base := apptest.RandomBase()
@@ -127,14 +126,14 @@ func TestAsyncPoisonMessage(t *testing.T) {
 		t.Errorf("after dead-lettering: got redis stock %d, orders %d, pending %d, want 0, %d, 0 (the unit kept taken)", *au.RedisStock, au.Orders, *au.Pending, stock)
 	}
 	apptest.CheckInvariant5(t, rdb, vid, au)
-	if member, err := rdb.SIsMember(ctx, repository.BuyersKey(vid), failedUser).Result(); err != nil || member {
+	if member, err := rdb.SIsMember(ctx, redisstore.BuyersKey(vid), failedUser).Result(); err != nil || member {
 		t.Errorf("buyer mark: got member %v (%v), want removed", member, err)
 	}
 	// (The dead-letter metric is not checked: a consumer of another process
 	// on the same Redis may be the one that handled the entry.)
 
 	// An entry nobody can parse.
-	poison := repository.StreamKey(repository.VoucherShard(vid))
+	poison := redisstore.StreamKey(redisstore.VoucherShard(vid))
 	id, err := rdb.XAdd(ctx, &redis.XAddArgs{Stream: poison, Values: []any{"orderId", "x", "note", "poison"}}).Result()
 	if err != nil {
 		t.Fatal(err)
@@ -158,8 +157,8 @@ func TestAsyncPoisonMessage(t *testing.T) {
 // nil when none matches.
 func findDeadLetter(t *testing.T, rdb redis.UniversalClient, field, value string) map[string]any {
 	t.Helper()
-	for i := range repository.Shards {
-		msgs, err := rdb.XRevRangeN(context.Background(), repository.DeadLetterKey(i), "+", "-", 1000).Result()
+	for i := range redisstore.Shards {
+		msgs, err := rdb.XRevRangeN(context.Background(), redisstore.DeadLetterKey(i), "+", "-", 1000).Result()
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -193,7 +192,7 @@ func TestAsyncRedisDataLost(t *testing.T) {
 	}
 
 	a2 := apptest.StartAsync(t, env)
-	state, err := rdb.HGet(context.Background(), repository.VoucherKey(vid), "state").Result()
+	state, err := rdb.HGet(context.Background(), redisstore.VoucherKey(vid), "state").Result()
 	if err != nil || state != model.VoucherStateUnsafe {
 		t.Errorf("after a start on the emptied redis: got state %q (%v), want unsafe", state, err)
 	}

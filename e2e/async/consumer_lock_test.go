@@ -8,7 +8,6 @@ import (
 
 	"seckill/e2e/apptest"
 	"seckill/lock"
-	"seckill/model"
 )
 
 // TestConsumerLockSetting: the consumers take lock:order:<userId> only with
@@ -44,7 +43,7 @@ func TestConsumerLockSetting(t *testing.T) {
 			_, cluster := rdb.(*redis.ClusterClient)
 			var fences int64
 			for i := range int64(users) {
-				key := model.OrderLockKey(base + i + 1)
+				key := lock.OrderKey(base + i + 1)
 				fence := lock.FenceKey(key)
 				if cluster {
 					fence = lock.ClusterFenceKey(key)

@@ -20,7 +20,6 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"seckill/e2e/apptest"
-	"seckill/repository"
 	"seckill/repository/redisstore"
 )
 
@@ -161,7 +160,7 @@ func TestAsyncCrashRecovery(t *testing.T) {
 	prefix := host + "-" + strconv.Itoa(a.cmd.Process.Pid) + "-"
 	var held int64
 	for deadline := time.Now().Add(15 * time.Second); held == 0; {
-		p, err := rdb.XPending(ctx, repository.StreamKey(repository.VoucherShard(vid)), repository.GroupName).Result()
+		p, err := rdb.XPending(ctx, redisstore.StreamKey(redisstore.VoucherShard(vid)), redisstore.GroupName).Result()
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -204,11 +203,11 @@ func TestAsyncCrashRecovery(t *testing.T) {
 	if orders != stock {
 		t.Errorf("got %d orders, want %d", orders, stock)
 	}
-	redisStock, err := rdb.Get(ctx, repository.StockKey(vid)).Int64()
+	redisStock, err := rdb.Get(ctx, redisstore.StockKey(vid)).Int64()
 	if err != nil {
 		t.Fatal(err)
 	}
-	buyers, err := rdb.SCard(ctx, repository.BuyersKey(vid)).Result()
+	buyers, err := rdb.SCard(ctx, redisstore.BuyersKey(vid)).Result()
 	if err != nil {
 		t.Fatal(err)
 	}

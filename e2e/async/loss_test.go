@@ -10,7 +10,7 @@ import (
 
 	"seckill/e2e/apptest"
 	"seckill/model"
-	"seckill/repository"
+	"seckill/repository/redisstore"
 )
 
 // orderStatus reads GET /voucher-order/:id as user ("" when not 200).
@@ -144,7 +144,7 @@ func TestAsyncRebuildDuringSale(t *testing.T) {
 	if err := db.QueryRow("SELECT value FROM tb_seckill_meta WHERE name = 'async_epoch'").Scan(&dbEpoch); err != nil {
 		t.Fatal(err)
 	}
-	epochKey := repository.EpochKey(repository.VoucherShard(vid))
+	epochKey := redisstore.EpochKey(redisstore.VoucherShard(vid))
 	if err := rdb.Set(ctx, epochKey, "another-deployment", 0).Err(); err != nil {
 		t.Fatal(err)
 	}
@@ -158,7 +158,7 @@ func TestAsyncRebuildDuringSale(t *testing.T) {
 			var losses int
 			err := db.QueryRow("SELECT COUNT(*) FROM tb_seckill_meta WHERE name LIKE 'redislost:%'").Scan(&losses)
 			epoch, _ := rdb.Get(ctx, epochKey).Result()
-			state, _ := rdb.HGet(ctx, repository.VoucherKey(vid), "state").Result()
+			state, _ := rdb.HGet(ctx, redisstore.VoucherKey(vid), "state").Result()
 			if err == nil && losses > 0 && epoch == dbEpoch && state == model.VoucherStateOK {
 				rebuiltAt = byStatus
 			}

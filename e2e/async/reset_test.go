@@ -11,7 +11,7 @@ import (
 
 	"seckill/app"
 	"seckill/e2e/apptest"
-	"seckill/model"
+	"seckill/lock"
 )
 
 // firstLife is the sale before the reset: an app on redisAddr and dsn
@@ -94,7 +94,7 @@ func TestAsyncPublishOverLeftOverRebuildFails(t *testing.T) {
 	dsn2, db2 := apptest.FreshDatabase(t)
 	a := apptest.StartAsync(t, map[string]string{"SECKILL_REDIS_ADDR": m.Addr(), "SECKILL_MYSQL_DSN": dsn2})
 	ctx := context.Background()
-	if err := rdb.Set(ctx, model.ReconcileLockKey, "another-process", time.Minute).Err(); err != nil {
+	if err := rdb.Set(ctx, lock.ReconcileKey, "another-process", time.Minute).Err(); err != nil {
 		t.Fatal(err)
 	}
 	admin := apptest.AdminToken(t, a.Handler())
@@ -116,7 +116,7 @@ func TestAsyncPublishOverLeftOverRebuildFails(t *testing.T) {
 		}
 	}
 
-	rdb.Del(ctx, model.ReconcileLockKey)
+	rdb.Del(ctx, lock.ReconcileKey)
 	var out bytes.Buffer
 	vars := map[string]string{"SECKILL_MYSQL_DSN": dsn2, "SECKILL_REDIS_ADDR": m.Addr(), "SECKILL_ORDER_MODE": "async", "SECKILL_LOG_LEVEL": "error", "SECKILL_ENV": "development"}
 	if err := app.Run(ctx, []string{"rebuild", "--voucher", strconv.FormatInt(vid, 10)}, apptest.EnvOf(vars), &out, &bytes.Buffer{}); err != nil {

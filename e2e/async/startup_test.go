@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"seckill/e2e/apptest"
-	"seckill/repository"
+	"seckill/repository/redisstore"
 )
 
 // TestAsyncStartupChecks: an instance starts on an intact Redis (same
@@ -30,7 +30,7 @@ func TestAsyncStartupChecks(t *testing.T) {
 	stale := apptest.PublishVoucher(t, a1.Handler(), 10)
 	// A stale Redis stock (as after sync-mode sales since it was loaded):
 	// three units fewer than the facts say.
-	if err := rdb.Set(ctx, repository.StockKey(stale), 7, 0).Err(); err != nil {
+	if err := rdb.Set(ctx, redisstore.StockKey(stale), 7, 0).Err(); err != nil {
 		t.Fatal(err)
 	}
 
@@ -45,7 +45,7 @@ func TestAsyncStartupChecks(t *testing.T) {
 	if byStatus := sl.statuses(); byStatus[http.StatusServiceUnavailable] != 0 || byStatus[http.StatusOK] == 0 {
 		t.Errorf("buyers during the start: got statuses %v, want only 200s, no 503", byStatus)
 	}
-	got, err := rdb.Get(ctx, repository.StockKey(stale)).Int64()
+	got, err := rdb.Get(ctx, redisstore.StockKey(stale)).Int64()
 	if err != nil || got != 10 {
 		t.Errorf("stale voucher after the start: got redis stock %d (%v), want 10 rebuilt from the facts", got, err)
 	}

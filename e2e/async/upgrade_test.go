@@ -10,7 +10,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"seckill/e2e/apptest"
-	"seckill/repository"
+	"seckill/repository/redisstore"
 )
 
 // TestAsyncUpgradeFromOneStream: a deployment of the key layout before the
@@ -38,21 +38,21 @@ func TestAsyncUpgradeFromOneStream(t *testing.T) {
 	if err := db.QueryRow("SELECT value FROM tb_seckill_meta WHERE name = 'async_epoch'").Scan(&epoch); err != nil {
 		t.Fatal(err)
 	}
-	rdb.Set(ctx, repository.LegacyEpochKey, epoch, 0)
+	rdb.Set(ctx, redisstore.LegacyEpochKey, epoch, 0)
 	rdb.Set(ctx, "seckill:stock:"+id, 2, 0) // stale: the facts say 7
 	rdb.SAdd(ctx, "seckill:order:"+id, 1, 2, 3)
-	entry, err := rdb.XAdd(ctx, &redis.XAddArgs{Stream: repository.LegacyStreamKey, Values: []any{"orderId", 1, "userId", 1, "voucherId", vid}}).Result()
+	entry, err := rdb.XAdd(ctx, &redis.XAddArgs{Stream: redisstore.LegacyStreamKey, Values: []any{"orderId", 1, "userId", 1, "voucherId", vid}}).Result()
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := apptest.TryStartAsync(t, env); err == nil || !strings.Contains(err.Error(), repository.LegacyStreamKey) {
-		t.Fatalf("start with an order left in %s: got %v, want a start-up error naming it", repository.LegacyStreamKey, err)
+	if _, err := apptest.TryStartAsync(t, env); err == nil || !strings.Contains(err.Error(), redisstore.LegacyStreamKey) {
+		t.Fatalf("start with an order left in %s: got %v, want a start-up error naming it", redisstore.LegacyStreamKey, err)
 	}
 
 	// The previous version wrote it: the stream is empty.
-	rdb.XDel(ctx, repository.LegacyStreamKey, entry)
+	rdb.XDel(ctx, redisstore.LegacyStreamKey, entry)
 	a2 := apptest.StartAsync(t, env)
-	if got, err := rdb.Get(ctx, repository.StockKey(vid)).Int64(); err != nil || got != stock-3 {
+	if got, err := rdb.Get(ctx, redisstore.StockKey(vid)).Int64(); err != nil || got != stock-3 {
 		t.Errorf("redis stock in the voucher's shard after the upgrade: got %d (%v), want %d from the facts", got, err, stock-3)
 	}
 	after := apptest.Storm(t, []http.Handler{a2.Handler()}, vid, apptest.RandomBase(), stock, 1)

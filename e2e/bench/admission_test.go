@@ -23,7 +23,6 @@ import (
 	"seckill/app"
 	"seckill/config"
 	"seckill/e2e/apptest"
-	"seckill/repository"
 	"seckill/repository/redisstore"
 )
 
@@ -459,8 +458,8 @@ func benchDelete(b *testing.B, v int64) {
 	_, redisAddr := apptest.IntegrationEnv(b)
 	rdb := redisstore.NewRedisClient(redisAddr, redisstore.RedisAuth{})
 	defer rdb.Close()
-	if err := rdb.Del(ctx, repository.StockKey(v), repository.BuyersKey(v), repository.VoucherKey(v),
-		repository.DuplicateRejectionsKey(v), repository.LiveKey(v)).Err(); err != nil {
+	if err := rdb.Del(ctx, redisstore.StockKey(v), redisstore.BuyersKey(v), redisstore.VoucherKey(v),
+		redisstore.DuplicateRejectionsKey(v), redisstore.LiveKey(v)).Err(); err != nil {
 		b.Errorf("deleting the keys of voucher %d: %v", v, err)
 	}
 }

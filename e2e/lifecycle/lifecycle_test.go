@@ -17,7 +17,6 @@ import (
 	"seckill/e2e/apptest"
 	"seckill/internal/audit"
 	"seckill/model"
-	"seckill/repository"
 	"seckill/repository/redisstore"
 	"seckill/repository/sqlstore"
 	"seckill/service"
@@ -303,7 +302,7 @@ func checkReturnBuckets(t *testing.T, dsn string, rdb redis.UniversalClient, vid
 	}
 	total := 0
 	for b := range buckets {
-		ids, err := rdb.SMembers(ctx, repository.ReturnedKeyIn(repository.BucketShard(vid, b), vid)).Result()
+		ids, err := rdb.SMembers(ctx, redisstore.ReturnedKeyIn(redisstore.BucketShard(vid, b), vid)).Result()
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -313,8 +312,8 @@ func checkReturnBuckets(t *testing.T, dsn string, rdb redis.UniversalClient, vid
 			switch {
 			case err != nil || !f.Cancelled[id]:
 				t.Errorf("bucket %d took back %q, not a cancelled order", b, s)
-			case repository.ReturnBucket(id, buckets) != b:
-				t.Errorf("order %d given back to bucket %d, want %d", id, b, repository.ReturnBucket(id, buckets))
+			case redisstore.ReturnBucket(id, buckets) != b:
+				t.Errorf("order %d given back to bucket %d, want %d", id, b, redisstore.ReturnBucket(id, buckets))
 			}
 		}
 	}

@@ -18,7 +18,7 @@ import (
 	"seckill/config"
 	"seckill/e2e/apptest"
 	"seckill/internal/testenv"
-	"seckill/repository"
+	"seckill/repository/redisstore"
 	"seckill/service"
 )
 
@@ -48,8 +48,8 @@ func storedCode(t testing.TB, rdb redis.UniversalClient, phone string) string {
 // the tests, such as the admin's of `seckill tokens --admin`).
 func forgetCodeLimits(t testing.TB, rdb redis.UniversalClient, phone string) {
 	t.Helper()
-	for _, k := range []string{repository.CodeCooldownKey(phone), repository.CodeDailyKey(phone)} {
-		if err := rdb.Del(context.Background(), repository.RatePrefix+k).Err(); err != nil {
+	for _, k := range []string{redisstore.CodeCooldownKey(phone), redisstore.CodeDailyKey(phone)} {
+		if err := rdb.Del(context.Background(), redisstore.RatePrefix+k).Err(); err != nil {
 			t.Fatal(err)
 		}
 	}

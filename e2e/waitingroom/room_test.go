@@ -14,7 +14,7 @@ import (
 
 	"seckill/e2e/apptest"
 	"seckill/model"
-	"seckill/repository"
+	"seckill/repository/redisstore"
 )
 
 // twoApps starts two instances on the shared Redis, or on the Redis
@@ -241,8 +241,8 @@ func TestRedisLostRoom(t *testing.T) {
 		t.Fatalf("purchase: got %d %s", code, c)
 	}
 	rdb := apptest.SharedRedis(t)
-	keys := []string{repository.RoomKey(r.vid), repository.RoomPoolKey(r.vid), repository.RoomLineKey(r.vid),
-		repository.RoomAdmittedKey(r.vid), repository.RoomDoneKey(r.vid)}
+	keys := []string{redisstore.RoomKey(r.vid), redisstore.RoomPoolKey(r.vid), redisstore.RoomLineKey(r.vid),
+		redisstore.RoomAdmittedKey(r.vid), redisstore.RoomDoneKey(r.vid)}
 	for _, k := range keys {
 		if err := rdb.Del(context.Background(), k).Err(); err != nil {
 			t.Fatal(err)

@@ -1,8 +1,7 @@
 // Package audit reads one voucher's facts from the database and Redis. The
 // invariants of docs/contract.md are judged on them (model.Facts,
 // model.Violations). The end-to-end tests and tools/cmd/harness use it. It takes
-// key names from repository and bucket counts from redisstore. It never
-// imports service.
+// key names and bucket counts from redisstore. It never imports service.
 package audit
 
 import (
@@ -14,7 +13,6 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"seckill/model"
-	"seckill/repository"
 	"seckill/repository/redisstore"
 )
 
@@ -71,7 +69,7 @@ func ReadRedis(ctx context.Context, rdb redis.UniversalClient, voucherID int64) 
 	}
 	var stock int64
 	for b := range n {
-		s, err := rdb.Get(ctx, repository.StockKeyIn(repository.BucketShard(voucherID, b), voucherID)).Int64()
+		s, err := rdb.Get(ctx, redisstore.StockKeyIn(redisstore.BucketShard(voucherID, b), voucherID)).Int64()
 		if errors.Is(err, redis.Nil) {
 			return nil, fmt.Errorf("voucher %d, bucket %d: %w", voucherID, b, ErrNoRedisStock)
 		}
@@ -94,12 +92,12 @@ func ReadRedis(ctx context.Context, rdb redis.UniversalClient, voucherID int64) 
 // Returned is how many cancelled orders' units the voucher's buckets took
 // back. It sums the returned sets' sizes.
 func Returned(ctx context.Context, rdb redis.UniversalClient, voucherID int64) (int64, error) {
-	return sumSets(ctx, rdb, voucherID, "returned", repository.ReturnedKeyIn)
+	return sumSets(ctx, rdb, voucherID, "returned", redisstore.ReturnedKeyIn)
 }
 
 // Buyers is the size of the voucher's buyers sets, summed over its buckets.
 func Buyers(ctx context.Context, rdb redis.UniversalClient, voucherID int64) (int64, error) {
-	return sumSets(ctx, rdb, voucherID, "buyers", repository.BuyersKeyIn)
+	return sumSets(ctx, rdb, voucherID, "buyers", redisstore.BuyersKeyIn)
 }
 
 // sumSets sums the sizes of the voucher's sets named what over its
@@ -111,7 +109,7 @@ func sumSets(ctx context.Context, rdb redis.UniversalClient, voucherID int64, wh
 	}
 	var sum int64
 	for b := range n {
-		c, err := rdb.SCard(ctx, keyIn(repository.BucketShard(voucherID, b), voucherID)).Result()
+		c, err := rdb.SCard(ctx, keyIn(redisstore.BucketShard(voucherID, b), voucherID)).Result()
 		if err != nil {
 			return 0, fmt.Errorf("read %s set of voucher %d: %w", what, voucherID, err)
 		}
@@ -132,7 +130,7 @@ func buckets(ctx context.Context, rdb redis.UniversalClient, voucherID int64) (i
 // DuplicateRejections is the voucher's unique-key rejection counter. It is 0
 // when absent.
 func DuplicateRejections(ctx context.Context, rdb redis.UniversalClient, voucherID int64) (int64, error) {
-	n, err := rdb.Get(ctx, repository.DuplicateRejectionsKey(voucherID)).Int64()
+	n, err := rdb.Get(ctx, redisstore.DuplicateRejectionsKey(voucherID)).Int64()
 	if errors.Is(err, redis.Nil) {
 		return 0, nil
 	}

@@ -10,7 +10,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	"gorm.io/gorm"
 
-	"seckill/repository"
+	"seckill/repository/redisstore"
 )
 
 func TestReadDB(t *testing.T) {
@@ -56,9 +56,9 @@ func TestReadRedis(t *testing.T) {
 	if _, err := ReadRedis(ctx, rdb, 7); !errors.Is(err, ErrNoRedisStock) {
 		t.Fatalf("ReadRedis without stock = %v, want ErrNoRedisStock", err)
 	}
-	mr.Set(repository.StockKey(7), "3")
-	mr.SAdd(repository.BuyersKey(7), "10", "20")
-	mr.SAdd(repository.ReturnedKeyIn(repository.BucketShard(7, 0), 7), "1001")
+	mr.Set(redisstore.StockKey(7), "3")
+	mr.SAdd(redisstore.BuyersKey(7), "10", "20")
+	mr.SAdd(redisstore.ReturnedKeyIn(redisstore.BucketShard(7, 0), 7), "1001")
 	mr.Set("seckill:duprej:7", "4")
 	a, err := ReadRedis(ctx, rdb, 7)
 	if err != nil {

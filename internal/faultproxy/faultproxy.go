@@ -3,7 +3,8 @@
 // command is lost after the server ran the command, or the command itself is
 // lost before it reaches the server. In the first case the client sees the
 // connection drop. go-redis then retries the same command on a new
-// connection.
+// connection. A pipeline of one chosen command can be cut part-way, or its
+// replies held back.
 //
 // It also degrades the whole link. A partition holds every byte in both
 // directions until healed, as TCP retransmission would deliver them late. A
@@ -27,6 +28,7 @@ type Proxy struct {
 	mu    sync.Mutex
 	conns []net.Conn
 	arm   *fault         // the next matching command meets this fault
+	pipe  *pipeFault     // the next matching pipeline meets this fault
 	seen  map[string]int // commands forwarded to the server, by lower-case name
 	// seenArg counts them by lower-case name and first argument.
 	seenArg map[[2]string]int
@@ -38,6 +40,14 @@ type fault struct {
 	cmd       string // lower-case command name, e.g. "evalsha"
 	loseReply bool   // forward the command, lose its reply; else lose the command
 	onLost    func() // runs after the reply was swallowed, before the drop
+}
+
+// pipeFault meets the first chunk carrying more than one command named cmd
+// with first argument arg: a pipeline of them.
+type pipeFault struct {
+	cmd, arg string
+	cut      int           // >= 0: forward this many commands whole, half the next, drop
+	stall    time.Duration // cut < 0: hold each later reply of the connection this long
 }
 
 // Start listens on a free local port and forwards to target.
@@ -78,6 +88,26 @@ func (p *Proxy) LoseReply(cmd string, onLost func()) {
 func (p *Proxy) LoseCommand(cmd string) {
 	p.mu.Lock()
 	p.arm = &fault{cmd: strings.ToLower(cmd)}
+	p.mu.Unlock()
+}
+
+// CutPipeline arms the proxy once: the next chunk carrying a pipeline of
+// commands named cmd whose first argument is arg (more than one, e.g.
+// EVALSHA of one script) reaches the server cut. Its first n commands
+// arrive whole and the next one half. The server runs what it got, then
+// both sides of the connection are closed.
+func (p *Proxy) CutPipeline(cmd, arg string, n int) {
+	p.mu.Lock()
+	p.pipe = &pipeFault{cmd: strings.ToLower(cmd), arg: arg, cut: n}
+	p.mu.Unlock()
+}
+
+// StallPipeline arms the proxy once: the connection of the next chunk
+// carrying a pipeline of commands named cmd whose first argument is arg
+// forwards it, then holds each of its later replies for d.
+func (p *Proxy) StallPipeline(cmd, arg string, d time.Duration) {
+	p.mu.Lock()
+	p.pipe = &pipeFault{cmd: strings.ToLower(cmd), arg: arg, cut: -1, stall: d}
 	p.mu.Unlock()
 }
 
@@ -188,8 +218,9 @@ func (p *Proxy) serve() {
 		p.mu.Lock()
 		p.conns = append(p.conns, c, up)
 		p.mu.Unlock()
-		var pending sync.Mutex // guards reply
-		var reply *fault       // the fault waiting for this connection's next reply
+		var pending sync.Mutex  // guards reply and stall
+		var reply *fault        // the fault waiting for this connection's next reply
+		var stall time.Duration // each reply's hold, once StallPipeline met the connection
 		stop := make(chan struct{})
 		var once sync.Once
 		drop := func() { once.Do(func() { close(stop); c.Close(); up.Close() }) }
@@ -199,7 +230,18 @@ func (p *Proxy) serve() {
 				n, err := c.Read(buf)
 				if n > 0 {
 					chunk := buf[:n]
-					f := p.match(chunk)
+					f, pf, cut := p.match(chunk)
+					if pf != nil && pf.cut >= 0 {
+						_, _ = up.Write(chunk[:cut])
+						sleep(pipeCutWait, stop) // the server runs what it got
+						drop()
+						return
+					}
+					if pf != nil {
+						pending.Lock()
+						stall = pf.stall
+						pending.Unlock()
+					}
 					if f != nil && !f.loseReply {
 						drop()
 						return
@@ -229,7 +271,7 @@ func (p *Proxy) serve() {
 				n, err := up.Read(buf)
 				if n > 0 {
 					pending.Lock()
-					f := reply
+					f, held := reply, stall
 					reply = nil
 					pending.Unlock()
 					if f != nil && bytes.HasPrefix(buf[:n], []byte("-NOSCRIPT")) {
@@ -245,7 +287,7 @@ func (p *Proxy) serve() {
 						drop()
 						return
 					}
-					if !p.hold(stop) {
+					if !sleep(held, stop) || !p.hold(stop) {
 						return
 					}
 					if _, werr := c.Write(buf[:n]); werr != nil {
@@ -262,45 +304,99 @@ func (p *Proxy) serve() {
 	}
 }
 
-// match counts the commands of chunk and returns the armed fault (disarming
-// it) when chunk carries its command.
-func (p *Proxy) match(chunk []byte) *fault {
+// pipeCutWait is how long a cut pipeline's connection stays open after
+// the cut, so that the server runs what it got.
+const pipeCutWait = 100 * time.Millisecond
+
+// match counts the commands of chunk that reach the server. It returns the
+// armed fault (disarming it) when chunk carries its command, and the armed
+// pipeline fault when chunk carries its pipeline, with where the chunk is
+// cut (a cut pipeline counts only its commands sent whole).
+func (p *Proxy) match(chunk []byte) (*fault, *pipeFault, int) {
 	cmds := commands(chunk)
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	var pf *pipeFault
+	cut := len(chunk)
+	if p.pipe != nil && pipelined(cmds, p.pipe.cmd, p.pipe.arg) {
+		pf, p.pipe = p.pipe, nil
+		if pf.cut >= 0 && pf.cut < len(cmds) {
+			end := len(chunk)
+			if pf.cut+1 < len(cmds) {
+				end = cmds[pf.cut+1].at
+			}
+			cut = cmds[pf.cut].at + (end-cmds[pf.cut].at)/2
+			cmds = cmds[:pf.cut]
+		}
+	}
 	var hit *fault
 	for _, c := range cmds {
-		if p.arm != nil && p.arm.cmd == c[0] {
+		if p.arm != nil && p.arm.cmd == c.name {
 			hit, p.arm = p.arm, nil
 			if !hit.loseReply {
 				continue // never reaches the server: not seen
 			}
 		}
-		p.seen[c[0]]++
-		p.seenArg[c]++
+		p.seen[c.name]++
+		p.seenArg[[2]string{c.name, c.arg}]++
 	}
-	return hit
+	return hit, pf, cut
 }
 
-// commands returns the lower-case name and the first argument ("" when
-// none) of each RESP command in chunk ("*<n>\r\n$<len>\r\n<name>\r\n...").
-func commands(chunk []byte) [][2]string {
-	var out [][2]string
-	for rest := chunk; ; {
-		i := bytes.Index(rest, []byte("*"))
+// pipelined reports whether cmds hold more than one command named name
+// whose first argument is arg.
+func pipelined(cmds []command, name, arg string) bool {
+	n := 0
+	for _, c := range cmds {
+		if c.name == name && c.arg == arg {
+			n++
+		}
+	}
+	return n > 1
+}
+
+// command is one RESP command of a chunk.
+type command struct {
+	name string // lower case
+	arg  string // the first argument, "" when none
+	at   int    // where it starts in the chunk
+}
+
+// commands returns the RESP commands in chunk
+// ("*<n>\r\n$<len>\r\n<name>\r\n...").
+func commands(chunk []byte) []command {
+	var out []command
+	for at := 0; ; {
+		i := bytes.IndexByte(chunk[at:], '*')
 		if i < 0 {
 			return out
 		}
-		rest = rest[i+1:]
-		lines := bytes.SplitN(rest, []byte("\r\n"), 6)
+		start := at + i
+		at = start + 1
+		lines := bytes.SplitN(chunk[at:], []byte("\r\n"), 6)
 		if len(lines) < 3 || !digits(lines[0]) || len(lines[1]) < 2 || lines[1][0] != '$' {
 			continue // a '*' inside an argument, not an array header
 		}
-		c := [2]string{strings.ToLower(string(lines[2]))}
+		c := command{name: strings.ToLower(string(lines[2])), at: start}
 		if len(lines) >= 5 && len(lines[3]) > 1 && lines[3][0] == '$' {
-			c[1] = string(lines[4])
+			c.arg = string(lines[4])
 		}
 		out = append(out, c)
+	}
+}
+
+// sleep waits d, or until stop is closed: false then.
+func sleep(d time.Duration, stop <-chan struct{}) bool {
+	if d <= 0 {
+		return true
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-stop:
+		return false
 	}
 }
 

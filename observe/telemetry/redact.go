@@ -96,7 +96,7 @@ func word(a any) string {
 var (
 	// keyWord is a constant part of a key: a lowercase word.
 	keyWord = regexp.MustCompile(`^[a-z][a-z_.-]*$`)
-	// shardTag is a shard's hash tag ({s<shard>.<n>}, repository.ShardTag).
+	// shardTag is a shard's hash tag ({s<shard>.<n>}, redisstore.ShardTag).
 	shardTag = regexp.MustCompile(`^\{s[0-9]+\.[0-9]+\}$`)
 )
 

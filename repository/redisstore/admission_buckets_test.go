@@ -14,7 +14,6 @@ import (
 
 	"seckill/internal/testenv"
 	"seckill/model"
-	"seckill/repository"
 )
 
 // bucketRig is a voucher of n buckets loaded on one of testClients, with
@@ -41,9 +40,9 @@ func newBucketRig(t *testing.T, rdb redis.UniversalClient, n, stock int) *bucket
 		t.Fatalf("LoadNew: %v, %v", ok, err)
 	}
 	t.Cleanup(func() {
-		for i := range repository.Shards {
+		for i := range Shards {
 			v := r.sv.VoucherID
-			rdb.Del(context.Background(), repository.ShardKey(i, stream), repository.ShardKey(i, dlq), repository.StockKeyIn(i, v), repository.BuyersKeyIn(i, v), repository.VoucherKeyIn(i, v))
+			rdb.Del(context.Background(), ShardKey(i, stream), ShardKey(i, dlq), StockKeyIn(i, v), BuyersKeyIn(i, v), VoucherKeyIn(i, v))
 		}
 	})
 	return r
@@ -110,11 +109,11 @@ func TestBuckets(t *testing.T) {
 			t.Errorf("Redis state summed over the buckets: got %+v, %v; want stock 0, 10 buyers, ok", rv, err)
 		}
 		for b := range 4 {
-			sh := repository.BucketShard(r.sv.VoucherID, b)
-			if s, _ := rdb.Get(ctx, repository.StockKeyIn(sh, r.sv.VoucherID)).Int64(); s != 0 {
+			sh := BucketShard(r.sv.VoucherID, b)
+			if s, _ := rdb.Get(ctx, StockKeyIn(sh, r.sv.VoucherID)).Int64(); s != 0 {
 				t.Errorf("bucket %d: stock %d, want 0", b, s)
 			}
-			members, _ := rdb.SMembers(ctx, repository.BuyersKeyIn(sh, r.sv.VoucherID)).Result()
+			members, _ := rdb.SMembers(ctx, BuyersKeyIn(sh, r.sv.VoucherID)).Result()
 			for _, m := range members {
 				u, _ := strconv.ParseInt(m, 10, 64)
 				if model.HomeBucket(u, 4) != b {
@@ -130,8 +129,8 @@ func TestBuckets(t *testing.T) {
 		for _, e := range entries {
 			if e.Away {
 				away++
-				if e.BuyerShard != repository.BucketShard(r.sv.VoucherID, model.HomeBucket(e.UserID, 4)) {
-					t.Errorf("away entry of user %d: buyer shard %d, want its home bucket's %d", e.UserID, e.BuyerShard, repository.BucketShard(r.sv.VoucherID, model.HomeBucket(e.UserID, 4)))
+				if e.BuyerShard != BucketShard(r.sv.VoucherID, model.HomeBucket(e.UserID, 4)) {
+					t.Errorf("away entry of user %d: buyer shard %d, want its home bucket's %d", e.UserID, e.BuyerShard, BucketShard(r.sv.VoucherID, model.HomeBucket(e.UserID, 4)))
 				}
 			}
 		}
@@ -178,8 +177,8 @@ func TestBucketsDeadLetterGivesBack(t *testing.T) {
 				away = m
 			}
 		}
-		if away.UserID != 12 || away.BuyerShard != repository.BucketShard(v, 0) {
-			t.Fatalf("the away entry: got %+v, want user 12 with buyer shard %d", away, repository.BucketShard(v, 0))
+		if away.UserID != 12 || away.BuyerShard != BucketShard(v, 0) {
+			t.Fatalf("the away entry: got %+v, want user 12 with buyer shard %d", away, BucketShard(v, 0))
 		}
 		if done, err := r.s.DeadLetter(ctx, away, "test", 1, model.GiveBack{Stock: true, Buyer: false}); err != nil || !done {
 			t.Fatalf("DeadLetter: %v, %v", done, err)
@@ -221,20 +220,20 @@ func TestBucketsRebuild(t *testing.T) {
 			t.Fatal(err)
 		}
 		for b, want := range []int64{3, 2, 2} {
-			sh := repository.BucketShard(v, b)
-			if s, _ := rdb.Get(ctx, repository.StockKeyIn(sh, v)).Int64(); s != want {
+			sh := BucketShard(v, b)
+			if s, _ := rdb.Get(ctx, StockKeyIn(sh, v)).Int64(); s != want {
 				t.Errorf("bucket %d: stock %d, want %d", b, s, want)
 			}
 		}
 		if rv, _ := r.a.Voucher(ctx, v); rv.Stock != 7 || rv.Buyers != 4 {
 			t.Errorf("summed: got %+v, want stock 7, 4 buyers", rv)
 		}
-		rdb.Del(ctx, repository.VoucherKeyIn(repository.BucketShard(v, 0), v))
+		rdb.Del(ctx, VoucherKeyIn(BucketShard(v, 0), v))
 		if err := r.a.SetState(ctx, v, model.VoucherStateUnsafe); err != nil {
 			t.Fatal(err)
 		}
 		for b := range 3 {
-			if st, _ := rdb.HGet(ctx, repository.VoucherKeyIn(repository.BucketShard(v, b), v), "state").Result(); st != model.VoucherStateUnsafe {
+			if st, _ := rdb.HGet(ctx, VoucherKeyIn(BucketShard(v, b), v), "state").Result(); st != model.VoucherStateUnsafe {
 				t.Errorf("bucket %d: state %q, want unsafe", b, st)
 			}
 		}

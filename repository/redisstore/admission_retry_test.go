@@ -16,7 +16,6 @@ import (
 	"seckill/internal/testenv"
 	"seckill/lua"
 	"seckill/model"
-	"seckill/repository"
 )
 
 // admitRig is a voucher with stock 5 loaded on the real Redis under a
@@ -63,7 +62,7 @@ func newAdmitRig(t *testing.T, client func(addr string) *redis.Client) *admitRig
 		t.Fatalf("load voucher: %v", err)
 	}
 	t.Cleanup(func() {
-		direct.Del(context.Background(), repository.StockKey(r.vid), repository.BuyersKey(r.vid), repository.VoucherKey(r.vid), r.a.streamKey(r.vid))
+		direct.Del(context.Background(), StockKey(r.vid), BuyersKey(r.vid), VoucherKey(r.vid), r.a.streamKey(r.vid))
 	})
 	return r
 }
@@ -73,7 +72,7 @@ func newAdmitRig(t *testing.T, client func(addr string) *redis.Client) *admitRig
 func (r *admitRig) orderID(t *testing.T) int64 {
 	id := 1<<50 + mrand.Int64N(1<<40)
 	t.Cleanup(func() {
-		r.direct.Del(context.Background(), repository.OrderInfoKey(repository.VoucherShard(r.vid), id))
+		r.direct.Del(context.Background(), OrderInfoKey(VoucherShard(r.vid), id))
 	})
 	return id
 }
@@ -82,9 +81,9 @@ func (r *admitRig) orderID(t *testing.T) int64 {
 func (r *admitRig) admissions(t *testing.T, want int64) {
 	t.Helper()
 	ctx := context.Background()
-	stock, _ := r.direct.Get(ctx, repository.StockKey(r.vid)).Int64()
+	stock, _ := r.direct.Get(ctx, StockKey(r.vid)).Int64()
 	entries := r.direct.XLen(ctx, r.a.streamKey(r.vid)).Val()
-	buyers := r.direct.SCard(ctx, repository.BuyersKey(r.vid)).Val()
+	buyers := r.direct.SCard(ctx, BuyersKey(r.vid)).Val()
 	if stock != 5-want || entries != want || buyers != want {
 		t.Errorf("Redis holds stock %d, %d stream entries, %d buyers; want %d, %d, %d (%d admission(s))",
 			stock, entries, buyers, 5-want, want, want, want)
@@ -111,7 +110,7 @@ func TestAdmitReplyLost(t *testing.T) {
 		t.Errorf("EVALSHA of seckill.lua sent %d times, of seckill_settle.lua %d; want 1 and 1", admissions, settlements)
 	}
 	r.admissions(t, 1)
-	if v := r.direct.Get(ctx, repository.OrderInfoKey(repository.VoucherShard(r.vid), oid)).Val(); v != "42:"+strconv.FormatInt(r.vid, 10)+":pending" {
+	if v := r.direct.Get(ctx, OrderInfoKey(VoucherShard(r.vid), oid)).Val(); v != "42:"+strconv.FormatInt(r.vid, 10)+":pending" {
 		t.Errorf("order info: got %q, want 42:%d:pending", v, r.vid)
 	}
 }
@@ -141,7 +140,7 @@ func TestAdmitCommandLost(t *testing.T) {
 	// The lost command arrives late.
 	code, err := lua.Seckill.Run(ctx, r.direct,
 		r.a.keys(r.vid, oid),
-		42, r.vid, oid, time.Now().UnixMilli(), int64(repository.OrderInfoTTL/time.Second)).Int()
+		42, r.vid, oid, time.Now().UnixMilli(), int64(OrderInfoTTL/time.Second)).Int()
 	if err != nil {
 		t.Fatalf("late seckill.lua: %v", err)
 	}
@@ -172,7 +171,7 @@ func TestAdmitReplyLostAfterWrite(t *testing.T) {
 	ctx := context.Background()
 	oid := r.orderID(t)
 	r.p.LoseReply("evalsha", func() {
-		r.direct.Del(context.Background(), repository.OrderInfoKey(repository.VoucherShard(r.vid), oid))
+		r.direct.Del(context.Background(), OrderInfoKey(VoucherShard(r.vid), oid))
 	})
 	err := r.a.Admit(ctx, oid, 42, r.vid, 1, time.Now())
 	if errors.Is(err, model.ErrDuplicateOrder) {
@@ -182,7 +181,7 @@ func TestAdmitReplyLostAfterWrite(t *testing.T) {
 		t.Errorf("Admit: got %v, want ErrUnavailable (the service asks the database)", err)
 	}
 	r.admissions(t, 1)
-	if v := r.direct.Get(ctx, repository.OrderInfoKey(repository.VoucherShard(r.vid), oid)).Val(); v != lua.OrderInfoVoid {
+	if v := r.direct.Get(ctx, OrderInfoKey(VoucherShard(r.vid), oid)).Val(); v != lua.OrderInfoVoid {
 		t.Errorf("order info: got %q, want %q", v, lua.OrderInfoVoid)
 	}
 }
@@ -194,7 +193,7 @@ func TestAdmitLoadsScript(t *testing.T) {
 	c := redis.NewClient(&redis.Options{Addr: m.Addr()})
 	t.Cleanup(func() { c.Close() })
 	ctx := context.Background()
-	a := newTestAdmission(c, repository.StreamName)
+	a := newTestAdmission(c, StreamName)
 	now := time.Now()
 	sv := &model.SeckillVoucher{VoucherID: 7, InitialStock: 5, BeginTime: now.Add(-time.Minute), EndTime: now.Add(time.Hour)}
 	if err := a.Load(ctx, sv, 5, nil, nil); err != nil {
@@ -208,7 +207,7 @@ func TestAdmitLoadsScript(t *testing.T) {
 			t.Fatalf("Admit of user %d after SCRIPT FLUSH: %v", user, err)
 		}
 	}
-	if stock, _ := c.Get(ctx, repository.StockKey(7)).Int64(); stock != 3 {
+	if stock, _ := c.Get(ctx, StockKey(7)).Int64(); stock != 3 {
 		t.Errorf("stock: got %d, want 3", stock)
 	}
 }

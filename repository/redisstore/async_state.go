@@ -11,7 +11,6 @@ import (
 
 	"seckill/lua"
 	"seckill/model"
-	"seckill/repository"
 )
 
 // AsyncState is the Redis state of async mode beside the order stream:
@@ -34,10 +33,10 @@ func NewAsyncState(rdb redis.UniversalClient) *AsyncState {
 // tell. So every shard is asked, in one pipeline: one round trip per
 // master.
 func (a *AsyncState) OrderInfo(ctx context.Context, orderID int64) (*model.VoucherOrder, error) {
-	cmds := make([]*redis.StringCmd, repository.Shards)
+	cmds := make([]*redis.StringCmd, Shards)
 	_, _ = a.VoucherStates.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
-		for i := range repository.Shards {
-			cmds[i] = p.Get(ctx, repository.OrderInfoKey(i, orderID))
+		for i := range Shards {
+			cmds[i] = p.Get(ctx, OrderInfoKey(i, orderID))
 		}
 		return nil
 	})

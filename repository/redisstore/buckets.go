@@ -8,7 +8,6 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"seckill/model"
-	"seckill/repository"
 )
 
 // The reads of a voucher's buckets: how many it has, and each one's
@@ -16,15 +15,15 @@ import (
 
 // bucketRefs returns, per shard, the vouchers with a bucket in it
 // (VoucherBuckets of each voucher).
-func bucketRefs(ctx context.Context, rdb redis.UniversalClient, voucherIDs []int64) ([repository.Shards][]int64, error) {
-	var refs [repository.Shards][]int64
+func bucketRefs(ctx context.Context, rdb redis.UniversalClient, voucherIDs []int64) ([Shards][]int64, error) {
+	var refs [Shards][]int64
 	n, err := VoucherBuckets(ctx, rdb, voucherIDs)
 	if err != nil {
 		return refs, err
 	}
 	for _, id := range voucherIDs {
 		for b := range n[id] {
-			sh := repository.BucketShard(id, b)
+			sh := BucketShard(id, b)
 			refs[sh] = append(refs[sh], id)
 		}
 	}
@@ -52,7 +51,7 @@ func VoucherBuckets(ctx context.Context, rdb redis.UniversalClient, voucherIDs [
 	if len(probe) == 0 {
 		return out, nil
 	}
-	all, err := hgetBuckets(ctx, rdb, probe, repository.MaxBuckets)
+	all, err := hgetBuckets(ctx, rdb, probe, MaxBuckets)
 	if err != nil {
 		return nil, err
 	}
@@ -70,7 +69,7 @@ func hgetBuckets(ctx context.Context, rdb redis.UniversalClient, voucherIDs []in
 	_, _ = rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 		for i, id := range voucherIDs {
 			for b := range n {
-				cmds[i] = append(cmds[i], p.HGet(ctx, repository.VoucherKeyIn(repository.BucketShard(id, b), id), "buckets"))
+				cmds[i] = append(cmds[i], p.HGet(ctx, VoucherKeyIn(BucketShard(id, b), id), "buckets"))
 			}
 		}
 		return nil
@@ -85,7 +84,7 @@ func hgetBuckets(ctx context.Context, rdb redis.UniversalClient, voucherIDs []in
 			if err != nil && !strings.Contains(err.Error(), "strconv") {
 				return nil, redisErr(err)
 			}
-			out[id] = max(out[id], min(v, repository.MaxBuckets))
+			out[id] = max(out[id], min(v, MaxBuckets))
 		}
 	}
 	return out, nil
@@ -135,10 +134,10 @@ func queueBucketReads(ctx context.Context, p redis.Pipeliner, shard int, voucher
 	all := make([]cmds, len(voucherIDs))
 	for i, id := range voucherIDs {
 		all[i] = cmds{
-			state:    p.HGet(ctx, repository.VoucherKeyIn(shard, id), "state"),
-			stock:    p.Get(ctx, repository.StockKeyIn(shard, id)),
-			buyers:   p.SCard(ctx, repository.BuyersKeyIn(shard, id)),
-			returned: p.SCard(ctx, repository.ReturnedKeyIn(shard, id)),
+			state:    p.HGet(ctx, VoucherKeyIn(shard, id), "state"),
+			stock:    p.Get(ctx, StockKeyIn(shard, id)),
+			buyers:   p.SCard(ctx, BuyersKeyIn(shard, id)),
+			returned: p.SCard(ctx, ReturnedKeyIn(shard, id)),
 		}
 	}
 	return func(sums *voucherSums) {

@@ -8,7 +8,6 @@ import (
 
 	"seckill/lua"
 	"seckill/model"
-	"seckill/repository"
 )
 
 // Codes keeps login codes in Redis under login:code:<phone>, each with its
@@ -21,7 +20,7 @@ func NewCodes(rdb redis.UniversalClient) *Codes { return &Codes{rdb: rdb} }
 // SaveCode stores code for phone for ttl, with no wrong guesses. Redis
 // errors are model.ErrUnavailable (the code flow needs Redis).
 func (c *Codes) SaveCode(ctx context.Context, phone, code string, ttl time.Duration) error {
-	if err := c.rdb.Set(ctx, repository.LoginCodeKey(phone), code+":0", ttl).Err(); err != nil {
+	if err := c.rdb.Set(ctx, LoginCodeKey(phone), code+":0", ttl).Err(); err != nil {
 		return model.Unavailable(err)
 	}
 	return nil

@@ -1,5 +1,6 @@
 // Package redisstore implements the service's Redis stores with go-redis.
-// Key names and their shards come from package repository (keys.go).
+// keys.go names every key of the stores, its shard and its TTL; the audit,
+// the tests and the tools take their key names from there.
 // Each Lua script of package lua is run from here with the KEYS the
 // script's header lists. script_keys_test.go checks the two agree.
 //

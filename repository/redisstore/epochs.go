@@ -9,7 +9,6 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"seckill/model"
-	"seckill/repository"
 )
 
 // Epochs reads and writes the epoch every shard holds, and tells which
@@ -46,9 +45,9 @@ func (a *Epochs) runIDs(ctx context.Context) (string, error) {
 		return runID(ctx, a.rdb)
 	}
 	byAddr := map[string]string{}
-	ids := make([]string, repository.Shards)
-	for i := range repository.Shards {
-		node, err := cc.MasterForKey(ctx, repository.EpochKey(i))
+	ids := make([]string, Shards)
+	for i := range Shards {
+		node, err := cc.MasterForKey(ctx, EpochKey(i))
 		if err != nil {
 			return "", redisErr(err)
 		}
@@ -86,10 +85,10 @@ func runID(ctx context.Context, c redis.Cmdable) (string, error) {
 // When the shards differ, a value no epoch can equal (so that it is
 // treated as lost too).
 func (a *Epochs) Epoch(ctx context.Context) (string, error) {
-	cmds := make([]*redis.StringCmd, repository.Shards)
+	cmds := make([]*redis.StringCmd, Shards)
 	_, _ = a.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
-		for i := range repository.Shards {
-			cmds[i] = p.Get(ctx, repository.EpochKey(i))
+		for i := range Shards {
+			cmds[i] = p.Get(ctx, EpochKey(i))
 		}
 		return nil
 	})
@@ -111,7 +110,7 @@ func (a *Epochs) Epoch(ctx context.Context) (string, error) {
 		}
 	}
 	if differ > 0 {
-		return fmt.Sprintf("mixed:%d/%d", differ, repository.Shards), nil
+		return fmt.Sprintf("mixed:%d/%d", differ, Shards), nil
 	}
 	return vals[0], nil
 }
@@ -119,7 +118,7 @@ func (a *Epochs) Epoch(ctx context.Context) (string, error) {
 // LegacyEpoch returns the epoch of the key layout before the shards
 // (LegacyEpochKey; "" when none).
 func (a *Epochs) LegacyEpoch(ctx context.Context) (string, error) {
-	v, err := a.rdb.Get(ctx, repository.LegacyEpochKey).Result()
+	v, err := a.rdb.Get(ctx, LegacyEpochKey).Result()
 	if errors.Is(err, redis.Nil) {
 		return "", nil
 	}
@@ -129,8 +128,8 @@ func (a *Epochs) LegacyEpoch(ctx context.Context) (string, error) {
 // SetEpoch stores the epoch in every shard.
 func (a *Epochs) SetEpoch(ctx context.Context, epoch string) error {
 	_, err := a.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
-		for i := range repository.Shards {
-			p.Set(ctx, repository.EpochKey(i), epoch, 0)
+		for i := range Shards {
+			p.Set(ctx, EpochKey(i), epoch, 0)
 		}
 		return nil
 	})

@@ -10,7 +10,6 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"seckill/model"
-	"seckill/repository"
 )
 
 // IDEpoch is the start of order-id time: 2022-01-01T00:00:00Z.
@@ -45,11 +44,11 @@ func NewIDWorker(rdb redis.UniversalClient, block int64, now func() time.Time) *
 // NextID returns a new order id.
 func (w *IDWorker) NextID(ctx context.Context) (int64, error) {
 	now := w.now().UTC()
-	day := repository.IDDay(now)
+	day := IDDay(now)
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if day != w.day || w.next >= w.end {
-		end, err := w.rdb.IncrBy(ctx, repository.IDSequenceKey(day), w.block).Result()
+		end, err := w.rdb.IncrBy(ctx, IDSequenceKey(day), w.block).Result()
 		if err != nil {
 			return 0, redisErr(err)
 		}
@@ -114,7 +113,7 @@ func (s *IDSequence) Resync(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("id sequence: %w", err)
 	}
-	key := repository.IDSequenceKey(repository.IDDay(now))
+	key := IDSequenceKey(IDDay(now))
 	// Half the 32-bit space at most: an id that did not come from the
 	// worker (a row written by hand) must not exhaust the day.
 	want := min(maxSeq+resyncMargin, resyncCap)

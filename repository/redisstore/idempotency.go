@@ -12,7 +12,6 @@ import (
 
 	"seckill/lua"
 	"seckill/model"
-	"seckill/repository"
 )
 
 // Idempotency stores the Idempotency-Key records of every instance in
@@ -45,7 +44,7 @@ func NewIdempotency(rdb redis.UniversalClient, maxKeys int) *Idempotency {
 func (s *Idempotency) Begin(ctx context.Context, userID int64, key, fp string, lease time.Duration) (string, *model.IdempotentRecord, error) {
 	owner := rand.Text()
 	res, err := lua.IdempotencyBegin.Run(ctx, s.rdb, idempotencyKeys(userID, key), owner, fp, lease.Milliseconds(),
-		repository.IdempotencyKeyHash(key), s.maxKeys).Result()
+		IdempotencyKeyHash(key), s.maxKeys).Result()
 	switch {
 	case errors.Is(err, redis.Nil):
 		return owner, nil, nil
@@ -106,7 +105,7 @@ func (s *Idempotency) Release(ctx context.Context, userID int64, key, owner stri
 
 func (s *Idempotency) finish(ctx context.Context, userID int64, key, owner, status string, body []byte, ttl time.Duration) (bool, error) {
 	n, err := lua.IdempotencyFinish.Run(ctx, s.rdb, idempotencyKeys(userID, key), owner, status, body, ttl.Milliseconds(),
-		repository.IdempotencyKeyHash(key)).Int()
+		IdempotencyKeyHash(key)).Int()
 	if err != nil {
 		return false, model.Unavailable(err)
 	}

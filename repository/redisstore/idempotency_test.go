@@ -14,7 +14,6 @@ import (
 
 	"seckill/internal/testenv"
 	"seckill/model"
-	"seckill/repository"
 )
 
 // TestIdempotency: a key is claimed once however many attempts race for
@@ -27,9 +26,9 @@ func TestIdempotency(t *testing.T) {
 		s := NewIdempotency(rdb, 10)
 		user, key := rand.Int64N(1<<50)+1, fmt.Sprintf("k-%d", rand.Int64())
 		t.Cleanup(func() {
-			rdb.Del(ctx, repository.IdempotencyKey(user, key), repository.IdempotencyKey(user+1, key))
-			rdb.Del(ctx, repository.IdempotencyIndexKey(user))
-			rdb.Del(ctx, repository.IdempotencyIndexKey(user+1))
+			rdb.Del(ctx, IdempotencyKey(user, key), IdempotencyKey(user+1, key))
+			rdb.Del(ctx, IdempotencyIndexKey(user))
+			rdb.Del(ctx, IdempotencyIndexKey(user+1))
 		})
 		var claimed atomic.Int64
 		var owner atomic.Value
@@ -58,7 +57,7 @@ func TestIdempotency(t *testing.T) {
 		if held, err := s.Finish(ctx, user, key, owner.Load().(string), 409, []byte(`{"code":"SOLD_OUT"}`), time.Hour); !held || err != nil {
 			t.Fatalf("Finish: got %v, %v, want true", held, err)
 		}
-		if ttl := rdb.PTTL(ctx, repository.IdempotencyKey(user, key)).Val(); ttl <= time.Minute || ttl > time.Hour {
+		if ttl := rdb.PTTL(ctx, IdempotencyKey(user, key)).Val(); ttl <= time.Minute || ttl > time.Hour {
 			t.Errorf("TTL after the answer: %v, want the answer's hour", ttl)
 		}
 		_, prior, err := s.Begin(ctx, user, key, "POST /a/2", time.Minute)
@@ -111,9 +110,9 @@ func TestIdempotencyCapAtomic(t *testing.T) {
 		wg.Wait()
 		t.Cleanup(func() {
 			for i := range 40 {
-				rdb.Del(ctx, repository.IdempotencyKey(user, fmt.Sprintf("cap-%d", i)))
+				rdb.Del(ctx, IdempotencyKey(user, fmt.Sprintf("cap-%d", i)))
 			}
-			rdb.Del(ctx, repository.IdempotencyIndexKey(user))
+			rdb.Del(ctx, IdempotencyIndexKey(user))
 		})
 		if len(owners) != 5 || refused != 35 {
 			t.Fatalf("got %d claimed, %d refused, want 5 and 35", len(owners), refused)
@@ -137,6 +136,6 @@ func TestIdempotencyCapAtomic(t *testing.T) {
 		if _, _, err := s.Begin(ctx, user, "cap-newer", "POST /a/1", time.Minute); !errors.Is(err, model.ErrRateLimited) {
 			t.Errorf("a key past the cap again: got %v, want RATE_LIMITED", err)
 		}
-		rdb.Del(ctx, repository.IdempotencyKey(user, "cap-new"))
+		rdb.Del(ctx, IdempotencyKey(user, "cap-new"))
 	})
 }

@@ -9,7 +9,6 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"seckill/model"
-	"seckill/repository"
 )
 
 // Limiter counts events against limits shared by every instance. It runs
@@ -233,17 +232,17 @@ func NewCodeLimits(rdb redis.UniversalClient) CodeLimits { return CodeLimits{New
 
 // AllowAddr counts a code sent at addr's request.
 func (c CodeLimits) AllowAddr(ctx context.Context, addr string, l model.Limit) (bool, time.Duration, error) {
-	return c.Allow(ctx, repository.CodeAddrKey(addr), l)
+	return c.Allow(ctx, CodeAddrKey(addr), l)
 }
 
 // AllowCooldown counts a code sent to phone against its cooldown.
 func (c CodeLimits) AllowCooldown(ctx context.Context, phone string, l model.Limit) (bool, time.Duration, error) {
-	return c.Allow(ctx, repository.CodeCooldownKey(phone), l)
+	return c.Allow(ctx, CodeCooldownKey(phone), l)
 }
 
 // AllowDaily counts a code sent to phone against its daily cap.
 func (c CodeLimits) AllowDaily(ctx context.Context, phone string, l model.Limit) (bool, time.Duration, error) {
-	return c.Allow(ctx, repository.CodeDailyKey(phone), l)
+	return c.Allow(ctx, CodeDailyKey(phone), l)
 }
 
 // PurchaseLimits are the purchase's limits (service.PurchaseLimiter) on a
@@ -264,17 +263,17 @@ func (s *SeckillScript) PurchaseLimits() PurchaseLimits {
 
 // AllowAddr counts a purchase from the client address addr.
 func (p PurchaseLimits) AllowAddr(ctx context.Context, addr string, l model.Limit) (bool, time.Duration, error) {
-	return p.Allow(ctx, repository.PurchaseAddrKey(addr), l)
+	return p.Allow(ctx, PurchaseAddrKey(addr), l)
 }
 
 // AllowUser counts a purchase of the user.
 func (p PurchaseLimits) AllowUser(ctx context.Context, userID int64, l model.Limit) (bool, time.Duration, error) {
-	return p.Allow(ctx, repository.PurchaseUserKey(userID), l)
+	return p.Allow(ctx, PurchaseUserKey(userID), l)
 }
 
 // AllowVoucher counts an admission to the voucher's sale.
 func (p PurchaseLimits) AllowVoucher(ctx context.Context, voucherID int64, l model.Limit) (bool, time.Duration, error) {
-	return p.Allow(ctx, repository.PurchaseVoucherKey(voucherID), l)
+	return p.Allow(ctx, PurchaseVoucherKey(voucherID), l)
 }
 
 // QueueLimits are the waiting room's limits (service.ClientLimiter) on a
@@ -286,10 +285,10 @@ func NewQueueLimits(rdb redis.UniversalClient) QueueLimits { return QueueLimits{
 
 // AllowAddr counts a join or poll from the client address addr.
 func (q QueueLimits) AllowAddr(ctx context.Context, addr string, l model.Limit) (bool, time.Duration, error) {
-	return q.Allow(ctx, repository.QueueAddrKey(addr), l)
+	return q.Allow(ctx, QueueAddrKey(addr), l)
 }
 
 // AllowUser counts a join or poll of the user.
 func (q QueueLimits) AllowUser(ctx context.Context, userID int64, l model.Limit) (bool, time.Duration, error) {
-	return q.Allow(ctx, repository.QueueUserKey(userID), l)
+	return q.Allow(ctx, QueueUserKey(userID), l)
 }

@@ -16,7 +16,6 @@ import (
 
 	"seckill/internal/testenv"
 	"seckill/model"
-	"seckill/repository"
 )
 
 // TestLimiter: redis_rate's GCRA on every backend: a burst, then refusals
@@ -36,8 +35,8 @@ func TestLimiter(t *testing.T) {
 		if ok || err != nil || wait <= 0 || wait > 20*time.Second {
 			t.Errorf("4th event: got %v, wait %v, %v, want refused with a wait of at most 20s", ok, wait, err)
 		}
-		if ttl := rdb.TTL(ctx, repository.RatePrefix+key).Val(); ttl <= 0 || ttl > time.Minute {
-			t.Errorf("TTL of %s%s: %v, want at most the period", repository.RatePrefix, key, ttl)
+		if ttl := rdb.TTL(ctx, RatePrefix+key).Val(); ttl <= 0 || ttl > time.Minute {
+			t.Errorf("TTL of %s%s: %v, want at most the period", RatePrefix, key, ttl)
 		}
 		cool := model.Limit{Rate: 1, Burst: 1, Period: time.Second}
 		key = fmt.Sprintf("test:cooldown:%d", rand.Int64())
@@ -61,7 +60,7 @@ func TestCheckCode(t *testing.T) {
 	testenv.Each(t, testClients(t), func(t *testing.T, rdb redis.UniversalClient) {
 		codes := NewCodes(rdb)
 		phone := fmt.Sprintf("13%09d", rand.IntN(1_000_000_000))
-		t.Cleanup(func() { rdb.Del(ctx, repository.LoginCodeKey(phone)) })
+		t.Cleanup(func() { rdb.Del(ctx, LoginCodeKey(phone)) })
 		if err := codes.SaveCode(ctx, phone, "123456", time.Minute); err != nil {
 			t.Fatal(err)
 		}
@@ -70,10 +69,10 @@ func TestCheckCode(t *testing.T) {
 				t.Fatalf("wrong guess %d: got %v, %v", i+1, ok, err)
 			}
 		}
-		if v := rdb.Get(ctx, repository.LoginCodeKey(phone)).Val(); v != "123456:4" {
+		if v := rdb.Get(ctx, LoginCodeKey(phone)).Val(); v != "123456:4" {
 			t.Errorf("after 4 wrong guesses: value %q, want 123456:4", v)
 		}
-		if ttl := rdb.TTL(ctx, repository.LoginCodeKey(phone)).Val(); ttl <= 0 || ttl > time.Minute {
+		if ttl := rdb.TTL(ctx, LoginCodeKey(phone)).Val(); ttl <= 0 || ttl > time.Minute {
 			t.Errorf("TTL after wrong guesses: %v, want kept", ttl)
 		}
 		if ok, err := codes.CheckCode(ctx, phone, "123456", 5); !ok || err != nil {
@@ -90,7 +89,7 @@ func TestCheckCode(t *testing.T) {
 			t.Error("right code after 5 wrong guesses: ok, want the code void")
 		}
 		// A code stored without a count (a plain value) has none.
-		rdb.Set(ctx, repository.LoginCodeKey(phone), "777777", time.Minute)
+		rdb.Set(ctx, LoginCodeKey(phone), "777777", time.Minute)
 		codes.CheckCode(ctx, phone, "000000", 5)
 		if ok, _ := codes.CheckCode(ctx, phone, "777777", 5); !ok {
 			t.Error("plain code after a wrong guess: refused, want ok")
@@ -173,10 +172,10 @@ func TestLimiterPipelines(t *testing.T) {
 			t.Errorf("round trips: got %d carrying %d scripts, want 2 carrying %d", got, scripts, n)
 		}
 		for i := range 64 {
-			rdb.Del(ctx, repository.RatePrefix+base+"first"+strconv.Itoa(i))
+			rdb.Del(ctx, RatePrefix+base+"first"+strconv.Itoa(i))
 		}
 		for i := range n {
-			rdb.Del(ctx, repository.RatePrefix+base+strconv.Itoa(i))
+			rdb.Del(ctx, RatePrefix+base+strconv.Itoa(i))
 		}
 	})
 }
@@ -193,7 +192,7 @@ func TestLimiterCoalesces(t *testing.T) {
 		var hook testenv.ScriptCounter
 		rdb.AddHook(&hook)
 		key := fmt.Sprintf("test:coalesced:%d", rand.Int64())
-		t.Cleanup(func() { rdb.Del(ctx, repository.RatePrefix+key) })
+		t.Cleanup(func() { rdb.Del(ctx, RatePrefix+key) })
 		k := limitKey{key, limit}
 		inst := [2]*Limiter{NewLimiter(rdb), NewLimiter(rdb)}
 		var states [2]*keyState
@@ -301,7 +300,7 @@ func TestLimiterLeases(t *testing.T) {
 				var hook testenv.ScriptCounter
 				rdb.AddHook(&hook)
 				key := fmt.Sprintf("test:leased:%d", rand.Int64())
-				t.Cleanup(func() { rdb.Del(ctx, repository.RatePrefix+key, repository.RatePrefix+key+":warm") })
+				t.Cleanup(func() { rdb.Del(ctx, RatePrefix+key, RatePrefix+key+":warm") })
 				inst := [2]*Limiter{NewLimiter(rdb), NewLimiter(rdb)}
 				// The script cached and connections open first.
 				for _, l := range inst {

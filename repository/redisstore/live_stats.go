@@ -9,7 +9,6 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"seckill/model"
-	"seckill/repository"
 )
 
 // LiveStats keeps the live dashboard's counters in Redis (package live's
@@ -41,14 +40,14 @@ func (s *LiveStats) Publish(ctx context.Context, inst model.LiveInstance, deltas
 	}
 	_, err = s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 		for id, d := range deltas {
-			k := repository.LiveKey(id)
+			k := LiveKey(id)
 			for f, n := range d {
 				p.HIncrBy(ctx, k, f, n)
 			}
-			p.Expire(ctx, k, repository.LiveCountsTTL)
+			p.Expire(ctx, k, LiveCountsTTL)
 		}
-		p.HSet(ctx, repository.LiveInstancesKey, inst.ID, b)
-		p.Expire(ctx, repository.LiveInstancesKey, repository.LiveInstancesTTL)
+		p.HSet(ctx, LiveInstancesKey, inst.ID, b)
+		p.Expire(ctx, LiveInstancesKey, LiveInstancesTTL)
 		return nil
 	})
 	return redisErr(err)
@@ -56,13 +55,13 @@ func (s *LiveStats) Publish(ctx context.Context, inst model.LiveInstance, deltas
 
 // Retire removes the instance from the instances hash.
 func (s *LiveStats) Retire(ctx context.Context, instanceID string) error {
-	return redisErr(s.rdb.HDel(ctx, repository.LiveInstancesKey, instanceID).Err())
+	return redisErr(s.rdb.HDel(ctx, LiveInstancesKey, instanceID).Err())
 }
 
 // Instances returns the instances of the hash, and drops the entries older
 // than LiveInstanceForget (best effort) and malformed ones.
 func (s *LiveStats) Instances(ctx context.Context) ([]model.LiveInstance, error) {
-	all, err := s.rdb.HGetAll(ctx, repository.LiveInstancesKey).Result()
+	all, err := s.rdb.HGetAll(ctx, LiveInstancesKey).Result()
 	if err != nil {
 		return nil, redisErr(err)
 	}
@@ -75,7 +74,7 @@ func (s *LiveStats) Instances(ctx context.Context) ([]model.LiveInstance, error)
 			stale = append(stale, id)
 			continue
 		}
-		if now.Sub(in.Seen) > repository.LiveInstanceForget {
+		if now.Sub(in.Seen) > LiveInstanceForget {
 			stale = append(stale, id)
 			continue
 		}
@@ -83,7 +82,7 @@ func (s *LiveStats) Instances(ctx context.Context) ([]model.LiveInstance, error)
 	}
 	if len(stale) > 0 {
 		// Best effort: when this fails, the next reader drops them.
-		if err := s.rdb.HDel(ctx, repository.LiveInstancesKey, stale...).Err(); err != nil {
+		if err := s.rdb.HDel(ctx, LiveInstancesKey, stale...).Err(); err != nil {
 			return out, nil
 		}
 	}
@@ -92,7 +91,7 @@ func (s *LiveStats) Instances(ctx context.Context) ([]model.LiveInstance, error)
 
 // Counts returns the voucher's counters (empty when it has none).
 func (s *LiveStats) Counts(ctx context.Context, voucherID int64) (model.LiveCounts, error) {
-	all, err := s.rdb.HGetAll(ctx, repository.LiveKey(voucherID)).Result()
+	all, err := s.rdb.HGetAll(ctx, LiveKey(voucherID)).Result()
 	if err != nil {
 		return nil, redisErr(err)
 	}

@@ -11,7 +11,6 @@ import (
 
 	"seckill/internal/testenv"
 	"seckill/model"
-	"seckill/repository"
 )
 
 // TestLiveStats: two instances' publications add up per voucher. The
@@ -24,10 +23,10 @@ func TestLiveStats(t *testing.T) {
 		clock := func() time.Time { return now }
 		s := NewLiveStats(rdb, clock)
 		v1, v2 := 1<<40+mrand.Int64N(1<<40), 1<<41+mrand.Int64N(1<<40)
-		t.Cleanup(func() { rdb.Del(context.Background(), repository.LiveKey(v1), repository.LiveKey(v2)) })
+		t.Cleanup(func() { rdb.Del(context.Background(), LiveKey(v1), LiveKey(v2)) })
 		a := model.LiveInstance{ID: "test-a-" + rand.Text()[:8], LockMode: "lua", OrderMode: "sync", Started: now, Seen: now, Requests: 5}
 		b := model.LiveInstance{ID: "test-b-" + rand.Text()[:8], LockMode: "lua", OrderMode: "sync", Started: now, Seen: now, Requests: 3}
-		t.Cleanup(func() { rdb.HDel(context.Background(), repository.LiveInstancesKey, a.ID, b.ID) })
+		t.Cleanup(func() { rdb.HDel(context.Background(), LiveInstancesKey, a.ID, b.ID) })
 
 		if err := s.Publish(ctx, a, map[int64]model.LiveCounts{v1: {"code:OK": 2, "code:SOLD_OUT": 3}, v2: {"code:OK": 1}}); err != nil {
 			t.Fatal(err)
@@ -54,11 +53,11 @@ func TestLiveStats(t *testing.T) {
 		if got, err := s.Counts(ctx, 1<<50+mrand.Int64N(1<<40)); err != nil || len(got) != 0 {
 			t.Errorf("counts of a voucher never counted: got %v, %v, want empty, nil", got, err)
 		}
-		if ttl := rdb.TTL(ctx, repository.LiveKey(v1)).Val(); ttl <= 0 || ttl > repository.LiveCountsTTL {
-			t.Errorf("TTL of %s: got %v, want (0, %v]", repository.LiveKey(v1), ttl, repository.LiveCountsTTL)
+		if ttl := rdb.TTL(ctx, LiveKey(v1)).Val(); ttl <= 0 || ttl > LiveCountsTTL {
+			t.Errorf("TTL of %s: got %v, want (0, %v]", LiveKey(v1), ttl, LiveCountsTTL)
 		}
-		if ttl := rdb.TTL(ctx, repository.LiveInstancesKey).Val(); ttl <= 0 || ttl > repository.LiveInstancesTTL {
-			t.Errorf("TTL of %s: got %v, want (0, %v]", repository.LiveInstancesKey, ttl, repository.LiveInstancesTTL)
+		if ttl := rdb.TTL(ctx, LiveInstancesKey).Val(); ttl <= 0 || ttl > LiveInstancesTTL {
+			t.Errorf("TTL of %s: got %v, want (0, %v]", LiveInstancesKey, ttl, LiveInstancesTTL)
 		}
 
 		mine := func() map[string]model.LiveInstance {
@@ -85,12 +84,12 @@ func TestLiveStats(t *testing.T) {
 		if insts := mine(); len(insts) != 1 || insts[a.ID].ID == "" {
 			t.Errorf("after retiring b: got %+v, want a only", insts)
 		}
-		now = now.Add(repository.LiveInstanceForget + time.Second)
+		now = now.Add(LiveInstanceForget + time.Second)
 		if insts := mine(); len(insts) != 0 {
-			t.Errorf("after %v without a publication: got %+v, want none", repository.LiveInstanceForget, insts)
+			t.Errorf("after %v without a publication: got %+v, want none", LiveInstanceForget, insts)
 		}
-		if rdb.HExists(ctx, repository.LiveInstancesKey, a.ID).Val() {
-			t.Errorf("the stale entry of a is still in %s", repository.LiveInstancesKey)
+		if rdb.HExists(ctx, LiveInstancesKey, a.ID).Val() {
+			t.Errorf("the stale entry of a is still in %s", LiveInstancesKey)
 		}
 	})
 }

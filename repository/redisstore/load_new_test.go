@@ -12,7 +12,6 @@ import (
 
 	"seckill/internal/testenv"
 	"seckill/model"
-	"seckill/repository"
 )
 
 // TestLoadNewForeignState: LoadNew of a voucher whose id holds a hash of
@@ -33,8 +32,8 @@ func TestLoadNewForeignState(t *testing.T) {
 		cleanup := func(sv *model.SeckillVoucher) {
 			t.Cleanup(func() {
 				for b := range sv.Buckets() {
-					shard := repository.BucketShard(sv.VoucherID, b)
-					rdb.Del(context.Background(), repository.StockKeyIn(shard, sv.VoucherID), repository.BuyersKeyIn(shard, sv.VoucherID), repository.VoucherKeyIn(shard, sv.VoucherID))
+					shard := BucketShard(sv.VoucherID, b)
+					rdb.Del(context.Background(), StockKeyIn(shard, sv.VoucherID), BuyersKeyIn(shard, sv.VoucherID), VoucherKeyIn(shard, sv.VoucherID))
 				}
 			})
 		}
@@ -65,10 +64,10 @@ func TestLoadNewForeignState(t *testing.T) {
 			if err := states.Load(ctx, &old, 0, nil, nil); err != nil {
 				t.Fatal(err)
 			}
-			shard := repository.BucketShard(sv.VoucherID, 0)
+			shard := BucketShard(sv.VoucherID, 0)
 			read := func() (map[string]string, string) {
-				h, _ := rdb.HGetAll(ctx, repository.VoucherKeyIn(shard, sv.VoucherID)).Result()
-				stock, _ := rdb.Get(ctx, repository.StockKeyIn(shard, sv.VoucherID)).Result()
+				h, _ := rdb.HGetAll(ctx, VoucherKeyIn(shard, sv.VoucherID)).Result()
+				stock, _ := rdb.Get(ctx, StockKeyIn(shard, sv.VoucherID)).Result()
 				return h, stock
 			}
 			before, stockBefore := read()

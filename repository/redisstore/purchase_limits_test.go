@@ -13,7 +13,6 @@ import (
 
 	"seckill/internal/testenv"
 	"seckill/model"
-	"seckill/repository"
 )
 
 // TestPurchaseLimitsAcrossInstances: 200 goroutines, half on each of two
@@ -54,8 +53,8 @@ func allowedOver(t *testing.T, inst [2]PurchaseLimits, limit model.Limit) (got [
 	user, voucher := rand.Int64N(1<<50)+1, rand.Int64N(1<<50)+1
 	t.Cleanup(func() {
 		for _, l := range inst {
-			l.l.Reset(ctx, repository.PurchaseUserKey(user))
-			l.l.Reset(ctx, repository.PurchaseVoucherKey(voucher))
+			l.l.Reset(ctx, PurchaseUserKey(user))
+			l.l.Reset(ctx, PurchaseVoucherKey(voucher))
 		}
 	})
 	calls := []func(PurchaseLimits) (bool, time.Duration, error){

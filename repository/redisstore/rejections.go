@@ -5,8 +5,6 @@ import (
 	"errors"
 
 	"github.com/redis/go-redis/v9"
-
-	"seckill/repository"
 )
 
 // Rejections counts unique-key rejections per voucher in Redis
@@ -18,12 +16,12 @@ func NewRejections(rdb redis.UniversalClient) *Rejections { return &Rejections{r
 
 // IncrDuplicateRejections adds one rejection.
 func (r *Rejections) IncrDuplicateRejections(ctx context.Context, voucherID int64) error {
-	return redisErr(r.rdb.Incr(ctx, repository.DuplicateRejectionsKey(voucherID)).Err())
+	return redisErr(r.rdb.Incr(ctx, DuplicateRejectionsKey(voucherID)).Err())
 }
 
 // DuplicateRejections returns the count (0 when none).
 func (r *Rejections) DuplicateRejections(ctx context.Context, voucherID int64) (int64, error) {
-	n, err := r.rdb.Get(ctx, repository.DuplicateRejectionsKey(voucherID)).Int64()
+	n, err := r.rdb.Get(ctx, DuplicateRejectionsKey(voucherID)).Int64()
 	if errors.Is(err, redis.Nil) {
 		return 0, nil
 	}

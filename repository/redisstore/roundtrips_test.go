@@ -10,8 +10,6 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
-
-	"seckill/repository"
 )
 
 // tripLog records what ObserveRoundTrips reports.
@@ -46,11 +44,11 @@ func TestObserveRoundTripsCluster(t *testing.T) {
 	l := &tripLog{trips: map[string]int{}, cmds: map[string]int{}}
 	ObserveRoundTrips(c, l.observe)
 	key := func(i int) string {
-		return repository.ShardKey(i, fmt.Sprintf("roundtrip-test:%d", time.Now().UnixNano()))
+		return ShardKey(i, fmt.Sprintf("roundtrip-test:%d", time.Now().UnixNano()))
 	}
 	pipeline := func() {
 		_, err := c.Pipelined(ctx, func(p redis.Pipeliner) error {
-			for i := range repository.Shards {
+			for i := range Shards {
 				p.Get(ctx, key(i))
 			}
 			return nil
@@ -72,8 +70,8 @@ func TestObserveRoundTripsCluster(t *testing.T) {
 		trips += n
 		cmds += l.cmds[node]
 	}
-	if cmds != repository.Shards || trips < 1 || trips > 3 {
-		t.Errorf("pipeline of %d commands: %d round trips carrying %d, want 1 to 3 carrying %d (%v)", repository.Shards, trips, cmds, repository.Shards, l.trips)
+	if cmds != Shards || trips < 1 || trips > 3 {
+		t.Errorf("pipeline of %d commands: %d round trips carrying %d, want 1 to 3 carrying %d (%v)", Shards, trips, cmds, Shards, l.trips)
 	}
 	// The cluster client reloads its slot map in the background when the
 	// map is older than a few seconds (CLUSTER SLOTS, maybe on a new

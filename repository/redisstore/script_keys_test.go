@@ -15,19 +15,19 @@ import (
 func TestScriptKeysMatchHeaders(t *testing.T) {
 	const shard, voucher, order, user = 5, int64(1234567), int64(98765), int64(4242)
 	vars := map[string]string{
-		"tag": repository.ShardTag(shard), "voucherId": strconv.FormatInt(voucher, 10),
+		"tag": ShardTag(shard), "voucherId": strconv.FormatInt(voucher, 10),
 		"orderId": strconv.FormatInt(order, 10), "userId": strconv.FormatInt(user, 10),
-		"keyHash": repository.IdempotencyKeyHash("k-1"), "phone": "13800000000",
+		"keyHash": IdempotencyKeyHash("k-1"), "phone": "13800000000",
 	}
 	tests := []struct {
 		script string
 		keys   []string
 	}{
-		{"seckill.lua", SeckillKeysIn(repository.StreamName, shard, voucher, order)},
+		{"seckill.lua", SeckillKeysIn(StreamName, shard, voucher, order)},
 		{"seckill_settle.lua", settleKeys(shard, order)},
 		{"seckill_release.lua", releaseKeys(shard, voucher, order)},
-		{"deadletter.lua", deadLetterKeys(repository.StreamName, repository.DeadLetterName, shard, voucher, order)},
-		{"touch.lua", touchKeys(repository.StreamName, shard)},
+		{"deadletter.lua", deadLetterKeys(StreamName, DeadLetterName, shard, voucher, order)},
+		{"touch.lua", touchKeys(StreamName, shard)},
 		{"giveback.lua", giveBackKeys(shard, voucher)},
 		{"idempotency_begin.lua", idempotencyKeys(user, "k-1")},
 		{"idempotency_finish.lua", idempotencyKeys(user, "k-1")},
@@ -52,10 +52,10 @@ func TestScriptKeysMatchHeaders(t *testing.T) {
 
 // TestScriptKeysOneSlot: every script's KEYS lie in one cluster slot.
 func TestScriptKeysOneSlot(t *testing.T) {
-	for shard := range repository.Shards {
+	for shard := range Shards {
 		for _, keys := range [][]string{
-			SeckillKeysIn(repository.StreamName, shard, 7, 9), releaseKeys(shard, 7, 9),
-			deadLetterKeys(repository.StreamName, repository.DeadLetterName, shard, 7, 9), giveBackKeys(shard, 7),
+			SeckillKeysIn(StreamName, shard, 7, 9), releaseKeys(shard, 7, 9),
+			deadLetterKeys(StreamName, DeadLetterName, shard, 7, 9), giveBackKeys(shard, 7),
 			idempotencyKeys(int64(shard)+1, "k-1"),
 		} {
 			for _, k := range keys[1:] {
@@ -96,7 +96,7 @@ func fill(t *testing.T, pattern string, vars map[string]string) string {
 // what roomKeys builds, all in the voucher's slot.
 func TestRoomKeysMatchHeader(t *testing.T) {
 	const voucher = int64(1234565)
-	vars := map[string]string{"tag": repository.ShardTag(repository.VoucherShard(voucher)), "voucherId": strconv.FormatInt(voucher, 10)}
+	vars := map[string]string{"tag": ShardTag(VoucherShard(voucher)), "voucherId": strconv.FormatInt(voucher, 10)}
 	patterns, err := lua.KeysOf("waiting_room.lua")
 	if err != nil {
 		t.Fatal(err)
@@ -109,7 +109,7 @@ func TestRoomKeysMatchHeader(t *testing.T) {
 		if want := fill(t, p, vars); keys[i] != want {
 			t.Errorf("KEYS[%d]: got %q, want %q", i+1, keys[i], want)
 		}
-		if repository.Slot(keys[i]) != repository.Slot(repository.StockKey(voucher)) {
+		if repository.Slot(keys[i]) != repository.Slot(StockKey(voucher)) {
 			t.Errorf("%s is not in the slot of the voucher's stock", keys[i])
 		}
 	}

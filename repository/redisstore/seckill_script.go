@@ -11,14 +11,14 @@ import (
 
 	"seckill/lua"
 	"seckill/model"
-	"seckill/repository"
 )
 
 // SeckillScript is the one Go caller of lua/seckill.lua and of its two
 // companions, seckill_settle.lua and seckill_release.lua. Each method runs
-// its script once and returns the script's reply as it is. What a reply
-// means (a refusal, the next bucket, a settlement, a release) is decided by
-// the service's step, service/admission.go.
+// its script once and answers in model's terms: a refusal is its model
+// error, the next bucket is model.ErrNextBucket. What follows an answer
+// (the next bucket, a settlement, a release) is decided by the service's
+// step, service/admission.go.
 //
 // Concurrent admissions share pipelined round trips (evalBatcher, below):
 // with one round trip in flight, the next carries every admission that
@@ -34,12 +34,12 @@ type SeckillScript struct {
 
 // NewSeckillScript returns the caller of seckill.lua on rdb.
 func NewSeckillScript(rdb redis.UniversalClient) *SeckillScript {
-	return newSeckillScriptOn(rdb, repository.StreamName)
+	return NewSeckillScriptOn(rdb, StreamName)
 }
 
-// newSeckillScriptOn returns a caller that admits into the streams named
-// stream.
-func newSeckillScriptOn(rdb redis.UniversalClient, stream string) *SeckillScript {
+// NewSeckillScriptOn returns a caller that admits into the streams named
+// stream, not StreamName. Tests use it to stay off the live streams.
+func NewSeckillScriptOn(rdb redis.UniversalClient, stream string) *SeckillScript {
 	return &SeckillScript{rdb: rdb, stream: stream, batch: &evalBatcher{}}
 }
 
@@ -66,28 +66,31 @@ func (s *SeckillScript) traceOf(ctx context.Context) string {
 }
 
 // Run runs seckill.lua once for one order in bucket b of the voucher, in
-// mode (lua.SeckillOnly, lua.SeckillHome or lua.SeckillAway), and returns
-// the script's code (lua.SeckillOK, ...). home is the user's home bucket,
-// told to a run "away". A run "away" is sent alone; the others share the
-// admissions' pipelines. The errors:
+// mode, and answers nil when it admitted the order. home is the user's home
+// bucket, told to a run model.AdmitAway. A run away is sent alone; the
+// others share the admissions' pipelines. The script's refusals are
+// model.ErrSoldOut, model.ErrDuplicateOrder, model.ErrSeckillNotStarted,
+// model.ErrSeckillEnded, model.ErrNextBucket, or model.ErrUnavailable
+// (wrapping model.ErrVoucherNotLoaded or model.ErrVoucherUnsafe, or for a
+// void order id). The errors of the round trip:
 //   - model.ErrReplyLost (wrapping the cause): the script was sent and its
 //     reply lost. It may have run.
 //   - model.ErrUnavailable: never sent (ctx ended while it waited for a
 //     pipeline), or Redis refused it for now. It did not run.
 //   - any other: Redis answered with an error. It did not run.
-func (s *SeckillScript) Run(ctx context.Context, orderID, userID, voucherID int64, b int, mode string, home int, now time.Time) (int, error) {
-	k := SeckillKeysIn(s.stream, repository.BucketShard(voucherID, b), voucherID, orderID)
+func (s *SeckillScript) Run(ctx context.Context, orderID, userID, voucherID int64, b int, mode model.AdmitMode, home int, now time.Time) error {
+	k := SeckillKeysIn(s.stream, BucketShard(voucherID, b), voucherID, orderID)
 	args := []any{len(k), k[0], k[1], k[2], k[3], k[4],
-		userID, voucherID, orderID, now.UnixMilli(), int64(repository.OrderInfoTTL / time.Second)}
+		userID, voucherID, orderID, now.UnixMilli(), int64(OrderInfoTTL / time.Second)}
 	var cmd *redis.Cmd
-	if mode == lua.SeckillAway {
-		args = append(args, mode, s.traceOf(ctx), repository.BucketShard(voucherID, home))
+	if mode == model.AdmitAway {
+		args = append(args, lua.SeckillAway, s.traceOf(ctx), BucketShard(voucherID, home))
 		cmd = evalOnce(ctx, s.rdb, lua.Seckill, args)
 	} else {
 		if tp := s.traceOf(ctx); tp != "" {
-			args = append(args, mode, tp)
-		} else if mode != lua.SeckillOnly {
-			args = append(args, mode)
+			args = append(args, scriptMode(mode), tp)
+		} else if mode != model.AdmitOnly {
+			args = append(args, scriptMode(mode))
 		}
 		cmd = s.batch.eval(ctx, s.rdb, lua.Seckill.Hash(), lua.Seckill, args)
 	}
@@ -95,22 +98,72 @@ func (s *SeckillScript) Run(ctx context.Context, orderID, userID, voucherID int6
 	var reply redis.Error
 	switch {
 	case err == nil:
-		return code, nil
+		return admitErr(code, orderID, voucherID)
 	case errors.As(err, &reply):
-		return 0, redisErr(err) // Redis answered: the script did not run
+		return redisErr(err) // Redis answered: the script did not run
 	case errors.Is(err, errAdmitNotSent):
-		return 0, fmt.Errorf("%w: order %d: %w", model.ErrUnavailable, orderID, err)
+		return fmt.Errorf("%w: order %d: %w", model.ErrUnavailable, orderID, err)
 	}
-	return 0, fmt.Errorf("%w: order %d: %w", model.ErrReplyLost, orderID, err)
+	return fmt.Errorf("%w: order %d: %w", model.ErrReplyLost, orderID, err)
+}
+
+// scriptMode is seckill.lua's ARGV[6] for mode.
+func scriptMode(mode model.AdmitMode) string {
+	switch mode {
+	case model.AdmitHome:
+		return lua.SeckillHome
+	case model.AdmitAway:
+		return lua.SeckillAway
+	}
+	return lua.SeckillOnly
+}
+
+// admitErr is what a seckill.lua code means for the order: nil when it
+// was admitted.
+func admitErr(code int, orderID, voucherID int64) error {
+	switch code {
+	case lua.SeckillOK:
+		return nil
+	case lua.SeckillSoldOut:
+		return model.ErrSoldOut
+	case lua.SeckillDuplicate:
+		return model.ErrDuplicateOrder
+	case lua.SeckillNotStarted:
+		return model.ErrSeckillNotStarted
+	case lua.SeckillEnded:
+		return model.ErrSeckillEnded
+	case lua.SeckillNotLoaded:
+		return fmt.Errorf("%w: voucher %d: %w", model.ErrUnavailable, voucherID, model.ErrVoucherNotLoaded)
+	case lua.SeckillUnsafe:
+		return fmt.Errorf("%w: voucher %d: %w", model.ErrUnavailable, voucherID, model.ErrVoucherUnsafe)
+	case lua.SeckillVoid:
+		return fmt.Errorf("%w: order id %d is void", model.ErrUnavailable, orderID)
+	case lua.SeckillMove:
+		return model.ErrNextBucket
+	}
+	return fmt.Errorf("seckill.lua: unexpected code %d", code)
 }
 
 // Settle runs seckill_settle.lua once for an order whose admission in
-// bucket b lost its reply, and returns its verdict (lua.SettleAdmitted,
-// lua.SettleVoid or lua.SettleMoving). It is safe to repeat: a second run
-// finds what the first one left. The error is the client's, as it is.
-func (s *SeckillScript) Settle(ctx context.Context, orderID, userID, voucherID int64, b int) (int, error) {
-	return lua.SeckillSettle.Run(ctx, s.rdb, settleKeys(repository.BucketShard(voucherID, b), orderID),
-		userID, voucherID, int64(repository.VoidTTL/time.Second)).Int()
+// bucket b lost its reply. nil: the admission happened. model.ErrNextBucket:
+// it was a home bucket's reservation. model.ErrOrderVoid: it did not, or is
+// not known here, and the order id is void now. It is safe to repeat: a
+// second run finds what the first one left. Any other error is the
+// client's, as it is.
+func (s *SeckillScript) Settle(ctx context.Context, orderID, userID, voucherID int64, b int) error {
+	v, err := lua.SeckillSettle.Run(ctx, s.rdb, settleKeys(BucketShard(voucherID, b), orderID),
+		userID, voucherID, int64(VoidTTL/time.Second)).Int()
+	switch {
+	case err != nil:
+		return err
+	case v == lua.SettleAdmitted:
+		return nil
+	case v == lua.SettleMoving:
+		return model.ErrNextBucket
+	case v == lua.SettleVoid:
+		return model.ErrOrderVoid
+	}
+	return fmt.Errorf("seckill_settle.lua: unexpected verdict %d", v)
 }
 
 // Release runs seckill_release.lua once: it ends the reservation of the
@@ -122,8 +175,8 @@ func (s *SeckillScript) Release(ctx context.Context, orderID, userID, voucherID 
 		outcome = "moved"
 	}
 	return redisErr(lua.SeckillRelease.Run(ctx, s.rdb,
-		releaseKeys(repository.BucketShard(voucherID, home), voucherID, orderID),
-		userID, voucherID, outcome, int64(repository.VoidTTL/time.Second)).Err())
+		releaseKeys(BucketShard(voucherID, home), voucherID, orderID),
+		userID, voucherID, outcome, int64(VoidTTL/time.Second)).Err())
 }
 
 // keys are what SeckillKeys builds for the order (one bucket).
@@ -133,7 +186,7 @@ func (s *SeckillScript) keys(voucherID, orderID int64) []string {
 
 // streamKey is the order stream of the voucher's shard.
 func (s *SeckillScript) streamKey(voucherID int64) string {
-	return repository.ShardKey(repository.VoucherShard(voucherID), s.stream)
+	return ShardKey(VoucherShard(voucherID), s.stream)
 }
 
 // A script whose reply may be lost is sent at most once: a second send

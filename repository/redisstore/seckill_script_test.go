@@ -1,11 +1,8 @@
 package redisstore
 
 import (
-	"bytes"
 	"context"
 	"errors"
-	"net"
-	"os"
 	"strconv"
 	"sync"
 	"testing"
@@ -15,7 +12,6 @@ import (
 
 	"seckill/lua"
 	"seckill/model"
-	"seckill/repository"
 	"seckill/service"
 )
 
@@ -28,129 +24,12 @@ type testAdmission struct {
 
 // newTestAdmission admits into the streams named stream.
 func newTestAdmission(rdb redis.UniversalClient, stream string) *testAdmission {
-	return &testAdmission{NewAsyncState(rdb), newSeckillScriptOn(rdb, stream)}
+	return &testAdmission{NewAsyncState(rdb), NewSeckillScriptOn(rdb, stream)}
 }
 
 // Admit is service.AdmitOrder over a's SeckillScript.
 func (a *testAdmission) Admit(ctx context.Context, orderID, userID, voucherID int64, buckets int, now time.Time) error {
 	return service.AdmitOrder(ctx, a.SeckillScript, orderID, userID, voucherID, buckets, now)
-}
-
-// pipeProxy forwards connections to a Redis server. It meets the first
-// chunk carrying several admissions (a pipeline) with one fault. With
-// cutAfter >= 0 it forwards the first cutAfter admissions and half of the
-// next, then drops the connection. Otherwise it holds the replies on that
-// connection for stall.
-type pipeProxy struct {
-	ln       net.Listener
-	target   string
-	cutAfter int
-	stall    time.Duration
-
-	mu    sync.Mutex
-	armed bool
-	conns []net.Conn
-}
-
-func startPipeProxy(t *testing.T, target string, cutAfter int, stall time.Duration) *pipeProxy {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := &pipeProxy{ln: ln, target: target, cutAfter: cutAfter, stall: stall, armed: true}
-	t.Cleanup(func() {
-		ln.Close()
-		p.mu.Lock()
-		defer p.mu.Unlock()
-		for _, c := range p.conns {
-			c.Close()
-		}
-	})
-	go p.serve()
-	return p
-}
-
-func (p *pipeProxy) serve() {
-	for {
-		c, err := p.ln.Accept()
-		if err != nil {
-			return
-		}
-		up, err := net.Dial("tcp", p.target)
-		if err != nil {
-			c.Close()
-			continue
-		}
-		p.mu.Lock()
-		p.conns = append(p.conns, c, up)
-		p.mu.Unlock()
-		stalled := make(chan struct{})
-		go func() { // client -> server
-			defer up.Close()
-			buf := make([]byte, 64<<10)
-			for {
-				n, err := c.Read(buf)
-				if err != nil {
-					return
-				}
-				chunk := buf[:n]
-				hash := []byte(lua.Seckill.Hash())
-				p.mu.Lock()
-				hit := p.armed && bytes.Count(chunk, hash) > 1
-				if hit {
-					p.armed = false
-				}
-				p.mu.Unlock()
-				if hit && p.cutAfter >= 0 {
-					// The commands' starts: each EVALSHA of seckill.lua is
-					// an array of 13.
-					starts := indexAll(chunk, []byte("*13\r\n"))
-					cut := starts[p.cutAfter] + (starts[p.cutAfter+1]-starts[p.cutAfter])/2
-					up.Write(chunk[:cut])
-					time.Sleep(100 * time.Millisecond) // Redis runs what it got
-					c.Close()
-					return
-				}
-				if hit {
-					close(stalled)
-				}
-				if _, err := up.Write(chunk); err != nil {
-					return
-				}
-			}
-		}()
-		go func() { // server -> client
-			defer c.Close()
-			buf := make([]byte, 64<<10)
-			for {
-				n, err := up.Read(buf)
-				if err != nil {
-					return
-				}
-				select {
-				case <-stalled:
-					time.Sleep(p.stall)
-				default:
-				}
-				if _, err := c.Write(buf[:n]); err != nil {
-					return
-				}
-			}
-		}()
-	}
-}
-
-func indexAll(b, sep []byte) []int {
-	var out []int
-	for i := 0; ; {
-		j := bytes.Index(b[i:], sep)
-		if j < 0 {
-			return out
-		}
-		out = append(out, i+j)
-		i += j + len(sep)
-	}
 }
 
 // admitBatch runs one Admit per user at once and returns their answers.
@@ -193,9 +72,8 @@ func admitBatch(t *testing.T, r *admitRig, ctx context.Context, oids []int64, us
 // void. Should its command still arrive, it is refused.
 func TestAdmitPipelineCut(t *testing.T) {
 	const cutAfter = 2
-	r := newAdmitRig(t, func(string) *redis.Client {
-		return NewRedisClient(startPipeProxy(t, os.Getenv("SECKILL_REDIS_ADDR"), cutAfter, 0).ln.Addr().String(), RedisAuth{})
-	})
+	r := newAdmitRig(t, serviceClient)
+	r.p.CutPipeline("evalsha", lua.Seckill.Hash(), cutAfter)
 	ctx := context.Background()
 
 	users := []int64{41, 42, 43, 44, 45}
@@ -207,7 +85,7 @@ func TestAdmitPipelineCut(t *testing.T) {
 
 	admitted := int64(0)
 	for i, err := range errs {
-		info := r.direct.Get(ctx, repository.OrderInfoKey(repository.VoucherShard(r.vid), oids[i])).Val()
+		info := r.direct.Get(ctx, OrderInfoKey(VoucherShard(r.vid), oids[i])).Val()
 		switch {
 		case err == nil:
 			admitted++
@@ -221,7 +99,7 @@ func TestAdmitPipelineCut(t *testing.T) {
 			// Its command arrives late: refused.
 			code, lerr := lua.Seckill.Run(ctx, r.direct,
 				r.a.keys(r.vid, oids[i]),
-				users[i], r.vid, oids[i], time.Now().UnixMilli(), int64(repository.OrderInfoTTL/time.Second)).Int()
+				users[i], r.vid, oids[i], time.Now().UnixMilli(), int64(OrderInfoTTL/time.Second)).Int()
 			if lerr != nil || code != lua.SeckillVoid {
 				t.Errorf("member %d's late command: got %d, %v; want %d (void)", i, code, lerr, lua.SeckillVoid)
 			}
@@ -313,9 +191,8 @@ func TestAdmitDeadlineWhileQueued(t *testing.T) {
 // in flight. The replies are held for 2 s. The settlement answers it
 // promptly. The admission ran, so it is admitted, once.
 func TestAdmitDeadlineInFlight(t *testing.T) {
-	r := newAdmitRig(t, func(string) *redis.Client {
-		return NewRedisClient(startPipeProxy(t, os.Getenv("SECKILL_REDIS_ADDR"), -1, 2*time.Second).ln.Addr().String(), RedisAuth{})
-	})
+	r := newAdmitRig(t, serviceClient)
+	r.p.StallPipeline("evalsha", lua.Seckill.Hash(), 2*time.Second)
 	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
 	defer cancel()
 	users := []int64{41, 42}

@@ -10,7 +10,6 @@ import (
 
 	"seckill/internal/testenv"
 	"seckill/model"
-	"seckill/repository"
 )
 
 // TestSnapshot: the vouchers' Redis state and the stream's entries come
@@ -26,9 +25,9 @@ func TestSnapshot(t *testing.T) {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() {
-			s.rdb.Del(context.Background(), repository.StockKey(vid), repository.BuyersKey(vid), repository.VoucherKey(vid))
+			s.rdb.Del(context.Background(), StockKey(vid), BuyersKey(vid), VoucherKey(vid))
 		})
-		if err := s.rdb.XAdd(ctx, &redis.XAddArgs{Stream: s.key(repository.VoucherShard(vid)), Values: []any{"orderId", 9, "userId", 41, "voucherId", vid}}).Err(); err != nil {
+		if err := s.rdb.XAdd(ctx, &redis.XAddArgs{Stream: s.key(VoucherShard(vid)), Values: []any{"orderId", 9, "userId", 41, "voucherId", vid}}).Err(); err != nil {
 			t.Fatal(err)
 		}
 		states, entries, err := s.Snapshot(ctx, []int64{vid, missing})
@@ -61,9 +60,9 @@ func TestLoadSetsInChunks(t *testing.T) {
 		for i := range n {
 			buyers[i], returned[i] = int64(i+1), int64(1<<50+i)
 		}
-		shard := repository.BucketShard(sv.VoucherID, 0)
-		keys := []string{repository.StockKeyIn(shard, sv.VoucherID), repository.BuyersKeyIn(shard, sv.VoucherID),
-			repository.VoucherKeyIn(shard, sv.VoucherID), repository.ReturnedKeyIn(shard, sv.VoucherID)}
+		shard := BucketShard(sv.VoucherID, 0)
+		keys := []string{StockKeyIn(shard, sv.VoucherID), BuyersKeyIn(shard, sv.VoucherID),
+			VoucherKeyIn(shard, sv.VoucherID), ReturnedKeyIn(shard, sv.VoucherID)}
 		t.Cleanup(func() {
 			for _, k := range keys {
 				rdb.Del(context.Background(), k)

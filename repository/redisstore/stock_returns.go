@@ -2,11 +2,12 @@ package redisstore
 
 import (
 	"context"
+	"fmt"
 
 	"github.com/redis/go-redis/v9"
 
 	"seckill/lua"
-	"seckill/repository"
+	"seckill/model"
 )
 
 // StockReturns gives cancelled orders' units back to the vouchers' Redis
@@ -17,13 +18,21 @@ type StockReturns struct{ rdb redis.UniversalClient }
 func NewStockReturns(rdb redis.UniversalClient) *StockReturns { return &StockReturns{rdb: rdb} }
 
 // Return runs giveback.lua on the order's ReturnBucket of the voucher's
-// buckets buckets: lua.GiveBackApplied, lua.GiveBackAlready or
-// lua.GiveBackNotLoaded. Running it again is harmless.
-func (s *StockReturns) Return(ctx context.Context, orderID, voucherID int64, buckets int) (int, error) {
-	shard := repository.BucketShard(voucherID, repository.ReturnBucket(orderID, buckets))
+// buckets buckets: model.GiveBackApplied, model.GiveBackAlready or
+// model.GiveBackUnready. Running it again is harmless.
+func (s *StockReturns) Return(ctx context.Context, orderID, voucherID int64, buckets int) (model.GiveBackResult, error) {
+	shard := BucketShard(voucherID, ReturnBucket(orderID, buckets))
 	n, err := lua.GiveBack.Run(ctx, s.rdb, giveBackKeys(shard, voucherID), orderID).Int()
 	if err != nil {
 		return 0, redisErr(err)
 	}
-	return n, nil
+	switch n {
+	case lua.GiveBackApplied:
+		return model.GiveBackApplied, nil
+	case lua.GiveBackAlready:
+		return model.GiveBackAlready, nil
+	case lua.GiveBackNotLoaded:
+		return model.GiveBackUnready, nil
+	}
+	return 0, fmt.Errorf("giveback.lua: unexpected result %d", n)
 }

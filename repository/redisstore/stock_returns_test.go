@@ -11,9 +11,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"seckill/internal/testenv"
-	"seckill/lua"
 	"seckill/model"
-	"seckill/repository"
 )
 
 // TestStockReturns: on every Redis, the cluster too, many concurrent
@@ -28,15 +26,15 @@ func TestStockReturns(t *testing.T) {
 			BeginTime: now.Add(-time.Hour), EndTime: now.Add(time.Hour)}
 		t.Cleanup(func() {
 			for b := range 4 {
-				sh := repository.BucketShard(sv.VoucherID, b)
-				for _, k := range []string{repository.StockKeyIn(sh, sv.VoucherID), repository.BuyersKeyIn(sh, sv.VoucherID), repository.VoucherKeyIn(sh, sv.VoucherID), repository.ReturnedKeyIn(sh, sv.VoucherID)} {
+				sh := BucketShard(sv.VoucherID, b)
+				for _, k := range []string{StockKeyIn(sh, sv.VoucherID), BuyersKeyIn(sh, sv.VoucherID), VoucherKeyIn(sh, sv.VoucherID), ReturnedKeyIn(sh, sv.VoucherID)} {
 					rdb.Del(context.Background(), k)
 				}
 			}
 		})
 		r := NewStockReturns(rdb)
-		if got, err := r.Return(ctx, 5, sv.VoucherID, 4); err != nil || got != lua.GiveBackNotLoaded {
-			t.Fatalf("not loaded: got %d, %v; want %d", got, err, lua.GiveBackNotLoaded)
+		if got, err := r.Return(ctx, 5, sv.VoucherID, 4); err != nil || got != model.GiveBackUnready {
+			t.Fatalf("not loaded: got %d, %v; want %d", got, err, model.GiveBackUnready)
 		}
 		// Sold out. Order 100 was cancelled before a rebuild.
 		if err := NewAsyncState(rdb).Load(ctx, sv, 0, nil, []int64{100}); err != nil {
@@ -52,7 +50,7 @@ func TestStockReturns(t *testing.T) {
 				if err != nil {
 					t.Error(err)
 				}
-				if got == lua.GiveBackApplied {
+				if got == model.GiveBackApplied {
 					applied.Add(1)
 				}
 			}()
@@ -69,8 +67,8 @@ func TestStockReturns(t *testing.T) {
 			t.Errorf("redis stock %d, returned %d; want 7, 8", rv.Stock, rv.Returned)
 		}
 		for b := range 4 {
-			shard := repository.BucketShard(sv.VoucherID, b)
-			n, err := rdb.Get(ctx, repository.StockKeyIn(shard, sv.VoucherID)).Int64()
+			shard := BucketShard(sv.VoucherID, b)
+			n, err := rdb.Get(ctx, StockKeyIn(shard, sv.VoucherID)).Int64()
 			if err != nil || n != 2-btoi(b == 0) {
 				t.Errorf("bucket %d: stock %d (%v), want %d (orders 100 to 107 by id mod 4)", b, n, err, 2-btoi(b == 0))
 			}

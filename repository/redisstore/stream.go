@@ -12,7 +12,6 @@ import (
 
 	"seckill/lua"
 	"seckill/model"
-	"seckill/repository"
 )
 
 // OrderStream is the order stream, one per shard (StreamKey(i)). It is read
@@ -28,7 +27,7 @@ type OrderStream struct {
 
 // NewOrderStream returns the order stream.
 func NewOrderStream(rdb redis.UniversalClient) *OrderStream {
-	return &OrderStream{rdb: rdb, stream: repository.StreamName, dlq: repository.DeadLetterName}
+	return &OrderStream{rdb: rdb, stream: StreamName, dlq: DeadLetterName}
 }
 
 // NewOrderStreamOn returns an order stream on other names than StreamName
@@ -39,18 +38,18 @@ func NewOrderStreamOn(rdb redis.UniversalClient, stream, dlq string) *OrderStrea
 }
 
 // key is shard i's stream. dlqKey its dead-letter stream.
-func (s *OrderStream) key(i int) string { return repository.ShardKey(i, s.stream) }
+func (s *OrderStream) key(i int) string { return ShardKey(i, s.stream) }
 
-func (s *OrderStream) dlqKey(i int) string { return repository.ShardKey(i, s.dlq) }
+func (s *OrderStream) dlqKey(i int) string { return ShardKey(i, s.dlq) }
 
 // EnsureGroup creates group g1 (and the stream) of every shard when
 // missing. The group starts at the beginning of the stream. Every entry in
 // it is an order not yet written, so none may be skipped.
 func (s *OrderStream) EnsureGroup(ctx context.Context) error {
-	cmds := make([]*redis.StatusCmd, repository.Shards)
+	cmds := make([]*redis.StatusCmd, Shards)
 	_, _ = s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
-		for i := range repository.Shards {
-			cmds[i] = p.XGroupCreateMkStream(ctx, s.key(i), repository.GroupName, "0")
+		for i := range Shards {
+			cmds[i] = p.XGroupCreateMkStream(ctx, s.key(i), GroupName, "0")
 		}
 		return nil
 	})
@@ -75,11 +74,11 @@ const readPoll = 20 * time.Millisecond
 // block has passed.
 func (s *OrderStream) ReadNew(ctx context.Context, consumer string, count int, block time.Duration) ([]model.QueuedOrder, error) {
 	if !isCluster(s.rdb) {
-		streams := make([]string, 0, 2*repository.Shards)
-		for i := range repository.Shards {
+		streams := make([]string, 0, 2*Shards)
+		for i := range Shards {
 			streams = append(streams, s.key(i))
 		}
-		for range repository.Shards {
+		for range Shards {
 			streams = append(streams, ">")
 		}
 		if block < 0 {
@@ -113,11 +112,11 @@ func (s *OrderStream) ReadOwn(ctx context.Context, consumer string, count int) (
 
 // readEach reads every shard from id, one XREADGROUP per shard, pipelined.
 func (s *OrderStream) readEach(ctx context.Context, consumer, id string, count int) ([]model.QueuedOrder, error) {
-	cmds := make([]*redis.XStreamSliceCmd, repository.Shards)
+	cmds := make([]*redis.XStreamSliceCmd, Shards)
 	_, _ = s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
-		for i := range repository.Shards {
+		for i := range Shards {
 			cmds[i] = p.XReadGroup(ctx, &redis.XReadGroupArgs{
-				Group: repository.GroupName, Consumer: consumer, Streams: []string{s.key(i), id},
+				Group: GroupName, Consumer: consumer, Streams: []string{s.key(i), id},
 				Count: int64(count), Block: -1,
 			})
 		}
@@ -147,7 +146,7 @@ func (s *OrderStream) readEach(ctx context.Context, consumer, id string, count i
 // read is one XREADGROUP of streams (keys, then ids).
 func (s *OrderStream) read(ctx context.Context, consumer string, streams []string, count int, block time.Duration) ([]model.QueuedOrder, error) {
 	res, err := s.rdb.XReadGroup(ctx, &redis.XReadGroupArgs{
-		Group: repository.GroupName, Consumer: consumer, Streams: streams,
+		Group: GroupName, Consumer: consumer, Streams: streams,
 		Count: int64(count), Block: block,
 	}).Result()
 	if errors.Is(err, redis.Nil) {
@@ -165,7 +164,7 @@ func (s *OrderStream) read(ctx context.Context, consumer string, streams []strin
 
 // shardOfKey is the shard of one of this stream's keys.
 func (s *OrderStream) shardOfKey(key string) int {
-	for i := range repository.Shards {
+	for i := range Shards {
 		if s.key(i) == key {
 			return i
 		}
@@ -194,7 +193,7 @@ func (s *OrderStream) Claim(ctx context.Context, consumer string, minIdle time.D
 	if sh, id, ok := entryID(start); ok {
 		shard, pos = sh, id
 	}
-	for ; shard < repository.Shards; shard, pos = shard+1, "0-0" {
+	for ; shard < Shards; shard, pos = shard+1, "0-0" {
 		msgs, next, err := s.claim(ctx, shard, consumer, minIdle, pos, count)
 		if err != nil {
 			return nil, msgID(shard, pos), err
@@ -203,7 +202,7 @@ func (s *OrderStream) Claim(ctx context.Context, consumer string, minIdle time.D
 			return msgs, msgID(shard, next), nil
 		}
 		if len(msgs) > 0 {
-			if shard+1 == repository.Shards {
+			if shard+1 == Shards {
 				return msgs, "0-0", nil
 			}
 			return msgs, msgID(shard+1, "0-0"), nil
@@ -215,7 +214,7 @@ func (s *OrderStream) Claim(ctx context.Context, consumer string, minIdle time.D
 // claim is XAUTOCLAIM on one shard, with the delivery counts.
 func (s *OrderStream) claim(ctx context.Context, shard int, consumer string, minIdle time.Duration, start string, count int) ([]model.QueuedOrder, string, error) {
 	msgs, next, err := s.rdb.XAutoClaim(ctx, &redis.XAutoClaimArgs{
-		Stream: s.key(shard), Group: repository.GroupName, Consumer: consumer,
+		Stream: s.key(shard), Group: GroupName, Consumer: consumer,
 		MinIdle: minIdle, Start: start, Count: int64(count),
 	}).Result()
 	if err != nil && !errors.Is(err, redis.Nil) {
@@ -233,7 +232,7 @@ func (s *OrderStream) claim(ctx context.Context, shard int, consumer string, min
 	}
 	// The delivery counts: how often the group handed each entry out.
 	pend, err := s.rdb.XPendingExt(ctx, &redis.XPendingExtArgs{
-		Stream: s.key(shard), Group: repository.GroupName, Consumer: consumer,
+		Stream: s.key(shard), Group: GroupName, Consumer: consumer,
 		Start: msgs[0].ID, End: msgs[len(msgs)-1].ID, Count: int64(len(msgs)),
 	}).Result()
 	if err != nil {
@@ -267,7 +266,7 @@ func (s *OrderStream) Touch(ctx context.Context, consumer string, msgs []model.Q
 		for start := 0; start < len(ms); start += touchChunk {
 			chunk := ms[start:min(start+touchChunk, len(ms))]
 			args := make([]any, 0, 2+len(chunk))
-			args = append(args, repository.GroupName, consumer)
+			args = append(args, GroupName, consumer)
 			for _, m := range chunk {
 				_, id, _ := entryID(m.MsgID)
 				args = append(args, id)
@@ -309,11 +308,11 @@ func (s *OrderStream) Ack(ctx context.Context, msgs []model.QueuedOrder) error {
 		for i, m := range ms {
 			_, ids[i], _ = entryID(m.MsgID)
 			if m.OrderID > 0 {
-				info = append(info, repository.OrderInfoKey(shard, m.OrderID))
+				info = append(info, OrderInfoKey(shard, m.OrderID))
 			}
 		}
 		_, err := s.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
-			p.XAck(ctx, s.key(shard), repository.GroupName, ids...)
+			p.XAck(ctx, s.key(shard), GroupName, ids...)
 			p.XDel(ctx, s.key(shard), ids...)
 			if len(info) > 0 {
 				p.Del(ctx, info...)
@@ -352,7 +351,7 @@ func (s *OrderStream) DeadLetter(ctx context.Context, m model.QueuedOrder, reaso
 	buyerHere := give.Buyer && !m.Away
 	code, err := lua.DeadLetter.Run(ctx, s.rdb,
 		deadLetterKeys(s.stream, s.dlq, shard, v, m.OrderID),
-		repository.GroupName, id, m.OrderID, m.UserID, v, reason, attempts, flag(buyerHere), int64(repository.OrderInfoTTL/time.Second),
+		GroupName, id, m.OrderID, m.UserID, v, reason, attempts, flag(buyerHere), int64(OrderInfoTTL/time.Second),
 		flag(give.Stock)).Int()
 	if err != nil {
 		return false, redisErr(err)
@@ -363,7 +362,7 @@ func (s *OrderStream) DeadLetter(ctx context.Context, m model.QueuedOrder, reaso
 			// If this is lost, the mark stays until a rebuild from the
 			// facts drops it. Until then the user is refused as a
 			// duplicate.
-			if err := s.rdb.SRem(ctx, repository.BuyersKeyIn(m.BuyerShard, v), m.UserID).Err(); err != nil {
+			if err := s.rdb.SRem(ctx, BuyersKeyIn(m.BuyerShard, v), m.UserID).Err(); err != nil {
 				return true, fmt.Errorf("dead letter of order %d: giving back the buyer mark in shard %d: %w", m.OrderID, m.BuyerShard, redisErr(err))
 			}
 		}
@@ -388,7 +387,7 @@ func (s *OrderStream) DeadLetterMalformed(ctx context.Context, m model.QueuedOrd
 	}
 	_, err := s.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
 		p.XAdd(ctx, &redis.XAddArgs{Stream: s.dlqKey(shard), Values: fields})
-		p.XAck(ctx, s.key(shard), repository.GroupName, id)
+		p.XAck(ctx, s.key(shard), GroupName, id)
 		p.XDel(ctx, s.key(shard), id)
 		return nil
 	})
@@ -403,7 +402,7 @@ const rangePage = 1000
 // a full scan: start-up reconciliation and the audit only.
 func (s *OrderStream) Entries(ctx context.Context) ([]model.QueuedOrder, error) {
 	var out []model.QueuedOrder
-	for shard := range repository.Shards {
+	for shard := range Shards {
 		start := "-"
 		for {
 			msgs, err := s.rdb.XRangeN(ctx, s.key(shard), start, "+", rangePage).Result()
@@ -426,7 +425,7 @@ func (s *OrderStream) Entries(ctx context.Context) ([]model.QueuedOrder, error) 
 // the shards (LegacyStreamKey). Those are orders an older version admitted
 // and has not written yet.
 func (s *OrderStream) LegacyEntries(ctx context.Context) (int64, error) {
-	n, err := s.rdb.XLen(ctx, repository.LegacyStreamKey).Result()
+	n, err := s.rdb.XLen(ctx, LegacyStreamKey).Result()
 	if errors.Is(err, redis.Nil) {
 		return 0, nil
 	}
@@ -437,9 +436,9 @@ func (s *OrderStream) LegacyEntries(ctx context.Context) (int64, error) {
 // has no pending entries. Deleting a consumer drops its pending entries. So
 // a consumer with some is left for XAUTOCLAIM.
 func (s *OrderStream) RemoveConsumer(ctx context.Context, consumer string) error {
-	for shard := range repository.Shards {
+	for shard := range Shards {
 		pend, err := s.rdb.XPendingExt(ctx, &redis.XPendingExtArgs{
-			Stream: s.key(shard), Group: repository.GroupName, Consumer: consumer, Start: "-", End: "+", Count: 1,
+			Stream: s.key(shard), Group: GroupName, Consumer: consumer, Start: "-", End: "+", Count: 1,
 		}).Result()
 		if err != nil {
 			return redisErr(err)
@@ -447,7 +446,7 @@ func (s *OrderStream) RemoveConsumer(ctx context.Context, consumer string) error
 		if len(pend) > 0 {
 			continue
 		}
-		if err := s.rdb.XGroupDelConsumer(ctx, s.key(shard), repository.GroupName, consumer).Err(); err != nil {
+		if err := s.rdb.XGroupDelConsumer(ctx, s.key(shard), GroupName, consumer).Err(); err != nil {
 			return redisErr(err)
 		}
 	}
@@ -461,8 +460,8 @@ func (s *OrderStream) RemoveConsumer(ctx context.Context, consumer string) error
 // many it deleted.
 func (s *OrderStream) PruneConsumers(ctx context.Context, idle time.Duration) (int, error) {
 	n := 0
-	for shard := range repository.Shards {
-		consumers, err := s.rdb.XInfoConsumers(ctx, s.key(shard), repository.GroupName).Result()
+	for shard := range Shards {
+		consumers, err := s.rdb.XInfoConsumers(ctx, s.key(shard), GroupName).Result()
 		if err != nil {
 			return n, redisErr(err)
 		}
@@ -470,7 +469,7 @@ func (s *OrderStream) PruneConsumers(ctx context.Context, idle time.Duration) (i
 			if c.Pending > 0 || c.Idle < idle {
 				continue
 			}
-			if err := s.rdb.XGroupDelConsumer(ctx, s.key(shard), repository.GroupName, c.Name).Err(); err != nil {
+			if err := s.rdb.XGroupDelConsumer(ctx, s.key(shard), GroupName, c.Name).Err(); err != nil {
 				return n, redisErr(err)
 			}
 			n++
@@ -498,7 +497,7 @@ func (s *OrderStream) Snapshot(ctx context.Context, voucherIDs []int64) (map[int
 	}
 	agg := newVoucherSums(len(voucherIDs))
 	var entries []model.QueuedOrder
-	for shard := range repository.Shards {
+	for shard := range Shards {
 		if len(refs[shard]) == 0 {
 			// No bucket of these vouchers here: none of their entries
 			// either. (Reading it would only widen the gap between the

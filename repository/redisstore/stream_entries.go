@@ -9,7 +9,6 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"seckill/model"
-	"seckill/repository"
 )
 
 // The ids and fields of stream entries, and the shards they belong to.
@@ -21,7 +20,7 @@ func msgID(shard int, id string) string { return strconv.Itoa(shard) + "/" + id 
 func entryID(msgID string) (shard int, id string, ok bool) {
 	sh, id, found := strings.Cut(msgID, "/")
 	n, err := strconv.Atoi(sh)
-	if !found || err != nil || n < 0 || n >= repository.Shards {
+	if !found || err != nil || n < 0 || n >= Shards {
 		return 0, "", false
 	}
 	return n, id, true
@@ -73,7 +72,7 @@ func parseEntry(shard int, m redis.XMessage) model.QueuedOrder {
 	q.Admitted = entryTime(m.ID)
 	if raw, ok := q.Raw["buyerShard"]; ok {
 		n, err := strconv.Atoi(raw)
-		if err != nil || n < 0 || n >= repository.Shards {
+		if err != nil || n < 0 || n >= Shards {
 			bad = append(bad, "buyerShard")
 		}
 		q.Away, q.BuyerShard = true, n

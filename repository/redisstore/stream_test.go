@@ -14,7 +14,6 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"seckill/internal/testenv"
-	"seckill/repository"
 )
 
 // testClients returns miniredis (always), the real Redis (when
@@ -54,7 +53,7 @@ func streamBackends(t *testing.T) map[string]*OrderStream {
 	for name, c := range testClients(t) {
 		s := &OrderStream{rdb: c, stream: "test:stream:" + rand.Text()[:10], dlq: "test:dlq:" + rand.Text()[:10]}
 		t.Cleanup(func() {
-			for i := range repository.Shards {
+			for i := range Shards {
 				c.Del(context.Background(), s.key(i), s.dlqKey(i))
 			}
 		})
@@ -91,9 +90,9 @@ func testOrderStream(t *testing.T, s *OrderStream, realRedis bool) {
 	}
 	// An order of voucher 3 in its shard, a malformed entry in another.
 	oid := 1_000_000 + mrand.Int64N(1<<40)
-	good := add(repository.VoucherShard(3), "orderId", strconv.FormatInt(oid, 10), "userId", "2", "voucherId", "3")
-	bad := add(repository.VoucherShard(3)+2, "orderId", "x", "userId", "2")
-	rdb.Set(ctx, repository.OrderInfoKey(repository.VoucherShard(3), oid), "2:3:pending", time.Hour)
+	good := add(VoucherShard(3), "orderId", strconv.FormatInt(oid, 10), "userId", "2", "voucherId", "3")
+	bad := add(VoucherShard(3)+2, "orderId", "x", "userId", "2")
+	rdb.Set(ctx, OrderInfoKey(VoucherShard(3), oid), "2:3:pending", time.Hour)
 
 	got, err := s.ReadNew(ctx, "c1", 10, -1)
 	if err != nil || len(got) != 2 {
@@ -117,7 +116,7 @@ func testOrderStream(t *testing.T, s *OrderStream, realRedis bool) {
 	if err := s.Ack(ctx, got[:1]); err != nil {
 		t.Fatal(err)
 	}
-	if n, _ := rdb.Exists(ctx, repository.OrderInfoKey(repository.VoucherShard(3), oid)).Result(); n != 0 {
+	if n, _ := rdb.Exists(ctx, OrderInfoKey(VoucherShard(3), oid)).Result(); n != 0 {
 		t.Error("Ack left the order info")
 	}
 	entries, err := s.Entries(ctx)
@@ -146,11 +145,11 @@ func testOrderStream(t *testing.T, s *OrderStream, realRedis bool) {
 	if err := s.DeadLetterMalformed(ctx, claimed[0], "malformed"); err != nil {
 		t.Fatal(err)
 	}
-	badShard := repository.VoucherShard(3) + 2
+	badShard := VoucherShard(3) + 2
 	if n, _ := rdb.XLen(ctx, s.dlqKey(badShard)).Result(); n != 1 {
 		t.Errorf("dead letters: got %d, want 1", n)
 	}
-	for i := range repository.Shards {
+	for i := range Shards {
 		if n, _ := rdb.XLen(ctx, s.key(i)).Result(); n != 0 {
 			t.Errorf("stream of shard %d: got %d entries, want 0", i, n)
 		}
@@ -160,8 +159,8 @@ func testOrderStream(t *testing.T, s *OrderStream, realRedis bool) {
 			t.Fatal(err)
 		}
 	}
-	for i := range repository.Shards {
-		if cs, err := rdb.XInfoConsumers(ctx, s.key(i), repository.GroupName).Result(); err != nil || len(cs) != 0 {
+	for i := range Shards {
+		if cs, err := rdb.XInfoConsumers(ctx, s.key(i), GroupName).Result(); err != nil || len(cs) != 0 {
 			t.Errorf("consumers of shard %d after removal: got %v, %v, want none", i, cs, err)
 		}
 	}
@@ -198,7 +197,7 @@ func TestPruneConsumers(t *testing.T) {
 	if err != nil || n != 2 {
 		t.Fatalf("PruneConsumers: got %d, %v, want 2", n, err)
 	}
-	cs, err := rdb.XInfoConsumers(ctx, s.key(1), repository.GroupName).Result()
+	cs, err := rdb.XInfoConsumers(ctx, s.key(1), GroupName).Result()
 	if err != nil || len(cs) != 1 || cs[0].Name != "busy" {
 		t.Errorf("left: got %v, %v, want only busy", cs, err)
 	}
@@ -222,14 +221,14 @@ func TestTouchKeepsOnlyOwnEntries(t *testing.T) {
 		}
 		// b claims the second entry (as XAUTOCLAIM does after ClaimIdle).
 		_, id1, _ := entryID(kept[1].MsgID)
-		if err := rdb.XClaimJustID(ctx, &redis.XClaimArgs{Stream: s.key(1), Group: repository.GroupName, Consumer: "b", Messages: []string{id1}}).Err(); err != nil {
+		if err := rdb.XClaimJustID(ctx, &redis.XClaimArgs{Stream: s.key(1), Group: GroupName, Consumer: "b", Messages: []string{id1}}).Err(); err != nil {
 			t.Fatal(err)
 		}
 		owned, err := s.Touch(ctx, "a", kept)
 		if err != nil || len(owned) != 1 || owned[0].MsgID != kept[0].MsgID {
 			t.Errorf("Touch: got %v, %v, want only %s still owned", owned, err, kept[0].MsgID)
 		}
-		pend, err := rdb.XPendingExt(ctx, &redis.XPendingExtArgs{Stream: s.key(1), Group: repository.GroupName, Start: "-", End: "+", Count: 10}).Result()
+		pend, err := rdb.XPendingExt(ctx, &redis.XPendingExtArgs{Stream: s.key(1), Group: GroupName, Start: "-", End: "+", Count: 10}).Result()
 		if err != nil || len(pend) != 2 {
 			t.Fatalf("XPENDING: got %v, %v", pend, err)
 		}

@@ -8,12 +8,10 @@ import (
 	"sync"
 
 	"github.com/redis/go-redis/v9"
-
-	"seckill/repository"
 )
 
 // VoucherChanges tells every instance of a voucher an admin edited or
-// closed, over Redis Pub/Sub (repository.VoucherChangesChannel). Pub/Sub
+// closed, over Redis Pub/Sub (VoucherChangesChannel). Pub/Sub
 // keeps nothing for a subscriber that is away, so a listener treats each
 // (re)subscription as "anything may have changed".
 type VoucherChanges struct{ rdb redis.UniversalClient }
@@ -23,7 +21,7 @@ func NewVoucherChanges(rdb redis.UniversalClient) *VoucherChanges { return &Vouc
 
 // Publish names the voucher to every listening instance.
 func (c *VoucherChanges) Publish(ctx context.Context, voucherID int64) error {
-	return redisErr(c.rdb.Publish(ctx, repository.VoucherChangesChannel, voucherID).Err())
+	return redisErr(c.rdb.Publish(ctx, VoucherChangesChannel, voucherID).Err())
 }
 
 // Listener is a running subscription of Listen.
@@ -38,10 +36,10 @@ type Listener struct {
 // after each re-subscription (go-redis subscribes again after a lost
 // connection: what was published meanwhile is lost).
 func (c *VoucherChanges) Listen(ctx context.Context, changed func(voucherID int64), all func()) (*Listener, error) {
-	ps := c.rdb.Subscribe(ctx, repository.VoucherChangesChannel)
+	ps := c.rdb.Subscribe(ctx, VoucherChangesChannel)
 	if _, err := ps.Receive(ctx); err != nil {
 		_ = ps.Close()
-		return nil, fmt.Errorf("subscribe %s: %w", repository.VoucherChangesChannel, redisErr(err))
+		return nil, fmt.Errorf("subscribe %s: %w", VoucherChangesChannel, redisErr(err))
 	}
 	l := &Listener{ps: ps, done: make(chan struct{})}
 	ch := ps.ChannelWithSubscriptions()

@@ -9,7 +9,6 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"seckill/model"
-	"seckill/repository"
 )
 
 // VoucherStates loads each voucher's buckets into Redis and reads them
@@ -75,7 +74,7 @@ func (a *VoucherStates) SetState(ctx context.Context, voucherID int64, state str
 	}
 	_, err = a.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 		for b := range n[voucherID] {
-			p.HSet(ctx, repository.VoucherKeyIn(repository.BucketShard(voucherID, b), voucherID), "state", state)
+			p.HSet(ctx, VoucherKeyIn(BucketShard(voucherID, b), voucherID), "state", state)
 		}
 		return nil
 	})
@@ -96,7 +95,7 @@ func (a *VoucherStates) Load(ctx context.Context, sv *model.SeckillVoucher, stoc
 	}
 	byReturn := make([][]int64, n)
 	for _, o := range returned {
-		b := repository.ReturnBucket(o, n)
+		b := ReturnBucket(o, n)
 		byReturn[b] = append(byReturn[b], o)
 	}
 	for b := range n {
@@ -135,7 +134,7 @@ func (a *VoucherStates) LoadNew(ctx context.Context, sv *model.SeckillVoucher) (
 	for b := range n {
 		want := []string{strconv.FormatInt(sv.BeginTime.UnixMilli(), 10), strconv.FormatInt(sv.EndTime.UnixMilli(), 10),
 			strconv.Itoa(n), strconv.FormatInt(share(int64(sv.InitialStock), n, b), 10)}
-		key := repository.VoucherKeyIn(repository.BucketShard(sv.VoucherID, b), sv.VoucherID)
+		key := VoucherKeyIn(BucketShard(sv.VoucherID, b), sv.VoucherID)
 		loaded, foreign := false, false
 		err := a.rdb.Watch(ctx, func(tx *redis.Tx) error {
 			exists, err := tx.Exists(ctx, key).Result()
@@ -193,8 +192,8 @@ func sAddChunked(ctx context.Context, p redis.Pipeliner, key string, ids []int64
 // holds the window, the bucket's part of the initial stock, the bucket
 // count and state ok.
 func loadBucket(ctx context.Context, p redis.Pipeliner, sv *model.SeckillVoucher, b int, stock int64, buyers []int64) {
-	id, shard := sv.VoucherID, repository.BucketShard(sv.VoucherID, b)
-	stockKey, buyersKey, hashKey := repository.StockKeyIn(shard, id), repository.BuyersKeyIn(shard, id), repository.VoucherKeyIn(shard, id)
+	id, shard := sv.VoucherID, BucketShard(sv.VoucherID, b)
+	stockKey, buyersKey, hashKey := StockKeyIn(shard, id), BuyersKeyIn(shard, id), VoucherKeyIn(shard, id)
 	p.Del(ctx, stockKey, buyersKey, hashKey)
 	p.Set(ctx, stockKey, stock, 0)
 	sAddChunked(ctx, p, buyersKey, buyers)
@@ -204,7 +203,7 @@ func loadBucket(ctx context.Context, p redis.Pipeliner, sv *model.SeckillVoucher
 		"buckets", sv.Buckets())
 	// The state outlives the sale by a week, time for late entries to be
 	// written or dead-lettered. Then Redis forgets it.
-	expire := sv.EndTime.Add(repository.VoucherStateGrace)
+	expire := sv.EndTime.Add(VoucherStateGrace)
 	for _, k := range []string{stockKey, buyersKey, hashKey} {
 		p.ExpireAt(ctx, k, expire)
 	}
@@ -212,10 +211,10 @@ func loadBucket(ctx context.Context, p redis.Pipeliner, sv *model.SeckillVoucher
 
 // loadReturned queues the replacement of bucket b's returned set by ids.
 func loadReturned(ctx context.Context, p redis.Pipeliner, sv *model.SeckillVoucher, b int, ids []int64) {
-	key := repository.ReturnedKeyIn(repository.BucketShard(sv.VoucherID, b), sv.VoucherID)
+	key := ReturnedKeyIn(BucketShard(sv.VoucherID, b), sv.VoucherID)
 	p.Del(ctx, key)
 	sAddChunked(ctx, p, key, ids)
 	if len(ids) > 0 {
-		p.ExpireAt(ctx, key, sv.EndTime.Add(repository.VoucherStateGrace))
+		p.ExpireAt(ctx, key, sv.EndTime.Add(VoucherStateGrace))
 	}
 }

@@ -103,15 +103,32 @@ func relative(mod, pkg string) string {
 	return strings.TrimPrefix(pkg, mod+"/")
 }
 
+// forbidden are arrows that no list may draw: each package, and the
+// packages it never imports (a package named stands for its sub-packages
+// too).
+var forbidden = map[string][]string{
+	// config holds plain values; app turns them into each package's options.
+	"config": {"lock", "service"},
+	// The stores and the lock answer service in model's terms.
+	"service": {"lua", "repository"},
+}
+
 // arrowProblems compares the documented arrows with the imports. It also
-// wants every arrow to point down the list.
-func arrowProblems(doc map[string][]string, order []string, real map[string][]string) []string {
+// wants every arrow to point down the list, and none to be forbidden.
+func arrowProblems(doc map[string][]string, order []string, real, forbidden map[string][]string) []string {
 	var out []string
 	line := map[string]int{}
 	for i, p := range order {
 		line[p] = i
 	}
 	for p, imports := range real {
+		for _, im := range imports {
+			for _, f := range forbidden[p] {
+				if im == f || strings.HasPrefix(im, f+"/") {
+					out = append(out, fmt.Sprintf("%s ──> %s is forbidden", p, im))
+				}
+			}
+		}
 		listed, ok := doc[p]
 		if !ok {
 			out = append(out, fmt.Sprintf("%s: missing from the list; it imports %s", p, describe(imports)))
@@ -143,7 +160,8 @@ func describe(imports []string) string {
 }
 
 // TestLayerArrows: docs/layers.md lists every package of the product with
-// exactly the project packages it imports, and every arrow points down.
+// exactly the project packages it imports, every arrow points down, and
+// none is forbidden.
 func TestLayerArrows(t *testing.T) {
 	root := filepath.Join("..", "..", "..")
 	text, err := os.ReadFile(filepath.Join(root, "docs", "layers.md"))
@@ -158,25 +176,27 @@ func TestLayerArrows(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, p := range arrowProblems(doc, order, real) {
+	for _, p := range arrowProblems(doc, order, real, forbidden) {
 		t.Errorf("docs/layers.md: %s", p)
 	}
 }
 
 // TestArrowProblemsFound: a missing arrow, an arrow that is not there, a
-// package left out, one that is no package and an arrow pointing up are
-// each reported.
+// package left out, one that is no package, an arrow pointing up and a
+// forbidden one are each reported.
 func TestArrowProblemsFound(t *testing.T) {
-	doc, order, err := docArrows("```\nhandler ──> service\nservice ──> model, lock\ngone ──> model\n" +
+	doc, order, err := docArrows("```\nhandler ──> service\nconfig ──> service\nservice ──> model, lock\ngone ──> model\n" +
 		"lock, model ──> nothing of the project\n```\nprose ──> not read\n")
 	if err != nil {
 		t.Fatal(err)
 	}
 	real := map[string][]string{
-		"handler": {"service", "telemetry"}, "service": {"model"}, "model": nil, "lock": {"service"}, "telemetry": nil,
+		"handler": {"service", "telemetry"}, "config": {"service"}, "service": {"model"}, "model": nil,
+		"lock": {"service"}, "telemetry": nil,
 	}
-	got := arrowProblems(doc, order, real)
+	got := arrowProblems(doc, order, real, map[string][]string{"config": {"lock", "service"}})
 	want := []string{
+		"config ──> service is forbidden",
 		"gone: in the list, not a package of the product",
 		"handler: the list says handler ──> service; go list says service, telemetry",
 		"lock ──> service points up the list",

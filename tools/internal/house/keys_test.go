@@ -13,11 +13,11 @@ import (
 )
 
 // keyFiles are the files that name the product's Redis keys, with the key
-// literals each may hold ("" for any). model names the keys of the locks
-// service takes: service imports only lock and model, never repository.
+// literals each may hold (nil for any): the Redis store's, and those of the
+// locks service takes, in lock, which derives their fencing counters.
 var keyFiles = map[string][]string{
-	"repository/keys.go": nil,
-	"model/lock_keys.go": {"lock:order:", "lock:seckill:reconcile"},
+	"repository/redisstore/keys.go": nil,
+	"lock/keys.go":                  {"lock:order:", "lock:seckill:reconcile"},
 }
 
 // notKeys are literals that look like Redis key prefixes and are not keys
@@ -169,17 +169,19 @@ func TestRedisKeysDeclared(t *testing.T) {
 }
 
 // TestUndeclaredKeysFound: the check finds a key built outside the key
-// files, in a string or inside a raw string. It leaves out struct tags,
-// import paths, test files and the listed exceptions.
+// files, in a string or inside a raw string, and one that a key file may
+// not hold. It leaves out struct tags, import paths, test files and the
+// listed exceptions.
 func TestUndeclaredKeysFound(t *testing.T) {
 	files := map[string]string{
 		"service/order.go": "package service\n\nimport \"strconv\"\n\n" +
 			"type row struct {\n\tID int `gorm:\"column:id\"`\n}\n\n" +
 			"func lockKey(u int64) string { return \"lock:order:\" + strconv.FormatInt(u, 10) }\n\n" +
 			"const fill = `redis.call(\"SET\", \"scratch:key\", 1)`\n\nconst msg = \"two words: text\"\n",
-		"service/order_test.go":    "package service\n\nconst k = \"test:stream:\"\n",
-		"repository/keys.go":       "package repository\n\nconst stock = \"stock:\"\n",
-		"observe/live/recorder.go": "package live\n\nconst codePrefix = \"code:\"\n",
+		"service/order_test.go":         "package service\n\nconst k = \"test:stream:\"\n",
+		"repository/redisstore/keys.go": "package redisstore\n\nconst stock = \"stock:\"\n",
+		"lock/keys.go":                  "package lock\n\nconst order = \"lock:order:\"\n\nconst stock = \"seckill:stock:\"\n",
+		"observe/live/recorder.go":      "package live\n\nconst codePrefix = \"code:\"\n",
 	}
 	var gos []*goFile
 	for p, src := range files {
@@ -191,7 +193,7 @@ func TestUndeclaredKeysFound(t *testing.T) {
 		gos = append(gos, &goFile{path: p, test: strings.HasSuffix(p, "_test.go"), fset: fset, ast: f})
 	}
 	got := undeclaredKeys(keyLiterals(gos))
-	want := []string{`service/order.go:9: "lock:order:"`, `service/order.go:11: "scratch:key"`}
+	want := []string{`lock/keys.go:5: "seckill:stock:"`, `service/order.go:9: "lock:order:"`, `service/order.go:11: "scratch:key"`}
 	sort.Strings(want)
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("got %q, want %q", got, want)

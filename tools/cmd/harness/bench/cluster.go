@@ -11,7 +11,6 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"seckill/repository"
 	"seckill/repository/redisstore"
 	"seckill/tools/cmd/harness/testbed"
 )
@@ -108,8 +107,8 @@ func (b costTables) clusterRuns() {
 	}
 	for _, s := range set {
 		n, err := strconv.Atoi(s)
-		if err != nil || n < 1 || n > repository.MaxBuckets {
-			b.die("BENCH_CLUSTER_BUCKETS: %q is not a number from 1 to %d", s, repository.MaxBuckets)
+		if err != nil || n < 1 || n > redisstore.MaxBuckets {
+			b.die("BENCH_CLUSTER_BUCKETS: %q is not a number from 1 to %d", s, redisstore.MaxBuckets)
 		}
 		name := fmt.Sprintf("cluster-%d", n)
 		b.attempt(name, func() { b.clusterRun(name, n, addrs) })

@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"seckill/internal/proc"
-	"seckill/repository"
+	"seckill/repository/redisstore"
 )
 
 // queryString is the one value of a query ("" on error).
@@ -118,9 +118,9 @@ func (b limitRuns) admitLimit(name string, depth int) {
 	b.info["admit_v"] = v
 	nowMS := time.Now().UnixMilli()
 	b.admitLoaded = true
-	shard := repository.VoucherShard(b.admitV)
-	stockKey, buyersKey, hashKey := repository.StockKey(b.admitV), repository.BuyersKey(b.admitV), repository.VoucherKey(b.admitV)
-	streamKey, infoPrefix := repository.ShardKey(shard, admitStream), repository.OrderInfoPrefix(shard)
+	shard := redisstore.VoucherShard(b.admitV)
+	stockKey, buyersKey, hashKey := redisstore.StockKey(b.admitV), redisstore.BuyersKey(b.admitV), redisstore.VoucherKey(b.admitV)
+	streamKey, infoPrefix := redisstore.ShardKey(shard, admitStream), redisstore.OrderInfoPrefix(shard)
 	b.rdb.Set(b.ctx, stockKey, 1000000000, 0)
 	b.rdb.HSet(b.ctx, hashKey, "begin", nowMS-60000, "end", nowMS+7200000, "initial", 1000000000, "state", "ok")
 	b.noteCmd(fmt.Sprintf("redis-cli SET '%s' 1000000000; redis-cli HSET '%s' begin <now-60s ms> end <now+2h ms> initial 1000000000 state ok", stockKey, hashKey))

@@ -13,7 +13,7 @@ import (
 	"seckill/internal/audit"
 	"seckill/internal/proc"
 	"seckill/model"
-	"seckill/repository"
+	"seckill/repository/redisstore"
 	"seckill/tools/cmd/harness/testbed"
 )
 
@@ -282,8 +282,8 @@ func (b seckillRuns) otherConsumers(name string) {
 	host, _ := os.Hostname()
 	mine := fmt.Sprintf("%s-%d-", host, b.serverPID())
 	others := map[string]bool{}
-	for shard := range repository.Shards {
-		cs, _ := b.rdb.XInfoConsumers(b.ctx, repository.StreamKey(shard), repository.GroupName).Result()
+	for shard := range redisstore.Shards {
+		cs, _ := b.rdb.XInfoConsumers(b.ctx, redisstore.StreamKey(shard), redisstore.GroupName).Result()
 		for _, c := range cs {
 			if !strings.HasPrefix(c.Name, mine) && c.Idle < 5*time.Second {
 				others[c.Name] = true

@@ -15,7 +15,7 @@ import (
 	"time"
 
 	"seckill/internal/proc"
-	"seckill/repository"
+	"seckill/repository/redisstore"
 	"seckill/tools/cmd/harness/testbed"
 )
 
@@ -254,7 +254,7 @@ func (b serverUnderTest) profileFinish(name string) {
 // consumer group) and XDELs the entries of KEYS[1] whose voucherId is one of
 // ARGV[2..]. It deletes their order-info keys too; ARGV[1] is the shard's
 // order-info prefix. Returns how many. The group is repository's.
-var purgeLua = strings.NewReplacer("{{group}}", repository.GroupName).Replace(`
+var purgeLua = strings.NewReplacer("{{group}}", redisstore.GroupName).Replace(`
 local want = {}
 for i = 2, #ARGV do want[ARGV[i]] = true end
 local n, start = 0, "-"
@@ -300,9 +300,9 @@ func (b serverUnderTest) deleteVoucher(v int64) {
 }
 
 func (b serverUnderTest) admitKeysClean() {
-	v, shard := b.admitV, repository.VoucherShard(b.admitV)
-	b.rdb.Unlink(b.ctx, repository.StockKey(v), repository.BuyersKey(v), repository.VoucherKey(v), repository.ShardKey(shard, admitStream))
-	b.unlinkPattern(repository.OrderInfoPrefix(shard) + "????????????")
+	v, shard := b.admitV, redisstore.VoucherShard(b.admitV)
+	b.rdb.Unlink(b.ctx, redisstore.StockKey(v), redisstore.BuyersKey(v), redisstore.VoucherKey(v), redisstore.ShardKey(shard, admitStream))
+	b.unlinkPattern(redisstore.OrderInfoPrefix(shard) + "????????????")
 }
 
 // cleanup stops the server and removes what the bench wrote (once).
@@ -333,12 +333,12 @@ func (b serverUnderTest) cleanup() {
 		// state. So settle them first.
 		var total int64
 		var failed error
-		for shard := range repository.Shards {
-			args := []any{repository.OrderInfoPrefix(shard)}
+		for shard := range redisstore.Shards {
+			args := []any{redisstore.OrderInfoPrefix(shard)}
 			for _, v := range b.vouchers {
 				args = append(args, strconv.FormatInt(v, 10))
 			}
-			n, err := b.rdb.Eval(b.ctx, purgeLua, []string{repository.StreamKey(shard)}, args...).Int64()
+			n, err := b.rdb.Eval(b.ctx, purgeLua, []string{redisstore.StreamKey(shard)}, args...).Int64()
 			total += n
 			failed = cmp.Or(failed, err)
 		}
@@ -347,9 +347,9 @@ func (b serverUnderTest) cleanup() {
 		}
 		for _, v := range b.vouchers {
 			b.deleteVoucher(v)
-			b.rdb.Del(b.ctx, repository.DuplicateRejectionsKey(v))
-			for shard := range repository.Shards { // every bucket a voucher can have
-				b.rdb.Del(b.ctx, repository.StockKeyIn(shard, v), repository.BuyersKeyIn(shard, v), repository.VoucherKeyIn(shard, v))
+			b.rdb.Del(b.ctx, redisstore.DuplicateRejectionsKey(v))
+			for shard := range redisstore.Shards { // every bucket a voucher can have
+				b.rdb.Del(b.ctx, redisstore.StockKeyIn(shard, v), redisstore.BuyersKeyIn(shard, v), redisstore.VoucherKeyIn(shard, v))
 			}
 		}
 	}

@@ -13,8 +13,10 @@ import (
 
 	"seckill/internal/proc"
 	"seckill/internal/redisproc"
+	"seckill/lock"
 	"seckill/model"
 	"seckill/repository"
+	"seckill/repository/redisstore"
 	"seckill/tools/cmd/harness/testbed"
 )
 
@@ -50,8 +52,8 @@ func killInstance(ctx context.Context, s *suite, e *caseEnv, l *loadRun) error {
 // orders not yet written: a case's private Redis holds its voucher only).
 func streamLen(ctx context.Context, rdb redis.UniversalClient) (int64, error) {
 	var n int64
-	for i := range repository.Shards {
-		l, err := rdb.XLen(ctx, repository.StreamKey(i)).Result()
+	for i := range redisstore.Shards {
+		l, err := rdb.XLen(ctx, redisstore.StreamKey(i)).Result()
 		if err != nil {
 			return 0, err
 		}
@@ -64,8 +66,8 @@ func streamLen(ctx context.Context, rdb redis.UniversalClient) (int64, error) {
 // name contains part (consumer names are <host>-<pid>-<random>).
 func pendingOf(ctx context.Context, rdb redis.UniversalClient, part string) (int64, error) {
 	var n int64
-	for i := range repository.Shards {
-		p, err := rdb.XPending(ctx, repository.StreamKey(i), repository.GroupName).Result()
+	for i := range redisstore.Shards {
+		p, err := rdb.XPending(ctx, redisstore.StreamKey(i), redisstore.GroupName).Result()
 		if err != nil {
 			return 0, err
 		}
@@ -103,11 +105,11 @@ func redisRestart(ctx context.Context, s *suite, e *caseEnv, l *loadRun) error {
 		return nil
 	}
 	onSale := func() bool {
-		st, err := e.rdb.HGet(ctx, repository.VoucherKey(e.voucher), "state").Result()
+		st, err := e.rdb.HGet(ctx, redisstore.VoucherKey(e.voucher), "state").Result()
 		if err != nil || st != model.VoucherStateOK {
 			return false
 		}
-		n, err := e.rdb.Exists(ctx, repository.StockKey(e.voucher)).Result()
+		n, err := e.rdb.Exists(ctx, redisstore.StockKey(e.voucher)).Result()
 		return err == nil && n == 1
 	}
 	if proc.WaitFor(ctx, "", s.AutoWait, 50*time.Millisecond, nil, onSale) == nil {
@@ -188,7 +190,7 @@ func sentinelFailover(ctx context.Context, s *suite, e *caseEnv, l *loadRun) err
 // clusterFailover kills the master of the slot of the voucher's bucket 0
 // and waits until the cluster names its replica master of the slot.
 func clusterFailover(ctx context.Context, s *suite, e *caseEnv, l *loadRun) error {
-	slot := int(repository.Slot(repository.StockKey(e.voucher)))
+	slot := int(repository.Slot(redisstore.StockKey(e.voucher)))
 	master, err := e.cluster.MasterOfSlot(ctx, slot)
 	if err != nil {
 		return err
@@ -247,7 +249,7 @@ func freezeHolder(ctx context.Context, s *suite, e *caseEnv, l *loadRun) error {
 	}
 	keys := make([]string, fenceProbes)
 	for p := range keys {
-		keys[p] = model.OrderLockKey(s.users[p].ID)
+		keys[p] = lock.OrderKey(s.users[p].ID)
 	}
 	err := proc.WaitFor(ctx, "instance 1 holds the probes' locks", 10*time.Second, 5*time.Millisecond, nil, func() bool {
 		n, err := e.rdb.Exists(ctx, keys...).Result()

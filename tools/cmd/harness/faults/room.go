@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"seckill/internal/proc"
-	"seckill/repository"
+	"seckill/repository/redisstore"
 )
 
 // The waiting room's cases (docs/waiting-room.md): every buyer joins the
@@ -141,11 +141,11 @@ func roomKill(ctx context.Context, s *suite, e *caseEnv, l *loadRun) error {
 		e.room.Err = fmt.Sprintf("the survivor's audit: status %d %s", status, env.Code)
 	}
 	e.room.Audit = audit.WaitingRoom
-	for _, k := range []string{repository.RoomKey(e.voucher), repository.RoomPoolKey(e.voucher), repository.RoomLineKey(e.voucher),
-		repository.RoomAdmittedKey(e.voucher), repository.RoomDoneKey(e.voucher)} {
+	for _, k := range []string{redisstore.RoomKey(e.voucher), redisstore.RoomPoolKey(e.voucher), redisstore.RoomLineKey(e.voucher),
+		redisstore.RoomAdmittedKey(e.voucher), redisstore.RoomDoneKey(e.voucher)} {
 		if n, err := e.rdb.Exists(ctx, k).Result(); err == nil && n == 1 {
 			e.room.Keys++
-			e.room.Hash = e.room.Hash || k == repository.RoomKey(e.voucher)
+			e.room.Hash = e.room.Hash || k == redisstore.RoomKey(e.voucher)
 		}
 	}
 	return nil

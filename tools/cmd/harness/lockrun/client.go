@@ -16,7 +16,6 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"seckill/lock"
-	"seckill/model"
 	"seckill/tools/cmd/harness/testbed"
 	"seckill/tools/internal/lockcheck"
 )
@@ -184,7 +183,7 @@ func (w lcWorker) loop(ctx context.Context) {
 // releases it. Operations run on their own contexts: SIGTERM ends the loop
 // only between cycles, never one operation midway.
 func (w lcWorker) cycle(user int64, rng *mrand.Rand) {
-	key := model.OrderLockKey(user)
+	key := lock.OrderKey(user)
 	// The hold's context bounds the obtain and keeps a watchdog renewing
 	// until the release.
 	hold, cancel := context.WithTimeout(context.Background(), 3*w.cfg.OpTimeout+w.cfg.WorkMax)

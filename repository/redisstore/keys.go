@@ -1,4 +1,4 @@
-package repository
+package redisstore
 
 import (
 	"crypto/sha256"
@@ -7,13 +7,15 @@ import (
 	"time"
 
 	"seckill/model"
+	"seckill/repository"
 )
 
 // Every Redis key the stores read or write, and every TTL they give them.
-// The keys of the locks that service takes are in model (lock_keys.go),
-// because service imports only lock and model. Package lock derives their
-// fencing counters. internal/house's TestRedisKeysDeclared keeps this so.
-// redisstore builds each Lua script's KEYS from these names.
+// The keys of the locks that service takes are in package lock (keys.go),
+// which derives their fencing counters. internal/house's
+// TestRedisKeysDeclared keeps this so. script_keys.go builds each Lua
+// script's KEYS from these names; the audit, the tests and the tools take
+// their key names from here.
 
 // The async-mode keys live in Shards shards. Shard i's keys carry the hash
 // tag ShardTag(i). Its cluster slot lies in the i-th sixteenth of the slot
@@ -45,11 +47,11 @@ const (
 // shardTags are the shards' hash tags (without braces).
 var shardTags = func() [Shards]string {
 	var tags [Shards]string
-	per := ClusterSlots / Shards
+	per := repository.ClusterSlots / Shards
 	for i := range tags {
 		for n := 0; ; n++ {
 			tag := "s" + strconv.Itoa(i) + "." + strconv.Itoa(n)
-			if int(Slot(tag))/per == i {
+			if int(repository.Slot(tag))/per == i {
 				tags[i] = tag
 				break
 			}
