@@ -9,6 +9,7 @@ import (
 	"seckill/repository/redisstore"
 	"seckill/repository/sqlstore"
 	"seckill/service"
+	"seckill/service/account"
 	"seckill/web"
 )
 
@@ -18,7 +19,7 @@ func (w *wiring) routes(p purchase, lifecycle *service.Lifecycle, streams contex
 	d, cfg, m := w.d, w.cfg, w.m
 	return handler.Deps{
 		Services: handler.Services{
-			Users: service.NewUsers(sqlstore.NewUsers(d.DB), redisstore.NewCodes(d.Redis), redisstore.NewCodeLimits(d.Redis), w.tok, w.log, service.CodeConfig{
+			Users: account.NewUsers(sqlstore.NewUsers(d.DB), redisstore.NewCodes(d.Redis), redisstore.NewCodeLimits(d.Redis), w.tok, w.log, account.CodeConfig{
 				Cooldown: cfg.CodeCooldown, Daily: cfg.CodeDailyLimit, PerAddr: cfg.CodeIPLimit, Development: cfg.Development(),
 				Sender: w.sender,
 			}),
@@ -39,7 +40,7 @@ func (w *wiring) routes(p purchase, lifecycle *service.Lifecycle, streams contex
 		Access: handler.Access{
 			Tokens:         w.tok,
 			Revocations:    w.revoked,
-			AdminCheck:     service.AdminAccess{Store: w.revocations},
+			AdminCheck:     account.AdminAccess{Store: w.revocations},
 			TrustedProxies: cfg.TrustedProxies,
 		},
 		Observability: handler.Observability{

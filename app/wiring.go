@@ -17,6 +17,7 @@ import (
 	"seckill/repository/redisstore"
 	"seckill/repository/sqlstore"
 	"seckill/service"
+	"seckill/service/account"
 )
 
 // wiring holds what New builds once: the stores and the services that the
@@ -29,7 +30,7 @@ type wiring struct {
 	m      *metrics.Metrics
 	tr     *telemetry.Tracing
 	tok    *auth.Tokens
-	sender service.CodeSender
+	sender account.CodeSender
 
 	vouchers    *sqlstore.Vouchers
 	orders      *sqlstore.Orders
@@ -37,7 +38,7 @@ type wiring struct {
 	revocations *sqlstore.Revocations
 	voucherSvc  *service.Vouchers
 	shopSvc     *service.Shops
-	revoked     *service.RevocationSet
+	revoked     *account.RevocationSet
 	room        *service.WaitingRoom
 	recorder    *live.Recorder
 	liveStats   *redisstore.LiveStats
@@ -52,7 +53,7 @@ func newWiring(d *deps, cfg config.Config, log *slog.Logger, locker lock.Locker,
 	w.voucherSvc.SetDefaultStockBuckets(cfg.StockBuckets)
 	w.voucherSvc.SetDefaultWaitingRoom(cfg.WaitingRoom)
 	w.shopSvc = service.NewShops(w.shops, time.Now)
-	w.revoked = service.NewRevocationSet(w.revocations, log)
+	w.revoked = account.NewRevocationSet(w.revocations, log)
 	return w
 }
 

@@ -5,7 +5,7 @@ import (
 
 	"github.com/gin-gonic/gin"
 
-	"seckill/service"
+	"seckill/service/account"
 )
 
 // codeSent is the answer of POST /user/code: data is the code in
@@ -24,7 +24,7 @@ func (a userAPI) sendCode(c *gin.Context) {
 		a.fail(c, err)
 		return
 	}
-	env := codeSent{Envelope: Envelope{Success: true}, SentTo: service.MaskPhone(phone)}
+	env := codeSent{Envelope: Envelope{Success: true}, SentTo: account.MaskPhone(phone)}
 	if a.Development {
 		env.Data = code
 	}

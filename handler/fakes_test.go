@@ -18,6 +18,8 @@ import (
 	"seckill/model"
 	"seckill/observe/metrics"
 	"seckill/service"
+	"seckill/service/account"
+	"seckill/service/account/accounttest"
 	"seckill/service/mock"
 )
 
@@ -28,10 +30,10 @@ import (
 // withCodeLimits serves the code flow on users and codes with limits and
 // cfg (Development as the env's); apply it after any option that sets
 // Development.
-func withCodeLimits(users *mock.Users, codes *mock.Codes, limits *mock.CodeLimits, cfg service.CodeConfig) envOption {
+func withCodeLimits(users *accounttest.Users, codes *accounttest.Codes, limits *accounttest.CodeLimits, cfg account.CodeConfig) envOption {
 	return func(d *handler.Deps) {
 		cfg.Development = d.Development
-		d.Users = service.NewUsers(users, codes, limits, d.Tokens, d.Log, cfg)
+		d.Users = account.NewUsers(users, codes, limits, d.Tokens, d.Log, cfg)
 	}
 }
 
@@ -99,7 +101,7 @@ type env struct {
 	h        http.Handler
 	tokens   *auth.Tokens
 	seck     *fakeSale
-	users    *mock.Users
+	users    *accounttest.Users
 	vouchers *mock.Vouchers
 	shops    *mock.Shops
 	log      *testenv.SyncBuffer
@@ -116,7 +118,7 @@ func newEnv(t testing.TB, opts ...envOption) *env {
 	t.Helper()
 	e := &env{
 		t: t, tokens: auth.NewTokens(testSecret, time.Hour), seck: &fakeSale{},
-		users: mock.NewUsers(0), vouchers: mock.NewVouchers(100), shops: newMemShops(), log: &testenv.SyncBuffer{},
+		users: accounttest.NewUsers(0), vouchers: mock.NewVouchers(100), shops: newMemShops(), log: &testenv.SyncBuffer{},
 	}
 	log := slog.New(slog.NewJSONHandler(e.log, nil))
 	e.users.ByID[7] = model.User{ID: 7, Phone: "13800000007", NickName: "seven", Icon: "/i/7.png", Role: model.RoleUser}
@@ -136,7 +138,7 @@ func newEnv(t testing.TB, opts ...envOption) *env {
 		o(&d)
 	}
 	if d.Users == nil {
-		d.Users = service.NewUsers(e.users, mock.NewCodes(), nil, e.tokens, log, service.CodeConfig{Development: d.Development})
+		d.Users = account.NewUsers(e.users, accounttest.NewCodes(), nil, e.tokens, log, account.CodeConfig{Development: d.Development})
 	}
 	e.h = handler.New(d)
 	var err error

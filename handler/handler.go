@@ -21,7 +21,7 @@ import (
 	"seckill/service"
 )
 
-// Users is the login flow as the routes see it (*service.Users).
+// Users is the login flow as the routes see it (*account.Users).
 type Users interface {
 	// SendCode returns the code sent to phone at the request of the
 	// client address addr.

@@ -19,6 +19,8 @@ import (
 	"seckill/model"
 	"seckill/observe/metrics"
 	"seckill/service"
+	"seckill/service/account"
+	"seckill/service/account/accounttest"
 	"seckill/service/mock"
 )
 
@@ -256,7 +258,7 @@ func TestSeckillFlowOverRealService(t *testing.T) {
 	}, service.SyncSeckillConfig{})
 	e.h = handler.New(handler.Deps{
 		Services: handler.Services{
-			Users:    service.NewUsers(e.users, mock.NewCodes(), nil, e.tokens, slog.New(slog.DiscardHandler), service.CodeConfig{}),
+			Users:    account.NewUsers(e.users, accounttest.NewCodes(), nil, e.tokens, slog.New(slog.DiscardHandler), account.CodeConfig{}),
 			Vouchers: service.NewVouchers(e.vouchers, e.shops, time.Now), Seckill: svc,
 		},
 		Access:        handler.Access{Tokens: e.tokens},

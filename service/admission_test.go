@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"seckill/model"
+	"seckill/service/internal/servicetest"
 	"seckill/service/mock"
 )
 
@@ -79,7 +80,7 @@ func TestAsyncBuyAmbiguousAdmission(t *testing.T) {
 			}
 			s := NewAsyncSeckill(AsyncSeckillDeps{
 				Vouchers: ambigVouchers{v}, Orders: orders, IDs: ids,
-				Script: &ambigScript{err: tt.admitErr}, Log: discardLog(),
+				Script: &ambigScript{err: tt.admitErr}, Log: servicetest.DiscardLog(),
 			})
 			ctx, cancel := context.WithCancel(context.Background())
 			defer cancel()
@@ -87,7 +88,7 @@ func TestAsyncBuyAmbiguousAdmission(t *testing.T) {
 			if got := orders.reads.Load(); got != tt.wantReads {
 				t.Errorf("database reads: got %d, want %d", got, tt.wantReads)
 			}
-			if checkErr(t, err, "", tt.wantErr) {
+			if servicetest.CheckErr(t, err, "", tt.wantErr) {
 				return
 			}
 			if id != wantID {

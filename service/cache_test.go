@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"seckill/model"
+	"seckill/service/internal/servicetest"
 )
 
 func TestVoucherCacheConcurrentFirstRequestsLoadOnce(t *testing.T) {
@@ -86,7 +87,7 @@ func TestVoucherCacheErrorsNotCached(t *testing.T) {
 		name    string
 		loadErr error
 	}{
-		{"unavailable", model.Unavailable(errIO)},
+		{"unavailable", model.Unavailable(servicetest.ErrIO)},
 		{"not found yet", model.ErrVoucherNotFound},
 	}
 	for _, tt := range tests {

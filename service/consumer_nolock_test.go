@@ -10,6 +10,7 @@ import (
 
 	"seckill/model"
 	"seckill/repository/redisstore"
+	"seckill/service/internal/servicetest"
 )
 
 // Consumers without the per-user lock (SECKILL_CONSUMER_LOCK=off, the
@@ -22,7 +23,7 @@ func (e *raceEnv) unlockedConsumer(name string, cfg ConsumerConfig) (*consumer, 
 	counts := &consCounts{dead: map[string]int{}}
 	g := NewConsumerGroup(ConsumerDeps{
 		Orders: e.orders, Queue: e.queue, Rejects: counts,
-		Observer: counts, Metrics: counts, Log: discardLog(),
+		Observer: counts, Metrics: counts, Log: servicetest.DiscardLog(),
 	}, cfg)
 	return g.newConsumer(name+"-"+rand.Text()[:6], make(chan struct{})), counts
 }

@@ -14,6 +14,7 @@ import (
 	"seckill/model"
 	"seckill/repository/redisstore"
 	"seckill/repository/sqlstore"
+	"seckill/service/internal/servicetest"
 )
 
 // Integration tests of the consumers against the real MariaDB and Redis.
@@ -119,7 +120,7 @@ func (e *raceEnv) consumer(name string, cfg ConsumerConfig, queue OrderQueue) *c
 	counts := &consCounts{dead: map[string]int{}}
 	g := NewConsumerGroup(ConsumerDeps{
 		Orders: e.orders, Queue: queue, Locker: e.locker, Rejects: counts,
-		Observer: counts, Metrics: counts, Log: discardLog(),
+		Observer: counts, Metrics: counts, Log: servicetest.DiscardLog(),
 	}, cfg)
 	return g.newConsumer(name+"-"+rand.Text()[:6], make(chan struct{}))
 }

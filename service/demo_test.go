@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"seckill/model"
+	"seckill/service/internal/servicetest"
 	"seckill/service/mock"
 )
 
@@ -58,7 +59,7 @@ func TestDemoSeedOnce(t *testing.T) {
 
 func TestDemoSeedFailureReleasesClaim(t *testing.T) {
 	shops, vouchers, marks := mock.NewShops(10), mock.NewVouchers(100), &memMarks{}
-	vouchers.CreateErr = model.Unavailable(errIO)
+	vouchers.CreateErr = model.Unavailable(servicetest.ErrIO)
 	now := func() time.Time { return voucherNow }
 	d := Demo{Shops: NewShops(shops, now), Vouchers: NewVouchers(vouchers, shops, now), Marks: marks, Now: now}
 	if _, err := d.Seed(context.Background()); !errors.Is(err, model.ErrUnavailable) {

@@ -2,13 +2,8 @@ package service
 
 import (
 	"context"
-	"errors"
-	"fmt"
-	"io"
-	"log/slog"
 	"sync"
 	"sync/atomic"
-	"testing"
 
 	"seckill/lock"
 	"seckill/model"
@@ -36,8 +31,6 @@ func (e *events) all() []string {
 	defer e.mu.Unlock()
 	return append([]string(nil), e.list...)
 }
-
-func discardLog() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
 
 // createCall is one CreateOrder call as the store saw it.
 type createCall struct {
@@ -277,40 +270,4 @@ func (k *fakeLock) Release(ctx context.Context) error {
 	k.released = true
 	k.l.held[k.key]--
 	return nil
-}
-
-// fakeIssuer is a TokenIssuer producing readable tokens.
-type fakeIssuer struct{ err error }
-
-func (f fakeIssuer) Issue(userID int64, role string) (string, error) {
-	if f.err != nil {
-		return "", f.err
-	}
-	return fmt.Sprintf("tok-%d-%s", userID, role), nil
-}
-
-// errIO stands for a driver error the repository translated.
-var errIO = errors.New("dial tcp 10.0.0.9:3306: connect: connection refused")
-
-// checkErr fails the test unless err is what the case wants: an
-// InvalidArgumentError on wantField, an error matching wantErr, or nil when
-// both are empty. It reports whether an error was wanted.
-func checkErr(t *testing.T, err error, wantField string, wantErr error) bool {
-	t.Helper()
-	switch {
-	case wantField != "":
-		var ia *model.InvalidArgumentError
-		if !errors.As(err, &ia) || ia.Field != wantField {
-			t.Fatalf("got %v, want InvalidArgumentError on %q", err, wantField)
-		}
-		return true
-	case wantErr != nil:
-		if !errors.Is(err, wantErr) {
-			t.Fatalf("got %v, want %v", err, wantErr)
-		}
-		return true
-	case err != nil:
-		t.Fatalf("got %v, want nil", err)
-	}
-	return false
 }

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"seckill/model"
+	"seckill/service/internal/servicetest"
 )
 
 // fakeGroups is a GroupOrderStore: it writes each order of a group with
@@ -73,7 +74,7 @@ func newGroupRig(t *testing.T, cfg SyncSeckillConfig) (*rig, *fakeGroups, *group
 	obs := &groupObserver{fakeObserver: r.obs}
 	r.svc = NewSyncSeckill(SyncSeckillDeps{
 		Vouchers: r.vouchers, Orders: r.orders, Groups: g, IDs: r.ids, Locker: r.locker,
-		Rejects: r.rejects, Observer: obs, Now: r.clock.Now, Log: discardLog(),
+		Rejects: r.rejects, Observer: obs, Now: r.clock.Now, Log: servicetest.DiscardLog(),
 	}, cfg)
 	return r, g, obs
 }

@@ -12,6 +12,7 @@ import (
 	"seckill/internal/testenv"
 	"seckill/lock"
 	"seckill/model"
+	"seckill/service/internal/servicetest"
 	"seckill/service/mock"
 )
 
@@ -48,7 +49,7 @@ func newRig(t *testing.T, cfg SyncSeckillConfig) *rig {
 	r.vouchers.Put(model.SeckillVoucher{VoucherID: voucherSoldOut, Stock: 0, InitialStock: 5, BeginTime: testBegin, EndTime: testEnd})
 	r.svc = NewSyncSeckill(SyncSeckillDeps{
 		Vouchers: r.vouchers, Orders: r.orders, IDs: r.ids, Locker: r.locker,
-		Rejects: r.rejects, Observer: r.obs, Now: r.clock.Now, Log: discardLog(),
+		Rejects: r.rejects, Observer: r.obs, Now: r.clock.Now, Log: servicetest.DiscardLog(),
 	}, cfg)
 	return r
 }
@@ -88,7 +89,7 @@ func TestBuyRefusedBeforeLock(t *testing.T) {
 		{name: "ended at end time", voucherID: voucherOpen, now: testEnd, wantErr: model.ErrSeckillEnded},
 		{name: "ended after", voucherID: voucherOpen, now: testEnd.Add(time.Second), wantErr: model.ErrSeckillEnded},
 		{name: "sold out on load", voucherID: voucherSoldOut, now: testBegin, wantErr: model.ErrSoldOut},
-		{name: "database down", voucherID: voucherOpen, now: testBegin, getErr: model.Unavailable(errIO), wantErr: model.ErrUnavailable},
+		{name: "database down", voucherID: voucherOpen, now: testBegin, getErr: model.Unavailable(servicetest.ErrIO), wantErr: model.ErrUnavailable},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -219,7 +220,7 @@ func TestBuyLockRefused(t *testing.T) {
 		{name: "held, wrapped", obtainErr: fmt.Errorf("lua: %w", lock.ErrNotObtained), wantErr: model.ErrDuplicateOrder, notErr: model.ErrUnavailable, wantObserved: 1},
 		{name: "request deadline ended the wait", obtainErr: fmt.Errorf("%w: %w", lock.ErrNotObtained, context.DeadlineExceeded), endRequest: true, wantErr: model.ErrUnavailable, notErr: model.ErrDuplicateOrder},
 		{name: "request deadline ended the I/O", obtainErr: fmt.Errorf("lua: %w", context.DeadlineExceeded), endRequest: true, wantErr: model.ErrUnavailable, notErr: model.ErrDuplicateOrder},
-		{name: "backend unreachable", obtainErr: fmt.Errorf("lua: %w", errIO), wantErr: model.ErrUnavailable, notErr: model.ErrDuplicateOrder},
+		{name: "backend unreachable", obtainErr: fmt.Errorf("lua: %w", servicetest.ErrIO), wantErr: model.ErrUnavailable, notErr: model.ErrDuplicateOrder},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -266,8 +267,8 @@ func TestBuyStoreErrors(t *testing.T) {
 		{name: "duplicate found by the transaction", createErr: model.ErrDuplicateOrder, wantErrs: []error{model.ErrDuplicateOrder}, notErr: model.ErrUniqueKey},
 		{name: "stale fence", createErr: model.ErrStaleFence, wantErrs: []error{model.ErrStaleFence}, notErr: model.ErrSoldOut, wantStale: 1},
 		{name: "sold out", createErr: model.ErrSoldOut, wantErrs: []error{model.ErrSoldOut}, notErr: model.ErrDuplicateOrder},
-		{name: "database down", createErr: model.Unavailable(errIO), wantErrs: []error{model.ErrUnavailable, errIO}},
-		{name: "other driver error", createErr: fmt.Errorf("insert: %w", errIO), wantErrs: []error{errIO}, notErr: model.ErrDuplicateOrder},
+		{name: "database down", createErr: model.Unavailable(servicetest.ErrIO), wantErrs: []error{model.ErrUnavailable, servicetest.ErrIO}},
+		{name: "other driver error", createErr: fmt.Errorf("insert: %w", servicetest.ErrIO), wantErrs: []error{servicetest.ErrIO}, notErr: model.ErrDuplicateOrder},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -305,7 +306,7 @@ func TestBuyUniqueKeyCountedDespiteCancelledRequest(t *testing.T) {
 		incrErr error
 	}{
 		{"counter works", nil},
-		{"counter fails", model.Unavailable(errIO)},
+		{"counter fails", model.Unavailable(servicetest.ErrIO)},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -383,7 +384,7 @@ func TestBuyReleasesAfterCommitOnLiveContext(t *testing.T) {
 	}{
 		{"success", nil},
 		{"sold out", model.ErrSoldOut},
-		{"driver error", errIO},
+		{"driver error", servicetest.ErrIO},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -449,7 +450,7 @@ func TestBuyCriticalDelay(t *testing.T) {
 
 func TestBuyIDGeneratorDown(t *testing.T) {
 	r := newRig(t, SyncSeckillConfig{})
-	r.ids.err = model.Unavailable(errIO)
+	r.ids.err = model.Unavailable(servicetest.ErrIO)
 	_, err := r.svc.Buy(context.Background(), 7, voucherOpen)
 	if !errors.Is(err, model.ErrUnavailable) {
 		t.Fatalf("got %v, want %v", err, model.ErrUnavailable)
@@ -505,7 +506,7 @@ func TestOrder(t *testing.T) {
 		{name: "another user", userID: 8, orderID: id, wantErr: model.ErrOrderNotFound},
 		{name: "missing", userID: 7, orderID: id + 1000, wantErr: model.ErrOrderNotFound},
 		{name: "zero id", userID: 7, orderID: 0, wantField: "orderId"},
-		{name: "database down", userID: 7, orderID: id, getErr: model.Unavailable(errIO), wantErr: model.ErrUnavailable},
+		{name: "database down", userID: 7, orderID: id, getErr: model.Unavailable(servicetest.ErrIO), wantErr: model.ErrUnavailable},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -513,7 +514,7 @@ func TestOrder(t *testing.T) {
 			r.orders.getErr = tt.getErr
 			r.orders.mu.Unlock()
 			o, err := r.svc.Order(context.Background(), tt.userID, tt.orderID)
-			if checkErr(t, err, tt.wantField, tt.wantErr) {
+			if servicetest.CheckErr(t, err, tt.wantField, tt.wantErr) {
 				if tt.wantErr != nil && o != nil {
 					t.Errorf("order: got %+v, want nil", *o)
 				}
@@ -545,7 +546,7 @@ func TestAudit(t *testing.T) {
 		{name: "a user with two orders", voucherID: 5, initial: 10, stock: 7, orders: 3, users: 2},
 		{name: "zero id", voucherID: 0, wantField: "id"},
 		{name: "unknown voucher", voucherID: 404, wantErr: model.ErrVoucherNotFound},
-		{name: "counter down", voucherID: 5, initial: 1, stock: 1, readErr: model.Unavailable(errIO), wantErr: model.ErrUnavailable},
+		{name: "counter down", voucherID: 5, initial: 1, stock: 1, readErr: model.Unavailable(servicetest.ErrIO), wantErr: model.ErrUnavailable},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -555,7 +556,7 @@ func TestAudit(t *testing.T) {
 			r.rejects.counts[5] = tt.dups
 			r.rejects.readErr = tt.readErr
 			a, err := r.svc.Audit(context.Background(), tt.voucherID)
-			if checkErr(t, err, tt.wantField, tt.wantErr) {
+			if servicetest.CheckErr(t, err, tt.wantField, tt.wantErr) {
 				return
 			}
 			want := model.Audit{

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"seckill/model"
+	"seckill/service/internal/servicetest"
 	"seckill/service/mock"
 )
 
@@ -65,7 +66,7 @@ func TestValidateShop(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			p := validShop()
 			tt.edit(&p)
-			checkErr(t, ValidateShop(p), tt.wantField, nil)
+			servicetest.CheckErr(t, ValidateShop(p), tt.wantField, nil)
 		})
 	}
 }
@@ -87,7 +88,7 @@ func TestShopsCreate(t *testing.T) {
 		p := validShop()
 		missing.clear(&p)
 		_, err := svc.Create(ctx, p)
-		checkErr(t, err, missing.field, nil)
+		servicetest.CheckErr(t, err, missing.field, nil)
 	}
 	if len(store.Shops) != 0 {
 		t.Fatalf("stored after refusals: got %d shops, want 0", len(store.Shops))
@@ -137,7 +138,7 @@ func TestShopsUpdateAndGet(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			checkErr(t, svc.Update(ctx, tt.id, tt.patch), tt.wantField, tt.wantErr)
+			servicetest.CheckErr(t, svc.Update(ctx, tt.id, tt.patch), tt.wantField, tt.wantErr)
 		})
 	}
 	s, err := svc.Get(ctx, id)
@@ -165,7 +166,7 @@ func TestPublishNeedsAShop(t *testing.T) {
 	in := validInput()
 	in.ShopID = 2
 	_, err := svc.Publish(ctx, in)
-	checkErr(t, err, "shopId", nil)
+	servicetest.CheckErr(t, err, "shopId", nil)
 	if !errors.Is(err, model.ErrShopNotFound) {
 		t.Errorf("got %v, want it to match ErrShopNotFound too", err)
 	}
@@ -173,7 +174,7 @@ func TestPublishNeedsAShop(t *testing.T) {
 		t.Fatalf("stored a voucher of an unknown shop: %d", len(store.Vouchers))
 	}
 
-	shops.GetErr = model.Unavailable(errIO)
+	shops.GetErr = model.Unavailable(servicetest.ErrIO)
 	in.ShopID = 1
 	_, err = svc.Publish(ctx, in)
 	if !errors.Is(err, model.ErrUnavailable) {

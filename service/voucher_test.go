@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"seckill/model"
+	"seckill/service/internal/servicetest"
 	"seckill/service/mock"
 )
 
@@ -108,8 +109,8 @@ func TestPublish(t *testing.T) {
 	}{
 		{name: "stored", edit: func(*PublishInput) {}, wantStore: true},
 		{name: "invalid not stored", edit: func(in *PublishInput) { in.Stock = 0 }, wantField: "stock"},
-		{name: "database down", edit: func(*PublishInput) {}, createErr: model.Unavailable(errIO), wantErr: model.ErrUnavailable},
-		{name: "hook fails", edit: func(*PublishInput) {}, hookErr: errIO, wantErr: errIO, wantStore: true},
+		{name: "database down", edit: func(*PublishInput) {}, createErr: model.Unavailable(servicetest.ErrIO), wantErr: model.ErrUnavailable},
+		{name: "hook fails", edit: func(*PublishInput) {}, hookErr: servicetest.ErrIO, wantErr: servicetest.ErrIO, wantStore: true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -124,7 +125,7 @@ func TestPublish(t *testing.T) {
 			in := validInput()
 			tt.edit(&in)
 			id, err := svc.Publish(context.Background(), in)
-			checkErr(t, err, tt.wantField, tt.wantErr)
+			servicetest.CheckErr(t, err, tt.wantField, tt.wantErr)
 			if got := len(store.Seckill) == 1; got != tt.wantStore {
 				t.Fatalf("stored: got %v, want %v", got, tt.wantStore)
 			}
@@ -235,5 +236,5 @@ func TestPublishWholeSeconds(t *testing.T) {
 	in.BeginTime = in.BeginTime.Add(100 * time.Millisecond)
 	in.EndTime = in.BeginTime.Add(800 * time.Millisecond) // the same second
 	_, err := svc.Publish(context.Background(), in)
-	checkErr(t, err, "endTime", nil)
+	servicetest.CheckErr(t, err, "endTime", nil)
 }

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"seckill/model"
+	"seckill/service/internal/servicetest"
 	"seckill/service/mock"
 )
 
@@ -160,7 +161,7 @@ func TestOrderLostWithRedis(t *testing.T) {
 	v := mock.NewVouchers(100)
 	s := NewAsyncSeckill(AsyncSeckillDeps{
 		Vouchers: ambigVouchers{v}, Orders: &ambigOrders{f: newFakeOrders(nil, v)},
-		Redis: noInfoState{}, Losses: &reconValues{w: w}, Log: discardLog(),
+		Redis: noInfoState{}, Losses: &reconValues{w: w}, Log: servicetest.DiscardLog(),
 	})
 	before, after := idAt(loss.Add(-5*time.Second)), idAt(loss.Add(5*time.Second))
 	o, err := s.Order(context.Background(), 42, before)

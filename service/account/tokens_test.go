@@ -1,4 +1,4 @@
-package service
+package account
 
 import (
 	"bytes"
@@ -10,6 +10,8 @@ import (
 	"testing"
 
 	"seckill/model"
+	"seckill/service/account/accounttest"
+	"seckill/service/internal/servicetest"
 )
 
 // fakeEnsurer returns one user per phone, ids from 1000, and records its input.
@@ -74,7 +76,7 @@ func TestWriteTokens(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			ens := &fakeEnsurer{}
 			var buf bytes.Buffer
-			n, err := WriteTokens(context.Background(), ens, fakeIssuer{}, tt.role, tt.count, &buf)
+			n, err := WriteTokens(context.Background(), ens, accounttest.Issuer{}, tt.role, tt.count, &buf)
 			if err != nil {
 				t.Fatalf("got %v, want nil", err)
 			}
@@ -108,7 +110,7 @@ func TestWriteTokensErrors(t *testing.T) {
 		failWrite bool
 		wantErr   string
 	}{
-		{name: "ensure fails", ensureErr: model.Unavailable(errIO), wantErr: "dependency unavailable"},
+		{name: "ensure fails", ensureErr: model.Unavailable(servicetest.ErrIO), wantErr: "dependency unavailable"},
 		{name: "issue fails", issueErr: errors.New("sign failed"), wantErr: "sign failed"},
 		{name: "write fails", failWrite: true, wantErr: "disk full"},
 	}
@@ -118,7 +120,7 @@ func TestWriteTokensErrors(t *testing.T) {
 			if tt.failWrite {
 				w = failWriter{}
 			}
-			n, err := WriteTokens(context.Background(), &fakeEnsurer{err: tt.ensureErr}, fakeIssuer{err: tt.issueErr}, model.RoleUser, 2, w)
+			n, err := WriteTokens(context.Background(), &fakeEnsurer{err: tt.ensureErr}, accounttest.Issuer{Err: tt.issueErr}, model.RoleUser, 2, w)
 			if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
 				t.Fatalf("got %v, want an error containing %q", err, tt.wantErr)
 			}

@@ -1,4 +1,4 @@
-package mock
+package accounttest
 
 import (
 	"context"
@@ -7,7 +7,7 @@ import (
 	"seckill/model"
 )
 
-// Users is a service.UserStore over a map. Create numbers the users from
+// Users is a account.UserStore over a map. Create numbers the users from
 // Next on.
 type Users struct {
 	mu      sync.Mutex

@@ -1,4 +1,4 @@
-package mock
+package accounttest
 
 import (
 	"context"
@@ -8,7 +8,7 @@ import (
 	"seckill/model"
 )
 
-// Codes is a service.CodeStore. It counts the wrong guesses like the real
+// Codes is a account.CodeStore. It counts the wrong guesses like the real
 // one and drops a code at the last allowed wrong guess.
 type Codes struct {
 	mu    sync.Mutex
@@ -85,7 +85,7 @@ func (f *Codes) Expire(phone string) {
 	delete(f.Codes, phone)
 }
 
-// CodeLimits is a service.CodeLimiter. It allows Burst events per key and
+// CodeLimits is a account.CodeLimiter. It allows Burst events per key and
 // then refuses with Period/Rate to wait. Keys records every key counted.
 type CodeLimits struct {
 	mu     sync.Mutex

@@ -1,4 +1,4 @@
-package service
+package account
 
 import (
 	"context"
@@ -11,6 +11,7 @@ import (
 
 	"seckill/internal/testenv"
 	"seckill/model"
+	"seckill/service/internal/servicetest"
 )
 
 func TestNotBeforeOf(t *testing.T) {
@@ -66,7 +67,7 @@ func (f *fakeRevocations) answer(set map[int64]time.Time, err error) int {
 // (or without iat) is revoked; at or after it, or of another user, not.
 func TestRevocationSet(t *testing.T) {
 	nb := time.Unix(1_800_000_000, 0)
-	s := NewRevocationSet(&fakeRevocations{set: map[int64]time.Time{7: nb}}, discardLog())
+	s := NewRevocationSet(&fakeRevocations{set: map[int64]time.Time{7: nb}}, servicetest.DiscardLog())
 	if s.Revoked(7, nb.Add(-time.Hour)) {
 		t.Error("empty set before Load: got revoked")
 	}

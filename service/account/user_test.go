@@ -1,4 +1,4 @@
-package service
+package account
 
 import (
 	"bytes"
@@ -12,7 +12,8 @@ import (
 	"time"
 
 	"seckill/model"
-	"seckill/service/mock"
+	"seckill/service/account/accounttest"
+	"seckill/service/internal/servicetest"
 )
 
 // testAddr is the client address of the tests' codes.
@@ -29,9 +30,9 @@ func sendCode(t *testing.T, svc *Users, phone string) string {
 	return code
 }
 
-func newTestUsers() (*Users, *mock.Users, *mock.Codes) {
-	us, cs := mock.NewUsers(500), mock.NewCodes()
-	return NewUsers(us, cs, nil, fakeIssuer{}, discardLog(), CodeConfig{}), us, cs
+func newTestUsers() (*Users, *accounttest.Users, *accounttest.Codes) {
+	us, cs := accounttest.NewUsers(500), accounttest.NewCodes()
+	return NewUsers(us, cs, nil, accounttest.Issuer{}, servicetest.DiscardLog(), CodeConfig{}), us, cs
 }
 
 func TestValidPhone(t *testing.T) {
@@ -70,14 +71,14 @@ func TestSendCode(t *testing.T) {
 		{name: "empty", phone: "", wantField: "phone"},
 		{name: "short", phone: "138", wantField: "phone"},
 		{name: "letters", phone: "1381234567x", wantField: "phone"},
-		{name: "redis down", phone: "13812345678", saveErr: model.Unavailable(errIO), wantErr: model.ErrUnavailable},
+		{name: "redis down", phone: "13812345678", saveErr: model.Unavailable(servicetest.ErrIO), wantErr: model.ErrUnavailable},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			svc, _, codes := newTestUsers()
 			codes.SaveErr = tt.saveErr
 			code, err := svc.SendCode(context.Background(), tt.phone, testAddr)
-			if checkErr(t, err, tt.wantField, tt.wantErr) {
+			if servicetest.CheckErr(t, err, tt.wantField, tt.wantErr) {
 				if tt.wantField != "" && len(codes.Codes) != 0 {
 					t.Errorf("codes saved: got %d, want 0", len(codes.Codes))
 				}
@@ -113,7 +114,7 @@ func TestLogin(t *testing.T) {
 		{name: "expired code", phone: phone, code: "SENT", expire: true, wantField: "code"},
 		{name: "bad phone", phone: "12", code: "SENT", wantField: "phone"},
 		{name: "code for another phone", phone: "13900000000", code: "SENT", wantField: "code"},
-		{name: "redis down", phone: phone, code: "SENT", takeErr: model.Unavailable(errIO), wantErr: model.ErrUnavailable},
+		{name: "redis down", phone: phone, code: "SENT", takeErr: model.Unavailable(servicetest.ErrIO), wantErr: model.ErrUnavailable},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -131,7 +132,7 @@ func TestLogin(t *testing.T) {
 				code = sent
 			}
 			tok, err := svc.Login(context.Background(), tt.phone, code)
-			if !checkErr(t, err, tt.wantField, tt.wantErr) {
+			if !servicetest.CheckErr(t, err, tt.wantField, tt.wantErr) {
 				if want := "tok-501-user"; tok != want {
 					t.Errorf("token: got %q, want %q", tok, want)
 				}
@@ -248,8 +249,8 @@ func TestLoginRefusesAdmin(t *testing.T) {
 		wrongCode(t, tok, err)
 	})
 	t.Run("admin created concurrently", func(t *testing.T) {
-		users := &adminOnCreate{Users: mock.NewUsers(500)}
-		svc := NewUsers(users, mock.NewCodes(), nil, fakeIssuer{}, discardLog(), CodeConfig{})
+		users := &adminOnCreate{Users: accounttest.NewUsers(500)}
+		svc := NewUsers(users, accounttest.NewCodes(), nil, accounttest.Issuer{}, servicetest.DiscardLog(), CodeConfig{})
 		const phone = "19000000003"
 		code := sendCode(t, svc, phone)
 		tok, err := svc.Login(ctx, phone, code)
@@ -259,7 +260,7 @@ func TestLoginRefusesAdmin(t *testing.T) {
 
 // adminOnCreate is a UserStore whose Create finds that an admin with the
 // phone was created concurrently and returns it (as the real one does).
-type adminOnCreate struct{ *mock.Users }
+type adminOnCreate struct{ *accounttest.Users }
 
 func (a *adminOnCreate) Create(ctx context.Context, u *model.User) error {
 	u.Role = model.RoleAdmin
@@ -313,9 +314,9 @@ func wrongOf(code string) string {
 // phone's cooldown and its daily cap. A limiter error is returned as it is.
 func TestSendCodeLimits(t *testing.T) {
 	ctx := context.Background()
-	newSvc := func(cfg CodeConfig) (*Users, *mock.CodeLimits, *mock.Codes) {
-		l, cs := mock.NewCodeLimits(), mock.NewCodes()
-		return NewUsers(mock.NewUsers(500), cs, l, fakeIssuer{}, discardLog(), cfg), l, cs
+	newSvc := func(cfg CodeConfig) (*Users, *accounttest.CodeLimits, *accounttest.Codes) {
+		l, cs := accounttest.NewCodeLimits(), accounttest.NewCodes()
+		return NewUsers(accounttest.NewUsers(500), cs, l, accounttest.Issuer{}, servicetest.DiscardLog(), cfg), l, cs
 	}
 	refused := func(t *testing.T, err error, reason string, wait time.Duration) {
 		t.Helper()
@@ -365,7 +366,7 @@ func TestSendCodeLimits(t *testing.T) {
 	})
 	t.Run("redis down", func(t *testing.T) {
 		svc, l, codes := newSvc(CodeConfig{Cooldown: time.Minute, Daily: 10, PerAddr: 30})
-		l.Err = model.Unavailable(errIO)
+		l.Err = model.Unavailable(servicetest.ErrIO)
 		if _, err := svc.SendCode(ctx, "13812345678", testAddr); !errors.Is(err, model.ErrUnavailable) {
 			t.Errorf("got %v, want ErrUnavailable", err)
 		}
@@ -380,7 +381,7 @@ func TestSendCodeLimits(t *testing.T) {
 func TestSendCodeLog(t *testing.T) {
 	for _, dev := range []bool{false, true} {
 		var buf bytes.Buffer
-		svc := NewUsers(mock.NewUsers(500), mock.NewCodes(), nil, fakeIssuer{}, slog.New(slog.NewJSONHandler(&buf, nil)), CodeConfig{Development: dev})
+		svc := NewUsers(accounttest.NewUsers(500), accounttest.NewCodes(), nil, accounttest.Issuer{}, slog.New(slog.NewJSONHandler(&buf, nil)), CodeConfig{Development: dev})
 		const phone = "13812345678"
 		code, err := svc.SendCode(context.Background(), phone, testAddr)
 		if err != nil {
