@@ -28,6 +28,7 @@ import (
 	"seckill/repository/redisstore"
 	"seckill/repository/sqlstore"
 	"seckill/service"
+	"seckill/service/catalog"
 )
 
 // App is a wired serving process: its HTTP handler, its background
@@ -50,7 +51,7 @@ type App struct {
 	// them when it shuts down, and Close does too.
 	streams *liveStreams
 	// demo seeds the development demo data (serve, development only).
-	demo service.Demo
+	demo catalog.Demo
 	// liveInstance is the id under which the process publishes its live
 	// dashboard counters (seckill:live:instances).
 	liveInstance string
@@ -128,7 +129,7 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger, opts ...Optio
 	// Redis four times a second. Any instance's stream reads them all.
 	pub := live.NewPublisher(w.recorder, w.liveStats, live.PublisherConfig{LockMode: locker.Name(), OrderMode: cfg.OrderMode}, log)
 	a.locker, a.metrics, a.liveInstance, a.streams = locker, w.m, pub.ID(), newLiveStreams()
-	a.demo = service.Demo{Shops: w.shopSvc, Vouchers: w.voucherSvc, Marks: sqlstore.NewDemoMarks(d.DB), Now: time.Now}
+	a.demo = catalog.Demo{Shops: w.shopSvc, Vouchers: w.voucherSvc, Marks: sqlstore.NewDemoMarks(d.DB), Now: time.Now}
 	a.handler = handler.New(w.routes(p, lifecycle, a.streams.ctx))
 
 	// Started in order, stopped in reverse: the live publisher's last

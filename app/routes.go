@@ -10,6 +10,7 @@ import (
 	"seckill/repository/sqlstore"
 	"seckill/service"
 	"seckill/service/account"
+	"seckill/service/catalog"
 	"seckill/web"
 )
 
@@ -25,8 +26,8 @@ func (w *wiring) routes(p purchase, lifecycle *service.Lifecycle, streams contex
 			}),
 			Vouchers:     w.voucherSvc,
 			Shops:        w.shopSvc,
-			ShopSearch:   service.NewShopSearch(w.shops),
-			VoucherAdmin: service.NewVoucherAdmin(w.vouchers, w.voucherSvc, time.Now, voucherChanged(w.room, p.changed, redisstore.NewVoucherChanges(w.d.Redis))),
+			ShopSearch:   catalog.NewShopSearch(w.shops),
+			VoucherAdmin: catalog.NewVoucherAdmin(w.vouchers, w.voucherSvc, time.Now, voucherChanged(w.room, p.changed, redisstore.NewVoucherChanges(w.d.Redis))),
 			Room:         w.room,
 			Seckill:      p.seckill,
 			Limits: service.NewPurchaseLimits(p.limits, service.PurchaseLimitConfig{

@@ -18,6 +18,7 @@ import (
 	"seckill/repository/sqlstore"
 	"seckill/service"
 	"seckill/service/account"
+	"seckill/service/catalog"
 )
 
 // wiring holds what New builds once: the stores and the services that the
@@ -36,8 +37,8 @@ type wiring struct {
 	orders      *sqlstore.Orders
 	shops       *sqlstore.Shops
 	revocations *sqlstore.Revocations
-	voucherSvc  *service.Vouchers
-	shopSvc     *service.Shops
+	voucherSvc  *catalog.Vouchers
+	shopSvc     *catalog.Shops
 	revoked     *account.RevocationSet
 	room        *service.WaitingRoom
 	recorder    *live.Recorder
@@ -49,10 +50,10 @@ func newWiring(d *deps, cfg config.Config, log *slog.Logger, locker lock.Locker,
 		vouchers: sqlstore.NewVouchers(d.DB), orders: sqlstore.NewOrders(d.DB), shops: sqlstore.NewShops(d.DB),
 		revocations: sqlstore.NewRevocations(d.DB), recorder: live.NewRecorder(),
 		liveStats: redisstore.NewLiveStats(d.Redis, time.Now)}
-	w.voucherSvc = service.NewVouchers(w.vouchers, w.shops, time.Now)
+	w.voucherSvc = catalog.NewVouchers(w.vouchers, w.shops, time.Now)
 	w.voucherSvc.SetDefaultStockBuckets(cfg.StockBuckets)
 	w.voucherSvc.SetDefaultWaitingRoom(cfg.WaitingRoom)
-	w.shopSvc = service.NewShops(w.shops, time.Now)
+	w.shopSvc = catalog.NewShops(w.shops, time.Now)
 	w.revoked = account.NewRevocationSet(w.revocations, log)
 	return w
 }

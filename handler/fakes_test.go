@@ -17,10 +17,10 @@ import (
 	"seckill/internal/testenv"
 	"seckill/model"
 	"seckill/observe/metrics"
-	"seckill/service"
 	"seckill/service/account"
 	"seckill/service/account/accounttest"
-	"seckill/service/mock"
+	"seckill/service/catalog"
+	"seckill/service/catalog/catalogtest"
 )
 
 // The in-memory stores of package mock behind the real user and voucher
@@ -102,8 +102,8 @@ type env struct {
 	tokens   *auth.Tokens
 	seck     *fakeSale
 	users    *accounttest.Users
-	vouchers *mock.Vouchers
-	shops    *mock.Shops
+	vouchers *catalogtest.Vouchers
+	shops    *catalogtest.Shops
 	log      *testenv.SyncBuffer
 	ready    error
 
@@ -118,7 +118,7 @@ func newEnv(t testing.TB, opts ...envOption) *env {
 	t.Helper()
 	e := &env{
 		t: t, tokens: auth.NewTokens(testSecret, time.Hour), seck: &fakeSale{},
-		users: accounttest.NewUsers(0), vouchers: mock.NewVouchers(100), shops: newMemShops(), log: &testenv.SyncBuffer{},
+		users: accounttest.NewUsers(0), vouchers: catalogtest.NewVouchers(100), shops: newMemShops(), log: &testenv.SyncBuffer{},
 	}
 	log := slog.New(slog.NewJSONHandler(e.log, nil))
 	e.users.ByID[7] = model.User{ID: 7, Phone: "13800000007", NickName: "seven", Icon: "/i/7.png", Role: model.RoleUser}
@@ -126,8 +126,8 @@ func newEnv(t testing.TB, opts ...envOption) *env {
 	e.users.Next = 100
 	d := handler.Deps{
 		Services: handler.Services{
-			Vouchers: service.NewVouchers(e.vouchers, e.shops, func() time.Time { return testNow }),
-			Shops:    service.NewShops(e.shops, func() time.Time { return testNow }),
+			Vouchers: catalog.NewVouchers(e.vouchers, e.shops, func() time.Time { return testNow }),
+			Shops:    catalog.NewShops(e.shops, func() time.Time { return testNow }),
 			Seckill:  e.seck,
 		},
 		Access:        handler.Access{Tokens: e.tokens},

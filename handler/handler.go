@@ -19,6 +19,7 @@ import (
 	"seckill/model"
 	"seckill/observe/telemetry"
 	"seckill/service"
+	"seckill/service/catalog"
 )
 
 // Users is the login flow as the routes see it (*account.Users).
@@ -43,9 +44,9 @@ type PurchaseLimits interface {
 	Settle(userID, voucherID int64, outcome error)
 }
 
-// Vouchers is the voucher service as the routes see it (*service.Vouchers).
+// Vouchers is the voucher service as the routes see it (*catalog.Vouchers).
 type Vouchers interface {
-	Publish(ctx context.Context, in service.PublishInput) (int64, error)
+	Publish(ctx context.Context, in catalog.PublishInput) (int64, error)
 	List(ctx context.Context, shopID int64) ([]model.SeckillVoucherInfo, error)
 }
 
@@ -297,7 +298,7 @@ func (a voucherAPI) publish(c *gin.Context) {
 	ok(c, id)
 }
 
-func (r *publishRequest) input(loc *time.Location) (service.PublishInput, error) {
+func (r *publishRequest) input(loc *time.Location) (catalog.PublishInput, error) {
 	required := []struct {
 		name    string
 		missing bool
@@ -308,24 +309,24 @@ func (r *publishRequest) input(loc *time.Location) (service.PublishInput, error)
 	}
 	for _, f := range required {
 		if f.missing {
-			return service.PublishInput{}, model.InvalidArgument(f.name, "required")
+			return catalog.PublishInput{}, model.InvalidArgument(f.name, "required")
 		}
 	}
 	begin, err := parseTime(*r.BeginTime, loc)
 	if err != nil {
-		return service.PublishInput{}, model.InvalidArgument("beginTime", err.Error())
+		return catalog.PublishInput{}, model.InvalidArgument("beginTime", err.Error())
 	}
 	end, err := parseTime(*r.EndTime, loc)
 	if err != nil {
-		return service.PublishInput{}, model.InvalidArgument("endTime", err.Error())
+		return catalog.PublishInput{}, model.InvalidArgument("endTime", err.Error())
 	}
 	buckets := 0
 	if r.StockBuckets != nil {
 		if buckets = *r.StockBuckets; buckets < 1 {
-			return service.PublishInput{}, model.InvalidArgument("stockBuckets", fmt.Sprintf("must be from 1 to %d", model.MaxStockBuckets))
+			return catalog.PublishInput{}, model.InvalidArgument("stockBuckets", fmt.Sprintf("must be from 1 to %d", model.MaxStockBuckets))
 		}
 	}
-	return service.PublishInput{
+	return catalog.PublishInput{
 		ShopID: *r.ShopID, Title: *r.Title, SubTitle: r.SubTitle, Rules: r.Rules,
 		PayValue: *r.PayValue, ActualValue: *r.ActualValue, Type: *r.Type, Stock: *r.Stock,
 		BeginTime: begin, EndTime: end, StockBuckets: buckets, WaitingRoom: r.WaitingRoom,

@@ -12,7 +12,7 @@ import (
 	"seckill/handler"
 	"seckill/model"
 	"seckill/service"
-	"seckill/service/mock"
+	"seckill/service/catalog/catalogtest"
 )
 
 // drawnRooms is a RoomStore whose room is drawn and serves position 10:
@@ -27,7 +27,7 @@ func (d *drawnRooms) Audit(context.Context, int64, model.RoomCall) (*model.RoomA
 // and auth middleware; the room's state is in memory.
 func pollEnv(b *testing.B) (poll, noop *http.Request, h http.Handler) {
 	signer := auth.NewAdmissions(testSecret)
-	vouchers := mock.NewVouchers(100)
+	vouchers := catalogtest.NewVouchers(100)
 	e := newEnv(b, func(d *handler.Deps) {
 		d.Room = service.NewWaitingRoom(service.WaitingRoomDeps{Store: &drawnRooms{}, Vouchers: vouchers,
 			Tokens: signer, Tickets: signer, Now: func() time.Time { return testNow }}, service.RoomConfig{})

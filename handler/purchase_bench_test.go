@@ -12,7 +12,7 @@ import (
 	"seckill/model"
 	"seckill/observe/live"
 	"seckill/service"
-	"seckill/service/mock"
+	"seckill/service/catalog/catalogtest"
 )
 
 // benchSale answers every purchase with err (an order when nil), at no
@@ -40,7 +40,7 @@ func (benchSale) Audit(context.Context, int64) (*model.Audit, error) {
 // route's default chain (the access log, the waiting room's check of a
 // voucher without a room, the live counters), and the no-op beside it.
 func purchaseEnv(b *testing.B, err error, want int) (buy, noop *http.Request, h http.Handler) {
-	vouchers := mock.NewVouchers(100)
+	vouchers := catalogtest.NewVouchers(100)
 	sv := &model.SeckillVoucher{Stock: 5, InitialStock: 5, BeginTime: testNow.Add(-time.Hour), EndTime: testNow.Add(time.Hour)}
 	if err := vouchers.CreateSeckill(context.Background(), &model.Voucher{}, sv); err != nil {
 		b.Fatal(err)

@@ -21,7 +21,8 @@ import (
 	"seckill/service"
 	"seckill/service/account"
 	"seckill/service/account/accounttest"
-	"seckill/service/mock"
+	"seckill/service/catalog"
+	"seckill/service/catalog/catalogtest"
 )
 
 func TestSeckillSuccess(t *testing.T) {
@@ -178,7 +179,7 @@ func TestAuditRoute(t *testing.T) {
 
 type memOrders struct {
 	mu       sync.Mutex
-	vouchers *mock.Vouchers
+	vouchers *catalogtest.Vouchers
 	orders   map[int64]model.VoucherOrder
 }
 
@@ -259,7 +260,7 @@ func TestSeckillFlowOverRealService(t *testing.T) {
 	e.h = handler.New(handler.Deps{
 		Services: handler.Services{
 			Users:    account.NewUsers(e.users, accounttest.NewCodes(), nil, e.tokens, slog.New(slog.DiscardHandler), account.CodeConfig{}),
-			Vouchers: service.NewVouchers(e.vouchers, e.shops, time.Now), Seckill: svc,
+			Vouchers: catalog.NewVouchers(e.vouchers, e.shops, time.Now), Seckill: svc,
 		},
 		Access:        handler.Access{Tokens: e.tokens},
 		Observability: handler.Observability{Metrics: metrics.New(), Log: slog.New(slog.DiscardHandler), Ready: func(context.Context) error { return nil }},

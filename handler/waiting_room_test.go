@@ -13,7 +13,7 @@ import (
 	"seckill/handler"
 	"seckill/model"
 	"seckill/service"
-	"seckill/service/mock"
+	"seckill/service/catalog/catalogtest"
 )
 
 // fakeRooms is a RoomStore that records the purchases' outcomes.
@@ -44,7 +44,7 @@ func (f *fakeRooms) Audit(context.Context, int64, model.RoomCall) (*model.RoomAu
 func TestAdmissionBeforeAnything(t *testing.T) {
 	rooms, limits := &fakeRooms{}, newFakeLimits(100)
 	signer := auth.NewAdmissions(testSecret)
-	vouchers := mock.NewVouchers(100)
+	vouchers := catalogtest.NewVouchers(100)
 	e := newEnv(t, func(d *handler.Deps) {
 		d.Limits = limits
 		d.Room = service.NewWaitingRoom(service.WaitingRoomDeps{Store: rooms, Vouchers: vouchers, Tokens: signer,

@@ -11,8 +11,8 @@ import (
 	"time"
 
 	"seckill/model"
+	"seckill/service/catalog/catalogtest"
 	"seckill/service/internal/servicetest"
-	"seckill/service/mock"
 )
 
 // ambigScript answers every run of seckill.lua with err.
@@ -25,8 +25,8 @@ func (a *ambigScript) Run(context.Context, int64, int64, int64, int, model.Admit
 	return a.err
 }
 
-// ambigVouchers adds ListLive to mock.Vouchers.
-type ambigVouchers struct{ *mock.Vouchers }
+// ambigVouchers adds ListLive to catalogtest.Vouchers.
+type ambigVouchers struct{ *catalogtest.Vouchers }
 
 func (ambigVouchers) ListLive(context.Context, time.Time) ([]model.SeckillVoucher, error) {
 	return nil, nil
@@ -68,7 +68,7 @@ func TestAsyncBuyAmbiguousAdmission(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			now := time.Now()
-			v := mock.NewVouchers(100)
+			v := catalogtest.NewVouchers(100)
 			v.Put(model.SeckillVoucher{VoucherID: 7, InitialStock: 5, Stock: 5, BeginTime: now.Add(-time.Hour), EndTime: now.Add(time.Hour)})
 			ids := &fakeIDs{}
 			orders := &ambigOrders{f: newFakeOrders(nil, v)}

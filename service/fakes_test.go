@@ -7,7 +7,7 @@ import (
 
 	"seckill/lock"
 	"seckill/model"
-	"seckill/service/mock"
+	"seckill/service/catalog/catalogtest"
 )
 
 // Hand-written fakes of the store interfaces of stores.go and of lock.Locker.
@@ -45,7 +45,7 @@ type createCall struct {
 type fakeOrders struct {
 	mu        sync.Mutex
 	ev        *events
-	vouchers  *mock.Vouchers
+	vouchers  *catalogtest.Vouchers
 	createErr error
 	// during runs inside CreateOrder, before it returns (e.g. to cancel the
 	// request context while the transaction runs).
@@ -57,7 +57,7 @@ type fakeOrders struct {
 	countEr error
 }
 
-func newFakeOrders(ev *events, v *mock.Vouchers) *fakeOrders {
+func newFakeOrders(ev *events, v *catalogtest.Vouchers) *fakeOrders {
 	return &fakeOrders{ev: ev, vouchers: v, orders: map[int64]model.VoucherOrder{}}
 }
 

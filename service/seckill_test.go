@@ -12,8 +12,8 @@ import (
 	"seckill/internal/testenv"
 	"seckill/lock"
 	"seckill/model"
+	"seckill/service/catalog/catalogtest"
 	"seckill/service/internal/servicetest"
-	"seckill/service/mock"
 )
 
 var (
@@ -29,7 +29,7 @@ const (
 // rig is a SyncSeckill over fakes, every fake reachable for assertions.
 type rig struct {
 	ev       *events
-	vouchers *mock.Vouchers
+	vouchers *catalogtest.Vouchers
 	orders   *fakeOrders
 	locker   *fakeLocker
 	rejects  *fakeRejects
@@ -41,7 +41,7 @@ type rig struct {
 
 func newRig(t *testing.T, cfg SyncSeckillConfig) *rig {
 	t.Helper()
-	r := &rig{ev: &events{}, vouchers: mock.NewVouchers(100), rejects: newFakeRejects(), ids: &fakeIDs{}, obs: &fakeObserver{}}
+	r := &rig{ev: &events{}, vouchers: catalogtest.NewVouchers(100), rejects: newFakeRejects(), ids: &fakeIDs{}, obs: &fakeObserver{}}
 	r.clock = testenv.NewClock(testBegin.Add(10 * time.Minute))
 	r.orders = newFakeOrders(r.ev, r.vouchers)
 	r.locker = newFakeLocker(r.ev)

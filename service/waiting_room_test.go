@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"seckill/model"
-	"seckill/service/mock"
+	"seckill/service/catalog/catalogtest"
 )
 
 // drawStore is a RoomStore whose room is drawn by the first call that
@@ -51,7 +51,7 @@ func (nopSigner) Signed(string, int64, int64) bool           { return true }
 // find the room drawn.
 func TestDrawReadsStockOnce(t *testing.T) {
 	now := time.Date(2026, 11, 27, 12, 0, 0, 0, time.UTC)
-	vouchers := mock.NewVouchers(100)
+	vouchers := catalogtest.NewVouchers(100)
 	vouchers.Put(model.SeckillVoucher{VoucherID: 7, Stock: 40, InitialStock: 40, BeginTime: now.Add(-time.Second),
 		EndTime: now.Add(time.Hour), WaitingRoom: true})
 	store := &drawStore{}

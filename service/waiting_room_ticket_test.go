@@ -8,7 +8,7 @@ import (
 
 	"seckill/auth"
 	"seckill/model"
-	"seckill/service/mock"
+	"seckill/service/catalog/catalogtest"
 )
 
 // countStore is a drawn, open room whose serving number the test sets;
@@ -51,7 +51,7 @@ func (s *countStore) calls() int {
 // the test moves with *now.
 func ticketRoom(t *testing.T, store RoomStore, now *time.Time, adm *auth.Admissions) *WaitingRoom {
 	t.Helper()
-	vouchers := mock.NewVouchers(100)
+	vouchers := catalogtest.NewVouchers(100)
 	vouchers.Put(model.SeckillVoucher{VoucherID: 7, Stock: 40, InitialStock: 40, BeginTime: now.Add(-time.Second),
 		EndTime: now.Add(time.Hour), WaitingRoom: true})
 	return NewWaitingRoom(WaitingRoomDeps{Store: store, Vouchers: vouchers, Tokens: adm, Tickets: adm,

@@ -9,8 +9,8 @@ import (
 	"time"
 
 	"seckill/model"
+	"seckill/service/catalog/catalogtest"
 	"seckill/service/internal/servicetest"
-	"seckill/service/mock"
 )
 
 // The Redis watch over the in-memory world of reconcile_test.go: the
@@ -158,7 +158,7 @@ func TestOrderLostWithRedis(t *testing.T) {
 	w := newReconWorld()
 	loss := time.Now().Add(-time.Minute)
 	w.values = map[string]string{LossPrefix + strconv.FormatInt(loss.UnixMilli(), 10): "test"}
-	v := mock.NewVouchers(100)
+	v := catalogtest.NewVouchers(100)
 	s := NewAsyncSeckill(AsyncSeckillDeps{
 		Vouchers: ambigVouchers{v}, Orders: &ambigOrders{f: newFakeOrders(nil, v)},
 		Redis: noInfoState{}, Losses: &reconValues{w: w}, Log: servicetest.DiscardLog(),

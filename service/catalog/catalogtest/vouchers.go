@@ -1,4 +1,4 @@
-package mock
+package catalogtest
 
 import (
 	"context"
@@ -8,7 +8,7 @@ import (
 	"seckill/model"
 )
 
-// Vouchers is a service.VoucherStore over maps. CreateSeckill numbers the
+// Vouchers is a catalog.VoucherStore over maps. CreateSeckill numbers the
 // vouchers from Next on.
 type Vouchers struct {
 	mu       sync.Mutex

@@ -1,4 +1,4 @@
-package service
+package catalog
 
 import (
 	"context"
@@ -8,8 +8,8 @@ import (
 	"time"
 
 	"seckill/model"
+	"seckill/service/catalog/catalogtest"
 	"seckill/service/internal/servicetest"
-	"seckill/service/mock"
 )
 
 var voucherNow = time.Date(2030, 1, 1, 9, 0, 0, 0, time.UTC)
@@ -71,7 +71,7 @@ func TestValidate(t *testing.T) {
 		{"begin early in 2000", func(in *PublishInput) { in.BeginTime = mustRFC3339(t, "2000-01-01T14:00:00Z") }, ""},
 		{"end late in 9999", func(in *PublishInput) { in.EndTime = mustRFC3339(t, "9999-12-30T00:00:00Z") }, ""},
 	}
-	svc := NewVouchers(mock.NewVouchers(100), allShops{}, func() time.Time { return voucherNow })
+	svc := NewVouchers(catalogtest.NewVouchers(100), allShops{}, func() time.Time { return voucherNow })
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			in := validInput()
@@ -114,7 +114,7 @@ func TestPublish(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			store := mock.NewVouchers(100)
+			store := catalogtest.NewVouchers(100)
 			store.CreateErr = tt.createErr
 			svc := NewVouchers(store, allShops{}, func() time.Time { return voucherNow })
 			var hooked []model.SeckillVoucher
@@ -157,7 +157,7 @@ func TestPublish(t *testing.T) {
 }
 
 func TestList(t *testing.T) {
-	store := mock.NewVouchers(100)
+	store := catalogtest.NewVouchers(100)
 	svc := NewVouchers(store, allShops{}, func() time.Time { return voucherNow })
 	ctx := context.Background()
 	for _, shop := range []int64{1, 1, 2} {
@@ -217,7 +217,7 @@ func mustRFC3339(t *testing.T, s string) time.Time {
 // the database keeps it; a window shorter than a second once so cut is
 // refused.
 func TestPublishWholeSeconds(t *testing.T) {
-	store := mock.NewVouchers(100)
+	store := catalogtest.NewVouchers(100)
 	svc := NewVouchers(store, allShops{}, func() time.Time { return voucherNow })
 	var hooked model.SeckillVoucher
 	svc.OnPublished(func(_ context.Context, sv *model.SeckillVoucher) error { hooked = *sv; return nil })

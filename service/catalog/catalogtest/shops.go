@@ -1,4 +1,4 @@
-package mock
+package catalogtest
 
 import (
 	"context"
@@ -8,7 +8,7 @@ import (
 	"seckill/model"
 )
 
-// Shops is a service.ShopStore over a map. CreateShop numbers the shops from
+// Shops is a catalog.ShopStore over a map. CreateShop numbers the shops from
 // Next on.
 type Shops struct {
 	mu    sync.Mutex

@@ -1,4 +1,4 @@
-package service
+package catalog
 
 import (
 	"context"
@@ -9,8 +9,8 @@ import (
 	"time"
 
 	"seckill/model"
+	"seckill/service/catalog/catalogtest"
 	"seckill/service/internal/servicetest"
-	"seckill/service/mock"
 )
 
 // allShops is a ShopFinder for which every shop exists.
@@ -72,7 +72,7 @@ func TestValidateShop(t *testing.T) {
 }
 
 func TestShopsCreate(t *testing.T) {
-	store := mock.NewShops(10)
+	store := catalogtest.NewShops(10)
 	svc := NewShops(store, func() time.Time { return voucherNow })
 	ctx := context.Background()
 	for _, missing := range []struct {
@@ -115,7 +115,7 @@ func TestShopsCreate(t *testing.T) {
 }
 
 func TestShopsUpdateAndGet(t *testing.T) {
-	store := mock.NewShops(10)
+	store := catalogtest.NewShops(10)
 	svc := NewShops(store, func() time.Time { return voucherNow })
 	ctx := context.Background()
 	id, err := svc.Create(ctx, validShop())
@@ -157,9 +157,9 @@ func TestShopsUpdateAndGet(t *testing.T) {
 }
 
 func TestPublishNeedsAShop(t *testing.T) {
-	shops := mock.NewShops(10)
+	shops := catalogtest.NewShops(10)
 	shops.Shops[1] = model.Shop{ID: 1, Name: "s"}
-	store := mock.NewVouchers(100)
+	store := catalogtest.NewVouchers(100)
 	svc := NewVouchers(store, shops, func() time.Time { return voucherNow })
 	ctx := context.Background()
 

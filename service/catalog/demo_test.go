@@ -1,4 +1,4 @@
-package service
+package catalog
 
 import (
 	"context"
@@ -7,8 +7,8 @@ import (
 	"time"
 
 	"seckill/model"
+	"seckill/service/catalog/catalogtest"
 	"seckill/service/internal/servicetest"
-	"seckill/service/mock"
 )
 
 // memMarks is a DemoMarks in memory.
@@ -30,7 +30,7 @@ func (m *memMarks) SetDemo(_ context.Context, v string) error { m.value = v; ret
 func (m *memMarks) ReleaseDemo(context.Context) error { m.value = ""; m.released++; return nil }
 
 func TestDemoSeedOnce(t *testing.T) {
-	shops, vouchers, marks := mock.NewShops(10), mock.NewVouchers(100), &memMarks{}
+	shops, vouchers, marks := catalogtest.NewShops(10), catalogtest.NewVouchers(100), &memMarks{}
 	now := func() time.Time { return voucherNow }
 	d := Demo{Shops: NewShops(shops, now), Vouchers: NewVouchers(vouchers, shops, now), Marks: marks, Now: now}
 	ctx := context.Background()
@@ -58,7 +58,7 @@ func TestDemoSeedOnce(t *testing.T) {
 }
 
 func TestDemoSeedFailureReleasesClaim(t *testing.T) {
-	shops, vouchers, marks := mock.NewShops(10), mock.NewVouchers(100), &memMarks{}
+	shops, vouchers, marks := catalogtest.NewShops(10), catalogtest.NewVouchers(100), &memMarks{}
 	vouchers.CreateErr = model.Unavailable(servicetest.ErrIO)
 	now := func() time.Time { return voucherNow }
 	d := Demo{Shops: NewShops(shops, now), Vouchers: NewVouchers(vouchers, shops, now), Marks: marks, Now: now}

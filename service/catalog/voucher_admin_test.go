@@ -1,4 +1,4 @@
-package service
+package catalog
 
 import (
 	"context"
@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"seckill/model"
-	"seckill/service/mock"
+	"seckill/service/catalog/catalogtest"
 )
 
 // closeStore records what VoucherAdmin hands the store.
@@ -35,7 +35,7 @@ func (s *closeStore) CloseSeckill(_ context.Context, _ int64, now time.Time) err
 func TestAdminWholeSeconds(t *testing.T) {
 	now := voucherNow.Add(700 * time.Millisecond)
 	store := &closeStore{}
-	vouchers := NewVouchers(mock.NewVouchers(100), allShops{}, func() time.Time { return now })
+	vouchers := NewVouchers(catalogtest.NewVouchers(100), allShops{}, func() time.Time { return now })
 	admin := NewVoucherAdmin(store, vouchers, func() time.Time { return now }, nil)
 	if err := admin.Close(context.Background(), 7); err != nil {
 		t.Fatal(err)
