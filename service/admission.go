@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"seckill/model"
+	"seckill/service/internal/vouchercache"
 )
 
 // AsyncMode is async mode (SECKILL_ORDER_MODE=async) wired from its three
@@ -53,7 +54,7 @@ type AsyncSeckillDeps struct {
 // just published (Published).
 type AsyncSeckill struct {
 	d        AsyncSeckillDeps
-	cache    *voucherCache
+	cache    *vouchercache.Cache
 	admitted atomic.Uint64 // orders admitted by this process
 }
 
@@ -72,7 +73,7 @@ func NewAsyncSeckill(d AsyncSeckillDeps) *AsyncSeckill {
 	if d.OrderInfoTTL <= 0 {
 		d.OrderInfoTTL = 24 * time.Hour
 	}
-	return &AsyncSeckill{d: d, cache: newVoucherCache(d.Vouchers, d.VoucherCacheTTL, d.Now)}
+	return &AsyncSeckill{d: d, cache: vouchercache.New(d.Vouchers, d.VoucherCacheTTL, d.Now)}
 }
 
 // writtenCheckTimeout bounds Buy's database read after an unknown admission
@@ -82,7 +83,7 @@ const writtenCheckTimeout = time.Second
 // Refusal is Buy's refusal of the voucher now from memory, with no round
 // trip: outside its window, or seen sold out within the last second; nil
 // when Buy must ask its stores.
-func (s *AsyncSeckill) Refusal(voucherID int64) error { return s.cache.refusal(voucherID) }
+func (s *AsyncSeckill) Refusal(voucherID int64) error { return s.cache.Refusal(voucherID) }
 
 // Buy admits one order with one EVALSHA of seckill.lua (AdmitOrder). The
 // window and a known sold-out state come from the cache, the order id from
@@ -97,7 +98,7 @@ func (s *AsyncSeckill) Buy(ctx context.Context, userID, voucherID int64) (int64,
 	if voucherID <= 0 {
 		return 0, model.InvalidArgument("id", "must be a positive number")
 	}
-	v, err := checkWindowAndStock(ctx, s.cache, s.d.Now, voucherID)
+	v, err := vouchercache.CheckWindowAndStock(ctx, s.cache, s.d.Now, voucherID)
 	if err != nil {
 		return 0, err
 	}
@@ -105,9 +106,9 @@ func (s *AsyncSeckill) Buy(ctx context.Context, userID, voucherID int64) (int64,
 	if err != nil {
 		return 0, err
 	}
-	err = AdmitOrder(ctx, s.d.Script, orderID, userID, voucherID, v.sv.Buckets(), s.d.Now())
+	err = AdmitOrder(ctx, s.d.Script, orderID, userID, voucherID, v.Voucher.Buckets(), s.d.Now())
 	if errors.Is(err, model.ErrSoldOut) {
-		v.markSoldOut(s.d.Now())
+		v.MarkSoldOut(s.d.Now())
 	}
 	if outcomeUnknown(err) {
 		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), writtenCheckTimeout)
@@ -382,7 +383,7 @@ func (m *AsyncMode) Published(ctx context.Context, sv *model.SeckillVoucher) err
 	default:
 		log.InfoContext(ctx, "voucher already in redis: rebuilt from the facts", "voucher_id", sv.VoucherID)
 	}
-	m.Seckill.cache.forget(sv.VoucherID)
+	m.Seckill.cache.Forget(sv.VoucherID)
 	if _, err := m.Reconciler.Rebuild(ctx, sv.VoucherID); err != nil {
 		return fmt.Errorf("rebuild voucher %d in redis: %w", sv.VoucherID, err)
 	}
@@ -391,12 +392,12 @@ func (m *AsyncMode) Published(ctx context.Context, sv *model.SeckillVoucher) err
 
 // Forget drops the cached copy of a voucher another instance changed;
 // voucherID 0 drops every copy.
-func (s *AsyncSeckill) Forget(voucherID int64) { forget(s.cache, voucherID) }
+func (s *AsyncSeckill) Forget(voucherID int64) { s.cache.Forget(voucherID) }
 
 // VoucherChanged is called after an admin edited or closed the voucher.
 // It drops the cached copy and rebuilds the Redis state from the facts.
 func (m *AsyncMode) VoucherChanged(ctx context.Context, voucherID int64) error {
-	m.Seckill.cache.forget(voucherID)
+	m.Seckill.cache.Forget(voucherID)
 	if _, err := m.Reconciler.Rebuild(ctx, voucherID); err != nil {
 		return fmt.Errorf("rebuild voucher %d in redis: %w", voucherID, err)
 	}

@@ -9,6 +9,7 @@ import (
 
 	"seckill/lock"
 	"seckill/model"
+	"seckill/service/internal/vouchercache"
 )
 
 // SyncSeckillConfig configures the seckill service.
@@ -37,7 +38,7 @@ type SyncSeckill struct {
 	cfg      SyncSeckillConfig
 	now      func() time.Time
 	log      *slog.Logger
-	cache    *voucherCache
+	cache    *vouchercache.Cache
 	group    *groupCommitter // nil: one transaction per order
 }
 
@@ -74,7 +75,7 @@ func NewSyncSeckill(d SyncSeckillDeps, cfg SyncSeckillConfig) *SyncSeckill {
 		vouchers: d.Vouchers, orders: d.Orders, ids: d.IDs, seq: d.Sequence, locker: d.Locker,
 		rejects: d.Rejects, obs: d.Observer, cfg: cfg, now: d.Now, log: d.Log,
 		dups:  uniqueKeyRejections{obs: d.Observer, counter: d.Rejects, log: d.Log, locker: d.Locker},
-		cache: newVoucherCache(d.Vouchers, cfg.VoucherCacheTTL, d.Now),
+		cache: vouchercache.New(d.Vouchers, cfg.VoucherCacheTTL, d.Now),
 	}
 	if d.Groups != nil {
 		gobs, _ := d.Observer.(GroupObserver)
@@ -86,7 +87,7 @@ func NewSyncSeckill(d SyncSeckillDeps, cfg SyncSeckillConfig) *SyncSeckill {
 // Refusal is Buy's refusal of the voucher now from memory, with no round
 // trip: outside its window, or seen sold out within the last second; nil
 // when Buy must ask its stores.
-func (s *SyncSeckill) Refusal(voucherID int64) error { return s.cache.refusal(voucherID) }
+func (s *SyncSeckill) Refusal(voucherID int64) error { return s.cache.Refusal(voucherID) }
 
 // Buy runs the seckill flow of docs/contract.md for one request and returns
 // the new order's id. It is the course's seckillVoucher in three steps:
@@ -96,7 +97,7 @@ func (s *SyncSeckill) Buy(ctx context.Context, userID, voucherID int64) (int64, 
 	if voucherID <= 0 {
 		return 0, model.InvalidArgument("id", "must be a positive number")
 	}
-	v, err := checkWindowAndStock(ctx, s.cache, s.now, voucherID)
+	v, err := vouchercache.CheckWindowAndStock(ctx, s.cache, s.now, voucherID)
 	if err != nil {
 		return 0, err
 	}
@@ -112,34 +113,6 @@ func (s *SyncSeckill) Buy(ctx context.Context, userID, voucherID int64) (int64, 
 		return 0, err
 	}
 	return orderID, nil
-}
-
-// checkWindowAndStock is the flow's first step, in both modes, without any
-// lock. It refuses, from the cache, a voucher outside its sale window or
-// known to be sold out.
-func checkWindowAndStock(ctx context.Context, cache *voucherCache, clock func() time.Time, voucherID int64) (*cachedVoucher, error) {
-	v, err := cache.get(ctx, voucherID)
-	if err != nil {
-		return nil, err
-	}
-	if err := v.refusal(clock()); err != nil {
-		return nil, err
-	}
-	return v, nil
-}
-
-// refusal is why a purchase of the voucher at now is refused from memory:
-// outside its window, or seen sold out within soldOutTTL; nil when it is not.
-func (v *cachedVoucher) refusal(now time.Time) error {
-	switch {
-	case now.Before(v.sv.BeginTime):
-		return model.ErrSeckillNotStarted
-	case !now.Before(v.sv.EndTime):
-		return model.ErrSeckillEnded
-	case v.soldOut(now):
-		return model.ErrSoldOut
-	}
-	return nil
 }
 
 // withUserLock is the flow's second step: it runs fn under the user's
@@ -177,7 +150,7 @@ func (s *SyncSeckill) withUserLock(ctx context.Context, userID int64, fn func(lk
 // createVoucherOrder is the flow's third step, under the user's lock: the
 // order transaction (the store's CreateOrder, alone or in a commit group).
 // It returns the order's id, or the refusal with its side effects recorded.
-func (s *SyncSeckill) createVoucherOrder(ctx context.Context, v *cachedVoucher, lk lock.Lock, orderID, userID, voucherID int64) (int64, error) {
+func (s *SyncSeckill) createVoucherOrder(ctx context.Context, v *vouchercache.Entry, lk lock.Lock, orderID, userID, voucherID int64) (int64, error) {
 	order := newOrder(orderID, userID, voucherID, s.now())
 	o := &order
 	var fence *model.Fence
@@ -203,7 +176,7 @@ func (s *SyncSeckill) createVoucherOrder(ctx context.Context, v *cachedVoucher, 
 		s.log.DebugContext(ctx, "order created", "order_id", orderID, "voucher_id", voucherID, "user_id", userID)
 		return orderID, nil
 	case errors.Is(err, model.ErrSoldOut):
-		v.markSoldOut(s.now())
+		v.MarkSoldOut(s.now())
 	case errors.Is(err, model.ErrUniqueKey):
 		s.dups.count(ctx, voucherID, userID)
 	case errors.Is(err, model.ErrStaleFence):
@@ -350,10 +323,10 @@ func (s *SyncSeckill) Audit(ctx context.Context, voucherID int64) (*model.Audit,
 // VoucherChanged drops this process's cached copy of the voucher (an admin
 // edited or closed it); the others hear of it (Forget).
 func (s *SyncSeckill) VoucherChanged(_ context.Context, voucherID int64) error {
-	s.cache.forget(voucherID)
+	s.cache.Forget(voucherID)
 	return nil
 }
 
 // Forget drops the cached copy of a voucher another instance changed;
 // voucherID 0 drops every copy.
-func (s *SyncSeckill) Forget(voucherID int64) { forget(s.cache, voucherID) }
+func (s *SyncSeckill) Forget(voucherID int64) { s.cache.Forget(voucherID) }

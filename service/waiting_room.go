@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"seckill/model"
+	"seckill/service/internal/vouchercache"
 )
 
 // RoomStore keeps the vouchers' waiting rooms (Redis, docs/waiting-room.md).
@@ -71,7 +72,7 @@ type QueueLimits interface {
 type WaitingRoom struct {
 	store  RoomStore
 	stock  VoucherStore
-	cache  *voucherCache
+	cache  *vouchercache.Cache
 	tokens AdmissionSigner
 	// tickets and states answer most polls without Redis.
 	tickets TicketSigner
@@ -99,7 +100,7 @@ func NewWaitingRoom(d WaitingRoomDeps, cfg RoomConfig) *WaitingRoom {
 		cfg.TokenTTL = time.Minute
 	}
 	cfg.Overbook = max(cfg.Overbook, 1)
-	return &WaitingRoom{store: d.Store, stock: d.Vouchers, cache: newVoucherCache(d.Vouchers, time.Minute, d.Now),
+	return &WaitingRoom{store: d.Store, stock: d.Vouchers, cache: vouchercache.New(d.Vouchers, time.Minute, d.Now),
 		tokens: d.Tokens, tickets: d.Tickets, limits: d.Limits, cfg: cfg, now: d.Now, log: d.Log}
 }
 
@@ -136,15 +137,15 @@ func (r *WaitingRoom) Poll(ctx context.Context, userID, voucherID int64, ticket,
 }
 
 // room returns the cached voucher, which must have a waiting room.
-func (r *WaitingRoom) room(ctx context.Context, voucherID int64) (*cachedVoucher, error) {
+func (r *WaitingRoom) room(ctx context.Context, voucherID int64) (*vouchercache.Entry, error) {
 	if voucherID <= 0 {
 		return nil, model.InvalidArgument("id", "must be a positive number")
 	}
-	v, err := r.cache.get(ctx, voucherID)
+	v, err := r.cache.Get(ctx, voucherID)
 	if err != nil {
 		return nil, err
 	}
-	if !v.sv.WaitingRoom {
+	if !v.Voucher.WaitingRoom {
 		return nil, model.InvalidArgument("id", "the voucher has no waiting room: buy it directly")
 	}
 	return v, nil
@@ -153,7 +154,7 @@ func (r *WaitingRoom) room(ctx context.Context, voucherID int64) (*cachedVoucher
 // call is what the store needs for the voucher. A slot lasts the token's
 // TTL plus the longest pause between a waiting buyer's polls: a buyer who
 // polls when told learns of the admission with at least the TTL left.
-func (r *WaitingRoom) call(v *cachedVoucher) model.RoomCall { return r.callFor(&v.sv, -1) }
+func (r *WaitingRoom) call(v *vouchercache.Entry) model.RoomCall { return r.callFor(&v.Voucher, -1) }
 
 // callFor is what the store needs for the voucher sv, with base as the
 // database's stock (-1: not read).
@@ -172,7 +173,7 @@ func (r *WaitingRoom) step(ctx context.Context, userID, voucherID int64, op, tic
 		return nil, err
 	}
 	now := r.now()
-	if !now.Before(v.sv.EndTime) {
+	if !now.Before(v.Voucher.EndTime) {
 		// Ended, or closed by the admin (its end became the close).
 		return &RoomView{Status: model.RoomClosed}, nil
 	}
@@ -192,7 +193,7 @@ func (r *WaitingRoom) step(ctx context.Context, userID, voucherID int64, op, tic
 	if err != nil {
 		return nil, err
 	}
-	out, err := r.view(a, userID, voucherID, v.sv.BeginTime)
+	out, err := r.view(a, userID, voucherID, v.Voucher.BeginTime)
 	if err != nil {
 		return nil, err
 	}
@@ -287,11 +288,11 @@ func (r *WaitingRoom) retryWaiting(ahead int64) time.Duration {
 // token of this user and voucher past its expiry). It reads the cached voucher and the token only:
 // no lock, no Redis stock. A voucher without a room passes.
 func (r *WaitingRoom) Admit(ctx context.Context, userID, voucherID int64, token string) error {
-	v, err := r.cache.get(ctx, voucherID)
+	v, err := r.cache.Get(ctx, voucherID)
 	if err != nil {
 		return err
 	}
-	if !v.sv.WaitingRoom {
+	if !v.Voucher.WaitingRoom {
 		return nil
 	}
 	if !r.tokens.Valid(token, userID, voucherID, r.now()) {
@@ -319,8 +320,8 @@ func (r *WaitingRoom) Outcome(ctx context.Context, userID, voucherID int64, buyE
 	default:
 		return
 	}
-	v, err := r.cache.get(ctx, voucherID)
-	if err != nil || !v.sv.WaitingRoom {
+	v, err := r.cache.Get(ctx, voucherID)
+	if err != nil || !v.Voucher.WaitingRoom {
 		return
 	}
 	c := r.call(v)
@@ -340,8 +341,8 @@ func (r *WaitingRoom) UnitsBack(ctx context.Context, voucherID int64, n int) {
 	if n <= 0 {
 		return
 	}
-	v, err := r.cache.get(ctx, voucherID)
-	if err != nil || !v.sv.WaitingRoom {
+	v, err := r.cache.Get(ctx, voucherID)
+	if err != nil || !v.Voucher.WaitingRoom {
 		return
 	}
 	c := r.call(v)
@@ -354,11 +355,11 @@ func (r *WaitingRoom) UnitsBack(ctx context.Context, voucherID int64, n int) {
 // Audit reads the voucher's room for its audit: nil for a voucher
 // without one. The seed is shown once the room is drawn.
 func (r *WaitingRoom) Audit(ctx context.Context, voucherID int64) (*model.RoomAudit, error) {
-	v, err := r.cache.get(ctx, voucherID)
+	v, err := r.cache.Get(ctx, voucherID)
 	if err != nil {
 		return nil, err
 	}
-	if !v.sv.WaitingRoom {
+	if !v.Voucher.WaitingRoom {
 		return nil, nil
 	}
 	var a *model.RoomAudit
@@ -384,14 +385,14 @@ func (r *WaitingRoom) Audit(ctx context.Context, voucherID int64) (*model.RoomAu
 // buyers queued), and would answer for the new sale. Wire it with
 // Vouchers.OnPublished, in both order modes.
 func (r *WaitingRoom) Published(ctx context.Context, sv *model.SeckillVoucher) error {
-	r.cache.forget(sv.VoucherID)
+	r.cache.Forget(sv.VoucherID)
 	return r.store.Drop(ctx, sv.VoucherID)
 }
 
 // Forget drops the cached copy of a voucher another instance changed, and
 // the copy of its room's state; voucherID 0 drops every copy.
 func (r *WaitingRoom) Forget(voucherID int64) {
-	forget(r.cache, voucherID)
+	r.cache.Forget(voucherID)
 	r.states.forget(voucherID)
 }
 

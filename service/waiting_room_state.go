@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"seckill/model"
+	"seckill/service/internal/vouchercache"
 )
 
 // TicketSigner signs and checks place tickets (*auth.Admissions): a
@@ -97,7 +98,7 @@ func (s *roomStates) forget(voucherID int64) {
 // runs the room's script (its audit), which also lapses the expired
 // admissions and passes their slots on, so the serving number advances
 // even when every waiting buyer is answered from the copy.
-func (r *WaitingRoom) state(ctx context.Context, voucherID int64, v *cachedVoucher) (*roomState, error) {
+func (r *WaitingRoom) state(ctx context.Context, voucherID int64, v *vouchercache.Entry) (*roomState, error) {
 	e := r.states.entry(voucherID)
 	if s := e.st.Load(); s != nil && r.now().Sub(s.at) < roomStateTTL {
 		return s, nil
@@ -131,7 +132,7 @@ func (r *WaitingRoom) state(ctx context.Context, voucherID int64, v *cachedVouch
 // any buyer once the room is sold out or closed. nil when the poll must
 // run the script: no ticket, a ticket refused, the turn come (the script
 // alone admits), or the room's state unreadable.
-func (r *WaitingRoom) fromTicket(ctx context.Context, userID, voucherID int64, v *cachedVoucher, ticket string) *RoomView {
+func (r *WaitingRoom) fromTicket(ctx context.Context, userID, voucherID int64, v *vouchercache.Entry, ticket string) *RoomView {
 	if ticket == "" || r.tickets == nil {
 		return nil
 	}
@@ -151,7 +152,7 @@ func (r *WaitingRoom) fromTicket(ctx context.Context, userID, voucherID int64, v
 	case !ok:
 		return nil
 	case pos < 0 && !s.drawn:
-		return &RoomView{Status: model.RoomWaiting, RetryAfter: r.retryBeforeDraw(v.sv.BeginTime, r.now()), Ticket: ticket}
+		return &RoomView{Status: model.RoomWaiting, RetryAfter: r.retryBeforeDraw(v.Voucher.BeginTime, r.now()), Ticket: ticket}
 	case pos < 0 || !s.drawn || pos <= s.serving:
 		return nil
 	}
@@ -169,7 +170,7 @@ type ticketView struct {
 
 // ticket signs the user's ticket for an answer of the script: waiting or
 // admitted, when the instance knows the room's seed.
-func (r *WaitingRoom) ticket(ctx context.Context, userID, voucherID int64, v *cachedVoucher, a model.RoomAnswer) string {
+func (r *WaitingRoom) ticket(ctx context.Context, userID, voucherID int64, v *vouchercache.Entry, a model.RoomAnswer) string {
 	if r.tickets == nil || (a.Status != model.RoomWaiting && a.Status != model.RoomAdmitted && (a.Status != model.RoomSoldOut || a.Position <= 0)) {
 		return ""
 	}
