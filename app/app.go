@@ -29,6 +29,7 @@ import (
 	"seckill/repository/sqlstore"
 	"seckill/service"
 	"seckill/service/catalog"
+	"seckill/service/room"
 )
 
 // App is a wired serving process: its HTTP handler, its background
@@ -104,16 +105,16 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger, opts ...Optio
 	w.tok, w.sender = auth.NewTokens(secret, cfg.JWTTTL), sender
 	adm := auth.NewAdmissions(secret)
 	// The joins and polls that reach Redis, per user and address.
-	var queueLimits service.QueueLimits
+	var queueLimits room.QueueLimits
 	if l := service.NewQueueLimits(redisstore.NewQueueLimits(d.Redis), service.PurchaseLimitConfig{
 		PerUser: cfg.WaitingRoomRateLimit, PerAddr: cfg.WaitingRoomRateLimitIP,
 		Refused: w.m.PurchaseLimitRefused, Failed: w.m.PurchaseLimitFailed,
 	}, log); l.Enabled() {
 		queueLimits = l
 	}
-	w.room = service.NewWaitingRoom(service.WaitingRoomDeps{
+	w.room = room.NewWaitingRoom(room.Deps{
 		Store: redisstore.NewRooms(d.Redis), Vouchers: w.vouchers, Tokens: adm, Tickets: adm, Limits: queueLimits, Now: time.Now, Log: log,
-	}, service.RoomConfig{TokenTTL: cfg.WaitingRoomTokenTTL, Overbook: cfg.WaitingRoomOverbook})
+	}, room.Config{TokenTTL: cfg.WaitingRoomTokenTTL, Overbook: cfg.WaitingRoomOverbook})
 	// Revoked tokens: admin routes read the database on each request, the
 	// others this copy, reloaded every RevocationReload.
 	if err := w.revoked.Load(ctx); err != nil {
@@ -283,7 +284,7 @@ func (a *App) startTracing(ctx context.Context, cfg config.Config, tr *telemetry
 // voucher an admin edited or closed, then every other instance
 // (changes). A change stored that the others could not be told of is 503
 // UNAVAILABLE: the admin sends it again, which tells them again.
-func voucherChanged(room *service.WaitingRoom, changed func(ctx context.Context, voucherID int64) error, changes *redisstore.VoucherChanges) func(ctx context.Context, voucherID int64) error {
+func voucherChanged(room *room.WaitingRoom, changed func(ctx context.Context, voucherID int64) error, changes *redisstore.VoucherChanges) func(ctx context.Context, voucherID int64) error {
 	return func(ctx context.Context, voucherID int64) error {
 		if err := room.VoucherChanged(ctx, voucherID); err != nil {
 			return err

@@ -19,6 +19,7 @@ import (
 	"seckill/service"
 	"seckill/service/account"
 	"seckill/service/catalog"
+	"seckill/service/room"
 )
 
 // wiring holds what New builds once: the stores and the services that the
@@ -40,7 +41,7 @@ type wiring struct {
 	voucherSvc  *catalog.Vouchers
 	shopSvc     *catalog.Shops
 	revoked     *account.RevocationSet
-	room        *service.WaitingRoom
+	room        *room.WaitingRoom
 	recorder    *live.Recorder
 	liveStats   *redisstore.LiveStats
 }
@@ -77,7 +78,7 @@ type purchase struct {
 // before it answers: any room Redis holds under the id is dropped (both
 // modes), and in async mode (async not nil) the voucher is loaded into
 // Redis.
-func published(room *service.WaitingRoom, async *service.AsyncMode) func(context.Context, *model.SeckillVoucher) error {
+func published(room *room.WaitingRoom, async *service.AsyncMode) func(context.Context, *model.SeckillVoucher) error {
 	return func(ctx context.Context, sv *model.SeckillVoucher) error {
 		if err := room.Published(ctx, sv); err != nil {
 			return fmt.Errorf("voucher %d: drop a room under its id: %w", sv.VoucherID, err)

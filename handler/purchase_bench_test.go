@@ -11,8 +11,8 @@ import (
 	"seckill/handler"
 	"seckill/model"
 	"seckill/observe/live"
-	"seckill/service"
 	"seckill/service/catalog/catalogtest"
+	"seckill/service/room"
 )
 
 // benchSale answers every purchase with err (an order when nil), at no
@@ -49,8 +49,8 @@ func purchaseEnv(b *testing.B, err error, want int) (buy, noop *http.Request, h 
 		d.Seckill = benchSale{err}
 		d.AccessLog = 20
 		d.Live = live.NewRecorder()
-		d.Room = service.NewWaitingRoom(service.WaitingRoomDeps{Store: &fakeRooms{}, Vouchers: vouchers,
-			Now: func() time.Time { return testNow }}, service.RoomConfig{})
+		d.Room = room.NewWaitingRoom(room.Deps{Store: &fakeRooms{}, Vouchers: vouchers,
+			Now: func() time.Time { return testNow }}, room.Config{})
 	})
 	buy = httptest.NewRequest(http.MethodPost, "/voucher-order/seckill/"+strconv.FormatInt(sv.VoucherID, 10), nil)
 	buy.Header.Set("authorization", e.userTok)

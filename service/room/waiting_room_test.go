@@ -1,4 +1,4 @@
-package service
+package room
 
 import (
 	"context"
@@ -10,7 +10,7 @@ import (
 	"seckill/service/catalog/catalogtest"
 )
 
-// drawStore is a RoomStore whose room is drawn by the first call that
+// drawStore is a Store whose room is drawn by the first call that
 // brings the stock.
 type drawStore struct {
 	mu    sync.Mutex
@@ -55,7 +55,7 @@ func TestDrawReadsStockOnce(t *testing.T) {
 	vouchers.Put(model.SeckillVoucher{VoucherID: 7, Stock: 40, InitialStock: 40, BeginTime: now.Add(-time.Second),
 		EndTime: now.Add(time.Hour), WaitingRoom: true})
 	store := &drawStore{}
-	room := NewWaitingRoom(WaitingRoomDeps{Store: store, Vouchers: vouchers, Tokens: nopSigner{}, Now: func() time.Time { return now }}, RoomConfig{})
+	room := NewWaitingRoom(Deps{Store: store, Vouchers: vouchers, Tokens: nopSigner{}, Now: func() time.Time { return now }}, Config{})
 	if _, err := room.Poll(context.Background(), 1, 7, "", ""); err != nil {
 		t.Fatal(err) // loads the voucher into the cache
 	}

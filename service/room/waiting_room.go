@@ -1,4 +1,8 @@
-package service
+// Package room is the waiting room of the vouchers published with one: a
+// queue, a draw at the start and a serving number sized to the stock
+// (docs/waiting-room.md). It declares the stores it needs; repository
+// implements them.
+package room
 
 import (
 	"context"
@@ -12,8 +16,8 @@ import (
 	"seckill/service/internal/vouchercache"
 )
 
-// RoomStore keeps the vouchers' waiting rooms (Redis, docs/waiting-room.md).
-type RoomStore interface {
+// Store keeps the vouchers' waiting rooms (Redis, docs/waiting-room.md).
+type Store interface {
 	// Step runs op ("join" or "poll") for the user and answers the user's
 	// state; model.ErrRoomNeedsBase when the draw needs c.Base.
 	Step(ctx context.Context, voucherID, userID int64, op string, c model.RoomCall) (model.RoomAnswer, error)
@@ -34,8 +38,8 @@ type AdmissionSigner interface {
 	Signed(token string, userID, voucherID int64) bool
 }
 
-// RoomConfig configures the waiting rooms.
-type RoomConfig struct {
+// Config configures the waiting rooms.
+type Config struct {
 	// TokenTTL is how long an admission lasts (SECKILL_WAITING_ROOM_TOKEN_TTL).
 	TokenTTL time.Duration
 	// Overbook is the most admitted-not-bought per remaining unit
@@ -43,10 +47,10 @@ type RoomConfig struct {
 	Overbook float64
 }
 
-// WaitingRoomDeps are the collaborators of the waiting room.
-type WaitingRoomDeps struct {
-	Store    RoomStore
-	Vouchers VoucherStore
+// Deps are the collaborators of the waiting room.
+type Deps struct {
+	Store    Store
+	Vouchers vouchercache.Store
 	Tokens   AdmissionSigner
 	// Tickets signs the place tickets; nil answers every poll by the
 	// script.
@@ -70,8 +74,8 @@ type QueueLimits interface {
 // Its check of the admission token runs before the purchase, in both
 // order modes.
 type WaitingRoom struct {
-	store  RoomStore
-	stock  VoucherStore
+	store  Store
+	stock  vouchercache.Store
 	cache  *vouchercache.Cache
 	tokens AdmissionSigner
 	// tickets and states answer most polls without Redis.
@@ -79,7 +83,7 @@ type WaitingRoom struct {
 	limits  QueueLimits
 	states  roomStates
 	checked checkedTickets
-	cfg     RoomConfig
+	cfg     Config
 	now     func() time.Time
 	log     *slog.Logger
 	// drawMu lets one request at a time read the stock for a draw: the
@@ -92,7 +96,7 @@ type WaitingRoom struct {
 const roomKeysGrace = 24 * time.Hour
 
 // NewWaitingRoom returns the waiting room service.
-func NewWaitingRoom(d WaitingRoomDeps, cfg RoomConfig) *WaitingRoom {
+func NewWaitingRoom(d Deps, cfg Config) *WaitingRoom {
 	if d.Now == nil {
 		d.Now = time.Now
 	}
@@ -104,8 +108,8 @@ func NewWaitingRoom(d WaitingRoomDeps, cfg RoomConfig) *WaitingRoom {
 		tokens: d.Tokens, tickets: d.Tickets, limits: d.Limits, cfg: cfg, now: d.Now, log: d.Log}
 }
 
-// RoomView is one user's answer from the room.
-type RoomView struct {
+// View is one user's answer from the room.
+type View struct {
 	Status string
 	// Position is the user's place (1 first); nil before the draw.
 	Position *int64
@@ -123,7 +127,7 @@ type RoomView struct {
 // Join puts the user in the voucher's room (once: a second join answers
 // the same place) and answers the user's state. addr is the client's
 // address, for the limits.
-func (r *WaitingRoom) Join(ctx context.Context, userID, voucherID int64, addr string) (*RoomView, error) {
+func (r *WaitingRoom) Join(ctx context.Context, userID, voucherID int64, addr string) (*View, error) {
 	return r.step(ctx, userID, voucherID, "join", "", addr)
 }
 
@@ -132,7 +136,7 @@ func (r *WaitingRoom) Join(ctx context.Context, userID, voucherID int64, addr st
 // ticket from an earlier answer, a buyer whose turn has not come is
 // answered from this instance's copy of the room, without Redis and
 // without the limits; every other poll counts against them.
-func (r *WaitingRoom) Poll(ctx context.Context, userID, voucherID int64, ticket, addr string) (*RoomView, error) {
+func (r *WaitingRoom) Poll(ctx context.Context, userID, voucherID int64, ticket, addr string) (*View, error) {
 	return r.step(ctx, userID, voucherID, "poll", ticket, addr)
 }
 
@@ -167,7 +171,7 @@ func (r *WaitingRoom) callFor(sv *model.SeckillVoucher, base int) model.RoomCall
 // or the token's TTL when shorter.
 func (r *WaitingRoom) maxRetry() time.Duration { return min(maxRetry, r.cfg.TokenTTL) }
 
-func (r *WaitingRoom) step(ctx context.Context, userID, voucherID int64, op, ticket, addr string) (*RoomView, error) {
+func (r *WaitingRoom) step(ctx context.Context, userID, voucherID int64, op, ticket, addr string) (*View, error) {
 	v, err := r.room(ctx, voucherID)
 	if err != nil {
 		return nil, err
@@ -175,7 +179,7 @@ func (r *WaitingRoom) step(ctx context.Context, userID, voucherID int64, op, tic
 	now := r.now()
 	if !now.Before(v.Voucher.EndTime) {
 		// Ended, or closed by the admin (its end became the close).
-		return &RoomView{Status: model.RoomClosed}, nil
+		return &View{Status: model.RoomClosed}, nil
 	}
 	if out := r.fromTicket(ctx, userID, voucherID, v, ticket); out != nil {
 		return out, nil
@@ -238,8 +242,8 @@ const (
 )
 
 // view turns the store's answer into the user's.
-func (r *WaitingRoom) view(a model.RoomAnswer, userID, voucherID int64, begin time.Time) (*RoomView, error) {
-	out := &RoomView{Status: a.Status}
+func (r *WaitingRoom) view(a model.RoomAnswer, userID, voucherID int64, begin time.Time) (*View, error) {
+	out := &View{Status: a.Status}
 	switch a.Status {
 	case model.RoomNotJoined:
 		return nil, fmt.Errorf("%w: join the waiting room first (POST)", model.ErrNotAdmitted)

@@ -1,4 +1,4 @@
-package service
+package room
 
 import (
 	"context"
@@ -49,13 +49,13 @@ func (s *countStore) calls() int {
 
 // ticketRoom is a room of voucher 7, open an hour, on store, whose clock
 // the test moves with *now.
-func ticketRoom(t *testing.T, store RoomStore, now *time.Time, adm *auth.Admissions) *WaitingRoom {
+func ticketRoom(t *testing.T, store Store, now *time.Time, adm *auth.Admissions) *WaitingRoom {
 	t.Helper()
 	vouchers := catalogtest.NewVouchers(100)
 	vouchers.Put(model.SeckillVoucher{VoucherID: 7, Stock: 40, InitialStock: 40, BeginTime: now.Add(-time.Second),
 		EndTime: now.Add(time.Hour), WaitingRoom: true})
-	return NewWaitingRoom(WaitingRoomDeps{Store: store, Vouchers: vouchers, Tokens: adm, Tickets: adm,
-		Now: func() time.Time { return *now }}, RoomConfig{})
+	return NewWaitingRoom(Deps{Store: store, Vouchers: vouchers, Tokens: adm, Tickets: adm,
+		Now: func() time.Time { return *now }}, Config{})
 }
 
 // TestTicketPollsCostNoStoreCall: with the ticket of its join, a waiting

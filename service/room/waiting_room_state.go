@@ -1,4 +1,4 @@
-package service
+package room
 
 import (
 	"context"
@@ -132,7 +132,7 @@ func (r *WaitingRoom) state(ctx context.Context, voucherID int64, v *vouchercach
 // any buyer once the room is sold out or closed. nil when the poll must
 // run the script: no ticket, a ticket refused, the turn come (the script
 // alone admits), or the room's state unreadable.
-func (r *WaitingRoom) fromTicket(ctx context.Context, userID, voucherID int64, v *vouchercache.Entry, ticket string) *RoomView {
+func (r *WaitingRoom) fromTicket(ctx context.Context, userID, voucherID int64, v *vouchercache.Entry, ticket string) *View {
 	if ticket == "" || r.tickets == nil {
 		return nil
 	}
@@ -142,29 +142,29 @@ func (r *WaitingRoom) fromTicket(ctx context.Context, userID, voucherID int64, v
 	}
 	switch s.state {
 	case model.RoomClosed:
-		return &RoomView{Status: s.state}
+		return &View{Status: s.state}
 	case model.RoomSoldOut:
 		// A unit given back reopens the room: keep polling, from memory.
-		return &RoomView{Status: s.state, RetryAfter: r.maxRetry(), Ticket: ticket}
+		return &View{Status: s.state, RetryAfter: r.maxRetry(), Ticket: ticket}
 	}
 	pos, ok := r.checkTicket(ticket, userID, voucherID, s.seed)
 	switch {
 	case !ok:
 		return nil
 	case pos < 0 && !s.drawn:
-		return &RoomView{Status: model.RoomWaiting, RetryAfter: r.retryBeforeDraw(v.Voucher.BeginTime, r.now()), Ticket: ticket}
+		return &View{Status: model.RoomWaiting, RetryAfter: r.retryBeforeDraw(v.Voucher.BeginTime, r.now()), Ticket: ticket}
 	case pos < 0 || !s.drawn || pos <= s.serving:
 		return nil
 	}
 	// One allocation for the view and the numbers it points to.
 	out := &ticketView{pos: pos, ahead: pos - s.serving - 1}
-	out.v = RoomView{Status: model.RoomWaiting, Position: &out.pos, Ahead: &out.ahead, RetryAfter: r.retryWaiting(out.ahead), Ticket: ticket}
+	out.v = View{Status: model.RoomWaiting, Position: &out.pos, Ahead: &out.ahead, RetryAfter: r.retryWaiting(out.ahead), Ticket: ticket}
 	return &out.v
 }
 
 // ticketView is a poll's answer from a ticket with its numbers.
 type ticketView struct {
-	v          RoomView
+	v          View
 	pos, ahead int64
 }
 
