@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"seckill/model"
+	"seckill/service/internal/orderkit"
 	"seckill/service/internal/vouchercache"
 )
 
@@ -29,13 +30,13 @@ type AsyncMode struct {
 type AsyncSeckillDeps struct {
 	Vouchers VoucherStore
 	Orders   AsyncOrderStore
-	IDs      IDGenerator
+	IDs      orderkit.IDGenerator
 	// Script runs seckill.lua and its companions; AdmitOrder decides what
 	// follows their answers.
 	Script  SeckillScript
 	Redis   AsyncState
 	Queue   OrderQueue
-	Rejects RejectionCounter
+	Rejects orderkit.RejectionCounter
 	// Losses holds the recorded losses of Redis data (optional).
 	// An order found nowhere and made before a loss is reported failed.
 	Losses NamedValues

@@ -8,6 +8,7 @@ import (
 
 	"seckill/lock"
 	"seckill/model"
+	"seckill/service/internal/orderkit"
 )
 
 // batch is the state of one process call.
@@ -73,7 +74,7 @@ func (b *batch) lockUsers(work []model.QueuedOrder) ([]model.QueuedOrder, func()
 		if len(held) == 0 {
 			return
 		}
-		rctx, cancel := context.WithTimeout(context.WithoutCancel(b.ctx), releaseTimeout)
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(b.ctx), orderkit.ReleaseTimeout)
 		defer cancel()
 		for i, err := range lock.ReleaseAll(rctx, c.d.Locker, held) {
 			if err != nil {
@@ -85,7 +86,7 @@ func (b *batch) lockUsers(work []model.QueuedOrder) ([]model.QueuedOrder, func()
 
 // order is the order of entry m.
 func (b *batch) order(m model.QueuedOrder) model.VoucherOrder {
-	o := newOrder(m.OrderID, m.UserID, m.VoucherID, b.c.d.Now())
+	o := orderkit.NewOrder(m.OrderID, m.UserID, m.VoucherID, b.c.d.Now())
 	o.CreateTime = admittedAt(m, o.UpdateTime)
 	return o
 }
@@ -163,7 +164,7 @@ func (b *batch) writeOne(m model.QueuedOrder) {
 		b.deadLetter(m, ReasonSoldOut, 1)
 	case errors.Is(err, model.ErrDuplicateOrder):
 		if errors.Is(err, model.ErrUniqueKey) {
-			c.dups.count(b.ctx, m.VoucherID, m.UserID)
+			c.dups.Count(b.ctx, m.VoucherID, m.UserID)
 		}
 		b.deadLetter(m, ReasonDuplicate, 1)
 	case errors.Is(err, model.ErrOrderIDTaken):

@@ -12,6 +12,7 @@ import (
 
 	"seckill/lock"
 	"seckill/model"
+	"seckill/service/internal/orderkit"
 )
 
 // Dead-letter reasons (stream.orders.dlq field reason, metric label).
@@ -117,15 +118,15 @@ type ConsumerDeps struct {
 	// without it (docs/async.md, "The consumers' per-user lock").
 	Locker lock.Locker
 	// Rejects counts the duplicates only the unique key stopped.
-	Rejects RejectionCounter
+	Rejects orderkit.RejectionCounter
 	// Admitted counts this process's admissions (optional).
 	// While it moves, consumers keep to ConsumerConfig.DutyCycle.
 	Admitted func() uint64
 	// Tracer traces each batch, linked to the requests that admitted its
 	// orders. Optional: nil traces nothing.
 	Tracer   BatchTracer
-	Observer Observer         // optional: lock refusals, unique-key rejections
-	Metrics  ConsumerObserver // optional: batches, writes, dead letters, claims
+	Observer orderkit.Observer // optional: lock refusals, unique-key rejections
+	Metrics  ConsumerObserver  // optional: batches, writes, dead letters, claims
 	// Returned hears of a dead letter's unit given back to Redis (the
 	// waiting room); optional.
 	Returned UnitsReturned
@@ -138,7 +139,7 @@ type ConsumerDeps struct {
 type ConsumerGroup struct {
 	d    ConsumerDeps
 	cfg  ConsumerConfig
-	dups uniqueKeyRejections
+	dups orderkit.UniqueKeyRejections
 }
 
 // NewConsumerGroup returns the consumers' settings and collaborators.
@@ -146,7 +147,7 @@ type ConsumerGroup struct {
 func NewConsumerGroup(d ConsumerDeps, cfg ConsumerConfig) *ConsumerGroup {
 	cfg.defaults()
 	if d.Observer == nil {
-		d.Observer = nopObserver{}
+		d.Observer = orderkit.NopObserver{}
 	}
 	if d.Metrics == nil {
 		d.Metrics = nopConsumerObserver{}
@@ -155,7 +156,7 @@ func NewConsumerGroup(d ConsumerDeps, cfg ConsumerConfig) *ConsumerGroup {
 		d.Now = time.Now
 	}
 	return &ConsumerGroup{d: d, cfg: cfg,
-		dups: uniqueKeyRejections{obs: d.Observer, counter: d.Rejects, log: d.Log, locker: d.Locker}}
+		dups: orderkit.UniqueKeyRejections{Obs: d.Observer, Counter: d.Rejects, Log: d.Log, Locker: d.Locker}}
 }
 
 // Consumers are the stream consumers of one process.
@@ -310,7 +311,7 @@ func (c *consumer) claimEvery() time.Duration {
 func (c *consumer) run() {
 	log := c.d.Log.With("consumer", c.name)
 	defer func() {
-		ctx, cancel := context.WithTimeout(context.Background(), releaseTimeout)
+		ctx, cancel := context.WithTimeout(context.Background(), orderkit.ReleaseTimeout)
 		defer cancel()
 		if err := c.d.Queue.RemoveConsumer(ctx, c.name); err != nil {
 			log.WarnContext(ctx, "remove consumer", "err", err)

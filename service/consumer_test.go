@@ -13,6 +13,7 @@ import (
 
 	"seckill/lock"
 	"seckill/model"
+	"seckill/service/internal/orderkit"
 )
 
 // Unit tests of the consumers' batch handling (consumer.process) over
@@ -116,7 +117,7 @@ func (q *consQueue) DeadLetterMalformed(_ context.Context, m model.QueuedOrder, 
 // WriteOne, recordErr fails RecordDeadLetter. written holds the orders written,
 // dead the outcomes 'dead' recorded.
 type consOrders struct {
-	OrderStore
+	orderkit.OrderStore
 	mu        sync.Mutex
 	written   map[int64]model.VoucherOrder
 	dead      map[int64]model.Outcome

@@ -39,7 +39,7 @@ type createCall struct {
 	ctxErr error
 }
 
-// fakeOrders is an OrderStore. CreateOrder returns createErr when set, else it
+// fakeOrders is an orderkit.OrderStore. CreateOrder returns createErr when set, else it
 // applies the real transaction's rules on maps. One order per user and voucher;
 // the stock is decremented if positive.
 type fakeOrders struct {
@@ -123,7 +123,7 @@ func (f *fakeOrders) VoucherSnapshot(ctx context.Context, voucherID int64, _ []m
 	return model.VoucherSnapshot{Stock: sv.Stock, InitialStock: sv.InitialStock, Orders: f.counts[0], DistinctUsers: f.counts[1]}, f.countEr
 }
 
-// fakeRejects is a RejectionCounter.
+// fakeRejects is an orderkit.RejectionCounter.
 type fakeRejects struct {
 	mu      sync.Mutex
 	counts  map[int64]int64
@@ -160,7 +160,7 @@ func (f *fakeRejects) count(voucherID int64) int64 {
 	return f.counts[voucherID]
 }
 
-// fakeIDs is an IDGenerator counting up from base.
+// fakeIDs is an orderkit.IDGenerator counting up from base.
 type fakeIDs struct {
 	n   atomic.Int64
 	err error

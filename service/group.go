@@ -20,7 +20,7 @@ type GroupOrderStore interface {
 }
 
 // GroupObserver receives the size of every sync commit group, a lone
-// order being a group of one. The Observer may implement it.
+// order being a group of one. The orderkit.Observer may implement it.
 type GroupObserver interface {
 	SyncGroupCommitted(size int)
 }
@@ -71,7 +71,7 @@ func newGroupCommitter(groups GroupOrderStore, single func(context.Context, *mod
 	return &groupCommitter{groups: groups, single: single, obs: obs, max: limit, queues: map[int64]*groupQueue{}}
 }
 
-// commit writes o and answers like OrderStore.CreateOrder, or
+// commit writes o and answers like orderkit.OrderStore.CreateOrder, or
 // model.ErrNotGrouped when the buyer must write it alone. A buyer whose
 // context ends while it waits leaves unwritten; once its group commits,
 // it waits for the outcome.

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"seckill/model"
+	"seckill/service/internal/orderkit"
 )
 
 // LifecycleStore changes an order's status after it is written.
@@ -351,7 +352,7 @@ func (l *Lifecycle) returnUnits(ctx context.Context, orders []model.VoucherOrder
 	}
 	// Detached: a Redis give-back that happened is recorded even when the
 	// request ends now (the script would answer "already" anyway).
-	dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), releaseTimeout)
+	dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), orderkit.ReleaseTimeout)
 	defer cancel()
 	if err := l.d.Store.GivebacksDone(dctx, done); err != nil {
 		l.d.Log.WarnContext(ctx, "record give-backs", "orders", len(done), "err", err)

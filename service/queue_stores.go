@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"seckill/model"
+	"seckill/service/internal/orderkit"
 )
 
 // The stores of the order queue: admitting into it, reading it, writing from
@@ -86,7 +87,7 @@ type OrderQueue interface {
 
 // AsyncOrderStore is the database side of async mode.
 type AsyncOrderStore interface {
-	OrderStore
+	orderkit.OrderStore
 	OrderWriter
 	FactsReader
 }

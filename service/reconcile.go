@@ -11,6 +11,7 @@ import (
 
 	"seckill/lock"
 	"seckill/model"
+	"seckill/service/internal/orderkit"
 )
 
 // EpochName is the name of the async epoch among the named values.
@@ -87,7 +88,7 @@ func (s *Reconciler) withReconcileLock(ctx context.Context, f func(context.Conte
 		return fmt.Errorf("reconcile: obtain %s: %w", lock.ReconcileKey, model.Unavailable(err))
 	}
 	defer func() {
-		if err := releaseLock(ctx, lk); err != nil && !errors.Is(err, lock.ErrNotHeld) {
+		if err := orderkit.ReleaseLock(ctx, lk); err != nil && !errors.Is(err, lock.ErrNotHeld) {
 			s.d.Log.WarnContext(ctx, "reconcile lock release failed", "err", err)
 		}
 	}()

@@ -9,6 +9,7 @@ import (
 
 	"seckill/lock"
 	"seckill/model"
+	"seckill/service/internal/orderkit"
 	"seckill/service/internal/vouchercache"
 )
 
@@ -28,13 +29,13 @@ type SyncSeckillConfig struct {
 // SyncSeckill runs the flash sale in sync mode and reads its results.
 type SyncSeckill struct {
 	vouchers VoucherStore
-	orders   OrderStore
-	ids      IDGenerator
+	orders   orderkit.OrderStore
+	ids      orderkit.IDGenerator
 	seq      IDSequence
 	locker   lock.Locker
-	rejects  RejectionCounter
-	dups     uniqueKeyRejections
-	obs      Observer
+	rejects  orderkit.RejectionCounter
+	dups     orderkit.UniqueKeyRejections
+	obs      orderkit.Observer
 	cfg      SyncSeckillConfig
 	now      func() time.Time
 	log      *slog.Logger
@@ -45,17 +46,17 @@ type SyncSeckill struct {
 // SyncSeckillDeps are the collaborators of the seckill service.
 type SyncSeckillDeps struct {
 	Vouchers VoucherStore
-	Orders   OrderStore
+	Orders   orderkit.OrderStore
 	// Groups commits concurrent buyers of a voucher together (optional;
 	// nil = one transaction per order).
 	Groups GroupOrderStore
-	IDs    IDGenerator
+	IDs    orderkit.IDGenerator
 	// Sequence moves the id sequence past the database's ids when an id
 	// turns out to be taken (optional).
 	Sequence IDSequence
 	Locker   lock.Locker
-	Rejects  RejectionCounter
-	Observer Observer // optional
+	Rejects  orderkit.RejectionCounter
+	Observer orderkit.Observer // optional
 	Now      func() time.Time
 	Log      *slog.Logger
 }
@@ -63,7 +64,7 @@ type SyncSeckillDeps struct {
 // NewSyncSeckill returns the seckill service.
 func NewSyncSeckill(d SyncSeckillDeps, cfg SyncSeckillConfig) *SyncSeckill {
 	if d.Observer == nil {
-		d.Observer = nopObserver{}
+		d.Observer = orderkit.NopObserver{}
 	}
 	if d.Now == nil {
 		d.Now = time.Now
@@ -74,7 +75,7 @@ func NewSyncSeckill(d SyncSeckillDeps, cfg SyncSeckillConfig) *SyncSeckill {
 	s := &SyncSeckill{
 		vouchers: d.Vouchers, orders: d.Orders, ids: d.IDs, seq: d.Sequence, locker: d.Locker,
 		rejects: d.Rejects, obs: d.Observer, cfg: cfg, now: d.Now, log: d.Log,
-		dups:  uniqueKeyRejections{obs: d.Observer, counter: d.Rejects, log: d.Log, locker: d.Locker},
+		dups:  orderkit.UniqueKeyRejections{Obs: d.Observer, Counter: d.Rejects, Log: d.Log, Locker: d.Locker},
 		cache: vouchercache.New(d.Vouchers, cfg.VoucherCacheTTL, d.Now),
 	}
 	if d.Groups != nil {
@@ -151,7 +152,7 @@ func (s *SyncSeckill) withUserLock(ctx context.Context, userID int64, fn func(lk
 // order transaction (the store's CreateOrder, alone or in a commit group).
 // It returns the order's id, or the refusal with its side effects recorded.
 func (s *SyncSeckill) createVoucherOrder(ctx context.Context, v *vouchercache.Entry, lk lock.Lock, orderID, userID, voucherID int64) (int64, error) {
-	order := newOrder(orderID, userID, voucherID, s.now())
+	order := orderkit.NewOrder(orderID, userID, voucherID, s.now())
 	o := &order
 	var fence *model.Fence
 	if s.cfg.Fencing {
@@ -178,7 +179,7 @@ func (s *SyncSeckill) createVoucherOrder(ctx context.Context, v *vouchercache.En
 	case errors.Is(err, model.ErrSoldOut):
 		v.MarkSoldOut(s.now())
 	case errors.Is(err, model.ErrUniqueKey):
-		s.dups.count(ctx, voucherID, userID)
+		s.dups.Count(ctx, voucherID, userID)
 	case errors.Is(err, model.ErrStaleFence):
 		s.obs.StaleFenceRejected()
 		s.log.WarnContext(ctx, "stale fencing token refused", "voucher_id", voucherID, "user_id", userID, "fence", fence)
@@ -220,7 +221,7 @@ func fenceKey(mode, key string) string { return mode + "|" + key }
 // release gives the lock back after the transaction has ended, on a context
 // that survives the request's cancellation.
 func (s *SyncSeckill) release(ctx context.Context, lk lock.Lock) {
-	if err := releaseLock(ctx, lk); err != nil {
+	if err := orderkit.ReleaseLock(ctx, lk); err != nil {
 		// ErrNotHeld: the lease expired while we worked (slow business).
 		s.log.WarnContext(ctx, "lock release failed", "key", lk.Key(), "lock_mode", s.locker.Name(), "err", err)
 	}
@@ -228,63 +229,6 @@ func (s *SyncSeckill) release(ctx context.Context, lk lock.Lock) {
 
 // The rules every order write shares, in sync Buy and the async consumer
 // alike: the order, the lock's release, a duplicate the unique key stopped.
-
-// newOrder is the order a purchase writes, in both modes: the user's order
-// id of the voucher, created (unpaid, Heima pay type 1) at now. Times are
-// cut to the millisecond, as create_time keeps them. So the order's pay
-// deadline is the same before and after its write.
-func newOrder(id, userID, voucherID int64, now time.Time) model.VoucherOrder {
-	now = now.Truncate(time.Millisecond)
-	return model.VoucherOrder{
-		ID: id, UserID: userID, VoucherID: voucherID, PayType: 1,
-		Status: model.OrderStatusCreated, CreateTime: now, UpdateTime: now,
-	}
-}
-
-// releaseTimeout bounds a lock release after the work.
-// The release runs on a context detached from the caller's.
-// So a cancelled request or an expired batch still releases.
-const releaseTimeout = 2 * time.Second
-
-// releaseLock gives lk back on a context that survives ctx's cancellation,
-// bounded by releaseTimeout.
-func releaseLock(ctx context.Context, lk lock.Lock) error {
-	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), releaseTimeout)
-	defer cancel()
-	return lk.Release(rctx)
-}
-
-// uniqueKeyRejections counts the duplicates that only the unique key stopped.
-// The lock let them through.
-// It feeds the metric, a warning and the voucher's count across instances.
-type uniqueKeyRejections struct {
-	obs     Observer
-	counter RejectionCounter
-	log     *slog.Logger
-	locker  lock.Locker // names the lock mode in the warning (nil: none taken)
-}
-
-// lockMode names the lock in the warning: "off" when none was taken (async
-// consumers without SECKILL_CONSUMER_LOCK).
-func (r uniqueKeyRejections) lockMode() string {
-	if r.locker == nil {
-		return "off"
-	}
-	return r.locker.Name()
-}
-
-// count records one such duplicate of userID for voucherID.
-func (r uniqueKeyRejections) count(ctx context.Context, voucherID, userID int64) {
-	r.obs.UniqueKeyRejected()
-	r.log.WarnContext(ctx, "duplicate order stopped by unique key", "voucher_id", voucherID, "user_id", userID, "lock_mode", r.lockMode())
-	// Detached from a cancelled request, but bounded: a stalled Redis must
-	// not hold a consumer's batch.
-	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), releaseTimeout)
-	defer cancel()
-	if err := r.counter.IncrDuplicateRejections(cctx, voucherID); err != nil {
-		r.log.ErrorContext(ctx, "count duplicate rejection", "voucher_id", voucherID, "err", err)
-	}
-}
 
 // Order returns the order with id if it belongs to userID; another user's
 // order is model.ErrOrderNotFound, like a missing one.

@@ -261,7 +261,7 @@ func TestBuyStoreErrors(t *testing.T) {
 		notErr     error
 		wantUnique int64
 		wantStale  int64
-		wantRejent int64 // RejectionCounter for the voucher
+		wantRejent int64 // orderkit.RejectionCounter for the voucher
 	}{
 		{name: "unique key", createErr: uniqueKey, wantErrs: []error{model.ErrDuplicateOrder, model.ErrUniqueKey}, notErr: model.ErrUnavailable, wantUnique: 1, wantRejent: 1},
 		{name: "duplicate found by the transaction", createErr: model.ErrDuplicateOrder, wantErrs: []error{model.ErrDuplicateOrder}, notErr: model.ErrUniqueKey},
