@@ -30,6 +30,7 @@ import (
 	"seckill/service"
 	"seckill/service/catalog"
 	"seckill/service/room"
+	"seckill/service/sale"
 )
 
 // App is a wired serving process: its HTTP handler, its background
@@ -106,7 +107,7 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger, opts ...Optio
 	adm := auth.NewAdmissions(secret)
 	// The joins and polls that reach Redis, per user and address.
 	var queueLimits room.QueueLimits
-	if l := service.NewQueueLimits(redisstore.NewQueueLimits(d.Redis), service.PurchaseLimitConfig{
+	if l := sale.NewQueueLimits(redisstore.NewQueueLimits(d.Redis), sale.PurchaseLimitConfig{
 		PerUser: cfg.WaitingRoomRateLimit, PerAddr: cfg.WaitingRoomRateLimitIP,
 		Refused: w.m.PurchaseLimitRefused, Failed: w.m.PurchaseLimitFailed,
 	}, log); l.Enabled() {

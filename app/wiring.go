@@ -20,6 +20,7 @@ import (
 	"seckill/service/account"
 	"seckill/service/catalog"
 	"seckill/service/room"
+	"seckill/service/sale"
 )
 
 // wiring holds what New builds once: the stores and the services that the
@@ -129,7 +130,7 @@ func (w *wiring) syncPurchase(ctx context.Context) (purchase, error) {
 	if err := seq.Resync(ctx); err != nil {
 		return purchase{}, fmt.Errorf("order id sequence: %w", err)
 	}
-	deps := service.SyncSeckillDeps{
+	deps := sale.SyncSeckillDeps{
 		Vouchers: w.vouchers, Orders: w.orders, IDs: ids, Sequence: seq,
 		Locker: w.locker, Rejects: redisstore.NewRejections(d.Redis),
 		Observer: w.m, Now: time.Now, Log: w.log,
@@ -137,20 +138,20 @@ func (w *wiring) syncPurchase(ctx context.Context) (purchase, error) {
 	if w.cfg.SyncGroupCommit {
 		deps.Groups = w.orders
 	}
-	sk := service.NewSyncSeckill(deps, service.SyncSeckillConfig{Fencing: w.cfg.Fencing, CriticalDelay: w.cfg.CriticalDelay})
+	sk := sale.NewSyncSeckill(deps, sale.SyncSeckillConfig{Fencing: w.cfg.Fencing, CriticalDelay: w.cfg.CriticalDelay})
 	return purchase{seckill: sk, changed: sk.VoucherChanged, forget: sk.Forget, limits: redisstore.NewPurchaseLimits(d.Redis)}, nil
 }
 
 // lifecycle is the order lifecycle: pay, cancel, and the expiry sweep that
 // every instance runs. In async mode an expired order's unit goes back to
 // Redis.
-func (w *wiring) lifecycle(p purchase) *service.Lifecycle {
-	lifeDeps := service.LifecycleDeps{Store: w.orders, Vouchers: w.vouchers, Orders: p.seckill, Returned: w.room, Now: time.Now, Log: w.log}
+func (w *wiring) lifecycle(p purchase) *sale.Lifecycle {
+	lifeDeps := sale.LifecycleDeps{Store: w.orders, Vouchers: w.vouchers, Orders: p.seckill, Returned: w.room, Now: time.Now, Log: w.log}
 	if p.async != nil {
 		lifeDeps.Returner = redisstore.NewStockReturns(w.d.Redis)
 	}
 	if w.m != nil {
 		lifeDeps.Metrics = metrics.Lifecycle{Metrics: w.m}
 	}
-	return service.NewLifecycle(lifeDeps, service.LifecycleConfig{PayTimeout: w.cfg.PayTimeout})
+	return sale.NewLifecycle(lifeDeps, sale.LifecycleConfig{PayTimeout: w.cfg.PayTimeout})
 }

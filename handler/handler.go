@@ -18,8 +18,8 @@ import (
 	"seckill/middleware"
 	"seckill/model"
 	"seckill/observe/telemetry"
-	"seckill/service"
 	"seckill/service/catalog"
+	"seckill/service/sale"
 )
 
 // Users is the login flow as the routes see it (*account.Users).
@@ -32,7 +32,7 @@ type Users interface {
 }
 
 // PurchaseLimits are the purchase limits as the route sees them
-// (*service.PurchaseLimits).
+// (*sale.PurchaseLimits).
 type PurchaseLimits interface {
 	Enabled() bool
 	// Admit counts a purchase of userID for voucherID from the client
@@ -50,10 +50,10 @@ type Vouchers interface {
 	List(ctx context.Context, shopID int64) ([]model.SeckillVoucherInfo, error)
 }
 
-// Sale is the flash sale as the routes see it: a service.SyncSeckill or a
-// service.AsyncSeckill. The purchase (service.Purchase) buys from it.
+// Sale is the flash sale as the routes see it: a sale.SyncSeckill or a
+// service.AsyncSeckill. The purchase (sale.Purchase) buys from it.
 type Sale interface {
-	service.PurchaseSale
+	sale.PurchaseSale
 	Order(ctx context.Context, userID, orderID int64) (*model.VoucherOrder, error)
 	Audit(ctx context.Context, voucherID int64) (*model.Audit, error)
 }
@@ -64,7 +64,7 @@ type api struct {
 	// failAs is fail with err classified already (Style.Classify).
 	failAs func(c *gin.Context, err error, status int, code, msg string)
 	// purchase is the purchase's sequence: the room, the limits, the sale.
-	purchase *service.Purchase
+	purchase *sale.Purchase
 	// limited: the purchase limits are on (the client address is read).
 	limited bool
 }
@@ -88,14 +88,14 @@ func New(d Deps) http.Handler {
 		d.Style = StyleREST
 	}
 	a := &api{Deps: d, limited: d.Limits != nil && d.Limits.Enabled()}
-	steps := service.PurchaseDeps{Sale: d.Seckill}
+	steps := sale.PurchaseDeps{Sale: d.Seckill}
 	if d.Room != nil {
 		steps.Room = d.Room
 	}
 	if a.limited {
 		steps.Limits = d.Limits
 	}
-	a.purchase = service.NewPurchase(steps)
+	a.purchase = sale.NewPurchase(steps)
 	a.failAs = func(c *gin.Context, err error, status int, code, msg string) {
 		if d.AccessLog > 0 {
 			// The access log names the refusal's code (of a request it logs).
@@ -389,7 +389,7 @@ func newVoucherResponse(v *model.SeckillVoucherInfo) voucherResponse {
 	}
 }
 
-// seckill is the purchase: parse, buy (service.Purchase), write. With an
+// seckill is the purchase: parse, buy (sale.Purchase), write. With an
 // Idempotency-Key, the room's check runs first: a buyer it refuses touches
 // no Redis key, the key's record included.
 func (a orderAPI) seckill(c *gin.Context) {
@@ -401,7 +401,7 @@ func (a orderAPI) seckill(c *gin.Context) {
 		return
 	}
 	u, _ := middleware.UserFrom(c.Request.Context())
-	req := service.PurchaseRequest{UserID: u.ID, VoucherID: voucherID, Admission: c.GetHeader(AdmissionHeader)}
+	req := sale.PurchaseRequest{UserID: u.ID, VoucherID: voucherID, Admission: c.GetHeader(AdmissionHeader)}
 	if a.limited {
 		req.Addr = c.ClientIP()
 	}
@@ -422,7 +422,7 @@ func (a orderAPI) seckill(c *gin.Context) {
 }
 
 // buy runs the purchase and writes its answer.
-func (a orderAPI) buy(c *gin.Context, req service.PurchaseRequest, start time.Time) {
+func (a orderAPI) buy(c *gin.Context, req sale.PurchaseRequest, start time.Time) {
 	orderID, err := a.purchase.Buy(c.Request.Context(), req)
 	if err != nil {
 		a.purchaseFailed(c, req.VoucherID, err, start)

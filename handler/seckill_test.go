@@ -18,11 +18,11 @@ import (
 	"seckill/lock"
 	"seckill/model"
 	"seckill/observe/metrics"
-	"seckill/service"
 	"seckill/service/account"
 	"seckill/service/account/accounttest"
 	"seckill/service/catalog"
 	"seckill/service/catalog/catalogtest"
+	"seckill/service/sale"
 )
 
 func TestSeckillSuccess(t *testing.T) {
@@ -253,10 +253,10 @@ func TestSeckillFlowOverRealService(t *testing.T) {
 	now := time.Now()
 	e.vouchers.Seckill[1] = model.SeckillVoucher{VoucherID: 1, Stock: 1, InitialStock: 1, BeginTime: now.Add(-time.Hour), EndTime: now.Add(time.Hour)}
 	e.vouchers.Seckill[2] = model.SeckillVoucher{VoucherID: 2, Stock: 5, InitialStock: 5, BeginTime: now.Add(time.Hour), EndTime: now.Add(2 * time.Hour)}
-	svc := service.NewSyncSeckill(service.SyncSeckillDeps{
+	svc := sale.NewSyncSeckill(sale.SyncSeckillDeps{
 		Vouchers: e.vouchers, Orders: &memOrders{vouchers: e.vouchers, orders: map[int64]model.VoucherOrder{}},
 		IDs: &seqIDs{}, Locker: locker, Rejects: memRejects{}, Log: slog.New(slog.DiscardHandler),
-	}, service.SyncSeckillConfig{})
+	}, sale.SyncSeckillConfig{})
 	e.h = handler.New(handler.Deps{
 		Services: handler.Services{
 			Users:    account.NewUsers(e.users, accounttest.NewCodes(), nil, e.tokens, slog.New(slog.DiscardHandler), account.CodeConfig{}),

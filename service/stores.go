@@ -32,3 +32,9 @@ type BatchTracer interface {
 // duplicate the unique key stopped, a stale fence. A nil Observer is
 // allowed.
 type Observer = orderkit.Observer
+
+// UnitsReturned hears of units back on sale (the waiting room's
+// UnitsBack): once Redis took a dead letter's unit back.
+type UnitsReturned interface {
+	UnitsBack(ctx context.Context, voucherID int64, n int)
+}

@@ -143,7 +143,7 @@ func (m *Metrics) PurchaseLimitFailed(limit string) {
 	m.PurchaseLimits.WithLabelValues(limit, "unchecked").Inc()
 }
 
-// LockNotObtained counts a refused lock (service.Observer).
+// LockNotObtained counts a refused lock (sale.Observer, service.Observer).
 func (m *Metrics) LockNotObtained() { m.LockRefused.Inc() }
 
 // UniqueKeyRejected counts a duplicate stopped by the unique key.
@@ -153,7 +153,7 @@ func (m *Metrics) UniqueKeyRejected() { m.UniqueKeyRejections.Inc() }
 func (m *Metrics) StaleFenceRejected() { m.StaleFenceRejections.Inc() }
 
 // SyncGroupCommitted observes the size of one sync commit group
-// (service.GroupObserver).
+// (sale.GroupObserver).
 func (m *Metrics) SyncGroupCommitted(size int) { m.SyncGroup.Observe(float64(size)) }
 
 // BatchRead observes the size of a consumer batch (service.ConsumerObserver).

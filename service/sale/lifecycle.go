@@ -1,4 +1,4 @@
-package service
+package sale
 
 import (
 	"context"
@@ -52,7 +52,7 @@ type OrderReader interface {
 	Order(ctx context.Context, userID, orderID int64) (*model.VoucherOrder, error)
 }
 
-// UnitsReturned hears of units back on sale (*WaitingRoom): in sync mode
+// UnitsReturned hears of units back on sale (room.WaitingRoom): in sync mode
 // once the cancel committed, in async mode once Redis took the unit back.
 type UnitsReturned interface {
 	UnitsBack(ctx context.Context, voucherID int64, n int)
