@@ -27,7 +27,7 @@ import (
 	"seckill/observe/telemetry"
 	"seckill/repository/redisstore"
 	"seckill/repository/sqlstore"
-	"seckill/service"
+	"seckill/service/async"
 	"seckill/service/catalog"
 	"seckill/service/room"
 	"seckill/service/sale"
@@ -151,7 +151,7 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger, opts ...Optio
 		if !d.EmbeddedRedis {
 			// An embedded Redis lives and dies with this process: nothing
 			// to watch.
-			workers = append(workers, newRedisWatch(p.async.Reconciler, service.WatchConfig{Rebuild: cfg.AutoRebuild}))
+			workers = append(workers, newRedisWatch(p.async.Reconciler, async.WatchConfig{Rebuild: cfg.AutoRebuild}))
 		}
 	}
 	workers = append(workers, newExpirySweeper(lifecycle))

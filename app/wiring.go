@@ -16,8 +16,8 @@ import (
 	"seckill/observe/telemetry"
 	"seckill/repository/redisstore"
 	"seckill/repository/sqlstore"
-	"seckill/service"
 	"seckill/service/account"
+	"seckill/service/async"
 	"seckill/service/catalog"
 	"seckill/service/room"
 	"seckill/service/sale"
@@ -72,14 +72,14 @@ type purchase struct {
 	// own, or in async mode in the admissions'.
 	limits redisstore.PurchaseLimits
 	// async is the async seckill; nil in sync mode.
-	async *service.AsyncMode
+	async *async.AsyncMode
 }
 
 // published is what publishing a voucher does after its row is written,
 // before it answers: any room Redis holds under the id is dropped (both
 // modes), and in async mode (async not nil) the voucher is loaded into
 // Redis.
-func published(room *room.WaitingRoom, async *service.AsyncMode) func(context.Context, *model.SeckillVoucher) error {
+func published(room *room.WaitingRoom, async *async.AsyncMode) func(context.Context, *model.SeckillVoucher) error {
 	return func(ctx context.Context, sv *model.SeckillVoucher) error {
 		if err := room.Published(ctx, sv); err != nil {
 			return fmt.Errorf("voucher %d: drop a room under its id: %w", sv.VoucherID, err)

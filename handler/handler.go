@@ -51,7 +51,7 @@ type Vouchers interface {
 }
 
 // Sale is the flash sale as the routes see it: a sale.SyncSeckill or a
-// service.AsyncSeckill. The purchase (sale.Purchase) buys from it.
+// async.AsyncSeckill. The purchase (sale.Purchase) buys from it.
 type Sale interface {
 	sale.PurchaseSale
 	Order(ctx context.Context, userID, orderID int64) (*model.VoucherOrder, error)

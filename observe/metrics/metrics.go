@@ -143,7 +143,7 @@ func (m *Metrics) PurchaseLimitFailed(limit string) {
 	m.PurchaseLimits.WithLabelValues(limit, "unchecked").Inc()
 }
 
-// LockNotObtained counts a refused lock (sale.Observer, service.Observer).
+// LockNotObtained counts a refused lock (sale.Observer, async.Observer).
 func (m *Metrics) LockNotObtained() { m.LockRefused.Inc() }
 
 // UniqueKeyRejected counts a duplicate stopped by the unique key.
@@ -156,7 +156,7 @@ func (m *Metrics) StaleFenceRejected() { m.StaleFenceRejections.Inc() }
 // (sale.GroupObserver).
 func (m *Metrics) SyncGroupCommitted(size int) { m.SyncGroup.Observe(float64(size)) }
 
-// BatchRead observes the size of a consumer batch (service.ConsumerObserver).
+// BatchRead observes the size of a consumer batch (async.ConsumerObserver).
 func (m *Metrics) BatchRead(size int) { m.AsyncBatch.Observe(float64(size)) }
 
 // OrdersWritten counts orders written by the consumers.

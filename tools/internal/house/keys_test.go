@@ -36,7 +36,7 @@ var notKeys = map[string]map[string]string{
 	"internal/browsertest/browsertest.go":    {"about:blank": "a URL"},
 	"repository/sqlstore/db.go":              {"file:": "the SQLite file name's scheme"},
 	"repository/redisstore/epochs.go":        {"run_id:": "a field of INFO server"},
-	"service/watch.go":                       {"redislost:": "a row of tb_seckill_meta, not a Redis key"},
+	"service/async/watch.go":                 {"redislost:": "a row of tb_seckill_meta, not a Redis key"},
 	"observe/live/recorder.go": {
 		"code:": liveField, "dup:": liveField, "lat:": liveField, "lat:ns:": liveField, "lat:sum": liveField,
 	},

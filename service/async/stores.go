@@ -1,7 +1,9 @@
-// Package service holds the business rules of the seckill: login, voucher
-// publishing, the seckill flow and the audit. It declares the narrow stores it
-// needs; repository implements them. It never imports repository, gorm or gin.
-package service
+// Package async is the flash sale in async mode: the admission through
+// seckill.lua (AsyncSeckill), the stream's consumers and their batches, the
+// reconciler, the watch of Redis and the orders pending in the stream. It
+// declares the stores it needs; repository implements them. Like every
+// package under service it never imports repository, gorm or gin.
+package async
 
 import (
 	"context"
