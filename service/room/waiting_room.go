@@ -72,24 +72,53 @@ type QueueLimits interface {
 // WaitingRoom admits the buyers of vouchers published with a room: a
 // queue, a draw at the start and a serving number sized to the stock.
 // Its check of the admission token runs before the purchase, in both
-// order modes.
+// order modes. It is three parts over one shared core: the Queue answers
+// the buyers' joins and polls, the Gate is the purchase's side (the
+// admission's check, the outcome), the Admin the side of the voucher's
+// changes and audit.
 type WaitingRoom struct {
+	*Queue
+	*Gate
+	*Admin
+}
+
+// core is what the room's parts share: the store, the vouchers, the
+// admission tokens, the clock and the draw.
+type core struct {
 	store  Store
 	stock  vouchercache.Store
 	cache  *vouchercache.Cache
 	tokens AdmissionSigner
+	cfg    Config
+	now    func() time.Time
+	log    *slog.Logger
+	// drawMu lets one request at a time read the stock for a draw: the
+	// others then find the room drawn, and the start costs one database
+	// read per instance, not one per buyer.
+	drawMu sync.Mutex
+}
+
+// Queue answers the buyers' joins and polls: the user's place, the pause
+// before the next poll, the admission token once admitted, and the place
+// ticket that answers most polls without Redis.
+type Queue struct {
+	*core
 	// tickets and states answer most polls without Redis.
 	tickets TicketSigner
 	limits  QueueLimits
 	states  roomStates
 	checked checkedTickets
-	cfg     Config
-	now     func() time.Time
-	log     *slog.Logger
-	// drawMu lets one request at a time read the stock for a draw: the
-	// others then find the room drawn, and the start costs one database
-	// read per instance, not one per buyer.
-	drawMu sync.Mutex
+}
+
+// Gate is the room as the purchase sees it: the check of the admission
+// token before the sale, the sale's outcome after it.
+type Gate struct{ *core }
+
+// Admin is the room's side of the voucher's life: published, changed,
+// forgotten, units given back, and its audit.
+type Admin struct {
+	*core
+	states *roomStates // the Queue's copies of the rooms' states
 }
 
 // roomKeysGrace is how long after the sale's end the room's keys stay.
@@ -104,8 +133,10 @@ func NewWaitingRoom(d Deps, cfg Config) *WaitingRoom {
 		cfg.TokenTTL = time.Minute
 	}
 	cfg.Overbook = max(cfg.Overbook, 1)
-	return &WaitingRoom{store: d.Store, stock: d.Vouchers, cache: vouchercache.New(d.Vouchers, time.Minute, d.Now),
-		tokens: d.Tokens, tickets: d.Tickets, limits: d.Limits, cfg: cfg, now: d.Now, log: d.Log}
+	c := &core{store: d.Store, stock: d.Vouchers, cache: vouchercache.New(d.Vouchers, time.Minute, d.Now),
+		tokens: d.Tokens, cfg: cfg, now: d.Now, log: d.Log}
+	q := &Queue{core: c, tickets: d.Tickets, limits: d.Limits}
+	return &WaitingRoom{Queue: q, Gate: &Gate{core: c}, Admin: &Admin{core: c, states: &q.states}}
 }
 
 // View is one user's answer from the room.
@@ -127,7 +158,7 @@ type View struct {
 // Join puts the user in the voucher's room (once: a second join answers
 // the same place) and answers the user's state. addr is the client's
 // address, for the limits.
-func (r *WaitingRoom) Join(ctx context.Context, userID, voucherID int64, addr string) (*View, error) {
+func (r *Queue) Join(ctx context.Context, userID, voucherID int64, addr string) (*View, error) {
 	return r.step(ctx, userID, voucherID, "join", "", addr)
 }
 
@@ -136,12 +167,12 @@ func (r *WaitingRoom) Join(ctx context.Context, userID, voucherID int64, addr st
 // ticket from an earlier answer, a buyer whose turn has not come is
 // answered from this instance's copy of the room, without Redis and
 // without the limits; every other poll counts against them.
-func (r *WaitingRoom) Poll(ctx context.Context, userID, voucherID int64, ticket, addr string) (*View, error) {
+func (r *Queue) Poll(ctx context.Context, userID, voucherID int64, ticket, addr string) (*View, error) {
 	return r.step(ctx, userID, voucherID, "poll", ticket, addr)
 }
 
 // room returns the cached voucher, which must have a waiting room.
-func (r *WaitingRoom) room(ctx context.Context, voucherID int64) (*vouchercache.Entry, error) {
+func (r *core) room(ctx context.Context, voucherID int64) (*vouchercache.Entry, error) {
 	if voucherID <= 0 {
 		return nil, model.InvalidArgument("id", "must be a positive number")
 	}
@@ -158,20 +189,20 @@ func (r *WaitingRoom) room(ctx context.Context, voucherID int64) (*vouchercache.
 // call is what the store needs for the voucher. A slot lasts the token's
 // TTL plus the longest pause between a waiting buyer's polls: a buyer who
 // polls when told learns of the admission with at least the TTL left.
-func (r *WaitingRoom) call(v *vouchercache.Entry) model.RoomCall { return r.callFor(&v.Voucher, -1) }
+func (r *core) call(v *vouchercache.Entry) model.RoomCall { return r.callFor(&v.Voucher, -1) }
 
 // callFor is what the store needs for the voucher sv, with base as the
 // database's stock (-1: not read).
-func (r *WaitingRoom) callFor(sv *model.SeckillVoucher, base int) model.RoomCall {
+func (r *core) callFor(sv *model.SeckillVoucher, base int) model.RoomCall {
 	return model.RoomCall{Begin: sv.BeginTime, ExpireAt: sv.EndTime.Add(roomKeysGrace),
 		TokenTTL: r.cfg.TokenTTL + r.maxRetry(), Overbook: r.cfg.Overbook, Base: base}
 }
 
 // maxRetry is the longest pause a waiting buyer is told to keep: maxRetry,
 // or the token's TTL when shorter.
-func (r *WaitingRoom) maxRetry() time.Duration { return min(maxRetry, r.cfg.TokenTTL) }
+func (r *core) maxRetry() time.Duration { return min(maxRetry, r.cfg.TokenTTL) }
 
-func (r *WaitingRoom) step(ctx context.Context, userID, voucherID int64, op, ticket, addr string) (*View, error) {
+func (r *Queue) step(ctx context.Context, userID, voucherID int64, op, ticket, addr string) (*View, error) {
 	v, err := r.room(ctx, voucherID)
 	if err != nil {
 		return nil, err
@@ -208,7 +239,7 @@ func (r *WaitingRoom) step(ctx context.Context, userID, voucherID int64, op, tic
 // withBase runs try with c; when the room must be drawn first
 // (model.ErrRoomNeedsBase), it runs it again under drawMu, with the stock
 // the database holds, unless another request drew the room meanwhile.
-func (r *WaitingRoom) withBase(ctx context.Context, voucherID int64, c model.RoomCall, try func(model.RoomCall) error) error {
+func (r *core) withBase(ctx context.Context, voucherID int64, c model.RoomCall, try func(model.RoomCall) error) error {
 	if err := try(c); !errors.Is(err, model.ErrRoomNeedsBase) {
 		return err
 	}
@@ -227,7 +258,7 @@ func (r *WaitingRoom) withBase(ctx context.Context, voucherID int64, c model.Roo
 
 // base reads the stock the database holds now: the room is sized to it
 // at the draw, and again when Redis lost the room.
-func (r *WaitingRoom) base(ctx context.Context, voucherID int64) (int, error) {
+func (r *core) base(ctx context.Context, voucherID int64) (int, error) {
 	sv, err := r.stock.GetSeckill(ctx, voucherID)
 	if err != nil {
 		return 0, err
@@ -242,7 +273,7 @@ const (
 )
 
 // view turns the store's answer into the user's.
-func (r *WaitingRoom) view(a model.RoomAnswer, userID, voucherID int64, begin time.Time) (*View, error) {
+func (r *Queue) view(a model.RoomAnswer, userID, voucherID int64, begin time.Time) (*View, error) {
 	out := &View{Status: a.Status}
 	switch a.Status {
 	case model.RoomNotJoined:
@@ -276,13 +307,13 @@ func (r *WaitingRoom) view(a model.RoomAnswer, userID, voucherID int64, begin ti
 
 // retryBeforeDraw is the pause before the draw: until the start, or
 // within maxRetry.
-func (r *WaitingRoom) retryBeforeDraw(begin, now time.Time) time.Duration {
+func (r *Queue) retryBeforeDraw(begin, now time.Time) time.Duration {
 	return min(max(begin.Sub(now), minRetry), r.maxRetry())
 }
 
 // retryWaiting is the pause of a buyer with ahead before: one second,
 // plus a little per buyer ahead, at most maxRetry.
-func (r *WaitingRoom) retryWaiting(ahead int64) time.Duration {
+func (r *Queue) retryWaiting(ahead int64) time.Duration {
 	return min(time.Second+time.Duration(ahead)*2*time.Millisecond, r.maxRetry())
 }
 
@@ -291,7 +322,7 @@ func (r *WaitingRoom) retryWaiting(ahead int64) time.Duration {
 // (model.ErrNotAdmitted; model.ErrAdmissionLapsed, which is one, for a
 // token of this user and voucher past its expiry). It reads the cached voucher and the token only:
 // no lock, no Redis stock. A voucher without a room passes.
-func (r *WaitingRoom) Admit(ctx context.Context, userID, voucherID int64, token string) error {
+func (r *Gate) Admit(ctx context.Context, userID, voucherID int64, token string) error {
 	v, err := r.cache.Get(ctx, voucherID)
 	if err != nil {
 		return err
@@ -315,7 +346,7 @@ func (r *WaitingRoom) Admit(ctx context.Context, userID, voucherID int64, token 
 //
 // took is how long the purchase ran: a sell-out it met is not applied when
 // a unit came back meanwhile (docs/waiting-room.md).
-func (r *WaitingRoom) Outcome(ctx context.Context, userID, voucherID int64, buyErr error, took time.Duration) {
+func (r *Gate) Outcome(ctx context.Context, userID, voucherID int64, buyErr error, took time.Duration) {
 	op := "bought"
 	switch {
 	case buyErr == nil:
@@ -341,7 +372,7 @@ func (r *WaitingRoom) Outcome(ctx context.Context, userID, voucherID int64, buyE
 // not drawn yet reads the stock at its draw; a closed one stays closed. A
 // failure is logged: the units are on sale either way, and the room
 // admits them again when its admissions lapse.
-func (r *WaitingRoom) UnitsBack(ctx context.Context, voucherID int64, n int) {
+func (r *Admin) UnitsBack(ctx context.Context, voucherID int64, n int) {
 	if n <= 0 {
 		return
 	}
@@ -358,7 +389,7 @@ func (r *WaitingRoom) UnitsBack(ctx context.Context, voucherID int64, n int) {
 
 // Audit reads the voucher's room for its audit: nil for a voucher
 // without one. The seed is shown once the room is drawn.
-func (r *WaitingRoom) Audit(ctx context.Context, voucherID int64) (*model.RoomAudit, error) {
+func (r *Admin) Audit(ctx context.Context, voucherID int64) (*model.RoomAudit, error) {
 	v, err := r.cache.Get(ctx, voucherID)
 	if err != nil {
 		return nil, err
@@ -388,14 +419,14 @@ func (r *WaitingRoom) Audit(ctx context.Context, voucherID int64) (*model.RoomAu
 // id by a database reset while Redis kept its data (closed, sold out, its
 // buyers queued), and would answer for the new sale. Wire it with
 // Vouchers.OnPublished, in both order modes.
-func (r *WaitingRoom) Published(ctx context.Context, sv *model.SeckillVoucher) error {
+func (r *Admin) Published(ctx context.Context, sv *model.SeckillVoucher) error {
 	r.cache.Forget(sv.VoucherID)
 	return r.store.Drop(ctx, sv.VoucherID)
 }
 
 // Forget drops the cached copy of a voucher another instance changed, and
 // the copy of its room's state; voucherID 0 drops every copy.
-func (r *WaitingRoom) Forget(voucherID int64) {
+func (r *Admin) Forget(voucherID int64) {
 	r.cache.Forget(voucherID)
 	r.states.forget(voucherID)
 }
@@ -403,7 +434,7 @@ func (r *WaitingRoom) Forget(voucherID int64) {
 // VoucherChanged drops this process's cached copy of the voucher (an
 // admin edited or closed it). A closed voucher's room is closed in Redis
 // too, so every instance answers closed at once.
-func (r *WaitingRoom) VoucherChanged(ctx context.Context, voucherID int64) error {
+func (r *Admin) VoucherChanged(ctx context.Context, voucherID int64) error {
 	r.Forget(voucherID)
 	sv, err := r.stock.GetSeckill(ctx, voucherID)
 	if err != nil || !sv.WaitingRoom || r.now().Before(sv.EndTime) {

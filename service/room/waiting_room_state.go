@@ -98,7 +98,7 @@ func (s *roomStates) forget(voucherID int64) {
 // runs the room's script (its audit), which also lapses the expired
 // admissions and passes their slots on, so the serving number advances
 // even when every waiting buyer is answered from the copy.
-func (r *WaitingRoom) state(ctx context.Context, voucherID int64, v *vouchercache.Entry) (*roomState, error) {
+func (r *Queue) state(ctx context.Context, voucherID int64, v *vouchercache.Entry) (*roomState, error) {
 	e := r.states.entry(voucherID)
 	if s := e.st.Load(); s != nil && r.now().Sub(s.at) < roomStateTTL {
 		return s, nil
@@ -132,7 +132,7 @@ func (r *WaitingRoom) state(ctx context.Context, voucherID int64, v *vouchercach
 // any buyer once the room is sold out or closed. nil when the poll must
 // run the script: no ticket, a ticket refused, the turn come (the script
 // alone admits), or the room's state unreadable.
-func (r *WaitingRoom) fromTicket(ctx context.Context, userID, voucherID int64, v *vouchercache.Entry, ticket string) *View {
+func (r *Queue) fromTicket(ctx context.Context, userID, voucherID int64, v *vouchercache.Entry, ticket string) *View {
 	if ticket == "" || r.tickets == nil {
 		return nil
 	}
@@ -170,7 +170,7 @@ type ticketView struct {
 
 // ticket signs the user's ticket for an answer of the script: waiting or
 // admitted, when the instance knows the room's seed.
-func (r *WaitingRoom) ticket(ctx context.Context, userID, voucherID int64, v *vouchercache.Entry, a model.RoomAnswer) string {
+func (r *Queue) ticket(ctx context.Context, userID, voucherID int64, v *vouchercache.Entry, a model.RoomAnswer) string {
 	if r.tickets == nil || (a.Status != model.RoomWaiting && a.Status != model.RoomAdmitted && (a.Status != model.RoomSoldOut || a.Position <= 0)) {
 		return ""
 	}
@@ -198,7 +198,7 @@ type checkedTicket struct {
 type checkedTickets [checkedSlots]atomic.Pointer[checkedTicket]
 
 // checkTicket is r.tickets.Ticket, remembering the tickets found signed.
-func (r *WaitingRoom) checkTicket(ticket string, userID, voucherID int64, seed string) (int64, bool) {
+func (r *Queue) checkTicket(ticket string, userID, voucherID int64, seed string) (int64, bool) {
 	slot := &r.checked[uint64(userID*31+voucherID)%checkedSlots]
 	if c := slot.Load(); c != nil && c.userID == userID && c.voucherID == voucherID && c.seed == seed && c.ticket == ticket {
 		return c.pos, true
