@@ -5,13 +5,13 @@ import (
 	"sync"
 	"sync/atomic"
 
-	"seckill/lock"
 	"seckill/model"
 	"seckill/service/catalog/catalogtest"
 )
 
-// Hand-written fakes of the store interfaces of stores.go and of lock.Locker.
-// Each records what the service did to it so that tests can assert the flow.
+// Hand-written fakes of the order store and the id generator (orderkit's),
+// as the async tests need them; service/sale's tests keep the full set,
+// with the lock and the rejection counter.
 
 // events records the order of calls across fakes ("obtain", "create",
 // "release").
@@ -123,43 +123,6 @@ func (f *fakeOrders) VoucherSnapshot(ctx context.Context, voucherID int64, _ []m
 	return model.VoucherSnapshot{Stock: sv.Stock, InitialStock: sv.InitialStock, Orders: f.counts[0], DistinctUsers: f.counts[1]}, f.countEr
 }
 
-// fakeRejects is an orderkit.RejectionCounter.
-type fakeRejects struct {
-	mu      sync.Mutex
-	counts  map[int64]int64
-	ctxErrs []error
-	incrErr error
-	readErr error
-}
-
-func newFakeRejects() *fakeRejects { return &fakeRejects{counts: map[int64]int64{}} }
-
-func (f *fakeRejects) IncrDuplicateRejections(ctx context.Context, voucherID int64) error {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	f.ctxErrs = append(f.ctxErrs, ctx.Err())
-	if f.incrErr != nil {
-		return f.incrErr
-	}
-	f.counts[voucherID]++
-	return nil
-}
-
-func (f *fakeRejects) DuplicateRejections(_ context.Context, voucherID int64) (int64, error) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if f.readErr != nil {
-		return 0, f.readErr
-	}
-	return f.counts[voucherID], nil
-}
-
-func (f *fakeRejects) count(voucherID int64) int64 {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return f.counts[voucherID]
-}
-
 // fakeIDs is an orderkit.IDGenerator counting up from base.
 type fakeIDs struct {
 	n   atomic.Int64
@@ -171,103 +134,4 @@ func (f *fakeIDs) NextID(context.Context) (int64, error) {
 		return 0, f.err
 	}
 	return 1<<40 + f.n.Add(1), nil
-}
-
-// fakeObserver counts the observed events.
-type fakeObserver struct {
-	lockNotObtained, uniqueKey, staleFence atomic.Int64
-}
-
-func (o *fakeObserver) LockNotObtained()    { o.lockNotObtained.Add(1) }
-func (o *fakeObserver) UniqueKeyRejected()  { o.uniqueKey.Add(1) }
-func (o *fakeObserver) StaleFenceRejected() { o.staleFence.Add(1) }
-
-// releaseCall is one Release call as the lock saw it.
-type releaseCall struct {
-	key         string
-	ctxErr      error
-	hasDeadline bool
-}
-
-// fakeLocker is a lock.Locker. With obtainErr set Obtain fails with it;
-// otherwise it grants every request (it is not a real lock) and records it.
-type fakeLocker struct {
-	ev        *events
-	obtainErr error
-	token     int64
-	hasToken  bool
-	// during runs inside Obtain (e.g. to end the request context while the
-	// lock is being taken).
-	during func()
-
-	obtains atomic.Int64
-	mu      sync.Mutex
-	keys    []string
-	held    map[string]int
-	rels    []releaseCall
-}
-
-func newFakeLocker(ev *events) *fakeLocker { return &fakeLocker{ev: ev, held: map[string]int{}} }
-
-func (l *fakeLocker) Name() string { return "fake" }
-
-func (l *fakeLocker) Obtain(_ context.Context, key string) (lock.Lock, error) {
-	l.obtains.Add(1)
-	if l.ev != nil {
-		l.ev.add("obtain")
-	}
-	if l.during != nil {
-		l.during()
-	}
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.keys = append(l.keys, key)
-	if l.obtainErr != nil {
-		return nil, l.obtainErr
-	}
-	l.held[key]++
-	return &fakeLock{l: l, key: key}, nil
-}
-
-// heldCount is the number of locks obtained and not released.
-func (l *fakeLocker) heldCount() int {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	n := 0
-	for _, c := range l.held {
-		n += c
-	}
-	return n
-}
-
-func (l *fakeLocker) releases() []releaseCall {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return append([]releaseCall(nil), l.rels...)
-}
-
-type fakeLock struct {
-	l        *fakeLocker
-	key      string
-	released bool
-}
-
-func (k *fakeLock) Key() string { return k.key }
-
-func (k *fakeLock) Token() (int64, bool) { return k.l.token, k.l.hasToken }
-
-func (k *fakeLock) Release(ctx context.Context) error {
-	if k.l.ev != nil {
-		k.l.ev.add("release")
-	}
-	_, dl := ctx.Deadline()
-	k.l.mu.Lock()
-	defer k.l.mu.Unlock()
-	k.l.rels = append(k.l.rels, releaseCall{key: k.key, ctxErr: ctx.Err(), hasDeadline: dl})
-	if k.released {
-		return lock.ErrNotHeld
-	}
-	k.released = true
-	k.l.held[k.key]--
-	return nil
 }

@@ -10,7 +10,8 @@ import (
 	"seckill/service/catalog/catalogtest"
 )
 
-// Hand-written fakes of the store interfaces of stores.go and of lock.Locker.
+// Hand-written fakes of the order store, the id generator, the rejection
+// counter (orderkit's) and of lock.Locker.
 // Each records what the service did to it so that tests can assert the flow.
 
 // events records the order of calls across fakes ("obtain", "create",
