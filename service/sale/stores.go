@@ -1,8 +1,8 @@
-// Package sale is the flash sale in sync mode and what a purchase passes
-// in either mode: the sale (SyncSeckill, with its group commit), the
-// purchase's one sequence (Purchase), its limits and idempotency, the
-// orders' lifecycle (pay, cancel, expire) and the buyer's history. It
-// declares the stores it needs; repository implements them.
+// Package sale is the flash sale in sync mode (SyncSeckill, with its group
+// commit) and what a purchase passes in either mode. That is the purchase's
+// one sequence (Purchase), its limits and idempotency, the orders'
+// lifecycle (pay, cancel, expire) and the buyer's history. It declares the
+// stores it needs; repository implements them.
 package sale
 
 import (

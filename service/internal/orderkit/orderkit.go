@@ -1,7 +1,7 @@
-// Package orderkit is the kernel the sync sale and the async pipeline share:
-// the order a purchase writes, the order store both modes read, the lock's
-// release after the work and the count of a duplicate the unique key
-// stopped.
+// Package orderkit is the kernel the sync sale and the async pipeline
+// share. It holds the order a purchase writes and the order store both
+// modes read. It also releases a lock after the work and counts a
+// duplicate the unique key stopped.
 package orderkit
 
 import (
