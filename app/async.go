@@ -64,7 +64,7 @@ func newAsync(d *deps, cfg config.Config, log *slog.Logger, locker lock.Locker, 
 	var obs async.Observer
 	var consumerMetrics async.ConsumerObserver
 	if m != nil {
-		obs, consumerMetrics = m, m
+		obs, consumerMetrics = m, metrics.Consumers{Metrics: m}
 	}
 	vouchers, orders := sqlstore.NewVouchers(d.DB), sqlstore.NewOrders(d.DB)
 	fence := sqlstore.NewLossFence(d.DB)
