@@ -272,7 +272,7 @@ export function buyer(root) {
       const mine = el.querySelector('.mine');
       const o = owned.get(id);
       if (o) {
-        mine.replaceChildren('Your order ', h('a', { href: '#order-' + o.id, 'data-order-link': o.id }, shortId(o.id)), ' · ', statusWords(o));
+        mine.replaceChildren('Your order ', h('a', { href: orderHref(o.id), 'data-order-link': o.id }, shortId(o.id)), ' · ', statusWords(o));
         mine.hidden = false;
       } else {
         mine.hidden = true;
@@ -338,7 +338,8 @@ export function buyer(root) {
       const env = await api('POST', '/voucher-order/seckill/' + voucherId, { token, headers });
       track(env.data);
       owned.set(id, { id: env.data, voucherId: Number(voucherId), status: 'pending' });
-      message(result, 'ok', `Order placed: you bought “${title}” (order ${env.data}).`);
+      message(result, 'ok', `Order placed: you bought “${title}” (order ${env.data}). `);
+      result.append(h('a', { href: orderHref(env.data), 'data-order-link': env.data }, 'See the order'));
       result.dataset.order = env.data;
       if (cardMsg) cardMsg.hidden = true;
       renderAll();
@@ -444,7 +445,49 @@ export function buyer(root) {
       delete result.dataset.order;
     }
     if (!orders.length) ordersBody.append(h('tr', {}, h('td', { colspan: 4, class: 'muted' }, 'No order yet.')));
+    ordersLoaded = true;
+    markFocus();
     tick();
+  }
+
+  // ---- #/order/<id>: the page stays; the order's row is scrolled to and
+  // highlighted. Back (#/) takes the highlight off and returns to where the
+  // buyer was.
+  let focused = null; // the order id of #/order/<id>, or null
+  let scrolledTo = null; // the order the page last scrolled to
+  let ordersLoaded = false;
+  let returnY = null; // where the buyer was when the order was shown
+  const focusNote = h('p', { id: 'order-focus-note', class: 'message refused', hidden: true });
+  function markFocus() {
+    let row = null;
+    for (const r of ordersBody.querySelectorAll('[data-order]')) {
+      const on = r.dataset.order === focused;
+      r.classList.toggle('focus', on);
+      if (on) row = r;
+    }
+    if (!focused) {
+      focusNote.hidden = true;
+      return;
+    }
+    if (row && scrolledTo !== focused) {
+      scrolledTo = focused;
+      row.scrollIntoView({ block: 'center' });
+    }
+    const missing = !row && ordersLoaded && me;
+    focusNote.hidden = !missing;
+    if (missing) setText(focusNote, `Order ${focused} is not among your orders.`);
+  }
+  function show(m) {
+    const id = m && m[0].startsWith('#/order/') ? m[1] : null;
+    if (id === focused) return;
+    if (id && !focused) returnY = window.scrollY;
+    focused = id;
+    scrolledTo = null;
+    markFocus();
+    if (!id && returnY !== null) {
+      window.scrollTo(0, returnY);
+      returnY = null;
+    }
   }
   // orderActions is what an order's status cell shows under the status:
   // the time left to pay and Pay and Cancel while unpaid, and the answer
@@ -505,7 +548,7 @@ export function buyer(root) {
   root.append(
     loginCard,
     h('section', { class: 'card' }, h('h2', {}, 'Vouchers ', h('small', {}, shopName)), shopForm, shopList, status, result, list),
-    h('section', { class: 'card', id: 'orders-card' }, h('h2', {}, 'My orders'), scroll(ordersTable)));
+    h('section', { class: 'card', id: 'orders-card' }, h('h2', {}, 'My orders'), focusNote, scroll(ordersTable)));
 
   renderLogin();
   loadMe();
@@ -517,7 +560,12 @@ export function buyer(root) {
   every(ORDER_POLL_MS, () => {
     if (tracked().length || overdue) loadOrders();
   });
-  return { unmount: () => timers.forEach(clearInterval) };
+  return { show, unmount: () => timers.forEach(clearInterval) };
+}
+
+// orderHref is the link that shows an order on the buyer's page.
+function orderHref(id) {
+  return '#/order/' + id;
 }
 
 // ORDER_COLUMNS label the columns of the buyer's orders.
