@@ -13,10 +13,10 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/chromedp/chromedp"
 
-	"seckill/app"
 	"seckill/e2e/apptest"
 	"seckill/internal/browsertest"
 )
@@ -133,4 +133,94 @@ func TestWebOrderLinkShowsOrder(t *testing.T) {
 	}
 }
 
-var _ = app.New
+// publishIn publishes a voucher of shop on sale now.
+func publishIn(t *testing.T, h http.Handler, shop int64, title string, stock int) int64 {
+	t.Helper()
+	return apptest.DataID(t, "publish", apptest.Call(t, h, http.MethodPost, "/voucher/seckill", apptest.AdminToken(t, h), map[string]any{
+		"shopId": shop, "title": title, "payValue": 8000, "actualValue": 10000, "type": 1, "stock": stock,
+		"beginTime": time.Now().Add(-time.Minute).Format(time.RFC3339),
+		"endTime":   time.Now().Add(time.Hour).Format(time.RFC3339),
+	}))
+}
+
+// search types q in the shop search and waits for its answer.
+func search(b *browsertest.Browser, q string) {
+	b.SetValue("#shop-search", q)
+	browsertest.Eval[bool](b, `(document.getElementById("shop-list").replaceChildren(), true)`)
+	b.Click("#shop-form button")
+	b.WaitFor("the answer to "+q, func(ctx context.Context) (bool, error) {
+		n, err := chromedp.Run(ctx, chromedp.Evaluate[int](`document.getElementById("shop-list").children.length`))
+		return n > 0, err
+	})
+}
+
+// TestWebShopSearchFindsAnyPart: on a database of its own with the demo
+// data (秒杀示范店) and two shops, the placeholder names a part of the demo
+// shop's name; "示范" finds the demo shop and shows its voucher, "tea" and
+// "TEA HOUSE" (a name's middle, another letter case) find "Green tea
+// house"; a search nothing matches says so and clears the vouchers of the
+// shop picked before, which stay cleared past the page's poll.
+func TestWebShopSearchFindsAnyPart(t *testing.T) {
+	for _, sz := range newcomerSizes {
+		t.Run(sizeName(sz.w, sz.h), func(t *testing.T) {
+			dsn, _ := apptest.FreshDatabase(t)
+			a, srv := webTestApp(t, map[string]string{"SECKILL_MYSQL_DSN": dsn})
+			a.SeedDemo(context.Background())
+			h := a.Handler()
+			admin := apptest.AdminToken(t, h)
+			tea := apptest.DataID(t, "create shop", apptest.Call(t, h, http.MethodPost, "/shop", admin, map[string]any{
+				"name": "Green tea house", "typeId": 1, "address": "West lake road 8", "x": 120.15, "y": 30.28}))
+			publishIn(t, h, tea, "Oolong for two", 10)
+			plain := apptest.DataID(t, "create shop", apptest.Call(t, h, http.MethodPost, "/shop", admin, map[string]any{
+				"name": "Noodle bar", "typeId": 1, "address": "Canal street 2", "x": 120.15, "y": 30.28}))
+			publishIn(t, h, plain, "Noodles 20 off", 10)
+
+			b := browsertest.New(t, browsertest.Options{Width: sz.w, Height: sz.h})
+			b.Navigate(srv.URL + "/")
+			browsertest.Eval[bool](b, fmt.Sprintf(`(sessionStorage.clear(), localStorage.setItem("seckill.shop", "%d"), true)`, plain))
+			b.Navigate(srv.URL + "/")
+			b.WaitText("#vouchers", "Noodles 20 off")
+			ph := browsertest.Eval[string](b, `document.getElementById("shop-search").placeholder`)
+			if !strings.Contains(ph, "示范") {
+				t.Errorf("placeholder %q: want an example from the demo data (示范, of 秒杀示范店)", ph)
+			}
+
+			search(b, "示范")
+			b.WaitText("#shop-list", "秒杀示范店")
+			if n := browsertest.Eval[int](b, `document.querySelectorAll("#shop-list [data-shop]").length`); n != 1 {
+				t.Errorf(`"示范": %d shops listed, want the demo shop alone`, n)
+			}
+			b.Click("#shop-list [data-shop]")
+			b.WaitText("#vouchers", "100元代金券")
+			b.WaitText("#shop-name", "秒杀示范店")
+			b.Screenshot("search-chinese-" + sizeName(sz.w, sz.h))
+
+			for _, q := range []string{"tea", "TEA HOUSE", "ea ho"} {
+				search(b, q)
+				b.WaitText("#shop-list", "Green tea house")
+				if got := b.Text("#shop-list"); strings.Contains(got, "Noodle") || strings.Contains(got, "秒杀") {
+					t.Errorf("%q lists %q, want Green tea house alone", q, got)
+				}
+			}
+			b.Click(fmt.Sprintf(`#shop-list [data-shop="%d"]`, tea))
+			b.WaitText("#vouchers", "Oolong for two")
+			b.Screenshot("search-infix-" + sizeName(sz.w, sz.h))
+
+			// Nothing matches: said so, and the vouchers of the shop picked
+			// before go (and stay gone past the page's 2 s poll).
+			search(b, "sushi")
+			b.WaitText("#shop-list", "No shop has “sushi” in its name")
+			empty := `document.querySelectorAll("#vouchers [data-voucher]").length === 0 && document.getElementById("shop-name").textContent === ""`
+			if !settles(b, empty) {
+				t.Errorf("after a search nothing matches: the vouchers shown: %q", b.Text("#vouchers"))
+			}
+			time.Sleep(2500 * time.Millisecond)
+			if !browsertest.Eval[bool](b, empty) {
+				t.Errorf("after the poll: the vouchers of the shop picked before came back: %q", b.Text("#vouchers"))
+			}
+			noOverflow(t, b, "search")
+			b.Screenshot("search-none-" + sizeName(sz.w, sz.h))
+			noPageErrors(t, b)
+		})
+	}
+}

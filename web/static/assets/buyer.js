@@ -169,7 +169,9 @@ export function buyer(root) {
   const list = h('div', { id: 'vouchers', class: 'vouchers' });
   const shopList = h('ul', { id: 'shop-list', class: 'shops' });
   const shopForm = h('form', { id: 'shop-form', class: 'inline', role: 'search' },
-    h('label', {}, 'Find a shop ', h('input', { id: 'shop-search', name: 'name', type: 'search', placeholder: 'name, e.g. tea' })),
+    // The example is part of the demo shop's name (秒杀示范店, seeded in
+    // development): any part of a name finds its shop.
+    h('label', {}, 'Find a shop ', h('input', { id: 'shop-search', name: 'name', type: 'search', placeholder: 'any part of its name, e.g. 示范' })),
     h('button', { type: 'submit' }, 'Search'));
   shopForm.addEventListener('submit', (ev) => {
     ev.preventDefault();
@@ -185,11 +187,25 @@ export function buyer(root) {
       shopList.replaceChildren(...shops.map((s) => h('li', {},
         h('button', { type: 'button', class: 'link' + (s.id === shopId ? ' current' : ''), 'data-shop': s.id, onclick: () => pickShop(s.id) },
           s.name), ' ', h('span', { class: 'muted small' }, s.address))));
-      if (!shops.length) shopList.replaceChildren(h('li', { class: 'muted' }, name ? `No shop named like "${name}".` : 'No shop yet: an admin creates one (Admin).'));
+      if (!shops.length) {
+        shopList.replaceChildren(h('li', { class: 'muted', id: 'shop-none' }, name ? `No shop has “${name}” in its name.` : 'No shop yet: an admin creates one (Admin).'));
+        // The vouchers shown were of the shop picked before: not an
+        // answer to this search.
+        if (name) clearShop(`Search again, or clear the search to see every shop.`);
+      }
     } catch (e) {
       if (n !== searches) return;
       shopList.replaceChildren(h('li', { class: 'message error' }, explain(e)));
     }
+  }
+  // clearShop shows no shop's vouchers until one is picked.
+  function clearShop(note) {
+    shopId = 0;
+    vouchers = new Map();
+    list.replaceChildren();
+    setText(shopName, '');
+    setText(status, note);
+    for (const b of shopList.querySelectorAll('[data-shop]')) b.classList.remove('current');
   }
   function pickShop(n) {
     shopId = n;
@@ -203,20 +219,26 @@ export function buyer(root) {
 
   let shopMissing = false;
   async function loadShop() {
+    if (!shopId) return;
+    const asked = shopId;
     try {
-      const shop = (await api('GET', '/shop/' + shopId)).data;
+      const shop = (await api('GET', '/shop/' + asked)).data;
+      if (asked !== shopId) return;
       shopMissing = false;
       setText(shopName, shop.name + (shop.address ? ' · ' + shop.address : ''));
     } catch (e) {
+      if (asked !== shopId) return;
       shopMissing = e instanceof ApiError && e.code === 'SHOP_NOT_FOUND';
       setText(shopName, shopMissing ? '' : 'shop ' + shopId);
     }
   }
 
   async function loadVouchers() {
-    if (document.hidden) return;
+    if (document.hidden || !shopId) return;
+    const asked = shopId;
     try {
-      const env = await api('GET', '/voucher/list/' + shopId);
+      const env = await api('GET', '/voucher/list/' + asked);
+      if (asked !== shopId) return; // another shop was picked meanwhile
       const next = new Map();
       for (const v of env.data || []) {
         // A closed voucher stays only on the card of its buyer.
@@ -229,6 +251,7 @@ export function buyer(root) {
       setText(status, next.size ? '' : 'No voucher in this shop yet: an admin publishes one (Admin).');
       renderAll();
     } catch (e) {
+      if (asked !== shopId) return;
       if (e instanceof ApiError && e.code === 'SHOP_NOT_FOUND') {
         vouchers = new Map();
         renderAll();
