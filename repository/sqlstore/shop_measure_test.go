@@ -78,7 +78,7 @@ func TestShopSearchMeasure(t *testing.T) {
 		{"示范", "the demo shop's infix (1 shop)"},
 		{"tea", "an English infix, common"},
 		{"Tea House 4", "common bigrams, a rarer whole"},
-		{"ea house 9999", "common bigrams, one match"},
+		{"ea house 9999", "common bigrams, no match"},
 		{"餐厅", "a Chinese infix, common"},
 		{"西湖奶茶 8", "Chinese and digits"},
 		{"no such shop", "nothing matches"},
@@ -147,6 +147,10 @@ func TestShopSearchMeasure(t *testing.T) {
 		}
 	}
 	kernel, _ := exec.Command("uname", "-sr").Output()
+	load := "unknown"
+	if b, err := os.ReadFile("/proc/loadavg"); err == nil {
+		load = strings.Join(strings.Fields(string(b))[:3], " ")
+	}
 	commit, _ := exec.Command("git", "rev-parse", "--short", "HEAD").Output()
 
 	var doc strings.Builder
@@ -163,7 +167,7 @@ whatever the number of shops; docs/api.md, "Shop search", says how.
 
 - Date: %s
 - Commit: %s
-- Machine: %s, %d CPUs (shared with other work), %s
+- Machine: %s, %d CPUs (shared with other work: load average %s at the end), %s
 - Database: MariaDB %s, Go %s
 - Command: `+"`source .ci/env.sh && make bench-shop-search`"+`
 
@@ -182,7 +186,7 @@ EXPLAIN of a search's candidate read (SearchChunkSQL, the bigram "ea"):
 `+"```"+`
 %s`+"```"+`
 `, measureShops, measureShops, entries, runs, SearchReadBound,
-		time.Now().UTC().Format("2006-01-02 15:04 UTC"), strings.TrimSpace(string(commit)), cpu, runtime.NumCPU(),
+		time.Now().UTC().Format("2006-01-02 15:04 UTC"), strings.TrimSpace(string(commit)), cpu, runtime.NumCPU(), load,
 		strings.TrimSpace(string(kernel)), version, runtime.Version(), strings.Join(rows, "\n"),
 		scanReads, float64(scan.Microseconds())/1000, measureShops, fill.Seconds(), float64(backfillNone.Microseconds())/1000, plan)
 	if err := os.WriteFile(out, []byte(doc.String()), 0o644); err != nil {
