@@ -224,3 +224,57 @@ func TestWebShopSearchFindsAnyPart(t *testing.T) {
 		})
 	}
 }
+
+// TestWebCodeCooldownAtFirstSend: with the default cooldown (60 s), the
+// first "Send code" turns the button into its countdown at once, disabled,
+// counting down. A page opened again (the countdown forgotten) that asks
+// for a code within the cooldown is refused (RATE_LIMITED) in words that
+// fit one resend: the code sent still works, a new one in N s; never "Too
+// many tries". The countdown then shows too.
+func TestWebCodeCooldownAtFirstSend(t *testing.T) {
+	for _, sz := range newcomerSizes {
+		t.Run(sizeName(sz.w, sz.h), func(t *testing.T) {
+			_, srv := webTestApp(t, map[string]string{"SECKILL_CODE_COOLDOWN": ""})
+			b := browsertest.New(t, browsertest.Options{Width: sz.w, Height: sz.h})
+			b.Navigate(srv.URL + "/")
+			browsertest.Eval[bool](b, `(sessionStorage.clear(), true)`)
+			b.Navigate(srv.URL + "/")
+			phone := fmt.Sprintf("136%08d", rand.IntN(100_000_000))
+			b.SetValue("#phone", phone)
+			b.Click("#send-code")
+			b.WaitText("#login-result", "Code sent to")
+			btn := func() (string, bool) {
+				return b.Text("#send-code"), browsertest.Eval[bool](b, `document.getElementById("send-code").disabled`)
+			}
+			first, disabled := btn()
+			var left int
+			if _, err := fmt.Sscanf(first, "Send again in %d s", &left); err != nil || !disabled || left < 55 || left > 60 {
+				t.Fatalf("the button after the first code: %q (disabled %v), want the cooldown's countdown from 60 s, disabled", first, disabled)
+			}
+			b.WaitFor("the countdown to count", func(ctx context.Context) (bool, error) {
+				s, err := chromedp.Run(ctx, chromedp.Evaluate[string](`document.getElementById("send-code").textContent`))
+				var now int
+				_, serr := fmt.Sscanf(s, "Send again in %d s", &now)
+				return serr == nil && now < left, err
+			})
+			b.Screenshot("code-cooldown-" + sizeName(sz.w, sz.h))
+
+			// Opened again: the page forgot its countdown, the server did not.
+			b.Navigate(srv.URL + "/")
+			b.SetValue("#phone", phone)
+			b.Click("#send-code")
+			b.WaitText("#login-result", "RATE_LIMITED")
+			msg := b.Text("#login-result")
+			masked := phone[:3] + "****" + phone[7:]
+			if strings.Contains(strings.ToLower(msg), "too many") || !strings.Contains(msg, "A code was already sent to "+masked) || !strings.Contains(msg, "ask for a new one in 5") {
+				t.Errorf("a resend within the cooldown: %q, want the code already sent and the wait, not too many tries", msg)
+			}
+			if got, disabled := btn(); !strings.HasPrefix(got, "Send again in") || !disabled {
+				t.Errorf("the button after the refusal: %q (disabled %v), want the countdown", got, disabled)
+			}
+			noOverflow(t, b, "login")
+			b.Screenshot("code-resend-refused-" + sizeName(sz.w, sz.h))
+			noPageErrors(t, b)
+		})
+	}
+}

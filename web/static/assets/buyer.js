@@ -15,6 +15,19 @@ const ORDER_POLL_MS = 1000;
 // server's service.CodeGuesses); then it is void.
 const CODE_GUESSES = 5;
 const PHONE = /^1[3-9]\d{9}$/;
+// CODE_COOLDOWN_S is the server's default wait between two codes to a
+// phone (SECKILL_CODE_COOLDOWN), for an answer without resendAfter.
+const CODE_COOLDOWN_S = 60;
+
+// codeRefusal words a refused code: within the phone's cooldown, the code
+// already sent still works (one resend is no abuse); the other limits (per
+// day, per address) in the server's words, with the wait.
+function codeRefusal(e, masked) {
+  const wait = e.retryAfter ? `${e.retryAfter} s` : 'a moment';
+  if (/^a code was just sent/.test(e.message)) return `A code was already sent to ${masked}: use it, or ask for a new one in ${wait}.`;
+  const reason = e.message.replace(/: try again in \d+s$/, '');
+  return `${reason.charAt(0).toUpperCase()}${reason.slice(1)}: try again in ${wait}.`;
+}
 
 export function buyer(root) {
   const timers = [];
@@ -50,7 +63,7 @@ export function buyer(root) {
       clearInterval(wait);
       let left = seconds;
       sendBtn.disabled = true;
-      const show = () => setText(sendBtn, `Send again in ${left} s`);
+      const show = () => setText(sendBtn, left > 90 ? `Send again in ${Math.ceil(left / 60)} min` : `Send again in ${left} s`);
       show();
       wait = setInterval(() => {
         left -= 1;
@@ -88,8 +101,16 @@ export function buyer(root) {
           setText(devCode, '');
         }
         message(out, 'ok', `Code sent to ${to}. It works once, for a few minutes.`);
+        // The next code to this phone waits for its cooldown: counted down
+        // on the button from now (the server's, else its default).
+        const wait = Number(env.resendAfter ?? CODE_COOLDOWN_S);
+        if (wait > 0) cooldown(wait);
       } catch (e) {
-        if (e instanceof ApiError && e.code === 'RATE_LIMITED' && e.retryAfter) cooldown(e.retryAfter);
+        if (e instanceof ApiError && e.code === 'RATE_LIMITED') {
+          if (e.retryAfter) cooldown(e.retryAfter);
+          message(out, 'refused', codeRefusal(e, `${p.slice(0, 3)}****${p.slice(7)}`), e.code);
+          return;
+        }
         show(out, e);
       }
     }
@@ -171,7 +192,7 @@ export function buyer(root) {
   const shopForm = h('form', { id: 'shop-form', class: 'inline', role: 'search' },
     // The example is part of the demo shop's name (秒杀示范店, seeded in
     // development): any part of a name finds its shop.
-    h('label', {}, 'Find a shop ', h('input', { id: 'shop-search', name: 'name', type: 'search', placeholder: 'any part of its name, e.g. 示范' })),
+    h('label', {}, 'Find a shop ', h('input', { id: 'shop-search', name: 'name', type: 'search', placeholder: 'part of a name, e.g. 示范', size: 22 })),
     h('button', { type: 'submit' }, 'Search'));
   shopForm.addEventListener('submit', (ev) => {
     ev.preventDefault();
