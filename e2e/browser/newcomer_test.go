@@ -7,6 +7,7 @@ package browser
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"math/rand/v2"
 	"net/http"
@@ -274,6 +275,119 @@ func TestWebCodeCooldownAtFirstSend(t *testing.T) {
 			}
 			noOverflow(t, b, "login")
 			b.Screenshot("code-resend-refused-" + sizeName(sz.w, sz.h))
+			noPageErrors(t, b)
+		})
+	}
+}
+
+// historyRequests is the answers the voucher's history holds (GET
+// /admin/vouchers/:id/history).
+func historyRequests(t *testing.T, h http.Handler, admin string, vid int64) int64 {
+	t.Helper()
+	r := apptest.Call(t, h, http.MethodGet, fmt.Sprintf("/admin/vouchers/%d/history", vid), admin, nil)
+	var hist struct{ Requests int64 }
+	if r.Status != http.StatusOK || json.Unmarshal(r.Body.Data, &hist) != nil {
+		t.Fatalf("history: %d %s", r.Status, r.Body.Data)
+	}
+	return hist.Requests
+}
+
+// openDashboard opens the live dashboard of vid with the admin token, and
+// waits for its stream.
+func openDashboard(t *testing.T, b *browsertest.Browser, srv *httptest.Server, admin string, vid int64) {
+	t.Helper()
+	b.Navigate(srv.URL + "/")
+	browsertest.Eval[bool](b, fmt.Sprintf(`(sessionStorage.clear(), sessionStorage.setItem("seckill.admin", %q), true)`, admin))
+	b.Navigate(fmt.Sprintf("%s/#/admin/live/%d", srv.URL, vid))
+	b.WaitFor("the stream to open", func(ctx context.Context) (bool, error) {
+		s, err := chromedp.Run(ctx, chromedp.Evaluate[string](`document.getElementById("live-state")?.dataset.state || ""`))
+		return s == "open", err
+	})
+}
+
+// chartDrawn is the chart's history (points|requests) and whether its
+// canvas has a painted pixel.
+const chartDrawn = `(() => {
+	const c = document.getElementById("rate-chart");
+	const px = c.getContext("2d").getImageData(0, 0, c.width, c.height).data;
+	let painted = false;
+	for (let i = 3; i < px.length; i += 4) if (px[i] > 0) { painted = true; break; }
+	return (c.dataset.points || "") + "|" + (c.dataset.requests || "") + "|" + painted;
+})()`
+
+// TestWebDashboardAfterSale: a voucher sold out by a storm; its dashboard
+// opened after the sale shows a "sold out" badge (not "on sale, ends in",
+// the stream's badge not "live"), the instances in words, and the sale's
+// curve from the history the server kept; a reload of the page shows the
+// same curve. A closed voucher and an ended one show their badges.
+func TestWebDashboardAfterSale(t *testing.T) {
+	for _, sz := range newcomerSizes {
+		t.Run(sizeName(sz.w, sz.h), func(t *testing.T) {
+			m, _, dsn, _ := apptest.PrivateBackends(t)
+			a, srv := webTestApp(t, map[string]string{"SECKILL_REDIS_ADDR": m.Addr(), "SECKILL_MYSQL_DSN": dsn, "SECKILL_LOCK_MODE": "lua"})
+			h := a.Handler()
+			admin := apptest.AdminToken(t, h)
+			_, vid := webVoucher(t, h, fmt.Sprintf("After the sale %d", rand.IntN(1_000_000)), 5)
+			const users, dup = 20, 2
+			seen := apptest.Storm(t, []http.Handler{h}, vid, apptest.RandomBase(), users, dup)
+			if seen.ByCode["OK"] != 5 {
+				t.Fatalf("the storm: %v, want 5 orders", seen.ByCode)
+			}
+			deadline := time.Now().Add(10 * time.Second)
+			for historyRequests(t, h, admin, vid) != users*dup {
+				if time.Now().After(deadline) {
+					t.Fatalf("history: %d requests, want %d", historyRequests(t, h, admin, vid), users*dup)
+				}
+				time.Sleep(100 * time.Millisecond)
+			}
+
+			b := browsertest.New(t, browsertest.Options{Width: sz.w, Height: sz.h})
+			for _, visit := range []string{"opened", "reloaded"} {
+				openDashboard(t, b, srv, admin, vid)
+				b.WaitText(`[data-field="stock"]`, "0")
+				b.WaitFor("the sold out badge", func(ctx context.Context) (bool, error) {
+					s, err := chromedp.Run(ctx, chromedp.Evaluate[string](`document.getElementById("live-phase").dataset.phase + "|" + document.getElementById("live-phase").textContent`))
+					return s == "soldout|sold out", err
+				})
+				if st := b.Text("#live-state"); strings.Contains(st, "live") {
+					t.Errorf("%s: the stream's badge says %q", visit, st)
+				}
+				want := fmt.Sprintf("|%d|true", users*dup)
+				b.WaitFor("the sale's curve", func(ctx context.Context) (bool, error) {
+					s, err := chromedp.Run(ctx, chromedp.Evaluate[string](chartDrawn))
+					return strings.HasSuffix(s, want) && !strings.HasPrefix(s, "0|") && !strings.HasPrefix(s, "|"), err
+				})
+				modes := b.Text("#live-modes")
+				if strings.Contains(modes, "serving this voucher of") || !strings.Contains(modes, "1 instance running") {
+					t.Errorf("%s: the instances in words: %q", visit, modes)
+				}
+				noOverflow(t, b, "dashboard")
+				b.Screenshot(fmt.Sprintf("dashboard-soldout-%s-%s", visit, sizeName(sz.w, sz.h)))
+			}
+
+			// Closed, and ended: their own badges.
+			if r := apptest.Call(t, h, http.MethodPost, fmt.Sprintf("/voucher/seckill/%d/close", vid), admin, nil); r.Status != http.StatusOK {
+				t.Fatalf("close: %d %s", r.Status, r.Body.Code)
+			}
+			openDashboard(t, b, srv, admin, vid)
+			b.WaitText("#live-phase", "closed")
+			b.Screenshot("dashboard-closed-" + sizeName(sz.w, sz.h))
+			ended := apptest.DataID(t, "publish", apptest.Call(t, h, http.MethodPost, "/voucher/seckill", admin, map[string]any{
+				"shopId": apptest.CreateShop(t, h), "title": "Short sale", "payValue": 100, "actualValue": 200, "type": 1, "stock": 3,
+				"beginTime": time.Now().Add(-time.Minute).Format(time.RFC3339),
+				"endTime":   time.Now().Add(2 * time.Second).Format(time.RFC3339),
+			}))
+			time.Sleep(3 * time.Second)
+			openDashboard(t, b, srv, admin, ended)
+			b.WaitFor("the ended badge", func(ctx context.Context) (bool, error) {
+				s, err := chromedp.Run(ctx, chromedp.Evaluate[string](`document.getElementById("live-phase").dataset.phase + "|" + document.getElementById("live-phase").textContent`))
+				return s == "ended|ended", err
+			})
+			b.WaitFor("no curve yet said so", func(ctx context.Context) (bool, error) {
+				s, err := chromedp.Run(ctx, chromedp.Evaluate[string](chartDrawn))
+				return s == "0|0|true", err
+			})
+			b.Screenshot("dashboard-ended-" + sizeName(sz.w, sz.h))
 			noPageErrors(t, b)
 		})
 	}
