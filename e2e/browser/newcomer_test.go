@@ -392,3 +392,48 @@ func TestWebDashboardAfterSale(t *testing.T) {
 		})
 	}
 }
+
+// TestWebCardAndAdminButtons: a voucher's card gives its stock and its
+// countdown on lines of their own ("Stock 100 / 100" above "Sale ends in
+// …", never run together); on the admin page "Create shop" is a button's
+// width like "Publish", not a stretched grid cell.
+func TestWebCardAndAdminButtons(t *testing.T) {
+	for _, sz := range newcomerSizes {
+		t.Run(sizeName(sz.w, sz.h), func(t *testing.T) {
+			a, srv := webTestApp(t, nil)
+			shop, vid := webVoucher(t, a.Handler(), fmt.Sprintf("Card %d", rand.IntN(1_000_000)), 100)
+			b := browsertest.New(t, browsertest.Options{Width: sz.w, Height: sz.h})
+			b.Navigate(srv.URL + "/")
+			browsertest.Eval[bool](b, fmt.Sprintf(`(sessionStorage.clear(), localStorage.setItem("seckill.shop", "%d"), true)`, shop))
+			b.Navigate(srv.URL + "/")
+			card := fmt.Sprintf(`[data-voucher="%d"]`, vid)
+			b.WaitText(card+" .stock", "Stock 100 / 100")
+			b.WaitText(card+" .countdown", "ends in")
+			lines := browsertest.Eval[string](b, fmt.Sprintf(`(() => {
+				const s = document.querySelector(%q), c = document.querySelector(%q);
+				const sb = s.getBoundingClientRect(), cb = c.getBoundingClientRect();
+				return (s.parentElement === c.parentElement ? "same" : "apart") + "|" + (cb.top >= sb.bottom - 1 ? "below" : "beside") + "|" + s.parentElement.textContent;
+			})()`, card+" .stock", card+" .countdown"))
+			if lines != "apart|below|Stock 100 / 100" {
+				t.Errorf("stock and countdown: %q, want them apart, the countdown below, the stock's line alone", lines)
+			}
+			noOverflow(t, b, "card")
+			b.Screenshot("card-" + sizeName(sz.w, sz.h))
+
+			browsertest.Eval[bool](b, fmt.Sprintf(`(sessionStorage.setItem("seckill.admin", %q), location.hash = "#/admin", true)`, apptest.AdminToken(t, a.Handler())))
+			b.WaitText("#create-shop", "Create shop")
+			b.WaitText("#publish", "Publish")
+			widths := browsertest.Eval[string](b, `(() => {
+				const w = (sel) => Math.round(document.querySelector(sel).getBoundingClientRect().width);
+				return w("#create-shop button[type=submit]") + "|" + w("#publish-submit");
+			})()`)
+			var create, publish int
+			if _, err := fmt.Sscanf(widths, "%d|%d", &create, &publish); err != nil || create > 2*publish || create > 200 {
+				t.Errorf("Create shop %d px wide, Publish %d px: want a button's width like Publish", create, publish)
+			}
+			noOverflow(t, b, "admin")
+			b.Screenshot("admin-" + sizeName(sz.w, sz.h))
+			noPageErrors(t, b)
+		})
+	}
+}

@@ -290,7 +290,9 @@ export function buyer(root) {
       h('p', {}, 'Pay ', h('strong', {}, money(v.payValue)), ', worth ', money(v.actualValue)),
       v.rules ? h('p', { class: 'muted small' }, v.rules) : '',
       h('div', { class: 'bar' }, h('div', { class: 'fill' })),
-      h('p', {}, h('span', { class: 'stock' }), ' ', h('span', { class: 'countdown' })),
+      // Two facts, two lines: what is left, and when the sale starts or ends.
+      h('p', { class: 'stock-line' }, h('span', { class: 'stock' })),
+      h('p', { class: 'when' }, h('span', { class: 'countdown' })),
       h('button', { class: 'buy', type: 'button', onclick: () => buy(v.id), hidden: !!v.waitingRoom }, 'Buy'),
       h('p', { class: 'mine small', hidden: true }),
       h('p', { class: 'why small muted', hidden: true }),
@@ -341,17 +343,17 @@ export function buyer(root) {
       const btn = el.querySelector('.buy');
       let open = false;
       if (v.status === 2) {
-        setText(cd, 'closed by the shop');
+        setText(cd, 'Closed by the shop');
         el.dataset.phase = 'ended';
       } else if (now < begin) {
-        setText(cd, 'starts in ' + duration(begin - now));
+        setText(cd, 'Sale starts in ' + duration(begin - now));
         el.dataset.phase = 'before';
       } else if (now < end) {
-        setText(cd, 'ends in ' + duration(end - now));
+        setText(cd, 'Sale ends in ' + duration(end - now));
         el.dataset.phase = 'open';
         open = true;
       } else {
-        setText(cd, 'ended ' + localTime(v.endTime));
+        setText(cd, 'Sale ended ' + localTime(v.endTime));
         el.dataset.phase = 'ended';
       }
       const bought = owned.has(id);
