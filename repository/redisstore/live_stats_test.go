@@ -101,9 +101,10 @@ func TestLiveStats(t *testing.T) {
 // of the instance's publication, summed over instances; a publication
 // without answers adds no second; the history comes back in time order
 // with its TTL; past its bound a new second's answers are counted as
-// dropped, and a second already there still adds up.
+// dropped, and a second already there still adds up. On one Redis and on
+// the Cluster (the publication's pipeline spans slots).
 func TestLiveHistory(t *testing.T) {
-	testenv.Each(t, singleClients(t), func(t *testing.T, rdb redis.UniversalClient) {
+	testenv.Each(t, testClients(t), func(t *testing.T, rdb redis.UniversalClient) {
 		ctx := context.Background()
 		s := NewLiveStats(rdb, time.Now)
 		v := 1<<42 + mrand.Int64N(1<<40)
