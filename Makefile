@@ -185,6 +185,13 @@ bench-go:
 # fails while a picture is out of date with its results (TestPicturesUpToDate).
 .PHONY: pictures
 
+# The shop search on 100,000 shops on the MariaDB of SECKILL_MYSQL_DSN (a
+# database of its own, dropped after): rows read, times, EXPLAIN, written
+# to tools/bench/SHOP-SEARCH.md with the machine, the date and the command.
+.PHONY: bench-shop-search
+bench-shop-search:
+	SECKILL_SHOP_SEARCH_RESULTS=$(CURDIR)/tools/bench/SHOP-SEARCH.md $(GO) test -count=1 -timeout 20m -run '^TestShopSearchMeasure$$' -v ./repository/sqlstore/
+
 # (make loadtest-matrix, make faults, make bench and make fairness redraw them as they end.)
 pictures:
 	$(HARNESS) pictures

@@ -30,6 +30,15 @@ func (a *App) openLocker(ctx context.Context, cfg config.Config, given *telemetr
 	if err != nil {
 		return nil, nil, fmt.Errorf("SECKILL_LOCK_MODE=%s: %w", cfg.LockMode, err)
 	}
+	if (cfg.LockMode == "redsync" || cfg.LockMode == "multi") && len(d.Nodes) < 2 {
+		// One node has no majority to keep and no other node to refuse:
+		// the lock is a plain SET NX, and a test or a load test of the
+		// mode shows nothing of Redlock or MultiLock.
+		name := map[string]string{"redsync": "Redlock", "multi": "MultiLock"}[cfg.LockMode]
+		a.log.WarnContext(ctx, "SECKILL_LOCK_MODE="+cfg.LockMode+" on one Redis node: "+name+" on one node proves nothing "+
+			"(it is a plain SET NX lock there); set SECKILL_REDLOCK_ADDRS to three or more independent Redis nodes (host:port,...)",
+			"lock_mode", cfg.LockMode, "redlock_nodes", len(d.Nodes))
+	}
 	if c, ok := locker.(io.Closer); ok {
 		a.closers = append(a.closers, c)
 	}

@@ -35,7 +35,7 @@ func Serve(ctx context.Context, cfg config.Config, log *slog.Logger) error {
 	srv.RegisterOnShutdown(a.streams.end)
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
-	log.InfoContext(ctx, "serving", "addr", ln.Addr().String(), "lock_mode", a.locker.Name(), "order_mode", cfg.OrderMode,
+	log.InfoContext(ctx, "serving", "url", BrowseURL(ln.Addr()), "addr", ln.Addr().String(), "lock_mode", a.locker.Name(), "order_mode", cfg.OrderMode,
 		"embedded_db", a.deps.DB.Embedded, "embedded_redis", a.deps.EmbeddedRedis)
 
 	select {
@@ -55,6 +55,21 @@ func Serve(ctx context.Context, cfg config.Config, log *slog.Logger) error {
 	a.StopWorkers(deadline)
 	log.Info("stopped")
 	return nil
+}
+
+// BrowseURL is the address a browser on this machine opens the web app at,
+// http://127.0.0.1:8080/ for a listener on 127.0.0.1:8080 (a terminal makes
+// it a link). A listener on every interface (":8080") is reached at
+// 127.0.0.1.
+func BrowseURL(addr net.Addr) string {
+	host, port, err := net.SplitHostPort(addr.String())
+	if err != nil {
+		return "http://" + addr.String() + "/"
+	}
+	if ip := net.ParseIP(host); ip != nil && ip.IsUnspecified() {
+		host = "127.0.0.1" // Go's listener on every interface takes IPv4 too
+	}
+	return "http://" + net.JoinHostPort(host, port) + "/"
 }
 
 // MaxHeaderBytes bounds a request's header block. A purchase's headers

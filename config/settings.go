@@ -101,7 +101,7 @@ var settings = []setting{
 	{Name: "SECKILL_LOCK_WAIT_TIMEOUT", b: duration(func(c *Config) *time.Duration { return &c.LockWaitTimeout }, 100*time.Millisecond, time.Nanosecond, false),
 		Help: "bound of that `WAIT` (keep below the Redis read timeout, 3s)"},
 	{Name: "SECKILL_REDLOCK_ADDRS", b: list(func(c *Config) *[]string { return &c.RedlockAddrs }, validHostPort, "`host:port`"),
-		Help: "independent Redis nodes for `redsync` / `multi`", Zero: "the one Redis"},
+		Help: "independent Redis nodes for `redsync` / `multi`", Zero: "the one Redis (`redsync` and `multi` then start with a warning: on one node they are a plain lock and prove nothing)"},
 	{Name: "SECKILL_ZK_ADDRS", b: list(func(c *Config) *[]string { return &c.ZKAddrs }, validHostPort, "`host:port`"),
 		Help: "ZooKeeper servers for `zookeeper`"},
 	{Name: "SECKILL_FENCING", b: onOff(func(c *Config) *bool { return &c.Fencing }, false),

@@ -5,14 +5,19 @@ import (
 
 	"github.com/gin-gonic/gin"
 
+	"seckill/model"
 	"seckill/service/account"
 )
 
 // codeSent is the answer of POST /user/code: data is the code in
-// development only; sentTo names where it went, the phone masked.
+// development only; sentTo names where it went, the phone masked;
+// resendAfter is the phone's cooldown in whole seconds (0 when none): the
+// next code to this phone is refused until then, so a client can count it
+// down from the first send.
 type codeSent struct {
 	Envelope
-	SentTo string `json:"sentTo"`
+	SentTo      string `json:"sentTo"`
+	ResendAfter int64  `json:"resendAfter"`
 }
 
 // sendCode reads the phone from the query only; the client address is the
@@ -25,6 +30,9 @@ func (a userAPI) sendCode(c *gin.Context) {
 		return
 	}
 	env := codeSent{Envelope: Envelope{Success: true}, SentTo: account.MaskPhone(phone)}
+	if d := a.Users.Cooldown(); d > 0 {
+		env.ResendAfter = model.RetryAfterSeconds(d)
+	}
 	if a.Development {
 		env.Data = code
 	}

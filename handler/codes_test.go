@@ -60,3 +60,27 @@ func TestSendCodeNotSent(t *testing.T) {
 		t.Errorf("stored %v, body %s: want nothing stored and no internal cause", codes.Codes, r.body)
 	}
 }
+
+// TestSendCodeResendAfter: a sent code's answer carries the phone's
+// cooldown in whole seconds (resendAfter), so a client counts it down from
+// the first send; 0 without a cooldown. A second code within it is 429
+// RATE_LIMITED with Retry-After, its words fit one resend.
+func TestSendCodeResendAfter(t *testing.T) {
+	for _, tc := range []struct {
+		cooldown time.Duration
+		want     string
+	}{{time.Minute, "60"}, {1500 * time.Millisecond, "2"}, {0, "0"}} {
+		e := newEnv(t, withCodeLimits(accounttest.NewUsers(0), accounttest.NewCodes(), accounttest.NewCodeLimits(), account.CodeConfig{Cooldown: tc.cooldown}))
+		r := e.do(http.MethodPost, "/user/code?phone=13812345678", "", "")
+		if r.status != http.StatusOK || string(r.fields["resendAfter"]) != tc.want {
+			t.Errorf("cooldown %v: got %d %s, want 200 with resendAfter %s", tc.cooldown, r.status, r.body, tc.want)
+		}
+		if tc.cooldown == time.Minute {
+			r := e.do(http.MethodPost, "/user/code?phone=13812345678", "", "")
+			if r.status != http.StatusTooManyRequests || r.str("code") != handler.CodeRateLimited ||
+				!strings.HasPrefix(r.str("errorMsg"), "a code was just sent to this phone: try again in ") {
+				t.Errorf("a second code at once: got %d %s, want 429 RATE_LIMITED saying a code was just sent", r.status, r.body)
+			}
+		}
+	}
+}

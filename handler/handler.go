@@ -27,6 +27,9 @@ type Users interface {
 	// SendCode returns the code sent to phone at the request of the
 	// client address addr.
 	SendCode(ctx context.Context, phone, addr string) (string, error)
+	// Cooldown is the least time between two codes to one phone (0: no
+	// cooldown): the answer of a sent code says when another may follow.
+	Cooldown() time.Duration
 	Login(ctx context.Context, phone, code string) (token string, err error)
 	Me(ctx context.Context, userID int64) (*model.User, error)
 }

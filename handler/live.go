@@ -58,6 +58,25 @@ func liveRoutes(a *api, r *gin.Engine, authed, admin gin.HandlerFunc) {
 	l := &liveAPI{api: a, streams: make(chan struct{}, maxLiveStreams)}
 	r.GET(LiveRoute, authed, admin, l.liveStream)
 	r.GET("/admin/live", authed, admin, l.liveSales)
+	r.GET("/admin/vouchers/:id/history", authed, admin, l.liveHistory)
+}
+
+// liveHistory is GET /admin/vouchers/:id/history: the voucher's answers by
+// code over its whole sale, summed in steps (live.History), kept after the
+// sale: the dashboard draws its curve from it when opened later. A voucher
+// without answers (or unknown) has no points.
+func (a *liveAPI) liveHistory(c *gin.Context) {
+	id, err := pathID(c, "id")
+	if err != nil {
+		a.fail(c, err)
+		return
+	}
+	h, err := a.Board.History(c.Request.Context(), id)
+	if err != nil {
+		a.fail(c, err)
+		return
+	}
+	ok(c, h)
 }
 
 // liveSales is GET /admin/live: the instances publishing live counters and

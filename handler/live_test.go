@@ -564,3 +564,36 @@ func TestLiveStreamEndsWhenAccessLost(t *testing.T) {
 		})
 	}
 }
+
+// TestLiveHistoryRoute: GET /admin/vouchers/:id/history is for admins; it
+// answers the voucher's answers per second once published, from the first
+// to the last, summed over codes; a voucher without answers has none.
+func TestLiveHistoryRoute(t *testing.T) {
+	e := newLiveEnv(t)
+	assertError(t, e.do(http.MethodGet, "/admin/vouchers/42/history", "", e.userTok), http.StatusForbidden, handler.CodeForbidden)
+	assertError(t, e.do(http.MethodGet, "/admin/vouchers/42/history", "", ""), http.StatusUnauthorized, handler.CodeUnauthorized)
+	assertError(t, e.do(http.MethodGet, "/admin/vouchers/x/history", "", e.adminTok), http.StatusBadRequest, handler.CodeInvalidArgument)
+	e.do(http.MethodPost, "/voucher-order/seckill/42", "", e.userTok)
+	e.do(http.MethodPost, "/voucher-order/seckill/42", "", e.userTok)
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		var h live.History
+		if err := json.Unmarshal(assertOK(t, e.do(http.MethodGet, "/admin/vouchers/42/history", "", e.adminTok)), &h); err != nil {
+			t.Fatal(err)
+		}
+		if h.Requests == 2 {
+			if h.VoucherID != 42 || h.Step != 1 || len(h.Points) == 0 || h.From == 0 {
+				t.Errorf("history: %+v, want voucher 42's points, a step of 1 s", h)
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("history: %+v, want the 2 answers", h)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	var none live.History
+	if err := json.Unmarshal(assertOK(t, e.do(http.MethodGet, "/admin/vouchers/43/history", "", e.adminTok)), &none); err != nil || len(none.Points) != 0 || none.Requests != 0 {
+		t.Errorf("a voucher without answers: %+v (%v), want no point", none, err)
+	}
+}

@@ -137,7 +137,8 @@ type shopListItem struct {
 }
 
 // listShops is GET /shop/list?name=: at most 50 shops whose name contains
-// name, in id order.
+// name, letter case aside, in name order (every shop in id order when
+// name is empty).
 func (a shopAPI) listShops(c *gin.Context) {
 	list, err := a.ShopSearch.List(c.Request.Context(), c.Query("name"))
 	if err != nil {

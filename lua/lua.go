@@ -52,6 +52,10 @@ var (
 // (join, poll, bought, soldout or audit) in one call.
 var WaitingRoom = load("waiting_room.lua")
 
+// LiveHistory is live_history.lua: add a publication's answers by code to
+// a voucher's per-second history, within its bound.
+var LiveHistory = load("live_history.lua")
+
 // CheckCode is check_code.lua: compare a login code and count wrong
 // guesses in one step.
 var CheckCode = load("check_code.lua")

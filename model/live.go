@@ -24,3 +24,28 @@ type LiveInstance struct {
 // package live's: answers by code, duplicates by where they were stopped,
 // latency buckets).
 type LiveCounts map[string]int64
+
+// LiveCodes are the answer codes the live dashboard counts per voucher, in
+// the order of its per-second history (LiveSecond.Answers). Any other code
+// counts as OTHER.
+var LiveCodes = []string{
+	"OK", "SOLD_OUT", "DUPLICATE_ORDER", "SECKILL_NOT_STARTED", "SECKILL_ENDED",
+	"RATE_LIMITED", "UNAVAILABLE", "INTERNAL", "OTHER",
+}
+
+// LiveCodeField is the name of a code's counter in LiveCounts.
+func LiveCodeField(code string) string { return "code:" + code }
+
+// LiveSecond is one second of a voucher's answers, over every instance.
+type LiveSecond struct {
+	At      int64   // Unix seconds
+	Answers []int64 // by code, in LiveCodes' order
+}
+
+// LiveHistory is a voucher's answers per second since its first one, the
+// seconds without answers left out, in time order. Dropped counts the
+// answers of the seconds past the history's bound.
+type LiveHistory struct {
+	Seconds []LiveSecond
+	Dropped int64
+}

@@ -245,7 +245,7 @@ func TestWebDashboardFlow(t *testing.T) {
 	if title := b.Text("#live-title"); title != "dashboard" {
 		t.Errorf("dashboard header title: got %q, want the voucher's title", title)
 	}
-	b.WaitText("#live-phase", "on sale, ends in")
+	b.WaitText("#live-phase", "on sale ends in")
 	// The traffic stopped: the latencies keep their last values, marked.
 	b.WaitFor("the latencies to be kept after the traffic", func(ctx context.Context) (bool, error) {
 		s, err := chromedp.Run(ctx, chromedp.Evaluate[string](`document.getElementById("latency-note").hidden + "|" + document.querySelector('[data-field="latency.p50"]').textContent`))

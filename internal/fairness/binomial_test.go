@@ -26,3 +26,24 @@ func TestBinomialTwoSided(t *testing.T) {
 		}
 	}
 }
+
+// TestBinomialRange against the k BinomialTwoSided accepts one by one.
+func TestBinomialRange(t *testing.T) {
+	for _, tt := range []struct {
+		n     int
+		p, at float64
+	}{{500, 0.02, 0.05}, {500, 0.0025, 0.05}, {15, 0.5, 0.001}, {40, 0.5, 0.001}, {10, 0.5, 0.05}, {0, 0.3, 0.05}} {
+		lo, hi := -1, -1
+		for k := 0; k <= tt.n; k++ {
+			if BinomialTwoSided(k, tt.n, tt.p) >= tt.at {
+				if lo < 0 {
+					lo = k
+				}
+				hi = k
+			}
+		}
+		if gotLo, gotHi := BinomialRange(tt.n, tt.p, tt.at); gotLo != lo || gotHi != hi {
+			t.Errorf("BinomialRange(%d, %g, %g): got %d..%d, want %d..%d", tt.n, tt.p, tt.at, gotLo, gotHi, lo, hi)
+		}
+	}
+}

@@ -4,7 +4,9 @@
 // without tokens; people join once and poll when told. Run measures the
 // units sold, the purchases without a token, the bots' share of the units
 // against their share of the joiners (an exact binomial test) and how soon
-// every joiner learns the outcome after the sell-out.
+// every joiner learns the outcome after the sell-out. With SybilAccounts,
+// one person holds that many of the people's accounts: Run measures the
+// units that person won against the share of that many accounts.
 package fairness
 
 import (
@@ -41,6 +43,11 @@ type Config struct {
 	FirstUser int64
 	Seed      uint64 // picks the bots and the no-shows
 	Conns     int    // connections per instance
+	// SybilAccounts is how many of the people's accounts one person holds
+	// (0: none). Each is an ordinary account (its own user id, so its own
+	// phone): it joins once before the start, polls when told and buys
+	// whenever admitted (the person never walks away).
+	SybilAccounts int
 }
 
 // Result is what a run measured.
@@ -63,6 +70,30 @@ type Result struct {
 	Requests               map[string]int64
 	JoinPhase, SalePhase   time.Duration
 	Errors                 []string
+	// Sybil is the person holding many accounts, when Config.SybilAccounts
+	// is set (absent otherwise).
+	Sybil *Sybil `json:"Sybil,omitempty"`
+}
+
+// Sybil is what the person holding Accounts accounts won.
+type Sybil struct {
+	Accounts int
+	// Admitted are the person's accounts the room admitted; Won the units
+	// they bought.
+	Admitted, Won int
+	// FairOne is the fair share of one account: units / joiners; FairN
+	// Accounts × FairOne, and Ratio Won / FairN.
+	FairOne, FairN, Ratio float64
+	// FairNBuying is Accounts × sold / the joiners who buy when admitted
+	// (everyone but the people who walk away): the person's expected units
+	// when the room gives each entry the same chance, higher than FairN
+	// because the person never walks away and others do.
+	FairNBuying float64
+	// PValue is the exact two-sided binomial test of Won units out of the
+	// sold against the share Accounts / joiners (as the bots' test);
+	// AcceptLo and AcceptHi the range of units that test accepts at 5 %.
+	PValue             float64
+	AcceptLo, AcceptHi int
 }
 
 type run struct {
@@ -92,10 +123,21 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	rng := rand.New(rand.NewPCG(cfg.Seed, cfg.Seed^0x5eed))
 	kinds := make([]buyer, cfg.Buyers)
 	nBots := int(float64(cfg.Buyers)*cfg.BotShare + 0.5)
+	if cfg.SybilAccounts < 0 || nBots+cfg.SybilAccounts > cfg.Buyers {
+		return nil, fmt.Errorf("%d accounts of one person and %d bots among %d buyers", cfg.SybilAccounts, nBots, cfg.Buyers)
+	}
 	for i, k := range rng.Perm(cfg.Buyers) {
-		kinds[k] = buyer{id: cfg.FirstUser + int64(k), bot: i < nBots, noShow: rng.Float64() < cfg.NoShow}
+		// The person's accounts come after the bots in the same shuffle,
+		// and the no-show draw is made for every buyer: without them the
+		// bots and the no-shows are those of a run without the option.
+		sybil := i >= nBots && i < nBots+cfg.SybilAccounts
+		noShow := rng.Float64() < cfg.NoShow && !sybil
+		kinds[k] = buyer{id: cfg.FirstUser + int64(k), bot: i < nBots, sybil: sybil, noShow: noShow}
 	}
 	r.res.Bots = nBots
+	if cfg.SybilAccounts > 0 {
+		r.res.Sybil = &Sybil{Accounts: cfg.SybilAccounts}
+	}
 	for i := range kinds {
 		tok, err := cfg.Token(kinds[i].id)
 		if err != nil {
@@ -129,7 +171,9 @@ type buyer struct {
 	id           int64
 	token        string
 	bot, noShow  bool
+	sybil        bool // one of the accounts of the person holding many
 	bought, gone bool
+	seen         bool // admitted (recorded for the person's accounts)
 }
 
 func (r *run) count(kind string) {
@@ -307,6 +351,9 @@ func (r *run) sell(ctx context.Context, b *buyer, rng *rand.Rand) time.Time {
 		case "sold_out", "closed":
 			return time.Now()
 		case "admitted":
+			if b.sybil {
+				r.admitted(b)
+			}
 			if b.noShow && !b.bot {
 				b.gone = true
 				return time.Time{}
@@ -337,6 +384,16 @@ func (b *buyer) pause(every time.Duration, rng *rand.Rand) time.Duration {
 	return time.Duration(rng.Int64N(int64(2 * time.Second)))
 }
 
+// admitted records the first admission of one of the person's accounts.
+func (r *run) admitted(b *buyer) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if !b.seen {
+		b.seen = true
+		r.res.Sybil.Admitted++
+	}
+}
+
 func (r *run) sold(b *buyer, withToken bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -345,6 +402,9 @@ func (r *run) sold(b *buyer, withToken bool) {
 	r.res.Sold++
 	if b.bot {
 		r.res.SoldByBots++
+	}
+	if b.sybil {
+		r.res.Sybil.Won++
 	}
 	if !withToken {
 		r.res.TokenlessSold++
@@ -358,6 +418,24 @@ func (r *run) finish(ctx context.Context, bs []buyer, learned []time.Time) {
 	if res.Sold > 0 {
 		res.BotShareUnits = float64(res.SoldByBots) / float64(res.Sold)
 		res.PValue = BinomialTwoSided(res.SoldByBots, res.Sold, res.BotShareJoiners)
+	}
+	if sy := res.Sybil; sy != nil {
+		buying := 0
+		for _, b := range bs {
+			if b.bot || !b.noShow {
+				buying++
+			}
+		}
+		share := float64(sy.Accounts) / float64(res.Buyers)
+		sy.FairOne = float64(res.Units) / float64(res.Buyers)
+		sy.FairN = float64(sy.Accounts) * sy.FairOne
+		sy.Ratio = float64(sy.Won) / sy.FairN
+		sy.FairNBuying = float64(sy.Accounts) * float64(res.Sold) / float64(buying)
+		sy.PValue = 1
+		if res.Sold > 0 {
+			sy.PValue = BinomialTwoSided(sy.Won, res.Sold, share)
+		}
+		sy.AcceptLo, sy.AcceptHi = BinomialRange(res.Sold, share, 0.05)
 	}
 	var last time.Time
 	for _, t := range r.soldAt {

@@ -25,6 +25,9 @@ type Store interface {
 	Instances(ctx context.Context) ([]model.LiveInstance, error)
 	// Counts returns a voucher's shared counters (empty when none).
 	Counts(ctx context.Context, voucherID int64) (model.LiveCounts, error)
+	// History returns a voucher's answers by code per second, as Publish
+	// added them at each publication's second (inst.Seen), in time order.
+	History(ctx context.Context, voucherID int64) (model.LiveHistory, error)
 }
 
 // Publishing defaults.

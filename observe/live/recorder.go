@@ -24,10 +24,7 @@ import (
 // OTHER. They are the codes the seckill route answers (handler.Classify).
 // Requests that never reach a voucher are not counted at all: a bad id, an
 // unknown voucher, no token.
-var Codes = []string{
-	"OK", "SOLD_OUT", "DUPLICATE_ORDER", "SECKILL_NOT_STARTED", "SECKILL_ENDED",
-	"RATE_LIMITED", "UNAVAILABLE", "INTERNAL", "OTHER",
-}
+var Codes = model.LiveCodes
 
 func codeIndex(code string) int {
 	switch code {

@@ -173,6 +173,19 @@ const (
 // they were stopped, and latency buckets.
 func LiveKey(voucherID int64) string { return LivePrefix + strconv.FormatInt(voucherID, 10) }
 
+// LiveHistoryKey is seckill:live:<voucherId>:history, the hash of the
+// voucher's answers by code per second (Unix second -> "<n>,<n>,...",
+// model.LiveCodes' order), summed over every instance, and "dropped": the
+// answers of seconds past LiveHistoryMaxFields. The dashboard draws the
+// sale's curve from it, during the sale and after.
+func LiveHistoryKey(voucherID int64) string {
+	return LivePrefix + strconv.FormatInt(voucherID, 10) + ":history"
+}
+
+// LiveHistoryMaxFields bounds a voucher's history: six hours of seconds
+// with answers (a second without any takes no field), about 0.6 MB.
+const LiveHistoryMaxFields = 6 * 3600
+
 // LoginCodeKey is login:code:<phone>, the login code sent to phone and
 // its wrong guesses ("<code>:<wrong guesses>").
 func LoginCodeKey(phone string) string { return "login:code:" + phone }
@@ -250,6 +263,9 @@ const (
 	// LiveCountsTTL is how long a voucher's live counters live after an
 	// instance last added to them.
 	LiveCountsTTL = 7 * 24 * time.Hour
+	// LiveHistoryTTL is how long a voucher's per-second history lives
+	// after an instance last added to it: as long as its counters.
+	LiveHistoryTTL = LiveCountsTTL
 	// LiveInstancesTTL is how long the instances hash lives after any
 	// instance last published. Readers drop an instance's own entry once it
 	// is LiveInstanceForget old. That is a process that died without

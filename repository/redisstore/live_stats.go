@@ -1,13 +1,17 @@
 package redisstore
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
+	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 
+	"seckill/lua"
 	"seckill/model"
 )
 
@@ -38,6 +42,10 @@ func (s *LiveStats) Publish(ctx context.Context, inst model.LiveInstance, deltas
 	if err != nil {
 		return err
 	}
+	sec := inst.Seen.Unix()
+	if inst.Seen.IsZero() {
+		sec = s.now().Unix()
+	}
 	_, err = s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 		for id, d := range deltas {
 			k := LiveKey(id)
@@ -45,12 +53,62 @@ func (s *LiveStats) Publish(ctx context.Context, inst model.LiveInstance, deltas
 				p.HIncrBy(ctx, k, f, n)
 			}
 			p.Expire(ctx, k, LiveCountsTTL)
+			// The answers of this publication join its second of the
+			// voucher's history. EVAL, not EVALSHA: a pipeline cannot
+			// fall back on NOSCRIPT.
+			if args, some := historyArgs(sec, d); some {
+				lua.LiveHistory.Eval(ctx, p, []string{LiveHistoryKey(id)}, args...)
+			}
 		}
 		p.HSet(ctx, LiveInstancesKey, inst.ID, b)
 		p.Expire(ctx, LiveInstancesKey, LiveInstancesTTL)
 		return nil
 	})
 	return redisErr(err)
+}
+
+// historyArgs are live_history.lua's ARGV for one voucher's deltas: the
+// second, the bound, the TTL and the answers by code; any reports an
+// answer among them.
+func historyArgs(sec int64, d model.LiveCounts) ([]any, bool) {
+	args := make([]any, 0, 3+len(model.LiveCodes))
+	args = append(args, sec, LiveHistoryMaxFields, LiveHistoryTTL.Milliseconds())
+	some := false
+	for _, c := range model.LiveCodes {
+		n := d[model.LiveCodeField(c)]
+		some = some || n != 0
+		args = append(args, n)
+	}
+	return args, some
+}
+
+// History returns the voucher's answers per second, in time order (none
+// when it has no history).
+func (s *LiveStats) History(ctx context.Context, voucherID int64) (model.LiveHistory, error) {
+	all, err := s.rdb.HGetAll(ctx, LiveHistoryKey(voucherID)).Result()
+	if err != nil {
+		return model.LiveHistory{}, redisErr(err)
+	}
+	var h model.LiveHistory
+	for f, v := range all {
+		if f == "dropped" {
+			h.Dropped, _ = strconv.ParseInt(v, 10, 64)
+			continue
+		}
+		at, err := strconv.ParseInt(f, 10, 64)
+		if err != nil {
+			continue // not a second of ours
+		}
+		sec := model.LiveSecond{At: at, Answers: make([]int64, len(model.LiveCodes))}
+		for i, n := range strings.Split(v, ",") {
+			if i < len(sec.Answers) {
+				sec.Answers[i], _ = strconv.ParseInt(n, 10, 64)
+			}
+		}
+		h.Seconds = append(h.Seconds, sec)
+	}
+	slices.SortFunc(h.Seconds, func(a, b model.LiveSecond) int { return cmp.Compare(a.At, b.At) })
+	return h, nil
 }
 
 // Retire removes the instance from the instances hash.

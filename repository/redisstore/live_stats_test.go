@@ -4,12 +4,14 @@ import (
 	"context"
 	"crypto/rand"
 	mrand "math/rand/v2"
+	"slices"
 	"testing"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 
 	"seckill/internal/testenv"
+	"seckill/lua"
 	"seckill/model"
 )
 
@@ -90,6 +92,78 @@ func TestLiveStats(t *testing.T) {
 		}
 		if rdb.HExists(ctx, LiveInstancesKey, a.ID).Val() {
 			t.Errorf("the stale entry of a is still in %s", LiveInstancesKey)
+		}
+	})
+}
+
+// TestLiveHistory: publications add their answers by code to the second
+// of the instance's publication, summed over instances; a publication
+// without answers adds no second; the history comes back in time order
+// with its TTL; past its bound a new second's answers are counted as
+// dropped, and a second already there still adds up. On one Redis and on
+// the Cluster (the publication's pipeline spans slots).
+func TestLiveHistory(t *testing.T) {
+	testenv.Each(t, testClients(t), func(t *testing.T, rdb redis.UniversalClient) {
+		ctx := context.Background()
+		s := NewLiveStats(rdb, time.Now)
+		v := 1<<42 + mrand.Int64N(1<<40)
+		t.Cleanup(func() { rdb.Del(context.Background(), LiveKey(v), LiveHistoryKey(v)) })
+		t0 := time.Unix(1_800_000_000, 0)
+		a := model.LiveInstance{ID: "test-ha-" + rand.Text()[:8], Seen: t0.Add(100 * time.Millisecond)}
+		b := model.LiveInstance{ID: "test-hb-" + rand.Text()[:8], Seen: t0.Add(900 * time.Millisecond)}
+		t.Cleanup(func() { rdb.HDel(context.Background(), LiveInstancesKey, a.ID, b.ID) })
+		must := func(err error) {
+			t.Helper()
+			if err != nil {
+				t.Fatal(err)
+			}
+		}
+		must(s.Publish(ctx, a, map[int64]model.LiveCounts{v: {"code:OK": 2, "code:SOLD_OUT": 3}}))
+		must(s.Publish(ctx, b, map[int64]model.LiveCounts{v: {"code:OK": 1, "code:OTHER": 1, "dup:lock": 4}}))
+		a.Seen = t0.Add(2 * time.Second)
+		must(s.Publish(ctx, a, map[int64]model.LiveCounts{v: {"code:SOLD_OUT": 7}}))
+		a.Seen = t0.Add(3 * time.Second)
+		must(s.Publish(ctx, a, map[int64]model.LiveCounts{v: {"dup:lock": 1, "lat:0": 1}})) // no answer
+		h, err := s.History(ctx, v)
+		must(err)
+		want := []model.LiveSecond{
+			{At: t0.Unix(), Answers: []int64{3, 3, 0, 0, 0, 0, 0, 0, 1}},
+			{At: t0.Unix() + 2, Answers: []int64{0, 7, 0, 0, 0, 0, 0, 0, 0}},
+		}
+		if len(h.Seconds) != len(want) || h.Dropped != 0 {
+			t.Fatalf("history: got %+v, want %+v", h, want)
+		}
+		for i, w := range want {
+			if h.Seconds[i].At != w.At || !slices.Equal(h.Seconds[i].Answers, w.Answers) {
+				t.Errorf("second %d: got %+v, want %+v", i, h.Seconds[i], w)
+			}
+		}
+		if ttl := rdb.TTL(ctx, LiveHistoryKey(v)).Val(); ttl <= 0 || ttl > LiveHistoryTTL {
+			t.Errorf("TTL of the history: got %v, want (0, %v]", ttl, LiveHistoryTTL)
+		}
+		if h, err := s.History(ctx, v+1); err != nil || len(h.Seconds) != 0 {
+			t.Errorf("history of a voucher never counted: %+v, %v", h, err)
+		}
+
+		// The bound (2 fields here): a new second is dropped, an old one
+		// still adds up.
+		key := LiveHistoryKey(v)
+		run := func(sec int64, n int64) int64 {
+			t.Helper()
+			r, err := lua.LiveHistory.Run(ctx, rdb, []string{key}, sec, 2, 60_000, n, 0, 0, 0, 0, 0, 0, 0, 0).Int64()
+			must(err)
+			return r
+		}
+		if got := run(t0.Unix()+5, 4); got != 0 {
+			t.Errorf("a new second past the bound: recorded %d, want 0", got)
+		}
+		if got := run(t0.Unix(), 4); got != 1 {
+			t.Errorf("a second already kept: recorded %d, want 1", got)
+		}
+		h, err = s.History(ctx, v)
+		must(err)
+		if h.Dropped != 4 || len(h.Seconds) != 2 || h.Seconds[0].Answers[0] != 7 {
+			t.Errorf("after the bound: %+v, want 4 dropped, the first second's OK at 7", h)
 		}
 	})
 }

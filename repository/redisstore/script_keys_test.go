@@ -32,6 +32,7 @@ func TestScriptKeysMatchHeaders(t *testing.T) {
 		{"idempotency_begin.lua", idempotencyKeys(user, "k-1")},
 		{"idempotency_finish.lua", idempotencyKeys(user, "k-1")},
 		{"check_code.lua", codeKeys(vars["phone"])},
+		{"live_history.lua", []string{LiveHistoryKey(voucher)}},
 	}
 	for _, tt := range tests {
 		patterns, err := lua.KeysOf(tt.script)

@@ -152,13 +152,17 @@ func (d *DB) Migrate(ctx context.Context) error {
 			return fmt.Errorf("apply schema: index %s.%s: %w", ix.table, ix.name, translate(err))
 		}
 	}
+	// The shop search's index of the shops written before it.
+	if _, err := d.BackfillShopGrams(ctx); err != nil {
+		return fmt.Errorf("apply schema: index the shops' names (tb_shop_bigram): %w", err)
+	}
 	return nil
 }
 
 // addedIndexes are the indexes added after their table first shipped.
 // idx_status_time finds expired unpaid orders without a full scan.
-// idx_giveback finds the Redis give-backs still due. idx_shop_name serves
-// a search of shops by a name's prefix.
+// idx_giveback finds the Redis give-backs still due. idx_shop_name orders
+// a search's shops by name.
 var addedIndexes = []struct{ table, name, columns string }{
 	{"tb_voucher_order", "idx_status_time", "status, create_time"},
 	{"tb_voucher_order", "idx_giveback", "giveback_due"},

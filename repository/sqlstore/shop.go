@@ -2,7 +2,7 @@ package sqlstore
 
 import (
 	"context"
-	"strings"
+	"errors"
 	"time"
 
 	"gorm.io/gorm"
@@ -21,9 +21,15 @@ func (r *Shops) GetShop(ctx context.Context, id int64) (*model.Shop, error) {
 	return takeOne[model.Shop](ctx, r.db, "id", id, model.ErrShopNotFound)
 }
 
-// CreateShop inserts s and sets its id.
+// CreateShop inserts s and sets its id, with the search index's entries
+// of its name in the same transaction.
 func (r *Shops) CreateShop(ctx context.Context, s *model.Shop) error {
-	return translate(r.db.WithContext(ctx).Create(s).Error)
+	return translate(r.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+		if err := tx.Create(s).Error; err != nil {
+			return err
+		}
+		return writeGrams(tx, s.ID, s.Name, false)
+	}))
 }
 
 // UpdateShop sets the patch's non-nil fields and update_time of shop id, or
@@ -47,36 +53,43 @@ func (r *Shops) UpdateShop(ctx context.Context, id int64, p model.ShopPatch, now
 	set("comments", p.Comments != nil, func() any { return *p.Comments })
 	set("score", p.Score != nil, func() any { return *p.Score })
 	set("open_hours", p.OpenHours != nil, func() any { return *p.OpenHours })
-	res := r.db.WithContext(ctx).Model(&model.Shop{}).Where("id = ?", id).Updates(cols)
-	if res.Error != nil {
-		return translate(res.Error)
+	// A new name replaces the search index's entries of the shop in the
+	// same transaction.
+	err := r.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+		res := tx.Model(&model.Shop{}).Where("id = ?", id).Updates(cols)
+		if res.Error != nil {
+			return res.Error
+		}
+		if res.RowsAffected == 0 {
+			// MySQL counts changed rows: 0 is an unknown id, or a patch
+			// that changed nothing within the same second.
+			if _, err := takeOne[model.Shop](ctx, tx, "id", id, model.ErrShopNotFound); err != nil {
+				return err
+			}
+		}
+		if p.Name == nil {
+			return nil
+		}
+		return writeGrams(tx, id, *p.Name, true)
+	})
+	if errors.Is(err, model.ErrShopNotFound) {
+		return model.ErrShopNotFound
 	}
-	if res.RowsAffected > 0 {
-		return nil
-	}
-	// MySQL counts changed rows: 0 is an unknown id, or a patch that
-	// changed nothing within the same second.
-	_, err := r.GetShop(ctx, id)
-	return err
+	return translate(err)
 }
 
-// ListShops returns at most limit shops whose name starts with name, in
-// name order, then id order; every shop when name is empty, in id order.
-// LIKE's wildcards in name match themselves. A prefix is a range of
-// idx_shop_name read in its order: a search reads at most limit rows past
-// the first match, whatever the table's size.
+// ListShops returns at most limit shops whose name contains name, letter
+// case aside ("示范" finds 秒杀示范店, "tea" finds "Green Tea House"), in name
+// order, then id order; every shop when name is empty, in id order. A
+// search reads the search index (tb_shop_bigram), bounded whatever the
+// number of shops (searchShops): at most SearchCandidates shops are looked
+// at, so a search whose every bigram is that common may miss some matches.
 func (r *Shops) ListShops(ctx context.Context, name string, limit int) ([]model.Shop, error) {
-	q := r.db.WithContext(ctx).Limit(limit)
-	if name == "" {
-		q = q.Order("id")
-	} else {
-		// '!' escapes: MySQL and SQLite read it alike (a backslash
-		// differs between them).
-		esc := strings.NewReplacer(`!`, `!!`, `%`, `!%`, `_`, `!_`).Replace(name)
-		q = q.Where(`name LIKE ? ESCAPE '!'`, esc+"%").Order("name").Order("id")
+	if name != "" {
+		return r.searchShops(ctx, name, limit)
 	}
 	var out []model.Shop
-	if err := q.Find(&out).Error; err != nil {
+	if err := r.db.WithContext(ctx).Limit(limit).Order("id").Find(&out).Error; err != nil {
 		return nil, translate(err)
 	}
 	return out, nil

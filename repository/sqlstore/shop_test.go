@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -70,16 +71,16 @@ func TestShops(t *testing.T) {
 	}
 }
 
-// TestListShops: a name's part finds its shops (Chinese too), LIKE's
-// wildcards and the escape character match only themselves, and the
-// limit holds, on both databases.
+// TestListShops: any part of a name finds its shops, letter case aside
+// (Chinese too); LIKE's wildcards and the escape character match only
+// themselves; the limit holds; on both databases.
 func TestListShops(t *testing.T) {
 	testenv.Each(t, databases(t), func(t *testing.T, db *DB) {
 		ctx := context.Background()
 		r := NewShops(db)
 		tag := fmt.Sprintf("q%d", time.Now().UnixNano())
 		now := time.Now().Truncate(time.Second)
-		for _, n := range []string{tag + " 茶餐厅", tag + " 50%_off!", tag + " 50 off"} {
+		for _, n := range []string{tag + " 茶餐厅", tag + " 50%_off!", tag + " 50 off", "Green Tea " + tag + " House"} {
 			if err := r.CreateShop(ctx, &model.Shop{Name: n, TypeID: 1, Address: "a", CreateTime: now, UpdateTime: now}); err != nil {
 				t.Fatal(err)
 			}
@@ -87,7 +88,13 @@ func TestListShops(t *testing.T) {
 		tests := []struct {
 			query string
 			want  int
-		}{{tag, 3}, {tag + " 茶", 1}, {tag + " 50%", 1}, {tag + " 50_", 0}, {tag + " 50%_off!", 1}, {tag + " 50", 2}}
+		}{
+			{tag, 4}, {tag + " 茶", 1}, {tag + " 50%", 1}, {tag + " 50_", 0}, {tag + " 50%_off!", 1}, {tag + " 50", 2},
+			{tag[3:], 4}, // an infix of every name
+			{strings.ToUpper("tea " + tag + " h"), 1}, // letter case aside
+			{tag[5:] + " 茶餐", 1},                      // Chinese, inside
+			{"餐厅" + tag, 0},                           // the bigrams, not in this order
+		}
 		for _, tt := range tests {
 			got, err := r.ListShops(ctx, tt.query, 50)
 			if err != nil {
@@ -100,13 +107,140 @@ func TestListShops(t *testing.T) {
 		if got, err := r.ListShops(ctx, tag, 2); err != nil || len(got) != 2 {
 			t.Errorf("ListShops with limit 2: got %d (%v), want 2", len(got), err)
 		}
+		// Name order: "Green…" before "q…".
+		if got, _ := r.ListShops(ctx, tag, 50); len(got) == 4 && !strings.HasPrefix(got[0].Name, "Green") {
+			t.Errorf("ListShops(%q): first %q, want name order", tag, got[0].Name)
+		}
 	})
 }
 
-// TestListShopsReadsBounded: on MariaDB with 5,000 shops, a search reads
-// idx_shop_name's range of its prefix. A prefix nothing starts with reads
-// no row. One every shop starts with reads the page and no more. Rows read
-// are the session's Handler_read_* counters, on a pool of one connection.
+// TestShopGrams: each bigram of the lower-cased name and its last
+// character, once each.
+func TestShopGrams(t *testing.T) {
+	for name, want := range map[string]string{
+		"秒杀示范店":   "店|杀示|示范|秒杀|范店",
+		"Tea Tea": " t|a|a |ea|te",
+		"A":       "a",
+		" ":       "",
+	} {
+		if got := strings.Join(ShopGrams(name), "|"); got != want {
+			t.Errorf("ShopGrams(%q) = %q, want %q", name, got, want)
+		}
+	}
+}
+
+// TestShopSearchIndex, on a database of its own (both kinds): a part of a
+// name, Chinese or any letter case, finds the shop; one character finds
+// the names that hold it, the last one too; a rename moves the shop's
+// index entries in its transaction (the old name no longer finds it); an
+// update of an unknown shop writes none; a shop without entries (written
+// before the index) is found once Migrate has filled them.
+func TestShopSearchIndex(t *testing.T) {
+	testenv.Each(t, privateDatabases(t), func(t *testing.T, db *DB) {
+		ctx := context.Background()
+		r := NewShops(db)
+		now := time.Now().Truncate(time.Second)
+		ids := map[string]int64{}
+		for _, n := range []string{"秒杀示范店", "Green tea house", "Teapot", "A", "bA", "Ccc"} {
+			s := &model.Shop{Name: n, TypeID: 1, Address: "a", CreateTime: now, UpdateTime: now}
+			if err := r.CreateShop(ctx, s); err != nil {
+				t.Fatal(err)
+			}
+			ids[n] = s.ID
+		}
+		names := func(q string) string {
+			t.Helper()
+			got, err := r.ListShops(ctx, q, 50)
+			if err != nil {
+				t.Fatalf("ListShops(%q): %v", q, err)
+			}
+			var out []string
+			for _, s := range got {
+				out = append(out, s.Name)
+			}
+			slices.Sort(out) // the databases' name orders differ in letter case
+			return strings.Join(out, "|")
+		}
+		for q, want := range map[string]string{
+			"示范": "秒杀示范店", "示范店": "秒杀示范店", "店": "秒杀示范店", "秒": "秒杀示范店", "范示": "",
+			"tea": "Green tea house|Teapot", "TEA H": "Green tea house", "house": "Green tea house",
+			"a": "A|Green tea house|Teapot|bA", "c": "Ccc", "z": "", "cc": "Ccc", "ccc": "Ccc", "cccc": "",
+		} {
+			if got := names(q); got != want {
+				t.Errorf("ListShops(%q) = %q, want %q", q, got, want)
+			}
+		}
+
+		if err := r.UpdateShop(ctx, ids["Teapot"], model.ShopPatch{Name: ptrOf("Coffee 店")}, now.Add(time.Minute)); err != nil {
+			t.Fatal(err)
+		}
+		if got := names("teapot"); got != "" {
+			t.Errorf("the old name after a rename: %q, want nothing", got)
+		}
+		if got := names("fee 店"); got != "Coffee 店" {
+			t.Errorf("the new name after a rename: %q, want Coffee 店", got)
+		}
+		// An update of other fields keeps the entries.
+		if err := r.UpdateShop(ctx, ids["Ccc"], model.ShopPatch{Score: ptrOf(40)}, now.Add(time.Minute)); err != nil {
+			t.Fatal(err)
+		}
+		if got := names("cc"); got != "Ccc" {
+			t.Errorf("after an update of the score: %q, want Ccc", got)
+		}
+		var before, after int64
+		db.Gorm.Raw("SELECT COUNT(*) FROM tb_shop_bigram").Scan(&before)
+		if err := r.UpdateShop(ctx, 1_000_000_000, model.ShopPatch{Name: ptrOf("ghost")}, now); !errors.Is(err, model.ErrShopNotFound) {
+			t.Errorf("rename of an unknown shop: %v, want ErrShopNotFound", err)
+		}
+		db.Gorm.Raw("SELECT COUNT(*) FROM tb_shop_bigram").Scan(&after)
+		if after != before {
+			t.Errorf("rename of an unknown shop: %d index entries, want %d (none written)", after, before)
+		}
+
+		// A shop written before the index: no entries, not found until
+		// Migrate fills them.
+		if err := db.Gorm.Exec("DELETE FROM tb_shop_bigram WHERE shop_id = ?", ids["秒杀示范店"]).Error; err != nil {
+			t.Fatal(err)
+		}
+		if got := names("示范"); got != "" {
+			t.Fatalf("a shop without entries found: %q", got)
+		}
+		if err := db.Migrate(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if got := names("示范"); got != "秒杀示范店" {
+			t.Errorf("after Migrate: %q, want the shop found", got)
+		}
+		if n, err := db.BackfillShopGrams(ctx); err != nil || n != 0 {
+			t.Errorf("a second backfill: %d shops (%v), want none", n, err)
+		}
+	})
+}
+
+// handlerReads is the session's Handler_read_* total (rows and index
+// entries read), on a pool of one connection; SHOW STATUS's own reads are
+// taken out by the caller.
+func handlerReads(t *testing.T, db *DB) int64 {
+	t.Helper()
+	var rows []struct {
+		VariableName string `gorm:"column:Variable_name"`
+		Value        int64  `gorm:"column:Value"`
+	}
+	if err := db.Gorm.Raw("SHOW SESSION STATUS LIKE 'Handler_read%'").Scan(&rows).Error; err != nil {
+		t.Fatal(err)
+	}
+	var n int64
+	for _, r := range rows {
+		n += r.Value
+	}
+	return n
+}
+
+// TestListShopsReadsBounded: on MariaDB with 5,000 shops sharing most of
+// their bigrams, a search reads at most SearchReadBound index entries and
+// rows (plus its answer), whatever it asks: a name nothing holds, a part
+// every name holds, a rare part, one character. Rows read are the
+// session's Handler_read_* counters, on a pool of one connection.
 func TestListShopsReadsBounded(t *testing.T) {
 	db := privateDatabases(t)["mysql"]
 	if db == nil {
@@ -119,45 +253,26 @@ func TestListShopsReadsBounded(t *testing.T) {
 	}
 	sqlDB.SetMaxOpenConns(1) // every statement below on one session
 	const shops = 5000
-	var values strings.Builder
-	for i := range shops {
-		if i > 0 {
-			values.WriteString(",")
-		}
-		fmt.Fprintf(&values, "('shop %05d 茶餐厅', 1, 'a', 0, 0)", i)
-	}
-	if err := db.Gorm.Exec("INSERT INTO tb_shop (name, type_id, address, x, y) VALUES " + values.String()).Error; err != nil {
+	if err := FillShops(ctx, db, shops, func(i int) string { return fmt.Sprintf("shop %05d 茶餐厅", i) }); err != nil {
 		t.Fatal(err)
-	}
-	rowsRead := func() int64 {
-		var rows []struct {
-			VariableName string `gorm:"column:Variable_name"`
-			Value        int64  `gorm:"column:Value"`
-		}
-		if err := db.Gorm.Raw("SHOW SESSION STATUS LIKE 'Handler_read%'").Scan(&rows).Error; err != nil {
-			t.Fatal(err)
-		}
-		var n int64
-		for _, r := range rows {
-			n += r.Value
-		}
-		return n
 	}
 	r := NewShops(db)
 	tests := []struct {
-		query    string
-		want     int
-		maxReads int64
+		query string
+		want  int
 	}{
-		{"no such shop", 0, 2},
-		{"茶餐厅", 0, 2}, // a name's middle: not a prefix
-		{"shop", 50, 52},
-		{"shop 0421", 10, 12},
+		{"no such shop", 0},
+		{"茶餐厅", 50}, // a name's end: every shop
+		{"shop", 50},
+		{"p 0421", 10},
+		{"04217 茶", 1},
+		{"茶", 50},
+		{"9", 50},
 	}
 	for _, tt := range tests {
-		before := rowsRead()
+		before := handlerReads(t, db)
 		got, err := r.ListShops(ctx, tt.query, 50)
-		reads := rowsRead() - before
+		reads := handlerReads(t, db) - before
 		if err != nil {
 			t.Fatalf("ListShops(%q): %v", tt.query, err)
 		}
@@ -165,13 +280,37 @@ func TestListShopsReadsBounded(t *testing.T) {
 			t.Errorf("ListShops(%q): got %d shops, want %d", tt.query, len(got), tt.want)
 		}
 		// SHOW STATUS reads rows of its own: the second call's count.
-		read := reads - (rowsRead() - before - reads)
+		read := reads - (handlerReads(t, db) - before - reads)
 		t.Logf("ListShops(%q): %d shops, %d rows read", tt.query, len(got), read)
-		if read > tt.maxReads {
-			t.Errorf("ListShops(%q): %d rows read, want at most %d (of %d shops)", tt.query, read, tt.maxReads, shops)
+		if limit := int64(SearchReadBound + 2*50 + 10); read > limit {
+			t.Errorf("ListShops(%q): %d rows read, want at most %d (of %d shops)", tt.query, read, limit, shops)
 		}
 	}
-	if got, _ := r.ListShops(ctx, "shop 0421", 50); len(got) > 0 && got[0].Name != "shop 04210 茶餐厅" {
-		t.Errorf("first of prefix: got %q, want the first in name order", got[0].Name)
+	if got, _ := r.ListShops(ctx, "p 0421", 50); len(got) > 0 && got[0].Name != "shop 04210 茶餐厅" {
+		t.Errorf("first of the matches: got %q, want the first in name order", got[0].Name)
+	}
+}
+
+// TestShopSearchExplain: on MariaDB, the search's candidates come from
+// tb_shop_bigram's primary key and each shop from tb_shop's (EXPLAIN of
+// SearchChunkSQL), never from a scan of either table.
+func TestShopSearchExplain(t *testing.T) {
+	db := privateDatabases(t)["mysql"]
+	if db == nil {
+		t.Skip("SECKILL_MYSQL_DSN not set")
+	}
+	ctx := context.Background()
+	if err := FillShops(ctx, db, 2000, func(i int) string { return fmt.Sprintf("Tea house %d 示范", i) }); err != nil {
+		t.Fatal(err)
+	}
+	plan, err := ExplainSearch(ctx, db, "ea")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("EXPLAIN:\n%s", plan)
+	for _, want := range []string{"g range PRIMARY", "s eq_ref PRIMARY"} {
+		if !strings.Contains(plan, want) {
+			t.Errorf("EXPLAIN lacks %q:\n%s", want, plan)
+		}
 	}
 }

@@ -200,6 +200,10 @@ func (s *Users) Login(ctx context.Context, phone, code string) (string, error) {
 	return s.tokens.Issue(u.ID, u.Role)
 }
 
+// Cooldown is the least time between two codes to one phone
+// (SECKILL_CODE_COOLDOWN; 0 when off).
+func (s *Users) Cooldown() time.Duration { return s.cfg.Cooldown }
+
 // Me returns the user with id.
 func (s *Users) Me(ctx context.Context, id int64) (*model.User, error) {
 	return s.users.FindByID(ctx, id)

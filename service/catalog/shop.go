@@ -24,8 +24,9 @@ type ShopStore interface {
 
 // ShopLister lists shops by name.
 type ShopLister interface {
-	// ListShops returns at most limit shops whose name starts with name,
-	// in name order (every shop when name is empty, in id order).
+	// ListShops returns at most limit shops whose name contains name,
+	// letter case aside, in name order (every shop when name is empty, in
+	// id order), bounded whatever the number of shops.
 	ListShops(ctx context.Context, name string, limit int) ([]model.Shop, error)
 }
 
@@ -49,7 +50,7 @@ func NewShopSearch(store ShopLister) *ShopSearch {
 	return &ShopSearch{store: store, slots: make(chan struct{}, MaxShopSearches)}
 }
 
-// List returns at most MaxShopList shops whose name starts with name. With
+// List returns at most MaxShopList shops whose name contains name. With
 // MaxShopSearches searches running, it refuses at once: RATE_LIMITED.
 func (s *ShopSearch) List(ctx context.Context, name string) ([]model.Shop, error) {
 	name = strings.TrimSpace(name)

@@ -131,10 +131,34 @@ CREATE TABLE IF NOT EXISTS tb_shop (
   update_time TIMESTAMP     NOT NULL DEFAULT CURRENT_TIMESTAMP ON UPDATE CURRENT_TIMESTAMP,
   PRIMARY KEY (id),
   KEY idx_type (type_id),
-  -- GET /shop/list?name= reads a prefix's range (added by Migrate to an
-  -- existing table).
+  -- The name order of a search's answer; an empty search lists by id
+  -- (added by Migrate to an existing table).
   KEY idx_shop_name (name)
 ) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4;
+
+-- The shop search's index (GET /shop/list?name=): every bigram (two
+-- consecutive characters) of each shop's lower-cased name, and its last
+-- character alone, as UTF-8 bytes (byte order, no collation). A search for
+-- "示范" or "tea" reads the entries of its rarest bigram (tb_shop_gram
+-- counts the shops of each) and checks those shops' names; one character
+-- reads the range of the bigrams it begins. MariaDB has no ngram FULLTEXT
+-- parser (MySQL's), so the store keeps both tables itself, in the
+-- transaction that creates or renames the shop; Migrate fills them for the
+-- shops that have no entry (shops written before the index existed).
+CREATE TABLE IF NOT EXISTS tb_shop_bigram (
+  gram    VARBINARY(8)    NOT NULL,
+  shop_id BIGINT UNSIGNED NOT NULL,
+  PRIMARY KEY (gram, shop_id),
+  KEY idx_bigram_shop (shop_id)
+) ENGINE=InnoDB;
+
+-- How many shops hold each bigram of tb_shop_bigram, kept in the same
+-- transactions: a search starts from its rarest bigram.
+CREATE TABLE IF NOT EXISTS tb_shop_gram (
+  gram  VARBINARY(8) NOT NULL,
+  shops INT          NOT NULL,
+  PRIMARY KEY (gram)
+) ENGINE=InnoDB;
 
 -- Token revocations: every token of user_id issued (iat) before not_before
 -- (Unix seconds) is refused (`seckill revoke`). One row per revoked user.

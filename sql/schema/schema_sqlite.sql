@@ -106,6 +106,20 @@ CREATE TABLE IF NOT EXISTS tb_shop (
 CREATE INDEX IF NOT EXISTS idx_shop_type ON tb_shop (type_id);
 CREATE INDEX IF NOT EXISTS idx_shop_name ON tb_shop (name);
 
+-- The shop search's index: see schema.sql.
+CREATE TABLE IF NOT EXISTS tb_shop_bigram (
+  gram    BLOB    NOT NULL,
+  shop_id INTEGER NOT NULL,
+  PRIMARY KEY (gram, shop_id)
+) WITHOUT ROWID;
+
+CREATE INDEX IF NOT EXISTS idx_bigram_shop ON tb_shop_bigram (shop_id);
+
+CREATE TABLE IF NOT EXISTS tb_shop_gram (
+  gram  BLOB    NOT NULL PRIMARY KEY,
+  shops INTEGER NOT NULL
+) WITHOUT ROWID;
+
 CREATE TABLE IF NOT EXISTS tb_token_revocation (
   user_id     INTEGER PRIMARY KEY,
   not_before  INTEGER NOT NULL,

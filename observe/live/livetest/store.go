@@ -6,6 +6,7 @@ package livetest
 import (
 	"context"
 	"maps"
+	"slices"
 	"sync"
 
 	"seckill/model"
@@ -15,6 +16,7 @@ import (
 type Store struct {
 	mu        sync.Mutex
 	counts    map[int64]model.LiveCounts
+	history   map[int64]map[int64][]int64 // voucher -> second -> answers by code
 	instances map[string]model.LiveInstance
 	publishes int
 	fail      error // Publish and the reads fail with it when set
@@ -22,7 +24,7 @@ type Store struct {
 
 // New returns an empty store.
 func New() *Store {
-	return &Store{counts: map[int64]model.LiveCounts{}, instances: map[string]model.LiveInstance{}}
+	return &Store{counts: map[int64]model.LiveCounts{}, history: map[int64]map[int64][]int64{}, instances: map[string]model.LiveInstance{}}
 }
 
 // Publish adds deltas to the counts and records inst.
@@ -39,6 +41,20 @@ func (m *Store) Publish(_ context.Context, inst model.LiveInstance, deltas map[i
 		}
 		for k, n := range d {
 			m.counts[id][k] += n
+		}
+		for i, c := range model.LiveCodes {
+			n := d[model.LiveCodeField(c)]
+			if n == 0 {
+				continue
+			}
+			if m.history[id] == nil {
+				m.history[id] = map[int64][]int64{}
+			}
+			sec := inst.Seen.Unix()
+			if m.history[id][sec] == nil {
+				m.history[id][sec] = make([]int64, len(model.LiveCodes))
+			}
+			m.history[id][sec][i] += n
 		}
 	}
 	m.instances[inst.ID] = inst
@@ -79,6 +95,20 @@ func (m *Store) Counts(_ context.Context, id int64) (model.LiveCounts, error) {
 		out = model.LiveCounts{}
 	}
 	return out, nil
+}
+
+// History returns a voucher's answers per second, in time order.
+func (m *Store) History(_ context.Context, id int64) (model.LiveHistory, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.fail != nil {
+		return model.LiveHistory{}, m.fail
+	}
+	var h model.LiveHistory
+	for _, sec := range slices.Sorted(maps.Keys(m.history[id])) {
+		h.Seconds = append(h.Seconds, model.LiveSecond{At: sec, Answers: slices.Clone(m.history[id][sec])})
+	}
+	return h, nil
 }
 
 // Count returns one counter of a voucher.

@@ -37,6 +37,7 @@ var notKeys = map[string]map[string]string{
 	"repository/sqlstore/db.go":              {"file:": "the SQLite file name's scheme"},
 	"repository/redisstore/epochs.go":        {"run_id:": "a field of INFO server"},
 	"service/async/watch.go":                 {"redislost:": "a row of tb_seckill_meta, not a Redis key"},
+	"model/live.go":                          {"code:": liveField},
 	"observe/live/recorder.go": {
 		"code:": liveField, "dup:": liveField, "lat:": liveField, "lat:ns:": liveField, "lat:sum": liveField,
 	},

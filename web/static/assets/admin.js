@@ -95,7 +95,8 @@ export function admin(root) {
     const form = h('form', { id: 'create-shop', class: 'grid' },
       h('label', {}, 'Name', h('input', { name: 'name', required: true, value: 'Demo shop' })),
       h('label', {}, 'Address', h('input', { name: 'address', required: true, value: 'Demo street 1' })),
-      h('button', { type: 'submit' }, 'Create shop'), out);
+      // In an actions box like Publish: a grid cell would stretch it.
+      h('div', { class: 'actions' }, h('button', { id: 'create-shop-submit', type: 'submit' }, 'Create shop')), out);
     form.addEventListener('submit', async (ev) => {
       ev.preventDefault();
       try {

@@ -2,35 +2,46 @@
 // (the API's paths stay the API's).
 //
 //   #/                         buyer: log in by code, vouchers, buy, my orders
+//   #/order/<orderId>          the buyer's page with that order shown
 //   #/admin                    admin: token, shops, publish, vouchers
 //   #/admin/live/<voucherId>   the live sale dashboard
+//
+// Two routes of the same page (#/ and #/order/<id>) keep the page mounted:
+// the page's show(match) is called instead, so what it shows (an "Order
+// placed" message) survives the link and the browser's back button.
 import { buyer } from './buyer.js';
 import { admin } from './admin.js';
 import { dashboard } from './dashboard.js';
 
 const routes = [
-  [/^#\/admin\/live\/(\d{1,19})$/, (root, m) => dashboard(root, m[1]), 'admin'],
-  [/^#\/admin\/?$/, (root) => admin(root), 'admin'],
-  [/^(#\/?)?$/, (root) => buyer(root), 'buyer'],
+  [/^#\/admin\/live\/(\d{1,19})$/, 'dashboard', (root, m) => dashboard(root, m[1]), 'admin'],
+  [/^#\/admin\/?$/, 'admin', (root) => admin(root), 'admin'],
+  [/^#\/order\/(\d{1,19})$/, 'buyer', (root) => buyer(root), 'buyer'],
+  [/^(#\/?)?$/, 'buyer', (root) => buyer(root), 'buyer'],
 ];
 
 let current = null;
+let currentPage = '';
 
 function route() {
-  if (current && current.unmount) current.unmount();
-  current = null;
-  const root = document.getElementById('view');
-  root.replaceChildren();
   const hash = location.hash;
-  for (const [re, mount, nav] of routes) {
+  for (const [re, page, mount, nav] of routes) {
     const m = hash.match(re);
-    if (m) {
-      for (const a of document.querySelectorAll('[data-nav]')) {
-        a.classList.toggle('active', a.dataset.nav === nav);
-      }
-      current = mount(root, m);
+    if (!m) continue;
+    for (const a of document.querySelectorAll('[data-nav]')) {
+      a.classList.toggle('active', a.dataset.nav === nav);
+    }
+    if (current && currentPage === page && current.show) {
+      current.show(m);
       return;
     }
+    if (current && current.unmount) current.unmount();
+    const root = document.getElementById('view');
+    root.replaceChildren();
+    current = mount(root, m);
+    currentPage = page;
+    if (current && current.show) current.show(m);
+    return;
   }
   location.hash = '#/';
 }

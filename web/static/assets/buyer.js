@@ -15,6 +15,19 @@ const ORDER_POLL_MS = 1000;
 // server's service.CodeGuesses); then it is void.
 const CODE_GUESSES = 5;
 const PHONE = /^1[3-9]\d{9}$/;
+// CODE_COOLDOWN_S is the server's default wait between two codes to a
+// phone (SECKILL_CODE_COOLDOWN), for an answer without resendAfter.
+const CODE_COOLDOWN_S = 60;
+
+// codeRefusal words a refused code: within the phone's cooldown, the code
+// already sent still works (one resend is no abuse); the other limits (per
+// day, per address) in the server's words, with the wait.
+function codeRefusal(e, masked) {
+  const wait = e.retryAfter ? `${e.retryAfter} s` : 'a moment';
+  if (/^a code was just sent/.test(e.message)) return `A code was already sent to ${masked}: use it, or ask for a new one in ${wait}.`;
+  const reason = e.message.replace(/: try again in \d+s$/, '');
+  return `${reason.charAt(0).toUpperCase()}${reason.slice(1)}: try again in ${wait}.`;
+}
 
 export function buyer(root) {
   const timers = [];
@@ -50,7 +63,7 @@ export function buyer(root) {
       clearInterval(wait);
       let left = seconds;
       sendBtn.disabled = true;
-      const show = () => setText(sendBtn, `Send again in ${left} s`);
+      const show = () => setText(sendBtn, left > 90 ? `Send again in ${Math.ceil(left / 60)} min` : `Send again in ${left} s`);
       show();
       wait = setInterval(() => {
         left -= 1;
@@ -88,8 +101,16 @@ export function buyer(root) {
           setText(devCode, '');
         }
         message(out, 'ok', `Code sent to ${to}. It works once, for a few minutes.`);
+        // The next code to this phone waits for its cooldown: counted down
+        // on the button from now (the server's, else its default).
+        const wait = Number(env.resendAfter ?? CODE_COOLDOWN_S);
+        if (wait > 0) cooldown(wait);
       } catch (e) {
-        if (e instanceof ApiError && e.code === 'RATE_LIMITED' && e.retryAfter) cooldown(e.retryAfter);
+        if (e instanceof ApiError && e.code === 'RATE_LIMITED') {
+          if (e.retryAfter) cooldown(e.retryAfter);
+          message(out, 'refused', codeRefusal(e, `${p.slice(0, 3)}****${p.slice(7)}`), e.code);
+          return;
+        }
         show(out, e);
       }
     }
@@ -169,7 +190,9 @@ export function buyer(root) {
   const list = h('div', { id: 'vouchers', class: 'vouchers' });
   const shopList = h('ul', { id: 'shop-list', class: 'shops' });
   const shopForm = h('form', { id: 'shop-form', class: 'inline', role: 'search' },
-    h('label', {}, 'Find a shop ', h('input', { id: 'shop-search', name: 'name', type: 'search', placeholder: 'name, e.g. tea' })),
+    // The example is part of the demo shop's name (秒杀示范店, seeded in
+    // development): any part of a name finds its shop.
+    h('label', {}, 'Find a shop ', h('input', { id: 'shop-search', name: 'name', type: 'search', placeholder: 'part of a name, e.g. 示范', size: 22 })),
     h('button', { type: 'submit' }, 'Search'));
   shopForm.addEventListener('submit', (ev) => {
     ev.preventDefault();
@@ -185,11 +208,25 @@ export function buyer(root) {
       shopList.replaceChildren(...shops.map((s) => h('li', {},
         h('button', { type: 'button', class: 'link' + (s.id === shopId ? ' current' : ''), 'data-shop': s.id, onclick: () => pickShop(s.id) },
           s.name), ' ', h('span', { class: 'muted small' }, s.address))));
-      if (!shops.length) shopList.replaceChildren(h('li', { class: 'muted' }, name ? `No shop named like "${name}".` : 'No shop yet: an admin creates one (Admin).'));
+      if (!shops.length) {
+        shopList.replaceChildren(h('li', { class: 'muted', id: 'shop-none' }, name ? `No shop has “${name}” in its name.` : 'No shop yet: an admin creates one (Admin).'));
+        // The vouchers shown were of the shop picked before: not an
+        // answer to this search.
+        if (name) clearShop(`Search again, or clear the search to see every shop.`);
+      }
     } catch (e) {
       if (n !== searches) return;
       shopList.replaceChildren(h('li', { class: 'message error' }, explain(e)));
     }
+  }
+  // clearShop shows no shop's vouchers until one is picked.
+  function clearShop(note) {
+    shopId = 0;
+    vouchers = new Map();
+    list.replaceChildren();
+    setText(shopName, '');
+    setText(status, note);
+    for (const b of shopList.querySelectorAll('[data-shop]')) b.classList.remove('current');
   }
   function pickShop(n) {
     shopId = n;
@@ -203,20 +240,26 @@ export function buyer(root) {
 
   let shopMissing = false;
   async function loadShop() {
+    if (!shopId) return;
+    const asked = shopId;
     try {
-      const shop = (await api('GET', '/shop/' + shopId)).data;
+      const shop = (await api('GET', '/shop/' + asked)).data;
+      if (asked !== shopId) return;
       shopMissing = false;
       setText(shopName, shop.name + (shop.address ? ' · ' + shop.address : ''));
     } catch (e) {
+      if (asked !== shopId) return;
       shopMissing = e instanceof ApiError && e.code === 'SHOP_NOT_FOUND';
       setText(shopName, shopMissing ? '' : 'shop ' + shopId);
     }
   }
 
   async function loadVouchers() {
-    if (document.hidden) return;
+    if (document.hidden || !shopId) return;
+    const asked = shopId;
     try {
-      const env = await api('GET', '/voucher/list/' + shopId);
+      const env = await api('GET', '/voucher/list/' + asked);
+      if (asked !== shopId) return; // another shop was picked meanwhile
       const next = new Map();
       for (const v of env.data || []) {
         // A closed voucher stays only on the card of its buyer.
@@ -229,6 +272,7 @@ export function buyer(root) {
       setText(status, next.size ? '' : 'No voucher in this shop yet: an admin publishes one (Admin).');
       renderAll();
     } catch (e) {
+      if (asked !== shopId) return;
       if (e instanceof ApiError && e.code === 'SHOP_NOT_FOUND') {
         vouchers = new Map();
         renderAll();
@@ -246,7 +290,9 @@ export function buyer(root) {
       h('p', {}, 'Pay ', h('strong', {}, money(v.payValue)), ', worth ', money(v.actualValue)),
       v.rules ? h('p', { class: 'muted small' }, v.rules) : '',
       h('div', { class: 'bar' }, h('div', { class: 'fill' })),
-      h('p', {}, h('span', { class: 'stock' }), ' ', h('span', { class: 'countdown' })),
+      // Two facts, two lines: what is left, and when the sale starts or ends.
+      h('p', { class: 'stock-line' }, h('span', { class: 'stock' })),
+      h('p', { class: 'when' }, h('span', { class: 'countdown' })),
       h('button', { class: 'buy', type: 'button', onclick: () => buy(v.id), hidden: !!v.waitingRoom }, 'Buy'),
       h('p', { class: 'mine small', hidden: true }),
       h('p', { class: 'why small muted', hidden: true }),
@@ -272,7 +318,7 @@ export function buyer(root) {
       const mine = el.querySelector('.mine');
       const o = owned.get(id);
       if (o) {
-        mine.replaceChildren('Your order ', h('a', { href: '#order-' + o.id, 'data-order-link': o.id }, shortId(o.id)), ' · ', statusWords(o));
+        mine.replaceChildren('Your order ', h('a', { href: orderHref(o.id), 'data-order-link': o.id }, shortId(o.id)), ' · ', statusWords(o));
         mine.hidden = false;
       } else {
         mine.hidden = true;
@@ -297,17 +343,17 @@ export function buyer(root) {
       const btn = el.querySelector('.buy');
       let open = false;
       if (v.status === 2) {
-        setText(cd, 'closed by the shop');
+        setText(cd, 'Closed by the shop');
         el.dataset.phase = 'ended';
       } else if (now < begin) {
-        setText(cd, 'starts in ' + duration(begin - now));
+        setText(cd, 'Sale starts in ' + duration(begin - now));
         el.dataset.phase = 'before';
       } else if (now < end) {
-        setText(cd, 'ends in ' + duration(end - now));
+        setText(cd, 'Sale ends in ' + duration(end - now));
         el.dataset.phase = 'open';
         open = true;
       } else {
-        setText(cd, 'ended ' + localTime(v.endTime));
+        setText(cd, 'Sale ended ' + localTime(v.endTime));
         el.dataset.phase = 'ended';
       }
       const bought = owned.has(id);
@@ -338,7 +384,8 @@ export function buyer(root) {
       const env = await api('POST', '/voucher-order/seckill/' + voucherId, { token, headers });
       track(env.data);
       owned.set(id, { id: env.data, voucherId: Number(voucherId), status: 'pending' });
-      message(result, 'ok', `Order placed: you bought “${title}” (order ${env.data}).`);
+      message(result, 'ok', `Order placed: you bought “${title}” (order ${env.data}). `);
+      result.append(h('a', { href: orderHref(env.data), 'data-order-link': env.data }, 'See the order'));
       result.dataset.order = env.data;
       if (cardMsg) cardMsg.hidden = true;
       renderAll();
@@ -444,7 +491,49 @@ export function buyer(root) {
       delete result.dataset.order;
     }
     if (!orders.length) ordersBody.append(h('tr', {}, h('td', { colspan: 4, class: 'muted' }, 'No order yet.')));
+    ordersLoaded = true;
+    markFocus();
     tick();
+  }
+
+  // ---- #/order/<id>: the page stays; the order's row is scrolled to and
+  // highlighted. Back (#/) takes the highlight off and returns to where the
+  // buyer was.
+  let focused = null; // the order id of #/order/<id>, or null
+  let scrolledTo = null; // the order the page last scrolled to
+  let ordersLoaded = false;
+  let returnY = null; // where the buyer was when the order was shown
+  const focusNote = h('p', { id: 'order-focus-note', class: 'message refused', hidden: true });
+  function markFocus() {
+    let row = null;
+    for (const r of ordersBody.querySelectorAll('[data-order]')) {
+      const on = r.dataset.order === focused;
+      r.classList.toggle('focus', on);
+      if (on) row = r;
+    }
+    if (!focused) {
+      focusNote.hidden = true;
+      return;
+    }
+    if (row && scrolledTo !== focused) {
+      scrolledTo = focused;
+      row.scrollIntoView({ block: 'center' });
+    }
+    const missing = !row && ordersLoaded && me;
+    focusNote.hidden = !missing;
+    if (missing) setText(focusNote, `Order ${focused} is not among your orders.`);
+  }
+  function show(m) {
+    const id = m && m[0].startsWith('#/order/') ? m[1] : null;
+    if (id === focused) return;
+    if (id && !focused) returnY = window.scrollY;
+    focused = id;
+    scrolledTo = null;
+    markFocus();
+    if (!id && returnY !== null) {
+      window.scrollTo(0, returnY);
+      returnY = null;
+    }
   }
   // orderActions is what an order's status cell shows under the status:
   // the time left to pay and Pay and Cancel while unpaid, and the answer
@@ -505,7 +594,7 @@ export function buyer(root) {
   root.append(
     loginCard,
     h('section', { class: 'card' }, h('h2', {}, 'Vouchers ', h('small', {}, shopName)), shopForm, shopList, status, result, list),
-    h('section', { class: 'card', id: 'orders-card' }, h('h2', {}, 'My orders'), scroll(ordersTable)));
+    h('section', { class: 'card', id: 'orders-card' }, h('h2', {}, 'My orders'), focusNote, scroll(ordersTable)));
 
   renderLogin();
   loadMe();
@@ -517,7 +606,12 @@ export function buyer(root) {
   every(ORDER_POLL_MS, () => {
     if (tracked().length || overdue) loadOrders();
   });
-  return { unmount: () => timers.forEach(clearInterval) };
+  return { show, unmount: () => timers.forEach(clearInterval) };
+}
+
+// orderHref is the link that shows an order on the buyer's page.
+function orderHref(id) {
+  return '#/order/' + id;
 }
 
 // ORDER_COLUMNS label the columns of the buyer's orders.

@@ -8,7 +8,7 @@ import { h, setText, localTime, duration, money, scroll, windowText, labelled } 
 import { roomTiles } from './room.js';
 
 const CODES = ['OK', 'SOLD_OUT', 'DUPLICATE_ORDER', 'SECKILL_NOT_STARTED', 'SECKILL_ENDED', 'RATE_LIMITED', 'UNAVAILABLE', 'INTERNAL', 'OTHER'];
-const HISTORY = 60; // seconds in the chart
+const LIVE_POINTS = 3600; // the stream's seconds kept past the server's history
 // Refusals that end the stream for good; anything else is retried.
 const FINAL = new Set(['UNAUTHORIZED', 'FORBIDDEN', 'VOUCHER_NOT_FOUND', 'INVALID_ARGUMENT', 'NOT_FOUND']);
 
@@ -57,16 +57,30 @@ function board(root, voucherId, token, v, abort, timers) {
   const latencyNote = h('p', { id: 'latency-note', class: 'muted small', hidden: true }, 'No request in the last seconds: latencies shown are the last measured.');
   let lastLatency = null;
   const instRows = h('tbody', { id: 'instances' });
-  const history = [];
+  // The sale's curve: the server's history (every second with answers
+  // since the first, kept after the sale), then the stream's seconds.
+  let hist = { step: 1, to: 0, points: [] }; // points: {t (Unix s), rps, ok}
+  let livePoints = [];
+  const chartSpan = h('span', { id: 'chart-span' });
 
-  const phase = h('span', { id: 'live-phase', class: 'phase' });
+  // The sale's state as a badge: closed, ended, not started, sold out (the
+  // latest audit's stock) or on sale, with the time left beside it.
+  let soldOut = v.stock <= 0;
+  const phaseBadge = h('span', { class: 'badge' });
+  const phaseNote = h('span', { class: 'note' });
+  const phase = h('span', { id: 'live-phase', class: 'phase' }, phaseBadge, phaseNote);
   const tick = () => {
     const now = serverNow();
     const begin = Date.parse(v.beginTime);
     const end = Date.parse(v.endTime);
-    phase.dataset.phase = v.status === 2 ? 'closed' : now < begin ? 'before' : now < end ? 'open' : 'ended';
-    setText(phase, v.status === 2 ? 'closed' : now < begin ? 'starts in ' + duration(begin - now)
-      : now < end ? 'on sale, ends in ' + duration(end - now) : 'ended');
+    const [state, words, note] = v.status === 2 ? ['closed', 'closed', '']
+      : now >= end ? ['ended', 'ended', '']
+        : now < begin ? ['before', 'not started', 'starts in ' + duration(begin - now)]
+          : soldOut ? ['soldout', 'sold out', '']
+            : ['open', 'on sale', 'ends in ' + duration(end - now)];
+    phase.dataset.phase = state;
+    setText(phaseBadge, words);
+    setText(phaseNote, note ? ' ' + note : '');
   };
   tick();
   timers.push(setInterval(tick, 250));
@@ -96,7 +110,8 @@ function board(root, voucherId, token, v, abort, timers) {
         tile('mean ms', num('latency.mean'))),
       latencyNote,
       chart,
-      h('p', { class: 'muted small' }, 'Requests per second (line) and orders per second (bars), last minute; rates and latencies over the last ', num('windowSeconds', 'muted'), ' s.')),
+      h('p', { class: 'muted small' }, 'Requests per second (line) and orders per second (bars) over the sale', chartSpan,
+        '; the tiles\' rates and latencies over the last ', num('windowSeconds', 'muted'), ' s.')),
     h('section', { class: 'card cols' },
       h('div', {}, h('h2', {}, 'Answers by code'),
         scroll(h('table', {}, h('thead', {}, h('tr', {}, h('th', {}, 'code'), h('th', { class: 'r' }, 'per second'), h('th', { class: 'r' }, 'total'))), codeRows))),
@@ -125,6 +140,8 @@ function board(root, voucherId, token, v, abort, timers) {
     set('redisStock', a.redisStock);
     set('duplicateRejections', a.duplicateRejections);
     if (s.audit) {
+      soldOut = a.initialStock > 0 && (a.stock <= 0 || (a.redisStock !== undefined && a.redisStock !== null && a.redisStock <= 0));
+      tick();
       const okay = a.consistent && !a.oversold;
       setText(verdict, okay ? 'consistent' : a.oversold ? 'OVERSOLD' : 'INCONSISTENT');
       verdict.dataset.consistent = String(!!a.consistent);
@@ -149,11 +166,13 @@ function board(root, voucherId, token, v, abort, timers) {
     setText(checkLabel, orderModes.length === 1 && orderModes[0] === 'async'
       ? 'the admission script (buyers set)' : orderModes.length === 1 ? "the transaction's check" : 'the order check');
     const insts = s.instances || [];
+    const serving = insts.filter((i) => i.serving).length;
     modes.replaceChildren(
       'Lock mode ', h('strong', { 'data-field': 'lockModes' }, (s.lockModes || []).join(', ') || '–'),
       ' · order mode ', h('strong', { 'data-field': 'orderModes' }, orderModes.join(', ') || '–'),
-      ' · ', h('strong', { 'data-field': 'serving' }, String(insts.filter((i) => i.serving).length)), ' serving this voucher of ',
-      h('strong', { 'data-field': 'instances' }, String(insts.length)), insts.length === 1 ? ' instance' : ' instances',
+      ' · ', h('strong', { 'data-field': 'instances' }, String(insts.length)), insts.length === 1 ? ' instance running, ' : ' instances running, ',
+      h('strong', { 'data-field': 'serving' }, serving === 0 ? 'none' : serving === insts.length && serving > 1 ? 'all' : String(serving)),
+      serving === 0 ? ' answering this voucher now (no request in the last 10 s)' : ' answering this voucher',
       (s.lockModes || []).length > 1 || orderModes.length > 1 ? h('span', { class: 'message refused' }, ' the instances run different modes') : '',
       s.error ? h('span', { class: 'message error' }, ' counters: ' + s.error) : '');
     instRows.replaceChildren(...insts.map((i) => labelled(h('tr', { 'data-instance': i.id, 'data-serving': String(!!i.serving) },
@@ -162,13 +181,39 @@ function board(root, voucherId, token, v, abort, timers) {
       h('td', { class: 'r' }, i.requestsPerSecond ?? '–'), h('td', { class: 'r' }, String(i.requests)),
       h('td', {}, new Date(i.seen).toLocaleTimeString())), INSTANCE_COLUMNS)));
 
-    history.push({ rps: s.requestsPerSecond || 0, ok: s.perSecond ? s.perSecond.OK : 0 });
-    if (history.length > HISTORY) history.shift();
+    if (s.requestsPerSecond !== undefined && s.requestsPerSecond !== null) {
+      const t = Math.floor(Date.parse(s.at) / 1000);
+      // Seconds without requests add no point (the curve is at zero there):
+      // after the sale the curve keeps the sale's span, not the page's.
+      if (s.requestsPerSecond > 0 && t >= hist.to + hist.step && (!livePoints.length || livePoints[livePoints.length - 1].t < t)) {
+        livePoints.push({ t, rps: s.requestsPerSecond || 0, ok: s.perSecond ? s.perSecond.OK : 0 });
+        if (livePoints.length > LIVE_POINTS) livePoints.shift();
+      }
+    }
     draw();
   }
 
+  // loadHistory reads the sale's curve kept by the server: on opening the
+  // page and at every (re)connection of the stream.
+  async function loadHistory() {
+    try {
+      const d = (await api('GET', `/admin/vouchers/${voucherId}/history`, { token, signal: abort.signal })).data;
+      const step = d.step || 1;
+      hist = { step, to: d.to || 0, points: (d.points || []).map((p) => ({ t: p.t, rps: p.requests / step, ok: ((p.answers || {}).OK || 0) / step })) };
+      livePoints = livePoints.filter((p) => p.t >= hist.to + step);
+      chart.dataset.points = String(hist.points.length);
+      chart.dataset.requests = String(d.requests || 0);
+      chart.dataset.step = String(step);
+      draw();
+    } catch (e) {
+      if (!abort.signal.aborted) chart.dataset.error = e.code || String(e);
+    }
+  }
+
   // draw paints the chart at the size it is shown: its CSS box times the
-  // screen's pixel ratio, in CSS pixels.
+  // screen's pixel ratio, in CSS pixels. Time runs left to right from the
+  // first answer to the last (a minute at least); each column of a few
+  // pixels shows the busiest second it covers.
   function draw() {
     const ctx = chart.getContext('2d');
     if (!ctx) return;
@@ -184,22 +229,51 @@ function board(root, voucherId, token, v, abort, timers) {
     }
     ctx.setTransform(ratio, 0, 0, ratio, 0, 0);
     ctx.clearRect(0, 0, w, hgt);
-    const top = Math.max(1, ...history.map((p) => Math.max(p.rps, p.ok)));
-    // The newest second at the right edge.
-    const x = (i) => w - 8 - ((w - 16) * (history.length - 1 - i)) / (HISTORY - 1);
-    const y = (v) => hgt - 4 - ((hgt - 20) * v) / top;
     const css = getComputedStyle(chart);
+    ctx.font = '12px system-ui, sans-serif';
+    const muted = css.getPropertyValue('--muted') || '#888';
+    const points = hist.points.concat(livePoints);
+    if (!points.length) {
+      ctx.fillStyle = muted;
+      ctx.textBaseline = 'middle';
+      ctx.fillText('No request yet: the curve starts with the first.', 8, hgt / 2);
+      setText(chartSpan, '');
+      return;
+    }
+    // A step of nothing before the first answer (the curve rises from
+    // zero), half a minute at least.
+    const step = hist.step;
+    const t0 = points[0].t - step;
+    const t1 = Math.max(points[points.length - 1].t + 2 * step, t0 + 30);
+    const bottom = hgt - 16; // room for the times below
+    const ncol = Math.max(1, Math.floor((w - 16) / 4));
+    const cols = Array.from({ length: ncol }, () => null);
+    for (const p of points) {
+      const c = Math.min(ncol - 1, Math.floor(((p.t - t0) / (t1 - t0)) * ncol));
+      const cur = cols[c] || { rps: 0, ok: 0 };
+      cols[c] = { rps: Math.max(cur.rps, p.rps), ok: Math.max(cur.ok, p.ok) };
+    }
+    const top = Math.max(1, ...points.map((p) => Math.max(p.rps, p.ok)));
+    const cw = (w - 16) / ncol;
+    const x = (c) => 8 + cw * (c + 0.5);
+    const y = (v) => bottom - ((bottom - 16) * v) / top;
     ctx.fillStyle = css.getPropertyValue('--ok') || '#2a8';
-    history.forEach((p, i) => ctx.fillRect(x(i) - 3, y(p.ok), 6, hgt - 4 - y(p.ok)));
+    cols.forEach((p, c) => p && p.ok > 0 && ctx.fillRect(x(c) - Math.max(1, cw * 0.4), y(p.ok), Math.max(2, cw * 0.8), bottom - y(p.ok)));
     ctx.strokeStyle = css.getPropertyValue('--line') || '#36c';
     ctx.lineWidth = 2;
     ctx.beginPath();
-    history.forEach((p, i) => (i ? ctx.lineTo(x(i), y(p.rps)) : ctx.moveTo(x(i), y(p.rps))));
+    // Columns without answers are zero: the line drops to the axis.
+    cols.forEach((p, c) => (c ? ctx.lineTo(x(c), y(p ? p.rps : 0)) : ctx.moveTo(x(c), y(p ? p.rps : 0))));
     ctx.stroke();
-    ctx.fillStyle = css.getPropertyValue('--muted') || '#888';
-    ctx.font = '12px system-ui, sans-serif';
+    ctx.fillStyle = muted;
     ctx.textBaseline = 'top';
-    ctx.fillText('max ' + top + '/s', 4, 2);
+    ctx.fillText('max ' + Math.round(top * 10) / 10 + '/s', 4, 2);
+    const at = (t) => new Date(t * 1000).toLocaleTimeString();
+    ctx.textBaseline = 'bottom';
+    ctx.fillText(at(t0), 8, hgt);
+    const end = at(t1);
+    ctx.fillText(end, w - 8 - ctx.measureText(end).width, hgt);
+    setText(chartSpan, `, ${new Date(t0 * 1000).toLocaleString()} to ${at(t1)}` + (step > 1 ? ` (points of ${step} s)` : ''));
   }
 
   // Redrawn when its box changes (a rotated phone, a resized window).
@@ -223,7 +297,10 @@ function board(root, voucherId, token, v, abort, timers) {
           token, signal: abort.signal,
           onEvent(name, data) {
             if (name !== 'snapshot') return;
-            setState('open', 'live');
+            // The stream's badge says the numbers update, not that the
+            // sale is on (the phase badge says that).
+            if (state.dataset.state !== 'open') loadHistory();
+            setState('open', 'connected');
             wait = 1000;
             show(JSON.parse(data));
           },

@@ -4,6 +4,8 @@
 // writes tools/loadtest/fairness/RESULTS.md and results.json. With
 // FAIR_CLUSTER=1 the instances use the Redis Cluster of
 // SECKILL_TEST_CLUSTER_ADDRS and the results go to the cluster folder.
+// With FAIR_SYBIL_ACCOUNTS=N one person holds N of the joiners' accounts,
+// and the results go to the sybil folder under it.
 package fairness
 
 import (
@@ -42,6 +44,9 @@ type settings struct {
 	cluster bool
 	mode    string
 	buckets int
+	// sybil is how many of the joiners' accounts one person holds
+	// (FAIR_SYBIL_ACCOUNTS; 0, the default, none).
+	sybil int
 }
 
 func read() settings {
@@ -61,6 +66,9 @@ func read() settings {
 	}
 	if v, err := strconv.Atoi(os.Getenv("FAIR_BUCKETS")); err == nil && v >= 1 && v <= 16 {
 		s.buckets = v
+	}
+	if v, err := strconv.Atoi(os.Getenv("FAIR_SYBIL_ACCOUNTS")); err == nil && v > 0 {
+		s.sybil = v
 	}
 	return s
 }
@@ -90,6 +98,9 @@ func (s settings) command() string {
 	}
 	if s.mode == "async" {
 		cmd += fmt.Sprintf(" FAIR_MODE=async FAIR_BUCKETS=%d", s.buckets)
+	}
+	if s.sybil > 0 {
+		cmd += fmt.Sprintf(" FAIR_SYBIL_ACCOUNTS=%d", s.sybil)
 	}
 	return cmd + " go -C tools run ./cmd/harness fairness"
 }
@@ -165,17 +176,22 @@ func run() error {
 		Bases: bases, Buyers: s.buyers, Units: s.units, BotShare: s.botShare, BotJoins: 5,
 		BotEvery: 20 * time.Millisecond, NoShow: 0.1, StartAfter: time.Duration(s.buyers/400+5) * time.Second,
 		Deadline: s.deadline, Conns: s.conns, AdminToken: admin, FirstUser: 1<<42 + rand.Int64N(1<<40), Seed: 35,
-		Token: func(id int64) (string, error) { return tokens().Issue(id, model.RoleUser) },
+		Token:         func(id int64) (string, error) { return tokens().Issue(id, model.RoleUser) },
+		SybilAccounts: s.sybil,
 	}
 	res, err := fairness.Run(ctx, fc)
 	if err != nil {
 		return err
 	}
-	info := testbed.NewRunInfo(started, s.command(), []string{
+	settings := []string{
 		s.where(), "SECKILL_WAITING_ROOM_TOKEN_TTL=" + s.ttl.String(),
 		"SECKILL_WAITING_ROOM_OVERBOOK=1.2", "bots join 5 times, poll and buy without a token every 20 ms",
 		"10 % of admitted people never buy", fmt.Sprintf("%d connections per instance", s.conns),
-	})
+	}
+	if s.sybil > 0 {
+		settings = append(settings, fmt.Sprintf("one person holds %d of the people's accounts (each joins once, polls when told and buys whenever admitted)", s.sybil))
+	}
+	info := testbed.NewRunInfo(started, s.command(), settings)
 	return write(info, res, s.cluster)
 }
 
@@ -184,7 +200,8 @@ var devTokens = auth.NewTokens(config.DevJWTSecret, 24*time.Hour)
 func tokens() *auth.Tokens { return devTokens }
 
 // write writes results.json and RESULTS.md to tools/loadtest/fairness, or
-// to its cluster folder for a run on the Redis Cluster.
+// to its cluster folder for a run on the Redis Cluster; a run with one
+// person holding many accounts to the sybil folder under either.
 func write(info testbed.RunInfo, res *fairness.Result, cluster bool) error {
 	root, err := testbed.ProjectRoot()
 	if err != nil {
@@ -194,9 +211,13 @@ func write(info testbed.RunInfo, res *fairness.Result, cluster bool) error {
 	title := "The waiting room's fairness run"
 	if cluster {
 		dir, title = filepath.Join(dir, "cluster"), "The waiting room's fairness run on the Redis Cluster"
-		if err := os.MkdirAll(dir, 0o755); err != nil {
-			return err
-		}
+	}
+	if res.Sybil != nil {
+		dir = filepath.Join(dir, "sybil")
+		title += fmt.Sprintf(", one person holding %d accounts", res.Sybil.Accounts)
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
 	}
 	b, err := json.MarshalIndent(struct {
 		testbed.RunInfo
@@ -221,6 +242,20 @@ func write(info testbed.RunInfo, res *fairness.Result, cluster bool) error {
 		{"purchases without a token refused (403 NOT_ADMITTED)", strconv.Itoa(res.TokenlessRefused)},
 		{"units bought by bots", fmt.Sprintf("%d (%.1f %% of the units)", res.SoldByBots, 100*res.BotShareUnits)},
 		{"exact two-sided binomial test, bots' units vs their share of joiners", fmt.Sprintf("p = %.3g", res.PValue)},
+	}
+	if sy := res.Sybil; sy != nil {
+		rows = append(rows, [][2]string{
+			{"one person's accounts (ordinary accounts, one phone each)", fmt.Sprintf("%d (%.2f %% of the joiners)", sy.Accounts, 100*float64(sy.Accounts)/float64(res.Buyers))},
+			{"the person's accounts admitted", strconv.Itoa(sy.Admitted)},
+			{"units the person won", strconv.Itoa(sy.Won)},
+			{"fair share of one account (units / joiners)", fmt.Sprintf("%.4g units", sy.FairOne)},
+			{fmt.Sprintf("fair share of %d accounts (%d × units / joiners)", sy.Accounts, sy.Accounts), fmt.Sprintf("%.4g units", sy.FairN)},
+			{"units won / that share", fmt.Sprintf("%.2f", sy.Ratio)},
+			{fmt.Sprintf("exact two-sided binomial test, the person's units vs %d accounts' share of joiners", sy.Accounts), fmt.Sprintf("p = %.3g (accepts %d to %d units at 5 %%)", sy.PValue, sy.AcceptLo, sy.AcceptHi)},
+			{"the person's expected units if every joiner who buys when admitted has the same chance (the person never walks away, 10 % of the other people do)", fmt.Sprintf("%.4g units", sy.FairNBuying)},
+		}...)
+	}
+	rows = append(rows, [][2]string{
 		{"joiners who learned the outcome / never did", fmt.Sprintf("%d / %d", res.Learned, res.Unlearned)},
 		{"learned after the last sale: p99 / max", fmt.Sprintf("%.1f s / %.1f s", res.LearnedP99.Seconds(), res.LearnedMax.Seconds())},
 		{"admitted people who walked away (no-shows)", strconv.Itoa(res.WalkedAway)},
@@ -228,7 +263,7 @@ func write(info testbed.RunInfo, res *fairness.Result, cluster bool) error {
 		{"requests", fmt.Sprint(res.Requests)},
 		{"room (audit)", "`" + string(res.Room) + "`"},
 		{"errors", fmt.Sprint(len(res.Errors))},
-	}
+	}...)
 	for _, r := range rows {
 		fmt.Fprintf(&md, "| %s | %s |\n", r[0], r[1])
 	}
