@@ -27,7 +27,10 @@ import (
 	"seckill/observe/telemetry"
 	"seckill/repository/redisstore"
 	"seckill/repository/sqlstore"
-	"seckill/service"
+	"seckill/service/async"
+	"seckill/service/catalog"
+	"seckill/service/room"
+	"seckill/service/sale"
 )
 
 // App is a wired serving process: its HTTP handler, its background
@@ -50,7 +53,7 @@ type App struct {
 	// them when it shuts down, and Close does too.
 	streams *liveStreams
 	// demo seeds the development demo data (serve, development only).
-	demo service.Demo
+	demo catalog.Demo
 	// liveInstance is the id under which the process publishes its live
 	// dashboard counters (seckill:live:instances).
 	liveInstance string
@@ -103,16 +106,16 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger, opts ...Optio
 	w.tok, w.sender = auth.NewTokens(secret, cfg.JWTTTL), sender
 	adm := auth.NewAdmissions(secret)
 	// The joins and polls that reach Redis, per user and address.
-	var queueLimits service.QueueLimits
-	if l := service.NewQueueLimits(redisstore.NewQueueLimits(d.Redis), service.PurchaseLimitConfig{
+	var queueLimits room.QueueLimits
+	if l := sale.NewQueueLimits(redisstore.NewQueueLimits(d.Redis), sale.PurchaseLimitConfig{
 		PerUser: cfg.WaitingRoomRateLimit, PerAddr: cfg.WaitingRoomRateLimitIP,
 		Refused: w.m.PurchaseLimitRefused, Failed: w.m.PurchaseLimitFailed,
 	}, log); l.Enabled() {
 		queueLimits = l
 	}
-	w.room = service.NewWaitingRoom(service.WaitingRoomDeps{
+	w.room = room.NewWaitingRoom(room.Deps{
 		Store: redisstore.NewRooms(d.Redis), Vouchers: w.vouchers, Tokens: adm, Tickets: adm, Limits: queueLimits, Now: time.Now, Log: log,
-	}, service.RoomConfig{TokenTTL: cfg.WaitingRoomTokenTTL, Overbook: cfg.WaitingRoomOverbook})
+	}, room.Config{TokenTTL: cfg.WaitingRoomTokenTTL, Overbook: cfg.WaitingRoomOverbook})
 	// Revoked tokens: admin routes read the database on each request, the
 	// others this copy, reloaded every RevocationReload.
 	if err := w.revoked.Load(ctx); err != nil {
@@ -128,7 +131,7 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger, opts ...Optio
 	// Redis four times a second. Any instance's stream reads them all.
 	pub := live.NewPublisher(w.recorder, w.liveStats, live.PublisherConfig{LockMode: locker.Name(), OrderMode: cfg.OrderMode}, log)
 	a.locker, a.metrics, a.liveInstance, a.streams = locker, w.m, pub.ID(), newLiveStreams()
-	a.demo = service.Demo{Shops: w.shopSvc, Vouchers: w.voucherSvc, Marks: sqlstore.NewDemoMarks(d.DB), Now: time.Now}
+	a.demo = catalog.Demo{Shops: w.shopSvc, Vouchers: w.voucherSvc, Marks: sqlstore.NewDemoMarks(d.DB), Now: time.Now}
 	a.handler = handler.New(w.routes(p, lifecycle, a.streams.ctx))
 
 	// Started in order, stopped in reverse: the live publisher's last
@@ -148,7 +151,7 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger, opts ...Optio
 		if !d.EmbeddedRedis {
 			// An embedded Redis lives and dies with this process: nothing
 			// to watch.
-			workers = append(workers, newRedisWatch(p.async.Reconciler, service.WatchConfig{Rebuild: cfg.AutoRebuild}))
+			workers = append(workers, newRedisWatch(p.async.Reconciler, async.WatchConfig{Rebuild: cfg.AutoRebuild}))
 		}
 	}
 	workers = append(workers, newExpirySweeper(lifecycle))
@@ -282,7 +285,7 @@ func (a *App) startTracing(ctx context.Context, cfg config.Config, tr *telemetry
 // voucher an admin edited or closed, then every other instance
 // (changes). A change stored that the others could not be told of is 503
 // UNAVAILABLE: the admin sends it again, which tells them again.
-func voucherChanged(room *service.WaitingRoom, changed func(ctx context.Context, voucherID int64) error, changes *redisstore.VoucherChanges) func(ctx context.Context, voucherID int64) error {
+func voucherChanged(room *room.WaitingRoom, changed func(ctx context.Context, voucherID int64) error, changes *redisstore.VoucherChanges) func(ctx context.Context, voucherID int64) error {
 	return func(ctx context.Context, voucherID int64) error {
 		if err := room.VoucherChanged(ctx, voucherID); err != nil {
 			return err

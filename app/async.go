@@ -12,7 +12,7 @@ import (
 	"seckill/observe/telemetry"
 	"seckill/repository/redisstore"
 	"seckill/repository/sqlstore"
-	"seckill/service"
+	"seckill/service/async"
 )
 
 // syncIDBlock is how many order ids the ID worker leases per INCRBY in sync
@@ -39,12 +39,12 @@ func newReconcileLock(rdb redis.UniversalClient, lease, wait time.Duration) (loc
 // newAsync wires the async seckill (SECKILL_ORDER_MODE=async) without
 // starting anything. It returns the purchase limits too, on the admissions'
 // round trips.
-func newAsync(d *deps, cfg config.Config, log *slog.Logger, locker lock.Locker, m *metrics.Metrics, tr *telemetry.Tracing, returned service.UnitsReturned) (*service.AsyncMode, redisstore.PurchaseLimits, error) {
+func newAsync(d *deps, cfg config.Config, log *slog.Logger, locker lock.Locker, m *metrics.Metrics, tr *telemetry.Tracing, returned async.UnitsReturned) (*async.AsyncMode, redisstore.PurchaseLimits, error) {
 	reconcileLock, err := newReconcileLock(d.Redis, reconcileLease, 3*time.Minute)
 	if err != nil {
 		return nil, redisstore.PurchaseLimits{}, err
 	}
-	consumerConfig := service.ConsumerConfig{
+	consumerConfig := async.ConsumerConfig{
 		Consumers:     cfg.ConsumerCount(),
 		ClaimIdle:     cfg.ClaimIdleOrDefault(),
 		BatchTimeout:  config.ConsumerBatchTimeout,
@@ -61,10 +61,10 @@ func newAsync(d *deps, cfg config.Config, log *slog.Logger, locker lock.Locker, 
 		consumerConfig.Batch = max(1, 32/consumerConfig.Consumers)
 	}
 	ids := redisstore.NewIDWorker(d.Redis, asyncIDBlock, time.Now)
-	var obs service.Observer
-	var consumerMetrics service.ConsumerObserver
+	var obs async.Observer
+	var consumerMetrics async.ConsumerObserver
 	if m != nil {
-		obs, consumerMetrics = m, m
+		obs, consumerMetrics = m, metrics.Consumers{Metrics: m}
 	}
 	vouchers, orders := sqlstore.NewVouchers(d.DB), sqlstore.NewOrders(d.DB)
 	fence := sqlstore.NewLossFence(d.DB)
@@ -73,24 +73,24 @@ func newAsync(d *deps, cfg config.Config, log *slog.Logger, locker lock.Locker, 
 	if m != nil {
 		redisstore.ObserveRoundTrips(d.Redis, m.RedisRoundTrip)
 	}
-	var batches service.BatchTracer
+	var batches async.BatchTracer
 	if tr != nil {
 		script.CarryTrace(tr.TraceParent)
 		batches = tr
 	}
 	rejects := redisstore.NewRejections(d.Redis)
-	adm := service.NewAsyncSeckill(service.AsyncSeckillDeps{
+	adm := async.NewAsyncSeckill(async.AsyncSeckillDeps{
 		Vouchers: vouchers, Orders: orders, IDs: ids, Script: script, Redis: state, Queue: queue,
 		Rejects: rejects, Losses: sqlstore.NewNamedValues(d.DB), OrderInfoTTL: redisstore.OrderInfoTTL,
 		Now: time.Now, Log: log,
 	})
-	return &service.AsyncMode{
+	return &async.AsyncMode{
 		Seckill: adm,
-		Consumers: service.NewConsumerGroup(service.ConsumerDeps{
+		Consumers: async.NewConsumerGroup(async.ConsumerDeps{
 			Queue: queue, Orders: orders, Fence: fence, Locker: consumerLock, Rejects: rejects, Admitted: adm.Admitted,
 			Observer: obs, Metrics: consumerMetrics, Tracer: batches, Returned: returned, Now: time.Now, Log: log,
 		}, consumerConfig),
-		Reconciler: service.NewReconciler(service.ReconcilerDeps{
+		Reconciler: async.NewReconciler(async.ReconcilerDeps{
 			Vouchers: vouchers, Orders: orders, Fence: fence, Redis: state, Queue: queue,
 			Values: sqlstore.NewNamedValues(d.DB), Sequence: redisstore.NewIDSequence(d.Redis, d.DB, time.Now, ids),
 			Lock: reconcileLock, Now: time.Now, Log: log, TrustFacts: d.EmbeddedRedis,

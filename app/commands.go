@@ -20,7 +20,7 @@ import (
 	"seckill/lock"
 	"seckill/model"
 	"seckill/repository/sqlstore"
-	"seckill/service"
+	"seckill/service/account"
 )
 
 // Usage is what --help prints.
@@ -171,7 +171,7 @@ func Tokens(ctx context.Context, cfg config.Config, log *slog.Logger, args []str
 	if *admin {
 		role = model.RoleAdmin
 	}
-	n, err := service.WriteTokens(ctx, sqlstore.NewUsers(db), auth.NewTokens(secret, cfg.JWTTTL), role, *count, w)
+	n, err := account.WriteTokens(ctx, sqlstore.NewUsers(db), auth.NewTokens(secret, cfg.JWTTTL), role, *count, w)
 	if err != nil {
 		return err
 	}
@@ -233,7 +233,7 @@ func Revoke(ctx context.Context, cfg config.Config, log *slog.Logger, args []str
 		return err
 	}
 	defer db.Close()
-	r, err := service.RevokeTokens(ctx, sqlstore.NewUsers(db), sqlstore.NewRevocations(db), *user, time.Now())
+	r, err := account.RevokeTokens(ctx, sqlstore.NewUsers(db), sqlstore.NewRevocations(db), *user, time.Now())
 	if err != nil {
 		return fmt.Errorf("revoke: %w", err)
 	}

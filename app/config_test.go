@@ -6,7 +6,7 @@ import (
 
 	"seckill/config"
 	"seckill/lock"
-	"seckill/service"
+	"seckill/service/async"
 )
 
 // TestConfigValuesArePackages: config's plain values are those of the
@@ -16,10 +16,10 @@ func TestConfigValuesArePackages(t *testing.T) {
 	if !slices.Equal(config.LockModes, lock.Modes) {
 		t.Errorf("config.LockModes %v, want lock.Modes %v", config.LockModes, lock.Modes)
 	}
-	if config.DefaultConsumers != service.DefaultConsumers || config.DefaultClaimIdle != service.DefaultClaimIdle ||
-		config.DefaultConsumerDuty != service.DefaultDuty || config.ConsumerBatchTimeout != service.DefaultBatchTimeout {
+	if config.DefaultConsumers != async.DefaultConsumers || config.DefaultClaimIdle != async.DefaultClaimIdle ||
+		config.DefaultConsumerDuty != async.DefaultDuty || config.ConsumerBatchTimeout != async.DefaultBatchTimeout {
 		t.Errorf("config's consumer defaults %d, %v, %v, %v; want the service's %d, %v, %v, %v",
 			config.DefaultConsumers, config.DefaultClaimIdle, config.DefaultConsumerDuty, config.ConsumerBatchTimeout,
-			service.DefaultConsumers, service.DefaultClaimIdle, service.DefaultDuty, service.DefaultBatchTimeout)
+			async.DefaultConsumers, async.DefaultClaimIdle, async.DefaultDuty, async.DefaultBatchTimeout)
 	}
 }

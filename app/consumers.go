@@ -3,15 +3,15 @@ package app
 import (
 	"context"
 
-	"seckill/service"
+	"seckill/service/async"
 )
 
 // asyncConsumers are the async stream consumers of this process. They write
 // the admitted orders to the database. Stop lets them finish the batch in
 // hand, until its context ends.
 type asyncConsumers struct {
-	group   *service.ConsumerGroup
-	started *service.Consumers
+	group   *async.ConsumerGroup
+	started *async.Consumers
 }
 
 // Name is "consumers".

@@ -4,7 +4,7 @@ import (
 	"context"
 	"time"
 
-	"seckill/service"
+	"seckill/service/account"
 )
 
 // RevocationReload is how often each instance reloads the token revocations. A
@@ -15,7 +15,7 @@ const RevocationReload = time.Second
 // non-admin routes refuse a revoked token from memory.
 type revocationReloads struct{ loop }
 
-func newRevocationReloads(set *service.RevocationSet, period time.Duration) *revocationReloads {
+func newRevocationReloads(set *account.RevocationSet, period time.Duration) *revocationReloads {
 	return &revocationReloads{loop{run: func(ctx context.Context) { set.Run(ctx, period) }}}
 }
 

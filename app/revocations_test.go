@@ -6,10 +6,10 @@ import (
 	"testing"
 	"time"
 
-	"seckill/service"
+	"seckill/service/account"
 )
 
-// listed is a service.RevocationLister that revokes user 7 from the second
+// listed is a account.RevocationLister that revokes user 7 from the second
 // load on. It tells each load to a channel, without waiting.
 type listed struct {
 	n     atomic.Int64
@@ -32,7 +32,7 @@ func (l *listed) NotBefore(context.Context) (map[int64]time.Time, error) {
 // revocation made after the start reaches the routes. Stop ends the reloads.
 func TestRevocationReloads(t *testing.T) {
 	l := &listed{loads: make(chan int64, 100)}
-	set := service.NewRevocationSet(l, discard())
+	set := account.NewRevocationSet(l, discard())
 	if err := set.Load(context.Background()); err != nil {
 		t.Fatal(err)
 	}

@@ -8,38 +8,40 @@ import (
 	"seckill/observe/live"
 	"seckill/repository/redisstore"
 	"seckill/repository/sqlstore"
-	"seckill/service"
+	"seckill/service/account"
+	"seckill/service/catalog"
+	"seckill/service/sale"
 	"seckill/web"
 )
 
 // routes are the handler's collaborators: the services of the purchase path
 // p, the lifecycle and the live dashboard. streams ends the live streams.
-func (w *wiring) routes(p purchase, lifecycle *service.Lifecycle, streams context.Context) handler.Deps {
+func (w *wiring) routes(p purchase, lifecycle *sale.Lifecycle, streams context.Context) handler.Deps {
 	d, cfg, m := w.d, w.cfg, w.m
 	return handler.Deps{
 		Services: handler.Services{
-			Users: service.NewUsers(sqlstore.NewUsers(d.DB), redisstore.NewCodes(d.Redis), redisstore.NewCodeLimits(d.Redis), w.tok, w.log, service.CodeConfig{
+			Users: account.NewUsers(sqlstore.NewUsers(d.DB), redisstore.NewCodes(d.Redis), redisstore.NewCodeLimits(d.Redis), w.tok, w.log, account.CodeConfig{
 				Cooldown: cfg.CodeCooldown, Daily: cfg.CodeDailyLimit, PerAddr: cfg.CodeIPLimit, Development: cfg.Development(),
 				Sender: w.sender,
 			}),
 			Vouchers:     w.voucherSvc,
 			Shops:        w.shopSvc,
-			ShopSearch:   service.NewShopSearch(w.shops),
-			VoucherAdmin: service.NewVoucherAdmin(w.vouchers, w.voucherSvc, time.Now, voucherChanged(w.room, p.changed, redisstore.NewVoucherChanges(w.d.Redis))),
+			ShopSearch:   catalog.NewShopSearch(w.shops),
+			VoucherAdmin: catalog.NewVoucherAdmin(w.vouchers, w.voucherSvc, time.Now, voucherChanged(w.room, p.changed, redisstore.NewVoucherChanges(w.d.Redis))),
 			Room:         w.room,
 			Seckill:      p.seckill,
-			Limits: service.NewPurchaseLimits(p.limits, service.PurchaseLimitConfig{
+			Limits: sale.NewPurchaseLimits(p.limits, sale.PurchaseLimitConfig{
 				PerUser: cfg.RateLimit, PerVoucher: cfg.RateLimitVoucher, PerAddr: cfg.RateLimitIP,
 				Refused: m.PurchaseLimitRefused, Failed: m.PurchaseLimitFailed,
 			}, w.log),
 			Lifecycle:   lifecycle,
-			History:     service.NewHistory(w.orders),
-			Idempotency: service.NewIdempotency(redisstore.NewIdempotency(d.Redis, cfg.IdempotencyMaxKeys), cfg.IdempotencyTTL, cfg.RequestTimeout),
+			History:     sale.NewHistory(w.orders),
+			Idempotency: sale.NewIdempotency(redisstore.NewIdempotency(d.Redis, cfg.IdempotencyMaxKeys), cfg.IdempotencyTTL, cfg.RequestTimeout),
 		},
 		Access: handler.Access{
 			Tokens:         w.tok,
 			Revocations:    w.revoked,
-			AdminCheck:     service.AdminAccess{Store: w.revocations},
+			AdminCheck:     account.AdminAccess{Store: w.revocations},
 			TrustedProxies: cfg.TrustedProxies,
 		},
 		Observability: handler.Observability{

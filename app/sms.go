@@ -5,12 +5,12 @@ import (
 
 	"seckill/auth/sms"
 	"seckill/config"
-	"seckill/service"
+	"seckill/service/account"
 )
 
 // codeSender is the login codes' sender of cfg, bounded; nil for the
 // development log. It refuses production without a real one.
-func codeSender(cfg config.Config, log *slog.Logger) (service.CodeSender, error) {
+func codeSender(cfg config.Config, log *slog.Logger) (account.CodeSender, error) {
 	if err := cfg.CheckSender(); err != nil {
 		return nil, err
 	}

@@ -1,13 +1,13 @@
 package app
 
-import "seckill/service"
+import "seckill/service/sale"
 
 // expirySweeper expires the unpaid orders past their pay window. In async
 // mode it gives their units back to Redis too. Every instance runs one.
 // They share the work through the database's row locks.
 type expirySweeper struct{ loop }
 
-func newExpirySweeper(l *service.Lifecycle) *expirySweeper {
+func newExpirySweeper(l *sale.Lifecycle) *expirySweeper {
 	return &expirySweeper{loop{run: l.Run}}
 }
 

@@ -3,7 +3,7 @@ package app
 import (
 	"context"
 
-	"seckill/service"
+	"seckill/service/async"
 )
 
 // redisWatch watches Redis for a lost dataset in async mode. It rebuilds
@@ -11,7 +11,7 @@ import (
 // (cfg.Rebuild).
 type redisWatch struct{ loop }
 
-func newRedisWatch(r *service.Reconciler, cfg service.WatchConfig) *redisWatch {
+func newRedisWatch(r *async.Reconciler, cfg async.WatchConfig) *redisWatch {
 	return &redisWatch{loop{run: func(ctx context.Context) { r.Watch(ctx, cfg) }}}
 }
 

@@ -16,7 +16,11 @@ import (
 	"seckill/observe/telemetry"
 	"seckill/repository/redisstore"
 	"seckill/repository/sqlstore"
-	"seckill/service"
+	"seckill/service/account"
+	"seckill/service/async"
+	"seckill/service/catalog"
+	"seckill/service/room"
+	"seckill/service/sale"
 )
 
 // wiring holds what New builds once: the stores and the services that the
@@ -29,16 +33,16 @@ type wiring struct {
 	m      *metrics.Metrics
 	tr     *telemetry.Tracing
 	tok    *auth.Tokens
-	sender service.CodeSender
+	sender account.CodeSender
 
 	vouchers    *sqlstore.Vouchers
 	orders      *sqlstore.Orders
 	shops       *sqlstore.Shops
 	revocations *sqlstore.Revocations
-	voucherSvc  *service.Vouchers
-	shopSvc     *service.Shops
-	revoked     *service.RevocationSet
-	room        *service.WaitingRoom
+	voucherSvc  *catalog.Vouchers
+	shopSvc     *catalog.Shops
+	revoked     *account.RevocationSet
+	room        *room.WaitingRoom
 	recorder    *live.Recorder
 	liveStats   *redisstore.LiveStats
 }
@@ -48,11 +52,11 @@ func newWiring(d *deps, cfg config.Config, log *slog.Logger, locker lock.Locker,
 		vouchers: sqlstore.NewVouchers(d.DB), orders: sqlstore.NewOrders(d.DB), shops: sqlstore.NewShops(d.DB),
 		revocations: sqlstore.NewRevocations(d.DB), recorder: live.NewRecorder(),
 		liveStats: redisstore.NewLiveStats(d.Redis, time.Now)}
-	w.voucherSvc = service.NewVouchers(w.vouchers, w.shops, time.Now)
+	w.voucherSvc = catalog.NewVouchers(w.vouchers, w.shops, time.Now)
 	w.voucherSvc.SetDefaultStockBuckets(cfg.StockBuckets)
 	w.voucherSvc.SetDefaultWaitingRoom(cfg.WaitingRoom)
-	w.shopSvc = service.NewShops(w.shops, time.Now)
-	w.revoked = service.NewRevocationSet(w.revocations, log)
+	w.shopSvc = catalog.NewShops(w.shops, time.Now)
+	w.revoked = account.NewRevocationSet(w.revocations, log)
 	return w
 }
 
@@ -68,14 +72,14 @@ type purchase struct {
 	// own, or in async mode in the admissions'.
 	limits redisstore.PurchaseLimits
 	// async is the async seckill; nil in sync mode.
-	async *service.AsyncMode
+	async *async.AsyncMode
 }
 
 // published is what publishing a voucher does after its row is written,
 // before it answers: any room Redis holds under the id is dropped (both
 // modes), and in async mode (async not nil) the voucher is loaded into
 // Redis.
-func published(room *service.WaitingRoom, async *service.AsyncMode) func(context.Context, *model.SeckillVoucher) error {
+func published(room *room.WaitingRoom, async *async.AsyncMode) func(context.Context, *model.SeckillVoucher) error {
 	return func(ctx context.Context, sv *model.SeckillVoucher) error {
 		if err := room.Published(ctx, sv); err != nil {
 			return fmt.Errorf("voucher %d: drop a room under its id: %w", sv.VoucherID, err)
@@ -126,7 +130,7 @@ func (w *wiring) syncPurchase(ctx context.Context) (purchase, error) {
 	if err := seq.Resync(ctx); err != nil {
 		return purchase{}, fmt.Errorf("order id sequence: %w", err)
 	}
-	deps := service.SyncSeckillDeps{
+	deps := sale.SyncSeckillDeps{
 		Vouchers: w.vouchers, Orders: w.orders, IDs: ids, Sequence: seq,
 		Locker: w.locker, Rejects: redisstore.NewRejections(d.Redis),
 		Observer: w.m, Now: time.Now, Log: w.log,
@@ -134,20 +138,20 @@ func (w *wiring) syncPurchase(ctx context.Context) (purchase, error) {
 	if w.cfg.SyncGroupCommit {
 		deps.Groups = w.orders
 	}
-	sk := service.NewSyncSeckill(deps, service.SyncSeckillConfig{Fencing: w.cfg.Fencing, CriticalDelay: w.cfg.CriticalDelay})
+	sk := sale.NewSyncSeckill(deps, sale.SyncSeckillConfig{Fencing: w.cfg.Fencing, CriticalDelay: w.cfg.CriticalDelay})
 	return purchase{seckill: sk, changed: sk.VoucherChanged, forget: sk.Forget, limits: redisstore.NewPurchaseLimits(d.Redis)}, nil
 }
 
 // lifecycle is the order lifecycle: pay, cancel, and the expiry sweep that
 // every instance runs. In async mode an expired order's unit goes back to
 // Redis.
-func (w *wiring) lifecycle(p purchase) *service.Lifecycle {
-	lifeDeps := service.LifecycleDeps{Store: w.orders, Vouchers: w.vouchers, Orders: p.seckill, Returned: w.room, Now: time.Now, Log: w.log}
+func (w *wiring) lifecycle(p purchase) *sale.Lifecycle {
+	lifeDeps := sale.LifecycleDeps{Store: w.orders, Vouchers: w.vouchers, Orders: p.seckill, Returned: w.room, Now: time.Now, Log: w.log}
 	if p.async != nil {
 		lifeDeps.Returner = redisstore.NewStockReturns(w.d.Redis)
 	}
 	if w.m != nil {
 		lifeDeps.Metrics = metrics.Lifecycle{Metrics: w.m}
 	}
-	return service.NewLifecycle(lifeDeps, service.LifecycleConfig{PayTimeout: w.cfg.PayTimeout})
+	return sale.NewLifecycle(lifeDeps, sale.LifecycleConfig{PayTimeout: w.cfg.PayTimeout})
 }

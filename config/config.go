@@ -35,7 +35,7 @@ var LockModes = []string{
 	"redsync", "multi", "mysql", "zookeeper",
 }
 
-// The stream consumers' defaults: those of service.ConsumerConfig, which
+// The stream consumers' defaults: those of async.ConsumerConfig, which
 // app's tests hold them to.
 const (
 	DefaultConsumers    = 1

@@ -25,10 +25,10 @@ func (c *Config) Validate() error {
 			errs = append(errs, fmt.Errorf("%s: %w", s.Name, err))
 		}
 	}
-	errs = append(errs, c.redisRules()...)
-	errs = append(errs, c.lockRules()...)
-	errs = append(errs, c.productionRules()...)
-	errs = append(errs, c.smsRules()...)
+	errs = append(errs, redisRules(c)...)
+	errs = append(errs, lockRules(c)...)
+	errs = append(errs, productionRules(c)...)
+	errs = append(errs, smsRules(c)...)
 	return oneLine(errs)
 }
 
@@ -49,7 +49,7 @@ func (c *Config) Sender() string {
 }
 
 // smsRules: what each sender needs.
-func (c *Config) smsRules() []error {
+func smsRules(c *Config) []error {
 	var errs []error
 	switch c.SMSSender {
 	case SenderWebhook:
@@ -84,7 +84,7 @@ func (c *Config) CheckSender() error {
 }
 
 // redisRules: one kind of Redis, its credentials, TLS and Sentinel master.
-func (c *Config) redisRules() []error {
+func redisRules(c *Config) []error {
 	var errs []error
 	const real = "only with a real Redis (SECKILL_REDIS_ADDR, SECKILL_REDIS_SENTINEL_ADDRS or SECKILL_REDIS_CLUSTER_ADDRS)"
 	if c.RedisAddr != "" && c.Sentinel() {
@@ -117,7 +117,7 @@ func (c *Config) redisRules() []error {
 }
 
 // lockRules: what each lock mode needs.
-func (c *Config) lockRules() []error {
+func lockRules(c *Config) []error {
 	var errs []error
 	if c.LockMode == "zookeeper" && len(c.ZKAddrs) == 0 {
 		errs = append(errs, errors.New("SECKILL_ZK_ADDRS: required with SECKILL_LOCK_MODE=zookeeper"))
@@ -136,7 +136,7 @@ func (c *Config) lockRules() []error {
 
 // productionRules: production refuses the public secret, the embedded
 // backends, the development delays and Tencent SMS over plain http.
-func (c *Config) productionRules() []error {
+func productionRules(c *Config) []error {
 	if c.Env != EnvProduction {
 		return nil
 	}

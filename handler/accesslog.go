@@ -9,7 +9,7 @@ import (
 
 	"github.com/gin-gonic/gin"
 
-	"seckill/service"
+	"seckill/service/account"
 )
 
 // accessLog logs one info line per request, at most perSecond lines a second.
@@ -74,7 +74,7 @@ func maskQuery(raw string) string {
 		if b.Len() > 0 {
 			b.WriteByte('&')
 		}
-		b.WriteString("phone=" + service.MaskPhone(p))
+		b.WriteString("phone=" + account.MaskPhone(p))
 	}
 	if rest := q.Encode(); rest != "" {
 		if b.Len() > 0 {

@@ -6,7 +6,7 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"seckill/model"
-	"seckill/service"
+	"seckill/service/account"
 )
 
 // codeSent is the answer of POST /user/code: data is the code in
@@ -29,7 +29,7 @@ func (a userAPI) sendCode(c *gin.Context) {
 		a.fail(c, err)
 		return
 	}
-	env := codeSent{Envelope: Envelope{Success: true}, SentTo: service.MaskPhone(phone)}
+	env := codeSent{Envelope: Envelope{Success: true}, SentTo: account.MaskPhone(phone)}
 	if d := a.Users.Cooldown(); d > 0 {
 		env.ResendAfter = model.RetryAfterSeconds(d)
 	}

@@ -10,11 +10,11 @@ import (
 
 	"seckill/auth/sms"
 	"seckill/handler"
-	"seckill/service"
-	"seckill/service/mock"
+	"seckill/service/account"
+	"seckill/service/account/accounttest"
 )
 
-// senderFunc is a service.CodeSender.
+// senderFunc is a account.CodeSender.
 type senderFunc func(ctx context.Context, phone, code string, ttl time.Duration) error
 
 func (f senderFunc) SendCode(ctx context.Context, phone, code string, ttl time.Duration) error {
@@ -25,11 +25,11 @@ func (f senderFunc) SendCode(ctx context.Context, phone, code string, ttl time.D
 // masked; data is the code in development only.
 func TestSendCodeSentTo(t *testing.T) {
 	for _, dev := range []bool{true, false} {
-		codes := mock.NewCodes()
+		codes := accounttest.NewCodes()
 		var sent string
 		send := senderFunc(func(_ context.Context, phone, code string, _ time.Duration) error { sent = code; return nil })
 		e := newEnv(t, func(d *handler.Deps) { d.Development = dev },
-			withCodeLimits(mock.NewUsers(0), codes, mock.NewCodeLimits(), service.CodeConfig{Sender: send}))
+			withCodeLimits(accounttest.NewUsers(0), codes, accounttest.NewCodeLimits(), account.CodeConfig{Sender: send}))
 		r := e.do(http.MethodPost, "/user/code?phone=13812345678", "", "")
 		if r.status != http.StatusOK || r.str("sentTo") != "138****5678" {
 			t.Fatalf("development %v: got %d %s, want 200 with sentTo 138****5678", dev, r.status, r.body)
@@ -46,11 +46,11 @@ func TestSendCodeSentTo(t *testing.T) {
 // TestSendCodeNotSent: a sender that fails is 503 UNAVAILABLE saying in
 // words what failed and that no code was stored; nothing is stored.
 func TestSendCodeNotSent(t *testing.T) {
-	codes := mock.NewCodes()
+	codes := accounttest.NewCodes()
 	send := senderFunc(func(context.Context, string, string, time.Duration) error {
 		return &sms.Error{Reason: "the SMS service did not answer in time", Temporary: true, Err: errors.New("dial tcp: i/o timeout")}
 	})
-	e := newEnv(t, withCodeLimits(mock.NewUsers(0), codes, mock.NewCodeLimits(), service.CodeConfig{Sender: send, Cooldown: time.Minute}))
+	e := newEnv(t, withCodeLimits(accounttest.NewUsers(0), codes, accounttest.NewCodeLimits(), account.CodeConfig{Sender: send, Cooldown: time.Minute}))
 	r := e.do(http.MethodPost, "/user/code?phone=13812345678", "", "")
 	want := "the login code could not be sent to 138****5678: the SMS service did not answer in time; no code was stored, ask for a new one in 60s"
 	if r.status != http.StatusServiceUnavailable || r.str("code") != handler.CodeUnavailable || r.str("errorMsg") != want {
@@ -70,7 +70,7 @@ func TestSendCodeResendAfter(t *testing.T) {
 		cooldown time.Duration
 		want     string
 	}{{time.Minute, "60"}, {1500 * time.Millisecond, "2"}, {0, "0"}} {
-		e := newEnv(t, withCodeLimits(mock.NewUsers(0), mock.NewCodes(), mock.NewCodeLimits(), service.CodeConfig{Cooldown: tc.cooldown}))
+		e := newEnv(t, withCodeLimits(accounttest.NewUsers(0), accounttest.NewCodes(), accounttest.NewCodeLimits(), account.CodeConfig{Cooldown: tc.cooldown}))
 		r := e.do(http.MethodPost, "/user/code?phone=13812345678", "", "")
 		if r.status != http.StatusOK || string(r.fields["resendAfter"]) != tc.want {
 			t.Errorf("cooldown %v: got %d %s, want 200 with resendAfter %s", tc.cooldown, r.status, r.body, tc.want)

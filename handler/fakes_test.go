@@ -17,8 +17,10 @@ import (
 	"seckill/internal/testenv"
 	"seckill/model"
 	"seckill/observe/metrics"
-	"seckill/service"
-	"seckill/service/mock"
+	"seckill/service/account"
+	"seckill/service/account/accounttest"
+	"seckill/service/catalog"
+	"seckill/service/catalog/catalogtest"
 )
 
 // The in-memory stores of package mock behind the real user and voucher
@@ -28,10 +30,10 @@ import (
 // withCodeLimits serves the code flow on users and codes with limits and
 // cfg (Development as the env's); apply it after any option that sets
 // Development.
-func withCodeLimits(users *mock.Users, codes *mock.Codes, limits *mock.CodeLimits, cfg service.CodeConfig) envOption {
+func withCodeLimits(users *accounttest.Users, codes *accounttest.Codes, limits *accounttest.CodeLimits, cfg account.CodeConfig) envOption {
 	return func(d *handler.Deps) {
 		cfg.Development = d.Development
-		d.Users = service.NewUsers(users, codes, limits, d.Tokens, d.Log, cfg)
+		d.Users = account.NewUsers(users, codes, limits, d.Tokens, d.Log, cfg)
 	}
 }
 
@@ -99,9 +101,9 @@ type env struct {
 	h        http.Handler
 	tokens   *auth.Tokens
 	seck     *fakeSale
-	users    *mock.Users
-	vouchers *mock.Vouchers
-	shops    *mock.Shops
+	users    *accounttest.Users
+	vouchers *catalogtest.Vouchers
+	shops    *catalogtest.Shops
 	log      *testenv.SyncBuffer
 	ready    error
 
@@ -116,7 +118,7 @@ func newEnv(t testing.TB, opts ...envOption) *env {
 	t.Helper()
 	e := &env{
 		t: t, tokens: auth.NewTokens(testSecret, time.Hour), seck: &fakeSale{},
-		users: mock.NewUsers(0), vouchers: mock.NewVouchers(100), shops: newMemShops(), log: &testenv.SyncBuffer{},
+		users: accounttest.NewUsers(0), vouchers: catalogtest.NewVouchers(100), shops: newMemShops(), log: &testenv.SyncBuffer{},
 	}
 	log := slog.New(slog.NewJSONHandler(e.log, nil))
 	e.users.ByID[7] = model.User{ID: 7, Phone: "13800000007", NickName: "seven", Icon: "/i/7.png", Role: model.RoleUser}
@@ -124,8 +126,8 @@ func newEnv(t testing.TB, opts ...envOption) *env {
 	e.users.Next = 100
 	d := handler.Deps{
 		Services: handler.Services{
-			Vouchers: service.NewVouchers(e.vouchers, e.shops, func() time.Time { return testNow }),
-			Shops:    service.NewShops(e.shops, func() time.Time { return testNow }),
+			Vouchers: catalog.NewVouchers(e.vouchers, e.shops, func() time.Time { return testNow }),
+			Shops:    catalog.NewShops(e.shops, func() time.Time { return testNow }),
 			Seckill:  e.seck,
 		},
 		Access:        handler.Access{Tokens: e.tokens},
@@ -136,7 +138,7 @@ func newEnv(t testing.TB, opts ...envOption) *env {
 		o(&d)
 	}
 	if d.Users == nil {
-		d.Users = service.NewUsers(e.users, mock.NewCodes(), nil, e.tokens, log, service.CodeConfig{Development: d.Development})
+		d.Users = account.NewUsers(e.users, accounttest.NewCodes(), nil, e.tokens, log, account.CodeConfig{Development: d.Development})
 	}
 	e.h = handler.New(d)
 	var err error

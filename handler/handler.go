@@ -18,10 +18,11 @@ import (
 	"seckill/middleware"
 	"seckill/model"
 	"seckill/observe/telemetry"
-	"seckill/service"
+	"seckill/service/catalog"
+	"seckill/service/sale"
 )
 
-// Users is the login flow as the routes see it (*service.Users).
+// Users is the login flow as the routes see it (*account.Users).
 type Users interface {
 	// SendCode returns the code sent to phone at the request of the
 	// client address addr.
@@ -34,7 +35,7 @@ type Users interface {
 }
 
 // PurchaseLimits are the purchase limits as the route sees them
-// (*service.PurchaseLimits).
+// (*sale.PurchaseLimits).
 type PurchaseLimits interface {
 	Enabled() bool
 	// Admit counts a purchase of userID for voucherID from the client
@@ -46,16 +47,16 @@ type PurchaseLimits interface {
 	Settle(userID, voucherID int64, outcome error)
 }
 
-// Vouchers is the voucher service as the routes see it (*service.Vouchers).
+// Vouchers is the voucher service as the routes see it (*catalog.Vouchers).
 type Vouchers interface {
-	Publish(ctx context.Context, in service.PublishInput) (int64, error)
+	Publish(ctx context.Context, in catalog.PublishInput) (int64, error)
 	List(ctx context.Context, shopID int64) ([]model.SeckillVoucherInfo, error)
 }
 
-// Sale is the flash sale as the routes see it: a service.SyncSeckill or a
-// service.AsyncSeckill. The purchase (service.Purchase) buys from it.
+// Sale is the flash sale as the routes see it: a sale.SyncSeckill or a
+// async.AsyncSeckill. The purchase (sale.Purchase) buys from it.
 type Sale interface {
-	service.PurchaseSale
+	sale.PurchaseSale
 	Order(ctx context.Context, userID, orderID int64) (*model.VoucherOrder, error)
 	Audit(ctx context.Context, voucherID int64) (*model.Audit, error)
 }
@@ -66,7 +67,7 @@ type api struct {
 	// failAs is fail with err classified already (Style.Classify).
 	failAs func(c *gin.Context, err error, status int, code, msg string)
 	// purchase is the purchase's sequence: the room, the limits, the sale.
-	purchase *service.Purchase
+	purchase *sale.Purchase
 	// limited: the purchase limits are on (the client address is read).
 	limited bool
 }
@@ -90,14 +91,14 @@ func New(d Deps) http.Handler {
 		d.Style = StyleREST
 	}
 	a := &api{Deps: d, limited: d.Limits != nil && d.Limits.Enabled()}
-	steps := service.PurchaseDeps{Sale: d.Seckill}
+	steps := sale.PurchaseDeps{Sale: d.Seckill}
 	if d.Room != nil {
 		steps.Room = d.Room
 	}
 	if a.limited {
 		steps.Limits = d.Limits
 	}
-	a.purchase = service.NewPurchase(steps)
+	a.purchase = sale.NewPurchase(steps)
 	a.failAs = func(c *gin.Context, err error, status int, code, msg string) {
 		if d.AccessLog > 0 {
 			// The access log names the refusal's code (of a request it logs).
@@ -300,7 +301,7 @@ func (a voucherAPI) publish(c *gin.Context) {
 	ok(c, id)
 }
 
-func (r *publishRequest) input(loc *time.Location) (service.PublishInput, error) {
+func (r *publishRequest) input(loc *time.Location) (catalog.PublishInput, error) {
 	required := []struct {
 		name    string
 		missing bool
@@ -311,24 +312,24 @@ func (r *publishRequest) input(loc *time.Location) (service.PublishInput, error)
 	}
 	for _, f := range required {
 		if f.missing {
-			return service.PublishInput{}, model.InvalidArgument(f.name, "required")
+			return catalog.PublishInput{}, model.InvalidArgument(f.name, "required")
 		}
 	}
 	begin, err := parseTime(*r.BeginTime, loc)
 	if err != nil {
-		return service.PublishInput{}, model.InvalidArgument("beginTime", err.Error())
+		return catalog.PublishInput{}, model.InvalidArgument("beginTime", err.Error())
 	}
 	end, err := parseTime(*r.EndTime, loc)
 	if err != nil {
-		return service.PublishInput{}, model.InvalidArgument("endTime", err.Error())
+		return catalog.PublishInput{}, model.InvalidArgument("endTime", err.Error())
 	}
 	buckets := 0
 	if r.StockBuckets != nil {
 		if buckets = *r.StockBuckets; buckets < 1 {
-			return service.PublishInput{}, model.InvalidArgument("stockBuckets", fmt.Sprintf("must be from 1 to %d", model.MaxStockBuckets))
+			return catalog.PublishInput{}, model.InvalidArgument("stockBuckets", fmt.Sprintf("must be from 1 to %d", model.MaxStockBuckets))
 		}
 	}
-	return service.PublishInput{
+	return catalog.PublishInput{
 		ShopID: *r.ShopID, Title: *r.Title, SubTitle: r.SubTitle, Rules: r.Rules,
 		PayValue: *r.PayValue, ActualValue: *r.ActualValue, Type: *r.Type, Stock: *r.Stock,
 		BeginTime: begin, EndTime: end, StockBuckets: buckets, WaitingRoom: r.WaitingRoom,
@@ -391,7 +392,7 @@ func newVoucherResponse(v *model.SeckillVoucherInfo) voucherResponse {
 	}
 }
 
-// seckill is the purchase: parse, buy (service.Purchase), write. With an
+// seckill is the purchase: parse, buy (sale.Purchase), write. With an
 // Idempotency-Key, the room's check runs first: a buyer it refuses touches
 // no Redis key, the key's record included.
 func (a orderAPI) seckill(c *gin.Context) {
@@ -403,7 +404,7 @@ func (a orderAPI) seckill(c *gin.Context) {
 		return
 	}
 	u, _ := middleware.UserFrom(c.Request.Context())
-	req := service.PurchaseRequest{UserID: u.ID, VoucherID: voucherID, Admission: c.GetHeader(AdmissionHeader)}
+	req := sale.PurchaseRequest{UserID: u.ID, VoucherID: voucherID, Admission: c.GetHeader(AdmissionHeader)}
 	if a.limited {
 		req.Addr = c.ClientIP()
 	}
@@ -424,7 +425,7 @@ func (a orderAPI) seckill(c *gin.Context) {
 }
 
 // buy runs the purchase and writes its answer.
-func (a orderAPI) buy(c *gin.Context, req service.PurchaseRequest, start time.Time) {
+func (a orderAPI) buy(c *gin.Context, req sale.PurchaseRequest, start time.Time) {
 	orderID, err := a.purchase.Buy(c.Request.Context(), req)
 	if err != nil {
 		a.purchaseFailed(c, req.VoucherID, err, start)

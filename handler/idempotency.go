@@ -14,7 +14,7 @@ import (
 )
 
 // Idempotency-Key on the purchase, the pay and the cancel; docs/api.md has
-// the contract. A success is stored for SECKILL_IDEMPOTENCY_TTL (service.Idempotency) and replayed to
+// the contract. A success is stored for SECKILL_IDEMPOTENCY_TTL (sale.Idempotency) and replayed to
 // every retry. Any instance replays it; each user has a key space of their
 // own, of at most SECKILL_IDEMPOTENCY_MAX_KEYS live keys. The same key on
 // another request is 422 IDEMPOTENCY_KEY_REUSED. A retry while the first
@@ -33,7 +33,7 @@ const ReplayedHeader = "Idempotent-Replayed"
 // Idempotency-Key.
 const keyContext = "seckill.idempotencyKey"
 
-// Idempotency keeps the answers of keyed requests (*service.Idempotency).
+// Idempotency keeps the answers of keyed requests (*sale.Idempotency).
 type Idempotency interface {
 	// Begin claims the user's key for the request fp, or returns its record.
 	Begin(ctx context.Context, userID int64, key, fp string) (owner string, prior *model.IdempotentRecord, err error)

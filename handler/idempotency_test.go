@@ -23,7 +23,7 @@ import (
 	"seckill/model"
 	"seckill/observe/metrics"
 	"seckill/repository/redisstore"
-	"seckill/service"
+	"seckill/service/sale"
 )
 
 // fakeLifecycle pays and cancels by the answers queued in next, one per
@@ -74,7 +74,7 @@ func keyedEnv(t *testing.T, life *fakeLifecycle, maxKeys int, opts ...envOption)
 	rdb := redis.NewClient(&redis.Options{Addr: srv.Addr()})
 	t.Cleanup(func() { rdb.Close() })
 	with := func(d *handler.Deps) {
-		d.Idempotency = service.NewIdempotency(redisstore.NewIdempotency(rdb, maxKeys), 0, d.RequestTimeout)
+		d.Idempotency = sale.NewIdempotency(redisstore.NewIdempotency(rdb, maxKeys), 0, d.RequestTimeout)
 		d.Lifecycle = life
 	}
 	return newEnv(t, append([]envOption{with}, opts...)...), srv

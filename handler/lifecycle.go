@@ -11,7 +11,7 @@ import (
 	"seckill/model"
 )
 
-// Lifecycle pays and cancels orders (*service.Lifecycle).
+// Lifecycle pays and cancels orders (*sale.Lifecycle).
 type Lifecycle interface {
 	Pay(ctx context.Context, userID, orderID int64, key string) (*model.VoucherOrder, error)
 	Cancel(ctx context.Context, userID, orderID int64, key string) (*model.VoucherOrder, error)

@@ -21,7 +21,7 @@ import (
 	"seckill/handler"
 	"seckill/middleware"
 	"seckill/model"
-	"seckill/service"
+	"seckill/service/sale"
 )
 
 // TestOversizedUploadLeavesNoFile: a large multipart upload leaves no temporary
@@ -193,7 +193,7 @@ func (d downLimiter) AllowVoucher(ctx context.Context, _ int64, l model.Limit) (
 // open), never a 500, and each unchecked limit is counted.
 func TestPurchaseLimitsRedisDown(t *testing.T) {
 	var unchecked []string
-	limits := service.NewPurchaseLimits(downLimiter{}, service.PurchaseLimitConfig{
+	limits := sale.NewPurchaseLimits(downLimiter{}, sale.PurchaseLimitConfig{
 		PerUser: 1, PerVoucher: 1, PerAddr: 1,
 		Failed: func(l string) { unchecked = append(unchecked, l) },
 	}, slog.New(slog.DiscardHandler))
@@ -271,7 +271,7 @@ func (c *countingLimiter) AllowVoucher(context.Context, int64, model.Limit) (boo
 // only the lock stopped decides nothing: the next attempt is checked.
 func TestPurchaseRepeatsSpendNoCeiling(t *testing.T) {
 	store := &countingLimiter{}
-	limits := service.NewPurchaseLimits(store, service.PurchaseLimitConfig{PerVoucher: 20, PerAddr: 5}, slog.New(slog.DiscardHandler))
+	limits := sale.NewPurchaseLimits(store, sale.PurchaseLimitConfig{PerVoucher: 20, PerAddr: 5}, slog.New(slog.DiscardHandler))
 	seck := &fakeSale{buy: func(_ context.Context, _, voucherID int64) (int64, error) {
 		if voucherID == 4 {
 			return 0, fmt.Errorf("%w: %w", model.ErrDuplicateOrder, model.ErrLockRefused)

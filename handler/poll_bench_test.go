@@ -11,11 +11,11 @@ import (
 	"seckill/auth"
 	"seckill/handler"
 	"seckill/model"
-	"seckill/service"
-	"seckill/service/mock"
+	"seckill/service/catalog/catalogtest"
+	"seckill/service/room"
 )
 
-// drawnRooms is a RoomStore whose room is drawn and serves position 10:
+// drawnRooms is a room.Store whose room is drawn and serves position 10:
 // a ticket past it is answered from memory.
 type drawnRooms struct{ fakeRooms }
 
@@ -27,10 +27,10 @@ func (d *drawnRooms) Audit(context.Context, int64, model.RoomCall) (*model.RoomA
 // and auth middleware; the room's state is in memory.
 func pollEnv(b *testing.B) (poll, noop *http.Request, h http.Handler) {
 	signer := auth.NewAdmissions(testSecret)
-	vouchers := mock.NewVouchers(100)
+	vouchers := catalogtest.NewVouchers(100)
 	e := newEnv(b, func(d *handler.Deps) {
-		d.Room = service.NewWaitingRoom(service.WaitingRoomDeps{Store: &drawnRooms{}, Vouchers: vouchers,
-			Tokens: signer, Tickets: signer, Now: func() time.Time { return testNow }}, service.RoomConfig{})
+		d.Room = room.NewWaitingRoom(room.Deps{Store: &drawnRooms{}, Vouchers: vouchers,
+			Tokens: signer, Tickets: signer, Now: func() time.Time { return testNow }}, room.Config{})
 	})
 	sv := &model.SeckillVoucher{Stock: 5, InitialStock: 5, BeginTime: testNow.Add(-time.Hour), EndTime: testNow.Add(time.Hour), WaitingRoom: true}
 	if err := vouchers.CreateSeckill(context.Background(), &model.Voucher{}, sv); err != nil {

@@ -11,8 +11,8 @@ import (
 	"seckill/handler"
 	"seckill/model"
 	"seckill/observe/live"
-	"seckill/service"
-	"seckill/service/mock"
+	"seckill/service/catalog/catalogtest"
+	"seckill/service/room"
 )
 
 // benchSale answers every purchase with err (an order when nil), at no
@@ -40,7 +40,7 @@ func (benchSale) Audit(context.Context, int64) (*model.Audit, error) {
 // route's default chain (the access log, the waiting room's check of a
 // voucher without a room, the live counters), and the no-op beside it.
 func purchaseEnv(b *testing.B, err error, want int) (buy, noop *http.Request, h http.Handler) {
-	vouchers := mock.NewVouchers(100)
+	vouchers := catalogtest.NewVouchers(100)
 	sv := &model.SeckillVoucher{Stock: 5, InitialStock: 5, BeginTime: testNow.Add(-time.Hour), EndTime: testNow.Add(time.Hour)}
 	if err := vouchers.CreateSeckill(context.Background(), &model.Voucher{}, sv); err != nil {
 		b.Fatal(err)
@@ -49,8 +49,8 @@ func purchaseEnv(b *testing.B, err error, want int) (buy, noop *http.Request, h 
 		d.Seckill = benchSale{err}
 		d.AccessLog = 20
 		d.Live = live.NewRecorder()
-		d.Room = service.NewWaitingRoom(service.WaitingRoomDeps{Store: &fakeRooms{}, Vouchers: vouchers,
-			Now: func() time.Time { return testNow }}, service.RoomConfig{})
+		d.Room = room.NewWaitingRoom(room.Deps{Store: &fakeRooms{}, Vouchers: vouchers,
+			Now: func() time.Time { return testNow }}, room.Config{})
 	})
 	buy = httptest.NewRequest(http.MethodPost, "/voucher-order/seckill/"+strconv.FormatInt(sv.VoucherID, 10), nil)
 	buy.Header.Set("authorization", e.userTok)

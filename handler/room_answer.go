@@ -9,7 +9,7 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"seckill/model"
-	"seckill/service"
+	"seckill/service/room"
 )
 
 // The queue routes' answer is written by hand: every waiting buyer polls,
@@ -34,7 +34,7 @@ var answerBufs = sync.Pool{New: func() any { b := make([]byte, 0, 512); return &
 
 // writeRoom writes the queue routes' answer of v, its Retry-After header
 // included.
-func writeRoom(c *gin.Context, v *service.RoomView) {
+func writeRoom(c *gin.Context, v *room.View) {
 	h := c.Writer.Header()
 	if v.RetryAfter > 0 {
 		if s := model.RetryAfterSeconds(v.RetryAfter); s < int64(len(retryAfterValues)) {
@@ -80,7 +80,7 @@ func writeJSONBytes(c *gin.Context, status int, b []byte) {
 }
 
 // appendRoom appends the envelope of v as encoding/json writes it.
-func appendRoom(b []byte, v *service.RoomView) []byte {
+func appendRoom(b []byte, v *room.View) []byte {
 	b = append(b, `{"success":true,"data":{"status":`...)
 	b = appendJSONString(b, v.Status)
 	b = append(b, `,"position":`...)

@@ -10,7 +10,7 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"seckill/model"
-	"seckill/service"
+	"seckill/service/room"
 )
 
 // roomResponse is the queue routes' answer as encoding/json would write
@@ -29,7 +29,7 @@ type roomResponse struct {
 func TestRoomAnswerAsJSON(t *testing.T) {
 	gin.SetMode(gin.TestMode)
 	pos, ahead, neg := int64(250), int64(239), int64(-1)
-	for _, v := range []service.RoomView{
+	for _, v := range []room.View{
 		{Status: "waiting", Position: &pos, Ahead: &ahead, RetryAfter: 1478 * time.Millisecond, Ticket: "q1.1.7.250.abc-_"},
 		{Status: "waiting", RetryAfter: 3 * time.Second, Ticket: "q1.1.7.-1.x"},
 		{Status: "admitted", Position: &neg, Ahead: &neg, Token: "v1.1.7.99.mac"},

@@ -18,8 +18,11 @@ import (
 	"seckill/lock"
 	"seckill/model"
 	"seckill/observe/metrics"
-	"seckill/service"
-	"seckill/service/mock"
+	"seckill/service/account"
+	"seckill/service/account/accounttest"
+	"seckill/service/catalog"
+	"seckill/service/catalog/catalogtest"
+	"seckill/service/sale"
 )
 
 func TestSeckillSuccess(t *testing.T) {
@@ -176,7 +179,7 @@ func TestAuditRoute(t *testing.T) {
 
 type memOrders struct {
 	mu       sync.Mutex
-	vouchers *mock.Vouchers
+	vouchers *catalogtest.Vouchers
 	orders   map[int64]model.VoucherOrder
 }
 
@@ -250,14 +253,14 @@ func TestSeckillFlowOverRealService(t *testing.T) {
 	now := time.Now()
 	e.vouchers.Seckill[1] = model.SeckillVoucher{VoucherID: 1, Stock: 1, InitialStock: 1, BeginTime: now.Add(-time.Hour), EndTime: now.Add(time.Hour)}
 	e.vouchers.Seckill[2] = model.SeckillVoucher{VoucherID: 2, Stock: 5, InitialStock: 5, BeginTime: now.Add(time.Hour), EndTime: now.Add(2 * time.Hour)}
-	svc := service.NewSyncSeckill(service.SyncSeckillDeps{
+	svc := sale.NewSyncSeckill(sale.SyncSeckillDeps{
 		Vouchers: e.vouchers, Orders: &memOrders{vouchers: e.vouchers, orders: map[int64]model.VoucherOrder{}},
 		IDs: &seqIDs{}, Locker: locker, Rejects: memRejects{}, Log: slog.New(slog.DiscardHandler),
-	}, service.SyncSeckillConfig{})
+	}, sale.SyncSeckillConfig{})
 	e.h = handler.New(handler.Deps{
 		Services: handler.Services{
-			Users:    service.NewUsers(e.users, mock.NewCodes(), nil, e.tokens, slog.New(slog.DiscardHandler), service.CodeConfig{}),
-			Vouchers: service.NewVouchers(e.vouchers, e.shops, time.Now), Seckill: svc,
+			Users:    account.NewUsers(e.users, accounttest.NewCodes(), nil, e.tokens, slog.New(slog.DiscardHandler), account.CodeConfig{}),
+			Vouchers: catalog.NewVouchers(e.vouchers, e.shops, time.Now), Seckill: svc,
 		},
 		Access:        handler.Access{Tokens: e.tokens},
 		Observability: handler.Observability{Metrics: metrics.New(), Log: slog.New(slog.DiscardHandler), Ready: func(context.Context) error { return nil }},

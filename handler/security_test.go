@@ -13,8 +13,8 @@ import (
 	"seckill/handler"
 	"seckill/model"
 	"seckill/observe/metrics"
-	"seckill/service"
-	"seckill/service/mock"
+	"seckill/service/account"
+	"seckill/service/account/accounttest"
 )
 
 // TestAdminNotReachableByCode: an admin's phone is answered like any other. A
@@ -26,10 +26,10 @@ func TestAdminNotReachableByCode(t *testing.T) {
 	for _, dev := range []bool{true, false} {
 		t.Run(fmt.Sprintf("development=%v", dev), func(t *testing.T) {
 			const admin, user = "19900000009", "13800000007"
-			users := &mock.Users{ByID: map[int64]model.User{9: {ID: 9, Phone: admin, NickName: "boss", Role: model.RoleAdmin}}, Next: 100}
-			codes := mock.NewCodes()
+			users := &accounttest.Users{ByID: map[int64]model.User{9: {ID: 9, Phone: admin, NickName: "boss", Role: model.RoleAdmin}}, Next: 100}
+			codes := accounttest.NewCodes()
 			e := newEnv(t, func(d *handler.Deps) { d.Development = dev },
-				withCodeLimits(users, codes, mock.NewCodeLimits(), service.CodeConfig{Cooldown: time.Minute, Daily: 10, PerAddr: 30}))
+				withCodeLimits(users, codes, accounttest.NewCodeLimits(), account.CodeConfig{Cooldown: time.Minute, Daily: 10, PerAddr: 30}))
 			ra := e.do(http.MethodPost, "/user/code?phone="+admin, "", "")
 			ru := e.do(http.MethodPost, "/user/code?phone="+user, "", "")
 			assertOK(t, ra)
@@ -150,9 +150,9 @@ func codeRequest(e *env, phone, remote, xff string) *httptest.ResponseRecorder {
 // TestCodeRateLimited: a send beyond a limit is 429 RATE_LIMITED with the
 // wait in Retry-After (whole seconds) and in the message.
 func TestCodeRateLimited(t *testing.T) {
-	users := mock.NewUsers(100)
-	e := newEnv(t, withCodeLimits(users, mock.NewCodes(), mock.NewCodeLimits(),
-		service.CodeConfig{Cooldown: 42 * time.Second, Daily: 10, PerAddr: 30}))
+	users := accounttest.NewUsers(100)
+	e := newEnv(t, withCodeLimits(users, accounttest.NewCodes(), accounttest.NewCodeLimits(),
+		account.CodeConfig{Cooldown: 42 * time.Second, Daily: 10, PerAddr: 30}))
 	if rec := codeRequest(e, "13812345678", "192.0.2.1:1234", ""); rec.Code != http.StatusOK {
 		t.Fatalf("first code: got %d %s", rec.Code, rec.Body)
 	}
@@ -181,10 +181,10 @@ func TestCodePhoneFromQueryOnly(t *testing.T) {
 // spoofed X-Forwarded-For does not escape it. Behind a trusted proxy, the
 // proxy's X-Forwarded-For names the client.
 func TestCodeClientAddress(t *testing.T) {
-	cfg := service.CodeConfig{Cooldown: time.Minute, Daily: 10, PerAddr: 2}
+	cfg := account.CodeConfig{Cooldown: time.Minute, Daily: 10, PerAddr: 2}
 	t.Run("no trusted proxy", func(t *testing.T) {
-		users, limits := mock.NewUsers(100), mock.NewCodeLimits()
-		e := newEnv(t, withCodeLimits(users, mock.NewCodes(), limits, cfg))
+		users, limits := accounttest.NewUsers(100), accounttest.NewCodeLimits()
+		e := newEnv(t, withCodeLimits(users, accounttest.NewCodes(), limits, cfg))
 		var last *httptest.ResponseRecorder
 		for i := range 3 {
 			last = codeRequest(e, fmt.Sprintf("1381234560%d", i), "203.0.113.9:5555", fmt.Sprintf("198.51.100.%d", i))
@@ -199,9 +199,9 @@ func TestCodeClientAddress(t *testing.T) {
 		}
 	})
 	t.Run("trusted proxy", func(t *testing.T) {
-		users, limits := mock.NewUsers(100), mock.NewCodeLimits()
+		users, limits := accounttest.NewUsers(100), accounttest.NewCodeLimits()
 		e := newEnv(t, func(d *handler.Deps) { d.TrustedProxies = []string{"203.0.113.0/24"} },
-			withCodeLimits(users, mock.NewCodes(), limits, cfg))
+			withCodeLimits(users, accounttest.NewCodes(), limits, cfg))
 		for i := range 3 {
 			if rec := codeRequest(e, fmt.Sprintf("1381234560%d", i), "203.0.113.9:5555", fmt.Sprintf("198.51.100.%d", i)); rec.Code != http.StatusOK {
 				t.Errorf("code %d through the trusted proxy: got %d %s, want 200 (three clients)", i, rec.Code, rec.Body)

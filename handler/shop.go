@@ -9,14 +9,14 @@ import (
 	"seckill/model"
 )
 
-// Shops is the shop service as the routes see it (*service.Shops).
+// Shops is the shop service as the routes see it (*catalog.Shops).
 type Shops interface {
 	Get(ctx context.Context, id int64) (*model.Shop, error)
 	Create(ctx context.Context, p model.ShopPatch) (int64, error)
 	Update(ctx context.Context, id int64, p model.ShopPatch) error
 }
 
-// ShopSearch lists shops by name (service.ShopSearch).
+// ShopSearch lists shops by name (catalog.ShopSearch).
 type ShopSearch interface {
 	List(ctx context.Context, name string) ([]model.Shop, error)
 }

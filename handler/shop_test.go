@@ -11,13 +11,13 @@ import (
 
 	"seckill/handler"
 	"seckill/model"
-	"seckill/service/mock"
+	"seckill/service/catalog/catalogtest"
 )
 
-// mock.Shops is a ShopStore over a map; shop 1 exists from the start (the
+// catalogtest.Shops is a ShopStore over a map; shop 1 exists from the start (the
 // publish tests name it).
-func newMemShops() *mock.Shops {
-	s := mock.NewShops(1)
+func newMemShops() *catalogtest.Shops {
+	s := catalogtest.NewShops(1)
 	s.Shops[1] = model.Shop{ID: 1, Name: "seed", TypeID: 1, Address: "a", CreateTime: testNow, UpdateTime: testNow}
 	return s
 }

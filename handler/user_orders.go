@@ -9,10 +9,10 @@ import (
 	"seckill/model"
 )
 
-// History lists a user's orders (*service.History).
+// History lists a user's orders (*sale.History).
 type History interface {
 	// Orders returns the user's newest orders in the database, newest
-	// first (at most service.MaxUserOrders).
+	// first (at most sale.MaxUserOrders).
 	Orders(ctx context.Context, userID int64) ([]model.VoucherOrder, error)
 }
 

@@ -9,7 +9,7 @@ import (
 	"seckill/model"
 )
 
-// VoucherAdmin reads, edits and closes one voucher (*service.VoucherAdmin).
+// VoucherAdmin reads, edits and closes one voucher (*catalog.VoucherAdmin).
 type VoucherAdmin interface {
 	Get(ctx context.Context, voucherID int64) (*model.SeckillVoucherInfo, error)
 	Edit(ctx context.Context, voucherID int64, e model.VoucherEdit) error

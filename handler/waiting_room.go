@@ -8,15 +8,15 @@ import (
 
 	"seckill/middleware"
 	"seckill/model"
-	"seckill/service"
+	"seckill/service/room"
 )
 
-// Room is the waiting room as the routes see it (*service.WaitingRoom).
+// Room is the waiting room as the routes see it (*room.WaitingRoom).
 type Room interface {
 	// Join puts the user in the room; addr is the client's address.
-	Join(ctx context.Context, userID, voucherID int64, addr string) (*service.RoomView, error)
+	Join(ctx context.Context, userID, voucherID int64, addr string) (*room.View, error)
 	// Poll answers the user's place; ticket is the Queue-Ticket header.
-	Poll(ctx context.Context, userID, voucherID int64, ticket, addr string) (*service.RoomView, error)
+	Poll(ctx context.Context, userID, voucherID int64, ticket, addr string) (*room.View, error)
 	// Admit checks the purchase's admission token; nil for a voucher
 	// without a room.
 	Admit(ctx context.Context, userID, voucherID int64, token string) error
@@ -47,7 +47,7 @@ func (a orderAPI) room(c *gin.Context, poll bool) {
 	}
 	ctx := c.Request.Context()
 	u, _ := middleware.UserFrom(ctx)
-	var v *service.RoomView
+	var v *room.View
 	if poll {
 		v, err = a.Room.Poll(ctx, u.ID, voucherID, c.GetHeader(TicketHeader), c.ClientIP())
 	} else {

@@ -12,11 +12,11 @@ import (
 	"seckill/auth"
 	"seckill/handler"
 	"seckill/model"
-	"seckill/service"
-	"seckill/service/mock"
+	"seckill/service/catalog/catalogtest"
+	"seckill/service/room"
 )
 
-// fakeRooms is a RoomStore that records the purchases' outcomes.
+// fakeRooms is a room.Store that records the purchases' outcomes.
 type fakeRooms struct {
 	mu       sync.Mutex
 	notified []string
@@ -44,11 +44,11 @@ func (f *fakeRooms) Audit(context.Context, int64, model.RoomCall) (*model.RoomAu
 func TestAdmissionBeforeAnything(t *testing.T) {
 	rooms, limits := &fakeRooms{}, newFakeLimits(100)
 	signer := auth.NewAdmissions(testSecret)
-	vouchers := mock.NewVouchers(100)
+	vouchers := catalogtest.NewVouchers(100)
 	e := newEnv(t, func(d *handler.Deps) {
 		d.Limits = limits
-		d.Room = service.NewWaitingRoom(service.WaitingRoomDeps{Store: rooms, Vouchers: vouchers, Tokens: signer,
-			Now: func() time.Time { return testNow }}, service.RoomConfig{})
+		d.Room = room.NewWaitingRoom(room.Deps{Store: rooms, Vouchers: vouchers, Tokens: signer,
+			Now: func() time.Time { return testNow }}, room.Config{})
 	})
 	sv := &model.SeckillVoucher{Stock: 5, InitialStock: 5, BeginTime: testNow.Add(-time.Hour), EndTime: testNow.Add(time.Hour), WaitingRoom: true}
 	if err := vouchers.CreateSeckill(context.Background(), &model.Voucher{}, sv); err != nil {

@@ -25,7 +25,7 @@ import (
 	"seckill/model"
 	"seckill/observe/live"
 	"seckill/repository/sqlstore"
-	"seckill/service"
+	"seckill/service/account"
 )
 
 type Result struct {
@@ -94,7 +94,7 @@ func AdminToken(t testing.TB, h http.Handler) string {
 	t.Helper()
 	ensure := func(db *sqlstore.DB) (string, error) {
 		us, err := sqlstore.NewUsers(db).EnsureUsers(context.Background(),
-			[]string{service.LoadTestPhone(model.RoleAdmin, 1)}, model.RoleAdmin, func(int) string { return "admin_1" })
+			[]string{account.LoadTestPhone(model.RoleAdmin, 1)}, model.RoleAdmin, func(int) string { return "admin_1" })
 		if err != nil {
 			return "", err
 		}

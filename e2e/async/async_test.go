@@ -17,7 +17,7 @@ import (
 	"seckill/e2e/apptest"
 	"seckill/model"
 	"seckill/repository/redisstore"
-	"seckill/service"
+	"seckill/service/async"
 )
 
 // Integration tests of async mode (SECKILL_ORDER_MODE=async) on the real
@@ -97,7 +97,7 @@ func TestAsyncPoisonMessage(t *testing.T) {
 		}
 		// The script itself, so that the test does not race the
 		// consumers' view of the HTTP path.
-		if err := service.AdmitOrder(ctx, redisstore.NewSeckillScript(rdb), orderID, u, vid, 1, time.Now()); err != nil {
+		if err := async.AdmitOrder(ctx, redisstore.NewSeckillScript(rdb), orderID, u, vid, 1, time.Now()); err != nil {
 			t.Fatalf("admit user %d: %v", u, err)
 		}
 		owners[orderID] = u

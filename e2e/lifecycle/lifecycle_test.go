@@ -19,7 +19,7 @@ import (
 	"seckill/model"
 	"seckill/repository/redisstore"
 	"seckill/repository/sqlstore"
-	"seckill/service"
+	"seckill/service/sale"
 )
 
 // The order's life end to end. Buyers pay, cancel or walk away on two
@@ -271,8 +271,8 @@ func voucherSweeper(t *testing.T, dsn string, rdb redis.UniversalClient, vid int
 	if err != nil {
 		t.Fatal(err)
 	}
-	l := service.NewLifecycle(service.LifecycleDeps{Store: sqlstore.NewOrders(db), Vouchers: sqlstore.NewVouchers(db),
-		Returner: redisstore.NewStockReturns(rdb)}, service.LifecycleConfig{PayTimeout: payTimeout, Vouchers: []int64{vid}})
+	l := sale.NewLifecycle(sale.LifecycleDeps{Store: sqlstore.NewOrders(db), Vouchers: sqlstore.NewVouchers(db),
+		Returner: redisstore.NewStockReturns(rdb)}, sale.LifecycleConfig{PayTimeout: payTimeout, Vouchers: []int64{vid}})
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() {
@@ -372,9 +372,9 @@ func TestGiveBackAfterCrash(t *testing.T) {
 		}
 	}
 	returner := redisstore.NewStockReturns(rdb)
-	sweeper := func() *service.Lifecycle {
-		return service.NewLifecycle(service.LifecycleDeps{Store: orders, Vouchers: vouchers, Returner: returner},
-			service.LifecycleConfig{Vouchers: []int64{v.ID}, Batch: 2})
+	sweeper := func() *sale.Lifecycle {
+		return sale.NewLifecycle(sale.LifecycleDeps{Store: orders, Vouchers: vouchers, Returner: returner},
+			sale.LifecycleConfig{Vouchers: []int64{v.ID}, Batch: 2})
 	}
 	// Redis does not hold the voucher: nothing is given back yet.
 	if _, err := sweeper().Sweep(ctx); err != nil {

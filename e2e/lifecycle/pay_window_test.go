@@ -17,7 +17,7 @@ import (
 	"seckill/model"
 	"seckill/repository/redisstore"
 	"seckill/repository/sqlstore"
-	"seckill/service"
+	"seckill/service/sale"
 )
 
 // The pay window to the millisecond. Two buyers buy through the app, on
@@ -109,12 +109,12 @@ func checkPayWindow(t *testing.T, h http.Handler, dsn string, rdb redis.Universa
 	}
 	t.Cleanup(func() { db.Close() })
 	var now time.Time
-	deps := service.LifecycleDeps{Store: sqlstore.NewOrders(db), Vouchers: sqlstore.NewVouchers(db),
+	deps := sale.LifecycleDeps{Store: sqlstore.NewOrders(db), Vouchers: sqlstore.NewVouchers(db),
 		Now: func() time.Time { return now }}
 	if rdb != nil {
 		deps.Returner = redisstore.NewStockReturns(rdb)
 	}
-	l := service.NewLifecycle(deps, service.LifecycleConfig{PayTimeout: windowTimeout, Vouchers: []int64{vid}})
+	l := sale.NewLifecycle(deps, sale.LifecycleConfig{PayTimeout: windowTimeout, Vouchers: []int64{vid}})
 	first, second := orders[0], orders[1]
 	deadline := func(o *windowOrder) time.Time { return o.CreateTime.Add(windowTimeout) }
 	sweep := func(at time.Time, want int) {

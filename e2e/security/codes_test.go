@@ -19,7 +19,7 @@ import (
 	"seckill/e2e/apptest"
 	"seckill/internal/testenv"
 	"seckill/repository/redisstore"
-	"seckill/service"
+	"seckill/service/account"
 )
 
 // randomPhone is a fresh mobile number (the Redis is shared).
@@ -88,11 +88,11 @@ func TestCodeSurvivesWrongGuess(t *testing.T) {
 
 	phone = randomPhone()
 	code = dataCode(t, apptest.SendCode(t, h, phone, addr))
-	for range service.CodeGuesses {
+	for range account.CodeGuesses {
 		apptest.Login(t, h, phone, otherCode(code), addr)
 	}
 	if r := apptest.Login(t, h, phone, code, addr); r.Status != http.StatusBadRequest || r.Body.ErrorMsg != "invalid code: wrong or expired" {
-		t.Errorf("right code after %d wrong ones: got %d %q, want 400 invalid code", service.CodeGuesses, r.Status, r.Body.ErrorMsg)
+		t.Errorf("right code after %d wrong ones: got %d %q, want 400 invalid code", account.CodeGuesses, r.Status, r.Body.ErrorMsg)
 	}
 }
 
@@ -274,11 +274,11 @@ func TestBruteForceTwoInstances(t *testing.T) {
 	for _, n := range perCode {
 		maxPerCode = max(maxPerCode, n)
 	}
-	if maxPerCode > service.CodeGuesses {
-		t.Errorf("guesses evaluated against one code: %d, want at most %d", maxPerCode, service.CodeGuesses)
+	if maxPerCode > account.CodeGuesses {
+		t.Errorf("guesses evaluated against one code: %d, want at most %d", maxPerCode, account.CodeGuesses)
 	}
-	if sent > daily || evaluated > daily*service.CodeGuesses {
-		t.Errorf("codes sent %d, guesses evaluated %d, want at most %d and %d (daily cap × guesses)", sent, evaluated, daily, daily*service.CodeGuesses)
+	if sent > daily || evaluated > daily*account.CodeGuesses {
+		t.Errorf("codes sent %d, guesses evaluated %d, want at most %d and %d (daily cap × guesses)", sent, evaluated, daily, daily*account.CodeGuesses)
 	}
 	if logins > 0 {
 		t.Errorf("the attacker logged in %d times", logins)
@@ -288,16 +288,16 @@ func TestBruteForceTwoInstances(t *testing.T) {
 	// 24 h), 5 guesses each, a code living CodeTTL.
 	codeSpace := 1e6
 	cfg := config.Default()
-	perDay := float64(2 * cfg.CodeDailyLimit * service.CodeGuesses)
+	perDay := float64(2 * cfg.CodeDailyLimit * account.CodeGuesses)
 	takeover := time.Duration(codeSpace / perDay * float64(24*time.Hour))
 	t.Logf("run: %d requests in %v over two instances (%.0f/s): %d codes sent, %d refused 429; %d guesses, %d evaluated (at most %d per code, %d codes guessed); %d logins",
 		requests, elapsed.Round(time.Millisecond), float64(requests)/elapsed.Seconds(), sent, limited, guesses, evaluated, maxPerCode, len(perCode), logins)
 	t.Logf("bound per phone (defaults): %d codes a day sustained, at most %d in any 24 h, × %d guesses = at most %.0f guesses a day",
-		cfg.CodeDailyLimit, 2*cfg.CodeDailyLimit, service.CodeGuesses, perDay)
+		cfg.CodeDailyLimit, 2*cfg.CodeDailyLimit, account.CodeGuesses, perDay)
 	t.Logf("expected takeover: %.0e codes / %.0f guesses a day = %.0f days (%.1f years), %.1e times a code's lifetime (%v); unlimited at 1,585 pairs/s: %v",
-		codeSpace, perDay, takeover.Hours()/24, takeover.Hours()/24/365, float64(takeover)/float64(service.CodeTTL), service.CodeTTL,
+		codeSpace, perDay, takeover.Hours()/24, takeover.Hours()/24/365, float64(takeover)/float64(account.CodeTTL), account.CodeTTL,
 		time.Duration(float64(codeSpace)/1585*float64(time.Second)).Round(time.Second))
-	if takeover < 10*365*24*time.Hour || takeover < 1e6*service.CodeTTL {
+	if takeover < 10*365*24*time.Hour || takeover < 1e6*account.CodeTTL {
 		t.Errorf("expected takeover %v, want years and a million code lifetimes", takeover)
 	}
 }

@@ -143,7 +143,7 @@ func (m *Metrics) PurchaseLimitFailed(limit string) {
 	m.PurchaseLimits.WithLabelValues(limit, "unchecked").Inc()
 }
 
-// LockNotObtained counts a refused lock (service.Observer).
+// LockNotObtained counts a refused lock (sale.Observer, async.Observer).
 func (m *Metrics) LockNotObtained() { m.LockRefused.Inc() }
 
 // UniqueKeyRejected counts a duplicate stopped by the unique key.
@@ -153,20 +153,24 @@ func (m *Metrics) UniqueKeyRejected() { m.UniqueKeyRejections.Inc() }
 func (m *Metrics) StaleFenceRejected() { m.StaleFenceRejections.Inc() }
 
 // SyncGroupCommitted observes the size of one sync commit group
-// (service.GroupObserver).
+// (sale.GroupObserver).
 func (m *Metrics) SyncGroupCommitted(size int) { m.SyncGroup.Observe(float64(size)) }
 
-// BatchRead observes the size of a consumer batch (service.ConsumerObserver).
-func (m *Metrics) BatchRead(size int) { m.AsyncBatch.Observe(float64(size)) }
+// Consumers are the stream consumers' series, as async's
+// ConsumerObserver: batches, writes, dead letters, claims.
+type Consumers struct{ *Metrics }
+
+// BatchRead observes the size of a consumer batch.
+func (m Consumers) BatchRead(size int) { m.AsyncBatch.Observe(float64(size)) }
 
 // OrdersWritten counts orders written by the consumers.
-func (m *Metrics) OrdersWritten(n int) { m.AsyncWritten.Add(float64(n)) }
+func (m Consumers) OrdersWritten(n int) { m.AsyncWritten.Add(float64(n)) }
 
 // DeadLettered counts an order given up, by reason.
-func (m *Metrics) DeadLettered(reason string) { m.AsyncDeadLetters.WithLabelValues(reason).Inc() }
+func (m Consumers) DeadLettered(reason string) { m.AsyncDeadLetters.WithLabelValues(reason).Inc() }
 
 // Claimed counts entries claimed from idle consumers.
-func (m *Metrics) Claimed(n int) { m.AsyncClaimed.Add(float64(n)) }
+func (m Consumers) Claimed(n int) { m.AsyncClaimed.Add(float64(n)) }
 
 // Lifecycle are the order lifecycle's series, as the service's
 // LifecycleObserver: payments, cancels, the expiry sweep and the Redis

@@ -223,7 +223,7 @@ func (l *Limiter) allowAtMost(ctx context.Context, k limitKey, n int) (allowed i
 	return 0, max(res.RetryAfter, 0), nil
 }
 
-// CodeLimits are the code flow's limits (service.CodeLimiter) on a
+// CodeLimits are the code flow's limits (account.CodeLimiter) on a
 // Limiter, with the keys of keys.go.
 type CodeLimits struct{ *Limiter }
 
@@ -245,7 +245,7 @@ func (c CodeLimits) AllowDaily(ctx context.Context, phone string, l model.Limit)
 	return c.Allow(ctx, CodeDailyKey(phone), l)
 }
 
-// PurchaseLimits are the purchase's limits (service.PurchaseLimiter) on a
+// PurchaseLimits are the purchase's limits (sale.PurchaseLimiter) on a
 // Limiter, with the keys of keys.go.
 type PurchaseLimits struct{ *Limiter }
 
@@ -276,7 +276,7 @@ func (p PurchaseLimits) AllowVoucher(ctx context.Context, voucherID int64, l mod
 	return p.Allow(ctx, PurchaseVoucherKey(voucherID), l)
 }
 
-// QueueLimits are the waiting room's limits (service.ClientLimiter) on a
+// QueueLimits are the waiting room's limits (sale.ClientLimiter) on a
 // Limiter, with the keys of keys.go.
 type QueueLimits struct{ *Limiter }
 

@@ -18,7 +18,7 @@ import (
 // its script once and answers in model's terms: a refusal is its model
 // error, the next bucket is model.ErrNextBucket. What follows an answer
 // (the next bucket, a settlement, a release) is decided by the service's
-// step, service/admission.go.
+// step, service/async/admission.go.
 //
 // Concurrent admissions share pipelined round trips (evalBatcher, below):
 // with one round trip in flight, the next carries every admission that

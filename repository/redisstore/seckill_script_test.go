@@ -12,7 +12,7 @@ import (
 
 	"seckill/lua"
 	"seckill/model"
-	"seckill/service"
+	"seckill/service/async"
 )
 
 // testAdmission is the Redis side of async mode as app wires it, with the
@@ -27,9 +27,9 @@ func newTestAdmission(rdb redis.UniversalClient, stream string) *testAdmission {
 	return &testAdmission{NewAsyncState(rdb), NewSeckillScriptOn(rdb, stream)}
 }
 
-// Admit is service.AdmitOrder over a's SeckillScript.
+// Admit is async.AdmitOrder over a's SeckillScript.
 func (a *testAdmission) Admit(ctx context.Context, orderID, userID, voucherID int64, buckets int, now time.Time) error {
-	return service.AdmitOrder(ctx, a.SeckillScript, orderID, userID, voucherID, buckets, now)
+	return async.AdmitOrder(ctx, a.SeckillScript, orderID, userID, voucherID, buckets, now)
 }
 
 // admitBatch runs one Admit per user at once and returns their answers.

@@ -21,26 +21,33 @@ import (
 // their shard in MsgID ("<shard>/<entry id>"). entryID reads it back. So
 // the service sees one queue.
 type OrderStream struct {
+	streamShards
+}
+
+// streamShards is the order stream's layout: each shard's stream and
+// dead-letter stream, and the reads and claims of the shards one by one,
+// under which OrderStream keeps the queue's protocol.
+type streamShards struct {
 	rdb         redis.UniversalClient
 	stream, dlq string // StreamName and DeadLetterName (tests use their own)
 }
 
 // NewOrderStream returns the order stream.
 func NewOrderStream(rdb redis.UniversalClient) *OrderStream {
-	return &OrderStream{rdb: rdb, stream: StreamName, dlq: DeadLetterName}
+	return &OrderStream{streamShards{rdb: rdb, stream: StreamName, dlq: DeadLetterName}}
 }
 
 // NewOrderStreamOn returns an order stream on other names than StreamName
 // and DeadLetterName. Tests and tools use it to stay off the live streams.
 // Shard i's keys are seckill:{<tag>}:<stream> and seckill:{<tag>}:<dlq>.
 func NewOrderStreamOn(rdb redis.UniversalClient, stream, dlq string) *OrderStream {
-	return &OrderStream{rdb: rdb, stream: stream, dlq: dlq}
+	return &OrderStream{streamShards{rdb: rdb, stream: stream, dlq: dlq}}
 }
 
 // key is shard i's stream. dlqKey its dead-letter stream.
-func (s *OrderStream) key(i int) string { return ShardKey(i, s.stream) }
+func (s *streamShards) key(i int) string { return ShardKey(i, s.stream) }
 
-func (s *OrderStream) dlqKey(i int) string { return ShardKey(i, s.dlq) }
+func (s *streamShards) dlqKey(i int) string { return ShardKey(i, s.dlq) }
 
 // EnsureGroup creates group g1 (and the stream) of every shard when
 // missing. The group starts at the beginning of the stream. Every entry in
@@ -111,7 +118,7 @@ func (s *OrderStream) ReadOwn(ctx context.Context, consumer string, count int) (
 }
 
 // readEach reads every shard from id, one XREADGROUP per shard, pipelined.
-func (s *OrderStream) readEach(ctx context.Context, consumer, id string, count int) ([]model.QueuedOrder, error) {
+func (s *streamShards) readEach(ctx context.Context, consumer, id string, count int) ([]model.QueuedOrder, error) {
 	cmds := make([]*redis.XStreamSliceCmd, Shards)
 	_, _ = s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 		for i := range Shards {
@@ -144,7 +151,7 @@ func (s *OrderStream) readEach(ctx context.Context, consumer, id string, count i
 }
 
 // read is one XREADGROUP of streams (keys, then ids).
-func (s *OrderStream) read(ctx context.Context, consumer string, streams []string, count int, block time.Duration) ([]model.QueuedOrder, error) {
+func (s *streamShards) read(ctx context.Context, consumer string, streams []string, count int, block time.Duration) ([]model.QueuedOrder, error) {
 	res, err := s.rdb.XReadGroup(ctx, &redis.XReadGroupArgs{
 		Group: GroupName, Consumer: consumer, Streams: streams,
 		Count: int64(count), Block: block,
@@ -163,7 +170,7 @@ func (s *OrderStream) read(ctx context.Context, consumer string, streams []strin
 }
 
 // shardOfKey is the shard of one of this stream's keys.
-func (s *OrderStream) shardOfKey(key string) int {
+func (s *streamShards) shardOfKey(key string) int {
 	for i := range Shards {
 		if s.key(i) == key {
 			return i
@@ -172,7 +179,7 @@ func (s *OrderStream) shardOfKey(key string) int {
 	return -1
 }
 
-func (s *OrderStream) appendEntries(out []model.QueuedOrder, shard int, res []redis.XStream) []model.QueuedOrder {
+func (s *streamShards) appendEntries(out []model.QueuedOrder, shard int, res []redis.XStream) []model.QueuedOrder {
 	for _, st := range res {
 		for _, m := range st.Messages {
 			out = append(out, parseEntry(shard, m))
@@ -212,7 +219,7 @@ func (s *OrderStream) Claim(ctx context.Context, consumer string, minIdle time.D
 }
 
 // claim is XAUTOCLAIM on one shard, with the delivery counts.
-func (s *OrderStream) claim(ctx context.Context, shard int, consumer string, minIdle time.Duration, start string, count int) ([]model.QueuedOrder, string, error) {
+func (s *streamShards) claim(ctx context.Context, shard int, consumer string, minIdle time.Duration, start string, count int) ([]model.QueuedOrder, string, error) {
 	msgs, next, err := s.rdb.XAutoClaim(ctx, &redis.XAutoClaimArgs{
 		Stream: s.key(shard), Group: GroupName, Consumer: consumer,
 		MinIdle: minIdle, Start: start, Count: int64(count),

@@ -51,7 +51,7 @@ func streamBackends(t *testing.T) map[string]*OrderStream {
 	t.Helper()
 	out := map[string]*OrderStream{}
 	for name, c := range testClients(t) {
-		s := &OrderStream{rdb: c, stream: "test:stream:" + rand.Text()[:10], dlq: "test:dlq:" + rand.Text()[:10]}
+		s := &OrderStream{streamShards{rdb: c, stream: "test:stream:" + rand.Text()[:10], dlq: "test:dlq:" + rand.Text()[:10]}}
 		t.Cleanup(func() {
 			for i := range Shards {
 				c.Del(context.Background(), s.key(i), s.dlqKey(i))

@@ -10,7 +10,7 @@ import (
 	"seckill/model"
 )
 
-// The pay window's rule, given the cutoff of service.Lifecycle: an order
+// The pay window's rule, given the cutoff of sale.Lifecycle: an order
 // created after it may still be paid, one created at or before it has
 // expired. Pay, cancel and expiry use these, and only these.
 const (

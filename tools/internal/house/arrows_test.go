@@ -105,12 +105,34 @@ func relative(mod, pkg string) string {
 
 // forbidden are arrows that no list may draw: each package, and the
 // packages it never imports (a package named stands for its sub-packages
-// too).
+// too, on both sides of the arrow).
 var forbidden = map[string][]string{
 	// config holds plain values; app turns them into each package's options.
 	"config": {"lock", "service"},
 	// The stores and the lock answer service in model's terms.
 	"service": {"lua", "repository"},
+}
+
+// domains are the service's domain packages (docs/layers.md). None imports
+// another: a domain that needs another's work declares the interface it
+// consumes, and app wires the two. What several domains share lives in a
+// kernel package under service/internal.
+var domains = []string{"service/account", "service/catalog", "service/room", "service/sale", "service/async"}
+
+// withDomains is forbidden with every domain forbidding the others.
+func withDomains(forbidden map[string][]string, domains []string) map[string][]string {
+	out := map[string][]string{}
+	for p, f := range forbidden {
+		out[p] = append(out[p], f...)
+	}
+	for _, d := range domains {
+		for _, other := range domains {
+			if other != d {
+				out[d] = append(out[d], other)
+			}
+		}
+	}
+	return out
 }
 
 // arrowProblems compares the documented arrows with the imports. It also
@@ -123,9 +145,14 @@ func arrowProblems(doc map[string][]string, order []string, real, forbidden map[
 	}
 	for p, imports := range real {
 		for _, im := range imports {
-			for _, f := range forbidden[p] {
-				if im == f || strings.HasPrefix(im, f+"/") {
-					out = append(out, fmt.Sprintf("%s ──> %s is forbidden", p, im))
+			for from, fs := range forbidden {
+				if !under(p, from) {
+					continue
+				}
+				for _, f := range fs {
+					if under(im, f) && !under(p, f) {
+						out = append(out, fmt.Sprintf("%s ──> %s is forbidden", p, im))
+					}
 				}
 			}
 		}
@@ -176,7 +203,7 @@ func TestLayerArrows(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, p := range arrowProblems(doc, order, real, forbidden) {
+	for _, p := range arrowProblems(doc, order, real, withDomains(forbidden, domains)) {
 		t.Errorf("docs/layers.md: %s", p)
 	}
 }
@@ -209,5 +236,27 @@ func TestArrowProblemsFound(t *testing.T) {
 	}
 	if _, _, err := docArrows("```\nlock ──> lua\nlock ──> model\n```\n"); err == nil {
 		t.Error("a package on two lines: no error")
+	}
+}
+
+// TestDomainArrowRefused: a domain package importing another domain (or
+// one of its sub-packages) is reported whatever the list says; a domain
+// importing a kernel package under service/internal, and the service
+// importing a domain, are not.
+func TestDomainArrowRefused(t *testing.T) {
+	doc, order, err := docArrows("```\nservice ──> service/room, service/sale\nservice/sale ──> service/internal/kernel, service/room/roomtest\n" +
+		"service/room ──> service/internal/kernel\nservice/room/roomtest ──> nothing of the project\nservice/internal/kernel ──> nothing of the project\n```\n")
+	if err != nil {
+		t.Fatal(err)
+	}
+	real := map[string][]string{
+		"service":      {"service/room", "service/sale"},
+		"service/sale": {"service/internal/kernel", "service/room/roomtest"},
+		"service/room": {"service/internal/kernel"}, "service/room/roomtest": nil, "service/internal/kernel": nil,
+	}
+	got := arrowProblems(doc, order, real, withDomains(nil, []string{"service/room", "service/sale"}))
+	want := []string{"service/sale ──> service/room/roomtest is forbidden"}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("got\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
 }

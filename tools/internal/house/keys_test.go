@@ -27,7 +27,7 @@ const mockKey = "the fake's map key, not Redis"
 
 var notKeys = map[string]map[string]string{
 	"main.go":                                {"seckill:": "the prefix of the exit message"},
-	"service/mock/codes.go":                  {"addr:": mockKey, "cooldown:": mockKey, "daily:": mockKey},
+	"service/account/accounttest/codes.go":   {"addr:": mockKey, "cooldown:": mockKey, "daily:": mockKey},
 	"tools/cmd/testenv/main.go":              {"testenv:": "the prefix of its messages"},
 	"tools/cmd/harness/fairness/fairness.go": {"fairness:": "the prefix of its messages"},
 	"config/docgen/main.go":                  {"docgen:": "the prefix of its messages"},
@@ -36,7 +36,7 @@ var notKeys = map[string]map[string]string{
 	"internal/browsertest/browsertest.go":    {"about:blank": "a URL"},
 	"repository/sqlstore/db.go":              {"file:": "the SQLite file name's scheme"},
 	"repository/redisstore/epochs.go":        {"run_id:": "a field of INFO server"},
-	"service/watch.go":                       {"redislost:": "a row of tb_seckill_meta, not a Redis key"},
+	"service/async/watch.go":                 {"redislost:": "a row of tb_seckill_meta, not a Redis key"},
 	"model/live.go":                          {"code:": liveField},
 	"observe/live/recorder.go": {
 		"code:": liveField, "dup:": liveField, "lat:": liveField, "lat:ns:": liveField, "lat:sum": liveField,

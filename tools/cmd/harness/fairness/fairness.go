@@ -29,7 +29,7 @@ import (
 	"seckill/internal/fairness"
 	"seckill/model"
 	"seckill/repository/sqlstore"
-	"seckill/service"
+	"seckill/service/account"
 	"seckill/tools/cmd/harness/testbed"
 )
 
@@ -155,7 +155,7 @@ func run() error {
 		}
 		defer a.Close()
 		if i == 0 {
-			us, err := sqlstore.NewUsers(a.DB()).EnsureUsers(ctx, []string{service.LoadTestPhone(model.RoleAdmin, 1)}, model.RoleAdmin, func(int) string { return "admin_1" })
+			us, err := sqlstore.NewUsers(a.DB()).EnsureUsers(ctx, []string{account.LoadTestPhone(model.RoleAdmin, 1)}, model.RoleAdmin, func(int) string { return "admin_1" })
 			if err != nil {
 				return err
 			}
