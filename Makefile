@@ -35,7 +35,7 @@ test: vet
 # back once in its bucket. The waiting room's scaled-down fairness run
 # (e2e/waitingroom), async with 4 buckets. (The repository's stream and slot
 # tests run on the cluster in `make test` already.)
-CLUSTER_TESTS ?= ^(TestAsyncConcurrentSeckill|TestConsumerLockSetting|TestAsyncPoisonMessage|TestAsyncCrashRecovery|TestAsyncBuckets|TestOrderLifecycleAsync|TestPayWindowAsync|TestGiveBackAfterCrash|TestFairnessScaledDown|TestCluster.*)$$
+CLUSTER_TESTS ?= ^(TestAsyncConcurrentSeckill|TestConsumerLockSetting|TestAsyncPoisonMessage|TestAsyncCrashRecovery|TestAsyncBuckets|TestOrderLifecycleAsync|TestPayWindowAsync|TestGiveBackAfterCrash|TestFairnessScaledDown|TestUnitsGivenBackReopenRoom|TestEditReachesEveryInstance|TestCluster.*)$$
 .PHONY: test-cluster
 test-cluster:
 	$(TESTENV) env SECKILL_TEST_ON_CLUSTER=1 $(GO) test -race -count=1 -timeout 10m -run '$(CLUSTER_TESTS)' ./e2e/async/ ./e2e/lifecycle/ ./e2e/waitingroom/
