@@ -46,10 +46,10 @@ func PayTypeName(t int) string {
 
 // Refund reasons (tb_voucher_order.refund_reason, the order's refundReason).
 const (
-	RefundByBuyer        = "buyer"
-	RefundLatePayment    = "late_payment"         // paid after the order was cancelled or expired
-	RefundUnreachable    = "unreachable_provider" // the order was cancelled while its trade's state was unknown
-	RefundDuplicatePaid  = "duplicate_payment"    // a second trade of an order already paid
+	RefundByBuyer       = "buyer"
+	RefundLatePayment   = "late_payment"         // paid after the order was cancelled or expired
+	RefundUnreachable   = "unreachable_provider" // the order was cancelled while its trade's state was unknown
+	RefundDuplicatePaid = "duplicate_payment"    // a second trade of an order already paid
 )
 
 // Fen is an amount of money in fen (cents of yuan): integers end to end.
