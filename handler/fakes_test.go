@@ -23,9 +23,9 @@ import (
 	"seckill/service/catalog/catalogtest"
 )
 
-// The in-memory stores of package mock behind the real user and voucher
-// services, and a fake Sale. The tests assert the services' rules
-// through the routes.
+// The domain kits' in-memory stores (accounttest, catalogtest) behind the
+// real user and voucher services, and a fake Sale. The tests assert the
+// services' rules through the routes.
 
 // withCodeLimits serves the code flow on users and codes with limits and
 // cfg (Development as the env's); apply it after any option that sets

@@ -12,6 +12,7 @@ import (
 
 	"seckill/model"
 	"seckill/service/catalog/catalogtest"
+	"seckill/service/internal/ordertest"
 	"seckill/service/internal/servicetest"
 )
 
@@ -35,7 +36,7 @@ func (ambigVouchers) ListLive(context.Context, time.Time) ([]model.SeckillVouche
 // ambigOrders is the database: GetOrder only, counted.
 type ambigOrders struct {
 	AsyncOrderStore
-	f     *fakeOrders
+	f     *ordertest.Orders
 	reads atomic.Int64
 }
 
@@ -70,13 +71,13 @@ func TestAsyncBuyAmbiguousAdmission(t *testing.T) {
 			now := time.Now()
 			v := catalogtest.NewVouchers(100)
 			v.Put(model.SeckillVoucher{VoucherID: 7, InitialStock: 5, Stock: 5, BeginTime: now.Add(-time.Hour), EndTime: now.Add(time.Hour)})
-			ids := &fakeIDs{}
-			orders := &ambigOrders{f: newFakeOrders(nil, v)}
-			orders.f.getErr = tt.getErr
+			ids := &ordertest.IDs{}
+			orders := &ambigOrders{f: ordertest.NewOrders(nil, v)}
+			orders.f.GetErr = tt.getErr
 			const user = 42
-			wantID := int64(1<<40 + 1) // fakeIDs' first id
+			wantID := int64(1<<40 + 1) // ordertest.IDs' first id
 			if tt.written {
-				orders.f.orders[wantID] = model.VoucherOrder{ID: wantID, UserID: user, VoucherID: 7, Status: model.OrderStatusCreated}
+				orders.f.Orders[wantID] = model.VoucherOrder{ID: wantID, UserID: user, VoucherID: 7, Status: model.OrderStatusCreated}
 			}
 			s := NewAsyncSeckill(AsyncSeckillDeps{
 				Vouchers: ambigVouchers{v}, Orders: orders, IDs: ids,

@@ -10,6 +10,7 @@ import (
 
 	"seckill/model"
 	"seckill/service/catalog/catalogtest"
+	"seckill/service/internal/ordertest"
 	"seckill/service/internal/servicetest"
 )
 
@@ -160,7 +161,7 @@ func TestOrderLostWithRedis(t *testing.T) {
 	w.values = map[string]string{LossPrefix + strconv.FormatInt(loss.UnixMilli(), 10): "test"}
 	v := catalogtest.NewVouchers(100)
 	s := NewAsyncSeckill(AsyncSeckillDeps{
-		Vouchers: ambigVouchers{v}, Orders: &ambigOrders{f: newFakeOrders(nil, v)},
+		Vouchers: ambigVouchers{v}, Orders: &ambigOrders{f: ordertest.NewOrders(nil, v)},
 		Redis: noInfoState{}, Losses: &reconValues{w: w}, Log: servicetest.DiscardLog(),
 	})
 	before, after := idAt(loss.Add(-5*time.Second)), idAt(loss.Add(5*time.Second))

@@ -8,13 +8,14 @@ import (
 	"time"
 
 	"seckill/model"
+	"seckill/service/internal/ordertest"
 	"seckill/service/internal/servicetest"
 )
 
 // fakeGroups is a GroupOrderStore: it writes each order of a group with
 // the fake order store (or answers all with err) and records the groups.
 type fakeGroups struct {
-	orders *fakeOrders
+	orders *ordertest.Orders
 	err    error
 	during func(ctx context.Context) // runs first in CreateOrders
 	mu     sync.Mutex
@@ -49,7 +50,7 @@ func (f *fakeGroups) calls() [][]int64 {
 
 // groupObserver is the rig's observer with the group sizes.
 type groupObserver struct {
-	*fakeObserver
+	*ordertest.Observer
 	mu    sync.Mutex
 	sizes []int
 }
@@ -71,7 +72,7 @@ func newGroupRig(t *testing.T, cfg SyncSeckillConfig) (*rig, *fakeGroups, *group
 	t.Helper()
 	r := newRig(t, cfg)
 	g := &fakeGroups{orders: r.orders}
-	obs := &groupObserver{fakeObserver: r.obs}
+	obs := &groupObserver{Observer: r.obs}
 	r.svc = NewSyncSeckill(SyncSeckillDeps{
 		Vouchers: r.vouchers, Orders: r.orders, Groups: g, IDs: r.ids, Locker: r.locker,
 		Rejects: r.rejects, Observer: obs, Now: r.clock.Now, Log: servicetest.DiscardLog(),
@@ -84,7 +85,7 @@ func newGroupRig(t *testing.T, cfg SyncSeckillConfig) (*rig, *fakeGroups, *group
 func holdFirstCreate(r *rig) (started <-chan struct{}, release func()) {
 	st, gate := make(chan struct{}), make(chan struct{})
 	var once sync.Once
-	r.orders.during = func() {
+	r.orders.During = func() {
 		first := false
 		once.Do(func() { first = true })
 		if first {
@@ -166,7 +167,7 @@ func TestGroupLoneBuyerCommitsAlone(t *testing.T) {
 	if calls := g.calls(); len(calls) != 0 {
 		t.Errorf("group transactions: got %v, want none (a lone buyer writes its order alone)", calls)
 	}
-	if n := len(r.orders.createCalls()); n != 3 {
+	if n := len(r.orders.CreateCalls()); n != 3 {
 		t.Errorf("one-order transactions: got %d, want 3", n)
 	}
 	if got := obs.all(); len(got) != 3 || got[0] != 1 || got[1] != 1 || got[2] != 1 {
@@ -228,14 +229,14 @@ func TestGroupWaiterGoneBeforeCommitNeverWritten(t *testing.T) {
 	if err := <-done; err != nil {
 		t.Fatalf("first buyer: got %v, want nil", err)
 	}
-	for _, o := range r.orders.orders {
+	for _, o := range r.orders.Orders {
 		if o.UserID == 2 {
 			t.Errorf("order of the buyer gone before its group: got %+v, want none", o)
 		}
 	}
-	for _, c := range r.orders.createCalls() {
-		if c.order.UserID == 2 {
-			t.Errorf("the gone buyer's order reached the store: %+v", c.order)
+	for _, c := range r.orders.CreateCalls() {
+		if c.Order.UserID == 2 {
+			t.Errorf("the gone buyer's order reached the store: %+v", c.Order)
 		}
 	}
 	if calls := g.calls(); len(calls) != 0 {

@@ -13,6 +13,7 @@ import (
 	"seckill/lock"
 	"seckill/model"
 	"seckill/service/catalog/catalogtest"
+	"seckill/service/internal/ordertest"
 	"seckill/service/internal/servicetest"
 )
 
@@ -28,22 +29,22 @@ const (
 
 // rig is a SyncSeckill over fakes, every fake reachable for assertions.
 type rig struct {
-	ev       *events
+	ev       *ordertest.Events
 	vouchers *catalogtest.Vouchers
-	orders   *fakeOrders
+	orders   *ordertest.Orders
 	locker   *fakeLocker
-	rejects  *fakeRejects
-	ids      *fakeIDs
-	obs      *fakeObserver
+	rejects  *ordertest.Rejects
+	ids      *ordertest.IDs
+	obs      *ordertest.Observer
 	clock    *testenv.Clock
 	svc      *SyncSeckill
 }
 
 func newRig(t *testing.T, cfg SyncSeckillConfig) *rig {
 	t.Helper()
-	r := &rig{ev: &events{}, vouchers: catalogtest.NewVouchers(100), rejects: newFakeRejects(), ids: &fakeIDs{}, obs: &fakeObserver{}}
+	r := &rig{ev: &ordertest.Events{}, vouchers: catalogtest.NewVouchers(100), rejects: ordertest.NewRejects(), ids: &ordertest.IDs{}, obs: &ordertest.Observer{}}
 	r.clock = testenv.NewClock(testBegin.Add(10 * time.Minute))
-	r.orders = newFakeOrders(r.ev, r.vouchers)
+	r.orders = ordertest.NewOrders(r.ev, r.vouchers)
 	r.locker = newFakeLocker(r.ev)
 	r.vouchers.Put(model.SeckillVoucher{VoucherID: voucherOpen, Stock: 10, InitialStock: 10, BeginTime: testBegin, EndTime: testEnd})
 	r.vouchers.Put(model.SeckillVoucher{VoucherID: voucherSoldOut, Stock: 0, InitialStock: 5, BeginTime: testBegin, EndTime: testEnd})
@@ -58,7 +59,7 @@ func newRig(t *testing.T, cfg SyncSeckillConfig) *rig {
 // left held.
 func (r *rig) assertWrittenNoLock(t *testing.T, n int) {
 	t.Helper()
-	if got := len(r.orders.orders); got != n {
+	if got := len(r.orders.Orders); got != n {
 		t.Errorf("orders written: got %d, want %d", got, n)
 	}
 	r.assertNoLockHeld(t)
@@ -113,7 +114,7 @@ func TestBuyRefusedBeforeLock(t *testing.T) {
 			if n := r.locker.obtains.Load(); n != 0 {
 				t.Errorf("lock obtains: got %d, want 0 (refusal before the lock)", n)
 			}
-			if n := len(r.orders.createCalls()); n != 0 {
+			if n := len(r.orders.CreateCalls()); n != 0 {
 				t.Errorf("CreateOrder calls: got %d, want 0", n)
 			}
 		})
@@ -148,11 +149,11 @@ func TestBuySuccess(t *testing.T) {
 	if want := int64(1<<40 + 1); id != want {
 		t.Errorf("order id: got %d, want %d (from the ID generator)", id, want)
 	}
-	calls := r.orders.createCalls()
+	calls := r.orders.CreateCalls()
 	if len(calls) != 1 {
 		t.Fatalf("CreateOrder calls: got %d, want 1", len(calls))
 	}
-	o := calls[0].order
+	o := calls[0].Order
 	if o.ID != id || o.UserID != 7 || o.VoucherID != voucherOpen || o.Status != model.OrderStatusCreated {
 		t.Errorf("order: got id %d user %d voucher %d status %d, want %d 7 %d %d",
 			o.ID, o.UserID, o.VoucherID, o.Status, id, voucherOpen, model.OrderStatusCreated)
@@ -163,7 +164,7 @@ func TestBuySuccess(t *testing.T) {
 	if got, want := r.locker.keys, []string{"lock:order:7"}; !slices.Equal(got, want) {
 		t.Errorf("lock keys: got %v, want %v", got, want)
 	}
-	if got, want := r.ev.all(), []string{"obtain", "create", "release"}; !slices.Equal(got, want) {
+	if got, want := r.ev.All(), []string{"obtain", "create", "release"}; !slices.Equal(got, want) {
 		t.Errorf("call order: got %v, want %v", got, want)
 	}
 	r.assertNoLockHeld(t)
@@ -180,7 +181,7 @@ func TestBuySoldOutLearnedTakesNoLock(t *testing.T) {
 		t.Fatalf("second buyer: got %v, want %v", err, model.ErrSoldOut)
 	}
 	obtains := r.locker.obtains.Load()
-	creates := len(r.orders.createCalls())
+	creates := len(r.orders.CreateCalls())
 	for user := int64(3); user < 10; user++ {
 		if _, err := r.svc.Buy(ctx, user, 3); !errors.Is(err, model.ErrSoldOut) {
 			t.Fatalf("buyer %d: got %v, want %v", user, err, model.ErrSoldOut)
@@ -189,7 +190,7 @@ func TestBuySoldOutLearnedTakesNoLock(t *testing.T) {
 	if got := r.locker.obtains.Load(); got != obtains {
 		t.Errorf("lock obtains after sold out is known: got %d, want %d (no lock)", got, obtains)
 	}
-	if got := len(r.orders.createCalls()); got != creates {
+	if got := len(r.orders.CreateCalls()); got != creates {
 		t.Errorf("CreateOrder calls after sold out is known: got %d, want %d", got, creates)
 	}
 	r.assertNoLockHeld(t)
@@ -239,10 +240,10 @@ func TestBuyLockRefused(t *testing.T) {
 			if refused := tt.wantObserved > 0; errors.Is(err, model.ErrLockRefused) != refused {
 				t.Errorf("got %v: marked ErrLockRefused %v, want %v", err, !refused, refused)
 			}
-			if got := r.obs.lockNotObtained.Load(); got != tt.wantObserved {
+			if got := r.obs.NotObtained.Load(); got != tt.wantObserved {
 				t.Errorf("LockNotObtained observed: got %d, want %d", got, tt.wantObserved)
 			}
-			if n := len(r.orders.createCalls()); n != 0 {
+			if n := len(r.orders.CreateCalls()); n != 0 {
 				t.Errorf("CreateOrder calls: got %d, want 0", n)
 			}
 			if n := len(r.locker.releases()); n != 0 {
@@ -275,7 +276,7 @@ func TestBuyStoreErrors(t *testing.T) {
 			// Fencing on with a token so that the stale-fence path has a fence.
 			r := newRig(t, SyncSeckillConfig{Fencing: true})
 			r.locker.token, r.locker.hasToken = 41, true
-			r.orders.createErr = tt.createErr
+			r.orders.CreateErr = tt.createErr
 			id, err := r.svc.Buy(context.Background(), 7, voucherOpen)
 			for _, want := range tt.wantErrs {
 				if !errors.Is(err, want) {
@@ -283,16 +284,16 @@ func TestBuyStoreErrors(t *testing.T) {
 				}
 			}
 			checkRefused(t, id, err, tt.notErr)
-			if got := r.obs.uniqueKey.Load(); got != tt.wantUnique {
+			if got := r.obs.UniqueKeys.Load(); got != tt.wantUnique {
 				t.Errorf("UniqueKeyRejected observed: got %d, want %d", got, tt.wantUnique)
 			}
-			if got := r.obs.staleFence.Load(); got != tt.wantStale {
+			if got := r.obs.StaleFences.Load(); got != tt.wantStale {
 				t.Errorf("StaleFenceRejected observed: got %d, want %d", got, tt.wantStale)
 			}
-			if got := r.rejects.count(voucherOpen); got != tt.wantRejent {
+			if got := r.rejects.Count(voucherOpen); got != tt.wantRejent {
 				t.Errorf("duplicate rejections counted: got %d, want %d", got, tt.wantRejent)
 			}
-			if got, want := r.ev.all(), []string{"obtain", "create", "release"}; !slices.Equal(got, want) {
+			if got, want := r.ev.All(), []string{"obtain", "create", "release"}; !slices.Equal(got, want) {
 				t.Errorf("call order: got %v, want %v (release after the transaction, on every path)", got, want)
 			}
 			r.assertNoLockHeld(t)
@@ -311,25 +312,23 @@ func TestBuyUniqueKeyCountedDespiteCancelledRequest(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			r := newRig(t, SyncSeckillConfig{})
-			r.rejects.incrErr = tt.incrErr
-			r.orders.createErr = fmt.Errorf("%w: %w", model.ErrDuplicateOrder, model.ErrUniqueKey)
+			r.rejects.IncrErr = tt.incrErr
+			r.orders.CreateErr = fmt.Errorf("%w: %w", model.ErrDuplicateOrder, model.ErrUniqueKey)
 			ctx, cancel := context.WithCancel(context.Background())
 			defer cancel()
-			r.orders.during = cancel
+			r.orders.During = cancel
 			_, err := r.svc.Buy(ctx, 7, voucherOpen)
 			if !errors.Is(err, model.ErrDuplicateOrder) {
 				t.Fatalf("got %v, want %v (a failing counter must not change the answer)", err, model.ErrDuplicateOrder)
 			}
-			r.rejects.mu.Lock()
-			ctxErrs := append([]error(nil), r.rejects.ctxErrs...)
-			r.rejects.mu.Unlock()
+			ctxErrs := r.rejects.CtxErrs()
 			if len(ctxErrs) != 1 {
 				t.Fatalf("IncrDuplicateRejections calls: got %d, want 1", len(ctxErrs))
 			}
 			if ctxErrs[0] != nil {
 				t.Errorf("counter context: got err %v, want a live context", ctxErrs[0])
 			}
-			if got := r.obs.uniqueKey.Load(); got != 1 {
+			if got := r.obs.UniqueKeys.Load(); got != 1 {
 				t.Errorf("UniqueKeyRejected observed: got %d, want 1", got)
 			}
 			r.assertNoLockHeld(t)
@@ -356,22 +355,22 @@ func TestBuyFencing(t *testing.T) {
 			if _, err := r.svc.Buy(context.Background(), 7, voucherOpen); err != nil {
 				t.Fatalf("Buy: got %v, want nil", err)
 			}
-			calls := r.orders.createCalls()
+			calls := r.orders.CreateCalls()
 			if len(calls) != 1 {
 				t.Fatalf("CreateOrder calls: got %d, want 1", len(calls))
 			}
 			got := calls[0]
 			switch {
-			case tt.wantFence == nil && got.fence != nil:
-				t.Errorf("fence: got %+v, want nil", *got.fence)
-			case tt.wantFence != nil && (got.fence == nil || *got.fence != *tt.wantFence):
-				t.Errorf("fence: got %v, want %+v", got.fence, *tt.wantFence)
+			case tt.wantFence == nil && got.Fence != nil:
+				t.Errorf("fence: got %+v, want nil", *got.Fence)
+			case tt.wantFence != nil && (got.Fence == nil || *got.Fence != *tt.wantFence):
+				t.Errorf("fence: got %v, want %+v", got.Fence, *tt.wantFence)
 			}
 			switch {
-			case tt.wantFence == nil && got.order.FenceToken != nil:
-				t.Errorf("order fence token: got %d, want nil", *got.order.FenceToken)
-			case tt.wantFence != nil && (got.order.FenceToken == nil || *got.order.FenceToken != tt.wantFence.Token):
-				t.Errorf("order fence token: got %v, want %d", got.order.FenceToken, tt.wantFence.Token)
+			case tt.wantFence == nil && got.Order.FenceToken != nil:
+				t.Errorf("order fence token: got %d, want nil", *got.Order.FenceToken)
+			case tt.wantFence != nil && (got.Order.FenceToken == nil || *got.Order.FenceToken != tt.wantFence.Token):
+				t.Errorf("order fence token: got %v, want %d", got.Order.FenceToken, tt.wantFence.Token)
 			}
 		})
 	}
@@ -389,19 +388,19 @@ func TestBuyReleasesAfterCommitOnLiveContext(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			r := newRig(t, SyncSeckillConfig{})
-			r.orders.createErr = tt.createErr
+			r.orders.CreateErr = tt.createErr
 			ctx, cancel := context.WithCancel(context.Background())
 			defer cancel()
 			// The client goes away while the transaction runs.
-			r.orders.during = cancel
+			r.orders.During = cancel
 			_, err := r.svc.Buy(ctx, 7, voucherOpen)
 			if !errors.Is(err, tt.createErr) {
 				t.Fatalf("got %v, want %v", err, tt.createErr)
 			}
-			if calls := r.orders.createCalls(); len(calls) != 1 || calls[0].ctxErr == nil {
+			if calls := r.orders.CreateCalls(); len(calls) != 1 || calls[0].CtxErr == nil {
 				t.Fatalf("the request context must be cancelled inside CreateOrder for this test: calls %+v", calls)
 			}
-			if got, want := r.ev.all(), []string{"obtain", "create", "release"}; !slices.Equal(got, want) {
+			if got, want := r.ev.All(), []string{"obtain", "create", "release"}; !slices.Equal(got, want) {
 				t.Errorf("call order: got %v, want %v", got, want)
 			}
 			rels := r.locker.releases()
@@ -431,10 +430,10 @@ func TestBuyCriticalDelay(t *testing.T) {
 		if !errors.Is(err, model.ErrUnavailable) {
 			t.Fatalf("got %v, want %v", err, model.ErrUnavailable)
 		}
-		if n := len(r.orders.createCalls()); n != 0 {
+		if n := len(r.orders.CreateCalls()); n != 0 {
 			t.Errorf("CreateOrder calls: got %d, want 0", n)
 		}
-		if got, want := r.ev.all(), []string{"obtain", "release"}; !slices.Equal(got, want) {
+		if got, want := r.ev.All(), []string{"obtain", "release"}; !slices.Equal(got, want) {
 			t.Errorf("call order: got %v, want %v", got, want)
 		}
 		r.assertNoLockHeld(t)
@@ -450,12 +449,12 @@ func TestBuyCriticalDelay(t *testing.T) {
 
 func TestBuyIDGeneratorDown(t *testing.T) {
 	r := newRig(t, SyncSeckillConfig{})
-	r.ids.err = model.Unavailable(servicetest.ErrIO)
+	r.ids.Err = model.Unavailable(servicetest.ErrIO)
 	_, err := r.svc.Buy(context.Background(), 7, voucherOpen)
 	if !errors.Is(err, model.ErrUnavailable) {
 		t.Fatalf("got %v, want %v", err, model.ErrUnavailable)
 	}
-	if n := len(r.orders.createCalls()); n != 0 {
+	if n := len(r.orders.CreateCalls()); n != 0 {
 		t.Errorf("CreateOrder calls: got %d, want 0", n)
 	}
 	r.assertNoLockHeld(t)
@@ -510,9 +509,7 @@ func TestOrder(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			r.orders.mu.Lock()
-			r.orders.getErr = tt.getErr
-			r.orders.mu.Unlock()
+			r.orders.SetGetErr(tt.getErr)
 			o, err := r.svc.Order(context.Background(), tt.userID, tt.orderID)
 			if servicetest.CheckErr(t, err, tt.wantField, tt.wantErr) {
 				if tt.wantErr != nil && o != nil {
@@ -552,9 +549,9 @@ func TestAudit(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			r := newRig(t, SyncSeckillConfig{})
 			r.vouchers.Put(model.SeckillVoucher{VoucherID: 5, Stock: tt.stock, InitialStock: tt.initial, BeginTime: testBegin, EndTime: testEnd})
-			r.orders.counts = [2]int64{tt.orders, tt.users}
-			r.rejects.counts[5] = tt.dups
-			r.rejects.readErr = tt.readErr
+			r.orders.Counts = [2]int64{tt.orders, tt.users}
+			r.rejects.Counts[5] = tt.dups
+			r.rejects.ReadErr = tt.readErr
 			a, err := r.svc.Audit(context.Background(), tt.voucherID)
 			if servicetest.CheckErr(t, err, tt.wantField, tt.wantErr) {
 				return
