@@ -139,7 +139,7 @@ lock-check-ci:
 
 # ---- the failover demonstration (lock/failover_test.go, README "The lock
 # family"): TestFailoverTwoHolders on private redis-server and
-# redis-sentinel processes (internal/redisproc; the shared services are never
+# redis-sentinel processes (testkit/redisproc; the shared services are never
 # killed), then its table: who obtained lock:order:<userId> before and after
 # a Sentinel failover (or a Redlock node lost), per mode. The mysql and
 # zookeeper rows need the env of .ci/env.sh (`source .ci/env.sh && make

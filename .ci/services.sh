@@ -48,7 +48,7 @@ seckill_services_main() (
 
 	# ---------------------------------------------------------------- packages
 	# chromium (and a CJK font for its screenshots) only installs: the
-	# browser tests (internal/browsertest) start it themselves.
+	# browser tests (testkit/browsertest) start it themselves.
 	local wanted=(mariadb-server mariadb-client redis-server redis-tools redis-sentinel zookeeperd docker-compose wrk chromium fonts-wqy-microhei)
 	local missing=() pkg
 	for pkg in "${wanted[@]}"; do

@@ -8,9 +8,9 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"seckill/internal/testenv"
 	"seckill/lock"
 	"seckill/repository/redisstore"
+	"seckill/testkit/testenv"
 )
 
 // TestReconcileLockOutlivesItsLease: a reconciliation longer than the lock's

@@ -10,7 +10,7 @@ import (
 	"strings"
 	"testing"
 
-	"seckill/internal/testcert"
+	"seckill/testkit/testcert"
 )
 
 // TestSentinel: SECKILL_REDIS_SENTINEL_ADDRS with SECKILL_REDIS_MASTER select

@@ -14,13 +14,13 @@ import (
 
 	"seckill/auth"
 	"seckill/handler"
-	"seckill/internal/testenv"
 	"seckill/model"
 	"seckill/observe/metrics"
 	"seckill/service/account"
 	"seckill/service/account/accounttest"
 	"seckill/service/catalog"
 	"seckill/service/catalog/catalogtest"
+	"seckill/testkit/testenv"
 )
 
 // The domain kits' in-memory stores (accounttest, catalogtest) behind the

@@ -19,11 +19,11 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"seckill/handler"
-	"seckill/internal/testenv"
 	"seckill/model"
 	"seckill/observe/metrics"
 	"seckill/repository/redisstore"
 	"seckill/service/sale"
+	"seckill/testkit/testenv"
 )
 
 // fakeLifecycle pays and cancels by the answers queued in next, one per

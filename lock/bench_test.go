@@ -9,8 +9,8 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"seckill/internal/cpu"
 	"seckill/lock"
+	"seckill/testkit/cpu"
 )
 
 // BenchmarkAcquireRelease measures one uncontended Obtain plus Release per

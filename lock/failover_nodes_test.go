@@ -8,8 +8,8 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"seckill/internal/redisproc"
 	"seckill/lock"
+	"seckill/testkit/redisproc"
 )
 
 // runNodeLoss runs c's scenario on three private independent nodes: A

@@ -13,8 +13,8 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"seckill/internal/redisproc"
 	"seckill/lock"
+	"seckill/testkit/redisproc"
 )
 
 // runSentinelFailover runs c's scenario on a private Sentinel set and

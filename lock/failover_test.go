@@ -14,9 +14,9 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"seckill/internal/redisproc"
-	"seckill/internal/testenv"
 	"seckill/lock"
+	"seckill/testkit/redisproc"
+	"seckill/testkit/testenv"
 )
 
 // TestFailoverTwoHolders shows a lock granted by a Redis primary and lost

@@ -9,8 +9,8 @@ import (
 	"testing"
 	"time"
 
-	"seckill/internal/testenv"
 	"seckill/lock"
+	"seckill/testkit/testenv"
 
 	"github.com/redis/go-redis/v9"
 )

@@ -9,9 +9,9 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"seckill/internal/faultproxy"
-	"seckill/internal/testenv"
 	"seckill/lock"
+	"seckill/testkit/faultproxy"
+	"seckill/testkit/testenv"
 )
 
 // heldByOther has another Lua locker hold key until the test ends.

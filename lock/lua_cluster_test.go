@@ -11,8 +11,8 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"seckill/internal/testenv"
 	"seckill/lock"
+	"seckill/testkit/testenv"
 )
 
 // clusterClient connects to the Redis Cluster of SECKILL_TEST_CLUSTER_ADDRS

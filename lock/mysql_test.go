@@ -13,8 +13,8 @@ import (
 
 	mysqldrv "github.com/go-sql-driver/mysql"
 
-	"seckill/internal/testenv"
 	"seckill/lock"
+	"seckill/testkit/testenv"
 )
 
 func init() {

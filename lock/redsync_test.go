@@ -16,8 +16,8 @@ import (
 	"github.com/go-redsync/redsync/v4"
 	"github.com/redis/go-redis/v9"
 
-	"seckill/internal/testenv"
 	"seckill/lock"
+	"seckill/testkit/testenv"
 )
 
 func init() {

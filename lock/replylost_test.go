@@ -9,10 +9,10 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"seckill/internal/faultproxy"
-	"seckill/internal/testenv"
 	"seckill/lock"
 	"seckill/lua"
+	"seckill/testkit/faultproxy"
+	"seckill/testkit/testenv"
 )
 
 // The tests of this file lose the reply of one script call on its way back

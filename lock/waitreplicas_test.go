@@ -9,9 +9,9 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"seckill/internal/testenv"
-	"seckill/internal/testpair"
 	"seckill/lock"
+	"seckill/testkit/testenv"
+	"seckill/testkit/testpair"
 )
 
 // sentinelPair holds the pair (testpair.Lock) and asks the Sentinels of

@@ -11,8 +11,8 @@ import (
 
 	"github.com/go-zookeeper/zk"
 
-	"seckill/internal/testenv"
 	"seckill/lock"
+	"seckill/testkit/testenv"
 )
 
 func init() {

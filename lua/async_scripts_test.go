@@ -11,8 +11,8 @@ import (
 	"github.com/alicebob/miniredis/v2"
 	"github.com/redis/go-redis/v9"
 
-	"seckill/internal/testenv"
 	"seckill/lua"
+	"seckill/testkit/testenv"
 )
 
 // asyncBackends returns the Redis servers the async scripts are tested on:

@@ -9,9 +9,9 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"seckill/internal/faultproxy"
-	"seckill/internal/testenv"
 	"seckill/lua"
+	"seckill/testkit/faultproxy"
+	"seckill/testkit/testenv"
 )
 
 // TestSeckillScriptReplyLost: the reply of an admission is lost after the

@@ -7,8 +7,8 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"seckill/internal/testenv"
 	"seckill/lua"
+	"seckill/testkit/testenv"
 )
 
 // runMode runs seckill.lua in mode with the given ARGV past ARGV[6].

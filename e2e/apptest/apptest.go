@@ -28,8 +28,8 @@ import (
 
 	"seckill/app"
 	"seckill/config"
-	"seckill/internal/testenv"
 	"seckill/repository/redisstore"
+	"seckill/testkit/testenv"
 )
 
 // IntegrationEnv returns the real MySQL DSN and Redis address. It skips the

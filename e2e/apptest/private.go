@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"seckill/internal/redisproc"
+	"seckill/testkit/redisproc"
 )
 
 // PrivateRedis starts a throwaway redis-server with o (Dir filled in) and

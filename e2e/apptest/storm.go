@@ -16,8 +16,8 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"seckill/internal/audit"
 	"seckill/model"
+	"seckill/testkit/audit"
 )
 
 func RandomBase() int64 { return 1_000_000 + rand.Int64N(1<<40) }

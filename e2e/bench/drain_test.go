@@ -10,7 +10,7 @@ import (
 
 	"seckill/app"
 	"seckill/e2e/apptest"
-	"seckill/internal/cpu"
+	"seckill/testkit/cpu"
 )
 
 // BenchmarkDrain measures the consumers alone. It runs on the real Redis

@@ -15,7 +15,7 @@ import (
 	"time"
 
 	"seckill/e2e/apptest"
-	"seckill/internal/browsertest"
+	"seckill/testkit/browsertest"
 )
 
 // TestHeimaFrontend: the course's frontend works unchanged against the app

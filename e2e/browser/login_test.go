@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"seckill/e2e/apptest"
-	"seckill/internal/browsertest"
+	"seckill/testkit/browsertest"
 )
 
 // TestWebProductionLogin: an app in production (real MariaDB and Redis, a

@@ -19,7 +19,7 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"seckill/e2e/apptest"
-	"seckill/internal/browsertest"
+	"seckill/testkit/browsertest"
 )
 
 // newcomerSizes are the viewports of these tests: a phone and a desktop.

@@ -16,7 +16,7 @@ import (
 
 	"github.com/chromedp/chromedp"
 
-	"seckill/internal/browsertest"
+	"seckill/testkit/browsertest"
 )
 
 // TestWebScreens takes a picture of each page of the web app at 1280 and

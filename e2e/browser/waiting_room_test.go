@@ -10,9 +10,9 @@ import (
 	"time"
 
 	"seckill/e2e/apptest"
-	"seckill/internal/browsertest"
 	"seckill/model"
 	"seckill/repository/sqlstore"
+	"seckill/testkit/browsertest"
 )
 
 // TestWebWaitingRoom: a buyer joins a voucher's waiting room before the

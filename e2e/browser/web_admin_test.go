@@ -1,6 +1,6 @@
 package browser
 
-// The embedded web app in headless Chromium (internal/browsertest). The
+// The embedded web app in headless Chromium (testkit/browsertest). The
 // buyer's flow: log in by code, buy, see the order pending then created,
 // see a duplicate refused. The live dashboard's flow: the test loads two
 // instances. Then the dashboard's numbers equal the audit's.
@@ -20,7 +20,7 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"seckill/e2e/apptest"
-	"seckill/internal/browsertest"
+	"seckill/testkit/browsertest"
 )
 
 // TestWebAdminFlow: an admin at a desktop's and a phone's width. A garbage

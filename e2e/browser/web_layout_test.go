@@ -18,7 +18,7 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"seckill/e2e/apptest"
-	"seckill/internal/browsertest"
+	"seckill/testkit/browsertest"
 )
 
 // fits fails the test when anything in the element matching sel lies

@@ -1,6 +1,6 @@
 package browser
 
-// The embedded web app in headless Chromium (internal/browsertest). The
+// The embedded web app in headless Chromium (testkit/browsertest). The
 // buyer's flow: log in by code, buy, see the order pending then created,
 // see a duplicate refused. The live dashboard's flow: the test loads two
 // instances. Then the dashboard's numbers equal the audit's.
@@ -25,7 +25,7 @@ import (
 	"seckill/app"
 	"seckill/config"
 	"seckill/e2e/apptest"
-	"seckill/internal/browsertest"
+	"seckill/testkit/browsertest"
 )
 
 // webTestApp starts an app for a browser test, served on a local HTTP

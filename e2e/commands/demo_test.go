@@ -14,7 +14,7 @@ import (
 
 	"seckill/app"
 	"seckill/e2e/apptest"
-	"seckill/internal/testenv"
+	"seckill/testkit/testenv"
 )
 
 // serveForTest runs `seckill serve` with vars on a free loopback port until

@@ -17,9 +17,9 @@ import (
 	"seckill/app"
 	"seckill/config"
 	"seckill/e2e/apptest"
-	"seckill/internal/redisproc"
-	"seckill/internal/testcert"
 	"seckill/repository/redisstore"
+	"seckill/testkit/redisproc"
+	"seckill/testkit/testcert"
 )
 
 // authApp starts the app on MariaDB and the Redis of vars, with no Redlock

@@ -18,8 +18,8 @@ import (
 	"seckill/app"
 	"seckill/config"
 	"seckill/e2e/apptest"
-	"seckill/internal/testenv"
-	"seckill/internal/testpair"
+	"seckill/testkit/testenv"
+	"seckill/testkit/testpair"
 )
 
 // The Sentinel-managed Redis of .ci/services.sh: a primary, a replica,

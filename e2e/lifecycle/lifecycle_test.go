@@ -15,11 +15,11 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"seckill/e2e/apptest"
-	"seckill/internal/audit"
 	"seckill/model"
 	"seckill/repository/redisstore"
 	"seckill/repository/sqlstore"
 	"seckill/service/sale"
+	"seckill/testkit/audit"
 )
 
 // The order's life end to end. Buyers pay, cancel or walk away on two

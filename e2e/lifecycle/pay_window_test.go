@@ -13,11 +13,11 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"seckill/e2e/apptest"
-	"seckill/internal/redisproc"
 	"seckill/model"
 	"seckill/repository/redisstore"
 	"seckill/repository/sqlstore"
 	"seckill/service/sale"
+	"seckill/testkit/redisproc"
 )
 
 // The pay window to the millisecond. Two buyers buy through the app, on

@@ -17,9 +17,9 @@ import (
 	"seckill/app"
 	"seckill/config"
 	"seckill/e2e/apptest"
-	"seckill/internal/testenv"
 	"seckill/repository/redisstore"
 	"seckill/service/account"
+	"seckill/testkit/testenv"
 )
 
 // randomPhone is a fresh mobile number (the Redis is shared).

@@ -15,7 +15,7 @@ import (
 
 	"seckill/e2e/apptest"
 	"seckill/handler"
-	"seckill/internal/redisproc"
+	"seckill/testkit/redisproc"
 )
 
 // floodRequests is how many keyed requests the flood sends on each keyed

@@ -7,11 +7,11 @@ import (
 	"time"
 
 	"seckill/e2e/apptest"
-	"seckill/internal/fairness"
 	"seckill/model"
+	"seckill/testkit/fairness"
 )
 
-// TestFairnessScaledDown is the fairness run (internal/fairness) at a size
+// TestFairnessScaledDown is the fairness run (testkit/fairness) at a size
 // for the test suite: 600 buyers, 2 % of them bots, 15 units, two
 // instances on loopback. Exactly the units are sold, none without a token,
 // bots' tokenless purchases are refused, and every joiner who stayed

@@ -12,8 +12,8 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"seckill/e2e/apptest"
-	"seckill/internal/redisproc"
 	"seckill/model"
+	"seckill/testkit/redisproc"
 )
 
 // TestQueueFloodLimited: on two instances of one private Redis, one

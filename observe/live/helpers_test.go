@@ -4,7 +4,7 @@ import (
 	"log/slog"
 	"time"
 
-	"seckill/internal/testenv"
+	"seckill/testkit/testenv"
 )
 
 // newClock returns the tests' clock, at a fixed start.

@@ -13,8 +13,8 @@ import (
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"go.opentelemetry.io/otel/trace"
 
-	"seckill/internal/testenv"
 	"seckill/lock"
+	"seckill/testkit/testenv"
 )
 
 // countingIDs draws ids as the SDK's generator would and counts them.

@@ -12,10 +12,10 @@ import (
 	"github.com/alicebob/miniredis/v2"
 	"github.com/redis/go-redis/v9"
 
-	"seckill/internal/faultproxy"
-	"seckill/internal/testenv"
 	"seckill/lua"
 	"seckill/model"
+	"seckill/testkit/faultproxy"
+	"seckill/testkit/testenv"
 )
 
 // admitRig is a voucher with stock 5 loaded on the real Redis under a

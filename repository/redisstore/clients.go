@@ -85,7 +85,7 @@ func NewSentinelRedisClient(master string, sentinelAddrs []string, auth RedisAut
 // every clusterReload. go-redis reloads it on MOVED and once a minute, but
 // a dead master answers no MOVED. Without the reload, the client kept
 // sending to a dead master for up to a minute after the failover
-// (internal/redisproc's TestCluster).
+// (testkit/redisproc's TestCluster).
 func NewClusterRedisClient(addrs []string, auth RedisAuth) *redis.ClusterClient {
 	o := serviceOptions(addrs, "", auth).Cluster()
 	o.ClusterStateReloadInterval = clusterReload

@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"seckill/internal/testenv"
+	"seckill/testkit/testenv"
 )
 
 // TestIdentity: the run id of the answering Redis (40 hex characters, the

@@ -14,8 +14,8 @@ import (
 	"github.com/alicebob/miniredis/v2"
 	"github.com/redis/go-redis/v9"
 
-	"seckill/internal/testenv"
 	"seckill/model"
+	"seckill/testkit/testenv"
 )
 
 // TestLimiter: redis_rate's GCRA on every backend: a burst, then refusals

@@ -10,9 +10,9 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"seckill/internal/testenv"
 	"seckill/lua"
 	"seckill/model"
+	"seckill/testkit/testenv"
 )
 
 // TestLiveStats: two instances' publications add up per voucher. The

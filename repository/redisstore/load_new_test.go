@@ -10,8 +10,8 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"seckill/internal/testenv"
 	"seckill/model"
+	"seckill/testkit/testenv"
 )
 
 // TestLoadNewForeignState: LoadNew of a voucher whose id holds a hash of

@@ -13,7 +13,7 @@ import (
 	"github.com/alicebob/miniredis/v2"
 	"github.com/redis/go-redis/v9"
 
-	"seckill/internal/testenv"
+	"seckill/testkit/testenv"
 )
 
 // testClients returns miniredis (always), the real Redis (when

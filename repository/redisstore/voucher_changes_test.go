@@ -11,7 +11,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"seckill/internal/testenv"
+	"seckill/testkit/testenv"
 )
 
 // TestVoucherChanges: on every Redis, the cluster too, a listener hears

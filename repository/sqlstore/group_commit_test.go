@@ -9,8 +9,8 @@ import (
 	"testing"
 	"time"
 
-	"seckill/internal/testenv"
 	"seckill/model"
+	"seckill/testkit/testenv"
 )
 
 // newGroup returns the order store, a voucher of stock units on sale, and a

@@ -9,8 +9,8 @@ import (
 	"testing"
 	"time"
 
-	"seckill/internal/testenv"
 	"seckill/model"
+	"seckill/testkit/testenv"
 )
 
 // longAgo is the creation time of the test orders meant to expire. They

@@ -6,8 +6,8 @@ import (
 	"math/rand/v2"
 	"testing"
 
-	"seckill/internal/testenv"
 	"seckill/model"
+	"seckill/testkit/testenv"
 )
 
 // TestLossFenceRefusesWritesReadBeforeAMove: a consumer read its entries

@@ -4,7 +4,7 @@ import (
 	"context"
 	"testing"
 
-	"seckill/internal/testenv"
+	"seckill/testkit/testenv"
 )
 
 // TestNamedValuesList: rows by name prefix. A prefix with a LIKE wildcard is

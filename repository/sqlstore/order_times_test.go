@@ -7,8 +7,8 @@ import (
 	"testing"
 	"time"
 
-	"seckill/internal/testenv"
 	"seckill/model"
+	"seckill/testkit/testenv"
 )
 
 // TestPayWindowMilliseconds: an order bought at .920 of a second may be

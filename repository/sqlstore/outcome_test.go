@@ -7,8 +7,8 @@ import (
 	"sync"
 	"testing"
 
-	"seckill/internal/testenv"
 	"seckill/model"
+	"seckill/testkit/testenv"
 )
 
 func entryOf(o *model.VoucherOrder) model.QueuedOrder {

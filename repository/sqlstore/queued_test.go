@@ -6,8 +6,8 @@ import (
 	"math/rand/v2"
 	"testing"
 
-	"seckill/internal/testenv"
 	"seckill/model"
+	"seckill/testkit/testenv"
 )
 
 func stockAndOrders(t *testing.T, db *DB, vid int64) (stock int, orders int64) {

@@ -5,7 +5,7 @@ import (
 	"math/rand/v2"
 	"testing"
 
-	"seckill/internal/testenv"
+	"seckill/testkit/testenv"
 )
 
 // TestListByUser: a user's orders only, newest (largest id) first, at most

@@ -8,8 +8,8 @@ import (
 	"testing"
 	"time"
 
-	"seckill/internal/testenv"
 	"seckill/model"
+	"seckill/testkit/testenv"
 )
 
 // TestRevocations: Revoke stores not_before and keeps a later one, NotBefore

@@ -9,8 +9,8 @@ import (
 	"testing"
 	"time"
 
-	"seckill/internal/testenv"
 	"seckill/model"
+	"seckill/testkit/testenv"
 )
 
 func ptrOf[T any](v T) *T { return &v }

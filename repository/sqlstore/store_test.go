@@ -12,8 +12,8 @@ import (
 
 	"github.com/go-sql-driver/mysql"
 
-	"seckill/internal/testenv"
 	"seckill/model"
+	"seckill/testkit/testenv"
 )
 
 // databases returns the embedded database (always) and MariaDB (when

@@ -9,9 +9,9 @@ import (
 	"testing"
 	"time"
 
-	"seckill/internal/testenv"
 	"seckill/model"
 	"seckill/service/internal/servicetest"
+	"seckill/testkit/testenv"
 )
 
 func TestNotBeforeOf(t *testing.T) {

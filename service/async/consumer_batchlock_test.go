@@ -7,9 +7,9 @@ import (
 	"github.com/alicebob/miniredis/v2"
 	"github.com/redis/go-redis/v9"
 
-	"seckill/internal/testenv"
 	"seckill/lock"
 	"seckill/model"
+	"seckill/testkit/testenv"
 )
 
 // newLuaConsRig is newConsRig with the lua lock on an in-process Redis.

@@ -9,12 +9,12 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"seckill/internal/testenv"
 	"seckill/lock"
 	"seckill/model"
 	"seckill/repository/redisstore"
 	"seckill/repository/sqlstore"
 	"seckill/service/internal/servicetest"
+	"seckill/testkit/testenv"
 )
 
 // Integration tests of the consumers against the real MariaDB and Redis.

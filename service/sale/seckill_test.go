@@ -9,12 +9,12 @@ import (
 	"testing"
 	"time"
 
-	"seckill/internal/testenv"
 	"seckill/lock"
 	"seckill/model"
 	"seckill/service/catalog/catalogtest"
 	"seckill/service/internal/ordertest"
 	"seckill/service/internal/servicetest"
+	"seckill/testkit/testenv"
 )
 
 var (

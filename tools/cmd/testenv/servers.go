@@ -11,8 +11,8 @@ import (
 	"sync"
 	"time"
 
-	"seckill/internal/proc"
-	"seckill/internal/redisproc"
+	"seckill/testkit/proc"
+	"seckill/testkit/redisproc"
 	"seckill/tools/cmd/harness/testbed"
 )
 

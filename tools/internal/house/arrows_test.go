@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path"
 	"path/filepath"
 	"reflect"
 	"sort"
@@ -205,6 +206,46 @@ func TestLayerArrows(t *testing.T) {
 	}
 	for _, p := range arrowProblems(doc, order, real, withDomains(forbidden, domains)) {
 		t.Errorf("docs/layers.md: %s", p)
+	}
+	for _, p := range kitProblems(real) {
+		t.Error(p)
+	}
+}
+
+// isTestKit: a kit of tests and tools, which no product package imports.
+// That is every package under testkit/, and one named <domain>test
+// (catalogtest, ordertest, livetest, apptest, ...).
+func isTestKit(pkg string) bool {
+	return under(pkg, "testkit") || strings.HasSuffix(path.Base(pkg), "test")
+}
+
+// kitProblems reports each arrow of the product that points to a test kit.
+func kitProblems(real map[string][]string) []string {
+	var out []string
+	for p, imports := range real {
+		for _, im := range imports {
+			if isTestKit(im) {
+				out = append(out, fmt.Sprintf("%s ──> %s: a product package imports a test kit", p, im))
+			}
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// TestKitProblemsFound: an arrow to a package under testkit/ or to a
+// <domain>test package is reported; others are not.
+func TestKitProblemsFound(t *testing.T) {
+	real := map[string][]string{
+		"app": {"testkit/redisproc", "service/sale"}, "service/sale": {"service/internal/ordertest", "model"},
+		"model": nil, "testkit/redisproc": nil, "service/internal/ordertest": nil,
+	}
+	want := []string{
+		"app ──> testkit/redisproc: a product package imports a test kit",
+		"service/sale ──> service/internal/ordertest: a product package imports a test kit",
+	}
+	if got := kitProblems(real); !reflect.DeepEqual(got, want) {
+		t.Errorf("got\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
 }
 

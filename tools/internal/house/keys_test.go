@@ -33,7 +33,7 @@ var notKeys = map[string]map[string]string{
 	"config/docgen/main.go":                  {"docgen:": "the prefix of its messages"},
 	"tools/internal/house/report.go":         {"house:": "the prefix of its messages"},
 	"tools/loadtest/driver/main.go":          {"driver:": "the prefix of its messages"},
-	"internal/browsertest/browsertest.go":    {"about:blank": "a URL"},
+	"testkit/browsertest/browsertest.go":     {"about:blank": "a URL"},
 	"repository/sqlstore/db.go":              {"file:": "the SQLite file name's scheme"},
 	"repository/redisstore/epochs.go":        {"run_id:": "a field of INFO server"},
 	"service/async/watch.go":                 {"redislost:": "a row of tb_seckill_meta, not a Redis key"},

@@ -9,8 +9,8 @@ import (
 	"strings"
 	"time"
 
-	"seckill/internal/proc"
 	"seckill/repository/redisstore"
+	"seckill/testkit/proc"
 )
 
 // queryString is the one value of a query ("" on error).

@@ -10,10 +10,10 @@ import (
 	"strings"
 	"time"
 
-	"seckill/internal/audit"
-	"seckill/internal/proc"
 	"seckill/model"
 	"seckill/repository/redisstore"
+	"seckill/testkit/audit"
+	"seckill/testkit/proc"
 	"seckill/tools/cmd/harness/testbed"
 )
 

@@ -14,8 +14,8 @@ import (
 	"strings"
 	"time"
 
-	"seckill/internal/proc"
 	"seckill/repository/redisstore"
+	"seckill/testkit/proc"
 	"seckill/tools/cmd/harness/testbed"
 )
 

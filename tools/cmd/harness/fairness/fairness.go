@@ -1,5 +1,5 @@
 // Package fairness is `harness fairness`: the waiting room's fairness run
-// (internal/fairness) over two app instances in this process, on loopback,
+// (testkit/fairness) over two app instances in this process, on loopback,
 // on the MariaDB and Redis of SECKILL_MYSQL_DSN and SECKILL_REDIS_ADDR. It
 // writes tools/loadtest/fairness/RESULTS.md and results.json. With
 // FAIR_CLUSTER=1 the instances use the Redis Cluster of
@@ -26,10 +26,10 @@ import (
 	"seckill/app"
 	"seckill/auth"
 	"seckill/config"
-	"seckill/internal/fairness"
 	"seckill/model"
 	"seckill/repository/sqlstore"
 	"seckill/service/account"
+	"seckill/testkit/fairness"
 	"seckill/tools/cmd/harness/testbed"
 )
 

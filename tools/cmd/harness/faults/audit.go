@@ -5,9 +5,9 @@ import (
 	"fmt"
 	"time"
 
-	"seckill/internal/audit"
-	"seckill/internal/proc"
 	"seckill/model"
+	"seckill/testkit/audit"
+	"seckill/testkit/proc"
 	"seckill/tools/cmd/harness/testbed"
 )
 

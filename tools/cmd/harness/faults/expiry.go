@@ -4,8 +4,8 @@ import (
 	"context"
 	"time"
 
-	"seckill/internal/audit"
-	"seckill/internal/proc"
+	"seckill/testkit/audit"
+	"seckill/testkit/proc"
 	"seckill/tools/cmd/harness/testbed"
 )
 

@@ -23,8 +23,8 @@ import (
 	"github.com/go-sql-driver/mysql"
 	"github.com/redis/go-redis/v9"
 
-	"seckill/internal/proc"
-	"seckill/internal/redisproc"
+	"seckill/testkit/proc"
+	"seckill/testkit/redisproc"
 	"seckill/tools/cmd/harness/testbed"
 )
 

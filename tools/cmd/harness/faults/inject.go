@@ -11,12 +11,12 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"seckill/internal/proc"
-	"seckill/internal/redisproc"
 	"seckill/lock"
 	"seckill/model"
 	"seckill/repository"
 	"seckill/repository/redisstore"
+	"seckill/testkit/proc"
+	"seckill/testkit/redisproc"
 	"seckill/tools/cmd/harness/testbed"
 )
 

@@ -14,7 +14,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"seckill/internal/proc"
+	"seckill/testkit/proc"
 )
 
 // The fault suite's load is generated in process: one goroutine per purchase,

@@ -8,8 +8,8 @@ import (
 	"strconv"
 	"time"
 
-	"seckill/internal/proc"
 	"seckill/repository/redisstore"
+	"seckill/testkit/proc"
 )
 
 // The waiting room's cases (docs/waiting-room.md): every buyer joins the

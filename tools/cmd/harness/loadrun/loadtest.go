@@ -22,10 +22,10 @@ import (
 	"github.com/go-sql-driver/mysql"
 	"github.com/redis/go-redis/v9"
 
-	"seckill/internal/audit"
-	"seckill/internal/proc"
 	"seckill/model"
 	"seckill/repository/redisstore"
+	"seckill/testkit/audit"
+	"seckill/testkit/proc"
 	"seckill/tools/cmd/harness/testbed"
 )
 

@@ -429,7 +429,7 @@ codes; the DUPLICATE_ORDER answers split by where they were stopped, from the in
 ` + "`/metrics`" + `: *lock refused* (` + "`seckill_lock_not_obtained_total`" + `), *past lock* (the duplicate
 obtained the lock and the order transaction's "already bought" check stopped it), *unique key*
 (` + "`seckill_unique_key_rejections_total`" + `: only the database's UNIQUE (user_id, voucher_id)
-stopped it); *oversold* and *consistent* from the audit of the database itself (internal/audit and
+stopped it); *oversold* and *consistent* from the audit of the database itself (testkit/audit and
 model.Facts, the invariant code of the tests: orders <= initial stock, orders = initial - stock, no
 user with two orders, the order ids of the 200s = the orders in the database); *req/s* and the
 latency percentiles as k6 measured them (slow-business latencies include the 2.5 s delay).

@@ -14,7 +14,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"seckill/internal/redisproc"
+	"seckill/testkit/redisproc"
 	"seckill/tools/internal/lockcheck"
 )
 

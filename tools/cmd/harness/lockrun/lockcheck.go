@@ -23,9 +23,9 @@ import (
 	"github.com/go-sql-driver/mysql"
 	"github.com/redis/go-redis/v9"
 
-	"seckill/internal/faultproxy"
-	"seckill/internal/proc"
-	"seckill/internal/redisproc"
+	"seckill/testkit/faultproxy"
+	"seckill/testkit/proc"
+	"seckill/testkit/redisproc"
 	"seckill/tools/cmd/harness/testbed"
 	"seckill/tools/internal/lockcheck"
 )

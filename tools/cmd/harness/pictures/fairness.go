@@ -6,7 +6,7 @@ import (
 	"math"
 	"time"
 
-	"seckill/internal/fairness"
+	"seckill/testkit/fairness"
 	"seckill/tools/cmd/harness/testbed"
 )
 

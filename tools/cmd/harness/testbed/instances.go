@@ -12,7 +12,7 @@ import (
 	"syscall"
 	"time"
 
-	"seckill/internal/proc"
+	"seckill/testkit/proc"
 )
 
 // Instance is one seckill process started by the harness.

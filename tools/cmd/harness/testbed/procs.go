@@ -12,11 +12,11 @@ import (
 	"syscall"
 	"time"
 
-	"seckill/internal/proc"
+	"seckill/testkit/proc"
 )
 
 // The fault suite's private processes: a MariaDB of its own (here), and Redis
-// servers and Sentinels of its own (internal/redisproc). They listen on free
+// servers and Sentinels of its own (testkit/redisproc). They listen on free
 // loopback ports and run in the suite's temporary directory. They never use
 // the shared services of .ci/services.sh that other people's tests use. Those
 // are MariaDB 3306, Redis 6379-6382, Sentinel 6390/6391/26390-26392 and

@@ -7,8 +7,8 @@ import (
 	"github.com/go-sql-driver/mysql"
 	"github.com/redis/go-redis/v9"
 
-	"seckill/internal/audit"
 	"seckill/model"
+	"seckill/testkit/audit"
 )
 
 // ExpiryTally is what became of one voucher's orders.

@@ -16,7 +16,7 @@ import (
 	_ "github.com/go-sql-driver/mysql"
 	"github.com/redis/go-redis/v9"
 
-	"seckill/internal/proc"
+	"seckill/testkit/proc"
 )
 
 // ProjectRoot is the repository root: the nearest directory upwards from

@@ -9,7 +9,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"seckill/internal/redisproc"
+	"seckill/testkit/redisproc"
 )
 
 // need skips the test without redis-server and redis-sentinel on PATH

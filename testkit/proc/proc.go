@@ -1,6 +1,6 @@
 // Package proc supervises child processes: it starts one, says whether it
 // runs, waits until it is ready, stops it gently or kills it, and starts it
-// again. The harness and internal/redisproc run their servers with it.
+// again. The harness and testkit/redisproc run their servers with it.
 package proc
 
 import (

@@ -37,7 +37,7 @@ import (
 	"sync"
 	"time"
 
-	"seckill/internal/proc"
+	"seckill/testkit/proc"
 )
 
 // DefaultWait bounds a wait (a start, a kill, a health check) whose context

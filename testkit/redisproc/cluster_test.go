@@ -6,7 +6,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"seckill/internal/redisproc"
+	"seckill/testkit/redisproc"
 )
 
 // TestCluster: three masters with a replica each form a healthy cluster.
