@@ -11,8 +11,8 @@
 // The options (TTL, Wait, Watchdog, backoff) are shared, with their
 // defaults in DefaultOptions. Waiting backends retry with exponential
 // backoff and full jitter, and honour the context. Owner tokens come from
-// crypto/rand. The Lua scripts live in seckill/lua, the only package of the
-// module this one imports.
+// crypto/rand. The Lua scripts live beside it in lock/scripts, the only
+// package of the module this one imports.
 //
 // Each mode has one file and a test file of the same name. ObtainAll and
 // ReleaseAll take the locks of many keys at once. TestContract runs one

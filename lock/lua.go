@@ -4,7 +4,7 @@ import (
 	"context"
 	"fmt"
 
-	"seckill/lua"
+	"seckill/lock/scripts"
 
 	"github.com/redis/go-redis/v9"
 )
@@ -26,7 +26,7 @@ var (
 	_ BatchLocker = (*Scripted)(nil)
 )
 
-// NewScripted returns the lock of mode lua, one script each way (lua/acquire.lua, lua/unlock.lua).
+// NewScripted returns the lock of mode lua, one script each way (scripts/acquire.lua, scripts/unlock.lua).
 func NewScripted(client redis.UniversalClient, opts ...Option) (*Scripted, error) {
 	o, err := redisOptions("lua", client, opts)
 	if err == nil {
@@ -59,7 +59,7 @@ func fenceKey(c redis.UniversalClient, key string) string {
 	return FenceKey(key)
 }
 
-// Obtain runs lua/acquire.lua, retrying with backoff within the wait.
+// Obtain runs scripts/acquire.lua, retrying with backoff within the wait.
 func (s *Scripted) Obtain(ctx context.Context, key string) (Lock, error) {
 	owner := newOwnerToken()
 	var token int64
@@ -93,16 +93,16 @@ func (s *Scripted) Obtain(ctx context.Context, key string) (Lock, error) {
 	return &luaLock{s: s, key: key, owner: owner, token: token}, nil
 }
 
-// acquire runs lua/acquire.lua for owner, followed on the same connection
+// acquire runs scripts/acquire.lua for owner, followed on the same connection
 // by WAIT when Options.WaitReplicas is set; acks is WAIT's answer (0 when
 // off). A WAIT without an answer is an error: the caller undoes the grant.
 func (s *Scripted) acquire(ctx context.Context, key, owner string) (token, acks int64, err error) {
 	keys := []string{key, fenceKey(s.client, key)}
 	if s.opts.WaitReplicas <= 0 {
-		token, err = lua.Acquire.Run(ctx, s.client, keys, owner, s.opts.TTL.Milliseconds()).Int64()
+		token, err = scripts.Acquire.Run(ctx, s.client, keys, owner, s.opts.TTL.Milliseconds()).Int64()
 		return token, 0, err
 	}
-	cmd, acks, waitErr := runWaited(ctx, s.client, s.opts, lua.Acquire, keys, owner, s.opts.TTL.Milliseconds())
+	cmd, acks, waitErr := runWaited(ctx, s.client, s.opts, scripts.Acquire, keys, owner, s.opts.TTL.Milliseconds())
 	if token, err = cmd.Int64(); err != nil {
 		return 0, 0, err
 	}
@@ -115,7 +115,7 @@ func (s *Scripted) abandon(ctx context.Context, key, owner string) {
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.opts.ReleaseTimeout)
 	defer cancel()
 	// Best effort: on failure the lease still frees the key.
-	if err := lua.Unlock.Run(rctx, s.client, []string{key}, owner).Err(); err != nil {
+	if err := scripts.Unlock.Run(rctx, s.client, []string{key}, owner).Err(); err != nil {
 		return
 	}
 }
@@ -133,7 +133,7 @@ func (l *luaLock) Token() (int64, bool) { return l.token, true }
 // Release deletes the key only if it still holds this holder's token, in
 // one atomic script.
 func (l *luaLock) Release(ctx context.Context) error {
-	n, err := lua.Unlock.Run(ctx, l.s.client, []string{l.key}, l.owner).Int64()
+	n, err := scripts.Unlock.Run(ctx, l.s.client, []string{l.key}, l.owner).Int64()
 	if err != nil {
 		return fmt.Errorf("lock: lua: release %q: %w", l.key, err)
 	}

@@ -6,10 +6,10 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"seckill/lua"
+	"seckill/lock/scripts"
 )
 
-// ObtainAll obtains the locks of keys in one run of lua/acquire_all.lua.
+// ObtainAll obtains the locks of keys in one run of scripts/acquire_all.lua.
 // Each key gets its own owner and fencing token, exactly as from Obtain.
 // With Options.WaitReplicas, WAIT follows on the same connection. If too few
 // replicas acknowledge, every grant is undone and reported as
@@ -82,7 +82,7 @@ func (s *Scripted) ObtainAll(ctx context.Context, keys []string) ([]Lock, []erro
 	return locks, errs
 }
 
-// ReleaseAll releases this locker's locks in one run of lua/unlock_all.lua,
+// ReleaseAll releases this locker's locks in one run of scripts/unlock_all.lua,
 // a compare-and-delete per key. Locks of another locker are released one by
 // one. On Redis Cluster it runs one script call per master. With WAIT there,
 // it releases each lock on its own.
@@ -142,29 +142,29 @@ func (s *Scripted) batches() bool {
 	return s.opts.Wait <= 0 && !cluster
 }
 
-// acquireAll runs lua/acquire_all.lua, followed on the same connection by
+// acquireAll runs scripts/acquire_all.lua, followed on the same connection by
 // WAIT when Options.WaitReplicas is set; acks is WAIT's answer (0 when
 // off). A WAIT without an answer is an error: the caller undoes the grants.
 func (s *Scripted) acquireAll(ctx context.Context, keys []string, args []any) (tokens []int64, acks int64, err error) {
 	if s.opts.WaitReplicas <= 0 {
-		tokens, err = lua.AcquireAll.Run(ctx, s.client, keys, args...).Int64Slice()
+		tokens, err = scripts.AcquireAll.Run(ctx, s.client, keys, args...).Int64Slice()
 		return tokens, 0, err
 	}
-	cmd, acks, waitErr := runWaited(ctx, s.client, s.opts, lua.AcquireAll, keys, args...)
+	cmd, acks, waitErr := runWaited(ctx, s.client, s.opts, scripts.AcquireAll, keys, args...)
 	if tokens, err = cmd.Int64Slice(); err != nil {
 		return nil, 0, err
 	}
 	return tokens, acks, waitErr
 }
 
-// releaseAll runs lua/unlock_all.lua: per key 1 (deleted) or 0 (not held
+// releaseAll runs scripts/unlock_all.lua: per key 1 (deleted) or 0 (not held
 // by its owner).
 func (s *Scripted) releaseAll(ctx context.Context, keys, owners []string) ([]int64, error) {
 	args := make([]any, len(owners))
 	for i, o := range owners {
 		args[i] = o
 	}
-	done, err := lua.UnlockAll.Run(ctx, s.client, keys, args...).Int64Slice()
+	done, err := scripts.UnlockAll.Run(ctx, s.client, keys, args...).Int64Slice()
 	if err == nil && len(done) != len(keys) {
 		err = fmt.Errorf("unlock_all.lua answered %d results for %d keys", len(done), len(keys))
 	}

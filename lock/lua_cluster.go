@@ -7,7 +7,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"seckill/lua"
+	"seckill/lock/scripts"
 )
 
 // On Redis Cluster a script may name the keys of one slot only. So
@@ -79,8 +79,8 @@ func (s *Scripted) obtainPipelined(ctx context.Context, keys []string) ([]Lock, 
 		owners[i] = newOwnerToken()
 	}
 	ttl := s.opts.TTL.Milliseconds()
-	byNode, left := s.perNode(ctx, lua.AcquireNode, []any{ttl}, keys, owners)
-	cmds := runPerKey(ctx, s.client, lua.AcquireAll, len(left),
+	byNode, left := s.perNode(ctx, scripts.AcquireNode, []any{ttl}, keys, owners)
+	cmds := runPerKey(ctx, s.client, scripts.AcquireAll, len(left),
 		func(j int) []string { return []string{keys[left[j]], ClusterFenceKey(keys[left[j]])} },
 		func(j int) []any { return []any{ttl, owners[left[j]]} })
 	again := make(map[int]*redis.Cmd, len(left))
@@ -122,9 +122,9 @@ func (s *Scripted) obtainPipelined(ctx context.Context, keys []string) ([]Lock, 
 // once per key left, pipelined: per key 1 (deleted), 0 (not held by its
 // owner), or its call's error.
 func (s *Scripted) releasePipelined(ctx context.Context, keys, owners []string) ([]int64, []error) {
-	done, left := s.perNode(ctx, lua.UnlockNode, nil, keys, owners)
+	done, left := s.perNode(ctx, scripts.UnlockNode, nil, keys, owners)
 	errs := make([]error, len(keys))
-	cmds := runPerKey(ctx, s.client, lua.UnlockAll, len(left),
+	cmds := runPerKey(ctx, s.client, scripts.UnlockAll, len(left),
 		func(j int) []string { return []string{keys[left[j]]} },
 		func(j int) []any { return []any{owners[left[j]]} })
 	for j, cmd := range cmds {

@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"seckill/lock"
-	"seckill/lua"
+	"seckill/lock/scripts"
 
 	"github.com/redis/go-redis/v9"
 )
@@ -56,10 +56,10 @@ func TestLuaObtainCancelledLeavesNothing(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Load the scripts first so the timed attempt is a single EVALSHA.
-	if err := lua.Acquire.Load(context.Background(), slow).Err(); err != nil {
+	if err := scripts.Acquire.Load(context.Background(), slow).Err(); err != nil {
 		t.Fatal(err)
 	}
-	if err := lua.Unlock.Load(context.Background(), slow).Err(); err != nil {
+	if err := scripts.Unlock.Load(context.Background(), slow).Err(); err != nil {
 		t.Fatal(err)
 	}
 	key := testKey(t)

@@ -9,7 +9,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"seckill/lua"
+	"seckill/lock/scripts"
 )
 
 // Multi is the MultiLock backend: the lock is held only when every
@@ -25,8 +25,8 @@ type Multi struct {
 var _ Locker = (*Multi)(nil)
 
 // NewMulti returns a MultiLock over clients, one per independent Redis
-// node. The clients stay owned by the caller. It runs lua/acquire.lua and
-// lua/unlock.lua on every node. TTL is the lease on every node. Wait is the
+// node. The clients stay owned by the caller. It runs scripts/acquire.lua and
+// scripts/unlock.lua on every node. TTL is the lease on every node. Wait is the
 // time spent retrying with backoff. Watchdog extends the lease on every
 // node every TTL/3 while held.
 func NewMulti(clients []redis.UniversalClient, opts ...Option) (*Multi, error) {
@@ -70,7 +70,7 @@ func (m *Multi) Obtain(ctx context.Context, key string) (Lock, error) {
 	owner := newOwnerToken()
 	var token int64
 	acquire := func(ctx context.Context, c redis.UniversalClient) nodeResult {
-		n, err := lua.Acquire.Run(ctx, c, []string{key, FenceKey(key)}, owner, m.opts.TTL.Milliseconds()).Int64()
+		n, err := scripts.Acquire.Run(ctx, c, []string{key, FenceKey(key)}, owner, m.opts.TTL.Milliseconds()).Int64()
 		return nodeResult{ok: err == nil && n > 0, n: n, err: err}
 	}
 	err := retry(ctx, m.opts, func(ctx context.Context) (bool, error) {
@@ -140,7 +140,7 @@ func (m *Multi) rollback(key, owner string) error {
 // unlockAll runs compare-and-delete on every node.
 func (m *Multi) unlockAll(ctx context.Context, key, owner string) []nodeResult {
 	return onNodes(ctx, m.clients, func(ctx context.Context, c redis.UniversalClient) nodeResult {
-		n, err := lua.Unlock.Run(ctx, c, []string{key}, owner).Int64()
+		n, err := scripts.Unlock.Run(ctx, c, []string{key}, owner).Int64()
 		return nodeResult{ok: err == nil && n == 1, err: err}
 	})
 }

@@ -9,7 +9,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"seckill/lua"
+	"seckill/lock/scripts"
 )
 
 // Reentrant is a Redisson-style re-entrant lock. The lock is a Redis hash
@@ -27,8 +27,8 @@ type Reentrant struct {
 
 var _ Locker = (*Reentrant)(nil)
 
-// NewReentrant returns the re-entrant locker (lua/reentrant_lock.lua,
-// lua/reentrant_unlock.lua, lua/reentrant_renew.lua).
+// NewReentrant returns the re-entrant locker (scripts/reentrant_lock.lua,
+// scripts/reentrant_unlock.lua, scripts/reentrant_renew.lua).
 func NewReentrant(client redis.UniversalClient, opts ...Option) (*Reentrant, error) {
 	o, err := redisOptions("reentrant", client, opts)
 	if err == nil {
@@ -85,7 +85,7 @@ func (r *Reentrant) abandon(ctx context.Context, key, owner string) {
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), r.opts.ReleaseTimeout)
 	defer cancel()
 	// Best effort: on failure the lease still frees the key.
-	if err := lua.ReentrantUnlock.Run(rctx, r.client, []string{key},
+	if err := scripts.ReentrantUnlock.Run(rctx, r.client, []string{key},
 		owner, r.opts.TTL.Milliseconds(), ReleaseChannel(key), newOwnerToken()).Err(); err != nil {
 		return
 	}
@@ -110,11 +110,11 @@ func (r *Reentrant) try(ctx context.Context, key, owner, req string) (grant, err
 	)
 	if r.opts.WaitReplicas > 0 {
 		var cmd *redis.Cmd
-		cmd, acks, werr = runWaited(ctx, r.client, r.opts, lua.ReentrantLock, keys,
+		cmd, acks, werr = runWaited(ctx, r.client, r.opts, scripts.ReentrantLock, keys,
 			owner, r.opts.TTL.Milliseconds(), req)
 		res, err = cmd.Int64Slice()
 	} else {
-		res, err = lua.ReentrantLock.Run(ctx, r.client, keys,
+		res, err = scripts.ReentrantLock.Run(ctx, r.client, keys,
 			owner, r.opts.TTL.Milliseconds(), req).Int64Slice()
 	}
 	if err != nil {
@@ -258,16 +258,16 @@ func (l *reentrantLock) watchdog(holder context.Context) {
 	}
 }
 
-// renew runs lua/reentrant_renew.lua, followed on the same connection by
+// renew runs scripts/reentrant_renew.lua, followed on the same connection by
 // WAIT when Options.WaitReplicas is set (acks is its answer, 0 when off).
 // A WAIT without an answer is an error, retried at the next tick.
 func (l *reentrantLock) renew(ctx context.Context) (n, acks int64, err error) {
 	keys := []string{l.key}
 	if l.r.opts.WaitReplicas <= 0 {
-		n, err = lua.ReentrantRenew.Run(ctx, l.r.client, keys, l.owner, l.r.opts.TTL.Milliseconds()).Int64()
+		n, err = scripts.ReentrantRenew.Run(ctx, l.r.client, keys, l.owner, l.r.opts.TTL.Milliseconds()).Int64()
 		return n, 0, err
 	}
-	cmd, acks, err := runWaited(ctx, l.r.client, l.r.opts, lua.ReentrantRenew, keys, l.owner, l.r.opts.TTL.Milliseconds())
+	cmd, acks, err := runWaited(ctx, l.r.client, l.r.opts, scripts.ReentrantRenew, keys, l.owner, l.r.opts.TTL.Milliseconds())
 	n, cerr := cmd.Int64()
 	switch {
 	case cerr != nil:
@@ -291,7 +291,7 @@ func (l *reentrantLock) Release(ctx context.Context) error {
 		l.stopOnce.Do(func() { close(l.stop) })
 		<-l.done
 	}
-	n, err := lua.ReentrantUnlock.Run(ctx, l.r.client, []string{l.key},
+	n, err := scripts.ReentrantUnlock.Run(ctx, l.r.client, []string{l.key},
 		l.owner, l.r.opts.TTL.Milliseconds(), ReleaseChannel(l.key), l.release).Int64()
 	if err != nil {
 		l.released.Store(false)

@@ -10,7 +10,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"seckill/lock"
-	"seckill/lua"
+	"seckill/lock/scripts"
 	"seckill/testkit/faultproxy"
 	"seckill/testkit/testenv"
 )
@@ -26,8 +26,8 @@ import (
 // on "evalsha" would not happen.
 func loadLockScripts(tb testing.TB, rdb redis.UniversalClient) {
 	tb.Helper()
-	for _, script := range []*redis.Script{lua.Acquire, lua.Unlock, lua.AcquireAll, lua.UnlockAll,
-		lua.ReentrantLock, lua.ReentrantUnlock, lua.ReentrantRenew} {
+	for _, script := range []*redis.Script{scripts.Acquire, scripts.Unlock, scripts.AcquireAll, scripts.UnlockAll,
+		scripts.ReentrantLock, scripts.ReentrantUnlock, scripts.ReentrantRenew} {
 		if err := script.Load(context.Background(), rdb).Err(); err != nil {
 			tb.Fatalf("SCRIPT LOAD: %v", err)
 		}

@@ -12,8 +12,8 @@ import (
 	"github.com/alicebob/miniredis/v2"
 	"github.com/redis/go-redis/v9"
 
-	"seckill/lua"
 	"seckill/model"
+	"seckill/repository/redisstore/scripts"
 	"seckill/testkit/faultproxy"
 	"seckill/testkit/testenv"
 )
@@ -40,7 +40,7 @@ func newAdmitRig(t *testing.T, client func(addr string) *redis.Client) *admitRig
 	direct := NewRedisClient(addr, RedisAuth{})
 	t.Cleanup(func() { direct.Close() })
 	// Cached on the server, so the first EVALSHA through the proxy runs.
-	for _, sc := range []*redis.Script{lua.Seckill, lua.SeckillSettle} {
+	for _, sc := range []*redis.Script{scripts.Seckill, scripts.SeckillSettle} {
 		if err := sc.Load(ctx, direct).Err(); err != nil {
 			t.Fatalf("SCRIPT LOAD: %v", err)
 		}
@@ -105,7 +105,7 @@ func TestAdmitReplyLost(t *testing.T) {
 	}
 	// The admission once (not again on another connection), then its
 	// settlement.
-	admissions, settlements := r.p.SeenWith("evalsha", lua.Seckill.Hash()), r.p.SeenWith("evalsha", lua.SeckillSettle.Hash())
+	admissions, settlements := r.p.SeenWith("evalsha", scripts.Seckill.Hash()), r.p.SeenWith("evalsha", scripts.SeckillSettle.Hash())
 	if admissions != 1 || settlements != 1 {
 		t.Errorf("EVALSHA of seckill.lua sent %d times, of seckill_settle.lua %d; want 1 and 1", admissions, settlements)
 	}
@@ -138,16 +138,16 @@ func TestAdmitCommandLost(t *testing.T) {
 	r.admissions(t, 0)
 
 	// The lost command arrives late.
-	code, err := lua.Seckill.Run(ctx, r.direct,
+	code, err := scripts.Seckill.Run(ctx, r.direct,
 		r.a.keys(r.vid, oid),
 		42, r.vid, oid, time.Now().UnixMilli(), int64(OrderInfoTTL/time.Second)).Int()
 	if err != nil {
 		t.Fatalf("late seckill.lua: %v", err)
 	}
-	if code == lua.SeckillOK {
+	if code == scripts.SeckillOK {
 		t.Errorf("the late command admitted order %d, which Admit had answered with an error", oid)
-	} else if code != lua.SeckillVoid {
-		t.Errorf("the late command: got code %d, want %d (void)", code, lua.SeckillVoid)
+	} else if code != scripts.SeckillVoid {
+		t.Errorf("the late command: got code %d, want %d (void)", code, scripts.SeckillVoid)
 	}
 	if _, err := r.a.OrderInfo(ctx, oid); !errors.Is(err, model.ErrOrderNotFound) {
 		t.Errorf("OrderInfo of the void order: got %v, want ErrOrderNotFound", err)
@@ -181,8 +181,8 @@ func TestAdmitReplyLostAfterWrite(t *testing.T) {
 		t.Errorf("Admit: got %v, want ErrUnavailable (the service asks the database)", err)
 	}
 	r.admissions(t, 1)
-	if v := r.direct.Get(ctx, OrderInfoKey(VoucherShard(r.vid), oid)).Val(); v != lua.OrderInfoVoid {
-		t.Errorf("order info: got %q, want %q", v, lua.OrderInfoVoid)
+	if v := r.direct.Get(ctx, OrderInfoKey(VoucherShard(r.vid), oid)).Val(); v != scripts.OrderInfoVoid {
+		t.Errorf("order info: got %q, want %q", v, scripts.OrderInfoVoid)
 	}
 }
 

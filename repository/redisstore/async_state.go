@@ -9,8 +9,8 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"seckill/lua"
 	"seckill/model"
+	"seckill/repository/redisstore/scripts"
 )
 
 // AsyncState is the Redis state of async mode beside the order stream:
@@ -45,11 +45,11 @@ func (a *AsyncState) OrderInfo(ctx context.Context, orderID int64) (*model.Vouch
 	v, err := "", error(redis.Nil)
 	for _, c := range cmds {
 		if cerr := c.Err(); !errors.Is(cerr, redis.Nil) {
-			if v != "" && strings.HasSuffix(c.Val(), ":"+lua.OrderInfoMoving) {
+			if v != "" && strings.HasSuffix(c.Val(), ":"+scripts.OrderInfoMoving) {
 				continue
 			}
 			v, err = c.Val(), cerr
-			if cerr != nil || !strings.HasSuffix(v, ":"+lua.OrderInfoMoving) {
+			if cerr != nil || !strings.HasSuffix(v, ":"+scripts.OrderInfoMoving) {
 				break
 			}
 		}
@@ -60,7 +60,7 @@ func (a *AsyncState) OrderInfo(ctx context.Context, orderID int64) (*model.Vouch
 	if err != nil {
 		return nil, redisErr(err)
 	}
-	if v == lua.OrderInfoVoid {
+	if v == scripts.OrderInfoVoid {
 		return nil, model.ErrOrderNotFound // given up: never admitted
 	}
 	parts := strings.Split(v, ":")
@@ -73,7 +73,7 @@ func (a *AsyncState) OrderInfo(ctx context.Context, orderID int64) (*model.Vouch
 		return nil, fmt.Errorf("order info %d: malformed %q: %w", orderID, v, err)
 	}
 	status := model.OrderStatusPending
-	if parts[2] == lua.OrderInfoFailed {
+	if parts[2] == scripts.OrderInfoFailed {
 		status = model.OrderStatusFailed
 	}
 	created := model.OrderIDTime(orderID)

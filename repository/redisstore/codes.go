@@ -6,8 +6,8 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"seckill/lua"
 	"seckill/model"
+	"seckill/repository/redisstore/scripts"
 )
 
 // Codes keeps login codes in Redis under login:code:<phone>, each with its
@@ -31,7 +31,7 @@ func (c *Codes) SaveCode(ctx context.Context, phone, code string, ttl time.Durat
 // deletes the code. No code is not ok. Redis errors are
 // model.ErrUnavailable.
 func (c *Codes) CheckCode(ctx context.Context, phone, code string, maxWrong int) (bool, error) {
-	n, err := lua.CheckCode.Run(ctx, c.rdb, codeKeys(phone), code, maxWrong).Int()
+	n, err := scripts.CheckCode.Run(ctx, c.rdb, codeKeys(phone), code, maxWrong).Int()
 	if err != nil {
 		return false, model.Unavailable(err)
 	}

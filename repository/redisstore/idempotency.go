@@ -10,8 +10,8 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"seckill/lua"
 	"seckill/model"
+	"seckill/repository/redisstore/scripts"
 )
 
 // Idempotency stores the Idempotency-Key records of every instance in
@@ -43,7 +43,7 @@ func NewIdempotency(rdb redis.UniversalClient, maxKeys int) *Idempotency {
 // the first of them expires.
 func (s *Idempotency) Begin(ctx context.Context, userID int64, key, fp string, lease time.Duration) (string, *model.IdempotentRecord, error) {
 	owner := rand.Text()
-	res, err := lua.IdempotencyBegin.Run(ctx, s.rdb, idempotencyKeys(userID, key), owner, fp, lease.Milliseconds(),
+	res, err := scripts.IdempotencyBegin.Run(ctx, s.rdb, idempotencyKeys(userID, key), owner, fp, lease.Milliseconds(),
 		IdempotencyKeyHash(key), s.maxKeys).Result()
 	switch {
 	case errors.Is(err, redis.Nil):
@@ -104,7 +104,7 @@ func (s *Idempotency) Release(ctx context.Context, userID int64, key, owner stri
 }
 
 func (s *Idempotency) finish(ctx context.Context, userID int64, key, owner, status string, body []byte, ttl time.Duration) (bool, error) {
-	n, err := lua.IdempotencyFinish.Run(ctx, s.rdb, idempotencyKeys(userID, key), owner, status, body, ttl.Milliseconds(),
+	n, err := scripts.IdempotencyFinish.Run(ctx, s.rdb, idempotencyKeys(userID, key), owner, status, body, ttl.Milliseconds(),
 		IdempotencyKeyHash(key)).Int()
 	if err != nil {
 		return false, model.Unavailable(err)

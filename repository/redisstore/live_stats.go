@@ -11,8 +11,8 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"seckill/lua"
 	"seckill/model"
+	"seckill/repository/redisstore/scripts"
 )
 
 // LiveStats keeps the live dashboard's counters in Redis (package live's
@@ -57,7 +57,7 @@ func (s *LiveStats) Publish(ctx context.Context, inst model.LiveInstance, deltas
 			// voucher's history. EVAL, not EVALSHA: a pipeline cannot
 			// fall back on NOSCRIPT.
 			if args, some := historyArgs(sec, d); some {
-				lua.LiveHistory.Eval(ctx, p, []string{LiveHistoryKey(id)}, args...)
+				scripts.LiveHistory.Eval(ctx, p, []string{LiveHistoryKey(id)}, args...)
 			}
 		}
 		p.HSet(ctx, LiveInstancesKey, inst.ID, b)

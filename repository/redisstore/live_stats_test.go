@@ -10,8 +10,8 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"seckill/lua"
 	"seckill/model"
+	"seckill/repository/redisstore/scripts"
 	"seckill/testkit/testenv"
 )
 
@@ -150,7 +150,7 @@ func TestLiveHistory(t *testing.T) {
 		key := LiveHistoryKey(v)
 		run := func(sec int64, n int64) int64 {
 			t.Helper()
-			r, err := lua.LiveHistory.Run(ctx, rdb, []string{key}, sec, 2, 60_000, n, 0, 0, 0, 0, 0, 0, 0, 0).Int64()
+			r, err := scripts.LiveHistory.Run(ctx, rdb, []string{key}, sec, 2, 60_000, n, 0, 0, 0, 0, 0, 0, 0, 0).Int64()
 			must(err)
 			return r
 		}

@@ -1,7 +1,7 @@
 package redisstore
 
 // The KEYS of each script this package runs, built in one function per
-// script. The script's header in package lua lists them. script_keys_test.go
+// script. The script's header in scripts/ lists them. script_keys_test.go
 // checks that each function builds what the header says.
 
 // SeckillKeys are the KEYS of seckill.lua for an order of the voucher in

@@ -1,16 +1,17 @@
 package redisstore
 
 import (
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
 
-	"seckill/lua"
 	"seckill/repository"
+	"seckill/testkit/scripttest"
 )
 
-// TestScriptKeysMatchHeaders: each script's KEYS, as its header in package
-// lua lists them, are what this package builds. The count is the same. Each
+// TestScriptKeysMatchHeaders: each script's KEYS, as its header in scripts/
+// lists them, are what this package builds. The count is the same. Each
 // key is the header's pattern with its placeholders filled in.
 func TestScriptKeysMatchHeaders(t *testing.T) {
 	const shard, voucher, order, user = 5, int64(1234567), int64(98765), int64(4242)
@@ -35,7 +36,7 @@ func TestScriptKeysMatchHeaders(t *testing.T) {
 		{"live_history.lua", []string{LiveHistoryKey(voucher)}},
 	}
 	for _, tt := range tests {
-		patterns, err := lua.KeysOf(tt.script)
+		patterns, err := scripttest.KeysOf(filepath.Join("scripts", tt.script))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -98,7 +99,7 @@ func fill(t *testing.T, pattern string, vars map[string]string) string {
 func TestRoomKeysMatchHeader(t *testing.T) {
 	const voucher = int64(1234565)
 	vars := map[string]string{"tag": ShardTag(VoucherShard(voucher)), "voucherId": strconv.FormatInt(voucher, 10)}
-	patterns, err := lua.KeysOf("waiting_room.lua")
+	patterns, err := scripttest.KeysOf(filepath.Join("scripts", "waiting_room.lua"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,11 +9,11 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"seckill/lua"
 	"seckill/model"
+	"seckill/repository/redisstore/scripts"
 )
 
-// SeckillScript is the one Go caller of lua/seckill.lua and of its two
+// SeckillScript is the one Go caller of scripts/seckill.lua and of its two
 // companions, seckill_settle.lua and seckill_release.lua. Each method runs
 // its script once and answers in model's terms: a refusal is its model
 // error, the next bucket is model.ErrNextBucket. What follows an answer
@@ -84,15 +84,15 @@ func (s *SeckillScript) Run(ctx context.Context, orderID, userID, voucherID int6
 		userID, voucherID, orderID, now.UnixMilli(), int64(OrderInfoTTL / time.Second)}
 	var cmd *redis.Cmd
 	if mode == model.AdmitAway {
-		args = append(args, lua.SeckillAway, s.traceOf(ctx), BucketShard(voucherID, home))
-		cmd = evalOnce(ctx, s.rdb, lua.Seckill, args)
+		args = append(args, scripts.SeckillAway, s.traceOf(ctx), BucketShard(voucherID, home))
+		cmd = evalOnce(ctx, s.rdb, scripts.Seckill, args)
 	} else {
 		if tp := s.traceOf(ctx); tp != "" {
 			args = append(args, scriptMode(mode), tp)
 		} else if mode != model.AdmitOnly {
 			args = append(args, scriptMode(mode))
 		}
-		cmd = s.batch.eval(ctx, s.rdb, lua.Seckill.Hash(), lua.Seckill, args)
+		cmd = s.batch.eval(ctx, s.rdb, scripts.Seckill.Hash(), scripts.Seckill, args)
 	}
 	code, err := cmd.Int()
 	var reply redis.Error
@@ -111,34 +111,34 @@ func (s *SeckillScript) Run(ctx context.Context, orderID, userID, voucherID int6
 func scriptMode(mode model.AdmitMode) string {
 	switch mode {
 	case model.AdmitHome:
-		return lua.SeckillHome
+		return scripts.SeckillHome
 	case model.AdmitAway:
-		return lua.SeckillAway
+		return scripts.SeckillAway
 	}
-	return lua.SeckillOnly
+	return scripts.SeckillOnly
 }
 
 // admitErr is what a seckill.lua code means for the order: nil when it
 // was admitted.
 func admitErr(code int, orderID, voucherID int64) error {
 	switch code {
-	case lua.SeckillOK:
+	case scripts.SeckillOK:
 		return nil
-	case lua.SeckillSoldOut:
+	case scripts.SeckillSoldOut:
 		return model.ErrSoldOut
-	case lua.SeckillDuplicate:
+	case scripts.SeckillDuplicate:
 		return model.ErrDuplicateOrder
-	case lua.SeckillNotStarted:
+	case scripts.SeckillNotStarted:
 		return model.ErrSeckillNotStarted
-	case lua.SeckillEnded:
+	case scripts.SeckillEnded:
 		return model.ErrSeckillEnded
-	case lua.SeckillNotLoaded:
+	case scripts.SeckillNotLoaded:
 		return fmt.Errorf("%w: voucher %d: %w", model.ErrUnavailable, voucherID, model.ErrVoucherNotLoaded)
-	case lua.SeckillUnsafe:
+	case scripts.SeckillUnsafe:
 		return fmt.Errorf("%w: voucher %d: %w", model.ErrUnavailable, voucherID, model.ErrVoucherUnsafe)
-	case lua.SeckillVoid:
+	case scripts.SeckillVoid:
 		return fmt.Errorf("%w: order id %d is void", model.ErrUnavailable, orderID)
-	case lua.SeckillMove:
+	case scripts.SeckillMove:
 		return model.ErrNextBucket
 	}
 	return fmt.Errorf("seckill.lua: unexpected code %d", code)
@@ -151,16 +151,16 @@ func admitErr(code int, orderID, voucherID int64) error {
 // second run finds what the first one left. Any other error is the
 // client's, as it is.
 func (s *SeckillScript) Settle(ctx context.Context, orderID, userID, voucherID int64, b int) error {
-	v, err := lua.SeckillSettle.Run(ctx, s.rdb, settleKeys(BucketShard(voucherID, b), orderID),
+	v, err := scripts.SeckillSettle.Run(ctx, s.rdb, settleKeys(BucketShard(voucherID, b), orderID),
 		userID, voucherID, int64(VoidTTL/time.Second)).Int()
 	switch {
 	case err != nil:
 		return err
-	case v == lua.SettleAdmitted:
+	case v == scripts.SettleAdmitted:
 		return nil
-	case v == lua.SettleMoving:
+	case v == scripts.SettleMoving:
 		return model.ErrNextBucket
-	case v == lua.SettleVoid:
+	case v == scripts.SettleVoid:
 		return model.ErrOrderVoid
 	}
 	return fmt.Errorf("seckill_settle.lua: unexpected verdict %d", v)
@@ -174,7 +174,7 @@ func (s *SeckillScript) Release(ctx context.Context, orderID, userID, voucherID 
 	if moved {
 		outcome = "moved"
 	}
-	return redisErr(lua.SeckillRelease.Run(ctx, s.rdb,
+	return redisErr(scripts.SeckillRelease.Run(ctx, s.rdb,
 		releaseKeys(BucketShard(voucherID, home), voucherID, orderID),
 		userID, voucherID, outcome, int64(VoidTTL/time.Second)).Err())
 }

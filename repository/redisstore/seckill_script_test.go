@@ -10,8 +10,8 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"seckill/lua"
 	"seckill/model"
+	"seckill/repository/redisstore/scripts"
 	"seckill/service/async"
 )
 
@@ -73,7 +73,7 @@ func admitBatch(t *testing.T, r *admitRig, ctx context.Context, oids []int64, us
 func TestAdmitPipelineCut(t *testing.T) {
 	const cutAfter = 2
 	r := newAdmitRig(t, serviceClient)
-	r.p.CutPipeline("evalsha", lua.Seckill.Hash(), cutAfter)
+	r.p.CutPipeline("evalsha", scripts.Seckill.Hash(), cutAfter)
 	ctx := context.Background()
 
 	users := []int64{41, 42, 43, 44, 45}
@@ -93,15 +93,15 @@ func TestAdmitPipelineCut(t *testing.T) {
 				t.Errorf("member %d told admitted: order info %q, want %q", i, info, want)
 			}
 		case errors.Is(err, model.ErrUnavailable):
-			if info != lua.OrderInfoVoid {
-				t.Errorf("member %d told %v: order info %q, want %q", i, err, info, lua.OrderInfoVoid)
+			if info != scripts.OrderInfoVoid {
+				t.Errorf("member %d told %v: order info %q, want %q", i, err, info, scripts.OrderInfoVoid)
 			}
 			// Its command arrives late: refused.
-			code, lerr := lua.Seckill.Run(ctx, r.direct,
+			code, lerr := scripts.Seckill.Run(ctx, r.direct,
 				r.a.keys(r.vid, oids[i]),
 				users[i], r.vid, oids[i], time.Now().UnixMilli(), int64(OrderInfoTTL/time.Second)).Int()
-			if lerr != nil || code != lua.SeckillVoid {
-				t.Errorf("member %d's late command: got %d, %v; want %d (void)", i, code, lerr, lua.SeckillVoid)
+			if lerr != nil || code != scripts.SeckillVoid {
+				t.Errorf("member %d's late command: got %d, %v; want %d (void)", i, code, lerr, scripts.SeckillVoid)
 			}
 		default:
 			t.Errorf("member %d: got %v, want admitted or ErrUnavailable", i, err)
@@ -147,7 +147,7 @@ func TestAdmitPipelineReplyAndCommandLost(t *testing.T) {
 				}
 			}
 			// (A lost command's pipeline is counted, though dropped.)
-			if n := int64(r.p.SeenWith("evalsha", lua.Seckill.Hash())); !tt.loseCmd && n != tt.admitted {
+			if n := int64(r.p.SeenWith("evalsha", scripts.Seckill.Hash())); !tt.loseCmd && n != tt.admitted {
 				t.Errorf("EVALSHA of seckill.lua reached Redis %d times, want %d (each at most once)", n, tt.admitted)
 			}
 			r.admissions(t, tt.admitted)
@@ -181,7 +181,7 @@ func TestAdmitDeadlineWhileQueued(t *testing.T) {
 	if queued != 0 {
 		t.Errorf("%d admissions left queued, want 0", queued)
 	}
-	if n := r.p.SeenWith("evalsha", lua.Seckill.Hash()); n != 0 {
+	if n := r.p.SeenWith("evalsha", scripts.Seckill.Hash()); n != 0 {
 		t.Errorf("EVALSHA of seckill.lua sent %d times, want 0", n)
 	}
 	r.admissions(t, 0)
@@ -192,7 +192,7 @@ func TestAdmitDeadlineWhileQueued(t *testing.T) {
 // promptly. The admission ran, so it is admitted, once.
 func TestAdmitDeadlineInFlight(t *testing.T) {
 	r := newAdmitRig(t, serviceClient)
-	r.p.StallPipeline("evalsha", lua.Seckill.Hash(), 2*time.Second)
+	r.p.StallPipeline("evalsha", scripts.Seckill.Hash(), 2*time.Second)
 	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
 	defer cancel()
 	users := []int64{41, 42}

@@ -6,8 +6,8 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"seckill/lua"
 	"seckill/model"
+	"seckill/repository/redisstore/scripts"
 )
 
 // StockReturns gives cancelled orders' units back to the vouchers' Redis
@@ -22,16 +22,16 @@ func NewStockReturns(rdb redis.UniversalClient) *StockReturns { return &StockRet
 // model.GiveBackUnready. Running it again is harmless.
 func (s *StockReturns) Return(ctx context.Context, orderID, voucherID int64, buckets int) (model.GiveBackResult, error) {
 	shard := BucketShard(voucherID, ReturnBucket(orderID, buckets))
-	n, err := lua.GiveBack.Run(ctx, s.rdb, giveBackKeys(shard, voucherID), orderID).Int()
+	n, err := scripts.GiveBack.Run(ctx, s.rdb, giveBackKeys(shard, voucherID), orderID).Int()
 	if err != nil {
 		return 0, redisErr(err)
 	}
 	switch n {
-	case lua.GiveBackApplied:
+	case scripts.GiveBackApplied:
 		return model.GiveBackApplied, nil
-	case lua.GiveBackAlready:
+	case scripts.GiveBackAlready:
 		return model.GiveBackAlready, nil
-	case lua.GiveBackNotLoaded:
+	case scripts.GiveBackNotLoaded:
 		return model.GiveBackUnready, nil
 	}
 	return 0, fmt.Errorf("giveback.lua: unexpected result %d", n)

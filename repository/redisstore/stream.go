@@ -10,8 +10,8 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"seckill/lua"
 	"seckill/model"
+	"seckill/repository/redisstore/scripts"
 )
 
 // OrderStream is the order stream, one per shard (StreamKey(i)). It is read
@@ -278,7 +278,7 @@ func (s *OrderStream) Touch(ctx context.Context, consumer string, msgs []model.Q
 				_, id, _ := entryID(m.MsgID)
 				args = append(args, id)
 			}
-			ids, err := lua.Touch.Run(ctx, s.rdb, touchKeys(s.stream, shard), args...).StringSlice()
+			ids, err := scripts.Touch.Run(ctx, s.rdb, touchKeys(s.stream, shard), args...).StringSlice()
 			if err != nil && strings.Contains(err.Error(), "NOGROUP") {
 				// The group is gone (Redis lost its data): nothing is
 				// pending with anyone in this shard.
@@ -333,7 +333,7 @@ func (s *OrderStream) Ack(ctx context.Context, msgs []model.QueuedOrder) error {
 	return nil
 }
 
-// DeadLetter runs lua/deadletter.lua for m. It reports true when it moved
+// DeadLetter runs scripts/deadletter.lua for m. It reports true when it moved
 // the entry to its shard's dead-letter stream. It then gave back what give
 // says: its unit of stock, its buyer mark. false when another consumer
 // settled the entry first. The voucher's Redis state may be missing or not
@@ -356,7 +356,7 @@ func (s *OrderStream) DeadLetter(ctx context.Context, m model.QueuedOrder, reaso
 	// has its buyer mark in the home bucket. That mark is given back after
 	// the script, since it is in another slot.
 	buyerHere := give.Buyer && !m.Away
-	code, err := lua.DeadLetter.Run(ctx, s.rdb,
+	code, err := scripts.DeadLetter.Run(ctx, s.rdb,
 		deadLetterKeys(s.stream, s.dlq, shard, v, m.OrderID),
 		GroupName, id, m.OrderID, m.UserID, v, reason, attempts, flag(buyerHere), int64(OrderInfoTTL/time.Second),
 		flag(give.Stock)).Int()
@@ -364,7 +364,7 @@ func (s *OrderStream) DeadLetter(ctx context.Context, m model.QueuedOrder, reaso
 		return false, redisErr(err)
 	}
 	switch code {
-	case lua.DeadLettered:
+	case scripts.DeadLettered:
 		if give.Buyer && m.Away {
 			// If this is lost, the mark stays until a rebuild from the
 			// facts drops it. Until then the user is refused as a
@@ -374,7 +374,7 @@ func (s *OrderStream) DeadLetter(ctx context.Context, m model.QueuedOrder, reaso
 			}
 		}
 		return true, nil
-	case lua.DeadLetterNotPending:
+	case scripts.DeadLetterNotPending:
 		return false, nil
 	}
 	return false, fmt.Errorf("%w: dead-letter voucher %d: %w", model.ErrUnavailable, v, model.ErrVoucherUnsafe)

@@ -9,8 +9,8 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"seckill/lua"
 	"seckill/model"
+	"seckill/repository/redisstore/scripts"
 )
 
 // Rooms keeps the vouchers' waiting rooms in Redis, five keys per voucher
@@ -39,7 +39,7 @@ func (s *Rooms) Drop(ctx context.Context, voucherID int64) error {
 // Step runs op (join or poll) for the user and answers the user's state.
 // model.ErrRoomNeedsBase: the room is to be drawn and c.Base was not read.
 func (s *Rooms) Step(ctx context.Context, voucherID, userID int64, op string, c model.RoomCall) (model.RoomAnswer, error) {
-	v, err := lua.WaitingRoom.Run(ctx, s.rdb, roomKeys(voucherID), roomArgs(op, userID, c)...).Slice()
+	v, err := scripts.WaitingRoom.Run(ctx, s.rdb, roomKeys(voucherID), roomArgs(op, userID, c)...).Slice()
 	if err != nil {
 		return model.RoomAnswer{}, redisErr(err)
 	}
@@ -65,7 +65,7 @@ func (s *Rooms) Step(ctx context.Context, voucherID, userID int64, op string, c 
 // or returned (c.Units came back on sale).
 // A room Redis lost is left as it is.
 func (s *Rooms) Notify(ctx context.Context, voucherID, userID int64, op string, c model.RoomCall) error {
-	v, err := lua.WaitingRoom.Run(ctx, s.rdb, roomKeys(voucherID), roomArgs(op, userID, c)...).Slice()
+	v, err := scripts.WaitingRoom.Run(ctx, s.rdb, roomKeys(voucherID), roomArgs(op, userID, c)...).Slice()
 	if err != nil {
 		return redisErr(err)
 	}
@@ -77,7 +77,7 @@ func (s *Rooms) Notify(ctx context.Context, voucherID, userID int64, op string, 
 
 // Audit reads the room's counters and seed; nil when Redis holds no room.
 func (s *Rooms) Audit(ctx context.Context, voucherID int64, c model.RoomCall) (*model.RoomAudit, error) {
-	v, err := lua.WaitingRoom.Run(ctx, s.rdb, roomKeys(voucherID), roomArgs("audit", 0, c)...).Slice()
+	v, err := scripts.WaitingRoom.Run(ctx, s.rdb, roomKeys(voucherID), roomArgs("audit", 0, c)...).Slice()
 	if err != nil {
 		return nil, redisErr(err)
 	}

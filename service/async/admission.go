@@ -126,9 +126,9 @@ func (s *AsyncSeckill) Buy(ctx context.Context, userID, voucherID int64) (int64,
 	return orderID, nil
 }
 
-// SeckillScript runs lua/seckill.lua and its two companions and answers
-// in model's terms (repository/redisstore/seckill_script.go). AdmitOrder
-// decides what follows.
+// SeckillScript runs seckill.lua and its two companions and answers in
+// model's terms (repository/redisstore/seckill_script.go, the scripts beside
+// it in scripts/). AdmitOrder decides what follows.
 type SeckillScript interface {
 	// Run runs seckill.lua once for the order in bucket b of the voucher,
 	// in mode (home is the home bucket of a run model.AdmitAway): nil when

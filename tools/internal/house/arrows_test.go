@@ -111,7 +111,7 @@ var forbidden = map[string][]string{
 	// config holds plain values; app turns them into each package's options.
 	"config": {"lock", "service"},
 	// The stores and the lock answer service in model's terms.
-	"service": {"lua", "repository"},
+	"service": {"lock/scripts", "repository"},
 }
 
 // domains are the service's domain packages (docs/layers.md). None imports

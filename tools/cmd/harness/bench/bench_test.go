@@ -128,7 +128,7 @@ func TestBenchRender(t *testing.T) {
 		"| sync-lua-pertxn | sync | lua | 14500 | 1450 |",
 		"| 5, 13 | async req/s ÷ EVALSHA seckill.lua ops/s at the server's pipelining depth (admit-P12: 15608 ÷ 190120; -P 12, the server's mean 11.62 admissions per round trip) | 0.08 | ≥ 0.4 | **no** |\n",
 		"| 13 | admission with the consumers writing ÷ admission without them (async-lua req/s ÷ async-lua-nodrain req/s: 15608 ÷ 17000) | 0.92 | ≥ 0.8 | yes |\n",
-		"| async admission (lua/seckill.lua: window, duplicate and stock checks; DECR, SADD, XADD, SET EX), depth 1 (no -P) | redis-benchmark EVALSHA | 71090 ops/s | - | - | scratch voucher 9000000012345, scratch stream bench:orders; 149990 of 150000 calls admitted",
+		"| async admission (repository/redisstore/scripts/seckill.lua: window, duplicate and stock checks; DECR, SADD, XADD, SET EX), depth 1 (no -P) | redis-benchmark EVALSHA | 71090 ops/s | - | - | scratch voucher 9000000012345, scratch stream bench:orders; 149990 of 150000 calls admitted",
 		"| the same at the server's pipelining depth (admit-P12: -P 12, async-lua's mean 11.62 admissions per round trip, rounded) | redis-benchmark EVALSHA | 190120 ops/s | - | - | the same scratch keys; 149989 of 150000 calls admitted |\n",
 		"| async-lua-nodrain | async | lua | 170001 | 17000 |",
 		"| async-lua-nodrain | 170001 | 0 |",

@@ -20,11 +20,12 @@ func (b limitRuns) queryString(q string) string {
 	return s
 }
 
-// redisBench runs redis-benchmark EVALSHA of a lua/ script.
+// redisBench runs redis-benchmark EVALSHA of the script in file (from the
+// root: lock/scripts/..., repository/redisstore/scripts/...).
 func (b limitRuns) redisBench(name, file string, args ...string) {
 	sha := b.scriptLoad(file)
 	c := b.cfg
-	b.noteCmd(fmt.Sprintf(`redis-cli -h %s -p %s SCRIPT LOAD "$(cat lua/%s)"   # -> %s`, b.redisHost, b.redisPort, file, sha))
+	b.noteCmd(fmt.Sprintf(`redis-cli -h %s -p %s SCRIPT LOAD "$(cat %s)"   # -> %s`, b.redisHost, b.redisPort, file, sha))
 	full := append([]string{"-h", b.redisHost, "-p", b.redisPort, "-n", strconv.Itoa(c.RedisN), "-c", strconv.Itoa(c.Conns), "--csv"}, substSHA(args, sha)...)
 	b.noteCmd("redis-benchmark " + strings.Join(full, " ") + "   # " + name)
 	cmd := exec.Command("redis-benchmark", full...)
@@ -55,20 +56,20 @@ func substSHA(args []string, sha string) []string {
 }
 
 func (b limitRuns) scriptLoad(file string) string {
-	src, err := os.ReadFile(filepath.Join(b.root, "lua", file))
+	src, err := os.ReadFile(filepath.Join(b.root, file))
 	if err != nil {
 		b.die("%v", err)
 	}
 	sha, err := b.rdb.ScriptLoad(b.ctx, string(src)).Result()
 	if err != nil {
-		b.die("SCRIPT LOAD lua/%s: %v", file, err)
+		b.die("SCRIPT LOAD %s: %v", file, err)
 	}
 	return sha
 }
 
 func (b limitRuns) redisLimits() {
 	c := b.cfg
-	b.redisBench("acquire", "acquire.lua", "-r", "1000000000", "EVALSHA", "@SHA@", "2", "bench:lock:__rand_int__", "bench:lock:__rand_int__:fence", "bench-owner", "10000")
+	b.redisBench("acquire", "lock/scripts/acquire.lua", "-r", "1000000000", "EVALSHA", "@SHA@", "2", "bench:lock:__rand_int__", "bench:lock:__rand_int__:fence", "bench-owner", "10000")
 	b.unlinkPattern("bench:lock:*")
 	// The release keyspace is 4 x the request count. Every key is written
 	// beforehand, owned by bench-owner. About 88% of the calls find their
@@ -82,7 +83,7 @@ func (b limitRuns) redisLimits() {
 		}
 	}
 	const count = `local n = 0 for i = 0, tonumber(ARGV[1]) - 1 do n = n + redis.call("EXISTS", string.format("bench:lock:%012d", i)) end return n`
-	b.redisBench("release", "unlock.lua", "-r", strconv.Itoa(relSpace), "EVALSHA", "@SHA@", "1", "bench:lock:__rand_int__", "bench-owner")
+	b.redisBench("release", "lock/scripts/unlock.lua", "-r", strconv.Itoa(relSpace), "EVALSHA", "@SHA@", "1", "bench:lock:__rand_int__", "bench-owner")
 	left, err := b.rdb.Eval(b.ctx, count, nil, relSpace).Int64()
 	if err != nil {
 		b.die("counting the release keys: %v", err)
@@ -97,7 +98,7 @@ func (b limitRuns) redisLimits() {
 }
 
 // admitLimit is the async admission's limit. It runs redis-benchmark of
-// lua/seckill.lua with the service's keys and arguments, as the script's
+// repository/redisstore/scripts/seckill.lua with the service's keys and arguments, as the script's
 // header lists them. Each client pipelines depth commands (-P; none when 1).
 //
 // It runs on a scratch voucher, loaded as the service loads a published one.
@@ -128,7 +129,7 @@ func (b limitRuns) admitLimit(name string, depth int) {
 	if depth > 1 {
 		args = []string{"-P", strconv.Itoa(depth)}
 	}
-	b.redisBench(name, "seckill.lua", append(args, "-r", "1000000000", "EVALSHA", "@SHA@", "5", stockKey, buyersKey,
+	b.redisBench(name, "repository/redisstore/scripts/seckill.lua", append(args, "-r", "1000000000", "EVALSHA", "@SHA@", "5", stockKey, buyersKey,
 		hashKey, streamKey, infoPrefix+"__rand_int__",
 		"__rand_int__", v, "__rand_int__", strconv.FormatInt(nowMS, 10), "600")...)
 	stock, _ := b.rdb.Get(b.ctx, stockKey).Int64()

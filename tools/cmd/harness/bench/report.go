@@ -196,12 +196,12 @@ Concurrency is the same everywhere: %d wrk connections
 	g := b.get
 	pf("| no-op endpoint (GET /debug/noop, same auth middleware) | wrk | %s req/s | %s | %s | CPU %% server / wrk / MariaDB / Redis / rest: %s / %s; server %s us/req |\n",
 		fmtRate(g("noop", "rps")), benchMS(g("noop", "p50_us")), benchMS(g("noop", "p99_us")), g("noop", "share"), g("noop", "rest"), g("noop", "cpu_server"))
-	pf("| lock acquire (lua/acquire.lua: SET NX PX + fencing INCR) | redis-benchmark EVALSHA | %s ops/s | %s | %s | fresh random key per call |\n",
+	pf("| lock acquire (lock/scripts/acquire.lua: SET NX PX + fencing INCR) | redis-benchmark EVALSHA | %s ops/s | %s | %s | fresh random key per call |\n",
 		fmtRate(g("acquire", "rps")), benchMS(g("acquire", "p50_us")), benchMS(g("acquire", "p99_us")))
-	pf("| lock release (lua/unlock.lua: compare-and-delete) | redis-benchmark EVALSHA | %s ops/s | %s | %s | %s of %d calls found their key and deleted it |\n",
+	pf("| lock release (lock/scripts/unlock.lua: compare-and-delete) | redis-benchmark EVALSHA | %s ops/s | %s | %s | %s of %d calls found their key and deleted it |\n",
 		fmtRate(g("release", "rps")), benchMS(g("release", "p50_us")), benchMS(g("release", "p99_us")), in["rel_deleted"], c.RedisN)
 	if c.wantAsync() {
-		pf("| async admission (lua/seckill.lua: window, duplicate and stock checks; DECR, SADD, XADD, SET EX), depth 1 (no -P) | redis-benchmark EVALSHA | %s ops/s | %s | %s | scratch voucher %s, scratch stream %s; %s of %d calls admitted (the others drew a user id twice: duplicate) |\n",
+		pf("| async admission (repository/redisstore/scripts/seckill.lua: window, duplicate and stock checks; DECR, SADD, XADD, SET EX), depth 1 (no -P) | redis-benchmark EVALSHA | %s ops/s | %s | %s | scratch voucher %s, scratch stream %s; %s of %d calls admitted (the others drew a user id twice: duplicate) |\n",
 			fmtRate(g("admit", "rps")), benchMS(g("admit", "p50_us")), benchMS(g("admit", "p99_us")), g("admit", "voucher"), admitStream, g("admit", "admitted"), c.RedisN)
 		if p := t.AdmitP; p != "" && g(p, "rps") != "" {
 			pf("| the same at the server's pipelining depth (%s: -P %s, %s's mean %s admissions per round trip, rounded) | redis-benchmark EVALSHA | %s ops/s | %s | %s | the same scratch keys; %s of %d calls admitted |\n",

@@ -1,15 +1,13 @@
-package lua_test
+package scripts_test
 
 import (
 	"context"
-	"crypto/rand"
-	"fmt"
 	"testing"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 
-	"seckill/lua"
+	"seckill/repository/redisstore/scripts"
 	"seckill/testkit/faultproxy"
 	"seckill/testkit/testenv"
 )
@@ -23,7 +21,7 @@ func TestSeckillScriptReplyLost(t *testing.T) {
 	ctx := context.Background()
 	direct := redis.NewClient(&redis.Options{Addr: addr})
 	t.Cleanup(func() { direct.Close() })
-	if err := lua.Seckill.Load(ctx, direct).Err(); err != nil {
+	if err := scripts.Seckill.Load(ctx, direct).Err(); err != nil {
 		t.Fatal(err)
 	}
 	p, err := faultproxy.Start(addr)
@@ -96,7 +94,7 @@ func TestSeckillSettleScript(t *testing.T) {
 		ctx := context.Background()
 		settle := func(order, user int64) int64 {
 			t.Helper()
-			v, err := lua.SeckillSettle.Run(ctx, c, []string{k.infoOf(order)}, user, 7, 60).Int64()
+			v, err := scripts.SeckillSettle.Run(ctx, c, []string{k.infoOf(order)}, user, 7, 60).Int64()
 			if err != nil {
 				t.Fatalf("seckill_settle.lua: %v", err)
 			}
@@ -132,81 +130,4 @@ func TestSeckillSettleScript(t *testing.T) {
 		}
 		checkAdmissions(t, c, k, 1)
 	})
-}
-
-// TestLockScriptsRepeated: a lock script sent twice with the same owner
-// token or request id (a retry after a lost reply) applies once.
-func TestLockScriptsRepeated(t *testing.T) {
-	for name, c := range asyncBackends(t) {
-		t.Run(name, func(t *testing.T) {
-			ctx := context.Background()
-			key := "test:lock:" + rand.Text()[:10]
-			fence := key + ":fence"
-			t.Cleanup(func() { c.Del(context.Background(), key, fence) })
-			keys := []string{key, fence}
-
-			// acquire.lua: the same owner token gets its grant back.
-			for i, want := range []int64{1, 1} {
-				if got, err := lua.Acquire.Run(ctx, c, keys, "a", 10000).Int64(); err != nil || got != want {
-					t.Errorf("acquire #%d by a: got %d, %v; want token %d", i+1, got, err, want)
-				}
-			}
-			if got, _ := lua.Acquire.Run(ctx, c, keys, "b", 10000).Int64(); got != 0 {
-				t.Errorf("acquire by b: got %d, want 0 (held)", got)
-			}
-			if f, _ := c.Get(ctx, fence).Int64(); f != 1 {
-				t.Errorf("fencing counter: got %d, want 1", f)
-			}
-			c.Del(ctx, key)
-
-			// reentrant_lock.lua / reentrant_unlock.lua: a repeated request
-			// id applies once.
-			acquire := func(req string) []int64 {
-				t.Helper()
-				res, err := lua.ReentrantLock.Run(ctx, c, keys, "o", 10000, req).Int64Slice()
-				if err != nil {
-					t.Fatalf("reentrant_lock.lua: %v", err)
-				}
-				return res
-			}
-			release := func(req string) int64 {
-				t.Helper()
-				n, err := lua.ReentrantUnlock.Run(ctx, c, []string{key}, "o", 10000, key+":released", req).Int64()
-				if err != nil {
-					t.Fatalf("reentrant_unlock.lua: %v", err)
-				}
-				return n
-			}
-			steps := []struct {
-				name string
-				run  func() any
-				want string
-			}{
-				{"first acquire", func() any { return acquire("r1") }, "[1 1 2]"},
-				{"first acquire again", func() any { return acquire("r1") }, "[1 1 2]"},
-				{"re-entry", func() any { return acquire("r2") }, "[1 2 2]"},
-				{"re-entry again", func() any { return acquire("r2") }, "[1 2 2]"},
-				{"inner release", func() any { return release("u2") }, "1"},
-				{"inner release again", func() any { return release("u2") }, "1"},
-				{"outer release", func() any { return release("u1") }, "0"},
-				{"outer release again", func() any { return release("u1") }, "-1"},
-			}
-			for _, s := range steps {
-				if got := fmt.Sprint(s.run()); got != s.want {
-					t.Errorf("%s: got %s, want %s", s.name, got, s.want)
-				}
-			}
-			if n := c.Exists(ctx, key).Val(); n != 0 {
-				t.Errorf("lock hash left after the outer release")
-			}
-			// A hash written before request ids ('' holds the token alone).
-			c.HSet(ctx, key, "o", 1, "", 9)
-			if got := fmt.Sprint(acquire("r3")); got != "[1 2 9]" {
-				t.Errorf("re-entry on an old hash: got %s, want [1 2 9]", got)
-			}
-			if got := release("u3"); got != 1 {
-				t.Errorf("release on an old hash: got %d, want 1", got)
-			}
-		})
-	}
 }

@@ -1,7 +1,7 @@
 -- seckill.lua: admit one order in one bucket of a voucher, in one atomic
 -- step. Its one caller is repository/redisstore/seckill_script.go; the
--- service's step (service/admission.go, AdmitOrder) decides what a reply
--- means. lua/lua.go names the modes and the codes.
+-- service's step (service/async/admission.go, AdmitOrder) decides what a
+-- reply means. scripts.go, beside it, names the modes and the codes.
 --
 -- KEYS[1]  seckill:{<tag>}:stock:<voucherId>  the bucket's stock left
 -- KEYS[2]  seckill:{<tag>}:order:<voucherId>  the bucket's buyer ids

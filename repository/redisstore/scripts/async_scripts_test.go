@@ -1,34 +1,18 @@
-package lua_test
+package scripts_test
 
 import (
 	"context"
 	"crypto/rand"
-	"os"
 	"strconv"
 	"testing"
 	"time"
 
-	"github.com/alicebob/miniredis/v2"
 	"github.com/redis/go-redis/v9"
 
-	"seckill/lua"
+	"seckill/repository/redisstore/scripts"
+	"seckill/testkit/scripttest"
 	"seckill/testkit/testenv"
 )
-
-// asyncBackends returns the Redis servers the async scripts are tested on:
-// miniredis always, the real Redis when SECKILL_REDIS_ADDR is set.
-func asyncBackends(t *testing.T) map[string]redis.UniversalClient {
-	t.Helper()
-	m := miniredis.RunT(t)
-	out := map[string]redis.UniversalClient{"miniredis": redis.NewClient(&redis.Options{Addr: m.Addr()})}
-	if addr := os.Getenv("SECKILL_REDIS_ADDR"); addr != "" {
-		out["redis"] = redis.NewClient(&redis.Options{Addr: addr})
-	}
-	for _, c := range out {
-		t.Cleanup(func() { c.Close() })
-	}
-	return out
-}
 
 // asyncKeys are one test's keys, with a random suffix.
 type asyncKeys struct {
@@ -58,7 +42,7 @@ func newAsyncKeys(t *testing.T, c redis.UniversalClient) asyncKeys {
 // onSale runs f on every backend, with fresh keys of a voucher on sale
 // holding stock units.
 func onSale(t *testing.T, stock int, f func(t *testing.T, c redis.UniversalClient, k asyncKeys, now time.Time)) {
-	testenv.Each(t, asyncBackends(t), func(t *testing.T, c redis.UniversalClient) {
+	testenv.Each(t, scripttest.Backends(t), func(t *testing.T, c redis.UniversalClient) {
 		k := newAsyncKeys(t, c)
 		now := time.Now()
 		k.openSale(context.Background(), c, now, stock)
@@ -71,7 +55,7 @@ func (k asyncKeys) infoOf(order int64) string { return k.info + ":" + strconv.Fo
 
 func (k asyncKeys) admit(t *testing.T, c redis.UniversalClient, user, voucher, order int64, now time.Time) int64 {
 	t.Helper()
-	code, err := lua.Seckill.Run(context.Background(), c,
+	code, err := scripts.Seckill.Run(context.Background(), c,
 		[]string{k.stock, k.buyers, k.voucher, k.stream, k.infoOf(order)}, user, voucher, order, now.UnixMilli(), 60).Int64()
 	if err != nil {
 		t.Fatalf("seckill.lua: %v", err)
@@ -82,7 +66,7 @@ func (k asyncKeys) admit(t *testing.T, c redis.UniversalClient, user, voucher, o
 // TestSeckillScript: every return code of seckill.lua, and that only code
 // 0 changes anything.
 func TestSeckillScript(t *testing.T) {
-	testenv.Each(t, asyncBackends(t), func(t *testing.T, c redis.UniversalClient) {
+	testenv.Each(t, scripttest.Backends(t), func(t *testing.T, c redis.UniversalClient) {
 		ctx := context.Background()
 		k := newAsyncKeys(t, c)
 		now := time.Now()
@@ -161,7 +145,7 @@ func TestDeadLetterScript(t *testing.T) {
 		id := res[0].Messages[0].ID
 		dead := func(removeBuyer string) int64 {
 			t.Helper()
-			code, err := lua.DeadLetter.Run(ctx, c, []string{k.stream, k.dlq, k.stock, k.buyers, k.voucher, k.infoOf(200)},
+			code, err := scripts.DeadLetter.Run(ctx, c, []string{k.stream, k.dlq, k.stock, k.buyers, k.voucher, k.infoOf(200)},
 				"g1", id, 200, 5, 7, "failures", 1, removeBuyer, 60, "1").Int64()
 			if err != nil {
 				t.Fatalf("deadletter.lua: %v", err)
@@ -201,7 +185,7 @@ func TestDeadLetterScript(t *testing.T) {
 		if err != nil || len(res) != 1 || len(res[0].Messages) != 1 {
 			t.Fatalf("read: got %v, %v", res, err)
 		}
-		code, err := lua.DeadLetter.Run(ctx, c, []string{k.stream, k.dlq, k.stock, k.buyers, k.voucher, k.infoOf(201)},
+		code, err := scripts.DeadLetter.Run(ctx, c, []string{k.stream, k.dlq, k.stock, k.buyers, k.voucher, k.infoOf(201)},
 			"g1", res[0].Messages[0].ID, 201, 6, 7, "sold_out", 1, "1", 60, "0").Int64()
 		if err != nil || code != 1 {
 			t.Fatalf("sold-out dead letter: got %d, %v, want 1", code, err)

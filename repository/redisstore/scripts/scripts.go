@@ -1,16 +1,18 @@
-// Package lua embeds the project's Redis Lua scripts. Each script opens with
-// a header listing its KEYS, ARGV and return values, and is wrapped once
-// with redis.NewScript, whose Run sends EVALSHA and falls back to EVAL when
-// the server does not have the script cached yet. The values a script
-// returns that its callers interpret are named here, beside the script.
+// Package scripts embeds the Lua scripts that the Redis store
+// (repository/redisstore) runs, beside it: the async admission and its
+// companions, the stream's dead letters and touches, the units given back,
+// the idempotency keys, the login codes, the waiting room and the live
+// history. Each script opens with a header listing its KEYS, ARGV and
+// return values, and is wrapped once with redis.NewScript, whose Run sends
+// EVALSHA and falls back to EVAL when the server does not have the script
+// cached yet. The values a script returns that the store interprets are
+// named here, beside the script.
 //
 // A header's KEYS lines are the one place a script's keys are written
-// down (KeysOf reads them); repository/redisstore tests its key builders
-// against them.
-//
-// The package is a leaf: it imports nothing of the project. Package lock
-// runs the lock scripts, repository/redisstore the others.
-package lua
+// down; the store's tests check its key builders against them
+// (testkit/scripttest reads them). The package imports nothing of the
+// project; the lock's scripts are in lock/scripts.
+package scripts
 
 import (
 	"embed"
@@ -23,17 +25,14 @@ import (
 //go:embed *.lua
 var sources embed.FS
 
-// load wraps the script in file name once.
-func load(name string) *redis.Script { return redis.NewScript(source(name)) }
-
-// source is the text of the script in file name; a missing file is a
-// build mistake, so it panics at start-up.
-func source(name string) string {
+// load wraps the script in file name once; a missing file is a build
+// mistake, so it panics at start-up.
+func load(name string) *redis.Script {
 	b, err := sources.ReadFile(name)
 	if err != nil {
-		panic("lua: " + err.Error())
+		panic("scripts: " + err.Error())
 	}
-	return string(b)
+	return redis.NewScript(string(b))
 }
 
 // The Idempotency-Key scripts, each on a key's record and its user's
@@ -59,34 +58,6 @@ var LiveHistory = load("live_history.lua")
 // CheckCode is check_code.lua: compare a login code and count wrong
 // guesses in one step.
 var CheckCode = load("check_code.lua")
-
-// The lock scripts. They are immutable once built and safe for concurrent
-// use.
-var (
-	// Acquire is acquire.lua: SET NX PX plus a fencing token INCR.
-	Acquire = load("acquire.lua")
-	// Unlock is unlock.lua: compare-and-delete.
-	Unlock = load("unlock.lua")
-	// AcquireAll is acquire_all.lua: Acquire for many locks in one call,
-	// each with its own owner token; one fencing token (or 0) per lock.
-	AcquireAll = load("acquire_all.lua")
-	// UnlockAll is unlock_all.lua: Unlock for many locks in one call; 1 or
-	// 0 per lock.
-	UnlockAll = load("unlock_all.lua")
-	// AcquireNode is acquire_node.lua: AcquireAll for the keys of one
-	// Redis Cluster node, given in ARGV (keys of many slots).
-	AcquireNode = load("acquire_node.lua")
-	// UnlockNode is unlock_node.lua: UnlockAll for the keys of one Redis
-	// Cluster node, given in ARGV.
-	UnlockNode = load("unlock_node.lua")
-	// ReentrantLock is reentrant_lock.lua: hash owner -> count acquire.
-	ReentrantLock = load("reentrant_lock.lua")
-	// ReentrantUnlock is reentrant_unlock.lua: decrement, delete at zero,
-	// publish the release.
-	ReentrantUnlock = load("reentrant_unlock.lua")
-	// ReentrantRenew is reentrant_renew.lua: the watchdog's renewal.
-	ReentrantRenew = load("reentrant_renew.lua")
-)
 
 // The async seckill scripts (SECKILL_ORDER_MODE=async).
 var (
