@@ -7,7 +7,10 @@ import (
 )
 
 // Domain errors. Every layer returns these (wrapped with %w) and the handler
-// maps them to HTTP status and code in one place.
+// maps them to HTTP status and code in one place. A chain reads from the
+// general to the particular: "kind: subject: step: cause", as in
+// fmt.Errorf("%w: order %d: %w", ErrUnavailable, id, err); an earlier
+// cause goes in parentheses, "(after %w)" or "(%w)".
 var (
 	ErrVoucherNotFound   = errors.New("voucher not found")
 	ErrOrderNotFound     = errors.New("order not found")

@@ -33,7 +33,7 @@ type IDWorker struct {
 }
 
 // NewIDWorker returns an ID worker leasing block sequence numbers at a time
-// (1 = one INCR per id, the Heima design).
+// (1 = one INCR per id).
 func NewIDWorker(rdb redis.UniversalClient, block int64, now func() time.Time) *IDWorker {
 	if block < 1 {
 		block = 1

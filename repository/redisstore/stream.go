@@ -377,7 +377,7 @@ func (s *OrderStream) DeadLetter(ctx context.Context, m model.QueuedOrder, reaso
 	case scripts.DeadLetterNotPending:
 		return false, nil
 	}
-	return false, fmt.Errorf("%w: dead-letter voucher %d: %w", model.ErrUnavailable, v, model.ErrVoucherUnsafe)
+	return false, fmt.Errorf("%w: voucher %d: dead letter: %w", model.ErrUnavailable, v, model.ErrVoucherUnsafe)
 }
 
 // DeadLetterMalformed moves an entry that cannot be parsed to its shard's

@@ -2,7 +2,7 @@
 // It runs on MySQL or MariaDB, or on the embedded SQLite file.
 // Driver errors become model errors here and never escape.
 //
-// The course's order transaction and its one rule are in voucher_order.go.
+// The order transaction and its one rule are in voucher_order.go.
 // There Orders joins the order table's stores: OrderCommits (the same
 // file), GroupCommits (group_commit.go), QueuedOrders (queued.go),
 // OrderReads (reads.go) and OrderLifecycle (lifecycle.go). Users,

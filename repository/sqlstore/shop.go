@@ -10,7 +10,7 @@ import (
 	"seckill/model"
 )
 
-// Shops stores the course's shops in tb_shop.
+// Shops stores the shops in tb_shop.
 type Shops struct{ db *gorm.DB }
 
 // NewShops returns the shop store.

@@ -14,8 +14,8 @@ import (
 	"seckill/model"
 )
 
-// The order transaction of the course's createVoucherOrder, with its one
-// rule: the fence, a duplicate, the insert and the stock update.
+// The order transaction, with its one rule: the fence, a duplicate, the
+// insert and the stock update.
 // CreateOrder runs it for one order; group_commit.go runs it for a group.
 
 // Orders stores orders in tb_voucher_order. It joins the stores of the
@@ -34,7 +34,7 @@ func NewOrders(db *DB) *Orders {
 	return &Orders{&OrderCommits{db: g}, &GroupCommits{db: g}, &QueuedOrders{db: g}, &OrderReads{db: g}, &OrderLifecycle{db: g}}
 }
 
-// OrderCommits writes one sync order per transaction: the course's path.
+// OrderCommits writes one sync order per transaction (no group commit).
 type OrderCommits struct{ db *gorm.DB }
 
 // CreateOrder runs the order transaction of the seckill flow. Every statement
@@ -88,7 +88,7 @@ func isDeadlock(err error) bool {
 }
 
 // createOrder is the body of the order transaction, every statement on
-// tx. It is the course's order rule: checkOrders (the fence, a duplicate),
+// tx. It is the order rule: checkOrders (the fence, a duplicate),
 // then insertOrders (the insert, the stock update). The group commit runs
 // the same two.
 func createOrder(tx *gorm.DB, o *model.VoucherOrder, fence *model.Fence) error {

@@ -243,10 +243,10 @@ func (a admission) settle(ctx context.Context, b int, cause error) error {
 	case err == nil, errors.Is(err, model.ErrNextBucket):
 		return err
 	case errors.Is(err, model.ErrOrderVoid):
-		return fmt.Errorf("%w: admission of order %d unknown (%w): %w",
+		return fmt.Errorf("%w: order %d: admission unknown (%w): %w",
 			model.ErrUnavailable, a.orderID, cause, err)
 	}
-	return fmt.Errorf("%w: admission of order %d unknown (%w); settling it: %w",
+	return fmt.Errorf("%w: order %d: admission unknown (%w): settling it: %w",
 		model.ErrUnavailable, a.orderID, cause, err)
 }
 

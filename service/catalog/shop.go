@@ -11,7 +11,7 @@ import (
 	"seckill/model"
 )
 
-// ShopStore reads and writes the course's shops (tb_shop).
+// ShopStore reads and writes the shops (tb_shop).
 type ShopStore interface {
 	// GetShop returns model.ErrShopNotFound when no shop has the id.
 	GetShop(ctx context.Context, id int64) (*model.Shop, error)
@@ -84,7 +84,7 @@ func NewShops(store ShopStore, now func() time.Time) *Shops {
 }
 
 // Limits of the shop's fields: the column sizes of tb_shop, counted in
-// characters like MySQL's VARCHAR, and the course's ranges.
+// characters like MySQL's VARCHAR, and the ranges the frontend sends.
 const (
 	maxShopName      = 128
 	maxShopImages    = 1024

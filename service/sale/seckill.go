@@ -91,8 +91,8 @@ func NewSyncSeckill(d SyncSeckillDeps, cfg SyncSeckillConfig) *SyncSeckill {
 func (s *SyncSeckill) Refusal(voucherID int64) error { return s.cache.Refusal(voucherID) }
 
 // Buy runs the seckill flow of docs/contract.md for one request and returns
-// the new order's id. It is the course's seckillVoucher in three steps:
-// checkWindowAndStock, withUserLock, and createVoucherOrder under the lock.
+// the new order's id, in three steps: checkWindowAndStock, withUserLock,
+// and createVoucherOrder under the lock.
 // The order transaction ends before the lock is released.
 func (s *SyncSeckill) Buy(ctx context.Context, userID, voucherID int64) (int64, error) {
 	if voucherID <= 0 {
@@ -116,10 +116,10 @@ func (s *SyncSeckill) Buy(ctx context.Context, userID, voucherID int64) (int64, 
 	return orderID, nil
 }
 
-// withUserLock is the flow's second step: it runs fn under the user's
-// lock, the course's lock on the user id. A lock held by another request
-// of the user is a duplicate order (model.ErrLockRefused). The lock is
-// released after fn returns, so after the order transaction has ended.
+// withUserLock is the flow's second step: it runs fn under the lock on
+// the user id. A lock held by another request of the user is a duplicate
+// order (model.ErrLockRefused). The lock is released after fn returns, so
+// after the order transaction has ended.
 func (s *SyncSeckill) withUserLock(ctx context.Context, userID int64, fn func(lk lock.Lock) error) error {
 	key := lock.OrderKey(userID)
 	lk, err := s.locker.Obtain(ctx, key)

@@ -58,7 +58,7 @@ func (NopObserver) UniqueKeyRejected()  {}
 func (NopObserver) StaleFenceRejected() {}
 
 // NewOrder is the order a purchase writes, in both modes: the user's order
-// id of the voucher, created (unpaid, Heima pay type 1) at now. Times are
+// id of the voucher, created (unpaid, pay type 1) at now. Times are
 // cut to the millisecond, as create_time keeps them. So the order's pay
 // deadline is the same before and after its write.
 func NewOrder(id, userID, voucherID int64, now time.Time) model.VoucherOrder {
