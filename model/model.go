@@ -139,6 +139,7 @@ const (
 	OrderStatusCreated   = 1 // written to the database, unpaid
 	OrderStatusPaid      = 2 // paid: keeps its unit for good
 	OrderStatusCancelled = 4 // cancelled or expired: its unit is back on sale
+	OrderStatusRefunded  = 6 // the money is back with the buyer (RefundReason says why)
 	OrderStatusFailed    = 9 // async mode: given up, stock returned
 )
 
@@ -164,6 +165,8 @@ func OrderStatusName(s int) string {
 		return "cancelled"
 	case OrderStatusFailed:
 		return "failed"
+	case OrderStatusRefunded:
+		return "refunded"
 	default:
 		return "unknown"
 	}
@@ -204,6 +207,10 @@ type VoucherOrder struct {
 	// GivebackDue says Redis still owes the order's unit back (async
 	// mode): set by the cancel, cleared once the give-back script ran.
 	GivebackDue bool `gorm:"column:giveback_due"`
+	// RefundTime and RefundReason record a refund (status 6): a payment
+	// that came after the order was cancelled is refunded (late_payment).
+	RefundTime   *time.Time `gorm:"column:refund_time"`
+	RefundReason string     `gorm:"column:refund_reason"`
 }
 
 // TableName is the Heima table name.
