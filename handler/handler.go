@@ -189,6 +189,14 @@ func New(d Deps) http.Handler {
 		r.POST("/voucher-order/:orderId/cancel", append(slices.Clone(change), orders.cancelOrder)...)
 	}
 
+	if d.Payments != nil {
+		for _, p := range []string{model.ProviderAlipay, model.ProviderWechat} {
+			if d.Payments.Has(p) {
+				r.POST("/pay/notify/"+p, a.payNotify(p))
+			}
+		}
+	}
+
 	r.GET("/admin/vouchers/:id/audit", authed, admin, vouchers.audit)
 	liveRoutes(a, r, authed, admin)
 	a.webRoutes(r)

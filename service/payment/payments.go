@@ -42,6 +42,8 @@ type Observer interface {
 	// paid, repeated, refund_owed, refund_done, ignored, error, or the
 	// rejection's reason (signature, app, stale, amount, ...).
 	Notification(provider, result string)
+	// Paid is called once per order a provider's payment paid.
+	Paid(provider string)
 	// Refund is called once per refund try: done, processing, failed.
 	Refund(provider, reason, result string)
 }
@@ -50,6 +52,7 @@ type nopObserver struct{}
 
 func (nopObserver) Notification(string, string)   {}
 func (nopObserver) Refund(string, string, string) {}
+func (nopObserver) Paid(string)                   {}
 
 // Config configures the payments.
 type Config struct {
@@ -259,6 +262,7 @@ func (p *Payments) apply(ctx context.Context, pr Provider, n model.PayNotice) (s
 		go p.refund(context.WithoutCancel(ctx), *t)
 		return "refund_owed", nil
 	}
+	p.d.Metrics.Paid(pr.Name())
 	return "paid", nil
 }
 
@@ -324,6 +328,9 @@ func (p *Payments) settle(ctx context.Context, t model.PayTrade, giveUp bool) (m
 		_, outcome, err := p.d.Store.Paid(ctx, t.OutTradeNo, t.Provider, st.ProviderTradeNo, st.Amount, p.at(st.PaidAt), p.d.Now())
 		if err != nil {
 			return 0, err
+		}
+		if outcome == model.PaidNow {
+			p.d.Metrics.Paid(t.Provider)
 		}
 		p.d.Log.InfoContext(ctx, "trade found paid by query", "provider", t.Provider, "out_trade_no", t.OutTradeNo, "order_id", t.OrderID)
 		if outcome == model.PaidRefund {
