@@ -115,6 +115,7 @@ type Config struct {
 	SMSEndpoint            string
 	PayProviders           []string
 	PayNotifyBaseURL       string
+	PayUnreachableGrace    time.Duration
 	AlipayAppID            string
 	AlipayPrivateKeyFile   string
 	AlipayPublicKeyFile    string

@@ -65,7 +65,7 @@ type Config struct {
 	// Bound is how long past its deadline an order whose trade the
 	// provider cannot be asked about is kept. After it the trade is given
 	// up (unknown), the order expires, and a later payment is refunded.
-	// Default: PayTimeout, at least a minute.
+	// Default 15 minutes (SECKILL_PAY_UNREACHABLE_GRACE).
 	Bound time.Duration
 	// Interval is the pause between sweeps. Default 1s.
 	Interval time.Duration
@@ -96,7 +96,7 @@ func New(d Deps, cfg Config) *Payments {
 		cfg.PayTimeout = 15 * time.Minute
 	}
 	if cfg.Bound <= 0 {
-		cfg.Bound = max(cfg.PayTimeout, time.Minute)
+		cfg.Bound = 15 * time.Minute
 	}
 	if cfg.Interval <= 0 {
 		cfg.Interval = time.Second
