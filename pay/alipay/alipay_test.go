@@ -159,8 +159,8 @@ func TestVerify(t *testing.T) {
 			v.Set("app_id", "2021000000000999")
 			return sign(v, keys.platform).Encode()
 		}, "app"},
-		"stale":  {func() string { return sign(paidNotice(now.Add(-2*time.Hour)), keys.platform).Encode() }, "stale"},
-		"future": {func() string { return sign(paidNotice(now.Add(2*time.Hour)), keys.platform).Encode() }, "stale"},
+		"stale":    {func() string { return sign(paidNotice(now.Add(-2*time.Hour)), keys.platform).Encode() }, "stale"},
+		"future":   {func() string { return sign(paidNotice(now.Add(2*time.Hour)), keys.platform).Encode() }, "stale"},
 		"bad form": {func() string { return "a=%zz" }, "malformed"},
 		"amount": {func() string {
 			v := paidNotice(now)
