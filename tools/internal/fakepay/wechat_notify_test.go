@@ -174,16 +174,16 @@ func TestWechatDelivery(t *testing.T) {
 	if _, _, err := (&nativeAPI{Client: c}).Prepay(context.Background(), prepay("D1", 700, recv.URL+"/pay/notify/wechat")); err != nil {
 		t.Fatal(err)
 	}
-	out := control(t, s, http.MethodPost, "/control/wechat/pay?out_trade_no=D1&notify=twice")
+	out := wxControl(t, s, http.MethodPost, "/control/wechat/pay?out_trade_no=D1&notify=twice")
 	ds, _ := json.Marshal(out["deliveries"])
 	if got.Load() != 2 {
 		t.Errorf("received %d notifications, want 2; deliveries %s", got.Load(), ds)
 	}
 
-	control(t, s, http.MethodPost, "/control/wechat/down?on=1")
+	wxControl(t, s, http.MethodPost, "/control/wechat/down?on=1")
 	_, err := queryTrade(t, nativeAPI{Client: c}, "D1")
 	wantAPIError(t, "query while down", err, http.StatusServiceUnavailable, "")
-	control(t, s, http.MethodPost, "/control/wechat/down?on=0")
+	wxControl(t, s, http.MethodPost, "/control/wechat/down?on=0")
 	if tx, err := queryTrade(t, nativeAPI{Client: c}, "D1"); err != nil || *tx.TradeState != "SUCCESS" {
 		t.Errorf("query when up again: %+v, %v", tx, err)
 	}

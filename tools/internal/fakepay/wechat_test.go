@@ -47,7 +47,7 @@ func startWechat(t *testing.T) *Server {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	dir := t.TempDir()
-	s, err := Start(ctx, Options{KeyDir: dir + "/keys", EnvFile: dir + "/fakepay.env"})
+	s, err := Start(ctx, Options{KeyDir: keyDir, EnvFile: dir + "/fakepay.env"})
 	if err != nil {
 		cancel()
 		t.Fatal(err)
@@ -58,11 +58,11 @@ func startWechat(t *testing.T) *Server {
 
 // sdkClient is the SDK in public-key mode, as the service builds it:
 // signing with key as serial, trusting pub under keyID.
-func sdkClient(t *testing.T, s *Server, key *rsa.PrivateKey, serial, keyID string, pub *rsa.PublicKey, edit func(*http.Request)) *core.Client {
-	return sdkClientOf(t, s, WechatMchID, key, serial, keyID, pub, edit)
+func wxSDK(t *testing.T, s *Server, key *rsa.PrivateKey, serial, keyID string, pub *rsa.PublicKey, edit func(*http.Request)) *core.Client {
+	return wxSDKOf(t, s, WechatMchID, key, serial, keyID, pub, edit)
 }
 
-func sdkClientOf(t *testing.T, s *Server, mchID string, key *rsa.PrivateKey, serial, keyID string, pub *rsa.PublicKey, edit func(*http.Request)) *core.Client {
+func wxSDKOf(t *testing.T, s *Server, mchID string, key *rsa.PrivateKey, serial, keyID string, pub *rsa.PublicKey, edit func(*http.Request)) *core.Client {
 	t.Helper()
 	c, err := core.NewClient(context.Background(),
 		option.WithWechatPayPublicKeyAuthCipher(mchID, serial, key, keyID, pub),
@@ -76,7 +76,7 @@ func sdkClientOf(t *testing.T, s *Server, mchID string, key *rsa.PrivateKey, ser
 
 func merchantClient(t *testing.T, s *Server) *core.Client {
 	k := s.Core().Keys
-	return sdkClient(t, s, k.WechatMerchant, k.WechatMerchantSerial, k.WechatPublicKeyID, &k.WechatPlatform.PublicKey, nil)
+	return wxSDK(t, s, k.WechatMerchant, k.WechatMerchantSerial, k.WechatPublicKeyID, &k.WechatPlatform.PublicKey, nil)
 }
 
 func prepay(no string, total int64, notifyURL string) native.PrepayRequest {
@@ -95,7 +95,7 @@ func wantAPIError(t *testing.T, what string, err error, status int, code string)
 	}
 }
 
-func control(t *testing.T, s *Server, method, path string) map[string]any {
+func wxControl(t *testing.T, s *Server, method, path string) map[string]any {
 	t.Helper()
 	req, _ := http.NewRequest(method, s.URL()+path, nil)
 	resp, err := http.DefaultClient.Do(req)
@@ -150,7 +150,7 @@ func TestWechatThroughSDK(t *testing.T) {
 	if err != nil || *tx.TradeState != "NOTPAY" || *tx.Amount.Total != 1234 {
 		t.Fatalf("query of an open trade: %+v, %v", tx, err)
 	}
-	control(t, s, http.MethodPost, "/control/wechat/pay?out_trade_no=W1&notify=none")
+	wxControl(t, s, http.MethodPost, "/control/wechat/pay?out_trade_no=W1&notify=none")
 	tx, err = queryTrade(t, api, "W1")
 	if err != nil || *tx.TradeState != "SUCCESS" || tx.TransactionId == nil || tx.SuccessTime == nil {
 		t.Fatalf("query of a paid trade: %+v, %v", tx, err)
@@ -219,18 +219,18 @@ func TestWechatRefusesRequests(t *testing.T) {
 	}
 	pub := &k.WechatPlatform.PublicKey
 	cases := map[string]*core.Client{
-		"another key":      sdkClient(t, s, stranger, k.WechatMerchantSerial, k.WechatPublicKeyID, pub, nil),
-		"another merchant": sdkClientOf(t, s, "1900000002", k.WechatMerchant, k.WechatMerchantSerial, k.WechatPublicKeyID, pub, nil),
-		"another serial":   sdkClient(t, s, k.WechatMerchant, "0123456789ABCDEF", k.WechatPublicKeyID, pub, nil),
-		"changed after signing": sdkClient(t, s, k.WechatMerchant, k.WechatMerchantSerial, k.WechatPublicKeyID, pub, func(r *http.Request) {
+		"another key":      wxSDK(t, s, stranger, k.WechatMerchantSerial, k.WechatPublicKeyID, pub, nil),
+		"another merchant": wxSDKOf(t, s, "1900000002", k.WechatMerchant, k.WechatMerchantSerial, k.WechatPublicKeyID, pub, nil),
+		"another serial":   wxSDK(t, s, k.WechatMerchant, "0123456789ABCDEF", k.WechatPublicKeyID, pub, nil),
+		"changed after signing": wxSDK(t, s, k.WechatMerchant, k.WechatMerchantSerial, k.WechatPublicKeyID, pub, func(r *http.Request) {
 			b, _ := io.ReadAll(r.Body)
 			b = bytes.Replace(b, []byte(`"total":1234`), []byte(`"total":1`), 1)
 			r.Body, r.ContentLength = io.NopCloser(bytes.NewReader(b)), int64(len(b))
 		}),
-		"another path": sdkClient(t, s, k.WechatMerchant, k.WechatMerchantSerial, k.WechatPublicKeyID, pub, func(r *http.Request) {
+		"another path": wxSDK(t, s, k.WechatMerchant, k.WechatMerchantSerial, k.WechatPublicKeyID, pub, func(r *http.Request) {
 			r.URL.RawQuery = "mchid=1900000002"
 		}),
-		"no Authorization": sdkClient(t, s, k.WechatMerchant, k.WechatMerchantSerial, k.WechatPublicKeyID, pub, func(r *http.Request) {
+		"no Authorization": wxSDK(t, s, k.WechatMerchant, k.WechatMerchantSerial, k.WechatPublicKeyID, pub, func(r *http.Request) {
 			r.Header.Del("Authorization")
 		}),
 	}
@@ -242,7 +242,7 @@ func TestWechatRefusesRequests(t *testing.T) {
 		t.Errorf("refused requests made trades: %+v", trades)
 	}
 
-	distrust := sdkClient(t, s, k.WechatMerchant, k.WechatMerchantSerial, k.WechatPublicKeyID, &stranger.PublicKey, nil)
+	distrust := wxSDK(t, s, k.WechatMerchant, k.WechatMerchantSerial, k.WechatPublicKeyID, &stranger.PublicKey, nil)
 	_, _, err = (&native.NativeApiService{Client: distrust}).Prepay(context.Background(), prepay("X2", 1234, "http://127.0.0.1:1/notify"))
 	var ae *core.APIError
 	if err == nil || errors.As(err, &ae) || !strings.Contains(err.Error(), "verify") {
