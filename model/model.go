@@ -143,6 +143,16 @@ const (
 	OrderStatusFailed    = 9 // async mode: given up, stock returned
 )
 
+// UnitBackSQL is the condition on a tb_voucher_order row whose unit is
+// back on sale: cancelled or expired (4), or refunded after it was
+// cancelled (6 with a cancel_time: a payment that came too late).
+const UnitBackSQL = "(status = 4 OR (status = 6 AND cancel_time IS NOT NULL))"
+
+// UnitBack reports whether the order's unit is back on sale (UnitBackSQL).
+func UnitBack(status int, cancelled bool) bool {
+	return status == OrderStatusCancelled || (status == OrderStatusRefunded && cancelled)
+}
+
 // OrderStatusUnpaid is OrderStatusCreated under Heima's name.
 const OrderStatusUnpaid = OrderStatusCreated
 

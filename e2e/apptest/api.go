@@ -231,6 +231,31 @@ func CounterValue(t *testing.T, a *app.App, name string) float64 {
 	return 0
 }
 
+// LabeledCounterValue reads the counter of name with labels from the app's
+// registry; 0 when no such series was counted yet.
+func LabeledCounterValue(t *testing.T, a *app.App, name string, labels map[string]string) float64 {
+	t.Helper()
+	mfs, err := a.Metrics().Registry.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() != name {
+			continue
+		}
+	series:
+		for _, m := range mf.GetMetric() {
+			for _, lp := range m.GetLabel() {
+				if want, ok := labels[lp.GetName()]; ok && want != lp.GetValue() {
+					continue series
+				}
+			}
+			return m.GetCounter().GetValue()
+		}
+	}
+	return 0
+}
+
 // UseAdminToken makes AdminToken answer tok for h until the test ends. h
 // fronts a server of the test's own, not an app of this process. h must be
 // comparable (a pointer).

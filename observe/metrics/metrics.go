@@ -131,7 +131,7 @@ func New() *Metrics {
 	m.Registry.MustRegister(m.PaidOrders, m.CancelledOrders, m.ExpiredOrders, m.OwedGivebacks, m.DoneGivebacks,
 		m.SweepDuration, m.SweepBatches, m.SweepErrors, m.PurchaseLimits, m.Requests, m.Latency, m.Outcomes, m.LockRefused, m.UniqueKeyRejections, m.StaleFenceRejections,
 		m.AsyncWritten, m.AsyncDeadLetters, m.AsyncBatch, m.AsyncClaimed, m.AdmissionPipeline, m.SyncGroup,
-		m.RedisRoundTrips, m.RedisCommands,
+		m.RedisRoundTrips, m.RedisCommands, m.PayNotifications, m.Refunds,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }
