@@ -13,7 +13,9 @@ run:
 # integration tests use the services the env names (.ci/env.sh, as CI sets
 # it); for each variable unset it starts a private throwaway server when
 # the program is installed (MariaDB, Redis, Redlock nodes, a Sentinel set,
-# a Redis Cluster; never ZooKeeper) and stops it after. Tests whose service
+# a Redis Cluster; never ZooKeeper) and stops it after; with
+# SECKILL_TEST_FAKEPAY unset it runs the fake pay providers (tools/cmd/fakepay)
+# in-process and exports their env file's path. Tests whose service
 # is neither skip and say so. SECKILL_TEST_PRIVATE=off starts nothing.
 # TESTPKGS and TESTFLAGS narrow a run: make test TESTPKGS=./lock/ TESTFLAGS='-run Redlock'.
 TESTPKGS ?= ./...

@@ -54,7 +54,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	s, err := fakepay.Start(ctx, fakepay.Options{Listen: *listen, KeyDir: *keys, EnvFile: *envFile, Log: log})
 	if err != nil {
-		fmt.Fprintln(stderr, "fakepay:", err)
+		fmt.Fprintf(stderr, "fakepay: %v\n", err)
 		return 1
 	}
 	fmt.Fprintf(stdout, "fakepay: listening on %s (keys %s", s.URL(), *keys)
@@ -64,9 +64,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fmt.Fprintf(stdout, "; stops after %s)\n", *maxDuration)
 	<-s.Done()
 	if err := s.Close(); err != nil {
-		fmt.Fprintln(stderr, "fakepay:", err)
+		fmt.Fprintf(stderr, "fakepay: %v\n", err)
 		return 1
 	}
-	fmt.Fprintln(stdout, "fakepay: stopped:", context.Cause(ctx))
+	fmt.Fprintf(stdout, "fakepay: stopped: %v\n", context.Cause(ctx))
 	return 0
 }
