@@ -4,7 +4,9 @@ import (
 	"context"
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/wechatpay-apiv3/wechatpay-go/core"
 	"github.com/wechatpay-apiv3/wechatpay-go/services/payments/native"
@@ -24,7 +26,7 @@ func (p *Provider) Create(ctx context.Context, t model.TradeRequest) (model.Chec
 	req := native.PrepayRequest{
 		Appid:       core.String(p.cfg.AppID),
 		Mchid:       core.String(p.cfg.MchID),
-		Description: core.String(t.Subject),
+		Description: core.String(description(t)),
 		OutTradeNo:  core.String(t.OutTradeNo),
 		Attach:      core.String(strconv.FormatInt(t.OrderID, 10)),
 		NotifyUrl:   core.String(t.NotifyURL),
@@ -41,6 +43,20 @@ func (p *Provider) Create(ctx context.Context, t model.TradeRequest) (model.Chec
 		return model.Checkout{}, fmt.Errorf("wechat create %s: the answer has no code_url", t.OutTradeNo)
 	}
 	return model.Checkout{QRCode: *resp.CodeUrl}, nil
+}
+
+// description is the line the buyer sees: the subject (or the order's
+// number), cut to WeChat Pay's 127 bytes on a character's boundary.
+func description(t model.TradeRequest) string {
+	s := t.Subject
+	if strings.TrimSpace(s) == "" {
+		s = "order " + strconv.FormatInt(t.OrderID, 10)
+	}
+	for len(s) > 127 {
+		_, size := utf8.DecodeLastRuneInString(s)
+		s = s[:len(s)-size]
+	}
+	return s
 }
 
 // Query answers the trade's state; ORDER_NOT_EXIST is model.TradeMissing.

@@ -16,6 +16,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"seckill/model"
 	"seckill/service/payment"
@@ -49,6 +50,19 @@ func TestRefundState(t *testing.T) {
 	}
 	if _, ok := refundState("DONE"); ok {
 		t.Error("refundState(DONE) is known; want unknown")
+	}
+}
+
+// TestDescription: the subject, or the order's number when there is none,
+// cut to 127 bytes without splitting a character.
+func TestDescription(t *testing.T) {
+	if got := description(model.TradeRequest{OrderID: 7}); got != "order 7" {
+		t.Errorf("no subject: %q", got)
+	}
+	long := strings.Repeat("€", 50) // 150 bytes
+	got := description(model.TradeRequest{Subject: long})
+	if len(got) != 126 || !utf8.ValidString(got) {
+		t.Errorf("a long subject: %d bytes, valid %v", len(got), utf8.ValidString(got))
 	}
 }
 
