@@ -232,6 +232,18 @@ func fakePay(t testing.TB, provider, outTradeNo, notify string, late bool) []del
 	return out
 }
 
+// fakeTryPay pays the trade as a buyer would, notifying twice: false
+// when the provider refuses (the trade is closed or past its expiry).
+func fakeTryPay(t testing.TB, provider, outTradeNo string) bool {
+	t.Helper()
+	code, out := fakepayenv.Control(t, fakepayenv.Load(t), http.MethodPost, "/control/"+provider+"/pay",
+		url.Values{"out_trade_no": {outTradeNo}, "notify": {"twice"}})
+	if code != http.StatusOK && code != http.StatusConflict {
+		t.Errorf("pay %s at %s: %d %v", outTradeNo, provider, code, out)
+	}
+	return code == http.StatusOK
+}
+
 // fakeNotify sends the trade's current notification again.
 func fakeNotify(t testing.TB, provider, outTradeNo string) []delivery {
 	t.Helper()
