@@ -158,7 +158,10 @@ func TestRejectedNotifications(t *testing.T) {
 				c := mustPay(t, a.h, b, provider)
 				fakePay(t, provider, c.OutTradeNo, "none", false)
 				stale := fmt.Sprint(time.Now().Add(-2 * time.Hour).Unix())
-				cases := []struct{ name, reason string; q url.Values }{
+				cases := []struct {
+					name, reason string
+					q            url.Values
+				}{
 					{"forged", "signature", url.Values{"wrong_key": {"1"}}},
 					{"altered", "signature", url.Values{"alter": {"1"}}},
 					{"wrong amount", "amount", url.Values{"amount": {"1"}}},

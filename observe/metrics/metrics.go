@@ -45,18 +45,18 @@ type Metrics struct {
 	// The order's life: payments and cancels by buyers, expiries by the
 	// pay timeout, Redis give-backs owed and done (async mode), and the
 	// sweeper's rounds (duration, expiry batches, errors).
-	PaidOrders      prometheus.Counter
+	PaidOrders prometheus.Counter
 	// PayNotifications counts the providers' notifications by provider and
 	// result; Refunds the refund tries by provider, reason and result.
 	PayNotifications *prometheus.CounterVec
 	Refunds          *prometheus.CounterVec
-	CancelledOrders prometheus.Counter
-	ExpiredOrders   prometheus.Counter
-	OwedGivebacks   prometheus.Counter
-	DoneGivebacks   prometheus.Counter
-	SweepDuration   prometheus.Histogram
-	SweepBatches    prometheus.Counter
-	SweepErrors     prometheus.Counter
+	CancelledOrders  prometheus.Counter
+	ExpiredOrders    prometheus.Counter
+	OwedGivebacks    prometheus.Counter
+	DoneGivebacks    prometheus.Counter
+	SweepDuration    prometheus.Histogram
+	SweepBatches     prometheus.Counter
+	SweepErrors      prometheus.Counter
 
 	seriesCache
 }

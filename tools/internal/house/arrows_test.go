@@ -124,7 +124,7 @@ var forbidden = map[string][]string{
 // another: a domain that needs another's work declares the interface it
 // consumes, and app wires the two. What several domains share lives in a
 // kernel package under service/internal.
-var domains = []string{"service/account", "service/catalog", "service/room", "service/sale", "service/async"}
+var domains = []string{"service/account", "service/catalog", "service/payment", "service/room", "service/sale", "service/async"}
 
 // withDomains is forbidden with every domain forbidding the others.
 func withDomains(forbidden map[string][]string, domains []string) map[string][]string {
