@@ -194,6 +194,15 @@ bench-go:
 bench-shop-search:
 	SECKILL_SHOP_SEARCH_RESULTS=$(CURDIR)/tools/bench/SHOP-SEARCH.md $(GO) test -count=1 -timeout 20m -run '^TestShopSearchMeasure$$' -v ./repository/sqlstore/
 
+# The pay notifications under load (e2e/payments TestNotifyLoadMeasure): 5,000
+# orders paid at the fake providers, each notification sent twice at once to
+# two instances; beside it, in the same run, 5,000 purchases to the same
+# instances. Written to tools/bench/PAY-NOTIFY.md with the machine and the date.
+# On the MariaDB and Redis of .ci/env.sh; the fake providers through testenv.
+.PHONY: bench-pay-notify
+bench-pay-notify:
+	$(TESTENV) env SECKILL_PAY_NOTIFY_RESULTS=$(CURDIR)/tools/bench/PAY-NOTIFY.md $(GO) test -count=1 -timeout 20m -run '^TestNotifyLoadMeasure$$' -v ./e2e/payments/
+
 # (make loadtest-matrix, make faults, make bench and make fairness redraw them as they end.)
 pictures:
 	$(HARNESS) pictures

@@ -2,11 +2,13 @@ package handler
 
 import (
 	"context"
+	"encoding/base64"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/gin-gonic/gin"
+	"github.com/skip2/go-qrcode"
 
 	"seckill/middleware"
 	"seckill/model"
@@ -65,6 +67,8 @@ type payResponse struct {
 	QRCode      string    `json:"qrCode"`
 	PayURL      string    `json:"payUrl,omitempty"`
 	PayDeadline time.Time `json:"payDeadline"`
+	// QRImage is qrCode drawn as a PNG, a data: URL the web app shows.
+	QRImage string `json:"qrImage,omitempty"`
 }
 
 // payOrder is POST /voucher-order/:orderId/pay. With a provider it opens
@@ -103,7 +107,32 @@ func (a orderAPI) payOrder(c *gin.Context) {
 		return
 	}
 	ok(c, payResponse{Provider: out.Provider, OutTradeNo: out.OutTradeNo, QRCode: out.Checkout.QRCode,
-		PayURL: out.Checkout.PayURL, PayDeadline: out.PayDeadline})
+		PayURL: out.Checkout.PayURL, PayDeadline: out.PayDeadline, QRImage: qrImage(out.Checkout.QRCode)})
+}
+
+// qrImage draws a QR code's content as a PNG data: URL; "" when it does
+// not fit one.
+func qrImage(content string) string {
+	if content == "" {
+		return ""
+	}
+	png, err := qrcode.Encode(content, qrcode.Medium, 256)
+	if err != nil {
+		return ""
+	}
+	return "data:image/png;base64," + base64.StdEncoding.EncodeToString(png)
+}
+
+// payProviders is GET /pay/providers: the providers a buyer may choose,
+// and whether the simulated payment is on (development).
+func (a orderAPI) payProviders(c *gin.Context) {
+	names := []string{}
+	for _, p := range []string{model.ProviderAlipay, model.ProviderWechat} {
+		if a.Payments != nil && a.Payments.Has(p) {
+			names = append(names, p)
+		}
+	}
+	ok(c, gin.H{"providers": names, "simulated": a.SimulatedPay})
 }
 
 // providerNames lists the providers a buyer may choose, for an error.

@@ -18,6 +18,8 @@ type Payments interface {
 	Has(provider string) bool
 	Start(ctx context.Context, userID, orderID int64, provider string) (*payment.Checkout, error)
 	Notify(ctx context.Context, provider string, header http.Header, body []byte) error
+	// Summary is the money of a voucher's sale (the admin's audit).
+	Summary(ctx context.Context, voucherID int64) (model.PaySummary, error)
 }
 
 // payNotify is POST /pay/notify/alipay and /pay/notify/wechat: a

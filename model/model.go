@@ -257,6 +257,9 @@ type Audit struct {
 	GivebacksDue *int64 `json:"givebacksDue,omitempty"`
 	// WaitingRoom is the voucher's waiting room (vouchers with one).
 	WaitingRoom *RoomAudit `json:"waitingRoom,omitempty"`
+	// Payments is the sale's money at the pay providers (when one is
+	// enabled).
+	Payments *PaySummary `json:"payments,omitempty"`
 }
 
 // VoucherSnapshot is what the database says about one voucher, in one snapshot.

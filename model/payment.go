@@ -258,3 +258,11 @@ const (
 	PaidRepeated                    // applied before: nothing changed
 	PaidRefund                      // the order could not take it (cancelled, expired, paid by another trade): refund owed
 )
+
+// PaySummary is the money of one voucher's sale at the pay providers.
+type PaySummary struct {
+	Taken       Fen   `json:"taken"`       // by paid trades
+	Refunded    Fen   `json:"refunded"`    // by refunds done
+	Late        int64 `json:"late"`        // payments refunded as late or of a trade given up
+	RefundsOwed int64 `json:"refundsOwed"` // refunds not done yet (retried with backoff)
+}

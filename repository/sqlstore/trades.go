@@ -271,17 +271,9 @@ WHERE id = ? AND status = ?`, model.OrderStatusRefunded, at, t.RefundReason, now
 	return done, translate(err)
 }
 
-// PaySummary is the money of one voucher's sale at the providers.
-type PaySummary struct {
-	Taken       model.Fen `json:"taken"`       // paid trades
-	Refunded    model.Fen `json:"refunded"`    // refunds done
-	Late        int64     `json:"late"`        // payments refunded as late or of an unreachable provider's trade
-	RefundsOwed int64     `json:"refundsOwed"` // refunds not done yet
-}
-
 // Summary sums the money of the voucher's trades.
-func (s *Trades) Summary(ctx context.Context, voucherID int64) (PaySummary, error) {
-	var out PaySummary
+func (s *Trades) Summary(ctx context.Context, voucherID int64) (model.PaySummary, error) {
+	var out model.PaySummary
 	err := s.db.WithContext(ctx).Raw(`SELECT
   COALESCE(SUM(CASE WHEN t.state = ? THEN t.amount ELSE 0 END), 0) AS taken,
   COALESCE(SUM(CASE WHEN t.refund_state = ? THEN t.amount ELSE 0 END), 0) AS refunded,

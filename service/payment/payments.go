@@ -34,6 +34,8 @@ type TradeStore interface {
 	// Refunded records the money back, once; a cancelled order becomes
 	// refunded with the trade's reason.
 	Refunded(ctx context.Context, outTradeNo string, at, now time.Time) (bool, error)
+	// Summary sums the money of a voucher's trades.
+	Summary(ctx context.Context, voucherID int64) (model.PaySummary, error)
 }
 
 // Observer counts what the payments do (observe/metrics). Optional.
@@ -118,6 +120,11 @@ func New(d Deps, cfg Config) *Payments {
 		p.providers[pr.Name()] = pr
 	}
 	return p
+}
+
+// Summary is the money of the voucher's sale at the providers.
+func (p *Payments) Summary(ctx context.Context, voucherID int64) (model.PaySummary, error) {
+	return p.d.Store.Summary(ctx, voucherID)
 }
 
 // Has reports whether the provider is enabled.
