@@ -22,6 +22,7 @@ import (
 	"seckill/app"
 	"seckill/auth"
 	"seckill/config"
+	"seckill/internal/fakepayenv"
 	"seckill/model"
 	"seckill/observe/live"
 	"seckill/repository/sqlstore"
@@ -335,4 +336,18 @@ func Settle(t *testing.T, name string, ch <-chan live.Snapshot, ok func(live.Sna
 			return last
 		}
 	}
+}
+
+// ProductionPay is the pay settings a production app needs (it refuses
+// the simulated payment): Alipay at the fake providers of
+// SECKILL_TEST_FAKEPAY, notified at notifyBase.
+func ProductionPay(t testing.TB, notifyBase string) map[string]string {
+	t.Helper()
+	out := map[string]string{"SECKILL_PAY_PROVIDERS": "alipay", "SECKILL_PAY_NOTIFY_BASE_URL": notifyBase}
+	for k, v := range fakepayenv.Load(t) {
+		if strings.HasPrefix(k, "SECKILL_ALIPAY_") {
+			out[k] = v
+		}
+	}
+	return out
 }
