@@ -338,16 +338,17 @@ func Settle(t *testing.T, name string, ch <-chan live.Snapshot, ok func(live.Sna
 	}
 }
 
-// ProductionPay is the pay settings a production app needs (it refuses
-// the simulated payment): Alipay at the fake providers of
-// SECKILL_TEST_FAKEPAY, notified at notifyBase.
-func ProductionPay(t testing.TB, notifyBase string) map[string]string {
+// ProductionPay is the pay settings a production app needs to start (it
+// refuses the simulated payment): Alipay with the keys of the fake
+// providers of SECKILL_TEST_FAKEPAY, at Alipay's own https gateway, which
+// the production tests never call (they pay nothing).
+func ProductionPay(t testing.TB) map[string]string {
 	t.Helper()
-	out := map[string]string{"SECKILL_PAY_PROVIDERS": "alipay", "SECKILL_PAY_NOTIFY_BASE_URL": notifyBase}
-	for k, v := range fakepayenv.Load(t) {
-		if strings.HasPrefix(k, "SECKILL_ALIPAY_") {
-			out[k] = v
-		}
+	fake := fakepayenv.Load(t)
+	return map[string]string{
+		"SECKILL_PAY_PROVIDERS": "alipay", "SECKILL_PAY_NOTIFY_BASE_URL": "https://shop.example.test",
+		"SECKILL_ALIPAY_APP_ID":           fake["SECKILL_ALIPAY_APP_ID"],
+		"SECKILL_ALIPAY_PRIVATE_KEY_FILE": fake["SECKILL_ALIPAY_PRIVATE_KEY_FILE"],
+		"SECKILL_ALIPAY_PUBLIC_KEY_FILE":  fake["SECKILL_ALIPAY_PUBLIC_KEY_FILE"],
 	}
-	return out
 }
