@@ -13,7 +13,9 @@ run:
 # integration tests use the services the env names (.ci/env.sh, as CI sets
 # it); for each variable unset it starts a private throwaway server when
 # the program is installed (MariaDB, Redis, Redlock nodes, a Sentinel set,
-# a Redis Cluster; never ZooKeeper) and stops it after. Tests whose service
+# a Redis Cluster; never ZooKeeper) and stops it after; with
+# SECKILL_TEST_FAKEPAY unset it runs the fake pay providers (tools/cmd/fakepay)
+# in-process and exports their env file's path. Tests whose service
 # is neither skip and say so. SECKILL_TEST_PRIVATE=off starts nothing.
 # TESTPKGS and TESTFLAGS narrow a run: make test TESTPKGS=./lock/ TESTFLAGS='-run Redlock'.
 TESTPKGS ?= ./...
@@ -191,6 +193,15 @@ bench-go:
 .PHONY: bench-shop-search
 bench-shop-search:
 	SECKILL_SHOP_SEARCH_RESULTS=$(CURDIR)/tools/bench/SHOP-SEARCH.md $(GO) test -count=1 -timeout 20m -run '^TestShopSearchMeasure$$' -v ./repository/sqlstore/
+
+# The pay notifications under load (e2e/payments TestNotifyLoadMeasure): 5,000
+# orders paid at the fake providers, each notification sent twice at once to
+# two instances; beside it, in the same run, 5,000 purchases to the same
+# instances. Written to tools/bench/PAY-NOTIFY.md with the machine and the date.
+# On the MariaDB and Redis of .ci/env.sh; the fake providers through testenv.
+.PHONY: bench-pay-notify
+bench-pay-notify:
+	$(TESTENV) env SECKILL_PAY_NOTIFY_RESULTS=$(CURDIR)/tools/bench/PAY-NOTIFY.md $(GO) test -count=1 -timeout 20m -run '^TestNotifyLoadMeasure$$' -v ./e2e/payments/
 
 # (make loadtest-matrix, make faults, make bench and make fairness redraw them as they end.)
 pictures:

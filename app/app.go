@@ -85,6 +85,9 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger, opts ...Optio
 	if err != nil {
 		return nil, err
 	}
+	if err := cfg.CheckPay(); err != nil {
+		return nil, err
+	}
 	d, err := openDeps(ctx, cfg, log)
 	if err != nil {
 		return nil, err
@@ -126,13 +129,17 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger, opts ...Optio
 		return nil, err
 	}
 	w.voucherSvc.OnPublished(published(w.room, p.async))
-	lifecycle := w.lifecycle(p)
+	pays, err := w.payments(ctx)
+	if err != nil {
+		return nil, err
+	}
+	lifecycle := w.lifecycle(p, pays)
 	// The live dashboard: this process's answers per voucher, published to
 	// Redis four times a second. Any instance's stream reads them all.
 	pub := live.NewPublisher(w.recorder, w.liveStats, live.PublisherConfig{LockMode: locker.Name(), OrderMode: cfg.OrderMode}, log)
 	a.locker, a.metrics, a.liveInstance, a.streams = locker, w.m, pub.ID(), newLiveStreams()
 	a.demo = catalog.Demo{Shops: w.shopSvc, Vouchers: w.voucherSvc, Marks: sqlstore.NewDemoMarks(d.DB), Now: time.Now}
-	a.handler = handler.New(w.routes(p, lifecycle, a.streams.ctx))
+	a.handler = handler.New(w.routes(p, lifecycle, pays, a.streams.ctx))
 
 	// Started in order, stopped in reverse: the live publisher's last
 	// publication comes after the workers' stop, before Redis closes.
@@ -155,6 +162,9 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger, opts ...Optio
 		}
 	}
 	workers = append(workers, newExpirySweeper(lifecycle))
+	if pays != nil {
+		workers = append(workers, newPaySweeper(pays))
+	}
 	if err := a.workers.start(ctx, workers...); err != nil {
 		return nil, err
 	}

@@ -4,20 +4,26 @@ import (
 	"context"
 	"time"
 
+	"seckill/config"
 	"seckill/handler"
 	"seckill/observe/live"
 	"seckill/repository/redisstore"
 	"seckill/repository/sqlstore"
 	"seckill/service/account"
 	"seckill/service/catalog"
+	"seckill/service/payment"
 	"seckill/service/sale"
 	"seckill/web"
 )
 
 // routes are the handler's collaborators: the services of the purchase path
 // p, the lifecycle and the live dashboard. streams ends the live streams.
-func (w *wiring) routes(p purchase, lifecycle *sale.Lifecycle, streams context.Context) handler.Deps {
+func (w *wiring) routes(p purchase, lifecycle *sale.Lifecycle, pays *payment.Payments, streams context.Context) handler.Deps {
 	d, cfg, m := w.d, w.cfg, w.m
+	var payments handler.Payments
+	if pays != nil {
+		payments = pays
+	}
 	return handler.Deps{
 		Services: handler.Services{
 			Users: account.NewUsers(sqlstore.NewUsers(d.DB), redisstore.NewCodes(d.Redis), redisstore.NewCodeLimits(d.Redis), w.tok, w.log, account.CodeConfig{
@@ -34,9 +40,11 @@ func (w *wiring) routes(p purchase, lifecycle *sale.Lifecycle, streams context.C
 				PerUser: cfg.RateLimit, PerVoucher: cfg.RateLimitVoucher, PerAddr: cfg.RateLimitIP,
 				Refused: m.PurchaseLimitRefused, Failed: m.PurchaseLimitFailed,
 			}, w.log),
-			Lifecycle:   lifecycle,
-			History:     sale.NewHistory(w.orders),
-			Idempotency: sale.NewIdempotency(redisstore.NewIdempotency(d.Redis, cfg.IdempotencyMaxKeys), cfg.IdempotencyTTL, cfg.RequestTimeout),
+			Lifecycle:    lifecycle,
+			Payments:     payments,
+			SimulatedPay: cfg.HasProvider(config.PaySimulated),
+			History:      sale.NewHistory(w.orders),
+			Idempotency:  sale.NewIdempotency(redisstore.NewIdempotency(d.Redis, cfg.IdempotencyMaxKeys), cfg.IdempotencyTTL, cfg.RequestTimeout),
 		},
 		Access: handler.Access{
 			Tokens:         w.tok,

@@ -19,6 +19,7 @@ import (
 	"seckill/service/account"
 	"seckill/service/async"
 	"seckill/service/catalog"
+	"seckill/service/payment"
 	"seckill/service/room"
 	"seckill/service/sale"
 )
@@ -145,8 +146,11 @@ func (w *wiring) syncPurchase(ctx context.Context) (purchase, error) {
 // lifecycle is the order lifecycle: pay, cancel, and the expiry sweep that
 // every instance runs. In async mode an expired order's unit goes back to
 // Redis.
-func (w *wiring) lifecycle(p purchase) *sale.Lifecycle {
+func (w *wiring) lifecycle(p purchase, pays *payment.Payments) *sale.Lifecycle {
 	lifeDeps := sale.LifecycleDeps{Store: w.orders, Vouchers: w.vouchers, Orders: p.seckill, Returned: w.room, Now: time.Now, Log: w.log}
+	if pays != nil {
+		lifeDeps.Trades = pays
+	}
 	if p.async != nil {
 		lifeDeps.Returner = redisstore.NewStockReturns(w.d.Redis)
 	}

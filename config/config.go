@@ -113,6 +113,21 @@ type Config struct {
 	SMSSignName            string
 	SMSTemplate            string
 	SMSEndpoint            string
+	PayProviders           []string
+	PayNotifyBaseURL       string
+	PayUnreachableGrace    time.Duration
+	AlipayAppID            string
+	AlipayPrivateKeyFile   string
+	AlipayPublicKeyFile    string
+	AlipayGateway          string
+	WechatMchID            string
+	WechatAppID            string
+	WechatSerial           string
+	WechatPrivateKeyFile   string
+	WechatAPIv3KeyFile     string
+	WechatPublicKeyFile    string
+	WechatPublicKeyID      string
+	WechatBaseURL          string
 	TrustedProxies         []string
 	AccessLog              int
 	APIStyle               string

@@ -79,7 +79,7 @@ func TestEveryVariableDeclared(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	name := regexp.MustCompile(`SECKILL_[A-Z_]*[A-Z]`)
+	name := regexp.MustCompile(`SECKILL_[A-Z0-9_]*[A-Z0-9]`)
 	for _, f := range files {
 		if strings.HasSuffix(f, "_test.go") {
 			continue

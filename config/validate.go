@@ -29,6 +29,7 @@ func (c *Config) Validate() error {
 	errs = append(errs, lockRules(c)...)
 	errs = append(errs, productionRules(c)...)
 	errs = append(errs, smsRules(c)...)
+	errs = append(errs, payRules(c)...)
 	return oneLine(errs)
 }
 

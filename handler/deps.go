@@ -42,6 +42,12 @@ type Services struct {
 	// Lifecycle pays and cancels orders (POST /voucher-order/:orderId/pay
 	// and /cancel); nil leaves those routes out.
 	Lifecycle Lifecycle
+	// Payments opens trades at the pay providers and applies their
+	// notifications (POST /pay/notify/<provider>); nil: none enabled.
+	Payments Payments
+	// SimulatedPay lets the pay call without a provider pay at once
+	// (development only: no money moves).
+	SimulatedPay bool
 	// History lists a user's orders (GET /user/orders); nil leaves the
 	// route out.
 	History History

@@ -189,6 +189,15 @@ func New(d Deps) http.Handler {
 		r.POST("/voucher-order/:orderId/cancel", append(slices.Clone(change), orders.cancelOrder)...)
 	}
 
+	r.GET("/pay/providers", orders.payProviders)
+	if d.Payments != nil {
+		for _, p := range []string{model.ProviderAlipay, model.ProviderWechat} {
+			if d.Payments.Has(p) {
+				r.POST("/pay/notify/"+p, a.payNotify(p))
+			}
+		}
+	}
+
 	r.GET("/admin/vouchers/:id/audit", authed, admin, vouchers.audit)
 	liveRoutes(a, r, authed, admin)
 	a.webRoutes(r)
@@ -471,6 +480,12 @@ func (a voucherAPI) audit(c *gin.Context) {
 	res, err := a.Seckill.Audit(c.Request.Context(), id)
 	if err == nil && a.Room != nil {
 		res.WaitingRoom, err = a.Room.Audit(c.Request.Context(), id)
+	}
+	if err == nil && a.Payments != nil {
+		var sum model.PaySummary
+		if sum, err = a.Payments.Summary(c.Request.Context(), id); err == nil {
+			res.Payments = &sum
+		}
 	}
 	if err != nil {
 		a.fail(c, err)

@@ -75,7 +75,7 @@ func keyedEnv(t *testing.T, life *fakeLifecycle, maxKeys int, opts ...envOption)
 	t.Cleanup(func() { rdb.Close() })
 	with := func(d *handler.Deps) {
 		d.Idempotency = sale.NewIdempotency(redisstore.NewIdempotency(rdb, maxKeys), 0, d.RequestTimeout)
-		d.Lifecycle = life
+		d.Lifecycle, d.SimulatedPay = life, true
 	}
 	return newEnv(t, append([]envOption{with}, opts...)...), srv
 }
@@ -144,7 +144,7 @@ func TestIdempotentRefusalsNotStored(t *testing.T) {
 // so Redis never holds a body past the bound. The retry runs again.
 func TestIdempotencyLargeAnswerNotKept(t *testing.T) {
 	e, srv := keyedEnv(t, &fakeLifecycle{}, 10, func(d *handler.Deps) {
-		d.Lifecycle = bigLifecycle{&fakeLifecycle{}}
+		d.Lifecycle, d.SimulatedPay = bigLifecycle{&fakeLifecycle{}}, true
 	})
 	for i := range 2 {
 		r, replayed := e.keyed(http.MethodPost, "/voucher-order/55/cancel", "big")

@@ -134,7 +134,7 @@ func TestOrderRoute(t *testing.T) {
 	}
 	want := map[string]string{
 		"id": fmt.Sprintf("%q", fmt.Sprint(int64(1<<60))), "userId": "7", "voucherId": "3",
-		"status": `"created"`, "payType": "1",
+		"status": `"created"`, "payType": `"balance"`,
 	}
 	for k, v := range want {
 		if string(got[k]) != v {

@@ -139,8 +139,19 @@ const (
 	OrderStatusCreated   = 1 // written to the database, unpaid
 	OrderStatusPaid      = 2 // paid: keeps its unit for good
 	OrderStatusCancelled = 4 // cancelled or expired: its unit is back on sale
+	OrderStatusRefunded  = 6 // the money is back with the buyer (RefundReason says why)
 	OrderStatusFailed    = 9 // async mode: given up, stock returned
 )
+
+// UnitBackSQL is the condition on a tb_voucher_order row whose unit is
+// back on sale: cancelled or expired (4), or refunded after it was
+// cancelled (6 with a cancel_time: a payment that came too late).
+const UnitBackSQL = "(status = 4 OR (status = 6 AND cancel_time IS NOT NULL))"
+
+// UnitBack reports whether the order's unit is back on sale (UnitBackSQL).
+func UnitBack(status int, cancelled bool) bool {
+	return status == OrderStatusCancelled || (status == OrderStatusRefunded && cancelled)
+}
 
 // OrderStatusUnpaid is OrderStatusCreated under Heima's name.
 const OrderStatusUnpaid = OrderStatusCreated
@@ -164,6 +175,8 @@ func OrderStatusName(s int) string {
 		return "cancelled"
 	case OrderStatusFailed:
 		return "failed"
+	case OrderStatusRefunded:
+		return "refunded"
 	default:
 		return "unknown"
 	}
@@ -204,6 +217,10 @@ type VoucherOrder struct {
 	// GivebackDue says Redis still owes the order's unit back (async
 	// mode): set by the cancel, cleared once the give-back script ran.
 	GivebackDue bool `gorm:"column:giveback_due"`
+	// RefundTime and RefundReason record a refund (status 6): a payment
+	// that came after the order was cancelled is refunded (late_payment).
+	RefundTime   *time.Time `gorm:"column:refund_time"`
+	RefundReason string     `gorm:"column:refund_reason"`
 }
 
 // TableName is the Heima table name.
@@ -240,6 +257,9 @@ type Audit struct {
 	GivebacksDue *int64 `json:"givebacksDue,omitempty"`
 	// WaitingRoom is the voucher's waiting room (vouchers with one).
 	WaitingRoom *RoomAudit `json:"waitingRoom,omitempty"`
+	// Payments is the sale's money at the pay providers (when one is
+	// enabled).
+	Payments *PaySummary `json:"payments,omitempty"`
 }
 
 // VoucherSnapshot is what the database says about one voucher, in one snapshot.

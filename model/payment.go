@@ -204,3 +204,65 @@ func (e *NoticeRejectedError) Is(target error) bool { return target == ErrNotice
 func RejectNotice(reason, format string, args ...any) error {
 	return &NoticeRejectedError{Reason: reason, Detail: fmt.Sprintf(format, args...)}
 }
+
+// Trade states of tb_pay_trade.state.
+const (
+	TradeRowOpen    = 1 // created (or being created) at the provider, unpaid
+	TradeRowPaid    = 2 // the provider took the money
+	TradeRowClosed  = 3 // closed at the provider, or never created there
+	TradeRowUnknown = 4 // the provider stayed unreachable past the bound: given up, the order cancelled
+)
+
+// Refund states of tb_pay_trade.refund_state.
+const (
+	RefundRowNone       = 0
+	RefundRowDue        = 1 // owed: the next try asks the provider
+	RefundRowProcessing = 2 // accepted by the provider, money not back yet
+	RefundRowDone       = 3 // the money is back with the buyer
+)
+
+// PayTrade is a row of tb_pay_trade: one trade opened at a provider for
+// an order, one per attempt.
+type PayTrade struct {
+	OutTradeNo      string     `gorm:"column:out_trade_no;primaryKey"`
+	OrderID         int64      `gorm:"column:order_id"`
+	Provider        string     `gorm:"column:provider"`
+	Amount          Fen        `gorm:"column:amount"`
+	State           int        `gorm:"column:state"`
+	QRCode          string     `gorm:"column:qr_code"`
+	PayURL          string     `gorm:"column:pay_url"`
+	ProviderTradeNo string     `gorm:"column:provider_trade_no"`
+	CreateTime      time.Time  `gorm:"column:create_time"`
+	ExpireTime      time.Time  `gorm:"column:expire_time"`
+	PayTime         *time.Time `gorm:"column:pay_time"`
+	RefundNo        string     `gorm:"column:refund_no"`
+	RefundReason    string     `gorm:"column:refund_reason"`
+	RefundState     int        `gorm:"column:refund_state"`
+	RefundAttempts  int        `gorm:"column:refund_attempts"`
+	RefundNext      *time.Time `gorm:"column:refund_next"`
+	RefundTime      *time.Time `gorm:"column:refund_time"`
+}
+
+// TableName is the trades' table.
+func (PayTrade) TableName() string { return "tb_pay_trade" }
+
+// Checkout is what the trade's buyer needs to pay it.
+func (t *PayTrade) Checkout() Checkout { return Checkout{QRCode: t.QRCode, PayURL: t.PayURL} }
+
+// PaidOutcome is what applying a paid trade did to its order.
+type PaidOutcome int
+
+// Outcomes of a paid trade.
+const (
+	PaidNow      PaidOutcome = iota // the order is paid by this trade now
+	PaidRepeated                    // applied before: nothing changed
+	PaidRefund                      // the order could not take it (cancelled, expired, paid by another trade): refund owed
+)
+
+// PaySummary is the money of one voucher's sale at the pay providers.
+type PaySummary struct {
+	Taken       Fen   `json:"taken"`       // by paid trades
+	Refunded    Fen   `json:"refunded"`    // by refunds done
+	Late        int64 `json:"late"`        // payments refunded as late or of a trade given up
+	RefundsOwed int64 `json:"refundsOwed"` // refunds not done yet (retried with backoff)
+}

@@ -6,6 +6,7 @@ require (
 	github.com/anishathalye/porcupine v1.3.1
 	github.com/go-sql-driver/mysql v1.10.1
 	github.com/redis/go-redis/v9 v9.23.0
+	github.com/wechatpay-apiv3/wechatpay-go v0.2.21
 	golang.org/x/sys v0.50.0
 	seckill v0.0.0
 )
@@ -61,6 +62,10 @@ require (
 	github.com/redis/go-redis/extra/rediscmd/v9 v9.23.0 // indirect
 	github.com/redis/go-redis/extra/redisotel/v9 v9.23.0 // indirect
 	github.com/remyoudompheng/bigfft v0.0.0-20230129092748-24d4a6f8daec // indirect
+	github.com/smartwalle/alipay/v3 v3.2.30 // indirect
+	github.com/smartwalle/ncrypto v1.0.4 // indirect
+	github.com/smartwalle/ngx v1.1.1 // indirect
+	github.com/smartwalle/nsign v1.0.9 // indirect
 	github.com/tencentcloud/tencentcloud-sdk-go/tencentcloud/common v1.3.211 // indirect
 	github.com/tencentcloud/tencentcloud-sdk-go/tencentcloud/sms v1.1.0 // indirect
 	github.com/twitchyliquid64/golang-asm v0.15.1 // indirect

@@ -26,6 +26,7 @@ import (
 	"seckill/observe/live"
 	"seckill/repository/sqlstore"
 	"seckill/service/account"
+	"seckill/testkit/fakepayenv"
 )
 
 type Result struct {
@@ -231,6 +232,31 @@ func CounterValue(t *testing.T, a *app.App, name string) float64 {
 	return 0
 }
 
+// LabeledCounterValue reads the counter of name with labels from the app's
+// registry; 0 when no such series was counted yet.
+func LabeledCounterValue(t *testing.T, a *app.App, name string, labels map[string]string) float64 {
+	t.Helper()
+	mfs, err := a.Metrics().Registry.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() != name {
+			continue
+		}
+	series:
+		for _, m := range mf.GetMetric() {
+			for _, lp := range m.GetLabel() {
+				if want, ok := labels[lp.GetName()]; ok && want != lp.GetValue() {
+					continue series
+				}
+			}
+			return m.GetCounter().GetValue()
+		}
+	}
+	return 0
+}
+
 // UseAdminToken makes AdminToken answer tok for h until the test ends. h
 // fronts a server of the test's own, not an app of this process. h must be
 // comparable (a pointer).
@@ -309,5 +335,20 @@ func Settle(t *testing.T, name string, ch <-chan live.Snapshot, ok func(live.Sna
 			t.Fatalf("%s: no snapshot settled within 15s; last: answers %v, requests %d, audit %+v", name, last.Answers, last.Requests, last.Audit)
 			return last
 		}
+	}
+}
+
+// ProductionPay is the pay settings a production app needs to start (it
+// refuses the simulated payment): Alipay with the keys of the fake
+// providers of SECKILL_TEST_FAKEPAY, at Alipay's own https gateway, which
+// the production tests never call (they pay nothing).
+func ProductionPay(t testing.TB) map[string]string {
+	t.Helper()
+	fake := fakepayenv.Load(t)
+	return map[string]string{
+		"SECKILL_PAY_PROVIDERS": "alipay", "SECKILL_PAY_NOTIFY_BASE_URL": "https://shop.example.test",
+		"SECKILL_ALIPAY_APP_ID":           fake["SECKILL_ALIPAY_APP_ID"],
+		"SECKILL_ALIPAY_PRIVATE_KEY_FILE": fake["SECKILL_ALIPAY_PRIVATE_KEY_FILE"],
+		"SECKILL_ALIPAY_PUBLIC_KEY_FILE":  fake["SECKILL_ALIPAY_PUBLIC_KEY_FILE"],
 	}
 }

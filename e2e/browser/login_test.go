@@ -2,6 +2,7 @@ package browser
 
 import (
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"testing"
 
@@ -21,6 +22,7 @@ func TestWebProductionLogin(t *testing.T) {
 			rc := apptest.NewReceiver(t)
 			env := rc.Env()
 			env["SECKILL_ENV"], env["SECKILL_JWT_SECRET"] = "production", "browser-test-secret-0123456789abcdef"
+			maps.Copy(env, apptest.ProductionPay(t))
 			_, srv := webTestApp(t, env)
 			b := browsertest.New(t, browsertest.Options{Width: width, Height: 900})
 			b.Navigate(srv.URL + "/")

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"strings"
 	"testing"
@@ -161,6 +162,7 @@ func TestDemoSeededOnceInDevelopment(t *testing.T) {
 func TestDemoNotSeededInProduction(t *testing.T) {
 	vars := apptest.RealEnv(t, apptest.NewReceiver(t).Env())
 	vars["SECKILL_JWT_SECRET"] = "demo-test-secret-0123456789abcdef"
+	maps.Copy(vars, apptest.ProductionPay(t))
 	delete(vars, "SECKILL_LOG_LEVEL") // the seed's line is at info level
 	base, logs, _ := serveForTest(t, vars)
 	if status, _ := getJSON(t, http.MethodGet, base+"/healthz", "", ""); status != http.StatusOK {

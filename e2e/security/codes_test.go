@@ -199,7 +199,7 @@ func loggedApp(t *testing.T, env map[string]string) (*app.App, *testenv.SyncBuff
 // wrong, logging in and being refused. That log holds no code and no full
 // phone. It holds only the masked phone (138****5678).
 func TestProductionLogHidesCodes(t *testing.T) {
-	a, buf := loggedApp(t, prodEnv(apptest.NewReceiver(t), nil))
+	a, buf := loggedApp(t, prodEnv(t, apptest.NewReceiver(t), nil))
 	h, rdb := a.Handler(), apptest.SharedRedis(t)
 	start := len(buf.Bytes())
 	phone, addr := randomPhone(), randomAddr()
@@ -230,7 +230,7 @@ func TestProductionLogHidesCodes(t *testing.T) {
 // it would be ten minutes.
 func TestBruteForceTwoInstances(t *testing.T) {
 	const daily = 3
-	env := prodEnv(apptest.NewReceiver(t), map[string]string{
+	env := prodEnv(t, apptest.NewReceiver(t), map[string]string{
 		"SECKILL_CODE_COOLDOWN": "1s", "SECKILL_CODE_DAILY_LIMIT": strconv.Itoa(daily),
 	})
 	apps := []http.Handler{apptest.Start(t, env).Handler(), apptest.Start(t, env).Handler()}

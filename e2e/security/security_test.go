@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"net/http"
 	"strings"
 	"testing"
@@ -46,6 +47,7 @@ func TestProductionByDefaultOnRealBackends(t *testing.T) {
 	const secret = "security-test-secret-0123456789abcdef"
 	vars := apptest.RealEnv(t, apptest.NewReceiver(t).Env())
 	vars["SECKILL_JWT_SECRET"] = secret
+	maps.Copy(vars, apptest.ProductionPay(t))
 	cfg, err := config.Load(apptest.EnvOf(vars))
 	if err != nil {
 		t.Fatalf("config: %v", err)

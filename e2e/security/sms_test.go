@@ -2,6 +2,7 @@ package security
 
 import (
 	"encoding/json"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -12,8 +13,9 @@ import (
 )
 
 // prodEnv is production with a secret and a webhook sender posting to rc.
-func prodEnv(rc *apptest.Receiver, more map[string]string) map[string]string {
+func prodEnv(t testing.TB, rc *apptest.Receiver, more map[string]string) map[string]string {
 	env := map[string]string{"SECKILL_ENV": "production", "SECKILL_JWT_SECRET": "sms-test-secret-0123456789abcdefgh"}
+	maps.Copy(env, apptest.ProductionPay(t))
 	for k, v := range rc.Env() {
 		env[k] = v
 	}
@@ -50,7 +52,7 @@ func askCode(t *testing.T, h http.Handler, phone string) (int, codeAnswer) {
 // the receiver got is the one stored, and it logs in.
 func TestProductionCodeByWebhook(t *testing.T) {
 	rc := apptest.NewReceiver(t)
-	a, _ := loggedApp(t, prodEnv(rc, nil))
+	a, _ := loggedApp(t, prodEnv(t, rc, nil))
 	h, rdb := a.Handler(), apptest.SharedRedis(t)
 	phone := randomPhone()
 	status, ans := askCode(t, h, phone)
@@ -95,7 +97,7 @@ func TestFailedSendStoresNoCode(t *testing.T) {
 			rc := apptest.NewReceiver(t)
 			rc.Answer = tt.answer
 			url := strings.Replace(rc.URL, "http://", "http://gwuser:gwpass@", 1) + "/send?apikey=SECRETKEY"
-			a, buf := loggedApp(t, prodEnv(rc, map[string]string{"SECKILL_REQUEST_TIMEOUT": "400ms", "SECKILL_SMS_WEBHOOK_URL": url}))
+			a, buf := loggedApp(t, prodEnv(t, rc, map[string]string{"SECKILL_REQUEST_TIMEOUT": "400ms", "SECKILL_SMS_WEBHOOK_URL": url}))
 			h, rdb := a.Handler(), apptest.SharedRedis(t)
 			phone := randomPhone()
 			masked := phone[:3] + "****" + phone[7:]

@@ -45,14 +45,18 @@ type Metrics struct {
 	// The order's life: payments and cancels by buyers, expiries by the
 	// pay timeout, Redis give-backs owed and done (async mode), and the
 	// sweeper's rounds (duration, expiry batches, errors).
-	PaidOrders      prometheus.Counter
-	CancelledOrders prometheus.Counter
-	ExpiredOrders   prometheus.Counter
-	OwedGivebacks   prometheus.Counter
-	DoneGivebacks   prometheus.Counter
-	SweepDuration   prometheus.Histogram
-	SweepBatches    prometheus.Counter
-	SweepErrors     prometheus.Counter
+	PaidOrders prometheus.Counter
+	// PayNotifications counts the providers' notifications by provider and
+	// result; Refunds the refund tries by provider, reason and result.
+	PayNotifications *prometheus.CounterVec
+	Refunds          *prometheus.CounterVec
+	CancelledOrders  prometheus.Counter
+	ExpiredOrders    prometheus.Counter
+	OwedGivebacks    prometheus.Counter
+	DoneGivebacks    prometheus.Counter
+	SweepDuration    prometheus.Histogram
+	SweepBatches     prometheus.Counter
+	SweepErrors      prometheus.Counter
 
 	seriesCache
 }
@@ -101,6 +105,10 @@ func New() *Metrics {
 		}),
 		PurchaseLimits: counterVec("seckill_purchase_limit_total",
 			"Rate limit decisions by limit (addr, user, voucher; queue_addr, queue_user for the waiting room's joins and polls) and result: refused (429), or unchecked (Redis failed, let through).", "limit", "result"),
+		PayNotifications: counterVec("seckill_pay_notifications_total",
+			"Pay providers' notifications by provider and result: paid, repeated (applied before), refund_owed (paid too late: refunded), refund_done, ignored, error (not applied: the provider sends it again), or the reason it was rejected with nothing changed (signature, app, stale, amount, currency, unknown_trade, malformed).", "provider", "result"),
+		Refunds: counterVec("seckill_refunds_total",
+			"Refund tries at the pay providers by provider, reason (late_payment, unreachable_provider, duplicate_payment, buyer) and result: done, processing, failed (tried again with backoff).", "provider", "reason", "result"),
 		PaidOrders: counter("seckill_orders_paid_total",
 			"Orders their buyers paid (a repeated payment counts once)."),
 		CancelledOrders: counter("seckill_orders_cancelled_total",
@@ -123,7 +131,7 @@ func New() *Metrics {
 	m.Registry.MustRegister(m.PaidOrders, m.CancelledOrders, m.ExpiredOrders, m.OwedGivebacks, m.DoneGivebacks,
 		m.SweepDuration, m.SweepBatches, m.SweepErrors, m.PurchaseLimits, m.Requests, m.Latency, m.Outcomes, m.LockRefused, m.UniqueKeyRejections, m.StaleFenceRejections,
 		m.AsyncWritten, m.AsyncDeadLetters, m.AsyncBatch, m.AsyncClaimed, m.AdmissionPipeline, m.SyncGroup,
-		m.RedisRoundTrips, m.RedisCommands,
+		m.RedisRoundTrips, m.RedisCommands, m.PayNotifications, m.Refunds,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }
@@ -200,6 +208,22 @@ func (m Lifecycle) SweepDone(d time.Duration, batches int) {
 
 // SweepFailed counts a sweep round that ended with an error.
 func (m Lifecycle) SweepFailed() { m.SweepErrors.Inc() }
+
+// Payments counts what the payments do (payment.Observer).
+type Payments struct{ *Metrics }
+
+// Notification counts one notification by its result.
+func (m Payments) Notification(provider, result string) {
+	m.PayNotifications.WithLabelValues(provider, result).Inc()
+}
+
+// Paid counts an order paid at a provider (by notification or query).
+func (m Payments) Paid(string) { m.PaidOrders.Inc() }
+
+// Refund counts one refund try.
+func (m Payments) Refund(provider, reason, result string) {
+	m.Refunds.WithLabelValues(provider, reason, result).Inc()
+}
 
 // AdmissionRoundTrip observes one admission round trip to Redis carrying n
 // admissions (redisstore.SeckillScript.ObservePipelines). A nil *Metrics

@@ -178,6 +178,7 @@ var addedColumns = []struct{ table, column, def string }{
 	{"tb_voucher_order", "pay_key", "VARCHAR(64) NULL"},
 	{"tb_voucher_order", "cancel_time", "TIMESTAMP(3) NULL"},
 	{"tb_voucher_order", "cancel_reason", "VARCHAR(16) NOT NULL DEFAULT ''"},
+	{"tb_voucher_order", "refund_reason", "VARCHAR(32) NOT NULL DEFAULT ''"},
 	{"tb_voucher_order", "giveback_due", "TINYINT NOT NULL DEFAULT 0"},
 }
 

@@ -279,12 +279,15 @@ func (r *OrderLifecycle) retryDeadlock(ctx context.Context, fn func(tx *gorm.DB)
 }
 
 // expiredClaim is Expire's claim: up to limit unpaid orders created at or
-// before cutoff, oldest first, locked (skipping rows another sweep holds).
+// before cutoff, oldest first, locked (skipping rows another sweep holds),
+// leaving out orders with an open trade at a pay provider.
 // It must range over idx_status_time on both columns: a scan of every
 // unpaid order would lock each one it passes.
 func expiredClaim(tx *gorm.DB, cutoff time.Time, limit int, vouchers []int64) *gorm.DB {
 	q := tx.Model(&model.VoucherOrder{}).Select("id, user_id, voucher_id").
-		Where("status = ? AND "+expiredSQL, model.OrderStatusCreated, windowTime(cutoff))
+		Where("status = ? AND "+expiredSQL, model.OrderStatusCreated, windowTime(cutoff)).
+		// An open trade may be paid: the payment's sweep settles it first.
+		Where("NOT EXISTS (SELECT 1 FROM tb_pay_trade t WHERE t.order_id = tb_voucher_order.id AND t.state = ?)", model.TradeRowOpen)
 	if len(vouchers) > 0 {
 		q = q.Where("voucher_id IN ?", vouchers)
 	}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"database/sql"
 	"errors"
-	"strconv"
 
 	"gorm.io/gorm"
 
@@ -40,8 +39,8 @@ func (r *OrderReads) VoucherSnapshot(ctx context.Context, voucherID int64, entri
 		err := db.Raw(`SELECT sv.stock AS stock, sv.initial_stock AS initial_stock,
   COALESCE(SUM(CASE WHEN o.status IN (1, 2) THEN 1 ELSE 0 END), 0) AS orders,
   COALESCE(SUM(CASE WHEN o.status = 2 THEN 1 ELSE 0 END), 0) AS paid,
-  COALESCE(SUM(CASE WHEN o.status = 4 THEN 1 ELSE 0 END), 0) AS cancelled,
-  COALESCE(SUM(CASE WHEN o.status = 4 AND o.cancel_reason = 'timeout' THEN 1 ELSE 0 END), 0) AS expired,
+  COALESCE(SUM(CASE WHEN (o.status = 4 OR (o.status = 6 AND o.cancel_time IS NOT NULL)) THEN 1 ELSE 0 END), 0) AS cancelled,
+  COALESCE(SUM(CASE WHEN (o.status = 4 OR (o.status = 6 AND o.cancel_time IS NOT NULL)) AND o.cancel_reason = 'timeout' THEN 1 ELSE 0 END), 0) AS expired,
   COALESCE(SUM(CASE WHEN o.status = 4 AND o.pay_time IS NOT NULL THEN 1 ELSE 0 END), 0) AS paid_cancelled,
   COUNT(DISTINCT o.user_id) AS distinct_users
 FROM tb_seckill_voucher sv LEFT JOIN tb_voucher_order o ON o.voucher_id = sv.voucher_id
@@ -107,13 +106,14 @@ func (r *OrderReads) OrderFacts(ctx context.Context, voucherIDs []int64, entries
 					VoucherID int64
 					UserID    int64
 					Status    int
+					Back      bool
 				}
-				if err := q.Select("id, voucher_id, user_id, status").Scan(&rows).Error; err != nil {
+				if err := q.Select("id, voucher_id, user_id, status, " + model.UnitBackSQL + " AS back").Scan(&rows).Error; err != nil {
 					return err
 				}
 				for _, row := range rows {
 					f.Buyers[row.VoucherID] = append(f.Buyers[row.VoucherID], row.UserID)
-					if row.Status == model.OrderStatusCancelled {
+					if row.Back {
 						f.Cancelled[row.VoucherID]++
 						f.CancelledIDs[row.VoucherID] = append(f.CancelledIDs[row.VoucherID], row.ID)
 					} else {
@@ -127,7 +127,7 @@ func (r *OrderReads) OrderFacts(ctx context.Context, voucherIDs []int64, entries
 				Cancelled bool
 				N         int64
 			}
-			isCancelled := "(status = " + strconv.Itoa(model.OrderStatusCancelled) + ")"
+			isCancelled := model.UnitBackSQL
 			if err := q.Select("voucher_id, " + isCancelled + " AS cancelled, COUNT(*) AS n").
 				Group("voucher_id, " + isCancelled).Scan(&counts).Error; err != nil {
 				return err

@@ -58,6 +58,13 @@ type UnitsReturned interface {
 	UnitsBack(ctx context.Context, voucherID int64, n int)
 }
 
+// TradeSettler settles an order's open trades at the pay providers
+// before its buyer cancels it (*payment.Payments): model.ErrOrderPaid when
+// one was paid, model.ErrUnavailable when a provider cannot tell.
+type TradeSettler interface {
+	Settle(ctx context.Context, userID, orderID int64) error
+}
+
 // LifecycleObserver receives the lifecycle's events that the metrics
 // count. A nil LifecycleObserver is allowed.
 type LifecycleObserver interface {
@@ -123,6 +130,9 @@ type LifecycleDeps struct {
 	// Returned hears of the units back on sale (the waiting room);
 	// optional.
 	Returned UnitsReturned
+	// Trades settles the order's trades at the pay providers before a
+	// cancel; nil when no provider is enabled.
+	Trades TradeSettler
 }
 
 // Lifecycle pays, cancels and expires orders, in both modes.
@@ -198,6 +208,12 @@ func (l *Lifecycle) Pay(ctx context.Context, userID, orderID int64, key string) 
 func (l *Lifecycle) Cancel(ctx context.Context, userID, orderID int64, key string) (*model.VoucherOrder, error) {
 	if err := checkOrderArgs(orderID, key); err != nil {
 		return nil, err
+	}
+	if l.d.Trades != nil {
+		// A trade the buyer may have paid is asked about first.
+		if err := l.d.Trades.Settle(ctx, userID, orderID); err != nil {
+			return nil, err
+		}
 	}
 	now := l.d.Now()
 	o, cancelled, err := l.d.Store.Cancel(ctx, userID, orderID, now, l.cutoff(now), l.d.Returner != nil)

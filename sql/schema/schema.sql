@@ -67,6 +67,7 @@ CREATE TABLE IF NOT EXISTS tb_voucher_order (
   cancel_time   TIMESTAMP(3) NULL,
   cancel_reason VARCHAR(16) NOT NULL DEFAULT '',
   giveback_due  TINYINT NOT NULL DEFAULT 0,
+  refund_reason VARCHAR(32) NOT NULL DEFAULT '',
   PRIMARY KEY (id),
   KEY idx_voucher (voucher_id),
   KEY idx_status_time (status, create_time),
@@ -168,4 +169,40 @@ CREATE TABLE IF NOT EXISTS tb_token_revocation (
   create_time TIMESTAMP NOT NULL DEFAULT CURRENT_TIMESTAMP,
   update_time TIMESTAMP NOT NULL DEFAULT CURRENT_TIMESTAMP ON UPDATE CURRENT_TIMESTAMP,
   PRIMARY KEY (user_id)
+) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4;
+
+-- A trade opened at a pay provider (Alipay, WeChat Pay) for an order, one
+-- per attempt; out_trade_no is "<order id>_<attempt>". state: 1 open,
+-- 2 paid, 3 closed (at the provider, or never created there), 4 unknown
+-- (the provider stayed unreachable past the bound; the order was
+-- cancelled and a later payment is refunded). open_for is
+-- "<order id>:<provider>" while open, so an order has one open trade per
+-- provider. The amount is in fen. refund_state: 0 none, 1 due, 2 processing
+-- at the provider, 3 done; refund_next is when an owed refund is tried
+-- again (backoff). Only a verified notification, or a query that finds the
+-- trade paid, sets state 2 and pays the order (docs/payments.md).
+CREATE TABLE IF NOT EXISTS tb_pay_trade (
+  out_trade_no      VARCHAR(64) NOT NULL,
+  order_id          BIGINT      NOT NULL,
+  provider          VARCHAR(16) NOT NULL,
+  amount            BIGINT      NOT NULL,
+  state             TINYINT     NOT NULL DEFAULT 1,
+  open_for          VARCHAR(48) NULL,
+  qr_code           VARCHAR(512) NOT NULL DEFAULT '',
+  pay_url           TEXT        NULL,
+  provider_trade_no VARCHAR(64) NOT NULL DEFAULT '',
+  create_time       DATETIME(3) NOT NULL,
+  expire_time       DATETIME(3) NOT NULL,
+  pay_time          DATETIME(3) NULL,
+  refund_no         VARCHAR(64) NOT NULL DEFAULT '',
+  refund_reason     VARCHAR(32) NOT NULL DEFAULT '',
+  refund_state      TINYINT     NOT NULL DEFAULT 0,
+  refund_attempts   INT         NOT NULL DEFAULT 0,
+  refund_next       DATETIME(3) NULL,
+  refund_time       DATETIME(3) NULL,
+  PRIMARY KEY (out_trade_no),
+  UNIQUE KEY uk_trade_open (open_for),
+  KEY idx_trade_order (order_id),
+  KEY idx_trade_state (state, expire_time),
+  KEY idx_trade_refund (refund_state, refund_next)
 ) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4;

@@ -57,6 +57,7 @@ CREATE TABLE IF NOT EXISTS tb_voucher_order (
   cancel_time   DATETIME NULL,
   cancel_reason TEXT NOT NULL DEFAULT '',
   giveback_due  INTEGER NOT NULL DEFAULT 0,
+  refund_reason TEXT NOT NULL DEFAULT '',
   UNIQUE (user_id, voucher_id)
 );
 
@@ -126,3 +127,29 @@ CREATE TABLE IF NOT EXISTS tb_token_revocation (
   create_time DATETIME NOT NULL DEFAULT CURRENT_TIMESTAMP,
   update_time DATETIME NOT NULL DEFAULT CURRENT_TIMESTAMP
 );
+
+-- Trades at the pay providers: see schema.sql.
+CREATE TABLE IF NOT EXISTS tb_pay_trade (
+  out_trade_no      TEXT PRIMARY KEY,
+  order_id          INTEGER NOT NULL,
+  provider          TEXT NOT NULL,
+  amount            INTEGER NOT NULL,
+  state             INTEGER NOT NULL DEFAULT 1,
+  open_for          TEXT NULL UNIQUE,
+  qr_code           TEXT NOT NULL DEFAULT '',
+  pay_url           TEXT NULL,
+  provider_trade_no TEXT NOT NULL DEFAULT '',
+  create_time       DATETIME NOT NULL,
+  expire_time       DATETIME NOT NULL,
+  pay_time          DATETIME NULL,
+  refund_no         TEXT NOT NULL DEFAULT '',
+  refund_reason     TEXT NOT NULL DEFAULT '',
+  refund_state      INTEGER NOT NULL DEFAULT 0,
+  refund_attempts   INTEGER NOT NULL DEFAULT 0,
+  refund_next       DATETIME NULL,
+  refund_time       DATETIME NULL
+);
+
+CREATE INDEX IF NOT EXISTS idx_trade_order ON tb_pay_trade (order_id);
+CREATE INDEX IF NOT EXISTS idx_trade_state ON tb_pay_trade (state, expire_time);
+CREATE INDEX IF NOT EXISTS idx_trade_refund ON tb_pay_trade (refund_state, refund_next);

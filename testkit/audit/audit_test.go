@@ -25,9 +25,9 @@ func TestReadDB(t *testing.T) {
 	db.SetMaxOpenConns(1)
 	for _, q := range []string{
 		"CREATE TABLE tb_seckill_voucher (voucher_id INTEGER, initial_stock INTEGER, stock INTEGER)",
-		"CREATE TABLE tb_voucher_order (id INTEGER, user_id INTEGER, voucher_id INTEGER, status INTEGER, pay_time DATETIME NULL)",
+		"CREATE TABLE tb_voucher_order (id INTEGER, user_id INTEGER, voucher_id INTEGER, status INTEGER, pay_time DATETIME NULL, cancel_time DATETIME NULL)",
 		"INSERT INTO tb_seckill_voucher VALUES (7, 5, 4), (8, 1, 1)",
-		"INSERT INTO tb_voucher_order VALUES (1, 10, 7, 2, '2026-01-01 00:00:00'), (2, 20, 7, 4, NULL), (3, 30, 8, 1, NULL)",
+		"INSERT INTO tb_voucher_order VALUES (1, 10, 7, 2, '2026-01-01 00:00:00', NULL), (2, 20, 7, 4, NULL, '2026-01-01 00:01:00'), (3, 30, 8, 1, NULL, NULL)",
 	} {
 		if _, err := db.Exec(q); err != nil {
 			t.Fatal(err)

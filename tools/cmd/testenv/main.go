@@ -4,6 +4,9 @@
 // unset gets a private throwaway server, when its program is installed:
 // a MariaDB on its own datadir, redis-servers, a Sentinel-managed Redis
 // and a Redis Cluster, on free loopback ports under a temporary directory.
+// SECKILL_TEST_FAKEPAY unset gets the fake pay providers
+// (tools/internal/fakepay) in this process, their keys made for the run:
+// the variable names their env file.
 // They stop, and the directory goes, when the command ends. A service
 // neither set nor installed stays unset, and its tests skip and say why.
 // ZooKeeper is never started here: its tests need SECKILL_ZK_ADDRS.

@@ -14,6 +14,7 @@ import (
 	"seckill/testkit/proc"
 	"seckill/testkit/redisproc"
 	"seckill/tools/cmd/harness/testbed"
+	"seckill/tools/internal/fakepay"
 )
 
 // step is one private service: the variables it sets and the programs
@@ -25,7 +26,8 @@ type step struct {
 	start func(ctx context.Context, dir string) (vals []string, stop func(), err error)
 }
 
-// steps are the services of .ci/env.sh but ZooKeeper, in its order.
+// steps are the services of .ci/env.sh but ZooKeeper, in its order, and
+// the fake pay providers.
 var steps = []step{
 	{name: "MariaDB", vars: []string{"SECKILL_MYSQL_DSN"}, needs: []string{"mariadbd", "mariadb-install-db"}, start: startMariaDB},
 	{name: "Redis", vars: []string{"SECKILL_REDIS_ADDR"}, needs: []string{"redis-server"}, start: startRedis(1)},
@@ -33,6 +35,9 @@ var steps = []step{
 	{name: "Sentinel-managed Redis", vars: []string{"SECKILL_TEST_SENTINEL_ADDRS", "SECKILL_TEST_SENTINEL_MASTER"},
 		needs: []string{"redis-server", "redis-sentinel"}, start: startSentinels},
 	{name: "Redis Cluster", vars: []string{"SECKILL_TEST_CLUSTER_ADDRS"}, needs: []string{"redis-server", "redis-cli"}, start: startCluster},
+	// The fake pay providers run in this process: the tests read the env
+	// file the variable names (testkit/fakepayenv).
+	{name: "fake pay providers", vars: []string{"SECKILL_TEST_FAKEPAY"}, start: startFakepay},
 }
 
 // plan is the steps to run: those whose variable getenv does not have,
@@ -171,4 +176,16 @@ func startCluster(ctx context.Context, dir string) ([]string, func(), error) {
 		return nil, nil, err
 	}
 	return []string{strings.Join(c.Addrs(), ",")}, func() { _ = c.Close() }, nil
+}
+
+// startFakepay starts the fake pay providers in this process, their keys
+// generated under dir; the variable is the path of their env file.
+func startFakepay(ctx context.Context, dir string) ([]string, func(), error) {
+	envFile := filepath.Join(dir, "fakepay.env")
+	// Not ctx: it ends with the start of the servers, the fake lives on.
+	s, err := fakepay.Start(context.WithoutCancel(ctx), fakepay.Options{KeyDir: filepath.Join(dir, "keys"), EnvFile: envFile})
+	if err != nil {
+		return nil, nil, err
+	}
+	return []string{envFile}, func() { _ = s.Close() }, nil
 }

@@ -2,9 +2,11 @@
 // vouchers show a countdown to their window, live stock and a buy button
 // that knows what the buyer already owns. The buyer's orders follow. An
 // async-mode order shows pending until a consumer writes it, then created.
-// An unpaid order shows the time left to pay, with Pay and Cancel. A
-// cancelled or expired order puts its unit back on sale, as the card's
-// stock shows.
+// An unpaid order shows the time left to pay, with Pay and Cancel. With a
+// real pay provider, Pay shows the trade's QR code and the order turns
+// paid by itself once the provider's notification arrives (the click does
+// not pay). A cancelled or expired order puts its unit back on sale, as
+// the card's stock shows.
 import { api, ApiError, explain, serverNow, tokens } from './api.js';
 import { h, setText, field, money, duration, localTime, message, shortId, scroll, labelled } from './dom.js';
 import { queuePanel } from './room.js';
@@ -37,6 +39,10 @@ export function buyer(root) {
   let owned = new Map(); // voucher id -> the buyer's order of it
   const titles = new Map(); // voucher id -> title, for orders of other shops
   const prices = new Map(); // voucher id -> pay value in fen, for the Pay button
+  // The pay providers the server offers (GET /pay/providers), and the
+  // trades whose QR code is shown: order id -> the pay call's answer.
+  let payWith = { providers: [], simulated: true };
+  const paying = new Map();
 
   const status = h('p', { id: 'buyer-status', class: 'muted' });
   const result = h('p', { id: 'buy-result', class: 'message', hidden: true });
@@ -441,6 +447,7 @@ export function buyer(root) {
       }
       sessionStorage.setItem(trackedKey(), JSON.stringify(keep));
       const all = [...extra, ...orders];
+      paidByProvider(all);
       owned = new Map();
       for (const o of all) if (o.status !== 'failed') owned.set(String(o.voucherId), o);
       await loadTitles(all);
@@ -542,9 +549,16 @@ export function buyer(root) {
     const parts = [];
     if (o.status === 'created') {
       if (o.payDeadline) parts.push(h('div', { class: 'pay-left small muted', 'data-deadline': o.payDeadline }));
-      parts.push(h('div', { class: 'row-actions' },
-        h('button', { type: 'button', class: 'pay', onclick: (ev) => change(o, 'pay', ev.currentTarget) }, 'Pay' + payValue(o)),
-        h('button', { type: 'button', class: 'cancel secondary', onclick: (ev) => change(o, 'cancel', ev.currentTarget) }, 'Cancel')));
+      const buttons = payWith.providers.map((p) =>
+        h('button', { type: 'button', class: 'pay pay-' + p, onclick: (ev) => startPay(o, p, ev.currentTarget) }, `Pay${payValue(o)} with ${PROVIDER_NAMES[p] || p}`));
+      if (payWith.simulated) {
+        buttons.push(h('button', { type: 'button', class: 'pay', onclick: (ev) => change(o, 'pay', ev.currentTarget) },
+          'Pay' + payValue(o) + (payWith.providers.length ? ' (simulated)' : '')));
+      }
+      buttons.push(h('button', { type: 'button', class: 'cancel secondary', onclick: (ev) => change(o, 'cancel', ev.currentTarget) }, 'Cancel'));
+      parts.push(h('div', { class: 'row-actions' }, ...buttons));
+      const c = paying.get(o.id);
+      if (c) parts.push(qrPanel(c));
     }
     const m = rowMsgs.get(o.id);
     if (m) {
@@ -553,6 +567,47 @@ export function buyer(root) {
       parts.push(h('div', { class: 'row-msg small' }, p));
     }
     return parts;
+  }
+  // qrPanel shows a trade's QR code to scan in the provider's app, its
+  // page-pay link and the time left; the order's row turns paid by itself.
+  function qrPanel(c) {
+    const name = PROVIDER_NAMES[c.provider] || c.provider;
+    return h('div', { class: 'qr-panel', 'data-trade': c.outTradeNo },
+      c.qrImage ? h('img', { class: 'qr', src: c.qrImage, width: 180, height: 180, alt: `QR code to pay with ${name}` }) : null,
+      h('p', { class: 'small' }, `Scan with ${name} to pay. This page turns paid by itself when ${name} tells us the money arrived.`),
+      h('p', { class: 'small' }, h('a', { href: c.qrCode, target: '_blank', rel: 'noopener' }, 'Open the payment page'),
+        c.payUrl ? [' · ', h('a', { href: c.payUrl, target: '_blank', rel: 'noopener' }, `Pay on ${name}'s website`)] : null),
+      h('div', { class: 'pay-left small muted', 'data-deadline': c.payDeadline }));
+  }
+  // startPay opens (or shows again) the order's trade at a provider.
+  async function startPay(o, provider, btn) {
+    const token = tokens.user();
+    for (const b of btn.parentElement.querySelectorAll('button')) b.disabled = true;
+    try {
+      const c = (await api('POST', `/voucher-order/${o.id}/pay`, { token, body: { provider } })).data;
+      paying.set(o.id, c);
+      rowMsgs.set(o.id, { kind: 'ok', text: `Waiting for ${PROVIDER_NAMES[provider] || provider}: scan the code.` });
+    } catch (e) {
+      if (e instanceof ApiError && e.status === 401) {
+        loggedOut('Your login has ended (expired or signed out elsewhere): log in again.');
+        return;
+      }
+      rowMsgs.set(o.id, e instanceof ApiError
+        ? { kind: e.status >= 500 || e.status === 0 ? 'error' : 'refused', text: explain(e), code: e.code }
+        : { kind: 'error', text: String(e) });
+    }
+    renderOrders(shown);
+  }
+  // paidByProvider notes the orders whose trade the provider paid since
+  // the last read: the notification, not the click, paid them.
+  function paidByProvider(list) {
+    for (const o of list) {
+      if (!paying.has(o.id) || o.status === 'created') continue;
+      paying.delete(o.id);
+      rowMsgs.set(o.id, o.status === 'paid'
+        ? { kind: 'ok', text: `Paid ${money(o.payAmount)} with ${PROVIDER_NAMES[o.payType] || o.payType}.` }
+        : { kind: 'refused', text: `The order is ${o.status}.` });
+    }
   }
   function payValue(o) {
     const fen = prices.get(String(o.voucherId));
@@ -604,8 +659,9 @@ export function buyer(root) {
   every(250, tick);
   every(STOCK_POLL_MS, loadVouchers);
   every(ORDER_POLL_MS, () => {
-    if (tracked().length || overdue) loadOrders();
+    if (tracked().length || overdue || paying.size) loadOrders();
   });
+  api('GET', '/pay/providers').then((r) => { payWith = r.data; renderOrders(shown); }).catch(() => {});
   return { show, unmount: () => timers.forEach(clearInterval) };
 }
 
@@ -614,11 +670,14 @@ function orderHref(id) {
   return '#/order/' + id;
 }
 
+// PROVIDER_NAMES are the pay providers' names as buyers know them.
+const PROVIDER_NAMES = { alipay: 'Alipay', wechat: 'WeChat Pay' };
+
 // ORDER_COLUMNS label the columns of the buyer's orders.
 const ORDER_COLUMNS = ['Order', 'Voucher', 'Status', 'Created'];
 
 // ENDED are the statuses of an order whose unit went back on sale.
-const ENDED = new Set(['cancelled', 'expired']);
+const ENDED = new Set(['cancelled', 'expired', 'refunded']);
 
 // statusWords is an order's status, with the amount once paid.
 function statusWords(o) {

@@ -101,6 +101,7 @@ function board(root, voucherId, token, v, abort, timers) {
         tile('Redis stock', num('redisStock'), h('div', { class: 'muted small' }, 'async only')),
         tile('Audit', verdict, auditNote))),
     v.waitingRoom ? roomTiles(voucherId, token, timers) : '',
+    moneyTiles(voucherId, token, timers),
     h('section', { class: 'card' },
       h('h2', {}, 'Traffic'),
       h('div', { class: 'tiles' },
@@ -325,4 +326,37 @@ const INSTANCE_COLUMNS = ['instance', 'lock', 'order', 'this voucher', 'requests
 
 function tile(label, ...content) {
   return h('div', { class: 'tile' }, h('div', { class: 'label' }, label), h('div', { class: 'value' }, ...content));
+}
+
+// moneyTiles is the sale's money at the pay providers, from the audit
+// (GET /admin/vouchers/:id/audit, every 5 s): taken by paid trades,
+// refunded, payments that came too late (refunded), refunds still owed.
+// Hidden while no real provider is enabled.
+function moneyTiles(voucherId, token, timers) {
+  const f = {};
+  const num = (name) => (f[name] = h('span', { class: 'num', 'data-field': 'payments.' + name }, '–'));
+  const card = h('section', { class: 'card', id: 'money', hidden: true },
+    h('h2', {}, 'Money'),
+    h('div', { class: 'tiles' },
+      tile('Taken', num('taken'), h('div', { class: 'muted small' }, 'paid at Alipay or WeChat Pay')),
+      tile('Refunded', num('refunded')),
+      tile('Late payments', num('late'), h('div', { class: 'muted small' }, 'paid after the order ended: refunded')),
+      tile('Refunds owed', num('refundsOwed'), h('div', { class: 'muted small' }, 'retried with backoff'))),
+    h('p', { class: 'muted small' }, 'Rejected notifications (forged, altered, another app\'s, a wrong amount): seckill_pay_notifications_total in Prometheus.'));
+  async function load() {
+    try {
+      const p = (await api('GET', `/admin/vouchers/${voucherId}/audit`, { token })).data.payments;
+      card.hidden = !p;
+      if (!p) return;
+      setText(f.taken, money(p.taken));
+      setText(f.refunded, money(p.refunded));
+      setText(f.late, p.late);
+      setText(f.refundsOwed, p.refundsOwed);
+    } catch {
+      // the next round tries again
+    }
+  }
+  load();
+  timers.push(setInterval(load, 5000));
+  return card;
 }
