@@ -129,7 +129,7 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger, opts ...Optio
 		return nil, err
 	}
 	w.voucherSvc.OnPublished(published(w.room, p.async))
-	pays, err := w.payments(ctx)
+	pays, err := w.payments(ctx, p)
 	if err != nil {
 		return nil, err
 	}

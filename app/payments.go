@@ -22,7 +22,7 @@ const payProviderTimeout = 10 * time.Second
 // payments are the real pay providers of SECKILL_PAY_PROVIDERS behind the
 // payment service; nil when only the simulated payment is enabled. Keys
 // are read from their files here and never logged.
-func (w *wiring) payments(ctx context.Context) (*payment.Payments, error) {
+func (w *wiring) payments(ctx context.Context, p purchase) (*payment.Payments, error) {
 	cfg := w.cfg
 	client := &http.Client{Timeout: payProviderTimeout}
 	var providers []payment.Provider
@@ -31,11 +31,11 @@ func (w *wiring) payments(ctx context.Context) (*payment.Payments, error) {
 		if err != nil {
 			return nil, err
 		}
-		p, err := alipay.New(alipay.Config{AppID: cfg.AlipayAppID, PrivateKey: priv, PublicKey: pub, Gateway: cfg.AlipayGateway, HTTPClient: client})
+		pr, err := alipay.New(alipay.Config{AppID: cfg.AlipayAppID, PrivateKey: priv, PublicKey: pub, Gateway: cfg.AlipayGateway, HTTPClient: client})
 		if err != nil {
 			return nil, fmt.Errorf("SECKILL_PAY_PROVIDERS=alipay: %w", err)
 		}
-		providers = append(providers, p)
+		providers = append(providers, pr)
 	}
 	if cfg.HasProvider(config.PayWechat) {
 		priv, pub, err := readKeys("SECKILL_WECHATPAY_PRIVATE_KEY_FILE", cfg.WechatPrivateKeyFile, "SECKILL_WECHATPAY_PUBLIC_KEY_FILE", cfg.WechatPublicKeyFile)
@@ -46,7 +46,7 @@ func (w *wiring) payments(ctx context.Context) (*payment.Payments, error) {
 		if err != nil {
 			return nil, fmt.Errorf("SECKILL_WECHATPAY_APIV3_KEY_FILE: %w", err)
 		}
-		p, err := wechat.New(ctx, wechat.Config{
+		pr, err := wechat.New(ctx, wechat.Config{
 			MchID: cfg.WechatMchID, AppID: cfg.WechatAppID, Serial: cfg.WechatSerial, PrivateKey: priv,
 			APIv3Key: []byte(strings.TrimSpace(string(v3))), PublicKey: pub, PublicKeyID: cfg.WechatPublicKeyID,
 			BaseURL: cfg.WechatBaseURL, HTTPClient: client,
@@ -54,13 +54,13 @@ func (w *wiring) payments(ctx context.Context) (*payment.Payments, error) {
 		if err != nil {
 			return nil, fmt.Errorf("SECKILL_PAY_PROVIDERS=wechat: %w", err)
 		}
-		providers = append(providers, p)
+		providers = append(providers, pr)
 	}
 	if len(providers) == 0 {
 		return nil, nil
 	}
 	return payment.New(payment.Deps{
-		Store: sqlstore.NewTrades(w.d.DB), Providers: providers, Now: time.Now, Log: w.log,
+		Store: sqlstore.NewTrades(w.d.DB), Providers: providers, Orders: p.seckill, Now: time.Now, Log: w.log,
 		Metrics: metrics.Payments{Metrics: w.m},
 	}, payment.Config{PayTimeout: cfg.PayTimeout, NotifyBaseURL: cfg.PayNotifyBaseURL, Bound: cfg.PayUnreachableGrace}), nil
 }

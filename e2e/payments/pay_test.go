@@ -215,7 +215,7 @@ func TestLatePaymentRefunded(t *testing.T) {
 				b := buy(t, a.h, vid, base+int64(2*i))
 				c := mustPay(t, a.h, b, provider)
 				waitOrder(t, a.h, b, func(o order) bool { return o.Status == "expired" }, "expired")
-				next := buy(t, a.h, vid, base+int64(2*i+1)) // the unit sells again
+				next := buyAgain(t, a.h, vid, base+int64(2*i+1)) // the unit sells again
 				fakePay(t, provider, c.OutTradeNo, "twice", true)
 				fakeNotify(t, provider, c.OutTradeNo)
 				waitRefunds(t, provider, c.OutTradeNo, 1)

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"seckill/model"
+	"seckill/service/internal/orderkit"
 )
 
 // TradeStore keeps the trades and applies the providers' word to the
@@ -79,9 +80,12 @@ type Config struct {
 type Deps struct {
 	Store     TradeStore
 	Providers []Provider
-	Now       func() time.Time
-	Log       *slog.Logger
-	Metrics   Observer
+	// Orders reads an order the database does not have yet (async mode:
+	// pending), so that paying it is ORDER_PENDING; optional.
+	Orders  orderkit.OrderReader
+	Now     func() time.Time
+	Log     *slog.Logger
+	Metrics Observer
 }
 
 // Payments opens trades, applies notifications, settles trades at their
@@ -152,6 +156,9 @@ func (p *Payments) Start(ctx context.Context, userID, orderID int64, provider st
 	}
 	now := p.d.Now()
 	t, subject, _, err := p.d.Store.Open(ctx, userID, orderID, provider, now, now.Add(-p.cfg.PayTimeout), p.cfg.PayTimeout)
+	if errors.Is(err, model.ErrOrderNotFound) {
+		return nil, orderkit.Unwritten(ctx, p.d.Orders, userID, orderID)
+	}
 	if err != nil {
 		return nil, err
 	}

@@ -48,9 +48,7 @@ type StockReturner interface {
 
 // OrderReader reads an order for its owner, pending ones included (the
 // seckill's Order).
-type OrderReader interface {
-	Order(ctx context.Context, userID, orderID int64) (*model.VoucherOrder, error)
-}
+type OrderReader = orderkit.OrderReader
 
 // UnitsReturned hears of units back on sale (room.WaitingRoom): in sync mode
 // once the cancel committed, in async mode once Redis took the unit back.
@@ -244,25 +242,9 @@ func (l *Lifecycle) Cancel(ctx context.Context, userID, orderID int64, key strin
 	return o, nil
 }
 
-// notWritten explains an order the database does not have: pending (async,
-// not written yet: retry), failed (given up: cancelled) or not found.
+// notWritten explains an order the database does not have.
 func (l *Lifecycle) notWritten(ctx context.Context, userID, orderID int64) error {
-	if l.d.Orders == nil {
-		return model.ErrOrderNotFound
-	}
-	o, err := l.d.Orders.Order(ctx, userID, orderID)
-	switch {
-	case err != nil:
-		return err
-	case o.Status == model.OrderStatusPending:
-		return model.ErrOrderPending
-	case o.Status == model.OrderStatusFailed:
-		return model.ErrOrderCancelled
-	case o.Status == model.OrderStatusCreated:
-		// Written between the two reads.
-		return model.ErrOrderPending
-	}
-	return model.ErrOrderNotFound
+	return orderkit.Unwritten(ctx, l.d.Orders, userID, orderID)
 }
 
 func checkOrderArgs(orderID int64, key string) error {

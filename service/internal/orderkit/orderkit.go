@@ -113,3 +113,31 @@ func (r UniqueKeyRejections) Count(ctx context.Context, voucherID, userID int64)
 		r.Log.ErrorContext(ctx, "count duplicate rejection", "voucher_id", voucherID, "err", err)
 	}
 }
+
+// OrderReader reads an order for its owner, pending ones included (the
+// seckill's Order: async mode knows an order before the database has it).
+type OrderReader interface {
+	Order(ctx context.Context, userID, orderID int64) (*model.VoucherOrder, error)
+}
+
+// Unwritten explains an order the database does not have, for a change
+// of it (pay, cancel, a trade): pending (async, not written yet: retry),
+// failed (given up: cancelled) or not found. A nil reader knows none.
+func Unwritten(ctx context.Context, r OrderReader, userID, orderID int64) error {
+	if r == nil {
+		return model.ErrOrderNotFound
+	}
+	o, err := r.Order(ctx, userID, orderID)
+	switch {
+	case err != nil:
+		return err
+	case o.Status == model.OrderStatusPending:
+		return model.ErrOrderPending
+	case o.Status == model.OrderStatusFailed:
+		return model.ErrOrderCancelled
+	case o.Status == model.OrderStatusCreated:
+		// Written between the two reads.
+		return model.ErrOrderPending
+	}
+	return model.ErrOrderNotFound
+}
