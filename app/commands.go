@@ -30,6 +30,8 @@ const Usage = `Usage:
   seckill tokens --count N [--admin] [--out F]  make sure N users exist; print userId,token lines
   seckill rebuild --voucher N                   async mode: rebuild a voucher's Redis state from the database
   seckill revoke --user N                       refuse user N's tokens issued until now (docs/operations.md)
+  seckill staff add --shop N --phone P          make the user of phone P staff of shop N (docs/redemption.md)
+  seckill staff remove --shop N --user U        take user U off shop N's staff
   seckill help | --help | -h                    print this
 
 Configuration comes from SECKILL_* environment variables (see README.md).
@@ -76,8 +78,10 @@ func Run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		return Rebuild(ctx, cfg, log, args, stdout)
 	case "revoke":
 		return Revoke(ctx, cfg, log, args, stdout)
+	case "staff":
+		return Staff(ctx, cfg, log, args, stdout)
 	default:
-		return fmt.Errorf("unknown command %q (serve, migrate, tokens, rebuild, revoke)", cmd)
+		return fmt.Errorf("unknown command %q (serve, migrate, tokens, rebuild, revoke, staff)", cmd)
 	}
 }
 

@@ -12,6 +12,7 @@ import (
 	"seckill/service/account"
 	"seckill/service/catalog"
 	"seckill/service/payment"
+	"seckill/service/redeem"
 	"seckill/service/sale"
 	"seckill/web"
 )
@@ -45,6 +46,7 @@ func (w *wiring) routes(p purchase, lifecycle *sale.Lifecycle, pays *payment.Pay
 			SimulatedPay: cfg.HasProvider(config.PaySimulated),
 			History:      sale.NewHistory(w.orders),
 			Idempotency:  sale.NewIdempotency(redisstore.NewIdempotency(d.Redis, cfg.IdempotencyMaxKeys), cfg.IdempotencyTTL, cfg.RequestTimeout),
+			Redemption:   w.redemption(),
 		},
 		Access: handler.Access{
 			Tokens:         w.tok,
@@ -72,4 +74,16 @@ func (w *wiring) routes(p purchase, lifecycle *sale.Lifecycle, pays *payment.Pay
 			Streams: streams,
 		},
 	}
+}
+
+// redemption is the redemption at the shops: codes, staff, guessing limits.
+func (w *wiring) redemption() *redeem.Service {
+	d := redeem.Deps{
+		Codes: sqlstore.NewRedemptions(w.d.DB), Staff: sqlstore.NewStaff(w.d.DB),
+		Limits: redisstore.NewRedeemLimits(w.d.Redis), Log: w.log,
+	}
+	if w.m != nil {
+		d.Observer = w.m
+	}
+	return redeem.New(d, redeem.Config{PerStaff: w.cfg.RedeemLimitStaff, PerShop: w.cfg.RedeemLimitShop})
 }

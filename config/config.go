@@ -99,39 +99,43 @@ type Config struct {
 	RateLimit              int
 	RateLimitVoucher       int
 	RateLimitIP            int
-	IdempotencyTTL         time.Duration
-	IdempotencyMaxKeys     int
-	CodeCooldown           time.Duration
-	CodeDailyLimit         int
-	CodeIPLimit            int
-	SMSSender              string
-	SMSWebhookURL          string
-	SMSWebhookSecret       string
-	SMSAccessKeyID         string
-	SMSAccessKeySecret     string
-	SMSAppID               string
-	SMSSignName            string
-	SMSTemplate            string
-	SMSEndpoint            string
-	PayProviders           []string
-	PayNotifyBaseURL       string
-	PayUnreachableGrace    time.Duration
-	AlipayAppID            string
-	AlipayPrivateKeyFile   string
-	AlipayPublicKeyFile    string
-	AlipayGateway          string
-	WechatMchID            string
-	WechatAppID            string
-	WechatSerial           string
-	WechatPrivateKeyFile   string
-	WechatAPIv3KeyFile     string
-	WechatPublicKeyFile    string
-	WechatPublicKeyID      string
-	WechatBaseURL          string
-	TrustedProxies         []string
-	AccessLog              int
-	APIStyle               string
-	Tracing                bool
+	// RedeemLimitStaff and RedeemLimitShop bound the redemption attempts
+	// per minute of one staff member and of one shop (docs/redemption.md).
+	RedeemLimitStaff     int
+	RedeemLimitShop      int
+	IdempotencyTTL       time.Duration
+	IdempotencyMaxKeys   int
+	CodeCooldown         time.Duration
+	CodeDailyLimit       int
+	CodeIPLimit          int
+	SMSSender            string
+	SMSWebhookURL        string
+	SMSWebhookSecret     string
+	SMSAccessKeyID       string
+	SMSAccessKeySecret   string
+	SMSAppID             string
+	SMSSignName          string
+	SMSTemplate          string
+	SMSEndpoint          string
+	PayProviders         []string
+	PayNotifyBaseURL     string
+	PayUnreachableGrace  time.Duration
+	AlipayAppID          string
+	AlipayPrivateKeyFile string
+	AlipayPublicKeyFile  string
+	AlipayGateway        string
+	WechatMchID          string
+	WechatAppID          string
+	WechatSerial         string
+	WechatPrivateKeyFile string
+	WechatAPIv3KeyFile   string
+	WechatPublicKeyFile  string
+	WechatPublicKeyID    string
+	WechatBaseURL        string
+	TrustedProxies       []string
+	AccessLog            int
+	APIStyle             string
+	Tracing              bool
 	// TraceTrustParent lets a request's traceparent decide its sampling
 	// and be its span's parent (SECKILL_TRACE_TRUST_PARENT).
 	TraceTrustParent bool

@@ -41,7 +41,7 @@ func TestDefaults(t *testing.T) {
 		APIStyle: "rest", ConsumerDuty: 0.25,
 		CodeCooldown: time.Minute, AccessLog: 20, CodeDailyLimit: 10, CodeIPLimit: 30, PayTimeout: 15 * time.Minute, PayUnreachableGrace: 15 * time.Minute,
 		LogLevel: "info", StockBuckets: 1, Consumers: 1, ClaimIdle: 30 * time.Second,
-		IdempotencyTTL: 24 * time.Hour, IdempotencyMaxKeys: 100,
+		IdempotencyTTL: 24 * time.Hour, IdempotencyMaxKeys: 100, RedeemLimitStaff: 20, RedeemLimitShop: 120,
 		WaitingRoomTokenTTL: time.Minute, WaitingRoomOverbook: 1.2, WaitingRoomRateLimit: 10,
 	}
 	if !reflect.DeepEqual(c, want) {
@@ -107,7 +107,7 @@ func TestEnvOverrides(t *testing.T) {
 		CodeDailyLimit: 5,
 		TrustedProxies: []string{"10.0.0.0/8", "192.168.1.7", "fd00::/8"},
 		LogLevel:       "info", StockBuckets: 1, Consumers: 1, ClaimIdle: 30 * time.Second,
-		IdempotencyTTL: 24 * time.Hour, IdempotencyMaxKeys: 100,
+		IdempotencyTTL: 24 * time.Hour, IdempotencyMaxKeys: 100, RedeemLimitStaff: 20, RedeemLimitShop: 120,
 		WaitingRoomTokenTTL: time.Minute, WaitingRoomOverbook: 1.2, WaitingRoomRateLimit: 10,
 	}
 	if !reflect.DeepEqual(c, want) {

@@ -54,6 +54,9 @@ type Services struct {
 	// Idempotency keeps the Idempotency-Key answers of the purchase, the
 	// pay and the cancel; nil ignores the header.
 	Idempotency Idempotency
+	// Redemption redeems paid orders' codes at the shops and manages their
+	// staff; nil leaves its routes, and the orders' codes, out.
+	Redemption Redemption
 	// Room is the waiting room (join, poll, and the purchase's admission
 	// check); nil leaves its routes and check out.
 	Room Room

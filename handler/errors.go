@@ -41,6 +41,11 @@ const (
 	CodeMethodNotAllowed   = "METHOD_NOT_ALLOWED" // the route has no such method
 	CodeVoucherNotEditable = "VOUCHER_NOT_EDITABLE"
 	CodeNotAdmitted        = "NOT_ADMITTED"
+	// The redemption at the shop (docs/redemption.md).
+	CodeVoucherUsed       = "VOUCHER_USED"
+	CodeRedeemCodeInvalid = "REDEEM_CODE_INVALID"
+	CodeNotStaff          = "NOT_STAFF"
+	CodeVoucherNotUsable  = "VOUCHER_NOT_USABLE"
 	// CodeClientClosed: the client went away before its answer. No client
 	// reads it; it names the request in the log and the metrics (499).
 	CodeClientClosed = "CLIENT_CLOSED_REQUEST"
@@ -102,6 +107,10 @@ var codes = map[string]codeInfo{
 	CodeOrderPending:       {http.StatusConflict, "order not written yet, retry shortly", "订单处理中，请稍后再试"},
 	CodeNotAdmitted:        {http.StatusForbidden, "not admitted: join the waiting room and buy with its Admission-Token", "请先排队，轮到您后再抢购"},
 	CodeVoucherNotEditable: {http.StatusConflict, "the sale has started or the voucher is closed: it can only be closed now", "秒杀已开始或已下架，不能修改"},
+	CodeVoucherUsed:        {http.StatusConflict, "voucher used: it was redeemed before", "该券已核销，不能重复使用"},
+	CodeRedeemCodeInvalid:  {http.StatusNotFound, "no such code at this shop", "核销码无效"},
+	CodeNotStaff:           {http.StatusForbidden, "staff of this shop only", "无权核销，仅限本店店员"},
+	CodeVoucherNotUsable:   {http.StatusConflict, "the voucher cannot be used today", "该券今日不可使用"},
 	CodeRateLimited:        {http.StatusTooManyRequests, "too many requests", "请求过于频繁，请稍后再试"},
 	CodeIdempotencyReused:  {http.StatusUnprocessableEntity, "idempotency key already used for another request", "幂等键已用于其他请求"},
 	CodeIdempotencyFlight:  {http.StatusConflict, "a request with this idempotency key is in progress, retry later", "请求处理中，请稍后再试"},
@@ -174,6 +183,14 @@ func classify(err error) (code, detail string) {
 		return CodeNotAdmitted, err.Error()
 	case errors.Is(err, model.ErrVoucherNotFound):
 		return CodeVoucherNotFound, ""
+	case errors.Is(err, model.ErrVoucherUsed):
+		return CodeVoucherUsed, ownText(err, model.ErrVoucherUsed)
+	case errors.Is(err, model.ErrRedeemCodeInvalid):
+		return CodeRedeemCodeInvalid, ownText(err, model.ErrRedeemCodeInvalid)
+	case errors.Is(err, model.ErrNotStaff):
+		return CodeNotStaff, ""
+	case errors.Is(err, model.ErrVoucherNotUsable):
+		return CodeVoucherNotUsable, ownText(err, model.ErrVoucherNotUsable)
 	case errors.Is(err, model.ErrOrderNotFound):
 		return CodeOrderNotFound, ""
 	case errors.Is(err, model.ErrShopNotFound):
@@ -219,6 +236,16 @@ func classify(err error) (code, detail string) {
 		return CodeUnavailable, ""
 	}
 	return CodeInternal, ""
+}
+
+// ownText is the text of err, a refusal the service worded ("voucher used:
+// redeemed at ..."); "" when err is the bare sentinel (the code's own
+// message).
+func ownText(err, sentinel error) string {
+	if err == sentinel {
+		return ""
+	}
+	return err.Error()
 }
 
 // Classify maps an error to its HTTP status, code and client message in the

@@ -198,6 +198,9 @@ func New(d Deps) http.Handler {
 		}
 	}
 
+	if d.Redemption != nil {
+		redeemRoutes(a, r, authed, admin)
+	}
 	r.GET("/admin/vouchers/:id/audit", authed, admin, vouchers.audit)
 	liveRoutes(a, r, authed, admin)
 	a.webRoutes(r)
@@ -289,6 +292,10 @@ type publishRequest struct {
 	StockBuckets *int `json:"stockBuckets"`
 	// WaitingRoom is optional (absent: SECKILL_WAITING_ROOM).
 	WaitingRoom *bool `json:"waitingRoom"`
+	// UseDays and UseUntil are optional: the ISO weekdays and the last
+	// day (YYYY-MM-DD) the voucher may be redeemed at the shop.
+	UseDays  []int  `json:"useDays"`
+	UseUntil string `json:"useUntil"`
 }
 
 func (a voucherAPI) publish(c *gin.Context) {
@@ -342,6 +349,7 @@ func (r *publishRequest) input(loc *time.Location) (catalog.PublishInput, error)
 		ShopID: *r.ShopID, Title: *r.Title, SubTitle: r.SubTitle, Rules: r.Rules,
 		PayValue: *r.PayValue, ActualValue: *r.ActualValue, Type: *r.Type, Stock: *r.Stock,
 		BeginTime: begin, EndTime: end, StockBuckets: buckets, WaitingRoom: r.WaitingRoom,
+		UseDays: r.UseDays, UseUntil: r.UseUntil,
 	}, nil
 }
 
@@ -372,6 +380,8 @@ type voucherResponse struct {
 	BeginTime    time.Time `json:"beginTime"`
 	EndTime      time.Time `json:"endTime"`
 	WaitingRoom  bool      `json:"waitingRoom"`
+	UseDays      []int     `json:"useDays,omitempty"`
+	UseUntil     string    `json:"useUntil,omitempty"`
 }
 
 func (a voucherAPI) listVouchers(c *gin.Context) {
@@ -397,7 +407,7 @@ func newVoucherResponse(v *model.SeckillVoucherInfo) voucherResponse {
 		ID: v.ID, ShopID: v.ShopID, Title: v.Title, SubTitle: v.SubTitle, Rules: v.Rules,
 		PayValue: v.PayValue, ActualValue: v.ActualValue, Type: v.Type, Status: v.Status,
 		Stock: v.Stock, InitialStock: v.InitialStock, BeginTime: v.BeginTime, EndTime: v.EndTime,
-		WaitingRoom: v.WaitingRoom,
+		WaitingRoom: v.WaitingRoom, UseDays: model.UseDayList(v.UseDays), UseUntil: v.UseUntil,
 	}
 }
 
@@ -468,7 +478,12 @@ func (a orderAPI) order(c *gin.Context) {
 		a.fail(c, err)
 		return
 	}
-	ok(c, a.orderOut(o))
+	v, err := a.ownerView(c.Request.Context(), u.ID, o)
+	if err != nil {
+		a.fail(c, err)
+		return
+	}
+	ok(c, v)
 }
 
 func (a voucherAPI) audit(c *gin.Context) {

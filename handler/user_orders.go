@@ -26,9 +26,12 @@ func (a userAPI) myOrders(c *gin.Context) {
 		a.fail(c, err)
 		return
 	}
-	out := make([]orderResponse, len(list))
+	out := make([]orderView, len(list))
 	for i := range list {
-		out[i] = a.orderOut(&list[i])
+		if out[i], err = a.ownerView(c.Request.Context(), u.ID, &list[i]); err != nil {
+			a.fail(c, err)
+			return
+		}
 	}
 	okList(c, out, int64(len(out)))
 }

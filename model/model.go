@@ -18,6 +18,9 @@ func OrderIDTime(orderID int64) time.Time {
 const (
 	RoleUser  = "user"
 	RoleAdmin = "admin"
+	// RoleStaff redeems vouchers at the counter of the one shop it is
+	// bound to (tb_shop_staff, docs/redemption.md).
+	RoleStaff = "staff"
 )
 
 // User is a row of tb_user.
@@ -37,17 +40,22 @@ func (User) TableName() string { return "tb_user" }
 
 // Voucher is a row of tb_voucher.
 type Voucher struct {
-	ID          int64     `gorm:"column:id;primaryKey;autoIncrement"`
-	ShopID      int64     `gorm:"column:shop_id"`
-	Title       string    `gorm:"column:title"`
-	SubTitle    string    `gorm:"column:sub_title"`
-	Rules       string    `gorm:"column:rules"`
-	PayValue    int64     `gorm:"column:pay_value"`
-	ActualValue int64     `gorm:"column:actual_value"`
-	Type        int       `gorm:"column:type"`
-	Status      int       `gorm:"column:status"`
-	CreateTime  time.Time `gorm:"column:create_time"`
-	UpdateTime  time.Time `gorm:"column:update_time"`
+	ID          int64  `gorm:"column:id;primaryKey;autoIncrement"`
+	ShopID      int64  `gorm:"column:shop_id"`
+	Title       string `gorm:"column:title"`
+	SubTitle    string `gorm:"column:sub_title"`
+	Rules       string `gorm:"column:rules"`
+	PayValue    int64  `gorm:"column:pay_value"`
+	ActualValue int64  `gorm:"column:actual_value"`
+	Type        int    `gorm:"column:type"`
+	Status      int    `gorm:"column:status"`
+	// UseDays and UseUntil bound when the voucher may be redeemed
+	// (UseWindow): ISO weekdays "1,2,3,4,5" and the last day "2006-01-02";
+	// empty means no bound.
+	UseDays    string    `gorm:"column:use_days"`
+	UseUntil   string    `gorm:"column:use_until"`
+	CreateTime time.Time `gorm:"column:create_time"`
+	UpdateTime time.Time `gorm:"column:update_time"`
 }
 
 // TableName is the Heima table name.
@@ -130,7 +138,8 @@ type SeckillVoucherInfo struct {
 }
 
 // Order statuses of tb_voucher_order.status, in Heima's numbers.
-// 1 is unpaid: the order holds its unit of stock. 2 is paid.
+// 1 is unpaid: the order holds its unit of stock. 2 is paid. 3 is used:
+// redeemed at the shop's counter (it keeps its unit, like paid).
 // 4 is cancelled by the buyer or the pay timeout; CancelReason says which.
 // A cancelled order's unit is back on sale.
 // Pending and failed exist only in Redis, in async mode.
@@ -138,6 +147,7 @@ const (
 	OrderStatusPending   = 0 // async mode: admitted in Redis, not yet written
 	OrderStatusCreated   = 1 // written to the database, unpaid
 	OrderStatusPaid      = 2 // paid: keeps its unit for good
+	OrderStatusUsed      = 3 // redeemed at the shop: use_time says when
 	OrderStatusCancelled = 4 // cancelled or expired: its unit is back on sale
 	OrderStatusRefunded  = 6 // the money is back with the buyer (RefundReason says why)
 	OrderStatusFailed    = 9 // async mode: given up, stock returned
@@ -171,6 +181,8 @@ func OrderStatusName(s int) string {
 		return "created" // unpaid; the word clients already know
 	case OrderStatusPaid:
 		return "paid"
+	case OrderStatusUsed:
+		return "used"
 	case OrderStatusCancelled:
 		return "cancelled"
 	case OrderStatusFailed:
@@ -191,9 +203,10 @@ func (o *VoucherOrder) StatusName() string {
 	return OrderStatusName(o.Status)
 }
 
-// Live reports an order that holds its unit of stock: unpaid or paid.
+// Live reports an order that holds its unit of stock: unpaid, paid or
+// used.
 func (o *VoucherOrder) Live() bool {
-	return o.Status == OrderStatusCreated || o.Status == OrderStatusPaid
+	return o.Status == OrderStatusCreated || o.Status == OrderStatusPaid || o.Status == OrderStatusUsed
 }
 
 // VoucherOrder is a row of tb_voucher_order.
@@ -221,6 +234,11 @@ type VoucherOrder struct {
 	// that came after the order was cancelled is refunded (late_payment).
 	RefundTime   *time.Time `gorm:"column:refund_time"`
 	RefundReason string     `gorm:"column:refund_reason"`
+	// RedeemCode is the code the buyer shows at the shop, made on the
+	// owner's first read of the paid order (docs/redemption.md); UseTime
+	// is when the shop's staff redeemed it (status 3).
+	RedeemCode *string    `gorm:"column:redeem_code"`
+	UseTime    *time.Time `gorm:"column:use_time"`
 }
 
 // TableName is the Heima table name.

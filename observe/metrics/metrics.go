@@ -50,13 +50,15 @@ type Metrics struct {
 	// result; Refunds the refund tries by provider, reason and result.
 	PayNotifications *prometheus.CounterVec
 	Refunds          *prometheus.CounterVec
-	CancelledOrders  prometheus.Counter
-	ExpiredOrders    prometheus.Counter
-	OwedGivebacks    prometheus.Counter
-	DoneGivebacks    prometheus.Counter
-	SweepDuration    prometheus.Histogram
-	SweepBatches     prometheus.Counter
-	SweepErrors      prometheus.Counter
+	// Redemptions counts the redemptions at the shops by result.
+	Redemptions     *prometheus.CounterVec
+	CancelledOrders prometheus.Counter
+	ExpiredOrders   prometheus.Counter
+	OwedGivebacks   prometheus.Counter
+	DoneGivebacks   prometheus.Counter
+	SweepDuration   prometheus.Histogram
+	SweepBatches    prometheus.Counter
+	SweepErrors     prometheus.Counter
 
 	seriesCache
 }
@@ -109,6 +111,8 @@ func New() *Metrics {
 			"Pay providers' notifications by provider and result: paid, repeated (applied before), refund_owed (paid too late: refunded), refund_done, ignored, error (not applied: the provider sends it again), or the reason it was rejected with nothing changed (signature, app, stale, amount, currency, unknown_trade, malformed).", "provider", "result"),
 		Refunds: counterVec("seckill_refunds_total",
 			"Refund tries at the pay providers by provider, reason (late_payment, unreachable_provider, duplicate_payment, buyer) and result: done, processing, failed (tried again with backoff).", "provider", "reason", "result"),
+		Redemptions: counterVec("seckill_redemptions_total",
+			"Redemption attempts at the shops' counters by result: redeemed, used (redeemed before: VOUCHER_USED), invalid (no such code at the shop: REDEEM_CODE_INVALID), not_usable (outside the voucher's use days or last day), not_staff, rate_limited, error.", "result"),
 		PaidOrders: counter("seckill_orders_paid_total",
 			"Orders their buyers paid (a repeated payment counts once)."),
 		CancelledOrders: counter("seckill_orders_cancelled_total",
@@ -131,7 +135,7 @@ func New() *Metrics {
 	m.Registry.MustRegister(m.PaidOrders, m.CancelledOrders, m.ExpiredOrders, m.OwedGivebacks, m.DoneGivebacks,
 		m.SweepDuration, m.SweepBatches, m.SweepErrors, m.PurchaseLimits, m.Requests, m.Latency, m.Outcomes, m.LockRefused, m.UniqueKeyRejections, m.StaleFenceRejections,
 		m.AsyncWritten, m.AsyncDeadLetters, m.AsyncBatch, m.AsyncClaimed, m.AdmissionPipeline, m.SyncGroup,
-		m.RedisRoundTrips, m.RedisCommands, m.PayNotifications, m.Refunds,
+		m.RedisRoundTrips, m.RedisCommands, m.PayNotifications, m.Refunds, m.Redemptions,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }
@@ -256,3 +260,6 @@ func counter(name, help string) prometheus.Counter {
 func counterVec(name, help string, labels ...string) *prometheus.CounterVec {
 	return prometheus.NewCounterVec(prometheus.CounterOpts{Name: name, Help: help}, labels)
 }
+
+// Redemption counts one redemption attempt by result (redeem.Observer).
+func (m *Metrics) Redemption(result string) { m.Redemptions.WithLabelValues(result).Inc() }

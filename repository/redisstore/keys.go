@@ -210,6 +210,16 @@ func PurchaseVoucherKey(voucherID int64) string {
 }
 func PurchaseAddrKey(addr string) string { return "seckill:limit:addr:" + addr }
 
+// The Limiter keys of the redemption at the shop, stored as rate:<key>:
+// every attempt of one staff member, and of one shop's staff (guessing a
+// code is bounded by both, over every instance).
+func RedeemStaffKey(userID int64) string {
+	return "seckill:limit:redeem:staff:" + strconv.FormatInt(userID, 10)
+}
+func RedeemShopKey(shopID int64) string {
+	return "seckill:limit:redeem:shop:" + strconv.FormatInt(shopID, 10)
+}
+
 // The Limiter keys of the waiting room's joins and polls that reach its
 // script, stored as rate:<key>: the user's and the client address's.
 func QueueUserKey(userID int64) string {

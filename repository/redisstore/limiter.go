@@ -292,3 +292,20 @@ func (q QueueLimits) AllowAddr(ctx context.Context, addr string, l model.Limit) 
 func (q QueueLimits) AllowUser(ctx context.Context, userID int64, l model.Limit) (bool, time.Duration, error) {
 	return q.Allow(ctx, QueueUserKey(userID), l)
 }
+
+// RedeemLimits are the redemption's limits (redeem.Limiter) on a Limiter,
+// with the keys of keys.go.
+type RedeemLimits struct{ *Limiter }
+
+// NewRedeemLimits returns the redemption's limits on rdb.
+func NewRedeemLimits(rdb redis.UniversalClient) RedeemLimits { return RedeemLimits{NewLimiter(rdb)} }
+
+// AllowStaff counts a redemption attempt of the staff member.
+func (r RedeemLimits) AllowStaff(ctx context.Context, userID int64, l model.Limit) (bool, time.Duration, error) {
+	return r.Allow(ctx, RedeemStaffKey(userID), l)
+}
+
+// AllowShop counts a redemption attempt at the shop.
+func (r RedeemLimits) AllowShop(ctx context.Context, shopID int64, l model.Limit) (bool, time.Duration, error) {
+	return r.Allow(ctx, RedeemShopKey(shopID), l)
+}

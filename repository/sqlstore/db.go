@@ -147,7 +147,11 @@ func (d *DB) Migrate(ctx context.Context) error {
 		if m.HasIndex(ix.table, ix.name) {
 			continue
 		}
-		err := d.Gorm.WithContext(ctx).Exec("CREATE INDEX " + ix.name + " ON " + ix.table + " (" + ix.columns + ")").Error
+		kind := "CREATE INDEX "
+		if ix.unique {
+			kind = "CREATE UNIQUE INDEX "
+		}
+		err := d.Gorm.WithContext(ctx).Exec(kind + ix.name + " ON " + ix.table + " (" + ix.columns + ")").Error
 		if err != nil && !m.HasIndex(ix.table, ix.name) { // another instance may have won
 			return fmt.Errorf("apply schema: index %s.%s: %w", ix.table, ix.name, translate(err))
 		}
@@ -162,11 +166,16 @@ func (d *DB) Migrate(ctx context.Context) error {
 // addedIndexes are the indexes added after their table first shipped.
 // idx_status_time finds expired unpaid orders without a full scan.
 // idx_giveback finds the Redis give-backs still due. idx_shop_name orders
-// a search's shops by name.
-var addedIndexes = []struct{ table, name, columns string }{
-	{"tb_voucher_order", "idx_status_time", "status, create_time"},
-	{"tb_voucher_order", "idx_giveback", "giveback_due"},
-	{"tb_shop", "idx_shop_name", "name"},
+// a search's shops by name. uk_redeem_code keeps redemption codes unique
+// and finds an order by its code.
+var addedIndexes = []struct {
+	table, name, columns string
+	unique               bool
+}{
+	{"tb_voucher_order", "idx_status_time", "status, create_time", false},
+	{"tb_voucher_order", "idx_giveback", "giveback_due", false},
+	{"tb_shop", "idx_shop_name", "name", false},
+	{"tb_voucher_order", "uk_redeem_code", "redeem_code", true},
 }
 
 // addedColumns are the columns of the schema files added after their table
@@ -180,6 +189,9 @@ var addedColumns = []struct{ table, column, def string }{
 	{"tb_voucher_order", "cancel_reason", "VARCHAR(16) NOT NULL DEFAULT ''"},
 	{"tb_voucher_order", "refund_reason", "VARCHAR(32) NOT NULL DEFAULT ''"},
 	{"tb_voucher_order", "giveback_due", "TINYINT NOT NULL DEFAULT 0"},
+	{"tb_voucher_order", "redeem_code", "VARCHAR(16) NULL"},
+	{"tb_voucher", "use_days", "VARCHAR(16) NOT NULL DEFAULT ''"},
+	{"tb_voucher", "use_until", "VARCHAR(10) NOT NULL DEFAULT ''"},
 }
 
 // MaxOrderSequence is the largest sequence (low 32 bits) of an order id

@@ -77,7 +77,7 @@ WHERE id = ? AND user_id = ? AND status = ? AND `+payableSQL,
 		return nil, false, err
 	}
 	switch {
-	case o.Status == model.OrderStatusPaid:
+	case o.Status == model.OrderStatusPaid || o.Status == model.OrderStatusUsed:
 		return o, changed, nil
 	case o.Status == model.OrderStatusCancelled:
 		return o, false, cancelledErr(o)
@@ -134,7 +134,7 @@ WHERE id = ? AND user_id = ? AND status = ?`,
 			return o, changed, model.ErrOrderExpired
 		}
 		return o, changed, nil
-	case model.OrderStatusPaid:
+	case model.OrderStatusPaid, model.OrderStatusUsed:
 		return o, false, model.ErrOrderPaid
 	case model.OrderStatusCreated:
 		return o, false, errWrittenMeanwhile

@@ -37,8 +37,8 @@ func (r *OrderReads) VoucherSnapshot(ctx context.Context, voucherID int64, entri
 			DistinctUsers int64
 		}
 		err := db.Raw(`SELECT sv.stock AS stock, sv.initial_stock AS initial_stock,
-  COALESCE(SUM(CASE WHEN o.status IN (1, 2) THEN 1 ELSE 0 END), 0) AS orders,
-  COALESCE(SUM(CASE WHEN o.status = 2 THEN 1 ELSE 0 END), 0) AS paid,
+  COALESCE(SUM(CASE WHEN o.status IN (1, 2, 3) THEN 1 ELSE 0 END), 0) AS orders,
+  COALESCE(SUM(CASE WHEN o.status IN (2, 3) THEN 1 ELSE 0 END), 0) AS paid,
   COALESCE(SUM(CASE WHEN (o.status = 4 OR (o.status = 6 AND o.cancel_time IS NOT NULL)) THEN 1 ELSE 0 END), 0) AS cancelled,
   COALESCE(SUM(CASE WHEN (o.status = 4 OR (o.status = 6 AND o.cancel_time IS NOT NULL)) AND o.cancel_reason = 'timeout' THEN 1 ELSE 0 END), 0) AS expired,
   COALESCE(SUM(CASE WHEN o.status = 4 AND o.pay_time IS NOT NULL THEN 1 ELSE 0 END), 0) AS paid_cancelled,

@@ -30,6 +30,11 @@ type PublishInput struct {
 	// WaitingRoom gives the voucher a waiting room; nil means the
 	// default (SetDefaultWaitingRoom).
 	WaitingRoom *bool
+	// UseDays (ISO weekdays, 1 Monday to 7 Sunday) and UseUntil (the last
+	// day, YYYY-MM-DD) bound the voucher's redemption at the shop; none
+	// means no bound (docs/redemption.md).
+	UseDays  []int
+	UseUntil string
 }
 
 // Vouchers publishes and lists vouchers.
@@ -143,11 +148,19 @@ func (s *Vouchers) Publish(ctx context.Context, in PublishInput) (int64, error) 
 		}
 		return 0, err
 	}
+	days, err := model.ParseUseDays(in.UseDays)
+	if err != nil {
+		return 0, err
+	}
+	until, err := model.ParseUseUntil(in.UseUntil)
+	if err != nil {
+		return 0, err
+	}
 	now := s.now()
 	v := &model.Voucher{
 		ShopID: in.ShopID, Title: in.Title, SubTitle: in.SubTitle, Rules: in.Rules,
 		PayValue: in.PayValue, ActualValue: in.ActualValue, Type: in.Type, Status: 1,
-		CreateTime: now, UpdateTime: now,
+		UseDays: days, UseUntil: until, CreateTime: now, UpdateTime: now,
 	}
 	buckets := in.StockBuckets
 	if buckets == 0 {

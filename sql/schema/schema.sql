@@ -2,7 +2,10 @@
 -- and by `seckill migrate`: every statement is CREATE ... IF NOT EXISTS;
 -- columns and indexes added to an existing table are added by Migrate
 -- (repository/sqlstore/db.go) when missing. tb_voucher_order's status is Heima's:
--- 1 unpaid, 2 paid, 4 cancelled (cancel_reason 'buyer' or 'timeout').
+-- 1 unpaid, 2 paid, 3 used (redeemed at the shop, use_time), 4 cancelled
+-- (cancel_reason 'buyer' or 'timeout'). redeem_code is the paid order's
+-- code for the shop's counter, made on its owner's first read; unique
+-- (uk_redeem_code, created by Migrate).
 -- Its create_time, pay_time and cancel_time keep milliseconds: the pay
 -- window (create_time + SECKILL_PAY_TIMEOUT) is exact to the millisecond.
 -- Migrate widens these columns of an older table, keeping its rows.
@@ -31,6 +34,8 @@ CREATE TABLE IF NOT EXISTS tb_voucher (
   actual_value BIGINT NOT NULL,
   type         TINYINT UNSIGNED NOT NULL DEFAULT 0,
   status       TINYINT UNSIGNED NOT NULL DEFAULT 1,
+  use_days     VARCHAR(16) NOT NULL DEFAULT '',
+  use_until    VARCHAR(10) NOT NULL DEFAULT '',
   create_time  TIMESTAMP NOT NULL DEFAULT CURRENT_TIMESTAMP,
   update_time  TIMESTAMP NOT NULL DEFAULT CURRENT_TIMESTAMP ON UPDATE CURRENT_TIMESTAMP,
   PRIMARY KEY (id),
@@ -68,6 +73,7 @@ CREATE TABLE IF NOT EXISTS tb_voucher_order (
   cancel_reason VARCHAR(16) NOT NULL DEFAULT '',
   giveback_due  TINYINT NOT NULL DEFAULT 0,
   refund_reason VARCHAR(32) NOT NULL DEFAULT '',
+  redeem_code   VARCHAR(16) NULL,
   PRIMARY KEY (id),
   KEY idx_voucher (voucher_id),
   KEY idx_status_time (status, create_time),
@@ -205,4 +211,15 @@ CREATE TABLE IF NOT EXISTS tb_pay_trade (
   KEY idx_trade_order (order_id),
   KEY idx_trade_state (state, expire_time),
   KEY idx_trade_refund (refund_state, refund_next)
+) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4;
+
+-- The shops' staff (role 'staff' in tb_user): each staff member is bound to
+-- one shop and redeems its vouchers (POST /shop/:shopId/redeem). The row is
+-- read on every redemption, so removing it takes effect at once.
+CREATE TABLE IF NOT EXISTS tb_shop_staff (
+  user_id     BIGINT UNSIGNED NOT NULL,
+  shop_id     BIGINT UNSIGNED NOT NULL,
+  create_time TIMESTAMP NOT NULL DEFAULT CURRENT_TIMESTAMP,
+  PRIMARY KEY (user_id),
+  KEY idx_staff_shop (shop_id)
 ) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4;

@@ -22,6 +22,8 @@ CREATE TABLE IF NOT EXISTS tb_voucher (
   actual_value INTEGER NOT NULL,
   type         INTEGER NOT NULL DEFAULT 0,
   status       INTEGER NOT NULL DEFAULT 1,
+  use_days     TEXT NOT NULL DEFAULT '',
+  use_until    TEXT NOT NULL DEFAULT '',
   create_time  DATETIME NOT NULL DEFAULT CURRENT_TIMESTAMP,
   update_time  DATETIME NOT NULL DEFAULT CURRENT_TIMESTAMP
 );
@@ -58,12 +60,13 @@ CREATE TABLE IF NOT EXISTS tb_voucher_order (
   cancel_reason TEXT NOT NULL DEFAULT '',
   giveback_due  INTEGER NOT NULL DEFAULT 0,
   refund_reason TEXT NOT NULL DEFAULT '',
+  redeem_code   TEXT NULL,
   UNIQUE (user_id, voucher_id)
 );
 
 CREATE INDEX IF NOT EXISTS idx_order_voucher ON tb_voucher_order (voucher_id);
 
--- idx_status_time and idx_giveback are created by Migrate (repository/sqlstore/db.go)
+-- idx_status_time, idx_giveback and uk_redeem_code are created by Migrate (repository/sqlstore/db.go)
 -- once the columns they cover exist on a table created before them.
 
 CREATE TABLE IF NOT EXISTS tb_lock_fence (
@@ -153,3 +156,11 @@ CREATE TABLE IF NOT EXISTS tb_pay_trade (
 CREATE INDEX IF NOT EXISTS idx_trade_order ON tb_pay_trade (order_id);
 CREATE INDEX IF NOT EXISTS idx_trade_state ON tb_pay_trade (state, expire_time);
 CREATE INDEX IF NOT EXISTS idx_trade_refund ON tb_pay_trade (refund_state, refund_next);
+
+CREATE TABLE IF NOT EXISTS tb_shop_staff (
+  user_id     INTEGER PRIMARY KEY,
+  shop_id     INTEGER NOT NULL,
+  create_time DATETIME NOT NULL DEFAULT CURRENT_TIMESTAMP
+);
+
+CREATE INDEX IF NOT EXISTS idx_staff_shop ON tb_shop_staff (shop_id);
