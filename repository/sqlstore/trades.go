@@ -49,7 +49,7 @@ FROM tb_voucher_order o JOIN tb_voucher v ON v.id = o.voucher_id WHERE o.id = ?`
 			return model.ErrOrderNotFound
 		}
 		switch {
-		case o.Status == model.OrderStatusPaid:
+		case o.Status == model.OrderStatusPaid || o.Status == model.OrderStatusUsed:
 			return model.ErrOrderPaid
 		case o.Status == model.OrderStatusCancelled || o.Status == model.OrderStatusRefunded:
 			return cancelledErr(&model.VoucherOrder{CancelReason: o.CancelReason})
@@ -204,7 +204,7 @@ WHERE id = ? AND status = ?`, model.OrderStatusPaid, model.PayTypeOf(provider), 
 		}
 		reason := model.RefundLatePayment
 		switch {
-		case o.Status == model.OrderStatusPaid:
+		case o.Status == model.OrderStatusPaid || o.Status == model.OrderStatusUsed:
 			reason = model.RefundDuplicatePaid
 		case unknown:
 			reason = model.RefundUnreachable
