@@ -255,15 +255,16 @@ func TestComposeRequiresSecret(t *testing.T) {
 	if !haveCompose(t) {
 		return
 	}
-	refusedWithout(t, "SECKILL_JWT_SECRET", "SECKILL_SMS_SENDER=webhook")
-	if out, err := composeConfig("SECKILL_JWT_SECRET=deploy-test-secret-0123456789abcdef", "SECKILL_SMS_SENDER=webhook"); err != nil {
+	refusedWithout(t, "SECKILL_JWT_SECRET", "SECKILL_SMS_SENDER=webhook", "SECKILL_PAY_PROVIDERS=alipay")
+	if out, err := composeConfig("SECKILL_JWT_SECRET=deploy-test-secret-0123456789abcdef", "SECKILL_SMS_SENDER=webhook", "SECKILL_PAY_PROVIDERS=alipay"); err != nil {
 		t.Errorf("docker-compose config with a secret and a sender: %v: %s", err, out)
 	}
 }
 
 // TestComposeRequiresSender: the instances take their login code sender
-// from the environment, with no default: production refuses the log, so
-// docker-compose refuses, in one line naming SECKILL_SMS_SENDER.
+// and their pay providers from the environment, with no default:
+// production refuses the log and the simulated payment, so docker-compose
+// refuses, in one line naming SECKILL_SMS_SENDER or SECKILL_PAY_PROVIDERS.
 func TestComposeRequiresSender(t *testing.T) {
 	c := readCompose(t)
 	apps := 0
@@ -272,8 +273,11 @@ func TestComposeRequiresSender(t *testing.T) {
 			continue
 		}
 		apps++
-		if v := extended(t, s.Extends.File, s.Extends.Service)["SECKILL_SMS_SENDER"]; !strings.HasPrefix(v, "${SECKILL_SMS_SENDER:?") {
-			t.Errorf("%s: SECKILL_SMS_SENDER is %q, want ${SECKILL_SMS_SENDER:?...} (required)", name, v)
+		env := extended(t, s.Extends.File, s.Extends.Service)
+		for _, k := range []string{"SECKILL_SMS_SENDER", "SECKILL_PAY_PROVIDERS"} {
+			if v := env[k]; !strings.HasPrefix(v, "${"+k+":?") {
+				t.Errorf("%s: %s is %q, want ${%s:?...} (required)", name, k, v, k)
+			}
 		}
 	}
 	if apps < 2 {
@@ -282,7 +286,8 @@ func TestComposeRequiresSender(t *testing.T) {
 	if !haveCompose(t) {
 		return
 	}
-	refusedWithout(t, "SECKILL_SMS_SENDER", "SECKILL_JWT_SECRET=deploy-test-secret-0123456789abcdef")
+	refusedWithout(t, "SECKILL_SMS_SENDER", "SECKILL_JWT_SECRET=deploy-test-secret-0123456789abcdef", "SECKILL_PAY_PROVIDERS=alipay")
+	refusedWithout(t, "SECKILL_PAY_PROVIDERS", "SECKILL_JWT_SECRET=deploy-test-secret-0123456789abcdef", "SECKILL_SMS_SENDER=webhook")
 }
 
 // haveCompose reports whether docker-compose is installed. Without it the
@@ -315,7 +320,7 @@ func refusedWithout(t *testing.T, name string, set ...string) {
 // with the secret and the sender of this environment replaced by set.
 func composeConfig(set ...string) ([]byte, error) {
 	cmd := exec.Command("docker-compose", "-f", "../docker-compose.yml", "config", "-q")
-	cmd.Env = append(withoutEnv(withoutEnv(os.Environ(), "SECKILL_JWT_SECRET"), "SECKILL_SMS_SENDER"), set...)
+	cmd.Env = append(withoutEnv(withoutEnv(withoutEnv(os.Environ(), "SECKILL_JWT_SECRET"), "SECKILL_SMS_SENDER"), "SECKILL_PAY_PROVIDERS"), set...)
 	return cmd.CombinedOutput()
 }
 
