@@ -27,7 +27,10 @@ func TestWebWaitingRoom(t *testing.T) {
 		"name": "Queue shop", "typeId": 1, "address": "Test street 2", "x": 120.15, "y": 30.28,
 	}))
 	title := fmt.Sprintf("Queued tea %d", rand.IntN(1_000_000))
-	begin := time.Now().Add(4 * time.Second)
+	// The browser first: on a loaded machine its start takes seconds, and
+	// the buyer must join before the sale's start.
+	b := browsertest.New(t, browsertest.Options{Width: 390, Height: 900})
+	begin := time.Now().Add(6 * time.Second)
 	vid := apptest.DataID(t, "publish", apptest.Call(t, h, http.MethodPost, "/voucher/seckill", admin, map[string]any{
 		"shopId": shop, "title": title, "payValue": 100, "actualValue": 200, "type": 1, "stock": 1,
 		"beginTime": begin.Format(time.RFC3339Nano), "endTime": begin.Add(time.Hour).Format(time.RFC3339),
@@ -45,7 +48,6 @@ func TestWebWaitingRoom(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	b := browsertest.New(t, browsertest.Options{Width: 390, Height: 900})
 	b.Navigate(srv.URL + "/")
 	browsertest.Eval[bool](b, fmt.Sprintf(`(sessionStorage.setItem("seckill.token", %q), localStorage.setItem("seckill.shop", "%d"), true)`, token, shop))
 	b.Navigate(srv.URL + "/")
