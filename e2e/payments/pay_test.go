@@ -105,7 +105,7 @@ func TestNotificationsTwiceAndReordered(t *testing.T) {
 			fakeNotify(t, "wechat", cw.OutTradeNo)
 			for _, bb := range []*buyer{b, b2} {
 				if o := get(t, a1.h, bb); o.Status != "paid" {
-					t.Errorf("order %s: %+v, want paid", bb.order, o)
+					t.Errorf("order %s: %+v, want paid", bb.Order, o)
 				}
 			}
 			if o := get(t, a1.h, b2); o.PayType != "wechat" {

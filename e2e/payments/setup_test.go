@@ -74,11 +74,7 @@ func startPayApp(t *testing.T, mode string, b backends, payTimeout time.Duration
 }
 
 // buyer is one user with an order.
-type buyer struct {
-	user  int64
-	token string
-	order string
-}
+type buyer = apptest.Buyer
 
 // order is the order's JSON as the buyer reads it.
 type order struct {
@@ -101,30 +97,10 @@ type checkout struct {
 }
 
 // buy buys one unit of the voucher for a new user and waits until the
-// order is written (async mode writes it later).
+// order is written.
 func buy(t *testing.T, h http.Handler, vid, user int64) *buyer {
 	t.Helper()
-	return purchase(t, h, vid, user, 0)
-}
-
-// purchase is buy that retries SOLD_OUT for up to soldOut.
-func purchase(t *testing.T, h http.Handler, vid, user int64, soldOut time.Duration) *buyer {
-	t.Helper()
-	tok, err := apptest.DevTokens().Issue(user, "user")
-	if err != nil {
-		t.Fatal(err)
-	}
-	b := &buyer{user: user, token: tok}
-	r := apptest.Call(t, h, http.MethodPost, fmt.Sprintf("/voucher-order/seckill/%d", vid), tok, nil)
-	for deadline := time.Now().Add(soldOut); r.Body.Code == "SOLD_OUT" && time.Now().Before(deadline); {
-		time.Sleep(100 * time.Millisecond)
-		r = apptest.Call(t, h, http.MethodPost, fmt.Sprintf("/voucher-order/seckill/%d", vid), tok, nil)
-	}
-	if r.Status != http.StatusOK || json.Unmarshal(r.Body.Data, &b.order) != nil {
-		t.Fatalf("buy: %d %s %s", r.Status, r.Body.Code, r.Body.Data)
-	}
-	waitOrder(t, h, b, func(o order) bool { return o.Status != "pending" }, "written")
-	return b
+	return apptest.Buy(t, h, vid, user, 0)
 }
 
 // buyAgain buys a unit given back: in async mode Redis takes an expired
@@ -132,17 +108,14 @@ func purchase(t *testing.T, h http.Handler, vid, user int64, soldOut time.Durati
 // for up to 15 s.
 func buyAgain(t *testing.T, h http.Handler, vid, user int64) *buyer {
 	t.Helper()
-	return purchase(t, h, vid, user, 15*time.Second)
+	return apptest.Buy(t, h, vid, user, 15*time.Second)
 }
 
 // get reads the buyer's order.
 func get(t *testing.T, h http.Handler, b *buyer) order {
 	t.Helper()
-	r := apptest.Call(t, h, http.MethodGet, "/voucher-order/"+b.order, b.token, nil)
 	var o order
-	if r.Status != http.StatusOK || json.Unmarshal(r.Body.Data, &o) != nil {
-		t.Fatalf("get order %s: %d %s", b.order, r.Status, r.Body.Data)
-	}
+	b.Read(t, h, &o)
 	return o
 }
 
@@ -155,7 +128,7 @@ func waitOrder(t *testing.T, h http.Handler, b *buyer, ok func(order) bool, what
 			return o
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("order %s not %s after 30 s: %+v", b.order, what, o)
+			t.Fatalf("order %s not %s after 30 s: %+v", b.Order, what, o)
 		}
 	}
 }
@@ -163,7 +136,7 @@ func waitOrder(t *testing.T, h http.Handler, b *buyer, ok func(order) bool, what
 // pay asks for the order's trade at provider.
 func pay(t *testing.T, h http.Handler, b *buyer, provider string) (checkout, apptest.Result) {
 	t.Helper()
-	r := apptest.Call(t, h, http.MethodPost, "/voucher-order/"+b.order+"/pay", b.token, map[string]string{"provider": provider})
+	r := apptest.Call(t, h, http.MethodPost, "/voucher-order/"+b.Order+"/pay", b.Token, map[string]string{"provider": provider})
 	var c checkout
 	if r.Status == http.StatusOK {
 		if err := json.Unmarshal(r.Body.Data, &c); err != nil {

@@ -67,7 +67,7 @@ func TestRedeemOnce(t *testing.T) {
 				if r := redeem(t, hs[1], shop, tokA, strings.ToLower(code[:5])+"-"+code[5:]); r.Status != http.StatusConflict || r.Body.Code != "VOUCHER_USED" {
 					t.Errorf("order %d redeemed again (typed in lower case): %d %s", i, r.Status, r.Body.Code)
 				}
-				if r := apptest.Call(t, hs[0], http.MethodPost, "/voucher-order/"+b.order+"/cancel", b.token, nil); r.Body.Code != "ORDER_PAID" {
+				if r := apptest.Call(t, hs[0], http.MethodPost, "/voucher-order/"+b.Order+"/cancel", b.Token, nil); r.Body.Code != "ORDER_PAID" {
 					t.Errorf("order %d cancelled after its use: %d %s", i, r.Status, r.Body.Code)
 				}
 			}
@@ -105,7 +105,7 @@ func TestRedeemByThatShopsStaffOnly(t *testing.T) {
 				status            int
 				errCode           string
 			}{
-				{"the buyer", b.token, code, shop, http.StatusForbidden, "NOT_STAFF"},
+				{"the buyer", b.Token, code, shop, http.StatusForbidden, "NOT_STAFF"},
 				{"an admin", apptest.AdminToken(t, hs[0]), code, shop, http.StatusForbidden, "NOT_STAFF"},
 				{"another shop's staff", otherTok, code, shop, http.StatusForbidden, "NOT_STAFF"},
 				{"another shop's staff at its shop", otherTok, code, other, http.StatusNotFound, "REDEEM_CODE_INVALID"},

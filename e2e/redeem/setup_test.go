@@ -44,11 +44,7 @@ type order struct {
 }
 
 // buyer is one user with an order.
-type buyer struct {
-	user  int64
-	token string
-	order string
-}
+type buyer = apptest.Buyer
 
 // shopVoucher publishes a shop and a voucher of it, with more fields.
 func shopVoucher(t *testing.T, h http.Handler, stock int, more map[string]any) (shop, voucher int64) {
@@ -62,28 +58,14 @@ func shopVoucher(t *testing.T, h http.Handler, stock int, more map[string]any) (
 // buy buys one unit for a new user and waits until the order is written.
 func buy(t *testing.T, h http.Handler, vid, user int64) *buyer {
 	t.Helper()
-	tok, err := apptest.DevTokens().Issue(user, "user")
-	if err != nil {
-		t.Fatal(err)
-	}
-	b := &buyer{user: user, token: tok}
-	r := apptest.Call(t, h, http.MethodPost, fmt.Sprintf("/voucher-order/seckill/%d", vid), tok, nil)
-	if r.Status != http.StatusOK || json.Unmarshal(r.Body.Data, &b.order) != nil {
-		t.Fatalf("buy: %d %s %s", r.Status, r.Body.Code, r.Body.Data)
-	}
-	for deadline := time.Now().Add(30 * time.Second); get(t, h, b).Status == "pending"; time.Sleep(50 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("order %s not written after 30 s", b.order)
-		}
-	}
-	return b
+	return apptest.Buy(t, h, vid, user, 0)
 }
 
 // paidBuyer buys and pays (the simulated payment) and reads the code.
 func paidBuyer(t *testing.T, h http.Handler, vid, user int64) (*buyer, string) {
 	t.Helper()
 	b := buy(t, h, vid, user)
-	if r := apptest.Call(t, h, http.MethodPost, "/voucher-order/"+b.order+"/pay", b.token, nil); r.Status != http.StatusOK {
+	if r := apptest.Call(t, h, http.MethodPost, "/voucher-order/"+b.Order+"/pay", b.Token, nil); r.Status != http.StatusOK {
 		t.Fatalf("pay: %d %s %s", r.Status, r.Body.Code, r.Body.ErrorMsg)
 	}
 	o := get(t, h, b)
@@ -96,11 +78,8 @@ func paidBuyer(t *testing.T, h http.Handler, vid, user int64) (*buyer, string) {
 // get reads the buyer's order.
 func get(t *testing.T, h http.Handler, b *buyer) order {
 	t.Helper()
-	r := apptest.Call(t, h, http.MethodGet, "/voucher-order/"+b.order, b.token, nil)
 	var o order
-	if r.Status != http.StatusOK || json.Unmarshal(r.Body.Data, &o) != nil {
-		t.Fatalf("get order %s: %d %s", b.order, r.Status, r.Body.Data)
-	}
+	b.Read(t, h, &o)
 	return o
 }
 
