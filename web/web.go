@@ -4,7 +4,8 @@
 //	static/index.html           the one page (hash routes: #/ buyer, #/admin, #/admin/live/<voucherId>)
 //	static/assets/app.js        entry: routing between the views
 //	static/assets/api.js        the API client (envelope, token header, clock offset)
-//	static/assets/buyer.js      log in by code, find a shop, vouchers with countdown, stock and buy, my orders (pay, cancel)
+//	static/assets/login.js      the login by code (a buyer's and a staff member's)
+//	static/assets/buyer.js      find a shop, vouchers with countdown, stock and buy, my orders (pay, cancel)
 //	static/assets/admin.js      admin token (checked), publish (yuan), edit before the sale, close, list
 //	static/assets/dashboard.js  the live sale dashboard (the SSE stream read with fetch)
 //	static/assets/style.css
