@@ -11,9 +11,14 @@ import { api, ApiError, explain, serverNow, tokens } from './api.js';
 import { h, setText, field, money, duration, localTime, message, shortId, scroll, labelled } from './dom.js';
 import { queuePanel } from './room.js';
 import { loginForm, showError } from './login.js';
+import { statusWords, orderAfterPay, codeKeeper } from './redemption.js';
 
 const STOCK_POLL_MS = 2000;
 const ORDER_POLL_MS = 1000;
+// WATCH_POLL_MS is how often the order of #/order/<id> is read again while
+// it is paid and the page is in view: the buyer at the counter sees it
+// turn used.
+const WATCH_POLL_MS = 5000;
 export function buyer(root) {
   const timers = [];
   const every = (ms, f) => timers.push(setInterval(f, ms));
@@ -333,6 +338,7 @@ export function buyer(root) {
       }
       sessionStorage.setItem(trackedKey(), JSON.stringify(keep));
       const all = [...extra, ...orders];
+      await withCodes(all, token);
       paidByProvider(all);
       owned = new Map();
       for (const o of all) if (o.status !== 'failed') owned.set(String(o.voucherId), o);
@@ -350,6 +356,8 @@ export function buyer(root) {
       loadingOrders = false;
     }
   }
+  // withCodes gives each paid order its redemption code (redemption.js).
+  const withCodes = codeKeeper();
   // loadTitles reads the title of vouchers of other shops, once each.
   async function loadTitles(orders) {
     for (const o of orders) {
@@ -432,7 +440,7 @@ export function buyer(root) {
   // the time left to pay and Pay and Cancel while unpaid, and the answer
   // of the buyer's last click.
   function orderActions(o) {
-    const parts = [];
+    const parts = [orderAfterPay(o)];
     if (o.status === 'created') {
       if (o.payDeadline) parts.push(h('div', { class: 'pay-left small muted', 'data-deadline': o.payDeadline }));
       const buttons = payWith.providers.map((p) =>
@@ -544,8 +552,14 @@ export function buyer(root) {
   searchShops('');
   every(250, tick);
   every(STOCK_POLL_MS, loadVouchers);
+  let watched = 0; // when the order of #/order/<id> was last read, paid
   every(ORDER_POLL_MS, () => {
-    if (tracked().length || overdue || paying.size) loadOrders();
+    if (tracked().length || overdue || paying.size) return loadOrders();
+    const o = focused && shown.find((x) => x.id === focused);
+    if (o && o.status === 'paid' && !document.hidden && Date.now() - watched >= WATCH_POLL_MS) {
+      watched = Date.now();
+      loadOrders();
+    }
   });
   api('GET', '/pay/providers').then((r) => { payWith = r.data; renderOrders(shown); }).catch(() => {});
   return { show: showRoute, unmount: () => timers.forEach(clearInterval) };
@@ -564,8 +578,3 @@ const ORDER_COLUMNS = ['Order', 'Voucher', 'Status', 'Created'];
 
 // ENDED are the statuses of an order whose unit went back on sale.
 const ENDED = new Set(['cancelled', 'expired', 'refunded']);
-
-// statusWords is an order's status, with the amount once paid.
-function statusWords(o) {
-  return o.status === 'paid' && o.payAmount !== undefined ? 'paid ' + money(o.payAmount) : o.status;
-}
