@@ -258,6 +258,21 @@ func TestLoginRefusesAdmin(t *testing.T) {
 	})
 }
 
+// TestLoginStaff: a shop's staff member logs in by code like a buyer, and
+// the token carries the role staff (the staff page's login).
+func TestLoginStaff(t *testing.T) {
+	svc, users, _ := newTestUsers()
+	const phone = "16600000001"
+	u := &model.User{Phone: phone, NickName: "user_staff", Role: model.RoleStaff}
+	if err := users.Create(context.Background(), u); err != nil {
+		t.Fatal(err)
+	}
+	tok, err := svc.Login(context.Background(), phone, sendCode(t, svc, phone))
+	if want := fmt.Sprintf("tok-%d-staff", u.ID); err != nil || tok != want {
+		t.Errorf("Login of staff: got %q, %v, want %q", tok, err, want)
+	}
+}
+
 // adminOnCreate is a UserStore whose Create finds that an admin with the
 // phone was created concurrently and returns it (as the real one does).
 type adminOnCreate struct{ *accounttest.Users }

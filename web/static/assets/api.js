@@ -162,7 +162,11 @@ export async function stream(path, { token, signal, onEvent }) {
 // Tokens live in sessionStorage: they go when the tab closes.
 export const tokens = {
   user: () => sessionStorage.getItem('seckill.token') || '',
-  setUser: (t) => (t ? sessionStorage.setItem('seckill.token', t) : sessionStorage.removeItem('seckill.token')),
+  setUser: (t) => {
+    if (t) sessionStorage.setItem('seckill.token', t);
+    else sessionStorage.removeItem('seckill.token');
+    window.dispatchEvent(new Event('seckill:token')); // the top navigation follows the role
+  },
   admin: () => sessionStorage.getItem('seckill.admin') || '',
   setAdmin: (t) => (t ? sessionStorage.setItem('seckill.admin', t) : sessionStorage.removeItem('seckill.admin')),
 };

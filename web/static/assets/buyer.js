@@ -10,27 +10,15 @@
 import { api, ApiError, explain, serverNow, tokens } from './api.js';
 import { h, setText, field, money, duration, localTime, message, shortId, scroll, labelled } from './dom.js';
 import { queuePanel } from './room.js';
+import { loginForm, showError } from './login.js';
+import { statusWords, orderAfterPay, codeKeeper } from './redemption.js';
 
 const STOCK_POLL_MS = 2000;
 const ORDER_POLL_MS = 1000;
-// CODE_GUESSES is how many wrong guesses a login code survives (the
-// server's service.CodeGuesses); then it is void.
-const CODE_GUESSES = 5;
-const PHONE = /^1[3-9]\d{9}$/;
-// CODE_COOLDOWN_S is the server's default wait between two codes to a
-// phone (SECKILL_CODE_COOLDOWN), for an answer without resendAfter.
-const CODE_COOLDOWN_S = 60;
-
-// codeRefusal words a refused code: within the phone's cooldown, the code
-// already sent still works (one resend is no abuse); the other limits (per
-// day, per address) in the server's words, with the wait.
-function codeRefusal(e, masked) {
-  const wait = e.retryAfter ? `${e.retryAfter} s` : 'a moment';
-  if (/^a code was just sent/.test(e.message)) return `A code was already sent to ${masked}: use it, or ask for a new one in ${wait}.`;
-  const reason = e.message.replace(/: try again in \d+s$/, '');
-  return `${reason.charAt(0).toUpperCase()}${reason.slice(1)}: try again in ${wait}.`;
-}
-
+// WATCH_POLL_MS is how often the order of #/order/<id> is read again while
+// it is paid and the page is in view: the buyer at the counter sees it
+// turn used.
+const WATCH_POLL_MS = 5000;
 export function buyer(root) {
   const timers = [];
   const every = (ms, f) => timers.push(setInterval(f, ms));
@@ -51,104 +39,7 @@ export function buyer(root) {
   const loginCard = h('section', { class: 'card', id: 'login-card' });
   let loginNote = ''; // why the buyer sees the login form again
   function renderLogin() {
-    const devCode = h('span', { id: 'dev-code', class: 'muted' });
-    const out = h('p', { id: 'login-result', class: 'message', hidden: true });
-    const sendBtn = h('button', { id: 'send-code', type: 'button', onclick: sendCode }, 'Send code');
-    const form = h('form', { id: 'login-form', autocomplete: 'off' },
-      h('label', {}, 'Phone ', h('input', {
-        id: 'phone', name: 'phone', inputmode: 'numeric', autocomplete: 'tel', maxlength: 11, required: true,
-        placeholder: 'mobile number', value: sessionStorage.getItem('seckill.phone') || '',
-      })),
-      sendBtn,
-      h('label', {}, 'Code ', h('input', { id: 'code', name: 'code', inputmode: 'numeric', maxlength: 6, size: 8, required: true, placeholder: '6 digits' })),
-      h('button', { id: 'login', type: 'submit' }, 'Log in'),
-      devCode, out);
-    let wrong = 0; // wrong guesses of the code last sent
-    let wait = null;
-    function cooldown(seconds) {
-      clearInterval(wait);
-      let left = seconds;
-      sendBtn.disabled = true;
-      const show = () => setText(sendBtn, left > 90 ? `Send again in ${Math.ceil(left / 60)} min` : `Send again in ${left} s`);
-      show();
-      wait = setInterval(() => {
-        left -= 1;
-        if (left > 0) return show();
-        clearInterval(wait);
-        sendBtn.disabled = false;
-        setText(sendBtn, 'Send code');
-      }, 1000);
-      timers.push(wait);
-    }
-    function phone() {
-      const p = field(form, 'phone');
-      if (!PHONE.test(p)) {
-        message(out, 'refused', p ? `"${p}" is not a mobile number: 11 digits, starting with 1.` : 'Enter your mobile number first.');
-        form.elements.namedItem('phone').focus();
-        return null;
-      }
-      sessionStorage.setItem('seckill.phone', p);
-      return p;
-    }
-    async function sendCode() {
-      const p = phone();
-      if (!p) return;
-      try {
-        const env = await api('POST', '/user/code?phone=' + encodeURIComponent(p));
-        wrong = 0;
-        // sentTo is where the server sent the code: the phone, masked.
-        const to = env.sentTo || `${p.slice(0, 3)}****${p.slice(7)}`;
-        if (env.data) {
-          // Development only: the server returns the code.
-          form.elements.namedItem('code').value = env.data;
-          setText(devCode, 'development: the code is ' + env.data);
-        } else {
-          form.elements.namedItem('code').value = '';
-          setText(devCode, '');
-        }
-        message(out, 'ok', `Code sent to ${to}. It works once, for a few minutes.`);
-        // The next code to this phone waits for its cooldown: counted down
-        // on the button from now (the server's, else its default).
-        const wait = Number(env.resendAfter ?? CODE_COOLDOWN_S);
-        if (wait > 0) cooldown(wait);
-      } catch (e) {
-        if (e instanceof ApiError && e.code === 'RATE_LIMITED') {
-          if (e.retryAfter) cooldown(e.retryAfter);
-          message(out, 'refused', codeRefusal(e, `${p.slice(0, 3)}****${p.slice(7)}`), e.code);
-          return;
-        }
-        show(out, e);
-      }
-    }
-    form.addEventListener('submit', async (ev) => {
-      ev.preventDefault();
-      const p = phone();
-      if (!p) return;
-      const code = field(form, 'code');
-      if (!/^\d{6}$/.test(code)) {
-        message(out, 'refused', 'The code has 6 digits: send a code, then type it here.');
-        return;
-      }
-      try {
-        const env = await api('POST', '/user/login', { body: { phone: p, code } });
-        tokens.setUser(env.data);
-        loginNote = '';
-        await loadMe();
-      } catch (e) {
-        if (e instanceof ApiError && e.code === 'INVALID_ARGUMENT' && /code/.test(e.message)) {
-          wrong += 1;
-          if (wrong >= CODE_GUESSES) {
-            form.elements.namedItem('code').value = '';
-            setText(devCode, '');
-            message(out, 'refused', 'This code is used up (too many wrong tries) or expired: request a new one.', e.code);
-          } else {
-            message(out, 'refused', `Wrong or expired code (${wrong} of ${CODE_GUESSES} tries used): check it, or request a new one.`, e.code);
-          }
-          return;
-        }
-        show(out, e);
-      }
-    });
+    const form = loginForm({ timers, onLogin: () => { loginNote = ''; return loadMe(); } });
     loginCard.replaceChildren(h('h2', {}, 'Log in'),
       loginNote ? h('p', { id: 'login-note', class: 'message refused' }, loginNote) : '', form);
   }
@@ -401,8 +292,8 @@ export function buyer(root) {
         loggedOut('Your login has ended (expired or signed out elsewhere): log in again to buy.');
         return;
       }
-      if (cardMsg) show(cardMsg, e);
-      show(result, e, `“${title}”: `);
+      if (cardMsg) showError(cardMsg, e);
+      showError(result, e, `“${title}”: `);
       if (e instanceof ApiError && e.code === 'DUPLICATE_ORDER') loadOrders();
     }
     loadVouchers();
@@ -447,6 +338,7 @@ export function buyer(root) {
       }
       sessionStorage.setItem(trackedKey(), JSON.stringify(keep));
       const all = [...extra, ...orders];
+      await withCodes(all, token);
       paidByProvider(all);
       owned = new Map();
       for (const o of all) if (o.status !== 'failed') owned.set(String(o.voucherId), o);
@@ -464,6 +356,8 @@ export function buyer(root) {
       loadingOrders = false;
     }
   }
+  // withCodes gives each paid order its redemption code (redemption.js).
+  const withCodes = codeKeeper();
   // loadTitles reads the title of vouchers of other shops, once each.
   async function loadTitles(orders) {
     for (const o of orders) {
@@ -530,7 +424,7 @@ export function buyer(root) {
     focusNote.hidden = !missing;
     if (missing) setText(focusNote, `Order ${focused} is not among your orders.`);
   }
-  function show(m) {
+  function showRoute(m) {
     const id = m && m[0].startsWith('#/order/') ? m[1] : null;
     if (id === focused) return;
     if (id && !focused) returnY = window.scrollY;
@@ -546,7 +440,7 @@ export function buyer(root) {
   // the time left to pay and Pay and Cancel while unpaid, and the answer
   // of the buyer's last click.
   function orderActions(o) {
-    const parts = [];
+    const parts = [orderAfterPay(o)];
     if (o.status === 'created') {
       if (o.payDeadline) parts.push(h('div', { class: 'pay-left small muted', 'data-deadline': o.payDeadline }));
       const buttons = payWith.providers.map((p) =>
@@ -658,11 +552,17 @@ export function buyer(root) {
   searchShops('');
   every(250, tick);
   every(STOCK_POLL_MS, loadVouchers);
+  let watched = 0; // when the order of #/order/<id> was last read, paid
   every(ORDER_POLL_MS, () => {
-    if (tracked().length || overdue || paying.size) loadOrders();
+    if (tracked().length || overdue || paying.size) return loadOrders();
+    const o = focused && shown.find((x) => x.id === focused);
+    if (o && o.status === 'paid' && !document.hidden && Date.now() - watched >= WATCH_POLL_MS) {
+      watched = Date.now();
+      loadOrders();
+    }
   });
   api('GET', '/pay/providers').then((r) => { payWith = r.data; renderOrders(shown); }).catch(() => {});
-  return { show, unmount: () => timers.forEach(clearInterval) };
+  return { show: showRoute, unmount: () => timers.forEach(clearInterval) };
 }
 
 // orderHref is the link that shows an order on the buyer's page.
@@ -678,16 +578,3 @@ const ORDER_COLUMNS = ['Order', 'Voucher', 'Status', 'Created'];
 
 // ENDED are the statuses of an order whose unit went back on sale.
 const ENDED = new Set(['cancelled', 'expired', 'refunded']);
-
-// statusWords is an order's status, with the amount once paid.
-function statusWords(o) {
-  return o.status === 'paid' && o.payAmount !== undefined ? 'paid ' + money(o.payAmount) : o.status;
-}
-
-function show(el, e, prefix = '') {
-  if (e instanceof ApiError) {
-    message(el, e.status >= 500 || e.status === 0 ? 'error' : 'refused', prefix + explain(e), e.code);
-  } else {
-    message(el, 'error', prefix + String(e));
-  }
-}
