@@ -31,6 +31,7 @@ export function buyer(root) {
   // trades whose QR code is shown: order id -> the pay call's answer.
   let payWith = { providers: [], simulated: true };
   const paying = new Map();
+  let renderedSig = ''; // ordersSig of the table as last rendered
 
   const status = h('p', { id: 'buyer-status', class: 'muted' });
   const result = h('p', { id: 'buy-result', class: 'message', hidden: true });
@@ -344,7 +345,10 @@ export function buyer(root) {
       for (const o of all) if (o.status !== 'failed') owned.set(String(o.voucherId), o);
       await loadTitles(all);
       overdue = false;
-      renderOrders(all);
+      // The table is rebuilt only when what it shows changed: a rebuild
+      // under the buyer's finger would swallow the click.
+      if (ordersSig(all) !== renderedSig) renderOrders(all);
+      else shown = all;
       renderAll();
     } catch (e) {
       if (e instanceof ApiError && e.status === 401) {
@@ -372,13 +376,20 @@ export function buyer(root) {
       }
     }
   }
+  // ordersSig is what the orders' table shows of orders, as one string.
+  function ordersSig(orders) {
+    return JSON.stringify([orders, orders.map((o) => [titles.get(String(o.voucherId)), prices.get(String(o.voucherId))]),
+      [...rowMsgs], [...paying.keys()], payWith]);
+  }
   function renderOrders(orders) {
     if (!orders) {
+      renderedSig = '';
       shown = [];
       ordersBody.replaceChildren(h('tr', {}, h('td', { colspan: 4, class: 'muted' }, 'Log in to see your orders.')));
       return;
     }
     shown = orders;
+    renderedSig = ordersSig(orders);
     ordersBody.replaceChildren(...orders.map((o) => labelled(h('tr', { 'data-order': o.id, 'data-status': o.status, id: 'order-' + o.id },
       h('td', {}, shortId(o.id)),
       h('td', {}, titles.get(String(o.voucherId)) || 'voucher ' + o.voucherId),
