@@ -30,10 +30,9 @@ func (a *api) payNotify(provider string) gin.HandlerFunc {
 	return func(c *gin.Context) {
 		body, err := io.ReadAll(c.Request.Body) // bounded by middleware.BodyLimit
 		if err == nil {
-			err = a.Payments.Notify(c.Request.Context(), provider, c.Request.Header.Clone(), body)
+			err = a.Payments.Notify(c.Request.Context(), provider, c.Request.Header, body)
 		}
-		switch {
-		case err != nil && !errors.Is(err, model.ErrNoticeRejected):
+		if err != nil && !errors.Is(err, model.ErrNoticeRejected) {
 			a.Log.WarnContext(c.Request.Context(), "pay notification not applied: the provider sends it again", "provider", provider, "err", err)
 		}
 		if provider == model.ProviderAlipay {

@@ -473,16 +473,16 @@ export function buyer(root) {
     }
     return parts;
   }
-  // qrPanel shows a trade's QR code to scan in the provider's app, its
-  // page-pay link and the time left; the order's row turns paid by itself.
+  // qrPanel shows a trade's QR code to scan in the provider's app and its
+  // page-pay link (the row above shows the time left); the order's row
+  // turns paid by itself.
   function qrPanel(c) {
     const name = PROVIDER_NAMES[c.provider] || c.provider;
     return h('div', { class: 'qr-panel', 'data-trade': c.outTradeNo },
       c.qrImage ? h('img', { class: 'qr', src: c.qrImage, width: 180, height: 180, alt: `QR code to pay with ${name}` }) : null,
       h('p', { class: 'small' }, `Scan with ${name} to pay. This page turns paid by itself when ${name} tells us the money arrived.`),
       h('p', { class: 'small' }, h('a', { href: c.qrCode, target: '_blank', rel: 'noopener' }, 'Open the payment page'),
-        c.payUrl ? [' · ', h('a', { href: c.payUrl, target: '_blank', rel: 'noopener' }, `Pay on ${name}'s website`)] : null),
-      h('div', { class: 'pay-left small muted', 'data-deadline': c.payDeadline }));
+        c.payUrl ? [' · ', h('a', { href: c.payUrl, target: '_blank', rel: 'noopener' }, `Pay on ${name}'s website`)] : null));
   }
   // startPay opens (or shows again) the order's trade at a provider.
   async function startPay(o, provider, btn) {
