@@ -46,6 +46,8 @@ const (
 	CodeRedeemCodeInvalid = "REDEEM_CODE_INVALID"
 	CodeNotStaff          = "NOT_STAFF"
 	CodeVoucherNotUsable  = "VOUCHER_NOT_USABLE"
+	// The refund on request (docs/payments.md).
+	CodeNotRefundable = "NOT_REFUNDABLE"
 	// CodeClientClosed: the client went away before its answer. No client
 	// reads it; it names the request in the log and the metrics (499).
 	CodeClientClosed = "CLIENT_CLOSED_REQUEST"
@@ -111,6 +113,7 @@ var codes = map[string]codeInfo{
 	CodeRedeemCodeInvalid:  {http.StatusNotFound, "no such code at this shop", "核销码无效"},
 	CodeNotStaff:           {http.StatusForbidden, "staff of this shop only", "无权核销，仅限本店店员"},
 	CodeVoucherNotUsable:   {http.StatusConflict, "the voucher cannot be used today", "该券今日不可使用"},
+	CodeNotRefundable:      {http.StatusConflict, "no payment to refund: the order is unpaid, cancelled or refunded", "该订单无可退款项"},
 	CodeRateLimited:        {http.StatusTooManyRequests, "too many requests", "请求过于频繁，请稍后再试"},
 	CodeIdempotencyReused:  {http.StatusUnprocessableEntity, "idempotency key already used for another request", "幂等键已用于其他请求"},
 	CodeIdempotencyFlight:  {http.StatusConflict, "a request with this idempotency key is in progress, retry later", "请求处理中，请稍后再试"},
@@ -191,6 +194,8 @@ func classify(err error) (code, detail string) {
 		return CodeNotStaff, ""
 	case errors.Is(err, model.ErrVoucherNotUsable):
 		return CodeVoucherNotUsable, ownText(err, model.ErrVoucherNotUsable)
+	case errors.Is(err, model.ErrNotRefundable):
+		return CodeNotRefundable, ownText(err, model.ErrNotRefundable)
 	case errors.Is(err, model.ErrOrderNotFound):
 		return CodeOrderNotFound, ""
 	case errors.Is(err, model.ErrShopNotFound):

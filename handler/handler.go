@@ -179,7 +179,7 @@ func New(d Deps) http.Handler {
 	r.POST("/voucher-order/seckill/:id", authed, orders.seckill)
 	r.GET("/voucher-order/:orderId", authed, orders.order)
 	if d.Lifecycle != nil {
-		// Pay and cancel are idempotent by order; a key replays the first
+		// Pay, cancel and refund are idempotent by order; a key replays the first
 		// answer too, as for the purchase.
 		change := []gin.HandlerFunc{authed}
 		if d.Idempotency != nil {
@@ -187,6 +187,7 @@ func New(d Deps) http.Handler {
 		}
 		r.POST("/voucher-order/:orderId/pay", append(slices.Clone(change), orders.payOrder)...)
 		r.POST("/voucher-order/:orderId/cancel", append(slices.Clone(change), orders.cancelOrder)...)
+		r.POST("/voucher-order/:orderId/refund", append(slices.Clone(change), orders.refundOrder)...)
 	}
 
 	r.GET("/pay/providers", orders.payProviders)

@@ -56,6 +56,10 @@ func (f *fakeLifecycle) Cancel(ctx context.Context, userID, orderID int64, key s
 	return f.change(ctx, userID, orderID, key)
 }
 
+func (f *fakeLifecycle) Refund(ctx context.Context, userID, orderID int64, key string) (*model.VoucherOrder, error) {
+	return f.change(ctx, userID, orderID, key)
+}
+
 func (f *fakeLifecycle) Deadline(o *model.VoucherOrder) time.Time {
 	return o.CreateTime.Add(time.Minute)
 }

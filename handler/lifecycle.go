@@ -14,10 +14,11 @@ import (
 	"seckill/model"
 )
 
-// Lifecycle pays and cancels orders (*sale.Lifecycle).
+// Lifecycle pays, cancels and refunds orders (*sale.Lifecycle).
 type Lifecycle interface {
 	Pay(ctx context.Context, userID, orderID int64, key string) (*model.VoucherOrder, error)
 	Cancel(ctx context.Context, userID, orderID int64, key string) (*model.VoucherOrder, error)
+	Refund(ctx context.Context, userID, orderID int64, key string) (*model.VoucherOrder, error)
 	// Deadline is when an order must be paid by.
 	Deadline(o *model.VoucherOrder) time.Time
 }
@@ -154,6 +155,11 @@ func (a orderAPI) providerNames() string {
 
 // cancelOrder is POST /voucher-order/:orderId/cancel.
 func (a orderAPI) cancelOrder(c *gin.Context) { a.changeOrder(c, a.Lifecycle.Cancel) }
+
+// refundOrder is POST /voucher-order/:orderId/refund: the buyer asks for
+// a paid, unused voucher's money back. It answers the order refunding
+// (refunded once the provider confirmed the money back).
+func (a orderAPI) refundOrder(c *gin.Context) { a.changeOrder(c, a.Lifecycle.Refund) }
 
 func (a orderAPI) changeOrder(c *gin.Context, change func(ctx context.Context, userID, orderID int64, key string) (*model.VoucherOrder, error)) {
 	orderID, err := pathID(c, "orderId")

@@ -166,7 +166,7 @@ func TestAuditRoute(t *testing.T) {
 	want := map[string]any{
 		"voucherId": 5.0, "initialStock": 10.0, "stock": 7.0, "orders": 3.0, "distinctUsers": 3.0,
 		"duplicateRejections": 1.0, "oversold": false, "consistent": true,
-		"unpaid": 0.0, "paid": 0.0, "cancelled": 0.0, "expired": 0.0, "paidCancelled": 0.0,
+		"unpaid": 0.0, "paid": 0.0, "used": 0.0, "refunding": 0.0, "refunded": 0.0, "cancelled": 0.0, "expired": 0.0, "paidCancelled": 0.0,
 	}
 	if !maps.Equal(got, want) {
 		t.Errorf("audit: got %v, want %v (sync mode: no redisStock, no pending)", got, want)
@@ -223,7 +223,7 @@ func (m *memOrders) VoucherSnapshot(_ context.Context, voucherID int64, _ []mode
 			users[o.UserID] = true
 		}
 	}
-	return model.VoucherSnapshot{Stock: sv.Stock, InitialStock: sv.InitialStock, Orders: n, DistinctUsers: int64(len(users))}, nil
+	return model.VoucherSnapshot{Stock: sv.Stock, InitialStock: sv.InitialStock, Orders: n, Unpaid: n, DistinctUsers: int64(len(users))}, nil
 }
 
 type memRejects struct{}

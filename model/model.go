@@ -149,19 +149,17 @@ const (
 	OrderStatusPaid      = 2 // paid: keeps its unit for good
 	OrderStatusUsed      = 3 // redeemed at the shop: use_time says when
 	OrderStatusCancelled = 4 // cancelled or expired: its unit is back on sale
+	OrderStatusRefunding = 5 // its buyer asked for the money back; the provider has not confirmed it yet
 	OrderStatusRefunded  = 6 // the money is back with the buyer (RefundReason says why)
 	OrderStatusFailed    = 9 // async mode: given up, stock returned
 )
 
 // UnitBackSQL is the condition on a tb_voucher_order row whose unit is
-// back on sale: cancelled or expired (4), or refunded after it was
-// cancelled (6 with a cancel_time: a payment that came too late).
-const UnitBackSQL = "(status = 4 OR (status = 6 AND cancel_time IS NOT NULL))"
-
-// UnitBack reports whether the order's unit is back on sale (UnitBackSQL).
-func UnitBack(status int, cancelled bool) bool {
-	return status == OrderStatusCancelled || (status == OrderStatusRefunded && cancelled)
-}
+// back on sale: cancelled or expired (4), refunded after it was cancelled
+// (6 with a cancel_time: a payment that came too late), or refunded on its
+// buyer's request while the sale lasted (5 or 6 with unit_back). It is the
+// one rule: the audits and the stores read it.
+const UnitBackSQL = "(status = 4 OR (status IN (5, 6) AND (cancel_time IS NOT NULL OR unit_back = 1)))"
 
 // OrderStatusUnpaid is OrderStatusCreated under Heima's name.
 const OrderStatusUnpaid = OrderStatusCreated
@@ -187,6 +185,8 @@ func OrderStatusName(s int) string {
 		return "cancelled"
 	case OrderStatusFailed:
 		return "failed"
+	case OrderStatusRefunding:
+		return "refunding"
 	case OrderStatusRefunded:
 		return "refunded"
 	default:
@@ -231,9 +231,13 @@ type VoucherOrder struct {
 	// mode): set by the cancel, cleared once the give-back script ran.
 	GivebackDue bool `gorm:"column:giveback_due"`
 	// RefundTime and RefundReason record a refund (status 6): a payment
-	// that came after the order was cancelled is refunded (late_payment).
+	// that came after the order was cancelled is refunded (late_payment);
+	// the buyer's refund (buyer) goes through 5 refunding first.
 	RefundTime   *time.Time `gorm:"column:refund_time"`
 	RefundReason string     `gorm:"column:refund_reason"`
+	// UnitBack says the buyer's refund put the order's unit back on sale:
+	// it was asked for while the sale lasted (model.UnitBackSQL).
+	UnitBack bool `gorm:"column:unit_back"`
 	// RedeemCode is the code the buyer shows at the shop, made on the
 	// owner's first read of the paid order (docs/redemption.md); UseTime
 	// is when the shop's staff redeemed it (status 3).
@@ -252,15 +256,21 @@ type Fence struct {
 }
 
 // Audit is the state of one voucher against the invariants of docs/contract.md.
-// Orders counts the orders holding a unit (unpaid and paid); Cancelled
+// Orders counts the orders holding a unit (unpaid, paid, used, refunded
+// after the sale's end); Cancelled
 // those whose unit is back on sale (Expired of them by the pay timeout).
 type Audit struct {
-	VoucherID           int64  `json:"voucherId"`
-	InitialStock        int    `json:"initialStock"`
-	Stock               int    `json:"stock"`
-	Orders              int64  `json:"orders"`
-	Unpaid              int64  `json:"unpaid"`
-	Paid                int64  `json:"paid"`
+	VoucherID    int64 `json:"voucherId"`
+	InitialStock int   `json:"initialStock"`
+	Stock        int   `json:"stock"`
+	Orders       int64 `json:"orders"`
+	Unpaid       int64 `json:"unpaid"`
+	Paid         int64 `json:"paid"`
+	// Used counts the paid orders redeemed at the shop; Refunding and
+	// Refunded the refunds their buyers asked for, in flight and done.
+	Used                int64  `json:"used"`
+	Refunding           int64  `json:"refunding"`
+	Refunded            int64  `json:"refunded"`
 	Cancelled           int64  `json:"cancelled"`
 	Expired             int64  `json:"expired"`
 	PaidCancelled       int64  `json:"paidCancelled"`
@@ -283,23 +293,29 @@ type Audit struct {
 // VoucherSnapshot is what the database says about one voucher, in one snapshot.
 // It holds the stock and initial stock, the orders by status and the distinct
 // buyers. Asked about stream entries, Written says which of their orders are
-// written. Both audits read it. Orders counts unpaid and paid orders;
-// DistinctUsers counts the buyers of every order.
+// written. Both audits read it. Orders counts the orders holding a unit
+// (unpaid, paid, used, refunded after the sale's end); DistinctUsers counts
+// the buyers of every order.
 type VoucherSnapshot struct {
 	Stock, InitialStock   int
 	Orders, DistinctUsers int64
-	Paid, Cancelled       int64
-	Expired               int64
-	PaidCancelled         int64 // cancelled orders with a payment: must be 0
-	Written               map[int64]bool
+	Unpaid, Paid          int64
+	// Used were redeemed at the shop; Refunding and Refunded are the
+	// refunds their buyers asked for (in flight, money back).
+	Used, Refunding, Refunded int64
+	Cancelled                 int64
+	Expired                   int64
+	PaidCancelled             int64 // cancelled orders with a payment: must be 0
+	Written                   map[int64]bool
 }
 
 // Audit returns the snapshot as an audit of voucherID (no Redis side).
 func (t VoucherSnapshot) Audit(voucherID, duplicateRejections int64) *Audit {
 	return &Audit{
 		VoucherID: voucherID, InitialStock: t.InitialStock, Stock: t.Stock,
-		Orders: t.Orders, Unpaid: t.Orders - t.Paid, Paid: t.Paid, Cancelled: t.Cancelled,
-		Expired: t.Expired, PaidCancelled: t.PaidCancelled,
+		Orders: t.Orders, Unpaid: t.Unpaid, Paid: t.Paid, Used: t.Used, Refunding: t.Refunding, Refunded: t.Refunded,
+		Cancelled: t.Cancelled,
+		Expired:   t.Expired, PaidCancelled: t.PaidCancelled,
 		DistinctUsers: t.DistinctUsers, DuplicateRejections: duplicateRejections,
 	}
 }

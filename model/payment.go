@@ -52,6 +52,11 @@ const (
 	RefundDuplicatePaid = "duplicate_payment"    // a second trade of an order already paid
 )
 
+// ErrNotRefundable refuses a refund of an order that holds no payment to
+// give back: unpaid, cancelled, expired, or refunded for another reason
+// (NOT_REFUNDABLE). A used voucher is ErrVoucherUsed.
+var ErrNotRefundable = errors.New("order not refundable")
+
 // Fen is an amount of money in fen (cents of yuan): integers end to end.
 type Fen int64
 

@@ -81,6 +81,8 @@ WHERE id = ? AND user_id = ? AND status = ? AND `+payableSQL,
 		return o, changed, nil
 	case o.Status == model.OrderStatusCancelled:
 		return o, false, cancelledErr(o)
+	case o.Status == model.OrderStatusRefunding || o.Status == model.OrderStatusRefunded:
+		return o, false, refundedErr(o)
 	case o.Status == model.OrderStatusCreated && expiredAt(o, cutoff):
 		// Unpaid and past its deadline: the sweeper cancels it soon.
 		return o, false, model.ErrOrderExpired
@@ -136,10 +138,103 @@ WHERE id = ? AND user_id = ? AND status = ?`,
 		return o, changed, nil
 	case model.OrderStatusPaid, model.OrderStatusUsed:
 		return o, false, model.ErrOrderPaid
+	case model.OrderStatusRefunding, model.OrderStatusRefunded:
+		return o, false, refundedErr(o)
 	case model.OrderStatusCreated:
 		return o, false, errWrittenMeanwhile
 	}
 	return o, false, fmt.Errorf("order %d: unexpected status %d", o.ID, o.Status)
+}
+
+// Refund starts the refund its buyer asks for of a paid, unused order, in
+// one transaction that locks the order's row: the order becomes 5
+// refunding with reason buyer, and the trade that paid it owes its refund
+// (refund_state due, tried at once and then by the pay sweeper). An order
+// paid by the simulated payment holds no money: it becomes 6 refunded at
+// now. While the sale lasts (now before its end) the unit goes back on
+// sale in the same transaction (unit_back; due marks the Redis give-back
+// owed, async mode); after it the unit stays out.
+//
+// A refunding or refunded-by-its-buyer order is answered as it is.
+// Refusals: model.ErrOrderNotFound (missing or another user's),
+// model.ErrVoucherUsed (redeemed: the one conditional update on status 2
+// lets a redemption and a refund racing end in one of them), and
+// model.ErrNotRefundable (unpaid, cancelled, expired, refunded for
+// another reason). The bools say whether this call started it and
+// whether the unit went back.
+func (r *OrderLifecycle) Refund(ctx context.Context, userID, orderID int64, now time.Time, due bool) (*model.VoucherOrder, bool, bool, error) {
+	changed, back := false, false
+	err := r.retryDeadlock(ctx, func(tx *gorm.DB) error {
+		changed, back = false, false
+		var o model.VoucherOrder
+		q := tx.Where("id = ?", orderID)
+		if tx.Dialector.Name() != "sqlite" {
+			q = q.Clauses(clause.Locking{Strength: clause.LockingStrengthUpdate})
+		}
+		if res := q.Limit(1).Find(&o); res.Error != nil {
+			return res.Error
+		} else if res.RowsAffected == 0 || o.UserID != userID {
+			return model.ErrOrderNotFound
+		}
+		switch {
+		case o.Status == model.OrderStatusUsed:
+			return fmt.Errorf("%w: redeemed at the shop, it cannot be refunded", model.ErrVoucherUsed)
+		case (o.Status == model.OrderStatusRefunding || o.Status == model.OrderStatusRefunded) && o.RefundReason == model.RefundByBuyer:
+			return nil // asked before: answered as it is
+		case o.Status != model.OrderStatusPaid:
+			return fmt.Errorf("%w: the order is %s", model.ErrNotRefundable, o.StatusName())
+		}
+		var end time.Time
+		if err := tx.Raw("SELECT end_time FROM tb_seckill_voucher WHERE voucher_id = ?", o.VoucherID).Row().Scan(&end); err != nil {
+			return fmt.Errorf("read the sale's end of voucher %d: %w", o.VoucherID, err)
+		}
+		back = now.Before(end)
+		var trades []model.PayTrade
+		if err := tx.Where("order_id = ? AND state = ? AND refund_state = ?", orderID, model.TradeRowPaid, model.RefundRowNone).
+			Order("pay_time").Limit(1).Find(&trades).Error; err != nil {
+			return err
+		}
+		status, refundTime := model.OrderStatusRefunding, any(nil)
+		switch {
+		case len(trades) == 1:
+			res := tx.Exec(`UPDATE tb_pay_trade SET refund_state = ?, refund_reason = ?, refund_no = ?, refund_next = ?
+WHERE out_trade_no = ? AND refund_state = ?`, model.RefundRowDue, model.RefundByBuyer, trades[0].OutTradeNo+"_r", now,
+				trades[0].OutTradeNo, model.RefundRowNone)
+			if res.Error != nil {
+				return res.Error
+			}
+		case o.PayType == model.PayBalance:
+			// The simulated payment moved no money: nothing to wait for.
+			status, refundTime = model.OrderStatusRefunded, now
+		default:
+			return fmt.Errorf("order %d: paid by %s, but no paid trade to refund", orderID, model.PayTypeName(o.PayType))
+		}
+		res := tx.Exec(`UPDATE tb_voucher_order SET status = ?, refund_reason = ?, refund_time = ?, unit_back = ?, giveback_due = ?, update_time = ?
+WHERE id = ? AND status = ?`, status, model.RefundByBuyer, refundTime, back, due && back, now, orderID, model.OrderStatusPaid)
+		if res.Error != nil {
+			return res.Error
+		}
+		if res.RowsAffected != 1 {
+			return fmt.Errorf("refund order %d: the locked order changed", orderID)
+		}
+		changed = true
+		if !back {
+			return nil
+		}
+		return giveBack(tx, map[int64]int{o.VoucherID: 1})
+	})
+	if err != nil {
+		if errors.Is(err, model.ErrOrderNotFound) || errors.Is(err, model.ErrVoucherUsed) || errors.Is(err, model.ErrNotRefundable) {
+			o, _ := r.owned(ctx, userID, orderID)
+			return o, false, false, err
+		}
+		return nil, false, false, translate(err)
+	}
+	o, err := r.owned(ctx, userID, orderID)
+	if err != nil {
+		return nil, false, false, err
+	}
+	return o, changed, changed && back, nil
 }
 
 // Expire cancels up to limit unpaid orders created at or before cutoff,
@@ -263,6 +358,16 @@ func cancelledErr(o *model.VoucherOrder) error {
 		return model.ErrOrderExpired
 	}
 	return model.ErrOrderCancelled
+}
+
+// refundedErr is the refusal to pay or cancel a refunding or refunded
+// order: one refunded as a late payment had been cancelled; one its buyer
+// refunded had been paid.
+func refundedErr(o *model.VoucherOrder) error {
+	if o.CancelTime != nil {
+		return cancelledErr(o)
+	}
+	return fmt.Errorf("%w: %s at its buyer's request", model.ErrOrderPaid, o.StatusName())
 }
 
 // retryDeadlock runs fn in a transaction, again when InnoDB chose it as a

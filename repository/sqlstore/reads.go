@@ -30,21 +30,32 @@ func (r *OrderReads) VoucherSnapshot(ctx context.Context, voucherID int64, entri
 			Stock         int
 			InitialStock  int
 			Orders        int64
+			Unpaid        int64
 			Paid          int64
+			Used          int64
+			Refunding     int64
+			Refunded      int64
 			Cancelled     int64
 			Expired       int64
 			PaidCancelled int64
 			DistinctUsers int64
 		}
+		// The orders holding a unit are those whose unit is not back
+		// (model.UnitBackSQL, over the order's columns): unpaid, paid,
+		// used, and refunded after the sale ended.
 		err := db.Raw(`SELECT sv.stock AS stock, sv.initial_stock AS initial_stock,
-  COALESCE(SUM(CASE WHEN o.status IN (1, 2, 3) THEN 1 ELSE 0 END), 0) AS orders,
+  COALESCE(SUM(CASE WHEN o.status IN (1, 2, 3, 5, 6) AND NOT `+model.UnitBackSQL+` THEN 1 ELSE 0 END), 0) AS orders,
+  COALESCE(SUM(CASE WHEN o.status = 1 THEN 1 ELSE 0 END), 0) AS unpaid,
   COALESCE(SUM(CASE WHEN o.status IN (2, 3) THEN 1 ELSE 0 END), 0) AS paid,
-  COALESCE(SUM(CASE WHEN (o.status = 4 OR (o.status = 6 AND o.cancel_time IS NOT NULL)) THEN 1 ELSE 0 END), 0) AS cancelled,
-  COALESCE(SUM(CASE WHEN (o.status = 4 OR (o.status = 6 AND o.cancel_time IS NOT NULL)) AND o.cancel_reason = 'timeout' THEN 1 ELSE 0 END), 0) AS expired,
+  COALESCE(SUM(CASE WHEN o.status = 3 THEN 1 ELSE 0 END), 0) AS used,
+  COALESCE(SUM(CASE WHEN o.status = 5 THEN 1 ELSE 0 END), 0) AS refunding,
+  COALESCE(SUM(CASE WHEN o.status = 6 AND o.refund_reason = ? THEN 1 ELSE 0 END), 0) AS refunded,
+  COALESCE(SUM(CASE WHEN `+model.UnitBackSQL+` THEN 1 ELSE 0 END), 0) AS cancelled,
+  COALESCE(SUM(CASE WHEN `+model.UnitBackSQL+` AND o.cancel_reason = 'timeout' THEN 1 ELSE 0 END), 0) AS expired,
   COALESCE(SUM(CASE WHEN o.status = 4 AND o.pay_time IS NOT NULL THEN 1 ELSE 0 END), 0) AS paid_cancelled,
   COUNT(DISTINCT o.user_id) AS distinct_users
 FROM tb_seckill_voucher sv LEFT JOIN tb_voucher_order o ON o.voucher_id = sv.voucher_id
-WHERE sv.voucher_id = ? GROUP BY sv.voucher_id, sv.stock, sv.initial_stock`, voucherID).Scan(&rows).Error
+WHERE sv.voucher_id = ? GROUP BY sv.voucher_id, sv.stock, sv.initial_stock`, model.RefundByBuyer, voucherID).Scan(&rows).Error
 		if err != nil {
 			return err
 		}
@@ -53,7 +64,8 @@ WHERE sv.voucher_id = ? GROUP BY sv.voucher_id, sv.stock, sv.initial_stock`, vou
 		}
 		r0 := rows[0]
 		t = model.VoucherSnapshot{Stock: r0.Stock, InitialStock: r0.InitialStock, Orders: r0.Orders, DistinctUsers: r0.DistinctUsers,
-			Paid: r0.Paid, Cancelled: r0.Cancelled, Expired: r0.Expired, PaidCancelled: r0.PaidCancelled}
+			Unpaid: r0.Unpaid, Paid: r0.Paid, Used: r0.Used, Refunding: r0.Refunding, Refunded: r0.Refunded,
+			Cancelled: r0.Cancelled, Expired: r0.Expired, PaidCancelled: r0.PaidCancelled}
 		if len(entries) == 0 {
 			return nil
 		}

@@ -25,6 +25,7 @@ type tradeOrder struct {
 	UserID       int64
 	Status       int
 	CancelReason string
+	RefundReason string
 	CreateTime   time.Time
 	PayValue     int64
 	Title        string
@@ -41,7 +42,7 @@ func (s *Trades) Open(ctx context.Context, userID, orderID int64, provider strin
 	err = s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
 		t, subject, created = nil, "", false
 		var o tradeOrder
-		q := tx.Raw(`SELECT o.user_id, o.status, o.cancel_reason, o.create_time, v.pay_value, v.title
+		q := tx.Raw(`SELECT o.user_id, o.status, o.cancel_reason, o.refund_reason, o.create_time, v.pay_value, v.title
 FROM tb_voucher_order o JOIN tb_voucher v ON v.id = o.voucher_id WHERE o.id = ?`+forUpdate(tx), orderID)
 		if res := q.Scan(&o); res.Error != nil {
 			return res.Error
@@ -51,6 +52,8 @@ FROM tb_voucher_order o JOIN tb_voucher v ON v.id = o.voucher_id WHERE o.id = ?`
 		switch {
 		case o.Status == model.OrderStatusPaid || o.Status == model.OrderStatusUsed:
 			return model.ErrOrderPaid
+		case o.Status == model.OrderStatusRefunding || (o.Status == model.OrderStatusRefunded && o.RefundReason == model.RefundByBuyer):
+			return fmt.Errorf("%w: refunded at its buyer's request", model.ErrOrderPaid)
 		case o.Status == model.OrderStatusCancelled || o.Status == model.OrderStatusRefunded:
 			return cancelledErr(&model.VoucherOrder{CancelReason: o.CancelReason})
 		case o.Status != model.OrderStatusCreated:
@@ -204,7 +207,10 @@ WHERE id = ? AND status = ?`, model.OrderStatusPaid, model.PayTypeOf(provider), 
 		}
 		reason := model.RefundLatePayment
 		switch {
-		case o.Status == model.OrderStatusPaid || o.Status == model.OrderStatusUsed:
+		case o.Status == model.OrderStatusPaid || o.Status == model.OrderStatusUsed || o.Status == model.OrderStatusRefunding ||
+			(o.Status == model.OrderStatusRefunded && o.RefundReason == model.RefundByBuyer):
+			// Paid by another trade (refunded since or not): this money
+			// is a second payment.
 			reason = model.RefundDuplicatePaid
 		case unknown:
 			reason = model.RefundUnreachable
@@ -235,6 +241,14 @@ func (s *Trades) RefundsDue(ctx context.Context, now time.Time, limit int) ([]mo
 	return out, translate(err)
 }
 
+// RefundsOf returns the order's trades whose refund is owed or in process.
+func (s *Trades) RefundsOf(ctx context.Context, orderID int64) ([]model.PayTrade, error) {
+	var out []model.PayTrade
+	err := s.db.WithContext(ctx).Where("order_id = ? AND refund_state IN ?", orderID,
+		[]int{model.RefundRowDue, model.RefundRowProcessing}).Find(&out).Error
+	return out, translate(err)
+}
+
 // RefundLater records a refund try that did not finish: state (due or
 // processing), one more attempt, the next try at next.
 func (s *Trades) RefundLater(ctx context.Context, outTradeNo string, state int, next time.Time) error {
@@ -245,7 +259,8 @@ WHERE out_trade_no = ? AND refund_state IN ?`, state, next, outTradeNo, []int{mo
 
 // Refunded records the trade's money back with the buyer at at, once. An
 // order cancelled before the payment came becomes refunded (status 6)
-// with the trade's reason; a paid order (refund of a second trade) stays
+// with the trade's reason; one its buyer asked to refund goes from 5
+// refunding to 6 refunded; a paid order (refund of a second trade) stays
 // paid. It reports whether this call recorded it.
 func (s *Trades) Refunded(ctx context.Context, outTradeNo string, at, now time.Time) (bool, error) {
 	done := false
@@ -262,8 +277,12 @@ WHERE out_trade_no = ? AND refund_state IN ?`, model.RefundRowDone, at, outTrade
 			return res.Error
 		}
 		done = true
-		if t.RefundReason == model.RefundDuplicatePaid {
+		switch t.RefundReason {
+		case model.RefundDuplicatePaid:
 			return nil
+		case model.RefundByBuyer:
+			return tx.Exec(`UPDATE tb_voucher_order SET status = ?, refund_time = ?, update_time = ?
+WHERE id = ? AND status = ?`, model.OrderStatusRefunded, at, now, t.OrderID, model.OrderStatusRefunding).Error
 		}
 		return tx.Exec(`UPDATE tb_voucher_order SET status = ?, refund_time = ?, refund_reason = ?, update_time = ?
 WHERE id = ? AND status = ?`, model.OrderStatusRefunded, at, t.RefundReason, now, t.OrderID, model.OrderStatusCancelled).Error

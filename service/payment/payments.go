@@ -31,6 +31,9 @@ type TradeStore interface {
 	// a refund (model.PaidRefund). Another amount is rejected.
 	Paid(ctx context.Context, outTradeNo, provider, providerTradeNo string, amount model.Fen, paidAt, now time.Time) (*model.PayTrade, model.PaidOutcome, error)
 	RefundsDue(ctx context.Context, now time.Time, limit int) ([]model.PayTrade, error)
+	// RefundsOf returns the order's trades whose refund is owed or in
+	// process.
+	RefundsOf(ctx context.Context, orderID int64) ([]model.PayTrade, error)
 	RefundLater(ctx context.Context, outTradeNo string, state int, next time.Time) error
 	// Refunded records the money back, once; a cancelled order becomes
 	// refunded with the trade's reason.
@@ -397,6 +400,21 @@ func (p *Payments) Run(ctx context.Context) {
 		case <-tick.C:
 		}
 	}
+}
+
+// RefundOrder tries now the refunds the order owes (its buyer asked for
+// one: the order is refunding). What does not finish is tried again by
+// the sweep with backoff; the order shows refunded only once the provider
+// says the money is back.
+func (p *Payments) RefundOrder(ctx context.Context, orderID int64) error {
+	owed, err := p.d.Store.RefundsOf(ctx, orderID)
+	if err != nil {
+		return err
+	}
+	for _, t := range owed {
+		p.refund(ctx, t)
+	}
+	return nil
 }
 
 // refund asks the provider to give the trade's money back (idempotent by

@@ -32,6 +32,14 @@ type LifecycleStore interface {
 	// can run it at once on disjoint orders. Non-empty vouchers limits it to
 	// their orders.
 	Expire(ctx context.Context, cutoff, now time.Time, limit int, due bool, vouchers []int64) ([]model.VoucherOrder, error)
+	// Refund starts the refund the buyer asks for of a paid, unused order:
+	// 5 refunding (6 refunded at once for the simulated payment), its
+	// trade's refund owed, and the unit back on sale while the sale lasts
+	// (due marks the Redis give-back owed). A refund asked before is
+	// answered as it is. Refusals: model.ErrOrderNotFound,
+	// model.ErrVoucherUsed, model.ErrNotRefundable. The bools say whether
+	// this call started it and whether the unit went back.
+	Refund(ctx context.Context, userID, orderID int64, now time.Time, due bool) (*model.VoucherOrder, bool, bool, error)
 	// GivebacksDue returns up to limit orders whose Redis give-back is owed.
 	GivebacksDue(ctx context.Context, limit int) ([]model.VoucherOrder, error)
 	// GivebacksDone clears the owed give-backs of the orders.
@@ -61,6 +69,9 @@ type UnitsReturned interface {
 // one was paid, model.ErrUnavailable when a provider cannot tell.
 type TradeSettler interface {
 	Settle(ctx context.Context, userID, orderID int64) error
+	// RefundOrder tries now the refunds the order owes; the sweep retries
+	// what does not finish.
+	RefundOrder(ctx context.Context, orderID int64) error
 }
 
 // LifecycleObserver receives the lifecycle's events that the metrics
@@ -241,6 +252,61 @@ func (l *Lifecycle) Cancel(ctx context.Context, userID, orderID int64, key strin
 	}
 	return o, nil
 }
+
+// Refund gives the buyer's money back for a paid, unused voucher: the
+// order becomes refunding, the provider is asked at once (and again by
+// the pay sweeper with backoff until it answers), and the order becomes
+// refunded only on the provider's word. While the sale lasts the unit goes
+// back on sale, once; after its end it stays out. Asking again answers
+// the order as it is. A used voucher is model.ErrVoucherUsed; an order
+// with no payment to give back model.ErrNotRefundable.
+func (l *Lifecycle) Refund(ctx context.Context, userID, orderID int64, key string) (*model.VoucherOrder, error) {
+	if err := checkOrderArgs(orderID, key); err != nil {
+		return nil, err
+	}
+	now := l.d.Now()
+	o, started, back, err := l.d.Store.Refund(ctx, userID, orderID, now, l.d.Returner != nil)
+	if errors.Is(err, model.ErrOrderNotFound) {
+		return nil, l.notWritten(ctx, userID, orderID)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if started {
+		// The refund's tries are counted by the payments
+		// (seckill_refunds_total, reason buyer).
+		l.d.Log.InfoContext(ctx, "refund asked", "order_id", o.ID, "voucher_id", o.VoucherID, "unit_back", back)
+	}
+	if back {
+		if l.d.Returner != nil {
+			l.d.Metrics.GivebacksOwed(1)
+			l.returnUnits(ctx, []model.VoucherOrder{*o})
+		} else {
+			l.unitsBack(ctx, []model.VoucherOrder{*o})
+		}
+	}
+	if o.Status != model.OrderStatusRefunding || l.d.Trades == nil {
+		return o, nil
+	}
+	// Asked now, detached from the buyer's request: a refund the provider
+	// took is recorded even when the buyer leaves.
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), refundTryTimeout)
+	defer cancel()
+	if err := l.d.Trades.RefundOrder(rctx, o.ID); err != nil {
+		l.d.Log.WarnContext(ctx, "refund: first try", "order_id", o.ID, "err", err)
+		return o, nil
+	}
+	// Asking again answers the order as it is now: refunded when the
+	// provider said so at once.
+	if fresh, _, _, err := l.d.Store.Refund(ctx, userID, orderID, l.d.Now(), l.d.Returner != nil); err == nil {
+		return fresh, nil
+	}
+	return o, nil
+}
+
+// refundTryTimeout bounds the buyer's wait for the provider's first answer
+// to a refund; the sweep asks again after it.
+const refundTryTimeout = 10 * time.Second
 
 // notWritten explains an order the database does not have.
 func (l *Lifecycle) notWritten(ctx context.Context, userID, orderID int64) error {

@@ -23,6 +23,10 @@ func (s *lifeStore) Cancel(context.Context, int64, int64, time.Time, time.Time, 
 	return nil, false, model.ErrOrderNotFound
 }
 
+func (s *lifeStore) Refund(context.Context, int64, int64, time.Time, bool) (*model.VoucherOrder, bool, bool, error) {
+	return nil, false, false, model.ErrOrderNotFound
+}
+
 func (s *lifeStore) Expire(context.Context, time.Time, time.Time, int, bool, []int64) ([]model.VoucherOrder, error) {
 	s.expires.Add(1)
 	return nil, nil
@@ -60,6 +64,9 @@ func TestLifecycleOrderNotWritten(t *testing.T) {
 			}
 			if _, err := l.Cancel(context.Background(), 1, 2, ""); !errors.Is(err, tt.wantErr) {
 				t.Errorf("cancel: got %v, want %v", err, tt.wantErr)
+			}
+			if _, err := l.Refund(context.Background(), 1, 2, ""); !errors.Is(err, tt.wantErr) {
+				t.Errorf("refund: got %v, want %v", err, tt.wantErr)
 			}
 		})
 	}

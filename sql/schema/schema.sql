@@ -3,7 +3,9 @@
 -- columns and indexes added to an existing table are added by Migrate
 -- (repository/sqlstore/db.go) when missing. tb_voucher_order's status is Heima's:
 -- 1 unpaid, 2 paid, 3 used (redeemed at the shop, use_time), 4 cancelled
--- (cancel_reason 'buyer' or 'timeout'). redeem_code is the paid order's
+-- (cancel_reason 'buyer' or 'timeout'), 5 refunding (the buyer asked), 6
+-- refunded (refund_time, refund_reason); unit_back says a refund put the
+-- unit back on sale (asked while the sale lasted). redeem_code is the paid order's
 -- code for the shop's counter, made on its owner's first read; unique
 -- (uk_redeem_code, created by Migrate).
 -- Its create_time, pay_time and cancel_time keep milliseconds: the pay
@@ -74,6 +76,7 @@ CREATE TABLE IF NOT EXISTS tb_voucher_order (
   giveback_due  TINYINT NOT NULL DEFAULT 0,
   refund_reason VARCHAR(32) NOT NULL DEFAULT '',
   redeem_code   VARCHAR(16) NULL,
+  unit_back     TINYINT NOT NULL DEFAULT 0,
   PRIMARY KEY (id),
   KEY idx_voucher (voucher_id),
   KEY idx_status_time (status, create_time),

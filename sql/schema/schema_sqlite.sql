@@ -61,6 +61,7 @@ CREATE TABLE IF NOT EXISTS tb_voucher_order (
   giveback_due  INTEGER NOT NULL DEFAULT 0,
   refund_reason TEXT NOT NULL DEFAULT '',
   redeem_code   TEXT NULL,
+  unit_back     INTEGER NOT NULL DEFAULT 0,
   UNIQUE (user_id, voucher_id)
 );
 

@@ -27,7 +27,7 @@ func ReadDB(ctx context.Context, db *sql.DB, voucherID int64) (model.Facts, erro
 	if err != nil {
 		return f, fmt.Errorf("read voucher %d: %w", voucherID, err)
 	}
-	rows, err := db.QueryContext(ctx, "SELECT id, user_id, status, pay_time IS NOT NULL, cancel_time IS NOT NULL FROM tb_voucher_order WHERE voucher_id = ?", voucherID)
+	rows, err := db.QueryContext(ctx, "SELECT id, user_id, status, pay_time IS NOT NULL, "+model.UnitBackSQL+" FROM tb_voucher_order WHERE voucher_id = ?", voucherID)
 	if err != nil {
 		return f, fmt.Errorf("read orders of voucher %d: %w", voucherID, err)
 	}
@@ -35,14 +35,16 @@ func ReadDB(ctx context.Context, db *sql.DB, voucherID int64) (model.Facts, erro
 	for rows.Next() {
 		var id, user int64
 		var status int
-		var paid, cancelled bool
-		if err := rows.Scan(&id, &user, &status, &paid, &cancelled); err != nil {
+		var paid, back bool
+		if err := rows.Scan(&id, &user, &status, &paid, &back); err != nil {
 			return f, fmt.Errorf("read orders of voucher %d: %w", voucherID, err)
 		}
 		f.Orders[id] = user
-		if model.UnitBack(status, cancelled) {
+		if back {
 			f.Cancelled[id] = true
-			if paid {
+			// A refunded order was paid and gave its unit back by
+			// design; a cancelled one never was paid.
+			if paid && status == model.OrderStatusCancelled {
 				f.PaidCancelled++
 			}
 		}

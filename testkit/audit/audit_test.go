@@ -25,9 +25,14 @@ func TestReadDB(t *testing.T) {
 	db.SetMaxOpenConns(1)
 	for _, q := range []string{
 		"CREATE TABLE tb_seckill_voucher (voucher_id INTEGER, initial_stock INTEGER, stock INTEGER)",
-		"CREATE TABLE tb_voucher_order (id INTEGER, user_id INTEGER, voucher_id INTEGER, status INTEGER, pay_time DATETIME NULL, cancel_time DATETIME NULL)",
-		"INSERT INTO tb_seckill_voucher VALUES (7, 5, 4), (8, 1, 1)",
-		"INSERT INTO tb_voucher_order VALUES (1, 10, 7, 2, '2026-01-01 00:00:00', NULL), (2, 20, 7, 4, NULL, '2026-01-01 00:01:00'), (3, 30, 8, 1, NULL, NULL)",
+		"CREATE TABLE tb_voucher_order (id INTEGER, user_id INTEGER, voucher_id INTEGER, status INTEGER, pay_time DATETIME NULL, cancel_time DATETIME NULL, unit_back INTEGER)",
+		"INSERT INTO tb_seckill_voucher VALUES (7, 5, 3), (8, 1, 1)",
+		// Voucher 7: 1 paid, 2 cancelled, 4 refunded on request with its
+		// unit back (paid, not a paid order cancelled), 5 refunded after
+		// the sale (its unit stays out). Voucher 8: 6 paid and cancelled.
+		`INSERT INTO tb_voucher_order VALUES (1, 10, 7, 2, '2026-01-01 00:00:00', NULL, 0), (2, 20, 7, 4, NULL, '2026-01-01 00:01:00', 0),
+ (3, 30, 8, 1, NULL, NULL, 0), (4, 40, 7, 6, '2026-01-01 00:00:00', NULL, 1), (5, 50, 7, 6, '2026-01-01 00:00:00', NULL, 0),
+ (6, 60, 8, 4, '2026-01-01 00:00:00', '2026-01-01 00:01:00', 0)`,
 	} {
 		if _, err := db.Exec(q); err != nil {
 			t.Fatal(err)
@@ -37,12 +42,19 @@ func TestReadDB(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if f.InitialStock != 5 || f.Stock != 4 || len(f.Orders) != 2 || f.Orders[1] != 10 || f.Orders[2] != 20 ||
-		len(f.Cancelled) != 1 || !f.Cancelled[2] || f.PaidCancelled != 0 {
-		t.Errorf("facts = %+v, want initial 5, stock 4, orders 1->10 2->20, order 2 cancelled", f)
+	if f.InitialStock != 5 || f.Stock != 3 || len(f.Orders) != 4 || f.Orders[1] != 10 || f.Orders[2] != 20 ||
+		len(f.Cancelled) != 2 || !f.Cancelled[2] || !f.Cancelled[4] || f.PaidCancelled != 0 {
+		t.Errorf("facts = %+v, want initial 5, stock 3, orders 1->10 2->20 4->40 5->50, orders 2 and 4 back", f)
 	}
 	if v := f.Violations(); len(v) != 0 {
-		t.Errorf("violations %v, want none (one paid order holds a unit)", v)
+		t.Errorf("violations %v, want none (orders 1 and 5 hold units)", v)
+	}
+	g8, err := ReadDB(context.Background(), db, 8)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if g8.PaidCancelled != 1 {
+		t.Errorf("voucher 8: PaidCancelled = %d, want 1 (order 6 was paid, then cancelled)", g8.PaidCancelled)
 	}
 	if _, err := ReadDB(context.Background(), db, 9); err == nil {
 		t.Error("ReadDB of a missing voucher: nil error")

@@ -133,7 +133,7 @@ func (f *Orders) VoucherSnapshot(ctx context.Context, voucherID int64, _ []model
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	return model.VoucherSnapshot{Stock: sv.Stock, InitialStock: sv.InitialStock, Orders: f.Counts[0], DistinctUsers: f.Counts[1]}, f.CountErr
+	return model.VoucherSnapshot{Stock: sv.Stock, InitialStock: sv.InitialStock, Orders: f.Counts[0], Unpaid: f.Counts[0], DistinctUsers: f.Counts[1]}, f.CountErr
 }
 
 // Rejects is an orderkit.RejectionCounter over a map, Counts, that a test
