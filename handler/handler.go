@@ -203,6 +203,9 @@ func New(d Deps) http.Handler {
 		redeemRoutes(a, r, authed, admin)
 	}
 	r.GET("/admin/vouchers/:id/audit", authed, admin, vouchers.audit)
+	if d.Payments != nil {
+		r.GET("/admin/vouchers/:id/refunds", authed, admin, vouchers.refunds)
+	}
 	liveRoutes(a, r, authed, admin)
 	a.webRoutes(r)
 
@@ -508,6 +511,23 @@ func (a voucherAPI) audit(c *gin.Context) {
 		return
 	}
 	ok(c, res)
+}
+
+// refunds is GET /admin/vouchers/:id/refunds: the sale's refunds at the
+// providers, those owed or processing first (tries, next try, why the
+// last did not finish).
+func (a voucherAPI) refunds(c *gin.Context) {
+	id, err := pathID(c, "id")
+	if err != nil {
+		a.fail(c, err)
+		return
+	}
+	list, err := a.Payments.Refunds(c.Request.Context(), id)
+	if err != nil {
+		a.fail(c, err)
+		return
+	}
+	ok(c, list)
 }
 
 // pathID parses a positive 64-bit id from the path parameter name.

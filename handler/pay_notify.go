@@ -20,6 +20,8 @@ type Payments interface {
 	Notify(ctx context.Context, provider string, header http.Header, body []byte) error
 	// Summary is the money of a voucher's sale (the admin's audit).
 	Summary(ctx context.Context, voucherID int64) (model.PaySummary, error)
+	// Refunds lists a voucher's refunds, those not done first.
+	Refunds(ctx context.Context, voucherID int64) ([]model.RefundView, error)
 }
 
 // payNotify is POST /pay/notify/alipay and /pay/notify/wechat: a

@@ -35,6 +35,8 @@ func (f *fakePayments) Summary(context.Context, int64) (model.PaySummary, error)
 	return model.PaySummary{}, nil
 }
 
+func (f *fakePayments) Refunds(context.Context, int64) ([]model.RefundView, error) { return nil, nil }
+
 // TestPayNotifyAnswers: a notification applied is answered as each
 // provider wants success (Alipay the text "success", WeChat Pay 204); a
 // rejected one, and one the database could not take (the provider must

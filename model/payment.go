@@ -246,6 +246,9 @@ type PayTrade struct {
 	RefundAttempts  int        `gorm:"column:refund_attempts"`
 	RefundNext      *time.Time `gorm:"column:refund_next"`
 	RefundTime      *time.Time `gorm:"column:refund_time"`
+	// RefundNote is why the last refund try did not finish (the
+	// provider's answer or error), for the admin.
+	RefundNote string `gorm:"column:refund_note"`
 }
 
 // TableName is the trades' table.
@@ -263,6 +266,36 @@ const (
 	PaidRepeated                    // applied before: nothing changed
 	PaidRefund                      // the order could not take it (cancelled, expired, paid by another trade): refund owed
 )
+
+// RefundView is one refund of a voucher's sale as the admin sees it: owed
+// and processing ones are retried with backoff until the provider
+// confirms the money back.
+type RefundView struct {
+	OrderID    string     `json:"orderId"`
+	Provider   string     `json:"provider"`
+	OutTradeNo string     `json:"outTradeNo"`
+	RefundNo   string     `json:"refundNo"`
+	Amount     Fen        `json:"amount"`
+	Reason     string     `json:"reason"`
+	State      string     `json:"state"` // owed, processing, done
+	Attempts   int        `json:"attempts"`
+	NextTry    *time.Time `json:"nextTry,omitempty"`
+	Note       string     `json:"note,omitempty"`
+	RefundTime *time.Time `json:"refundTime,omitempty"`
+}
+
+// RefundStateName names a tb_pay_trade.refund_state for RefundView.
+func RefundStateName(state int) string {
+	switch state {
+	case RefundRowDue:
+		return "owed"
+	case RefundRowProcessing:
+		return "processing"
+	case RefundRowDone:
+		return "done"
+	}
+	return "none"
+}
 
 // PaySummary is the money of one voucher's sale at the pay providers.
 type PaySummary struct {

@@ -191,6 +191,7 @@ var addedColumns = []struct{ table, column, def string }{
 	{"tb_voucher_order", "giveback_due", "TINYINT NOT NULL DEFAULT 0"},
 	{"tb_voucher_order", "redeem_code", "VARCHAR(16) NULL"},
 	{"tb_voucher_order", "unit_back", "TINYINT NOT NULL DEFAULT 0"},
+	{"tb_pay_trade", "refund_note", "VARCHAR(255) NOT NULL DEFAULT ''"},
 	{"tb_voucher", "use_days", "VARCHAR(16) NOT NULL DEFAULT ''"},
 	{"tb_voucher", "use_until", "VARCHAR(10) NOT NULL DEFAULT ''"},
 }

@@ -250,10 +250,16 @@ func (s *Trades) RefundsOf(ctx context.Context, orderID int64) ([]model.PayTrade
 }
 
 // RefundLater records a refund try that did not finish: state (due or
-// processing), one more attempt, the next try at next.
-func (s *Trades) RefundLater(ctx context.Context, outTradeNo string, state int, next time.Time) error {
-	err := s.db.WithContext(ctx).Exec(`UPDATE tb_pay_trade SET refund_state = ?, refund_attempts = refund_attempts + 1, refund_next = ?
-WHERE out_trade_no = ? AND refund_state IN ?`, state, next, outTradeNo, []int{model.RefundRowDue, model.RefundRowProcessing}).Error
+// processing), one more attempt, the next try at next, the refund number
+// the next try uses and why this one did not finish (note, cut to the
+// column's 255 bytes).
+func (s *Trades) RefundLater(ctx context.Context, outTradeNo string, state int, next time.Time, refundNo, note string) error {
+	if len(note) > 255 {
+		note = note[:255]
+	}
+	err := s.db.WithContext(ctx).Exec(`UPDATE tb_pay_trade SET refund_state = ?, refund_attempts = refund_attempts + 1, refund_next = ?,
+  refund_no = ?, refund_note = ?
+WHERE out_trade_no = ? AND refund_state IN ?`, state, next, refundNo, note, outTradeNo, []int{model.RefundRowDue, model.RefundRowProcessing}).Error
 	return translate(err)
 }
 
@@ -288,6 +294,29 @@ WHERE id = ? AND status = ?`, model.OrderStatusRefunded, at, now, t.OrderID, mod
 WHERE id = ? AND status = ?`, model.OrderStatusRefunded, at, t.RefundReason, now, t.OrderID, model.OrderStatusCancelled).Error
 	})
 	return done, translate(err)
+}
+
+// Refunds lists up to limit refunds of the voucher's trades: those not
+// done first (the next try soonest first), then the latest done.
+func (s *Trades) Refunds(ctx context.Context, voucherID int64, limit int) ([]model.RefundView, error) {
+	var rows []model.PayTrade
+	err := s.db.WithContext(ctx).Raw(`SELECT t.* FROM tb_pay_trade t JOIN tb_voucher_order o ON o.id = t.order_id
+WHERE o.voucher_id = ? AND t.refund_state <> ?
+ORDER BY CASE WHEN t.refund_state = ? THEN 1 ELSE 0 END, t.refund_next, t.refund_time DESC LIMIT ?`,
+		voucherID, model.RefundRowNone, model.RefundRowDone, limit).Scan(&rows).Error
+	if err != nil {
+		return nil, translate(err)
+	}
+	out := make([]model.RefundView, len(rows))
+	for i, t := range rows {
+		out[i] = model.RefundView{OrderID: fmt.Sprint(t.OrderID), Provider: t.Provider, OutTradeNo: t.OutTradeNo, RefundNo: t.RefundNo,
+			Amount: t.Amount, Reason: t.RefundReason, State: model.RefundStateName(t.RefundState), Attempts: t.RefundAttempts,
+			Note: t.RefundNote, RefundTime: t.RefundTime}
+		if t.RefundState != model.RefundRowDone {
+			out[i].NextTry = t.RefundNext
+		}
+	}
+	return out, nil
 }
 
 // Summary sums the money of the voucher's trades.

@@ -140,7 +140,7 @@ func TestLatePaymentOwesRefund(t *testing.T) {
 		if err != nil || len(due) != 1 || due[0].OutTradeNo != late.OutTradeNo {
 			t.Fatalf("refunds due: %v %v", due, err)
 		}
-		if err := s.RefundLater(ctx, late.OutTradeNo, model.RefundRowProcessing, now.Add(time.Hour)); err != nil {
+		if err := s.RefundLater(ctx, late.OutTradeNo, model.RefundRowProcessing, now.Add(time.Hour), late.OutTradeNo+"_r", "processing"); err != nil {
 			t.Fatal(err)
 		}
 		if due, _ := s.RefundsDue(ctx, now.Add(time.Second), 10); len(due) != 0 {

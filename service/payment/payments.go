@@ -34,10 +34,15 @@ type TradeStore interface {
 	// RefundsOf returns the order's trades whose refund is owed or in
 	// process.
 	RefundsOf(ctx context.Context, orderID int64) ([]model.PayTrade, error)
-	RefundLater(ctx context.Context, outTradeNo string, state int, next time.Time) error
+	// RefundLater records a try that did not finish: the state, the next
+	// try's time and refund number, and why (note).
+	RefundLater(ctx context.Context, outTradeNo string, state int, next time.Time, refundNo, note string) error
 	// Refunded records the money back, once; a cancelled order becomes
 	// refunded with the trade's reason.
 	Refunded(ctx context.Context, outTradeNo string, at, now time.Time) (bool, error)
+	// Refunds lists up to limit refunds of a voucher's trades, those
+	// not done first.
+	Refunds(ctx context.Context, voucherID int64, limit int) ([]model.RefundView, error)
 	// Summary sums the money of a voucher's trades.
 	Summary(ctx context.Context, voucherID int64) (model.PaySummary, error)
 }
@@ -132,6 +137,13 @@ func New(d Deps, cfg Config) *Payments {
 // Summary is the money of the voucher's sale at the providers.
 func (p *Payments) Summary(ctx context.Context, voucherID int64) (model.PaySummary, error) {
 	return p.d.Store.Summary(ctx, voucherID)
+}
+
+// Refunds lists the refunds of the voucher's sale for the admin: owed and
+// processing ones first, with their tries and why the last did not
+// finish, then the latest done (at most 200).
+func (p *Payments) Refunds(ctx context.Context, voucherID int64) ([]model.RefundView, error) {
+	return p.d.Store.Refunds(ctx, voucherID, 200)
 }
 
 // Has reports whether the provider is enabled.
@@ -447,12 +459,19 @@ func (p *Payments) refund(ctx context.Context, t model.PayTrade) {
 		return
 	case err == nil && st.State == model.RefundProcessing:
 		p.d.Metrics.Refund(t.Provider, t.RefundReason, "processing")
-		err = p.d.Store.RefundLater(ctx, t.OutTradeNo, model.RefundRowProcessing, next)
+		err = p.d.Store.RefundLater(ctx, t.OutTradeNo, model.RefundRowProcessing, next, t.RefundNo, "processing at "+t.Provider)
 	default:
 		p.d.Metrics.Refund(t.Provider, t.RefundReason, "failed")
 		p.d.Log.WarnContext(ctx, "refund not done: tried again later", "provider", t.Provider, "out_trade_no", t.OutTradeNo,
 			"attempts", t.RefundAttempts+1, "state", st.State.String(), "err", err)
-		err = p.d.Store.RefundLater(ctx, t.OutTradeNo, model.RefundRowDue, next)
+		no, note := t.RefundNo, fmt.Sprintf("%s: %v", t.Provider, err)
+		if err == nil {
+			// The provider's word: this refund failed and will never pay
+			// out. The next try asks a new refund under a new number; the
+			// same number would answer the same failure.
+			no, note = fmt.Sprintf("%s_r%d", t.OutTradeNo, t.RefundAttempts+2), t.Provider+" refused the refund "+t.RefundNo
+		}
+		err = p.d.Store.RefundLater(ctx, t.OutTradeNo, model.RefundRowDue, next, no, note)
 	}
 	if err != nil {
 		p.d.Log.WarnContext(ctx, "record refund try", "out_trade_no", t.OutTradeNo, "err", err)

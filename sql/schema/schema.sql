@@ -209,6 +209,7 @@ CREATE TABLE IF NOT EXISTS tb_pay_trade (
   refund_attempts   INT         NOT NULL DEFAULT 0,
   refund_next       DATETIME(3) NULL,
   refund_time       DATETIME(3) NULL,
+  refund_note       VARCHAR(255) NOT NULL DEFAULT '',
   PRIMARY KEY (out_trade_no),
   UNIQUE KEY uk_trade_open (open_for),
   KEY idx_trade_order (order_id),

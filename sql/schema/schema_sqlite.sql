@@ -151,7 +151,8 @@ CREATE TABLE IF NOT EXISTS tb_pay_trade (
   refund_state      INTEGER NOT NULL DEFAULT 0,
   refund_attempts   INTEGER NOT NULL DEFAULT 0,
   refund_next       DATETIME NULL,
-  refund_time       DATETIME NULL
+  refund_time       DATETIME NULL,
+  refund_note       TEXT NOT NULL DEFAULT ''
 );
 
 CREATE INDEX IF NOT EXISTS idx_trade_order ON tb_pay_trade (order_id);

@@ -126,6 +126,14 @@ func RefundMode(t testing.TB, env map[string]string, provider, mode string) {
 	Must(t, env, http.MethodPost, "/control/"+provider+"/refund-mode", url.Values{"mode": {mode}})
 }
 
+// TradeRefundMode sets how one trade's next refunds answer (ok,
+// processing, fail), leaving the provider's other trades alone: tests of
+// several packages share one fake.
+func TradeRefundMode(t testing.TB, env map[string]string, provider, outTradeNo, mode string) {
+	t.Helper()
+	Must(t, env, http.MethodPost, "/control/"+provider+"/refund-mode", url.Values{"mode": {mode}, "out_trade_no": {outTradeNo}})
+}
+
 // Trades answers a provider's trades with their refunds ("" = all of
 // them): each {"outTradeNo","tradeNo","state","amount","refunds":[...],...}.
 func Trades(t testing.TB, env map[string]string, provider, outTradeNo string) []map[string]any {

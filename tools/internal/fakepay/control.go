@@ -32,7 +32,7 @@ type Delivery struct {
 //	GET  /control/{provider}/notification?out_trade_no=X[&out_refund_no=R][&amount=N&app_id=A&time=UNIX&as=Y&wrong_key=1&alter=1]
 //	                                                                             -> {"headers":{...},"body":"..."}
 //	POST /control/{provider}/down?on=1|0                                         -> {"provider":"...","down":true}
-//	POST /control/{provider}/refund-mode?mode=ok|processing|fail                 -> {"provider":"...","mode":"..."}
+//	POST /control/{provider}/refund-mode?mode=ok|processing|fail[&out_trade_no=X] -> {"provider":"...","mode":"..."} (X: that trade's refunds only)
 //	GET  /control/{provider}/trades[?out_trade_no=X]                             -> {"trades":[...]}
 //	GET  /scan/{provider}/{out_trade_no}   the trade's page (its QR code's content), with a Pay button
 //	POST /scan/{provider}/{out_trade_no}   pays it (not late) and notifies once
@@ -168,7 +168,7 @@ func (s *Server) handleDown(w http.ResponseWriter, r *http.Request, p Provider) 
 
 func (s *Server) handleRefundMode(w http.ResponseWriter, r *http.Request, p Provider) {
 	mode := r.URL.Query().Get("mode")
-	if err := s.core.Store.SetRefundMode(p.Name(), mode); err != nil {
+	if err := s.core.Store.SetTradeRefundMode(p.Name(), r.URL.Query().Get("out_trade_no"), mode); err != nil {
 		writeJSON(w, http.StatusBadRequest, map[string]string{"error": err.Error()})
 		return
 	}

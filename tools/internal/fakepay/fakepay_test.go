@@ -209,3 +209,37 @@ func TestStoreRules(t *testing.T) {
 		t.Errorf("a second refund beyond what is left: %v", err)
 	}
 }
+
+// TestTradeRefundMode: one trade's refund mode leaves the provider's
+// other trades alone, and a failed refund is not done by a new ask with
+// the same number, only by a new number.
+func TestTradeRefundMode(t *testing.T) {
+	st := NewStore()
+	now := time.Now()
+	for _, no := range []string{"a_1", "b_1"} {
+		if _, err := st.Create(Trade{Provider: "alipay", OutTradeNo: no, Amount: 100, ExpireAt: now.Add(time.Hour)}, now); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := st.Pay("alipay", no, false, now); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := st.SetTradeRefundMode("alipay", "a_1", ModeFail); err != nil {
+		t.Fatal(err)
+	}
+	if _, r, err := st.Refund("alipay", "a_1", Refund{OutRefundNo: "a_1_r", Amount: 100}, now); err != nil || r.State != RefundFailed {
+		t.Errorf("trade a refund: %+v %v, want failed", r, err)
+	}
+	if _, r, err := st.Refund("alipay", "b_1", Refund{OutRefundNo: "b_1_r", Amount: 100}, now); err != nil || r.State != RefundDone {
+		t.Errorf("trade b refund: %+v %v, want done (the provider's mode)", r, err)
+	}
+	if err := st.SetTradeRefundMode("alipay", "a_1", ModeOK); err != nil {
+		t.Fatal(err)
+	}
+	if _, r, err := st.Refund("alipay", "a_1", Refund{OutRefundNo: "a_1_r", Amount: 100}, now); err != nil || r.State != RefundFailed || r.Calls != 2 {
+		t.Errorf("the failed number again: %+v %v, want failed, 2 calls", r, err)
+	}
+	if _, r, err := st.Refund("alipay", "a_1", Refund{OutRefundNo: "a_1_r2", Amount: 100}, now); err != nil || r.State != RefundDone {
+		t.Errorf("a new number: %+v %v, want done", r, err)
+	}
+}

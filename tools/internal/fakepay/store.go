@@ -106,12 +106,15 @@ type Store struct {
 	trades map[tradeKey]*Trade
 	seq    int64
 	modes  map[string]string
-	down   map[string]bool
+	// tradeModes overrides a provider's refund mode for one trade, so
+	// that tests sharing one fake do not change each other's refunds.
+	tradeModes map[tradeKey]string
+	down       map[string]bool
 }
 
 // NewStore returns an empty store.
 func NewStore() *Store {
-	return &Store{trades: map[tradeKey]*Trade{}, modes: map[string]string{}, down: map[string]bool{}}
+	return &Store{trades: map[tradeKey]*Trade{}, modes: map[string]string{}, tradeModes: map[tradeKey]string{}, down: map[string]bool{}}
 }
 
 // Seq returns a new number, unique in this store.
@@ -247,7 +250,11 @@ func (s *Store) Refund(provider, outTradeNo string, r Refund, now time.Time) (Tr
 		r.RefundNo = fmt.Sprintf("R%s%010d", now.Format("20060102"), s.seq)
 	}
 	r.Calls, r.At = 1, now
-	switch s.modes[provider] {
+	mode, ok := s.tradeModes[tradeKey{provider, outTradeNo}]
+	if !ok {
+		mode = s.modes[provider]
+	}
+	switch mode {
 	case ModeProcessing:
 		r.State = RefundProcessing
 	case ModeFail:
@@ -280,11 +287,21 @@ func (s *Store) CompleteRefund(provider, outTradeNo, outRefundNo string, now tim
 
 // SetRefundMode sets how a provider's next refunds answer.
 func (s *Store) SetRefundMode(provider, mode string) error {
+	return s.SetTradeRefundMode(provider, "", mode)
+}
+
+// SetTradeRefundMode sets how the next refunds of one trade answer
+// (outTradeNo "": every trade without a mode of its own).
+func (s *Store) SetTradeRefundMode(provider, outTradeNo, mode string) error {
 	if !slices.Contains([]string{ModeOK, ModeProcessing, ModeFail}, mode) {
 		return fmt.Errorf("refund mode %q: want ok, processing or fail", mode)
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if outTradeNo != "" {
+		s.tradeModes[tradeKey{provider, outTradeNo}] = mode
+		return nil
+	}
 	s.modes[provider] = mode
 	return nil
 }
