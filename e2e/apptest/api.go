@@ -184,15 +184,25 @@ type AuditResult struct {
 	Orders       int64  `json:"orders"`
 	Unpaid       int64  `json:"unpaid"`
 	Paid         int64  `json:"paid"`
+	Used         int64  `json:"used"`
+	Refunding    int64  `json:"refunding"`
+	Refunded     int64  `json:"refunded"`
 	Cancelled    int64  `json:"cancelled"`
 	Expired      int64  `json:"expired"`
 	GivebacksDue *int64 `json:"givebacksDue"`
-	Distinct     int64  `json:"distinctUsers"`
-	DupRejs      int64  `json:"duplicateRejections"`
-	Oversold     bool   `json:"oversold"`
-	Consistent   bool   `json:"consistent"`
-	RedisStock   *int64 `json:"redisStock"`
-	Pending      *int64 `json:"pending"`
+	// Payments is the sale's money at the providers (fen), when one is on.
+	Payments *struct {
+		Taken       int64 `json:"taken"`
+		Refunded    int64 `json:"refunded"`
+		Late        int64 `json:"late"`
+		RefundsOwed int64 `json:"refundsOwed"`
+	} `json:"payments"`
+	Distinct   int64  `json:"distinctUsers"`
+	DupRejs    int64  `json:"duplicateRejections"`
+	Oversold   bool   `json:"oversold"`
+	Consistent bool   `json:"consistent"`
+	RedisStock *int64 `json:"redisStock"`
+	Pending    *int64 `json:"pending"`
 }
 
 func Audit(t testing.TB, h http.Handler, vid int64) AuditResult {

@@ -465,11 +465,15 @@ func (p *Payments) refund(ctx context.Context, t model.PayTrade) {
 		p.d.Log.WarnContext(ctx, "refund not done: tried again later", "provider", t.Provider, "out_trade_no", t.OutTradeNo,
 			"attempts", t.RefundAttempts+1, "state", st.State.String(), "err", err)
 		no, note := t.RefundNo, fmt.Sprintf("%s: %v", t.Provider, err)
-		if err == nil {
-			// The provider's word: this refund failed and will never pay
-			// out. The next try asks a new refund under a new number; the
-			// same number would answer the same failure.
-			no, note = fmt.Sprintf("%s_r%d", t.OutTradeNo, t.RefundAttempts+2), t.Provider+" refused the refund "+t.RefundNo
+		if st.State == model.RefundFailed && !errors.Is(err, model.ErrUnavailable) {
+			// The provider's word: this refund was refused or failed and
+			// pays nothing out. The next try asks a new refund under a
+			// new number (the same number answers the same failure); the
+			// provider still bounds the refunds by what the trade took.
+			no = fmt.Sprintf("%s_r%d", t.OutTradeNo, t.RefundAttempts+2)
+			if err == nil {
+				note = t.Provider + ": refund " + t.RefundNo + " failed"
+			}
 		}
 		err = p.d.Store.RefundLater(ctx, t.OutTradeNo, model.RefundRowDue, next, no, note)
 	}
