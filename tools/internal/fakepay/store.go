@@ -107,6 +107,7 @@ type Store struct {
 	seq    int64
 	modes  map[string]string
 	down   map[string]bool
+	extra  map[string][]BillLine // bill lines of no trade, per provider (bill.go)
 }
 
 // NewStore returns an empty store.
