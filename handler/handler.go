@@ -202,6 +202,9 @@ func New(d Deps) http.Handler {
 		redeemRoutes(a, r, authed, admin)
 	}
 	r.GET("/admin/vouchers/:id/audit", authed, admin, vouchers.audit)
+	if d.Mismatches != nil {
+		mismatchRoutes(a, r, authed, admin)
+	}
 	liveRoutes(a, r, authed, admin)
 	a.webRoutes(r)
 
