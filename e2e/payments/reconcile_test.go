@@ -45,14 +45,13 @@ func makeLost(t *testing.T, a *payApp, vid, user int64, s *situations) {
 }
 
 // makeRefundInFlight: a buyer pays at wechat, then at alipay too; the
-// second payment is refunded, and the fake keeps that refund processing.
+// second payment is refunded, and the fake keeps that refund processing
+// (that trade's mode only: other tests share the fake).
 func makeRefundInFlight(t *testing.T, a *payApp, vid, user int64) string {
 	t.Helper()
-	env := fakepayenv.Load(t)
-	fakepayenv.RefundMode(t, env, "alipay", "processing")
-	t.Cleanup(func() { fakepayenv.RefundMode(t, env, "alipay", "ok") })
 	b := buy(t, a.h, vid, user)
 	ca, cw := mustPay(t, a.h, b, "alipay"), mustPay(t, a.h, b, "wechat")
+	fakepayenv.TradeRefundMode(t, fakepayenv.Load(t), "alipay", ca.OutTradeNo, "processing")
 	fakePay(t, "wechat", cw.OutTradeNo, "once", false)
 	fakePay(t, "alipay", ca.OutTradeNo, "once", false)
 	for deadline := time.Now().Add(15 * time.Second); ; time.Sleep(50 * time.Millisecond) {

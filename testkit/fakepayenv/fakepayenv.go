@@ -127,6 +127,13 @@ func RefundMode(t testing.TB, env map[string]string, provider, mode string) {
 	Must(t, env, http.MethodPost, "/control/"+provider+"/refund-mode", url.Values{"mode": {mode}})
 }
 
+// TradeRefundMode sets how the refunds of one trade answer, whatever the
+// provider's mode: what a test sharing the fake with others sets.
+func TradeRefundMode(t testing.TB, env map[string]string, provider, outTradeNo, mode string) {
+	t.Helper()
+	Must(t, env, http.MethodPost, "/control/"+provider+"/refund-mode", url.Values{"mode": {mode}, "out_trade_no": {outTradeNo}})
+}
+
 // Trades answers a provider's trades with their refunds ("" = all of
 // them): each {"outTradeNo","tradeNo","state","amount","refunds":[...],...}.
 func Trades(t testing.TB, env map[string]string, provider, outTradeNo string) []map[string]any {

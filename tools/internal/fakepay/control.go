@@ -32,7 +32,7 @@ type Delivery struct {
 //	GET  /control/{provider}/notification?out_trade_no=X[&out_refund_no=R][&amount=N&app_id=A&time=UNIX&as=Y&wrong_key=1&alter=1]
 //	                                                                             -> {"headers":{...},"body":"..."}
 //	POST /control/{provider}/down?on=1|0                                         -> {"provider":"...","down":true}
-//	POST /control/{provider}/refund-mode?mode=ok|processing|fail                 -> {"provider":"...","mode":"..."}
+//	POST /control/{provider}/refund-mode?mode=ok|processing|fail[&out_trade_no=X] -> {"provider":"...","mode":"..."} (X: that trade's refunds only)
 //	GET  /control/{provider}/trades[?out_trade_no=X]                             -> {"trades":[...]}
 //	POST /control/{provider}/bill-line?amount=N[&out_trade_no=X&kind=payment|refund&out_refund_no=R&at=UNIX]
 //	                                                                             -> {"line":{...}} (bill.go)
@@ -171,7 +171,11 @@ func (s *Server) handleDown(w http.ResponseWriter, r *http.Request, p Provider) 
 
 func (s *Server) handleRefundMode(w http.ResponseWriter, r *http.Request, p Provider) {
 	mode := r.URL.Query().Get("mode")
-	if err := s.core.Store.SetRefundMode(p.Name(), mode); err != nil {
+	set := func() error { return s.core.Store.SetRefundMode(p.Name(), mode) }
+	if no := r.URL.Query().Get("out_trade_no"); no != "" {
+		set = func() error { return s.core.Store.SetTradeRefundMode(p.Name(), no, mode) }
+	}
+	if err := set(); err != nil {
 		writeJSON(w, http.StatusBadRequest, map[string]string{"error": err.Error()})
 		return
 	}

@@ -248,7 +248,11 @@ func (s *Store) Refund(provider, outTradeNo string, r Refund, now time.Time) (Tr
 		r.RefundNo = fmt.Sprintf("R%s%010d", now.Format("20060102"), s.seq)
 	}
 	r.Calls, r.At = 1, now
-	switch s.modes[provider] {
+	mode := s.modes[provider]
+	if m, ok := s.modes[provider+" "+outTradeNo]; ok {
+		mode = m // the trade's own mode
+	}
+	switch mode {
 	case ModeProcessing:
 		r.State = RefundProcessing
 	case ModeFail:
@@ -288,6 +292,15 @@ func (s *Store) SetRefundMode(provider, mode string) error {
 	defer s.mu.Unlock()
 	s.modes[provider] = mode
 	return nil
+}
+
+// SetTradeRefundMode sets how the next refunds of one trade answer, over
+// the provider's mode: tests that share the fake set it per trade.
+func (s *Store) SetTradeRefundMode(provider, outTradeNo, mode string) error {
+	if outTradeNo == "" {
+		return errors.New("out_trade_no: required")
+	}
+	return s.SetRefundMode(provider+" "+outTradeNo, mode)
 }
 
 // SetDown turns a provider's API off (503) or on again.
