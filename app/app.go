@@ -29,6 +29,7 @@ import (
 	"seckill/repository/sqlstore"
 	"seckill/service/async"
 	"seckill/service/catalog"
+	"seckill/service/payment"
 	"seckill/service/room"
 	"seckill/service/sale"
 )
@@ -54,6 +55,8 @@ type App struct {
 	streams *liveStreams
 	// demo seeds the development demo data (serve, development only).
 	demo catalog.Demo
+	// pays takes real money; nil with the simulated payment only.
+	pays *payment.Payments
 	// liveInstance is the id under which the process publishes its live
 	// dashboard counters (seckill:live:instances).
 	liveInstance string
@@ -139,7 +142,13 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger, opts ...Optio
 	pub := live.NewPublisher(w.recorder, w.liveStats, live.PublisherConfig{LockMode: locker.Name(), OrderMode: cfg.OrderMode}, log)
 	a.locker, a.metrics, a.liveInstance, a.streams = locker, w.m, pub.ID(), newLiveStreams()
 	a.demo = catalog.Demo{Shops: w.shopSvc, Vouchers: w.voucherSvc, Marks: sqlstore.NewDemoMarks(d.DB), Now: time.Now}
-	a.handler = handler.New(w.routes(p, lifecycle, pays, a.streams.ctx))
+	routes := w.routes(p, lifecycle, pays, a.streams.ctx)
+	a.pays = pays
+	reconciler := w.reconciler(pays)
+	if reconciler != nil {
+		routes.Mismatches = reconciler
+	}
+	a.handler = handler.New(routes)
 
 	// Started in order, stopped in reverse: the live publisher's last
 	// publication comes after the workers' stop, before Redis closes.
@@ -163,7 +172,7 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger, opts ...Optio
 	}
 	workers = append(workers, newExpirySweeper(lifecycle))
 	if pays != nil {
-		workers = append(workers, newPaySweeper(pays))
+		workers = append(workers, newPaySweeper(pays), newPayReconciler(reconciler))
 	}
 	if err := a.workers.start(ctx, workers...); err != nil {
 		return nil, err

@@ -32,6 +32,8 @@ const Usage = `Usage:
   seckill revoke --user N                       refuse user N's tokens issued until now (docs/operations.md)
   seckill staff add --shop N --phone P          make the user of phone P staff of shop N (docs/redemption.md)
   seckill staff remove --shop N --user U        take user U off shop N's staff
+  seckill reconcile-payments [--date YYYY-MM-DD]  compare the pay providers' bill of the day (default yesterday) with the orders;
+                                                exit 0 none, 1 a check failed, 3 mismatches found (docs/payments.md)
   seckill help | --help | -h                    print this
 
 Configuration comes from SECKILL_* environment variables (see README.md).
@@ -80,8 +82,10 @@ func Run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		return Revoke(ctx, cfg, log, args, stdout)
 	case "staff":
 		return Staff(ctx, cfg, log, args, stdout)
+	case "reconcile-payments":
+		return ReconcilePaymentsCommand(ctx, cfg, log, args, stdout)
 	default:
-		return fmt.Errorf("unknown command %q (serve, migrate, tokens, rebuild, revoke, staff)", cmd)
+		return fmt.Errorf("unknown command %q (serve, migrate, tokens, rebuild, revoke, staff, reconcile-payments)", cmd)
 	}
 }
 

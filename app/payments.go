@@ -23,7 +23,19 @@ const payProviderTimeout = 10 * time.Second
 // payment service; nil when only the simulated payment is enabled. Keys
 // are read from their files here and never logged.
 func (w *wiring) payments(ctx context.Context, p purchase) (*payment.Payments, error) {
-	cfg := w.cfg
+	providers, err := payProviders(ctx, w.cfg)
+	if err != nil || len(providers) == 0 {
+		return nil, err
+	}
+	return payment.New(payment.Deps{
+		Store: sqlstore.NewTrades(w.d.DB), Providers: providers, Orders: p.seckill, Now: time.Now, Log: w.log,
+		Metrics: metrics.Payments{Metrics: w.m},
+	}, payment.Config{PayTimeout: w.cfg.PayTimeout, NotifyBaseURL: w.cfg.PayNotifyBaseURL, Bound: w.cfg.PayUnreachableGrace}), nil
+}
+
+// payProviders are the real pay providers of SECKILL_PAY_PROVIDERS (none
+// when only the simulated payment is enabled).
+func payProviders(ctx context.Context, cfg config.Config) ([]payment.Provider, error) {
 	client := &http.Client{Timeout: payProviderTimeout}
 	var providers []payment.Provider
 	if cfg.HasProvider(config.PayAlipay) {
@@ -56,13 +68,7 @@ func (w *wiring) payments(ctx context.Context, p purchase) (*payment.Payments, e
 		}
 		providers = append(providers, pr)
 	}
-	if len(providers) == 0 {
-		return nil, nil
-	}
-	return payment.New(payment.Deps{
-		Store: sqlstore.NewTrades(w.d.DB), Providers: providers, Orders: p.seckill, Now: time.Now, Log: w.log,
-		Metrics: metrics.Payments{Metrics: w.m},
-	}, payment.Config{PayTimeout: cfg.PayTimeout, NotifyBaseURL: cfg.PayNotifyBaseURL, Bound: cfg.PayUnreachableGrace}), nil
+	return providers, nil
 }
 
 // readKeys reads two key files; the errors name the variable, never the

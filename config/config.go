@@ -120,6 +120,7 @@ type Config struct {
 	PayProviders         []string
 	PayNotifyBaseURL     string
 	PayUnreachableGrace  time.Duration
+	ReconcileInterval    time.Duration
 	AlipayAppID          string
 	AlipayPrivateKeyFile string
 	AlipayPublicKeyFile  string

@@ -217,6 +217,8 @@ var settings = []setting{
 		Help: "the public base URL the providers call back: `<base>/pay/notify/alipay`, `<base>/pay/notify/wechat`; required with `alipay` or `wechat`"},
 	{Name: "SECKILL_PAY_UNREACHABLE_GRACE", b: duration(func(c *Config) *time.Duration { return &c.PayUnreachableGrace }, 15*time.Minute, time.Second, false),
 		Help: "how long past its pay deadline an order is kept unpaid while its provider cannot be asked whether its trade was paid (never cancel an order whose trade may have been paid); after it the order expires and a payment that shows up later is refunded (`unreachable_provider`)"},
+	{Name: "SECKILL_RECONCILE_INTERVAL", b: duration(func(c *Config) *time.Duration { return &c.ReconcileInterval }, time.Hour, time.Second, false),
+		Help: "with `alipay` or `wechat`: how often each instance reconciles the providers with the orders (lost notifications, refunds in flight, yesterday's and today's bills; docs/payments.md, Reconciliation), first a minute after start; `seckill reconcile-payments` runs it once"},
 	{Name: "SECKILL_ALIPAY_APP_ID", b: text(func(c *Config) *string { return &c.AlipayAppID }, "", "an id", nil),
 		Help: "`alipay`: the application's id (`app_id`); a notification for another app is rejected"},
 	{Name: "SECKILL_ALIPAY_PRIVATE_KEY_FILE", b: text(func(c *Config) *string { return &c.AlipayPrivateKeyFile }, "", "a file", nil),

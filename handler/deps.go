@@ -60,6 +60,9 @@ type Services struct {
 	// Room is the waiting room (join, poll, and the purchase's admission
 	// check); nil leaves its routes and check out.
 	Room Room
+	// Mismatches lists the reconciliation's mismatches (GET
+	// /admin/payments/mismatches); nil leaves the route out.
+	Mismatches Mismatches
 }
 
 // Access decides who a request comes from and what it may do.

@@ -206,6 +206,9 @@ func New(d Deps) http.Handler {
 	if d.Payments != nil {
 		r.GET("/admin/vouchers/:id/refunds", authed, admin, vouchers.refunds)
 	}
+	if d.Mismatches != nil {
+		mismatchRoutes(a, r, authed, admin)
+	}
 	liveRoutes(a, r, authed, admin)
 	a.webRoutes(r)
 

@@ -10,6 +10,7 @@
 //	static/assets/staff.js      a shop's staff: pick the shop, redeem a buyer's code
 //	static/assets/admin.js      admin token (checked), publish (yuan), edit before the sale, close, list
 //	static/assets/dashboard.js  the live sale dashboard (the SSE stream read with fetch)
+//	static/assets/mismatches.js the sale's reconciliation mismatches on the dashboard
 //	static/assets/style.css
 package web
 

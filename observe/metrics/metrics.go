@@ -51,14 +51,17 @@ type Metrics struct {
 	PayNotifications *prometheus.CounterVec
 	Refunds          *prometheus.CounterVec
 	// Redemptions counts the redemptions at the shops by result.
-	Redemptions     *prometheus.CounterVec
-	CancelledOrders prometheus.Counter
-	ExpiredOrders   prometheus.Counter
-	OwedGivebacks   prometheus.Counter
-	DoneGivebacks   prometheus.Counter
-	SweepDuration   prometheus.Histogram
-	SweepBatches    prometheus.Counter
-	SweepErrors     prometheus.Counter
+	Redemptions *prometheus.CounterVec
+	// ReconcileMismatches counts the mismatches the reconciliation of the
+	// pay providers recorded, each once, by provider and kind.
+	ReconcileMismatches *prometheus.CounterVec
+	CancelledOrders     prometheus.Counter
+	ExpiredOrders       prometheus.Counter
+	OwedGivebacks       prometheus.Counter
+	DoneGivebacks       prometheus.Counter
+	SweepDuration       prometheus.Histogram
+	SweepBatches        prometheus.Counter
+	SweepErrors         prometheus.Counter
 
 	seriesCache
 }
@@ -113,6 +116,8 @@ func New() *Metrics {
 			"Refund tries at the pay providers by provider, reason (late_payment, unreachable_provider, duplicate_payment, buyer) and result: done, processing, failed (tried again with backoff).", "provider", "reason", "result"),
 		Redemptions: counterVec("seckill_redemptions_total",
 			"Redemption attempts at the shops' counters by result: redeemed, used (redeemed before: VOUCHER_USED), invalid (no such code at the shop: REDEEM_CODE_INVALID), not_usable (outside the voucher's use days or last day), not_staff, rate_limited, error.", "result"),
+		ReconcileMismatches: counterVec("seckill_reconcile_mismatches_total",
+			"Mismatches between the pay providers and the orders, counted once when first recorded (tb_pay_mismatch), by provider and kind: lost_notification, refund_in_flight, bill_no_order, bill_unpaid_here, amount, not_in_bill, refund_unknown, refund_not_recorded, refund_not_in_bill (docs/payments.md, Reconciliation).", "provider", "kind"),
 		PaidOrders: counter("seckill_orders_paid_total",
 			"Orders their buyers paid (a repeated payment counts once)."),
 		CancelledOrders: counter("seckill_orders_cancelled_total",
@@ -135,7 +140,7 @@ func New() *Metrics {
 	m.Registry.MustRegister(m.PaidOrders, m.CancelledOrders, m.ExpiredOrders, m.OwedGivebacks, m.DoneGivebacks,
 		m.SweepDuration, m.SweepBatches, m.SweepErrors, m.PurchaseLimits, m.Requests, m.Latency, m.Outcomes, m.LockRefused, m.UniqueKeyRejections, m.StaleFenceRejections,
 		m.AsyncWritten, m.AsyncDeadLetters, m.AsyncBatch, m.AsyncClaimed, m.AdmissionPipeline, m.SyncGroup,
-		m.RedisRoundTrips, m.RedisCommands, m.PayNotifications, m.Refunds, m.Redemptions,
+		m.RedisRoundTrips, m.RedisCommands, m.PayNotifications, m.Refunds, m.Redemptions, m.ReconcileMismatches,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }
@@ -227,6 +232,11 @@ func (m Payments) Paid(string) { m.PaidOrders.Inc() }
 // Refund counts one refund try.
 func (m Payments) Refund(provider, reason, result string) {
 	m.Refunds.WithLabelValues(provider, reason, result).Inc()
+}
+
+// Mismatch counts a mismatch recorded for the first time.
+func (m Payments) Mismatch(provider, kind string) {
+	m.ReconcileMismatches.WithLabelValues(provider, kind).Inc()
 }
 
 // AdmissionRoundTrip observes one admission round trip to Redis carrying n

@@ -48,6 +48,7 @@ const (
 type Provider struct {
 	appID  string
 	client *sdk.Client
+	http   *http.Client // downloads the bills
 	now    func() time.Time
 }
 
@@ -56,7 +57,8 @@ func New(cfg Config) (*Provider, error) {
 	if cfg.AppID == "" || len(cfg.PrivateKey) == 0 || len(cfg.PublicKey) == 0 {
 		return nil, errors.New("alipay: the app id, the app's private key and Alipay's public key are required")
 	}
-	opts := []sdk.OptionFunc{sdk.WithHTTPClient(httpClient(cfg.HTTPClient)), sdk.WithTimeLocation(shanghai)}
+	hc := httpClient(cfg.HTTPClient)
+	opts := []sdk.OptionFunc{sdk.WithHTTPClient(hc), sdk.WithTimeLocation(shanghai)}
 	if cfg.Gateway != "" {
 		opts = append(opts, sdk.WithProductionGateway(cfg.Gateway))
 	}
@@ -71,7 +73,7 @@ func New(cfg Config) (*Provider, error) {
 	if now == nil {
 		now = time.Now
 	}
-	return &Provider{appID: cfg.AppID, client: c, now: now}, nil
+	return &Provider{appID: cfg.AppID, client: c, http: hc, now: now}, nil
 }
 
 // Name is model.ProviderAlipay.

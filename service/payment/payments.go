@@ -351,17 +351,10 @@ func (p *Payments) settle(ctx context.Context, t model.PayTrade, giveUp bool) (m
 		return model.TradeMissing, err
 	}
 	if st.State == model.TradePaid {
-		if st.Amount == 0 {
-			st.Amount = t.Amount
-		}
-		_, outcome, err := p.d.Store.Paid(ctx, t.OutTradeNo, t.Provider, st.ProviderTradeNo, st.Amount, p.at(st.PaidAt), p.d.Now())
+		outcome, err := p.applyQueried(ctx, t, st)
 		if err != nil {
 			return 0, err
 		}
-		if outcome == model.PaidNow {
-			p.d.Metrics.Paid(t.Provider)
-		}
-		p.d.Log.InfoContext(ctx, "trade found paid by query", "provider", t.Provider, "out_trade_no", t.OutTradeNo, "order_id", t.OrderID)
 		if outcome == model.PaidRefund {
 			return model.TradeClosed, nil
 		}

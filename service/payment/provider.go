@@ -6,6 +6,7 @@ package payment
 import (
 	"context"
 	"net/http"
+	"time"
 
 	"seckill/model"
 )
@@ -29,6 +30,9 @@ type Provider interface {
 	Refund(ctx context.Context, r model.RefundRequest) (model.RefundStatus, error)
 	// QueryRefund answers a refund's state.
 	QueryRefund(ctx context.Context, outTradeNo, outRefundNo string) (model.RefundStatus, error)
+	// Bill answers the provider's bill of the Beijing day holding day: a
+	// line per payment and per refund (reconcile.go).
+	Bill(ctx context.Context, day time.Time) ([]model.BillLine, error)
 	// Verify checks a notification's signature, its app or merchant, its
 	// time where the provider signs one, and parses it. A notification that
 	// fails is model.ErrNoticeRejected (a *model.NoticeRejectedError).

@@ -217,6 +217,29 @@ CREATE TABLE IF NOT EXISTS tb_pay_trade (
   KEY idx_trade_refund (refund_state, refund_next)
 ) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4;
 
+-- A mismatch between a pay provider and the orders, found by the
+-- reconciliation (docs/payments.md, "Reconciliation"): kind says what,
+-- action what to do. bill_date is the Beijing day of the bill (or of the
+-- run, for the kinds that are no bill's). One row per provider, kind,
+-- trade and day: reruns and several instances record it once.
+CREATE TABLE IF NOT EXISTS tb_pay_mismatch (
+  id            BIGINT      NOT NULL AUTO_INCREMENT,
+  provider      VARCHAR(16) NOT NULL,
+  kind          VARCHAR(32) NOT NULL,
+  out_trade_no  VARCHAR(64) NOT NULL,
+  out_refund_no VARCHAR(64) NOT NULL DEFAULT '',
+  order_id      BIGINT      NULL,
+  voucher_id    BIGINT      NULL,
+  amount        BIGINT      NOT NULL DEFAULT 0,
+  detail        VARCHAR(512) NOT NULL DEFAULT '',
+  action        VARCHAR(512) NOT NULL DEFAULT '',
+  bill_date     CHAR(10)    NOT NULL,
+  first_seen    DATETIME(3) NOT NULL,
+  PRIMARY KEY (id),
+  UNIQUE KEY uk_mismatch (provider, kind, out_trade_no, bill_date),
+  KEY idx_mismatch_voucher (voucher_id, id)
+) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4;
+
 -- The shops' staff (role 'staff' in tb_user): each staff member is bound to
 -- one shop and redeems its vouchers (POST /shop/:shopId/redeem). The row is
 -- read on every redemption, so removing it takes effect at once.

@@ -159,6 +159,24 @@ CREATE INDEX IF NOT EXISTS idx_trade_order ON tb_pay_trade (order_id);
 CREATE INDEX IF NOT EXISTS idx_trade_state ON tb_pay_trade (state, expire_time);
 CREATE INDEX IF NOT EXISTS idx_trade_refund ON tb_pay_trade (refund_state, refund_next);
 
+CREATE TABLE IF NOT EXISTS tb_pay_mismatch (
+  id            INTEGER PRIMARY KEY AUTOINCREMENT,
+  provider      TEXT NOT NULL,
+  kind          TEXT NOT NULL,
+  out_trade_no  TEXT NOT NULL,
+  out_refund_no TEXT NOT NULL DEFAULT '',
+  order_id      INTEGER NULL,
+  voucher_id    INTEGER NULL,
+  amount        INTEGER NOT NULL DEFAULT 0,
+  detail        TEXT NOT NULL DEFAULT '',
+  action        TEXT NOT NULL DEFAULT '',
+  bill_date     TEXT NOT NULL,
+  first_seen    DATETIME NOT NULL,
+  UNIQUE (provider, kind, out_trade_no, bill_date)
+);
+
+CREATE INDEX IF NOT EXISTS idx_mismatch_voucher ON tb_pay_mismatch (voucher_id, id);
+
 CREATE TABLE IF NOT EXISTS tb_shop_staff (
   user_id     INTEGER PRIMARY KEY,
   shop_id     INTEGER NOT NULL,

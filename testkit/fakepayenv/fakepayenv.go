@@ -13,6 +13,7 @@ package fakepayenv
 
 import (
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"net/url"
@@ -180,4 +181,17 @@ func Control(t testing.TB, env map[string]string, method, path string, q url.Val
 		t.Fatalf("fakepay %s %s: %d %q: %v", method, path, resp.StatusCode, b, err)
 	}
 	return resp.StatusCode, out
+}
+
+// BillLine adds a line of no trade to the provider's bills: a payment of
+// amount fen by default; q may name out_trade_no, kind (payment or
+// refund), out_refund_no, at (unix seconds). Answers {"line":{...}}.
+func BillLine(t testing.TB, env map[string]string, provider string, amount int64, q url.Values) map[string]any {
+	t.Helper()
+	v := url.Values{}
+	for k, x := range q {
+		v[k] = x
+	}
+	v.Set("amount", fmt.Sprint(amount))
+	return Must(t, env, http.MethodPost, "/control/"+provider+"/bill-line", v)
 }

@@ -45,6 +45,7 @@ func (a *alipayFake) Name() string { return ProviderAlipay }
 
 func (a *alipayFake) Register(mux *http.ServeMux) {
 	mux.HandleFunc("/alipay/gateway.do", a.gateway)
+	mux.HandleFunc("GET /alipay/bill", a.billFile)
 }
 
 func (a *alipayFake) Env(addr, keyDir string) map[string]string {
@@ -66,6 +67,8 @@ type alipayBiz struct {
 	RefundAmount string `json:"refund_amount"`
 	RefundReason string `json:"refund_reason"`
 	OutRequestNo string `json:"out_request_no"`
+	BillType     string `json:"bill_type"`
+	BillDate     string `json:"bill_date"`
 }
 
 // alipayError is a refusal: the code, and the sub_code that says why.
@@ -130,6 +133,8 @@ func (a *alipayFake) gateway(w http.ResponseWriter, r *http.Request) {
 		out, e = a.refund(biz, now)
 	case "alipay.trade.fastpay.refund.query":
 		out, e = a.refundQuery(biz, now)
+	case "alipay.data.dataservice.bill.downloadurl.query":
+		out, e = a.billURL(biz)
 	default:
 		e = refuse("40002", "isv.invalid-method", "method %q: the fake does not know it", method)
 	}

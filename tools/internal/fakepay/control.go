@@ -34,6 +34,8 @@ type Delivery struct {
 //	POST /control/{provider}/down?on=1|0                                         -> {"provider":"...","down":true}
 //	POST /control/{provider}/refund-mode?mode=ok|processing|fail[&out_trade_no=X] -> {"provider":"...","mode":"..."} (X: that trade's refunds only)
 //	GET  /control/{provider}/trades[?out_trade_no=X]                             -> {"trades":[...]}
+//	POST /control/{provider}/bill-line?amount=N[&out_trade_no=X&kind=payment|refund&out_refund_no=R&at=UNIX]
+//	                                                                             -> {"line":{...}} (bill.go)
 //	GET  /scan/{provider}/{out_trade_no}   the trade's page (its QR code's content), with a Pay button
 //	POST /scan/{provider}/{out_trade_no}   pays it (not late) and notifies once
 func (s *Server) routes(mux *http.ServeMux) {
@@ -43,6 +45,7 @@ func (s *Server) routes(mux *http.ServeMux) {
 	mux.HandleFunc("POST /control/{provider}/down", s.withProvider(s.handleDown))
 	mux.HandleFunc("POST /control/{provider}/refund-mode", s.withProvider(s.handleRefundMode))
 	mux.HandleFunc("GET /control/{provider}/trades", s.withProvider(s.handleTrades))
+	mux.HandleFunc("POST /control/{provider}/bill-line", s.withProvider(s.handleBillLine))
 	mux.HandleFunc("GET /scan/{provider}/{out_trade_no}", s.withProvider(s.handleScan))
 	mux.HandleFunc("POST /scan/{provider}/{out_trade_no}", s.withProvider(s.handleScanPay))
 }

@@ -110,6 +110,7 @@ type Store struct {
 	// that tests sharing one fake do not change each other's refunds.
 	tradeModes map[tradeKey]string
 	down       map[string]bool
+	extra      map[string][]BillLine // bill lines of no trade, per provider (bill.go)
 }
 
 // NewStore returns an empty store.

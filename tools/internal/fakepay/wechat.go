@@ -31,9 +31,12 @@ const (
 // shanghai is the zone WeChat Pay writes its times in.
 var shanghai = time.FixedZone("CST", 8*3600)
 
-type wechat struct{ c *Core }
+type wechat struct {
+	c     *Core
+	bills billFiles // the files tradebill announced, by token
+}
 
-func newWechat(c *Core) Provider { return &wechat{c: c} }
+func newWechat(c *Core) Provider { return &wechat{c: c, bills: billFiles{files: map[string][]byte{}}} }
 
 func (w *wechat) Name() string { return wechatName }
 
@@ -58,6 +61,8 @@ func (w *wechat) Register(mux *http.ServeMux) {
 	mux.HandleFunc("POST /wechat/v3/pay/transactions/out-trade-no/{out_trade_no}/close", w.signed(w.close))
 	mux.HandleFunc("POST /wechat/v3/refund/domestic/refunds", w.signed(w.refund))
 	mux.HandleFunc("GET /wechat/v3/refund/domestic/refunds/{out_refund_no}", w.signed(w.refundQuery))
+	mux.HandleFunc("GET /wechat/v3/bill/tradebill", w.signed(w.tradeBill))
+	mux.HandleFunc("GET /wechat/v3/billdownload/file", w.billFile)
 	mux.HandleFunc("/wechat/", w.signed(func(r *http.Request, _ []byte) (int, any) {
 		return wechatError(http.StatusNotFound, "NOT_FOUND", "no such API: "+r.Method+" "+r.URL.Path)
 	}))

@@ -6,6 +6,7 @@
 import { api, stream, ApiError, explain, serverNow, tokens } from './api.js';
 import { h, setText, localTime, duration, money, scroll, windowText, labelled } from './dom.js';
 import { roomTiles } from './room.js';
+import { mismatchPanel } from './mismatches.js';
 
 const CODES = ['OK', 'SOLD_OUT', 'DUPLICATE_ORDER', 'SECKILL_NOT_STARTED', 'SECKILL_ENDED', 'RATE_LIMITED', 'UNAVAILABLE', 'INTERNAL', 'OTHER'];
 const LIVE_POINTS = 3600; // the stream's seconds kept past the server's history
@@ -102,6 +103,7 @@ function board(root, voucherId, token, v, abort, timers) {
         tile('Audit', verdict, auditNote))),
     v.waitingRoom ? roomTiles(voucherId, token, timers) : '',
     moneyTiles(voucherId, token, timers),
+    mismatchPanel(voucherId, token, timers),
     h('section', { class: 'card' },
       h('h2', {}, 'Traffic'),
       h('div', { class: 'tiles' },
