@@ -523,7 +523,7 @@ export function buyer(root) {
       setTimeout(() => { if (yes.isConnected && !refunds.get(o.id)?.busy) yes.disabled = false; }, CONFIRM_ARM_MS - (Date.now() - r.asked));
     }
     return h('div', { class: 'refund-box refund-confirm', role: 'group', 'aria-label': 'Confirm the refund' },
-      h('p', { class: 'small' }, `Get${amount} back${paidWith(o)}? The voucher can then no longer be used at the shop, and its unit goes back on sale.`),
+      h('p', { class: 'small' }, `Get${amount} back${paidWith(o)}? The voucher can then no longer be used at the shop.`),
       h('div', { class: 'row-actions' },
         h('button', { type: 'button', class: 'refund-keep secondary', disabled: r.busy, onclick: () => { refunds.delete(o.id); renderOrders(shown); } }, 'Keep the voucher'),
         yes));
