@@ -525,13 +525,21 @@ export function buyer(root) {
     return h('div', { class: 'refund-box refund-confirm', role: 'group', 'aria-label': 'Confirm the refund' },
       h('p', { class: 'small' }, `Get${amount} back${paidWith(o)}? The voucher can then no longer be used at the shop.`),
       h('div', { class: 'row-actions' },
-        h('button', { type: 'button', class: 'refund-keep secondary', disabled: r.busy, onclick: () => { refunds.delete(o.id); renderOrders(shown); } }, 'Keep the voucher'),
+        h('button', { type: 'button', class: 'refund-keep secondary', disabled: r.busy, onclick: () => keepVoucher(o) }, 'Keep the voucher'),
         yes));
   }
+  // askRefund and keepVoucher move the focus with the question, so a
+  // keyboard's second Enter keeps the voucher too.
   function askRefund(o) {
     refunds.set(o.id, { asked: Date.now(), busy: false });
     rowMsgs.delete(o.id);
     renderOrders(shown);
+    ordersBody.querySelector(`[data-order="${o.id}"] .refund-keep`)?.focus({ preventScroll: true });
+  }
+  function keepVoucher(o) {
+    refunds.delete(o.id);
+    renderOrders(shown);
+    ordersBody.querySelector(`[data-order="${o.id}"] button.refund`)?.focus({ preventScroll: true });
   }
   // refund asks for the order's money back (POST
   // /voucher-order/:orderId/refund): the row shows the order the server
