@@ -2,10 +2,12 @@ package browser
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"math/rand/v2"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"net/url"
 	"strings"
 	"testing"
@@ -13,6 +15,7 @@ import (
 
 	"github.com/chromedp/chromedp"
 
+	"seckill/app"
 	"seckill/e2e/apptest"
 	"seckill/testkit/browsertest"
 	"seckill/testkit/fakepayenv"
@@ -23,27 +26,11 @@ import (
 // order stays unpaid (the click pays nothing) until the provider pays the
 // trade and notifies, then the row turns paid by itself.
 func TestWebPayByQR(t *testing.T) {
-	fake := fakepayenv.Load(t)
 	for _, sz := range newcomerSizes {
 		t.Run(sizeName(sz.w, sz.h), func(t *testing.T) {
-			// The providers post to this listener; the browser uses the
-			// test server of webTestApp. Both serve the app.
-			ln, err := net.Listen("tcp", "127.0.0.1:0")
-			if err != nil {
-				t.Fatal(err)
-			}
-			env := map[string]string{"SECKILL_PAY_PROVIDERS": "alipay,wechat",
-				"SECKILL_PAY_NOTIFY_BASE_URL": "http://" + ln.Addr().String()}
-			for k, v := range fake {
-				if strings.HasPrefix(k, "SECKILL_ALIPAY_") || strings.HasPrefix(k, "SECKILL_WECHATPAY_") {
-					env[k] = v
-				}
-			}
-			a, srv := webTestApp(t, env)
-			notify := &http.Server{Handler: a.Handler(), ReadHeaderTimeout: 5 * time.Second}
-			go notify.Serve(ln)
-			t.Cleanup(func() { notify.Close() })
-
+			// The providers post to the app on a listener of its own; the
+			// browser uses the test server.
+			a, srv, fake := providerApp(t)
 			shop, vid := webVoucher(t, a.Handler(), fmt.Sprintf("Pay %d", rand.IntN(1_000_000)), 5)
 			token := buyerToken(t, a.Handler())
 			orderID := strings.Trim(string(apptest.Call(t, a.Handler(), http.MethodPost, fmt.Sprintf("/voucher-order/seckill/%d", vid), token, nil).Body.Data), `"`)
@@ -76,4 +63,48 @@ func TestWebPayByQR(t *testing.T) {
 			b.Screenshot("paid-" + sizeName(sz.w, sz.h))
 		})
 	}
+}
+
+// providerApp is webTestApp with the fake Alipay and WeChat Pay of the
+// test environment; their notifications reach the app on a listener of
+// its own.
+func providerApp(t *testing.T) (*app.App, *httptest.Server, map[string]string) {
+	t.Helper()
+	fake := fakepayenv.Load(t)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	env := map[string]string{"SECKILL_PAY_PROVIDERS": "alipay,wechat",
+		"SECKILL_PAY_NOTIFY_BASE_URL": "http://" + ln.Addr().String()}
+	for k, v := range fake {
+		if strings.HasPrefix(k, "SECKILL_ALIPAY_") || strings.HasPrefix(k, "SECKILL_WECHATPAY_") {
+			env[k] = v
+		}
+	}
+	a, srv := webTestApp(t, env)
+	notify := &http.Server{Handler: a.Handler(), ReadHeaderTimeout: 5 * time.Second}
+	go notify.Serve(ln)
+	t.Cleanup(func() { notify.Close() })
+	return a, srv, fake
+}
+
+// payAtAlipay opens the order's Alipay trade, has the fake pay it and
+// notify, and waits until the order is paid; it returns the trade's number.
+func payAtAlipay(t *testing.T, h http.Handler, fake map[string]string, token, id string) string {
+	t.Helper()
+	var c struct {
+		OutTradeNo string `json:"outTradeNo"`
+	}
+	r := apptest.Call(t, h, http.MethodPost, "/voucher-order/"+id+"/pay", token, map[string]any{"provider": "alipay"})
+	if err := json.Unmarshal(r.Body.Data, &c); err != nil || r.Status != http.StatusOK || c.OutTradeNo == "" {
+		t.Fatalf("pay with alipay: %d %s (%v)", r.Status, r.Body.Data, err)
+	}
+	fakepayenv.Pay(t, fake, "alipay", c.OutTradeNo, "once", false)
+	for deadline := time.Now().Add(10 * time.Second); readOrder(t, h, token, id).Status != "paid"; time.Sleep(100 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("order %s: not paid 10 s after the notification", id)
+		}
+	}
+	return c.OutTradeNo
 }

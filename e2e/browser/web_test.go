@@ -300,9 +300,10 @@ func lifecycleSteps(t *testing.T, b *browsertest.Browser, h http.Handler, token 
 	b.Click(other + " .pay")
 	b.WaitText(other+" .status", "paid ¥80.00")
 	b.WaitText(other+" .row-msg", "Paid ¥80.00")
-	if n := browsertest.Eval[int](b, `document.querySelectorAll(`+strconv.Quote(other+" button")+`).length`); n != 0 {
-		t.Errorf("the paid order's row: %d buttons, want none", n)
+	if n := browsertest.Eval[int](b, `document.querySelectorAll(`+strconv.Quote(other+" button:not(.refund)")+`).length`); n != 0 {
+		t.Errorf("the paid order's row: %d buttons besides Refund, want none", n)
 	}
+	b.WaitText(other+" button.refund", "Refund ¥80.00")
 
 	b.WaitText(ids.card+" .stock", "Stock 0 / 1")
 	b.Click(ids.row + " .cancel")

@@ -6,12 +6,14 @@
 // real pay provider, Pay shows the trade's QR code and the order turns
 // paid by itself once the provider's notification arrives (the click does
 // not pay). A cancelled or expired order puts its unit back on sale, as
-// the card's stock shows.
+// the card's stock shows. A paid, unused order offers Refund, asked once
+// more before it is sent; the order then shows refunding, and refunded by
+// itself when the provider confirmed the money back.
 import { api, ApiError, explain, serverNow, tokens } from './api.js';
 import { h, setText, field, money, duration, localTime, message, shortId, scroll, labelled } from './dom.js';
 import { queuePanel } from './room.js';
 import { loginForm, showError } from './login.js';
-import { statusWords, orderAfterPay, codeKeeper } from './redemption.js';
+import { statusWords, orderAfterPay, codeKeeper, paidWith, PROVIDER_NAMES, REFUND_REFUSALS } from './redemption.js';
 
 const STOCK_POLL_MS = 2000;
 const ORDER_POLL_MS = 1000;
@@ -19,6 +21,12 @@ const ORDER_POLL_MS = 1000;
 // it is paid and the page is in view: the buyer at the counter sees it
 // turn used.
 const WATCH_POLL_MS = 5000;
+// REFUND_POLL_MS is how often the orders are read while one is refunding
+// and the page is in view: the row turns refunded by itself.
+const REFUND_POLL_MS = 2000;
+// CONFIRM_ARM_MS is how long "Yes, refund" stays disabled after Refund
+// was pressed: a double tap on a phone cannot confirm its own question.
+const CONFIRM_ARM_MS = 700;
 export function buyer(root) {
   const timers = [];
   const every = (ms, f) => timers.push(setInterval(f, ms));
@@ -31,7 +39,10 @@ export function buyer(root) {
   // trades whose QR code is shown: order id -> the pay call's answer.
   let payWith = { providers: [], simulated: true };
   const paying = new Map();
-  let renderedSig = ''; // ordersSig of the table as last rendered
+  // Refunds being asked: order id -> {asked (when Refund was pressed),
+  // busy (the request runs)}.
+  const refunds = new Map();
+  const rowSigs = new WeakMap(); // a row of the table -> rowSig of what it shows
 
   const status = h('p', { id: 'buyer-status', class: 'muted' });
   const result = h('p', { id: 'buy-result', class: 'message', hidden: true });
@@ -345,10 +356,12 @@ export function buyer(root) {
       for (const o of all) if (o.status !== 'failed') owned.set(String(o.voucherId), o);
       await loadTitles(all);
       overdue = false;
-      // The table is rebuilt only when what it shows changed: a rebuild
-      // under the buyer's finger would swallow the click.
-      if (ordersSig(all) !== renderedSig) renderOrders(all);
-      else shown = all;
+      for (const o of all) {
+        const m = rowMsgs.get(o.id);
+        if (m && m.while && m.while !== o.status) rowMsgs.delete(o.id);
+        if (o.status !== 'paid' && !(refunds.get(o.id) || {}).busy) refunds.delete(o.id);
+      }
+      renderOrders(all);
       renderAll();
     } catch (e) {
       if (e instanceof ApiError && e.status === 401) {
@@ -376,25 +389,45 @@ export function buyer(root) {
       }
     }
   }
-  // ordersSig is what the orders' table shows of orders, as one string.
-  function ordersSig(orders) {
-    return JSON.stringify([orders, orders.map((o) => [titles.get(String(o.voucherId)), prices.get(String(o.voucherId))]),
-      [...rowMsgs], [...paying.keys()], payWith]);
+  // rowSig is what an order's row shows, as one string.
+  function rowSig(o) {
+    const v = String(o.voucherId);
+    return JSON.stringify([o, titles.get(v), prices.get(v), rowMsgs.get(o.id) || null, paying.get(o.id) || null,
+      refunds.get(o.id) || null, payWith]);
   }
+  function orderRow(o) {
+    return labelled(h('tr', { 'data-order': o.id, 'data-status': o.status, id: 'order-' + o.id },
+      h('td', {}, shortId(o.id)),
+      h('td', {}, titles.get(String(o.voucherId)) || 'voucher ' + o.voucherId),
+      h('td', { class: 'order-state' }, h('span', { class: 'status ' + o.status }, statusWords(o)), orderActions(o)),
+      h('td', { class: 'small' }, localTime(o.createTime))), ORDER_COLUMNS);
+  }
+  // renderOrders shows the orders. A row is rebuilt only when what it
+  // shows changed, and rows in place stay in place: a rebuild under the
+  // buyer's finger would swallow the click (the list is read every second
+  // while an order is pending, unpaid past its time or refunding).
   function renderOrders(orders) {
     if (!orders) {
-      renderedSig = '';
       shown = [];
       ordersBody.replaceChildren(h('tr', {}, h('td', { colspan: 4, class: 'muted' }, 'Log in to see your orders.')));
       return;
     }
     shown = orders;
-    renderedSig = ordersSig(orders);
-    ordersBody.replaceChildren(...orders.map((o) => labelled(h('tr', { 'data-order': o.id, 'data-status': o.status, id: 'order-' + o.id },
-      h('td', {}, shortId(o.id)),
-      h('td', {}, titles.get(String(o.voucherId)) || 'voucher ' + o.voucherId),
-      h('td', { class: 'order-state' }, h('span', { class: 'status ' + o.status }, statusWords(o)), orderActions(o)),
-      h('td', { class: 'small' }, localTime(o.createTime))), ORDER_COLUMNS)));
+    const old = new Map([...ordersBody.querySelectorAll('tr[data-order]')].map((r) => [r.dataset.order, r]));
+    const rows = orders.map((o) => {
+      const sig = rowSig(o);
+      const r = old.get(o.id);
+      if (r && rowSigs.get(r) === sig) return r;
+      const tr = orderRow(o);
+      rowSigs.set(tr, sig);
+      return tr;
+    });
+    const now = [...ordersBody.children];
+    if (rows.length && now.length === rows.length && now.every((r, i) => r.dataset.order === rows[i].dataset.order)) {
+      now.forEach((r, i) => { if (r !== rows[i]) r.replaceWith(rows[i]); });
+    } else {
+      ordersBody.replaceChildren(...rows);
+    }
     // The "Order placed" banner goes with its order: once it is cancelled
     // or expired, it no longer says the buyer bought it.
     const placed = orders.find((o) => o.id === result.dataset.order);
@@ -402,7 +435,7 @@ export function buyer(root) {
       result.hidden = true;
       delete result.dataset.order;
     }
-    if (!orders.length) ordersBody.append(h('tr', {}, h('td', { colspan: 4, class: 'muted' }, 'No order yet.')));
+    if (!orders.length) ordersBody.replaceChildren(h('tr', {}, h('td', { colspan: 4, class: 'muted' }, 'No order yet.')));
     ordersLoaded = true;
     markFocus();
     tick();
@@ -448,10 +481,11 @@ export function buyer(root) {
     }
   }
   // orderActions is what an order's status cell shows under the status:
-  // the time left to pay and Pay and Cancel while unpaid, and the answer
-  // of the buyer's last click.
+  // the time left to pay and Pay and Cancel while unpaid, the code and
+  // Refund while paid, and the answer of the buyer's last click.
   function orderActions(o) {
     const parts = [orderAfterPay(o)];
+    if (o.status === 'paid') parts.push(refundBox(o));
     if (o.status === 'created') {
       if (o.payDeadline) parts.push(h('div', { class: 'pay-left small muted', 'data-deadline': o.payDeadline }));
       const buttons = payWith.providers.map((p) =>
@@ -472,6 +506,71 @@ export function buyer(root) {
       parts.push(h('div', { class: 'row-msg small' }, p));
     }
     return parts;
+  }
+  // refundBox is Refund under a paid, unused order. Pressed, it asks
+  // once more in words, with "Keep the voucher" where Refund was (a double
+  // tap keeps it) and "Yes, refund" beside it, armed a moment later.
+  function refundBox(o) {
+    const r = refunds.get(o.id);
+    const amount = o.payAmount !== undefined ? ' ' + money(o.payAmount) : payValue(o);
+    if (!r) {
+      return h('div', { class: 'refund-box' },
+        h('button', { type: 'button', class: 'refund secondary', onclick: () => askRefund(o) }, 'Refund' + amount));
+    }
+    const yes = h('button', { type: 'button', class: 'refund-yes danger', disabled: r.busy || Date.now() - r.asked < CONFIRM_ARM_MS,
+      onclick: () => refund(o) }, r.busy ? 'Asking for the refund…' : 'Yes, refund' + amount);
+    if (!r.busy && Date.now() - r.asked < CONFIRM_ARM_MS) {
+      setTimeout(() => { if (yes.isConnected && !refunds.get(o.id)?.busy) yes.disabled = false; }, CONFIRM_ARM_MS - (Date.now() - r.asked));
+    }
+    return h('div', { class: 'refund-box refund-confirm', role: 'group', 'aria-label': 'Confirm the refund' },
+      h('p', { class: 'small' }, `Get${amount} back${paidWith(o)}? The voucher can then no longer be used at the shop.`),
+      h('div', { class: 'row-actions' },
+        h('button', { type: 'button', class: 'refund-keep secondary', disabled: r.busy, onclick: () => keepVoucher(o) }, 'Keep the voucher'),
+        yes));
+  }
+  // askRefund and keepVoucher move the focus with the question, so a
+  // keyboard's second Enter keeps the voucher too.
+  function askRefund(o) {
+    refunds.set(o.id, { asked: Date.now(), busy: false });
+    rowMsgs.delete(o.id);
+    renderOrders(shown);
+    ordersBody.querySelector(`[data-order="${o.id}"] .refund-keep`)?.focus({ preventScroll: true });
+  }
+  function keepVoucher(o) {
+    refunds.delete(o.id);
+    renderOrders(shown);
+    ordersBody.querySelector(`[data-order="${o.id}"] button.refund`)?.focus({ preventScroll: true });
+  }
+  // refund asks for the order's money back (POST
+  // /voucher-order/:orderId/refund): the row shows the order the server
+  // answers, refunding (read again until refunded) or refunded at once.
+  async function refund(o) {
+    const r = refunds.get(o.id);
+    if (!r || r.busy || Date.now() - r.asked < CONFIRM_ARM_MS) return;
+    refunds.set(o.id, { ...r, busy: true });
+    renderOrders(shown);
+    const token = tokens.user();
+    try {
+      const next = (await api('POST', `/voucher-order/${o.id}/refund`, { token, headers: { 'Idempotency-Key': 'refund-' + o.id + '-' + r.asked } })).data;
+      refunds.delete(o.id);
+      rowMsgs.set(o.id, next.status === 'refunded'
+        ? { kind: 'ok', text: `Refunded${next.payAmount !== undefined ? ' ' + money(next.payAmount) : ''}: the money is back with you.` }
+        : { kind: 'ok', text: 'Refund asked: the money is on its way back to you.', while: 'refunding' });
+      replaceOrder(next);
+    } catch (e) {
+      refunds.delete(o.id);
+      if (e instanceof ApiError && e.status === 401) {
+        loggedOut('Your login has ended (expired or signed out elsewhere): log in again.');
+        return;
+      }
+      rowMsgs.set(o.id, e instanceof ApiError
+        ? { kind: e.status >= 500 || e.status === 0 ? 'error' : 'refused', text: REFUND_REFUSALS[e.code] || explain(e), code: e.code }
+        : { kind: 'error', text: String(e) });
+      renderOrders(shown);
+    }
+    // The status the server now holds, and the unit a refund put back.
+    await loadOrders();
+    loadVouchers();
   }
   // qrPanel shows a trade's QR code to scan in the provider's app and its
   // page-pay link (the row above shows the time left); the order's row
@@ -564,8 +663,13 @@ export function buyer(root) {
   every(250, tick);
   every(STOCK_POLL_MS, loadVouchers);
   let watched = 0; // when the order of #/order/<id> was last read, paid
+  let refundRead = 0; // when the orders were last read for a refunding one
   every(ORDER_POLL_MS, () => {
     if (tracked().length || overdue || paying.size) return loadOrders();
+    if (shown.some((x) => x.status === 'refunding') && !document.hidden && Date.now() - refundRead >= REFUND_POLL_MS) {
+      refundRead = Date.now();
+      return loadOrders();
+    }
     const o = focused && shown.find((x) => x.id === focused);
     if (o && o.status === 'paid' && !document.hidden && Date.now() - watched >= WATCH_POLL_MS) {
       watched = Date.now();
@@ -580,9 +684,6 @@ export function buyer(root) {
 function orderHref(id) {
   return '#/order/' + id;
 }
-
-// PROVIDER_NAMES are the pay providers' names as buyers know them.
-const PROVIDER_NAMES = { alipay: 'Alipay', wechat: 'WeChat Pay' };
 
 // ORDER_COLUMNS label the columns of the buyer's orders.
 const ORDER_COLUMNS = ['Order', 'Voucher', 'Status', 'Created'];

@@ -4,7 +4,7 @@
 // Every number is the whole sale's, over every instance: the server sums
 // what each instance published to Redis and adds the voucher's audit.
 import { api, stream, ApiError, explain, serverNow, tokens } from './api.js';
-import { h, setText, localTime, duration, money, scroll, windowText, labelled } from './dom.js';
+import { h, setText, localTime, duration, money, scroll, windowText, labelled, shortId } from './dom.js';
 import { roomTiles } from './room.js';
 import { mismatchPanel } from './mismatches.js';
 
@@ -95,14 +95,18 @@ function board(root, voucherId, token, v, abort, timers) {
         tile('Stock (database)', num('stock'), h('span', { class: 'muted' }, ' / ', num('initialStock', 'muted'))),
         tile('Orders', num('orders'), h('div', { class: 'muted small' }, 'unpaid and paid')),
         tile('Unpaid', num('unpaid')),
-        tile('Paid', num('paid')),
-        tile('Cancelled', num('cancelled'), h('div', { class: 'muted small' }, 'units back on sale')),
+        tile('Paid', num('paid'), h('div', { class: 'muted small' }, 'used ones included')),
+        tile('Used', num('used'), h('div', { class: 'muted small' }, 'redeemed at the shop')),
+        tile('Refunding', num('refunding'), h('div', { class: 'muted small' }, 'asked by the buyer, money not back yet')),
+        tile('Refunded', num('refunded'), h('div', { class: 'muted small' }, 'on the buyer\'s request')),
+        tile('Cancelled', num('cancelled'), h('div', { class: 'muted small' }, 'units back on sale (refunds during the sale included)')),
         tile('Expired', num('expired'), h('div', { class: 'muted small' }, 'of the cancelled: not paid in time')),
         tile('Pending', num('pending'), h('div', { class: 'muted small' }, 'async: admitted, not yet written')),
         tile('Redis stock', num('redisStock'), h('div', { class: 'muted small' }, 'async only')),
         tile('Audit', verdict, auditNote))),
     v.waitingRoom ? roomTiles(voucherId, token, timers) : '',
     moneyTiles(voucherId, token, timers),
+    refundList(voucherId, token, timers),
     mismatchPanel(voucherId, token, timers),
     h('section', { class: 'card' },
       h('h2', {}, 'Traffic'),
@@ -138,7 +142,7 @@ function board(root, voucherId, token, v, abort, timers) {
     set('stock', a.stock);
     set('initialStock', a.initialStock);
     set('orders', a.orders);
-    for (const k of ['unpaid', 'paid', 'cancelled', 'expired']) set(k, a[k]);
+    for (const k of ['unpaid', 'paid', 'used', 'refunding', 'refunded', 'cancelled', 'expired']) set(k, a[k]);
     set('pending', a.pending);
     set('redisStock', a.redisStock);
     set('duplicateRejections', a.duplicateRejections);
@@ -341,7 +345,7 @@ function moneyTiles(voucherId, token, timers) {
     h('h2', {}, 'Money'),
     h('div', { class: 'tiles' },
       tile('Taken', num('taken'), h('div', { class: 'muted small' }, 'paid at Alipay or WeChat Pay')),
-      tile('Refunded', num('refunded')),
+      tile('Refunded', num('refunded'), h('div', { class: 'muted small' }, 'confirmed back with the buyers')),
       tile('Late payments', num('late'), h('div', { class: 'muted small' }, 'paid after the order ended: refunded')),
       tile('Refunds owed', num('refundsOwed'), h('div', { class: 'muted small' }, 'retried with backoff'))),
     h('p', { class: 'muted small' }, 'Rejected notifications (forged, altered, another app\'s, a wrong amount): seckill_pay_notifications_total in Prometheus.'));
@@ -362,3 +366,60 @@ function moneyTiles(voucherId, token, timers) {
   timers.push(setInterval(load, 5000));
   return card;
 }
+
+// refundList is the sale's refunds at the pay providers (GET
+// /admin/vouchers/:id/refunds, every 5 s): those owed or processing first,
+// with their tries, the next try and why the last one did not finish. The
+// route exists only while a real provider is enabled: a 404 hides the card
+// for good.
+function refundList(voucherId, token, timers) {
+  const rows = h('tbody', { id: 'refunds' });
+  const summary = h('p', { id: 'refunds-summary', class: 'muted small' });
+  const card = h('section', { class: 'card', id: 'refunds-card', hidden: true },
+    h('h2', {}, 'Refunds'), summary,
+    scroll(h('table', { class: 'refunds cards' }, h('thead', {}, h('tr', {}, REFUND_COLUMNS.map((t, i) => h('th', { class: i === 2 || i === 5 ? 'r' : '' }, t)))), rows)));
+  let shown = ''; // the list as last rendered: rows are rebuilt only when it changed
+  let timer = 0;
+  async function load() {
+    if (document.hidden) return;
+    let list;
+    try {
+      list = (await api('GET', `/admin/vouchers/${voucherId}/refunds`, { token })).data || [];
+    } catch (e) {
+      if (e instanceof ApiError && (e.status === 404 || e.code === 'NOT_FOUND')) {
+        card.hidden = true;
+        clearInterval(timer);
+      }
+      return; // else the next round tries again
+    }
+    card.hidden = false;
+    const sig = JSON.stringify(list);
+    if (sig === shown) return;
+    shown = sig;
+    const open = list.filter((r) => r.state !== 'done').length;
+    setText(summary, !list.length ? 'No refund yet.'
+      : open ? `${open} of ${list.length} not done yet: retried with backoff until the provider confirms the money back.`
+        : `All ${list.length} done: the money is back with the buyers.`);
+    rows.replaceChildren(...list.map((r) => labelled(h('tr', { 'data-refund': r.refundNo, 'data-state': r.state, class: r.state === 'done' ? '' : 'open' },
+      h('td', {}, shortId(r.orderId)),
+      h('td', {}, REFUND_REASON_WORDS[r.reason] || r.reason, h('div', { class: 'muted small' }, PROVIDER_WORDS[r.provider] || r.provider)),
+      h('td', { class: 'r' }, money(r.amount)),
+      h('td', {}, h('span', { class: 'refund-state ' + r.state }, REFUND_STATE_WORDS[r.state] || r.state)),
+      h('td', { class: 'small' }, r.state === 'done' ? (r.refundTime ? localTime(r.refundTime) : '–') : r.nextTry ? localTime(r.nextTry) : 'now'),
+      h('td', { class: 'r' }, String(r.attempts)),
+      h('td', { class: 'small note' }, r.note || '', h('div', { class: 'muted' }, h('code', { title: 'refund number at the provider' }, r.refundNo)))), REFUND_COLUMNS)));
+  }
+  load();
+  timer = setInterval(load, 5000);
+  timers.push(timer);
+  return card;
+}
+
+// REFUND_COLUMNS label the columns of the refunds.
+const REFUND_COLUMNS = ['order', 'why', 'amount', 'state', 'next try / done', 'tries', 'last note'];
+const REFUND_STATE_WORDS = { owed: 'owed', processing: 'processing', done: 'done' };
+const REFUND_REASON_WORDS = {
+  buyer: 'asked by the buyer', late_payment: 'late payment', unreachable_provider: 'trade given up',
+  duplicate_payment: 'paid twice',
+};
+const PROVIDER_WORDS = { alipay: 'Alipay', wechat: 'WeChat Pay' };
