@@ -1,6 +1,7 @@
 package browser
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
@@ -275,8 +276,37 @@ func TestWebRefundAtProvider(t *testing.T) {
 				t.Errorf("the first refund listed: %s, want the owed one before the done one", first)
 			}
 			d.Screenshot("refund-dashboard-done-" + size)
+
+			// (d) A lost notification: Alipay took the money, we never
+			// heard. The reconciliation finds it; the dashboard shows it
+			// with what to do.
+			lost := buyerToken(t, h)
+			lostID := buyOrder(t, h, lost, vid)
+			var c struct {
+				OutTradeNo string `json:"outTradeNo"`
+			}
+			r := apptest.Call(t, h, http.MethodPost, "/voucher-order/"+lostID+"/pay", lost, map[string]any{"provider": "alipay"})
+			if err := json.Unmarshal(r.Body.Data, &c); err != nil || c.OutTradeNo == "" {
+				t.Fatalf("pay with alipay: %d %s", r.Status, r.Body.Data)
+			}
+			fakepayenv.Pay(t, fake, "alipay", c.OutTradeNo, "none", false)
+			if _, err := a.ReconcilePayments(context.Background(), time.Now(), -1, -1); err != nil {
+				t.Logf("reconcile: %v (other tests' trades share the fake's bill)", err)
+			}
+			if st := readOrder(t, h, lost, lostID).Status; st != "paid" {
+				t.Errorf("after the reconciliation the lost notification's order is %s, want paid", st)
+			}
+			m := browsertest.New(t, browsertest.Options{Width: sz.w, Height: sz.h})
+			openDashboard(t, m, srv, apptest.AdminToken(t, h), vid)
+			m.WaitText(`#mismatches [data-kind="lost_notification"]`, c.OutTradeNo)
+			if total := m.Text(`[data-field="mismatches.total"]`); total == "0" || total == "–" {
+				t.Errorf("mismatches shown: %q, want at least the lost notification", total)
+			}
+			noOverflow(t, m, "dashboard-mismatches")
+			m.Screenshot("reconcile-dashboard-mismatch-" + size)
 			noPageErrors(t, b)
 			noPageErrors(t, d)
+			noPageErrors(t, m)
 		})
 	}
 }
