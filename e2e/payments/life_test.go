@@ -38,7 +38,6 @@ func TestVoucherLifeTwoInstances(t *testing.T) {
 			base := apptest.RandomBase()
 			var wg sync.WaitGroup
 			var mu sync.Mutex
-			type paidTrade struct{ provider, outTradeNo string }
 			var trades []paidTrade
 			want := make([]string, buyers)
 			got := make([]lifeOrder, buyers)
@@ -127,18 +126,7 @@ func TestVoucherLifeTwoInstances(t *testing.T) {
 				}
 			}
 			time.Sleep(2 * time.Second) // the sweeps after the last change
-			var taken, refunded int64
-			for _, tr := range trades {
-				ft := fakeTrades(t, tr.provider, tr.outTradeNo)[0]
-				if ft.State == "paid" {
-					taken += ft.Amount
-				}
-				for _, r := range ft.Refunds {
-					if r.State == "done" {
-						refunded += r.Amount
-					}
-				}
-			}
+			taken, refunded := providerMoney(t, trades)
 			au := audit(t, a1.h, vid)
 			if !au.Consistent || au.Stock+int(au.Orders) != stock {
 				t.Errorf("units: %+v, want consistent, units sold %d + on sale %d = %d", au, au.Orders, au.Stock, stock)

@@ -305,7 +305,6 @@ func TestManyBuyersTwoInstances(t *testing.T) {
 			vid := publish(t, a1.h, stock)
 			base := apptest.RandomBase()
 			var wg sync.WaitGroup
-			type paidTrade struct{ provider, outTradeNo string }
 			var mu sync.Mutex
 			var trades []paidTrade
 			for i := range buyers {
@@ -341,18 +340,7 @@ func TestManyBuyersTwoInstances(t *testing.T) {
 			wg.Wait()
 			// Every order settles; refunds finish.
 			time.Sleep(6 * time.Second)
-			var taken, refunded int64
-			for _, tr := range trades {
-				ft := fakeTrades(t, tr.provider, tr.outTradeNo)[0]
-				if ft.State == "paid" {
-					taken += ft.Amount
-				}
-				for _, r := range ft.Refunds {
-					if r.State == "done" {
-						refunded += r.Amount
-					}
-				}
-			}
+			taken, refunded := providerMoney(t, trades)
 			audit := audit(t, a1.h, vid)
 			if !audit.Consistent {
 				t.Errorf("invariants: %+v", audit)

@@ -267,3 +267,24 @@ func audit(t *testing.T, h http.Handler, vid int64) apptest.AuditResult {
 	}
 	return a
 }
+
+// paidTrade names a trade at a provider.
+type paidTrade struct{ provider, outTradeNo string }
+
+// providerMoney is what the providers' own books (the fake's) say of the
+// trades: the money taken by those paid and given back by refunds done.
+func providerMoney(t *testing.T, trades []paidTrade) (taken, refunded int64) {
+	t.Helper()
+	for _, tr := range trades {
+		ft := fakeTrades(t, tr.provider, tr.outTradeNo)[0]
+		if ft.State == "paid" {
+			taken += ft.Amount
+		}
+		for _, r := range ft.Refunds {
+			if r.State == "done" {
+				refunded += r.Amount
+			}
+		}
+	}
+	return taken, refunded
+}
