@@ -40,6 +40,8 @@ func TestClassify(t *testing.T) {
 		{"order expired", fmt.Errorf("order 7: %w", model.ErrOrderExpired), http.StatusConflict, handler.CodeOrderExpired},
 		{"order paid", model.ErrOrderPaid, http.StatusConflict, handler.CodeOrderPaid},
 		{"order pending", model.ErrOrderPending, http.StatusConflict, handler.CodeOrderPending},
+		{"not refundable", fmt.Errorf("%w: the order is expired", model.ErrNotRefundable), http.StatusConflict, handler.CodeNotRefundable},
+		{"used, refund", fmt.Errorf("%w: redeemed at the shop, it cannot be refunded", model.ErrVoucherUsed), http.StatusConflict, handler.CodeVoucherUsed},
 		{"rate limited", model.ErrRateLimited, http.StatusTooManyRequests, handler.CodeRateLimited},
 		{"unavailable", model.Unavailable(internal), http.StatusServiceUnavailable, handler.CodeUnavailable},
 		{"deadline", fmt.Errorf("query: %w", context.DeadlineExceeded), http.StatusServiceUnavailable, handler.CodeUnavailable},
