@@ -55,20 +55,20 @@ func (s *Rooms) Step(ctx context.Context, voucherID, userID int64, op string, c 
 }
 
 // roomAnswer reads one answer of the script: {status, position, ahead,
-// expires, now}, or {"needbase"}.
+// expires, now, new}, or {"needbase"}.
 func roomAnswer(v []any) (model.RoomAnswer, error) {
 	if st, _ := v[0].(string); st == "needbase" {
 		return model.RoomAnswer{}, model.ErrRoomNeedsBase
 	}
-	if len(v) != 5 {
-		return model.RoomAnswer{}, fmt.Errorf("waiting room: %d fields, want 5", len(v))
+	if len(v) != 6 {
+		return model.RoomAnswer{}, fmt.Errorf("waiting room: %d fields, want 6", len(v))
 	}
 	st, _ := v[0].(string)
-	var n [4]int64
+	var n [5]int64
 	for i := range n {
 		n[i], _ = v[i+1].(int64)
 	}
-	a := model.RoomAnswer{Status: st, Position: n[0], Ahead: n[1], Now: time.UnixMilli(n[3])}
+	a := model.RoomAnswer{Status: st, Position: n[0], Ahead: n[1], Now: time.UnixMilli(n[3]), New: n[4] == 1}
 	if n[2] > 0 {
 		a.Expires = time.UnixMilli(n[2])
 	}

@@ -19,10 +19,11 @@
 -- ARGV[10] soldout: how long the purchase that met SOLD_OUT took, ms
 -- ARGV[11..] joins: the users who join in this call (ARGV[2] is unused)
 --
--- Returns, for join and poll, {status, position, ahead, expires, now};
+-- Returns, for join and poll, {status, position, ahead, expires, now, new};
 -- for joins, a list of such answers, one per user of ARGV[11..] in order;
 -- status waiting, admitted, sold_out, closed or notjoined; position -1
--- before the draw; expires the admission's expiry (ms) when admitted.
+-- before the draw; expires the admission's expiry (ms) when admitted; new
+-- 1 when this call put the user in the room, else 0.
 -- For audit, {joined, admitted, purchased, lapsed, seed, serving, pool,
 -- base, state, outstanding, drawn, back}. Every operation returns {"needbase"}
 -- when the room must be drawn and ARGV[8] is empty (the caller reads the
@@ -236,15 +237,15 @@ end
 local function answer(u)
   local f = fresh[u]
   if f == true then
-    return {'waiting', -1, -1, 0, now}
+    return {'waiting', -1, -1, 0, now, 1}
   elseif f then
     local pos = poolSize + f
     if state ~= '' then
-      return {state, pos, 0, 0, now}
+      return {state, pos, 0, 0, now, 1}
     elseif pos <= serving then
-      return {'admitted', pos, 0, now + ttl, now}
+      return {'admitted', pos, 0, now + ttl, now, 1}
     end
-    return {'waiting', pos, pos - serving - 1, 0, now}
+    return {'waiting', pos, pos - serving - 1, 0, now, 1}
   end
   local pos = -1
   local rank = redis.call('ZRANK', pool, u)
@@ -256,26 +257,26 @@ local function answer(u)
     rank = redis.call('ZRANK', line, u)
     if not rank then
       if state ~= '' then
-        return {state, -1, -1, 0, now}
+        return {state, -1, -1, 0, now, 0}
       end
-      return {'notjoined', -1, -1, 0, now}
+      return {'notjoined', -1, -1, 0, now, 0}
     end
     pos = poolSize + rank + 1
   end
   if state ~= '' then
-    return {state, pos, 0, 0, now}
+    return {state, pos, 0, 0, now, 0}
   end
   if redis.call('HEXISTS', done, u) == 1 then
-    return {'closed', pos, 0, 0, now}
+    return {'closed', pos, 0, 0, now, 0}
   end
   local expires = redis.call('ZSCORE', adm, u)
   if expires then
-    return {'admitted', pos, 0, tonumber(expires), now}
+    return {'admitted', pos, 0, tonumber(expires), now, 0}
   end
   if pos == -1 then
-    return {'waiting', -1, -1, 0, now}
+    return {'waiting', -1, -1, 0, now, 0}
   end
-  return {'waiting', pos, pos - serving - 1, 0, now}
+  return {'waiting', pos, pos - serving - 1, 0, now, 0}
 end
 
 if op ~= 'joins' then
