@@ -19,7 +19,7 @@ const (
 	roomJoinsMax = 256
 	// roomJoinsInFlight is how many runs of one room may be in flight.
 	// Joins arriving while they all are wait for the next run.
-	roomJoinsInFlight = 2
+	roomJoinsInFlight = 1
 )
 
 // roomJoins lets concurrent joins of one room share a run of

@@ -2,7 +2,7 @@
 # tools/bench/room.sh BIN LABEL: the waiting room's join in both phases and
 # the async purchase, beside the no-op endpoint, in one run of one server
 # (issue 46). It runs on a private Redis of its own (ROOM_REDIS_PORT, default
-# 6390, started and stopped here), so that its INFO commandstats and its CPU
+# 6399, started and stopped here; it refuses a port something answers on), so that its INFO commandstats and its CPU
 # are this run's alone; MariaDB is the shared one of .ci/env.sh (new
 # vouchers, the users of `seckill tokens`, as make bench).
 #
@@ -24,7 +24,7 @@ BIN=$(realpath "$1")
 LABEL=$2
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 OUT=${ROOM_OUT:-/tmp/roombench}/$LABEL
-RPORT=${ROOM_REDIS_PORT:-6390}
+RPORT=${ROOM_REDIS_PORT:-6399}
 PORT=${ROOM_PORT:-18190}
 DUR=${ROOM_DURATION:-10}
 USERS=${ROOM_USERS:-300000}
@@ -38,12 +38,15 @@ BASE=http://127.0.0.1:$PORT
 rcli() { redis-cli -p "$RPORT" "$@"; }
 
 # The private Redis.
-if ! rcli PING >/dev/null 2>&1; then
-  redis-server --port "$RPORT" --save '' --appendonly no --daemonize yes --pidfile "$OUT/redis.pid" --logfile "$OUT/redis.log"
-  sleep 0.5
-  STARTED_REDIS=1
+# Never one that already runs: it may be another engineer's.
+if rcli PING >/dev/null 2>&1; then
+  echo "room.sh: something already answers on port $RPORT: pick another ROOM_REDIS_PORT" >&2
+  exit 2
 fi
-rcli FLUSHALL >/dev/null
+redis-server --port "$RPORT" --save '' --appendonly no --daemonize yes --pidfile "$OUT/redis.pid" --logfile "$OUT/redis.log"
+sleep 0.5
+STARTED_REDIS=1
+rcli INFO server | grep -q "^tcp_port:$RPORT" || { echo "room.sh: the private Redis did not start" >&2; exit 2; }
 RPID=$(rcli INFO server | awk -F: '/^process_id/{print $2+0}')
 
 # Tokens: once, reused by every run of the script (a user joins each run's
