@@ -6,17 +6,18 @@
 # are this run's alone; MariaDB is the shared one of .ci/env.sh (new
 # vouchers, the users of `seckill tokens`, as make bench).
 #
-# Runs, wrk -t2 -c32 -d${ROOM_DURATION:-10}s, tools/bench/rotate.lua:
-#   noop        GET /debug/noop, the limit
+# Runs, wrk -t2 -c32 -d${ROOM_DURATION:-10}s, tools/bench/rotate.lua, a
+# no-op run before and after each other run (the machine is shared: each
+# run is divided by the mean of the no-ops on either side of it):
+#   noop-<i>    GET /debug/noop, the limit
 #   join-pool   POST .../queue, a new user per request, the sale starts in an
 #               hour: every join enters the pool
 #   join-line   POST .../queue, a new user per request, the sale started with
 #               ample stock: every join enters the line and is admitted
 #   async-buy   POST the purchase (async mode, no room), a new user per
 #               request; CPU profile over its middle and allocations during it
-#   noop-end    the no-op again, to see the machine did not change under us
 #
-# Per run: req/s, ratio to the first no-op, server and Redis CPU µs per
+# Per run: req/s, ratio to the no-ops beside it, server and Redis CPU µs per
 # request (/proc), Redis commandstats calls and µs per request, load average.
 # Writes $OUT/summary.md and the profiles; nothing in the repository.
 set -euo pipefail
@@ -92,11 +93,10 @@ SUMMARY=$OUT/summary.md
 {
   echo "# room.sh $LABEL: $(date -u '+%Y-%m-%d %H:%M:%S UTC'), $(nproc) cores, binary $BIN"
   echo
-  echo "| run | req/s | ÷ no-op | p50 ms | p99 ms | non-2xx | server µs/req | Redis µs/req | Redis commands µs/req (calls/req) | load before |"
+  echo "| run | req/s | ÷ no-ops beside | p50 ms | p99 ms | non-2xx | server µs/req | Redis µs/req | Redis commands µs/req (calls/req) | load before |"
   echo "|---|---:|---:|---:|---:|---:|---:|---:|---|---|"
 } >"$SUMMARY"
 
-NOOP_RPS=
 run() { # name method path once
   local name=$1 load s0 r0 s1 r1 rps recv
   load=$(cut -d' ' -f1-3 /proc/loadavg)
@@ -108,13 +108,13 @@ run() { # name method path once
   cmdstats >"$OUT/$name.cmd1"
   fig() { awk -v k="$1" '$1=="BENCH" && $2==k {print $3}' "$OUT/wrk-$name.txt"; }
   rps=$(fig rps); recv=$(fig received)
-  [ -z "$NOOP_RPS" ] && NOOP_RPS=$rps
+  echo "$name $rps" >>"$OUT/rps.txt"
   local cmds
   cmds=$(awk -v n="$recv" 'NR==FNR {c[$1]=$2; u[$1]=$3; next}
       { dc=$2-c[$1]; du=$3-u[$1]; if (dc>0) { t+=du; s=s sprintf("%s %.2f (%.2f), ", $1, du/n, dc/n) } }
-      END { printf "total %.1f: %s", t/n, s }' "$OUT/$name.cmd0" "$OUT/$name.cmd1")
-  printf '| %s | %.0f | %.2f | %.2f | %.2f | %s | %.1f | %.1f | %s | %s |\n' "$name" "$rps" \
-    "$(echo "$rps / $NOOP_RPS" | bc -l)" "$(echo "$(fig p50_us) / 1000" | bc -l)" "$(echo "$(fig p99_us) / 1000" | bc -l)" \
+      END { printf "total %.1f: %s", t/n, s }' "$OUT/$name.cmd0" "$OUT/$name.cmd1" | tr '|' '/')
+  printf '| %s | %.0f | RATIO_%s | %.2f | %.2f | %s | %.1f | %.1f | %s | %s |\n' "$name" "$rps" \
+    "$name" "$(echo "$(fig p50_us) / 1000" | bc -l)" "$(echo "$(fig p99_us) / 1000" | bc -l)" \
     "$(fig non2xx3xx)" "$(echo "($s1 - $s0) * 1000000 / $HZ / $recv" | bc -l)" \
     "$(echo "($r1 - $r0) * 1000000 / $HZ / $recv" | bc -l)" "$cmds" "$load" | tee -a "$SUMMARY"
 }
@@ -146,7 +146,8 @@ for k, d in sorted(by.items(), key=lambda kv: -sum(kv[1])):
   exit 0
 fi
 
-run noop GET /debug/noop 0
+rm -f "$OUT/rps.txt"
+run noop-1 GET /debug/noop 0
 # profiled NAME METHOD PATH ONCE: run with a CPU profile over its middle and
 # the allocations during it (the profiler's cost is in its figures).
 profiled() {
@@ -159,9 +160,15 @@ profiled() {
   curl -fs -o "$OUT/$1.allocs.pprof" "$BASE/debug/pprof/allocs"
 }
 profiled join-pool POST "/voucher-order/seckill/$VPOOL/queue" 1
+run noop-2 GET /debug/noop 0
 profiled join-line POST "/voucher-order/seckill/$VLINE/queue" 1
+run noop-3 GET /debug/noop 0
 profiled async-buy POST "/voucher-order/seckill/$VBUY" 1
-run noop-end GET /debug/noop 0
+run noop-4 GET /debug/noop 0
+# Each run's ratio to the mean of the no-ops before and after it.
+awk 'NR==FNR { name[NR]=$1; rps[NR]=$2; n=NR; next }
+  FNR==1 { for (i=1;i<=n;i++) { r="-"; if (name[i] !~ /^noop/) r=sprintf("%.2f", rps[i]*2/(rps[i-1]+rps[i+1])); else r="1 (no-op)"; ratio["RATIO_" name[i]]=r } }
+  { for (k in ratio) gsub(k " ", ratio[k] " "); print }' "$OUT/rps.txt" "$SUMMARY" >"$SUMMARY.tmp" && mv "$SUMMARY.tmp" "$SUMMARY"
 {
   echo
   echo "load after: $(cut -d' ' -f1-3 /proc/loadavg); vouchers $(cat "$OUT/vouchers.txt"); wrk outputs and profiles in $OUT"

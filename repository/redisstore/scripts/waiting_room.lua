@@ -47,6 +47,8 @@ local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local changed = op ~= 'poll' and op ~= 'audit'
 local joining = op == 'join' or op == 'joins'
+-- made: this call created or drew the room (every key gets its expiry).
+local made = false
 
 -- The room's fields, read once. A room is created with its seed.
 local h = redis.call('HMGET', room, 'seed', 'drawn', 'state', 'pool', 'serving', 'base', 'purchased', 'back', 'lapsed')
@@ -57,7 +59,7 @@ if not h[1] then
   redis.call('HSET', room, 'seed', ARGV[7], 'serving', 0, 'joined', 0,
     'admitted', 0, 'purchased', 0, 'lapsed', 0, 'back', 0, 'state', '')
   h = {ARGV[7], false, '', false, '0', false, '0', '0', '0'}
-  changed = true
+  changed, made = true, true
 end
 local seed, drawn, state = h[1], h[2], h[3]
 local poolSize = tonumber(h[4] or '0')
@@ -69,7 +71,7 @@ if not drawn and now >= begin then
     return {'needbase'}
   end
   drawn = tostring(now)
-  changed = true
+  changed, made = true, true
   poolSize = redis.call('ZCARD', pool)
   base = tonumber(ARGV[8])
   redis.call('HSET', room, 'drawn', drawn, 'pool', poolSize, 'base', ARGV[8])
@@ -217,7 +219,18 @@ if drawn and state == '' then
     end
   end
 end
-if changed or #gone > 0 then
+-- The keys' expiry: a call of joins that only added users gives it to the
+-- keys it wrote (the room, the pool or the line, the admitted); every
+-- other call that writes, to all five.
+if joining and not made and #gone == 0 then
+  redis.call('PEXPIREAT', room, expireAt)
+  if drawn then
+    redis.call('PEXPIREAT', line, expireAt)
+    redis.call('PEXPIREAT', adm, expireAt)
+  else
+    redis.call('PEXPIREAT', pool, expireAt)
+  end
+elseif changed or #gone > 0 then
   for _, k in ipairs(KEYS) do
     redis.call('PEXPIREAT', k, expireAt)
   end
