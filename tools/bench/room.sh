@@ -23,7 +23,7 @@
 set -euo pipefail
 BIN=$(realpath "$1")
 LABEL=$2
-ROOT=$(cd "$(dirname "$0")/../.." && pwd)
+ROOT=${ROOM_ROOT:-$(cd "$(dirname "$0")/../.." && pwd)}
 OUT=${ROOM_OUT:-/tmp/roombench}/$LABEL
 RPORT=${ROOM_REDIS_PORT:-6399}
 PORT=${ROOM_PORT:-18190}
@@ -163,7 +163,10 @@ profiled join-pool POST "/voucher-order/seckill/$VPOOL/queue" 1
 run noop-2 GET /debug/noop 0
 profiled join-line POST "/voucher-order/seckill/$VLINE/queue" 1
 run noop-3 GET /debug/noop 0
+m0=$(curl -fs "$BASE/metrics" | awk '/^seckill_admission_pipeline_size_(sum|count)/ {printf "%s ", $2}')
 profiled async-buy POST "/voucher-order/seckill/$VBUY" 1
+m1=$(curl -fs "$BASE/metrics" | awk '/^seckill_admission_pipeline_size_(sum|count)/ {printf "%s ", $2}')
+echo "async-buy: admissions per round trip to Redis (seckill_admission_pipeline_size sum ÷ count over the run): $(echo "$m0 $m1" | awk '{ if ($4-$2 > 0) printf "%.2f (%d round trips)", ($3-$1)/($4-$2), $4-$2 }')" >"$OUT/pipeline.txt"
 run noop-4 GET /debug/noop 0
 # Each run's ratio to the mean of the no-ops before and after it.
 awk 'NR==FNR { name[NR]=$1; rps[NR]=$2; n=NR; next }
@@ -172,5 +175,6 @@ awk 'NR==FNR { name[NR]=$1; rps[NR]=$2; n=NR; next }
 {
   echo
   echo "load after: $(cut -d' ' -f1-3 /proc/loadavg); vouchers $(cat "$OUT/vouchers.txt"); wrk outputs and profiles in $OUT"
+  cat "$OUT/pipeline.txt"
 } >>"$SUMMARY"
 grep -h "BENCH status_\|BENCH code_" "$OUT"/wrk-*.txt | sort | uniq -c | head -20 >>"$SUMMARY" || true

@@ -295,8 +295,13 @@ end
 if op ~= 'joins' then
   return answer(user)
 end
-local out = {}
+-- A user twice in one call is new once: the first time.
+local out, told = {}, {}
 for i, u in ipairs(users) do
   out[i] = answer(u)
+  if told[u] then
+    out[i][6] = 0
+  end
+  told[u] = true
 end
 return out
