@@ -123,7 +123,7 @@ var settings = []setting{
 		Help: "the most admitted-but-not-bought buyers per remaining unit of a waiting room; the no-show rate measured in the sale lowers it",
 		What: "a number from 1 to 10"},
 	{Name: "SECKILL_WAITING_ROOM_RATE_LIMIT", b: number(func(c *Config) *int { return &c.WaitingRoomRateLimit }, 10, 0, anyInt),
-		Help: "joins and polls of a waiting room one user may send per second over every instance, counting those that reach Redis (a poll answered from its `Queue-Ticket` is free); the rest get 429 RATE_LIMITED with `Retry-After`",
+		Help: "joins and polls of a waiting room one user may send per second over every instance, counting those that reach Redis (a poll answered from its `Queue-Ticket` is free, and so is the join that puts the user in the room); the rest get 429 RATE_LIMITED with `Retry-After`",
 		More: " (a client polling as told sends at most 4 a second)", Zero: "no limit"},
 	{Name: "SECKILL_WAITING_ROOM_RATE_LIMIT_IP", b: number(func(c *Config) *int { return &c.WaitingRoomRateLimitIP }, 0, 0, anyInt),
 		Help: "joins and polls of a waiting room from one client address per second over every instance, counted as SECKILL_WAITING_ROOM_RATE_LIMIT's",

@@ -42,6 +42,8 @@ type RoomAnswer struct {
 	Expires time.Time
 	// Now is the room's clock (Redis time).
 	Now time.Time
+	// New: this join put the user in the room (a user joins a room once).
+	New bool
 }
 
 // RoomAudit is the waiting room of a voucher in its audit.

@@ -67,7 +67,16 @@ func ShardTag(i int) string { return shardTags[i] }
 func VoucherShard(voucherID int64) int { return int(uint64(voucherID) % Shards) }
 
 // shardPrefix is "seckill:{<tag>}:", the prefix of shard i's keys.
-func shardPrefix(i int) string { return "seckill:{" + shardTags[i] + "}:" }
+func shardPrefix(i int) string { return shardPrefixes[i] }
+
+// shardPrefixes are the shards' prefixes, built once: every key of a
+// request starts with one.
+var shardPrefixes = func() (p [Shards]string) {
+	for i := range p {
+		p[i] = "seckill:{" + shardTags[i] + "}:"
+	}
+	return p
+}()
 
 // ShardKey is seckill:{<tag>}:<name>, the key name in shard i. Tests and
 // tools name streams of their own this way.

@@ -85,12 +85,12 @@ type batchedEval struct {
 
 // EvalSha runs the script of sha in the batcher's next round trip.
 func (b *batchedEval) EvalSha(ctx context.Context, sha string, keys []string, args ...any) *redis.Cmd {
-	a := make([]any, 0, 1+len(keys)+len(args))
-	a = append(a, len(keys))
+	a := make([]any, 0, 3+len(keys)+len(args))
+	a = append(a, "evalsha", sha, len(keys))
 	for _, k := range keys {
 		a = append(a, k)
 	}
-	return b.batch.eval(ctx, b.UniversalClient, sha, nil, append(a, args...))
+	return b.batch.eval(ctx, b.UniversalClient, nil, append(a, args...))
 }
 
 // Allow counts one event of key against limit: ok, or refused with the wait

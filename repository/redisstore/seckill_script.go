@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -27,6 +28,9 @@ type SeckillScript struct {
 	rdb    redis.UniversalClient
 	stream string       // StreamName. Tests use a stream of their own
 	batch  *evalBatcher // coalesces concurrent admissions
+	// buckets keeps bucketArgs by bucketKey; bucketCount counts them.
+	buckets     sync.Map
+	bucketCount atomic.Int64
 	// traceParent names the admitting request's span for the stream
 	// entry. nil (tracing off) stores none.
 	traceParent func(context.Context) string
@@ -79,9 +83,12 @@ func (s *SeckillScript) traceOf(ctx context.Context) string {
 //     pipeline), or Redis refused it for now. It did not run.
 //   - any other: Redis answered with an error. It did not run.
 func (s *SeckillScript) Run(ctx context.Context, orderID, userID, voucherID int64, b int, mode model.AdmitMode, home int, now time.Time) error {
-	k := SeckillKeysIn(s.stream, BucketShard(voucherID, b), voucherID, orderID)
-	args := []any{len(k), k[0], k[1], k[2], k[3], k[4],
-		userID, voucherID, orderID, now.UnixMilli(), int64(OrderInfoTTL / time.Second)}
+	shard := BucketShard(voucherID, b)
+	v := s.bucketArgs(shard, voucherID)
+	// EVALSHA's whole command in one slice, sent as it is.
+	args := make([]any, 0, 18)
+	args = append(args, "evalsha", seckillHash, 5, v[0], v[1], v[2], v[3], OrderInfoKey(shard, orderID),
+		userID, v[4], orderID, now.UnixMilli(), orderInfoTTLArg)
 	var cmd *redis.Cmd
 	if mode == model.AdmitAway {
 		args = append(args, scripts.SeckillAway, s.traceOf(ctx), BucketShard(voucherID, home))
@@ -92,7 +99,7 @@ func (s *SeckillScript) Run(ctx context.Context, orderID, userID, voucherID int6
 		} else if mode != model.AdmitOnly {
 			args = append(args, scriptMode(mode))
 		}
-		cmd = s.batch.eval(ctx, s.rdb, scripts.Seckill.Hash(), scripts.Seckill, args)
+		cmd = s.batch.eval(ctx, s.rdb, scripts.Seckill, args)
 	}
 	code, err := cmd.Int()
 	var reply redis.Error
@@ -106,6 +113,41 @@ func (s *SeckillScript) Run(ctx context.Context, orderID, userID, voucherID int6
 	}
 	return fmt.Errorf("%w: order %d: %w", model.ErrReplyLost, orderID, err)
 }
+
+// seckillHash and orderInfoTTLArg are seckill.lua's SHA1 and ARGV[5], as
+// command arguments made once.
+var (
+	seckillHash     any = scripts.Seckill.Hash()
+	orderInfoTTLArg any = int64(OrderInfoTTL / time.Second)
+)
+
+// bucketArgs are the admission's arguments that name the voucher's bucket
+// in shard: its stock, buyers, voucher and stream keys, and the voucher's
+// id, made once per bucket and kept (SeckillKeysIn's first four keys).
+func (s *SeckillScript) bucketArgs(shard int, voucherID int64) *[5]any {
+	k := bucketKey{shard, voucherID}
+	if v, ok := s.buckets.Load(k); ok {
+		return v.(*[5]any)
+	}
+	if s.bucketCount.Add(1) > maxBucketArgs {
+		// Many vouchers over the process's life: start again.
+		s.buckets.Clear()
+		s.bucketCount.Store(1)
+	}
+	v := &[5]any{StockKeyIn(shard, voucherID), BuyersKeyIn(shard, voucherID),
+		VoucherKeyIn(shard, voucherID), ShardKey(shard, s.stream), voucherID}
+	s.buckets.Store(k, v)
+	return v
+}
+
+// bucketKey names one bucket of a voucher: its shard.
+type bucketKey struct {
+	shard     int
+	voucherID int64
+}
+
+// maxBucketArgs bounds the buckets SeckillScript keeps the arguments of.
+const maxBucketArgs = 4096
 
 // scriptMode is seckill.lua's ARGV[6] for mode.
 func scriptMode(mode model.AdmitMode) string {
@@ -200,12 +242,13 @@ type onceCmd struct{ *redis.Cmd }
 // NoRetry tells go-redis not to send the command a second time.
 func (onceCmd) NoRetry() bool { return true }
 
-// evalOnce sends script by EVALSHA with args, at most once. args are what
-// follows the hash: the key count, the keys, then ARGV. On NOSCRIPT the
-// script did not run: it loads the script and sends EVALSHA once more.
+// evalOnce sends script by EVALSHA, at most once. args are the whole
+// command: "evalsha", the hash, the key count, the keys, then ARGV, sent
+// as they are. On NOSCRIPT the script did not run: it loads the script and sends
+// EVALSHA once more.
 func evalOnce(ctx context.Context, c redis.UniversalClient, script *redis.Script, args []any) *redis.Cmd {
 	send := func() *redis.Cmd {
-		cmd := newEvalSHA(ctx, script.Hash(), args)
+		cmd := redis.NewCmd(ctx, args...)
 		_ = c.Process(ctx, onceCmd{cmd}) // the error is the command's
 		return cmd
 	}
@@ -218,13 +261,6 @@ func evalOnce(ctx context.Context, c redis.UniversalClient, script *redis.Script
 		cmd = send()
 	}
 	return cmd
-}
-
-// newEvalSHA returns the command EVALSHA hash args....
-func newEvalSHA(ctx context.Context, hash string, args []any) *redis.Cmd {
-	cmdArgs := make([]any, 0, 2+len(args))
-	cmdArgs = append(cmdArgs, "evalsha", hash)
-	return redis.NewCmd(ctx, append(cmdArgs, args...)...)
 }
 
 // The batcher's bounds (evalBatcher).
@@ -267,22 +303,20 @@ func (b *evalBatcher) sent(n int) {
 
 // evalCall is one script run waiting for its round trip.
 type evalCall struct {
-	hash   string        // the script's SHA1
 	reload *redis.Script // loaded after NOSCRIPT. nil: NOSCRIPT is the reply
-	args   []any         // after the hash: key count, keys, ARGV
+	args   []any         // the whole command: "evalsha", hash, key count, keys, ARGV
 	cmd    *redis.Cmd    // its reply, once done is closed
 	done   chan struct{}
 	queued bool // guarded by evalBatcher.mu: still in the queue, not sent
 }
 
-// eval runs the script of hash with args, sent at most once, and returns
-// its reply. args are EVALSHA's arguments after the hash: key count, keys,
-// ARGV. The server may lack the script (NOSCRIPT: it did not run). With
+// eval runs args, the whole EVALSHA command ("evalsha", the hash, the key
+// count, the keys, ARGV), sent at most once, and returns its reply. The server may lack the script (NOSCRIPT: it did not run). With
 // reload set, reload is loaded and the script sent once more. Otherwise the
 // reply is NOSCRIPT. When ctx ends first the reply is ctx's error. It is
 // wrapped in errAdmitNotSent when the script was never sent. Otherwise it
 // may or may not run, and the caller settles it.
-func (b *evalBatcher) eval(ctx context.Context, rdb redis.UniversalClient, hash string, reload *redis.Script, args []any) *redis.Cmd {
+func (b *evalBatcher) eval(ctx context.Context, rdb redis.UniversalClient, reload *redis.Script, args []any) *redis.Cmd {
 	b.mu.Lock()
 	if b.inFlight < evalInFlight && len(b.queue) == 0 {
 		b.inFlight++
@@ -292,13 +326,13 @@ func (b *evalBatcher) eval(ctx context.Context, rdb redis.UniversalClient, hash 
 		if reload != nil {
 			cmd = evalOnce(ctx, rdb, reload, args)
 		} else {
-			cmd = newEvalSHA(ctx, hash, args)
+			cmd = redis.NewCmd(ctx, args...)
 			_ = rdb.Process(ctx, onceCmd{cmd}) // the error is the command's
 		}
 		b.release(rdb)
 		return cmd
 	}
-	c := &evalCall{hash: hash, reload: reload, args: args, done: make(chan struct{}), queued: true}
+	c := &evalCall{reload: reload, args: args, done: make(chan struct{}), queued: true}
 	b.queue = append(b.queue, c)
 	b.mu.Unlock()
 
@@ -405,7 +439,7 @@ func (b *evalBatcher) send(rdb redis.UniversalClient, batch []*evalCall) {
 func (b *evalBatcher) pipeline(ctx context.Context, rdb redis.UniversalClient, batch []*evalCall) {
 	p := rdb.Pipeline()
 	for _, c := range batch {
-		c.cmd = newEvalSHA(ctx, c.hash, c.args)
+		c.cmd = redis.NewCmd(ctx, c.args...)
 		_ = p.Process(ctx, onceCmd{c.cmd}) // queued: the error is Exec's
 	}
 	_, _ = p.Exec(ctx) // each command holds its own reply or the pipeline's error

@@ -15,8 +15,11 @@ import (
 
 // Rooms keeps the vouchers' waiting rooms in Redis, five keys per voucher
 // in the voucher's slot (docs/waiting-room.md). Every call is one run of
-// waiting_room.lua.
-type Rooms struct{ rdb redis.UniversalClient }
+// waiting_room.lua; concurrent joins of one room share a run (joins).
+type Rooms struct {
+	rdb   redis.UniversalClient
+	joins roomJoins
+}
 
 // NewRooms returns the rooms on rdb.
 func NewRooms(rdb redis.UniversalClient) *Rooms { return &Rooms{rdb: rdb} }
@@ -38,23 +41,34 @@ func (s *Rooms) Drop(ctx context.Context, voucherID int64) error {
 
 // Step runs op (join or poll) for the user and answers the user's state.
 // model.ErrRoomNeedsBase: the room is to be drawn and c.Base was not read.
+// A join without c.Base shares its run with the joins of the room that
+// arrive while one is in flight (roomJoins).
 func (s *Rooms) Step(ctx context.Context, voucherID, userID int64, op string, c model.RoomCall) (model.RoomAnswer, error) {
+	if op == "join" && c.Base < 0 {
+		return s.joins.join(ctx, s.rdb, voucherID, userID, c)
+	}
 	v, err := scripts.WaitingRoom.Run(ctx, s.rdb, roomKeys(voucherID), roomArgs(op, userID, c)...).Slice()
 	if err != nil {
 		return model.RoomAnswer{}, redisErr(err)
 	}
+	return roomAnswer(v)
+}
+
+// roomAnswer reads one answer of the script: {status, position, ahead,
+// expires, now, new}, or {"needbase"}.
+func roomAnswer(v []any) (model.RoomAnswer, error) {
 	if st, _ := v[0].(string); st == "needbase" {
 		return model.RoomAnswer{}, model.ErrRoomNeedsBase
 	}
-	if len(v) != 5 {
-		return model.RoomAnswer{}, fmt.Errorf("waiting room: %d fields, want 5", len(v))
+	if len(v) != 6 {
+		return model.RoomAnswer{}, fmt.Errorf("waiting room: %d fields, want 6", len(v))
 	}
 	st, _ := v[0].(string)
-	n := make([]int64, 4)
+	var n [5]int64
 	for i := range n {
 		n[i], _ = v[i+1].(int64)
 	}
-	a := model.RoomAnswer{Status: st, Position: n[0], Ahead: n[1], Now: time.UnixMilli(n[3])}
+	a := model.RoomAnswer{Status: st, Position: n[0], Ahead: n[1], Now: time.UnixMilli(n[3]), New: n[4] == 1}
 	if n[2] > 0 {
 		a.Expires = time.UnixMilli(n[2])
 	}

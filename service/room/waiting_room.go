@@ -66,7 +66,12 @@ type Deps struct {
 // shared by every instance (*PurchaseLimits of NewQueueLimits): nil or a
 // *model.RateLimitedError.
 type QueueLimits interface {
+	// Check counts the request against the address's and the user's limits.
 	Check(ctx context.Context, userID int64, addr string) error
+	// CheckAddr counts it against the address's limit alone.
+	CheckAddr(ctx context.Context, addr string) error
+	// CheckUser counts it against the user's limit alone.
+	CheckUser(ctx context.Context, userID int64) error
 }
 
 // WaitingRoom admits the buyers of vouchers published with a room: a
@@ -215,10 +220,8 @@ func (r *Queue) step(ctx context.Context, userID, voucherID int64, op, ticket, a
 	if out := r.fromTicket(ctx, userID, voucherID, v, ticket); out != nil {
 		return out, nil
 	}
-	if r.limits != nil {
-		if err := r.limits.Check(ctx, userID, addr); err != nil {
-			return nil, err
-		}
+	if err := r.limitBefore(ctx, userID, op, addr); err != nil {
+		return nil, err
 	}
 	var a model.RoomAnswer
 	err = r.withBase(ctx, voucherID, r.call(v), func(c model.RoomCall) (err error) {
@@ -228,12 +231,41 @@ func (r *Queue) step(ctx context.Context, userID, voucherID int64, op, ticket, a
 	if err != nil {
 		return nil, err
 	}
+	if err := r.limitAfter(ctx, userID, op, a); err != nil {
+		return nil, err
+	}
 	out, err := r.view(a, userID, voucherID, v.Voucher.BeginTime)
 	if err != nil {
 		return nil, err
 	}
 	out.Ticket = r.ticket(ctx, userID, voucherID, v, a)
 	return out, nil
+}
+
+// limitBefore counts a request that runs the room's script against the
+// limits. A poll counts against both. A join counts against the address's
+// limit here and against the user's after the script (limitAfter): a
+// user's first join of a room changes the room once and is not counted,
+// so the sale's first request of each buyer costs one Redis call, not two
+// (docs/waiting-room.md, "The join's cost").
+func (r *Queue) limitBefore(ctx context.Context, userID int64, op, addr string) error {
+	switch {
+	case r.limits == nil:
+		return nil
+	case op == "join":
+		return r.limits.CheckAddr(ctx, addr)
+	}
+	return r.limits.Check(ctx, userID, addr)
+}
+
+// limitAfter counts a join that did not put the user in the room (a repeat:
+// it changed nothing) against the user's limit; refused, it answers the
+// refusal instead of the place.
+func (r *Queue) limitAfter(ctx context.Context, userID int64, op string, a model.RoomAnswer) error {
+	if r.limits == nil || op != "join" || a.New {
+		return nil
+	}
+	return r.limits.CheckUser(ctx, userID)
 }
 
 // withBase runs try with c; when the room must be drawn first

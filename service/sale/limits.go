@@ -145,6 +145,24 @@ func (p *PurchaseLimits) Check(ctx context.Context, userID int64, addr string) e
 	return errUser
 }
 
+// CheckAddr counts one request from addr against the address's limit
+// alone: nil, or a *model.RateLimitedError.
+func (p *PurchaseLimits) CheckAddr(ctx context.Context, addr string) error {
+	if p.cfg.PerAddr <= 0 || addr == "" {
+		return nil
+	}
+	return p.allowAddr(ctx, addr).verdict(ctx, p, "addr", "too many "+p.what+" from this address")
+}
+
+// CheckUser counts one request of userID against the user's limit alone:
+// nil, or a *model.RateLimitedError.
+func (p *PurchaseLimits) CheckUser(ctx context.Context, userID int64) error {
+	if p.cfg.PerUser <= 0 {
+		return nil
+	}
+	return p.allowUser(ctx, userID).verdict(ctx, p, "user", "too many "+p.what+" from this user")
+}
+
 // Settle ends the flight of a purchase that Admit let through, with its
 // outcome: nil for an order, else the purchase's error.
 func (p *PurchaseLimits) Settle(userID, voucherID int64, outcome error) {

@@ -2,13 +2,13 @@
 -- create and draw the room, lapse expired admissions, do the operation,
 -- advance the serving number, answer.
 --
--- KEYS[1]  seckill:{<tag>}:room:<voucherId>  hash: seed, drawn, pool, base, serving, seq, counters, back, backat, state
+-- KEYS[1]  seckill:{<tag>}:room:<voucherId>  hash: seed, drawn, pool, base, serving, counters, back, backat, state
 -- KEYS[2]  seckill:{<tag>}:roompool:<voucherId>  zset: joiners before the start, by draw key
 -- KEYS[3]  seckill:{<tag>}:roomline:<voucherId>  zset: joiners after the start, by arrival
 -- KEYS[4]  seckill:{<tag>}:roomadm:<voucherId>  zset: admitted, not bought, by expiry (ms)
 -- KEYS[5]  seckill:{<tag>}:roomdone:<voucherId>  hash: user -> p (bought) or l (lapsed)
--- ARGV[1]  operation: join, poll, bought, soldout, returned, close or audit
--- ARGV[2]  user id (0 for soldout, returned, close and audit)
+-- ARGV[1]  operation: join, joins, poll, bought, soldout, returned, close or audit
+-- ARGV[2]  user id (0 for joins, soldout, returned, close and audit)
 -- ARGV[3]  the sale's start, Unix ms
 -- ARGV[4]  when the keys expire, Unix ms
 -- ARGV[5]  admission TTL, ms
@@ -17,15 +17,24 @@
 -- ARGV[8]  the database's stock now, or "" when the caller has not read it
 -- ARGV[9]  returned: the units given back (cancelled or expired orders)
 -- ARGV[10] soldout: how long the purchase that met SOLD_OUT took, ms
+-- ARGV[11..] joins: the users who join in this call (ARGV[2] is unused)
 --
--- Returns, for join and poll, {status, position, ahead, expires, now}:
+-- Returns, for join and poll, {status, position, ahead, expires, now, new};
+-- for joins, a list of such answers, one per user of ARGV[11..] in order;
 -- status waiting, admitted, sold_out, closed or notjoined; position -1
--- before the draw; expires the admission's expiry (ms) when admitted.
+-- before the draw; expires the admission's expiry (ms) when admitted; new
+-- 1 when this call put the user in the room, else 0.
 -- For audit, {joined, admitted, purchased, lapsed, seed, serving, pool,
 -- base, state, outstanding, drawn, back}. Every operation returns {"needbase"}
 -- when the room must be drawn and ARGV[8] is empty (the caller reads the
 -- stock and calls again); bought, soldout, returned, close and audit
 -- return {"none"} when there is no room, the others {state}.
+--
+-- The room's fields are read once per call (one HMGET), its keys' expiry
+-- set once per call that writes: a call of joins pays them once for all
+-- its users. A new joiner costs one ZADD NX into the pool before the draw;
+-- after it a ZSCORE of the pool and one ZADD NX into the line, scored by
+-- arrival 1, 2, 3... (nobody leaves the line: the score is the rank + 1).
 --
 -- The room counts units: remaining = base - purchased + back. A unit given
 -- back raises it and reopens a sold-out room; a sell-out, by the count or
@@ -37,39 +46,50 @@ local overbook = tonumber(ARGV[6])
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local changed = op ~= 'poll' and op ~= 'audit'
+local joining = op == 'join' or op == 'joins'
+-- made: this call created or drew the room (every key gets its expiry).
+local made = false
 
-if redis.call('EXISTS', room) == 0 then
-  if op ~= 'join' and op ~= 'poll' then
+-- The room's fields, read once. A room is created with its seed.
+local h = redis.call('HMGET', room, 'seed', 'drawn', 'state', 'pool', 'serving', 'base', 'purchased', 'back', 'lapsed')
+if not h[1] then
+  if not joining and op ~= 'poll' then
     return {'none'}
   end
-  redis.call('HSET', room, 'seed', ARGV[7], 'serving', 0, 'seq', 0, 'joined', 0,
+  redis.call('HSET', room, 'seed', ARGV[7], 'serving', 0, 'joined', 0,
     'admitted', 0, 'purchased', 0, 'lapsed', 0, 'back', 0, 'state', '')
-  changed = true
+  h = {ARGV[7], false, '', false, '0', false, '0', '0', '0'}
+  changed, made = true, true
 end
-local seed = redis.call('HGET', room, 'seed')
-local drawn = redis.call('HGET', room, 'drawn')
+local seed, drawn, state = h[1], h[2], h[3]
+local poolSize = tonumber(h[4] or '0')
+local serving = tonumber(h[5])
+local base, purchased = tonumber(h[6] or '0'), tonumber(h[7])
+local back, lapsed = tonumber(h[8] or '0'), tonumber(h[9])
 if not drawn and now >= begin then
   if ARGV[8] == '' then
     return {'needbase'}
   end
   drawn = tostring(now)
-  changed = true
-  redis.call('HSET', room, 'drawn', drawn, 'pool', redis.call('ZCARD', pool), 'base', ARGV[8])
+  changed, made = true, true
+  poolSize = redis.call('ZCARD', pool)
+  base = tonumber(ARGV[8])
+  redis.call('HSET', room, 'drawn', drawn, 'pool', poolSize, 'base', ARGV[8])
 end
-
--- Admissions past their expiry lapse; their slots pass on below. Once
--- the room is sold out or closed, the admissions left are not no-shows:
--- they stay as they are.
-local state = redis.call('HGET', room, 'state')
 
 -- soldOut marks the room sold out with nothing remaining by its count, so
 -- that the next unit given back reopens it with one unit.
 local function soldOut()
-  local h = redis.call('HMGET', room, 'purchased', 'back')
-  redis.call('HSET', room, 'state', 'sold_out', 'base', tonumber(h[1]) - tonumber(h[2] or '0'))
+  state = 'sold_out'
+  base = purchased - back
+  redis.call('HSET', room, 'state', state, 'base', base)
 end
+
+-- Admissions past their expiry lapse; their slots pass on below. Once
+-- the room is sold out or closed, the admissions left are not no-shows:
+-- they stay as they are. Before the draw nobody is admitted.
 local gone = {}
-if state == '' then
+if state == '' and drawn then
   gone = redis.call('ZRANGEBYSCORE', adm, '-inf', now)
 end
 if #gone > 0 then
@@ -77,16 +97,30 @@ if #gone > 0 then
     redis.call('HSET', done, u, 'l')
   end
   redis.call('ZREMRANGEBYSCORE', adm, '-inf', now)
+  lapsed = lapsed + #gone
   redis.call('HINCRBY', room, 'lapsed', #gone)
 end
+
+-- users are who join in this call; fresh[u] is the line's score of a user
+-- this call added to the line, true for one it added to the pool.
+local users, fresh = {user}, {}
+if op == 'joins' then
+  users = {}
+  for i = 11, #ARGV do
+    users[#users + 1] = ARGV[i]
+  end
+end
+local lineSize = false
 
 if op == 'bought' then
   local was = redis.call('HGET', done, user)
   if was ~= 'p' then
     if redis.call('ZREM', adm, user) == 0 and was == 'l' then
+      lapsed = lapsed - 1
       redis.call('HINCRBY', room, 'lapsed', -1)
     end
     redis.call('HSET', done, user, 'p')
+    purchased = purchased + 1
     redis.call('HINCRBY', room, 'purchased', 1)
   end
 elseif op == 'soldout' and state == '' then
@@ -95,10 +129,10 @@ elseif op == 'soldout' and state == '' then
   -- instances' sold-out flags) keeps the room open.
   local since = now - tonumber(ARGV[10]) - 2000
   if tonumber(redis.call('HGET', room, 'backat') or '0') < since then
-    state = 'sold_out'
     soldOut()
   end
 elseif op == 'returned' and drawn and state ~= 'closed' then
+  back = back + tonumber(ARGV[9])
   redis.call('HINCRBY', room, 'back', tonumber(ARGV[9]))
   redis.call('HSET', room, 'backat', now)
   if state == 'sold_out' then
@@ -114,37 +148,50 @@ elseif op == 'returned' and drawn and state ~= 'closed' then
 elseif op == 'close' and state ~= 'closed' then
   state = 'closed'
   redis.call('HSET', room, 'state', state)
-elseif op == 'join' and state == '' and not redis.call('ZSCORE', pool, user)
-    and not redis.call('ZSCORE', line, user) then
+elseif joining and state == '' then
+  -- A user already in the pool or the line keeps the place. Before the
+  -- draw the line is empty; after it the pool is frozen, and empty when
+  -- its size at the draw was 0.
+  local added = 0
   if drawn then
-    redis.call('ZADD', line, redis.call('HINCRBY', room, 'seq', 1), user)
+    lineSize = redis.call('ZCARD', line)
+    for _, u in ipairs(users) do
+      if fresh[u] == nil and (poolSize == 0 or not redis.call('ZSCORE', pool, u))
+          and redis.call('ZADD', line, 'NX', lineSize + 1, u) == 1 then
+        lineSize = lineSize + 1
+        fresh[u] = lineSize
+        added = added + 1
+      end
+    end
   else
-    local key = tonumber(string.sub(redis.sha1hex(seed .. ':' .. user), 1, 13), 16)
-    redis.call('ZADD', pool, key, user)
+    for _, u in ipairs(users) do
+      local key = tonumber(string.sub(redis.sha1hex(seed .. ':' .. u), 1, 13), 16)
+      if fresh[u] == nil and redis.call('ZADD', pool, 'NX', key, u) == 1 then
+        fresh[u] = true
+        added = added + 1
+      end
+    end
   end
-  redis.call('HINCRBY', room, 'joined', 1)
+  if added > 0 then
+    redis.call('HINCRBY', room, 'joined', added)
+  end
 end
 
 -- The serving number advances while the admitted who have not bought
 -- fit in the remaining stock times the factor.
-local poolSize = tonumber(redis.call('HGET', room, 'pool') or '0')
-local serving = tonumber(redis.call('HGET', room, 'serving'))
 if drawn and state == '' then
-  local base = tonumber(redis.call('HGET', room, 'base'))
-  local purchased = tonumber(redis.call('HGET', room, 'purchased'))
-  local remaining = base - purchased + tonumber(redis.call('HGET', room, 'back') or '0')
+  local remaining = base - purchased + back
   if remaining <= 0 then
-    state = 'sold_out'
     soldOut()
     changed = true
   else
-    local ended = purchased + tonumber(redis.call('HGET', room, 'lapsed'))
+    local ended = purchased + lapsed
     local factor = overbook
     if ended >= 20 and purchased > 0 and ended / purchased < factor then
       factor = math.max(ended / purchased, 1)
     end
     local cap = math.floor(remaining * factor)
-    local total = poolSize + redis.call('ZCARD', line)
+    local total = poolSize + (lineSize or redis.call('ZCARD', line))
     local k = math.min(cap - redis.call('ZCARD', adm), total - serving, 1000)
     if k > 0 then
       local members = {}
@@ -172,47 +219,89 @@ if drawn and state == '' then
     end
   end
 end
-if changed or #gone > 0 then
+-- The keys' expiry: a call of joins that only added users gives it to the
+-- keys it wrote (the room, the pool or the line, the admitted); every
+-- other call that writes, to all five.
+if joining and not made and #gone == 0 then
+  redis.call('PEXPIREAT', room, expireAt)
+  if drawn then
+    redis.call('PEXPIREAT', line, expireAt)
+    redis.call('PEXPIREAT', adm, expireAt)
+  else
+    redis.call('PEXPIREAT', pool, expireAt)
+  end
+elseif changed or #gone > 0 then
   for _, k in ipairs(KEYS) do
     redis.call('PEXPIREAT', k, expireAt)
   end
 end
 
 if op == 'audit' then
-  local h = redis.call('HMGET', room, 'joined', 'admitted', 'purchased', 'lapsed', 'seed', 'serving', 'pool', 'base', 'back')
-  return {h[1], h[2], h[3], h[4], h[5], h[6], h[7] or '0', h[8] or '', state, redis.call('ZCARD', adm), drawn or '', h[9] or '0'}
+  local a = redis.call('HMGET', room, 'joined', 'admitted', 'purchased', 'lapsed', 'seed', 'serving', 'pool', 'base', 'back')
+  return {a[1], a[2], a[3], a[4], a[5], a[6], a[7] or '0', a[8] or '', state, redis.call('ZCARD', adm), drawn or '', a[9] or '0'}
 end
-if op ~= 'join' and op ~= 'poll' then
+if not joining and op ~= 'poll' then
   return {state}
 end
 
-local pos = -1
-local rank = redis.call('ZRANK', pool, user)
-if rank then
-  if drawn then
-    pos = rank + 1
-  end
-else
-  rank = redis.call('ZRANK', line, user)
-  if not rank then
+-- answer is the user's state. A user this call added needs no lookup: the
+-- pool's are waiting for the draw; the line's place is the pool's size
+-- plus the score, admitted in this call when the serving number reached it.
+local function answer(u)
+  local f = fresh[u]
+  if f == true then
+    return {'waiting', -1, -1, 0, now, 1}
+  elseif f then
+    local pos = poolSize + f
     if state ~= '' then
-      return {state, -1, -1, 0, now}
+      return {state, pos, 0, 0, now, 1}
+    elseif pos <= serving then
+      return {'admitted', pos, 0, now + ttl, now, 1}
     end
-    return {'notjoined', -1, -1, 0, now}
+    return {'waiting', pos, pos - serving - 1, 0, now, 1}
   end
-  pos = poolSize + rank + 1
+  local pos = -1
+  local rank = redis.call('ZRANK', pool, u)
+  if rank then
+    if drawn then
+      pos = rank + 1
+    end
+  else
+    rank = redis.call('ZRANK', line, u)
+    if not rank then
+      if state ~= '' then
+        return {state, -1, -1, 0, now, 0}
+      end
+      return {'notjoined', -1, -1, 0, now, 0}
+    end
+    pos = poolSize + rank + 1
+  end
+  if state ~= '' then
+    return {state, pos, 0, 0, now, 0}
+  end
+  if redis.call('HEXISTS', done, u) == 1 then
+    return {'closed', pos, 0, 0, now, 0}
+  end
+  local expires = redis.call('ZSCORE', adm, u)
+  if expires then
+    return {'admitted', pos, 0, tonumber(expires), now, 0}
+  end
+  if pos == -1 then
+    return {'waiting', -1, -1, 0, now, 0}
+  end
+  return {'waiting', pos, pos - serving - 1, 0, now, 0}
 end
-if state ~= '' then
-  return {state, pos, 0, 0, now}
+
+if op ~= 'joins' then
+  return answer(user)
 end
-if redis.call('HEXISTS', done, user) == 1 then
-  return {'closed', pos, 0, 0, now}
+-- A user twice in one call is new once: the first time.
+local out, told = {}, {}
+for i, u in ipairs(users) do
+  out[i] = answer(u)
+  if told[u] then
+    out[i][6] = 0
+  end
+  told[u] = true
 end
-local expires = redis.call('ZSCORE', adm, user)
-if expires then
-  return {'admitted', pos, 0, tonumber(expires), now}
-end
-if pos == -1 then
-  return {'waiting', -1, -1, 0, now}
-end
-return {'waiting', pos, pos - serving - 1, 0, now}
+return out
