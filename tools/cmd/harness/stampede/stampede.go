@@ -37,7 +37,7 @@ type config struct {
 	Conns, LimitConns, Duration      int
 	Timeout, Port, Users, Skip       int
 	Repeat                           int
-	RetryAfter                       bool
+	RetryAfter, Profile              bool
 }
 
 func configFromEnv(root string, now time.Time) (config, error) {
@@ -50,6 +50,7 @@ func configFromEnv(root string, now time.Time) (config, error) {
 		Modes:      strings.Fields(testbed.EnvOr("STAMPEDE_MODES", "sync async")),
 		ServerEnv:  strings.Fields(os.Getenv("STAMPEDE_SERVER_ENV")),
 		RetryAfter: testbed.EnvOr("STAMPEDE_RETRY_AFTER", "1") != "0",
+		Profile:    os.Getenv("STAMPEDE_PROFILE") == "1",
 	}
 	ints := []struct {
 		name, def string
@@ -240,7 +241,7 @@ func (r result) line() string {
 type record struct {
 	status     int // 0: timeout or error
 	timeout    bool
-	retryAfter bool
+	retryAfter time.Duration // the 503's Retry-After (0: none)
 	took       time.Duration
 	done       time.Time
 	orderID    string
@@ -269,7 +270,16 @@ func (s *stampede) run(mode string, conns int) (result, error) {
 	}
 	db := mariadbPID()
 	cpu0, db0 := procCPU(in.Proc.Pid()), procCPU(db)
+	var profiled sync.WaitGroup
+	if s.cfg.Profile {
+		profiled.Add(1)
+		go func() {
+			defer profiled.Done()
+			s.profile(in.URL, fmt.Sprintf("cpu-%s-%d-%d.pprof", mode, conns, time.Now().Unix()))
+		}()
+	}
 	recs, ranOut, start := s.load(in.URL, voucher, conns)
+	profiled.Wait()
 	cpu1, db1 := procCPU(in.Proc.Pid()), procCPU(db)
 	res.TokensOut = ranOut
 	s.summarize(&res, recs, start)
@@ -315,8 +325,8 @@ func (s *stampede) load(base string, voucher int64, conns int) ([][]record, bool
 				}
 				r := s.once(client, url, s.tokens[i])
 				recs[w] = append(recs[w], r)
-				if r.status == http.StatusServiceUnavailable && r.retryAfter && s.cfg.RetryAfter {
-					time.Sleep(min(time.Second, time.Until(end)))
+				if r.status == http.StatusServiceUnavailable && r.retryAfter > 0 && s.cfg.RetryAfter {
+					time.Sleep(min(r.retryAfter, time.Until(end)))
 				}
 			}
 		}()
@@ -346,7 +356,10 @@ func (s *stampede) once(client *http.Client, url, token string) record {
 	if t0.IsZero() {
 		t0 = now
 	}
-	r := record{status: resp.StatusCode, took: now.Sub(t0), done: now, retryAfter: resp.Header.Get("Retry-After") != ""}
+	r := record{status: resp.StatusCode, took: now.Sub(t0), done: now}
+	if secs, err := strconv.Atoi(resp.Header.Get("Retry-After")); err == nil && secs > 0 {
+		r.retryAfter = time.Duration(secs) * time.Second
+	}
 	if err != nil {
 		return record{done: now}
 	}
@@ -359,6 +372,19 @@ func (s *stampede) once(client *http.Client, url, token string) record {
 		}
 	}
 	return r
+}
+
+// profile saves a CPU profile of the server over the middle of the run
+// (STAMPEDE_PROFILE=1) in the out dir.
+func (s *stampede) profile(base, name string) {
+	secs := max(1, s.cfg.Duration/2)
+	time.Sleep(time.Duration(s.cfg.Duration-secs) * time.Second / 2)
+	body, err := s.get(fmt.Sprintf("%s/debug/pprof/profile?seconds=%d", base, secs), "")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "[stampede] profile:", err)
+		return
+	}
+	os.WriteFile(filepath.Join(s.cfg.Out, name), body, 0o644)
 }
 
 // summarize counts the statuses and takes the percentiles.
@@ -381,7 +407,7 @@ func (s *stampede) summarize(res *result, recs [][]record, start time.Time) {
 			all = append(all, r.took)
 			if r.status == http.StatusServiceUnavailable {
 				shed = append(shed, r.took)
-				if r.retryAfter {
+				if r.retryAfter > 0 {
 					res.RetryAfter++
 				}
 				continue
