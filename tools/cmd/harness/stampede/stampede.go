@@ -213,15 +213,18 @@ func readTokens(path string) ([]string, error) {
 
 // result is one run's figures.
 type result struct {
-	Mode                  string
-	Conns                 int
-	Requests              int     // answered or failed, in the window and after it
-	Goodput               float64 // 200s answered within the window, per second
-	Status                map[int]int
-	RetryAfter            int // 503s with a Retry-After header
-	Timeouts, Errors      int
-	P50, P99              time.Duration // the answered (every status but 503)
-	P99All, P99Shed       time.Duration
+	Mode             string
+	Conns            int
+	Requests         int     // answered or failed, in the window and after it
+	Goodput          float64 // 200s answered within the window, per second
+	Status           map[int]int
+	RetryAfter       int // 503s with a Retry-After header
+	Timeouts, Errors int
+	P50, P99         time.Duration // the answered (every status but 503)
+	P99All, P99Shed  time.Duration
+	// P99Later is P99 of the requests sent after the run's first second
+	// (the burst of the connections' first requests left out).
+	P99Later              time.Duration
 	TokensOut             bool
 	Orders                int64
 	Violations            []string
@@ -232,9 +235,9 @@ type result struct {
 }
 
 func (r result) line() string {
-	return fmt.Sprintf("%s %d conns: %d requests, goodput %.0f/s, 200 %d, 503 %d, timeouts %d, errors %d, p50 %s p99 %s (answered), invariants %s",
+	return fmt.Sprintf("%s %d conns: %d requests, goodput %.0f/s, 200 %d, 503 %d, timeouts %d, errors %d, p50 %s p99 %s (answered; after 1 s %s), invariants %s",
 		r.Mode, r.Conns, r.Requests, r.Goodput, r.Status[200], r.Status[503], r.Timeouts, r.Errors,
-		ms(r.P50), ms(r.P99), verdict(r.Violations))
+		ms(r.P50), ms(r.P99), ms(r.P99Later), verdict(r.Violations))
 }
 
 // record is one request's outcome.
@@ -390,7 +393,8 @@ func (s *stampede) profile(base, name string) {
 // summarize counts the statuses and takes the percentiles.
 func (s *stampede) summarize(res *result, recs [][]record, start time.Time) {
 	end := start.Add(time.Duration(s.cfg.Duration) * time.Second)
-	var answered, all, shed []time.Duration
+	var answered, later, all, shed []time.Duration
+	secs := make([]struct{ ok, shed, slow int }, s.cfg.Duration+61)
 	ok := 0
 	for _, rs := range recs {
 		for _, r := range rs {
@@ -407,12 +411,25 @@ func (s *stampede) summarize(res *result, recs [][]record, start time.Time) {
 			all = append(all, r.took)
 			if r.status == http.StatusServiceUnavailable {
 				shed = append(shed, r.took)
+				if sec := int(r.done.Add(-r.took).Sub(start) / time.Second); sec >= 0 && sec < len(secs) {
+					secs[sec].shed++
+				}
 				if r.retryAfter > 0 {
 					res.RetryAfter++
 				}
 				continue
 			}
 			answered = append(answered, r.took)
+			sent := r.done.Add(-r.took).Sub(start)
+			if sent >= time.Second {
+				later = append(later, r.took)
+			}
+			if sec := int(sent / time.Second); sec >= 0 && sec < len(secs) {
+				secs[sec].ok++
+				if r.took > time.Second {
+					secs[sec].slow++
+				}
+			}
 			if r.status == http.StatusOK && !r.done.After(end) {
 				ok++
 			}
@@ -421,6 +438,13 @@ func (s *stampede) summarize(res *result, recs [][]record, start time.Time) {
 	res.Goodput = float64(ok) / float64(s.cfg.Duration)
 	res.P50, res.P99 = percentile(answered, 50), percentile(answered, 99)
 	res.P99All, res.P99Shed = percentile(all, 99), percentile(shed, 99)
+	res.P99Later = percentile(later, 99)
+	var b strings.Builder
+	b.WriteString("second sent,answered,answered in more than 1 s,503\n")
+	for i, x := range secs[:s.cfg.Duration] {
+		fmt.Fprintf(&b, "%d,%d,%d,%d\n", i, x.ok, x.slow, x.shed)
+	}
+	os.WriteFile(filepath.Join(s.cfg.Out, fmt.Sprintf("seconds-%s-%d-%d.csv", res.Mode, res.Conns, start.Unix())), []byte(b.String()), 0o644)
 }
 
 // percentile is the p-th percentile of d (nearest rank); d is sorted.
@@ -551,7 +575,7 @@ func (s *stampede) report(results []result) error {
 	fmt.Fprintf(&b, "- machine: %s\n- server: %s\n", testbed.Machine(), s.commit)
 	fmt.Fprintf(&b, "- command: `%s go -C tools run ./cmd/harness stampede`\n", strings.Join(s.settings(), " "))
 	fmt.Fprintf(&b, "- uptime at the end: `%s`\n\n", strings.TrimSpace(string(up)))
-	b.WriteString("| mode | conns | requests | goodput /s | ÷ limit | 200 | 503 (Retry-After) | other | timeouts | errors | p50 ms | p99 ms | p99 all ms | p99 503 ms | CPU us/req server / MariaDB | orders | invariants | load before / after |\n")
+	b.WriteString("| mode | conns | requests | goodput /s | ÷ limit | 200 | 503 (Retry-After) | other | timeouts | errors | p50 ms | p99 ms | p99 after 1 s ms | p99 all ms | p99 503 ms | CPU us/req server / MariaDB | orders | invariants | load before / after |\n")
 	b.WriteString("|---|---:|---:|---:|---:|---:|---:|---|---:|---:|---:|---:|---:|---:|---|---:|---|---|\n")
 	var limit float64
 	for _, r := range results {
@@ -572,11 +596,11 @@ func (s *stampede) report(results []result) error {
 		if r.TokensOut {
 			inv += " (tokens ran out)"
 		}
-		fmt.Fprintf(&b, "| %s | %d | %d | %.0f | %s | %d | %d (%d) | %s | %d | %d | %s | %s | %s | %s | %.0f / %.0f | %d | %s | %s / %s |\n",
+		fmt.Fprintf(&b, "| %s | %d | %d | %.0f | %s | %d | %d (%d) | %s | %d | %d | %s | %s | %s | %s | %s | %.0f / %.0f | %d | %s | %s / %s |\n",
 			r.Mode, r.Conns, r.Requests, r.Goodput, ratio, r.Status[200], r.Status[503], r.RetryAfter, strings.Join(other, ", "),
-			r.Timeouts, r.Errors, ms(r.P50), ms(r.P99), ms(r.P99All), ms(r.P99Shed), r.ServerUS, r.MariaDBUS, r.Orders, inv, r.LoadBefore, r.LoadAfter)
+			r.Timeouts, r.Errors, ms(r.P50), ms(r.P99), ms(r.P99Later), ms(r.P99All), ms(r.P99Shed), r.ServerUS, r.MariaDBUS, r.Orders, inv, r.LoadBefore, r.LoadAfter)
 	}
-	b.WriteString("\np50 and p99: the answered requests (every status but 503), from the connection in hand to the last byte; goodput: 200s answered within the run's seconds; ÷ limit: over the run before it at " +
+	b.WriteString("\np50 and p99: the answered requests (every status but 503), from the connection in hand to the last byte; \"after 1 s\": those sent after the run's first second; goodput: 200s answered within the run's seconds; ÷ limit: over the run before it at " +
 		strconv.Itoa(s.cfg.LimitConns) + " connections (its own fresh server, same mode).\n")
 	f, err := os.OpenFile(s.cfg.Results, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
 	if err != nil {
