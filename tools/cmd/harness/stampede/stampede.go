@@ -229,9 +229,10 @@ type result struct {
 	Orders                int64
 	Violations            []string
 	LoadBefore, LoadAfter string
-	// ServerUS and MariaDBUS are CPU µs per request of the server and of
-	// MariaDB (the whole database, other clients included) during the load.
-	ServerUS, MariaDBUS float64
+	// ServerUS, MariaDBUS and ClientUS are CPU µs per request of the
+	// server, of MariaDB (the whole database, other clients included) and
+	// of this client during the load.
+	ServerUS, MariaDBUS, ClientUS float64
 }
 
 func (r result) line() string {
@@ -272,7 +273,7 @@ func (s *stampede) run(mode string, conns int) (result, error) {
 		return res, err
 	}
 	db := mariadbPID()
-	cpu0, db0 := procCPU(in.Proc.Pid()), procCPU(db)
+	cpu0, db0, cl0 := procCPU(in.Proc.Pid()), procCPU(db), procCPU(os.Getpid())
 	var profiled sync.WaitGroup
 	if s.cfg.Profile {
 		profiled.Add(1)
@@ -283,12 +284,13 @@ func (s *stampede) run(mode string, conns int) (result, error) {
 	}
 	recs, ranOut, start := s.load(in.URL, voucher, conns)
 	profiled.Wait()
-	cpu1, db1 := procCPU(in.Proc.Pid()), procCPU(db)
+	cpu1, db1, cl1 := procCPU(in.Proc.Pid()), procCPU(db), procCPU(os.Getpid())
 	res.TokensOut = ranOut
 	s.summarize(&res, recs, start)
 	if res.Requests > 0 {
 		res.ServerUS = (cpu1 - cpu0).Seconds() * 1e6 / float64(res.Requests)
 		res.MariaDBUS = (db1 - db0).Seconds() * 1e6 / float64(res.Requests)
+		res.ClientUS = (cl1 - cl0).Seconds() * 1e6 / float64(res.Requests)
 	}
 	s.audit(&res, in.URL, voucher, recs)
 	res.LoadAfter = loadavg()
@@ -575,7 +577,7 @@ func (s *stampede) report(results []result) error {
 	fmt.Fprintf(&b, "- machine: %s\n- server: %s\n", testbed.Machine(), s.commit)
 	fmt.Fprintf(&b, "- command: `%s go -C tools run ./cmd/harness stampede`\n", strings.Join(s.settings(), " "))
 	fmt.Fprintf(&b, "- uptime at the end: `%s`\n\n", strings.TrimSpace(string(up)))
-	b.WriteString("| mode | conns | requests | goodput /s | ÷ limit | 200 | 503 (Retry-After) | other | timeouts | errors | p50 ms | p99 ms | p99 after 1 s ms | p99 all ms | p99 503 ms | CPU us/req server / MariaDB | orders | invariants | load before / after |\n")
+	b.WriteString("| mode | conns | requests | goodput /s | ÷ limit | 200 | 503 (Retry-After) | other | timeouts | errors | p50 ms | p99 ms | p99 after 1 s ms | p99 all ms | p99 503 ms | CPU us/req server / MariaDB / client | orders | invariants | load before / after |\n")
 	b.WriteString("|---|---:|---:|---:|---:|---:|---:|---|---:|---:|---:|---:|---:|---:|---|---:|---|---|\n")
 	var limit float64
 	for _, r := range results {
@@ -596,9 +598,9 @@ func (s *stampede) report(results []result) error {
 		if r.TokensOut {
 			inv += " (tokens ran out)"
 		}
-		fmt.Fprintf(&b, "| %s | %d | %d | %.0f | %s | %d | %d (%d) | %s | %d | %d | %s | %s | %s | %s | %s | %.0f / %.0f | %d | %s | %s / %s |\n",
+		fmt.Fprintf(&b, "| %s | %d | %d | %.0f | %s | %d | %d (%d) | %s | %d | %d | %s | %s | %s | %s | %s | %.0f / %.0f / %.0f | %d | %s | %s / %s |\n",
 			r.Mode, r.Conns, r.Requests, r.Goodput, ratio, r.Status[200], r.Status[503], r.RetryAfter, strings.Join(other, ", "),
-			r.Timeouts, r.Errors, ms(r.P50), ms(r.P99), ms(r.P99Later), ms(r.P99All), ms(r.P99Shed), r.ServerUS, r.MariaDBUS, r.Orders, inv, r.LoadBefore, r.LoadAfter)
+			r.Timeouts, r.Errors, ms(r.P50), ms(r.P99), ms(r.P99Later), ms(r.P99All), ms(r.P99Shed), r.ServerUS, r.MariaDBUS, r.ClientUS, r.Orders, inv, r.LoadBefore, r.LoadAfter)
 	}
 	b.WriteString("\np50 and p99: the answered requests (every status but 503), from the connection in hand to the last byte; \"after 1 s\": those sent after the run's first second; goodput: 200s answered within the run's seconds; ÷ limit: over the run before it at " +
 		strconv.Itoa(s.cfg.LimitConns) + " connections (its own fresh server, same mode).\n")
