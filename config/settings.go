@@ -166,7 +166,7 @@ var settings = []setting{
 	{Name: "SECKILL_RATE_LIMIT_IP", b: number(func(c *Config) *int { return &c.RateLimitIP }, 0, 0, anyInt),
 		Help: "purchases from one client address per second over every instance; the address is the connection's peer unless it is one of `SECKILL_TRUSTED_PROXIES`",
 		Zero: "no limit"},
-	{Name: "SECKILL_SHED_TARGET", b: duration(func(c *Config) *time.Duration { return &c.ShedTarget }, 250*time.Millisecond, 10*time.Millisecond, true),
+	{Name: "SECKILL_SHED_TARGET", b: duration(func(c *Config) *time.Duration { return &c.ShedTarget }, 100*time.Millisecond, 10*time.Millisecond, true),
 		Help: "the longest queue of purchases (`POST /voucher-order/seckill/:id`) an instance keeps, as the time it takes to clear: purchases in flight beyond what the instance finished in this time (its busiest 100 ms of the last second, scaled; at least 128 in flight) are answered at once with 503 UNAVAILABLE and `Retry-After: 1`, before any work",
 		More: " (docs/operations.md, \"Shedding a stampede\")"},
 	{Name: "SECKILL_REDEEM_LIMIT_STAFF", b: number(func(c *Config) *int { return &c.RedeemLimitStaff }, 20, 1, anyInt),
