@@ -89,17 +89,17 @@ func Run(args []string) int {
 	}
 	root, err := testbed.CIRoot()
 	if err != nil {
-		fmt.Fprintln(os.Stderr, "stampede:", err)
+		fmt.Fprintln(os.Stderr, "[stampede]", err)
 		return 2
 	}
 	cfg, err := configFromEnv(root, time.Now())
 	if err != nil {
-		fmt.Fprintln(os.Stderr, "stampede:", err)
+		fmt.Fprintln(os.Stderr, "[stampede]", err)
 		return 2
 	}
 	s := &stampede{cfg: cfg, root: root, ctx: context.Background()}
 	if err := s.prepare(); err != nil {
-		fmt.Fprintln(os.Stderr, "stampede:", err)
+		fmt.Fprintln(os.Stderr, "[stampede]", err)
 		return 2
 	}
 	defer s.db.Close()
@@ -109,7 +109,7 @@ func Run(args []string) int {
 			for _, conns := range []int{cfg.LimitConns, cfg.Conns} {
 				res, err := s.run(mode, conns)
 				if err != nil {
-					fmt.Fprintln(os.Stderr, "stampede:", err)
+					fmt.Fprintln(os.Stderr, "[stampede]", err)
 					return 2
 				}
 				results = append(results, res)
@@ -118,7 +118,7 @@ func Run(args []string) int {
 		}
 	}
 	if err := s.report(results); err != nil {
-		fmt.Fprintln(os.Stderr, "stampede:", err)
+		fmt.Fprintln(os.Stderr, "[stampede]", err)
 		return 2
 	}
 	for _, r := range results {
