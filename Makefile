@@ -165,6 +165,13 @@ failover:
 bench:
 	$(HARNESS) bench && bin/harness pictures
 
+# 5,000 connections at once on the purchase beside 64 (STAMPEDE_* settings in
+# docs/bench-harness.md); appends to tools/bench/STAMPEDE.md.
+.PHONY: stampede
+
+stampede:
+	$(HARNESS) stampede
+
 # ---- Go benchmarks of the seckill request through the whole HTTP handler
 # (e2e/bench/admission_test.go): async admission on the embedded backends
 # always, and on the real Redis and MariaDB, plus sync `lua`, when the env of

@@ -66,6 +66,7 @@ func (w *wiring) routes(p purchase, lifecycle *sale.Lifecycle, pays *payment.Pay
 			Development:    cfg.Development(),
 			RequestTimeout: cfg.RequestTimeout,
 			Style:          handler.Style(cfg.APIStyle),
+			ShedTarget:     cfg.ShedTarget,
 		},
 		Dashboard: handler.Dashboard{
 			Live:    w.recorder,

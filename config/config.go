@@ -95,6 +95,7 @@ type Config struct {
 	JWTSecret              string
 	JWTTTL                 time.Duration
 	RequestTimeout         time.Duration
+	ShedTarget             time.Duration
 	PayTimeout             time.Duration
 	RateLimit              int
 	RateLimitVoucher       int

@@ -109,6 +109,10 @@ type Settings struct {
 	// Style is how refusals reach the client (SECKILL_API_STYLE); empty
 	// is StyleREST.
 	Style Style
+	// ShedTarget bounds the purchases in flight to what the instance
+	// clears in this time (SECKILL_SHED_TARGET); the excess is answered at
+	// once with 503 and Retry-After. 0: no bound.
+	ShedTarget time.Duration
 }
 
 // Dashboard is the live dashboard and the web app.

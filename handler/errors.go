@@ -162,13 +162,25 @@ func rateLimited(err error) *model.RateLimitedError {
 	return nil
 }
 
-// RetryAfter is the wait a refusal names (a *model.RateLimitedError), 0
-// when none.
+// RetryAfter is the wait a refusal names (a *model.RateLimitedError or a
+// *model.OverloadedError), 0 when none.
 func RetryAfter(err error) time.Duration {
 	if rl := rateLimited(err); rl != nil {
 		return rl.RetryAfter
 	}
+	if ol := overloaded(err); ol != nil {
+		return ol.RetryAfter
+	}
 	return 0
+}
+
+// overloaded finds a *model.OverloadedError in err's chain.
+func overloaded(err error) *model.OverloadedError {
+	var ol *model.OverloadedError
+	if errors.As(err, &ol) {
+		return ol
+	}
+	return nil
 }
 
 // classify names the code of err, and an English detail where the error says
@@ -307,13 +319,17 @@ func writeFailure(c *gin.Context, log *slog.Logger, err error, status int, code,
 	if w, ok := c.Writer.(*capturingWriter); ok {
 		w.code = code // an idempotent request keeps only final answers
 	}
+	shed := code == CodeUnavailable && overloaded(err) != nil
 	switch {
 	case code == CodeClientClosed:
 		log.DebugContext(c.Request.Context(), "request abandoned by its client", "route", c.FullPath(), "code", code, "err", err)
+	case shed:
+		// Counted (seckill_purchases_shed_total), not logged: a stampede
+		// sheds thousands a second.
 	case status >= 500:
 		log.ErrorContext(c.Request.Context(), "request failed", "route", c.FullPath(), "code", code, "err", err)
 	}
-	if code == CodeRateLimited {
+	if code == CodeRateLimited || shed {
 		if d := RetryAfter(err); d > 0 {
 			c.Header("Retry-After", strconv.FormatInt(model.RetryAfterSeconds(d), 10))
 		}

@@ -176,7 +176,13 @@ func New(d Deps) http.Handler {
 	if d.Room != nil {
 		roomRoutes(orders, r, authed)
 	}
-	r.POST("/voucher-order/seckill/:id", authed, orders.seckill)
+	// The shedder comes first: a purchase it sheds costs no token check.
+	var shedder *middleware.Shedder
+	if d.ShedTarget > 0 {
+		shedder = middleware.NewShedder(d.ShedTarget, nil)
+	}
+	shed := middleware.Shed(shedder, d.Metrics.PurchaseShed, a.fail)
+	r.POST("/voucher-order/seckill/:id", shed, authed, orders.seckill)
 	r.GET("/voucher-order/:orderId", authed, orders.order)
 	if d.Lifecycle != nil {
 		// Pay, cancel and refund are idempotent by order; a key replays the first

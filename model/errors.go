@@ -91,6 +91,21 @@ func RetryAfterSeconds(d time.Duration) int64 {
 	return max(s, 1)
 }
 
+// OverloadedError is a request the server shed before any work, its queue
+// full. It is ErrUnavailable (errors.Is); the handler sends RetryAfter as
+// the Retry-After header.
+type OverloadedError struct{ RetryAfter time.Duration }
+
+func (e *OverloadedError) Error() string {
+	return fmt.Sprintf("overloaded: try again in %ds", RetryAfterSeconds(e.RetryAfter))
+}
+
+// Is makes an *OverloadedError match ErrUnavailable.
+func (e *OverloadedError) Is(target error) bool { return target == ErrUnavailable }
+
+// Overloaded returns an *OverloadedError.
+func Overloaded(retryAfter time.Duration) error { return &OverloadedError{RetryAfter: retryAfter} }
+
 // Unavailable wraps err as ErrUnavailable, keeping err for the log.
 func Unavailable(err error) error {
 	if err == nil || errors.Is(err, ErrUnavailable) {

@@ -42,6 +42,9 @@ type Metrics struct {
 	// PurchaseLimits counts the purchase limits' refusals and the checks
 	// that failed (let through), by limit and result.
 	PurchaseLimits *prometheus.CounterVec
+	// PurchasesShed counts the purchases the shedder answered at once
+	// with 503 and Retry-After (SECKILL_SHED_TARGET).
+	PurchasesShed prometheus.Counter
 	// The order's life: payments and cancels by buyers, expiries by the
 	// pay timeout, Redis give-backs owed and done (async mode), and the
 	// sweeper's rounds (duration, expiry batches, errors).
@@ -110,6 +113,8 @@ func New() *Metrics {
 		}),
 		PurchaseLimits: counterVec("seckill_purchase_limit_total",
 			"Rate limit decisions by limit (addr, user, voucher; queue_addr, queue_user for the waiting room's joins and polls) and result: refused (429), or unchecked (Redis failed, let through).", "limit", "result"),
+		PurchasesShed: counter("seckill_purchases_shed_total",
+			"Purchases answered at once with 503 UNAVAILABLE and Retry-After, before any work: the requests in flight were as many as the server clears in SECKILL_SHED_TARGET."),
 		PayNotifications: counterVec("seckill_pay_notifications_total",
 			"Pay providers' notifications by provider and result: paid, repeated (applied before), refund_owed (paid too late: refunded), refund_done, ignored, error (not applied: the provider sends it again), or the reason it was rejected with nothing changed (signature, app, stale, amount, currency, unknown_trade, malformed).", "provider", "result"),
 		Refunds: counterVec("seckill_refunds_total",
@@ -138,7 +143,7 @@ func New() *Metrics {
 			"Expiry sweep rounds that ended with an error (retried next round)."),
 	}
 	m.Registry.MustRegister(m.PaidOrders, m.CancelledOrders, m.ExpiredOrders, m.OwedGivebacks, m.DoneGivebacks,
-		m.SweepDuration, m.SweepBatches, m.SweepErrors, m.PurchaseLimits, m.Requests, m.Latency, m.Outcomes, m.LockRefused, m.UniqueKeyRejections, m.StaleFenceRejections,
+		m.SweepDuration, m.SweepBatches, m.SweepErrors, m.PurchaseLimits, m.PurchasesShed, m.Requests, m.Latency, m.Outcomes, m.LockRefused, m.UniqueKeyRejections, m.StaleFenceRejections,
 		m.AsyncWritten, m.AsyncDeadLetters, m.AsyncBatch, m.AsyncClaimed, m.AdmissionPipeline, m.SyncGroup,
 		m.RedisRoundTrips, m.RedisCommands, m.PayNotifications, m.Refunds, m.Redemptions, m.ReconcileMismatches,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
@@ -159,6 +164,9 @@ func (m *Metrics) PurchaseLimitRefused(limit string) {
 func (m *Metrics) PurchaseLimitFailed(limit string) {
 	m.PurchaseLimits.WithLabelValues(limit, "unchecked").Inc()
 }
+
+// PurchaseShed counts a purchase the shedder refused.
+func (m *Metrics) PurchaseShed() { m.PurchasesShed.Inc() }
 
 // LockNotObtained counts a refused lock (sale.Observer, async.Observer).
 func (m *Metrics) LockNotObtained() { m.LockRefused.Inc() }

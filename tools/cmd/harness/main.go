@@ -10,6 +10,7 @@
 //	go -C tools run ./cmd/harness faults     the fault suite on private MariaDB/Redis/Sentinel processes (make faults; settings in tools/faults/README.md)
 //	go -C tools run ./cmd/harness fairness   the waiting room's fairness run, 20,000 buyers and 500 units (FAIR_* settings in docs/waiting-room.md)
 //	go -C tools run ./cmd/harness lockcheck  recorded lock histories under faults, checked by porcupine (make lock-check)
+//	go -C tools run ./cmd/harness stampede   5,000 connections at once on the purchase beside 64 (STAMPEDE_* settings in docs/bench-harness.md)
 //	go -C tools run ./cmd/harness pictures   docs/*.svg from the results.json files above (make pictures; -check: exit 1 when one is out of date)
 //
 // The settings are environment variables, as tools/loadtest/README.md lists them.
@@ -25,6 +26,7 @@ import (
 	"seckill/tools/cmd/harness/loadrun"
 	"seckill/tools/cmd/harness/lockrun"
 	"seckill/tools/cmd/harness/pictures"
+	"seckill/tools/cmd/harness/stampede"
 	"seckill/tools/internal/house"
 )
 
@@ -40,6 +42,7 @@ var commands = map[string]func(args []string) int{
 	"lockcheck":        lockrun.Run,
 	"lockcheck-client": lockrun.RunClient,
 	"house":            house.Main,
+	"stampede":         stampede.Run,
 }
 
 func main() {
@@ -56,5 +59,5 @@ func main() {
 }
 
 func usage() {
-	fmt.Fprintln(os.Stderr, "usage: harness loadtest|matrix|ci|bench|faults|fairness|lockcheck|pictures|house (settings in the environment, see tools/loadtest/README.md and tools/faults/README.md)")
+	fmt.Fprintln(os.Stderr, "usage: harness loadtest|matrix|ci|bench|stampede|faults|fairness|lockcheck|pictures|house (settings in the environment, see tools/loadtest/README.md and tools/faults/README.md)")
 }
