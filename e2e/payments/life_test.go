@@ -28,8 +28,11 @@ func TestVoucherLifeTwoInstances(t *testing.T) {
 	for _, mode := range modes {
 		t.Run(mode, func(t *testing.T) {
 			be := newBackends(t, mode)
-			a1 := startPayApp(t, mode, be, 3*time.Second, nil)
-			a2 := startPayApp(t, mode, be, 3*time.Second, nil)
+			// A pay window long enough for a buyer's pay call on a busy
+			// CI machine (at 3 s some came after Alipay's whole-second
+			// expiry), short enough to expire the slow ones in the run.
+			a1 := startPayApp(t, mode, be, lifePayWindow, nil)
+			a2 := startPayApp(t, mode, be, lifePayWindow, nil)
 			hs := []http.Handler{a1.h, a2.h}
 			const stock, buyers = 36, 36
 			shop := apptest.CreateShop(t, a1.h)
@@ -142,6 +145,9 @@ func TestVoucherLifeTwoInstances(t *testing.T) {
 		})
 	}
 }
+
+// lifePayWindow is the pay timeout of the life test's apps.
+const lifePayWindow = 8 * time.Second
 
 // waitLife waits for the order to reach status and reads it with its code.
 func waitLife(t *testing.T, h http.Handler, b *buyer, status string) lifeOrder {
