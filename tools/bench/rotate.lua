@@ -12,6 +12,10 @@
 --   BENCH_ONCE    1: each token is used once; a thread whose share of the
 --                 tokens is spent wraps around and counts the reuse as
 --                 "wrapped" (the run then had too few tokens). 0: cycle freely.
+--   BENCH_ADDRS   host:port,host:port,...: thread i connects to address
+--                 i mod n instead of the URL's (the URL's path and Host
+--                 header stay): several instances under one wrk run. Empty:
+--                 every thread the URL's.
 --
 -- Threads take disjoint shares of the file (line i goes to thread i mod n).
 -- response() tallies status codes and the envelope's "code"; done() prints
@@ -21,8 +25,23 @@
 
 local threads = {}
 local counter = 0
+local addrs = nil
 
 function setup(thread)
+   local list = os.getenv("BENCH_ADDRS") or ""
+   if addrs == nil and list ~= "" then
+      addrs = {}
+      for hp in list:gmatch("[^,]+") do
+         local h, p = hp:match("^(.+):(%d+)$")
+         if h == nil then
+            error("rotate.lua: BENCH_ADDRS: " .. hp .. " is not host:port")
+         end
+         table.insert(addrs, wrk.lookup(h, p)[1])
+      end
+   end
+   if addrs ~= nil then
+      thread.addr = addrs[(counter % #addrs) + 1]
+   end
    thread:set("id", counter)
    table.insert(threads, thread)
    counter = counter + 1

@@ -97,6 +97,7 @@ type bench struct {
 	adminToken, firstUser string
 	half                  int
 	server                *testbed.Instance
+	second                *testbed.Instance // the -x2 runs' second instance (startSecond)
 	profiles              map[string]chan bool
 	slapVoucher           int64
 	admitLoaded           bool

@@ -287,7 +287,7 @@ func TestBenchProc(t *testing.T) {
 	a := cpuSample{Server: 1000, MariaDB: 500, Redis: 100, Client: 0, Busy: 10000, Total: 20000, DB: [3]float64{100, 0, 0}}
 	b := cpuSample{Server: 1680, MariaDB: 1240, Redis: 200, Client: 80, Busy: 11800, Total: 22000, DB: [3]float64{10100, 0, 0}}
 	f := meterFigures(a, b, 2000, 100)
-	want := benchFigures{"busy": "90", "rest": "10", "share": "34 / 4 / 37 / 5", "cpu_server": "3400",
+	want := benchFigures{"busy": "90", "rest": "10", "share": "34 / 4 / 37 / 5", "cpu_server": "3400", "cpu_client": "400",
 		"cpu_mariadb": "3700", "cpu_redis": "500", "db_stmts": "5.0 / 0.0 / 0.0"}
 	if !reflect.DeepEqual(f, want) {
 		t.Fatalf("meterFigures = %v\nwant %v", f, want)
@@ -357,6 +357,7 @@ seckill_sync_group_size_count 2458
 	for name, want := range map[string][2]string{
 		"sync-lua": {"sync", "lua"}, "async-lua-nodrain": {"async", "lua"}, "profile-async-redsync": {"async", "redsync"},
 		"async-zookeeper-nodrain": {"async", "zookeeper"}, "sync-lua-pertxn": {"sync", "lua"},
+		"sync-lua-x2": {"sync", "lua"}, "async-lua-x2": {"async", "lua"},
 	} {
 		if om, lm := runModes(name); om != want[0] || lm != want[1] {
 			t.Errorf("runModes(%q) = %q, %q; want %q", name, om, lm, want)

@@ -159,6 +159,7 @@ func meterFigures(a, b cpuSample, n, hz float64) benchFigures {
 		return fmt.Sprintf("%.0f", 1e6*d/hz/n)
 	}
 	f["cpu_server"] = perResp(s)
+	f["cpu_client"] = perResp(w)
 	f["cpu_mariadb"] = perResp(m)
 	f["cpu_redis"] = perResp(r)
 	f["db_stmts"] = dbStmts(a.DB, b.DB, n)

@@ -232,13 +232,18 @@ func (b limitRuns) wrkRun(name, method, path, once, tokens string) {
 	}
 	cmd := exec.Command("wrk", "-t"+strconv.Itoa(c.Threads), "-c"+strconv.Itoa(c.Conns), fmt.Sprintf("-d%ds", c.Duration),
 		"--latency", "-s", filepath.Join(b.root, "tools", "bench", "rotate.lua"), b.base+path)
-	cmd.Env = append(os.Environ(), "BENCH_TOKENS="+tokens, "BENCH_THREADS="+strconv.Itoa(c.Threads), "BENCH_ONCE="+once, "BENCH_METHOD="+method)
+	cmd.Env = append(os.Environ(), "BENCH_TOKENS="+tokens, "BENCH_THREADS="+strconv.Itoa(c.Threads), "BENCH_ONCE="+once, "BENCH_METHOD="+method,
+		"BENCH_ADDRS="+b.serverAddrs())
+	addrs := ""
+	if a := b.serverAddrs(); a != "" {
+		addrs = "BENCH_ADDRS=" + a + " "
+	}
 	cmd.Stdout, cmd.Stderr = outf, os.Stderr
 	err = cmd.Run()
 	outf.Close()
 	b.put(name, "t_end", strconv.FormatInt(time.Now().UnixNano(), 10))
-	b.noteCmd(fmt.Sprintf("BENCH_TOKENS=%s BENCH_THREADS=%d BENCH_ONCE=%s BENCH_METHOD=%s wrk -t%d -c%d -d%ds --latency -s tools/bench/rotate.lua %s%s   # %s",
-		filepath.Base(tokens), c.Threads, once, method, c.Threads, c.Conns, c.Duration, b.base, path, name))
+	b.noteCmd(fmt.Sprintf("%sBENCH_TOKENS=%s BENCH_THREADS=%d BENCH_ONCE=%s BENCH_METHOD=%s wrk -t%d -c%d -d%ds --latency -s tools/bench/rotate.lua %s%s   # %s",
+		addrs, filepath.Base(tokens), c.Threads, once, method, c.Threads, c.Conns, c.Duration, b.base, path, name))
 	if err != nil {
 		b.die("wrk failed for %s: %v (see %s)", name, err, outPath)
 	}

@@ -99,6 +99,10 @@ func (b *bench) measure() {
 				b.noteCmd(fmt.Sprintf("# %s: the server started with %s", run, groupCommitOff))
 				b.seckillRun(run, "sync", lm, groupCommitOff)
 				b.rows = append(b.rows, run)
+				// The same purchase on two instances (docs/capacity.md).
+				x2 := "sync-" + lm + "-x2"
+				b.seckillRunOn(2, x2, "sync", lm)
+				b.rows = append(b.rows, x2)
 				// The waiting room's join, poll and admitted purchase.
 				b.roomRuns(lm)
 			}
@@ -127,6 +131,10 @@ func (b *bench) measure() {
 			b.attempt(run, func() { b.asyncRun(run, lm, false, benchLimits()...) })
 			b.rows = append(b.rows, run)
 			b.tracedRuns(name, lm)
+			// The admission on two instances (docs/capacity.md).
+			x2 := name + "-x2"
+			b.attempt(x2, func() { b.asyncRunOn(2, x2, lm, false) })
+			b.rows = append(b.rows, x2)
 			mean := b.get(name, "pipeline_mean")
 			if p := admitPName(mean); p != "" {
 				b.logf("redis-benchmark of seckill.lua at %s's mean pipelining depth (%s): -P %d", name, mean, pipelineDepth(mean))

@@ -137,7 +137,48 @@ commit (seckill_sync_group_size, sum ÷ count).
 func runModes(name string) (orderMode, lockMode string) {
 	orderMode, lockMode, _ = strings.Cut(strings.TrimPrefix(name, "profile-"), "-")
 	lockMode, _, _ = strings.Cut(lockMode, "-room-")
-	return orderMode, strings.TrimSuffix(strings.TrimSuffix(lockMode, "-nodrain"), "-pertxn")
+	for _, suffix := range []string{"-nodrain", "-pertxn", "-x2"} {
+		lockMode = strings.TrimSuffix(lockMode, suffix)
+	}
+	return orderMode, lockMode
+}
+
+// twoSection compares each -x2 run (two instances) with its one-instance
+// partner. "" without one.
+func (b reporter) twoSection() string {
+	var w strings.Builder
+	for _, name := range b.rows {
+		one, ok := strings.CutSuffix(name, "-x2")
+		if !ok {
+			continue
+		}
+		if w.Len() == 0 {
+			fmt.Fprintf(&w, `
+## Two instances
+
+The purchase of a one-instance run again on two instances of the server
+(127.0.0.1:%[1]d and :%[2]d), one database, one Redis: wrk's threads
+alternate between them (rotate.lua's BENCH_ADDRS), %[3]d connections in
+all. Both instances share this machine's cores with wrk, MariaDB and
+Redis, so the run shows what a second instance costs on the same cores,
+not what a second machine gives; docs/capacity.md predicts it from the
+one-instance figures and compares. CPU is per response, the server's of
+both instances summed; "busy" is the whole machine's.
+
+| run | req/s | ÷ one instance | p99 ms | busy %% | CPU us/req server / client / MariaDB / Redis | sum |
+|---|---:|---:|---:|---:|---|---:|
+`, b.cfg.Port, b.cfg.Port+1, b.cfg.Conns)
+		}
+		for _, r := range []string{one, name} {
+			g := func(k string) string { return dash(b.get(r, k)) }
+			sum := figNum0(b.get(r, "cpu_server")) + figNum0(b.get(r, "cpu_client")) +
+				figNum0(b.get(r, "cpu_mariadb")) + figNum0(b.get(r, "cpu_redis"))
+			fmt.Fprintf(&w, "| %s | %s | %s | %s | %s | %s / %s / %s / %s | %.0f |\n", r, fmtRate(b.get(r, "rps")),
+				benchRatio(b.get(r, "rps"), b.get(one, "rps")), benchMS(b.get(r, "p99_us")), g("busy"),
+				g("cpu_server"), g("cpu_client"), g("cpu_mariadb"), g("cpu_redis"), sum)
+		}
+	}
+	return w.String()
 }
 
 // render is RESULTS.md without NOTES.md. profile renders a profile's
@@ -235,6 +276,7 @@ its own voucher; a normal async server drains it afterwards.
 		w.WriteString(b.seckillRow(name))
 	}
 	w.WriteString(b.groupSection())
+	w.WriteString(b.twoSection())
 	w.WriteString(b.roomSection())
 	if c.wantAsync() {
 		pf(`

@@ -118,8 +118,13 @@ func (b seckillRuns) orderChecks(name, knob string) {
 // follows, where every request is a new user. Then come the audit and the
 // checks.
 func (b seckillRuns) seckillRun(name, orderMode, lockMode string, env ...string) {
+	b.seckillRunOn(1, name, orderMode, lockMode, env...)
+}
+
+// seckillRunOn is seckillRun on n instances (1 or 2, startServers).
+func (b seckillRuns) seckillRunOn(n int, name, orderMode, lockMode string, env ...string) {
 	b.logf("seckill %s %s", name, strings.Join(env, " "))
-	b.startServer(orderMode, lockMode, name, env...)
+	b.startServers(n, orderMode, lockMode, name, env...)
 	v := b.publish(10000000)
 	b.wrkRun(name, "POST", fmt.Sprintf("/voucher-order/seckill/%d", v), "1", "")
 	b.serverMetrics(name, "")
@@ -133,8 +138,13 @@ func (b seckillRuns) seckillRun(name, orderMode, lockMode string, env ...string)
 // invariant 5. With profile, the wrk run and the drain are CPU-profiled (the
 // drain profile is <name>-drain).
 func (b seckillRuns) asyncRun(name, lockMode string, profile bool, env ...string) {
+	b.asyncRunOn(1, name, lockMode, profile, env...)
+}
+
+// asyncRunOn is asyncRun on n instances (1 or 2, startServers).
+func (b seckillRuns) asyncRunOn(n int, name, lockMode string, profile bool, env ...string) {
 	b.logf("seckill %s %s", name, strings.Join(env, " "))
-	b.startServer("async", lockMode, name, env...)
+	b.startServers(n, "async", lockMode, name, env...)
 	v := b.publish(10000000)
 	admission := name == b.cfg.admissionRun()
 	if admission {
@@ -281,11 +291,15 @@ func (b seckillRuns) drain(name string, v int64) {
 func (b seckillRuns) otherConsumers(name string) {
 	host, _ := os.Hostname()
 	mine := fmt.Sprintf("%s-%d-", host, b.serverPID())
+	second := mine
+	if b.second != nil {
+		second = fmt.Sprintf("%s-%d-", host, b.second.Proc.Pid())
+	}
 	others := map[string]bool{}
 	for shard := range redisstore.Shards {
 		cs, _ := b.rdb.XInfoConsumers(b.ctx, redisstore.StreamKey(shard), redisstore.GroupName).Result()
 		for _, c := range cs {
-			if !strings.HasPrefix(c.Name, mine) && c.Idle < 5*time.Second {
+			if !strings.HasPrefix(c.Name, mine) && !strings.HasPrefix(c.Name, second) && c.Idle < 5*time.Second {
 				others[c.Name] = true
 			}
 		}

@@ -44,13 +44,65 @@ func (b serverUnderTest) startServer(orderMode, lockMode, logname string, env ..
 	}
 }
 
-// stopServer stops the server (SIGTERM) and waits for it.
-func (b serverUnderTest) stopServer() {
-	if b.server == nil {
-		return
+// startServers is startServer, then, for n = 2, startSecond alike.
+func (b serverUnderTest) startServers(n int, orderMode, lockMode, logname string, env ...string) {
+	b.startServer(orderMode, lockMode, logname, env...)
+	if n > 1 {
+		b.startSecond(orderMode, lockMode, logname, env...)
 	}
-	testbed.StopInstances([]*testbed.Instance{b.server})
-	b.server = nil
+}
+
+// startSecond starts a second instance like startServer's, on BENCH_PORT+1,
+// its log in server-<logname>-2.log, and waits for /readyz. While it runs,
+// wrkRun splits wrk's threads between the two (BENCH_ADDRS of rotate.lua)
+// and the meter's server CPU is both processes'. /metrics are the first
+// instance's.
+func (b serverUnderTest) startSecond(orderMode, lockMode, logname string, env ...string) {
+	port := b.cfg.Port + 1
+	if testbed.PortOpen(port) {
+		b.die("something already serves 127.0.0.1:%d (BENCH_PORT+1, the second instance): stop it or pick another port", port)
+	}
+	in, err := testbed.StartInstance(b.bin, port, filepath.Join(b.cfg.Out, "server-"+logname+"-2.log"),
+		append([]string{"SECKILL_ORDER_MODE=" + orderMode, "SECKILL_LOCK_MODE=" + lockMode, "SECKILL_LOG_LEVEL=warn"}, env...)...)
+	if err != nil {
+		b.die("starting the second instance: %v", err)
+	}
+	b.second = in
+	if err := testbed.WaitReady(b.ctx, in, 20*time.Second); err != nil {
+		b.die("the second instance (%s, %s) is not ready: %v: %s", orderMode, lockMode, err, proc.Tail(in.Log, 3))
+	}
+}
+
+// stopServer stops the server and the second instance, if any (SIGTERM),
+// and waits for them.
+func (b serverUnderTest) stopServer() {
+	var ins []*testbed.Instance
+	for _, in := range []*testbed.Instance{b.server, b.second} {
+		if in != nil {
+			ins = append(ins, in)
+		}
+	}
+	testbed.StopInstances(ins)
+	b.server, b.second = nil, nil
+}
+
+// serverTicks is the CPU of the server so far, with the second instance's
+// while one runs, in clock ticks.
+func (b serverUnderTest) serverTicks() float64 {
+	t := pidTicks(b.serverPID())
+	if b.second != nil {
+		t += pidTicks(b.second.Proc.Pid())
+	}
+	return t
+}
+
+// serverAddrs is BENCH_ADDRS of rotate.lua: the instances' addresses
+// while a second one runs, "" otherwise.
+func (b serverUnderTest) serverAddrs() string {
+	if b.second == nil {
+		return ""
+	}
+	return fmt.Sprintf("127.0.0.1:%d,127.0.0.1:%d", b.cfg.Port, b.cfg.Port+1)
 }
 
 func (b serverUnderTest) serverPID() int {
@@ -155,7 +207,7 @@ func (b serverUnderTest) dbCounters() [3]float64 {
 // clock ticks (it is known only once it exited: 0 before).
 func (b serverUnderTest) sample(client float64) cpuSample {
 	s := cpuSample{DB: b.dbCounters()}
-	s.Server, s.MariaDB, s.Redis = pidTicks(b.serverPID()), pidTicks(b.mariadbPID), b.redisTicks(&s)
+	s.Server, s.MariaDB, s.Redis = b.serverTicks(), pidTicks(b.mariadbPID), b.redisTicks(&s)
 	s.Client = client
 	busy, total, _ := machineTicks(benchReadFile("/proc/stat"))
 	s.Busy, s.Total = float64(busy), float64(total)
@@ -167,7 +219,7 @@ func (b serverUnderTest) sample(client float64) cpuSample {
 func (b serverUnderTest) sampleEnd(client float64) cpuSample {
 	busy, total, _ := machineTicks(benchReadFile("/proc/stat"))
 	s := cpuSample{Busy: float64(busy), Total: float64(total), Client: client}
-	s.Server, s.MariaDB, s.Redis = pidTicks(b.serverPID()), pidTicks(b.mariadbPID), b.redisTicks(&s)
+	s.Server, s.MariaDB, s.Redis = b.serverTicks(), pidTicks(b.mariadbPID), b.redisTicks(&s)
 	s.DB = b.dbCounters()
 	return s
 }
