@@ -8,6 +8,10 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+
+	"github.com/redis/go-redis/v9"
+
+	"seckill/repository/redisstore"
 )
 
 // The waiting room's cost (docs/waiting-room.md), measured right after
@@ -49,6 +53,7 @@ func (b seckillRuns) roomRuns(lm string) {
 	b.serverMetrics(join, "/voucher-order/seckill/:id/queue")
 	b.checkWrk(join)
 	b.allOK(join)
+	b.roomBytes(join, v)
 
 	// The poll of those who wait: a voucher of stock 1, its room joined
 	// by roomWaiting buyers, all but one waiting.
@@ -73,6 +78,29 @@ func (b seckillRuns) roomRuns(lm string) {
 	b.orderChecks(buy, "BENCH_USERS (the admitted buyers are at most half of them)")
 	b.stopServer()
 	b.rows = append(b.rows, join, poll, buy)
+}
+
+// roomBytes records the Redis memory the room of voucher v holds per
+// joiner of the run name (MEMORY USAGE of the room's keys, every nested
+// value counted, ÷ its 200s): "room_bytes". docs/capacity.md projects the
+// memory of a large room from it.
+func (b seckillRuns) roomBytes(name string, v int64) {
+	joiners := figNum0(b.get(name, "status_200"))
+	if joiners <= 0 {
+		return
+	}
+	var sum int64
+	for _, k := range []string{redisstore.RoomKey(v), redisstore.RoomPoolKey(v), redisstore.RoomLineKey(v),
+		redisstore.RoomAdmittedKey(v), redisstore.RoomDoneKey(v)} {
+		n, err := b.rdb.MemoryUsage(b.ctx, k, 0).Result()
+		if err != nil && err != redis.Nil {
+			b.logf("%s: MEMORY USAGE %s: %v", name, k, err)
+			return
+		}
+		sum += n
+	}
+	b.put(name, "room_bytes", fmt.Sprintf("%.0f", float64(sum)/joiners))
+	b.logf("%s: the room holds %d bytes in Redis, %s per joiner", name, sum, b.get(name, "room_bytes"))
 }
 
 // allOK: every response of the run must be 200.
@@ -183,6 +211,10 @@ sync-%[1]s, today's purchase, in this same run.
 		fmt.Fprintf(&w, "| %s | %s | %s | %s | %s (%s req/s) | %s |\n", r.name, fmtRate(b.get(r.name, "rps")),
 			benchMS(b.get(r.name, "p50_us")), benchMS(b.get(r.name, "p99_us")), r.label, fmtRate(b.get(r.ref, "rps")),
 			benchRatio(b.get(r.name, "rps"), b.get(r.ref, "rps")))
+	}
+	if by := b.get(join, "room_bytes"); by != "" {
+		fmt.Fprintf(&w, "\nAfter %s, its room held %s bytes of Redis memory per joiner (MEMORY USAGE of the room's keys ÷ the run's %s joiners, each admitted).\n",
+			join, by, b.get(join, "status_200"))
 	}
 	return w.String()
 }
