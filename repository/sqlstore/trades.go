@@ -23,6 +23,7 @@ func NewTrades(db *DB) *Trades { return &Trades{db: db.Gorm} }
 // tradeOrder is what opening a trade reads of its order and voucher.
 type tradeOrder struct {
 	UserID       int64
+	VoucherID    int64
 	Status       int
 	CancelReason string
 	RefundReason string
@@ -42,13 +43,26 @@ func (s *Trades) Open(ctx context.Context, userID, orderID int64, provider strin
 	err = s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
 		t, subject, created = nil, "", false
 		var o tradeOrder
-		q := tx.Raw(`SELECT o.user_id, o.status, o.cancel_reason, o.refund_reason, o.create_time, v.pay_value, v.title
-FROM tb_voucher_order o JOIN tb_voucher v ON v.id = o.voucher_id WHERE o.id = ?`+forUpdate(tx), orderID)
+		// The order's row alone is locked: a JOIN read FOR UPDATE would
+		// lock the voucher's row too, and every trade of a hot voucher
+		// would open one after the other (and wait for an admin's edit).
+		q := tx.Raw(`SELECT user_id, voucher_id, status, cancel_reason, refund_reason, create_time
+FROM tb_voucher_order WHERE id = ?`+forUpdate(tx), orderID)
 		if res := q.Scan(&o); res.Error != nil {
 			return res.Error
 		} else if res.RowsAffected == 0 || o.UserID != userID {
 			return model.ErrOrderNotFound
 		}
+		var v struct {
+			PayValue int64
+			Title    string
+		}
+		if res := tx.Raw("SELECT pay_value, title FROM tb_voucher WHERE id = ?", o.VoucherID).Scan(&v); res.Error != nil {
+			return res.Error
+		} else if res.RowsAffected == 0 {
+			return fmt.Errorf("order %d: voucher %d not found", orderID, o.VoucherID)
+		}
+		o.PayValue, o.Title = v.PayValue, v.Title
 		switch {
 		case o.Status == model.OrderStatusPaid || o.Status == model.OrderStatusUsed:
 			return model.ErrOrderPaid

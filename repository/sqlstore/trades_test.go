@@ -52,6 +52,33 @@ func TestTradeOpen(t *testing.T) {
 	})
 }
 
+// TestTradeOpenLeavesTheVoucherAlone: opening a trade locks the order's
+// row, not its voucher's: with the voucher's row held by another
+// transaction (an admin's edit), a buyer still opens a trade at once.
+func TestTradeOpenLeavesTheVoucherAlone(t *testing.T) {
+	ctx := context.Background()
+	testenv.Each(t, privateDatabases(t), func(t *testing.T, db *DB) {
+		if db.Embedded {
+			t.Skip("SQLite has one writer: no row locks")
+		}
+		s := NewTrades(db)
+		vid := newVoucher(t, db, 4)
+		o := oldOrders(t, db, vid, 1)
+		hold := db.Gorm.Begin()
+		defer hold.Rollback()
+		var id int64
+		if err := hold.Raw("SELECT id FROM tb_voucher WHERE id = ? FOR UPDATE", vid).Scan(&id).Error; err != nil || id != vid {
+			t.Fatalf("holding the voucher's row: %v (%d)", err, id)
+		}
+		c, cancel := context.WithTimeout(ctx, 3*time.Second)
+		defer cancel()
+		tr, _, created, err := s.Open(c, o[0].UserID, o[0].ID, model.ProviderAlipay, time.Now(), payCutoff, tradeTimeout)
+		if err != nil || !created || tr.Amount != 1 {
+			t.Fatalf("open while the voucher's row is held: %+v %v %v, want a new trade at once", tr, created, err)
+		}
+	})
+}
+
 // TestTradePaidOnce: a paid trade applied by many at once pays its order
 // once; a wrong amount or an unknown trade changes nothing; the sweeper
 // leaves an order with an open trade alone.
