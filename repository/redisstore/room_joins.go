@@ -113,16 +113,7 @@ func (j *roomJoins) next(key roomJoinKey, q *roomJoinQueue) []*roomJoin {
 		}
 		return nil
 	}
-	n := min(len(q.waiting), roomJoinsMax)
-	batch := make([]*roomJoin, n)
-	copy(batch, q.waiting)
-	for _, w := range batch {
-		w.queued = false
-	}
-	rest := copy(q.waiting, q.waiting[n:])
-	clear(q.waiting[rest:])
-	q.waiting = q.waiting[:rest]
-	return batch
+	return takeBatch(&q.waiting, roomJoinsMax, func(w *roomJoin) { w.queued = false })
 }
 
 // drain runs batch, then the joins waiting meanwhile, until none is. Its

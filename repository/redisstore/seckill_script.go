@@ -388,16 +388,7 @@ func (b *evalBatcher) drain(rdb redis.UniversalClient, batch []*evalCall) {
 
 // take removes the next batch from the queue. b.mu is held.
 func (b *evalBatcher) take() []*evalCall {
-	n := min(len(b.queue), evalBatchMax)
-	batch := make([]*evalCall, n)
-	copy(batch, b.queue)
-	for _, c := range batch {
-		c.queued = false
-	}
-	rest := copy(b.queue, b.queue[n:])
-	clear(b.queue[rest:])
-	b.queue = b.queue[:rest]
-	return batch
+	return takeBatch(&b.queue, evalBatchMax, func(c *evalCall) { c.queued = false })
 }
 
 // send runs batch as one pipeline and hands each script its reply. The
