@@ -152,7 +152,13 @@ func (b seckillRuns) joinBuyers(path, tokens string, n int, wait bool, name stri
 				switch {
 				case env.Data.Status == "admitted" && env.Data.Token != "":
 					admitted.Add(1)
-					out[i] = id + "," + tok + "," + env.Data.Token + "\n"
+					if !wait {
+						out[i] = id + "," + tok + "," + env.Data.Token + "\n"
+					}
+					// The poll run is of those who wait: an admitted
+					// buyer's poll has no place ticket, reaches Redis and
+					// counts against the user's limit (polled 20 times a
+					// second here, it would be refused, rightly).
 				case env.Data.Status == "waiting" && wait && env.Data.Ticket != "":
 					out[i] = id + "," + tok + ",," + env.Data.Ticket + "\n"
 				default:
