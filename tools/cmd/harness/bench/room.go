@@ -202,8 +202,8 @@ func (b reporter) roomSection() string {
 
 One server (sync, %[1]s, %[2]s) and a voucher with a waiting room and
 ample stock, so every joiner is admitted at once (docs/waiting-room.md).
-The join: a new user per request. The poll: %[3]d buyers waiting in the
-room of a second voucher (stock 1), again and again. The admitted purchase:
+The join: a new user per request. The poll: the buyers waiting in the room of
+a second voucher (stock 1; %[3]d joined, one admitted), again and again. The admitted purchase:
 buyers joined before the run, each once, with the header Admission-Token. The join and the poll are compared with the no-op
 endpoint (same gin stack and JWT check), the admitted purchase with
 sync-%[1]s, today's purchase, in this same run.
