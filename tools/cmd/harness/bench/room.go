@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 
@@ -40,6 +41,9 @@ func roomRunNames(lm string) (join, poll, buy string) {
 	return base + "-join", base + "-poll", base + "-buy"
 }
 
+// roomPoolName is the run of joins before the start (into the pool).
+func roomPoolName(lm string) string { return "sync-" + lm + "-room-pool" }
+
 // roomRuns measures the join, the poll and an admitted purchase.
 func (b seckillRuns) roomRuns(lm string) {
 	join, poll, buy := roomRunNames(lm)
@@ -54,6 +58,16 @@ func (b seckillRuns) roomRuns(lm string) {
 	b.checkWrk(join)
 	b.allOK(join)
 	b.roomBytes(join, v)
+
+	// The join before the start: a room whose sale starts in an hour,
+	// every join into the pool.
+	pool := roomPoolName(lm)
+	pv := b.publishAt(10000000, time.Hour, `,"waitingRoom":true`)
+	b.wrkRun(pool, "POST", fmt.Sprintf("/voucher-order/seckill/%d/queue", pv), "0", "")
+	b.serverMetrics(pool, "/voucher-order/seckill/:id/queue")
+	b.checkWrk(pool)
+	b.allOK(pool)
+	b.roomBytes(pool, pv)
 
 	// The poll of those who wait: a voucher of stock 1, its room joined
 	// by roomWaiting buyers, all but one waiting.
@@ -77,7 +91,7 @@ func (b seckillRuns) roomRuns(lm string) {
 	b.audit(buy, v)
 	b.orderChecks(buy, "BENCH_USERS (the admitted buyers are at most half of them)")
 	b.stopServer()
-	b.rows = append(b.rows, join, poll, buy)
+	b.rows = append(b.rows, join, pool, poll, buy)
 }
 
 // roomBytes records the Redis memory the room of voucher v holds per
@@ -212,7 +226,7 @@ sync-%[1]s, today's purchase, in this same run.
 |---|---:|---:|---:|---|---:|
 `, lm, roomTTL, roomWaiting)
 	for _, r := range []struct{ name, ref, label string }{
-		{join, "noop", "no-op"}, {poll, "noop", "no-op"}, {buy, "sync-" + lm, "sync-" + lm},
+		{join, "noop", "no-op"}, {roomPoolName(lm), "noop", "no-op"}, {poll, "noop", "no-op"}, {buy, "sync-" + lm, "sync-" + lm},
 	} {
 		fmt.Fprintf(&w, "| %s | %s | %s | %s | %s (%s req/s) | %s |\n", r.name, fmtRate(b.get(r.name, "rps")),
 			benchMS(b.get(r.name, "p50_us")), benchMS(b.get(r.name, "p99_us")), r.label, fmtRate(b.get(r.ref, "rps")),
@@ -221,6 +235,10 @@ sync-%[1]s, today's purchase, in this same run.
 	if by := b.get(join, "room_bytes"); by != "" {
 		fmt.Fprintf(&w, "\nAfter %s, its room held %s bytes of Redis memory per joiner (MEMORY USAGE of the room's keys ÷ the run's %s joiners, each admitted).\n",
 			join, by, b.get(join, "status_200"))
+	}
+	if pool := roomPoolName(lm); b.get(pool, "room_bytes") != "" {
+		fmt.Fprintf(&w, "After %s, %s bytes per joiner (%s joiners, each in the pool).\n",
+			pool, b.get(pool, "room_bytes"), b.get(pool, "status_200"))
 	}
 	return w.String()
 }

@@ -137,11 +137,17 @@ func (b serverUnderTest) publish(stock int) int64 { return b.publishWith(stock, 
 
 // publishWith is publish with more fields of the body (`,"stockBuckets":4`).
 func (b serverUnderTest) publishWith(stock int, more string) int64 {
+	return b.publishAt(stock, -time.Minute, more)
+}
+
+// publishAt is publishWith with the sale's start begin from now (negative:
+// started). It ends two hours from now.
+func (b serverUnderTest) publishAt(stock int, begin time.Duration, more string) int64 {
 	shopID := b.createdID("creating a shop", "/shop",
 		`{"name":"bench shop","typeId":1,"address":"loopback 1","x":120.15,"y":30.28}`)
 	now := time.Now().UTC()
 	body := fmt.Sprintf(`{"shopId":%d,"title":"bench","subTitle":"make bench","rules":"","payValue":100,"actualValue":100,"type":1,"stock":%d,"beginTime":"%s","endTime":"%s"%s}`,
-		shopID, stock, now.Add(-time.Minute).Format("2006-01-02T15:04:05Z"), now.Add(2*time.Hour).Format("2006-01-02T15:04:05Z"), more)
+		shopID, stock, now.Add(begin).Format("2006-01-02T15:04:05Z"), now.Add(2*time.Hour).Format("2006-01-02T15:04:05Z"), more)
 	id := b.createdID("publishing a voucher", "/voucher/seckill", body)
 	b.vouchers = append(b.vouchers, id)
 	return id
