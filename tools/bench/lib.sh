@@ -56,7 +56,7 @@ bench_seckill_start() {
   shift 3
   env SECKILL_HTTP_ADDR=127.0.0.1:$port "$@" "$bin" serve >"$log" 2>&1 &
   BENCH_SPID=$!
-  for i in $(seq 150); do curl -fs "http://127.0.0.1:$port/readyz" >/dev/null 2>&1 && return 0; sleep 0.2; done
+  for i in $(seq 150); do curl -fs -m 2 "http://127.0.0.1:$port/readyz" >/dev/null 2>&1 && return 0; sleep 0.2; done
   echo "bench: the server did not become ready (see $log)" >&2
   return 2
 }
@@ -71,7 +71,7 @@ bench_tokens() {
   fi
 }
 
-bench_post() { curl -fs -X POST -H "authorization: $2" -H 'content-type: application/json' -d "$4" "$1$3"; }
+bench_post() { curl -fs -m 30 -X POST -H "authorization: $2" -H 'content-type: application/json' -d "$4" "$1$3"; }
 
 bench_id() { sed -n 's/.*"data":"\{0,1\}\([0-9]*\).*/\1/p'; }
 

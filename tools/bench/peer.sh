@@ -117,6 +117,7 @@ cleanup() {
   bench_redis_stop
 }
 trap cleanup EXIT
+trap "exit 130" INT TERM
 rcli() { redis-cli -p "$RPORT" "$@"; }
 bench_redis_start "$RPORT" "$OUT" || exit 2
 RPID=$BENCH_RPID
@@ -171,14 +172,14 @@ awk -F, '{ k = "login:token:" $2; nick = "user_" $1
   "$OUT/peer-users.csv" | rcli --pipe >"$OUT/peer-users.pipe.txt"
 (cd "$PEER_SRC" && exec "$OUT/peer-server" -conf "$OUT/peer.yml") >/dev/null 2>"$OUT/peer-server.stderr" &
 PPID_=$!
-for _ in $(seq 150); do curl -fs "$PBASE/" >/dev/null 2>&1 && break; sleep 0.2; done
-curl -fs "$PBASE/" >/dev/null || { echo "peer.sh: the peer did not start (see $OUT/peer-server.stderr)" >&2; exit 2; }
+for _ in $(seq 150); do curl -fs -m 2 "$PBASE/" >/dev/null 2>&1 && break; sleep 0.2; done
+curl -fs -m 2 "$PBASE/" >/dev/null || { echo "peer.sh: the peer did not start (see $OUT/peer-server.stderr)" >&2; exit 2; }
 B=$(date -u -d "@$(($(date +%s) - 60))" +%Y-%m-%dT%H:%M:%SZ)
 E=$(date -u -d "@$(($(date +%s) + 7200))" +%Y-%m-%dT%H:%M:%SZ)
-PV=$(curl -fs -X POST -H 'content-type: application/json' "$PBASE/voucher/seckill" \
+PV=$(curl -fs -m 30 -X POST -H 'content-type: application/json' "$PBASE/voucher/seckill" \
   -d "{\"shopId\":1,\"title\":\"bench\",\"subTitle\":\"\",\"rules\":\"\",\"payValue\":100,\"actualValue\":100,\"type\":1,\"stock\":$STOCK,\"beginTime\":\"$B\",\"endTime\":\"$E\"}" | bench_id)
 [ -n "$PV" ] && [ "$(rcli GET "seckill:stock:$PV")" = "$STOCK" ] || { echo "peer.sh: the peer's voucher was not created" >&2; exit 2; }
-ME=$(curl -fs -H "authorization: Bearer $(head -1 "$OUT/peer-users.csv" | cut -d, -f2)" "$PBASE/user/me" || true)
+ME=$(curl -fs -m 10 -H "authorization: Bearer $(head -1 "$OUT/peer-users.csv" | cut -d, -f2)" "$PBASE/user/me" || true)
 echo "$ME" | grep -q '"id":1000001' || { echo "peer.sh: the peer does not know its bench users: $ME" >&2; exit 2; }
 echo "vouchers: ours $OV, the peer's $PV" | tee "$OUT/vouchers.txt"
 
