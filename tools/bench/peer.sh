@@ -49,7 +49,7 @@ set -euo pipefail
 [ $# -ge 1 ] || { echo "usage: tools/bench/peer.sh <go-dianping source tree> [label]" >&2; exit 2; }
 PEER_SRC=$(realpath "$1")
 LABEL=${2:-peer}
-CMDLINE="tools/bench/peer.sh $*"
+CMDLINE="$(env | { grep "^PEER_" || true; } | sort | tr "\n" " ")tools/bench/peer.sh $*"
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 OUT=${PEER_OUT:-/tmp/peerbench}/$LABEL
 TOK=${PEER_OUT:-/tmp/peerbench}/tokens
