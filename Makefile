@@ -172,6 +172,16 @@ bench:
 stampede:
 	$(HARNESS) stampede
 
+# Our async purchase beside the peer's (llmons/go-dianping, a source tree of
+# it: PEER_SRC=<dir>) and the no-op endpoint, in one run (tools/bench/peer.sh,
+# PEER_* settings in docs/bench-harness.md); appends to tools/bench/PEER.md.
+PEER_LABEL ?= peer
+.PHONY: bench-peer
+
+bench-peer:
+	@test -n "$(PEER_SRC)" || { echo "make bench-peer PEER_SRC=<go-dianping source tree>"; exit 2; }
+	bash tools/bench/peer.sh $(PEER_SRC) $(PEER_LABEL)
+
 # ---- Go benchmarks of the seckill request through the whole HTTP handler
 # (e2e/bench/admission_test.go): async admission on the embedded backends
 # always, and on the real Redis and MariaDB, plus sync `lua`, when the env of

@@ -32,61 +32,43 @@ USERS=${ROOM_USERS:-300000}
 TOK=${ROOM_OUT:-/tmp/roombench}/tokens
 mkdir -p "$OUT" "$TOK"
 source "$ROOT/.ci/env.sh"
+source "$ROOT/tools/bench/lib.sh"
+BENCH_ROOT=$ROOT
+BENCH_DURATION=$DUR
 export SECKILL_ENV=development
 HZ=$(getconf CLK_TCK)
 BASE=http://127.0.0.1:$PORT
 
 rcli() { redis-cli -p "$RPORT" "$@"; }
 
-# The private Redis.
-# Never one that already runs: it may be another engineer's.
-if rcli PING >/dev/null 2>&1; then
-  echo "room.sh: something already answers on port $RPORT: pick another ROOM_REDIS_PORT" >&2
-  exit 2
-fi
-redis-server --port "$RPORT" --save '' --appendonly no --daemonize yes --pidfile "$OUT/redis.pid" --logfile "$OUT/redis.log"
-sleep 0.5
-STARTED_REDIS=1
-rcli INFO server | grep -q "^tcp_port:$RPORT" || { echo "room.sh: the private Redis did not start" >&2; exit 2; }
-RPID=$(rcli INFO server | awk -F: '/^process_id/{print $2+0}')
-
-# Tokens: once, reused by every run of the script (a user joins each run's
-# own vouchers once).
-if [ ! -s "$TOK/users.csv" ]; then
-  "$BIN" tokens --count $((USERS + 5000)) --out "$TOK/all.csv"
-  tail -n +5001 "$TOK/all.csv" >"$TOK/users.csv"
-  "$BIN" tokens --count 1 --admin --out "$TOK/admin.csv"
-fi
-ADMIN=$(cut -d, -f2 "$TOK/admin.csv" | head -1)
-
 SPID=
 cleanup() {
   [ -n "$SPID" ] && kill "$SPID" 2>/dev/null && wait "$SPID" 2>/dev/null || true
-  if [ -n "${STARTED_REDIS:-}" ]; then rcli SHUTDOWN NOSAVE >/dev/null 2>&1 || true; fi
+  bench_redis_stop
 }
 trap cleanup EXIT
 
-SECKILL_HTTP_ADDR=127.0.0.1:$PORT SECKILL_REDIS_ADDR=127.0.0.1:$RPORT SECKILL_ORDER_MODE=async \
-  SECKILL_LOCK_MODE=lua SECKILL_LOG_LEVEL=warn SECKILL_WAITING_ROOM_TOKEN_TTL=10m \
-  "$BIN" serve >"$OUT/server.log" 2>&1 &
-SPID=$!
-for _ in $(seq 100); do curl -fs "$BASE/readyz" >/dev/null 2>&1 && break; sleep 0.2; done
+# The private Redis (lib.sh refuses a port something answers on).
+bench_redis_start "$RPORT" "$OUT" || exit 2
+RPID=$BENCH_RPID
 
-post() { curl -fs -X POST -H "authorization: $ADMIN" -H 'content-type: application/json' -d "$2" "$BASE$1"; }
-id() { sed -n 's/.*"data":"\{0,1\}\([0-9]*\).*/\1/p'; }
-SHOP=$(post /shop '{"name":"room bench","typeId":1,"address":"loopback 1","x":120.15,"y":30.28}' | id)
-voucher() { # stock begin-offset-seconds room
-  local b e
-  b=$(date -u -d "@$(($(date +%s) + $2))" +%Y-%m-%dT%H:%M:%SZ)
-  e=$(date -u -d "@$(($(date +%s) + 7200))" +%Y-%m-%dT%H:%M:%SZ)
-  post /voucher/seckill "{\"shopId\":$SHOP,\"title\":\"room bench\",\"subTitle\":\"\",\"rules\":\"\",\"payValue\":100,\"actualValue\":100,\"type\":1,\"stock\":$1,\"beginTime\":\"$b\",\"endTime\":\"$e\",\"waitingRoom\":$3}" | id
-}
+# Tokens: once, reused by every run of the script (a user joins each run's
+# own vouchers once).
+bench_tokens "$BIN" "$TOK" "$USERS"
+ADMIN=$(cut -d, -f2 "$TOK/admin.csv" | head -1)
+
+bench_seckill_start "$BIN" "$PORT" "$OUT/server.log" SECKILL_REDIS_ADDR=127.0.0.1:$RPORT SECKILL_ORDER_MODE=async \
+  SECKILL_LOCK_MODE=lua SECKILL_LOG_LEVEL=warn SECKILL_WAITING_ROOM_TOKEN_TTL=10m
+SPID=$BENCH_SPID
+
+SHOP=$(bench_post "$BASE" "$ADMIN" /shop '{"name":"room bench","typeId":1,"address":"loopback 1","x":120.15,"y":30.28}' | bench_id)
+voucher() { bench_voucher "$BASE" "$ADMIN" "$SHOP" "$@"; } # stock begin-offset-seconds room
 VPOOL=$(voucher 10000000 3600 true)
 VLINE=$(voucher 10000000 -60 true)
 VBUY=$(voucher 10000000 -60 false)
 echo "vouchers: pool $VPOOL line $VLINE buy $VBUY" | tee "$OUT/vouchers.txt"
 
-ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
+ticks() { bench_ticks "$1"; }
 cmdstats() { rcli INFO commandstats | tr -d '\r' | sed -n 's/^cmdstat_\([^:]*\):calls=\([0-9]*\),usec=\([0-9]*\),.*/\1 \2 \3/p'; }
 
 SUMMARY=$OUT/summary.md
@@ -102,11 +84,10 @@ run() { # name method path once
   load=$(cut -d' ' -f1-3 /proc/loadavg)
   cmdstats >"$OUT/$name.cmd0"
   s0=$(ticks "$SPID"); r0=$(ticks "$RPID")
-  BENCH_TOKENS=$TOK/users.csv BENCH_THREADS=2 BENCH_ONCE=$4 BENCH_METHOD=$2 \
-    wrk -t2 -c32 -d"${DUR}s" --latency -s "$ROOT/tools/bench/rotate.lua" "$BASE$3" >"$OUT/wrk-$name.txt"
+  bench_wrk "$OUT/wrk-$name.txt" "$TOK/users.csv" "$2" "$BASE$3" "$4"
   s1=$(ticks "$SPID"); r1=$(ticks "$RPID")
   cmdstats >"$OUT/$name.cmd1"
-  fig() { awk -v k="$1" '$1=="BENCH" && $2==k {print $3}' "$OUT/wrk-$name.txt"; }
+  fig() { bench_fig "$OUT/wrk-$name.txt" "$1"; }
   rps=$(fig rps); recv=$(fig received)
   echo "$name $rps" >>"$OUT/rps.txt"
   local cmds

@@ -16,6 +16,13 @@
 --                 i mod n instead of the URL's (the URL's path and Host
 --                 header stay): several instances under one wrk run. Empty:
 --                 every thread the URL's.
+--   BENCH_TOKEN_PREFIX  put before each token in the header (e.g. "Bearer ";
+--                 default none)
+--   BENCH_ENVELOPE  "success": the answers carry {"success":true|false,
+--                 "errorMsg":...} (another service's envelope, peer.sh);
+--                 every answer's success is tallied (success_true,
+--                 success_false) and each errorMsg (errmsg_<text>, spaces
+--                 as _). Default: only the "code" of non-2xx answers.
 --
 -- Threads take disjoint shares of the file (line i goes to thread i mod n).
 -- response() tallies status codes and the envelope's "code"; done() prints
@@ -55,6 +62,8 @@ function init(args)
    local nthreads = tonumber(os.getenv("BENCH_THREADS") or "1")
    local method = os.getenv("BENCH_METHOD") or "GET"
    once = os.getenv("BENCH_ONCE") == "1"
+   prefix = os.getenv("BENCH_TOKEN_PREFIX") or ""
+   envelope = os.getenv("BENCH_ENVELOPE") == "success"
    tokens, admissions, tickets = {}, {}, {}
    local i = 0
    local f = assert(io.open(path, "r"))
@@ -93,7 +102,7 @@ function request()
    if once and sent > #tokens then
       wrapped = wrapped + 1
    end
-   wrk.headers["authorization"] = tokens[idx]
+   wrk.headers["authorization"] = prefix .. tokens[idx]
    if admissions[idx] ~= "" then
       wrk.headers["Admission-Token"] = admissions[idx]
    end
@@ -107,7 +116,15 @@ function response(status, headers, body)
    received = received + 1
    local s = tostring(status)
    statuses[s] = (statuses[s] or 0) + 1
-   if status >= 300 then
+   if envelope then
+      local ok = body:match('"success"%s*:%s*(%a+)') or "NONE"
+      codes["success_" .. ok] = (codes["success_" .. ok] or 0) + 1
+      local msg = body:match('"errorMsg"%s*:%s*"([^"]*)"')
+      if msg ~= nil then
+         msg = "errmsg_" .. msg:gsub("%s", "_")
+         codes[msg] = (codes[msg] or 0) + 1
+      end
+   elseif status >= 300 then
       local code = body:match('"code"%s*:%s*"([%u_]+)"') or "NONE"
       codes[code] = (codes[code] or 0) + 1
    end
@@ -138,7 +155,9 @@ function done(summary, latency, requests)
    out("wrapped", total.wrapped)
    out("tokens", total.tokens)
    for k, v in pairs(st) do out("status_" .. k, v) end
-   for k, v in pairs(cd) do out("code_" .. k, v) end
+   for k, v in pairs(cd) do
+      if k:match("^success_") or k:match("^errmsg_") then out(k, v) else out("code_" .. k, v) end
+   end
    for _, p in ipairs({ 50, 90, 99 }) do
       out("p" .. p .. "_us", latency:percentile(p))
    end
