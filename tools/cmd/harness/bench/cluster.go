@@ -127,6 +127,7 @@ func (b costTables) clusterRun(name string, buckets int, addrs string) {
 	b.wrkRun(name, "POST", fmt.Sprintf("/voucher-order/seckill/%d", v), "1", filepath.Join(b.cfg.Out, "tokens-async.csv"))
 	b.drain(name, v)
 	b.costEnd(name)
+	b.placeCluster(name, v, buckets)
 	b.serverMetrics(name, "")
 	b.asyncChecks(name, v)
 }
