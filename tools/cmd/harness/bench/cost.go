@@ -11,6 +11,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 
@@ -81,6 +82,9 @@ type costRun struct {
 	Name   string           `json:"name"`
 	Orders float64          `json:"orders"`
 	Nodes  []costNodeResult `json:"nodes"`
+	// Seconds is the window read: from before the wrk run to after the
+	// drain. A node's idle work (its timers, the cluster bus) is in it.
+	Seconds float64 `json:"seconds"`
 	// The cluster runs' voucher and how many of its buckets each node's
 	// slots hold (Nodes' order, 0 for a replica): see masters.go.
 	Voucher   int64 `json:"voucher,omitempty"`
@@ -201,7 +205,7 @@ func (b costTables) costBegin(name string) {
 		}
 		before = append(before, s)
 	}
-	b.costBefore = before
+	b.costBefore, b.costSince = before, time.Now()
 }
 
 // costEnd reads them again after the drain. It keeps the run's work per
@@ -222,7 +226,7 @@ func (b costTables) costEnd(name string) {
 			trips[primary[0]], cmds[primary[0]] = trips[k], cmds[k]
 		}
 	}
-	run := &costRun{Name: name, Orders: orders}
+	run := &costRun{Name: name, Orders: orders, Seconds: time.Since(b.costSince).Seconds()}
 	for i, n := range b.costNodes {
 		after, err := readNodeStats(b.ctx, n.Addr)
 		if err != nil {
@@ -440,8 +444,8 @@ cluster master, which has one too.
 
 ## Per run
 
-| run | orders | server CPU µs/order | Redis commands µs/order (masters) | Redis CPU µs/order (masters) | outside commands | ÷ one Redis (commands) | ÷ one Redis (CPU) | ÷ one Redis with a replica (CPU) | replicas' CPU µs/order | busiest master CPU µs/order | its core's cap ÷ one Redis's |
-|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|
+| run | orders | window s | server CPU µs/order | Redis commands µs/order (masters) | Redis CPU µs/order (masters) | outside commands | ÷ one Redis (commands) | ÷ one Redis (CPU) | ÷ one Redis with a replica (CPU) | replicas' CPU µs/order | busiest master CPU µs/order | its core's cap ÷ one Redis's |
+|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|
 `, b.info["end"], b.info["nproc"], b.info["cpu"], b.info["load_before"], b.info["load_after"], b.cfg.Duration, b.cfg.Conns, b.clusterLock(),
 		dash(b.cfg.Only), testbed.EnvOr("BENCH_CLUSTER_BUCKETS", "1 2 4 8"), b.cfg.Duration)
 	one := b.costByName("async-" + b.clusterLock())
@@ -468,8 +472,8 @@ cluster master, which has one too.
 				capRatio = fmt.Sprintf("%.2f", op/busiest)
 			}
 		}
-		fmt.Fprintf(&w, "| %s | %.0f | %s | %.1f | %.1f | %.1f | %s | %s | %s | %.1f | %.1f | %s |\n",
-			r.Name, r.Orders, dash(b.get(r.Name, "cpu_server_order")), c, p, p-c,
+		fmt.Fprintf(&w, "| %s | %.0f | %.1f | %s | %.1f | %.1f | %.1f | %s | %s | %s | %.1f | %.1f | %s |\n",
+			r.Name, r.Orders, r.Seconds, dash(b.get(r.Name, "cpu_server_order")), c, p, p-c,
 			ratio(c, one, false), ratio(p, one, true), ratio(p, rep, true), reps, busiest, capRatio)
 	}
 	w.WriteString(`
