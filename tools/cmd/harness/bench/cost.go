@@ -447,7 +447,7 @@ cluster master, which has one too.
 | run | orders | window s | server CPU µs/order | Redis commands µs/order (masters) | Redis CPU µs/order (masters) | outside commands | ÷ one Redis (commands) | ÷ one Redis (CPU) | ÷ one Redis with a replica (CPU) | replicas' CPU µs/order | busiest master CPU µs/order | its core's cap ÷ one Redis's |
 |---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|
 `, b.info["end"], b.info["nproc"], b.info["cpu"], b.info["load_before"], b.info["load_after"], b.cfg.Duration, b.cfg.Conns, b.clusterLock(),
-		dash(b.cfg.Only), testbed.EnvOr("BENCH_CLUSTER_BUCKETS", "1 2 4 8"), b.cfg.Duration)
+		dash(b.cfg.Only), clusterBuckets(), b.cfg.Duration)
 	one := b.costByName("async-" + b.clusterLock())
 	rep := b.costByName("async-" + b.clusterLock() + "-replica")
 	ratio := func(x float64, r *costRun, cpu bool) string {
