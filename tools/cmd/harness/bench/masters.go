@@ -2,7 +2,7 @@ package bench
 
 import (
 	"fmt"
-	"math"
+	"slices"
 	"sort"
 	"strings"
 
@@ -42,20 +42,13 @@ func BucketsPerNode(slots []redis.ClusterSlot, addrs []string, voucherID int64, 
 	return out
 }
 
-// spreadOf is the largest of xs over the smallest (only where keep is
-// true); ok is false when fewer than two count or the smallest is 0.
-func spreadOf(xs []float64, keep func(i int) bool) (float64, bool) {
-	lo, hi, n := math.Inf(1), math.Inf(-1), 0
-	for i, x := range xs {
-		if !keep(i) {
-			continue
-		}
-		lo, hi, n = math.Min(lo, x), math.Max(hi, x), n+1
-	}
-	if n < 2 || lo <= 0 {
+// spreadOf is the largest of xs over the smallest. ok is false with
+// fewer than two or when the smallest is not positive.
+func spreadOf(xs []float64) (float64, bool) {
+	if len(xs) < 2 || slices.Min(xs) <= 0 {
 		return 0, false
 	}
-	return hi / lo, true
+	return slices.Max(xs) / slices.Min(xs), true
 }
 
 // placeCluster keeps the cluster run's voucher and its placement on the
@@ -139,12 +132,11 @@ sum).
 			placeText = append(placeText, fmt.Sprint(r.Placement[i]))
 			cpuText = append(cpuText, fmt.Sprintf("%.1f", n.CPUUs))
 		}
-		all := func(int) bool { return true }
 		ps, cs := "-", "-"
-		if x, ok := spreadOf(places, all); ok {
+		if x, ok := spreadOf(places); ok {
 			ps = fmt.Sprintf("%.2f", x)
 		}
-		if x, ok := spreadOf(cpus, all); ok {
+		if x, ok := spreadOf(cpus); ok {
 			cs = fmt.Sprintf("%.2f", x)
 		}
 		_, sum, _, busiest := costSums(r)
