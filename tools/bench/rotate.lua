@@ -24,7 +24,11 @@
 --                 success_false) and each errorMsg (errmsg_<text>, spaces
 --                 as _). Default: only the "code" of non-2xx answers.
 --
--- Threads take disjoint shares of the file (line i goes to thread i mod n).
+-- Threads take disjoint shares of the file in blocks of lines: line i goes
+-- to thread floor(i / block) mod n. A block is 5040 lines (fewer when the
+-- file is short), a multiple of every bucket count up to 16 but 11 and 13:
+-- each thread's users cover every home bucket (userId mod N) alike, however
+-- fast the threads run.
 -- response() tallies status codes and the envelope's "code"; done() prints
 -- one line per figure, "BENCH <name> <value>", that the bench reads:
 -- requests sent, responses received, 2xx, per-status and per-code counts,
@@ -65,20 +69,23 @@ function init(args)
    prefix = os.getenv("BENCH_TOKEN_PREFIX") or ""
    envelope = os.getenv("BENCH_ENVELOPE") == "success"
    tokens, admissions, tickets = {}, {}, {}
-   local i = 0
+   local lines = {}
    local f = assert(io.open(path, "r"))
    for line in f:lines() do
       local tok, adm, tk = line:match("^%d+,([^,%s]+),?([^,%s]*),?(%S*)")
       if tok ~= nil then
-         if i % nthreads == id then
-            table.insert(tokens, tok)
-            table.insert(admissions, adm)
-            table.insert(tickets, tk)
-         end
-         i = i + 1
+         table.insert(lines, { tok, adm, tk })
       end
    end
    f:close()
+   local block = math.max(1, math.min(5040, math.floor(#lines / nthreads)))
+   for i, l in ipairs(lines) do
+      if math.floor((i - 1) / block) % nthreads == id then
+         table.insert(tokens, l[1])
+         table.insert(admissions, l[2])
+         table.insert(tickets, l[3])
+      end
+   end
    if #tokens == 0 then
       error("rotate.lua: no tokens for thread " .. id .. " in " .. path)
    end

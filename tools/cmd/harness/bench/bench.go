@@ -84,6 +84,7 @@ type bench struct {
 	// run, their first reading, and every measured run.
 	costNodes  []costNode
 	costBefore []nodeStats
+	costSince  time.Time
 	costs      []*costRun
 
 	*figures

@@ -11,6 +11,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 
@@ -49,6 +50,7 @@ type nodeStats struct {
 	ReplOut float64 // total_net_repl_output_bytes
 	NetIn   float64 // total_net_input_bytes
 	NetOut  float64 // total_net_output_bytes
+	BusMsgs float64 // cluster bus messages sent and received (CLUSTER INFO)
 }
 
 // cmdStat is one command's line of INFO commandstats.
@@ -71,6 +73,7 @@ type costNodeResult struct {
 	InBytes    float64   `json:"inBytesPerOrder"`
 	RoundTrips float64   `json:"roundTripsPerOrder"`   // the server's, to this node
 	Depth      float64   `json:"commandsPerRoundTrip"` // the server's
+	BusMsgs    float64   `json:"busMessagesPer1000Orders"`
 	Commands   []costCmd `json:"commands"`
 }
 
@@ -79,9 +82,18 @@ type costRun struct {
 	Name   string           `json:"name"`
 	Orders float64          `json:"orders"`
 	Nodes  []costNodeResult `json:"nodes"`
+	// Seconds is the window read: from before the wrk run to after the
+	// drain. A node's idle work (its timers, the cluster bus) is in it.
+	Seconds float64 `json:"seconds"`
+	// The cluster runs' voucher and how many of its buckets each node's
+	// slots hold (Nodes' order, 0 for a replica): see masters.go.
+	Voucher   int64 `json:"voucher,omitempty"`
+	Buckets   int   `json:"buckets,omitempty"`
+	Placement []int `json:"bucketsPerNode,omitempty"`
 }
 
-// readNodeStats reads INFO commandstats, cpu and stats of addr.
+// readNodeStats reads INFO commandstats, cpu and stats of addr, and the
+// bus messages of CLUSTER INFO when addr is a cluster node.
 func readNodeStats(ctx context.Context, addr string) (nodeStats, error) {
 	c := redis.NewClient(&redis.Options{Addr: addr})
 	defer c.Close()
@@ -89,7 +101,24 @@ func readNodeStats(ctx context.Context, addr string) (nodeStats, error) {
 	if err != nil {
 		return nodeStats{}, fmt.Errorf("INFO of %s: %w", addr, err)
 	}
-	return parseNodeStats(text), nil
+	s := parseNodeStats(text)
+	if ci, err := c.ClusterInfo(ctx).Result(); err == nil {
+		s.BusMsgs = busMessages(ci)
+	}
+	return s, nil
+}
+
+// busMessages is the cluster bus messages a node sent and received, from
+// CLUSTER INFO's text.
+func busMessages(text string) float64 {
+	var n float64
+	for _, line := range strings.Split(text, "\n") {
+		k, v, ok := strings.Cut(strings.TrimSpace(line), ":")
+		if ok && (k == "cluster_stats_messages_sent" || k == "cluster_stats_messages_received") {
+			n += figNum0(v)
+		}
+	}
+	return n
 }
 
 // parseNodeStats reads the fields nodeStats holds from INFO's text.
@@ -176,7 +205,7 @@ func (b costTables) costBegin(name string) {
 		}
 		before = append(before, s)
 	}
-	b.costBefore = before
+	b.costBefore, b.costSince = before, time.Now()
 }
 
 // costEnd reads them again after the drain. It keeps the run's work per
@@ -197,7 +226,7 @@ func (b costTables) costEnd(name string) {
 			trips[primary[0]], cmds[primary[0]] = trips[k], cmds[k]
 		}
 	}
-	run := &costRun{Name: name, Orders: orders}
+	run := &costRun{Name: name, Orders: orders, Seconds: time.Since(b.costSince).Seconds()}
 	for i, n := range b.costNodes {
 		after, err := readNodeStats(b.ctx, n.Addr)
 		if err != nil {
@@ -218,6 +247,7 @@ func (b costTables) costEnd(name string) {
 		r.CPUUs = (after.CPU - before[i].CPU) * 1e6 / orders
 		r.ReplBytes = (after.ReplOut - before[i].ReplOut) / orders
 		r.InBytes = (after.NetIn - before[i].NetIn) / orders
+		r.BusMsgs = (after.BusMsgs - before[i].BusMsgs) * 1000 / orders
 		if t := trips[n.Addr]; t > 0 {
 			r.RoundTrips = t / orders
 			r.Depth = cmds[n.Addr] / t
@@ -393,13 +423,19 @@ reads, locks and acknowledgements of the run's orders are inside.
 Settings: BENCH_ONLY=%s BENCH_CLUSTER_BUCKETS=%q BENCH_DURATION=%d.
 
 - *commands µs*: INFO commandstats, the time inside commands (scripts
-  included), summed over the commands;
+  included), summed over the commands. Redis 7 counts the commands a
+  script calls as well (get, hmget, sismember, decr, sadd, xadd and set of
+  seckill.lua) and evalsha's time includes theirs, so the sum counts them
+  twice; commandstats times are wall clock, so a process that waits for
+  a core inside a command is charged for the wait;
 - *CPU µs*: INFO cpu (user + system) of the process over the same window:
   commands plus the event loop, socket reads and writes, replication to the
   replica, the cluster bus; *outside* is CPU − commands;
 - *round trips*, *depth*: the server's round trips to the node per order
   and the commands each carried (its /metrics);
-- *repl. bytes*: bytes sent to the replica per order.
+- *repl. bytes*: bytes sent to the replica per order;
+- *bus messages*: cluster bus messages sent and received (CLUSTER INFO)
+  per 1000 orders.
 
 The machine is shared: other processes' commands on the same Redis count
 too (small beside tens of thousands of orders). async-lua-replica is the
@@ -408,10 +444,10 @@ cluster master, which has one too.
 
 ## Per run
 
-| run | orders | server CPU µs/order | Redis commands µs/order (masters) | Redis CPU µs/order (masters) | outside commands | ÷ one Redis (commands) | ÷ one Redis (CPU) | ÷ one Redis with a replica (CPU) | replicas' CPU µs/order | busiest master CPU µs/order | its core's cap ÷ one Redis's |
-|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|
+| run | orders | window s | server CPU µs/order | Redis commands µs/order (masters) | Redis CPU µs/order (masters) | outside commands | ÷ one Redis (commands) | ÷ one Redis (CPU) | ÷ one Redis with a replica (CPU) | replicas' CPU µs/order | busiest master CPU µs/order | its core's cap ÷ one Redis's |
+|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|
 `, b.info["end"], b.info["nproc"], b.info["cpu"], b.info["load_before"], b.info["load_after"], b.cfg.Duration, b.cfg.Conns, b.clusterLock(),
-		dash(b.cfg.Only), testbed.EnvOr("BENCH_CLUSTER_BUCKETS", "1 2 4 8"), b.cfg.Duration)
+		dash(b.cfg.Only), clusterBuckets(), b.cfg.Duration)
 	one := b.costByName("async-" + b.clusterLock())
 	rep := b.costByName("async-" + b.clusterLock() + "-replica")
 	ratio := func(x float64, r *costRun, cpu bool) string {
@@ -436,20 +472,20 @@ cluster master, which has one too.
 				capRatio = fmt.Sprintf("%.2f", op/busiest)
 			}
 		}
-		fmt.Fprintf(&w, "| %s | %.0f | %s | %.1f | %.1f | %.1f | %s | %s | %s | %.1f | %.1f | %s |\n",
-			r.Name, r.Orders, dash(b.get(r.Name, "cpu_server_order")), c, p, p-c,
+		fmt.Fprintf(&w, "| %s | %.0f | %.1f | %s | %.1f | %.1f | %.1f | %s | %s | %s | %.1f | %.1f | %s |\n",
+			r.Name, r.Orders, r.Seconds, dash(b.get(r.Name, "cpu_server_order")), c, p, p-c,
 			ratio(c, one, false), ratio(p, one, true), ratio(p, rep, true), reps, busiest, capRatio)
 	}
 	w.WriteString(`
 ## Per node
 
-| run | node | role | round trips/order | depth | commands µs/order | CPU µs/order | outside commands | repl. bytes/order | bytes in/order |
-|---|---|---|---:|---:|---:|---:|---:|---:|---:|
+| run | node | role | round trips/order | depth | commands µs/order | CPU µs/order | outside commands | repl. bytes/order | bytes in/order | bus messages/1000 orders |
+|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|
 `)
 	for _, r := range b.costs {
 		for _, n := range r.Nodes {
-			fmt.Fprintf(&w, "| %s | %s | %s | %.2f | %.1f | %.1f | %.1f | %.1f | %.0f | %.0f |\n",
-				r.Name, n.Addr, n.Role, n.RoundTrips, n.Depth, n.CommandUs, n.CPUUs, n.CPUUs-n.CommandUs, n.ReplBytes, n.InBytes)
+			fmt.Fprintf(&w, "| %s | %s | %s | %.2f | %.1f | %.1f | %.1f | %.1f | %.0f | %.0f | %.1f |\n",
+				r.Name, n.Addr, n.Role, n.RoundTrips, n.Depth, n.CommandUs, n.CPUUs, n.CPUUs-n.CommandUs, n.ReplBytes, n.InBytes, n.BusMsgs)
 		}
 	}
 	w.WriteString(`
@@ -483,5 +519,6 @@ cluster master, which has one too.
 			fmt.Fprintf(&w, "| %s | %s | %.3f | %.2f | %.2f |\n", r.Name, name, s.Calls, s.Usec/s.Calls, s.Usec)
 		}
 	}
+	w.WriteString(b.mastersMarkdown(one, rep))
 	return w.String()
 }

@@ -1,8 +1,11 @@
 package bench
 
 import (
+	"slices"
 	"strings"
 	"testing"
+
+	"github.com/redis/go-redis/v9"
 )
 
 func TestParseNodeStats(t *testing.T) {
@@ -56,5 +59,55 @@ func TestCostSums(t *testing.T) {
 	cmd, cpu, replicas, busiest := costSums(r)
 	if cmd != 15 || cpu != 50 || replicas != 8 || busiest != 30 {
 		t.Errorf("got %v %v %v %v, want 15 50 8 30", cmd, cpu, replicas, busiest)
+	}
+}
+
+// threeMasters is CLUSTER SLOTS of .ci/services.sh's cluster.
+var threeMasters = []redis.ClusterSlot{
+	{Start: 0, End: 5460, Nodes: []redis.ClusterNode{{Addr: "127.0.0.1:7001"}, {Addr: "127.0.0.1:7006"}}},
+	{Start: 5461, End: 10922, Nodes: []redis.ClusterNode{{Addr: "127.0.0.1:7002"}, {Addr: "127.0.0.1:7004"}}},
+	{Start: 10923, End: 16383, Nodes: []redis.ClusterNode{{Addr: "127.0.0.1:7003"}, {Addr: "127.0.0.1:7005"}}},
+}
+
+func TestBucketsPerNode(t *testing.T) {
+	addrs := []string{"127.0.0.1:7001", "127.0.0.1:7002", "127.0.0.1:7003", "127.0.0.1:7004"}
+	for _, c := range []struct {
+		voucher int64
+		n       int
+		want    []int
+	}{
+		{11, 8, []int{2, 3, 3, 0}}, // shards 11 6 1 12 7 2 13 8
+		{3, 8, []int{4, 2, 2, 0}},  // shards 3 14 9 4 15 10 5 0: shards 0-5 are 7001's
+		{16, 3, []int{1, 1, 1, 0}},
+		{16, 16, []int{6, 5, 5, 0}},
+	} {
+		got := BucketsPerNode(threeMasters, addrs, c.voucher, c.n)
+		if !slices.Equal(got, c.want) {
+			t.Errorf("voucher %d, %d buckets: got %v, want %v", c.voucher, c.n, got, c.want)
+		}
+	}
+}
+
+func TestMastersMarkdown(t *testing.T) {
+	b := fixedBench()
+	cmds := func(us float64) []costCmd { return []costCmd{{Name: "evalsha", Calls: 1, Usec: us, UsecPerCall: us}} }
+	one := &costRun{Name: "async-lua", Nodes: []costNodeResult{{costNode: costNode{Role: "redis"}, CPUUs: 45}}}
+	rep := &costRun{Name: "async-lua-replica", Nodes: []costNodeResult{
+		{costNode: costNode{Role: "master"}, CPUUs: 60, Commands: cmds(33)}, {costNode: costNode{Role: "replica"}, CPUUs: 38}}}
+	cl := &costRun{Name: "cluster-8", Voucher: 11, Buckets: 8, Placement: []int{2, 3, 3, 0}, Nodes: []costNodeResult{
+		{costNode: costNode{Addr: "127.0.0.1:7001", Role: "master"}, CPUUs: 20, Commands: cmds(10)},
+		{costNode: costNode{Addr: "127.0.0.1:7002", Role: "master"}, CPUUs: 25, Commands: cmds(16)},
+		{costNode: costNode{Addr: "127.0.0.1:7003", Role: "master"}, CPUUs: 30, Commands: cmds(16)},
+		{costNode: costNode{Addr: "127.0.0.1:7004", Role: "replica"}, CPUUs: 15},
+	}}
+	b.costs = []*costRun{one, rep, cl}
+	md := b.mastersMarkdown(one, rep)
+	mdHolds(t, md,
+		// busiest 30: 45/30, 60/30; even: 3*45/75, 3*60/75
+		"| cluster-8 | 11 (11) | 2 / 3 / 3 | 1.50 | 20.0 / 25.0 / 30.0 | 1.50 | 1.50 | 2.00 | 1.80 | 2.40 |\n",
+		"| 7001 (2 buckets): calls/order | µs/call | µs/order | 7002 (3 buckets)",
+		"| evalsha | 1.000 | 10.00 | 10.00 | 1.000 | 16.00 | 16.00 | 1.000 | 16.00 | 16.00 | 42.00 | 33.00 |\n")
+	if got := busMessages("cluster_state:ok\r\ncluster_stats_messages_sent:120\r\ncluster_stats_messages_received:80\r\n"); got != 200 {
+		t.Errorf("busMessages: got %v, want 200", got)
 	}
 }
