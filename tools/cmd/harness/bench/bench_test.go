@@ -494,3 +494,24 @@ func mdHolds(t *testing.T, md string, wants ...string) {
 		}
 	}
 }
+
+// TestTwoPartners: an -x2 run is set beside its one-instance run, or,
+// when that one was profiled, beside the mean of its unprofiled twins.
+func TestTwoPartners(t *testing.T) {
+	b := newBench(t.TempDir())
+	b.put("sync-lua", "rps", "4000")
+	if runs, ref := b.twoPartners("sync-lua"); len(runs) != 1 || runs[0] != "sync-lua" || ref != "4000" {
+		t.Errorf("unprofiled: %v %q", runs, ref)
+	}
+	b.put("async-lua", "rps", "12000")
+	b.put("async-lua", "profiled", "1")
+	if runs, ref := b.twoPartners("async-lua"); len(runs) != 1 || ref != "12000" {
+		t.Errorf("profiled without twins: %v %q", runs, ref)
+	}
+	b.put("async-lua-plain-a", "rps", "15000")
+	b.put("async-lua-plain-b", "rps", "14000")
+	runs, ref := b.twoPartners("async-lua")
+	if len(runs) != 3 || runs[1] != "async-lua-plain-a" || runs[2] != "async-lua-plain-b" || ref != "14500.0" {
+		t.Errorf("profiled with twins: %v %q, want the twins and 14500.0", runs, ref)
+	}
+}

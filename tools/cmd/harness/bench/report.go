@@ -163,22 +163,54 @@ all. Both instances share this machine's cores with wrk, MariaDB and
 Redis, so the run shows what a second instance costs on the same cores,
 not what a second machine gives; docs/capacity.md predicts it from the
 one-instance figures and compares. CPU is per response, the server's of
-both instances summed; "busy" is the whole machine's.
+both instances summed; "busy" is the whole machine's. A profiled
+one-instance run is shown for reference; the ratio is then to the mean
+of its unprofiled twins (-plain-a, -plain-b).
 
 | run | req/s | ÷ one instance | p99 ms | busy %% | CPU us/req server / client / MariaDB / Redis | sum |
 |---|---:|---:|---:|---:|---|---:|
 `, b.cfg.Port, b.cfg.Port+1, b.cfg.Conns)
 		}
-		for _, r := range []string{one, name} {
+		partners, ref := b.twoPartners(one)
+		for _, r := range append(partners, name) {
 			g := func(k string) string { return dash(b.get(r, k)) }
 			sum := figNum0(b.get(r, "cpu_server")) + figNum0(b.get(r, "cpu_client")) +
 				figNum0(b.get(r, "cpu_mariadb")) + figNum0(b.get(r, "cpu_redis"))
-			fmt.Fprintf(&w, "| %s | %s | %s | %s | %s | %s / %s / %s / %s | %.0f |\n", r, fmtRate(b.get(r, "rps")),
-				benchRatio(b.get(r, "rps"), b.get(one, "rps")), benchMS(b.get(r, "p99_us")), g("busy"),
+			label := r
+			if b.get(r, "profiled") == "1" {
+				label += " (profiled)"
+			}
+			fmt.Fprintf(&w, "| %s | %s | %s | %s | %s | %s / %s / %s / %s | %.0f |\n", label, fmtRate(b.get(r, "rps")),
+				benchRatio(b.get(r, "rps"), ref), benchMS(b.get(r, "p99_us")), g("busy"),
 				g("cpu_server"), g("cpu_client"), g("cpu_mariadb"), g("cpu_redis"), sum)
 		}
 	}
 	return w.String()
+}
+
+// twoPartners are the one-instance runs an -x2 run of one is set beside,
+// and the req/s its ratio divides by. A profiled run (the admission
+// profile's) pays the profiler: then its unprofiled twins of the tracing
+// pairs (<one>-plain-a, -b) stand beside it, and the ratio is to their
+// mean.
+func (b reporter) twoPartners(one string) ([]string, string) {
+	if b.get(one, "profiled") != "1" {
+		return []string{one}, b.get(one, "rps")
+	}
+	runs := []string{one}
+	var sum float64
+	var n int
+	for _, p := range []string{one + "-plain-a", one + "-plain-b"} {
+		if r := figNum0(b.get(p, "rps")); r > 0 {
+			runs = append(runs, p)
+			sum += r
+			n++
+		}
+	}
+	if n == 0 {
+		return runs, b.get(one, "rps")
+	}
+	return runs, fmt.Sprintf("%.1f", sum/float64(n))
 }
 
 // render is RESULTS.md without NOTES.md. profile renders a profile's
