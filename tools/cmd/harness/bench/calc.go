@@ -299,6 +299,12 @@ func promHistogram(text, route string) benchFigures {
 			f[h.count] = fmt.Sprintf("%d", int64(n))
 		}
 	}
+	// Purchases the shedder answered 503 with Retry-After (its design
+	// under a queue longer than SECKILL_SHED_TARGET): orderChecks counts
+	// them apart from the failures.
+	if n, ok := plain["seckill_purchases_shed_total"]; ok {
+		f["shed"] = fmt.Sprintf("%d", int64(n))
+	}
 	return f
 }
 
