@@ -30,18 +30,7 @@ var benchHTTP = &http.Client{Timeout: 60 * time.Second}
 // server-<logname>.log, with env (NAME=value) added to its environment,
 // and waits for /readyz (20 s).
 func (b serverUnderTest) startServer(orderMode, lockMode, logname string, env ...string) {
-	if testbed.PortOpen(b.cfg.Port) {
-		b.die("something already serves %s (BENCH_PORT=%d): stop it or pick another port", b.base, b.cfg.Port)
-	}
-	in, err := testbed.StartInstance(b.bin, b.cfg.Port, filepath.Join(b.cfg.Out, "server-"+logname+".log"),
-		append([]string{"SECKILL_ORDER_MODE=" + orderMode, "SECKILL_LOCK_MODE=" + lockMode, "SECKILL_LOG_LEVEL=warn"}, env...)...)
-	if err != nil {
-		b.die("starting the server: %v", err)
-	}
-	b.server = in
-	if err := testbed.WaitReady(b.ctx, in, 20*time.Second); err != nil {
-		b.die("the server (%s, %s) is not ready: %v: %s", orderMode, lockMode, err, proc.Tail(in.Log, 3))
-	}
+	b.server = b.startOn(b.cfg.Port, "the server", "server-"+logname+".log", orderMode, lockMode, env)
 }
 
 // startServers is startServer, then, for n = 2, startSecond alike.
@@ -58,19 +47,25 @@ func (b serverUnderTest) startServers(n int, orderMode, lockMode, logname string
 // and the meter's server CPU is both processes'. /metrics are the first
 // instance's.
 func (b serverUnderTest) startSecond(orderMode, lockMode, logname string, env ...string) {
-	port := b.cfg.Port + 1
+	b.second = b.startOn(b.cfg.Port+1, "the second instance", "server-"+logname+"-2.log", orderMode, lockMode, env)
+}
+
+// startOn starts an instance (what names it in errors) on 127.0.0.1:port,
+// its log in the out dir's log, and waits for /readyz (20 s).
+func (b serverUnderTest) startOn(port int, what, log, orderMode, lockMode string, env []string) *testbed.Instance {
 	if testbed.PortOpen(port) {
-		b.die("something already serves 127.0.0.1:%d (BENCH_PORT+1, the second instance): stop it or pick another port", port)
+		b.die("something already serves 127.0.0.1:%d (%s; BENCH_PORT=%d): stop it or pick another port", port, what, b.cfg.Port)
 	}
-	in, err := testbed.StartInstance(b.bin, port, filepath.Join(b.cfg.Out, "server-"+logname+"-2.log"),
+	in, err := testbed.StartInstance(b.bin, port, filepath.Join(b.cfg.Out, log),
 		append([]string{"SECKILL_ORDER_MODE=" + orderMode, "SECKILL_LOCK_MODE=" + lockMode, "SECKILL_LOG_LEVEL=warn"}, env...)...)
 	if err != nil {
-		b.die("starting the second instance: %v", err)
+		b.die("starting %s: %v", what, err)
 	}
-	b.second = in
 	if err := testbed.WaitReady(b.ctx, in, 20*time.Second); err != nil {
-		b.die("the second instance (%s, %s) is not ready: %v: %s", orderMode, lockMode, err, proc.Tail(in.Log, 3))
+		testbed.StopInstances([]*testbed.Instance{in})
+		b.die("%s (%s, %s) is not ready: %v: %s", what, orderMode, lockMode, err, proc.Tail(in.Log, 3))
 	}
+	return in
 }
 
 // stopServer stops the server and the second instance, if any (SIGTERM),
