@@ -24,13 +24,7 @@ import (
 func TestShedUnderSlowSale(t *testing.T) {
 	m := metrics.New()
 	e := newEnv(t, func(d *handler.Deps) { d.ShedTarget = 250 * time.Millisecond; d.Metrics = m })
-	release := make(chan struct{})
-	var inSale atomic.Int64
-	e.seck.buy = func(ctx context.Context, userID, voucherID int64) (int64, error) {
-		inSale.Add(1)
-		<-release
-		return 42, nil
-	}
+	release, inSale := holdSale(e)
 	buy := func() *httptest.ResponseRecorder {
 		req := httptest.NewRequest(http.MethodPost, "/voucher-order/seckill/5", nil)
 		req.Header.Set("authorization", e.userTok)
@@ -87,16 +81,22 @@ func TestShedUnderSlowSale(t *testing.T) {
 	}
 }
 
-// TestShedOff: with no target every purchase reaches the sale.
-func TestShedOff(t *testing.T) {
-	e := newEnv(t)
-	release := make(chan struct{})
-	var inSale atomic.Int64
+// holdSale makes e's sale hold every purchase until release is closed;
+// inSale counts the purchases it holds.
+func holdSale(e *env) (release chan struct{}, inSale *atomic.Int64) {
+	release, inSale = make(chan struct{}), new(atomic.Int64)
 	e.seck.buy = func(ctx context.Context, userID, voucherID int64) (int64, error) {
 		inSale.Add(1)
 		<-release
 		return 42, nil
 	}
+	return release, inSale
+}
+
+// TestShedOff: with no target every purchase reaches the sale.
+func TestShedOff(t *testing.T) {
+	e := newEnv(t)
+	release, inSale := holdSale(e)
 	n := middleware.ShedFloor + 40
 	var wg sync.WaitGroup
 	codes := make(chan int, n)

@@ -28,12 +28,12 @@ type StormResult struct {
 	OrderIDs map[int64]int64 // order id -> user id, from 200 responses
 }
 
-// Storm sends dup concurrent buy requests for each of users users (ids from
-// base+1). It spreads them over the handlers (instances) round robin.
-func Storm(t *testing.T, handlers []http.Handler, voucherID int64, base int64, users, dup int) StormResult {
+// UserTokens issues the development tokens of n users, ids base+1 to
+// base+n, in order.
+func UserTokens(t testing.TB, base int64, n int) []string {
 	t.Helper()
 	tok := DevTokens()
-	tokens := make([]string, users)
+	tokens := make([]string, n)
 	for i := range tokens {
 		s, err := tok.Issue(base+int64(i)+1, "user")
 		if err != nil {
@@ -41,6 +41,14 @@ func Storm(t *testing.T, handlers []http.Handler, voucherID int64, base int64, u
 		}
 		tokens[i] = s
 	}
+	return tokens
+}
+
+// Storm sends dup concurrent buy requests for each of users users (ids from
+// base+1). It spreads them over the handlers (instances) round robin.
+func Storm(t *testing.T, handlers []http.Handler, voucherID int64, base int64, users, dup int) StormResult {
+	t.Helper()
+	tokens := UserTokens(t, base, users)
 	res := StormResult{ByCode: map[string]int{}, OrderIDs: map[int64]int64{}}
 	var mu sync.Mutex
 	var wg sync.WaitGroup

@@ -25,15 +25,7 @@ func TestShedStampede(t *testing.T) {
 	vid := apptest.PublishVoucher(t, h, 1000)
 	const users = 300
 	base := apptest.RandomBase()
-	tok := apptest.DevTokens()
-	tokens := make([]string, users)
-	for i := range tokens {
-		s, err := tok.Issue(base+int64(i)+1, "user")
-		if err != nil {
-			t.Fatal(err)
-		}
-		tokens[i] = s
-	}
+	tokens := apptest.UserTokens(t, base, users)
 	path := fmt.Sprintf("/voucher-order/seckill/%d", vid)
 	buy := func(token string) *httptest.ResponseRecorder {
 		req := httptest.NewRequest(http.MethodPost, path, nil)

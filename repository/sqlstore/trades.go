@@ -20,7 +20,7 @@ type Trades struct{ db *gorm.DB }
 // NewTrades returns the trades' store over db.
 func NewTrades(db *DB) *Trades { return &Trades{db: db.Gorm} }
 
-// tradeOrder is what opening a trade reads of its order and voucher.
+// tradeOrder is what opening a trade reads of its order.
 type tradeOrder struct {
 	UserID       int64
 	VoucherID    int64
@@ -28,8 +28,6 @@ type tradeOrder struct {
 	CancelReason string
 	RefundReason string
 	CreateTime   time.Time
-	PayValue     int64
-	Title        string
 }
 
 // Open returns the order's open trade at provider, or opens a new one
@@ -53,16 +51,6 @@ FROM tb_voucher_order WHERE id = ?`+forUpdate(tx), orderID)
 		} else if res.RowsAffected == 0 || o.UserID != userID {
 			return model.ErrOrderNotFound
 		}
-		var v struct {
-			PayValue int64
-			Title    string
-		}
-		if res := tx.Raw("SELECT pay_value, title FROM tb_voucher WHERE id = ?", o.VoucherID).Scan(&v); res.Error != nil {
-			return res.Error
-		} else if res.RowsAffected == 0 {
-			return fmt.Errorf("order %d: voucher %d not found", orderID, o.VoucherID)
-		}
-		o.PayValue, o.Title = v.PayValue, v.Title
 		switch {
 		case o.Status == model.OrderStatusPaid || o.Status == model.OrderStatusUsed:
 			return model.ErrOrderPaid
@@ -75,7 +63,16 @@ FROM tb_voucher_order WHERE id = ?`+forUpdate(tx), orderID)
 		case expiredAt(&model.VoucherOrder{CreateTime: o.CreateTime}, cutoff):
 			return model.ErrOrderExpired
 		}
-		subject = o.Title
+		var v struct {
+			PayValue int64
+			Title    string
+		}
+		if res := tx.Raw("SELECT pay_value, title FROM tb_voucher WHERE id = ?", o.VoucherID).Scan(&v); res.Error != nil {
+			return res.Error
+		} else if res.RowsAffected == 0 {
+			return fmt.Errorf("order %d: voucher %d not found", orderID, o.VoucherID)
+		}
+		subject = v.Title
 		var open []model.PayTrade
 		if err := tx.Where("open_for = ?", openFor(orderID, provider)).Find(&open).Error; err != nil {
 			return err
@@ -91,7 +88,7 @@ FROM tb_voucher_order WHERE id = ?`+forUpdate(tx), orderID)
 		key := openFor(orderID, provider)
 		t = &model.PayTrade{
 			OutTradeNo: fmt.Sprintf("%d_%d", orderID, n+1), OrderID: orderID, Provider: provider,
-			Amount: model.Fen(o.PayValue), State: model.TradeRowOpen, CreateTime: now,
+			Amount: model.Fen(v.PayValue), State: model.TradeRowOpen, CreateTime: now,
 			ExpireTime: o.CreateTime.Add(payTimeout),
 		}
 		if err := tx.Exec(`INSERT INTO tb_pay_trade (out_trade_no, order_id, provider, amount, state, open_for, create_time, expire_time)
