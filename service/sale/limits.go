@@ -137,8 +137,7 @@ func (p *PurchaseLimits) Check(ctx context.Context, userID int64, addr string) e
 	}
 	// The verdicts on this goroutine: Refused and Failed are never called
 	// at once.
-	errAddr := byAddr.verdict(ctx, p, "addr", "too many "+p.what+" from this address")
-	errUser := byUser.verdict(ctx, p, "user", "too many "+p.what+" from this user")
+	errAddr, errUser := p.addrVerdict(ctx, byAddr), p.userVerdict(ctx, byUser)
 	if errAddr != nil {
 		return errAddr
 	}
@@ -151,7 +150,7 @@ func (p *PurchaseLimits) CheckAddr(ctx context.Context, addr string) error {
 	if p.cfg.PerAddr <= 0 || addr == "" {
 		return nil
 	}
-	return p.allowAddr(ctx, addr).verdict(ctx, p, "addr", "too many "+p.what+" from this address")
+	return p.addrVerdict(ctx, p.allowAddr(ctx, addr))
 }
 
 // CheckUser counts one request of userID against the user's limit alone:
@@ -160,7 +159,17 @@ func (p *PurchaseLimits) CheckUser(ctx context.Context, userID int64) error {
 	if p.cfg.PerUser <= 0 {
 		return nil
 	}
-	return p.allowUser(ctx, userID).verdict(ctx, p, "user", "too many "+p.what+" from this user")
+	return p.userVerdict(ctx, p.allowUser(ctx, userID))
+}
+
+// addrVerdict and userVerdict are what the address's and the user's
+// answers mean for the request (answer.verdict, with each limit's words).
+func (p *PurchaseLimits) addrVerdict(ctx context.Context, a answer) error {
+	return a.verdict(ctx, p, "addr", "too many "+p.what+" from this address")
+}
+
+func (p *PurchaseLimits) userVerdict(ctx context.Context, a answer) error {
+	return a.verdict(ctx, p, "user", "too many "+p.what+" from this user")
 }
 
 // Settle ends the flight of a purchase that Admit let through, with its
